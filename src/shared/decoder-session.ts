@@ -1,0 +1,157 @@
+/**
+ * A decoder model pack run with onnxruntime-node. `DecoderModel` owns the ONNX session (one per pack);
+ * each generation gets a `DecoderSequence`, which owns its KV cache and grows it by exactly the tokens
+ * appended, so nothing is ever re-prefilled.
+ *
+ * @example
+ * const model = await DecoderModel.load(loadModelPack('models/stories260k'));
+ * const seq = model.newSequence();
+ * const { logits, hidden } = await seq.append([1]);
+ * seq.dispose(); await model.release();
+ */
+import { AppError } from './errors.ts';
+import type { ModelPack } from './model-pack.ts';
+import { ort, type OrtSession, type OrtTensor } from './ort.ts';
+import { runSession } from './run-session.ts';
+
+export interface DecoderLoadOptions {
+  /** Threads for one session run; onnxruntime picks when omitted. */
+  threads?: number;
+}
+
+export interface AppendResult {
+  /** Logits of the last appended position, `[vocab]`. */
+  logits: Float32Array;
+  /** `hidden_states` of the last appended position, `[hidden]`; empty when the pack has no such output. */
+  hidden: Float32Array;
+  /** Per-position logits `[n, vocab]` and hidden states `[n, hidden]`, only with `allPositions`. */
+  allLogits?: Float32Array;
+  allHidden?: Float32Array;
+}
+
+/** Counters that let tests and benchmarks prove how much work the model did. */
+export interface DecoderStats {
+  runs: number;
+  tokensFed: number;
+}
+
+export class DecoderModel {
+  readonly stats: DecoderStats = { runs: 0, tokensFed: 0 };
+  readonly hasHiddenStates: boolean;
+
+  private constructor(
+    readonly pack: ModelPack,
+    private readonly session: OrtSession,
+  ) {
+    this.hasHiddenStates = session.outputNames.includes('hidden_states');
+    const missing = ['input_ids', 'attention_mask', 'logits'].filter(
+      (n) => !session.inputNames.includes(n) && !session.outputNames.includes(n),
+    );
+    if (missing.length) throw new AppError('INVALID_ARGUMENT', `${pack.modelPath}: not a decoder export (missing ${missing.join(', ')})`);
+  }
+
+  static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
+    const session = await ort.InferenceSession.create(pack.modelPath, {
+      graphOptimizationLevel: 'all',
+      ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
+    });
+    return new DecoderModel(pack, session);
+  }
+
+  newSequence(): DecoderSequence {
+    return new DecoderSequence(this);
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+
+  /** @internal one forward pass; used by DecoderSequence. */
+  async forward(feeds: Record<string, OrtTensor>, tokens: number): Promise<Record<string, OrtTensor>> {
+    this.stats.runs++;
+    this.stats.tokensFed += tokens;
+    return runSession(this.session, feeds);
+  }
+}
+
+export class DecoderSequence {
+  private past: Record<string, OrtTensor>;
+  private ids: number[] = [];
+  private disposed = false;
+
+  constructor(private readonly model: DecoderModel) {
+    const { numLayers, numKvHeads, headDim } = model.pack;
+    this.past = {};
+    for (let i = 0; i < numLayers; i++) {
+      for (const kind of ['key', 'value']) {
+        this.past[`past_key_values.${i}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [1, numKvHeads, 0, headDim]);
+      }
+    }
+  }
+
+  /** Tokens in the KV cache. */
+  get length(): number {
+    return this.ids.length;
+  }
+
+  /** The token ids the cache holds, oldest first. */
+  get tokens(): readonly number[] {
+    return this.ids;
+  }
+
+  /**
+   * Feeds `tokens` as one forward pass (a prefill when the cache is empty, a decode step for one
+   * token) and returns the outputs of the last position.
+   */
+  async append(tokens: readonly number[], options: { allPositions?: boolean } = {}): Promise<AppendResult> {
+    if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
+    const { vocabSize, maxPositions, hiddenSize } = this.model.pack;
+    if (tokens.length === 0) throw new AppError('INVALID_ARGUMENT', 'append needs at least one token');
+    for (const t of tokens) {
+      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) {
+        throw new AppError('INVALID_ARGUMENT', `token id ${t} is outside the vocabulary [0, ${vocabSize})`);
+      }
+    }
+    const total = this.ids.length + tokens.length;
+    if (total > maxPositions) {
+      throw new AppError(
+        'OUT_OF_RANGE',
+        `context window exceeded: ${this.ids.length} tokens in cache + ${tokens.length} new > ${maxPositions} (model limit)`,
+      );
+    }
+    const n = tokens.length;
+    const start = this.ids.length;
+    const feeds: Record<string, OrtTensor> = {
+      ...this.past,
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [1, n]),
+      attention_mask: new ort.Tensor('int64', new BigInt64Array(total).fill(1n), [1, total]),
+      position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i)), [1, n]),
+    };
+    const out = await this.model.forward(feeds, n);
+    for (const t of Object.values(this.past)) t.dispose();
+    for (const name of Object.keys(this.past)) this.past[name] = out[name.replace('past_key_values', 'present')]!;
+    this.ids.push(...tokens);
+
+    const allLogits = out.logits!.data as Float32Array;
+    const allHidden = (out.hidden_states?.data as Float32Array | undefined) ?? new Float32Array(0);
+    const result: AppendResult = {
+      logits: allLogits.slice((n - 1) * vocabSize, n * vocabSize),
+      hidden: allHidden.length ? allHidden.slice((n - 1) * hiddenSize, n * hiddenSize) : allHidden,
+    };
+    if (options.allPositions) {
+      result.allLogits = allLogits;
+      result.allHidden = allHidden;
+    }
+    out.logits!.dispose();
+    out.hidden_states?.dispose();
+    return result;
+  }
+
+  /** Releases the KV cache; the sequence cannot be used afterwards. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const t of Object.values(this.past)) t.dispose();
+    this.past = {};
+  }
+}

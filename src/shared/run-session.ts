@@ -1,0 +1,22 @@
+/**
+ * Runs an ONNX session after checking the feeds against the session's declared inputs; on failure it
+ * says which inputs were given with which types and shapes, so a mismatched export is easy to diagnose.
+ */
+import { AppError, errorMessage } from './errors.ts';
+import type { OrtSession, OrtTensor } from './ort.ts';
+
+function describe(feeds: Record<string, OrtTensor>): string {
+  return Object.entries(feeds)
+    .map(([name, t]) => `${name}: ${t.type}[${t.dims.join(',')}]`)
+    .join('; ');
+}
+
+export async function runSession(session: OrtSession, feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
+  const missing = session.inputNames.filter((n) => !(n in feeds));
+  if (missing.length) throw new AppError('INTERNAL', `model inputs not fed: ${missing.join(', ')}`);
+  try {
+    return (await session.run(feeds)) as Record<string, OrtTensor>;
+  } catch (e) {
+    throw new AppError('INTERNAL', `onnxruntime run failed: ${errorMessage(e)} (inputs: ${describe(feeds)})`, { cause: e });
+  }
+}

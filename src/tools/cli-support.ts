@@ -1,0 +1,44 @@
+/**
+ * Shared plumbing for the command-line tools: argument parsing errors and failures become one line on
+ * stderr and a non-zero exit code instead of a stack trace.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { AppError, errorMessage } from '../shared/errors.ts';
+
+export class UsageError extends Error {}
+
+export function parseFlags<T extends ParseArgsConfig['options']>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError(errorMessage(e));
+  }
+}
+
+export function requireFlag(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+export function integerFlag(values: Record<string, unknown>, name: string, fallback?: number): number | undefined {
+  const v = values[name];
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isInteger(n)) throw new UsageError(`--${name} must be an integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** Runs a CLI's main function; prints `error: ...` (and usage for usage errors) and exits non-zero. */
+export async function runCli(main: () => Promise<void>, usage: string): Promise<void> {
+  try {
+    await main();
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`error: ${e.message}\n\n${usage}`);
+      process.exit(2);
+    }
+    console.error(`error: ${e instanceof AppError ? e.message : errorMessage(e)}`);
+    process.exit(1);
+  }
+}
