@@ -1,0 +1,58 @@
+/**
+ * Output that appears whole or not at all: everything is written into a sibling temporary folder (or
+ * file) that is renamed into place only after the writer finished, so a failure leaves nothing behind.
+ */
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { AppError, errorMessage } from '../../shared/errors.ts';
+
+/** A private folder beside `target`, on the same file system so that the final rename is atomic. */
+function prepareSibling(target: string): string {
+  const parent = dirname(resolve(target));
+  try {
+    mkdirSync(parent, { recursive: true });
+  } catch (e) {
+    throw new AppError('PERMISSION_DENIED', `${parent}: cannot create output folder (${errorMessage(e)})`);
+  }
+  const temp = join(parent, `.${basename(target)}.partial-${process.pid}-${Date.now()}`);
+  try {
+    mkdirSync(temp);
+  } catch (e) {
+    throw new AppError('PERMISSION_DENIED', `${parent}: output folder is not writable (${errorMessage(e)})`);
+  }
+  return temp;
+}
+
+/** Runs `write(tempDir)` and then moves the finished folder to `target`, replacing an older one. */
+export async function writeFolderAtomically(target: string, write: (tempDir: string) => Promise<void> | void): Promise<void> {
+  const temp = prepareSibling(target);
+  try {
+    await write(temp);
+    const old = `${temp}.old`;
+    if (existsSync(target)) renameSync(target, old);
+    renameSync(temp, target);
+    rmSync(old, { recursive: true, force: true });
+  } catch (e) {
+    rmSync(temp, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/**
+ * Runs `write(tempPath)` (a path inside a private folder), then moves the file and any companions it wrote beside it (e.g. an
+ * external data file) next to `target`.
+ */
+export async function writeFileAtomically(
+  target: string,
+  write: (tempPath: string) => Promise<string[]> | string[],
+): Promise<void> {
+  const tempDir = prepareSibling(target);
+  try {
+    const tempPath = join(tempDir, basename(target));
+    const companions = await write(tempPath);
+    for (const c of companions) renameSync(join(tempDir, c), join(dirname(resolve(target)), c));
+    renameSync(tempPath, resolve(target));
+  } finally {
+    rmSync(tempDir, { recursive: true, force: true });
+  }
+}

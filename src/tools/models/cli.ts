@@ -1,0 +1,77 @@
+/** `bun run models <command>`: build, convert, patch and inspect model packs. */
+import { parseFlags, requireFlag, integerFlag, runCli, UsageError } from '../cli-support.ts';
+import { convertLlama2c } from './convert-llama2c.ts';
+import { buildDemoPacks } from './demo.ts';
+import { writeRandomPack } from './random-pack.ts';
+
+const USAGE = `usage: bun run models <command> [flags]
+
+  convert-llama2c --checkpoint F --tokenizer F [--layers K] --out DIR
+      a llama2.c checkpoint → decoder pack; --layers keeps the first K layers (an edge model)
+  random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--no-hidden-states]
+      a random-weight Qwen2-style pack with the real Qwen tokenizer
+  expose-hidden --in model.onnx --out model.onnx [--node TENSOR]
+      add the hidden_states output (the LM head's input) to an existing export
+  inspect model.onnx
+      inputs, outputs, op counts and candidate hidden-state tensors
+  demo
+      build models/stories260k (cloud), models/stories260k-3l (edge) from ../shared/assets`;
+
+async function main(): Promise<void> {
+  const [command, ...args] = process.argv.slice(2);
+  switch (command) {
+    case 'convert-llama2c': {
+      const { values } = parseFlags(args, {
+        checkpoint: { type: 'string' },
+        tokenizer: { type: 'string' },
+        layers: { type: 'string' },
+        out: { type: 'string' },
+      });
+      const out = requireFlag(values, 'out');
+      await convertLlama2c({
+        checkpoint: requireFlag(values, 'checkpoint'),
+        tokenizer: requireFlag(values, 'tokenizer'),
+        layers: integerFlag(values, 'layers'),
+        out,
+      });
+      console.log(`wrote ${out}`);
+      return;
+    }
+    case 'random': {
+      const { values } = parseFlags(args, {
+        preset: { type: 'string' },
+        out: { type: 'string' },
+        seed: { type: 'string' },
+        head: { type: 'string' },
+        'no-hidden-states': { type: 'boolean' },
+      });
+      const head = values.head ?? 'default';
+      if (!['matmul', 'gemm', 'default'].includes(head)) throw new UsageError(`--head must be matmul or gemm, got ${head}`);
+      const out = requireFlag(values, 'out');
+      await writeRandomPack({
+        preset: requireFlag(values, 'preset'),
+        out,
+        seed: integerFlag(values, 'seed', 0)!,
+        head: head === 'default' ? undefined : (head as 'matmul' | 'gemm'),
+        hiddenStatesOutput: !values['no-hidden-states'],
+      });
+      console.log(`wrote ${out}`);
+      return;
+    }
+    case 'demo': {
+      parseFlags(args, {});
+      const built = await buildDemoPacks(undefined, (line) => console.log(line));
+      console.log(built.length ? `built ${built.length} pack(s)` : 'demo packs up to date');
+      return;
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+      console.log(USAGE);
+      return;
+    default:
+      throw new UsageError(`unknown command ${command}`);
+  }
+}
+
+await runCli(main, USAGE);

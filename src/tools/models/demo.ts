@@ -1,0 +1,47 @@
+/**
+ * `models demo`: builds the demo packs from the stories260K checkpoint beside the project:
+ * the full 5-layer cloud model and the 3-layer edge model. A pack whose recorded source matches is
+ * left alone, so re-running is a no-op.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEMO } from '../../shared/paths.ts';
+import { convertLlama2c, llama2cSource, type ConvertLlama2cOptions } from './convert-llama2c.ts';
+import { PACK_SOURCE_FILE } from './pack-writer.ts';
+
+function upToDate(dir: string, source: Record<string, unknown>): boolean {
+  const file = join(dir, PACK_SOURCE_FILE);
+  if (!existsSync(file) || !existsSync(join(dir, 'model.onnx'))) return false;
+  try {
+    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(source);
+  } catch {
+    return false;
+  }
+}
+
+export interface DemoPaths {
+  checkpoint: string;
+  tokenizer: string;
+  cloudPack: string;
+  edgePack: string;
+  edgeLayers: number;
+}
+
+/** Builds whatever demo pack is missing or stale; returns the names of the packs it (re)built. */
+export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}): Promise<string[]> {
+  const built: string[] = [];
+  const packs: ConvertLlama2cOptions[] = [
+    { checkpoint: paths.checkpoint, tokenizer: paths.tokenizer, out: paths.cloudPack },
+    { checkpoint: paths.checkpoint, tokenizer: paths.tokenizer, out: paths.edgePack, layers: paths.edgeLayers },
+  ];
+  for (const options of packs) {
+    if (upToDate(options.out, llama2cSource(options))) {
+      log(`${options.out}: up to date`);
+      continue;
+    }
+    log(`${options.out}: building`);
+    await convertLlama2c(options);
+    built.push(options.out);
+  }
+  return built;
+}

@@ -1,0 +1,47 @@
+/**
+ * Writes a decoder model pack (model.onnx [+ model.onnx_data], config.json, generation_config.json,
+ * tokenizer.json, tokenizer_config.json, pack-source.json) atomically into `outDir`.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFolderAtomically } from './atomic-output.ts';
+import { buildDecoderGraph, type DecoderGraphOptions } from './decoder-graph.ts';
+import { hfConfig, type DecoderSpec, type DecoderWeights } from './decoder-spec.ts';
+import { writeModel } from './onnx-file.ts';
+
+export interface DecoderPackContents {
+  spec: DecoderSpec;
+  weights: DecoderWeights;
+  graph: DecoderGraphOptions;
+  tokenizerJson: unknown;
+  tokenizerConfig: unknown;
+  /** Keep weights in `model.onnx_data` (required above protobuf's 2 GB limit). */
+  externalData: boolean;
+  /** Where the pack came from; `demo` compares it to decide whether a rebuild is needed. */
+  source: Record<string, unknown>;
+}
+
+export const PACK_SOURCE_FILE = 'pack-source.json';
+
+const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+
+export async function writeDecoderPack(outDir: string, contents: DecoderPackContents): Promise<void> {
+  const { spec } = contents;
+  await writeFolderAtomically(outDir, (dir) => {
+    writeModel(buildDecoderGraph(spec, contents.weights, contents.graph), join(dir, 'model.onnx'), {
+      externalData: contents.externalData,
+    });
+    writeFileSync(join(dir, 'config.json'), json(hfConfig(spec)));
+    writeFileSync(
+      join(dir, 'generation_config.json'),
+      json({
+        bos_token_id: spec.bosTokenId,
+        eos_token_id: spec.eosTokenIds.length === 1 ? spec.eosTokenIds[0] : spec.eosTokenIds,
+        do_sample: false,
+      }),
+    );
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(contents.tokenizerJson));
+    writeFileSync(join(dir, 'tokenizer_config.json'), json(contents.tokenizerConfig));
+    writeFileSync(join(dir, PACK_SOURCE_FILE), json(contents.source));
+  });
+}

@@ -1,0 +1,34 @@
+/** `models random`: a random-weight pack of a preset architecture, with the real Qwen tokenizer. */
+import { AppError } from '../../shared/errors.ts';
+import { parameterCount } from './decoder-spec.ts';
+import { writeDecoderPack } from './pack-writer.ts';
+import { PRESETS, qwenTokenizerFiles, randomWeights } from './random-model.ts';
+
+export interface RandomPackOptions {
+  preset: string;
+  out: string;
+  seed: number;
+  /** Defaults to `gemm` (the tied embedding stored once). */
+  head?: 'matmul' | 'gemm';
+  hiddenStatesOutput: boolean;
+}
+
+/** Above this many bytes of weights a pack keeps them in `model.onnx_data`. */
+const EXTERNAL_DATA_ABOVE_BYTES = 256 * 1024 * 1024;
+
+export async function writeRandomPack(options: RandomPackOptions): Promise<void> {
+  const spec = PRESETS[options.preset];
+  if (!spec) {
+    throw new AppError('INVALID_ARGUMENT', `unknown preset ${options.preset} (known: ${Object.keys(PRESETS).join(', ')})`);
+  }
+  const { tokenizerJson, tokenizerConfig } = qwenTokenizerFiles();
+  await writeDecoderPack(options.out, {
+    spec,
+    weights: randomWeights(spec, options.seed),
+    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput },
+    tokenizerJson,
+    tokenizerConfig,
+    externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
+    source: { tool: 'random', preset: options.preset, seed: options.seed },
+  });
+}
