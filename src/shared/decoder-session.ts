@@ -33,10 +33,12 @@ export interface AppendResult {
 export interface DecoderStats {
   runs: number;
   tokensFed: number;
+  /** Sequences created and not yet disposed: each holds a KV cache. */
+  liveSequences: number;
 }
 
 export class DecoderModel {
-  readonly stats: DecoderStats = { runs: 0, tokensFed: 0 };
+  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0 };
   readonly hasHiddenStates: boolean;
 
   private constructor(
@@ -59,6 +61,7 @@ export class DecoderModel {
   }
 
   newSequence(): DecoderSequence {
+    this.stats.liveSequences++;
     return new DecoderSequence(this);
   }
 
@@ -151,6 +154,7 @@ export class DecoderSequence {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.model.stats.liveSequences--;
     for (const t of Object.values(this.past)) t.dispose();
     this.past = {};
   }

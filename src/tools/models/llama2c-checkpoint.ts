@@ -164,7 +164,9 @@ export function readLlama2cCheckpoint(file: string, layers?: number): ConvertedC
     qkvBias: false,
     tieEmbeddings: header.sharedClassifier,
     bosTokenId: 1,
-    eosTokenIds: [2],
+    // llama2.c models are trained on documents that each start with BOS and end with nothing, so the
+    // model ends a story by predicting BOS; run.c stops there too. </s> is kept for completeness.
+    eosTokenIds: [2, 1],
   };
   const weights: DecoderWeights = {
     embed: blocks.embed.slice(),

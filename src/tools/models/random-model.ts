@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { readJsonFile } from '../../shared/model-pack.ts';
+import { seededRandom } from '../../shared/seeded-random.ts';
 import type { DecoderSpec, DecoderWeights, LayerWeights } from './decoder-spec.ts';
 
 const QWEN_EOS = [151645, 151643];
@@ -46,18 +47,6 @@ export const PRESETS: Record<string, DecoderSpec> = {
     eosTokenIds: QWEN_EOS,
   },
 };
-
-/** mulberry32: a small, fast, seedable generator; quality is ample for random weights. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function randomWeights(spec: DecoderSpec, seed: number): DecoderWeights {
   const random = seededRandom(seed);

@@ -1,0 +1,212 @@
+/**
+ * The collaborative decoding loop. Each step: the router scores the edge model's last position; in
+ * `joint` mode a score below τ asks the cloud for the next token (or a span of them), otherwise the edge
+ * model's own token is taken. Either way the chosen tokens are appended to the edge KV cache with one
+ * forward pass, so the prompt is prefilled exactly once. It knows nothing of HTTP or gRPC: callers
+ * iterate the events and serialize them.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AppendResult, DecoderModel, DecoderSequence } from '../shared/decoder-session.ts';
+import { AppError, errorMessage, isAbortError } from '../shared/errors.ts';
+import { sampleToken } from '../shared/sampling.ts';
+import { seededRandom } from '../shared/seeded-random.ts';
+import type { TextTokenizer } from '../shared/tokenizer.ts';
+import type { CloudClient, CloudSession, CloudStepReply, TokenSource } from './cloud-client.ts';
+import { MetricsRecorder, type GenerationMetrics } from './generation-metrics.ts';
+import type { GenerationRequest } from './generation-request.ts';
+import type { Router } from './router.ts';
+import { StopStringFilter } from './stop-strings.ts';
+
+export interface EdgeEngine {
+  slm: DecoderModel;
+  router: Router;
+  tokenizer: TextTokenizer;
+  /** Absent when the edge runs without a cloud: routed tokens then fall back to the edge model. */
+  cloud?: CloudClient;
+  /** Send the edge model's hidden state with routed steps (off by default: large and private). */
+  sendHiddenState?: boolean;
+}
+
+export interface TokenEvent {
+  type: 'token';
+  /** 0-based index among generated tokens. */
+  index: number;
+  id: number;
+  /** The text this token adds (may be empty while a multi-byte character or a possible stop string is held back). */
+  text: string;
+  source: Exclude<TokenSource, 'prompt'>;
+  /** Router score at this position; null for tokens the router did not see (llm_only, later tokens of a span). */
+  score: number | null;
+  timings: { slmMs: number; routerMs: number; cloudMs: number };
+  /** Why the cloud could not serve a routed token (source `fallback`). */
+  cloudError?: string;
+}
+
+export type FinishReason = 'eos' | 'stop' | 'length' | 'context' | 'cancelled';
+
+export interface DoneEvent {
+  type: 'done';
+  finishReason: FinishReason;
+  /** The generated text; exactly the concatenation of the token events' texts. */
+  text: string;
+  metrics: GenerationMetrics;
+  requestId: string;
+  router: string;
+}
+
+export type GenerationEvent = TokenEvent | DoneEvent;
+
+function elapsed(since: number): number {
+  return performance.now() - since;
+}
+
+/** Runs one generation; always ends with a `done` event unless it throws (bad request, edge model failure). */
+export async function* generate(
+  engine: EdgeEngine,
+  request: GenerationRequest,
+  signal?: AbortSignal,
+): AsyncGenerator<GenerationEvent> {
+  const { slm, router, tokenizer } = engine;
+  const requestId = randomUUID();
+  const promptIds = tokenizer.encode(request.prompt, { addBos: slm.pack.bosTokenId !== undefined, parseSpecialTokens: false });
+  const maxPositions = slm.pack.maxPositions;
+  if (promptIds.length >= maxPositions) {
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `prompt is ${promptIds.length} tokens; the edge model's context window is ${maxPositions} (including generated tokens)`,
+    );
+  }
+  const eos = new Set([...slm.pack.eosTokenIds, ...tokenizer.eosIds]);
+  const context = [...promptIds];
+  const sources: TokenSource[] = promptIds.map(() => 'prompt');
+  const metrics = new MetricsRecorder(promptIds.length);
+  const random = seededRandom(request.seed);
+  const textDecoder = tokenizer.createStreamDecoder();
+  const stopFilter = new StopStringFilter(request.stop);
+  let text = '';
+  let cloudSession: CloudSession | undefined;
+  let sequence: DecoderSequence | undefined;
+  let last: AppendResult | undefined;
+  // Edge model time not yet attributed to a token: the forward pass that produced the logits in use.
+  let pendingSlmMs = 0;
+
+  const feedEdge = async (ids: number[]) => {
+    const t = performance.now();
+    last = await sequence!.append(ids);
+    const ms = elapsed(t);
+    metrics.slmMs += ms;
+    pendingSlmMs += ms;
+  };
+  const startEdge = async () => {
+    sequence = slm.newSequence();
+    const t = performance.now();
+    await feedEdge(context);
+    metrics.prefillMs += elapsed(t);
+  };
+  const finish = (finishReason: FinishReason): DoneEvent => {
+    text += stopFilter.push(textDecoder.flush()).text;
+    const tail = finishReason === 'stop' ? '' : stopFilter.flush();
+    text += tail;
+    return { type: 'done', finishReason, text, metrics: metrics.finish(), requestId, router: router.info.name };
+  };
+
+  try {
+    if (request.mode !== 'llm_only') await startEdge();
+    while (true) {
+      if (signal?.aborted) return yield finish('cancelled');
+      if (metrics.tokens >= request.maxNewTokens) return yield finish('length');
+      if (context.length >= maxPositions) return yield finish('context');
+      const stepStart = performance.now();
+
+      let score: number | null = null;
+      let routerMs = 0;
+      if (last) {
+        const t = performance.now();
+        score = await router.score(last.hidden, last.logits);
+        routerMs = elapsed(t);
+        metrics.routerMs += routerMs;
+      }
+      const route = request.mode === 'llm_only' || (request.mode === 'joint' && score !== null && score < request.threshold);
+
+      let chosen: number[] | undefined;
+      let source: TokenEvent['source'] = 'slm';
+      let cloudError: string | undefined;
+      let cloudMs = 0;
+      if (route) {
+        const t = performance.now();
+        try {
+          if (!engine.cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
+          cloudSession ??= engine.cloud.openSession({ requestId, signal });
+          const budget = Math.min(request.routeSpan, request.maxNewTokens - metrics.tokens, maxPositions - context.length);
+          const reply: CloudStepReply = await cloudSession.next({
+            context,
+            sources,
+            tokenIndex: metrics.tokens,
+            maxTokens: budget,
+            temperature: request.temperature,
+            topP: request.topP,
+            seed: request.seed,
+            stopTokenIds: [...eos],
+            routerScore: score ?? 0,
+            threshold: request.threshold,
+            hiddenState: engine.sendHiddenState && last ? last.hidden : undefined,
+            topLogprobs: 0,
+            signal,
+          });
+          chosen = reply.tokens.slice(0, budget);
+          source = 'llm';
+        } catch (e) {
+          if (signal?.aborted || isAbortError(e)) return yield finish('cancelled');
+          cloudError = errorMessage(e);
+          source = 'fallback';
+        }
+        cloudMs = elapsed(t);
+        metrics.cloudMs += cloudMs;
+      }
+      if (!chosen) {
+        if (!sequence) await startEdge(); // llm_only with the cloud down: the edge takes over
+        chosen = [sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random })];
+      }
+
+      // Edge time of this step: the forward pass behind these logits, the router and sampling.
+      const edgeMs = elapsed(stepStart) - cloudMs + pendingSlmMs;
+      const slmMs = pendingSlmMs;
+      pendingSlmMs = 0;
+      metrics.step(edgeMs, metrics.tokens === 0);
+
+      const accepted: number[] = [];
+      let reason: FinishReason | undefined;
+      for (const [i, id] of chosen.entries()) {
+        if (eos.has(id)) {
+          reason = 'eos';
+          break;
+        }
+        accepted.push(id);
+        context.push(id);
+        sources.push(source);
+        metrics.token(source);
+        const piece = stopFilter.push(textDecoder.push(id));
+        text += piece.text;
+        yield {
+          type: 'token',
+          index: metrics.tokens - 1,
+          id,
+          text: piece.text,
+          source,
+          score: i === 0 ? score : null,
+          timings: i === 0 ? { slmMs, routerMs, cloudMs } : { slmMs: 0, routerMs: 0, cloudMs: 0 },
+          ...(cloudError ? { cloudError } : {}),
+        };
+        if (piece.stopped) {
+          reason = 'stop';
+          break;
+        }
+      }
+      if (reason) return yield finish(reason);
+      if (sequence && context.length < maxPositions && metrics.tokens < request.maxNewTokens) await feedEdge(accepted);
+    }
+  } finally {
+    sequence?.dispose();
+    await cloudSession?.close().catch(() => {});
+  }
+}

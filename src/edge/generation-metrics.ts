@@ -1,0 +1,86 @@
+/** The per-request figures the final event carries (the reference paper's Table 1 columns and more). */
+
+export interface GenerationMetrics {
+  promptTokens: number;
+  tokens: number;
+  routed: number;
+  fallback: number;
+  routedRatio: number;
+  /** Request start → first token event. */
+  ttftMs: number;
+  /** Edge-side time between tokens (SLM step + router + sampling; cloud waiting excluded). */
+  tbtMeanMs: number;
+  tbtP50Ms: number;
+  tbtP95Ms: number;
+  /** Edge model time (prefill included), router time, and communication + cloud model time. */
+  slmMs: number;
+  prefillMs: number;
+  routerMs: number;
+  cloudMs: number;
+  totalMs: number;
+}
+
+/** Linear-interpolated percentile of unsorted values (0 for none). */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (p / 100) * (sorted.length - 1);
+  const lo = Math.floor(rank);
+  const hi = Math.ceil(rank);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (rank - lo);
+}
+
+export function mean(values: readonly number[]): number {
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
+}
+
+export class MetricsRecorder {
+  private readonly start = performance.now();
+  private firstTokenAt: number | undefined;
+  private readonly edgeStepMs: number[] = [];
+  tokens = 0;
+  routed = 0;
+  fallback = 0;
+  slmMs = 0;
+  prefillMs = 0;
+  routerMs = 0;
+  cloudMs = 0;
+
+  constructor(readonly promptTokens: number) {}
+
+  /** Records one emitted token. */
+  token(source: 'slm' | 'llm' | 'fallback'): void {
+    this.firstTokenAt ??= performance.now();
+    this.tokens++;
+    if (source === 'llm') this.routed++;
+    if (source === 'fallback') this.fallback++;
+  }
+
+  /**
+   * Records the edge time of one decoding step. The first step carries the prefill and counts towards
+   * TTFT; time between tokens is taken over the steps after it.
+   */
+  step(edgeMs: number, first: boolean): void {
+    if (!first) this.edgeStepMs.push(edgeMs);
+  }
+
+  finish(): GenerationMetrics {
+    const now = performance.now();
+    return {
+      promptTokens: this.promptTokens,
+      tokens: this.tokens,
+      routed: this.routed,
+      fallback: this.fallback,
+      routedRatio: this.tokens ? this.routed / this.tokens : 0,
+      ttftMs: (this.firstTokenAt ?? now) - this.start,
+      tbtMeanMs: mean(this.edgeStepMs),
+      tbtP50Ms: percentile(this.edgeStepMs, 50),
+      tbtP95Ms: percentile(this.edgeStepMs, 95),
+      slmMs: this.slmMs,
+      prefillMs: this.prefillMs,
+      routerMs: this.routerMs,
+      cloudMs: this.cloudMs,
+      totalMs: now - this.start,
+    };
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * The parameters of one generation, validated in one place for every entry point (web page, HTTP API,
+ * gRPC). Anything out of range is an INVALID_ARGUMENT with a message that names the field.
+ */
+import { AppError } from '../shared/errors.ts';
+
+export const MODES = ['joint', 'small_only', 'llm_only'] as const;
+export type Mode = (typeof MODES)[number];
+
+export interface GenerationRequest {
+  /** Text to continue; encoded with the edge tokenizer (a BOS token is added when the pack has one). */
+  prompt: string;
+  mode: Mode;
+  /** τ in [0, 1]: a token is routed when its router score is below τ (joint mode). */
+  threshold: number;
+  maxNewTokens: number;
+  /** 0 = greedy. */
+  temperature: number;
+  topP: number;
+  seed: number;
+  /** Generation ends before the first occurrence of any of these strings. */
+  stop: string[];
+  /** Most tokens the cloud may return per routed step. */
+  routeSpan: number;
+}
+
+export interface GenerationLimits {
+  maxPromptChars: number;
+  maxNewTokens: number;
+  maxRouteSpan: number;
+}
+
+export const DEFAULT_LIMITS: GenerationLimits = { maxPromptChars: 16_384, maxNewTokens: 1024, maxRouteSpan: 16 };
+
+/** Raw values as they arrive from a form, JSON or protobuf; strings are parsed strictly. */
+export type RawGenerationRequest = Partial<Record<keyof GenerationRequest, unknown>>;
+
+function invalid(message: string): never {
+  throw new AppError('INVALID_ARGUMENT', message);
+}
+
+function numberField(raw: unknown, name: string, fallback: number): number {
+  if (raw === undefined || raw === null || raw === '') return fallback;
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
+  if (!Number.isFinite(n)) invalid(`${name} must be a number, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function integerField(raw: unknown, name: string, fallback: number, min: number, max: number): number {
+  const n = numberField(raw, name, fallback);
+  if (!Number.isInteger(n) || n < min || n > max) invalid(`${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function rangeField(raw: unknown, name: string, fallback: number, min: number, max: number, minOpen = false): number {
+  const n = numberField(raw, name, fallback);
+  if (n > max || n < min || (minOpen && n === min)) invalid(`${name} must be in ${minOpen ? '(' : '['}${min}, ${max}], got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+export function parseGenerationRequest(raw: RawGenerationRequest, limits: GenerationLimits = DEFAULT_LIMITS): GenerationRequest {
+  const prompt = raw.prompt;
+  if (typeof prompt !== 'string') invalid('prompt must be a string');
+  if (prompt.trim() === '') invalid('prompt must not be empty');
+  if (prompt.length > limits.maxPromptChars) {
+    invalid(`prompt is ${prompt.length} characters; the limit is ${limits.maxPromptChars}`);
+  }
+  if (prompt.includes('\uFFFD')) invalid('prompt is not valid UTF-8 text (it contains replacement characters)');
+  const mode = raw.mode ?? 'joint';
+  if (typeof mode !== 'string' || !(MODES as readonly string[]).includes(mode)) {
+    invalid(`mode must be one of ${MODES.join(', ')}, got ${JSON.stringify(mode)}`);
+  }
+  const stopRaw = raw.stop ?? [];
+  const stop = (Array.isArray(stopRaw) ? stopRaw : [stopRaw]).filter((s) => s !== '');
+  if (!stop.every((s): s is string => typeof s === 'string') || stop.length > 8) {
+    invalid('stop must be at most 8 non-empty strings');
+  }
+  return {
+    prompt,
+    mode: mode as Mode,
+    threshold: rangeField(raw.threshold, 'threshold', 0.5, 0, 1),
+    maxNewTokens: integerField(raw.maxNewTokens, 'max_new_tokens', 64, 1, limits.maxNewTokens),
+    temperature: rangeField(raw.temperature, 'temperature', 0, 0, 5),
+    topP: rangeField(raw.topP, 'top_p', 1, 0, 1, true),
+    seed: integerField(raw.seed, 'seed', 0, 0, 2 ** 32 - 1),
+    stop,
+    routeSpan: integerField(raw.routeSpan, 'route_span', 1, 1, limits.maxRouteSpan),
+  };
+}

@@ -1,0 +1,35 @@
+/** Small numeric helpers over a logits vector. */
+
+export function argmax(x: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < x.length; i++) if (x[i]! > x[best]!) best = i;
+  return best;
+}
+
+/** Natural-log softmax of the whole vector. */
+export function logSoftmax(logits: ArrayLike<number>): Float64Array {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) max = Math.max(max, logits[i]!);
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - max);
+  const logZ = max + Math.log(sum);
+  const out = new Float64Array(logits.length);
+  for (let i = 0; i < logits.length; i++) out[i] = logits[i]! - logZ;
+  return out;
+}
+
+/** The `k` largest entries as `{ id, value }`, largest first. */
+export function topK(values: ArrayLike<number>, k: number): { id: number; value: number }[] {
+  const top: { id: number; value: number }[] = [];
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (top.length < k) {
+      top.push({ id: i, value: v });
+      top.sort((a, b) => b.value - a.value);
+    } else if (v > top[k - 1]!.value) {
+      top[k - 1] = { id: i, value: v };
+      top.sort((a, b) => b.value - a.value);
+    }
+  }
+  return top;
+}

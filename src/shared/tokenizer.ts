@@ -1,0 +1,230 @@
+/**
+ * The one tokenizer of the system: a model pack's `tokenizer.json` + `tokenizer_config.json` run by
+ * `@huggingface/tokenizers`, plus an incremental decoder for streaming generated text.
+ *
+ * @example
+ * const tokenizer = await TextTokenizer.fromPack('models/stories260k');
+ * const ids = tokenizer.encode('Once upon a time', { addBos: true });
+ * const stream = tokenizer.createStreamDecoder();
+ * for (const id of generated) process.stdout.write(stream.push(id));
+ * process.stdout.write(stream.flush());
+ */
+import { join, resolve } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { AppError, errorMessage } from './errors.ts';
+import { readJsonFile } from './model-pack.ts';
+
+export interface EncodeOptions {
+  /** Put the BOS token first. Defaults to the config's `add_bos_token`. */
+  addBos?: boolean;
+  /**
+   * Whether special-token text such as `<|im_start|>` in `text` becomes its special id (the default, for
+   * prompts the system renders itself) or is encoded as ordinary characters (for text a user typed).
+   */
+  parseSpecialTokens?: boolean;
+}
+
+export interface DecodeOptions {
+  /** Leave special tokens (BOS, EOS, `<|im_end|>`...) out of the text. Default true. */
+  skipSpecialTokens?: boolean;
+}
+
+/** Special-token fields of tokenizer_config.json: a string, an AddedToken object, or null. */
+type SpecialTokenField = string | { content: string } | null | undefined;
+
+interface TokenizerConfigFields {
+  bos_token?: SpecialTokenField;
+  eos_token?: SpecialTokenField;
+  add_bos_token?: boolean;
+  clean_up_tokenization_spaces?: boolean;
+  model_max_length?: number;
+  chat_template?: string | Array<{ name: string; template: string }>;
+}
+
+const REPLACEMENT_CHARACTER = '\uFFFD';
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function specialTokenContent(field: SpecialTokenField): string | undefined {
+  if (typeof field === 'string') return field;
+  if (isRecord(field) && typeof field.content === 'string') return field.content;
+  return undefined;
+}
+
+/** The default chat template, kept as data: rendering Jinja is the caller's business. */
+function defaultChatTemplate(field: TokenizerConfigFields['chat_template']): string | undefined {
+  if (typeof field === 'string') return field;
+  if (Array.isArray(field)) return field.find((t) => t.name === 'default')?.template;
+  return undefined;
+}
+
+export class TextTokenizer {
+  /** One more than the highest id the tokenizer knows (added tokens included). */
+  readonly vocabSize: number;
+  readonly bosId: number | undefined;
+  /** The config's `eos_token`; a pack's generation_config.json may name more stop ids. */
+  readonly eosIds: readonly number[];
+  /** Special token text → id (BOS, EOS, `<|im_start|>`...). */
+  readonly specialTokens: ReadonlyMap<string, number>;
+  readonly chatTemplate: string | undefined;
+  readonly modelMaxLength: number | undefined;
+  private readonly addBosByDefault: boolean;
+  private readonly cleanUpSpaces: boolean;
+  private readonly specialIds: ReadonlySet<number>;
+
+  private constructor(
+    private readonly hf: Tokenizer,
+    config: TokenizerConfigFields,
+    source: string,
+  ) {
+    let maxId = -1;
+    for (const id of hf.get_vocab(true).values()) maxId = Math.max(maxId, id);
+    this.vocabSize = maxId + 1;
+    const special = new Map<string, number>();
+    for (const [id, token] of hf.get_added_tokens_decoder()) if (token.special) special.set(token.content, id);
+    this.specialTokens = special;
+    this.specialIds = new Set(special.values());
+    const idOfConfigToken = (key: 'bos_token' | 'eos_token'): number | undefined => {
+      const content = specialTokenContent(config[key]);
+      if (content === undefined) return undefined;
+      const id = hf.token_to_id(content);
+      if (id === undefined) throw new AppError('INVALID_ARGUMENT', `${source}: ${key} ${JSON.stringify(content)} is not in the vocabulary`);
+      return id;
+    };
+    this.bosId = idOfConfigToken('bos_token');
+    const eosId = idOfConfigToken('eos_token');
+    this.eosIds = eosId === undefined ? [] : [eosId];
+    this.chatTemplate = defaultChatTemplate(config.chat_template);
+    this.modelMaxLength = typeof config.model_max_length === 'number' ? config.model_max_length : undefined;
+    this.addBosByDefault = config.add_bos_token === true && this.bosId !== undefined;
+    // The library's default is true, which rewrites " ." to "." and breaks round trips and streaming.
+    this.cleanUpSpaces = config.clean_up_tokenization_spaces === true;
+  }
+
+  /** Loads `tokenizer.json` and `tokenizer_config.json` from a model pack folder. */
+  static async fromPack(dir: string): Promise<TextTokenizer> {
+    const root = resolve(dir);
+    const tokenizerJson = readJsonFile(join(root, 'tokenizer.json'));
+    const tokenizerConfig = readJsonFile(join(root, 'tokenizer_config.json'));
+    return TextTokenizer.fromJson(tokenizerJson, tokenizerConfig, root);
+  }
+
+  /** Builds a tokenizer from the parsed contents of the two files; `source` names them in errors. */
+  static fromJson(tokenizerJson: unknown, tokenizerConfig: unknown, source = 'tokenizer'): TextTokenizer {
+    if (!isRecord(tokenizerJson)) throw new AppError('INVALID_ARGUMENT', `${source}: tokenizer.json is not a JSON object`);
+    if (!isRecord(tokenizerConfig)) throw new AppError('INVALID_ARGUMENT', `${source}: tokenizer_config.json is not a JSON object`);
+    let hf: Tokenizer;
+    try {
+      hf = new Tokenizer(tokenizerJson, tokenizerConfig);
+    } catch (e) {
+      throw new AppError('INVALID_ARGUMENT', `${source}: unusable tokenizer.json (${errorMessage(e)})`, { cause: e });
+    }
+    return new TextTokenizer(hf, tokenizerConfig as TokenizerConfigFields, source);
+  }
+
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    const { addBos = this.addBosByDefault, parseSpecialTokens = true } = options;
+    const ids = parseSpecialTokens ? this.hf.encode(text, { add_special_tokens: false }).ids : this.encodePlain(text);
+    if (!addBos) return ids;
+    if (this.bosId === undefined) throw new AppError('FAILED_PRECONDITION', 'this tokenizer has no BOS token');
+    return [this.bosId, ...ids];
+  }
+
+  decode(ids: readonly number[], options: DecodeOptions = {}): string {
+    if (ids.length === 0) return '';
+    for (const id of ids) {
+      if (!Number.isInteger(id) || this.hf.id_to_token(id) === undefined) {
+        throw new AppError('INVALID_ARGUMENT', `token id ${id} is not in the vocabulary (${this.vocabSize} ids)`);
+      }
+    }
+    return this.hf.decode(ids.slice(), {
+      skip_special_tokens: options.skipSpecialTokens ?? true,
+      clean_up_tokenization_spaces: this.cleanUpSpaces,
+    });
+  }
+
+  specialTokenId(content: string): number | undefined {
+    return this.specialTokens.get(content);
+  }
+
+  isSpecialId(id: number): boolean {
+    return this.specialIds.has(id);
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.hf.token_to_id(token);
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.hf.id_to_token(id);
+  }
+
+  createStreamDecoder(options: DecodeOptions = {}): TokenStreamDecoder {
+    return new TokenStreamDecoder(this, options);
+  }
+
+  /**
+   * The library's pipeline without its first step, which cuts special-token text out of the input:
+   * normalizer, pre-tokenizer, model.
+   */
+  private encodePlain(text: string): number[] {
+    if (text.length === 0) return [];
+    const { normalizer, pre_tokenizer: preTokenizer, model } = this.hf;
+    if (model === null) throw new AppError('INTERNAL', 'tokenizer has no model');
+    const normalized = normalizer === null ? text : normalizer(text);
+    if (normalized.length === 0) return [];
+    const words = preTokenizer === null ? [normalized] : preTokenizer(normalized, { section_index: 0 });
+    return model(words).map((token) => {
+      const id = model.tokens_to_ids.get(token) ?? model.unk_token_id;
+      if (id === undefined) throw new AppError('INTERNAL', `tokenizer produced ${JSON.stringify(token)}, which has no id`);
+      return id;
+    });
+  }
+}
+
+/**
+ * Turns generated ids into text pieces as they arrive. `push` returns only text that can no longer
+ * change: while the text decoded so far ends in U+FFFD (a UTF-8 sequence still missing bytes) it waits.
+ * The pieces from `push`, then `flush`, concatenate to `decode(allIds)`.
+ *
+ * Each step decodes a short window: the ids emitted by the previous step (`window[0, readOffset)`) and
+ * the new ones after them, and emits what the new ones added. Decoding the previous step's ids along
+ * with the new ones keeps decoder steps that act on the start of the text (the Strip of llama2.c's
+ * dummy-prefix space) off the new text, and the window never starts inside a UTF-8 sequence, so the
+ * window's text always begins with the previous step's text.
+ */
+export class TokenStreamDecoder {
+  /** The ids of the previous step and the ones pushed since; earlier ones are no longer needed. */
+  private window: number[] = [];
+  private readOffset = 0;
+  private finished = false;
+
+  constructor(
+    private readonly tokenizer: TextTokenizer,
+    private readonly options: DecodeOptions,
+  ) {}
+
+  push(id: number): string {
+    if (this.finished) throw new AppError('FAILED_PRECONDITION', 'stream decoder already flushed');
+    this.window.push(id);
+    return this.advance(false);
+  }
+
+  /** Ends the stream: emits what is held back (an incomplete UTF-8 sequence comes out as U+FFFD). */
+  flush(): string {
+    if (this.finished) return '';
+    this.finished = true;
+    return this.advance(true);
+  }
+
+  private advance(final: boolean): string {
+    const before = this.tokenizer.decode(this.window.slice(0, this.readOffset), this.options);
+    const after = this.tokenizer.decode(this.window, this.options);
+    if (after.length <= before.length || (!final && after.endsWith(REPLACEMENT_CHARACTER))) return '';
+    this.window = this.window.slice(this.readOffset);
+    this.readOffset = this.window.length;
+    return after.slice(before.length);
+  }
+}
