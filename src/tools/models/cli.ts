@@ -2,6 +2,8 @@
 import { parseFlags, requireFlag, integerFlag, runCli, UsageError } from '../cli-support.ts';
 import { convertLlama2c } from './convert-llama2c.ts';
 import { buildDemoPacks } from './demo.ts';
+import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
+import { formatInspection, inspectModel } from './inspect-model.ts';
 import { writeRandomPack } from './random-pack.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
@@ -56,6 +58,19 @@ async function main(): Promise<void> {
         hiddenStatesOutput: !values['no-hidden-states'],
       });
       console.log(`wrote ${out}`);
+      return;
+    }
+    case 'expose-hidden': {
+      const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, node: { type: 'string' } });
+      const out = requireFlag(values, 'out');
+      const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: out, node: values.node });
+      console.log(formatExposeResult(result, out));
+      return;
+    }
+    case 'inspect': {
+      const { positionals } = parseFlags(args, {});
+      if (positionals.length !== 1) throw new UsageError('inspect takes exactly one model file');
+      console.log(formatInspection(inspectModel(positionals[0]!)));
       return;
     }
     case 'demo': {
