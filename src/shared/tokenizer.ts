@@ -38,7 +38,7 @@ interface TokenizerConfigFields {
   add_bos_token?: boolean;
   clean_up_tokenization_spaces?: boolean;
   model_max_length?: number;
-  chat_template?: string | Array<{ name: string; template: string }>;
+  chat_template?: unknown;
 }
 
 const REPLACEMENT_CHARACTER = '\uFFFD';
@@ -54,10 +54,12 @@ function specialTokenContent(field: SpecialTokenField): string | undefined {
 }
 
 /** The default chat template, kept as data: rendering Jinja is the caller's business. */
-function defaultChatTemplate(field: TokenizerConfigFields['chat_template']): string | undefined {
+function defaultChatTemplate(field: unknown): string | undefined {
   if (typeof field === 'string') return field;
-  if (Array.isArray(field)) return field.find((t) => t.name === 'default')?.template;
-  return undefined;
+  if (!Array.isArray(field)) return undefined;
+  // The list form: [{ name: 'default', template }, { name: 'tool_use', template }...]
+  const named = field.find((t): t is { template: string } => isRecord(t) && t.name === 'default' && typeof t.template === 'string');
+  return named?.template;
 }
 
 export class TextTokenizer {
