@@ -165,7 +165,9 @@ export async function* generate(
       }
       if (!chosen) {
         if (!sequence) await startEdge(); // llm_only with the cloud down: the edge takes over
-        chosen = [sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random })];
+        chosen = [
+          sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random, vocabLimit: tokenizer.vocabSize }),
+        ];
       }
 
       // Edge time of this step: the forward pass behind these logits, the router and sampling.

@@ -11,9 +11,15 @@ export interface SamplingOptions {
   topP: number;
   /** Uniform [0, 1) generator; only used when temperature > 0. */
   random: () => number;
+  /**
+   * Only ids below this are chosen. Exports pad the embedding beyond the tokenizer's vocabulary
+   * (Qwen: 151,936 rows, 151,669 tokens); a padded id has no text, so it must never be picked.
+   */
+  vocabLimit?: number;
 }
 
-export function sampleToken(logits: Float32Array, options: SamplingOptions): number {
+export function sampleToken(allLogits: Float32Array, options: SamplingOptions): number {
+  const logits = options.vocabLimit && options.vocabLimit < allLogits.length ? allLogits.subarray(0, options.vocabLimit) : allLogits;
   if (options.temperature === 0) return argmax(logits);
   const inv = 1 / options.temperature;
   let max = -Infinity;

@@ -1,0 +1,83 @@
+/**
+ * Everything one edge process serves with: the loaded engine (edge model, router, tokenizer, cloud
+ * client), the cap on concurrent generations, the registry of running ones (so Stop can find them and
+ * shutdown can end them), and the metrics. HTTP and gRPC entry points both call `run`.
+ */
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../shared/errors.ts';
+import type { CloudConnectionState } from './cloud-client.ts';
+import { generate, type EdgeEngine, type GenerationEvent } from './decoder-loop.ts';
+import { EdgeMetrics } from './edge-metrics.ts';
+import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest } from './generation-request.ts';
+
+export interface RunningGeneration {
+  id: string;
+  controller: AbortController;
+  startedAt: number;
+}
+
+export class EdgeRuntime {
+  readonly metrics = new EdgeMetrics();
+  private readonly running = new Map<string, RunningGeneration>();
+  private closing = false;
+
+  constructor(
+    readonly engine: EdgeEngine,
+    readonly limits: GenerationLimits & { maxConcurrent: number },
+  ) {}
+
+  /** Generations in progress (each holds an edge KV cache and maybe a cloud session). */
+  get activeCount(): number {
+    return this.running.size;
+  }
+
+  cloudState(): CloudConnectionState | 'none' {
+    return this.engine.cloud?.state() ?? 'none';
+  }
+
+  /** Validates `raw`, reserves a slot (RESOURCE_EXHAUSTED when full) and returns a handle to run. */
+  start(raw: RawGenerationRequest, id: string = randomUUID()) {
+    if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
+    const request = parseGenerationRequest(raw, this.limits);
+    if (this.running.size >= this.limits.maxConcurrent) {
+      throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
+    }
+    const handle: RunningGeneration = { id, controller: new AbortController(), startedAt: Date.now() };
+    this.running.set(id, handle);
+    this.metrics.active.set(this.running.size);
+    const runtime = this;
+    async function* events(signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+      const onAbort = () => handle.controller.abort();
+      signal?.addEventListener('abort', onAbort);
+      try {
+        for await (const event of generate(runtime.engine, request, handle.controller.signal)) {
+          runtime.metrics.observe(event, request.mode);
+          yield event;
+        }
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+        runtime.release(id);
+      }
+    }
+    return { id, request, events };
+  }
+
+  /** Gives back a slot that was reserved but will not run (e.g. a page never opened its stream). */
+  release(id: string): void {
+    if (this.running.delete(id)) this.metrics.active.set(this.running.size);
+  }
+
+  /** Stops a running generation; false when there is none with that id. */
+  stop(id: string): boolean {
+    const handle = this.running.get(id);
+    handle?.controller.abort();
+    return handle !== undefined;
+  }
+
+  /** Refuses new work and stops what is running (streams then end with their final event). */
+  async shutdown(): Promise<void> {
+    this.closing = true;
+    for (const handle of this.running.values()) handle.controller.abort();
+    await this.engine.cloud?.close();
+  }
+}

@@ -1,0 +1,39 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { CloudRouterClient as _tokenrouter_cloud_v1_CloudRouterClient, CloudRouterDefinition as _tokenrouter_cloud_v1_CloudRouterDefinition } from './tokenrouter/cloud/v1/CloudRouter';
+import type { OpenSession as _tokenrouter_cloud_v1_OpenSession, OpenSession__Output as _tokenrouter_cloud_v1_OpenSession__Output } from './tokenrouter/cloud/v1/OpenSession';
+import type { RouteRequest as _tokenrouter_cloud_v1_RouteRequest, RouteRequest__Output as _tokenrouter_cloud_v1_RouteRequest__Output } from './tokenrouter/cloud/v1/RouteRequest';
+import type { RouteResponse as _tokenrouter_cloud_v1_RouteResponse, RouteResponse__Output as _tokenrouter_cloud_v1_RouteResponse__Output } from './tokenrouter/cloud/v1/RouteResponse';
+import type { RouteStep as _tokenrouter_cloud_v1_RouteStep, RouteStep__Output as _tokenrouter_cloud_v1_RouteStep__Output } from './tokenrouter/cloud/v1/RouteStep';
+import type { Sampling as _tokenrouter_cloud_v1_Sampling, Sampling__Output as _tokenrouter_cloud_v1_Sampling__Output } from './tokenrouter/cloud/v1/Sampling';
+import type { SessionEnd as _tokenrouter_cloud_v1_SessionEnd, SessionEnd__Output as _tokenrouter_cloud_v1_SessionEnd__Output } from './tokenrouter/cloud/v1/SessionEnd';
+import type { SessionOpened as _tokenrouter_cloud_v1_SessionOpened, SessionOpened__Output as _tokenrouter_cloud_v1_SessionOpened__Output } from './tokenrouter/cloud/v1/SessionOpened';
+import type { StepResult as _tokenrouter_cloud_v1_StepResult, StepResult__Output as _tokenrouter_cloud_v1_StepResult__Output } from './tokenrouter/cloud/v1/StepResult';
+import type { TopAlternatives as _tokenrouter_cloud_v1_TopAlternatives, TopAlternatives__Output as _tokenrouter_cloud_v1_TopAlternatives__Output } from './tokenrouter/cloud/v1/TopAlternatives';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  tokenrouter: {
+    cloud: {
+      v1: {
+        CloudRouter: SubtypeConstructor<typeof grpc.Client, _tokenrouter_cloud_v1_CloudRouterClient> & { service: _tokenrouter_cloud_v1_CloudRouterDefinition }
+        FinishReason: EnumTypeDefinition
+        OpenSession: MessageTypeDefinition<_tokenrouter_cloud_v1_OpenSession, _tokenrouter_cloud_v1_OpenSession__Output>
+        RouteRequest: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteRequest, _tokenrouter_cloud_v1_RouteRequest__Output>
+        RouteResponse: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteResponse, _tokenrouter_cloud_v1_RouteResponse__Output>
+        RouteStep: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteStep, _tokenrouter_cloud_v1_RouteStep__Output>
+        Sampling: MessageTypeDefinition<_tokenrouter_cloud_v1_Sampling, _tokenrouter_cloud_v1_Sampling__Output>
+        SessionEnd: MessageTypeDefinition<_tokenrouter_cloud_v1_SessionEnd, _tokenrouter_cloud_v1_SessionEnd__Output>
+        SessionOpened: MessageTypeDefinition<_tokenrouter_cloud_v1_SessionOpened, _tokenrouter_cloud_v1_SessionOpened__Output>
+        StepResult: MessageTypeDefinition<_tokenrouter_cloud_v1_StepResult, _tokenrouter_cloud_v1_StepResult__Output>
+        TokenSource: EnumTypeDefinition
+        TopAlternatives: MessageTypeDefinition<_tokenrouter_cloud_v1_TopAlternatives, _tokenrouter_cloud_v1_TopAlternatives__Output>
+      }
+    }
+  }
+}
+

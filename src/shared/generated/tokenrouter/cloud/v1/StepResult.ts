@@ -1,0 +1,70 @@
+// Original file: proto/cloud_router.proto
+
+import type { TopAlternatives as _tokenrouter_cloud_v1_TopAlternatives, TopAlternatives__Output as _tokenrouter_cloud_v1_TopAlternatives__Output } from '../../../tokenrouter/cloud/v1/TopAlternatives';
+import type { FinishReason as _tokenrouter_cloud_v1_FinishReason, FinishReason__Output as _tokenrouter_cloud_v1_FinishReason__Output } from '../../../tokenrouter/cloud/v1/FinishReason';
+
+/**
+ * The LLM's state after a step.
+ */
+export interface StepResult {
+  /**
+   * Generated ids (1 to max_tokens); the shim has appended them to the session's context.
+   */
+  'ids'?: (number)[];
+  'text'?: (string);
+  /**
+   * Natural-log probability of each generated id under the LLM.
+   */
+  'logprobs'?: (number | string)[];
+  /**
+   * Per generated id, the top alternatives (only when asked for).
+   */
+  'top'?: (_tokenrouter_cloud_v1_TopAlternatives)[];
+  /**
+   * Prompt tokens the backend served from its cache (KV reuse).
+   */
+  'cachedTokens'?: (number);
+  /**
+   * Backend compute time and the shim's own time around it, in milliseconds.
+   */
+  'backendMs'?: (number | string);
+  'shimMs'?: (number | string);
+  'finishReason'?: (_tokenrouter_cloud_v1_FinishReason);
+  /**
+   * The session's context length after this step (the next step's offset).
+   */
+  'contextLength'?: (number);
+}
+
+/**
+ * The LLM's state after a step.
+ */
+export interface StepResult__Output {
+  /**
+   * Generated ids (1 to max_tokens); the shim has appended them to the session's context.
+   */
+  'ids': (number)[];
+  'text': (string);
+  /**
+   * Natural-log probability of each generated id under the LLM.
+   */
+  'logprobs': (number)[];
+  /**
+   * Per generated id, the top alternatives (only when asked for).
+   */
+  'top': (_tokenrouter_cloud_v1_TopAlternatives__Output)[];
+  /**
+   * Prompt tokens the backend served from its cache (KV reuse).
+   */
+  'cachedTokens': (number);
+  /**
+   * Backend compute time and the shim's own time around it, in milliseconds.
+   */
+  'backendMs': (number);
+  'shimMs': (number);
+  'finishReason': (_tokenrouter_cloud_v1_FinishReason__Output);
+  /**
+   * The session's context length after this step (the next step's offset).
+   */
+  'contextLength': (number);
+}

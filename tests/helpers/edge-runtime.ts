@@ -1,0 +1,43 @@
+/** An edge runtime over the real demo packs, with the cloud pack served in process. */
+import type { CloudClient } from '../../src/edge/cloud-client.ts';
+import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
+import { DEFAULT_LIMITS } from '../../src/edge/generation-request.ts';
+import { loadRouter } from '../../src/edge/router.ts';
+import { DecoderModel } from '../../src/shared/decoder-session.ts';
+import { loadModelPack } from '../../src/shared/model-pack.ts';
+import { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import { ensureDemoPacks } from './demo-packs.ts';
+import { InProcessCloud } from './in-process-cloud.ts';
+
+export interface TestEdge {
+  runtime: EdgeRuntime;
+  slm: DecoderModel;
+  cloud: InProcessCloud;
+  release(): Promise<void>;
+}
+
+export async function startTestEdge(
+  options: { maxConcurrent?: number; cloud?: CloudClient | 'in-process' | 'none'; router?: 'builtin' | 'trained' } = {},
+): Promise<TestEdge> {
+  const demo = await ensureDemoPacks();
+  const slm = await DecoderModel.load(loadModelPack(demo.edgePack));
+  const cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
+  const inProcess = new InProcessCloud(cloudModel);
+  const cloud = options.cloud === 'none' ? undefined : options.cloud === undefined || options.cloud === 'in-process' ? inProcess : options.cloud;
+  const router = await loadRouter(options.router === 'trained' ? demo.routerPack : undefined);
+  const runtime = new EdgeRuntime(
+    { slm, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud },
+    { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4 },
+  );
+  return {
+    runtime,
+    slm,
+    cloud: inProcess,
+    async release() {
+      await runtime.shutdown();
+      await router.release();
+      await slm.release();
+      await cloudModel.release();
+    },
+  };
+}

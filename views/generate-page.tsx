@@ -1,0 +1,81 @@
+/** The generate and compare pages: the same controls, one or two output panels. */
+import { Layout } from './layout.tsx';
+
+export interface FormDefaults {
+  threshold: number;
+  maxNewTokens: number;
+  maxNewTokensLimit: number;
+}
+
+function Controls(props: { defaults: FormDefaults; action: string; compare: boolean }) {
+  const { defaults } = props;
+  return (
+    <form class="controls" hx-post={props.action} hx-target="#runs" hx-swap="innerHTML">
+      <div class="wide">
+        <label for="prompt">Prompt</label>
+        <textarea id="prompt" name="prompt" required placeholder="Once upon a time">
+          Once upon a time
+        </textarea>
+      </div>
+      <div>
+        <label for="threshold">
+          Threshold τ: <output id="threshold-value" for="threshold">{defaults.threshold.toFixed(2)}</output>
+        </label>
+        <input
+          id="threshold"
+          name="threshold"
+          type="range"
+          min="0"
+          max="1"
+          step="0.01"
+          value={String(defaults.threshold)}
+          oninput="document.getElementById('threshold-value').value = Number(this.value).toFixed(2)"
+          aria-describedby="threshold-help"
+        />
+        <small id="threshold-help" class="legend">
+          a token goes to the cloud when the router's score is below τ
+        </small>
+      </div>
+      {props.compare ? (
+        <input type="hidden" name="mode" value="joint" />
+      ) : (
+        <fieldset>
+          <legend>Mode</legend>
+          <label>
+            <input type="radio" name="mode" value="joint" checked /> joint
+          </label>
+          <label>
+            <input type="radio" name="mode" value="small_only" /> small_only
+          </label>
+          <label>
+            <input type="radio" name="mode" value="llm_only" /> llm_only
+          </label>
+        </fieldset>
+      )}
+      <div>
+        <label for="maxNewTokens">Max new tokens</label>
+        <input id="maxNewTokens" name="maxNewTokens" type="number" min="1" max={String(defaults.maxNewTokensLimit)} value={String(defaults.maxNewTokens)} />
+      </div>
+      <div>
+        <label for="temperature">Temperature</label>
+        <input id="temperature" name="temperature" type="number" min="0" max="5" step="0.1" value="0" />
+      </div>
+      <div class="wide">
+        <button type="submit">{props.compare ? 'Compare' : 'Generate'}</button>
+      </div>
+    </form>
+  );
+}
+
+export function GeneratePage(props: { defaults: FormDefaults; compare: boolean }) {
+  return (
+    <Layout title={props.compare ? 'Compare · Edge token router' : 'Edge token router'}>
+      <Controls defaults={props.defaults} action={props.compare ? '/compare' : '/runs'} compare={props.compare} />
+      <p class="legend">
+        Tokens in <span class="tok-llm">red</span> came from the cloud model; <span class="tok-fallback">underlined</span> ones
+        were routed but the cloud was unreachable, so the edge model chose them. Hover a token for its router score.
+      </p>
+      <section id="runs" class="runs" aria-live="polite"></section>
+    </Layout>
+  );
+}
