@@ -1,0 +1,124 @@
+/**
+ * The edge's gRPC server: `EdgeGenerator.Generate` streams the same events as the web page, and the
+ * standard health service reports readiness. A client that cancels (or whose deadline passes) stops the
+ * generation; the edge's access token, when set, is required as `authorization: Bearer <token>`.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { AppError, errorMessage, isAppError } from '../../shared/errors.ts';
+import { toGrpcStatus } from '../../shared/grpc-errors.ts';
+import { HealthService } from '../../shared/grpc-health.ts';
+import { healthService } from '../../shared/grpc-proto.ts';
+import type { GenerationEvent } from '../decoder-loop.ts';
+import type { EdgeRuntime } from '../edge-runtime.ts';
+import type { RawGenerationRequest } from '../generation-request.ts';
+import { EDGE_GENERATOR_SERVICE_NAME, edgeGeneratorService, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output } from './edge-proto.ts';
+
+export interface EdgeGrpcOptions {
+  host: string;
+  port: number;
+  accessToken?: string;
+  /** Largest request message; bigger ones are refused by grpc-js with RESOURCE_EXHAUSTED. */
+  maxReceiveBytes: number;
+}
+
+function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
+  return {
+    prompt: r.prompt,
+    mode: r.mode === '' ? undefined : r.mode,
+    threshold: r.threshold,
+    maxNewTokens: r.maxNewTokens,
+    temperature: r.temperature,
+    topP: r.topP,
+    seed: r.seed,
+    stop: r.stop,
+    routeSpan: r.routeSpan,
+  };
+}
+
+export function toWireEvent(event: GenerationEvent): GenerateEvent {
+  if (event.type === 'token') {
+    const { type: _type, score, cloudError, ...token } = event;
+    return { token: { ...token, ...(score === null ? {} : { score }), cloudError: cloudError ?? '' } };
+  }
+  const { type: _type, ...done } = event;
+  return { done };
+}
+
+function authorized(metadata: grpc.Metadata, token: string | undefined): boolean {
+  if (!token) return true;
+  const presented = String(metadata.get('authorization')[0] ?? '').match(/^Bearer (.+)$/)?.[1] ?? '';
+  const a = Buffer.from(presented);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export class EdgeGrpcServer {
+  private readonly server: grpc.Server;
+  readonly health = new HealthService({ '': 'NOT_SERVING', [EDGE_GENERATOR_SERVICE_NAME]: 'NOT_SERVING' });
+  port = 0;
+
+  constructor(
+    private readonly runtime: EdgeRuntime,
+    private readonly options: EdgeGrpcOptions,
+  ) {
+    this.server = new grpc.Server({ 'grpc.max_receive_message_length': options.maxReceiveBytes });
+    const handlers: EdgeGeneratorHandlers = { Generate: (call) => void this.generate(call) };
+    this.server.addService(edgeGeneratorService, handlers);
+    this.server.addService(healthService, this.health.handlers);
+  }
+
+  async start(): Promise<number> {
+    this.port = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync(`${this.options.host}:${this.options.port}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
+        err ? reject(new AppError('UNAVAILABLE', `cannot listen on ${this.options.host}:${this.options.port}: ${err.message}`)) : resolve(port),
+      ),
+    );
+    this.health.set('', 'SERVING');
+    this.health.set(EDGE_GENERATOR_SERVICE_NAME, 'SERVING');
+    return this.port;
+  }
+
+  private async generate(call: grpc.ServerWritableStream<GenerateRequest__Output, GenerateEvent>): Promise<void> {
+    if (!authorized(call.metadata, this.options.accessToken)) {
+      call.emit('error', toGrpcStatus(new AppError('UNAUTHENTICATED', 'missing or wrong bearer token')));
+      return;
+    }
+    let run;
+    try {
+      run = this.runtime.start(toRawRequest(call.request));
+    } catch (e) {
+      call.emit('error', toGrpcStatus(e));
+      return;
+    }
+    const controller = new AbortController();
+    call.on('cancelled', () => controller.abort());
+    try {
+      for await (const event of run.events(controller.signal)) {
+        if (call.cancelled) continue; // drain quickly: the loop sees the abort at its next step
+        call.write(toWireEvent(event));
+      }
+      call.end();
+    } catch (e) {
+      if (call.cancelled) return;
+      const code = isAppError(e) ? e.code : 'INTERNAL';
+      call.write({ error: { code, message: errorMessage(e) } });
+      call.emit('error', toGrpcStatus(e));
+    }
+  }
+
+  /** Stops accepting calls, lets running streams finish with their final event, then closes. */
+  async shutdown(graceMs = 5000): Promise<void> {
+    this.health.shutdown();
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(force);
+        resolve();
+      });
+    });
+  }
+}

@@ -1,0 +1,19 @@
+// Original file: proto/edge_generator.proto
+
+import type { Metrics as _tokenrouter_edge_v1_Metrics, Metrics__Output as _tokenrouter_edge_v1_Metrics__Output } from '../../../tokenrouter/edge/v1/Metrics';
+
+export interface Done {
+  'finishReason'?: (string);
+  'text'?: (string);
+  'metrics'?: (_tokenrouter_edge_v1_Metrics | null);
+  'requestId'?: (string);
+  'router'?: (string);
+}
+
+export interface Done__Output {
+  'finishReason': (string);
+  'text': (string);
+  'metrics': (_tokenrouter_edge_v1_Metrics__Output | null);
+  'requestId': (string);
+  'router': (string);
+}

@@ -1,0 +1,84 @@
+/**
+ * `bun run client -- "prompt" [flags]`: a small command-line client of the edge's gRPC Generate service
+ * (grpcurl is not packaged here). Streams the text as it comes, cloud tokens in red on a terminal, then
+ * the metrics. `--json` prints every event as one JSON line instead.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { AppError } from '../shared/errors.ts';
+import { fromGrpcError } from '../shared/grpc-errors.ts';
+import { EdgeGeneratorClient, type GenerateEvent__Output, type GenerateRequest } from '../edge/grpc/edge-proto.ts';
+import { integerFlag, parseFlags, runCli, UsageError } from './cli-support.ts';
+
+const USAGE = `usage: bun run client -- "prompt" [--address host:port] [--mode joint|small_only|llm_only]
+       [--threshold T] [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--route-span N]
+       [--token BEARER] [--deadline-ms MS] [--json]`;
+
+const RED = '\x1b[31m';
+const YELLOW = '\x1b[33m';
+const RESET = '\x1b[0m';
+
+function floatFlag(values: Record<string, unknown>, name: string): number | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseFlags(process.argv.slice(2), {
+    address: { type: 'string', default: '127.0.0.1:50061' },
+    mode: { type: 'string' },
+    threshold: { type: 'string' },
+    'max-new-tokens': { type: 'string' },
+    temperature: { type: 'string' },
+    'top-p': { type: 'string' },
+    seed: { type: 'string' },
+    'route-span': { type: 'string' },
+    token: { type: 'string' },
+    'deadline-ms': { type: 'string', default: '120000' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length !== 1) throw new UsageError('give exactly one prompt');
+  const request: GenerateRequest = {
+    prompt: positionals[0]!,
+    mode: values.mode ?? '',
+    threshold: floatFlag(values, 'threshold'),
+    maxNewTokens: integerFlag(values, 'max-new-tokens'),
+    temperature: floatFlag(values, 'temperature'),
+    topP: floatFlag(values, 'top-p'),
+    seed: integerFlag(values, 'seed'),
+    routeSpan: integerFlag(values, 'route-span'),
+  };
+  const client = new EdgeGeneratorClient(values.address!, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  if (values.token) metadata.set('authorization', `Bearer ${values.token}`);
+  const call = client.Generate(request, metadata, { deadline: Date.now() + integerFlag(values, 'deadline-ms')! });
+  const color = process.stdout.isTTY && !values.json;
+  try {
+    for await (const event of call as AsyncIterable<GenerateEvent__Output>) {
+      if (values.json) {
+        console.log(JSON.stringify(event));
+      } else if (event.token) {
+        const { text, source } = event.token;
+        const tint = source === 'llm' ? RED : source === 'fallback' ? YELLOW : '';
+        process.stdout.write(color && tint ? `${tint}${text}${RESET}` : text);
+      } else if (event.done) {
+        const m = event.done.metrics!;
+        process.stdout.write(
+          `\n\n${m.tokens} tokens, ${m.routed} routed (${(m.routedRatio * 100).toFixed(1)}%), ${m.fallback} fallback · ` +
+            `TTFT ${m.ttftMs.toFixed(1)} ms · TBT ${m.tbtMeanMs.toFixed(2)} ms · cloud ${m.cloudMs.toFixed(1)} ms · ` +
+            `total ${m.totalMs.toFixed(1)} ms · finished: ${event.done.finishReason}\n`,
+        );
+      } else if (event.error) {
+        throw new AppError('INTERNAL', `${event.error.code}: ${event.error.message}`);
+      }
+    }
+  } catch (e) {
+    throw e instanceof AppError ? e : fromGrpcError(e as grpc.ServiceError);
+  } finally {
+    client.close();
+  }
+}
+
+await runCli(main, USAGE);

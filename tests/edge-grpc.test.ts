@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import * as grpc from '@grpc/grpc-js';
+import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
+import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
+import { HealthClient } from '../src/shared/grpc-proto.ts';
+import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
+
+let edge: TestEdge;
+let server: EdgeGrpcServer;
+let client: EdgeGeneratorClientType;
+let address: string;
+
+beforeAll(async () => {
+  edge = await startTestEdge({ maxConcurrent: 2 });
+  server = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, accessToken: 'tok', maxReceiveBytes: 64 * 1024 });
+  address = `127.0.0.1:${await server.start()}`;
+  client = new EdgeGeneratorClient(address, grpc.credentials.createInsecure());
+});
+
+afterAll(async () => {
+  client.close();
+  await server.shutdown(1000);
+  await edge.release();
+});
+
+function auth(token = 'tok'): grpc.Metadata {
+  const m = new grpc.Metadata();
+  m.set('authorization', `Bearer ${token}`);
+  return m;
+}
+
+async function collect(request: GenerateRequest, metadata = auth()): Promise<{ events: GenerateEvent__Output[]; error?: grpc.ServiceError }> {
+  const events: GenerateEvent__Output[] = [];
+  const call = client.Generate(request, metadata, { deadline: Date.now() + 30_000 });
+  try {
+    for await (const e of call as AsyncIterable<GenerateEvent__Output>) events.push(e);
+    return { events };
+  } catch (error) {
+    return { events, error: error as grpc.ServiceError };
+  }
+}
+
+test('Generate streams the same events as the loop: tokens then done', async () => {
+  const { events, error } = await collect({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.6, maxNewTokens: 16 });
+  expect(error).toBeUndefined();
+  const tokens = events.filter((e) => e.token).map((e) => e.token!);
+  expect(tokens).toHaveLength(16);
+  const done = events.at(-1)!.done!;
+  expect(done.finishReason).toBe('length');
+  expect(done.metrics!.routed).toBe(tokens.filter((t) => t.source === 'llm').length);
+  expect(done.metrics!.routed).toBeGreaterThan(0);
+  expect(done.text).toBe(tokens.map((t) => t.text).join(''));
+  for (const t of tokens) expect(t.source).toBe(t.score! < 0.6 ? 'llm' : 'slm');
+});
+
+test('small_only over gRPC equals small_only through the runtime directly', async () => {
+  const viaGrpc = await collect({ prompt: 'The dog', mode: 'small_only', maxNewTokens: 12 });
+  const direct = edge.runtime.start({ prompt: 'The dog', mode: 'small_only', maxNewTokens: 12 });
+  const ids: number[] = [];
+  for await (const e of direct.events()) if (e.type === 'token') ids.push(e.id);
+  expect(viaGrpc.events.filter((e) => e.token).map((e) => e.token!.id)).toEqual(ids);
+});
+
+describe('errors are gRPC statuses with messages', () => {
+  const cases: [GenerateRequest, grpc.status, RegExp][] = [
+    [{ prompt: '' }, grpc.status.INVALID_ARGUMENT, /prompt must not be empty/],
+    [{ prompt: 'x', threshold: 1.5 }, grpc.status.INVALID_ARGUMENT, /threshold must be in \[0, 1\]/],
+    [{ prompt: 'x', threshold: Number.NaN }, grpc.status.INVALID_ARGUMENT, /threshold must be a number/],
+    [{ prompt: 'x', mode: 'turbo' }, grpc.status.INVALID_ARGUMENT, /mode must be one of/],
+    [{ prompt: 'x', maxNewTokens: 0 }, grpc.status.INVALID_ARGUMENT, /max_new_tokens must be an integer in \[1, 1024\]/],
+  ];
+  for (const [request, code, message] of cases) {
+    test(JSON.stringify(request), async () => {
+      const { error } = await collect(request);
+      expect(error?.code).toBe(code);
+      expect(error?.details).toMatch(message);
+    });
+  }
+
+  test('missing or wrong bearer token: UNAUTHENTICATED', async () => {
+    expect((await collect({ prompt: 'x' }, new grpc.Metadata())).error?.code).toBe(grpc.status.UNAUTHENTICATED);
+    expect((await collect({ prompt: 'x' }, auth('nope'))).error?.code).toBe(grpc.status.UNAUTHENTICATED);
+  });
+
+  test('a message above the size limit: RESOURCE_EXHAUSTED, and the server keeps serving', async () => {
+    const { error } = await collect({ prompt: 'x'.repeat(100_000) });
+    expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    const ok = await collect({ prompt: 'Hi', maxNewTokens: 2, mode: 'small_only' });
+    expect(ok.error).toBeUndefined();
+  });
+});
+
+test('cancelling the call stops the generation and frees its slot', async () => {
+  const call = client.Generate({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.6, maxNewTokens: 400 }, auth());
+  let tokens = 0;
+  const ended = new Promise<grpc.ServiceError | undefined>((resolve) => {
+    call.on('data', (e: GenerateEvent__Output) => {
+      if (e.token && ++tokens === 3) call.cancel();
+    });
+    call.on('error', (err: grpc.ServiceError) => resolve(err));
+    call.on('end', () => resolve(undefined));
+  });
+  expect((await ended)?.code).toBe(grpc.status.CANCELLED);
+  for (let i = 0; i < 50 && edge.runtime.activeCount > 0; i++) await Bun.sleep(20);
+  expect(edge.runtime.activeCount).toBe(0);
+  expect(edge.slm.stats.liveSequences).toBe(0);
+});
+
+test('health service reports SERVING', async () => {
+  const health = new HealthClient(address, grpc.credentials.createInsecure());
+  const reply = await new Promise<{ status: string }>((resolve, reject) =>
+    health.Check({ service: 'tokenrouter.edge.v1.EdgeGenerator' }, (err, r) => (err ? reject(err) : resolve(r as { status: string }))),
+  );
+  health.close();
+  expect(reply.status).toBe('SERVING');
+});
+
+describe('the command-line client', () => {
+  async function runClient(...args: string[]) {
+    const proc = Bun.spawn(['bun', 'src/tools/client.ts', ...args], { stdout: 'pipe', stderr: 'pipe' });
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    return { stdout, stderr, code };
+  }
+
+  test('prints the generated text and the metrics line', async () => {
+    const r = await runClient('Once upon a time', '--address', address, '--token', 'tok', '--mode', 'small_only', '--max-new-tokens', '10');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const direct = edge.runtime.start({ prompt: 'Once upon a time', mode: 'small_only', maxNewTokens: 10 });
+    let text = '';
+    for await (const e of direct.events()) if (e.type === 'done') text = e.text;
+    expect(r.stdout.startsWith(text)).toBe(true);
+    expect(r.stdout).toMatch(/10 tokens, 0 routed \(0\.0%\), 0 fallback .* finished: length/);
+  });
+
+  test('--json prints one event per line; errors exit non-zero with the message', async () => {
+    const r = await runClient('Hi', '--address', address, '--token', 'tok', '--threshold', '1', '--max-new-tokens', '3', '--json');
+    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(4);
+    expect(lines.slice(0, 3).every((e) => e.token?.source === 'llm')).toBe(true);
+    const bad = await runClient('Hi', '--address', address, '--token', 'tok', '--threshold', '7');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^error: .*threshold must be in \[0, 1\]/);
+  });
+});
