@@ -18,7 +18,9 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
           Stop
         </button>
       </div>
-      <p class="output" sse-swap="token" hx-swap="beforeend" data-testid="output"></p>
+      <p class="output" sse-swap="token" hx-swap="beforeend" data-testid="output">
+        <span class="prompt">{request.prompt}</span>
+      </p>
       <div class="status" sse-swap="end" hx-swap="innerHTML" role="status">
         generating…
       </div>

@@ -17,13 +17,19 @@ export interface TestEdge {
 }
 
 export async function startTestEdge(
-  options: { maxConcurrent?: number; cloud?: CloudClient | 'in-process' | 'none'; router?: 'builtin' | 'trained' } = {},
+  options: {
+    maxConcurrent?: number;
+    /** The cloud the edge talks to: the in-process cloud pack (default), none, or a client built around it. */
+    cloud?: 'in-process' | 'none' | ((inProcess: InProcessCloud) => CloudClient);
+    router?: 'builtin' | 'trained';
+  } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
   const slm = await DecoderModel.load(loadModelPack(demo.edgePack));
   const cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
   const inProcess = new InProcessCloud(cloudModel);
-  const cloud = options.cloud === 'none' ? undefined : options.cloud === undefined || options.cloud === 'in-process' ? inProcess : options.cloud;
+  const cloud =
+    options.cloud === 'none' ? undefined : typeof options.cloud === 'function' ? options.cloud(inProcess) : inProcess;
   const router = await loadRouter(options.router === 'trained' ? demo.routerPack : undefined);
   const runtime = new EdgeRuntime(
     { slm, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud },
