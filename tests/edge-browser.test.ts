@@ -1,4 +1,6 @@
 /**
+ * Code that runs inside the page is passed as strings: it is browser code, outside this project's types.
+ *
  * The web page in a real browser (Debian's chromium through playwright-core) against a real HTTP server
  * on loopback: streaming, red cloud tokens, the metrics panel, Stop, compare, phone width, escaping.
  */
@@ -86,7 +88,7 @@ test('joint at a high threshold: red tokens, routed count equals red tokens, hov
 
 test('Stop mid-generation ends the stream and releases the server session', async () => {
   await generate({ mode: 'joint', threshold: '1', maxNewTokens: '400' });
-  await page.waitForFunction(() => document.querySelectorAll('.output .tok').length >= 5);
+  await page.waitForFunction("document.querySelectorAll('.output .tok').length >= 5");
   expect(edge.runtime.activeCount).toBe(1);
   await page.click('.run-head button');
   await page.waitForSelector('[data-finish=cancelled]');
@@ -106,7 +108,7 @@ test('compare view runs small_only and joint side by side', async () => {
   await page.locator('#threshold').fill('0.8');
   await page.fill('#maxNewTokens', '16');
   await page.click('button[type=submit]');
-  await page.waitForFunction(() => document.querySelectorAll('[data-finish]').length === 2);
+  await page.waitForFunction("document.querySelectorAll('[data-finish]').length === 2");
   const runs = page.locator('.run');
   expect(await runs.count()).toBe(2);
   expect(await runs.nth(0).locator('.tok-llm').count()).toBe(0);
@@ -118,7 +120,7 @@ test('a validation error is shown in the page', async () => {
   await page.fill('#prompt', 'Hi');
   await page.fill('#maxNewTokens', '0');
   // The browser's own check would block the form; an API client would not, so bypass it.
-  await page.evaluate(() => document.querySelector('form')!.setAttribute('novalidate', ''));
+  await page.evaluate("document.querySelector('form').setAttribute('novalidate', '')");
   await page.click('button[type=submit]');
   await page.waitForSelector('#runs [role=alert]');
   expect(await page.locator('#runs [role=alert]').textContent()).toContain('max_new_tokens must be an integer in [1, 1024]');
@@ -127,11 +129,11 @@ test('a validation error is shown in the page', async () => {
 test('usable at phone width and by keyboard', async () => {
   const phone = await browser.newPage({ viewport: { width: 375, height: 740 } });
   await phone.goto(base + '/');
-  const scrollWidth = await phone.evaluate(() => document.documentElement.scrollWidth);
+  const scrollWidth = await phone.evaluate<number>('document.documentElement.scrollWidth');
   expect(scrollWidth).toBeLessThanOrEqual(375);
   await phone.focus('#prompt');
   await phone.keyboard.press('Tab');
-  expect(await phone.evaluate(() => document.activeElement?.id)).toBe('threshold');
+  expect(await phone.evaluate<string>('document.activeElement.id')).toBe('threshold');
   await phone.keyboard.press('ArrowRight');
   expect(await phone.locator('#threshold-value').textContent()).toBe('0.51');
   await phone.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-phone.png'), fullPage: true });

@@ -68,7 +68,9 @@ export async function* generate(
 ): AsyncGenerator<GenerationEvent> {
   const { slm, router, tokenizer } = engine;
   const requestId = randomUUID();
-  const promptIds = tokenizer.encode(request.prompt, { addBos: slm.pack.bosTokenId !== undefined, parseSpecialTokens: false });
+  // Packs may name a BOS id that their tokenizer does not use (Qwen): add it only when both agree.
+  const addBos = slm.pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
+  const promptIds = tokenizer.encode(request.prompt, { addBos, parseSpecialTokens: false });
   const maxPositions = slm.pack.maxPositions;
   if (promptIds.length >= maxPositions) {
     throw new AppError(

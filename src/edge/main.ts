@@ -35,9 +35,9 @@ export async function startEdge(config: EdgeConfig): Promise<RunningEdge> {
   const cloud = config.cloud
     ? new GrpcCloudClient({
         address: config.cloud,
-        token: config.cloudToken,
+        authToken: config.cloudToken,
         tls: config.cloudTlsCa || config.cloudTlsCert ? { caFile: config.cloudTlsCa, certFile: config.cloudTlsCert, keyFile: config.cloudTlsKey } : undefined,
-        stepDeadlineMs: config.cloudDeadlineMs,
+        stepTimeoutMs: config.cloudDeadlineMs,
       })
     : undefined;
   const runtime = new EdgeRuntime(

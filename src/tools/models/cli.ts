@@ -17,7 +17,8 @@ const USAGE = `usage: bun run models <command> [flags]
   inspect model.onnx
       inputs, outputs, op counts and candidate hidden-state tensors
   demo
-      build models/stories260k (cloud), models/stories260k-3l (edge) from ../shared/assets`;
+      build models/stories260k (cloud), models/stories260k-3l (edge) from ../shared/assets and train
+      models/router-stories260k-3l on the first 80% of the TinyStories excerpt; a no-op when up to date`;
 
 async function main(): Promise<void> {
   const [command, ...args] = process.argv.slice(2);

@@ -1,17 +1,19 @@
 /**
  * `models demo`: builds the demo packs from the stories260K checkpoint beside the project:
- * the full 5-layer cloud model and the 3-layer edge model. A pack whose recorded source matches is
- * left alone, so re-running is a no-op.
+ * the full 5-layer cloud model, the 3-layer edge model, and the router between them (trained on the
+ * first 80% of the TinyStories excerpt). A pack whose recorded source matches is left alone, so
+ * re-running is a no-op.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEMO } from '../../shared/paths.ts';
+import { routerSource, trainRouter, type TrainRouterOptions } from '../router/train-router.ts';
 import { convertLlama2c, llama2cSource, type ConvertLlama2cOptions } from './convert-llama2c.ts';
 import { PACK_SOURCE_FILE } from './pack-writer.ts';
 
-function upToDate(dir: string, source: Record<string, unknown>): boolean {
+function upToDate(dir: string, source: Record<string, unknown>, modelFile = 'model.onnx'): boolean {
   const file = join(dir, PACK_SOURCE_FILE);
-  if (!existsSync(file) || !existsSync(join(dir, 'model.onnx'))) return false;
+  if (!existsSync(file) || !existsSync(join(dir, modelFile))) return false;
   try {
     return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(source);
   } catch {
@@ -25,7 +27,12 @@ export interface DemoPaths {
   cloudPack: string;
   edgePack: string;
   edgeLayers: number;
+  tinyStories: string;
+  routerPack: string;
 }
+
+/** The demo router's training settings: about 25 s on two cores (the hidden state is only 64 wide). */
+const DEMO_ROUTER = { trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64 };
 
 /** Builds whatever demo pack is missing or stale; returns the names of the packs it (re)built. */
 export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}): Promise<string[]> {
@@ -42,6 +49,14 @@ export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string
     log(`${options.out}: building`);
     await convertLlama2c(options);
     built.push(options.out);
+  }
+  const router: TrainRouterOptions = { slm: paths.edgePack, llm: paths.cloudPack, text: paths.tinyStories, out: paths.routerPack, ...DEMO_ROUTER };
+  if (upToDate(router.out, await routerSource(router), 'router.onnx')) {
+    log(`${router.out}: up to date`);
+  } else {
+    log(`${router.out}: training`);
+    await trainRouter(router);
+    built.push(router.out);
   }
   return built;
 }

@@ -1,0 +1,306 @@
+/**
+ * `bench edge`: what routing costs on the edge. Measures, in one run, the edge model's single decode
+ * step, one router call, and the edge-side time between tokens of the decoder loop without any routing
+ * (the edge model alone) and with the router routing at least 20% of the tokens. Cloud waiting time is
+ * excluded (the loop's TBT already leaves it out), and the cloud is a zero-delay replay of the edge
+ * model's own greedy tokens, so both runs decode exactly the same token sequence.
+ *
+ * Targets: the demo stories pair (default), any pack + router (`--pack`, `--router`), or a random-weight
+ * pack of a real shape (`--preset qwen2.5-0.5b`, built once under models/bench/).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CloudClient, CloudSession, CloudStepRequest } from '../edge/cloud-client.ts';
+import { generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../edge/decoder-loop.ts';
+import { percentile } from '../edge/generation-metrics.ts';
+import { parseGenerationRequest, type Mode } from '../edge/generation-request.ts';
+import { OnnxRouter, type Router } from '../edge/router.ts';
+import { DecoderModel } from '../shared/decoder-session.ts';
+import { AppError } from '../shared/errors.ts';
+import { loadModelPack } from '../shared/model-pack.ts';
+import { DEMO, MODELS_DIR } from '../shared/paths.ts';
+import { TextTokenizer, type EncodeOptions } from '../shared/tokenizer.ts';
+import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
+import { buildDemoPacks } from './models/demo.ts';
+import { PACK_SOURCE_FILE } from './models/pack-writer.ts';
+import { writeRandomPack } from './models/random-pack.ts';
+import { randomRouterSource, writeRandomRouterPack, type RandomRouterOptions } from './router/random-router.ts';
+import { DEFAULT_HIDDEN_UNITS } from './router/train-router.ts';
+
+export const USAGE = `bench edge [--pack DIR --router DIR | --preset qwen2.5-0.5b] [--tokens N] [--runs R] [--threads T] [--json]
+      edge decode step, router call and time between tokens with and without routing (≥ 20% routed);
+      default target: the demo stories pair; a preset is built once under models/bench/`;
+
+const PROMPT = 'Once upon a time, there was a little dog who liked to run in the park';
+/** Share of tokens the routing runs aim to route (the requirement is at least 20%). */
+const ROUTED_SHARE = 0.3;
+
+export interface EdgeBenchOptions {
+  pack?: string;
+  router?: string;
+  preset?: string;
+  tokens: number;
+  runs: number;
+  threads?: number;
+  log: (line: string) => void;
+}
+
+export interface EdgeBenchResult {
+  target: string;
+  pack: string;
+  router: string;
+  hidden_size: number;
+  router_hidden_units: number | null;
+  threads: number | null;
+  tokens_per_run: number;
+  runs: number;
+  slm_step_ms: number;
+  router_ms: number;
+  router_share_of_step: number;
+  tbt_ms_no_routing: number;
+  tbt_ms_routing: number;
+  tbt_ratio: number;
+  threshold: number;
+  routed_ratio: number;
+}
+
+/** The edge model alone: a "router" that does no work and never routes. */
+const NO_ROUTER: Router = {
+  info: { name: 'none', hiddenSize: null, defaultThreshold: 0 },
+  score: async () => 1,
+  release: async () => {},
+};
+
+/** A zero-delay cloud that answers each step with the token the edge model itself chose there. */
+class ReplayCloud implements CloudClient {
+  constructor(private readonly tokens: readonly number[]) {}
+
+  openSession(): CloudSession {
+    return {
+      next: async (request: CloudStepRequest) => {
+        const id = this.tokens[request.tokenIndex];
+        if (id === undefined) throw new AppError('OUT_OF_RANGE', `replay cloud has no token ${request.tokenIndex}`);
+        return { tokens: [id], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0 };
+      },
+      close: async () => {},
+    };
+  }
+
+  state() {
+    return 'ready' as const;
+  }
+
+  async close(): Promise<void> {}
+}
+
+function median(values: readonly number[]): number {
+  return percentile(values, 50);
+}
+
+function sourceMatches(dir: string, source: Record<string, unknown>, modelFile: string): boolean {
+  const file = join(dir, PACK_SOURCE_FILE);
+  if (!existsSync(file) || !existsSync(join(dir, modelFile))) return false;
+  try {
+    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(source);
+  } catch {
+    return false;
+  }
+}
+
+/** The pack and router folders to measure, building whatever is missing. */
+async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pack: string; router: string }> {
+  if (o.preset) {
+    if (o.pack || o.router) throw new UsageError('--preset cannot be combined with --pack or --router');
+    const pack = join(MODELS_DIR, 'bench', o.preset);
+    const packSource = { tool: 'random', preset: o.preset, seed: 0 };
+    if (!sourceMatches(pack, packSource, 'model.onnx')) {
+      o.log(`building ${pack} (random weights, once)`);
+      await writeRandomPack({ preset: o.preset, out: pack, seed: 0, hiddenStatesOutput: true });
+    }
+    const router = join(MODELS_DIR, 'bench', `${o.preset}-router`);
+    const routerOptions: RandomRouterOptions = {
+      hiddenSize: loadModelPack(pack).hiddenSize,
+      hiddenUnits: DEFAULT_HIDDEN_UNITS,
+      seed: 0,
+      slm: `../${o.preset}`,
+    };
+    if (!sourceMatches(router, randomRouterSource(routerOptions), 'router.onnx')) {
+      o.log(`building ${router} (random weights, once)`);
+      await writeRandomRouterPack(router, routerOptions);
+    }
+    return { target: `preset:${o.preset}`, pack, router };
+  }
+  if (o.pack || o.router) {
+    if (!o.pack || !o.router) throw new UsageError('--pack and --router go together');
+    return { target: 'packs', pack: o.pack, router: o.router };
+  }
+  await buildDemoPacks(DEMO, o.log);
+  return { target: 'demo:stories260k-3l', pack: DEMO.edgePack, router: DEMO.routerPack };
+}
+
+/**
+ * The decoder loop asks for a BOS token whenever the pack's generation_config names one, but Qwen's
+ * tokenizer has none (`add_bos_token: false`), so encoding would fail. Until the loop asks the tokenizer,
+ * the bench hands it a tokenizer that adds BOS only when it has one: the same ids the loop means to feed.
+ */
+function bosTolerant(tokenizer: TextTokenizer): TextTokenizer {
+  if (tokenizer.bosId !== undefined) return tokenizer;
+  return new Proxy(tokenizer, {
+    get(target, key) {
+      if (key === 'encode') return (text: string, options: EncodeOptions = {}) => target.encode(text, { ...options, addBos: false });
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+async function runLoop(engine: EdgeEngine, mode: Mode, threshold: number, tokens: number) {
+  const request = parseGenerationRequest({ prompt: PROMPT, mode, threshold, maxNewTokens: tokens });
+  const events: TokenEvent[] = [];
+  let done: DoneEvent | undefined;
+  for await (const e of generate(engine, request)) {
+    if (e.type === 'token') events.push(e);
+    else done = e;
+  }
+  return { events, metrics: done!.metrics };
+}
+
+/** The τ below which `share` of `scores` fall, halfway between two neighbouring scores. */
+function thresholdFor(scores: number[], share: number): number {
+  const sorted = [...scores].sort((a, b) => a - b);
+  const k = Math.min(sorted.length - 1, Math.max(1, Math.ceil(sorted.length * share)));
+  return (sorted[k - 1]! + sorted[k]!) / 2;
+}
+
+export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
+  const { target, pack: packDir, router: routerDir } = await resolveTarget(o);
+  const pack = loadModelPack(packDir);
+  const slm = await DecoderModel.load(pack, { threads: o.threads });
+  const router = await OnnxRouter.load(routerDir);
+  try {
+    if (!slm.hasHiddenStates) throw new AppError('FAILED_PRECONDITION', `${pack.dir}: no hidden_states output (add it with: bun run models expose-hidden)`);
+    const tokenizer = bosTolerant(await TextTokenizer.fromPack(pack.dir));
+
+    // Reference run (also the warm-up): the greedy tokens the replay cloud will answer with, and their scores.
+    o.log('reference run');
+    const reference = await runLoop({ slm, router, tokenizer }, 'small_only', 0, o.tokens);
+    const ids = reference.events.map((e) => e.id);
+    if (ids.length < 8) throw new AppError('FAILED_PRECONDITION', `the edge model stopped after ${ids.length} tokens; need at least 8 to measure`);
+    const threshold = thresholdFor(reference.events.map((e) => e.score!), ROUTED_SHARE);
+
+    // One decode step at a time, and one router call on each step's hidden state.
+    o.log('decode steps and router calls');
+    const stepMs: number[] = [];
+    const hiddens: Float32Array[] = [];
+    for (let pass = 0; pass < Math.min(o.runs, 3); pass++) {
+      const sequence = slm.newSequence();
+      try {
+        await sequence.append(tokenizer.encode(PROMPT, { addBos: pack.bosTokenId !== undefined, parseSpecialTokens: false }));
+        for (const id of ids) {
+          const t = performance.now();
+          const { hidden } = await sequence.append([id]);
+          stepMs.push(performance.now() - t);
+          if (pass === 0) hiddens.push(hidden);
+        }
+      } finally {
+        sequence.dispose();
+      }
+    }
+    const routerMs: number[] = [];
+    for (let pass = 0; pass < Math.max(1, Math.ceil(200 / hiddens.length)); pass++) {
+      for (const h of hiddens) {
+        const t = performance.now();
+        await router.score(h);
+        routerMs.push(performance.now() - t);
+      }
+    }
+
+    // Interleaved, so that drifts in machine load touch both sides alike.
+    const baseline = { slm, router: NO_ROUTER, tokenizer };
+    const routing = { slm, router, tokenizer, cloud: new ReplayCloud(ids) };
+    const tbtBase: number[] = [];
+    const tbtRouting: number[] = [];
+    const routed: number[] = [];
+    for (let r = 0; r < o.runs; r++) {
+      o.log(`run ${r + 1}/${o.runs}`);
+      tbtBase.push((await runLoop(baseline, 'small_only', 0, o.tokens)).metrics.tbtP50Ms);
+      const joint = await runLoop(routing, 'joint', threshold, o.tokens);
+      if (joint.events.map((e) => e.id).join() !== ids.join()) throw new AppError('INTERNAL', 'the routing run decoded other tokens than the reference');
+      tbtRouting.push(joint.metrics.tbtP50Ms);
+      routed.push(joint.metrics.routedRatio);
+    }
+
+    const slmStep = median(stepMs);
+    const routerCall = median(routerMs);
+    const noRouting = median(tbtBase);
+    const withRouting = median(tbtRouting);
+    return {
+      target,
+      pack: pack.dir,
+      router: routerDir,
+      hidden_size: pack.hiddenSize,
+      router_hidden_units: (router.info.training?.hidden_units as number | undefined) ?? null,
+      threads: o.threads ?? null,
+      tokens_per_run: ids.length,
+      runs: o.runs,
+      slm_step_ms: slmStep,
+      router_ms: routerCall,
+      router_share_of_step: routerCall / slmStep,
+      tbt_ms_no_routing: noRouting,
+      tbt_ms_routing: withRouting,
+      tbt_ratio: withRouting / noRouting,
+      threshold,
+      routed_ratio: median(routed),
+    };
+  } finally {
+    await router.release();
+    await slm.release();
+  }
+}
+
+export function formatEdgeBench(r: EdgeBenchResult): string {
+  const ms = (v: number) => `${v.toFixed(3)} ms`;
+  const rows: [string, string][] = [
+    ['target', r.target],
+    ['edge pack', `${r.pack} (hidden ${r.hidden_size})`],
+    ['router', `${r.router} (${r.router_hidden_units ?? '?'} hidden units)`],
+    ['tokens per run × runs', `${r.tokens_per_run} × ${r.runs}`],
+    ['edge decode step (median)', ms(r.slm_step_ms)],
+    ['router call (median)', `${ms(r.router_ms)} (${(100 * r.router_share_of_step).toFixed(2)}% of a step)`],
+    ['TBT, no routing (edge alone)', ms(r.tbt_ms_no_routing)],
+    [`TBT, routing at τ=${r.threshold.toFixed(4)}`, `${ms(r.tbt_ms_routing)} (${(100 * r.routed_ratio).toFixed(1)}% routed, cloud time excluded)`],
+    ['TBT ratio', r.tbt_ratio.toFixed(3)],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}
+
+export async function main(args: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(args, {
+    pack: { type: 'string' },
+    router: { type: 'string' },
+    preset: { type: 'string' },
+    tokens: { type: 'string' },
+    runs: { type: 'string' },
+    threads: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const tokens = integerFlag(values, 'tokens', values.preset ? 32 : 64)!;
+  const runs = integerFlag(values, 'runs', values.preset ? 3 : 21)!;
+  const threads = integerFlag(values, 'threads');
+  if (tokens < 8 || tokens > 1024) throw new UsageError(`--tokens must be in [8, 1024], got ${tokens}`);
+  if (runs < 1 || runs > 100) throw new UsageError(`--runs must be in [1, 100], got ${runs}`);
+  if (threads !== undefined && (threads < 1 || threads > 256)) throw new UsageError(`--threads must be in [1, 256], got ${threads}`);
+  const result = await benchEdge({
+    pack: values.pack,
+    router: values.router,
+    preset: values.preset,
+    tokens,
+    runs,
+    threads,
+    log: (line) => console.error(line),
+  });
+  console.log(formatEdgeBench(result));
+  if (values.json) console.log(JSON.stringify(result));
+}

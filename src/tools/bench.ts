@@ -1,0 +1,32 @@
+/**
+ * `bun run bench <target> [flags]`: performance measurements. Each target is its own module exporting
+ * `USAGE` and `main(args)`; add one by adding a line to TARGETS (modules load only when chosen).
+ */
+import { runCli, UsageError } from './cli-support.ts';
+
+interface BenchTarget {
+  USAGE: string;
+  main(args: string[]): Promise<void>;
+}
+
+const TARGETS: Record<string, () => Promise<BenchTarget>> = {
+  edge: () => import('./bench-edge.ts'),
+};
+
+async function usage(): Promise<string> {
+  const lines = await Promise.all(Object.values(TARGETS).map(async (load) => `  ${(await load()).USAGE}`));
+  return `usage: bun run bench <target> [flags]\n\n${lines.join('\n')}`;
+}
+
+async function main(): Promise<void> {
+  const [target, ...args] = process.argv.slice(2);
+  if (target === undefined || target === 'help' || target === '--help') {
+    console.log(await usage());
+    return;
+  }
+  const load = TARGETS[target];
+  if (!load) throw new UsageError(`unknown target ${target} (known: ${Object.keys(TARGETS).join(', ')})`);
+  await (await load()).main(args);
+}
+
+await runCli(main, 'usage: bun run bench <target> [flags]   (bun run bench help lists the targets)');

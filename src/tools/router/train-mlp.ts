@@ -1,0 +1,179 @@
+/**
+ * Trains the router MLP: binary cross-entropy, Adam, shuffled mini-batches, and early stopping on the
+ * validation loss (the best epoch's weights are kept). Deterministic for a seed: initialization and
+ * shuffling use the project's seeded generator and all arithmetic is ordinary JS numbers.
+ */
+import { seededRandom } from '../../shared/seeded-random.ts';
+import { logLoss } from './classifier-metrics.ts';
+import { cloneWeights, hiddenLayer, initialWeights, outputLogit, predictStandardized, sigmoid, standardize, type MlpWeights } from './mlp.ts';
+
+export interface Dataset {
+  /** `[rows, inputSize]` row-major. */
+  features: Float32Array;
+  labels: Uint8Array;
+  rows: number;
+}
+
+export interface EpochReport {
+  epoch: number;
+  trainLoss: number;
+  validationLoss: number;
+}
+
+export interface TrainMlpOptions {
+  inputSize: number;
+  hiddenUnits: number;
+  seed: number;
+  maxEpochs: number;
+  batchSize?: number;
+  learningRate?: number;
+  /** Epochs without a better validation loss before stopping. */
+  patience?: number;
+  onEpoch?: (report: EpochReport) => void;
+}
+
+export interface TrainMlpResult {
+  /** The weights of the epoch with the lowest validation loss. */
+  weights: MlpWeights;
+  epochsRun: number;
+  bestEpoch: number;
+  history: EpochReport[];
+}
+
+/** Per-feature mean and standard deviation (a constant feature gets std 1). */
+export function featureStats(features: Float32Array, rows: number, inputSize: number): { mean: Float32Array; std: Float32Array } {
+  const sum = new Float64Array(inputSize);
+  const sumSq = new Float64Array(inputSize);
+  for (let r = 0; r < rows; r++) {
+    for (let i = 0; i < inputSize; i++) {
+      const v = features[r * inputSize + i]!;
+      sum[i] += v;
+      sumSq[i] += v * v;
+    }
+  }
+  const mean = new Float32Array(inputSize);
+  const std = new Float32Array(inputSize);
+  for (let i = 0; i < inputSize; i++) {
+    const m = sum[i]! / rows;
+    const variance = Math.max(0, sumSq[i]! / rows - m * m);
+    mean[i] = m;
+    std[i] = Math.sqrt(variance) > 1e-6 ? Math.sqrt(variance) : 1;
+  }
+  return { mean, std };
+}
+
+class Adam {
+  private readonly m: Float64Array;
+  private readonly v: Float64Array;
+  private t = 0;
+
+  constructor(
+    size: number,
+    private readonly lr: number,
+    private readonly beta1 = 0.9,
+    private readonly beta2 = 0.999,
+    private readonly eps = 1e-8,
+  ) {
+    this.m = new Float64Array(size);
+    this.v = new Float64Array(size);
+  }
+
+  /** Applies one step to `params` (views of one flat parameter vector, in a fixed order). */
+  step(params: (Float32Array | Float64Array)[], grads: Float64Array[]): void {
+    this.t++;
+    const c1 = 1 - this.beta1 ** this.t;
+    const c2 = 1 - this.beta2 ** this.t;
+    let k = 0;
+    for (const [p, param] of params.entries()) {
+      const grad = grads[p]!;
+      for (let i = 0; i < param.length; i++, k++) {
+        const g = grad[i]!;
+        this.m[k] = this.beta1 * this.m[k]! + (1 - this.beta1) * g;
+        this.v[k] = this.beta2 * this.v[k]! + (1 - this.beta2) * g * g;
+        param[i] -= (this.lr * (this.m[k]! / c1)) / (Math.sqrt(this.v[k]! / c2) + this.eps);
+      }
+    }
+  }
+}
+
+function shuffle(order: Int32Array, random: () => number): void {
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    const t = order[i]!;
+    order[i] = order[j]!;
+    order[j] = t;
+  }
+}
+
+export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpOptions): TrainMlpResult {
+  const { inputSize: n, hiddenUnits: h, maxEpochs } = options;
+  const batchSize = options.batchSize ?? 128;
+  const patience = options.patience ?? 3;
+  let ones = 0;
+  for (let r = 0; r < train.rows; r++) ones += train.labels[r]!;
+
+  const weights = { ...initialWeights(n, h, options.seed, ones / train.rows), ...featureStats(train.features, train.rows, n) };
+  const x = standardize(weights, train.features, train.rows);
+  const xVal = standardize(weights, validation.features, validation.rows);
+  // b2 lives in a one-element array while training so that Adam can update it like the others.
+  const b2 = new Float64Array([weights.b2]);
+  const params = [weights.w1, weights.b1, weights.w2, b2];
+  const grads = params.map((p) => new Float64Array(p.length));
+  const [gw1, gb1, gw2, gb2] = grads as [Float64Array, Float64Array, Float64Array, Float64Array];
+  const adam = new Adam(params.reduce((s, p) => s + p.length, 0), options.learningRate ?? 1e-3);
+  const random = seededRandom(options.seed ^ 0x9e3779b9);
+  const order = Int32Array.from({ length: train.rows }, (_, i) => i);
+  const z1 = new Float64Array(h);
+  const dz1 = new Float64Array(h);
+
+  const history: EpochReport[] = [];
+  let best = { loss: Infinity, epoch: 0, weights: cloneWeights(weights) };
+  for (let epoch = 1; epoch <= maxEpochs; epoch++) {
+    shuffle(order, random);
+    let lossSum = 0;
+    for (let start = 0; start < train.rows; start += batchSize) {
+      const end = Math.min(train.rows, start + batchSize);
+      for (const g of grads) g.fill(0);
+      weights.b2 = b2[0]!;
+      for (let k = start; k < end; k++) {
+        const r = order[k]!;
+        const row = x.subarray(r * n, (r + 1) * n);
+        hiddenLayer(weights, row, z1);
+        const p = sigmoid(outputLogit(weights, z1));
+        const y = train.labels[r]!;
+        lossSum -= y === 1 ? Math.log(Math.max(p, 1e-12)) : Math.log(Math.max(1 - p, 1e-12));
+        const dz2 = p - y; // d(BCE)/d(logit)
+        gb2[0] += dz2;
+        let any = false;
+        for (let j = 0; j < h; j++) {
+          if (z1[j]! > 0) {
+            gw2[j] += dz2 * z1[j]!;
+            dz1[j] = dz2 * weights.w2[j]!;
+            gb1[j] += dz1[j]!;
+            any = true;
+          } else {
+            dz1[j] = 0;
+          }
+        }
+        if (!any) continue;
+        for (let i = 0; i < n; i++) {
+          const xi = row[i]!;
+          if (xi === 0) continue;
+          const base = i * h;
+          for (let j = 0; j < h; j++) gw1[base + j] += xi * dz1[j]!;
+        }
+      }
+      const scale = 1 / (end - start);
+      for (const g of grads) for (let i = 0; i < g.length; i++) g[i] *= scale;
+      adam.step(params, grads);
+    }
+    weights.b2 = b2[0]!;
+    const validationLoss = logLoss(predictStandardized(weights, xVal, validation.rows), validation.labels);
+    const report = { epoch, trainLoss: lossSum / train.rows, validationLoss };
+    history.push(report);
+    options.onEpoch?.(report);
+    if (validationLoss < best.loss) best = { loss: validationLoss, epoch, weights: cloneWeights(weights) };
+    else if (epoch - best.epoch >= patience) break;
+  }
+  return { weights: best.weights, epochsRun: history.length, bestEpoch: best.epoch, history };
+}

@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEMO } from '../src/shared/paths.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+
+const work = mkdtempSync(join(tmpdir(), 'router-cli-'));
+const out = join(work, 'router');
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function router(...args: string[]) {
+  const r = Bun.spawnSync(['bun', 'src/tools/router/cli.ts', ...args], { stdout: 'pipe', stderr: 'pipe' });
+  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+/** A copy of the edge pack with one file rewritten. */
+function patchedEdgePack(name: string, file: string, patch: (json: Record<string, unknown>) => void): string {
+  const dir = join(work, name);
+  cpSync(DEMO.edgePack, dir, { recursive: true });
+  const json = JSON.parse(readFileSync(join(dir, file), 'utf8'));
+  patch(json);
+  writeFileSync(join(dir, file), JSON.stringify(json));
+  return dir;
+}
+
+// Building the demo packs (router training included) takes about half a minute on a fresh checkout.
+beforeAll(async () => {
+  await ensureDemoPacks();
+}, 180_000);
+
+describe('router train with bad input: one-line error, nothing written', () => {
+  const text = () => DEMO.tinyStories;
+  const cases: [string, () => string[], RegExp][] = [
+    ['missing edge pack', () => ['--slm', join(work, 'absent'), '--llm', DEMO.cloudPack, '--text', text()], /absent: not a model pack \(no model\.onnx\)/],
+    ['missing cloud pack', () => ['--slm', DEMO.edgePack, '--llm', join(work, 'nowhere'), '--text', text()], /nowhere: not a model pack/],
+    ['missing text file', () => ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', join(work, 'absent.txt')], /absent\.txt: cannot read text file/],
+    [
+      'empty text file',
+      () => {
+        const f = join(work, 'empty.txt');
+        writeFileSync(f, '\n  \n\n');
+        return ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', f];
+      },
+      /empty\.txt: the text file is empty/,
+    ],
+    [
+      'a single paragraph',
+      () => {
+        const f = join(work, 'one.txt');
+        writeFileSync(f, 'Once upon a time there was a cat.');
+        return ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', f];
+      },
+      /one\.txt: 1 paragraph\(s\); training needs at least 2/,
+    ],
+    [
+      'packs with different vocabularies',
+      () => {
+        const other = patchedEdgePack('other-vocab', 'tokenizer.json', (json) => {
+          const vocab = (json.model as { vocab: Record<string, number> }).vocab;
+          const [a, b] = Object.keys(vocab).slice(100, 102) as [string, string];
+          [vocab[a], vocab[b]] = [vocab[b]!, vocab[a]!];
+        });
+        return ['--slm', DEMO.edgePack, '--llm', other, '--text', text()];
+      },
+      /have different vocabularies \(512 vs 512 tokens\)/,
+    ],
+    [
+      'an edge pack whose hidden_states width differs from its hidden_size',
+      () => {
+        const wide = patchedEdgePack('wide', 'config.json', (json) => {
+          json.hidden_size = 128;
+        });
+        return ['--slm', wide, '--llm', DEMO.cloudPack, '--text', text()];
+      },
+      /hidden_states has 64 values per position, config\.json says hidden_size 128/,
+    ],
+    ['train fraction out of range', () => ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text(), '--train-fraction', '1.5'], /--train-fraction must be in \(0, 1\), got 1\.5/],
+    ['zero hidden units', () => ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text(), '--hidden-units', '0'], /--hidden-units must be an integer in \[1, 65536\], got 0/],
+  ];
+  for (const [name, args, message] of cases) {
+    test(name, () => {
+      const r = router('train', ...args(), '--out', out);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(message);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(existsSync(out)).toBe(false);
+      expect(readdirSync(work).filter((n) => n.includes('partial'))).toEqual([]);
+    });
+  }
+
+  test('a missing flag is a usage error (exit 2)', () => {
+    const r = router('train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', DEMO.tinyStories);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toStartWith('error: --out is required\n');
+    expect(existsSync(out)).toBe(false);
+  });
+
+  test('--out may not be one of the model packs', () => {
+    const r = router('train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', DEMO.edgePack);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/would replace the model pack/);
+    expect(existsSync(join(DEMO.edgePack, 'model.onnx'))).toBe(true);
+  });
+});
+
+test('router train on a short text writes a loadable pack; router eval reads it back', () => {
+  const text = join(work, 'short.txt');
+  writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 40).join('\n\n'));
+  const small = join(work, 'small-router');
+  const r = router('train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text, '--out', small, '--epochs', '2', '--hidden-units', '8', '--seed', '3');
+  expect(r.stderr).toBe(''); // no progress bar when stderr is not a terminal
+  expect(r.code).toBe(0);
+  expect(r.stdout).toMatch(/validation: AUC \d\.\d{4}/);
+  const meta = JSON.parse(readFileSync(join(small, 'router.json'), 'utf8'));
+  expect(meta.training).toMatchObject({ seed: 3, hidden_units: 8, train_fraction: 0.8, max_epochs: 2 });
+  expect(meta.training.paragraphs).toEqual({ train: 28, validation: 4, heldOut: 8 });
+
+  const e = router('eval', '--router', small, '--text', text, '--json');
+  expect(e.code).toBe(0);
+  const curve = JSON.parse(e.stdout.trim().split('\n').at(-1)!);
+  expect(curve.points).toHaveLength(11);
+  expect(curve.points[0].routedRatio).toBe(0);
+  expect(curve.points[10].routedRatio).toBe(1);
+}, 30_000);

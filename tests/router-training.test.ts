@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generate, type TokenEvent } from '../src/edge/decoder-loop.ts';
+import { parseGenerationRequest } from '../src/edge/generation-request.ts';
+import { OnnxRouter, type RouterJson } from '../src/edge/router.ts';
+import { DecoderModel } from '../src/shared/decoder-session.ts';
+import { loadModelPack, readJsonFile } from '../src/shared/model-pack.ts';
+import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { scoreWithRouterPack } from '../src/tools/router/batch-scorer.ts';
+import { auc } from '../src/tools/router/classifier-metrics.ts';
+import { citerLabels } from '../src/tools/router/labels.ts';
+import { predict } from '../src/tools/router/mlp.ts';
+import { writeRouterPack } from '../src/tools/router/router-pack.ts';
+import { routingCurve, type RoutingCurve } from '../src/tools/router/routing-curve.ts';
+import { teacherForcePacks, type TeacherForced } from '../src/tools/router/teacher-forcing.ts';
+import { splitByParagraph } from '../src/tools/router/text-corpus.ts';
+import { trainMlp } from '../src/tools/router/train-mlp.ts';
+import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
+import { InProcessCloud } from './helpers/in-process-cloud.ts';
+
+const THRESHOLDS = Array.from({ length: 11 }, (_, i) => i / 10);
+const work = mkdtempSync(join(tmpdir(), 'router-training-'));
+let demo: Awaited<ReturnType<typeof ensureDemoPacks>>;
+let meta: RouterJson;
+let heldOut: TeacherForced;
+let heldOutScores: Float32Array;
+let curve: RoutingCurve;
+
+beforeAll(async () => {
+  demo = await ensureDemoPacks();
+  meta = readJsonFile(join(demo.routerPack, 'router.json')) as RouterJson;
+  const paragraphs = splitByParagraph(await tinyStoriesParagraphs(), 0.8).heldOut;
+  heldOut = await teacherForcePacks(demo.edgePack, demo.cloudPack, paragraphs);
+  heldOutScores = await scoreWithRouterPack(demo.routerPack, heldOut.hidden, heldOut.count);
+  curve = routingCurve(heldOut, heldOutScores, THRESHOLDS);
+}, 180_000); // building the demo packs (router training included) takes about half a minute on a fresh checkout
+
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('the demo router (stories260k-3l → stories260k, first 80% of the TinyStories excerpt)', () => {
+  test('router.json records the training figures; validation AUC is clearly above chance', async () => {
+    expect(meta.hidden_size).toBe(64);
+    expect(meta.slm).toBe('../stories260k-3l');
+    expect(meta.llm).toBe('../stories260k');
+    expect(meta.default_threshold).toBe(0.5);
+    const t = meta.training as {
+      train_fraction: number;
+      hidden_units: number;
+      text_sha256: string;
+      examples: number;
+      label_balance: number;
+      epochs_run: number;
+      val_auc: number;
+      val_accuracy: number;
+    };
+    expect(t.train_fraction).toBe(0.8);
+    expect(t.hidden_units).toBe(64);
+    expect(t.text_sha256).toBe('727e8b228375be3075114c20729c93ed6e81ae5d8fe7faf7cb54b304f0322d70');
+    expect(t.examples).toBeGreaterThan(50_000);
+    expect(t.label_balance).toBeGreaterThan(0.3);
+    expect(t.label_balance).toBeLessThan(0.8);
+    expect(t.epochs_run).toBeGreaterThanOrEqual(1);
+    expect(t.val_auc).toBeGreaterThan(0.6);
+    expect(t.val_accuracy).toBeGreaterThan(0.6);
+  });
+
+  test('on the held-out 20% the router still separates keep from route', () => {
+    const heldOutAuc = auc(heldOutScores, citerLabels(heldOut));
+    expect(heldOutAuc).toBeGreaterThan(0.6);
+  });
+
+  test('scores lie in [0, 1): τ = 0 routes nothing and τ = 1 routes everything', () => {
+    for (const s of heldOutScores) {
+      expect(s).toBeGreaterThanOrEqual(0);
+      expect(s).toBeLessThan(1);
+    }
+    expect(curve.points[0]!.routedRatio).toBe(0);
+    expect(curve.points.at(-1)!.routedRatio).toBe(1);
+    expect(curve.points[0]!.accuracy).toBe(curve.smallOnlyAccuracy);
+    expect(curve.points.at(-1)!.accuracy).toBe(curve.largeOnlyAccuracy);
+  });
+
+  test('routed ratio rises with τ; accuracy rises from small-only to large-only', () => {
+    expect(curve.positions).toBe(heldOut.count);
+    expect(curve.largeOnlyAccuracy).toBeGreaterThan(curve.smallOnlyAccuracy);
+    const { points } = curve;
+    for (let i = 1; i < points.length; i++) {
+      expect(points[i]!.routedRatio).toBeGreaterThanOrEqual(points[i - 1]!.routedRatio);
+      // Adjacent points may dip by a hair; the curve as a whole must rise.
+      expect(points[i]!.accuracy).toBeGreaterThanOrEqual(points[i - 1]!.accuracy - 0.005);
+    }
+    for (const p of points) {
+      expect(p.accuracy).toBeGreaterThanOrEqual(curve.smallOnlyAccuracy);
+      expect(p.accuracy).toBeLessThanOrEqual(curve.largeOnlyAccuracy);
+    }
+    // A router better than chance: at τ = 0.5 the accuracy gained per routed token beats random routing.
+    const mid = points[5]!;
+    const randomGain = mid.routedRatio * (curve.largeOnlyAccuracy - curve.smallOnlyAccuracy);
+    expect(mid.accuracy - curve.smallOnlyAccuracy).toBeGreaterThan(randomGain);
+  });
+
+  test('the decoder loop with the trained router routes exactly the tokens scored below τ', async () => {
+    const edge = await DecoderModel.load(loadModelPack(demo.edgePack));
+    const cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
+    const router = await OnnxRouter.load(demo.routerPack);
+    try {
+      const engine = { slm: edge, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud: new InProcessCloud(cloudModel) };
+      const request = parseGenerationRequest({ prompt: 'Once upon a time, there was a little dog', threshold: 0.5, maxNewTokens: 40 });
+      const tokens: TokenEvent[] = [];
+      for await (const e of generate(engine, request)) if (e.type === 'token') tokens.push(e);
+      expect(tokens.some((t) => t.source === 'llm')).toBe(true);
+      expect(tokens.some((t) => t.source === 'slm')).toBe(true);
+      for (const t of tokens) expect(t.source).toBe(t.score! < 0.5 ? 'llm' : 'slm');
+    } finally {
+      await router.release();
+      await edge.release();
+      await cloudModel.release();
+    }
+  });
+});
+
+describe('export', () => {
+  test('router.onnx gives the TypeScript MLP scores (standardization folded in), through both scorers', async () => {
+    const paragraphs = await tinyStoriesParagraphs(60);
+    const forced = await teacherForcePacks(demo.edgePack, demo.cloudPack, paragraphs);
+    const data = { features: forced.hidden, labels: citerLabels(forced), rows: forced.count };
+    const options = { inputSize: 64, hiddenUnits: 16, seed: 7, maxEpochs: 3 };
+    const { weights } = trainMlp(data, data, options);
+    // Deterministic for a seed.
+    expect(trainMlp(data, data, options).weights).toEqual(weights);
+    expect(weights.mean.some((m) => Math.abs(m) > 0.01)).toBe(true); // folding has something to do
+
+    const out = join(work, 'small-router');
+    await writeRouterPack(out, { weights, meta: { hidden_size: 64, slm: 'x', default_threshold: 0.5 }, source: {} });
+    const expected = predict(weights, heldOut.hidden, heldOut.count);
+    const batch = await scoreWithRouterPack(out, heldOut.hidden, heldOut.count);
+    let worst = 0;
+    for (let i = 0; i < heldOut.count; i++) worst = Math.max(worst, Math.abs(batch[i]! - expected[i]!));
+    expect(worst).toBeLessThan(1e-5);
+
+    const router = await OnnxRouter.load(out);
+    try {
+      for (const i of [0, 1, 100, heldOut.count - 1]) {
+        const score = await router.score(heldOut.hidden.slice(i * 64, (i + 1) * 64));
+        expect(Math.abs(score - expected[i]!)).toBeLessThan(1e-5);
+      }
+    } finally {
+      await router.release();
+    }
+  }, 30_000);
+});
