@@ -3,10 +3,12 @@
  *
  * @example
  * serverCredentials({ certFile: 'server.pem', keyFile: 'server.key', clientCaFile: 'ca.pem' }); // mutual TLS
- * channelCredentials({ caFile: 'ca.pem', certFile: 'client.pem', keyFile: 'client.key' });
+ * clientTls('cloud:50061', { caFile: 'ca.pem', certFile: 'client.pem', keyFile: 'client.key' });
  */
 import { readFileSync } from 'node:fs';
-import { credentials, ServerCredentials, type ChannelCredentials } from '@grpc/grpc-js';
+import { isIP } from 'node:net';
+import { checkServerIdentity } from 'node:tls';
+import { credentials, ServerCredentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import { AppError, errorMessage } from './errors.ts';
 
 export interface ServerTlsFiles {
@@ -39,14 +41,41 @@ export function serverCredentials(tls: ServerTlsFiles | undefined): ServerCreden
   return ServerCredentials.createSsl(clientCa, [keyPair], clientCa !== null);
 }
 
-export function channelCredentials(tls: ClientTlsFiles | undefined): ChannelCredentials {
-  if (!tls) return credentials.createInsecure();
+/**
+ * Channel credentials and options for dialing `address`: plaintext without `tls`. `serverName` is the name
+ * the server certificate must carry when it is not the host in `address`.
+ *
+ * Bun's `tls.connect` refuses an IP address as TLS server name (Node ignores it), and grpc-js always
+ * passes the target host. For an IP target the SNI name becomes a placeholder and the certificate is
+ * checked against the IP itself (its IP subjectAltName), which is what Node does.
+ */
+export function clientTls(address: string, tls: ClientTlsFiles | undefined, serverName?: string): { credentials: ChannelCredentials; options: ChannelOptions } {
+  if (!tls) return { credentials: credentials.createInsecure(), options: {} };
   if (Boolean(tls.certFile) !== Boolean(tls.keyFile)) {
     throw new AppError('INVALID_ARGUMENT', 'mutual TLS needs both a client certificate and its key');
   }
-  return credentials.createSsl(
+  const host = targetHost(address);
+  const ipTarget = !serverName && isIP(host) !== 0;
+  const channelCredentials = credentials.createSsl(
     tls.caFile ? readPem(tls.caFile, 'CA certificate') : null,
     tls.keyFile ? readPem(tls.keyFile, 'TLS key') : null,
     tls.certFile ? readPem(tls.certFile, 'TLS certificate') : null,
+    ipTarget ? { checkServerIdentity: (_name, cert) => checkServerIdentity(host, cert) } : {},
   );
+  const name = serverName ?? (ipTarget ? IP_TARGET_SNI : undefined);
+  return {
+    credentials: channelCredentials,
+    options: name ? { 'grpc.ssl_target_name_override': name, ...(serverName ? { 'grpc.default_authority': serverName } : {}) } : {},
+  };
+}
+
+/** SNI placeholder for IP targets (RFC 6066 forbids IP addresses there anyway). */
+const IP_TARGET_SNI = 'ip-address.invalid';
+
+/** The host of `host:port`, `[v6]:port` or `dns:///host:port`. */
+function targetHost(address: string): string {
+  const target = address.replace(/^[a-z]+:(\/\/\/)?/i, '');
+  const bracketed = /^\[([^\]]+)\]/.exec(target);
+  if (bracketed) return bracketed[1]!;
+  return isIP(target) === 6 ? target : target.replace(/:\d+$/, '');
 }

@@ -20,6 +20,7 @@ export function logSoftmax(logits: ArrayLike<number>): Float64Array {
 
 /** The `k` largest entries as `{ id, value }`, largest first. */
 export function topK(values: ArrayLike<number>, k: number): { id: number; value: number }[] {
+  if (k <= 0) return [];
   const top: { id: number; value: number }[] = [];
   for (let i = 0; i < values.length; i++) {
     const v = values[i]!;

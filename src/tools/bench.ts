@@ -11,6 +11,8 @@ interface BenchTarget {
 
 const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   edge: () => import('./bench-edge.ts'),
+  decode: () => import('./bench-decode.ts'),
+  shim: () => import('./bench-shim.ts'),
 };
 
 async function usage(): Promise<string> {

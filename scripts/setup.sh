@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian/Ubuntu machine, and nothing twice:
+# Debian's chromium (browser tests, kiosk) and openssl (TLS tests), bun from the npm registry, node modules.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export ONNXRUNTIME_NODE_INSTALL=skip DEBIAN_FRONTEND=noninteractive
+
+need=()
+command -v chromium >/dev/null || need+=(chromium)
+command -v openssl >/dev/null || need+=(openssl)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: apt-get install ${need[*]}"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if ! command -v bun >/dev/null; then
+  echo "setup: npm install -g bun@1.4.5"
+  npm install -g --silent bun@1.4.5 >/dev/null
+fi
+
+bun install --frozen-lockfile

@@ -1,0 +1,252 @@
+/**
+ * The shim's configuration, parsed once from (lowest to highest precedence) defaults, an optional JSON
+ * file, `SHIM_*` environment variables and command-line flags into one frozen, validated object that is
+ * handed to every component. Nothing else in the shim reads `process.env`.
+ *
+ * Every option has one spelling per source, derived from its key: key `backendUrl` is `--backend-url`,
+ * `SHIM_BACKEND_URL`, and `"backendUrl"` in the JSON file (`--config FILE` / `SHIM_CONFIG`).
+ *
+ * @example
+ * const config = parseShimConfig(process.argv.slice(2), process.env);
+ * config.backend; // 'embedded'
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { AppError, errorMessage } from '../shared/errors.ts';
+import { DEMO } from '../shared/paths.ts';
+
+export type BackendKind = 'embedded' | 'sglang' | 'openai';
+
+export interface ShimConfig {
+  host: string;
+  port: number;
+  backend: BackendKind;
+  /** The embedded backend's model pack; for every backend the tokenizer that turns ids into reply text. */
+  modelPack: string | undefined;
+  /** onnxruntime threads per forward pass (embedded); 0 = onnxruntime's choice. */
+  threads: number;
+  /** KV caches the embedded backend keeps; the least recently used session beyond it is re-prefilled later. */
+  maxLiveSequences: number;
+  /** Base URL of the SGLang or OpenAI-compatible server. */
+  backendUrl: string | undefined;
+  /** `model` field of OpenAI-compatible requests. */
+  backendModel: string;
+  /** Bearer token the shim sends to the backend server. */
+  backendApiKey: string | undefined;
+  /** Upper bound of one backend call; the edge's own step deadline lowers it per session. */
+  backendTimeoutMs: number;
+  /** Retries of a backend call that failed to connect (never after a response started). */
+  backendRetries: number;
+  /** Ask HTTP backends for streaming replies (`data:` lines) instead of one JSON body. */
+  backendStream: boolean;
+  /** Vocabulary size for validating ids with HTTP backends (the model pack's when absent). */
+  vocabSize: number | undefined;
+  /** Context window for HTTP backends (the model pack's when absent). */
+  maxContext: number | undefined;
+  /** OpenAI backend: when the server returns text only, re-tokenize it with the pack's tokenizer (lossy). */
+  openaiRetokenize: boolean;
+  maxSessions: number;
+  /** Total context tokens over all sessions. */
+  maxContextTokens: number;
+  sessionIdleMs: number;
+  /** Most tokens one step may ask for. */
+  maxSpanTokens: number;
+  /** Most alternatives per token one session may ask for. */
+  maxTopLogprobs: number;
+  /** gRPC message size limit, both directions. */
+  maxMessageBytes: number;
+  /** When set, every CloudRouter call must carry `authorization: Bearer <token>`. */
+  authToken: string | undefined;
+  /** TLS: certificate and key of the server; with `tlsClientCa`, clients must present a certificate (mTLS). */
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  tlsClientCa: string | undefined;
+  /** How long SIGTERM waits for streams to finish before cutting them. */
+  shutdownGraceMs: number;
+  logLevel: 'silent' | 'error' | 'info' | 'debug';
+}
+
+type Kind = 'string' | 'int' | 'bool' | 'enum';
+interface OptionSpec {
+  kind: Kind;
+  values?: readonly string[];
+  min?: number;
+  help: string;
+}
+
+const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
+  host: { kind: 'string', help: 'address to listen on' },
+  port: { kind: 'int', min: 0, help: 'port (0 = any free port)' },
+  backend: { kind: 'enum', values: ['embedded', 'sglang', 'openai'], help: 'where tokens come from' },
+  modelPack: { kind: 'string', help: 'model pack folder (embedded model; tokenizer for reply text)' },
+  threads: { kind: 'int', min: 0, help: 'onnxruntime threads per forward pass (0 = default)' },
+  maxLiveSequences: { kind: 'int', min: 1, help: 'KV caches the embedded backend keeps' },
+  backendUrl: { kind: 'string', help: 'base URL of the SGLang / OpenAI-compatible server' },
+  backendModel: { kind: 'string', help: 'model name sent to OpenAI-compatible servers' },
+  backendApiKey: { kind: 'string', help: 'bearer token for the backend server' },
+  backendTimeoutMs: { kind: 'int', min: 1, help: 'upper bound of one backend call' },
+  backendRetries: { kind: 'int', min: 0, help: 'retries after connection errors' },
+  backendStream: { kind: 'bool', help: 'use streaming backend replies' },
+  vocabSize: { kind: 'int', min: 1, help: 'vocabulary size for id validation (HTTP backends)' },
+  maxContext: { kind: 'int', min: 1, help: 'context window (HTTP backends)' },
+  openaiRetokenize: { kind: 'bool', help: 're-tokenize text-only OpenAI replies (lossy)' },
+  maxSessions: { kind: 'int', min: 1, help: 'concurrent sessions' },
+  maxContextTokens: { kind: 'int', min: 1, help: 'context tokens over all sessions' },
+  sessionIdleMs: { kind: 'int', min: 1, help: 'idle time after which a session expires' },
+  maxSpanTokens: { kind: 'int', min: 1, help: 'most tokens one step may ask for' },
+  maxTopLogprobs: { kind: 'int', min: 0, help: 'most alternatives per token' },
+  maxMessageBytes: { kind: 'int', min: 1024, help: 'gRPC message size limit' },
+  authToken: { kind: 'string', help: 'required bearer token (prefer SHIM_AUTH_TOKEN or the config file)' },
+  tlsCert: { kind: 'string', help: 'server certificate (PEM)' },
+  tlsKey: { kind: 'string', help: 'server key (PEM)' },
+  tlsClientCa: { kind: 'string', help: 'CA for client certificates: enables mutual TLS' },
+  shutdownGraceMs: { kind: 'int', min: 0, help: 'grace period on SIGTERM' },
+  logLevel: { kind: 'enum', values: ['silent', 'error', 'info', 'debug'], help: 'log verbosity' },
+};
+
+export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
+  host: '127.0.0.1',
+  port: 50051,
+  backend: 'embedded',
+  modelPack: undefined,
+  threads: 0,
+  maxLiveSequences: 32,
+  backendUrl: undefined,
+  backendModel: 'default',
+  backendApiKey: undefined,
+  backendTimeoutMs: 30_000,
+  backendRetries: 2,
+  backendStream: false,
+  vocabSize: undefined,
+  maxContext: undefined,
+  openaiRetokenize: false,
+  maxSessions: 64,
+  maxContextTokens: 1 << 20,
+  sessionIdleMs: 5 * 60_000,
+  maxSpanTokens: 64,
+  maxTopLogprobs: 20,
+  maxMessageBytes: 4 << 20,
+  authToken: undefined,
+  tlsCert: undefined,
+  tlsKey: undefined,
+  tlsClientCa: undefined,
+  shutdownGraceMs: 5_000,
+  logLevel: 'info',
+} satisfies ShimConfig);
+
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+const envName = (key: string) => `SHIM_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+
+export const SHIM_USAGE = `usage: bun run shim [--config FILE] [flags]
+
+Every flag also reads from SHIM_<NAME> (e.g. --backend-url → SHIM_BACKEND_URL) and from the JSON file's
+camelCase key (e.g. "backendUrl"); flags win over the environment, which wins over the file.
+
+${Object.entries(OPTIONS)
+  .map(([key, spec]) => {
+    const value = spec.kind === 'bool' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'int' ? ' N' : ' VALUE';
+    const fallback = DEFAULT_SHIM_CONFIG[key as keyof ShimConfig];
+    return `  --${kebab(key)}${value}\n      ${spec.help}${fallback === undefined ? '' : ` (default ${fallback})`}`;
+  })
+  .join('\n')}`;
+
+function coerce(key: string, spec: OptionSpec, raw: unknown, source: string): unknown {
+  const bad = (what: string) => new AppError('INVALID_ARGUMENT', `${source}: ${key} ${what}, got ${JSON.stringify(raw)}`);
+  switch (spec.kind) {
+    case 'string':
+      if (typeof raw !== 'string') throw bad('must be a string');
+      return raw;
+    case 'enum':
+      if (typeof raw !== 'string' || !spec.values!.includes(raw)) throw bad(`must be one of ${spec.values!.join(', ')}`);
+      return raw;
+    case 'bool':
+      if (typeof raw === 'boolean') return raw;
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      throw bad('must be true or false');
+    case 'int': {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
+      if (!Number.isSafeInteger(n) || n < (spec.min ?? -Infinity)) throw bad(`must be an integer ≥ ${spec.min ?? '-∞'}`);
+      return n;
+    }
+  }
+}
+
+function readConfigFile(path: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new AppError('INVALID_ARGUMENT', `config file ${path}: ${errorMessage(e)}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new AppError('INVALID_ARGUMENT', `config file ${path}: must hold a JSON object`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * Parses flags, environment and the optional config file into a frozen ShimConfig; throws
+ * AppError('INVALID_ARGUMENT') with a message naming the source for anything it cannot accept.
+ */
+export function parseShimConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Readonly<ShimConfig> {
+  const flagOptions = Object.fromEntries([
+    ['config', { type: 'string' as const }],
+    ...Object.entries(OPTIONS).map(([key, spec]) => [kebab(key), { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const) }]),
+  ]);
+  let flags: Record<string, string | boolean | undefined>;
+  try {
+    flags = parseArgs({ args: [...argv], options: flagOptions, strict: true, allowPositionals: false }).values as typeof flags;
+  } catch (e) {
+    throw new AppError('INVALID_ARGUMENT', errorMessage(e));
+  }
+
+  const configPath = (flags.config as string | undefined) ?? env.SHIM_CONFIG;
+  const file = configPath ? readConfigFile(configPath) : {};
+  for (const key of Object.keys(file)) {
+    if (!(key in OPTIONS)) throw new AppError('INVALID_ARGUMENT', `config file ${configPath}: unknown key ${JSON.stringify(key)}`);
+  }
+
+  const config: Record<string, unknown> = { ...DEFAULT_SHIM_CONFIG };
+  for (const [key, spec] of Object.entries(OPTIONS)) {
+    const sources: [unknown, string][] = [
+      [file[key], `config file ${configPath}`],
+      [env[envName(key)], envName(key)],
+      [flags[kebab(key)], `--${kebab(key)}`],
+    ];
+    for (const [raw, source] of sources) if (raw !== undefined && raw !== '') config[key] = coerce(key, spec, raw, source);
+  }
+  return validateShimConfig(config as unknown as ShimConfig);
+}
+
+/** Cross-field checks; returns the config frozen. Also for configs built in code (tests). */
+export function validateShimConfig(config: ShimConfig): Readonly<ShimConfig> {
+  const fail = (message: string) => {
+    throw new AppError('INVALID_ARGUMENT', message);
+  };
+  if (config.backend !== 'embedded' && !config.backendUrl) fail(`backend ${config.backend} needs --backend-url`);
+  if (config.backendUrl) {
+    try {
+      const url = new URL(config.backendUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(`--backend-url must be http(s), got ${config.backendUrl}`);
+    } catch (e) {
+      if (e instanceof AppError) throw e;
+      fail(`--backend-url is not a URL: ${config.backendUrl}`);
+    }
+  }
+  if (config.openaiRetokenize && !config.modelPack) fail('--openai-retokenize needs --model-pack (its tokenizer)');
+  if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) fail('TLS needs both --tls-cert and --tls-key');
+  if (config.tlsClientCa && !config.tlsCert) fail('--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key');
+  if (config.port > 65535) fail(`--port must be ≤ 65535, got ${config.port}`);
+  return Object.freeze({ ...config, modelPack: config.modelPack ?? (config.backend === 'embedded' ? DEMO.cloudPack : undefined) });
+}
+
+/** A config for code that builds one directly (tests, benchmarks): defaults, overrides, validation. */
+export function shimConfig(overrides: Partial<ShimConfig> = {}): Readonly<ShimConfig> {
+  return validateShimConfig({ ...DEFAULT_SHIM_CONFIG, ...overrides });
+}
+
+/** The config with secrets masked, for the startup log line. */
+export function describeShimConfig(config: Readonly<ShimConfig>): Record<string, unknown> {
+  return { ...config, authToken: config.authToken ? '***' : undefined, backendApiKey: config.backendApiKey ? '***' : undefined };
+}

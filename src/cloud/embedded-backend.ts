@@ -1,0 +1,197 @@
+/**
+ * The default backend: a decoder model pack run in process with onnxruntime. Each session keeps its own
+ * DecoderSequence (KV cache), so a routed step costs one forward pass over only the tokens the cache has
+ * not seen (the edge's delta plus the token this backend returned last time), whatever the context
+ * length. At most `maxLiveSequences` caches stay alive; the least recently used idle one is dropped
+ * beyond that and rebuilt from the session's context (one prefill) when its session steps again.
+ *
+ * @example
+ * const backend = await EmbeddedBackend.load({ modelPack: 'models/stories260k', maxLiveSequences: 32 });
+ * const session = backend.openSession('s1');
+ * const { ids } = await session.step({ context: [1], maxTokens: 1, sampling, requestId: 's1-0', signal });
+ */
+import { randomInt } from 'node:crypto';
+import { basename } from 'node:path';
+import { DecoderModel, type DecoderSequence } from '../shared/decoder-session.ts';
+import { AppError } from '../shared/errors.ts';
+import { logSoftmax, topK } from '../shared/logits.ts';
+import { loadModelPack } from '../shared/model-pack.ts';
+import { sampleToken } from '../shared/sampling.ts';
+import { seededRandom } from '../shared/seeded-random.ts';
+import { abortReason } from '../shared/grpc-stream.ts';
+import type { TokenAlternative } from '../edge/cloud-client.ts';
+import type { Backend, BackendFinish, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
+
+export interface EmbeddedBackendOptions {
+  modelPack: string;
+  /** onnxruntime threads per forward pass; 0 = onnxruntime's choice. */
+  threads?: number;
+  maxLiveSequences: number;
+}
+
+/** Counters for tests and benchmarks. */
+export interface EmbeddedStats {
+  /** Caches dropped to stay within maxLiveSequences. */
+  evictions: number;
+  /** Caches rebuilt from a session's context after an eviction. */
+  rebuilds: number;
+}
+
+export class EmbeddedBackend implements Backend {
+  readonly info: BackendInfo;
+  readonly stats: EmbeddedStats = { evictions: 0, rebuilds: 0 };
+  /** Sessions holding a live KV cache, least recently used first. */
+  private readonly live = new Set<EmbeddedSession>();
+
+  private constructor(
+    readonly model: DecoderModel,
+    private readonly maxLive: number,
+  ) {
+    const { pack } = model;
+    this.info = { name: `embedded:${basename(pack.dir)}`, vocabSize: pack.vocabSize, maxContext: pack.maxPositions };
+  }
+
+  static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
+    const model = await DecoderModel.load(loadModelPack(options.modelPack), options.threads ? { threads: options.threads } : {});
+    return new EmbeddedBackend(model, options.maxLiveSequences);
+  }
+
+  openSession(): BackendSession {
+    return new EmbeddedSession(this);
+  }
+
+  async close(): Promise<void> {
+    for (const session of [...this.live]) session.dispose();
+    await this.model.release();
+  }
+
+  /** @internal marks `session` most recently used, evicting the oldest idle cache beyond the cap. */
+  use(session: EmbeddedSession): void {
+    this.live.delete(session);
+    this.live.add(session);
+    if (this.live.size <= this.maxLive) return;
+    for (const candidate of this.live) {
+      if (candidate === session || candidate.busy) continue;
+      candidate.evict();
+      this.stats.evictions++;
+      return;
+    }
+  }
+
+  /** @internal */
+  forget(session: EmbeddedSession): void {
+    this.live.delete(session);
+  }
+}
+
+class EmbeddedSession implements BackendSession {
+  busy = false;
+  private sequence: DecoderSequence | undefined;
+  /** Logits after the last token in the cache (reused when a step brings no new token). */
+  private logits: Float32Array | undefined;
+  private random: (() => number) | undefined;
+  private seed: number | undefined;
+  private everBuilt = false;
+
+  constructor(private readonly backend: EmbeddedBackend) {}
+
+  async step(request: BackendStepRequest): Promise<BackendStepResult> {
+    const start = performance.now();
+    const { context, sampling, signal } = request;
+    const { vocabSize, maxPositions } = this.backend.model.pack;
+    if (context.length === 0) throw new AppError('INVALID_ARGUMENT', 'the context is empty: open the session with at least one token');
+    if (context.length > maxPositions) {
+      throw new AppError('OUT_OF_RANGE', `context of ${context.length} tokens exceeds the model's window of ${maxPositions}`);
+    }
+    this.busy = true;
+    try {
+      const sequence = this.acquire(context);
+      const cachedTokens = sequence.length;
+      if (sequence.length < context.length) this.logits = (await sequence.append(context.slice(sequence.length))).logits;
+
+      const ids: number[] = [];
+      const logprobs: number[] = [];
+      const top: TokenAlternative[][] = [];
+      let finish: BackendFinish = 'length';
+      while (true) {
+        if (signal.aborted) throw abortReason(signal);
+        const logits = this.logits!;
+        const id = sampleToken(logits, { temperature: sampling.temperature, topP: sampling.topP, random: this.sampler(sampling.seed) });
+        ids.push(id);
+        if (sampling.topLogprobs > 0) {
+          const all = logSoftmax(logits);
+          logprobs.push(all[id]!);
+          top.push(topK(all, Math.min(sampling.topLogprobs, vocabSize)).map(({ id: alt, value }) => ({ id: alt, logprob: value })));
+        } else {
+          logprobs.push(logits[id]! - logSumExp(logits));
+          top.push([]);
+        }
+        if (sampling.stopTokenIds.includes(id)) {
+          finish = 'stop';
+          break;
+        }
+        if (context.length + ids.length >= maxPositions) {
+          finish = 'context';
+          break;
+        }
+        if (ids.length >= request.maxTokens) break;
+        // Within a span each new token needs one decode step; the span's last token waits for the next step.
+        this.logits = (await sequence.append([id])).logits;
+      }
+      return { ids, logprobs, top, cachedTokens, backendMs: performance.now() - start, finish };
+    } catch (e) {
+      // The cache may now hold tokens the session's context will never have: start over next time.
+      this.evict();
+      throw e;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** The session's cache, rebuilt empty after an eviction; it always holds a prefix of `context`. */
+  private acquire(context: readonly number[]): DecoderSequence {
+    if (this.sequence && !isPrefix(this.sequence.tokens, context)) this.evict();
+    if (!this.sequence) {
+      this.sequence = this.backend.model.newSequence();
+      this.logits = undefined;
+      if (this.everBuilt) this.backend.stats.rebuilds++;
+      this.everBuilt = true;
+    }
+    this.backend.use(this);
+    return this.sequence;
+  }
+
+  private sampler(seed: number | undefined): () => number {
+    if (!this.random || seed !== this.seed) {
+      this.seed = seed;
+      this.random = seededRandom(seed ?? randomInt(0, 2 ** 32));
+    }
+    return this.random;
+  }
+
+  /** Drops the KV cache; the next step re-prefills from the context. */
+  evict(): void {
+    this.sequence?.dispose();
+    this.sequence = undefined;
+    this.logits = undefined;
+    this.backend.forget(this);
+  }
+
+  dispose(): void {
+    this.evict();
+  }
+}
+
+function isPrefix(prefix: readonly number[], of: readonly number[]): boolean {
+  if (prefix.length > of.length) return false;
+  // The context only ever grows, so checking the last cached token catches a mismatched session cheaply.
+  return prefix.length === 0 || prefix[prefix.length - 1] === of[prefix.length - 1];
+}
+
+function logSumExp(logits: Float32Array): number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - max);
+  return max + Math.log(sum);
+}

@@ -1,0 +1,68 @@
+/**
+ * The CloudRouter gRPC service: thin. Per stream it checks the bearer token, turns the call into a
+ * StreamReader, runs the `routeSession` core and writes what it yields; an error becomes the stream's
+ * status (after the core's final `end` message). Client cancellation and shim shutdown abort the core
+ * through one AbortController per stream.
+ */
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { AppError } from '../shared/errors.ts';
+import { checkBearer } from '../shared/grpc-auth.ts';
+import { toGrpcStatus } from '../shared/grpc-errors.ts';
+import type { CloudRouterHandlers, RouteRequest__Output, RouteResponse } from '../shared/grpc-proto.ts';
+import { StreamReader, writeMessage } from '../shared/grpc-stream.ts';
+import { endMessage, routeSession, type ShimContext } from './route-session.ts';
+
+/** The controllers of the streams in flight, so shutdown can end them all. */
+export class ActiveStreams {
+  private readonly controllers = new Set<AbortController>();
+
+  get size(): number {
+    return this.controllers.size;
+  }
+
+  track(controller: AbortController): () => void {
+    this.controllers.add(controller);
+    return () => this.controllers.delete(controller);
+  }
+
+  abortAll(reason: AppError): void {
+    for (const controller of this.controllers) controller.abort(reason);
+  }
+}
+
+type RouteCall = ServerDuplexStream<RouteRequest__Output, RouteResponse>;
+
+export function cloudRouterHandlers(ctx: ShimContext, streams: ActiveStreams): CloudRouterHandlers {
+  return {
+    Route: (call: RouteCall) => void serveRoute(call, ctx, streams),
+  };
+}
+
+async function serveRoute(call: RouteCall, ctx: ShimContext, streams: ActiveStreams): Promise<void> {
+  const controller = new AbortController();
+  const untrack = streams.track(controller);
+  const reader = new StreamReader<RouteRequest__Output>(call);
+  let cancelled = false;
+  call.on('cancelled', () => {
+    cancelled = true;
+    const reason = new AppError('CANCELLED', 'the edge cancelled the stream');
+    reader.fail(reason);
+    controller.abort(reason);
+  });
+  try {
+    try {
+      checkBearer(call.metadata, ctx.config.authToken);
+    } catch (e) {
+      await writeMessage(call, endMessage(e));
+      throw e;
+    }
+    for await (const response of routeSession(reader, ctx, controller.signal)) {
+      if (!cancelled) await writeMessage(call, response);
+    }
+    call.end();
+  } catch (e) {
+    if (!cancelled) call.emit('error', toGrpcStatus(e));
+  } finally {
+    untrack();
+  }
+}

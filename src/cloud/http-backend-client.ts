@@ -1,0 +1,199 @@
+/**
+ * HTTP plumbing shared by the `sglang` and `openai` backends: JSON POSTs with limited retries (only when
+ * no connection could be made: nothing reached the server), error bodies in every shape SGLang, vLLM and
+ * FastAPI produce turned into AppErrors, and `data:` event streams read as parsed JSON objects.
+ * Cancellation is the request's AbortSignal: aborting closes the HTTP connection, which is also how
+ * SGLang learns that a request was abandoned.
+ */
+import { AppError, errorMessage } from '../shared/errors.ts';
+import { abortReason } from '../shared/grpc-stream.ts';
+
+export interface HttpBackendClientOptions {
+  /** `sglang` or `openai`: prefixes every error message. */
+  name: string;
+  baseUrl: string;
+  apiKey: string | undefined;
+  /** Retries after a failed connection attempt. */
+  retries: number;
+}
+
+export class HttpBackendClient {
+  private readonly base: string;
+
+  constructor(readonly options: HttpBackendClientOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, '');
+  }
+
+  /** POSTs `body` as JSON; resolves with a 2xx response, rejects with an AppError otherwise. */
+  async post(path: string, body: unknown, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    const payload = JSON.stringify(body);
+    for (let attempt = 0; ; attempt++) {
+      if (signal.aborted) throw abortReason(signal);
+      let response: Response;
+      try {
+        response = await fetch(`${this.base}${path}`, { method: 'POST', headers, body: payload, signal });
+      } catch (e) {
+        if (signal.aborted) throw abortReason(signal);
+        if (attempt >= this.options.retries) {
+          throw new AppError('UNAVAILABLE', `${this.options.name}: cannot reach ${this.base}${path}: ${errorMessage(e)}`, { cause: e });
+        }
+        await sleep(50 * 2 ** attempt, signal);
+        continue;
+      }
+      if (response.ok) return response;
+      const text = await response.text().catch(() => '');
+      throw httpBackendError(this.options.name, response.status, text);
+    }
+  }
+
+  /** POST with its own short deadline that never throws: resolves whether the server answered 2xx. */
+  async postBestEffort(path: string, body: unknown, timeoutMs: number): Promise<boolean> {
+    try {
+      const response = await fetch(`${this.base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}) },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      await response.body?.cancel();
+      return response.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Reads a JSON body, naming the backend when it is not JSON. */
+  async json(response: Response, signal: AbortSignal): Promise<unknown> {
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (e) {
+      if (signal.aborted) throw abortReason(signal);
+      throw new AppError('UNAVAILABLE', `${this.options.name}: connection lost while reading the reply: ${errorMessage(e)}`, { cause: e });
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new AppError('INTERNAL', `${this.options.name}: reply is not JSON: ${text.slice(0, 200)}`);
+    }
+  }
+
+  /**
+   * The `data:` payloads of an event stream, parsed, until `data: [DONE]`. A payload of the form
+   * `{"error": ...}` (how SGLang and vLLM report a failure once the status line has been sent) is thrown.
+   */
+  async *events(response: Response, signal: AbortSignal): AsyncGenerator<Record<string, unknown>> {
+    if (!response.body) throw new AppError('INTERNAL', `${this.options.name}: streaming reply without a body`);
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    let data: string[] = [];
+    try {
+      while (true) {
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          chunk = await reader.read();
+        } catch (e) {
+          if (signal.aborted) throw abortReason(signal);
+          throw new AppError('UNAVAILABLE', `${this.options.name}: stream broken: ${errorMessage(e)}`, { cause: e });
+        }
+        if (chunk.done) break;
+        buffer += chunk.value;
+        let newline: number;
+        while ((newline = buffer.indexOf('\n')) >= 0) {
+          const line = buffer.slice(0, newline).replace(/\r$/, '');
+          buffer = buffer.slice(newline + 1);
+          if (line.startsWith('data:')) {
+            data.push(line.slice(5).replace(/^ /, ''));
+            continue;
+          }
+          if (line !== '' || data.length === 0) continue; // comments, other fields
+          const payload = data.join('\n');
+          data = [];
+          if (payload.trim() === '[DONE]') return;
+          yield this.parseEvent(payload);
+        }
+      }
+      if (data.length && data.join('\n').trim() !== '[DONE]') yield this.parseEvent(data.join('\n'));
+      throw new AppError('UNAVAILABLE', `${this.options.name}: event stream ended without data: [DONE]`);
+    } finally {
+      await reader.cancel().catch(() => {});
+    }
+  }
+
+  private parseEvent(payload: string): Record<string, unknown> {
+    let event: unknown;
+    try {
+      event = JSON.parse(payload);
+    } catch {
+      throw new AppError('INTERNAL', `${this.options.name}: event is not JSON: ${payload.slice(0, 200)}`);
+    }
+    if (!isRecord(event)) throw new AppError('INTERNAL', `${this.options.name}: event is not an object: ${payload.slice(0, 200)}`);
+    if ('error' in event && event.error !== null && event.error !== undefined) {
+      throw new AppError('INTERNAL', `${this.options.name}: error while streaming: ${errorBodyMessage(event) ?? payload.slice(0, 200)}`);
+    }
+    return event;
+  }
+}
+
+/**
+ * An HTTP error reply → AppError. Bodies: `{"error":{"message"}}` (SGLang ValueError, vLLM), flat
+ * `{"object":"error","message",...}` (SGLang schema errors, overload), FastAPI `{"detail":[...]}` or
+ * `{"detail":"..."}`, or plain text.
+ */
+export function httpBackendError(name: string, status: number, bodyText: string): AppError {
+  let message: string | undefined;
+  try {
+    message = errorBodyMessage(JSON.parse(bodyText));
+  } catch {
+    message = undefined;
+  }
+  message ??= bodyText.trim().slice(0, 300) || '(empty body)';
+  return new AppError(httpStatusCode(status, message), `${name}: HTTP ${status}: ${message}`);
+}
+
+function httpStatusCode(status: number, message: string): AppError['code'] {
+  if (status === 400 && /context length|longer than|too long|maximum context/i.test(message)) return 'OUT_OF_RANGE';
+  if (status === 400 || status === 413 || status === 422) return 'INVALID_ARGUMENT';
+  // The backend refusing the shim's own credentials or path is a deployment problem, not the edge's.
+  if (status === 401 || status === 403 || status === 404 || status === 405) return 'FAILED_PRECONDITION';
+  if (status === 408 || status === 504) return 'DEADLINE_EXCEEDED';
+  if (status === 429) return 'RESOURCE_EXHAUSTED';
+  if (status === 502 || status === 503) return 'UNAVAILABLE';
+  return 'INTERNAL';
+}
+
+export function errorBodyMessage(body: unknown): string | undefined {
+  if (!isRecord(body)) return typeof body === 'string' ? body : undefined;
+  const error = body.error;
+  if (isRecord(error) && typeof error.message === 'string') return error.message;
+  if (typeof error === 'string') return error;
+  if (typeof body.message === 'string') return body.message;
+  const detail = body.detail;
+  if (typeof detail === 'string') return detail;
+  if (Array.isArray(detail)) {
+    return detail
+      .map((d) => (isRecord(d) ? `${Array.isArray(d.loc) ? d.loc.join('.') + ': ' : ''}${String(d.msg ?? JSON.stringify(d))}` : String(d)))
+      .join('; ');
+  }
+  return undefined;
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortReason(signal));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,150 @@
+/**
+ * The shim's sessions: one per stream, holding the generation's context (ids and their routing sources)
+ * so the edge only ever sends what was appended. The store enforces the caps (session count, total
+ * context tokens → RESOURCE_EXHAUSTED), checks that each delta starts exactly where the context ends
+ * (gap or overlap → FAILED_PRECONDITION), and expires sessions that stay idle: their `signal` aborts with
+ * DEADLINE_EXCEEDED, which ends the stream that owns them.
+ *
+ * @example
+ * const store = new SessionStore({ maxSessions: 64, maxContextTokens: 1 << 20, idleMs: 300_000 });
+ * const session = store.open('req-1', [1, 403], []);
+ * store.append(session, 2, [407], ['slm']);
+ * store.close(session);
+ */
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../shared/errors.ts';
+import type { TokenSource } from '../edge/cloud-client.ts';
+
+export interface SessionLimits {
+  maxSessions: number;
+  maxContextTokens: number;
+  idleMs: number;
+}
+
+export class Session {
+  readonly id = randomUUID().replaceAll('-', '');
+  readonly ids: number[] = [];
+  readonly sources: TokenSource[] = [];
+  steps = 0;
+  generated = 0;
+  lastActive = performance.now();
+  /** A step is running: the session is not idle whatever the clock says. */
+  busy = false;
+  private readonly controller = new AbortController();
+
+  constructor(readonly requestId: string) {}
+
+  /** Aborts (with an AppError reason) when the session expires or the store shuts down. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** @internal */
+  abort(reason: AppError): void {
+    if (!this.controller.signal.aborted) this.controller.abort(reason);
+  }
+}
+
+export class SessionStore {
+  private readonly sessions = new Set<Session>();
+  private tokens = 0;
+  private sweeper: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly limits: SessionLimits) {
+    this.sweeper = setInterval(() => this.sweep(), Math.max(10, Math.min(limits.idleMs / 4, 5_000)));
+    this.sweeper.unref?.();
+  }
+
+  get count(): number {
+    return this.sessions.size;
+  }
+
+  /** Context tokens held over all sessions. */
+  get totalTokens(): number {
+    return this.tokens;
+  }
+
+  open(requestId: string, ids: readonly number[], sources: readonly TokenSource[]): Session {
+    if (this.sweeper === undefined) throw new AppError('UNAVAILABLE', 'the shim is shutting down');
+    if (this.sessions.size >= this.limits.maxSessions) {
+      throw new AppError('RESOURCE_EXHAUSTED', `too many sessions: the shim serves at most ${this.limits.maxSessions} at once`);
+    }
+    this.reserve(ids.length);
+    const session = new Session(requestId);
+    this.sessions.add(session);
+    this.push(session, ids, sources);
+    return session;
+  }
+
+  /** Appends the edge's delta, which must start exactly at the end of the session's context. */
+  append(session: Session, offset: number, ids: readonly number[], sources: readonly TokenSource[]): void {
+    this.touch(session);
+    if (offset !== session.ids.length) {
+      const kind = offset > session.ids.length ? 'gap' : 'overlap';
+      throw new AppError(
+        'FAILED_PRECONDITION',
+        `${kind} in context ids: the step starts at offset ${offset}, the session holds ${session.ids.length} tokens`,
+      );
+    }
+    if (ids.length === 0) return;
+    this.reserve(ids.length);
+    this.push(session, ids, sources);
+  }
+
+  /** Appends tokens the backend generated (source `llm`). */
+  appendGenerated(session: Session, ids: readonly number[]): void {
+    this.reserve(ids.length);
+    this.push(
+      session,
+      ids,
+      ids.map(() => 'llm'),
+    );
+    session.generated += ids.length;
+  }
+
+  touch(session: Session): void {
+    session.lastActive = performance.now();
+  }
+
+  /** Frees the session; safe to call twice. */
+  close(session: Session): void {
+    if (!this.sessions.delete(session)) return;
+    this.tokens -= session.ids.length;
+  }
+
+  /** Expires sessions idle longer than the limit; returns how many. */
+  sweep(now = performance.now()): number {
+    let expired = 0;
+    for (const session of this.sessions) {
+      if (session.busy || now - session.lastActive <= this.limits.idleMs) continue;
+      session.abort(new AppError('DEADLINE_EXCEEDED', `session idle for more than ${this.limits.idleMs} ms`));
+      this.close(session);
+      expired++;
+    }
+    return expired;
+  }
+
+  /** Stops the sweeper and aborts every session with `reason`; later opens fail with UNAVAILABLE. */
+  shutdown(reason: AppError): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    for (const session of [...this.sessions]) session.abort(reason);
+  }
+
+  private reserve(n: number): void {
+    if (this.tokens + n > this.limits.maxContextTokens) {
+      throw new AppError(
+        'RESOURCE_EXHAUSTED',
+        `context token budget exhausted: ${this.tokens} held + ${n} new > ${this.limits.maxContextTokens} over all sessions`,
+      );
+    }
+  }
+
+  private push(session: Session, ids: readonly number[], sources: readonly TokenSource[]): void {
+    for (let i = 0; i < ids.length; i++) {
+      session.ids.push(ids[i]!);
+      session.sources.push(sources[i] ?? 'prompt');
+    }
+    this.tokens += ids.length;
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * Starts the cloud shim: backend, session store, CloudRouter and health services on one gRPC server
+ * (TLS / mutual TLS when configured, message size limits), and a graceful `shutdown`.
+ *
+ * @example
+ * const shim = await startShim(shimConfig({ port: 0 }));
+ * console.log(shim.port);
+ * await shim.shutdown();
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Server } from '@grpc/grpc-js';
+import { AppError, errorMessage } from '../shared/errors.ts';
+import { HealthService } from '../shared/grpc-health.ts';
+import { CLOUD_ROUTER_SERVICE_NAME, cloudRouterService, healthService } from '../shared/grpc-proto.ts';
+import { serverCredentials } from '../shared/grpc-tls.ts';
+import { TextTokenizer } from '../shared/tokenizer.ts';
+import type { Backend } from './backend.ts';
+import { createBackend } from './backends.ts';
+import type { ShimConfig } from './config.ts';
+import { ActiveStreams, cloudRouterHandlers } from './grpc-service.ts';
+import { createLog, type Log } from './log.ts';
+import { SessionStore } from './session-store.ts';
+
+export interface ShimServer {
+  readonly port: number;
+  /** `host:port` to dial. */
+  readonly address: string;
+  readonly config: Readonly<ShimConfig>;
+  readonly store: SessionStore;
+  readonly backend: Backend;
+  readonly health: HealthService;
+  readonly streams: ActiveStreams;
+  /** Ends every stream with UNAVAILABLE (after a final message), stops the server, releases the backend. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+export interface ShimDependencies {
+  /** A ready backend (tests share one); built from the config otherwise. The shim closes it on shutdown. */
+  backend?: Backend;
+  log?: Log;
+}
+
+export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependencies = {}): Promise<ShimServer> {
+  const log = deps.log ?? createLog(config.logLevel);
+  const tokenizer = config.modelPack && existsSync(join(config.modelPack, 'tokenizer.json')) ? await TextTokenizer.fromPack(config.modelPack) : undefined;
+  const backend = deps.backend ?? (await createBackend(config, tokenizer));
+  const store = new SessionStore({ maxSessions: config.maxSessions, maxContextTokens: config.maxContextTokens, idleMs: config.sessionIdleMs });
+  const health = new HealthService({ '': 'NOT_SERVING', [CLOUD_ROUTER_SERVICE_NAME]: 'NOT_SERVING' });
+  const streams = new ActiveStreams();
+
+  const server = new Server({
+    'grpc.max_receive_message_length': config.maxMessageBytes,
+    'grpc.max_send_message_length': config.maxMessageBytes,
+    // Pings find edges that vanished without closing their streams (the idle expiry is the backstop).
+    'grpc.keepalive_time_ms': 60_000,
+    'grpc.keepalive_timeout_ms': 20_000,
+  });
+  server.addService(cloudRouterService, cloudRouterHandlers({ config, store, backend, tokenizer, log }, streams));
+  server.addService(healthService, health.handlers);
+
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`${host}:${config.port}`, serverCredentials(config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey!, clientCaFile: config.tlsClientCa } : undefined), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
+    );
+  } catch (e) {
+    store.shutdown(new AppError('UNAVAILABLE', 'the shim did not start'));
+    if (!deps.backend) await backend.close();
+    throw new AppError('UNAVAILABLE', `cannot listen on ${host}:${config.port}: ${errorMessage(e)}`, { cause: e });
+  }
+  health.set('', 'SERVING');
+  health.set(CLOUD_ROUTER_SERVICE_NAME, 'SERVING');
+  log('info', 'shim listening', { address: `${host}:${port}`, backend: backend.info.name, tls: Boolean(config.tlsCert), mtls: Boolean(config.tlsClientCa) });
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (graceMs = config.shutdownGraceMs): Promise<void> =>
+    (stopping ??= (async () => {
+      log('info', 'shim shutting down', { streams: streams.size, sessions: store.count });
+      health.shutdown();
+      const drained = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      const reason = new AppError('UNAVAILABLE', 'the shim is shutting down');
+      store.shutdown(reason);
+      streams.abortAll(reason);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timedOut = await Promise.race([drained.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+      clearTimeout(timer);
+      if (timedOut) server.forceShutdown();
+      await backend.close();
+      log('info', 'shim stopped', { forced: timedOut });
+    })());
+
+  return { port, address: `${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`, config, store, backend, health, streams, shutdown };
+}

@@ -1,0 +1,353 @@
+/**
+ * The CloudClient the edge uses in production: the cloud shim over gRPC, one bidirectional stream per
+ * CloudSession. The channel is created at the first routed token; the session's stream opens with the
+ * whole context at its first `next`, and every later step carries only the ids the shim has not seen (the
+ * client tracks the shim's copy of the context, including the tokens the shim itself returned). Each step
+ * has a deadline; a stream that broke, expired or disagrees with the edge's context is reopened with the
+ * whole context at the next step. Transport failures open a circuit with exponential backoff, during
+ * which steps fail at once with UNAVAILABLE (the decoding loop then falls back to the edge model).
+ *
+ * @example
+ * const cloud = new GrpcCloudClient({ address: 'cloud.example:50061', authToken, tls: { caFile: 'ca.pem' } });
+ * const session = cloud.openSession({ requestId: 'r1', signal });
+ * const reply = await session.next(stepRequest);
+ * await session.close(); await cloud.close();
+ */
+import { connectivityState, Metadata, type ChannelOptions, type ClientDuplexStream } from '@grpc/grpc-js';
+import { AppError } from '../shared/errors.ts';
+import { bearer } from '../shared/grpc-auth.ts';
+import { appErrorCode, toAppError } from '../shared/grpc-errors.ts';
+import {
+  CloudRouterClient,
+  type CloudRouterClientType,
+  type RouteRequest,
+  type RouteResponse__Output,
+  type Sampling,
+  type StepResult__Output,
+} from '../shared/grpc-proto.ts';
+import { abortReason, StreamReader, writeMessage } from '../shared/grpc-stream.ts';
+import { clientTls, type ClientTlsFiles } from '../shared/grpc-tls.ts';
+import { toWireSources } from '../shared/grpc-wire.ts';
+import { CloudBackoff } from './cloud-backoff.ts';
+import type { CloudClient, CloudConnectionState, CloudSession, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+
+export interface GrpcCloudClientOptions {
+  /** `host:port` of the shim. */
+  address: string;
+  /** Sent as `authorization: Bearer <token>` on every call. */
+  authToken?: string;
+  /** TLS (with a client certificate: mutual TLS); plaintext when absent. */
+  tls?: ClientTlsFiles;
+  /** The name the server certificate must carry, when it is not the host of `address`. */
+  tlsServerName?: string;
+  /** Deadline of one step, from sending it to its reply. Default 10 s. */
+  stepTimeoutMs?: number;
+  /** gRPC deadline of a whole stream (one generation). Default 30 min. */
+  sessionTimeoutMs?: number;
+  /** How long `close` waits for the shim to confirm the end of a stream. Default 2 s. */
+  closeTimeoutMs?: number;
+  /** Message size limit, both directions. Default 4 MiB. */
+  maxMessageBytes?: number;
+  /** Circuit breaker delays after transport failures. Default 250 ms doubling up to 10 s. */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /** HTTP/2 keepalive ping interval. Default 30 s. */
+  keepaliveMs?: number;
+}
+
+type RouteStream = ClientDuplexStream<RouteRequest, RouteResponse__Output>;
+
+/** Failures that say the shim is gone, broken or overloaded, rather than that the request was wrong. */
+const TRANSPORT_FAILURES = new Set<AppError['code']>(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'INTERNAL', 'RESOURCE_EXHAUSTED']);
+
+export class GrpcCloudClient implements CloudClient {
+  readonly backoff: CloudBackoff;
+  private client: CloudRouterClientType | undefined;
+  private readonly sessions = new Set<GrpcCloudSession>();
+  private closed = false;
+
+  constructor(readonly options: GrpcCloudClientOptions) {
+    this.backoff = new CloudBackoff({ initialMs: options.backoff?.initialMs ?? 250, maxMs: options.backoff?.maxMs ?? 10_000 });
+  }
+
+  openSession(options: { requestId: string; signal?: AbortSignal }): CloudSession {
+    if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud client is closed');
+    const session = new GrpcCloudSession(this, options.requestId, options.signal);
+    this.sessions.add(session);
+    return session;
+  }
+
+  state(): CloudConnectionState {
+    if (this.backoff.open) return 'circuit-open';
+    if (!this.client) return 'idle';
+    switch (this.client.getChannel().getConnectivityState(false)) {
+      case connectivityState.READY:
+        return 'ready';
+      case connectivityState.CONNECTING:
+        return 'connecting';
+      case connectivityState.TRANSIENT_FAILURE:
+        return 'unavailable';
+      default:
+        return 'idle';
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.sessions].map((s) => s.close()));
+    this.client?.close();
+    this.client = undefined;
+  }
+
+  /** @internal opens a Route stream, creating the channel on first use. */
+  startStream(): RouteStream {
+    if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud client is closed');
+    this.backoff.check();
+    const metadata = new Metadata();
+    if (this.options.authToken) metadata.set('authorization', bearer(this.options.authToken));
+    return this.connection().Route(metadata, { deadline: Date.now() + (this.options.sessionTimeoutMs ?? 30 * 60_000) });
+  }
+
+  /** @internal */
+  forget(session: GrpcCloudSession): void {
+    this.sessions.delete(session);
+  }
+
+  private connection(): CloudRouterClientType {
+    if (this.client) return this.client;
+    const { address, tls, tlsServerName, maxMessageBytes = 4 << 20, keepaliveMs = 30_000 } = this.options;
+    const secure = clientTls(address, tls, tlsServerName);
+    const channelOptions: ChannelOptions = {
+      'grpc.max_receive_message_length': maxMessageBytes,
+      'grpc.max_send_message_length': maxMessageBytes,
+      'grpc.keepalive_time_ms': keepaliveMs,
+      'grpc.keepalive_timeout_ms': 10_000,
+      'grpc.initial_reconnect_backoff_ms': 250,
+      'grpc.max_reconnect_backoff_ms': 10_000,
+      ...secure.options,
+    };
+    this.client = new CloudRouterClient(address, secure.credentials, channelOptions);
+    return this.client;
+  }
+}
+
+class GrpcCloudSession implements CloudSession {
+  private stream: RouteStream | undefined;
+  private reader: StreamReader<RouteResponse__Output> | undefined;
+  /** The context as the shim holds it: what was sent plus what the shim returned. */
+  private shimIds: number[] = [];
+  /** How much of the edge's context has been checked against `shimIds`. */
+  private verified = 0;
+  private samplingKey = '';
+  /** Steps the current stream has answered. */
+  private steps = 0;
+  private inFlight = false;
+  private closed = false;
+  /** The shim's id for the current stream's session (for logs). */
+  sessionId: string | undefined;
+
+  constructor(
+    private readonly owner: GrpcCloudClient,
+    private readonly requestId: string,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    signal?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  private readonly onAbort = () => this.dropStream();
+
+  async next(request: CloudStepRequest): Promise<CloudStepReply> {
+    if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud session is closed');
+    if (this.inFlight) throw new AppError('FAILED_PRECONDITION', 'a step of this session is still in flight: steps go one at a time');
+    this.inFlight = true;
+    try {
+      return await this.step(request);
+    } finally {
+      this.inFlight = false;
+    }
+  }
+
+  private async step(request: CloudStepRequest): Promise<CloudStepReply> {
+    const signals = [request.signal, this.signal].filter((s): s is AbortSignal => s !== undefined);
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    if (signal?.aborted) throw abortReason(signal);
+    if (request.sources.length !== request.context.length) {
+      throw new AppError('INVALID_ARGUMENT', `context has ${request.context.length} ids but ${request.sources.length} sources`);
+    }
+    // A stream that ended between steps (idle expiry, shim restart) or whose context diverged from the
+    // edge's is replaced by a new one carrying the whole context.
+    if (this.stream && (this.reader!.finished || !this.matchesShim(request.context))) this.dropStream();
+    try {
+      try {
+        return await this.attempt(request, signal);
+      } catch (e) {
+        // The shim ended a stream we were reusing before it saw this step (it expired the idle session or
+        // is restarting): nothing was computed, so the step is retried once on a new stream.
+        if (!(e instanceof StreamEnded) || !e.reused || e.steps !== e.stepsBefore || signal?.aborted) throw e;
+        return await this.attempt(request, signal);
+      }
+    } catch (e) {
+      const error = signal?.aborted ? abortReason(signal) : toAppError(e);
+      this.dropStream();
+      if (TRANSPORT_FAILURES.has(error.code)) this.owner.backoff.failure();
+      throw error;
+    }
+  }
+
+  /** Sends one step (opening a stream first when there is none) and waits for its result. */
+  private async attempt(request: CloudStepRequest, signal: AbortSignal | undefined): Promise<CloudStepReply> {
+    const sampling = wireSampling(request);
+    const key = JSON.stringify(sampling);
+    const reused = this.stream !== undefined;
+    let message: RouteRequest;
+    if (!this.stream) {
+      this.stream = this.owner.startStream();
+      this.reader = new StreamReader<RouteResponse__Output>(this.stream);
+      this.shimIds = [...request.context];
+      this.verified = this.shimIds.length;
+      this.samplingKey = key;
+      this.steps = 0;
+      const { stepTimeoutMs = 10_000 } = this.owner.options;
+      await writeMessage(this.stream, {
+        open: { requestId: this.requestId, sampling, contextIds: this.shimIds, contextSources: toWireSources(request.sources), stepTimeoutMs },
+      });
+      message = { step: stepMessage(request, this.shimIds.length, [], []) };
+    } else {
+      const from = this.shimIds.length;
+      const ids = request.context.slice(from);
+      message = { step: stepMessage(request, from, ids, toWireSources(request.sources.slice(from))) };
+      if (key !== this.samplingKey) {
+        message.step!.sampling = sampling;
+        this.samplingKey = key;
+      }
+      this.shimIds.push(...ids);
+      this.verified = this.shimIds.length;
+    }
+    const stepsBefore = this.steps;
+    try {
+      await writeMessage(this.stream, message);
+      const result = await this.awaitResult(signal);
+      this.owner.backoff.success();
+      this.steps++;
+      this.shimIds.push(...result.ids);
+      if (result.contextLength !== this.shimIds.length) this.dropStream();
+      return toReply(result);
+    } catch (e) {
+      this.dropStream();
+      if (e instanceof StreamEnded) {
+        e.reused = reused;
+        e.stepsBefore = stepsBefore;
+      }
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.signal?.removeEventListener('abort', this.onAbort);
+    const { stream, reader } = this;
+    this.stream = undefined;
+    this.reader = undefined;
+    try {
+      if (stream && reader && !reader.finished) {
+        // Half-close: the shim answers with its final message and frees the session.
+        stream.end();
+        const deadline = AbortSignal.timeout(this.owner.options.closeTimeoutMs ?? 2_000);
+        while (!(await reader.next(deadline)).done);
+      }
+    } catch {
+      stream?.cancel();
+    } finally {
+      this.owner.forget(this);
+    }
+  }
+
+  /** Reads until this step's result, under the step deadline. */
+  private async awaitResult(signal: AbortSignal | undefined): Promise<StepResult__Output> {
+    const ms = this.owner.options.stepTimeoutMs ?? 10_000;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new AppError('DEADLINE_EXCEEDED', `the cloud did not answer within ${ms} ms`)), ms);
+    const wait = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+    try {
+      while (true) {
+        const next = await this.reader!.next(wait);
+        if (next.done) throw new AppError('UNAVAILABLE', 'the cloud ended the stream without answering the step');
+        const response = next.value;
+        if (response.opened) this.sessionId = response.opened.sessionId;
+        else if (response.step) return response.step;
+        else if (response.end) {
+          const { code, message, steps } = response.end;
+          throw new StreamEnded(code === 0 ? 'UNAVAILABLE' : appErrorCode(code), code === 0 ? 'the cloud ended the stream without answering the step' : message, steps);
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Whether the edge's context still starts with what the shim holds (only new entries are compared). */
+  private matchesShim(context: readonly number[]): boolean {
+    if (context.length < this.shimIds.length) return false;
+    for (let i = this.verified; i < this.shimIds.length; i++) if (context[i] !== this.shimIds[i]) return false;
+    this.verified = this.shimIds.length;
+    return true;
+  }
+
+  private dropStream(): void {
+    this.stream?.cancel();
+    this.stream = undefined;
+    this.reader = undefined;
+    this.shimIds = [];
+    this.verified = 0;
+  }
+}
+
+/** The shim's final message arrived instead of a step result; `steps` is how many steps it had answered. */
+class StreamEnded extends AppError {
+  reused = false;
+  stepsBefore = 0;
+
+  constructor(
+    code: AppError['code'],
+    message: string,
+    readonly steps: number,
+  ) {
+    super(code, message);
+  }
+}
+
+function wireSampling(request: CloudStepRequest): Sampling {
+  return {
+    temperature: request.temperature,
+    topP: request.topP,
+    ...(request.seed !== undefined ? { seed: request.seed >>> 0 } : {}),
+    stopTokenIds: [...request.stopTokenIds],
+    topLogprobs: request.topLogprobs,
+  };
+}
+
+/** The step message the client sends for `request` when the shim holds the context up to `offset`. */
+export function stepMessage(request: CloudStepRequest, offset: number, ids: number[], sources: ReturnType<typeof toWireSources>): NonNullable<RouteRequest['step']> {
+  return {
+    offset,
+    ids,
+    sources,
+    tokenIndex: request.tokenIndex,
+    maxTokens: request.maxTokens,
+    routerScore: request.routerScore,
+    threshold: request.threshold,
+    ...(request.hiddenState ? { slmHiddenState: Array.from(request.hiddenState) } : {}),
+  };
+}
+
+function toReply(result: StepResult__Output): CloudStepReply {
+  return {
+    tokens: result.ids,
+    text: result.text,
+    logprobs: result.logprobs,
+    topAlternatives: result.top.map((alts) => alts.ids.map((id, i) => ({ id, logprob: alts.logprobs[i] ?? Number.NaN }))),
+    cachedTokens: result.cachedTokens,
+    backendMs: result.backendMs,
+    shimMs: result.shimMs,
+  };
+}

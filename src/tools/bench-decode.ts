@@ -1,0 +1,221 @@
+/**
+ * `bench decode`: the edge model's decode speed next to what memory bandwidth allows. Decoding one
+ * token reads every weight once (and the KV cache), so at batch 1 it is bound by memory bandwidth:
+ * bound = bytes read per token / measured copy bandwidth. Measured in the same run: the prefill of a
+ * `promptTokens`-token prompt (median of 3 after one untimed), then the median time of `steps` single
+ * token decode steps after `warmup` untimed ones, each feeding the greedy token.
+ *
+ * Default target: a random-weight pack of the Qwen2.5-0.5B shape, built once under
+ * models/bench/qwen2.5-0.5b (the same call `bench edge` uses, so either builds it for both).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { percentile } from '../edge/generation-metrics.ts';
+import { DecoderModel, type DecoderSequence } from '../shared/decoder-session.ts';
+import { AppError } from '../shared/errors.ts';
+import { argmax } from '../shared/logits.ts';
+import { loadModelPack, type ModelPack } from '../shared/model-pack.ts';
+import { MODELS_DIR } from '../shared/paths.ts';
+import { TextTokenizer } from '../shared/tokenizer.ts';
+import { parallelCopyBandwidth, singleThreadCopyBandwidth, type CopyBandwidth } from './bench-decode-bandwidth.ts';
+import { kvCacheBytes, weightTraffic } from './bench-decode-weights.ts';
+import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
+import { PACK_SOURCE_FILE } from './models/pack-writer.ts';
+import { writeRandomPack } from './models/random-pack.ts';
+
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--threads N] [--copy-mib 1024] [--json]
+      edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
+      read per token / measured copy bandwidth); a preset is built once under models/bench/`;
+
+export interface DecodeBenchOptions {
+  preset?: string;
+  pack?: string;
+  promptTokens: number;
+  steps: number;
+  warmup: number;
+  threads: number;
+  /** Bytes copied per round of the bandwidth measurement (split between the threads). */
+  copyBytes: number;
+  log: (line: string) => void;
+}
+
+export interface DecodeBenchResult {
+  target: string;
+  pack: string;
+  threads: number;
+  promptTokens: number;
+  steps: number;
+  loadMs: number;
+  prefillMs: number;
+  msPerToken: number;
+  msPerTokenP90: number;
+  tokensPerSecond: number;
+  /** Weight bytes read per token, KV-cache bytes read per token (mean over the measured steps). */
+  weightBytes: number;
+  kvBytes: number;
+  bandwidth: { singleThread: CopyBandwidth; allThreads: CopyBandwidth; used: number };
+  boundMsPerToken: number;
+  /** bound / measured: 1 = as fast as memory allows. */
+  fractionOfBound: number;
+}
+
+const PROMPT_TEXT =
+  'The little robot walked along the quiet beach at sunrise, counting shells and listening to the waves. ' +
+  'Every morning it wrote down what it found: a blue stone, a piece of glass worn smooth by the sea, a feather. ';
+
+function sourceMatches(dir: string, source: Record<string, unknown>): boolean {
+  const file = join(dir, PACK_SOURCE_FILE);
+  if (!existsSync(file) || !existsSync(join(dir, 'model.onnx'))) return false;
+  try {
+    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(source);
+  } catch {
+    return false;
+  }
+}
+
+async function resolvePack(o: DecodeBenchOptions): Promise<{ target: string; dir: string }> {
+  if (o.pack) {
+    if (o.preset) throw new UsageError('--preset and --pack are alternatives');
+    return { target: 'pack', dir: o.pack };
+  }
+  const preset = o.preset ?? 'qwen2.5-0.5b';
+  const dir = join(MODELS_DIR, 'bench', preset);
+  if (!sourceMatches(dir, { tool: 'random', preset, seed: 0 })) {
+    o.log(`building ${dir} (random weights, once)`);
+    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true });
+  }
+  return { target: `preset:${preset}`, dir };
+}
+
+/** `count` real token ids of an English text (repeated as needed). */
+async function promptIds(pack: ModelPack, count: number): Promise<number[]> {
+  const tokenizer = await TextTokenizer.fromPack(pack.dir);
+  const ids: number[] = [];
+  while (ids.length < count) ids.push(...tokenizer.encode(PROMPT_TEXT, { addBos: false, parseSpecialTokens: false }));
+  return ids.slice(0, count);
+}
+
+const median = (values: number[]) => percentile(values, 50);
+
+export async function benchDecode(o: DecodeBenchOptions): Promise<DecodeBenchResult> {
+  if (o.steps < 1 || o.promptTokens < 1 || o.warmup < 0 || o.threads < 1) throw new UsageError('--steps, --prompt-tokens and --threads must be at least 1');
+  const { target, dir } = await resolvePack(o);
+  const pack = loadModelPack(dir);
+  if (o.promptTokens + o.warmup + o.steps > pack.maxPositions) {
+    throw new AppError('INVALID_ARGUMENT', `prompt + warm-up + steps exceed the model's ${pack.maxPositions} positions`);
+  }
+  const traffic = weightTraffic(pack.modelPath);
+
+  o.log(`copy bandwidth: ${o.copyBytes / 2 ** 20} MiB, 1 and ${o.threads} threads`);
+  const singleThread = singleThreadCopyBandwidth(o.copyBytes, 7);
+  const allThreads = o.threads > 1 ? await parallelCopyBandwidth(o.copyBytes, o.threads, 7) : singleThread;
+  const bandwidth = Math.max(singleThread.gbPerSecond, allThreads.gbPerSecond);
+
+  const ids = await promptIds(pack, o.promptTokens);
+  o.log(`loading ${dir} (${(traffic.total / 2 ** 20).toFixed(0)} MiB of weights, ${o.threads} threads)`);
+  const loadStart = performance.now();
+  const model = await DecoderModel.load(pack, { threads: o.threads });
+  const loadMs = performance.now() - loadStart;
+  let sequence: DecoderSequence | undefined;
+  try {
+    const prefills: number[] = [];
+    let logits: Float32Array = new Float32Array(0);
+    for (let run = 0; run < 4; run++) {
+      sequence?.dispose();
+      sequence = model.newSequence();
+      const t = performance.now();
+      ({ logits } = await sequence.append(ids));
+      if (run > 0) prefills.push(performance.now() - t);
+    }
+    o.log(`prefill ${o.promptTokens} tokens: ${median(prefills).toFixed(1)} ms; decoding ${o.warmup} + ${o.steps} steps`);
+    const steps: number[] = [];
+    for (let i = 0; i < o.warmup + o.steps; i++) {
+      const next = argmax(logits);
+      const t = performance.now();
+      ({ logits } = await sequence!.append([next]));
+      if (i >= o.warmup) steps.push(performance.now() - t);
+    }
+    const msPerToken = median(steps);
+    // Step j reads the cache of prompt + warm-up + j tokens plus its own.
+    const kvBytes = kvCacheBytes(pack, o.promptTokens + o.warmup + (o.steps + 1) / 2);
+    const boundMsPerToken = ((traffic.perToken + kvBytes) / (bandwidth * 1e9)) * 1000;
+    return {
+      target,
+      pack: dir,
+      threads: o.threads,
+      promptTokens: o.promptTokens,
+      steps: o.steps,
+      loadMs,
+      prefillMs: median(prefills),
+      msPerToken,
+      msPerTokenP90: percentile(steps, 90),
+      tokensPerSecond: 1000 / msPerToken,
+      weightBytes: traffic.perToken,
+      kvBytes,
+      bandwidth: { singleThread, allThreads, used: bandwidth },
+      boundMsPerToken,
+      fractionOfBound: boundMsPerToken / msPerToken,
+    };
+  } finally {
+    sequence?.dispose();
+    await model.release();
+  }
+}
+
+export function formatDecodeBench(r: DecodeBenchResult): string {
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+  return [
+    `target ${r.target} (${r.pack}), ${r.threads} threads`,
+    `prefill ${r.promptTokens} tokens: ${r.prefillMs.toFixed(1)} ms`,
+    `decode: ${r.msPerToken.toFixed(2)} ms/token median (p90 ${r.msPerTokenP90.toFixed(2)}) over ${r.steps} steps = ${r.tokensPerSecond.toFixed(1)} tokens/s`,
+    `read per token: weights ${mib(r.weightBytes)} + KV cache ${mib(r.kvBytes)}`,
+    `copy bandwidth (read + write): ${r.bandwidth.singleThread.gbPerSecond.toFixed(1)} GB/s on 1 thread, ${r.bandwidth.allThreads.gbPerSecond.toFixed(1)} GB/s on ${r.bandwidth.allThreads.threads}; bound uses ${r.bandwidth.used.toFixed(1)} GB/s`,
+    `bound: ${r.boundMsPerToken.toFixed(2)} ms/token; measured reaches ${(100 * r.fractionOfBound).toFixed(0)}% of it`,
+  ].join('\n');
+}
+
+export async function main(args: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(args, {
+    preset: { type: 'string' },
+    pack: { type: 'string' },
+    'prompt-tokens': { type: 'string' },
+    steps: { type: 'string' },
+    warmup: { type: 'string' },
+    threads: { type: 'string' },
+    'copy-mib': { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const r = await benchDecode({
+    preset: values.preset,
+    pack: values.pack,
+    promptTokens: integerFlag(values, 'prompt-tokens', 100)!,
+    steps: integerFlag(values, 'steps', 32)!,
+    warmup: integerFlag(values, 'warmup', 4)!,
+    threads: integerFlag(values, 'threads', availableParallelism())!,
+    copyBytes: integerFlag(values, 'copy-mib', 1024)! * 2 ** 20,
+    log: (line) => console.error(line),
+  });
+  console.log(formatDecodeBench(r));
+  if (values.json) {
+    console.log(
+      JSON.stringify({
+        target: r.target,
+        threads: r.threads,
+        ms_per_token: r.msPerToken,
+        bound_ms_per_token: r.boundMsPerToken,
+        fraction_of_bound: r.fractionOfBound,
+        tokens_per_second: r.tokensPerSecond,
+        prefill_ms_100: r.prefillMs,
+        prompt_tokens: r.promptTokens,
+        bandwidth_gb_s: r.bandwidth.used,
+        bandwidth_counting: 'copy bytes read + written',
+        single_thread_bandwidth_gb_s: r.bandwidth.singleThread.gbPerSecond,
+        weight_bytes: r.weightBytes,
+        kv_bytes: r.kvBytes,
+        load_ms: r.loadMs,
+      }),
+    );
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Routers the evaluation compares the trained router with, and a probe that watches what the edge model
+ * was sure of along a run. They plug into the decoding loop like any other `Router`.
+ */
+import { topProbability, type Router, type RouterInfo } from '../../edge/router.ts';
+import { seededRandom } from '../../shared/seeded-random.ts';
+import { MAX_SCORE } from '../router/mlp.ts';
+
+/** The edge model's top-1 probability, capped below 1 like the trained router so that τ = 1 routes every token. */
+export function cappedTopProbability(logits: Float32Array): number {
+  return Math.min(topProbability(logits), MAX_SCORE);
+}
+
+/** A uniform random score in [0, 1): at threshold p it routes each token with probability p. Seeded. */
+export class RandomRouter implements Router {
+  readonly info: RouterInfo = { name: 'baseline:random', hiddenSize: null, defaultThreshold: 0.5 };
+  private readonly random: () => number;
+
+  constructor(seed: number) {
+    this.random = seededRandom(seed);
+  }
+
+  async score(): Promise<number> {
+    return this.random();
+  }
+
+  async release(): Promise<void> {}
+}
+
+/** Routes by the edge model's own (capped) top-1 probability. */
+export class TopProbabilityRouter implements Router {
+  readonly info: RouterInfo = { name: 'baseline:top1-probability', hiddenSize: null, defaultThreshold: 0.5 };
+
+  async score(_hidden: Float32Array, logits: Float32Array): Promise<number> {
+    return cappedTopProbability(logits);
+  }
+
+  async release(): Promise<void> {}
+}
+
+/** Passes scoring on to `inner` and records the edge model's top-1 probability at every scored position. */
+export class ProbeRouter implements Router {
+  readonly topProbabilities: number[] = [];
+
+  constructor(private readonly inner: Router) {}
+
+  get info(): RouterInfo {
+    return this.inner.info;
+  }
+
+  async score(hidden: Float32Array, logits: Float32Array): Promise<number> {
+    this.topProbabilities.push(cappedTopProbability(logits));
+    return this.inner.score(hidden, logits);
+  }
+
+  async release(): Promise<void> {}
+}

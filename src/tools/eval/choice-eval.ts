@@ -1,0 +1,147 @@
+/**
+ * The threshold sweep on multiple-choice questions: every question's prompt (see multiple-choice.ts)
+ * is answered by a real generation through the decoding loop at τ; the answer is read out of the
+ * generated text. Quality is accuracy over all questions (no answer counts as wrong, and is reported on
+ * its own too). The baselines answer the same prompts with a random router at p = the router's routed
+ * share, and with the edge model's top-1 probability at the threshold whose runs route the share
+ * closest to it.
+ */
+import type { Router } from '../../edge/router.ts';
+import type { ProgressReporter } from '../router/train-router.ts';
+import { ProbeRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
+import { generateAll, type EvalEdge, type GenerationRun } from './generation-runs.ts';
+import { buildChoicePrompt, CHOICE_STOP, extractAnswer, type MultipleChoiceQuestion } from './multiple-choice.ts';
+import { matchRoutedRatio, quantileThreshold } from './ratio-matching.ts';
+
+export interface ChoiceEvalOptions {
+  edge: EvalEdge;
+  router: Router;
+  questions: readonly MultipleChoiceQuestion[];
+  thresholds: readonly number[];
+  seed: number;
+  maxNewTokens: number;
+  calibrationRuns: number;
+  tolerance: number;
+  progress?: ProgressReporter;
+}
+
+export interface ChoicePoint {
+  threshold: number;
+  /** Routed tokens / generated tokens over all questions. */
+  routedRatio: number;
+  /** Accuracy: right answers / questions. */
+  quality: number;
+  /** Share of questions whose output names no choice. */
+  noAnswerRate: number;
+  tokens: number;
+}
+
+export interface ChoiceBaselinePoint extends ChoicePoint {
+  /** The routing probability (random) or top-1 threshold that matched the router's routed share. */
+  baselineThreshold: number;
+  calibrationRuns: number;
+}
+
+export interface ChoiceExample {
+  threshold: number;
+  id: string;
+  output: string;
+  extracted: string | null;
+  answerKey: string;
+}
+
+export interface ChoiceEvalResult {
+  kind: 'multiple-choice';
+  qualityMetric: 'accuracy';
+  questions: number;
+  /** Expected accuracy of guessing uniformly among each question's choices. */
+  chanceAccuracy: number;
+  maxNewTokens: number;
+  points: ChoicePoint[];
+  baselines: { random: ChoiceBaselinePoint[]; top1: ChoiceBaselinePoint[] };
+  /** The first few outputs at the lowest and highest threshold, to show what the model writes. */
+  examples: ChoiceExample[];
+}
+
+type ScoredRun = GenerationRun & { accuracy: number; noAnswerRate: number; answers: (string | null)[] };
+
+function score(run: GenerationRun, questions: readonly MultipleChoiceQuestion[]): ScoredRun {
+  const answers = run.items.map((item, i) => extractAnswer(item.text, questions[i]!.choices));
+  const right = answers.filter((a, i) => a === questions[i]!.answerKey).length;
+  const none = answers.filter((a) => a === null).length;
+  const n = Math.max(questions.length, 1);
+  return { ...run, answers, accuracy: right / n, noAnswerRate: none / n };
+}
+
+const EXAMPLES = 3;
+
+export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalResult> {
+  const { edge, questions, progress } = o;
+  const prompts = questions.map(buildChoicePrompt);
+  const settings = { maxNewTokens: o.maxNewTokens, stop: CHOICE_STOP };
+  const measured = new Map<string, Promise<ScoredRun>>();
+  const runWith = (key: string, router: () => Router, threshold: number) => {
+    const id = `${key}@${threshold}`;
+    let run = measured.get(id);
+    if (!run) {
+      run = generateAll(edge, router(), prompts, { ...settings, threshold }).then((r) => score(r, questions));
+      measured.set(id, run);
+    }
+    return run;
+  };
+  const point = (threshold: number, r: ScoredRun): ChoicePoint => ({
+    threshold,
+    routedRatio: r.routedRatio,
+    quality: r.accuracy,
+    noAnswerRate: r.noAnswerRate,
+    tokens: r.tokens,
+  });
+
+  const points: ChoicePoint[] = [];
+  const random: ChoiceBaselinePoint[] = [];
+  const top1: ChoiceBaselinePoint[] = [];
+  const examples: ChoiceExample[] = [];
+  const ends = new Set([Math.min(...o.thresholds), Math.max(...o.thresholds)]);
+  try {
+    progress?.start('answering', o.thresholds.length);
+    for (const [i, threshold] of o.thresholds.entries()) {
+      progress?.update(i, `τ=${threshold} router`);
+      const probe = new ProbeRouter(o.router);
+      const run = score(await generateAll(edge, probe, prompts, { ...settings, threshold }), questions);
+      points.push(point(threshold, run));
+      if (ends.has(threshold)) {
+        for (const [q, item] of run.items.slice(0, EXAMPLES).entries()) {
+          examples.push({ threshold, id: questions[q]!.id, output: item.text, extracted: run.answers[q]!, answerKey: questions[q]!.answerKey });
+        }
+        ends.delete(threshold);
+      }
+      const target = run.routedRatio;
+
+      progress?.update(i, `τ=${threshold} random`);
+      const randomRun = await runWith('random', () => new RandomRouter(o.seed), target);
+      random.push({ ...point(threshold, randomRun), baselineThreshold: target, calibrationRuns: 1 });
+
+      progress?.update(i, `τ=${threshold} top-1`);
+      const matched = await matchRoutedRatio((t) => runWith('top1', () => new TopProbabilityRouter(), t), target, {
+        guess: quantileThreshold(probe.topProbabilities, target),
+        maxRuns: o.calibrationRuns,
+        tolerance: o.tolerance,
+      });
+      top1.push({ ...point(threshold, matched.result), baselineThreshold: matched.threshold, calibrationRuns: matched.runs });
+      progress?.update(i + 1);
+    }
+  } finally {
+    progress?.stop();
+  }
+  const chance = questions.reduce((s, q) => s + 1 / q.choices.length, 0) / Math.max(questions.length, 1);
+  return {
+    kind: 'multiple-choice',
+    qualityMetric: 'accuracy',
+    questions: questions.length,
+    chanceAccuracy: chance,
+    maxNewTokens: o.maxNewTokens,
+    points,
+    baselines: { random, top1 },
+    examples,
+  };
+}

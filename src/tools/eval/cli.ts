@@ -1,0 +1,31 @@
+/** `bun run eval --dataset FILE [flags]`: the routing threshold sweep with its baselines (see EVAL_USAGE). */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, extname, join } from 'node:path';
+import { runCli } from '../cli-support.ts';
+import { terminalProgress } from '../router/progress-bar.ts';
+import { EVAL_USAGE, parseEvalOptions } from './eval-options.ts';
+import { evalPlots } from './eval-plots.ts';
+import { formatMarkdown, toJson } from './eval-report.ts';
+import { runEvaluation } from './run-evaluation.ts';
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(EVAL_USAGE);
+    return;
+  }
+  const options = parseEvalOptions(args);
+  const report = await runEvaluation(options, terminalProgress());
+  console.log(formatMarkdown(report));
+  if (options.out) {
+    mkdirSync(options.out, { recursive: true });
+    const name = options.name ?? basename(options.dataset, extname(options.dataset));
+    for (const [file, svg] of Object.entries(await evalPlots(report.result, name))) {
+      writeFileSync(join(options.out, file), svg);
+      console.error(`wrote ${join(options.out, file)}`);
+    }
+  }
+  if (options.json) console.log(JSON.stringify(toJson(report)));
+}
+
+await runCli(main, EVAL_USAGE);

@@ -1,0 +1,115 @@
+/**
+ * The command line of `bun run eval`, parsed and validated once into a frozen object.
+ */
+import { DEMO } from '../../shared/paths.ts';
+import { parseFlags, UsageError } from '../cli-support.ts';
+import { DEFAULT_THRESHOLDS } from '../router/routing-curve.ts';
+
+export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
+
+  The data set's format is recognised from the file: CommonsenseQA JSONL (the original nested layout or
+  the flattened one) → multiple-choice accuracy from real generations; anything else → plain text,
+  paragraphs separated by blank lines → teacher-forced next-token accuracy and the cloud model's
+  perplexity of generated continuations. Every threshold is compared with two baselines that route the
+  same share of tokens: at random, and by the edge model's own top-1 probability.
+
+  --slm PACK              edge model pack (default models/stories260k-3l)
+  --llm PACK              cloud model pack, run in process (default models/stories260k)
+  --router DIR|builtin    trained router pack (default models/router-stories260k-3l); builtin = the edge
+                          model's top-1 probability
+  --thresholds LIST       comma-separated thresholds in [0, 1] (default 0,0.1,...,1)
+  --limit N               use the first N questions / held-out paragraphs (default all)
+  --from-fraction F       text: evaluate the paragraphs after the first F of the file (default 0.8: the
+                          part the demo router was not trained on)
+  --continuations N       text: how many of those paragraphs get a generated continuation (default 100)
+  --prefix-tokens N       text: a continuation's prompt, in tokens (default 16)
+  --max-new-tokens N      tokens generated per answer / continuation (default 16 / 32)
+  --calibration-runs N    most runs spent matching the top-1 baseline's routed share along generations,
+                          per threshold (default 8)
+  --seed N                seed of the random baseline (default 0)
+  --out DIR               write SVG plots to DIR
+  --name NAME             file-name prefix of the plots (default: the data set's file name)
+  --json                  print the results as one JSON object on the last line as well`;
+
+export interface EvalOptions {
+  dataset: string;
+  slm: string;
+  llm: string;
+  /** A router pack folder, or undefined for the built-in top-1 scorer. */
+  routerPack: string | undefined;
+  thresholds: readonly number[];
+  limit: number | undefined;
+  fromFraction: number;
+  continuations: number;
+  prefixTokens: number;
+  /** Undefined: the default for the data set's kind. */
+  maxNewTokens: number | undefined;
+  calibrationRuns: number;
+  /** Routed-share difference that ends the matching of a baseline early. */
+  tolerance: number;
+  seed: number;
+  out: string | undefined;
+  name: string | undefined;
+  json: boolean;
+}
+
+export const DEFAULT_MAX_NEW_TOKENS = { 'multiple-choice': 16, text: 32 } as const;
+
+function integer(raw: string | undefined, name: string, fallback: number, min: number, max = 2 ** 31 - 1): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+export function parseThresholds(raw: string): number[] {
+  const values = raw.split(',').map((s) => s.trim());
+  const numbers = values.map(Number);
+  if (values.some((s) => s === '') || numbers.some((n) => !Number.isFinite(n) || n < 0 || n > 1)) {
+    throw new UsageError(`--thresholds must be comma-separated numbers in [0, 1], got ${JSON.stringify(raw)}`);
+  }
+  return [...new Set(numbers)].sort((a, b) => a - b);
+}
+
+export function parseEvalOptions(args: string[]): EvalOptions {
+  const { values, positionals } = parseFlags(args, {
+    dataset: { type: 'string' },
+    slm: { type: 'string' },
+    llm: { type: 'string' },
+    router: { type: 'string' },
+    thresholds: { type: 'string' },
+    limit: { type: 'string' },
+    'from-fraction': { type: 'string' },
+    continuations: { type: 'string' },
+    'prefix-tokens': { type: 'string' },
+    'max-new-tokens': { type: 'string' },
+    'calibration-runs': { type: 'string' },
+    seed: { type: 'string' },
+    out: { type: 'string' },
+    name: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  if (!values.dataset) throw new UsageError('--dataset is required');
+  const fromFraction = values['from-fraction'] === undefined ? 0.8 : Number(values['from-fraction']);
+  if (!(fromFraction >= 0 && fromFraction < 1)) throw new UsageError(`--from-fraction must be in [0, 1), got ${JSON.stringify(values['from-fraction'])}`);
+  const router = values.router ?? DEMO.routerPack;
+  return Object.freeze({
+    dataset: values.dataset,
+    slm: values.slm ?? DEMO.edgePack,
+    llm: values.llm ?? DEMO.cloudPack,
+    routerPack: router === 'builtin' ? undefined : router,
+    thresholds: Object.freeze(values.thresholds === undefined ? DEFAULT_THRESHOLDS : parseThresholds(values.thresholds)),
+    limit: values.limit === undefined ? undefined : integer(values.limit, 'limit', 0, 1),
+    fromFraction,
+    continuations: integer(values.continuations, 'continuations', 100, 0),
+    prefixTokens: integer(values['prefix-tokens'], 'prefix-tokens', 16, 1),
+    maxNewTokens: values['max-new-tokens'] === undefined ? undefined : integer(values['max-new-tokens'], 'max-new-tokens', 0, 1, 1024),
+    calibrationRuns: integer(values['calibration-runs'], 'calibration-runs', 8, 1, 64),
+    tolerance: 0.005,
+    seed: integer(values.seed, 'seed', 0, 0, 2 ** 32 - 1),
+    out: values.out,
+    name: values.name,
+    json: values.json ?? false,
+  });
+}

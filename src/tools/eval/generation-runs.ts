@@ -1,0 +1,116 @@
+/**
+ * Real generations through the decoding loop for the evaluation: greedy, joint mode, one prompt after
+ * another, with whatever router is being measured and the cloud pack in process. Also the cloud model's
+ * perplexity of what was generated.
+ */
+import type { CloudClient } from '../../edge/cloud-client.ts';
+import { generate, type TokenEvent } from '../../edge/decoder-loop.ts';
+import { parseGenerationRequest } from '../../edge/generation-request.ts';
+import type { Router } from '../../edge/router.ts';
+import type { DecoderModel } from '../../shared/decoder-session.ts';
+import { AppError } from '../../shared/errors.ts';
+import { logSoftmax } from '../../shared/logits.ts';
+import type { TextTokenizer } from '../../shared/tokenizer.ts';
+
+/** The edge model, its tokenizer, and the cloud the loop routes to. */
+export interface EvalEdge {
+  slm: DecoderModel;
+  tokenizer: TextTokenizer;
+  cloud: CloudClient;
+}
+
+export interface GeneratedItem {
+  /** The ids the loop encoded the prompt to (BOS included when the pack has one). */
+  promptIds: number[];
+  /** Every id the loop emitted (EOS excluded; the token that completed a stop string included). */
+  ids: number[];
+  text: string;
+  routed: number;
+}
+
+export interface GenerationRun {
+  items: GeneratedItem[];
+  tokens: number;
+  routed: number;
+  /** Routed tokens / generated tokens over all prompts (0 when nothing was generated). */
+  routedRatio: number;
+}
+
+export interface GenerationSettings {
+  threshold: number;
+  maxNewTokens: number;
+  stop?: string[];
+}
+
+export function promptIdsOf(edge: Pick<EvalEdge, 'slm' | 'tokenizer'>, prompt: string): number[] {
+  // Exactly as the decoding loop encodes its prompt.
+  return edge.tokenizer.encode(prompt, { addBos: edge.slm.pack.bosTokenId !== undefined, parseSpecialTokens: false });
+}
+
+/** Generates a continuation of every prompt at one threshold with `router`. */
+export async function generateAll(
+  edge: EvalEdge,
+  router: Router,
+  prompts: readonly string[],
+  settings: GenerationSettings,
+  signal?: AbortSignal,
+): Promise<GenerationRun> {
+  const items: GeneratedItem[] = [];
+  let tokens = 0;
+  let routed = 0;
+  for (const prompt of prompts) {
+    const request = parseGenerationRequest({
+      prompt,
+      mode: 'joint',
+      threshold: settings.threshold,
+      maxNewTokens: settings.maxNewTokens,
+      temperature: 0,
+      stop: settings.stop ?? [],
+    });
+    const events: TokenEvent[] = [];
+    let text = '';
+    for await (const event of generate({ slm: edge.slm, router, tokenizer: edge.tokenizer, cloud: edge.cloud }, request, signal)) {
+      if (event.type === 'token') events.push(event);
+      else {
+        if (event.finishReason === 'cancelled') throw new AppError('CANCELLED', 'evaluation cancelled');
+        if (event.metrics.fallback > 0) throw new AppError('UNAVAILABLE', 'the in-process cloud failed to serve a routed token');
+        text = event.text;
+      }
+    }
+    const ids = events.map((e) => e.id);
+    const itemRouted = events.filter((e) => e.source === 'llm').length;
+    items.push({ promptIds: promptIdsOf(edge, prompt), ids, text, routed: itemRouted });
+    tokens += ids.length;
+    routed += itemRouted;
+  }
+  return { items, tokens, routed, routedRatio: tokens ? routed / tokens : 0 };
+}
+
+export interface Perplexity {
+  /** exp(mean negative log-likelihood per generated token); NaN when nothing was generated. */
+  perplexity: number;
+  tokens: number;
+}
+
+/** The cloud model's perplexity of the generated ids, each given its prompt and the ids before it. */
+export async function cloudPerplexity(llm: DecoderModel, items: readonly GeneratedItem[]): Promise<Perplexity> {
+  const vocab = llm.pack.vocabSize;
+  let nll = 0;
+  let tokens = 0;
+  for (const item of items) {
+    if (item.ids.length === 0) continue;
+    const all = [...item.promptIds, ...item.ids];
+    const sequence = llm.newSequence();
+    try {
+      const { allLogits } = await sequence.append(all, { allPositions: true });
+      for (let j = item.promptIds.length; j < all.length; j++) {
+        // Position j - 1 predicts the id at j.
+        nll -= logSoftmax(allLogits!.subarray((j - 1) * vocab, j * vocab))[all[j]!]!;
+        tokens++;
+      }
+    } finally {
+      sequence.dispose();
+    }
+  }
+  return { perplexity: tokens ? Math.exp(nll / tokens) : NaN, tokens };
+}

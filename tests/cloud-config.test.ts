@@ -1,0 +1,77 @@
+/** The shim's configuration: sources, precedence, validation, immutability. */
+import { afterAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_SHIM_CONFIG, parseShimConfig, SHIM_USAGE } from '../src/cloud/config.ts';
+import { DEMO } from '../src/shared/paths.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'shim-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function file(content: unknown): string {
+  const path = join(dir, `${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+describe('shim config', () => {
+  test('defaults: embedded backend with the demo cloud pack, frozen', () => {
+    const config = parseShimConfig([], {});
+    expect(config).toMatchObject({ ...DEFAULT_SHIM_CONFIG, modelPack: DEMO.cloudPack });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  test('file < environment < flags', () => {
+    const path = file({ port: 1111, maxSessions: 3, backend: 'sglang', backendUrl: 'http://file:30000' });
+    const env = { SHIM_CONFIG: path, SHIM_PORT: '2222', SHIM_BACKEND_URL: 'http://env:30000', SHIM_BACKEND_STREAM: 'true' };
+    const config = parseShimConfig(['--port', '3333', '--max-context-tokens', '5000'], env);
+    expect(config).toMatchObject({
+      port: 3333,
+      maxSessions: 3,
+      backend: 'sglang',
+      backendUrl: 'http://env:30000',
+      backendStream: true,
+      maxContextTokens: 5000,
+      modelPack: undefined,
+    });
+    expect(parseShimConfig(['--config', path], {}).port).toBe(1111);
+  });
+
+  test('boolean flags, TLS files and the auth token', () => {
+    const config = parseShimConfig(['--backend-stream', '--tls-cert', 'c.pem', '--tls-key', 'k.pem', '--tls-client-ca', 'ca.pem'], { SHIM_AUTH_TOKEN: 'tok' });
+    expect(config).toMatchObject({ backendStream: true, tlsCert: 'c.pem', tlsKey: 'k.pem', tlsClientCa: 'ca.pem', authToken: 'tok' });
+  });
+
+  test('invalid input is an INVALID_ARGUMENT naming its source', () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [['--port', 'abc'], {}, /--port: port must be an integer/],
+      [[], { SHIM_MAX_SESSIONS: '0' }, /SHIM_MAX_SESSIONS: maxSessions must be an integer ≥ 1/],
+      [['--backend', 'vllm'], {}, /backend must be one of embedded, sglang, openai/],
+      [['--backend', 'sglang'], {}, /needs --backend-url/],
+      [['--backend', 'openai', '--backend-url', 'ftp://x'], {}, /must be http/],
+      [['--tls-cert', 'c.pem'], {}, /both --tls-cert and --tls-key/],
+      [['--tls-client-ca', 'ca.pem'], {}, /needs --tls-cert/],
+      [['--no-such-flag'], {}, /Unknown option/],
+      [[], { SHIM_CONFIG: join(dir, 'missing.json') }, /config file .*missing.json/],
+    ];
+    for (const [argv, env, message] of cases) {
+      let error: unknown;
+      try {
+        parseShimConfig(argv, env);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toMatchObject({ code: 'INVALID_ARGUMENT' });
+      expect((error as Error).message).toMatch(message);
+    }
+    expect(() => parseShimConfig(['--config', file({ bogus: 1 })], {})).toThrow(/unknown key "bogus"/);
+    expect(() => parseShimConfig(['--config', file('not json')], {})).toThrow(/config file/);
+  });
+
+  test('usage lists every flag with its environment spelling rule', () => {
+    expect(SHIM_USAGE).toContain('--backend-url');
+    expect(SHIM_USAGE).toContain('SHIM_<NAME>');
+    expect(SHIM_USAGE).toContain('--max-live-sequences');
+  });
+});

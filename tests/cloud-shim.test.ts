@@ -1,0 +1,415 @@
+/**
+ * The cloud shim with its default (embedded) backend, through the edge's real gRPC client on loopback,
+ * against the real stories260K cloud pack.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import * as grpc from '@grpc/grpc-js';
+import type { ShimServer } from '../src/cloud/shim-server.ts';
+import type { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import type { DecoderModel } from '../src/shared/decoder-session.ts';
+import { logSoftmax, topK } from '../src/shared/logits.ts';
+import { CloudRouterClient, HealthClient, type RouteResponse__Output } from '../src/shared/grpc-proto.ts';
+import { bearer } from '../src/shared/grpc-auth.ts';
+import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { EdgeContext, greedyReference, loadCloudModel, referenceLogits, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+
+let model: DecoderModel;
+let tokenizer: TextTokenizer;
+let shim: ShimServer;
+
+beforeAll(async () => {
+  ({ model, tokenizer } = await loadCloudModel());
+  shim = await startTestShim();
+}, 30_000);
+
+afterAll(async () => {
+  await shim.shutdown();
+  await model.release();
+});
+
+/** One client per test, always closed. */
+async function withClient<T>(fn: (client: GrpcCloudClient) => Promise<T>, options: Partial<ConstructorParameters<typeof GrpcCloudClient>[0]> = {}, target = shim): Promise<T> {
+  const client = new GrpcCloudClient({ address: target.address, stepTimeoutMs: 5_000, ...options });
+  try {
+    return await fn(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/** A raw Route stream, for what the edge client never sends (gaps, bad ids). */
+async function rawStream(messages: object[], target = shim, metadata = new grpc.Metadata()): Promise<{ responses: RouteResponse__Output[]; status: grpc.StatusObject }> {
+  const client = new CloudRouterClient(target.address, grpc.credentials.createInsecure());
+  try {
+    const call = client.Route(metadata, { deadline: Date.now() + 5_000 });
+    const responses: RouteResponse__Output[] = [];
+    call.on('data', (m: RouteResponse__Output) => responses.push(m));
+    call.on('error', () => {});
+    const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+    for (const m of messages) call.write(m);
+    call.end();
+    return { responses, status: await status };
+  } finally {
+    client.close();
+  }
+}
+
+const open = (contextIds: number[]) => ({ open: { requestId: 'raw', sampling: { temperature: 0 }, contextIds } });
+
+describe('routed steps (embedded backend)', () => {
+  test('greedy from BOS gives the cloud model’s own continuation, "Once upon a time"', async () => {
+    await withClient(async (client) => {
+      const edge = new EdgeContext([1]);
+      const session = client.openSession({ requestId: 'once' });
+      const reply = await session.next(edge.step({ maxTokens: 5 }));
+      expect(reply.tokens).toEqual([403, 407, 261, 378, 432]);
+      expect(reply.tokens).toEqual(await greedyReference(model, [1], 5));
+      expect(reply.text).toBe('Once upon a time,');
+      expect(reply.cachedTokens).toBe(0);
+      expect(reply.backendMs).toBeGreaterThan(0);
+      await session.close();
+    });
+  });
+
+  test('each step returns exactly the greedy token for the context, with edge tokens and spans mixed in', async () => {
+    await withClient(async (client) => {
+      const edge = new EdgeContext([1, 403, 407]);
+      const session = client.openSession({ requestId: 'mixed' });
+      // The edge's own tokens between routed steps, as a decoding loop with a router would append them.
+      const edgeTokens = [[261], [], [376, 298], [267], [], [338, 401, 396]];
+      const spans = [1, 3, 1, 2, 4, 1];
+      for (let i = 0; i < spans.length; i++) {
+        edge.push(edgeTokens[i]!, 'slm');
+        const expected = await greedyReference(model, edge.ids, spans[i]!);
+        const cachedBefore = edge.ids.length;
+        const reply = await session.next(edge.step({ maxTokens: spans[i]! }));
+        expect(reply.tokens).toEqual(expected);
+        expect(reply.logprobs).toHaveLength(expected.length);
+        // Everything except the edge's delta (and the shim's own last token) was already in the KV cache.
+        if (i > 0) expect(reply.cachedTokens).toBe(cachedBefore - edgeTokens[i]!.length - 1);
+        edge.push(reply.tokens, 'llm');
+      }
+      await session.close();
+    });
+  });
+
+  test('log-probabilities and top alternatives are the log-softmax of the model’s logits', async () => {
+    await withClient(async (client) => {
+      const edge = new EdgeContext([1, 403, 407, 261]);
+      const session = client.openSession({ requestId: 'logprobs' });
+      const reply = await session.next(edge.step({ topLogprobs: 3 }));
+      const expected = logSoftmax(await referenceLogits(model, edge.ids));
+      const top = topK(expected, 3);
+      expect(reply.topAlternatives[0]!.map((a) => a.id)).toEqual(top.map((t) => t.id));
+      for (const [i, alt] of reply.topAlternatives[0]!.entries()) expect(alt.logprob).toBeCloseTo(top[i]!.value, 4);
+      expect(reply.logprobs[0]).toBeCloseTo(expected[reply.tokens[0]!]!, 4);
+      await session.close();
+    });
+  });
+
+  test('a span stops at a stop token', async () => {
+    await withClient(async (client) => {
+      const edge = new EdgeContext([1, 403, 407]);
+      const greedy = await greedyReference(model, edge.ids, 4);
+      const session = client.openSession({ requestId: 'stop' });
+      const reply = await session.next(edge.step({ maxTokens: 4, stopTokenIds: [greedy[1]!] }));
+      expect(reply.tokens).toEqual(greedy.slice(0, 2));
+      await session.close();
+    });
+  });
+
+  test('sampling with a seed is reproducible and differs from greedy', async () => {
+    const run = () =>
+      withClient(async (client) => {
+        const edge = new EdgeContext([1]);
+        const session = client.openSession({ requestId: 'sample' });
+        const reply = await session.next(edge.step({ maxTokens: 12, temperature: 1, topP: 0.95, seed: 7 }));
+        await session.close();
+        return reply.tokens;
+      });
+    const [a, b] = [await run(), await run()];
+    expect(a).toEqual(b);
+    expect(a).not.toEqual(await greedyReference(model, [1], 12));
+  });
+
+  test('an evicted KV cache is rebuilt from the stored context transparently', async () => {
+    const small = await startTestShim({ maxLiveSequences: 1 });
+    try {
+      await withClient(
+        async (client) => {
+          const a = new EdgeContext([1, 403]);
+          const b = new EdgeContext([1, 403, 407, 261, 378]);
+          const sa = client.openSession({ requestId: 'a' });
+          const sb = client.openSession({ requestId: 'b' });
+          for (let i = 0; i < 3; i++) {
+            for (const [edge, session] of [[a, sa], [b, sb]] as const) {
+              const expected = await greedyReference(model, edge.ids, 2);
+              const reply = await session.next(edge.step({ maxTokens: 2 }));
+              expect(reply.tokens).toEqual(expected);
+              edge.push(reply.tokens, 'llm');
+            }
+          }
+          const stats = (small.backend as EmbeddedBackend).stats;
+          expect(stats.evictions).toBeGreaterThanOrEqual(4);
+          expect(stats.rebuilds).toBeGreaterThanOrEqual(4);
+          await Promise.all([sa.close(), sb.close()]);
+        },
+        {},
+        small,
+      );
+    } finally {
+      await small.shutdown();
+    }
+  });
+
+  test('the stream ends with an explicit final message and the session is freed', async () => {
+    const { responses, status } = await rawStream([open([1]), { step: { offset: 1, ids: [], sources: [], maxTokens: 2 } }]);
+    expect(status.code).toBe(grpc.status.OK);
+    expect(responses.map((r) => r.message)).toEqual(['opened', 'step', 'end']);
+    expect(responses[2]!.end).toMatchObject({ code: 0, steps: 1, generatedTokens: 2, contextTokens: 3 });
+    await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
+  });
+
+  test('text is decoded as a continuation of the context', async () => {
+    await withClient(async (client) => {
+      const edge = new EdgeContext([1, 403, 407]);
+      const session = client.openSession({ requestId: 'text' });
+      const reply = await session.next(edge.step({ maxTokens: 3 }));
+      expect(reply.text).toBe(tokenizer.decode([...edge.ids, ...reply.tokens]).slice(tokenizer.decode(edge.ids).length));
+      expect(reply.text.startsWith(' ')).toBe(true);
+      await session.close();
+    });
+  });
+});
+
+describe('errors', () => {
+  test('a gap in the appended ids is FAILED_PRECONDITION', async () => {
+    const { responses, status } = await rawStream([
+      open([1, 403]),
+      { step: { offset: 2, ids: [407], sources: ['TOKEN_SOURCE_SLM'] } },
+      { step: { offset: 6, ids: [261], sources: ['TOKEN_SOURCE_SLM'] } },
+    ]);
+    expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(status.details).toContain('gap');
+    expect(responses.at(-1)!.end).toMatchObject({ code: grpc.status.FAILED_PRECONDITION, steps: 1 });
+  });
+
+  test('an overlap is FAILED_PRECONDITION too', async () => {
+    const { status } = await rawStream([open([1, 403]), { step: { offset: 1, ids: [403], sources: ['TOKEN_SOURCE_SLM'] } }]);
+    expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(status.details).toContain('overlap');
+  });
+
+  test('token ids outside the vocabulary are INVALID_ARGUMENT (through the edge client)', async () => {
+    await withClient(async (client) => {
+      const session = client.openSession({ requestId: 'vocab' });
+      const edge = new EdgeContext([1, 403, 9999]);
+      const error = await session.next(edge.step()).catch((e) => e);
+      expect(error.code).toBe('INVALID_ARGUMENT');
+      expect(error.message).toContain('9999');
+      await session.close();
+    });
+    await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
+  });
+
+  test('a step before open, and sources that do not match the ids, are rejected', async () => {
+    expect((await rawStream([{ step: { offset: 0, ids: [1], sources: ['TOKEN_SOURCE_SLM'] } }])).status.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect((await rawStream([open([1]), { step: { offset: 1, ids: [403], sources: [] } }])).status.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+
+  test('an oversized message is RESOURCE_EXHAUSTED (grpc’s own limit) and frees the session', async () => {
+    const small = await startTestShim({ maxMessageBytes: 16 * 1024 });
+    try {
+      await withClient(
+        async (client) => {
+          const session = client.openSession({ requestId: 'big' });
+          const edge = new EdgeContext([1]);
+          expect((await session.next(edge.step())).tokens).toEqual([403]);
+          edge.push([403], 'llm');
+          const code = await rejectionCode(session.next(edge.step({ hiddenState: new Float32Array(8_192) })));
+          expect(code).toBe('RESOURCE_EXHAUSTED');
+          await session.close();
+        },
+        {},
+        small,
+      );
+      await waitFor(() => small.store.count === 0, 2_000, 'sessions freed');
+    } finally {
+      await small.shutdown();
+    }
+  });
+
+  test('the SLM hidden state is accepted when it fits', async () => {
+    await withClient(async (client) => {
+      const session = client.openSession({ requestId: 'hidden' });
+      const edge = new EdgeContext([1]);
+      const reply = await session.next(edge.step({ hiddenState: new Float32Array(64).fill(0.5) }));
+      expect(reply.tokens).toEqual([403]);
+      await session.close();
+    });
+  });
+});
+
+describe('authentication', () => {
+  let secured: ShimServer;
+  beforeAll(async () => {
+    secured = await startTestShim({ authToken: 's3cret-token' });
+  }, 30_000);
+  afterAll(() => secured.shutdown());
+
+  test('a missing or wrong bearer token is UNAUTHENTICATED; the right one works', async () => {
+    const step = (authToken?: string) =>
+      withClient(
+        async (client) => {
+          const session = client.openSession({ requestId: 'auth' });
+          try {
+            return (await session.next(new EdgeContext([1]).step())).tokens;
+          } finally {
+            await session.close();
+          }
+        },
+        authToken ? { authToken } : {},
+        secured,
+      );
+    expect(await rejectionCode(step())).toBe('UNAUTHENTICATED');
+    expect(await rejectionCode(step('wrong'))).toBe('UNAUTHENTICATED');
+    expect(await step('s3cret-token')).toEqual([403]);
+  });
+
+  test('the refusal is a final message plus the status', async () => {
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', bearer('nope'));
+    const { responses, status } = await rawStream([open([1])], secured, metadata);
+    expect(status.code).toBe(grpc.status.UNAUTHENTICATED);
+    expect(responses.map((r) => r.message)).toEqual(['end']);
+  });
+
+  test('health checks need no token', async () => {
+    const health = new HealthClient(secured.address, grpc.credentials.createInsecure());
+    try {
+      const reply = await new Promise<{ status: string }>((resolve, reject) =>
+        health.Check({ service: '' }, { deadline: Date.now() + 2_000 }, (e, r) => (e ? reject(e) : resolve(r as { status: string }))),
+      );
+      expect(reply.status).toBe('SERVING');
+    } finally {
+      health.close();
+    }
+  });
+});
+
+describe('session lifecycle', () => {
+  test('a cancelled stream frees its session', async () => {
+    await withClient(async (client) => {
+      const controller = new AbortController();
+      const session = client.openSession({ requestId: 'cancel', signal: controller.signal });
+      const edge = new EdgeContext([1]);
+      await session.next(edge.step());
+      expect(shim.store.count).toBe(1);
+      controller.abort();
+      await waitFor(() => shim.store.count === 0, 2_000, 'session freed after cancel');
+      expect(shim.store.totalTokens).toBe(0);
+      expect(await rejectionCode(session.next(edge.step()))).toBe('CANCELLED');
+      await session.close();
+    });
+  });
+
+  test('the session cap answers RESOURCE_EXHAUSTED and the shim keeps serving', async () => {
+    const capped = await startTestShim({ maxSessions: 2 });
+    try {
+      const clients = [0, 1, 2].map(() => new GrpcCloudClient({ address: capped.address }));
+      try {
+        const sessions = clients.map((c, i) => c.openSession({ requestId: `cap-${i}` }));
+        const edge = () => new EdgeContext([1]);
+        expect((await sessions[0]!.next(edge().step())).tokens).toEqual([403]);
+        expect((await sessions[1]!.next(edge().step())).tokens).toEqual([403]);
+        const error = await sessions[2]!.next(edge().step()).catch((e) => e);
+        expect(error.code).toBe('RESOURCE_EXHAUSTED');
+        expect(error.message).toContain('at most 2');
+        await sessions[0]!.close();
+        await waitFor(() => capped.store.count === 1, 2_000, 'one session freed');
+        const again = clients[0]!.openSession({ requestId: 'cap-again' });
+        expect((await again.next(edge().step({ maxTokens: 3 }))).tokens).toEqual([403, 407, 261]);
+        await again.close();
+      } finally {
+        await Promise.all(clients.map((c) => c.close()));
+      }
+    } finally {
+      await capped.shutdown();
+    }
+  });
+
+  test('the total context budget answers RESOURCE_EXHAUSTED', async () => {
+    const capped = await startTestShim({ maxContextTokens: 8 });
+    try {
+      await withClient(
+        async (client) => {
+          const session = client.openSession({ requestId: 'budget' });
+          const edge = new EdgeContext([1, 403, 407, 261, 378, 432]);
+          expect((await session.next(edge.step())).tokens).toHaveLength(1);
+          edge.push([383, 286, 261], 'slm');
+          expect(await rejectionCode(session.next(edge.step()))).toBe('RESOURCE_EXHAUSTED');
+          await session.close();
+        },
+        {},
+        capped,
+      );
+      expect(capped.store.totalTokens).toBe(0);
+    } finally {
+      await capped.shutdown();
+    }
+  });
+
+  test('an idle session expires; the edge client reopens it with the whole context', async () => {
+    const idle = await startTestShim({ sessionIdleMs: 60 });
+    try {
+      await withClient(
+        async (client) => {
+          const session = client.openSession({ requestId: 'idle' });
+          const edge = new EdgeContext([1]);
+          const first = await session.next(edge.step());
+          edge.push(first.tokens, 'llm');
+          await waitFor(() => idle.store.count === 0, 2_000, 'idle expiry');
+          const second = await session.next(edge.step({ maxTokens: 2 }));
+          expect(second.tokens).toEqual(await greedyReference(model, edge.ids, 2));
+          expect(second.cachedTokens).toBe(0); // a new session: the context came whole
+          await session.close();
+        },
+        {},
+        idle,
+      );
+    } finally {
+      await idle.shutdown();
+    }
+  });
+
+  test('shutdown ends open streams with a final UNAVAILABLE message; health watchers see NOT_SERVING', async () => {
+    const doomed = await startTestShim();
+    const client = new CloudRouterClient(doomed.address, grpc.credentials.createInsecure());
+    const health = new HealthClient(doomed.address, grpc.credentials.createInsecure());
+    try {
+      const call = client.Route({ deadline: Date.now() + 5_000 });
+      const responses: RouteResponse__Output[] = [];
+      call.on('data', (m: RouteResponse__Output) => responses.push(m));
+      call.on('error', () => {});
+      const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+      call.write(open([1]));
+      await waitFor(() => responses.length === 1, 2_000, 'opened');
+      const watched: string[] = [];
+      const watch = health.Watch({ service: '' }, { deadline: Date.now() + 5_000 });
+      watch.on('data', (r: { status: string }) => watched.push(r.status));
+      watch.on('error', () => {});
+      const watchEnded = new Promise((resolve) => watch.on('status', resolve));
+      await waitFor(() => watched.length === 1, 2_000, 'health watch');
+      await doomed.shutdown(2_000);
+      await watchEnded;
+      expect(watched).toEqual(['SERVING', 'NOT_SERVING']);
+      expect((await status).code).toBe(grpc.status.UNAVAILABLE);
+      expect(responses.at(-1)!.end).toMatchObject({ code: grpc.status.UNAVAILABLE, message: 'the shim is shutting down' });
+      expect(doomed.store.count).toBe(0);
+    } finally {
+      client.close();
+      health.close();
+    }
+  });
+});

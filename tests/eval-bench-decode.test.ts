@@ -1,0 +1,72 @@
+/** `bench decode`: what it counts as read per token, and a short run on the demo edge pack. */
+import { afterAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadModelPack } from '../src/shared/model-pack.ts';
+import { PROJECT_ROOT } from '../src/shared/paths.ts';
+import { parallelCopyBandwidth, singleThreadCopyBandwidth } from '../src/tools/bench-decode-bandwidth.ts';
+import { kvCacheBytes, weightTraffic } from '../src/tools/bench-decode-weights.ts';
+import { PRESETS } from '../src/tools/models/random-model.ts';
+import { writeRandomPack } from '../src/tools/models/random-pack.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+
+const work = mkdtempSync(join(tmpdir(), 'bench-decode-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('bytes read per token', () => {
+  test('a tied Gemm head reads the embedding whole; a MatMul head leaves it a lookup of one row', async () => {
+    const spec = PRESETS['tiny-qwen2']!;
+    const { vocabSize: v, hiddenSize: d, intermediateSize: f, numHeads: h, numKvHeads: kv, headDim: hd, numLayers: layers } = spec;
+    const perLayer = d + d * h * hd + 2 * d * kv * hd + h * hd * d + h * hd + 2 * kv * hd + d + 3 * d * f;
+    const weights = (layers * perLayer + d + v * d) * 4;
+    for (const head of ['gemm', 'matmul'] as const) {
+      const out = join(work, head);
+      await writeRandomPack({ preset: 'tiny-qwen2', out, seed: 0, head, hiddenStatesOutput: true });
+      const traffic = weightTraffic(join(out, 'model.onnx'));
+      // Small constants of the graph (rotary frequencies, shapes, epsilon) come on top of the weights.
+      const constants = traffic.total - weights - (head === 'matmul' ? v * d * 4 : 0);
+      expect(constants).toBeGreaterThan(0);
+      expect(constants).toBeLessThan(1024);
+      if (head === 'gemm') {
+        expect(traffic.lookups).toEqual([]);
+        expect(traffic.perToken).toBe(traffic.total);
+      } else {
+        expect(traffic.lookups).toEqual(['model.embed_tokens.weight']);
+        expect(traffic.perToken).toBe(traffic.total - v * d * 4 + d * 4);
+      }
+    }
+  });
+
+  test('the KV cache: K and V of every layer, float32', () => {
+    const pack = loadModelPack(join(work, 'gemm'));
+    expect(kvCacheBytes(pack, 100)).toBe(2 * 2 * 2 * 100 * 16 * 4);
+  });
+
+  test('copy bandwidth is positive on one thread and on two', async () => {
+    const one = singleThreadCopyBandwidth(16 * 2 ** 20, 3);
+    expect(one.gbPerSecond).toBeGreaterThan(0.1);
+    const two = await parallelCopyBandwidth(16 * 2 ** 20, 2, 3);
+    expect(two.threads).toBe(2);
+    expect(two.gbPerSecond).toBeGreaterThan(0.1);
+  });
+});
+
+describe('bun run bench decode', () => {
+  test('a short run on the demo edge pack prints its figures and the JSON line', async () => {
+    const demo = await ensureDemoPacks();
+    const proc = Bun.spawn(
+      ['bun', 'src/tools/bench.ts', 'decode', '--pack', demo.edgePack, '--prompt-tokens', '20', '--steps', '4', '--warmup', '1', '--copy-mib', '32', '--json'],
+      { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' },
+    );
+    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    expect(code).toBe(0);
+    const json = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    for (const key of ['ms_per_token', 'bound_ms_per_token', 'fraction_of_bound', 'tokens_per_second', 'prefill_ms_100', 'bandwidth_gb_s', 'weight_bytes']) {
+      expect(typeof json[key]).toBe('number');
+      expect(json[key]).toBeGreaterThan(0);
+    }
+    expect(json.fraction_of_bound).toBeCloseTo(json.bound_ms_per_token / json.ms_per_token, 9);
+    expect(json.weight_bytes).toBe(weightTraffic(join(demo.edgePack, 'model.onnx')).perToken);
+  });
+});

@@ -1,0 +1,67 @@
+import { describe, expect, test } from 'bun:test';
+import { RandomRouter, TopProbabilityRouter } from '../src/tools/eval/baseline-routers.ts';
+import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from '../src/tools/eval/ratio-matching.ts';
+import { MAX_SCORE } from '../src/tools/router/mlp.ts';
+
+const sum = (a: Uint8Array) => a.reduce((s, v) => s + v, 0);
+
+describe('equal routed share over fixed positions', () => {
+  test('a random selection has exactly k positions, is seeded, and grows by subsets', () => {
+    const a = randomSelection(100, 30, 7);
+    expect(sum(a)).toBe(30);
+    expect(randomSelection(100, 30, 7)).toEqual(a);
+    expect(randomSelection(100, 30, 8)).not.toEqual(a);
+    const b = randomSelection(100, 45, 7);
+    for (let i = 0; i < 100; i++) if (a[i]) expect(b[i]).toBe(1);
+    expect(sum(randomSelection(5, 0, 1))).toBe(0);
+    expect(sum(randomSelection(5, 5, 1))).toBe(5);
+  });
+
+  test('the lowest-score selection: ties go to earlier positions; the threshold separates', () => {
+    const scores = [0.9, 0.1, 0.5, 0.1, 0.7];
+    expect(lowestSelection(scores, 0)).toEqual({ mask: Uint8Array.from([0, 0, 0, 0, 0]), threshold: 0 });
+    expect(lowestSelection(scores, 1)).toEqual({ mask: Uint8Array.from([0, 1, 0, 0, 0]), threshold: 0.1 });
+    expect(lowestSelection(scores, 3)).toEqual({ mask: Uint8Array.from([0, 1, 1, 1, 0]), threshold: 0.6 });
+    expect(lowestSelection(scores, 5).threshold).toBe(1);
+    expect(quantileThreshold([0.2, 0.4, 0.6, 0.8], 0.5)).toBeCloseTo(0.5, 12);
+  });
+});
+
+describe('matching the routed share by threshold search', () => {
+  test('finds the threshold of a monotone share within the tolerance and counts its runs', async () => {
+    const calls: number[] = [];
+    const run = async (t: number) => {
+      calls.push(t);
+      return { routedRatio: t * t };
+    };
+    const m = await matchRoutedRatio(run, 0.25, { guess: 0.9, maxRuns: 20, tolerance: 0.001 });
+    expect(Math.abs(m.result.routedRatio - 0.25)).toBeLessThanOrEqual(0.001);
+    expect(m.runs).toBe(calls.length);
+    expect(calls[0]).toBe(0.9);
+  });
+
+  test('returns the closest run seen when the budget ends first; the ends need one run', async () => {
+    const steps = async (t: number) => ({ routedRatio: t < 0.5 ? 0 : 1 });
+    const m = await matchRoutedRatio(steps, 0.3, { guess: 0.4, maxRuns: 3, tolerance: 0 });
+    expect(m.runs).toBe(3);
+    expect(m.result.routedRatio).toBe(0);
+    expect(await matchRoutedRatio(steps, 0, { guess: 0.4, maxRuns: 9, tolerance: 0 })).toEqual({ threshold: 0, result: { routedRatio: 0 }, runs: 1 });
+    expect(await matchRoutedRatio(steps, 1, { guess: 0.4, maxRuns: 9, tolerance: 0 })).toEqual({ threshold: 1, result: { routedRatio: 1 }, runs: 1 });
+  });
+});
+
+describe('baseline routers', () => {
+  test('random scores are seeded and in [0, 1); the top-1 score is capped below 1', async () => {
+    const a = new RandomRouter(3);
+    const b = new RandomRouter(3);
+    const empty = new Float32Array(0);
+    for (let i = 0; i < 5; i++) {
+      const s = await a.score();
+      expect(s).toBe(await b.score());
+      expect(s >= 0 && s < 1).toBe(true);
+    }
+    const top1 = new TopProbabilityRouter();
+    expect(await top1.score(empty, Float32Array.from([0, 0, 0, 0]))).toBeCloseTo(0.25, 6);
+    expect(await top1.score(empty, Float32Array.from([1000, 0]))).toBe(MAX_SCORE);
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * A small OpenAI-compatible completions server (`POST /v1/completions`) in the shapes SGLang and vLLM
+ * produce, answering with the real cloud model. Options choose whether `return_token_ids` is honoured
+ * (older servers ignore it and return text only), vLLM's `token_id:<id>` token strings, vLLM's N+1
+ * top entries, and the error body style.
+ */
+import type { DecoderModel } from '../../src/shared/decoder-session.ts';
+import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import { checkFields, fakeGenerate, is, RadixCacheSim, sse, type FakeGeneration } from './cloud-fake-model.ts';
+
+export interface FakeOpenAiOptions {
+  /** Honour `return_token_ids` (recent vLLM / SGLang). Default true. */
+  tokenIds?: boolean;
+  /** Write tokens as `token_id:<id>` (vLLM `--return-tokens-as-token-ids`). */
+  tokenIdStrings?: boolean;
+  /** vLLM style: top_logprobs holds the sampled token too (N+1 entries). */
+  extraTopEntry?: boolean;
+  /** Error body style. */
+  errors?: 'sglang' | 'vllm';
+  /** Answer every completion with this error message (HTTP 400). */
+  fail?: string;
+}
+
+const REQUEST_SPEC = {
+  model: is.string,
+  prompt: (v: unknown) => is.ints(v) || is.string(v),
+  max_tokens: is.nonNegInt,
+  temperature: (v: unknown) => is.number(v) && (v as number) >= 0,
+  top_p: (v: unknown) => is.number(v) && (v as number) > 0 && (v as number) <= 1,
+  logprobs: (v: unknown) => v === null || (is.nonNegInt(v) && (v as number) <= 20),
+  echo: is.bool,
+  stop: is.stop,
+  stream: is.bool,
+  stream_options: is.object,
+  top_k: is.int,
+  ignore_eos: is.bool,
+  stop_token_ids: is.ints,
+  skip_special_tokens: is.bool,
+  return_token_ids: is.bool,
+  seed: is.int,
+  n: (v: unknown) => v === 1,
+};
+
+export class FakeOpenAi {
+  readonly requests: Record<string, unknown>[] = [];
+  private readonly cache = new RadixCacheSim();
+  private readonly server: ReturnType<typeof Bun.serve>;
+
+  constructor(
+    private readonly model: DecoderModel,
+    private readonly tokenizer: TextTokenizer,
+    public options: FakeOpenAiOptions = {},
+  ) {
+    this.server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => this.route(request) });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.server.port}`;
+  }
+
+  async stop(): Promise<void> {
+    await this.server.stop(true);
+  }
+
+  private async route(request: Request): Promise<Response> {
+    const path = new URL(request.url).pathname;
+    if (request.method === 'GET' && path === '/v1/models') return Response.json({ object: 'list', data: [{ id: 'stories260k', object: 'model' }] });
+    if (request.method !== 'POST' || path !== '/v1/completions') return this.error(404, `no route ${path}`);
+    const body = (await request.json()) as Record<string, unknown>;
+    this.requests.push(body);
+    const problems = checkFields(body, REQUEST_SPEC, 'body');
+    if (typeof body.model !== 'string') problems.push('body: model is required');
+    if (problems.length) return this.error(400, problems.join('; '));
+    if (this.options.fail) return this.error(400, this.options.fail);
+    const input = typeof body.prompt === 'string' ? this.tokenizer.encode(body.prompt) : (body.prompt as number[]);
+    const { vocabSize, maxPositions } = this.model.pack;
+    if (input.length === 0 || input.some((id) => id < 0 || id >= vocabSize)) return this.error(400, 'prompt holds invalid token ids');
+    if (input.length >= maxPositions) return this.error(400, `This model's maximum context length is ${maxPositions} tokens.`);
+
+    const topN = (body.logprobs as number | null | undefined) ?? 0;
+    const generation = await fakeGenerate(this.model, this.tokenizer, input, {
+      maxNewTokens: (body.max_tokens as number | undefined) ?? 16,
+      temperature: (body.temperature as number | undefined) ?? 1,
+      topP: (body.top_p as number | undefined) ?? 1,
+      stopTokenIds: (body.stop_token_ids as number[] | undefined) ?? [],
+      ignoreEos: (body.ignore_eos as boolean | undefined) ?? false,
+      topN: this.options.extraTopEntry ? topN + 1 : topN,
+      seed: (body.seed as number | undefined) ?? 99,
+    });
+    const cached = this.cache.cachedTokens(input);
+    this.cache.remember([...input, ...generation.ids]);
+    const withIds = body.return_token_ids === true && this.options.tokenIds !== false;
+    const withLogprobs = body.logprobs !== undefined && body.logprobs !== null;
+    const usage = {
+      prompt_tokens: input.length,
+      completion_tokens: generation.ids.length,
+      total_tokens: input.length + generation.ids.length,
+      prompt_tokens_details: { cached_tokens: cached },
+    };
+    const finish = generation.matched !== undefined ? 'stop' : 'length';
+    const base = { id: 'cmpl-fake', object: 'text_completion', created: 1730000000, model: body.model };
+
+    if (body.stream !== true) {
+      return Response.json({
+        ...base,
+        choices: [{ index: 0, ...this.choice(generation, 0, generation.ids.length, withIds, withLogprobs, input), finish_reason: finish }],
+        usage,
+      });
+    }
+    const includeUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+    const self = this;
+    return sse(
+      (function* () {
+        for (let i = 0; i < generation.ids.length; i++) {
+          const last = i === generation.ids.length - 1;
+          yield { ...base, choices: [{ index: 0, ...self.choice(generation, i, i + 1, withIds, withLogprobs, i === 0 ? input : undefined), finish_reason: last ? finish : null }] };
+        }
+        if (includeUsage) yield { ...base, choices: [], usage };
+      })(),
+    );
+  }
+
+  private choice(g: FakeGeneration, from: number, to: number, withIds: boolean, withLogprobs: boolean, prompt: number[] | undefined): Record<string, unknown> {
+    // The text leaves out a matched stop token, as both servers do by default.
+    const pieces = g.pieces.slice(from, to).map((piece, i) => (g.matched !== undefined && from + i === g.ids.length - 1 ? '' : piece));
+    const token = (id: number, piece: string) => (this.options.tokenIdStrings ? `token_id:${id}` : piece);
+    const out: Record<string, unknown> = { text: pieces.join('') };
+    if (withLogprobs) {
+      out.logprobs = {
+        tokens: g.ids.slice(from, to).map((id, i) => token(id, pieces[i]!)),
+        token_logprobs: g.logprobs.slice(from, to),
+        top_logprobs: g.top.slice(from, to).map((alts) => Object.fromEntries(alts.map((a) => [token(a.id, this.tokenizer.decode([a.id])), a.logprob]))),
+        text_offset: pieces.map((_, i) => pieces.slice(0, i).join('').length),
+      };
+    } else out.logprobs = null;
+    if (withIds) {
+      out.token_ids = g.ids.slice(from, to);
+      if (prompt) out.prompt_token_ids = prompt;
+    }
+    return out;
+  }
+
+  private error(status: number, message: string): Response {
+    const type = status === 404 ? 'NotFoundError' : 'BadRequestError';
+    if (this.options.errors === 'vllm') return Response.json({ error: { message, type, code: status } }, { status });
+    return Response.json({ object: 'error', message, type, param: null, code: status }, { status });
+  }
+}
