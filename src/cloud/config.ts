@@ -10,9 +10,8 @@
  * const config = parseShimConfig(process.argv.slice(2), process.env);
  * config.backend; // 'embedded'
  */
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { AppError, errorMessage } from '../shared/errors.ts';
+import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loader.ts';
+import { AppError } from '../shared/errors.ts';
 import { DEMO } from '../shared/paths.ts';
 
 export type BackendKind = 'embedded' | 'sglang' | 'openai';
@@ -64,14 +63,6 @@ export interface ShimConfig {
   /** How long SIGTERM waits for streams to finish before cutting them. */
   shutdownGraceMs: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
-}
-
-type Kind = 'string' | 'int' | 'bool' | 'enum';
-interface OptionSpec {
-  kind: Kind;
-  values?: readonly string[];
-  min?: number;
-  help: string;
 }
 
 const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
@@ -134,89 +125,16 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   logLevel: 'info',
 } satisfies ShimConfig);
 
-const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-const envName = (key: string) => `SHIM_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+const ENV_PREFIX = 'SHIM_';
 
-export const SHIM_USAGE = `usage: bun run shim [--config FILE] [flags]
-
-Every flag also reads from SHIM_<NAME> (e.g. --backend-url → SHIM_BACKEND_URL) and from the JSON file's
-camelCase key (e.g. "backendUrl"); flags win over the environment, which wins over the file.
-
-${Object.entries(OPTIONS)
-  .map(([key, spec]) => {
-    const value = spec.kind === 'bool' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'int' ? ' N' : ' VALUE';
-    const fallback = DEFAULT_SHIM_CONFIG[key as keyof ShimConfig];
-    return `  --${kebab(key)}${value}\n      ${spec.help}${fallback === undefined ? '' : ` (default ${fallback})`}`;
-  })
-  .join('\n')}`;
-
-function coerce(key: string, spec: OptionSpec, raw: unknown, source: string): unknown {
-  const bad = (what: string) => new AppError('INVALID_ARGUMENT', `${source}: ${key} ${what}, got ${JSON.stringify(raw)}`);
-  switch (spec.kind) {
-    case 'string':
-      if (typeof raw !== 'string') throw bad('must be a string');
-      return raw;
-    case 'enum':
-      if (typeof raw !== 'string' || !spec.values!.includes(raw)) throw bad(`must be one of ${spec.values!.join(', ')}`);
-      return raw;
-    case 'bool':
-      if (typeof raw === 'boolean') return raw;
-      if (raw === 'true' || raw === '1') return true;
-      if (raw === 'false' || raw === '0') return false;
-      throw bad('must be true or false');
-    case 'int': {
-      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
-      if (!Number.isSafeInteger(n) || n < (spec.min ?? -Infinity)) throw bad(`must be an integer ≥ ${spec.min ?? '-∞'}`);
-      return n;
-    }
-  }
-}
-
-function readConfigFile(path: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    throw new AppError('INVALID_ARGUMENT', `config file ${path}: ${errorMessage(e)}`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new AppError('INVALID_ARGUMENT', `config file ${path}: must hold a JSON object`);
-  }
-  return parsed as Record<string, unknown>;
-}
+export const SHIM_USAGE = optionsUsage(OPTIONS, DEFAULT_SHIM_CONFIG, ENV_PREFIX, 'bun run shim');
 
 /**
  * Parses flags, environment and the optional config file into a frozen ShimConfig; throws
  * AppError('INVALID_ARGUMENT') with a message naming the source for anything it cannot accept.
  */
 export function parseShimConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Readonly<ShimConfig> {
-  const flagOptions = Object.fromEntries([
-    ['config', { type: 'string' as const }],
-    ...Object.entries(OPTIONS).map(([key, spec]) => [kebab(key), { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const) }]),
-  ]);
-  let flags: Record<string, string | boolean | undefined>;
-  try {
-    flags = parseArgs({ args: [...argv], options: flagOptions, strict: true, allowPositionals: false }).values as typeof flags;
-  } catch (e) {
-    throw new AppError('INVALID_ARGUMENT', errorMessage(e));
-  }
-
-  const configPath = (flags.config as string | undefined) ?? env.SHIM_CONFIG;
-  const file = configPath ? readConfigFile(configPath) : {};
-  for (const key of Object.keys(file)) {
-    if (!(key in OPTIONS)) throw new AppError('INVALID_ARGUMENT', `config file ${configPath}: unknown key ${JSON.stringify(key)}`);
-  }
-
-  const config: Record<string, unknown> = { ...DEFAULT_SHIM_CONFIG };
-  for (const [key, spec] of Object.entries(OPTIONS)) {
-    const sources: [unknown, string][] = [
-      [file[key], `config file ${configPath}`],
-      [env[envName(key)], envName(key)],
-      [flags[kebab(key)], `--${kebab(key)}`],
-    ];
-    for (const [raw, source] of sources) if (raw !== undefined && raw !== '') config[key] = coerce(key, spec, raw, source);
-  }
-  return validateShimConfig(config as unknown as ShimConfig);
+  return validateShimConfig(loadOptions<ShimConfig>(OPTIONS, DEFAULT_SHIM_CONFIG, argv, env, ENV_PREFIX));
 }
 
 /** Cross-field checks; returns the config frozen. Also for configs built in code (tests). */

@@ -1,49 +1,100 @@
 /**
  * The edge process's settings, parsed once (flags > EDGE_* variables > --config JSON file > defaults),
- * validated, frozen, and passed to every component.
+ * validated, frozen, and handed to every component. Nothing else in the edge reads `process.env`.
+ *
+ * @example
+ * const config = parseEdgeConfig(['--cloud', 'none'], {});
+ * config.cloud; // undefined: the edge runs alone
  */
+import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
-import { loadSettings, settingsHelp, type SettingSpec } from '../shared/config-loader.ts';
 import { DEMO } from '../shared/paths.ts';
 
-const SPECS = {
-  host: { type: 'string', default: '0.0.0.0', help: 'address the web page and HTTP API listen on (the LAN)' },
-  port: { type: 'integer', default: 8080, help: 'HTTP port of the web page and API (0 = any free port)' },
-  grpcPort: { type: 'integer', default: 50061, help: 'port of the edge gRPC Generate service (-1 = off, 0 = any free port)' },
-  slm: { type: 'string', default: DEMO.edgePack, help: 'edge model pack folder' },
-  router: { type: 'string', default: DEMO.routerPack, help: "router pack folder, or 'builtin' for the top-1 probability scorer" },
-  cloud: { type: 'string', default: '127.0.0.1:50051', help: "cloud shim address host:port, or 'none' to run the edge alone" },
-  cloudToken: { type: 'string', help: 'bearer token sent to the cloud shim' },
-  cloudTlsCa: { type: 'string', help: 'CA certificate (PEM) to verify the shim; turns TLS on' },
-  cloudTlsCert: { type: 'string', help: 'client certificate (PEM) for mutual TLS' },
-  cloudTlsKey: { type: 'string', help: 'client key (PEM) for mutual TLS' },
-  cloudDeadlineMs: { type: 'integer', default: 5000, help: 'deadline of one routed step; past it the edge decides alone' },
-  sendHiddenState: { type: 'boolean', default: false, help: 'send the edge model hidden state with routed steps (leaves the device)' },
-  accessToken: { type: 'string', help: 'when set, the page and APIs require it (cookie, bearer header or ?token=)' },
-  maxConcurrent: { type: 'integer', default: 8, help: 'generations running at once; more are refused' },
-  maxNewTokens: { type: 'integer', default: 1024, help: 'largest max_new_tokens a request may ask for' },
-  threads: { type: 'integer', default: 0, help: 'onnxruntime threads for the edge model (0 = its default)' },
-  logLevel: { type: 'string', default: 'info', help: 'debug, info, warn or error' },
-} as const satisfies Record<string, SettingSpec>;
-
-export type EdgeConfig = ReturnType<typeof parseEdgeConfig>;
-
-export const EDGE_ENV_PREFIX = 'EDGE_';
-
-export function parseEdgeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>) {
-  const s = loadSettings(SPECS, argv, env, EDGE_ENV_PREFIX);
-  const check = (ok: boolean, message: string) => {
-    if (!ok) throw new AppError('INVALID_ARGUMENT', message);
-  };
-  check(s.port >= 0 && s.port < 65536, `--port must be in [0, 65535], got ${s.port}`);
-  check(s.grpcPort >= -1 && s.grpcPort < 65536, `--grpc-port must be in [-1, 65535], got ${s.grpcPort}`);
-  check(s.cloudDeadlineMs > 0, `--cloud-deadline-ms must be positive, got ${s.cloudDeadlineMs}`);
-  check(s.maxConcurrent >= 1, `--max-concurrent must be at least 1, got ${s.maxConcurrent}`);
-  check(s.maxNewTokens >= 1, `--max-new-tokens must be at least 1, got ${s.maxNewTokens}`);
-  check(['debug', 'info', 'warn', 'error'].includes(s.logLevel), `--log-level must be debug, info, warn or error, got ${s.logLevel}`);
-  check(!s.cloudTlsCert === !s.cloudTlsKey, '--cloud-tls-cert and --cloud-tls-key go together');
-  check(s.cloud === 'none' || /^[^\s]+:\d+$/.test(s.cloud), `--cloud must be host:port or 'none', got ${s.cloud}`);
-  return Object.freeze({ ...s, router: s.router === 'builtin' ? undefined : s.router, cloud: s.cloud === 'none' ? undefined : s.cloud });
+export interface EdgeConfig {
+  /** Address the web page and HTTP API listen on (the LAN). */
+  host: string;
+  port: number;
+  /** Port of the edge gRPC Generate service; -1 = off. */
+  grpcPort: number;
+  /** The edge model pack. */
+  slm: string;
+  /** The router pack; undefined = the built-in top-1 probability scorer. */
+  router: string | undefined;
+  /** The cloud shim's host:port; undefined = the edge runs alone. */
+  cloud: string | undefined;
+  cloudToken: string | undefined;
+  cloudTlsCa: string | undefined;
+  cloudTlsCert: string | undefined;
+  cloudTlsKey: string | undefined;
+  /** Deadline of one routed step; past it the edge decides alone. */
+  cloudDeadlineMs: number;
+  /** Send the edge model's hidden state with routed steps: it leaves the device. */
+  sendHiddenState: boolean;
+  /** When set, the page and APIs require it. */
+  accessToken: string | undefined;
+  maxConcurrent: number;
+  maxNewTokens: number;
+  /** onnxruntime threads for the edge model; 0 = onnxruntime's choice. */
+  threads: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
-export const EDGE_HELP = `usage: bun run edge [flags]\n\n${settingsHelp(SPECS, EDGE_ENV_PREFIX)}\n  --config <file>  EDGE_CONFIG\n      JSON file with any of the settings above (camelCase keys)`;
+const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
+  host: { kind: 'string', help: 'address the web page and HTTP API listen on' },
+  port: { kind: 'int', min: 0, help: 'HTTP port (0 = any free port)' },
+  grpcPort: { kind: 'int', min: -1, help: 'port of the gRPC Generate service (-1 = off, 0 = any free port)' },
+  slm: { kind: 'string', help: 'edge model pack folder' },
+  router: { kind: 'string', help: "router pack folder, or 'builtin' for the small model's top-1 probability" },
+  cloud: { kind: 'string', help: "cloud shim host:port, or 'none' to run the edge alone" },
+  cloudToken: { kind: 'string', help: 'bearer token sent to the shim (prefer EDGE_CLOUD_TOKEN or the config file)' },
+  cloudTlsCa: { kind: 'string', help: 'CA certificate (PEM) that signed the shim certificate; turns TLS on' },
+  cloudTlsCert: { kind: 'string', help: 'client certificate (PEM) for mutual TLS' },
+  cloudTlsKey: { kind: 'string', help: 'client key (PEM) for mutual TLS' },
+  cloudDeadlineMs: { kind: 'int', min: 1, help: 'deadline of one routed step; past it the edge decides alone' },
+  sendHiddenState: { kind: 'bool', help: 'send the small model hidden state with routed steps (it leaves the device)' },
+  accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
+  maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
+  maxNewTokens: { kind: 'int', min: 1, help: 'largest max_new_tokens a request may ask for' },
+  threads: { kind: 'int', min: 0, help: 'onnxruntime threads for the edge model (0 = default)' },
+  logLevel: { kind: 'enum', values: ['debug', 'info', 'warn', 'error'], help: 'log verbosity' },
+};
+
+export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
+  host: '0.0.0.0',
+  port: 8080,
+  grpcPort: 50061,
+  slm: DEMO.edgePack,
+  router: DEMO.routerPack,
+  cloud: '127.0.0.1:50051',
+  cloudToken: undefined,
+  cloudTlsCa: undefined,
+  cloudTlsCert: undefined,
+  cloudTlsKey: undefined,
+  cloudDeadlineMs: 5000,
+  sendHiddenState: false,
+  accessToken: undefined,
+  maxConcurrent: 8,
+  maxNewTokens: 1024,
+  threads: 0,
+  logLevel: 'info',
+} satisfies EdgeConfig);
+
+const ENV_PREFIX = 'EDGE_';
+
+export const EDGE_USAGE = optionsUsage(OPTIONS, DEFAULT_EDGE_CONFIG, ENV_PREFIX, 'bun run edge');
+
+export function parseEdgeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Readonly<EdgeConfig> {
+  return validateEdgeConfig(loadOptions<EdgeConfig>(OPTIONS, DEFAULT_EDGE_CONFIG, argv, env, ENV_PREFIX));
+}
+
+/** Cross-field checks; maps the 'builtin' and 'none' words to absent; returns the config frozen. */
+export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
+  const fail = (message: string) => {
+    throw new AppError('INVALID_ARGUMENT', message);
+  };
+  if (config.port > 65535 || config.grpcPort > 65535) fail('ports must be ≤ 65535');
+  if (Boolean(config.cloudTlsCert) !== Boolean(config.cloudTlsKey)) fail('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
+  const cloud = config.cloud === 'none' ? undefined : config.cloud;
+  if (cloud !== undefined && !/^\S+:\d+$/.test(cloud)) fail(`--cloud must be host:port or 'none', got ${cloud}`);
+  return Object.freeze({ ...config, cloud, router: config.router === 'builtin' ? undefined : config.router });
+}

@@ -8,7 +8,7 @@ import { createLogger } from '../shared/logger.ts';
 import { DecoderModel } from '../shared/decoder-session.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
-import { EDGE_HELP, parseEdgeConfig, type EdgeConfig } from './config.ts';
+import { EDGE_USAGE, parseEdgeConfig, type EdgeConfig } from './config.ts';
 import { EdgeRuntime } from './edge-runtime.ts';
 import { GrpcCloudClient } from './grpc-cloud-client.ts';
 import { EdgeGrpcServer } from './grpc/edge-grpc-server.ts';
@@ -73,7 +73,7 @@ export async function startEdge(config: EdgeConfig): Promise<RunningEdge> {
 
 if (import.meta.main) {
   if (process.argv.includes('--help')) {
-    console.log(EDGE_HELP);
+    console.log(EDGE_USAGE);
     process.exit(0);
   }
   let edge: RunningEdge;

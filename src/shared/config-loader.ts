@@ -1,105 +1,120 @@
 /**
- * Reads a process's settings once from, in rising precedence, defaults, an optional JSON config file
- * (`--config FILE` or the `<PREFIX>CONFIG` variable), environment variables and command-line flags.
- * Each setting is declared once with its flag, variable, type and help text; values are converted and
- * checked here, and the result is frozen. Only entry points call this; everything else gets the object.
+ * Reads a process's settings once from, in rising precedence, defaults, an optional JSON file
+ * (`--config FILE` or `<PREFIX>CONFIG`), environment variables and command-line flags. Every option has one
+ * spelling per source, derived from its key: key `backendUrl` is `--backend-url`, `SHIM_BACKEND_URL` and
+ * `"backendUrl"` in the file. Values are converted and range-checked here with a message naming their
+ * source; each process's config module adds its cross-field checks and freezes the result. Only entry
+ * points call this; everything else is handed the config object.
  *
  * @example
- * const values = loadSettings({ port: { type: 'integer', default: 8080, help: 'HTTP port' } }, argv, env, 'EDGE_');
- * // --port 9000, EDGE_PORT=9000 or {"port": 9000} in the config file
+ * const values = loadOptions({ port: { kind: 'int', min: 0, help: 'port' } }, { port: 8080 }, argv, env, 'EDGE_');
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { AppError, errorMessage } from './errors.ts';
-import { readJsonFile } from './model-pack.ts';
 
-type SettingType = 'string' | 'integer' | 'number' | 'boolean' | 'list';
-
-export interface SettingSpec {
-  type: SettingType;
-  default?: string | number | boolean | string[];
+export interface OptionSpec {
+  kind: 'string' | 'int' | 'number' | 'bool' | 'enum';
+  /** Allowed values of an `enum`. */
+  values?: readonly string[];
+  /** Lower bound of an `int` or `number`. */
+  min?: number;
   help: string;
 }
 
-type ValueOf<S extends SettingSpec> = S['type'] extends 'integer' | 'number'
-  ? number
-  : S['type'] extends 'boolean'
-    ? boolean
-    : S['type'] extends 'list'
-      ? string[]
-      : string;
+export const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+export const envName = (prefix: string, key: string) => `${prefix}${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
 
-export type Settings<T extends Record<string, SettingSpec>> = {
-  readonly [K in keyof T]: T[K]['default'] extends undefined ? ValueOf<T[K]> | undefined : ValueOf<T[K]>;
-};
-
-const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-const envName = (prefix: string, name: string) => prefix + kebab(name).replace(/-/g, '_').toUpperCase();
-
-function convert(spec: SettingSpec, raw: unknown, where: string): string | number | boolean | string[] {
-  const bad = (what: string): never => {
-    throw new AppError('INVALID_ARGUMENT', `${where} must be ${what}, got ${JSON.stringify(raw)}`);
-  };
-  switch (spec.type) {
+function coerce(key: string, spec: OptionSpec, raw: unknown, source: string): unknown {
+  const bad = (what: string) => new AppError('INVALID_ARGUMENT', `${source}: ${key} ${what}, got ${JSON.stringify(raw)}`);
+  switch (spec.kind) {
     case 'string':
-      return typeof raw === 'string' ? raw : bad('a string');
-    case 'list':
-      if (Array.isArray(raw) && raw.every((v) => typeof v === 'string')) return raw;
-      return typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : bad('a comma-separated list');
-    case 'boolean':
+      if (typeof raw !== 'string') throw bad('must be a string');
+      return raw;
+    case 'enum':
+      if (typeof raw !== 'string' || !spec.values!.includes(raw)) throw bad(`must be one of ${spec.values!.join(', ')}`);
+      return raw;
+    case 'bool':
       if (typeof raw === 'boolean') return raw;
       if (raw === 'true' || raw === '1') return true;
       if (raw === 'false' || raw === '0') return false;
-      return bad('true or false');
-    case 'integer':
+      throw bad('must be true or false');
+    case 'int':
     case 'number': {
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
-      if (!Number.isFinite(n) || (spec.type === 'integer' && !Number.isInteger(n))) bad(spec.type === 'integer' ? 'an integer' : 'a number');
+      const ok = spec.kind === 'int' ? Number.isSafeInteger(n) : Number.isFinite(n);
+      if (!ok || n < (spec.min ?? -Infinity)) throw bad(`must be ${spec.kind === 'int' ? 'an integer' : 'a number'} ≥ ${spec.min ?? '-∞'}`);
       return n;
     }
   }
 }
 
-export function loadSettings<T extends Record<string, SettingSpec>>(
-  specs: T,
+function readConfigFile(path: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new AppError('INVALID_ARGUMENT', `config file ${path}: ${errorMessage(e)}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new AppError('INVALID_ARGUMENT', `config file ${path}: must hold a JSON object`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Merges defaults, config file, environment and flags; throws INVALID_ARGUMENT naming the source. */
+export function loadOptions<T extends object>(
+  options: Record<keyof T & string, OptionSpec>,
+  defaults: T,
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
   envPrefix: string,
-): Settings<T> {
-  const options = Object.fromEntries(
-    Object.entries(specs).map(([name, s]) => [kebab(name), { type: s.type === 'boolean' ? ('boolean' as const) : ('string' as const) }]),
-  );
-  let flags: Record<string, unknown>;
+): T {
+  const specs = Object.entries(options) as [string, OptionSpec][];
+  const flagOptions = Object.fromEntries([
+    ['config', { type: 'string' as const }],
+    ...specs.map(([key, spec]) => [kebab(key), { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const) }]),
+  ]);
+  let flags: Record<string, string | boolean | undefined>;
   try {
-    flags = parseArgs({ args: [...argv], options: { ...options, config: { type: 'string' } }, strict: true, allowPositionals: false }).values;
+    flags = parseArgs({ args: [...argv], options: flagOptions, strict: true, allowPositionals: false }).values as typeof flags;
   } catch (e) {
     throw new AppError('INVALID_ARGUMENT', errorMessage(e));
   }
-  const configFile = (flags.config as string | undefined) ?? env[`${envPrefix}CONFIG`];
-  const file = configFile ? (readJsonFile(configFile) as Record<string, unknown>) : {};
-  if (typeof file !== 'object' || file === null || Array.isArray(file)) {
-    throw new AppError('INVALID_ARGUMENT', `${configFile}: the config file must hold a JSON object`);
-  }
+  const configPath = (flags.config as string | undefined) ?? env[`${envPrefix}CONFIG`];
+  const file = configPath ? readConfigFile(configPath) : {};
   for (const key of Object.keys(file)) {
-    if (!(key in specs)) throw new AppError('INVALID_ARGUMENT', `${configFile}: unknown setting ${key}`);
+    if (!(key in options)) throw new AppError('INVALID_ARGUMENT', `config file ${configPath}: unknown key ${JSON.stringify(key)}`);
   }
-  const values: Record<string, unknown> = {};
-  for (const [name, spec] of Object.entries(specs)) {
-    const flag = flags[kebab(name)];
-    const variable = env[envName(envPrefix, name)];
-    if (flag !== undefined) values[name] = convert(spec, flag, `--${kebab(name)}`);
-    else if (variable !== undefined && variable !== '') values[name] = convert(spec, variable, envName(envPrefix, name));
-    else if (name in file) values[name] = convert(spec, file[name], `${configFile}: ${name}`);
-    else values[name] = spec.default;
+  const merged: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
+  for (const [key, spec] of specs) {
+    const variable = envName(envPrefix, key);
+    const sources: [unknown, string][] = [
+      [file[key], `config file ${configPath}`],
+      [env[variable], variable],
+      [flags[kebab(key)], `--${kebab(key)}`],
+    ];
+    for (const [raw, source] of sources) if (raw !== undefined && raw !== '') merged[key] = coerce(key, spec, raw, source);
   }
-  return Object.freeze(values) as Settings<T>;
+  return merged as T;
 }
 
-/** Help text listing every setting with its flag, variable and default. */
-export function settingsHelp(specs: Record<string, SettingSpec>, envPrefix: string): string {
-  return Object.entries(specs)
-    .map(([name, s]) => {
-      const def = s.default === undefined ? '' : ` (default ${JSON.stringify(s.default)})`;
-      return `  --${kebab(name)}${s.type === 'boolean' ? '' : ' <' + s.type + '>'}  ${envName(envPrefix, name)}\n      ${s.help}${def}`;
-    })
-    .join('\n');
+/** The `--help` text: every option with its flag, values, help and default. */
+export function optionsUsage<T extends object>(
+  options: Record<keyof T & string, OptionSpec>,
+  defaults: T,
+  envPrefix: string,
+  command: string,
+): string {
+  const lines = (Object.entries(options) as [string, OptionSpec][]).map(([key, spec]) => {
+    const value = spec.kind === 'bool' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'string' ? ' VALUE' : ' N';
+    const fallback = (defaults as Record<string, unknown>)[key];
+    return `  --${kebab(key)}${value}\n      ${spec.help}${fallback === undefined ? '' : ` (default ${fallback})`}`;
+  });
+  return `usage: ${command} [--config FILE] [flags]
+
+Every flag also reads from ${envPrefix}<NAME> (e.g. --log-level → ${envPrefix}LOG_LEVEL) and from the JSON file's
+camelCase key (e.g. "logLevel"); flags win over the environment, which wins over the file.
+
+${lines.join('\n')}`;
 }

@@ -1,0 +1,43 @@
+import { afterAll, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_EDGE_CONFIG, EDGE_USAGE, parseEdgeConfig } from '../src/edge/config.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'edge-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+test('defaults: the demo packs, the local shim, the LAN page', () => {
+  expect(parseEdgeConfig([], {})).toEqual({ ...DEFAULT_EDGE_CONFIG });
+  expect(Object.isFrozen(parseEdgeConfig([], {}))).toBe(true);
+});
+
+test('flags beat EDGE_* variables, which beat the config file', () => {
+  const file = join(dir, 'edge.json');
+  writeFileSync(file, JSON.stringify({ port: 7000, grpcPort: 7001, logLevel: 'warn', sendHiddenState: true }));
+  const config = parseEdgeConfig(['--config', file, '--port', '9000'], { EDGE_PORT: '8000', EDGE_GRPC_PORT: '8001', EDGE_CLOUD: 'none' });
+  expect([config.port, config.grpcPort, config.logLevel, config.sendHiddenState, config.cloud]).toEqual([9000, 8001, 'warn', true, undefined]);
+  expect(parseEdgeConfig([], { EDGE_CONFIG: file }).port).toBe(7000);
+  expect(parseEdgeConfig(['--router', 'builtin'], {}).router).toBeUndefined();
+});
+
+test('bad settings are INVALID_ARGUMENT errors naming their source', () => {
+  const cases: [string[], Record<string, string>, RegExp][] = [
+    [['--port', 'x'], {}, /--port: port must be an integer/],
+    [[], { EDGE_MAX_CONCURRENT: '0' }, /EDGE_MAX_CONCURRENT: maxConcurrent must be an integer ≥ 1/],
+    [['--log-level', 'loud'], {}, /logLevel must be one of debug, info, warn, error/],
+    [['--cloud', 'no-port'], {}, /--cloud must be host:port or 'none'/],
+    [['--cloud-tls-cert', 'c.pem'], {}, /needs both --cloud-tls-cert and --cloud-tls-key/],
+    [['--bogus'], {}, /Unknown option/],
+  ];
+  for (const [argv, env, message] of cases) expect(() => parseEdgeConfig(argv, env)).toThrow(message);
+  const file = join(dir, 'bad.json');
+  writeFileSync(file, JSON.stringify({ prot: 1 }));
+  expect(() => parseEdgeConfig(['--config', file], {})).toThrow(/unknown key "prot"/);
+});
+
+test('usage lists every setting with its variable and default', () => {
+  expect(EDGE_USAGE).toContain('--cloud-deadline-ms N');
+  expect(EDGE_USAGE).toContain('EDGE_<NAME>');
+  expect(EDGE_USAGE).toContain('(default 8080)');
+});
