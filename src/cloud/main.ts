@@ -4,7 +4,7 @@
  */
 import { errorMessage } from '../shared/errors.ts';
 import { describeShimConfig, parseShimConfig, SHIM_USAGE } from './config.ts';
-import { createLog } from './log.ts';
+import { createLogger } from '../shared/logger.ts';
 import { startShim } from './shim-server.ts';
 
 const argv = process.argv.slice(2);
@@ -15,15 +15,15 @@ if (argv.includes('--help') || argv.includes('-h')) {
 
 try {
   const config = parseShimConfig(argv, process.env);
-  const log = createLog(config.logLevel);
-  log('debug', 'config', describeShimConfig(config));
+  const log = createLogger('shim', config.logLevel);
+  log.debug('config', describeShimConfig(config));
   const shim = await startShim(config, { log });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       shim.shutdown().then(
         () => process.exit(0),
         (e) => {
-          log('error', 'shutdown failed', { error: errorMessage(e) });
+          log.error('shutdown failed', { error: errorMessage(e) });
           process.exit(1);
         },
       );

@@ -12,7 +12,7 @@ import { fromWireSources, toWireFinish } from '../shared/grpc-wire.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend, BackendStepResult, SamplingSettings } from './backend.ts';
 import type { ShimConfig } from './config.ts';
-import type { Log } from './log.ts';
+import type { Logger } from '../shared/logger.ts';
 import type { Session, SessionStore } from './session-store.ts';
 import { spanText } from './span-text.ts';
 
@@ -22,7 +22,7 @@ export interface ShimContext {
   backend: Backend;
   /** Decodes reply text when the backend returns none. */
   tokenizer: TextTokenizer | undefined;
-  log: Log;
+  log: Logger;
 }
 
 export interface RequestSource {
@@ -59,7 +59,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
     const stepTimeoutMs = open.stepTimeoutMs > 0 ? Math.min(open.stepTimeoutMs, config.backendTimeoutMs) : config.backendTimeoutMs;
     live = AbortSignal.any([signal, session.signal]);
     backendSession = backend.openSession(session.id);
-    log('debug', 'session opened', { session: session.id, requestId: session.requestId, context: session.ids.length });
+    log.debug('session opened', { session: session.id, requestId: session.requestId, context: session.ids.length });
     yield {
       opened: { sessionId: session.id, backend: backend.info.name, vocabSize: backend.info.vocabSize ?? 0, maxContext: backend.info.maxContext ?? 0 },
     };
@@ -87,11 +87,11 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
         store.touch(session);
       }
     }
-    log('debug', 'session closed', { session: session.id, ...totals() });
+    log.debug('session closed', { session: session.id, ...totals() });
     yield endMessage(undefined, totals());
   } catch (e) {
     const error = live.aborted && !(e instanceof AppError) ? abortReason(live) : toAppError(e);
-    log(error.code === 'INTERNAL' ? 'error' : 'debug', 'session failed', { session: session?.id, code: error.code, error: error.message });
+    log[error.code === 'INTERNAL' ? 'error' : 'debug']('session failed', { session: session?.id, code: error.code, error: error.message });
     yield endMessage(error, totals());
     throw error;
   } finally {

@@ -19,7 +19,7 @@ import type { Backend } from './backend.ts';
 import { createBackend } from './backends.ts';
 import type { ShimConfig } from './config.ts';
 import { ActiveStreams, cloudRouterHandlers } from './grpc-service.ts';
-import { createLog, type Log } from './log.ts';
+import { createLogger, type Logger } from '../shared/logger.ts';
 import { SessionStore } from './session-store.ts';
 
 export interface ShimServer {
@@ -38,11 +38,11 @@ export interface ShimServer {
 export interface ShimDependencies {
   /** A ready backend (tests share one); built from the config otherwise. The shim closes it on shutdown. */
   backend?: Backend;
-  log?: Log;
+  log?: Logger;
 }
 
 export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependencies = {}): Promise<ShimServer> {
-  const log = deps.log ?? createLog(config.logLevel);
+  const log = deps.log ?? createLogger('shim', config.logLevel);
   const tokenizer = config.modelPack && existsSync(join(config.modelPack, 'tokenizer.json')) ? await TextTokenizer.fromPack(config.modelPack) : undefined;
   const backend = deps.backend ?? (await createBackend(config, tokenizer));
   const store = new SessionStore({ maxSessions: config.maxSessions, maxContextTokens: config.maxContextTokens, idleMs: config.sessionIdleMs });
@@ -74,12 +74,12 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
   }
   health.set('', 'SERVING');
   health.set(CLOUD_ROUTER_SERVICE_NAME, 'SERVING');
-  log('info', 'shim listening', { address: `${host}:${port}`, backend: backend.info.name, tls: Boolean(config.tlsCert), mtls: Boolean(config.tlsClientCa) });
+  log.info('shim listening', { address: `${host}:${port}`, backend: backend.info.name, tls: Boolean(config.tlsCert), mtls: Boolean(config.tlsClientCa) });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (graceMs = config.shutdownGraceMs): Promise<void> =>
     (stopping ??= (async () => {
-      log('info', 'shim shutting down', { streams: streams.size, sessions: store.count });
+      log.info('shim shutting down', { streams: streams.size, sessions: store.count });
       health.shutdown();
       const drained = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       const reason = new AppError('UNAVAILABLE', 'the shim is shutting down');
@@ -90,7 +90,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
       clearTimeout(timer);
       if (timedOut) server.forceShutdown();
       await backend.close();
-      log('info', 'shim stopped', { forced: timedOut });
+      log.info('shim stopped', { forced: timedOut });
     })());
 
   return { port, address: `${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`, config, store, backend, health, streams, shutdown };

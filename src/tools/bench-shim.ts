@@ -10,7 +10,7 @@
  */
 import { shimConfig } from '../cloud/config.ts';
 import { EmbeddedBackend } from '../cloud/embedded-backend.ts';
-import { silentLog } from '../cloud/log.ts';
+import { silentLogger } from '../shared/logger.ts';
 import { startShim } from '../cloud/shim-server.ts';
 import type { SamplingSettings } from '../cloud/backend.ts';
 import type { TokenSource } from '../edge/cloud-client.ts';
@@ -113,7 +113,7 @@ export async function runShimBench(options: { pack: string; steps: number; reps:
   }
 
   // Round trips through the real gRPC stack on loopback.
-  const shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: options.pack, threads: options.threads, logLevel: 'silent' }), { log: silentLog });
+  const shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: options.pack, threads: options.threads, logLevel: 'silent' }), { log: silentLogger });
   const client = new GrpcCloudClient({ address: shim.address });
   const overhead: number[] = [];
   const internal: number[] = [];

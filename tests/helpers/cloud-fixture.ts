@@ -4,7 +4,7 @@
  * DecoderSequence.
  */
 import { shimConfig, type ShimConfig } from '../../src/cloud/config.ts';
-import { silentLog } from '../../src/cloud/log.ts';
+import { silentLogger } from '../../src/shared/logger.ts';
 import { startShim, type ShimDependencies, type ShimServer } from '../../src/cloud/shim-server.ts';
 import type { CloudStepRequest, TokenSource } from '../../src/edge/cloud-client.ts';
 import { DecoderModel } from '../../src/shared/decoder-session.ts';
@@ -26,7 +26,7 @@ export async function loadCloudModel(): Promise<{ model: DecoderModel; tokenizer
 
 export async function startTestShim(overrides: Partial<ShimConfig> = {}, deps: ShimDependencies = {}): Promise<ShimServer> {
   const modelPack = await cloudPackDir();
-  return startShim(shimConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', modelPack, ...overrides }), { log: silentLog, ...deps });
+  return startShim(shimConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', modelPack, ...overrides }), { log: silentLogger, ...deps });
 }
 
 /** Greedy continuation of `context` by `count` tokens, on a fresh KV cache (no shim involved). */
