@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
-import { parallelCopyBandwidth, singleThreadCopyBandwidth } from '../src/tools/bench-decode-bandwidth.ts';
+import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from '../src/tools/bench-decode-bandwidth.ts';
 import { kvCacheBytes, weightTraffic } from '../src/tools/bench-decode-weights.ts';
 import { PRESETS } from '../src/tools/models/random-model.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
@@ -43,12 +43,16 @@ describe('bytes read per token', () => {
     expect(kvCacheBytes(pack, 100)).toBe(2 * 2 * 2 * 100 * 16 * 4);
   });
 
-  test('copy bandwidth is positive on one thread and on two', async () => {
-    const one = singleThreadCopyBandwidth(16 * 2 ** 20, 3);
-    expect(one.gbPerSecond).toBeGreaterThan(0.1);
-    const two = await parallelCopyBandwidth(16 * 2 ** 20, 2, 3);
-    expect(two.threads).toBe(2);
-    expect(two.gbPerSecond).toBeGreaterThan(0.1);
+  test('copy bandwidth is positive on one thread and on two workers, round after round', async () => {
+    expect(singleThreadCopyBandwidth(copyBuffers(16 * 2 ** 20), 3)).toBeGreaterThan(0.1);
+    const team = await CopyTeam.start(2, 8 * 2 ** 20);
+    try {
+      expect(team.threads).toBe(2);
+      expect(await team.measure(50)).toBeGreaterThan(0.1);
+      expect(await team.measure(50)).toBeGreaterThan(0.1);
+    } finally {
+      team.close();
+    }
   });
 });
 
@@ -56,7 +60,7 @@ describe('bun run bench decode', () => {
   test('a short run on the demo edge pack prints its figures and the JSON line', async () => {
     const demo = await ensureDemoPacks();
     const proc = Bun.spawn(
-      ['bun', 'src/tools/bench.ts', 'decode', '--pack', demo.edgePack, '--prompt-tokens', '20', '--steps', '4', '--warmup', '1', '--copy-mib', '32', '--json'],
+      ['bun', 'src/tools/bench.ts', 'decode', '--pack', demo.edgePack, '--prompt-tokens', '20', '--steps', '4', '--warmup', '1', '--rounds', '2', '--copy-mib', '32', '--json'],
       { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' },
     );
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
@@ -68,5 +72,6 @@ describe('bun run bench decode', () => {
     }
     expect(json.fraction_of_bound).toBeCloseTo(json.bound_ms_per_token / json.ms_per_token, 9);
     expect(json.weight_bytes).toBe(weightTraffic(join(demo.edgePack, 'model.onnx')).perToken);
+    expect(json.rounds).toHaveLength(2);
   });
 });

@@ -18,13 +18,13 @@ import { argmax } from '../shared/logits.ts';
 import { loadModelPack, type ModelPack } from '../shared/model-pack.ts';
 import { MODELS_DIR } from '../shared/paths.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
-import { parallelCopyBandwidth, singleThreadCopyBandwidth, type CopyBandwidth } from './bench-decode-bandwidth.ts';
+import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './bench-decode-bandwidth.ts';
 import { kvCacheBytes, weightTraffic } from './bench-decode-weights.ts';
 import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
 import { PACK_SOURCE_FILE } from './models/pack-writer.ts';
 import { writeRandomPack } from './models/random-pack.ts';
 
-export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--threads N] [--copy-mib 1024] [--json]
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
       read per token / measured copy bandwidth); a preset is built once under models/bench/`;
 
@@ -32,12 +32,21 @@ export interface DecodeBenchOptions {
   preset?: string;
   pack?: string;
   promptTokens: number;
+  /** Decode steps measured in all, spread over `rounds`. */
   steps: number;
   warmup: number;
+  /** Each round measures the copy bandwidth, then decodes its share of the steps, so both see the same machine. */
+  rounds: number;
   threads: number;
-  /** Bytes copied per round of the bandwidth measurement (split between the threads). */
+  /** Bytes of each copy buffer: the main thread's, and all workers' together. */
   copyBytes: number;
   log: (line: string) => void;
+}
+
+export interface DecodeRound {
+  msPerToken: number;
+  singleThreadGbS: number;
+  allThreadsGbS: number;
 }
 
 export interface DecodeBenchResult {
@@ -48,13 +57,16 @@ export interface DecodeBenchResult {
   steps: number;
   loadMs: number;
   prefillMs: number;
+  /** Median over all measured steps. */
   msPerToken: number;
   msPerTokenP90: number;
   tokensPerSecond: number;
   /** Weight bytes read per token, KV-cache bytes read per token (mean over the measured steps). */
   weightBytes: number;
   kvBytes: number;
-  bandwidth: { singleThread: CopyBandwidth; allThreads: CopyBandwidth; used: number };
+  /** Copy bandwidth (read + written), medians over the rounds; the bound uses the larger. */
+  bandwidth: { singleThread: number; allThreads: number; used: number };
+  rounds: DecodeRound[];
   boundMsPerToken: number;
   /** bound / measured: 1 = as fast as memory allows. */
   fractionOfBound: number;
@@ -99,20 +111,20 @@ async function promptIds(pack: ModelPack, count: number): Promise<number[]> {
 const median = (values: number[]) => percentile(values, 50);
 
 export async function benchDecode(o: DecodeBenchOptions): Promise<DecodeBenchResult> {
-  if (o.steps < 1 || o.promptTokens < 1 || o.warmup < 0 || o.threads < 1) throw new UsageError('--steps, --prompt-tokens and --threads must be at least 1');
+  if (o.steps < 1 || o.promptTokens < 1 || o.warmup < 0 || o.threads < 1 || o.rounds < 1 || o.rounds > o.steps) {
+    throw new UsageError('--steps, --prompt-tokens, --rounds and --threads must be at least 1, and --rounds at most --steps');
+  }
   const { target, dir } = await resolvePack(o);
   const pack = loadModelPack(dir);
   if (o.promptTokens + o.warmup + o.steps > pack.maxPositions) {
     throw new AppError('INVALID_ARGUMENT', `prompt + warm-up + steps exceed the model's ${pack.maxPositions} positions`);
   }
   const traffic = weightTraffic(pack.modelPath);
-
-  o.log(`copy bandwidth: ${o.copyBytes / 2 ** 20} MiB, 1 and ${o.threads} threads`);
-  const singleThread = singleThreadCopyBandwidth(o.copyBytes, 7);
-  const allThreads = o.threads > 1 ? await parallelCopyBandwidth(o.copyBytes, o.threads, 7) : singleThread;
-  const bandwidth = Math.max(singleThread.gbPerSecond, allThreads.gbPerSecond);
-
   const ids = await promptIds(pack, o.promptTokens);
+
+  o.log(`copy buffers: ${o.copyBytes / 2 ** 20} MiB on this thread, the same split over ${o.threads} workers`);
+  const buffers = copyBuffers(o.copyBytes);
+  const team = await CopyTeam.start(o.threads, o.copyBytes / o.threads);
   o.log(`loading ${dir} (${(traffic.total / 2 ** 20).toFixed(0)} MiB of weights, ${o.threads} threads)`);
   const loadStart = performance.now();
   const model = await DecoderModel.load(pack, { threads: o.threads });
@@ -128,14 +140,28 @@ export async function benchDecode(o: DecodeBenchOptions): Promise<DecodeBenchRes
       ({ logits } = await sequence.append(ids));
       if (run > 0) prefills.push(performance.now() - t);
     }
-    o.log(`prefill ${o.promptTokens} tokens: ${median(prefills).toFixed(1)} ms; decoding ${o.warmup} + ${o.steps} steps`);
-    const steps: number[] = [];
-    for (let i = 0; i < o.warmup + o.steps; i++) {
+    o.log(`prefill ${o.promptTokens} tokens: ${median(prefills).toFixed(1)} ms; decoding ${o.warmup} + ${o.steps} steps in ${o.rounds} rounds`);
+    const decode = async () => {
       const next = argmax(logits);
       const t = performance.now();
       ({ logits } = await sequence!.append([next]));
-      if (i >= o.warmup) steps.push(performance.now() - t);
+      return performance.now() - t;
+    };
+    for (let i = 0; i < o.warmup; i++) await decode();
+    const steps: number[] = [];
+    const rounds: DecodeRound[] = [];
+    for (let r = 0; r < o.rounds; r++) {
+      const singleThreadGbS = singleThreadCopyBandwidth(buffers, 3);
+      const allThreadsGbS = o.threads > 1 ? await team.measure(600) : singleThreadGbS;
+      const mine: number[] = [];
+      const count = Math.floor(((r + 1) * o.steps) / o.rounds) - Math.floor((r * o.steps) / o.rounds);
+      for (let i = 0; i < count; i++) mine.push(await decode());
+      steps.push(...mine);
+      rounds.push({ msPerToken: median(mine), singleThreadGbS, allThreadsGbS });
     }
+    const singleThread = median(rounds.map((r) => r.singleThreadGbS));
+    const allThreads = median(rounds.map((r) => r.allThreadsGbS));
+    const bandwidth = Math.max(singleThread, allThreads);
     const msPerToken = median(steps);
     // Step j reads the cache of prompt + warm-up + j tokens plus its own.
     const kvBytes = kvCacheBytes(pack, o.promptTokens + o.warmup + (o.steps + 1) / 2);
@@ -154,12 +180,14 @@ export async function benchDecode(o: DecodeBenchOptions): Promise<DecodeBenchRes
       weightBytes: traffic.perToken,
       kvBytes,
       bandwidth: { singleThread, allThreads, used: bandwidth },
+      rounds,
       boundMsPerToken,
       fractionOfBound: boundMsPerToken / msPerToken,
     };
   } finally {
     sequence?.dispose();
     await model.release();
+    team.close();
   }
 }
 
@@ -170,7 +198,8 @@ export function formatDecodeBench(r: DecodeBenchResult): string {
     `prefill ${r.promptTokens} tokens: ${r.prefillMs.toFixed(1)} ms`,
     `decode: ${r.msPerToken.toFixed(2)} ms/token median (p90 ${r.msPerTokenP90.toFixed(2)}) over ${r.steps} steps = ${r.tokensPerSecond.toFixed(1)} tokens/s`,
     `read per token: weights ${mib(r.weightBytes)} + KV cache ${mib(r.kvBytes)}`,
-    `copy bandwidth (read + write): ${r.bandwidth.singleThread.gbPerSecond.toFixed(1)} GB/s on 1 thread, ${r.bandwidth.allThreads.gbPerSecond.toFixed(1)} GB/s on ${r.bandwidth.allThreads.threads}; bound uses ${r.bandwidth.used.toFixed(1)} GB/s`,
+    `copy bandwidth (read + write, median of ${r.rounds.length} rounds): ${r.bandwidth.singleThread.toFixed(1)} GB/s on 1 thread, ${r.bandwidth.allThreads.toFixed(1)} GB/s on ${r.threads}; bound uses ${r.bandwidth.used.toFixed(1)} GB/s`,
+    `rounds (ms/token, GB/s 1 thread, GB/s all): ${r.rounds.map((x) => `${x.msPerToken.toFixed(1)}/${x.singleThreadGbS.toFixed(1)}/${x.allThreadsGbS.toFixed(1)}`).join('  ')}`,
     `bound: ${r.boundMsPerToken.toFixed(2)} ms/token; measured reaches ${(100 * r.fractionOfBound).toFixed(0)}% of it`,
   ].join('\n');
 }
@@ -182,6 +211,7 @@ export async function main(args: string[]): Promise<void> {
     'prompt-tokens': { type: 'string' },
     steps: { type: 'string' },
     warmup: { type: 'string' },
+    rounds: { type: 'string' },
     threads: { type: 'string' },
     'copy-mib': { type: 'string' },
     json: { type: 'boolean' },
@@ -193,6 +223,7 @@ export async function main(args: string[]): Promise<void> {
     promptTokens: integerFlag(values, 'prompt-tokens', 100)!,
     steps: integerFlag(values, 'steps', 32)!,
     warmup: integerFlag(values, 'warmup', 4)!,
+    rounds: integerFlag(values, 'rounds', 4)!,
     threads: integerFlag(values, 'threads', availableParallelism())!,
     copyBytes: integerFlag(values, 'copy-mib', 1024)! * 2 ** 20,
     log: (line) => console.error(line),
@@ -211,10 +242,12 @@ export async function main(args: string[]): Promise<void> {
         prompt_tokens: r.promptTokens,
         bandwidth_gb_s: r.bandwidth.used,
         bandwidth_counting: 'copy bytes read + written',
-        single_thread_bandwidth_gb_s: r.bandwidth.singleThread.gbPerSecond,
+        single_thread_bandwidth_gb_s: r.bandwidth.singleThread,
+        all_threads_bandwidth_gb_s: r.bandwidth.allThreads,
         weight_bytes: r.weightBytes,
         kv_bytes: r.kvBytes,
         load_ms: r.loadMs,
+        rounds: r.rounds.map((x) => ({ ms_per_token: x.msPerToken, single_thread_gb_s: x.singleThreadGbS, all_threads_gb_s: x.allThreadsGbS })),
       }),
     );
   }
