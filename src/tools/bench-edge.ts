@@ -19,7 +19,7 @@ import { DecoderModel } from '../shared/decoder-session.ts';
 import { AppError } from '../shared/errors.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { DEMO, MODELS_DIR } from '../shared/paths.ts';
-import { TextTokenizer, type EncodeOptions } from '../shared/tokenizer.ts';
+import { TextTokenizer } from '../shared/tokenizer.ts';
 import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
 import { buildDemoPacks } from './models/demo.ts';
 import { PACK_SOURCE_FILE } from './models/pack-writer.ts';
@@ -138,22 +138,6 @@ async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pac
   return { target: 'demo:stories260k-3l', pack: DEMO.edgePack, router: DEMO.routerPack };
 }
 
-/**
- * The decoder loop asks for a BOS token whenever the pack's generation_config names one, but Qwen's
- * tokenizer has none (`add_bos_token: false`), so encoding would fail. Until the loop asks the tokenizer,
- * the bench hands it a tokenizer that adds BOS only when it has one: the same ids the loop means to feed.
- */
-function bosTolerant(tokenizer: TextTokenizer): TextTokenizer {
-  if (tokenizer.bosId !== undefined) return tokenizer;
-  return new Proxy(tokenizer, {
-    get(target, key) {
-      if (key === 'encode') return (text: string, options: EncodeOptions = {}) => target.encode(text, { ...options, addBos: false });
-      const value: unknown = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
-
 async function runLoop(engine: EdgeEngine, mode: Mode, threshold: number, tokens: number) {
   const request = parseGenerationRequest({ prompt: PROMPT, mode, threshold, maxNewTokens: tokens });
   const events: TokenEvent[] = [];
@@ -179,7 +163,9 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
   const router = await OnnxRouter.load(routerDir);
   try {
     if (!slm.hasHiddenStates) throw new AppError('FAILED_PRECONDITION', `${pack.dir}: no hidden_states output (add it with: bun run models expose-hidden)`);
-    const tokenizer = bosTolerant(await TextTokenizer.fromPack(pack.dir));
+    const tokenizer = await TextTokenizer.fromPack(pack.dir);
+    // The ids the loop feeds: BOS only when both the pack and its tokenizer have one (Qwen's has none).
+    const addBos = pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
 
     // Reference run (also the warm-up): the greedy tokens the replay cloud will answer with, and their scores.
     o.log('reference run');
@@ -195,7 +181,7 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
     for (let pass = 0; pass < Math.min(o.runs, 3); pass++) {
       const sequence = slm.newSequence();
       try {
-        await sequence.append(tokenizer.encode(PROMPT, { addBos: pack.bosTokenId !== undefined, parseSpecialTokens: false }));
+        await sequence.append(tokenizer.encode(PROMPT, { addBos, parseSpecialTokens: false }));
         for (const id of ids) {
           const t = performance.now();
           const { hidden } = await sequence.append([id]);
