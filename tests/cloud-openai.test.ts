@@ -10,7 +10,7 @@ import type { DecoderModel } from '../src/shared/decoder-session.ts';
 import { logSoftmax, topK } from '../src/shared/logits.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { FakeOpenAi, type FakeOpenAiOptions } from './helpers/cloud-fake-openai.ts';
-import { EdgeContext, greedyReference, loadCloudModel, referenceLogits, startTestShim } from './helpers/cloud-fixture.ts';
+import { EdgeContext, greedyReference, loadCloudModel, referenceLogits, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 
 let model: DecoderModel;
 let tokenizer: TextTokenizer;
@@ -109,6 +109,39 @@ describe('openai backend', () => {
       const edge = new EdgeContext([1, 403, 407, 261]);
       const reply = await session.next(edge.step({ maxTokens: 1 }));
       expect(reply.tokens).toEqual(await greedyReference(model, edge.ids, 1));
+      await session.close();
+    });
+  });
+
+  test('a request that hangs is aborted at the backend deadline: the connection is closed', async () => {
+    await withOpenAi({ hang: true }, { backendTimeoutMs: 300 }, async ({ fake, shim, client }) => {
+      const session = client.openSession({ requestId: 'oa-hang' });
+      expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
+      await waitFor(() => fake.disconnects === 1, 3_000, 'backend connection closed');
+      await session.close();
+      expect(shim.store.count).toBe(0);
+    });
+  });
+
+  test('cancelling the generation closes the backend request', async () => {
+    await withOpenAi({ hang: true }, {}, async ({ fake, client }) => {
+      const controller = new AbortController();
+      const session = client.openSession({ requestId: 'oa-cancel', signal: controller.signal });
+      const pending = session.next(new EdgeContext([1]).step());
+      await waitFor(() => fake.requests.length === 1, 2_000, 'request reaching the fake server');
+      controller.abort();
+      expect(await rejectionCode(pending)).toBe('CANCELLED');
+      await waitFor(() => fake.disconnects === 1, 3_000, 'backend connection closed');
+      await session.close();
+    });
+  });
+
+  test('an error in the middle of a stream fails the step with the server\'s message', async () => {
+    await withOpenAi({ streamError: 'CUDA out of memory' }, { backendStream: true }, async ({ client }) => {
+      const session = client.openSession({ requestId: 'oa-stream-error' });
+      const error = await session.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
+      expect(error.code).toBe('INTERNAL');
+      expect(error.message).toContain('CUDA out of memory');
       await session.close();
     });
   });

@@ -1,6 +1,7 @@
 /**
  * HTTP plumbing shared by the `sglang` and `openai` backends: JSON POSTs with limited retries (only when
- * no connection could be made: nothing reached the server), error bodies in every shape SGLang, vLLM and
+ * the connection failed before any reply: refused or reset; a completion request has no side effect but its
+ * compute, so a repeat is safe; any HTTP reply, even an error, is the server's answer and is not retried), error bodies in every shape SGLang, vLLM and
  * FastAPI produce turned into AppErrors, and `data:` event streams read as parsed JSON objects.
  * Cancellation is the request's AbortSignal: aborting closes the HTTP connection, which is also how
  * SGLang learns that a request was abandoned.

@@ -6,7 +6,7 @@
  */
 import type { DecoderModel } from '../../src/shared/decoder-session.ts';
 import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
-import { checkFields, fakeGenerate, is, RadixCacheSim, sse, type FakeGeneration } from './cloud-fake-model.ts';
+import { checkFields, disconnected, fakeGenerate, is, RadixCacheSim, sse, type FakeGeneration } from './cloud-fake-model.ts';
 
 export interface FakeOpenAiOptions {
   /** Honour `return_token_ids` (recent vLLM / SGLang). Default true. */
@@ -19,6 +19,10 @@ export interface FakeOpenAiOptions {
   errors?: 'sglang' | 'vllm';
   /** Answer every completion with this error message (HTTP 400). */
   fail?: string;
+  /** Never answer a completion: wait until the client closes the connection (counted in `disconnects`). */
+  hang?: boolean;
+  /** When streaming, send this error as `data: {"error": ...}` after the first chunk, then `[DONE]`. */
+  streamError?: string;
 }
 
 const REQUEST_SPEC = {
@@ -43,6 +47,8 @@ const REQUEST_SPEC = {
 
 export class FakeOpenAi {
   readonly requests: Record<string, unknown>[] = [];
+  /** Hanging requests whose client went away. */
+  disconnects = 0;
   private readonly cache = new RadixCacheSim();
   private readonly server: ReturnType<typeof Bun.serve>;
 
@@ -72,6 +78,11 @@ export class FakeOpenAi {
     if (typeof body.model !== 'string') problems.push('body: model is required');
     if (problems.length) return this.error(400, problems.join('; '));
     if (this.options.fail) return this.error(400, this.options.fail);
+    if (this.options.hang) {
+      await disconnected(request);
+      this.disconnects++;
+      return new Response(null, { status: 499 });
+    }
     const input = typeof body.prompt === 'string' ? this.tokenizer.encode(body.prompt) : (body.prompt as number[]);
     const { vocabSize, maxPositions } = this.model.pack;
     if (input.length === 0 || input.some((id) => id < 0 || id >= vocabSize)) return this.error(400, 'prompt holds invalid token ids');
@@ -112,6 +123,10 @@ export class FakeOpenAi {
     return sse(
       (function* () {
         for (let i = 0; i < generation.ids.length; i++) {
+          if (self.options.streamError && i === 1) {
+            yield { error: { message: self.options.streamError, type: 'InternalServerError', code: 500 } };
+            return;
+          }
           const last = i === generation.ids.length - 1;
           yield { ...base, choices: [{ index: 0, ...self.choice(generation, i, i + 1, withIds, withLogprobs, i === 0 ? input : undefined), finish_reason: last ? finish : null }] };
         }
