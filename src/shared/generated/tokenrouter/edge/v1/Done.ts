@@ -3,6 +3,9 @@
 import type { Metrics as _tokenrouter_edge_v1_Metrics, Metrics__Output as _tokenrouter_edge_v1_Metrics__Output } from '../../../tokenrouter/edge/v1/Metrics';
 
 export interface Done {
+  /**
+   * eos, stop, length, context or cancelled.
+   */
   'finishReason'?: (string);
   'text'?: (string);
   'metrics'?: (_tokenrouter_edge_v1_Metrics | null);
@@ -11,6 +14,9 @@ export interface Done {
 }
 
 export interface Done__Output {
+  /**
+   * eos, stop, length, context or cancelled.
+   */
   'finishReason': (string);
   'text': (string);
   'metrics': (_tokenrouter_edge_v1_Metrics__Output | null);

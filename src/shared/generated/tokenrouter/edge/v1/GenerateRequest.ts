@@ -3,7 +3,13 @@
 
 export interface GenerateRequest {
   'prompt'?: (string);
+  /**
+   * joint (default), small_only or llm_only.
+   */
   'mode'?: (string);
+  /**
+   * Unset fields take the edge's defaults: threshold 0.5, 64 new tokens, greedy, top_p 1, seed 0, span 1.
+   */
   'threshold'?: (number | string);
   'maxNewTokens'?: (number);
   'temperature'?: (number | string);
@@ -21,7 +27,13 @@ export interface GenerateRequest {
 
 export interface GenerateRequest__Output {
   'prompt': (string);
+  /**
+   * joint (default), small_only or llm_only.
+   */
   'mode': (string);
+  /**
+   * Unset fields take the edge's defaults: threshold 0.5, 64 new tokens, greedy, top_p 1, seed 0, span 1.
+   */
   'threshold'?: (number);
   'maxNewTokens'?: (number);
   'temperature'?: (number);
