@@ -13,6 +13,8 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   edge: () => import('./bench-edge.ts'),
   decode: () => import('./bench-decode.ts'),
   shim: () => import('./bench-shim.ts'),
+  latency: () => import('./bench-latency.ts'),
+  load: () => import('./bench-load.ts'),
 };
 
 async function usage(): Promise<string> {

@@ -1,0 +1,77 @@
+/**
+ * The shim of `bench load`, run as a child process so that its memory is measured apart from the load
+ * generator's: a real shim (`startShim`, embedded backend) on 127.0.0.1 port 0, driven over IPC.
+ *
+ * Protocol (JSON over Bun's IPC channel): the child sends `{type: 'ready', address}` once it listens
+ * (or `{type: 'failed', message}` and exits); `{type: 'stats', id}` is answered with a ShimStats after a
+ * forced garbage collection; `{type: 'stop'}` shuts the shim down and exits. The child also exits when
+ * its parent goes away (the IPC channel disconnects), so a killed benchmark leaves no shim behind.
+ *
+ * Started by `bench-load.ts` as `bun bench-load-shim.ts '<json of ShimConfig overrides>'`.
+ */
+import { shimConfig, type ShimConfig } from '../cloud/config.ts';
+import { EmbeddedBackend } from '../cloud/embedded-backend.ts';
+import { startShim, type ShimServer } from '../cloud/shim-server.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { createLogger } from '../shared/logger.ts';
+
+/** What the shim process holds at one moment, after `Bun.gc(true)`. */
+export interface ShimStats {
+  rssMb: number;
+  heapMb: number;
+  /** Sessions in the store, context tokens they hold, and Route streams in flight. */
+  sessions: number;
+  contextTokens: number;
+  streams: number;
+  /** KV caches the embedded backend dropped to stay within its cap, and rebuilt later. */
+  evictions: number;
+  rebuilds: number;
+}
+
+export type ShimChildRequest = { type: 'stats'; id: number } | { type: 'stop' };
+export type ShimChildReply = { type: 'ready'; address: string } | { type: 'failed'; message: string } | ({ type: 'stats'; id: number } & ShimStats);
+
+const MB = 1024 * 1024;
+
+function stats(shim: ShimServer): ShimStats {
+  Bun.gc(true);
+  const memory = process.memoryUsage();
+  const backendStats = shim.backend instanceof EmbeddedBackend ? shim.backend.stats : { evictions: 0, rebuilds: 0 };
+  return {
+    rssMb: memory.rss / MB,
+    heapMb: memory.heapUsed / MB,
+    sessions: shim.store.count,
+    contextTokens: shim.store.totalTokens,
+    streams: shim.streams.size,
+    evictions: backendStats.evictions,
+    rebuilds: backendStats.rebuilds,
+  };
+}
+
+async function serve(): Promise<void> {
+  const send = (reply: ShimChildReply) => process.send!(reply);
+  let shim: ShimServer;
+  try {
+    const overrides = JSON.parse(process.argv[2] ?? '{}') as Partial<ShimConfig>;
+    const config = shimConfig({ ...overrides, host: '127.0.0.1', port: 0, logLevel: 'error' });
+    shim = await startShim(config, { log: createLogger('shim', config.logLevel) });
+  } catch (e) {
+    send({ type: 'failed', message: errorMessage(e) });
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await shim.shutdown(1_000).catch(() => {});
+    process.exit(0);
+  };
+  process.on('message', (message: ShimChildRequest) => {
+    if (message.type === 'stats') send({ type: 'stats', id: message.id, ...stats(shim) });
+    else if (message.type === 'stop') void stop();
+  });
+  process.on('disconnect', () => void stop());
+  send({ type: 'ready', address: shim.address });
+}
+
+if (import.meta.main) await serve();
