@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
-import { CloudBackoff } from '../src/edge/cloud-backoff.ts';
+import { CircuitOpenError, CloudBackoff } from '../src/edge/cloud-backoff.ts';
 import type { DecoderModel } from '../src/shared/decoder-session.ts';
 import { cloudRouterService, serializeRouteRequest, type CloudRouterHandlers, type RouteRequest__Output } from '../src/shared/grpc-proto.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
@@ -105,18 +105,48 @@ describe('what the client sends', () => {
     expect(bytes.length).toBe(30);
   });
 
-  test('a step that gets no answer fails at its deadline, and the circuit opens', async () => {
+  test('a step that gets no answer fails at its deadline, and that one miss opens the circuit', async () => {
     rec.answer = null;
-    const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 60_000 } });
+    const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 60_000, failureThreshold: 3 } });
     try {
       const session = client.openSession({ requestId: 'slow' });
-      const started = performance.now();
       expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
-      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(client.backoff.consecutiveFailures).toBe(1);
       expect(client.state()).toBe('circuit-open');
-      const error = await session.next(new EdgeContext([1]).step()).catch((e) => e);
-      expect(error.code).toBe('UNAVAILABLE');
-      expect(error.message).toContain('next attempt in');
+      const sent = rec.messages.length;
+      for (let i = 0; i < 3; i++) {
+        const error = await session.next(new EdgeContext([1]).step()).catch((e) => e);
+        expect(error).toBeInstanceOf(CircuitOpenError);
+        expect(error.code).toBe('UNAVAILABLE');
+        expect(error.message).toMatch(/after 1 failed attempt\(s\); circuit open, next attempt in \d+ ms/);
+      }
+      // Refusals try nothing and count as nothing.
+      expect(rec.messages.length).toBe(sent);
+      expect(client.backoff.consecutiveFailures).toBe(1);
+    } finally {
+      rec.answer = [7];
+      await client.close();
+    }
+  });
+
+  test('half-open: one probe goes to the shim while other steps are refused; a failed probe reopens for longer', async () => {
+    rec.answer = null;
+    const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 100, maxMs: 60_000 } });
+    try {
+      const [a, b] = [client.openSession({ requestId: 'probe-a' }), client.openSession({ requestId: 'probe-b' })];
+      expect(await rejectionCode(a.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
+      await waitFor(() => client.backoff.state === 'half-open', 2_000, 'the delay to pass');
+      const opens = rec.messages.filter((m) => m.open).length;
+      const probe = a.next(new EdgeContext([1]).step()); // admitted synchronously: it is the probe
+      const refused = await b.next(new EdgeContext([1]).step()).catch((e) => e);
+      expect(refused).toBeInstanceOf(CircuitOpenError);
+      expect(refused.message).toContain('a reconnection attempt is in progress');
+      expect(await rejectionCode(probe)).toBe('DEADLINE_EXCEEDED');
+      expect(rec.messages.filter((m) => m.open).length).toBe(opens + 1);
+      expect(client.backoff.state).toBe('open');
+      expect(client.backoff.consecutiveFailures).toBe(2);
+      // (That this opening lasts twice as long is checked on an injected clock below.)
+      expect(await b.next(new EdgeContext([1]).step()).catch((e) => e)).toBeInstanceOf(CircuitOpenError);
     } finally {
       rec.answer = [7];
       await client.close();
@@ -149,21 +179,27 @@ describe('connection handling (real shim)', () => {
     }
   });
 
-  test('the shim going away: UNAVAILABLE, fast failures while the circuit is open, then reconnection', async () => {
+  test('the shim going away: UNAVAILABLE, the circuit opens at the third failure and refuses without trying, then reconnection', async () => {
     let shim = await startTestShim();
     const port = shim.port;
-    const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 150, maxMs: 150 }, stepTimeoutMs: 2_000 });
+    const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 400, maxMs: 400, failureThreshold: 3 }, stepTimeoutMs: 2_000 });
     try {
       const edge = new EdgeContext([1]);
       const session = client.openSession({ requestId: 'restart' });
       edge.push((await session.next(edge.step())).tokens, 'llm');
+      expect(client.state()).toBe('ready');
       await shim.shutdown();
 
-      expect(await rejectionCode(session.next(edge.step()))).toBe('UNAVAILABLE');
-      expect(client.state()).toBe('circuit-open');
-      const started = performance.now();
-      expect(await rejectionCode(session.next(edge.step()))).toBe('UNAVAILABLE');
-      expect(performance.now() - started).toBeLessThan(20);
+      for (const failures of [1, 2, 3]) {
+        const error = await session.next(edge.step()).catch((e) => e);
+        expect(error.code).toBe('UNAVAILABLE');
+        expect(error).not.toBeInstanceOf(CircuitOpenError); // each of these really tried the shim
+        expect(client.backoff.consecutiveFailures).toBe(failures);
+        expect(client.state()).toBe(failures < 3 ? 'unavailable' : 'circuit-open');
+      }
+      const refused = await session.next(edge.step()).catch((e) => e);
+      expect(refused).toBeInstanceOf(CircuitOpenError);
+      expect(client.backoff.consecutiveFailures).toBe(3);
 
       shim = await startTestShim({ port });
       await waitFor(() => client.state() !== 'circuit-open', 2_000, 'backoff to pass');
@@ -177,6 +213,7 @@ describe('connection handling (real shim)', () => {
       expect(reply!.tokens).toEqual(await greedyReference(model, edge.ids, 2));
       expect(reply!.cachedTokens).toBe(0); // the new stream carried the whole context
       expect(client.backoff.consecutiveFailures).toBe(0);
+      expect(client.state()).toBe('ready');
       await session.close();
     } finally {
       await client.close();
@@ -221,28 +258,125 @@ describe('connection handling (real shim)', () => {
   });
 });
 
-describe('backoff', () => {
-  test('delays double up to the maximum; one success closes the circuit', () => {
-    let now = 0;
-    const backoff = new CloudBackoff({ initialMs: 100, maxMs: 400, jitter: 0 }, () => now);
-    backoff.check();
-    const openFor = () => {
-      let t = 0;
-      while (backoff.open) now = ++t + start;
-      return t;
-    };
-    let start = now;
-    backoff.failure();
-    expect(() => backoff.check()).toThrow(/next attempt in 100 ms/);
-    expect(openFor()).toBe(100);
-    for (const expected of [200, 400, 400]) {
-      start = now;
-      backoff.failure();
-      expect(openFor()).toBe(expected);
+describe('circuit breaker (injected clock)', () => {
+  /** A breaker on a clock the test moves; no jitter unless asked, so delays are exact. */
+  function breaker(options: { failureThreshold?: number; jitter?: number; random?: () => number } = {}) {
+    const clock = { now: 1_000 };
+    const b = new CloudBackoff({ initialMs: 100, maxMs: 400, failureThreshold: options.failureThreshold, jitter: options.jitter ?? 0 }, () => clock.now, options.random);
+    return { clock, b };
+  }
+  const refusal = (b: CloudBackoff) => {
+    try {
+      b.check();
+    } catch (e) {
+      expect(e).toBeInstanceOf(CircuitOpenError);
+      return (e as Error).message;
     }
-    backoff.failure();
-    backoff.success();
-    expect(backoff.open).toBe(false);
-    expect(backoff.consecutiveFailures).toBe(0);
+    return 'admitted';
+  };
+
+  test('closed for the first N-1 failures, open after N, half-open after the delay, closed by a successful probe', () => {
+    const { clock, b } = breaker({ failureThreshold: 3 });
+    for (const failures of [1, 2]) {
+      b.failure();
+      expect([b.state, b.open, b.consecutiveFailures]).toEqual(['closed', false, failures]);
+      expect(refusal(b)).toBe('admitted');
+    }
+    b.failure();
+    expect([b.state, b.open]).toEqual(['open', true]);
+    expect(refusal(b)).toBe('cloud unavailable after 3 failed attempt(s); circuit open, next attempt in 100 ms');
+    clock.now += 99;
+    expect(refusal(b)).toBe('cloud unavailable after 3 failed attempt(s); circuit open, next attempt in 1 ms');
+    clock.now += 1;
+    expect([b.state, b.open]).toEqual(['half-open', false]);
+    expect(refusal(b)).toBe('admitted'); // the probe
+    expect([b.state, b.open]).toEqual(['half-open', true]);
+    expect(refusal(b)).toBe('cloud unavailable after 3 failed attempt(s); a reconnection attempt is in progress');
+    b.success();
+    expect([b.state, b.open, b.consecutiveFailures]).toEqual(['closed', false, 0]);
+    expect(refusal(b)).toBe('admitted');
+    expect(refusal(b)).toBe('admitted');
+  });
+
+  test('the default threshold is 3', () => {
+    const { b } = breaker();
+    b.failure();
+    b.failure();
+    expect(b.state).toBe('closed');
+    b.failure();
+    expect(b.state).toBe('open');
+  });
+
+  test('a failed probe reopens at once; the delay doubles per opening up to the maximum; a success starts over', () => {
+    const { clock, b } = breaker({ failureThreshold: 2 });
+    b.failure();
+    b.failure();
+    for (const delay of [100, 200, 400, 400, 400]) {
+      expect(refusal(b)).toBe(`cloud unavailable after ${b.consecutiveFailures} failed attempt(s); circuit open, next attempt in ${delay} ms`);
+      clock.now += delay - 1;
+      expect(b.state).toBe('open');
+      clock.now += 1;
+      expect(refusal(b)).toBe('admitted');
+      b.failure();
+    }
+    expect(b.consecutiveFailures).toBe(7);
+    clock.now += 400;
+    expect(refusal(b)).toBe('admitted');
+    b.success();
+    b.failure();
+    expect(b.state).toBe('closed'); // the count starts again at a success
+    b.failure();
+    expect(refusal(b)).toBe('cloud unavailable after 2 failed attempt(s); circuit open, next attempt in 100 ms');
+  });
+
+  test('a missed deadline opens the circuit at once, whatever the threshold', () => {
+    const { b } = breaker({ failureThreshold: 5 });
+    b.failure('deadline');
+    expect(b.state).toBe('open');
+    expect(refusal(b)).toBe('cloud unavailable after 1 failed attempt(s); circuit open, next attempt in 100 ms');
+  });
+
+  test('failures must be consecutive: a success in between resets the count', () => {
+    const { b } = breaker({ failureThreshold: 3 });
+    b.failure();
+    b.failure();
+    b.success();
+    b.failure();
+    b.failure();
+    expect([b.state, b.consecutiveFailures]).toEqual(['closed', 2]);
+  });
+
+  test('late failures while open do not push the next attempt back', () => {
+    const { clock, b } = breaker({ failureThreshold: 1 });
+    b.failure();
+    clock.now += 60;
+    b.failure(); // a step that was already under way when the circuit opened
+    b.failure('deadline');
+    expect(refusal(b)).toBe('cloud unavailable after 3 failed attempt(s); circuit open, next attempt in 40 ms');
+    clock.now += 40;
+    expect(b.state).toBe('half-open');
+  });
+
+  test('an abandoned probe (cancelled) lets the next caller probe, without counting a failure', () => {
+    const { clock, b } = breaker({ failureThreshold: 1 });
+    b.failure();
+    clock.now += 100;
+    expect(refusal(b)).toBe('admitted');
+    expect(refusal(b)).toMatch(/reconnection attempt is in progress/);
+    b.abandon();
+    expect([b.state, b.consecutiveFailures]).toEqual(['half-open', 1]);
+    expect(refusal(b)).toBe('admitted');
+  });
+
+  test('jitter spreads each delay by ±jitter', () => {
+    for (const [random, delay] of [[0, 80], [0.5, 100], [1, 120]] as const) {
+      const { b } = breaker({ failureThreshold: 1, jitter: 0.2, random: () => random });
+      b.failure();
+      expect(refusal(b)).toBe(`cloud unavailable after 1 failed attempt(s); circuit open, next attempt in ${delay} ms`);
+    }
+  });
+
+  test('a threshold below 1 is refused', () => {
+    expect(() => new CloudBackoff({ initialMs: 1, maxMs: 1, failureThreshold: 0 })).toThrow(/failureThreshold must be an integer ≥ 1, got 0/);
   });
 });

@@ -1,57 +1,126 @@
 /**
- * The edge's circuit breaker towards the cloud: after a transport failure the next attempts wait an
- * exponentially growing, jittered delay; calls during that delay fail at once (UNAVAILABLE) instead of
- * each routed token waiting on a dead connection. One success closes the circuit.
+ * The edge's circuit breaker towards the cloud. Closed, every routed step goes to the shim. After
+ * `failureThreshold` transport failures in a row (a missed deadline counts as all of them) it opens: for an
+ * exponentially growing, jittered delay every new stream is refused at once with UNAVAILABLE, so routed
+ * tokens fall back to the edge model instead of each waiting on a dead or slow shim. When the delay has
+ * passed it is half-open: one caller is let through as a probe while the others are still refused; the
+ * probe's success closes the circuit, its failure opens it again for twice as long (up to `maxMs`).
+ *
+ * Why a missed deadline opens the circuit at once: an unreachable shim fails in milliseconds (connection
+ * refused), so tolerating a few such failures before giving up costs nothing and rides out a blip such as
+ * a shim restart; a shim that is slow past the deadline costs a whole deadline of stalled output per
+ * attempt, and a user watching the page would rather see the edge's own tokens than wait that long again.
+ *
+ * Whoever `check` lets through as the probe must report `success`, `failure` or `abandon` (an attempt
+ * that ended without saying anything about the cloud, e.g. cancelled), or the circuit stays half-open.
+ * A refusal (`CircuitOpenError`) is not a failure and must not be reported as one: it would push the
+ * next attempt further away with every routed token, and the circuit would never let a probe through
+ * while a generation keeps routing.
  *
  * @example
- * const backoff = new CloudBackoff({ initialMs: 250, maxMs: 10_000 });
- * backoff.check();          // throws while open
- * backoff.failure(); backoff.success();
+ * const breaker = new CloudBackoff({ initialMs: 250, maxMs: 10_000, failureThreshold: 3 });
+ * breaker.check();          // throws while open
+ * breaker.failure('error'); breaker.success();
  */
 import { AppError } from '../shared/errors.ts';
 
 export interface BackoffOptions {
   initialMs: number;
   maxMs: number;
+  /** Transport failures in a row that open the circuit; a missed deadline opens it at once. Default 3. */
+  failureThreshold?: number;
   /** Random factor applied to each delay, e.g. 0.2 → ±20 %. */
   jitter?: number;
 }
 
+/** `deadline`: the cloud did not answer in time (opens the circuit at once); `error`: any other transport failure. */
+export type FailureKind = 'error' | 'deadline';
+
+export type CircuitState = 'closed' | 'open' | 'half-open';
+
+export const DEFAULT_FAILURE_THRESHOLD = 3;
+
+/** The breaker refused a call without trying the cloud (UNAVAILABLE). */
+export class CircuitOpenError extends AppError {
+  constructor(message: string) {
+    super('UNAVAILABLE', message);
+  }
+}
+
 export class CloudBackoff {
   private failures = 0;
+  /** Times the circuit opened since the last success: the exponent of the delay. */
+  private trips = 0;
+  private tripped = false;
   private retryAt = 0;
+  private probing = false;
 
   constructor(
     private readonly options: BackoffOptions,
     private readonly now: () => number = () => performance.now(),
     private readonly random: () => number = Math.random,
-  ) {}
+  ) {
+    const threshold = options.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD;
+    if (!Number.isInteger(threshold) || threshold < 1) throw new AppError('INVALID_ARGUMENT', `failureThreshold must be an integer ≥ 1, got ${threshold}`);
+  }
 
-  /** True while calls are refused. */
+  /** `open` while the delay runs, `half-open` once it has passed (until a probe reports), else `closed`. */
+  get state(): CircuitState {
+    if (!this.tripped) return 'closed';
+    return this.now() < this.retryAt ? 'open' : 'half-open';
+  }
+
+  /** True while calls are refused: the delay runs, or a probe is already out. */
   get open(): boolean {
-    return this.failures > 0 && this.now() < this.retryAt;
+    const state = this.state;
+    return state === 'open' || (state === 'half-open' && this.probing);
   }
 
   get consecutiveFailures(): number {
     return this.failures;
   }
 
-  /** Throws UNAVAILABLE while the circuit is open. */
+  /** Throws CircuitOpenError while calls are refused; in the half-open state the first caller becomes the probe. */
   check(): void {
-    if (!this.open) return;
-    const waitMs = Math.ceil(this.retryAt - this.now());
-    throw new AppError('UNAVAILABLE', `cloud unavailable after ${this.failures} failed attempt(s); next attempt in ${waitMs} ms`);
+    const state = this.state;
+    if (state === 'closed') return;
+    if (state === 'open') {
+      const waitMs = Math.ceil(this.retryAt - this.now());
+      throw new CircuitOpenError(`cloud unavailable after ${this.failures} failed attempt(s); circuit open, next attempt in ${waitMs} ms`);
+    }
+    if (this.probing) throw new CircuitOpenError(`cloud unavailable after ${this.failures} failed attempt(s); a reconnection attempt is in progress`);
+    this.probing = true;
   }
 
-  failure(): void {
+  failure(kind: FailureKind = 'error'): void {
     this.failures++;
-    const { initialMs, maxMs, jitter = 0.2 } = this.options;
-    const delay = Math.min(maxMs, initialMs * 2 ** (this.failures - 1));
-    this.retryAt = this.now() + delay * (1 - jitter + 2 * jitter * this.random());
+    const state = this.state;
+    // Steps that were already under way when the circuit opened report late: they do not restart the delay.
+    if (state === 'open') return;
+    const threshold = this.options.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD;
+    // A failure while half-open opens the circuit again at once: the shim has had its chance.
+    if (state === 'half-open' || kind === 'deadline' || this.failures >= threshold) this.trip();
   }
 
   success(): void {
     this.failures = 0;
+    this.trips = 0;
+    this.tripped = false;
     this.retryAt = 0;
+    this.probing = false;
+  }
+
+  /** The probe ended without a verdict on the cloud (cancelled, refused as a bad request): let another try. */
+  abandon(): void {
+    this.probing = false;
+  }
+
+  private trip(): void {
+    this.trips++;
+    this.tripped = true;
+    this.probing = false;
+    const { initialMs, maxMs, jitter = 0.2 } = this.options;
+    const delay = Math.min(maxMs, initialMs * 2 ** Math.min(this.trips - 1, 52));
+    this.retryAt = this.now() + delay * (1 - jitter + 2 * jitter * this.random());
   }
 }

@@ -28,6 +28,8 @@ export interface EdgeConfig {
   cloudTlsKey: string | undefined;
   /** Deadline of one routed step; past it the edge decides alone. */
   cloudDeadlineMs: number;
+  /** Transport failures in a row that open the circuit to the cloud (a missed deadline opens it at once). */
+  cloudFailureThreshold: number;
   /** Send the edge model's hidden state with routed steps: it leaves the device. */
   sendHiddenState: boolean;
   /** When set, the page and APIs require it. */
@@ -51,6 +53,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   cloudTlsCert: { kind: 'string', help: 'client certificate (PEM) for mutual TLS' },
   cloudTlsKey: { kind: 'string', help: 'client key (PEM) for mutual TLS' },
   cloudDeadlineMs: { kind: 'int', min: 1, help: 'deadline of one routed step; past it the edge decides alone' },
+  cloudFailureThreshold: { kind: 'int', min: 1, help: 'failed cloud attempts in a row before the edge stops trying for a while (a missed deadline counts as all)' },
   sendHiddenState: { kind: 'bool', help: 'send the small model hidden state with routed steps (it leaves the device)' },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
@@ -71,6 +74,7 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   cloudTlsCert: undefined,
   cloudTlsKey: undefined,
   cloudDeadlineMs: 5000,
+  cloudFailureThreshold: 3,
   sendHiddenState: false,
   accessToken: undefined,
   maxConcurrent: 8,

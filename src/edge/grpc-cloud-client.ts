@@ -4,8 +4,9 @@
  * whole context at its first `next`, and every later step carries only the ids the shim has not seen (the
  * client tracks the shim's copy of the context, including the tokens the shim itself returned). Each step
  * has a deadline; a stream that broke, expired or disagrees with the edge's context is reopened with the
- * whole context at the next step. Transport failures open a circuit with exponential backoff, during
- * which steps fail at once with UNAVAILABLE (the decoding loop then falls back to the edge model).
+ * whole context at the next step. Repeated transport failures (or one missed deadline) open a circuit
+ * with exponential backoff (see CloudBackoff), during which steps fail at once with UNAVAILABLE (the
+ * decoding loop then falls back to the edge model); the channel's own reconnection follows the same delays.
  *
  * @example
  * const cloud = new GrpcCloudClient({ address: 'cloud.example:50061', authToken, tls: { caFile: 'ca.pem' } });
@@ -28,7 +29,7 @@ import {
 import { abortReason, StreamReader, writeMessage } from '../shared/grpc-stream.ts';
 import { clientTls, type ClientTlsFiles } from '../shared/grpc-tls.ts';
 import { toWireSources } from '../shared/grpc-wire.ts';
-import { CloudBackoff } from './cloud-backoff.ts';
+import { CircuitOpenError, CloudBackoff } from './cloud-backoff.ts';
 import type { CloudClient, CloudConnectionState, CloudSession, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
 
 export interface GrpcCloudClientOptions {
@@ -48,8 +49,12 @@ export interface GrpcCloudClientOptions {
   closeTimeoutMs?: number;
   /** Message size limit, both directions. Default 4 MiB. */
   maxMessageBytes?: number;
-  /** Circuit breaker delays after transport failures. Default 250 ms doubling up to 10 s. */
-  backoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * Circuit breaker: how many transport failures in a row open it (default 3; a missed step deadline opens
+   * it at once), and its delays, which also pace the channel's reconnection attempts (default 250 ms
+   * doubling up to 10 s).
+   */
+  backoff?: { initialMs?: number; maxMs?: number; failureThreshold?: number };
   /** HTTP/2 keepalive ping interval. Default 30 s. */
   keepaliveMs?: number;
 }
@@ -66,7 +71,8 @@ export class GrpcCloudClient implements CloudClient {
   private closed = false;
 
   constructor(readonly options: GrpcCloudClientOptions) {
-    this.backoff = new CloudBackoff({ initialMs: options.backoff?.initialMs ?? 250, maxMs: options.backoff?.maxMs ?? 10_000 });
+    const { initialMs = 250, maxMs = 10_000, failureThreshold } = options.backoff ?? {};
+    this.backoff = new CloudBackoff({ initialMs, maxMs, failureThreshold });
   }
 
   openSession(options: { requestId: string; signal?: AbortSignal }): CloudSession {
@@ -77,18 +83,13 @@ export class GrpcCloudClient implements CloudClient {
   }
 
   state(): CloudConnectionState {
-    if (this.backoff.open) return 'circuit-open';
-    if (!this.client) return 'idle';
-    switch (this.client.getChannel().getConnectivityState(false)) {
-      case connectivityState.READY:
-        return 'ready';
-      case connectivityState.CONNECTING:
-        return 'connecting';
-      case connectivityState.TRANSIENT_FAILURE:
-        return 'unavailable';
-      default:
-        return 'idle';
-    }
+    if (this.backoff.state === 'open') return 'circuit-open';
+    const channel = this.client?.getChannel().getConnectivityState(false);
+    if (channel === connectivityState.CONNECTING) return 'connecting';
+    // The last attempt failed: whatever the channel says (a dropped connection leaves it IDLE, a slow shim
+    // READY), the cloud is not serving tokens until an attempt succeeds.
+    if (this.backoff.consecutiveFailures > 0 || channel === connectivityState.TRANSIENT_FAILURE) return 'unavailable';
+    return channel === connectivityState.READY ? 'ready' : 'idle';
   }
 
   async close(): Promise<void> {
@@ -114,15 +115,17 @@ export class GrpcCloudClient implements CloudClient {
 
   private connection(): CloudRouterClientType {
     if (this.client) return this.client;
-    const { address, tls, tlsServerName, maxMessageBytes = 4 << 20, keepaliveMs = 30_000 } = this.options;
+    const { address, tls, tlsServerName, maxMessageBytes = 4 << 20, keepaliveMs = 30_000, backoff } = this.options;
     const secure = clientTls(address, tls, tlsServerName);
     const channelOptions: ChannelOptions = {
       'grpc.max_receive_message_length': maxMessageBytes,
       'grpc.max_send_message_length': maxMessageBytes,
       'grpc.keepalive_time_ms': keepaliveMs,
       'grpc.keepalive_timeout_ms': 10_000,
-      'grpc.initial_reconnect_backoff_ms': 250,
-      'grpc.max_reconnect_backoff_ms': 10_000,
+      // The channel retries a lost connection on the breaker's schedule, so a shim that comes back is
+      // reached as soon as the circuit lets a probe through (not after a longer channel backoff).
+      'grpc.initial_reconnect_backoff_ms': backoff?.initialMs ?? 250,
+      'grpc.max_reconnect_backoff_ms': backoff?.maxMs ?? 10_000,
       ...secure.options,
     };
     this.client = new CloudRouterClient(address, secure.credentials, channelOptions);
@@ -188,7 +191,11 @@ class GrpcCloudSession implements CloudSession {
     } catch (e) {
       const error = signal?.aborted ? abortReason(signal) : toAppError(e);
       this.dropStream();
-      if (TRANSPORT_FAILURES.has(error.code)) this.owner.backoff.failure();
+      // A refusal by the breaker tried nothing, so it says nothing about the cloud; an attempt that was
+      // cancelled or refused as a bad request says nothing either, but may have been the half-open probe.
+      if (e instanceof CircuitOpenError) throw error;
+      if (signal?.aborted || !TRANSPORT_FAILURES.has(error.code)) this.owner.backoff.abandon();
+      else this.owner.backoff.failure(error.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'error');
       throw error;
     }
   }

@@ -38,6 +38,7 @@ export async function startEdge(config: EdgeConfig): Promise<RunningEdge> {
         authToken: config.cloudToken,
         tls: config.cloudTlsCa || config.cloudTlsCert ? { caFile: config.cloudTlsCa, certFile: config.cloudTlsCert, keyFile: config.cloudTlsKey } : undefined,
         stepTimeoutMs: config.cloudDeadlineMs,
+        backoff: { failureThreshold: config.cloudFailureThreshold },
       })
     : undefined;
   const runtime = new EdgeRuntime(
