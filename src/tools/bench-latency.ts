@@ -1,0 +1,363 @@
+/**
+ * `bench latency`: the reference paper's Table 1 (She et al., ACL 2025 demo) on this system. One row per
+ * routing setting (`small_only`, `joint` at each τ, `llm_only`), each the mean over the same CommonsenseQA
+ * prompts of the decoding loop's own final metrics: routed tokens, edge model time, TTFT, time between
+ * tokens on the edge, communication + cloud model time, and the whole request.
+ *
+ * Everything is real except the distance: the edge model, the trained router and the real decoding loop
+ * run here; routed tokens go through the production gRPC client to a cloud shim started in process (the
+ * embedded backend with the demo cloud pack, or `--cloud` for a shim elsewhere), over a loopback TCP
+ * proxy that delays every chunk by RTT/2 in each direction. Each routed step therefore costs at least one
+ * injected round trip, and the "predicted" column (cloud calls × RTT + the backend compute the shim
+ * reports) shows how much of the measured comm + LLM time that accounts for; the residual per call is
+ * the rest (gRPC framing, the shim, the proxy's timer granularity).
+ */
+import { join } from 'node:path';
+import { shimConfig } from '../cloud/config.ts';
+import { startShim, type ShimServer } from '../cloud/shim-server.ts';
+import type { CloudClient, CloudSession } from '../edge/cloud-client.ts';
+import { generate, type DoneEvent, type EdgeEngine } from '../edge/decoder-loop.ts';
+import { mean, type GenerationMetrics } from '../edge/generation-metrics.ts';
+import { parseGenerationRequest, type Mode } from '../edge/generation-request.ts';
+import { loadRouter } from '../edge/router.ts';
+import { GrpcCloudClient } from '../edge/grpc-cloud-client.ts';
+import { DecoderModel } from '../shared/decoder-session.ts';
+import { AppError } from '../shared/errors.ts';
+import { silentLogger } from '../shared/logger.ts';
+import { loadModelPack } from '../shared/model-pack.ts';
+import { ASSETS_DIR, DEMO } from '../shared/paths.ts';
+import { TextTokenizer } from '../shared/tokenizer.ts';
+import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
+import { startDelayProxy, type DelayProxy } from './delay-proxy.ts';
+import { readEvalDataset } from './eval/eval-dataset.ts';
+import { parseThresholds } from './eval/eval-options.ts';
+import { buildChoicePrompt } from './eval/multiple-choice.ts';
+import { buildDemoPacks } from './models/demo.ts';
+
+export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--dataset FILE]
+                [--slm PACK] [--router DIR|builtin] [--llm PACK | --cloud HOST:PORT] [--threads T] [--json]
+      the reference paper's Table 1: small_only, joint at each τ (default 0.2,0.4,0.6,0.8) and llm_only
+      over real gRPC to a cloud shim through a loopback proxy adding --rtt-ms (default 170; 0 = direct);
+      default: 5 CommonsenseQA prompts, up to 100 greedy tokens, the demo pair (about 4 minutes)`;
+
+export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
+export const DEFAULT_BENCH_THRESHOLDS: readonly number[] = [0.2, 0.4, 0.6, 0.8];
+
+export interface LatencyBenchOptions {
+  dataset: string;
+  prompts: number;
+  maxNewTokens: number;
+  rttMs: number;
+  thresholds: readonly number[];
+  slm: string;
+  /** A router pack folder, or undefined for the built-in top-1 scorer. */
+  router: string | undefined;
+  /** The embedded backend's pack, for the shim started in process. */
+  llm: string;
+  /** `host:port` of a running shim (plaintext); when set, no shim is started here. */
+  cloud?: string;
+  threads?: number;
+  log: (line: string) => void;
+}
+
+/** One routing setting: means per prompt unless the name says otherwise. */
+export interface LatencyRow {
+  mode: Mode;
+  /** τ of a joint row; null for small_only and llm_only. */
+  threshold: number | null;
+  tokens: number;
+  routed_count: number;
+  /** Routed tokens / generated tokens, over all prompts. */
+  routed_ratio: number;
+  cloud_calls: number;
+  /** Routed tokens the cloud failed to serve, summed over prompts (should be 0). */
+  fallback_total: number;
+  slm_ms: number;
+  router_ms: number;
+  ttft_ms: number;
+  /** Mean over prompts of each prompt's mean edge-side time between tokens (cloud waiting excluded). */
+  tbt_ms: number;
+  /** Mean over prompts of each prompt's median edge-side time between tokens. */
+  tbt_p50_ms: number;
+  /** tbt_ms / small_only's tbt_ms; null for llm_only, where the edge model does not run. */
+  tbt_ratio: number | null;
+  comm_llm_ms: number;
+  /** Backend compute time reported by the shim with each reply. */
+  backend_ms: number;
+  /** cloud_calls × RTT + backend_ms. */
+  predicted_comm_llm_ms: number;
+  /** (comm_llm_ms − predicted_comm_llm_ms) / cloud_calls; null without calls. */
+  residual_per_call_ms: number | null;
+  total_ms: number;
+}
+
+export interface LatencyBenchResult {
+  rtt_ms: number;
+  prompts: number;
+  max_new_tokens: number;
+  dataset: string;
+  slm: string;
+  router: string;
+  cloud: string;
+  rows: LatencyRow[];
+}
+
+/** What the cloud did for one generation, as the replies report it. */
+interface CloudTally {
+  calls: number;
+  backendMs: number;
+}
+
+/** Passes everything on to `inner` and counts the steps and the backend time of the current generation. */
+class MeteredCloud implements CloudClient {
+  private tally: CloudTally = { calls: 0, backendMs: 0 };
+
+  constructor(private readonly inner: CloudClient) {}
+
+  /** The counts since the last call, and a fresh start. */
+  take(): CloudTally {
+    const t = this.tally;
+    this.tally = { calls: 0, backendMs: 0 };
+    return t;
+  }
+
+  openSession(options: { requestId: string; signal?: AbortSignal }): CloudSession {
+    const session = this.inner.openSession(options);
+    return {
+      next: async (request) => {
+        const reply = await session.next(request);
+        this.tally.calls++;
+        this.tally.backendMs += reply.backendMs;
+        return reply;
+      },
+      close: () => session.close(),
+    };
+  }
+
+  state() {
+    return this.inner.state();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+interface Setting {
+  mode: Mode;
+  threshold: number | null;
+}
+
+interface PromptRun {
+  metrics: GenerationMetrics;
+  cloud: CloudTally;
+}
+
+async function runOnce(engine: EdgeEngine, cloud: MeteredCloud, prompt: string, setting: Setting, maxNewTokens: number): Promise<PromptRun> {
+  // Thresholds outside joint mode are ignored by the loop; 0 / 1 say what the mode means.
+  const threshold = setting.threshold ?? (setting.mode === 'llm_only' ? 1 : 0);
+  const request = parseGenerationRequest({ prompt, mode: setting.mode, threshold, maxNewTokens, temperature: 0 });
+  cloud.take();
+  let done: DoneEvent | undefined;
+  for await (const event of generate(engine, request)) if (event.type === 'done') done = event;
+  if (!done) throw new AppError('INTERNAL', 'the decoding loop ended without a done event');
+  return { metrics: done.metrics, cloud: cloud.take() };
+}
+
+function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyRow {
+  const m = (f: (r: PromptRun) => number) => mean(runs.map(f));
+  const tokens = runs.reduce((s, r) => s + r.metrics.tokens, 0);
+  const routed = runs.reduce((s, r) => s + r.metrics.routed, 0);
+  const calls = runs.reduce((s, r) => s + r.cloud.calls, 0);
+  const comm = m((r) => r.metrics.cloudMs);
+  const predicted = m((r) => r.cloud.calls * rttMs + r.cloud.backendMs);
+  return {
+    mode: setting.mode,
+    threshold: setting.threshold,
+    tokens: m((r) => r.metrics.tokens),
+    routed_count: m((r) => r.metrics.routed),
+    routed_ratio: tokens ? routed / tokens : 0,
+    cloud_calls: m((r) => r.cloud.calls),
+    fallback_total: runs.reduce((s, r) => s + r.metrics.fallback, 0),
+    slm_ms: m((r) => r.metrics.slmMs),
+    router_ms: m((r) => r.metrics.routerMs),
+    ttft_ms: m((r) => r.metrics.ttftMs),
+    tbt_ms: m((r) => r.metrics.tbtMeanMs),
+    tbt_p50_ms: m((r) => r.metrics.tbtP50Ms),
+    tbt_ratio: null,
+    comm_llm_ms: comm,
+    backend_ms: m((r) => r.cloud.backendMs),
+    predicted_comm_llm_ms: predicted,
+    residual_per_call_ms: calls ? ((comm - predicted) * runs.length) / calls : null,
+    total_ms: m((r) => r.metrics.totalMs),
+  };
+}
+
+/** Splits `host:port` (the last colon separates the port). */
+function parseAddress(address: string): { host: string; port: number } {
+  const i = address.lastIndexOf(':');
+  const port = Number(address.slice(i + 1));
+  const host = address.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+  if (i <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--cloud must be HOST:PORT, got ${JSON.stringify(address)}`);
+  return { host, port };
+}
+
+export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBenchResult> {
+  const dataset = readEvalDataset(o.dataset);
+  if (dataset.kind !== 'multiple-choice') throw new AppError('INVALID_ARGUMENT', `${o.dataset}: not a CommonsenseQA JSONL file`);
+  const prompts = dataset.questions.slice(0, o.prompts).map(buildChoicePrompt);
+  const settings: Setting[] = [
+    { mode: 'small_only', threshold: null },
+    ...o.thresholds.map((threshold) => ({ mode: 'joint' as const, threshold })),
+    { mode: 'llm_only', threshold: null },
+  ];
+
+  const pack = loadModelPack(o.slm);
+  let shim: ShimServer | undefined;
+  let proxy: DelayProxy | undefined;
+  let grpc: GrpcCloudClient | undefined;
+  const slm = await DecoderModel.load(pack, { threads: o.threads });
+  const router = await loadRouter(o.router);
+  try {
+    const tokenizer = await TextTokenizer.fromPack(pack.dir);
+    let target: { host: string; port: number };
+    if (o.cloud) target = parseAddress(o.cloud);
+    else {
+      shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.llm, threads: o.threads ?? 0, logLevel: 'silent' }), { log: silentLogger });
+      target = { host: '127.0.0.1', port: shim.port };
+    }
+    if (o.rttMs > 0) proxy = await startDelayProxy({ targetHost: target.host, targetPort: target.port, delayMs: o.rttMs / 2 });
+    grpc = new GrpcCloudClient({ address: proxy?.address ?? `${target.host}:${target.port}` });
+    const cloud = new MeteredCloud(grpc);
+    const engine: EdgeEngine = { slm, router, tokenizer, cloud };
+
+    // Warm-up, not measured: onnxruntime's first runs, and the gRPC connection through the proxy (its
+    // TCP and HTTP/2 handshakes would otherwise land in the first routed prompt's TTFT).
+    o.log('warm-up');
+    await runOnce(engine, cloud, prompts[0]!, { mode: 'small_only', threshold: null }, 8);
+    const warm = await runOnce(engine, cloud, prompts[0]!, { mode: 'llm_only', threshold: null }, 2);
+    if (warm.metrics.fallback > 0) throw new AppError('UNAVAILABLE', `the cloud at ${o.cloud ?? shim!.address} did not answer`);
+
+    // Prompt by prompt, every setting in turn, so that drifts in machine load touch all rows alike.
+    const runs: PromptRun[][] = settings.map(() => []);
+    for (const [p, prompt] of prompts.entries()) {
+      for (const [s, setting] of settings.entries()) {
+        const run = await runOnce(engine, cloud, prompt, setting, o.maxNewTokens);
+        runs[s]!.push(run);
+        const { tokens, routed, totalMs } = run.metrics;
+        o.log(`prompt ${p + 1}/${prompts.length} ${label(setting)}: ${tokens} tokens, ${routed} routed, ${(totalMs / 1000).toFixed(2)} s`);
+      }
+    }
+
+    const rows = settings.map((setting, s) => summarize(setting, runs[s]!, o.rttMs));
+    const base = rows[0]!.tbt_ms;
+    for (const row of rows) row.tbt_ratio = row.mode === 'llm_only' || base === 0 ? null : row.tbt_ms / base;
+    return {
+      rtt_ms: o.rttMs,
+      prompts: prompts.length,
+      max_new_tokens: o.maxNewTokens,
+      dataset: o.dataset,
+      slm: pack.dir,
+      router: router.info.name,
+      cloud: o.cloud ?? `in-process shim, embedded ${o.llm}`,
+      rows,
+    };
+  } finally {
+    await grpc?.close();
+    await proxy?.close();
+    await shim?.shutdown();
+    await router.release();
+    await slm.release();
+  }
+}
+
+function label(s: Setting): string {
+  return s.mode === 'joint' ? `joint τ=${s.threshold}` : s.mode;
+}
+
+/** The result as a Markdown table with a line saying what was measured. */
+export function formatLatencyTable(r: LatencyBenchResult): string {
+  const ms = (x: number) => x.toFixed(1);
+  const header = [
+    'setting',
+    'routed',
+    'routed %',
+    'tokens',
+    'SLM (ms)',
+    'TTFT (ms)',
+    'TBT edge (ms)',
+    'TBT / small_only',
+    'comm + LLM (ms)',
+    'predicted (ms)',
+    'residual / call (ms)',
+    'overall (ms)',
+  ];
+  const rows = r.rows.map((row) => [
+    label(row),
+    row.routed_count.toFixed(1),
+    (100 * row.routed_ratio).toFixed(1),
+    row.tokens.toFixed(1),
+    ms(row.slm_ms),
+    ms(row.ttft_ms),
+    row.tbt_ms.toFixed(3),
+    row.tbt_ratio === null ? '–' : row.tbt_ratio.toFixed(2),
+    ms(row.comm_llm_ms),
+    ms(row.predicted_comm_llm_ms),
+    row.residual_per_call_ms === null ? '–' : row.residual_per_call_ms.toFixed(2),
+    ms(row.total_ms),
+  ]);
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [
+    `${r.prompts} prompts from ${r.dataset}, up to ${r.max_new_tokens} new tokens (greedy), RTT ${r.rtt_ms} ms injected; edge ${r.slm}, router ${r.router}, cloud: ${r.cloud}. Means per prompt; predicted = cloud calls × RTT + backend compute.`,
+    '',
+    line(header),
+    line(header.map((_, i) => (i === 0 ? '---' : '---:'))),
+    ...rows.map(line),
+  ].join('\n');
+}
+
+export async function main(args: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(args, {
+    prompts: { type: 'string' },
+    'max-new-tokens': { type: 'string' },
+    'rtt-ms': { type: 'string' },
+    thresholds: { type: 'string' },
+    dataset: { type: 'string' },
+    slm: { type: 'string' },
+    router: { type: 'string' },
+    llm: { type: 'string' },
+    cloud: { type: 'string' },
+    threads: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const prompts = integerFlag(values, 'prompts', 5)!;
+  const maxNewTokens = integerFlag(values, 'max-new-tokens', 100)!;
+  const rttMs = integerFlag(values, 'rtt-ms', 170)!;
+  const threads = integerFlag(values, 'threads');
+  if (prompts < 1 || prompts > 1000) throw new UsageError(`--prompts must be in [1, 1000], got ${prompts}`);
+  if (maxNewTokens < 1 || maxNewTokens > 1024) throw new UsageError(`--max-new-tokens must be in [1, 1024], got ${maxNewTokens}`);
+  if (rttMs < 0 || rttMs > 5000) throw new UsageError(`--rtt-ms must be in [0, 5000], got ${rttMs}`);
+  if (threads !== undefined && (threads < 1 || threads > 256)) throw new UsageError(`--threads must be in [1, 256], got ${threads}`);
+  if (values.cloud !== undefined && values.llm !== undefined) throw new UsageError('--cloud (a running shim) and --llm (the in-process shim) exclude each other');
+  if (values.cloud !== undefined) parseAddress(values.cloud);
+  const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);
+  const router = values.router ?? DEMO.routerPack;
+  const usesDemo = values.slm === undefined || (values.llm === undefined && values.cloud === undefined) || values.router === undefined;
+  if (usesDemo) await buildDemoPacks(DEMO, (line) => console.error(line));
+  const result = await runLatencyBench({
+    dataset: values.dataset ?? DEFAULT_DATASET,
+    prompts,
+    maxNewTokens,
+    rttMs,
+    thresholds,
+    slm: values.slm ?? DEMO.edgePack,
+    router: router === 'builtin' ? undefined : router,
+    llm: values.llm ?? DEMO.cloudPack,
+    cloud: values.cloud,
+    threads,
+    log: (line) => console.error(line),
+  });
+  console.log(formatLatencyTable(result));
+  if (values.json) console.log(JSON.stringify(result));
+}

@@ -1,0 +1,113 @@
+import { beforeAll, expect, test } from 'bun:test';
+import { DEMO } from '../src/shared/paths.ts';
+import { DEFAULT_DATASET, runLatencyBench, type LatencyBenchResult, type LatencyRow } from '../src/tools/bench-latency.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+
+function bench(...args: string[]) {
+  const r = Bun.spawnSync(['bun', 'src/tools/bench.ts', 'latency', ...args], { stdout: 'pipe', stderr: 'pipe' });
+  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+beforeAll(async () => {
+  await ensureDemoPacks();
+}, 180_000);
+
+const KEYS: (keyof LatencyRow)[] = [
+  'mode',
+  'threshold',
+  'tokens',
+  'routed_count',
+  'routed_ratio',
+  'cloud_calls',
+  'fallback_total',
+  'slm_ms',
+  'ttft_ms',
+  'tbt_ms',
+  'tbt_ratio',
+  'comm_llm_ms',
+  'backend_ms',
+  'predicted_comm_llm_ms',
+  'residual_per_call_ms',
+  'total_ms',
+];
+
+/** What must hold for any run, whatever the machine's speed. */
+function checkRows(result: LatencyBenchResult, thresholds: number[]) {
+  const { rows, rtt_ms: rtt } = result;
+  const settings: [string, number | null][] = [['small_only', null], ...thresholds.map((t): [string, number] => ['joint', t]), ['llm_only', null]];
+  expect(rows.map((r): [string, number | null] => [r.mode, r.threshold])).toEqual(settings);
+  for (const row of rows) {
+    for (const key of KEYS) expect(row).toHaveProperty(key);
+    expect(row.fallback_total).toBe(0);
+    expect(row.tokens).toBeGreaterThan(0);
+    // Every routed step is one request and its reply through the proxy: at least one injected round trip each.
+    expect(row.comm_llm_ms).toBeGreaterThanOrEqual(row.cloud_calls * rtt);
+    expect(row.predicted_comm_llm_ms).toBeCloseTo(row.cloud_calls * rtt + row.backend_ms, 6);
+    // One token per routed step (route span 1).
+    expect(row.cloud_calls).toBeCloseTo(row.routed_count, 10);
+  }
+  const small = rows[0]!;
+  const llm = rows.at(-1)!;
+  expect(small.routed_count).toBe(0);
+  expect(small.comm_llm_ms).toBe(0);
+  expect(small.residual_per_call_ms).toBeNull();
+  expect(small.tbt_ratio).toBe(1);
+  expect(llm.routed_ratio).toBe(1);
+  expect(llm.slm_ms).toBe(0);
+  expect(llm.tbt_ratio).toBeNull();
+  const routed = rows.map((r) => r.routed_count);
+  for (let i = 1; i < routed.length; i++) expect(routed[i]!).toBeGreaterThanOrEqual(routed[i - 1]!);
+}
+
+test('bench latency with a 20 ms round trip: a Markdown table, then one JSON line; routing grows with τ and each call pays the round trip', () => {
+  const r = bench('--prompts', '2', '--max-new-tokens', '10', '--rtt-ms', '20', '--thresholds', '0.2,0.5,0.8', '--json');
+  expect(r.stderr).toContain('prompt 2/2 llm_only');
+  expect(r.code).toBe(0);
+  const lines = r.stdout.trim().split('\n');
+  const table = lines.slice(0, -1).join('\n');
+  expect(table).toContain('| setting | routed | routed % |');
+  for (const name of ['small_only', 'joint τ=0.2', 'joint τ=0.5', 'joint τ=0.8', 'llm_only']) expect(table).toContain(`| ${name} |`);
+  const result = JSON.parse(lines.at(-1)!) as LatencyBenchResult;
+  expect(result.rtt_ms).toBe(20);
+  expect(result.prompts).toBe(2);
+  expect(result.max_new_tokens).toBe(10);
+  expect(result.dataset).toBe(DEFAULT_DATASET);
+  checkRows(result, [0.2, 0.5, 0.8]);
+  // Something is routed between the ends, and llm_only routes every token.
+  expect(result.rows.at(-2)!.routed_count).toBeGreaterThan(0);
+  expect(result.rows.at(-1)!.routed_count).toBe(result.rows.at(-1)!.tokens);
+}, 60_000);
+
+test('with no injected delay the edge dials the shim directly', async () => {
+  const result = await runLatencyBench({
+    dataset: DEFAULT_DATASET,
+    prompts: 1,
+    maxNewTokens: 4,
+    rttMs: 0,
+    thresholds: [0.5],
+    slm: DEMO.edgePack,
+    router: DEMO.routerPack,
+    llm: DEMO.cloudPack,
+    log: () => {},
+  });
+  expect(result.rtt_ms).toBe(0);
+  expect(result.prompts).toBe(1);
+  checkRows(result, [0.5]);
+}, 60_000);
+
+test('bench latency: bad flags are usage errors', () => {
+  const cases: [string[], string][] = [
+    [['--rtt-ms=-5'], 'error: --rtt-ms must be in [0, 5000], got -5'],
+    [['--prompts', 'many'], 'error: --prompts must be an integer, got "many"'],
+    [['--thresholds', '0.2,2'], 'error: --thresholds must be comma-separated numbers in [0, 1]'],
+    [['--cloud', 'nowhere'], 'error: --cloud must be HOST:PORT'],
+    [['--cloud', 'h:1', '--llm', 'x'], 'error: --cloud (a running shim) and --llm'],
+    [['--frobnicate'], 'error: Unknown option'],
+  ];
+  for (const [args, message] of cases) {
+    const r = bench(...args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toStartWith(message);
+    expect(r.stderr).toContain('usage: bun run bench');
+  }
+});
