@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { CloudClient, CloudSession, CloudStepRequest } from '../src/edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer, type Router } from '../src/edge/router.ts';
@@ -252,4 +253,52 @@ test('a trained-router stand-in: any Router implementation drives the decision',
   const { tokens, done } = await run({ mode: 'joint', threshold: 0.5, maxNewTokens: 9 }, engine({ router: everyThird }));
   expect(tokens.map((t) => t.source)).toEqual(['slm', 'slm', 'llm', 'slm', 'slm', 'llm', 'slm', 'slm', 'llm']);
   expect(done.router).toBe('test:every-third');
+});
+
+describe('cloud reply validation', () => {
+  /** A cloud whose every reply is `reply(request)`: what a broken or mismatched shim might send. */
+  function badCloud(reply: (request: CloudStepRequest) => number[]): CloudClient & { steps: number } {
+    const client = {
+      steps: 0,
+      openSession: (): CloudSession => ({
+        next: async (request) => {
+          client.steps++;
+          return { tokens: reply(request), text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0 };
+        },
+        close: async () => {},
+      }),
+      state: () => 'ready' as const,
+      close: async () => {},
+    };
+    return client;
+  }
+
+  const cases: [string, (request: CloudStepRequest) => number[], RegExp][] = [
+    ['an empty reply', () => [], /^the cloud returned no tokens$/],
+    ['an id outside the edge vocabulary', () => [edge.pack.vocabSize], /^the cloud returned token id 512, outside the edge vocabulary \[0, 512\)$/],
+    ['a negative id', () => [-1], /^the cloud returned token id -1, outside the edge vocabulary/],
+    ['a fractional id', () => [403.5], /^the cloud returned token id 403.5, outside the edge vocabulary/],
+    ['more ids than the step asked for', (r) => Array.from({ length: r.maxTokens + 1 }, () => 403), /^the cloud returned 2 tokens for a step of at most 1$/],
+  ];
+  for (const [what, reply, message] of cases) {
+    test(`${what} costs the routed token, not the generation: edge fallback, the tokens of small_only`, async () => {
+      const cloud = badCloud(reply);
+      const { tokens, done } = await run({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, engine({ cloud }));
+      expect(done.finishReason).toBe('length');
+      expect(tokens.map((t) => t.id)).toEqual(await greedy(edge, 30));
+      const fallback = tokens.filter((t) => t.source === 'fallback');
+      expect(fallback.length).toBeGreaterThan(0);
+      expect(fallback.length).toBe(cloud.steps); // every routed step asked the cloud and fell back
+      expect(tokens.filter((t) => t.source === 'llm')).toEqual([]);
+      for (const t of fallback) expect(t.cloudError).toMatch(message);
+      expect(done.metrics.fallback).toBe(fallback.length);
+      expect(edge.stats.liveSequences).toBe(0);
+    });
+  }
+
+  test('a valid reply at the top of the vocabulary is used as it is (and fed to the edge model)', async () => {
+    const top = Math.min(edge.pack.vocabSize, tokenizer.vocabSize) - 1;
+    const { tokens } = await run({ mode: 'joint', threshold: 1, maxNewTokens: 3 }, engine({ cloud: badCloud(() => [top]) }));
+    expect(tokens.map((t) => `${t.id}:${t.source}`)).toEqual([`${top}:llm`, `${top}:llm`, `${top}:llm`]);
+  });
 });

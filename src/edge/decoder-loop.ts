@@ -56,6 +56,24 @@ export interface DoneEvent {
 
 export type GenerationEvent = TokenEvent | DoneEvent;
 
+/**
+ * The ids of a cloud reply, checked before the edge uses them: between 1 and `maxTokens` of them, each an
+ * integer id of the edge's vocabulary. Throws (and the loop falls back to the edge model) otherwise: a
+ * broken or mismatched cloud must cost a routed token, never the generation, whose edge KV cache would
+ * refuse the ids.
+ */
+export function checkCloudReply(reply: CloudStepReply, maxTokens: number, vocabSize: number): number[] {
+  const ids: unknown = reply?.tokens;
+  if (!Array.isArray(ids) || ids.length === 0) throw new AppError('INTERNAL', 'the cloud returned no tokens');
+  if (ids.length > maxTokens) throw new AppError('INTERNAL', `the cloud returned ${ids.length} tokens for a step of at most ${maxTokens}`);
+  for (const id of ids) {
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+      throw new AppError('INTERNAL', `the cloud returned token id ${String(id)}, outside the edge vocabulary [0, ${vocabSize})`);
+    }
+  }
+  return ids as number[];
+}
+
 function elapsed(since: number): number {
   return performance.now() - since;
 }
@@ -79,6 +97,8 @@ export async function* generate(
     );
   }
   const eos = new Set([...slm.pack.eosTokenIds, ...tokenizer.eosIds]);
+  // Ids the edge can both feed its model and turn into text: the bound a cloud reply must respect.
+  const vocabSize = Math.min(slm.pack.vocabSize, tokenizer.vocabSize);
   const context = [...promptIds];
   const sources: TokenSource[] = promptIds.map(() => 'prompt');
   const metrics = new MetricsRecorder(promptIds.length);
@@ -155,7 +175,7 @@ export async function* generate(
             topLogprobs: 0,
             signal,
           });
-          chosen = reply.tokens.slice(0, budget);
+          chosen = checkCloudReply(reply, budget, vocabSize);
           source = 'llm';
         } catch (e) {
           if (signal?.aborted || isAbortError(e)) return yield finish('cancelled');
