@@ -66,7 +66,7 @@ describe('bun run bench decode', () => {
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
     expect(code).toBe(0);
     const json = JSON.parse(stdout.trim().split('\n').at(-1)!);
-    for (const key of ['ms_per_token', 'bound_ms_per_token', 'fraction_of_bound', 'tokens_per_second', 'prefill_ms_100', 'bandwidth_gb_s', 'weight_bytes']) {
+    for (const key of ['ms_per_token', 'bound_ms_per_token', 'fraction_of_bound', 'tokens_per_second', 'prefill_ms', 'prompt_tokens', 'bandwidth_gb_s', 'weight_bytes']) {
       expect(typeof json[key]).toBe('number');
       expect(json[key]).toBeGreaterThan(0);
     }

@@ -8,21 +8,17 @@
  * Default target: a random-weight pack of the Qwen2.5-0.5B shape, built once under
  * models/bench/qwen2.5-0.5b (the same call `bench edge` uses, so either builds it for both).
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import { percentile } from '../edge/generation-metrics.ts';
 import { DecoderModel, type DecoderSequence } from '../shared/decoder-session.ts';
 import { AppError } from '../shared/errors.ts';
 import { argmax } from '../shared/logits.ts';
 import { loadModelPack, type ModelPack } from '../shared/model-pack.ts';
-import { MODELS_DIR } from '../shared/paths.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './bench-decode-bandwidth.ts';
 import { kvCacheBytes, weightTraffic } from './bench-decode-weights.ts';
 import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
-import { PACK_SOURCE_FILE } from './models/pack-writer.ts';
-import { writeRandomPack } from './models/random-pack.ts';
+import { ensureBenchPack } from './models/random-pack.ts';
 
 export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
@@ -76,28 +72,13 @@ const PROMPT_TEXT =
   'The little robot walked along the quiet beach at sunrise, counting shells and listening to the waves. ' +
   'Every morning it wrote down what it found: a blue stone, a piece of glass worn smooth by the sea, a feather. ';
 
-function sourceMatches(dir: string, source: Record<string, unknown>): boolean {
-  const file = join(dir, PACK_SOURCE_FILE);
-  if (!existsSync(file) || !existsSync(join(dir, 'model.onnx'))) return false;
-  try {
-    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(source);
-  } catch {
-    return false;
-  }
-}
-
 async function resolvePack(o: DecodeBenchOptions): Promise<{ target: string; dir: string }> {
   if (o.pack) {
     if (o.preset) throw new UsageError('--preset and --pack are alternatives');
     return { target: 'pack', dir: o.pack };
   }
   const preset = o.preset ?? 'qwen2.5-0.5b';
-  const dir = join(MODELS_DIR, 'bench', preset);
-  if (!sourceMatches(dir, { tool: 'random', preset, seed: 0 })) {
-    o.log(`building ${dir} (random weights, once)`);
-    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true });
-  }
-  return { target: `preset:${preset}`, dir };
+  return { target: `preset:${preset}`, dir: await ensureBenchPack(preset, o.log) };
 }
 
 /** `count` real token ids of an English text (repeated as needed). */
@@ -238,7 +219,7 @@ export async function main(args: string[]): Promise<void> {
         bound_ms_per_token: r.boundMsPerToken,
         fraction_of_bound: r.fractionOfBound,
         tokens_per_second: r.tokensPerSecond,
-        prefill_ms_100: r.prefillMs,
+        prefill_ms: r.prefillMs,
         prompt_tokens: r.promptTokens,
         bandwidth_gb_s: r.bandwidth.used,
         bandwidth_counting: 'copy bytes read + written',

@@ -8,7 +8,6 @@
  * Targets: the demo stories pair (default), any pack + router (`--pack`, `--router`), or a random-weight
  * pack of a real shape (`--preset qwen2.5-0.5b`, built once under models/bench/).
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CloudClient, CloudSession, CloudStepRequest } from '../edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../edge/decoder-loop.ts';
@@ -22,8 +21,8 @@ import { DEMO, MODELS_DIR } from '../shared/paths.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
 import { buildDemoPacks } from './models/demo.ts';
-import { PACK_SOURCE_FILE } from './models/pack-writer.ts';
-import { writeRandomPack } from './models/random-pack.ts';
+import { packIsUpToDate } from './models/pack-writer.ts';
+import { ensureBenchPack } from './models/random-pack.ts';
 import { randomRouterSource, writeRandomRouterPack, type RandomRouterOptions } from './router/random-router.ts';
 import { DEFAULT_HIDDEN_UNITS } from './router/train-router.ts';
 
@@ -97,26 +96,11 @@ function median(values: readonly number[]): number {
   return percentile(values, 50);
 }
 
-function sourceMatches(dir: string, source: Record<string, unknown>, modelFile: string): boolean {
-  const file = join(dir, PACK_SOURCE_FILE);
-  if (!existsSync(file) || !existsSync(join(dir, modelFile))) return false;
-  try {
-    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(source);
-  } catch {
-    return false;
-  }
-}
-
 /** The pack and router folders to measure, building whatever is missing. */
 async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pack: string; router: string }> {
   if (o.preset) {
     if (o.pack || o.router) throw new UsageError('--preset cannot be combined with --pack or --router');
-    const pack = join(MODELS_DIR, 'bench', o.preset);
-    const packSource = { tool: 'random', preset: o.preset, seed: 0 };
-    if (!sourceMatches(pack, packSource, 'model.onnx')) {
-      o.log(`building ${pack} (random weights, once)`);
-      await writeRandomPack({ preset: o.preset, out: pack, seed: 0, hiddenStatesOutput: true });
-    }
+    const pack = await ensureBenchPack(o.preset, o.log);
     const router = join(MODELS_DIR, 'bench', `${o.preset}-router`);
     const routerOptions: RandomRouterOptions = {
       hiddenSize: loadModelPack(pack).hiddenSize,
@@ -124,7 +108,7 @@ async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pac
       seed: 0,
       slm: `../${o.preset}`,
     };
-    if (!sourceMatches(router, randomRouterSource(routerOptions), 'router.onnx')) {
+    if (!packIsUpToDate(router, randomRouterSource(routerOptions), 'router.onnx')) {
       o.log(`building ${router} (random weights, once)`);
       await writeRandomRouterPack(router, routerOptions);
     }

@@ -4,22 +4,10 @@
  * first 80% of the TinyStories excerpt). A pack whose recorded source matches is left alone, so
  * re-running is a no-op.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { DEMO } from '../../shared/paths.ts';
 import { routerSource, trainRouter, type TrainRouterOptions } from '../router/train-router.ts';
 import { convertLlama2c, llama2cSource, type ConvertLlama2cOptions } from './convert-llama2c.ts';
-import { PACK_SOURCE_FILE } from './pack-writer.ts';
-
-function upToDate(dir: string, source: Record<string, unknown>, modelFile = 'model.onnx'): boolean {
-  const file = join(dir, PACK_SOURCE_FILE);
-  if (!existsSync(file) || !existsSync(join(dir, modelFile))) return false;
-  try {
-    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(source);
-  } catch {
-    return false;
-  }
-}
+import { packIsUpToDate } from './pack-writer.ts';
 
 export interface DemoPaths {
   checkpoint: string;
@@ -42,7 +30,7 @@ export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string
     { checkpoint: paths.checkpoint, tokenizer: paths.tokenizer, out: paths.edgePack, layers: paths.edgeLayers },
   ];
   for (const options of packs) {
-    if (upToDate(options.out, llama2cSource(options))) {
+    if (packIsUpToDate(options.out, llama2cSource(options))) {
       log(`${options.out}: up to date`);
       continue;
     }
@@ -51,7 +39,7 @@ export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string
     built.push(options.out);
   }
   const router: TrainRouterOptions = { slm: paths.edgePack, llm: paths.cloudPack, text: paths.tinyStories, out: paths.routerPack, ...DEMO_ROUTER };
-  if (upToDate(router.out, await routerSource(router), 'router.onnx')) {
+  if (packIsUpToDate(router.out, await routerSource(router), 'router.onnx')) {
     log(`${router.out}: up to date`);
   } else {
     log(`${router.out}: training`);

@@ -2,7 +2,7 @@
  * Writes a decoder model pack (model.onnx [+ model.onnx_data], config.json, generation_config.json,
  * tokenizer.json, tokenizer_config.json, pack-source.json) atomically into `outDir`.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFolderAtomically } from './atomic-output.ts';
 import { buildDecoderGraph, type DecoderGraphOptions } from './decoder-graph.ts';
@@ -22,6 +22,20 @@ export interface DecoderPackContents {
 }
 
 export const PACK_SOURCE_FILE = 'pack-source.json';
+
+/**
+ * Whether `dir` holds a pack (its `modelFile` present) built from exactly `source`: tools that build
+ * packs on demand (demo, benchmarks) leave such a pack alone.
+ */
+export function packIsUpToDate(dir: string, source: Record<string, unknown>, modelFile = 'model.onnx'): boolean {
+  const file = join(dir, PACK_SOURCE_FILE);
+  if (!existsSync(file) || !existsSync(join(dir, modelFile))) return false;
+  try {
+    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(source);
+  } catch {
+    return false;
+  }
+}
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 

@@ -1,7 +1,9 @@
 /** `models random`: a random-weight pack of a preset architecture, with the real Qwen tokenizer. */
+import { join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
+import { MODELS_DIR } from '../../shared/paths.ts';
 import { parameterCount } from './decoder-spec.ts';
-import { writeDecoderPack } from './pack-writer.ts';
+import { packIsUpToDate, writeDecoderPack } from './pack-writer.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from './random-model.ts';
 
 export interface RandomPackOptions {
@@ -31,4 +33,17 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
     source: { tool: 'random', preset: options.preset, seed: options.seed },
   });
+}
+
+/**
+ * The benchmarks' random-weight pack of `preset` (seed 0, with hidden_states) under models/bench/,
+ * built on first use and reused while its recorded source matches; returns its folder.
+ */
+export async function ensureBenchPack(preset: string, log: (line: string) => void): Promise<string> {
+  const dir = join(MODELS_DIR, 'bench', preset);
+  if (!packIsUpToDate(dir, { tool: 'random', preset, seed: 0 })) {
+    log(`building ${dir} (random weights, once)`);
+    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true });
+  }
+  return dir;
 }
