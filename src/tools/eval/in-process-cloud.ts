@@ -38,6 +38,8 @@ export class InProcessCloud implements CloudClient {
     let sequence: DecoderSequence | undefined;
     let last: AppendResult | undefined;
     let closed = false;
+    // One generator per session, seeded by its first step: re-seeding every step would replay the same draws.
+    let random: (() => number) | undefined;
     const cloud = this;
     return {
       async next(request: CloudStepRequest): Promise<CloudStepReply> {
@@ -48,10 +50,10 @@ export class InProcessCloud implements CloudClient {
         const start = performance.now();
         const unseen = request.context.slice(sequence.length);
         if (unseen.length) last = await sequence.append(unseen);
-        const random = seededRandom(request.seed ?? 0);
+        random ??= seededRandom(request.seed ?? 0);
         const tokens: number[] = [];
         while (tokens.length < request.maxTokens) {
-          const id = sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random });
+          const id = sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random: random! });
           tokens.push(id);
           if (request.stopTokenIds.includes(id) || tokens.length === request.maxTokens) break;
           last = await sequence.append([id]);
