@@ -4,10 +4,12 @@
  * shutdown can end them), and the metrics. HTTP and gRPC entry points both call `run`.
  */
 import { randomUUID } from 'node:crypto';
-import { AppError } from '../shared/errors.ts';
+import { AppError, isAppError } from '../shared/errors.ts';
+import { silentLogger, type Logger } from '../shared/logger.ts';
 import type { CloudConnectionState } from './cloud-client.ts';
 import { generate, type EdgeEngine, type GenerationEvent } from './decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
+import { logGeneration } from './generation-log.ts';
 import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest } from './generation-request.ts';
 
 export interface RunningGeneration {
@@ -24,6 +26,7 @@ export class EdgeRuntime {
   constructor(
     readonly engine: EdgeEngine,
     readonly limits: GenerationLimits & { maxConcurrent: number },
+    private readonly log: Logger = silentLogger,
   ) {}
 
   /** Generations in progress (each holds an edge KV cache and maybe a cloud session). */
@@ -52,6 +55,9 @@ export class EdgeRuntime {
       try {
         for await (const event of generate(runtime.engine, request, handle.controller.signal)) {
           runtime.metrics.observe(event, request.mode);
+          // Stopped by shutdown, not by its client: end with the reason (UNAVAILABLE) rather than a `done`.
+          const reason = handle.controller.signal.reason;
+          if (event.type === 'done' && event.finishReason === 'cancelled' && isAppError(reason)) throw reason;
           yield event;
         }
       } finally {
@@ -59,7 +65,7 @@ export class EdgeRuntime {
         runtime.release(id);
       }
     }
-    return { id, request, events };
+    return { id, request, events: (signal?: AbortSignal) => logGeneration(runtime.log, id, request, events(signal)) };
   }
 
   /** Gives back a slot that was reserved but will not run (e.g. a page never opened its stream). */
@@ -77,7 +83,8 @@ export class EdgeRuntime {
   /** Refuses new work and stops what is running (streams then end with their final event). */
   async shutdown(): Promise<void> {
     this.closing = true;
-    for (const handle of this.running.values()) handle.controller.abort();
+    const reason = new AppError('UNAVAILABLE', 'the edge is shutting down');
+    for (const handle of this.running.values()) handle.controller.abort(reason);
     await this.engine.cloud?.close();
   }
 }
