@@ -31,17 +31,42 @@ export function sampleToken(allLogits: Float32Array, options: SamplingOptions): 
     sum += weights[i]!;
   }
   if (options.topP >= 1) return drawFrom(weights, sum, options.random);
-  // Candidates by descending probability until the nucleus mass is reached.
-  const order = Array.from({ length: logits.length }, (_, i) => i).sort((a, b) => weights[b]! - weights[a]!);
+  const order = nucleus(weights, options.topP * sum);
+  let mass = 0;
+  for (const id of order) mass += weights[id]!;
+  let r = options.random() * mass;
+  for (const id of order) {
+    r -= weights[id]!;
+    if (r < 0) return id;
+  }
+  return order[order.length - 1]!;
+}
+
+/**
+ * The smallest prefix of the ids in descending weight (ties by id) whose mass reaches `target`. The
+ * nucleus is a prefix of that order, so it lies among the ids of weight ≥ t for any t at which those
+ * ids already hold `target`: only they are sorted (a handful, not a 151,936-entry vocabulary).
+ */
+function nucleus(weights: Float64Array, target: number): number[] {
+  let max = 0;
+  for (const w of weights) max = Math.max(max, w);
+  let candidates: number[] = [];
+  for (let bound = max * 1e-2; ; bound = bound > max * 1e-12 ? bound * 1e-2 : 0) {
+    candidates = [];
+    let mass = 0;
+    for (let i = 0; i < weights.length; i++) {
+      if (weights[i]! >= bound) {
+        candidates.push(i);
+        mass += weights[i]!;
+      }
+    }
+    if (mass >= target || bound === 0) break;
+  }
+  candidates.sort((a, b) => weights[b]! - weights[a]! || a - b);
   let kept = 0;
   let mass = 0;
-  while (kept < order.length && (kept === 0 || mass < options.topP * sum)) mass += weights[order[kept++]!]!;
-  let r = options.random() * mass;
-  for (let i = 0; i < kept; i++) {
-    r -= weights[order[i]!]!;
-    if (r < 0) return order[i]!;
-  }
-  return order[kept - 1]!;
+  while (kept < candidates.length && (kept === 0 || mass < target)) mass += weights[candidates[kept++]!]!;
+  return candidates.slice(0, kept);
 }
 
 function drawFrom(weights: Float64Array, sum: number, random: () => number): number {
