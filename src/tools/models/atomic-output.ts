@@ -29,8 +29,15 @@ export async function writeFolderAtomically(target: string, write: (tempDir: str
   try {
     await write(temp);
     const old = `${temp}.old`;
-    if (existsSync(target)) renameSync(target, old);
-    renameSync(temp, target);
+    const replacing = existsSync(target);
+    if (replacing) renameSync(target, old);
+    try {
+      renameSync(temp, target);
+    } catch (e) {
+      // A failed rebuild leaves the previous folder where it was.
+      if (replacing) renameSync(old, target);
+      throw e;
+    }
     rmSync(old, { recursive: true, force: true });
   } catch (e) {
     rmSync(temp, { recursive: true, force: true });
