@@ -1,0 +1,128 @@
+/**
+ * `bun run start` from the project root, as the README says, on free ports (SHIM_PORT, EDGE_PORT,
+ * EDGE_GRPC_PORT, EDGE_HOST: the launcher adds no flags that would override them): the page is served,
+ * a joint generation gets tokens from the shim's embedded model across real processes, and a SIGTERM
+ * (to the launcher alone, or to the whole process group as systemd and a terminal's Ctrl-C do, which
+ * signals every child twice) stops both children gracefully with exit code 0.
+ */
+import { expect, test } from 'bun:test';
+import { createServer } from 'node:net';
+import { PROJECT_ROOT } from '../src/shared/paths.ts';
+import { collectOutput, jsonLines, type ProcessOutput } from './helpers/process-output.ts';
+import { readSse } from './helpers/sse-client.ts';
+
+/** A port nothing listens on right now (the OS picks it; it is closed again before use). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface RunningSystem {
+  launcher: ReturnType<typeof Bun.spawn>;
+  stdout: ProcessOutput;
+  stderr: ProcessOutput;
+  url: string;
+  ports: { shim: number; edge: number; grpc: number };
+}
+
+/** Starts `bun run start` in its own process group and waits (bounded) for its "is up" line. */
+async function startSystem(): Promise<RunningSystem> {
+  const ports = { shim: await freePort(), edge: await freePort(), grpc: await freePort() };
+  const launcher = Bun.spawn(['bun', 'run', 'start'], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, SHIM_PORT: String(ports.shim), EDGE_PORT: String(ports.edge), EDGE_GRPC_PORT: String(ports.grpc), EDGE_HOST: '127.0.0.1' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+    // Its own group, so a failed test can end the launcher and both children at once.
+    detached: true,
+  });
+  const stdout = collectOutput(launcher.stdout);
+  const stderr = collectOutput(launcher.stderr);
+  try {
+    const up = await stdout.waitForLine((l) => l.startsWith('Edge token router is up: '), 90_000, 'the "is up" line');
+    const url = up.match(/is up: (\S+)/)![1]!;
+    return { launcher, stdout, stderr, url, ports };
+  } catch (e) {
+    stopGroup(launcher);
+    throw new Error(`${e instanceof Error ? e.message : String(e)}\nstderr:\n${stderr.text()}`);
+  }
+}
+
+function stopGroup(launcher: RunningSystem['launcher']): void {
+  try {
+    process.kill(-launcher.pid, 'SIGKILL');
+  } catch {
+    // the group is already gone
+  }
+}
+
+/** The exit code, or null when the launcher is still running after `timeoutMs`. */
+async function exitWithin(launcher: RunningSystem['launcher'], timeoutMs: number): Promise<number | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const code = await Promise.race([launcher.exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)))]);
+  clearTimeout(timer);
+  return code;
+}
+
+/** Both children stopped through their graceful path: exit code 0 and their final log lines. */
+async function expectGracefulStop(system: RunningSystem): Promise<void> {
+  expect(await exitWithin(system.launcher, 30_000)).toBe(0);
+  await Promise.all([system.stdout.closed, system.stderr.closed]);
+  expect(system.stdout.lines()).toContain('cloud shim exited with code 0');
+  expect(system.stdout.lines()).toContain('edge exited with code 0');
+  const logs = jsonLines(system.stderr);
+  expect(logs.find((l) => l.component === 'shim' && l.msg === 'shim stopped')).toMatchObject({ forced: false });
+  expect(logs.find((l) => l.component === 'edge' && l.msg === 'edge stopped')).toMatchObject({ drained: true });
+  expect(logs.some((l) => l.msg === 'forced exit before the shutdown finished')).toBe(false);
+}
+
+test('the README command serves the page and routes tokens to the shim; SIGTERM stops both children gracefully', async () => {
+  const system = await startSystem();
+  try {
+    expect(system.url).toBe(`http://127.0.0.1:${system.ports.edge}/`);
+    expect(system.stdout.text()).toContain(`(edge gRPC on :${system.ports.grpc}, cloud shim on 127.0.0.1:${system.ports.shim})`);
+    // The edge may be ready before the shim has loaded its model: wait for the shim's line too.
+    const listening = JSON.parse(await system.stderr.waitForLine((l) => l.includes('"shim listening"'), 30_000, 'the shim'));
+    expect(listening).toMatchObject({ address: `127.0.0.1:${system.ports.shim}`, backend: 'embedded:stories260k' });
+    expect(jsonLines(system.stderr).find((l) => l.msg === 'edge ready')).toMatchObject({ cloud: `127.0.0.1:${system.ports.shim}` });
+
+    const page = await fetch(system.url);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('<form class="controls" hx-post="/runs"');
+    expect(html).toContain('<textarea id="prompt" name="prompt"');
+
+    const body = JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, maxNewTokens: 24 });
+    const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body }));
+    expect(await stream.ended).toBe(true);
+    const tokens = stream.events.filter((e) => e.event === 'token').map((e) => JSON.parse(e.data) as { source: string });
+    expect(tokens).toHaveLength(24);
+    const routed = tokens.filter((t) => t.source === 'llm').length;
+    expect(routed).toBeGreaterThan(0);
+    expect(tokens.filter((t) => t.source === 'fallback')).toHaveLength(0);
+    const done = JSON.parse(stream.events.at(-1)!.data) as { type: string; finishReason: string; metrics: { routed: number; fallback: number } };
+    expect(done).toMatchObject({ type: 'done', finishReason: 'length', metrics: { routed, fallback: 0 } });
+
+    system.launcher.kill('SIGTERM');
+    await expectGracefulStop(system);
+  } finally {
+    stopGroup(system.launcher);
+  }
+}, 150_000);
+
+test('a SIGTERM to the whole process group (each child signalled twice) still stops both gracefully', async () => {
+  const system = await startSystem();
+  try {
+    // systemd's stop signals every process of the unit's control group (a terminal's Ctrl-C does the same
+    // with SIGINT): each child gets that SIGTERM and the launcher's own.
+    process.kill(-system.launcher.pid, 'SIGTERM');
+    // Whether a child's second signal lands during its shutdown or after it exited is a race; either
+    // way it must not turn the graceful stop into a kill.
+    await expectGracefulStop(system);
+  } finally {
+    stopGroup(system.launcher);
+  }
+}, 150_000);
