@@ -2,14 +2,19 @@
  * Code that runs inside the page is passed as strings: it is browser code, outside this project's types.
  *
  * The web page in a real browser (Debian's chromium through playwright-core) against a real HTTP server
- * on loopback: streaming, red cloud tokens, the metrics panel, Stop, compare, phone width, escaping.
+ * on loopback: streaming, red cloud tokens, the metrics panel, Stop, compare, phone width, generated
+ * markup shown as text, fallback tokens when the cloud is down, and the cloud's connection state.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import type { ShimServer } from '../src/cloud/shim-server.ts';
 import type { CloudClient, CloudSession, CloudStepRequest } from '../src/edge/cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { ARTIFACTS_DIR, launchBrowser } from './helpers/browser.ts';
+import { startTestShim } from './helpers/cloud-fixture.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
 /** Wraps the in-process cloud with a per-step delay, so a generation lasts long enough to be stopped. */
@@ -36,6 +41,45 @@ function slowCloud(inner: CloudClient, delayMs: number, state: { open: number })
   };
 }
 
+/**
+ * A cloud that answers the step for generated token k with `ids()[k]`: it lets a test choose exactly what
+ * the page receives (the ids still go through the edge's tokenizer and stream decoder to become text).
+ */
+function scriptedCloud(ids: () => readonly number[]): CloudClient {
+  return {
+    openSession: () => ({
+      async next(request: CloudStepRequest) {
+        const id = ids()[request.tokenIndex]!;
+        return { tokens: [id], text: '', logprobs: [0], topAlternatives: [[]], cachedTokens: 0, backendMs: 0, shimMs: 0 };
+      },
+      async close() {},
+    }),
+    state: () => 'ready',
+    close: async () => {},
+  };
+}
+
+/** The page of `runtime` on a loopback port. */
+function servePage(testEdge: TestEdge): { server: ReturnType<typeof Bun.serve>; base: string } {
+  const pageServer = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: createEdgeApp(testEdge.runtime, { maxBodyBytes: 65536 }).fetch, idleTimeout: 0 });
+  return { server: pageServer, base: `http://127.0.0.1:${pageServer.port}` };
+}
+
+/** A loopback port nothing listens on (the OS picks it; it is closed again at once). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as { port: number }).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/** The header's cloud state, which the page refreshes every 3 s. */
+async function waitForCloudState(on: Page, pattern: RegExp): Promise<string> {
+  await on.waitForFunction(`${pattern}.test(document.querySelector('.cloud-state').textContent)`, undefined, { timeout: 10_000 });
+  return (await on.locator('.cloud-state').textContent())!;
+}
+
 let edge: TestEdge;
 let server: ReturnType<typeof Bun.serve>;
 let browser: Browser;
@@ -57,13 +101,14 @@ afterAll(async () => {
   await edge?.release();
 });
 
-async function generate(options: { mode: string; threshold?: string; maxNewTokens?: string; prompt?: string }) {
-  await page.goto(base + '/');
-  await page.fill('#prompt', options.prompt ?? 'Once upon a time');
-  await page.check(`input[name=mode][value=${options.mode}]`);
-  if (options.threshold) await page.locator('#threshold').fill(options.threshold);
-  await page.fill('#maxNewTokens', options.maxNewTokens ?? '24');
-  await page.click('button[type=submit]');
+async function generate(options: { mode: string; threshold?: string; maxNewTokens?: string; prompt?: string; on?: Page; base?: string }) {
+  const target = options.on ?? page;
+  await target.goto((options.base ?? base) + '/');
+  await target.fill('#prompt', options.prompt ?? 'Once upon a time');
+  await target.check(`input[name=mode][value=${options.mode}]`);
+  if (options.threshold) await target.locator('#threshold').fill(options.threshold);
+  await target.fill('#maxNewTokens', options.maxNewTokens ?? '24');
+  await target.click('button[type=submit]');
 }
 
 test('small_only: tokens stream in, none red, metrics panel filled', async () => {
@@ -138,4 +183,115 @@ test('usable at phone width and by keyboard', async () => {
   expect(await phone.locator('#threshold-value').textContent()).toBe('0.51');
   await phone.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-phone.png'), fullPage: true });
   await phone.close();
+});
+
+describe('generated markup is shown as text', () => {
+  const MARKUP = '<img src=x onerror="window.__injected = 1"><script>window.__injected = 2</script>';
+  let markupEdge: TestEdge;
+  let markupPage: { server: ReturnType<typeof Bun.serve>; base: string };
+  let ids: number[] = [];
+
+  beforeAll(async () => {
+    // The stories model never writes markup; its tokenizer's byte-fallback pieces can spell any text, so a
+    // cloud that returns those ids makes the page receive exactly this markup as generated text.
+    markupEdge = await startTestEdge({ cloud: () => scriptedCloud(() => ids) });
+    ids = markupEdge.runtime.engine.tokenizer.encode(MARKUP, { addBos: false, parseSpecialTokens: false });
+    expect(markupEdge.runtime.engine.tokenizer.decode(ids)).toContain(MARKUP);
+    markupPage = servePage(markupEdge);
+  }, 60_000);
+
+  afterAll(async () => {
+    markupPage?.server.stop(true);
+    await markupEdge?.release();
+  });
+
+  test('no element injected, no script run, the markup visible literally (prompt and generated text)', async () => {
+    const prompt = '<b id="injected-prompt">bold</b><img src=y onerror="window.__injected = 3">';
+    await generate({ mode: 'llm_only', prompt, maxNewTokens: String(ids.length), base: markupPage.base });
+    await page.waitForSelector('[data-finish]');
+    expect(await page.locator('[data-finish]').getAttribute('data-finish')).toBe('length');
+    expect(await page.locator('.output .tok-llm').count()).toBe(ids.length);
+    expect(await page.evaluate<number>("document.querySelectorAll('.output img, .output script, .output b, #injected-prompt').length")).toBe(0);
+    // Give a broken image's onerror the chance to run, had an <img> been created.
+    await page.evaluate('new Promise((resolve) => setTimeout(resolve, 200))');
+    expect(await page.evaluate<string>('typeof window.__injected')).toBe('undefined');
+    const shown = (await page.locator('.output').textContent())!;
+    expect(shown).toContain(prompt);
+    expect(shown).toContain(MARKUP);
+    await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-markup-as-text.png'), fullPage: true });
+  });
+});
+
+describe('the cloud connection in the page', () => {
+  let shim: ShimServer;
+  let upEdge: TestEdge;
+  let downEdge: TestEdge;
+  let upPage: { server: ReturnType<typeof Bun.serve>; base: string };
+  let downPage: { server: ReturnType<typeof Bun.serve>; base: string };
+
+  beforeAll(async () => {
+    shim = await startTestShim();
+    const deadAddress = `127.0.0.1:${await closedPort()}`;
+    // Both edges talk to their cloud the way `bun run edge` does: the gRPC client with its circuit breaker.
+    upEdge = await startTestEdge({ cloud: () => new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 5_000 }) });
+    downEdge = await startTestEdge({ cloud: () => new GrpcCloudClient({ address: deadAddress, stepTimeoutMs: 2_000 }) });
+    upPage = servePage(upEdge);
+    downPage = servePage(downEdge);
+  }, 60_000);
+
+  afterAll(async () => {
+    upPage?.server.stop(true);
+    downPage?.server.stop(true);
+    await upEdge?.release();
+    await downEdge?.release();
+    await shim?.shutdown(1000);
+  });
+
+  test('the header shows idle before the first routed token and ready once the shim served one', async () => {
+    const tab = await browser.newPage();
+    try {
+      await tab.goto(upPage.base + '/');
+      expect(await waitForCloudState(tab, /cloud: \w/)).toBe('cloud: idle');
+      await generate({ mode: 'joint', threshold: '0.9', maxNewTokens: '16', on: tab, base: upPage.base });
+      await tab.waitForSelector('[data-finish]');
+      expect(await tab.locator('.output .tok-llm').count()).toBeGreaterThan(0);
+      expect(await tab.locator('.output .tok-fallback').count()).toBe(0);
+      expect(await waitForCloudState(tab, /cloud: ready/)).toBe('cloud: ready');
+      expect(await tab.locator('.cloud-state > span').getAttribute('class')).toBe('cloud-ready');
+      await tab.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-cloud-ready.png'), fullPage: true });
+    } finally {
+      await tab.close();
+    }
+  });
+
+  test('with the cloud down, routed tokens are marked as fallback and the header says so', async () => {
+    const tab = await browser.newPage();
+    try {
+      await generate({ mode: 'joint', threshold: '1', maxNewTokens: '12', on: tab, base: downPage.base });
+      await tab.waitForSelector('[data-finish]');
+      expect(await tab.locator('[data-finish]').getAttribute('data-finish')).toBe('length');
+      expect(await tab.locator('.output .tok-fallback').count()).toBe(12);
+      expect(await tab.locator('.output .tok-llm, .output .tok-slm').count()).toBe(0);
+      expect(await tab.locator('[data-metric=fallback]').textContent()).toBe('12');
+      expect(await tab.locator('.output .tok-fallback').first().getAttribute('title')).toMatch(/^edge model \(cloud unreachable\) · router score 0\.\d{3} · \S/);
+      // Marked differently from the edge model's own tokens: dashed underline (and its own colour).
+      const style = (selector: string) =>
+        tab.evaluate<{ line: string; decoration: string; color: string }>(
+          `(() => { const s = getComputedStyle(document.querySelector(${JSON.stringify(selector)})); return { line: s.textDecorationLine, decoration: s.textDecorationStyle, color: s.color }; })()`,
+        );
+      const fallback = await style('.output .tok-fallback');
+      expect(fallback).toMatchObject({ line: 'underline', decoration: 'dashed' });
+      const state = await waitForCloudState(tab, /cloud: (unavailable|circuit-open)/);
+      expect(['cloud: unavailable', 'cloud: circuit-open']).toContain(state);
+      await tab.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-cloud-down.png'), fullPage: true });
+      // The same page with the edge model's own tokens, for the colour comparison.
+      await generate({ mode: 'small_only', maxNewTokens: '4', on: tab, base: downPage.base });
+      await tab.waitForSelector('[data-finish]');
+      const own = await style('.output .tok-slm');
+      expect(own.line).toBe('none');
+      expect(own.color).not.toBe(fallback.color);
+    } finally {
+      await tab.close();
+    }
+  });
 });
