@@ -221,6 +221,29 @@ describe('connection handling (real shim)', () => {
     }
   });
 
+  test('a stream the shim expired between steps is replaced before the next step: no failure, no circuit', async () => {
+    const shim = await startTestShim({ sessionIdleMs: 50 });
+    const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 60_000, failureThreshold: 1 } });
+    try {
+      const session = client.openSession({ requestId: 'idle' });
+      const edge = new EdgeContext([1]);
+      edge.push((await session.next(edge.step())).tokens, 'llm');
+      await waitFor(() => shim.store.count === 0, 3_000, 'the idle session to expire');
+      // Wait for its final message to reach the session's reader (a private field: nothing public shows it).
+      const reader = () => (session as unknown as { reader?: { buffered: number } }).reader;
+      await waitFor(() => reader()?.buffered === 1, 3_000, 'the final message');
+      const reply = await session.next(edge.step({ maxTokens: 2 }));
+      expect(reply.tokens).toEqual(await greedyReference(model, edge.ids, 2));
+      expect(reply.cachedTokens).toBe(0); // a new stream, carrying the whole context
+      expect(client.backoff.consecutiveFailures).toBe(0);
+      expect(client.state()).toBe('ready');
+      await session.close();
+    } finally {
+      await client.close();
+      await shim.shutdown();
+    }
+  });
+
   test('when the edge’s context no longer holds what the shim returned, a new stream carries it whole', async () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });

@@ -176,16 +176,19 @@ class GrpcCloudSession implements CloudSession {
     if (request.sources.length !== request.context.length) {
       throw new AppError('INVALID_ARGUMENT', `context has ${request.context.length} ids but ${request.sources.length} sources`);
     }
-    // A stream that ended between steps (idle expiry, shim restart) or whose context diverged from the
-    // edge's is replaced by a new one carrying the whole context.
-    if (this.stream && (this.reader!.finished || !this.matchesShim(request.context))) this.dropStream();
+    // A stream that ended between steps (idle expiry, shim shutdown: the shim sends nothing between steps
+    // but its final message) or whose context diverged from the edge's is replaced by a new one carrying
+    // the whole context.
+    if (this.stream && (this.reader!.finished || this.reader!.buffered > 0 || !this.matchesShim(request.context))) this.dropStream();
     try {
       try {
         return await this.attempt(request, signal);
       } catch (e) {
-        // The shim ended a stream we were reusing before it saw this step (it expired the idle session or
-        // is restarting): nothing was computed, so the step is retried once on a new stream.
-        if (!(e instanceof StreamEnded) || !e.reused || e.steps !== e.stepsBefore || signal?.aborted) throw e;
+        // The shim ended the stream we were reusing as UNAVAILABLE while this step was on its way (it is
+        // shutting down, or its backend is unreachable): nothing was computed and a retry fails fast if
+        // the cause persists, so the step is retried once on a new stream. Any other end answers this step
+        // (the shim saw it and failed it, e.g. at its deadline): retrying would only make the edge wait again.
+        if (!(e instanceof StreamEnded) || !e.reused || e.code !== 'UNAVAILABLE' || e.steps !== e.stepsBefore || signal?.aborted) throw e;
         return await this.attempt(request, signal);
       }
     } catch (e) {

@@ -46,6 +46,11 @@ export class StreamReader<T> {
     return (this.ended || this.failure !== undefined) && this.queue.length === 0;
   }
 
+  /** Messages received and not read yet. */
+  get buffered(): number {
+    return this.queue.length;
+  }
+
   /** The error that ended the stream, if any. */
   get error(): AppError | undefined {
     return this.failure;
