@@ -1,6 +1,6 @@
 /**
  * `bun run edge` as a real process against a real shim on loopback: it reports ready, logs each
- * generation, and on SIGTERM turns /readyz to 503, refuses new work, ends the running HTTP and gRPC
+ * generation, and on SIGTERM turns /readyz to 503 and its gRPC health to NOT_SERVING, refuses new work, ends the running HTTP and gRPC
  * streams with an explicit final `error` event (UNAVAILABLE, "the edge is shutting down") rather than a
  * cut connection, still answers the page that opens its stream late, ignores a repeated SIGTERM, and
  * exits 0.
@@ -11,6 +11,7 @@ import type { Backend } from '../src/cloud/backend.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output } from '../src/edge/grpc/edge-proto.ts';
+import { HealthClient } from '../src/shared/grpc-proto.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { cloudPackDir, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { collectOutput, jsonLines } from './helpers/process-output.ts';
@@ -72,6 +73,7 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
   const stderr = collectOutput(edge.stderr);
   const stdout = collectOutput(edge.stdout);
   let client: EdgeGeneratorClientType | undefined;
+  let health: InstanceType<typeof HealthClient> | undefined;
   try {
     const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as { url: string; grpcPort: number };
     const base = ready.url.replace(/\/$/, '');
@@ -104,6 +106,11 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
       return res.status === 503 ? res : undefined;
     }, 10_000, '/readyz to answer 503');
     expect(await notReady.json()).toMatchObject({ ready: false });
+    health = new HealthClient(`127.0.0.1:${ready.grpcPort}`, grpc.credentials.createInsecure());
+    const serving = await new Promise<string>((resolve, reject) =>
+      health!.Check({ service: 'tokenrouter.edge.v1.EdgeGenerator' }, { deadline: Date.now() + 5_000 }, (e, r) => (e ? reject(e) : resolve(r!.status))),
+    );
+    expect(serving).toBe('NOT_SERVING');
     edge.kill('SIGTERM'); // a repeated signal (Ctrl-C reaches a whole process group) must not cut the shutdown short
 
     // The running streams ended with an explicit final event, not a cut connection.
@@ -142,6 +149,7 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
     for (const line of failed) expect(line).toMatchObject({ code: 'UNAVAILABLE', error: 'the edge is shutting down', fallback: 0 });
   } finally {
     client?.close();
+    health?.close();
     edge.kill('SIGKILL');
     await edge.exited;
   }
