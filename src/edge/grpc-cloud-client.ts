@@ -84,12 +84,19 @@ export class GrpcCloudClient implements CloudClient {
 
   state(): CloudConnectionState {
     if (this.backoff.state === 'open') return 'circuit-open';
-    const channel = this.client?.getChannel().getConnectivityState(false);
-    if (channel === connectivityState.CONNECTING) return 'connecting';
     // The last attempt failed: whatever the channel says (a dropped connection leaves it IDLE, a slow shim
-    // READY), the cloud is not serving tokens until an attempt succeeds.
-    if (this.backoff.consecutiveFailures > 0 || channel === connectivityState.TRANSIENT_FAILURE) return 'unavailable';
-    return channel === connectivityState.READY ? 'ready' : 'idle';
+    // READY, a reconnection in the background CONNECTING), the cloud serves no tokens until one succeeds.
+    if (this.backoff.consecutiveFailures > 0) return 'unavailable';
+    switch (this.client?.getChannel().getConnectivityState(false)) {
+      case connectivityState.READY:
+        return 'ready';
+      case connectivityState.CONNECTING:
+        return 'connecting';
+      case connectivityState.TRANSIENT_FAILURE:
+        return 'unavailable';
+      default:
+        return 'idle';
+    }
   }
 
   async close(): Promise<void> {
