@@ -9,8 +9,9 @@ import { AppError } from '../shared/errors.ts';
 import { checkBearer } from '../shared/grpc-auth.ts';
 import { toGrpcStatus } from '../shared/grpc-errors.ts';
 import type { CloudRouterHandlers, RouteRequest__Output, RouteResponse } from '../shared/grpc-proto.ts';
+import { assertWellFormed } from '../shared/grpc-strict-decode.ts';
 import { StreamReader, writeMessage } from '../shared/grpc-stream.ts';
-import { endMessage, routeSession, type ShimContext } from './route-session.ts';
+import { endMessage, routeSession, type RequestSource, type ShimContext } from './route-session.ts';
 
 /** The controllers of the streams in flight, so shutdown can end them all. */
 export class ActiveStreams {
@@ -42,6 +43,15 @@ async function serveRoute(call: RouteCall, ctx: ShimContext, streams: ActiveStre
   const controller = new AbortController();
   const untrack = streams.track(controller);
   const reader = new StreamReader<RouteRequest__Output>(call);
+  // The server decodes strictly (shim-server.ts): a message that failed arrives as a marker and ends the
+  // stream with INVALID_ARGUMENT, after the core's final `end` message like any other error.
+  const requests: RequestSource = {
+    async next(signal) {
+      const message = await reader.next(signal);
+      if (!message.done) assertWellFormed(message.value);
+      return message;
+    },
+  };
   let cancelled = false;
   call.on('cancelled', () => {
     cancelled = true;
@@ -56,7 +66,7 @@ async function serveRoute(call: RouteCall, ctx: ShimContext, streams: ActiveStre
       await writeMessage(call, endMessage(e));
       throw e;
     }
-    for await (const response of routeSession(reader, ctx, controller.signal)) {
+    for await (const response of routeSession(requests, ctx, controller.signal)) {
       if (!cancelled) await writeMessage(call, response);
     }
     call.end();

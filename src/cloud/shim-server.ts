@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { Server } from '@grpc/grpc-js';
 import { AppError, errorMessage } from '../shared/errors.ts';
 import { HealthService } from '../shared/grpc-health.ts';
-import { CLOUD_ROUTER_SERVICE_NAME, cloudRouterService, healthService } from '../shared/grpc-proto.ts';
+import { CLOUD_ROUTER_SERVICE_NAME, healthService } from '../shared/grpc-proto.ts';
+import { strictService } from '../shared/grpc-strict-decode.ts';
 import { serverCredentials } from '../shared/grpc-tls.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend } from './backend.ts';
@@ -56,7 +57,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
     'grpc.keepalive_time_ms': 60_000,
     'grpc.keepalive_timeout_ms': 20_000,
   });
-  server.addService(cloudRouterService, cloudRouterHandlers({ config, store, backend, tokenizer, log }, streams));
+  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, tokenizer, log }, streams));
   server.addService(healthService, health.handlers);
 
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

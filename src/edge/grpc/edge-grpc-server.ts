@@ -9,10 +9,11 @@ import { AppError, errorMessage, isAppError } from '../../shared/errors.ts';
 import { toGrpcStatus } from '../../shared/grpc-errors.ts';
 import { HealthService } from '../../shared/grpc-health.ts';
 import { healthService } from '../../shared/grpc-proto.ts';
+import { assertWellFormed, strictService } from '../../shared/grpc-strict-decode.ts';
 import type { GenerationEvent } from '../decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { RawGenerationRequest } from '../generation-request.ts';
-import { EDGE_GENERATOR_SERVICE_NAME, edgeGeneratorService, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output } from './edge-proto.ts';
+import { EDGE_GENERATOR_SERVICE_NAME, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output } from './edge-proto.ts';
 
 export interface EdgeGrpcOptions {
   host: string;
@@ -64,7 +65,8 @@ export class EdgeGrpcServer {
   ) {
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': options.maxReceiveBytes });
     const handlers: EdgeGeneratorHandlers = { Generate: (call) => void this.generate(call) };
-    this.server.addService(edgeGeneratorService, handlers);
+    // Strict decoding: malformed bytes and invalid UTF-8 are INVALID_ARGUMENT, not INTERNAL or U+FFFD.
+    this.server.addService(strictService('edge_generator.proto', EDGE_GENERATOR_SERVICE_NAME), handlers);
     this.server.addService(healthService, this.health.handlers);
   }
 
@@ -86,6 +88,7 @@ export class EdgeGrpcServer {
     }
     let run;
     try {
+      assertWellFormed(call.request);
       run = this.runtime.start(toRawRequest(call.request));
     } catch (e) {
       call.emit('error', toGrpcStatus(e));
