@@ -38,10 +38,15 @@ export class EdgeRuntime {
     return this.engine.cloud?.state() ?? 'none';
   }
 
-  /** Validates `raw`, reserves a slot (RESOURCE_EXHAUSTED when full) and returns a handle to run. */
+  /**
+   * Validates `raw` (including that the prompt fits the edge model's context window), reserves a slot
+   * (RESOURCE_EXHAUSTED when full) and returns a handle to run. Every refusal happens here, before any
+   * event, so entry points answer it with a status (HTTP 4xx, a gRPC status) rather than a stream.
+   */
   start(raw: RawGenerationRequest, id: string = randomUUID()) {
     if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
     const request = parseGenerationRequest(raw, this.limits);
+    this.checkContextWindow(request.prompt);
     if (this.running.size >= this.limits.maxConcurrent) {
       throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
     }
@@ -66,6 +71,23 @@ export class EdgeRuntime {
       }
     }
     return { id, request, events: (signal?: AbortSignal) => logGeneration(runtime.log, id, request, events(signal)) };
+  }
+
+  /**
+   * A prompt that fills the context window can never produce a token. The decoding loop checks the same
+   * (its safety net), but only once the stream has started; tokenizing here once more costs little next
+   * to the prefill, and the prompt is already within `maxPromptChars`. BOS as the loop adds it.
+   */
+  private checkContextWindow(prompt: string): void {
+    const { slm, tokenizer } = this.engine;
+    const addBos = slm.pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
+    const tokens = tokenizer.encode(prompt, { addBos, parseSpecialTokens: false }).length;
+    if (tokens >= slm.pack.maxPositions) {
+      throw new AppError(
+        'INVALID_ARGUMENT',
+        `prompt is ${tokens} tokens; the edge model's context window is ${slm.pack.maxPositions} (including generated tokens)`,
+      );
+    }
   }
 
   /** Gives back a slot that was reserved but will not run (e.g. a page never opened its stream). */

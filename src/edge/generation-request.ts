@@ -39,22 +39,34 @@ function invalid(message: string): never {
   throw new AppError('INVALID_ARGUMENT', message);
 }
 
+/** A raw value for a message: JSON, except the numbers JSON cannot spell (NaN would print as null). */
+function show(raw: unknown): string {
+  return typeof raw === 'number' ? String(raw) : JSON.stringify(raw);
+}
+
+/**
+ * A lone UTF-16 surrogate: what a JSON `\ud800` escape can smuggle into a string. The transports decode
+ * bytes strictly (invalid UTF-8 is refused there), so this is the one way left to get text that is not
+ * Unicode. U+FFFD itself is a valid character and passes.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 function numberField(raw: unknown, name: string, fallback: number): number {
   if (raw === undefined || raw === null || raw === '') return fallback;
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
-  if (!Number.isFinite(n)) invalid(`${name} must be a number, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(n)) invalid(`${name} must be a number, got ${show(raw)}`);
   return n;
 }
 
 function integerField(raw: unknown, name: string, fallback: number, min: number, max: number): number {
   const n = numberField(raw, name, fallback);
-  if (!Number.isInteger(n) || n < min || n > max) invalid(`${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < min || n > max) invalid(`${name} must be an integer in [${min}, ${max}], got ${show(raw)}`);
   return n;
 }
 
 function rangeField(raw: unknown, name: string, fallback: number, min: number, max: number, minOpen = false): number {
   const n = numberField(raw, name, fallback);
-  if (n > max || n < min || (minOpen && n === min)) invalid(`${name} must be in ${minOpen ? '(' : '['}${min}, ${max}], got ${JSON.stringify(raw)}`);
+  if (n > max || n < min || (minOpen && n === min)) invalid(`${name} must be in ${minOpen ? '(' : '['}${min}, ${max}], got ${show(raw)}`);
   return n;
 }
 
@@ -65,7 +77,7 @@ export function parseGenerationRequest(raw: RawGenerationRequest, limits: Genera
   if (prompt.length > limits.maxPromptChars) {
     invalid(`prompt is ${prompt.length} characters; the limit is ${limits.maxPromptChars}`);
   }
-  if (prompt.includes('\uFFFD')) invalid('prompt is not valid UTF-8 text (it contains replacement characters)');
+  if (LONE_SURROGATE.test(prompt)) invalid('prompt is not valid Unicode text (it holds a lone surrogate)');
   const mode = raw.mode ?? 'joint';
   if (typeof mode !== 'string' || !(MODES as readonly string[]).includes(mode)) {
     invalid(`mode must be one of ${MODES.join(', ')}, got ${JSON.stringify(mode)}`);
@@ -75,6 +87,7 @@ export function parseGenerationRequest(raw: RawGenerationRequest, limits: Genera
   if (!stop.every((s): s is string => typeof s === 'string') || stop.length > 8) {
     invalid('stop must be at most 8 non-empty strings');
   }
+  if (stop.some((s) => LONE_SURROGATE.test(s))) invalid('stop is not valid Unicode text (it holds a lone surrogate)');
   return {
     prompt,
     mode: mode as Mode,

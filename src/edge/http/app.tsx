@@ -20,6 +20,7 @@ import { accessTokenGuard } from './access-token.ts';
 import { assets } from './assets.ts';
 import { httpStatus } from './http-errors.ts';
 import { PendingRuns } from './pending-runs.ts';
+import { readForm, readJsonObject } from './request-body.ts';
 
 export interface EdgeAppOptions {
   /** When set, every page and API call needs it (see access-token.ts). */
@@ -77,11 +78,11 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   app.get('/fragments/cloud-state', (c) => c.html(<CloudState state={runtime.cloudState()} />));
 
   app.post('/runs', async (c) => {
-    const run = pending.add(formRequest(await c.req.parseBody({ all: true })));
+    const run = pending.add(formRequest(await readForm(c)));
     return c.html(<RunPanel id={run.id} request={run.request} title={run.request.mode} />);
   });
   app.post('/compare', async (c) => {
-    const raw = formRequest(await c.req.parseBody({ all: true }));
+    const raw = formRequest(await readForm(c));
     const edgeOnly = pending.add({ ...raw, mode: 'small_only' });
     let joint;
     try {
@@ -115,14 +116,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   });
 
   app.post('/api/generate', async (c) => {
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      throw new AppError('INVALID_ARGUMENT', 'request body must be a JSON object');
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('INVALID_ARGUMENT', 'request body must be a JSON object');
-    const run = runtime.start(body as RawGenerationRequest);
+    const run = runtime.start((await readJsonObject(c)) as RawGenerationRequest);
     return streamSSE(c, async (stream) => {
       await streamRunAsJson(stream, run.events(abortOn(stream)));
     });

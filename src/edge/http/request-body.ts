@@ -1,0 +1,66 @@
+/**
+ * Request bodies read strictly. Hono's `parseBody` and `json` (like URLSearchParams and TextDecoder in
+ * their default mode) turn bytes that are not UTF-8 into U+FFFD without a word, so a garbled prompt would
+ * be generated from instead of refused. Here such a body is an INVALID_ARGUMENT that says so. The body
+ * size limit has already been applied by the middleware when these run.
+ *
+ * @example
+ * app.post('/runs', async (c) => start(await readForm(c)));
+ * app.post('/api/generate', async (c) => start(await readJsonObject(c)));
+ */
+import { isUtf8 } from 'node:buffer';
+import type { Context } from 'hono';
+import { AppError } from '../../shared/errors.ts';
+
+function invalid(message: string): never {
+  throw new AppError('INVALID_ARGUMENT', message);
+}
+
+async function utf8Body(c: Context, what: string): Promise<string> {
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  if (!isUtf8(bytes)) invalid(`${what} is not valid UTF-8`);
+  return new TextDecoder().decode(bytes);
+}
+
+function formPart(encoded: string): string {
+  try {
+    // decodeURIComponent, unlike URLSearchParams, refuses escapes that do not spell UTF-8 (%FF).
+    return decodeURIComponent(encoded.replaceAll('+', ' '));
+  } catch {
+    return invalid('the form is not valid UTF-8 (a percent-escape does not decode)');
+  }
+}
+
+/**
+ * An `application/x-www-form-urlencoded` body (what the page's forms send); a field given more than
+ * once becomes an array, as with Hono's `parseBody({ all: true })`.
+ */
+export async function readForm(c: Context): Promise<Record<string, string | string[]>> {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/x-www-form-urlencoded\b/i.test(type)) {
+    invalid(`a form must be sent as application/x-www-form-urlencoded, got ${type || 'no content type'}`);
+  }
+  const fields: Record<string, string | string[]> = {};
+  for (const pair of (await utf8Body(c, 'the form')).split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const name = formPart(eq < 0 ? pair : pair.slice(0, eq));
+    const value = formPart(eq < 0 ? '' : pair.slice(eq + 1));
+    const previous = fields[name];
+    fields[name] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value];
+  }
+  return fields;
+}
+
+/** A JSON object body (the API's); anything else is an INVALID_ARGUMENT. */
+export async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
+  const text = await utf8Body(c, 'the request body');
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    invalid('request body must be a JSON object');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) invalid('request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
