@@ -120,6 +120,9 @@ function appendStep(step: RouteStep__Output, session: Session, ctx: ShimContext)
   if (step.sources.length !== step.ids.length) {
     throw new AppError('INVALID_ARGUMENT', `a step has ${step.ids.length} ids but ${step.sources.length} sources`);
   }
+  // Only recorded by the shim, but a step that claims a threshold outside [0, 1] comes from a broken edge.
+  if (!(step.threshold >= 0 && step.threshold <= 1)) throw new AppError('INVALID_ARGUMENT', `threshold must be in [0, 1], got ${step.threshold}`);
+  if (!Number.isFinite(step.routerScore)) throw new AppError('INVALID_ARGUMENT', `router_score must be a finite number, got ${step.routerScore}`);
   const maxTokens = step.maxTokens || 1;
   if (maxTokens > config.maxSpanTokens) throw new AppError('INVALID_ARGUMENT', `max_tokens ${maxTokens} is above this shim's limit of ${config.maxSpanTokens}`);
   checkIds(step.ids, backend.info.vocabSize, 'the step holds');
