@@ -1,0 +1,411 @@
+/**
+ * Bad input against the three servers: the edge's HTTP API and page (through the Hono app), the edge's
+ * gRPC Generate service and the cloud shim's Route service (real servers on loopback). Each server gets
+ * its whole matrix in sequence, table-driven (case → status → message), and then a normal request that
+ * must succeed: a refusal is specific, carries a message, and leaves the server serving with every slot
+ * and session given back.
+ *
+ * Where a case does not apply: the edge's services have no sessions across calls (a gRPC call or a page
+ * run is one generation), and the shim has no prompt text, mode or max-new-tokens, so their cases there
+ * are the shim's nearest equivalents (an empty or oversized context, the span size).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import * as grpc from '@grpc/grpc-js';
+import type { Hono } from 'hono';
+import type { ShimServer } from '../src/cloud/shim-server.ts';
+import type { CloudClient, CloudSession } from '../src/edge/cloud-client.ts';
+import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
+import { edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
+import { createEdgeApp } from '../src/edge/http/app.tsx';
+import { cloudRouterService, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc-proto.ts';
+import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
+
+/** As in src/edge/main.ts. */
+const MAX_BODY_BYTES = 256 * 1024;
+const ONE_MB = 1 << 20;
+/** 602 tokens for the demo edge model, whose context window is 512. */
+const LONG_PROMPT = 'Once upon a time '.repeat(150);
+const OVER_CHAR_LIMIT = 'word '.repeat(4_000);
+
+/**
+ * The in-process cloud behind a gate: while held, routed steps wait (or end with the caller's abort), so
+ * llm_only generations stay running for as long as a case needs them to.
+ */
+class GatedCloud implements CloudClient {
+  waiting = 0;
+  private gate: Promise<void> = Promise.resolve();
+  private open: () => void = () => {};
+
+  constructor(private readonly inner: CloudClient) {}
+
+  hold(): void {
+    this.gate = new Promise((resolve) => (this.open = resolve));
+  }
+
+  release(): void {
+    this.open();
+  }
+
+  openSession(options: { requestId: string; signal?: AbortSignal }): CloudSession {
+    const session = this.inner.openSession(options);
+    return {
+      next: async (request) => {
+        this.waiting++;
+        try {
+          await new Promise<void>((resolve, reject) => {
+            const onAbort = () => reject(new DOMException('aborted', 'AbortError'));
+            if (request.signal?.aborted) return onAbort();
+            request.signal?.addEventListener('abort', onAbort, { once: true });
+            void this.gate.then(() => {
+              request.signal?.removeEventListener('abort', onAbort);
+              resolve();
+            });
+          });
+        } finally {
+          this.waiting--;
+        }
+        return session.next(request);
+      },
+      close: () => session.close(),
+    };
+  }
+
+  state() {
+    return this.inner.state();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** One row of a matrix as observed: compared as a whole, so a failure lists every case that went wrong. */
+interface Outcome {
+  name: string;
+  status: number | string;
+  message: string;
+}
+
+function expected(name: string, status: number | string, message: string) {
+  return { name, status, message: expect.stringContaining(message) };
+}
+
+let edge: TestEdge;
+let gated: GatedCloud;
+
+beforeAll(async () => {
+  edge = await startTestEdge({ maxConcurrent: 2, cloud: (inProcess) => (gated = new GatedCloud(inProcess)) });
+});
+
+afterAll(async () => {
+  gated.release();
+  await edge.release();
+});
+
+describe('edge HTTP API and page', () => {
+  let app: Hono;
+
+  beforeAll(() => {
+    app = createEdgeApp(edge.runtime, { maxBodyBytes: MAX_BODY_BYTES });
+  });
+
+  const json = (body: unknown) => app.request('/api/generate', { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const rawJson = (bytes: Uint8Array) => app.request('/api/generate', { method: 'POST', body: bytes, headers: { 'content-type': 'application/json' } });
+  const form = (fields: Record<string, string>, path = '/runs') =>
+    app.request(path, { method: 'POST', body: new URLSearchParams(fields), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const multipart = (fields: Record<string, string>) => {
+    const body = new FormData();
+    for (const [k, v] of Object.entries(fields)) body.set(k, v);
+    return app.request('/runs', { method: 'POST', body });
+  };
+  const rawForm = (body: string | Uint8Array) => app.request('/runs', { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const bytes = (...parts: (string | number[])[]) => new Uint8Array(parts.flatMap((p) => (typeof p === 'string' ? [...new TextEncoder().encode(p)] : p)));
+
+  /** The message a refusal carries: the JSON error's, or the text of the page fragment's alert. */
+  async function outcome(name: string, res: Response): Promise<Outcome> {
+    const text = await res.text();
+    if (res.headers.get('content-type')?.includes('application/json')) return { name, status: res.status, message: (JSON.parse(text) as { error: { message: string } }).error.message };
+    const alert = text.match(/<div class="error" role="alert">([^<]*)<\/div>/)?.[1];
+    if (alert !== undefined) return { name, status: res.status, message: unescapeHtml(alert) };
+    return { name, status: res.status, message: `no error message in: ${text.slice(0, 200)}` };
+  }
+
+  function unescapeHtml(s: string): string {
+    return s.replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&amp;', '&');
+  }
+
+  /** Parses an SSE body into `{event, data}` records. */
+  async function readSse(res: Response): Promise<{ event: string; data: string }[]> {
+    return (await res.text())
+      .split('\n\n')
+      .filter((block) => block.trim())
+      .map((block) => {
+        const lines = block.split('\n');
+        const event = lines.find((l) => l.startsWith('event:'))?.slice(6).trim() ?? 'message';
+        const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+        return { event, data };
+      });
+  }
+
+  const runId = (html: string) => html.match(/\/runs\/([0-9a-f-]+)\/events/)![1]!;
+
+  test('the whole matrix gets 4xx with messages; then a normal generation succeeds', async () => {
+    const cases: [string, () => Response | Promise<Response>, number, string][] = [
+      ['api: empty prompt', () => json({ prompt: '' }), 400, 'prompt must not be empty'],
+      ['page: empty prompt', () => form({ prompt: '   ' }), 400, 'prompt must not be empty'],
+      ['api: 1 MB prompt', () => json({ prompt: 'x'.repeat(ONE_MB) }), 400, `request body is larger than ${MAX_BODY_BYTES} bytes`],
+      ['page: 1 MB prompt', () => form({ prompt: 'x'.repeat(ONE_MB) }), 400, `request body is larger than ${MAX_BODY_BYTES} bytes`],
+      ['api: prompt above the character limit', () => json({ prompt: OVER_CHAR_LIMIT }), 400, 'prompt is 20000 characters; the limit is 16384'],
+      ['api: prompt longer than the context window', () => json({ prompt: LONG_PROMPT }), 400, "prompt is 602 tokens; the edge model's context window is 512"],
+      ['page: prompt longer than the context window', () => form({ prompt: LONG_PROMPT }), 400, "prompt is 602 tokens; the edge model's context window is 512"],
+      ['compare: prompt longer than the context window', () => form({ prompt: LONG_PROMPT }, '/compare'), 400, "prompt is 602 tokens; the edge model's context window is 512"],
+      ['api: threshold NaN', () => json({ prompt: 'x', threshold: 'NaN' }), 400, 'threshold must be a number, got "NaN"'],
+      ['page: threshold NaN', () => form({ prompt: 'x', threshold: 'NaN' }), 400, 'threshold must be a number, got "NaN"'],
+      ['api: threshold negative', () => json({ prompt: 'x', threshold: -0.1 }), 400, 'threshold must be in [0, 1], got -0.1'],
+      ['page: threshold negative', () => form({ prompt: 'x', threshold: '-0.1' }), 400, 'threshold must be in [0, 1], got "-0.1"'],
+      ['api: threshold above 1', () => json({ prompt: 'x', threshold: 1.5 }), 400, 'threshold must be in [0, 1], got 1.5'],
+      ['page: threshold above 1', () => form({ prompt: 'x', threshold: '2' }), 400, 'threshold must be in [0, 1], got "2"'],
+      ['api: threshold not a number', () => json({ prompt: 'x', threshold: 'abc' }), 400, 'threshold must be a number, got "abc"'],
+      ['api: threshold a boolean', () => json({ prompt: 'x', threshold: true }), 400, 'threshold must be a number, got true'],
+      ['page: threshold not a number', () => form({ prompt: 'x', threshold: 'abc' }), 400, 'threshold must be a number, got "abc"'],
+      ['api: max tokens 0', () => json({ prompt: 'x', maxNewTokens: 0 }), 400, 'max_new_tokens must be an integer in [1, 1024], got 0'],
+      ['page: max tokens 0', () => form({ prompt: 'x', maxNewTokens: '0' }), 400, 'max_new_tokens must be an integer in [1, 1024], got "0"'],
+      ['api: max tokens huge', () => json({ prompt: 'x', maxNewTokens: 1e9 }), 400, 'max_new_tokens must be an integer in [1, 1024], got 1000000000'],
+      ['page: max tokens huge', () => form({ prompt: 'x', maxNewTokens: '99999999999' }), 400, 'max_new_tokens must be an integer in [1, 1024], got "99999999999"'],
+      ['api: unknown mode', () => json({ prompt: 'x', mode: 'turbo' }), 400, 'mode must be one of joint, small_only, llm_only, got "turbo"'],
+      ['page: unknown mode', () => form({ prompt: 'x', mode: 'turbo' }), 400, 'mode must be one of joint, small_only, llm_only, got "turbo"'],
+      ['api: invalid UTF-8 bytes', () => rawJson(bytes('{"prompt":"a', [0xff, 0xfe], 'b"}')), 400, 'the request body is not valid UTF-8'],
+      ['api: lone surrogate escape', () => json('{"prompt":"a\\ud800b"}'), 400, 'prompt is not valid Unicode text (it holds a lone surrogate)'],
+      ['page: invalid UTF-8 bytes', () => rawForm(bytes('prompt=a', [0xff, 0xfe], 'b')), 400, 'the form is not valid UTF-8'],
+      ['page: invalid UTF-8 percent-escape', () => rawForm('prompt=a%FF%FEb'), 400, 'the form is not valid UTF-8 (a percent-escape does not decode)'],
+      ['page: multipart form', () => multipart({ prompt: 'x' }), 400, 'a form must be sent as application/x-www-form-urlencoded, got multipart/form-data'],
+      ['api: not JSON', () => json('{prompt'), 400, 'request body must be a JSON object'],
+      ['api: a JSON array', () => json('["x"]'), 400, 'request body must be a JSON object'],
+      ['page: stop an unknown run', () => app.request('/runs/00000000-0000-0000-0000-000000000000/stop', { method: 'POST' }), 404, 'no running generation 00000000-0000-0000-0000-000000000000'],
+    ];
+    const outcomes: Outcome[] = [];
+    for (const [name, send] of cases) outcomes.push(await outcome(name, await send()));
+
+    // An expired run: stopped before its stream opened. Stopping again is a 404; its stream ends at once
+    // with the reason (a 200 with a final `end` event, because htmx's SSE extension retries any other status).
+    const expired = runId(await (await form({ prompt: 'Hi', maxNewTokens: '2' })).text());
+    expect((await app.request(`/runs/${expired}/stop`, { method: 'POST' })).status).toBe(204);
+    outcomes.push(await outcome('page: stop an expired run', await app.request(`/runs/${expired}/stop`, { method: 'POST' })));
+    const stream = await readSse(await app.request(`/runs/${expired}/events`));
+    expect(stream.map((e) => e.event)).toEqual(['end']);
+    expect(stream[0]!.data).toContain('this generation is no longer running');
+
+    // Too many concurrent generations: two llm_only ones held at their first routed token fill both slots.
+    gated.hold();
+    const running = [json({ prompt: 'Once', mode: 'llm_only', maxNewTokens: 3 }), json({ prompt: 'Upon', mode: 'llm_only', maxNewTokens: 3 })];
+    const held = await Promise.all(running);
+    await waitFor(() => gated.waiting === 2, 10_000, 'both generations at the cloud');
+    outcomes.push(await outcome('api: too many concurrent generations', await json({ prompt: 'x', maxNewTokens: 2 })));
+    outcomes.push(await outcome('page: too many concurrent generations', await form({ prompt: 'x', maxNewTokens: '2' })));
+    outcomes.push(await outcome('compare: too many concurrent generations', await form({ prompt: 'x', maxNewTokens: '2' }, '/compare')));
+    gated.release();
+    for (const res of held) {
+      const events = await readSse(res);
+      expect(events.map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
+    }
+
+    const busy = 'too many generations at once (limit 2); try again shortly';
+    expect(outcomes).toEqual([
+      ...cases.map(([name, , status, message]) => expected(name, status, message)),
+      expected('page: stop an expired run', 404, `no running generation ${expired}`),
+      expected('api: too many concurrent generations', 429, busy),
+      expected('page: too many concurrent generations', 429, busy),
+      expected('compare: too many concurrent generations', 429, busy),
+    ]);
+    expect(edge.runtime.activeCount).toBe(0);
+
+    // Still serving: the API and the page each generate normally.
+    const api = await readSse(await json({ prompt: 'Once upon a time', mode: 'small_only', maxNewTokens: 3 }));
+    expect(api.map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
+    const panel = await form({ prompt: 'Once upon a time', mode: 'small_only', maxNewTokens: '3' });
+    expect(panel.status).toBe(200);
+    const page = await readSse(await app.request(`/runs/${runId(await panel.text())}/events`));
+    expect(page.map((e) => e.event)).toEqual(['token', 'token', 'token', 'metrics', 'end']);
+    expect(edge.runtime.activeCount).toBe(0);
+  });
+});
+
+describe('edge gRPC Generate', () => {
+  const GENERATE = '/tokenrouter.edge.v1.EdgeGenerator/Generate';
+  let server: EdgeGrpcServer;
+  let client: grpc.Client;
+
+  beforeAll(async () => {
+    server = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, maxReceiveBytes: MAX_BODY_BYTES });
+    client = new grpc.Client(`127.0.0.1:${await server.start()}`, grpc.credentials.createInsecure());
+  });
+
+  afterAll(async () => {
+    client.close();
+    await server.shutdown(1000);
+  });
+
+  const message = (request: GenerateRequest) => edgeGeneratorService.Generate.requestSerialize(request);
+  /** Length-delimited field `n` holding `body` (a hand-built protobuf fragment). */
+  const lenField = (n: number, body: number[]) => [(n << 3) | 2, body.length, ...body];
+  const utf8 = (s: string) => [...Buffer.from(s)];
+
+  /** A call that sends `bytes` as they are, so the server sees exactly what a broken client would send. */
+  function call(bytes: Buffer) {
+    const stream = client.makeServerStreamRequest(GENERATE, (b: Buffer) => b, (b: Buffer) => edgeGeneratorService.Generate.responseDeserialize(b), bytes, new grpc.Metadata(), {
+      deadline: Date.now() + 30_000,
+    });
+    const events: GenerateEvent__Output[] = [];
+    stream.on('data', (e: GenerateEvent__Output) => events.push(e));
+    stream.on('error', () => {});
+    const status = new Promise<grpc.StatusObject>((resolve) => stream.on('status', resolve));
+    return { cancel: () => stream.cancel(), events, status };
+  }
+
+  async function outcome(name: string, bytes: Buffer): Promise<Outcome> {
+    const s = await call(bytes).status;
+    return { name, status: grpc.status[s.code], message: s.details };
+  }
+
+  test('the whole matrix gets specific statuses with messages; then a normal generation succeeds', async () => {
+    const oneMb = message({ prompt: 'x'.repeat(ONE_MB) });
+    const cases: [string, Buffer, keyof typeof grpc.status, string][] = [
+      ['empty prompt', message({ prompt: '' }), 'INVALID_ARGUMENT', 'prompt must not be empty'],
+      ['1 MB prompt', oneMb, 'RESOURCE_EXHAUSTED', `Received message larger than max (${oneMb.length} vs ${MAX_BODY_BYTES})`],
+      ['prompt above the character limit', message({ prompt: OVER_CHAR_LIMIT }), 'INVALID_ARGUMENT', 'prompt is 20000 characters; the limit is 16384'],
+      ['prompt longer than the context window', message({ prompt: LONG_PROMPT }), 'INVALID_ARGUMENT', "prompt is 602 tokens; the edge model's context window is 512"],
+      ['threshold NaN', message({ prompt: 'x', threshold: Number.NaN }), 'INVALID_ARGUMENT', 'threshold must be a number, got NaN'],
+      ['threshold negative', message({ prompt: 'x', threshold: -0.5 }), 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got -0.5'],
+      ['threshold above 1', message({ prompt: 'x', threshold: 1.5 }), 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got 1.5'],
+      ['threshold not a number (a string on the wire)', Buffer.from([...lenField(1, utf8('x')), ...lenField(3, utf8('abc'))]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field threshold (3) has wire type 2; its type float needs 5'],
+      ['max tokens 0', message({ prompt: 'x', maxNewTokens: 0 }), 'INVALID_ARGUMENT', 'max_new_tokens must be an integer in [1, 1024], got 0'],
+      ['max tokens huge', message({ prompt: 'x', maxNewTokens: 4_294_967_295 }), 'INVALID_ARGUMENT', 'max_new_tokens must be an integer in [1, 1024], got 4294967295'],
+      ['unknown mode', message({ prompt: 'x', mode: 'turbo' }), 'INVALID_ARGUMENT', 'mode must be one of joint, small_only, llm_only, got "turbo"'],
+      ['invalid UTF-8 in the prompt', Buffer.from(lenField(1, [0x61, 0xff, 0xfe, 0x62])), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field prompt (1) is not valid UTF-8'],
+      ['invalid UTF-8 in a stop string', Buffer.from([...lenField(1, utf8('x')), ...lenField(8, [0xc3])]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field stop (8) is not valid UTF-8'],
+      ['malformed protobuf: garbage', Buffer.from([0xff, 0xff, 0xff]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: truncated varint at byte 0'],
+      ['malformed protobuf: a length past the end', Buffer.from([0x0a, 0x10, 0x41]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field prompt (1) at byte 2 needs 16 bytes, 1 left'],
+      ['malformed protobuf: invalid wire type', Buffer.from([0x0f, 0x00]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: invalid wire type 7 at byte 0'],
+    ];
+    const outcomes: Outcome[] = [];
+    for (const [name, bytes] of cases) outcomes.push(await outcome(name, bytes));
+
+    // Too many concurrent generations: two llm_only calls held at their first routed token.
+    gated.hold();
+    const held = [call(message({ prompt: 'Once', mode: 'llm_only', maxNewTokens: 3 })), call(message({ prompt: 'Upon', mode: 'llm_only', maxNewTokens: 3 }))];
+    await waitFor(() => gated.waiting === 2, 10_000, 'both generations at the cloud');
+    outcomes.push(await outcome('too many concurrent generations', message({ prompt: 'x', maxNewTokens: 2 })));
+    // The held calls are cancelled by their client: the generations stop and give their slots back.
+    for (const h of held) h.cancel();
+    for (const h of held) expect((await h.status).code).toBe(grpc.status.CANCELLED);
+    await waitFor(() => edge.runtime.activeCount === 0, 10_000, 'cancelled generations to end');
+    gated.release();
+
+    expect(outcomes).toEqual([
+      ...cases.map(([name, , status, text]) => expected(name, status, text)),
+      expected('too many concurrent generations', 'RESOURCE_EXHAUSTED', 'too many generations at once (limit 2); try again shortly'),
+    ]);
+
+    const ok = call(message({ prompt: 'Once upon a time', mode: 'small_only', maxNewTokens: 3 }));
+    expect((await ok.status).code).toBe(grpc.status.OK);
+    expect(ok.events.map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
+    expect(ok.events.at(-1)!.done!.finishReason).toBe('length');
+    expect(edge.runtime.activeCount).toBe(0);
+  });
+});
+
+describe('cloud shim Route', () => {
+  const ROUTE = '/tokenrouter.cloud.v1.CloudRouter/Route';
+  const MAX_MESSAGE_BYTES = 64 * 1024;
+  const IDLE_MS = 1_500;
+  let shim: ShimServer;
+  let client: grpc.Client;
+
+  beforeAll(async () => {
+    shim = await startTestShim({ maxSessions: 2, maxMessageBytes: MAX_MESSAGE_BYTES, sessionIdleMs: IDLE_MS });
+    client = new grpc.Client(shim.address, grpc.credentials.createInsecure());
+  });
+
+  afterAll(async () => {
+    client.close();
+    await shim.shutdown();
+  });
+
+  const wire = (request: RouteRequest) => serializeRouteRequest(request);
+  const open = (contextIds: number[], requestId = 'bad-input') => wire({ open: { requestId, sampling: { temperature: 0 }, contextIds } });
+  const step = (fields: NonNullable<RouteRequest['step']>) => wire({ step: { offset: 1, threshold: 0.5, ...fields } });
+
+  /** A Route stream carrying `messages` as raw bytes; half-closes after them unless `keepOpen`. */
+  function route(messages: Buffer[], keepOpen = false) {
+    const stream = client.makeBidiStreamRequest(ROUTE, (b: Buffer) => b, (b: Buffer) => cloudRouterService.Route.responseDeserialize(b), new grpc.Metadata(), {
+      deadline: Date.now() + 30_000,
+    });
+    const responses: RouteResponse__Output[] = [];
+    stream.on('data', (m: RouteResponse__Output) => responses.push(m));
+    stream.on('error', () => {});
+    const status = new Promise<grpc.StatusObject>((resolve) => stream.on('status', resolve));
+    for (const m of messages) stream.write(m);
+    if (!keepOpen) stream.end();
+    return { responses, status, end: () => stream.end() };
+  }
+
+  async function outcome(name: string, messages: Buffer[], keepOpen = false): Promise<Outcome> {
+    const r = route(messages, keepOpen);
+    const s = await r.status;
+    // Every failure that reached the session core also ends with a final `end` message saying the same.
+    const end = r.responses.at(-1)?.end;
+    if (end && end.code !== s.code) return { name, status: `end says ${end.code}, status ${s.code}`, message: s.details };
+    return { name, status: grpc.status[s.code], message: s.details };
+  }
+
+  test('the whole matrix gets specific statuses with messages; then a normal session succeeds', async () => {
+    const requestId = [0x0a, 0x02, 0xff, 0xfe]; // OpenSession.request_id, not UTF-8
+    const contextIds = [0x1a, 0x01, 0x01]; // OpenSession.context_ids = [1]
+    const oneMb = open(new Array(ONE_MB).fill(1));
+    const bigStep = step({ slmHiddenState: new Array(20_000).fill(0.5) });
+    const cases: [string, Buffer[], keyof typeof grpc.status, string][] = [
+      ['empty prompt (no context)', [open([])], 'INVALID_ARGUMENT', 'open needs the context: at least one token id'],
+      ['1 MB prompt', [oneMb], 'RESOURCE_EXHAUSTED', `Received message larger than max (${oneMb.length} vs ${MAX_MESSAGE_BYTES})`],
+      ['prompt longer than the context window', [open(new Array(600).fill(1))], 'OUT_OF_RANGE', "context of 600 tokens exceeds the model's window of 512"],
+      ['threshold NaN', [open([1]), step({ threshold: Number.NaN })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got NaN'],
+      ['threshold negative', [open([1]), step({ threshold: -0.5 })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got -0.5'],
+      ['threshold above 1', [open([1]), step({ threshold: 1.5 })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got 1.5'],
+      ['threshold not a number (a string on the wire)', [open([1]), Buffer.from([0x12, 0x05, 0x3a, 0x03, ...Buffer.from('abc')])], 'INVALID_ARGUMENT', 'malformed RouteRequest: field threshold (7) has wire type 2; its type float needs 5'],
+      ['router score NaN', [open([1]), step({ routerScore: Number.NaN })], 'INVALID_ARGUMENT', 'router_score must be a finite number, got NaN'],
+      ['max tokens huge', [open([1]), step({ maxTokens: 4_294_967_295 })], 'INVALID_ARGUMENT', "max_tokens 4294967295 is above this shim's limit of 64"],
+      ['token ids outside the vocabulary: open', [open([1, 512])], 'INVALID_ARGUMENT', 'context_ids holds token id 512 (index 1), outside the vocabulary [0, 512)'],
+      ['token ids outside the vocabulary: step', [open([1]), step({ ids: [99_999], sources: ['TOKEN_SOURCE_SLM'] })], 'INVALID_ARGUMENT', 'the step holds token id 99999 (index 0), outside the vocabulary [0, 512)'],
+      ['unknown session (a step with no open)', [step({})], 'FAILED_PRECONDITION', 'the first message of a stream must be `open`'],
+      ['invalid UTF-8 in request_id', [Buffer.from([0x0a, requestId.length + contextIds.length, ...requestId, ...contextIds])], 'INVALID_ARGUMENT', 'malformed RouteRequest: field requestId (1) is not valid UTF-8'],
+      ['malformed protobuf: garbage', [Buffer.from([0xff, 0xff, 0xff])], 'INVALID_ARGUMENT', 'malformed RouteRequest: truncated varint at byte 0'],
+      ['malformed protobuf: a nested length past the end', [Buffer.from([0x0a, 0x02, 0x1a, 0x05])], 'INVALID_ARGUMENT', 'malformed RouteRequest: field contextIds (3) at byte 4 needs 5 bytes, 0 left'],
+      ['malformed protobuf after a good open', [open([1]), Buffer.from([0x12, 0x01, 0x0f])], 'INVALID_ARGUMENT', 'malformed RouteRequest: invalid wire type 7 at byte 2'],
+      ['a step above the size limit', [open([1]), bigStep], 'RESOURCE_EXHAUSTED', `Received message larger than max (${bigStep.length} vs ${MAX_MESSAGE_BYTES})`],
+    ];
+    const outcomes: Outcome[] = [];
+    for (const [name, messages] of cases) outcomes.push(await outcome(name, messages));
+
+    // An expired session: opened, then left idle past the limit; the shim ends its stream.
+    outcomes.push(await outcome('expired session', [open([1])], true));
+
+    // Too many concurrent generations: the session cap (2) is full.
+    const holders = [route([open([1], 'hold-1')], true), route([open([1], 'hold-2')], true)];
+    await waitFor(() => holders.every((h) => h.responses.length === 1), 10_000, 'two sessions open');
+    outcomes.push(await outcome('too many concurrent sessions', [open([1])]));
+    for (const h of holders) h.end();
+    for (const h of holders) expect((await h.status).code).toBe(grpc.status.OK);
+
+    expect(outcomes).toEqual([
+      ...cases.map(([name, , status, text]) => expected(name, status, text)),
+      expected('expired session', 'DEADLINE_EXCEEDED', `session idle for more than ${IDLE_MS} ms`),
+      expected('too many concurrent sessions', 'RESOURCE_EXHAUSTED', 'too many sessions: the shim serves at most 2 at once'),
+    ]);
+
+    const ok = route([open([1]), step({ maxTokens: 2 })]);
+    expect((await ok.status).code).toBe(grpc.status.OK);
+    expect(ok.responses.map((r) => r.message)).toEqual(['opened', 'step', 'end']);
+    expect(ok.responses[1]!.step!.ids).toEqual([403, 407]);
+    await waitFor(() => shim.store.count === 0, 5_000, 'sessions to close');
+  });
+});
