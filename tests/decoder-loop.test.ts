@@ -173,11 +173,19 @@ describe('stopping', () => {
   });
 
   test('sampling is reproducible for a seed and differs from greedy', async () => {
-    const a = await run({ mode: 'joint', threshold: 0.5, temperature: 1, topP: 0.9, seed: 42, maxNewTokens: 30 });
-    const b = await run({ mode: 'joint', threshold: 0.5, temperature: 1, topP: 0.9, seed: 42, maxNewTokens: 30 });
-    const g = await run({ mode: 'joint', threshold: 0.5, maxNewTokens: 30 });
-    expect(a.tokens.map((t) => t.id)).toEqual(b.tokens.map((t) => t.id));
-    expect(a.tokens.map((t) => t.id)).not.toEqual(g.tokens.map((t) => t.id));
+    const ids = async (raw: RawGenerationRequest) => (await run(raw)).tokens.map((t) => t.id).join(',');
+    const sampled = (seed: number) => ids({ mode: 'joint', threshold: 0.5, temperature: 1, topP: 0.9, seed, maxNewTokens: 30 });
+    const greedyIds = await ids({ mode: 'joint', threshold: 0.5, maxNewTokens: 30 });
+    const runs: string[] = [];
+    for (const seed of [42, 1, 2, 3, 4]) {
+      const first = await sampled(seed);
+      expect(await sampled(seed)).toBe(first);
+      runs.push(first);
+    }
+    // One seed may follow the greedy path by chance (the weak edge model soon loops on a token that holds
+    // more than top-p of the mass), but five seeds do not all, nor all agree with each other.
+    expect(runs.filter((r) => r !== greedyIds).length).toBeGreaterThan(0);
+    expect(new Set(runs).size).toBeGreaterThan(1);
   });
 });
 
