@@ -1,3 +1,4 @@
+/** @jsxImportSource hono/jsx */
 /** The generate and compare pages: the same controls, one or two output panels. */
 import { Layout } from './layout.tsx';
 

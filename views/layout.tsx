@@ -1,3 +1,4 @@
+/** @jsxImportSource hono/jsx */
 /** The page shell: head, header with the cloud's connection state, and the htmx assets served locally. */
 import type { Child } from 'hono/jsx';
 

@@ -1,3 +1,4 @@
+/** @jsxImportSource hono/jsx */
 /**
  * Fragments of a running generation. The run panel opens an SSE stream; the server then sends
  * `token` (one span), `metrics` (the panel) and finally `end` (status), which also closes the stream.

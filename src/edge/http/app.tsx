@@ -1,3 +1,4 @@
+/** @jsxImportSource hono/jsx */
 /**
  * The edge's web page and HTTP API (Hono). Pages and htmx fragments for people on the LAN; an SSE
  * JSON API for programs; health, readiness and Prometheus metrics for operations. Generation itself is
