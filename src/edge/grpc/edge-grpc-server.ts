@@ -3,9 +3,9 @@
  * standard health service reports readiness. A client that cancels (or whose deadline passes) stops the
  * generation; the edge's access token, when set, is required as `authorization: Bearer <token>`.
  */
-import { timingSafeEqual } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { AppError, errorMessage, isAppError } from '../../shared/errors.ts';
+import { checkBearer } from '../../shared/grpc-auth.ts';
 import { toGrpcStatus } from '../../shared/grpc-errors.ts';
 import { HealthService } from '../../shared/grpc-health.ts';
 import { healthService } from '../../shared/grpc-proto.ts';
@@ -46,14 +46,6 @@ export function toWireEvent(event: GenerationEvent): GenerateEvent {
   return { done };
 }
 
-function authorized(metadata: grpc.Metadata, token: string | undefined): boolean {
-  if (!token) return true;
-  const presented = String(metadata.get('authorization')[0] ?? '').match(/^Bearer (.+)$/)?.[1] ?? '';
-  const a = Buffer.from(presented);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 export class EdgeGrpcServer {
   private readonly server: grpc.Server;
   readonly health = new HealthService({ '': 'NOT_SERVING', [EDGE_GENERATOR_SERVICE_NAME]: 'NOT_SERVING' });
@@ -82,12 +74,9 @@ export class EdgeGrpcServer {
   }
 
   private async generate(call: grpc.ServerWritableStream<GenerateRequest__Output, GenerateEvent>): Promise<void> {
-    if (!authorized(call.metadata, this.options.accessToken)) {
-      call.emit('error', toGrpcStatus(new AppError('UNAUTHENTICATED', 'missing or wrong bearer token')));
-      return;
-    }
     let run;
     try {
+      checkBearer(call.metadata, this.options.accessToken || undefined);
       assertWellFormed(call.request);
       run = this.runtime.start(toRawRequest(call.request));
     } catch (e) {

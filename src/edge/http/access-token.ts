@@ -3,18 +3,12 @@
  * must carry it as `Authorization: Bearer <token>`, in the `edge_token` cookie, or once as `?token=`
  * (which sets the cookie, so a kiosk or a bookmarked link works). Health checks stay open.
  */
-import { timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { AppError } from '../../shared/errors.ts';
+import { sameToken } from '../../shared/grpc-auth.ts';
 
 const COOKIE = 'edge_token';
-
-function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 export function accessTokenGuard(token: string | undefined): MiddlewareHandler {
   return async (c, next) => {
@@ -22,7 +16,7 @@ export function accessTokenGuard(token: string | undefined): MiddlewareHandler {
     const bearer = c.req.header('authorization')?.match(/^Bearer (.+)$/)?.[1];
     const query = c.req.query('token');
     const presented = bearer ?? getCookie(c, COOKIE) ?? query;
-    if (presented === undefined || !same(presented, token)) {
+    if (presented === undefined || !sameToken(presented, token)) {
       throw new AppError('UNAUTHENTICATED', 'this edge requires an access token (Authorization: Bearer, or open the page with ?token=...)');
     }
     if (query !== undefined) setCookie(c, COOKIE, token, { httpOnly: true, sameSite: 'Strict', path: '/' });
