@@ -1,0 +1,97 @@
+/**
+ * The shim's bearer token and mutual TLS end to end from the edge: a real edge (`startEdge` from its own
+ * config flags) routes tokens through a shim that requires both. With the right token and client
+ * certificate routed tokens come from the cloud; with a wrong token the edge still answers, on its own
+ * tokens marked fallback, and says why.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { ShimServer } from '../src/cloud/shim-server.ts';
+import { parseEdgeConfig } from '../src/edge/config.ts';
+import { startEdge, type RunningEdge } from '../src/edge/main.ts';
+import { makeTestCertificates, type TestCertificates } from './helpers/cloud-certs.ts';
+import { startTestShim } from './helpers/cloud-fixture.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+
+const TOKEN = 'shim-secret-7d1f';
+let certs: TestCertificates;
+let shim: ShimServer;
+
+beforeAll(async () => {
+  certs = makeTestCertificates();
+  shim = await startTestShim({ authToken: TOKEN, tlsCert: certs.serverCert, tlsKey: certs.serverKey, tlsClientCa: certs.caCert });
+}, 30_000);
+
+afterAll(async () => {
+  await shim.shutdown();
+  certs.remove();
+});
+
+interface WireToken {
+  source: string;
+  cloudError?: string;
+}
+
+async function withEdge<T>(flags: string[], fn: (edge: RunningEdge) => Promise<T>): Promise<T> {
+  const demo = await ensureDemoPacks();
+  const config = parseEdgeConfig(
+    [
+      ...['--host', '127.0.0.1', '--port', '0', '--grpc-port=-1', '--log-level', 'error'],
+      ...['--slm', demo.edgePack, '--router', demo.routerPack, '--cloud', `localhost:${shim.port}`],
+      ...['--cloud-tls-ca', certs.caCert, '--cloud-tls-cert', certs.clientCert, '--cloud-tls-key', certs.clientKey],
+      ...flags,
+    ],
+    {},
+  );
+  const edge = await startEdge(config);
+  try {
+    return await fn(edge);
+  } finally {
+    await edge.stop();
+  }
+}
+
+/** A joint generation over the edge's JSON SSE API; the token events' sources and cloud errors. */
+async function generate(edge: RunningEdge): Promise<WireToken[]> {
+  const response = await fetch(`${edge.url}api/generate`, {
+    method: 'POST',
+    body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, maxNewTokens: 12 }),
+  });
+  expect(response.status).toBe(200);
+  const body = await response.text();
+  expect(body).toContain('event: done');
+  return body
+    .split('\n\n')
+    .filter((block) => block.startsWith('event: token'))
+    .map((block) => JSON.parse(block.slice(block.indexOf('data:') + 5)) as WireToken);
+}
+
+describe('edge → shim with a bearer token and mutual TLS', () => {
+  test('the right token and client certificate: routed tokens come from the cloud', async () => {
+    await withEdge(['--cloud-token', TOKEN], async (edge) => {
+      const tokens = await generate(edge);
+      expect(tokens).toHaveLength(12);
+      expect(tokens.filter((t) => t.source === 'llm').length).toBeGreaterThan(0);
+      expect(tokens.filter((t) => t.source === 'fallback')).toEqual([]);
+    });
+    expect(shim.store.count).toBe(0);
+  });
+
+  test('a wrong token: the edge answers alone, marking the routed tokens fallback with the reason', async () => {
+    await withEdge(['--cloud-token', 'not-the-secret'], async (edge) => {
+      const tokens = await generate(edge);
+      expect(tokens).toHaveLength(12);
+      const fallback = tokens.filter((t) => t.source === 'fallback');
+      expect(fallback.length).toBeGreaterThan(0);
+      expect(tokens.filter((t) => t.source === 'llm')).toEqual([]);
+      expect(fallback[0]!.cloudError).toContain('invalid bearer token');
+    });
+  });
+
+  test('no token at all is refused the same way', async () => {
+    await withEdge([], async (edge) => {
+      const tokens = await generate(edge);
+      expect(tokens.filter((t) => t.source === 'llm')).toEqual([]);
+      expect(tokens.find((t) => t.source === 'fallback')!.cloudError).toContain('missing bearer token');
+    });
+  });
+});
