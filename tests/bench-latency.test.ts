@@ -43,8 +43,9 @@ function checkRows(result: LatencyBenchResult, thresholds: number[]) {
     // Every routed step is one request and its reply through the proxy: at least one injected round trip each.
     expect(row.comm_llm_ms).toBeGreaterThanOrEqual(row.cloud_calls * rtt);
     expect(row.predicted_comm_llm_ms).toBeCloseTo(row.cloud_calls * rtt + row.backend_ms, 6);
-    // One token per routed step (route span 1).
-    expect(row.cloud_calls).toBeCloseTo(row.routed_count, 10);
+    // One token per routed step (route span 1), plus at most one call per prompt whose reply was the end of text.
+    expect(row.cloud_calls).toBeGreaterThanOrEqual(row.routed_count);
+    expect(row.cloud_calls).toBeLessThanOrEqual(row.routed_count + 1);
   }
   const small = rows[0]!;
   const llm = rows.at(-1)!;
@@ -55,8 +56,12 @@ function checkRows(result: LatencyBenchResult, thresholds: number[]) {
   expect(llm.routed_ratio).toBe(1);
   expect(llm.slm_ms).toBe(0);
   expect(llm.tbt_ratio).toBeNull();
-  const routed = rows.map((r) => r.routed_count);
+  // More routing as τ grows: in tokens up to the last joint row (llm_only may stop earlier at the cloud's
+  // end of text, with fewer tokens in all), and in share over every row.
+  const routed = rows.slice(0, -1).map((r) => r.routed_count);
   for (let i = 1; i < routed.length; i++) expect(routed[i]!).toBeGreaterThanOrEqual(routed[i - 1]!);
+  const ratios = rows.map((r) => r.routed_ratio);
+  for (let i = 1; i < ratios.length; i++) expect(ratios[i]!).toBeGreaterThanOrEqual(ratios[i - 1]!);
 }
 
 test('bench latency with a 20 ms round trip: a Markdown table, then one JSON line; routing grows with τ and each call pays the round trip', () => {
