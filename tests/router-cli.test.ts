@@ -54,7 +54,7 @@ describe('router train with bad input: one-line error, nothing written', () => {
       /one\.txt: 1 paragraph\(s\); training needs at least 2/,
     ],
     [
-      'packs with different vocabularies',
+      'packs with different tokenizers',
       () => {
         const other = patchedEdgePack('other-vocab', 'tokenizer.json', (json) => {
           const vocab = (json.model as { vocab: Record<string, number> }).vocab;
@@ -63,7 +63,7 @@ describe('router train with bad input: one-line error, nothing written', () => {
         });
         return ['--slm', DEMO.edgePack, '--llm', other, '--text', text()];
       },
-      /have different vocabularies \(512 vs 512 tokens\)/,
+      /have different tokenizers \(512 vs 512 embedding rows\)/,
     ],
     [
       'an edge pack whose hidden_states width differs from its hidden_size',

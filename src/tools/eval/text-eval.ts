@@ -79,7 +79,7 @@ async function edgeTopProbabilities(o: TextEvalOptions): Promise<Float32Array> {
   const vocab = slm.pack.vocabSize;
   // The same encoding and truncation as teacherForce, so that the records line up.
   const maxLength = Math.min(slm.pack.maxPositions, o.llm.pack.maxPositions);
-  const addBos = slm.pack.bosTokenId !== undefined;
+  const addBos = slm.pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
   const values: number[] = [];
   for (const text of o.paragraphs) {
     const ids = tokenizer.encode(text, { addBos, parseSpecialTokens: false }).slice(0, maxLength);

@@ -54,7 +54,11 @@ export async function teacherForce(options: TeacherForceOptions): Promise<Teache
     throw new AppError('FAILED_PRECONDITION', `${slm.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`);
   }
   const hiddenSize = slm.pack.hiddenSize;
-  const vocab = slm.pack.vocabSize;
+  // Each model's logits rows are as wide as its embedding; exports pad it differently (Qwen2.5-0.5B 151,936
+  // rows, the 7B and 32B 152,064) over the same tokenizer, so top-1 is taken over the ids both have.
+  const edgeRow = slm.pack.vocabSize;
+  const cloudRow = llm.pack.vocabSize;
+  const shared = Math.min(edgeRow, cloudRow);
   const maxLength = Math.min(slm.pack.maxPositions, llm.pack.maxPositions);
   // BOS first, as in generation; packs whose tokenizer has no BOS token (Qwen) start with the text.
   const addBos = slm.pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
@@ -79,8 +83,8 @@ export async function teacherForce(options: TeacherForceOptions): Promise<Teache
       hiddenRows.push(edge.hidden.slice(0, positions * hiddenSize));
       for (let i = 0; i < positions; i++) {
         const next = ids[i + 1];
-        slmCorrect.push(argmax(edge.logits.subarray(i * vocab, (i + 1) * vocab)) === next ? 1 : 0);
-        llmCorrect.push(argmax(cloud.logits.subarray(i * vocab, (i + 1) * vocab)) === next ? 1 : 0);
+        slmCorrect.push(argmax(edge.logits.subarray(i * edgeRow, i * edgeRow + shared)) === next ? 1 : 0);
+        llmCorrect.push(argmax(cloud.logits.subarray(i * cloudRow, i * cloudRow + shared)) === next ? 1 : 0);
         paragraphOf.push(p);
       }
     }
@@ -130,12 +134,15 @@ function vocabularyOf(pack: ModelPack): string {
   return JSON.stringify([tokenizer.model?.vocab ?? null, added]);
 }
 
-/** Routing needs the two models to mean the same thing by every token id. */
+/**
+ * Routing needs the two models to mean the same thing by every token id: the same tokenizer. Their
+ * embeddings may still differ in padding rows beyond it (`vocab_size` in config.json), which name no token.
+ */
 export function checkSameVocabulary(slm: ModelPack, llm: ModelPack): void {
-  if (slm.vocabSize !== llm.vocabSize || vocabularyOf(slm) !== vocabularyOf(llm)) {
+  if (vocabularyOf(slm) !== vocabularyOf(llm)) {
     throw new AppError(
       'INVALID_ARGUMENT',
-      `${slm.dir} and ${llm.dir} have different vocabularies (${slm.vocabSize} vs ${llm.vocabSize} tokens): routing needs a pair that shares its tokenizer`,
+      `${slm.dir} and ${llm.dir} have different tokenizers (${slm.vocabSize} vs ${llm.vocabSize} embedding rows): routing needs a pair that shares its tokenizer`,
     );
   }
 }
