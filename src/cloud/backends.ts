@@ -11,7 +11,12 @@ import { SglangBackend } from './sglang-backend.ts';
 
 export async function createBackend(config: Readonly<ShimConfig>, tokenizer: TextTokenizer | undefined): Promise<Backend> {
   if (config.backend === 'embedded') {
-    return EmbeddedBackend.load({ modelPack: config.modelPack!, threads: config.threads, maxLiveSequences: config.maxLiveSequences });
+    return EmbeddedBackend.load({
+      modelPack: config.modelPack!,
+      threads: config.threads,
+      maxLiveSequences: config.maxLiveSequences,
+      tokenVocabSize: tokenizer?.vocabSize,
+    });
   }
   const pack = packLimits(config.modelPack);
   const common = {

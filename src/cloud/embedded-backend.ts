@@ -27,6 +27,11 @@ export interface EmbeddedBackendOptions {
   /** onnxruntime threads per forward pass; 0 = onnxruntime's choice. */
   threads?: number;
   maxLiveSequences: number;
+  /**
+   * Ids the tokenizer knows; sampling never picks one at or above it. Exports pad the embedding beyond
+   * the tokenizer (Qwen: 151,936 rows, 151,669 tokens), and a padding row names no token.
+   */
+  tokenVocabSize?: number;
 }
 
 /** Counters for tests and benchmarks. */
@@ -46,6 +51,7 @@ export class EmbeddedBackend implements Backend {
   private constructor(
     readonly model: DecoderModel,
     private readonly maxLive: number,
+    /** @internal */ readonly tokenVocabSize: number | undefined,
   ) {
     const { pack } = model;
     this.info = { name: `embedded:${basename(pack.dir)}`, vocabSize: pack.vocabSize, maxContext: pack.maxPositions };
@@ -53,7 +59,7 @@ export class EmbeddedBackend implements Backend {
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
     const model = await DecoderModel.load(loadModelPack(options.modelPack), options.threads ? { threads: options.threads } : {});
-    return new EmbeddedBackend(model, options.maxLiveSequences);
+    return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
   }
 
   openSession(): BackendSession {
@@ -116,7 +122,12 @@ class EmbeddedSession implements BackendSession {
       while (true) {
         if (signal.aborted) throw abortReason(signal);
         const logits = this.logits!;
-        const id = sampleToken(logits, { temperature: sampling.temperature, topP: sampling.topP, random: this.sampler(sampling.seed) });
+        const id = sampleToken(logits, {
+          temperature: sampling.temperature,
+          topP: sampling.topP,
+          random: this.sampler(sampling.seed),
+          vocabLimit: this.backend.tokenVocabSize,
+        });
         ids.push(id);
         if (sampling.topLogprobs > 0) {
           const all = logSoftmax(logits);

@@ -16,6 +16,8 @@ import { seededRandom } from '../../shared/seeded-random.ts';
 export interface InProcessCloudOptions {
   /** Keep a copy of every step request in `requests` (for tests; default true). */
   record?: boolean;
+  /** Ids the tokenizer knows: sampling never picks a padding row of the embedding beyond them. */
+  tokenVocabSize?: number;
 }
 
 export class InProcessCloud implements CloudClient {
@@ -25,12 +27,14 @@ export class InProcessCloud implements CloudClient {
   /** When set, `next` throws this error (a cloud outage). */
   failWith: Error | undefined;
   private readonly record: boolean;
+  private readonly tokenVocabSize: number | undefined;
 
   constructor(
     private readonly model: DecoderModel,
     options: InProcessCloudOptions = {},
   ) {
     this.record = options.record ?? true;
+    this.tokenVocabSize = options.tokenVocabSize;
   }
 
   openSession(): CloudSession {
@@ -53,7 +57,7 @@ export class InProcessCloud implements CloudClient {
         random ??= seededRandom(request.seed ?? 0);
         const tokens: number[] = [];
         while (tokens.length < request.maxTokens) {
-          const id = sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random: random! });
+          const id = sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random: random!, vocabLimit: cloud.tokenVocabSize });
           tokens.push(id);
           if (request.stopTokenIds.includes(id) || tokens.length === request.maxTokens) break;
           last = await sequence.append([id]);

@@ -51,7 +51,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter)
   const router = await loadRouter(o.routerPack);
   const slm = await DecoderModel.load(slmPack);
   const llm = await DecoderModel.load(llmPack);
-  const cloud = new InProcessCloud(llm, { record: false });
+  const cloud = new InProcessCloud(llm, { record: false, tokenVocabSize: tokenizer.vocabSize });
   const edge = { slm, tokenizer, cloud };
   try {
     const common = {

@@ -1,16 +1,20 @@
 /**
- * A pair whose embeddings are padded differently over the same tokenizer (Qwen2.5-0.5B has 151,936 rows,
- * the 7B and 32B 152,064) is a valid routing pair: teacher forcing reads each model's logits at its own
- * row width and takes top-1 over the ids both have, never a padding row.
+ * Embeddings padded beyond the tokenizer (Qwen2.5-0.5B has 151,936 rows, the 7B and 32B 152,064, over one
+ * 151,669-token tokenizer): a pair padded differently is a valid routing pair, teacher forcing reads each
+ * model's logits at its own row width and takes top-1 over the ids both have, and the shim serving a
+ * padded model never answers with a padding row. The padded model here is built so that its padding
+ * rows would win any argmax they took part in.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { readLlama2cCheckpoint } from '../src/tools/models/llama2c-checkpoint.ts';
 import { writeDecoderPack } from '../src/tools/models/pack-writer.ts';
 import { checkSameVocabulary, teacherForcePacks } from '../src/tools/router/teacher-forcing.ts';
+import { EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 
 const PADDING = 64;
@@ -57,4 +61,21 @@ test('teacher forcing a model against its padded twin: identical top-1 verdicts 
   // The 5-layer model is right about half the time on its own training text: the verdicts carry information.
   expect(right / forced.count).toBeGreaterThan(0.3);
   expect(Array.from(forced.llmCorrect)).toEqual(Array.from(forced.slmCorrect));
+});
+
+test('the shim serving a padded model answers with token ids only, greedy and sampled', async () => {
+  const shim = await startTestShim({ modelPack: padded });
+  const client = new GrpcCloudClient({ address: shim.address });
+  try {
+    for (const temperature of [0, 1.5]) {
+      const session = client.openSession({ requestId: `padded-${temperature}` });
+      const reply = await session.next(new EdgeContext([1, 403]).step({ maxTokens: 16, temperature, seed: 3, stopTokenIds: [] }));
+      await session.close();
+      expect(reply.tokens).toHaveLength(16);
+      expect(reply.tokens.every((id) => id < 512)).toBe(true);
+    }
+  } finally {
+    await client.close();
+    await shim.shutdown();
+  }
 });
