@@ -74,6 +74,12 @@ export function checkCloudReply(reply: CloudStepReply, maxTokens: number, vocabS
   return ids as number[];
 }
 
+/** The prompt's token ids as the loop feeds them: BOS first only when both the pack and its tokenizer have one (Qwen's has none). */
+export function encodePrompt(engine: Pick<EdgeEngine, 'slm' | 'tokenizer'>, prompt: string): number[] {
+  const addBos = engine.slm.pack.bosTokenId !== undefined && engine.tokenizer.bosId !== undefined;
+  return engine.tokenizer.encode(prompt, { addBos, parseSpecialTokens: false });
+}
+
 function elapsed(since: number): number {
   return performance.now() - since;
 }
@@ -86,9 +92,7 @@ export async function* generate(
 ): AsyncGenerator<GenerationEvent> {
   const { slm, router, tokenizer } = engine;
   const requestId = randomUUID();
-  // Packs may name a BOS id that their tokenizer does not use (Qwen): add it only when both agree.
-  const addBos = slm.pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
-  const promptIds = tokenizer.encode(request.prompt, { addBos, parseSpecialTokens: false });
+  const promptIds = encodePrompt(engine, request.prompt);
   const maxPositions = slm.pack.maxPositions;
   if (promptIds.length >= maxPositions) {
     throw new AppError(

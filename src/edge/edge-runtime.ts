@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../shared/errors.ts';
 import { silentLogger, type Logger } from '../shared/logger.ts';
 import type { CloudConnectionState } from './cloud-client.ts';
-import { generate, type EdgeEngine, type GenerationEvent } from './decoder-loop.ts';
+import { encodePrompt, generate, type EdgeEngine, type GenerationEvent } from './decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
 import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest } from './generation-request.ts';
@@ -76,12 +76,11 @@ export class EdgeRuntime {
   /**
    * A prompt that fills the context window can never produce a token. The decoding loop checks the same
    * (its safety net), but only once the stream has started; tokenizing here once more costs little next
-   * to the prefill, and the prompt is already within `maxPromptChars`. BOS as the loop adds it.
+   * to the prefill, and the prompt is already within `maxPromptChars`.
    */
   private checkContextWindow(prompt: string): void {
-    const { slm, tokenizer } = this.engine;
-    const addBos = slm.pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
-    const tokens = tokenizer.encode(prompt, { addBos, parseSpecialTokens: false }).length;
+    const { slm } = this.engine;
+    const tokens = encodePrompt(this.engine, prompt).length;
     if (tokens >= slm.pack.maxPositions) {
       throw new AppError(
         'INVALID_ARGUMENT',

@@ -11,8 +11,9 @@ const TELEMETRY_VARIABLE = 'ORT_DISABLE_TELEMETRY';
 
 /**
  * Sets `name` in the C environment, where native code reads it with getenv(). Under Node an assignment to
- * `process.env` does that; under Bun it only changes the JavaScript copy (oven-sh/bun#42891), so on Bun
- * the variable goes through libc's setenv() as well, and is read back to be sure.
+ * `process.env` does that; under Bun it only changes the JavaScript copy (the control run in
+ * tests/telemetry.test.ts shows onnxruntime writing telemetry then), so on Bun the variable goes through
+ * libc's setenv() as well, and is read back to be sure.
  */
 async function setNativeEnv(name: string, value: string): Promise<void> {
   // Node: calls setenv(). Bun: at least children spawned with process.env inherit it.

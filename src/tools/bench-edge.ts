@@ -10,7 +10,7 @@
  */
 import { join } from 'node:path';
 import type { CloudClient, CloudSession, CloudStepRequest } from '../edge/cloud-client.ts';
-import { generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../edge/decoder-loop.ts';
+import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../edge/decoder-loop.ts';
 import { percentile } from '../edge/generation-metrics.ts';
 import { parseGenerationRequest, type Mode } from '../edge/generation-request.ts';
 import { OnnxRouter, type Router } from '../edge/router.ts';
@@ -148,8 +148,6 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
   try {
     if (!slm.hasHiddenStates) throw new AppError('FAILED_PRECONDITION', `${pack.dir}: no hidden_states output (add it with: bun run models expose-hidden)`);
     const tokenizer = await TextTokenizer.fromPack(pack.dir);
-    // The ids the loop feeds: BOS only when both the pack and its tokenizer have one (Qwen's has none).
-    const addBos = pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
 
     // Reference run (also the warm-up): the greedy tokens the replay cloud will answer with, and their scores.
     o.log('reference run');
@@ -165,7 +163,7 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
     for (let pass = 0; pass < Math.min(o.runs, 3); pass++) {
       const sequence = slm.newSequence();
       try {
-        await sequence.append(tokenizer.encode(PROMPT, { addBos, parseSpecialTokens: false }));
+        await sequence.append(encodePrompt({ slm, tokenizer }, PROMPT));
         for (const id of ids) {
           const t = performance.now();
           const { hidden } = await sequence.append([id]);

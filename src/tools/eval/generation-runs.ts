@@ -4,7 +4,7 @@
  * perplexity of what was generated.
  */
 import type { CloudClient } from '../../edge/cloud-client.ts';
-import { generate, type TokenEvent } from '../../edge/decoder-loop.ts';
+import { encodePrompt, generate, type TokenEvent } from '../../edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../../edge/generation-request.ts';
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-session.ts';
@@ -43,8 +43,7 @@ export interface GenerationSettings {
 }
 
 export function promptIdsOf(edge: Pick<EvalEdge, 'slm' | 'tokenizer'>, prompt: string): number[] {
-  // Exactly as the decoding loop encodes its prompt.
-  return edge.tokenizer.encode(prompt, { addBos: edge.slm.pack.bosTokenId !== undefined, parseSpecialTokens: false });
+  return encodePrompt(edge, prompt);
 }
 
 /** Generates a continuation of every prompt at one threshold with `router`. */

@@ -15,6 +15,7 @@ import type { DecoderModel } from '../../shared/decoder-session.ts';
 import { scoreWithRouterPack } from '../router/batch-scorer.ts';
 import { teacherForce, type TeacherForced } from '../router/teacher-forcing.ts';
 import type { ProgressReporter } from '../router/train-router.ts';
+import { encodePrompt } from '../../edge/decoder-loop.ts';
 import { cappedTopProbability, ProbeRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
 import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun } from './generation-runs.ts';
 import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from './ratio-matching.ts';
@@ -79,10 +80,9 @@ async function edgeTopProbabilities(o: TextEvalOptions): Promise<Float32Array> {
   const vocab = slm.pack.vocabSize;
   // The same encoding and truncation as teacherForce, so that the records line up.
   const maxLength = Math.min(slm.pack.maxPositions, o.llm.pack.maxPositions);
-  const addBos = slm.pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
   const values: number[] = [];
   for (const text of o.paragraphs) {
-    const ids = tokenizer.encode(text, { addBos, parseSpecialTokens: false }).slice(0, maxLength);
+    const ids = encodePrompt({ slm, tokenizer }, text).slice(0, maxLength);
     if (ids.length < 2) continue;
     const sequence = slm.newSequence();
     try {

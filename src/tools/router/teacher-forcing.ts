@@ -9,6 +9,7 @@
  * const keep = citerLabels(forced); // 1 = keep the edge token, 0 = route
  */
 import { join } from 'node:path';
+import { encodePrompt } from '../../edge/decoder-loop.ts';
 import { DecoderModel } from '../../shared/decoder-session.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax } from '../../shared/logits.ts';
@@ -60,8 +61,6 @@ export async function teacherForce(options: TeacherForceOptions): Promise<Teache
   const cloudRow = llm.pack.vocabSize;
   const shared = Math.min(edgeRow, cloudRow);
   const maxLength = Math.min(slm.pack.maxPositions, llm.pack.maxPositions);
-  // BOS first, as in generation; packs whose tokenizer has no BOS token (Qwen) start with the text.
-  const addBos = slm.pack.bosTokenId !== undefined && tokenizer.bosId !== undefined;
   const hiddenRows: Float32Array[] = [];
   const slmCorrect: number[] = [];
   const llmCorrect: number[] = [];
@@ -69,7 +68,8 @@ export async function teacherForce(options: TeacherForceOptions): Promise<Teache
 
   for (const [p, text] of paragraphs.entries()) {
     // Positions past the shorter context window cannot be scored by both models.
-    const ids = tokenizer.encode(text, { addBos, parseSpecialTokens: false }).slice(0, maxLength);
+    // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
+    const ids = encodePrompt({ slm, tokenizer }, text).slice(0, maxLength);
     if (ids.length >= 2) {
       const edge = await forward(slm, ids);
       const cloud = await forward(llm, ids);
