@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { startDelayProxy } from '../src/tools/delay-proxy.ts';
 import { CircuitOpenError, CloudBackoff } from '../src/edge/cloud-backoff.ts';
 import type { DecoderModel } from '../src/shared/decoder-session.ts';
 import { cloudRouterService, serializeRouteRequest, type CloudRouterHandlers, type RouteRequest__Output } from '../src/shared/grpc-proto.ts';
@@ -175,6 +176,32 @@ describe('connection handling (real shim)', () => {
       expect(shim.store.count).toBe(0);
     } finally {
       await client.close();
+      await shim.shutdown();
+    }
+  });
+
+  test('clients in one process share a connection unless each asks for its own', async () => {
+    const shim = await startTestShim();
+    const proxy = await startDelayProxy({ targetHost: '127.0.0.1', targetPort: shim.port, delayMs: 0 });
+    const connectionsFor = async (ownConnection: boolean) => {
+      const clients = [0, 1, 2].map(() => new GrpcCloudClient({ address: proxy.address, ownConnection }));
+      try {
+        for (const [i, client] of clients.entries()) {
+          const session = client.openSession({ requestId: `conn-${i}` });
+          await session.next(new EdgeContext([1]).step());
+          await session.close();
+        }
+        return proxy.connections();
+      } finally {
+        await Promise.all(clients.map((c) => c.close()));
+        await waitFor(() => proxy.connections() === 0, 3_000, 'connections closed');
+      }
+    };
+    try {
+      expect(await connectionsFor(false)).toBe(1);
+      expect(await connectionsFor(true)).toBe(3);
+    } finally {
+      await proxy.close();
       await shim.shutdown();
     }
   });

@@ -57,6 +57,11 @@ export interface GrpcCloudClientOptions {
   backoff?: { initialMs?: number; maxMs?: number; failureThreshold?: number };
   /** HTTP/2 keepalive ping interval. Default 30 s. */
   keepaliveMs?: number;
+  /**
+   * A connection of this client's own. grpc-js otherwise shares one connection between all clients in a
+   * process with the same address and options; a load test that stands in for many edge boxes needs one each.
+   */
+  ownConnection?: boolean;
 }
 
 type RouteStream = ClientDuplexStream<RouteRequest, RouteResponse__Output>;
@@ -133,6 +138,7 @@ export class GrpcCloudClient implements CloudClient {
       // reached as soon as the circuit lets a probe through (not after a longer channel backoff).
       'grpc.initial_reconnect_backoff_ms': backoff?.initialMs ?? 250,
       'grpc.max_reconnect_backoff_ms': backoff?.maxMs ?? 10_000,
+      ...(this.options.ownConnection ? { 'grpc.use_local_subchannel_pool': 1 } : {}),
       ...secure.options,
     };
     this.client = new CloudRouterClient(address, secure.credentials, channelOptions);

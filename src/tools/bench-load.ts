@@ -308,9 +308,8 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
     router = await loadRouter(DEMO.routerPack);
     const tokenizer = await TextTokenizer.fromPack(DEMO.edgePack);
     runtime = new EdgeRuntime({ slm, router, tokenizer, cloud: new GrpcCloudClient({ address }) }, { ...DEFAULT_LIMITS, maxConcurrent: generations });
-    // grpc-js gives clients with equal channel options one shared connection; a keepalive interval 1 ms
-    // apart per client gives each its own, as separate edge boxes would have.
-    for (let i = 0; i < streams; i++) clients.push(new GrpcCloudClient({ address, keepaliveMs: 30_000 + i }));
+    // Each client its own connection, as separate edge boxes would have.
+    for (let i = 0; i < streams; i++) clients.push(new GrpcCloudClient({ address, ownConnection: true }));
 
     const streamTally = new Tally();
     const generationTally = new Tally();
