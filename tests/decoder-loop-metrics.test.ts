@@ -163,3 +163,15 @@ describe('the context window', () => {
     }
   });
 });
+
+describe('the generated text', () => {
+  test('continues the prompt: a first token that starts a word keeps its space', async () => {
+    // The cloud model continues this prompt with " named" (greedy): a word, not punctuation.
+    const prompt = 'Once upon a time, there was a little dog';
+    const { tokens, done } = await run({ prompt, mode: 'llm_only', maxNewTokens: 3 });
+    expect(tokenizer.decode([tokens[0]!.id])).toBe('named');
+    expect(tokens[0]!.text).toBe(' named');
+    expect(done.text.startsWith(' named')).toBe(true);
+    expect(done.text).toBe(tokens.map((t) => t.text).join(''));
+  });
+});

@@ -195,6 +195,28 @@ describe('stream decoder', () => {
     }
   });
 
+  test('ids that continue a prompt: the first piece keeps its leading space, the pieces are what the ids add', () => {
+    const prompt = llama.encode('Once upon a time, there was a little dog', { addBos: true });
+    const generated = llama.encode('Once upon a time, there was a little dog named Max.', { addBos: true }).slice(prompt.length);
+    const stream = llama.createStreamDecoder({ context: prompt });
+    const pieces = [...generated.map((id) => stream.push(id)), stream.flush()];
+    expect(pieces[0]).toBe(' named');
+    expect(pieces.join('')).toBe(' named Max.');
+    // Without the context the first token would open a text, and sentencepiece drops that space.
+    expect(streamAll(llama, generated).join('')).toBe('named Max.');
+
+    const random = seededRandom(5);
+    for (const tokenizer of [llama, qwen]) {
+      for (let n = 0; n < 300; n++) {
+        const context = tokenizer.encode(`Story ${n}: a cat`, { addBos: tokenizer.bosId !== undefined });
+        const ids = Array.from({ length: 1 + Math.floor(random() * 8) }, () => Math.floor(random() * tokenizer.vocabSize));
+        const contextual = tokenizer.createStreamDecoder({ context });
+        const text = [...ids.map((id) => contextual.push(id)), contextual.flush()].join('');
+        expect(text).toBe(tokenizer.decode([...context, ...ids]).slice(tokenizer.decode(context).length));
+      }
+    }
+  });
+
   test('Qwen: multi-byte characters split over byte-level tokens', () => {
     const text = '你好，世界！😀🎉 naïve café 𝔘𝔫𝔦𝔠𝔬𝔡𝔢';
     const ids = qwen.encode(text);

@@ -107,7 +107,7 @@ export async function* generate(
   const sources: TokenSource[] = promptIds.map(() => 'prompt');
   const metrics = new MetricsRecorder(promptIds.length);
   const random = seededRandom(request.seed);
-  const textDecoder = tokenizer.createStreamDecoder();
+  const textDecoder = tokenizer.createStreamDecoder({ context: promptIds });
   const stopFilter = new StopStringFilter(request.stop);
   let text = '';
   let cloudSession: CloudSession | undefined;

@@ -163,8 +163,12 @@ export class TextTokenizer {
     return this.hf.id_to_token(id);
   }
 
-  createStreamDecoder(options: DecodeOptions = {}): TokenStreamDecoder {
-    return new TokenStreamDecoder(this, options);
+  /**
+   * A streaming decoder for ids that continue `context` (a prompt's ids): their text is what they add to
+   * the context's text, so a first token that starts a new word keeps its space.
+   */
+  createStreamDecoder(options: DecodeOptions & { context?: readonly number[] } = {}): TokenStreamDecoder {
+    return new TokenStreamDecoder(this, options, options.context ?? []);
   }
 
   /**
@@ -189,7 +193,8 @@ export class TextTokenizer {
 /**
  * Turns generated ids into text pieces as they arrive. `push` returns only text that can no longer
  * change: while the text decoded so far ends in U+FFFD (a UTF-8 sequence still missing bytes) it waits.
- * The pieces from `push`, then `flush`, concatenate to `decode(allIds)`.
+ * The pieces from `push`, then `flush`, concatenate to `decode(allIds)`, or, for ids that continue a
+ * context, to what they add to its text: `decode(context + ids)` less `decode(context)`.
  *
  * Each step decodes a short window: the ids emitted by the previous step (`window[0, readOffset)`) and
  * the new ones after them, and emits what the new ones added. Decoding the previous step's ids along
@@ -206,7 +211,12 @@ export class TokenStreamDecoder {
   constructor(
     private readonly tokenizer: TextTokenizer,
     private readonly options: DecodeOptions,
-  ) {}
+    context: readonly number[],
+  ) {
+    // The context counts as already emitted: the first step decodes after it, not at the start of a text.
+    this.window = [...context];
+    this.readOffset = context.length;
+  }
 
   push(id: number): string {
     if (this.finished) throw new AppError('FAILED_PRECONDITION', 'stream decoder already flushed');
