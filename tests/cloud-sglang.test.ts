@@ -169,6 +169,14 @@ describe('sglang backend', () => {
       expect(error.message).toContain('CUDA out of memory');
       await session.close();
     });
+    // The context-length error, reported in the stream instead of as a 400, is OUT_OF_RANGE all the same.
+    await withSglang({ streamError: "The input (600 tokens) is longer than the model's context length (512 tokens)." }, { backendStream: true }, async ({ client }) => {
+      const session = client.openSession({ requestId: 'stream-too-long' });
+      const error = await session.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
+      expect(error.code).toBe('OUT_OF_RANGE');
+      expect(error.message).toContain("longer than the model's context length");
+      await session.close();
+    });
     await withSglang({ abortFinish: 'Abort by scheduler' }, {}, async ({ client }) => {
       const session = client.openSession({ requestId: 'abort-finish' });
       const error = await session.next(new EdgeContext([1]).step()).catch((e) => e);

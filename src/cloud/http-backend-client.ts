@@ -132,7 +132,9 @@ export class HttpBackendClient {
     }
     if (!isRecord(event)) throw new AppError('INTERNAL', `${this.options.name}: event is not an object: ${payload.slice(0, 200)}`);
     if ('error' in event && event.error !== null && event.error !== undefined) {
-      throw new AppError('INTERNAL', `${this.options.name}: error while streaming: ${errorBodyMessage(event) ?? payload.slice(0, 200)}`);
+      const message = errorBodyMessage(event) ?? payload.slice(0, 200);
+      // The same failure as a 400 before streaming: a context the model cannot take is OUT_OF_RANGE there too.
+      throw new AppError(isContextLengthMessage(message) ? 'OUT_OF_RANGE' : 'INTERNAL', `${this.options.name}: error while streaming: ${message}`);
     }
     return event;
   }
@@ -154,8 +156,13 @@ export function httpBackendError(name: string, status: number, bodyText: string)
   return new AppError(httpStatusCode(status, message), `${name}: HTTP ${status}: ${message}`);
 }
 
+/** How SGLang and vLLM word a context that exceeds the model's window. */
+function isContextLengthMessage(message: string): boolean {
+  return /context length|longer than|too long|maximum context/i.test(message);
+}
+
 function httpStatusCode(status: number, message: string): AppError['code'] {
-  if (status === 400 && /context length|longer than|too long|maximum context/i.test(message)) return 'OUT_OF_RANGE';
+  if (status === 400 && isContextLengthMessage(message)) return 'OUT_OF_RANGE';
   if (status === 400 || status === 413 || status === 422) return 'INVALID_ARGUMENT';
   // The backend refusing the shim's own credentials or path is a deployment problem, not the edge's.
   if (status === 401 || status === 403 || status === 404 || status === 405) return 'FAILED_PRECONDITION';
