@@ -81,6 +81,18 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
         const before = session.ids.length;
         store.appendGenerated(session, result.ids);
         session.steps++;
+        // The routing decision behind the step (the seed paper's token index, score and threshold), for the records.
+        log.debug('step', {
+          session: session.id,
+          tokenIndex: step.tokenIndex,
+          routerScore: step.routerScore,
+          threshold: step.threshold,
+          hiddenState: step.slmHiddenState.length,
+          delta: step.ids.length,
+          returned: result.ids.length,
+          cachedTokens: result.cachedTokens,
+          backendMs: result.backendMs,
+        });
         yield stepResponse(result, ctx, session, before, performance.now() - received);
       } finally {
         session.busy = false;
