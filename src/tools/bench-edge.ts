@@ -254,12 +254,9 @@ export async function main(args: string[]): Promise<void> {
     json: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  const tokens = integerFlag(values, 'tokens', values.preset ? 32 : 64)!;
-  const runs = integerFlag(values, 'runs', values.preset ? 3 : 21)!;
-  const threads = integerFlag(values, 'threads');
-  if (tokens < 8 || tokens > 1024) throw new UsageError(`--tokens must be in [8, 1024], got ${tokens}`);
-  if (runs < 1 || runs > 100) throw new UsageError(`--runs must be in [1, 100], got ${runs}`);
-  if (threads !== undefined && (threads < 1 || threads > 256)) throw new UsageError(`--threads must be in [1, 256], got ${threads}`);
+  const tokens = integerFlag(values, 'tokens', values.preset ? 32 : 64, [8, 1024])!;
+  const runs = integerFlag(values, 'runs', values.preset ? 3 : 21, [1, 100])!;
+  const threads = integerFlag(values, 'threads', undefined, [1, 256]);
   const result = await benchEdge({
     pack: values.pack,
     router: values.router,

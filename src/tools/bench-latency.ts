@@ -331,14 +331,10 @@ export async function main(args: string[]): Promise<void> {
     json: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  const prompts = integerFlag(values, 'prompts', 5)!;
-  const maxNewTokens = integerFlag(values, 'max-new-tokens', 100)!;
-  const rttMs = integerFlag(values, 'rtt-ms', 170)!;
-  const threads = integerFlag(values, 'threads');
-  if (prompts < 1 || prompts > 1000) throw new UsageError(`--prompts must be in [1, 1000], got ${prompts}`);
-  if (maxNewTokens < 1 || maxNewTokens > 1024) throw new UsageError(`--max-new-tokens must be in [1, 1024], got ${maxNewTokens}`);
-  if (rttMs < 0 || rttMs > 5000) throw new UsageError(`--rtt-ms must be in [0, 5000], got ${rttMs}`);
-  if (threads !== undefined && (threads < 1 || threads > 256)) throw new UsageError(`--threads must be in [1, 256], got ${threads}`);
+  const prompts = integerFlag(values, 'prompts', 5, [1, 1000])!;
+  const maxNewTokens = integerFlag(values, 'max-new-tokens', 100, [1, 1024])!;
+  const rttMs = integerFlag(values, 'rtt-ms', 170, [0, 5000])!;
+  const threads = integerFlag(values, 'threads', undefined, [1, 256]);
   if (values.cloud !== undefined && values.llm !== undefined) throw new UsageError('--cloud (a running shim) and --llm (the in-process shim) exclude each other');
   if (values.cloud !== undefined) parseAddress(values.cloud);
   const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);

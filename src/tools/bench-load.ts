@@ -405,12 +405,6 @@ export function formatLoadBench(r: LoadResult): string {
   return lines.join('\n');
 }
 
-function boundedFlag(values: Record<string, unknown>, name: string, fallback: number, min: number, max: number): number {
-  const n = integerFlag(values, name, fallback)!;
-  if (n < min || n > max) throw new UsageError(`--${name} must be in [${min}, ${max}], got ${n}`);
-  return n;
-}
-
 export async function main(args: string[]): Promise<void> {
   const { values, positionals } = parseFlags(args, {
     duration: { type: 'string' },
@@ -420,9 +414,9 @@ export async function main(args: string[]): Promise<void> {
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const options: LoadOptions = {
-    durationS: boundedFlag(values, 'duration', 30, 1, 300),
-    streams: boundedFlag(values, 'streams', 64, 1, 256),
-    generations: boundedFlag(values, 'generations', 8, 1, 64),
+    durationS: integerFlag(values, 'duration', 30, [1, 300])!,
+    streams: integerFlag(values, 'streams', 64, [1, 256])!,
+    generations: integerFlag(values, 'generations', 8, [1, 64])!,
     log: (line) => console.error(line),
   };
   await buildDemoPacks();

@@ -21,11 +21,13 @@ export function requireFlag(values: Record<string, unknown>, name: string): stri
   return v;
 }
 
-export function integerFlag(values: Record<string, unknown>, name: string, fallback?: number): number | undefined {
+/** An integer flag's value, `fallback` when absent; with `range`, a given value must lie in [min, max]. */
+export function integerFlag(values: Record<string, unknown>, name: string, fallback?: number, range?: readonly [number, number]): number | undefined {
   const v = values[name];
   if (v === undefined) return fallback;
   const n = Number(v);
   if (typeof v !== 'string' || !Number.isInteger(n)) throw new UsageError(`--${name} must be an integer, got ${JSON.stringify(v)}`);
+  if (range && (n < range[0] || n > range[1])) throw new UsageError(`--${name} must be in [${range[0]}, ${range[1]}], got ${n}`);
   return n;
 }
 
