@@ -155,6 +155,86 @@ describe('what the client sends', () => {
   });
 });
 
+describe('a session that ends while a step is on its way', () => {
+  /**
+   * A shim that answers each stream's first step and ends the stream with `end` when the second arrives,
+   * as a real shim does when it expires an idle session just as the edge sends (the two messages cross).
+   */
+  async function crossingShim(end: { code: number; message: string; expired: boolean }) {
+    const streams: number[] = [];
+    const server = new grpc.Server();
+    const handlers: CloudRouterHandlers = {
+      Route: (call) => {
+        let steps = 0;
+        let context = 0;
+        streams.push(0);
+        call.on('data', (m: RouteRequest__Output) => {
+          if (m.open) {
+            context = m.open.contextIds.length;
+            call.write({ opened: { sessionId: `s${streams.length}`, backend: 'crossing' } });
+          }
+          if (!m.step) return;
+          context += m.step.ids.length;
+          if (++steps === 2) {
+            call.write({ end: { ...end, steps: 1 } });
+            call.end();
+            return;
+          }
+          context += 1;
+          call.write({ step: { ids: [7], logprobs: [-0.5], contextLength: context } });
+        });
+        call.on('end', () => call.end());
+        call.on('error', () => {});
+      },
+    };
+    server.addService(cloudRouterService, handlers);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
+    return { port, streams, stop: () => server.forceShutdown() };
+  }
+
+  async function twoSteps(port: number) {
+    const client = new GrpcCloudClient({ address: `127.0.0.1:${port}`, stepTimeoutMs: 2_000 });
+    const session = client.openSession({ requestId: 'crossing' });
+    try {
+      const edge = new EdgeContext([1]);
+      edge.push((await session.next(edge.step())).tokens, 'llm');
+      edge.push([9], 'slm');
+      const second = await session.next(edge.step()).catch((e: unknown) => e);
+      return { second, failures: client.backoff.consecutiveFailures, state: client.state() };
+    } finally {
+      await session.close();
+      await client.close();
+    }
+  }
+
+  test('an idle expiry that crossed the step: the step is sent again on a new stream and succeeds', async () => {
+    const shim = await crossingShim({ code: grpc.status.DEADLINE_EXCEEDED, message: 'session idle for more than 60 ms', expired: true });
+    try {
+      const { second, failures, state } = await twoSteps(shim.port);
+      expect(second).toMatchObject({ tokens: [7] });
+      expect(shim.streams).toHaveLength(2);
+      expect(failures).toBe(0);
+      expect(state).not.toBe('circuit-open');
+    } finally {
+      shim.stop();
+    }
+  });
+
+  test('the shim failing the step at its own deadline is the answer: no second try, and it counts against the circuit', async () => {
+    const shim = await crossingShim({ code: grpc.status.DEADLINE_EXCEEDED, message: 'the backend did not answer within 300 ms', expired: false });
+    try {
+      const { second, failures } = await twoSteps(shim.port);
+      expect(second).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
+      expect(shim.streams).toHaveLength(1);
+      expect(failures).toBe(1);
+    } finally {
+      shim.stop();
+    }
+  });
+});
+
 describe('connection handling (real shim)', () => {
   let model: DecoderModel;
   beforeAll(async () => {

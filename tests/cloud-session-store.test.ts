@@ -1,5 +1,7 @@
 /** The shim's session store: deltas, caps, expiry. */
 import { afterEach, describe, expect, test } from 'bun:test';
+import * as grpc from '@grpc/grpc-js';
+import { endMessage } from '../src/cloud/route-session.ts';
 import { SessionStore } from '../src/cloud/session-store.ts';
 import { AppError } from '../src/shared/errors.ts';
 
@@ -68,6 +70,10 @@ describe('session store', () => {
     expect((idle.signal.reason as AppError).code).toBe('DEADLINE_EXCEEDED');
     expect(busy.signal.aborted).toBe(false);
     expect(s.count).toBe(1);
+    // The stream's final message says the session expired (so the edge may resend a step that crossed it);
+    // other failures, a step's own deadline among them, do not.
+    expect(endMessage(idle.signal.reason).end).toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED, expired: true });
+    expect(endMessage(new AppError('DEADLINE_EXCEEDED', 'the backend did not answer')).end).toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED, expired: false });
   });
 
   test('shutdown aborts every session and refuses new ones', () => {

@@ -13,7 +13,7 @@ import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend, BackendStepResult, SamplingSettings } from './backend.ts';
 import type { ShimConfig } from './config.ts';
 import type { Logger } from '../shared/logger.ts';
-import type { Session, SessionStore } from './session-store.ts';
+import { SessionExpiredError, type Session, type SessionStore } from './session-store.ts';
 import { spanText } from './span-text.ts';
 
 export interface ShimContext {
@@ -39,7 +39,7 @@ interface Totals {
 export function endMessage(error: unknown, totals: Totals = { steps: 0, generatedTokens: 0, contextTokens: 0 }): RouteResponse {
   if (error === undefined) return { end: { code: 0, message: 'OK', ...totals } };
   const e = toAppError(error);
-  return { end: { code: grpcCode(e.code), message: e.message, ...totals } };
+  return { end: { code: grpcCode(e.code), message: e.message, ...totals, expired: e instanceof SessionExpiredError } };
 }
 
 export async function* routeSession(requests: RequestSource, ctx: ShimContext, signal: AbortSignal): AsyncGenerator<RouteResponse> {

@@ -15,6 +15,13 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '../shared/errors.ts';
 import type { TokenSource } from '../edge/cloud-client.ts';
 
+/** A session ended for sitting idle: nothing it was asked was computed, so its step may be resent elsewhere. */
+export class SessionExpiredError extends AppError {
+  constructor(message: string) {
+    super('DEADLINE_EXCEEDED', message);
+  }
+}
+
 export interface SessionLimits {
   maxSessions: number;
   maxContextTokens: number;
@@ -117,7 +124,7 @@ export class SessionStore {
     let expired = 0;
     for (const session of this.sessions) {
       if (session.busy || now - session.lastActive <= this.limits.idleMs) continue;
-      session.abort(new AppError('DEADLINE_EXCEEDED', `session idle for more than ${this.limits.idleMs} ms`));
+      session.abort(new SessionExpiredError(`session idle for more than ${this.limits.idleMs} ms`));
       this.close(session);
       expired++;
     }

@@ -197,11 +197,13 @@ class GrpcCloudSession implements CloudSession {
       try {
         return await this.attempt(request, signal);
       } catch (e) {
-        // The shim ended the stream we were reusing as UNAVAILABLE while this step was on its way (it is
-        // shutting down, or its backend is unreachable): nothing was computed and a retry fails fast if
-        // the cause persists, so the step is retried once on a new stream. Any other end answers this step
-        // (the shim saw it and failed it, e.g. at its deadline): retrying would only make the edge wait again.
-        if (!(e instanceof StreamEnded) || !e.reused || e.code !== 'UNAVAILABLE' || e.steps !== e.stepsBefore || signal?.aborted) throw e;
+        // The shim ended the stream we were reusing while this step was on its way, without computing it:
+        // it expired the idle session (its final message crossed the step), or it ended as UNAVAILABLE
+        // (shutting down, backend unreachable: a retry fails fast if that persists). The step is retried
+        // once on a new stream. Any other end answers this step (the shim saw it and failed it, e.g. at its
+        // deadline): retrying would only make the edge wait again.
+        const resendable = e instanceof StreamEnded && (e.code === 'UNAVAILABLE' || e.expired);
+        if (!resendable || !e.reused || e.steps !== e.stepsBefore || signal?.aborted) throw e;
         return await this.attempt(request, signal);
       }
     } catch (e) {
@@ -299,8 +301,8 @@ class GrpcCloudSession implements CloudSession {
         if (response.opened) this.sessionId = response.opened.sessionId;
         else if (response.step) return response.step;
         else if (response.end) {
-          const { code, message, steps } = response.end;
-          throw new StreamEnded(code === 0 ? 'UNAVAILABLE' : appErrorCode(code), code === 0 ? 'the cloud ended the stream without answering the step' : message, steps);
+          const { code, message, steps, expired } = response.end;
+          throw new StreamEnded(code === 0 ? 'UNAVAILABLE' : appErrorCode(code), code === 0 ? 'the cloud ended the stream without answering the step' : message, steps, expired);
         }
       }
     } finally {
@@ -334,6 +336,8 @@ class StreamEnded extends AppError {
     code: AppError['code'],
     message: string,
     readonly steps: number,
+    /** The shim expired the session for idleness before it looked at the step on its way. */
+    readonly expired: boolean,
   ) {
     super(code, message);
   }

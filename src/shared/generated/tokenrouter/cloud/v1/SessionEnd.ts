@@ -13,6 +13,11 @@ export interface SessionEnd {
   'steps'?: (number);
   'generatedTokens'?: (number);
   'contextTokens'?: (number);
+  /**
+   * True when the shim ended the session because it sat idle (code DEADLINE_EXCEEDED), before looking at
+   * any step still on its way: such a step may be sent again, with the whole context, on a new stream.
+   */
+  'expired'?: (boolean);
 }
 
 /**
@@ -27,4 +32,9 @@ export interface SessionEnd__Output {
   'steps': (number);
   'generatedTokens': (number);
   'contextTokens': (number);
+  /**
+   * True when the shim ended the session because it sat idle (code DEADLINE_EXCEEDED), before looking at
+   * any step still on its way: such a step may be sent again, with the whole context, on a new stream.
+   */
+  'expired': (boolean);
 }
