@@ -176,7 +176,14 @@ describe('operations', () => {
   test('healthz, readyz and Prometheus metrics', async () => {
     expect(await (await app.request('/healthz')).json()).toEqual({ status: 'ok' });
     expect(((await (await app.request("/readyz")).json()) as { ready: boolean }).ready).toBe(true);
+    // prom-client hands out its live values: read the number at once.
+    const invalid = async () => (await edge.runtime.metrics.refused.get()).values.find((x) => x.labels.code === 'INVALID_ARGUMENT')?.value ?? 0;
+    const before = await invalid();
+    expect((await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: '' }) })).status).toBe(400);
+    expect(await invalid()).toBe(before + 1);
     const text = await (await app.request('/metrics')).text();
+    expect(text).toMatch(/edge_generations_total\{mode="joint",finish="(length|eos|stop)"\} [1-9]\d*/);
+    expect(text).toMatch(/edge_refused_total\{code="INVALID_ARGUMENT"\} [1-9]\d*/);
     expect(text).toMatch(/edge_tokens_total\{source="slm"\} \d+/);
     expect(text).toMatch(/edge_routed_tokens_total [1-9]\d*/);
     expect(text).toContain('edge_step_seconds_bucket');

@@ -6,8 +6,14 @@ export class EdgeMetrics {
   readonly registry = new Registry();
   readonly requests = new Counter({
     name: 'edge_generations_total',
-    help: 'Generations by mode and how they finished',
+    help: 'Generations by mode and how they finished (a finish reason, or error)',
     labelNames: ['mode', 'finish'] as const,
+    registers: [this.registry],
+  });
+  readonly refused = new Counter({
+    name: 'edge_refused_total',
+    help: 'Generation requests refused before they started, by error code (bad input, too many at once, shutting down)',
+    labelNames: ['code'] as const,
     registers: [this.registry],
   });
   readonly tokens = new Counter({

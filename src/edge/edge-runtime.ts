@@ -10,7 +10,7 @@ import type { CloudConnectionState } from './cloud-client.ts';
 import { encodePrompt, generate, type EdgeEngine, type GenerationEvent } from './decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
-import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest } from './generation-request.ts';
+import { parseGenerationRequest, type GenerationLimits, type GenerationRequest, type RawGenerationRequest } from './generation-request.ts';
 
 export interface RunningGeneration {
   id: string;
@@ -44,11 +44,12 @@ export class EdgeRuntime {
    * event, so entry points answer it with a status (HTTP 4xx, a gRPC status) rather than a stream.
    */
   start(raw: RawGenerationRequest, id: string = randomUUID()) {
-    if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
-    const request = parseGenerationRequest(raw, this.limits);
-    this.checkContextWindow(request.prompt);
-    if (this.running.size >= this.limits.maxConcurrent) {
-      throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
+    let request: GenerationRequest;
+    try {
+      request = this.admit(raw);
+    } catch (e) {
+      this.metrics.refused.inc({ code: isAppError(e) ? e.code : 'INTERNAL' });
+      throw e;
     }
     const handle: RunningGeneration = { id, controller: new AbortController(), startedAt: Date.now() };
     this.running.set(id, handle);
@@ -57,20 +58,36 @@ export class EdgeRuntime {
     async function* events(signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
       const onAbort = () => handle.controller.abort();
       signal?.addEventListener('abort', onAbort);
+      let finished = false;
       try {
         for await (const event of generate(runtime.engine, request, handle.controller.signal)) {
           runtime.metrics.observe(event, request.mode);
+          finished ||= event.type === 'done';
           // Stopped by shutdown, not by its client: end with the reason (UNAVAILABLE) rather than a `done`.
           const reason = handle.controller.signal.reason;
           if (event.type === 'done' && event.finishReason === 'cancelled' && isAppError(reason)) throw reason;
           yield event;
         }
+      } catch (e) {
+        if (!finished) runtime.metrics.requests.inc({ mode: request.mode, finish: 'error' });
+        throw e;
       } finally {
         signal?.removeEventListener('abort', onAbort);
         runtime.release(id);
       }
     }
     return { id, request, events: (signal?: AbortSignal) => logGeneration(runtime.log, id, request, events(signal)) };
+  }
+
+  /** Every check a request must pass before it takes a slot; throws the refusal. */
+  private admit(raw: RawGenerationRequest) {
+    if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
+    const request = parseGenerationRequest(raw, this.limits);
+    this.checkContextWindow(request.prompt);
+    if (this.running.size >= this.limits.maxConcurrent) {
+      throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
+    }
+    return request;
   }
 
   /**
