@@ -49,14 +49,13 @@ export class CircuitOpenError extends AppError {
 
 export class CloudBackoff {
   private failures = 0;
-  /** Times the circuit opened since the last success: the exponent of the delay. */
+  /** Times the circuit opened since the last success: the exponent of the delay (0: closed). */
   private trips = 0;
-  private tripped = false;
   private retryAt = 0;
   private probing = false;
 
   constructor(
-    private readonly options: BackoffOptions,
+    readonly options: BackoffOptions,
     private readonly now: () => number = () => performance.now(),
     private readonly random: () => number = Math.random,
   ) {
@@ -66,7 +65,7 @@ export class CloudBackoff {
 
   /** `open` while the delay runs, `half-open` once it has passed (until a probe reports), else `closed`. */
   get state(): CircuitState {
-    if (!this.tripped) return 'closed';
+    if (this.trips === 0) return 'closed';
     return this.now() < this.retryAt ? 'open' : 'half-open';
   }
 
@@ -105,7 +104,6 @@ export class CloudBackoff {
   success(): void {
     this.failures = 0;
     this.trips = 0;
-    this.tripped = false;
     this.retryAt = 0;
     this.probing = false;
   }
@@ -117,7 +115,6 @@ export class CloudBackoff {
 
   private trip(): void {
     this.trips++;
-    this.tripped = true;
     this.probing = false;
     const { initialMs, maxMs, jitter = 0.2 } = this.options;
     const delay = Math.min(maxMs, initialMs * 2 ** Math.min(this.trips - 1, 52));

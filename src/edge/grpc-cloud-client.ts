@@ -127,7 +127,7 @@ export class GrpcCloudClient implements CloudClient {
 
   private connection(): CloudRouterClientType {
     if (this.client) return this.client;
-    const { address, tls, tlsServerName, maxMessageBytes = 4 << 20, keepaliveMs = 30_000, backoff } = this.options;
+    const { address, tls, tlsServerName, maxMessageBytes = 4 << 20, keepaliveMs = 30_000 } = this.options;
     const secure = clientTls(address, tls, tlsServerName);
     const channelOptions: ChannelOptions = {
       'grpc.max_receive_message_length': maxMessageBytes,
@@ -136,8 +136,8 @@ export class GrpcCloudClient implements CloudClient {
       'grpc.keepalive_timeout_ms': 10_000,
       // The channel retries a lost connection on the breaker's schedule, so a shim that comes back is
       // reached as soon as the circuit lets a probe through (not after a longer channel backoff).
-      'grpc.initial_reconnect_backoff_ms': backoff?.initialMs ?? 250,
-      'grpc.max_reconnect_backoff_ms': backoff?.maxMs ?? 10_000,
+      'grpc.initial_reconnect_backoff_ms': this.backoff.options.initialMs,
+      'grpc.max_reconnect_backoff_ms': this.backoff.options.maxMs,
       ...(this.options.ownConnection ? { 'grpc.use_local_subchannel_pool': 1 } : {}),
       ...secure.options,
     };
