@@ -5,6 +5,9 @@
  * is started here as a child process in a sandbox (fresh HOME, TMPDIR and working folder, no
  * ORT_DISABLE_TELEMETRY and no XDG_CACHE_HOME in its environment), made to run a real inference, and the
  * sandbox must stay empty. A control run that loads onnxruntime-node directly shows the check is real.
+ *
+ * onnxruntime also keeps quiet by itself when it sees a CI service's marker variable, so the sandbox drops
+ * those too: otherwise on a CI machine the control writes nothing and the other checks prove nothing.
  */
 import { afterEach, describe, expect, test } from 'bun:test';
 import { Glob } from 'bun';
@@ -17,6 +20,25 @@ import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 /** Where onnxruntime puts its telemetry under HOME (seen in the control run below). */
 const TELEMETRY_DIR = '.cache/Microsoft/DeveloperTools/.onnxruntime';
+
+/**
+ * The variables whose presence turns onnxruntime-node 1.30's telemetry off (`CI`, and the names listed
+ * beside the telemetry code in libonnxruntime.so; each one alone silences the control run).
+ */
+const CI_MARKERS = [
+  'CI',
+  'TF_BUILD',
+  'GITHUB_ACTIONS',
+  'GITLAB_CI',
+  'CIRCLECI',
+  'TRAVIS',
+  'JENKINS_URL',
+  'CODEBUILD_BUILD_ID',
+  'BUILDKITE',
+  'TEAMCITY_VERSION',
+  'APPVEYOR',
+  'BITBUCKET_BUILD_NUMBER',
+];
 
 interface Sandbox {
   root: string;
@@ -47,6 +69,7 @@ function sandbox(): Sandbox {
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   delete env.ORT_DISABLE_TELEMETRY;
   delete env.XDG_CACHE_HOME; // so onnxruntime would fall back to HOME/.cache
+  for (const marker of CI_MARKERS) delete env[marker];
   Object.assign(env, { HOME: home!, TMPDIR: tmp!, BUN_RUNTIME_TRANSPILER_CACHE_PATH: '0' }); // bun's own cache lives in HOME too
   const box: Sandbox = {
     root,
