@@ -154,8 +154,8 @@ describe('edge HTTP API and page', () => {
     const cases: [string, () => Response | Promise<Response>, number, string][] = [
       ['api: empty prompt', () => json({ prompt: '' }), 400, 'prompt must not be empty'],
       ['page: empty prompt', () => form({ prompt: '   ' }), 400, 'prompt must not be empty'],
-      ['api: 1 MB prompt', () => json({ prompt: 'x'.repeat(ONE_MB) }), 400, `request body is larger than ${MAX_BODY_BYTES} bytes`],
-      ['page: 1 MB prompt', () => form({ prompt: 'x'.repeat(ONE_MB) }), 400, `request body is larger than ${MAX_BODY_BYTES} bytes`],
+      ['api: 1 MB prompt', () => json({ prompt: 'x'.repeat(ONE_MB) }), 413, `request body is larger than ${MAX_BODY_BYTES} bytes`],
+      ['page: 1 MB prompt', () => form({ prompt: 'x'.repeat(ONE_MB) }), 413, `request body is larger than ${MAX_BODY_BYTES} bytes`],
       ['api: prompt above the character limit', () => json({ prompt: OVER_CHAR_LIMIT }), 400, 'prompt is 20000 characters; the limit is 16384'],
       ['api: prompt longer than the context window', () => json({ prompt: LONG_PROMPT }), 400, "prompt is 602 tokens; the edge model's context window is 512"],
       ['page: prompt longer than the context window', () => form({ prompt: LONG_PROMPT }), 400, "prompt is 602 tokens; the edge model's context window is 512"],

@@ -128,8 +128,11 @@ describe('validation errors are 4xx with the message in the page', () => {
 
   test('a body above the limit is refused before it is read', async () => {
     const res = await app.request('/runs', form({ prompt: 'x'.repeat(100_000) }));
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(413);
     expect(await res.text()).toContain('request body is larger than 65536 bytes');
+    const api = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'x'.repeat(100_000) }) });
+    expect(api.status).toBe(413);
+    expect(await api.json()).toEqual({ error: { code: 'RESOURCE_EXHAUSTED', message: 'request body is larger than 65536 bytes' } });
   });
 
   test('too many concurrent generations: 429 with a message', async () => {

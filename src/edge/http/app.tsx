@@ -11,7 +11,8 @@
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import { AppError, errorMessage, isAppError } from '../../shared/errors.ts';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
 import { CloudState, EndStatus, ErrorMessage, MetricsPanel, RunPanel, TokenSpan } from '../../../views/run-fragments.tsx';
 import type { GenerationEvent } from '../decoder-loop.ts';
@@ -46,12 +47,13 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   const app = new Hono();
   const pending = new PendingRuns(runtime);
 
-  app.onError((err, c) => {
-    const status = isAppError(err) ? httpStatus(err.code) : 500;
-    const message = isAppError(err) ? err.message : `internal error: ${errorMessage(err)}`;
-    if (isApi(c)) return c.json({ error: { code: isAppError(err) ? err.code : 'INTERNAL', message } }, status);
-    return c.html(<ErrorMessage message={message} />, status);
-  });
+  /** An error as the API (JSON) or the page (a fragment) shows it. */
+  const errorResponse = (c: Context, code: ErrorCode, message: string, status: ContentfulStatusCode) =>
+    isApi(c) ? c.json({ error: { code, message } }, status) : c.html(<ErrorMessage message={message} />, status);
+
+  app.onError((err, c) =>
+    isAppError(err) ? errorResponse(c, err.code, err.message, httpStatus(err.code)) : errorResponse(c, 'INTERNAL', `internal error: ${errorMessage(err)}`, 500),
+  );
   app.notFound((c) => (isApi(c) ? c.json({ error: { code: 'NOT_FOUND', message: 'no such endpoint' } }, 404) : c.text('not found', 404)));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
@@ -67,9 +69,8 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     '*',
     bodyLimit({
       maxSize: options.maxBodyBytes,
-      onError: () => {
-        throw new AppError('INVALID_ARGUMENT', `request body is larger than ${options.maxBodyBytes} bytes`);
-      },
+      // RESOURCE_EXHAUSTED, as gRPC names a message above its limit; HTTP has a status of its own for it.
+      onError: (c) => errorResponse(c, 'RESOURCE_EXHAUSTED', `request body is larger than ${options.maxBodyBytes} bytes`, 413),
     }),
   );
 
