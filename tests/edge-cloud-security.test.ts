@@ -35,7 +35,7 @@ async function withEdge<T>(flags: string[], fn: (edge: RunningEdge) => Promise<T
   const demo = await ensureDemoPacks();
   const config = parseEdgeConfig(
     [
-      ...['--host', '127.0.0.1', '--port', '0', '--grpc-port=-1', '--log-level', 'error'],
+      ...['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--log-level', 'error'],
       ...['--slm', demo.edgePack, '--router', demo.routerPack, '--cloud', `localhost:${shim.port}`],
       ...['--cloud-tls-ca', certs.caCert, '--cloud-tls-cert', certs.clientCert, '--cloud-tls-key', certs.clientKey],
       ...flags,

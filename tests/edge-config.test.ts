@@ -21,6 +21,18 @@ test('flags beat EDGE_* variables, which beat the config file', () => {
   expect(parseEdgeConfig(['--router', 'builtin'], {}).router).toBeUndefined();
 });
 
+test("the gRPC service is turned off with the word off, from any source", () => {
+  const file = join(dir, 'no-grpc.json');
+  writeFileSync(file, JSON.stringify({ grpcPort: 'off' }));
+  expect(parseEdgeConfig(['--grpc-port', 'off'], {}).grpcPort).toBe(-1);
+  expect(parseEdgeConfig([], { EDGE_GRPC_PORT: 'off' }).grpcPort).toBe(-1);
+  expect(parseEdgeConfig(['--config', file], {}).grpcPort).toBe(-1);
+  expect(parseEdgeConfig(['--grpc-port', '0'], {}).grpcPort).toBe(0);
+  expect(() => parseEdgeConfig([], { EDGE_GRPC_PORT: '-1' })).toThrow('EDGE_GRPC_PORT: grpcPort must be an integer ≥ 0 or off, got "-1"');
+  expect(() => parseEdgeConfig(['--port', 'off'], {})).toThrow('--port: port must be an integer ≥ 0, got "off"');
+  expect(EDGE_USAGE).toContain('--grpc-port N|off');
+});
+
 test('bad settings are INVALID_ARGUMENT errors naming their source', () => {
   const cases: [string[], Record<string, string>, RegExp][] = [
     [['--port', 'x'], {}, /--port: port must be an integer/],

@@ -164,7 +164,7 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
     // Run from the sandbox folder: the JSX files name their JSX source themselves, so no tsconfig is needed there.
     const edge = spawn(box, [
       join(PROJECT_ROOT, 'src/edge/main.ts'),
-      ...['--host', '127.0.0.1', '--port', '0', '--grpc-port=-1', '--cloud', 'none', '--slm', demo.edgePack, '--router', demo.routerPack],
+      ...['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--slm', demo.edgePack, '--router', demo.routerPack],
     ]);
     const [, url] = await waitForOutput(edge.stdout, /edge page: (\S+)\n/, 'the edge');
     const res = await fetch(`${url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', maxNewTokens: 4 }) });

@@ -44,7 +44,7 @@ export interface EdgeConfig {
 const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   host: { kind: 'string', help: 'address the web page and HTTP API listen on' },
   port: { kind: 'int', min: 0, help: 'HTTP port (0 = any free port)' },
-  grpcPort: { kind: 'int', min: -1, help: 'port of the gRPC Generate service (0 = any free port; off: --grpc-port=-1, written with = since it starts with a dash)' },
+  grpcPort: { kind: 'int', min: 0, offValue: -1, help: 'port of the gRPC Generate service (0 = any free port, off = no gRPC service)' },
   slm: { kind: 'string', help: 'edge model pack folder' },
   router: { kind: 'string', help: "router pack folder, or 'builtin' for the small model's top-1 probability" },
   cloud: { kind: 'string', help: "cloud shim host:port, or 'none' to run the edge alone" },

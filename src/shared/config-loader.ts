@@ -19,6 +19,8 @@ export interface OptionSpec {
   values?: readonly string[];
   /** Lower bound of an `int` or `number`. */
   min?: number;
+  /** For an `int`: the word `off` is accepted and stands for this value (a port of -1 = no listener). */
+  offValue?: number;
   help: string;
 }
 
@@ -41,9 +43,11 @@ function coerce(key: string, spec: OptionSpec, raw: unknown, source: string): un
       throw bad('must be true or false');
     case 'int':
     case 'number': {
+      if (spec.offValue !== undefined && raw === 'off') return spec.offValue;
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
       const ok = spec.kind === 'int' ? Number.isSafeInteger(n) : Number.isFinite(n);
-      if (!ok || n < (spec.min ?? -Infinity)) throw bad(`must be ${spec.kind === 'int' ? 'an integer' : 'a number'} ≥ ${spec.min ?? '-∞'}`);
+      const orOff = spec.offValue === undefined ? '' : ' or off';
+      if (!ok || n < (spec.min ?? -Infinity)) throw bad(`must be ${spec.kind === 'int' ? 'an integer' : 'a number'} ≥ ${spec.min ?? '-∞'}${orOff}`);
       return n;
     }
   }
@@ -107,7 +111,7 @@ export function optionsUsage<T extends object>(
   command: string,
 ): string {
   const lines = (Object.entries(options) as [string, OptionSpec][]).map(([key, spec]) => {
-    const value = spec.kind === 'bool' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'string' ? ' VALUE' : ' N';
+    const value = spec.kind === 'bool' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'string' ? ' VALUE' : spec.offValue !== undefined ? ' N|off' : ' N';
     const fallback = (defaults as Record<string, unknown>)[key];
     return `  --${kebab(key)}${value}\n      ${spec.help}${fallback === undefined ? '' : ` (default ${fallback})`}`;
   });
