@@ -1,6 +1,9 @@
 import { beforeAll, expect, test } from 'bun:test';
+import { errorMessage } from '../src/shared/errors.ts';
 import { DEMO } from '../src/shared/paths.ts';
-import { DEFAULT_DATASET, runLatencyBench, type LatencyBenchResult, type LatencyRow } from '../src/tools/bench-latency.ts';
+import { DEFAULT_DATASET, runLatencyBench, type LatencyBenchOptions, type LatencyBenchResult, type LatencyRow } from '../src/tools/bench-latency.ts';
+import { makeTestCertificates } from './helpers/cloud-certs.ts';
+import { startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 function bench(...args: string[]) {
@@ -100,6 +103,41 @@ test('with no injected delay the edge dials the shim directly', async () => {
   checkRows(result, [0.5]);
 }, 60_000);
 
+test('a running shim that wants a token and mutual TLS: dialed through the proxy, its certificate checked against its own name', async () => {
+  const certs = makeTestCertificates();
+  const token = 'bench-secret-41c9';
+  // A certificate for the name localhost only: the proxy's address, 127.0.0.1, would not pass.
+  const shim = await startTestShim({ authToken: token, tlsCert: certs.namedOnlyCert, tlsKey: certs.namedOnlyKey, tlsClientCa: certs.caCert });
+  const options: LatencyBenchOptions = {
+    dataset: DEFAULT_DATASET,
+    prompts: 1,
+    maxNewTokens: 4,
+    rttMs: 10,
+    thresholds: [0.5],
+    slm: DEMO.edgePack,
+    router: DEMO.routerPack,
+    llm: DEMO.cloudPack,
+    cloud: `localhost:${shim.port}`,
+    cloudToken: token,
+    cloudTls: { caFile: certs.caCert, certFile: certs.clientCert, keyFile: certs.clientKey },
+    log: () => {},
+  };
+  try {
+    const result = await runLatencyBench(options);
+    expect(result.cloud).toBe(`localhost:${shim.port}`);
+    checkRows(result, [0.5]);
+    expect(result.rows.at(-1)!.routed_count).toBe(result.rows.at(-1)!.tokens);
+    // The shim's refusal reaches the user with its reason, not as a bare "did not answer".
+    // (Caught rather than through expect().rejects, under which Bun 1.4 runs the bench seconds slower.)
+    const failure = (changes: Partial<LatencyBenchOptions>) => runLatencyBench({ ...options, ...changes }).then(() => 'no error', errorMessage);
+    expect(await failure({ cloudToken: 'wrong' })).toBe(`the cloud at localhost:${shim.port} did not answer: invalid bearer token`);
+    expect(await failure({ cloudTls: { caFile: certs.caCert } })).toMatch(/^the cloud at localhost:\d+ did not answer: .*CERTIFICATE_REQUIRED/);
+  } finally {
+    await shim.shutdown();
+    certs.remove();
+  }
+}, 60_000);
+
 test('bench latency: bad flags are usage errors', () => {
   const cases: [string[], string][] = [
     [['--rtt-ms=-5'], 'error: --rtt-ms must be in [0, 5000], got -5'],
@@ -107,6 +145,8 @@ test('bench latency: bad flags are usage errors', () => {
     [['--thresholds', '0.2,2'], 'error: --thresholds must be comma-separated numbers in [0, 1]'],
     [['--cloud', 'nowhere'], 'error: --cloud must be HOST:PORT'],
     [['--cloud', 'h:1', '--llm', 'x'], 'error: --cloud (a running shim) and --llm'],
+    [['--cloud-token', 't'], 'error: --cloud-token is for a running shim: it needs --cloud HOST:PORT'],
+    [['--cloud', 'h:1', '--cloud-tls-cert', 'c.pem'], 'error: mutual TLS needs both --cloud-tls-cert and --cloud-tls-key'],
     [['--frobnicate'], 'error: Unknown option'],
   ];
   for (const [args, message] of cases) {

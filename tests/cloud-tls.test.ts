@@ -55,6 +55,21 @@ describe('TLS', () => {
     }
   });
 
+  test('through a proxy the certificate is checked against the real server, a name or an IP address', async () => {
+    // Dialing the shim as localhost stands in for dialing a proxy in front of it: the identity to check is
+    // the one named by tlsServerName, whatever the dialed host is.
+    const named = await startTestShim({ tlsCert: certs.namedOnlyCert, tlsKey: certs.namedOnlyKey });
+    try {
+      const viaName = { address: `localhost:${named.port}`, tls: { caFile: certs.caCert } };
+      expect(await firstToken(named, { ...viaName, tlsServerName: 'localhost' })).toEqual([403]);
+      expect(await rejectionCode(firstToken(named, { ...viaName, tlsServerName: '127.0.0.1' }))).toBe('UNAVAILABLE');
+      expect(await rejectionCode(firstToken(named, { ...viaName, tlsServerName: 'elsewhere.example' }))).toBe('UNAVAILABLE');
+    } finally {
+      await named.shutdown();
+    }
+    expect(await firstToken(shim, { address: `localhost:${shim.port}`, tls: { caFile: certs.caCert }, tlsServerName: '127.0.0.1' })).toEqual([403]);
+  });
+
   test('a plaintext client, or one that does not trust the CA, is UNAVAILABLE', async () => {
     expect(await rejectionCode(firstToken(shim, {}))).toBe('UNAVAILABLE');
     expect(await rejectionCode(firstToken(shim, { tls: {} }))).toBe('UNAVAILABLE');

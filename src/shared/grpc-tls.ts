@@ -43,10 +43,11 @@ export function serverCredentials(tls: ServerTlsFiles | undefined): ServerCreden
 
 /**
  * Channel credentials and options for dialing `address`: plaintext without `tls`. `serverName` is the name
- * the server certificate must carry when it is not the host in `address`.
+ * (or IP address) the server certificate must carry when it is not the host in `address`, as when the
+ * channel goes through a proxy.
  *
  * Bun's `tls.connect` refuses an IP address as TLS server name (Node ignores it), and grpc-js always
- * passes the target host. For an IP target the SNI name becomes a placeholder and the certificate is
+ * passes the target host. For an IP identity the SNI name becomes a placeholder and the certificate is
  * checked against the IP itself (its IP subjectAltName), which is what Node does.
  */
 export function clientTls(address: string, tls: ClientTlsFiles | undefined, serverName?: string): { credentials: ChannelCredentials; options: ChannelOptions } {
@@ -54,18 +55,18 @@ export function clientTls(address: string, tls: ClientTlsFiles | undefined, serv
   if (Boolean(tls.certFile) !== Boolean(tls.keyFile)) {
     throw new AppError('INVALID_ARGUMENT', 'mutual TLS needs both a client certificate and its key');
   }
-  const host = targetHost(address);
-  const ipTarget = !serverName && isIP(host) !== 0;
+  const identity = serverName ?? targetHost(address);
+  const ipIdentity = isIP(identity) !== 0;
   const channelCredentials = credentials.createSsl(
     tls.caFile ? readPem(tls.caFile, 'CA certificate') : null,
     tls.keyFile ? readPem(tls.keyFile, 'TLS key') : null,
     tls.certFile ? readPem(tls.certFile, 'TLS certificate') : null,
-    ipTarget ? { checkServerIdentity: (_name, cert) => checkServerIdentity(host, cert) } : {},
+    ipIdentity ? { checkServerIdentity: (_name, cert) => checkServerIdentity(identity, cert) } : {},
   );
-  const name = serverName ?? (ipTarget ? IP_TARGET_SNI : undefined);
+  const sni = ipIdentity ? IP_TARGET_SNI : serverName;
   return {
     credentials: channelCredentials,
-    options: name ? { 'grpc.ssl_target_name_override': name, ...(serverName ? { 'grpc.default_authority': serverName } : {}) } : {},
+    options: sni ? { 'grpc.ssl_target_name_override': sni, ...(serverName ? { 'grpc.default_authority': serverName } : {}) } : {},
   };
 }
 

@@ -23,6 +23,7 @@ import { loadRouter } from '../edge/router.ts';
 import { GrpcCloudClient } from '../edge/grpc-cloud-client.ts';
 import { DecoderModel } from '../shared/decoder-session.ts';
 import { AppError } from '../shared/errors.ts';
+import type { ClientTlsFiles } from '../shared/grpc-tls.ts';
 import { silentLogger } from '../shared/logger.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { ASSETS_DIR, DEMO } from '../shared/paths.ts';
@@ -36,9 +37,11 @@ import { buildDemoPacks } from './models/demo.ts';
 
 export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--dataset FILE]
                 [--slm PACK] [--router DIR|builtin] [--llm PACK | --cloud HOST:PORT] [--threads T] [--json]
+                [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
       the reference paper's Table 1: small_only, joint at each τ (default 0.2,0.4,0.6,0.8) and llm_only
       over real gRPC to a cloud shim through a loopback proxy adding --rtt-ms (default 170; 0 = direct);
-      default: 5 CommonsenseQA prompts, up to 100 greedy tokens, the demo pair (about 4 minutes)`;
+      default: 5 CommonsenseQA prompts, up to 100 greedy tokens, the demo pair (about 4 minutes);
+      a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags)`;
 
 export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
 export const DEFAULT_BENCH_THRESHOLDS: readonly number[] = [0.2, 0.4, 0.6, 0.8];
@@ -54,8 +57,11 @@ export interface LatencyBenchOptions {
   router: string | undefined;
   /** The embedded backend's pack, for the shim started in process. */
   llm: string;
-  /** `host:port` of a running shim (plaintext); when set, no shim is started here. */
+  /** `host:port` of a running shim; when set, no shim is started here. */
   cloud?: string;
+  /** How to reach `cloud`, as the edge's --cloud-token and --cloud-tls-* flags say. */
+  cloudToken?: string;
+  cloudTls?: ClientTlsFiles;
   threads?: number;
   log: (line: string) => void;
 }
@@ -151,6 +157,8 @@ interface Setting {
 interface PromptRun {
   metrics: GenerationMetrics;
   cloud: CloudTally;
+  /** Why the cloud failed a routed token, the first time it did. */
+  cloudError: string | undefined;
 }
 
 async function runOnce(engine: EdgeEngine, cloud: MeteredCloud, prompt: string, setting: Setting, maxNewTokens: number): Promise<PromptRun> {
@@ -159,9 +167,13 @@ async function runOnce(engine: EdgeEngine, cloud: MeteredCloud, prompt: string, 
   const request = parseGenerationRequest({ prompt, mode: setting.mode, threshold, maxNewTokens, temperature: 0 });
   cloud.take();
   let done: DoneEvent | undefined;
-  for await (const event of generate(engine, request)) if (event.type === 'done') done = event;
+  let cloudError: string | undefined;
+  for await (const event of generate(engine, request)) {
+    if (event.type === 'done') done = event;
+    else if (event.type === 'token') cloudError ??= event.cloudError;
+  }
   if (!done) throw new AppError('INTERNAL', 'the decoding loop ended without a done event');
-  return { metrics: done.metrics, cloud: cloud.take() };
+  return { metrics: done.metrics, cloud: cloud.take(), cloudError };
 }
 
 function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyRow {
@@ -227,7 +239,13 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       target = { host: '127.0.0.1', port: shim.port };
     }
     if (o.rttMs > 0) proxy = await startDelayProxy({ targetHost: target.host, targetPort: target.port, delayMs: o.rttMs / 2 });
-    grpc = new GrpcCloudClient({ address: proxy?.address ?? `${target.host}:${target.port}` });
+    grpc = new GrpcCloudClient({
+      address: proxy?.address ?? `${target.host}:${target.port}`,
+      authToken: o.cloudToken,
+      tls: o.cloudTls,
+      // Through the proxy the certificate must still name the shim, not the proxy.
+      tlsServerName: proxy && o.cloudTls ? target.host : undefined,
+    });
     const cloud = new MeteredCloud(grpc);
     const engine: EdgeEngine = { slm, router, tokenizer, cloud };
 
@@ -236,7 +254,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     o.log('warm-up');
     await runOnce(engine, cloud, prompts[0]!, { mode: 'small_only', threshold: null }, 8);
     const warm = await runOnce(engine, cloud, prompts[0]!, { mode: 'llm_only', threshold: null }, 2);
-    if (warm.metrics.fallback > 0) throw new AppError('UNAVAILABLE', `the cloud at ${o.cloud ?? shim!.address} did not answer`);
+    if (warm.metrics.fallback > 0) throw new AppError('UNAVAILABLE', `the cloud at ${o.cloud ?? shim!.address} did not answer: ${warm.cloudError}`);
 
     // Prompt by prompt, every setting in turn, so that drifts in machine load touch all rows alike.
     const runs: PromptRun[][] = settings.map(() => []);
@@ -327,6 +345,10 @@ export async function main(args: string[]): Promise<void> {
     router: { type: 'string' },
     llm: { type: 'string' },
     cloud: { type: 'string' },
+    'cloud-token': { type: 'string' },
+    'cloud-tls-ca': { type: 'string' },
+    'cloud-tls-cert': { type: 'string' },
+    'cloud-tls-key': { type: 'string' },
     threads: { type: 'string' },
     json: { type: 'boolean' },
   });
@@ -337,6 +359,10 @@ export async function main(args: string[]): Promise<void> {
   const threads = integerFlag(values, 'threads', undefined, [1, 256]);
   if (values.cloud !== undefined && values.llm !== undefined) throw new UsageError('--cloud (a running shim) and --llm (the in-process shim) exclude each other');
   if (values.cloud !== undefined) parseAddress(values.cloud);
+  const cloudFlags = (['cloud-token', 'cloud-tls-ca', 'cloud-tls-cert', 'cloud-tls-key'] as const).filter((f) => values[f] !== undefined);
+  if (cloudFlags.length && values.cloud === undefined) throw new UsageError(`--${cloudFlags[0]} is for a running shim: it needs --cloud HOST:PORT`);
+  if ((values['cloud-tls-cert'] === undefined) !== (values['cloud-tls-key'] === undefined)) throw new UsageError('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
+  const tlsFiles = { caFile: values['cloud-tls-ca'], certFile: values['cloud-tls-cert'], keyFile: values['cloud-tls-key'] };
   const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);
   const router = values.router ?? DEMO.routerPack;
   const usesDemo = values.slm === undefined || (values.llm === undefined && values.cloud === undefined) || values.router === undefined;
@@ -351,6 +377,8 @@ export async function main(args: string[]): Promise<void> {
     router: router === 'builtin' ? undefined : router,
     llm: values.llm ?? DEMO.cloudPack,
     cloud: values.cloud,
+    cloudToken: values['cloud-token'],
+    cloudTls: tlsFiles.caFile || tlsFiles.certFile ? tlsFiles : undefined,
     threads,
     log: (line) => console.error(line),
   });
