@@ -244,7 +244,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       authToken: o.cloudToken,
       tls: o.cloudTls,
       // Through the proxy the certificate must still name the shim, not the proxy.
-      tlsServerName: proxy && o.cloudTls ? target.host : undefined,
+      tlsServerName: proxy ? target.host : undefined,
     });
     const cloud = new MeteredCloud(grpc);
     const engine: EdgeEngine = { slm, router, tokenizer, cloud };
