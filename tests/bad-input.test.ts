@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import type { Hono } from 'hono';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import type { CloudClient, CloudSession } from '../src/edge/cloud-client.ts';
+import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
@@ -32,12 +32,32 @@ const OVER_CHAR_LIMIT = 'word '.repeat(4_000);
  * The in-process cloud behind a gate: while held, routed steps wait (or end with the caller's abort), so
  * llm_only generations stay running for as long as a case needs them to.
  */
-class GatedCloud implements CloudClient {
+class GatedCloud {
+  /** The client to give the edge: the inner cloud, its steps passing the gate. */
+  readonly client: CloudClient;
   waiting = 0;
   private gate: Promise<void> = Promise.resolve();
   private open: () => void = () => {};
 
-  constructor(private readonly inner: CloudClient) {}
+  constructor(inner: CloudClient) {
+    this.client = interceptSteps(inner, async (request, next) => {
+      this.waiting++;
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const onAbort = () => reject(new DOMException('aborted', 'AbortError'));
+          if (request.signal?.aborted) return onAbort();
+          request.signal?.addEventListener('abort', onAbort, { once: true });
+          void this.gate.then(() => {
+            request.signal?.removeEventListener('abort', onAbort);
+            resolve();
+          });
+        });
+      } finally {
+        this.waiting--;
+      }
+      return next(request);
+    });
+  }
 
   hold(): void {
     this.gate = new Promise((resolve) => (this.open = resolve));
@@ -45,38 +65,6 @@ class GatedCloud implements CloudClient {
 
   release(): void {
     this.open();
-  }
-
-  openSession(options: { requestId: string; signal?: AbortSignal }): CloudSession {
-    const session = this.inner.openSession(options);
-    return {
-      next: async (request) => {
-        this.waiting++;
-        try {
-          await new Promise<void>((resolve, reject) => {
-            const onAbort = () => reject(new DOMException('aborted', 'AbortError'));
-            if (request.signal?.aborted) return onAbort();
-            request.signal?.addEventListener('abort', onAbort, { once: true });
-            void this.gate.then(() => {
-              request.signal?.removeEventListener('abort', onAbort);
-              resolve();
-            });
-          });
-        } finally {
-          this.waiting--;
-        }
-        return session.next(request);
-      },
-      close: () => session.close(),
-    };
-  }
-
-  state() {
-    return this.inner.state();
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 
@@ -95,7 +83,7 @@ let edge: TestEdge;
 let gated: GatedCloud;
 
 beforeAll(async () => {
-  edge = await startTestEdge({ maxConcurrent: 2, cloud: (inProcess) => (gated = new GatedCloud(inProcess)) });
+  edge = await startTestEdge({ maxConcurrent: 2, cloud: (inProcess) => (gated = new GatedCloud(inProcess)).client });
 });
 
 afterAll(async () => {

@@ -4,7 +4,7 @@
  * each, and the context window ends a generation cleanly.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { CloudClient, CloudStepRequest } from '../src/edge/cloud-client.ts';
+import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/router.ts';
@@ -50,20 +50,10 @@ const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 /** The in-process cloud behind a fixed delay per step: a network round trip the edge must not count as its own time. */
 function delayedCloud(delayMs: number): CloudClient {
-  return {
-    openSession() {
-      const session = cloud.openSession();
-      return {
-        async next(request: CloudStepRequest) {
-          await Bun.sleep(delayMs);
-          return session.next(request);
-        },
-        close: () => session.close(),
-      };
-    },
-    state: () => 'ready',
-    close: async () => {},
-  };
+  return interceptSteps(cloud, async (request, next) => {
+    await Bun.sleep(delayMs);
+    return next(request);
+  });
 }
 
 describe('final metrics', () => {

@@ -67,3 +67,24 @@ export interface CloudClient {
   state(): CloudConnectionState;
   close(): Promise<void>;
 }
+
+/**
+ * `inner` with every step passed through `step`, which calls `next` to reach the cloud; sessions, state and
+ * close stay `inner`'s. For measuring, delaying or holding steps without touching the transport.
+ *
+ * @example
+ * const slow = interceptSteps(cloud, async (request, next) => (await Bun.sleep(50), next(request)));
+ */
+export function interceptSteps(
+  inner: CloudClient,
+  step: (request: CloudStepRequest, next: (request: CloudStepRequest) => Promise<CloudStepReply>) => Promise<CloudStepReply>,
+): CloudClient {
+  return {
+    openSession(options) {
+      const session = inner.openSession(options);
+      return { next: (request) => step(request, (r) => session.next(r)), close: () => session.close() };
+    },
+    state: () => inner.state(),
+    close: () => inner.close(),
+  };
+}

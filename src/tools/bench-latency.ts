@@ -15,7 +15,7 @@
 import { join } from 'node:path';
 import { shimConfig } from '../cloud/config.ts';
 import { startShim, type ShimServer } from '../cloud/shim-server.ts';
-import type { CloudClient, CloudSession } from '../edge/cloud-client.ts';
+import { interceptSteps, type CloudClient } from '../edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine } from '../edge/decoder-loop.ts';
 import { mean, type GenerationMetrics } from '../edge/generation-metrics.ts';
 import { parseGenerationRequest, type Mode } from '../edge/generation-request.ts';
@@ -114,38 +114,25 @@ interface CloudTally {
   backendMs: number;
 }
 
-/** Passes everything on to `inner` and counts the steps and the backend time of the current generation. */
-class MeteredCloud implements CloudClient {
+/** Counts the steps of the current generation and their backend time on their way through `client`. */
+class CloudMeter {
+  readonly client: CloudClient;
   private tally: CloudTally = { calls: 0, backendMs: 0 };
 
-  constructor(private readonly inner: CloudClient) {}
+  constructor(inner: CloudClient) {
+    this.client = interceptSteps(inner, async (request, next) => {
+      const reply = await next(request);
+      this.tally.calls++;
+      this.tally.backendMs += reply.backendMs;
+      return reply;
+    });
+  }
 
   /** The counts since the last call, and a fresh start. */
   take(): CloudTally {
     const t = this.tally;
     this.tally = { calls: 0, backendMs: 0 };
     return t;
-  }
-
-  openSession(options: { requestId: string; signal?: AbortSignal }): CloudSession {
-    const session = this.inner.openSession(options);
-    return {
-      next: async (request) => {
-        const reply = await session.next(request);
-        this.tally.calls++;
-        this.tally.backendMs += reply.backendMs;
-        return reply;
-      },
-      close: () => session.close(),
-    };
-  }
-
-  state() {
-    return this.inner.state();
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 
@@ -161,11 +148,11 @@ interface PromptRun {
   cloudError: string | undefined;
 }
 
-async function runOnce(engine: EdgeEngine, cloud: MeteredCloud, prompt: string, setting: Setting, maxNewTokens: number): Promise<PromptRun> {
+async function runOnce(engine: EdgeEngine, meter: CloudMeter, prompt: string, setting: Setting, maxNewTokens: number): Promise<PromptRun> {
   // Thresholds outside joint mode are ignored by the loop; 0 / 1 say what the mode means.
   const threshold = setting.threshold ?? (setting.mode === 'llm_only' ? 1 : 0);
   const request = parseGenerationRequest({ prompt, mode: setting.mode, threshold, maxNewTokens, temperature: 0 });
-  cloud.take();
+  meter.take();
   let done: DoneEvent | undefined;
   let cloudError: string | undefined;
   for await (const event of generate(engine, request)) {
@@ -173,7 +160,7 @@ async function runOnce(engine: EdgeEngine, cloud: MeteredCloud, prompt: string, 
     else if (event.type === 'token') cloudError ??= event.cloudError;
   }
   if (!done) throw new AppError('INTERNAL', 'the decoding loop ended without a done event');
-  return { metrics: done.metrics, cloud: cloud.take(), cloudError };
+  return { metrics: done.metrics, cloud: meter.take(), cloudError };
 }
 
 function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyRow {
@@ -246,21 +233,21 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       // Through the proxy the certificate must still name the shim, not the proxy.
       tlsServerName: proxy ? target.host : undefined,
     });
-    const cloud = new MeteredCloud(grpc);
-    const engine: EdgeEngine = { slm, router, tokenizer, cloud };
+    const meter = new CloudMeter(grpc);
+    const engine: EdgeEngine = { slm, router, tokenizer, cloud: meter.client };
 
     // Warm-up, not measured: onnxruntime's first runs, and the gRPC connection through the proxy (its
     // TCP and HTTP/2 handshakes would otherwise land in the first routed prompt's TTFT).
     o.log('warm-up');
-    await runOnce(engine, cloud, prompts[0]!, { mode: 'small_only', threshold: null }, 8);
-    const warm = await runOnce(engine, cloud, prompts[0]!, { mode: 'llm_only', threshold: null }, 2);
+    await runOnce(engine, meter, prompts[0]!, { mode: 'small_only', threshold: null }, 8);
+    const warm = await runOnce(engine, meter, prompts[0]!, { mode: 'llm_only', threshold: null }, 2);
     if (warm.metrics.fallback > 0) throw new AppError('UNAVAILABLE', `the cloud at ${o.cloud ?? shim!.address} did not answer: ${warm.cloudError}`);
 
     // Prompt by prompt, every setting in turn, so that drifts in machine load touch all rows alike.
     const runs: PromptRun[][] = settings.map(() => []);
     for (const [p, prompt] of prompts.entries()) {
       for (const [s, setting] of settings.entries()) {
-        const run = await runOnce(engine, cloud, prompt, setting, o.maxNewTokens);
+        const run = await runOnce(engine, meter, prompt, setting, o.maxNewTokens);
         runs[s]!.push(run);
         const { tokens, routed, totalMs } = run.metrics;
         o.log(`prompt ${p + 1}/${prompts.length} ${label(setting)}: ${tokens} tokens, ${routed} routed, ${(totalMs / 1000).toFixed(2)} s`);
