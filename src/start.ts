@@ -21,7 +21,7 @@ import { parseShimConfig } from './cloud/config.ts';
 import { DEFAULT_EDGE_CONFIG, parseEdgeConfig } from './edge/config.ts';
 import { AppError, errorMessage } from './shared/errors.ts';
 import { buildDemoPacks } from './tools/models/demo.ts';
-import { waitUntilReady } from './tools/kiosk.ts';
+import { waitUntilReady } from './shared/wait-until-ready.ts';
 
 /** How long the children get to shut down gracefully before they are killed. */
 const FORCE_AFTER_MS = 20_000;

@@ -17,7 +17,7 @@ import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
-import { cloudRouterService, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc-proto.ts';
+import { cloudRouterService, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
 import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 

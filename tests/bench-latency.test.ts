@@ -1,13 +1,13 @@
 import { beforeAll, expect, test } from 'bun:test';
 import { errorMessage } from '../src/shared/errors.ts';
 import { DEMO } from '../src/shared/paths.ts';
-import { DEFAULT_DATASET, runLatencyBench, type LatencyBenchOptions, type LatencyBenchResult, type LatencyRow } from '../src/tools/bench-latency.ts';
+import { DEFAULT_DATASET, runLatencyBench, type LatencyBenchOptions, type LatencyBenchResult, type LatencyRow } from '../src/tools/bench/latency.ts';
 import { makeTestCertificates } from './helpers/cloud-certs.ts';
 import { startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 function bench(...args: string[]) {
-  const r = Bun.spawnSync(['bun', 'src/tools/bench.ts', 'latency', ...args], { stdout: 'pipe', stderr: 'pipe' });
+  const r = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', 'latency', ...args], { stdout: 'pipe', stderr: 'pipe' });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 

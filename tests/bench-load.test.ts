@@ -3,7 +3,7 @@ import { beforeAll, expect, test } from 'bun:test';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 function bench(...args: string[]) {
-  const r = Bun.spawnSync(['bun', 'src/tools/bench.ts', 'load', ...args], { stdout: 'pipe', stderr: 'pipe', timeout: 60_000 });
+  const r = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', 'load', ...args], { stdout: 'pipe', stderr: 'pipe', timeout: 60_000 });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -52,6 +52,6 @@ test('bad flags are usage errors', () => {
   const unknown = bench('--rps', '5');
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toContain("Unknown option '--rps'");
-  const help = Bun.spawnSync(['bun', 'src/tools/bench.ts', 'help'], { stdout: 'pipe' });
+  const help = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', 'help'], { stdout: 'pipe' });
   expect(help.stdout.toString()).toContain('bench load');
 });

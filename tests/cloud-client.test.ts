@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
-import { startDelayProxy } from '../src/tools/delay-proxy.ts';
+import { startDelayProxy } from '../src/tools/bench/delay-proxy.ts';
 import { CircuitOpenError, CloudBackoff } from '../src/edge/cloud-backoff.ts';
-import type { DecoderModel } from '../src/shared/decoder-session.ts';
-import { cloudRouterService, serializeRouteRequest, type CloudRouterHandlers, type RouteRequest__Output } from '../src/shared/grpc-proto.ts';
+import type { DecoderModel } from '../src/shared/decoder-model.ts';
+import { cloudRouterService, serializeRouteRequest, type CloudRouterHandlers, type RouteRequest__Output } from '../src/shared/grpc/proto.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 
 /** A CloudRouter that records every message and answers each step with `answer` (or never, when null). */

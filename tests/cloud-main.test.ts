@@ -2,7 +2,7 @@
 import { expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import { join } from 'node:path';
-import { CloudRouterClient, HealthClient, type RouteResponse__Output } from '../src/shared/grpc-proto.ts';
+import { CloudRouterClient, HealthClient, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { cloudPackDir, waitFor } from './helpers/cloud-fixture.ts';
 

@@ -7,7 +7,7 @@ import type { ShimServer } from '../src/cloud/shim-server.ts';
 import type { ShimConfig } from '../src/cloud/config.ts';
 import { httpBackendError } from '../src/cloud/http-backend-client.ts';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
-import type { DecoderModel } from '../src/shared/decoder-session.ts';
+import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { FakeSglang, type FakeSglangOptions } from './helpers/cloud-fake-sglang.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';

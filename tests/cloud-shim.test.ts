@@ -7,10 +7,10 @@ import * as grpc from '@grpc/grpc-js';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import type { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
-import type { DecoderModel } from '../src/shared/decoder-session.ts';
+import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { logSoftmax, topK } from '../src/shared/logits.ts';
-import { CloudRouterClient, HealthClient, type RouteResponse__Output } from '../src/shared/grpc-proto.ts';
-import { bearer } from '../src/shared/grpc-auth.ts';
+import { CloudRouterClient, HealthClient, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
+import { bearer } from '../src/shared/grpc/auth.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { EdgeContext, greedyReference, loadCloudModel, referenceLogits, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 

@@ -3,7 +3,7 @@ import type { CloudClient, CloudSession, CloudStepRequest } from '../src/edge/cl
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer, type Router } from '../src/edge/router.ts';
-import { DecoderModel } from '../src/shared/decoder-session.ts';
+import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { argmax } from '../src/shared/logits.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';

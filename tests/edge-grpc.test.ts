@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
-import { HealthClient } from '../src/shared/grpc-proto.ts';
+import { HealthClient } from '../src/shared/grpc/proto.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
 let edge: TestEdge;

@@ -11,7 +11,7 @@ import type { Backend } from '../src/cloud/backend.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output } from '../src/edge/grpc/edge-proto.ts';
-import { HealthClient } from '../src/shared/grpc-proto.ts';
+import { HealthClient } from '../src/shared/grpc/proto.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { cloudPackDir, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { collectOutput, jsonLines } from './helpers/process-output.ts';

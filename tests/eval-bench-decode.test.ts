@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
-import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from '../src/tools/bench-decode-bandwidth.ts';
-import { kvCacheBytes, weightTraffic } from '../src/tools/bench-decode-weights.ts';
+import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from '../src/tools/bench/decode-bandwidth.ts';
+import { kvCacheBytes, weightTraffic } from '../src/tools/bench/decode-weights.ts';
 import { PRESETS } from '../src/tools/models/random-model.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
@@ -60,7 +60,7 @@ describe('bun run bench decode', () => {
   test('a short run on the demo edge pack prints its figures and the JSON line', async () => {
     const demo = await ensureDemoPacks();
     const proc = Bun.spawn(
-      ['bun', 'src/tools/bench.ts', 'decode', '--pack', demo.edgePack, '--prompt-tokens', '20', '--steps', '4', '--warmup', '1', '--rounds', '2', '--copy-mib', '32', '--json'],
+      ['bun', 'src/tools/bench/cli.ts', 'decode', '--pack', demo.edgePack, '--prompt-tokens', '20', '--steps', '4', '--warmup', '1', '--rounds', '2', '--copy-mib', '32', '--json'],
       { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' },
     );
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);

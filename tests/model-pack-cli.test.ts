@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { DEMO } from '../src/shared/paths.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
-import { DecoderModel } from '../src/shared/decoder-session.ts';
+import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { parameterCount } from '../src/tools/models/decoder-spec.ts';
 import { PRESETS } from '../src/tools/models/random-model.ts';

@@ -2,7 +2,7 @@ import { beforeAll, expect, test } from 'bun:test';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 function bench(...args: string[]) {
-  const r = Bun.spawnSync(['bun', 'src/tools/bench.ts', ...args], { stdout: 'pipe', stderr: 'pipe' });
+  const r = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', ...args], { stdout: 'pipe', stderr: 'pipe' });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 

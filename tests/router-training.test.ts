@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { generate, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../src/edge/generation-request.ts';
 import { OnnxRouter, type RouterJson } from '../src/edge/router.ts';
-import { DecoderModel } from '../src/shared/decoder-session.ts';
+import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack, readJsonFile } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { scoreWithRouterPack } from '../src/tools/router/batch-scorer.ts';

@@ -3,7 +3,7 @@
  * decides what it can reuse: the embedded model its KV cache, SGLang its radix cache) and returns the
  * next span of tokens with their log-probabilities.
  */
-import type { TokenAlternative } from '../edge/cloud-client.ts';
+import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
 
 export interface SamplingSettings {
   /** 0 = greedy. */
@@ -28,8 +28,6 @@ export interface BackendStepRequest {
   signal: AbortSignal;
 }
 
-export type BackendFinish = 'length' | 'stop' | 'context';
-
 export interface BackendStepResult {
   ids: number[];
   /** Natural-log probability of each id under the model. */
@@ -40,7 +38,7 @@ export interface BackendStepResult {
   cachedTokens: number;
   /** Time spent in the backend (compute, or the HTTP round trip for remote backends), ms. */
   backendMs: number;
-  finish: BackendFinish;
+  finish: SpanFinish;
   /** The span's text when the backend returns it; the shim decodes the ids otherwise. */
   text?: string;
 }

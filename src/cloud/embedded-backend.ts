@@ -12,15 +12,15 @@
  */
 import { randomInt } from 'node:crypto';
 import { basename } from 'node:path';
-import { DecoderModel, type DecoderSequence } from '../shared/decoder-session.ts';
+import { DecoderModel, type DecoderSequence } from '../shared/decoder-model.ts';
 import { AppError } from '../shared/errors.ts';
 import { logSoftmax, topK } from '../shared/logits.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { sampleToken } from '../shared/sampling.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
-import { abortReason } from '../shared/grpc-stream.ts';
-import type { TokenAlternative } from '../edge/cloud-client.ts';
-import type { Backend, BackendFinish, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
+import { abortReason } from '../shared/grpc/stream.ts';
+import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
+import type { Backend, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
 
 export interface EmbeddedBackendOptions {
   modelPack: string;
@@ -118,7 +118,7 @@ class EmbeddedSession implements BackendSession {
       const ids: number[] = [];
       const logprobs: number[] = [];
       const top: TokenAlternative[][] = [];
-      let finish: BackendFinish = 'length';
+      let finish: SpanFinish = 'length';
       while (true) {
         if (signal.aborted) throw abortReason(signal);
         const logits = this.logits!;

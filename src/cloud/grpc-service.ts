@@ -6,11 +6,11 @@
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
-import { checkBearer } from '../shared/grpc-auth.ts';
-import { toGrpcStatus } from '../shared/grpc-errors.ts';
-import type { CloudRouterHandlers, RouteRequest__Output, RouteResponse } from '../shared/grpc-proto.ts';
-import { assertWellFormed } from '../shared/grpc-strict-decode.ts';
-import { StreamReader, writeMessage } from '../shared/grpc-stream.ts';
+import { checkBearer } from '../shared/grpc/auth.ts';
+import { toGrpcStatus } from '../shared/grpc/errors.ts';
+import type { CloudRouterHandlers, RouteRequest__Output, RouteResponse } from '../shared/grpc/proto.ts';
+import { assertWellFormed } from '../shared/grpc/strict-decode.ts';
+import { StreamReader, writeMessage } from '../shared/grpc/stream.ts';
 import { endMessage, routeSession, type RequestSource, type ShimContext } from './route-session.ts';
 
 /** The controllers of the streams in flight, so shutdown can end them all. */

@@ -7,7 +7,7 @@
  * SGLang learns that a request was abandoned.
  */
 import { AppError, errorMessage } from '../shared/errors.ts';
-import { abortReason } from '../shared/grpc-stream.ts';
+import { abortReason } from '../shared/grpc/stream.ts';
 
 export interface HttpBackendClientOptions {
   /** `sglang` or `openai`: prefixes every error message. */

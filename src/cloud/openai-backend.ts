@@ -7,8 +7,8 @@
  */
 import { AppError } from '../shared/errors.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
-import type { TokenAlternative } from '../edge/cloud-client.ts';
-import type { Backend, BackendFinish, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
+import type { Backend, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
 import { HttpBackendClient, isRecord } from './http-backend-client.ts';
 
 export interface OpenAiBackendOptions {
@@ -121,7 +121,7 @@ class CompletionOutput {
     const aligned = exact && this.tokenLogprobs.length >= ids.length;
     const logprobs = ids.map((_, i) => (aligned && typeof this.tokenLogprobs[i] === 'number' ? (this.tokenLogprobs[i] as number) : Number.NaN));
     const top = ids.map((_, i) => (aligned && request.sampling.topLogprobs > 0 ? alternatives(this.topLogprobs[i], request.sampling.topLogprobs, retokenizer) : []));
-    const finish: BackendFinish = this.finishReason === 'stop' ? 'stop' : 'length';
+    const finish: SpanFinish = this.finishReason === 'stop' ? 'stop' : 'length';
     return { ids, logprobs, top, cachedTokens: this.cachedTokens, backendMs, finish, text: this.text };
   }
 }

@@ -5,10 +5,10 @@
  * `end` (code 0, or the error's status code, after which the error is rethrown for the transport).
  */
 import { AppError } from '../shared/errors.ts';
-import { grpcCode, toAppError } from '../shared/grpc-errors.ts';
-import type { OpenSession__Output, RouteRequest__Output, RouteResponse, RouteStep__Output, Sampling__Output } from '../shared/grpc-proto.ts';
-import { abortReason } from '../shared/grpc-stream.ts';
-import { fromWireSources, toWireFinish } from '../shared/grpc-wire.ts';
+import { grpcCode, toAppError } from '../shared/grpc/errors.ts';
+import type { OpenSession__Output, RouteRequest__Output, RouteResponse, RouteStep__Output, Sampling__Output } from '../shared/grpc/proto.ts';
+import { abortReason } from '../shared/grpc/stream.ts';
+import { fromWireSources, toWireFinish } from '../shared/grpc/wire.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend, BackendStepResult, SamplingSettings } from './backend.ts';
 import type { ShimConfig } from './config.ts';

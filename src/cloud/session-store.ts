@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../shared/errors.ts';
-import type { TokenSource } from '../edge/cloud-client.ts';
+import type { TokenSource } from '../shared/contract-vocabulary.ts';
 
 /** A session ended for sitting idle: nothing it was asked was computed, so its step may be resent elsewhere. */
 export class SessionExpiredError extends AppError {

@@ -8,8 +8,8 @@
  * also sends `POST /abort_request` (best-effort).
  */
 import { AppError } from '../shared/errors.ts';
-import type { TokenAlternative } from '../edge/cloud-client.ts';
-import type { Backend, BackendFinish, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
+import type { Backend, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
 import { HttpBackendClient, isRecord } from './http-backend-client.ts';
 
 export interface SglangBackendOptions {
@@ -155,7 +155,7 @@ class SglangOutput {
     if (ids.length === 0) throw new AppError('INTERNAL', 'sglang: the reply holds no generated tokens');
     const logprobs = ids.map((_, i) => this.logprobs.items[i] ?? Number.NaN);
     const top = ids.map((_, i) => (this.top.items[i] ?? []).slice(0, request.sampling.topLogprobs));
-    let finish: BackendFinish = 'length';
+    let finish: SpanFinish = 'length';
     if (this.finishReason?.type === 'stop') {
       finish = 'stop';
       const matched = this.finishReason.matched;

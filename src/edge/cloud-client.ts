@@ -6,8 +6,7 @@
  * sends the cloud only what the cloud has not seen yet (token ids and their routing sources).
  */
 
-/** Where a token came from: the prompt, the edge model, the cloud model, or the edge alone after a cloud failure. */
-export type TokenSource = 'prompt' | 'slm' | 'llm' | 'fallback';
+import type { TokenAlternative, TokenSource } from '../shared/contract-vocabulary.ts';
 
 export interface CloudStepRequest {
   /** Every token id of the generation so far: prompt, then generated tokens. */
@@ -32,11 +31,6 @@ export interface CloudStepRequest {
   /** Alternatives per token to return (0 = none). */
   topLogprobs: number;
   signal?: AbortSignal;
-}
-
-export interface TokenAlternative {
-  id: number;
-  logprob: number;
 }
 
 export interface CloudStepReply {

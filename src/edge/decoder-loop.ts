@@ -6,12 +6,13 @@
  * iterate the events and serialize them.
  */
 import { randomUUID } from 'node:crypto';
-import type { AppendResult, DecoderModel, DecoderSequence } from '../shared/decoder-session.ts';
+import type { AppendResult, DecoderModel, DecoderSequence } from '../shared/decoder-model.ts';
 import { AppError, errorMessage, isAbortError } from '../shared/errors.ts';
 import { sampleToken } from '../shared/sampling.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
-import type { CloudClient, CloudSession, CloudStepReply, TokenSource } from './cloud-client.ts';
+import type { TokenSource } from '../shared/contract-vocabulary.ts';
+import type { CloudClient, CloudSession, CloudStepReply } from './cloud-client.ts';
 import { MetricsRecorder, type GenerationMetrics } from './generation-metrics.ts';
 import type { GenerationRequest } from './generation-request.ts';
 import type { Router } from './router.ts';

@@ -16,8 +16,8 @@
  */
 import { connectivityState, Metadata, type ChannelOptions, type ClientDuplexStream } from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
-import { bearer } from '../shared/grpc-auth.ts';
-import { appErrorCode, toAppError } from '../shared/grpc-errors.ts';
+import { bearer } from '../shared/grpc/auth.ts';
+import { appErrorCode, toAppError } from '../shared/grpc/errors.ts';
 import {
   CloudRouterClient,
   type CloudRouterClientType,
@@ -25,10 +25,10 @@ import {
   type RouteResponse__Output,
   type Sampling,
   type StepResult__Output,
-} from '../shared/grpc-proto.ts';
-import { abortReason, StreamReader, writeMessage } from '../shared/grpc-stream.ts';
-import { clientTls, type ClientTlsFiles } from '../shared/grpc-tls.ts';
-import { toWireSources } from '../shared/grpc-wire.ts';
+} from '../shared/grpc/proto.ts';
+import { abortReason, StreamReader, writeMessage } from '../shared/grpc/stream.ts';
+import { clientTls, type ClientTlsFiles } from '../shared/grpc/tls.ts';
+import { toWireSources } from '../shared/grpc/wire.ts';
 import { CircuitOpenError, CloudBackoff } from './cloud-backoff.ts';
 import type { CloudClient, CloudConnectionState, CloudSession, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
 

@@ -9,7 +9,7 @@
 import { AppError, errorMessage } from '../shared/errors.ts';
 import { exitGracefullyOnSignals } from '../shared/graceful-signals.ts';
 import { createLogger } from '../shared/logger.ts';
-import { DecoderModel } from '../shared/decoder-session.ts';
+import { DecoderModel } from '../shared/decoder-model.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import { EDGE_USAGE, parseEdgeConfig, type EdgeConfig } from './config.ts';

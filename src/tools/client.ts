@@ -5,7 +5,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
-import { fromGrpcError } from '../shared/grpc-errors.ts';
+import { fromGrpcError } from '../shared/grpc/errors.ts';
 import { EdgeGeneratorClient, type GenerateEvent__Output, type GenerateRequest } from '../edge/grpc/edge-proto.ts';
 import { integerFlag, parseFlags, runCli, UsageError } from './cli-support.ts';
 

@@ -3,7 +3,7 @@
  * then opens its page full screen in Chromium's kiosk mode (no address bar, no way out by mouse).
  * Run it from the kiosk user's graphical session (deploy/systemd/edge-router-kiosk.service).
  */
-import { AppError } from '../shared/errors.ts';
+import { waitUntilReady } from '../shared/wait-until-ready.ts';
 import { integerFlag, parseFlags, runCli } from './cli-support.ts';
 
 const USAGE = 'usage: bun run kiosk [--url http://localhost:8080/] [--browser /usr/bin/chromium] [--timeout-ms 120000]';
@@ -18,24 +18,6 @@ export const KIOSK_FLAGS = [
   '--disable-component-update',
   '--overscroll-history-navigation=0',
 ];
-
-/** Polls `<url>/readyz` until it answers 200 or the time is up. */
-export async function waitUntilReady(url: string, timeoutMs: number, intervalMs = 500): Promise<void> {
-  const readyz = new URL('/readyz', url).toString();
-  const deadline = Date.now() + timeoutMs;
-  let last = 'no answer';
-  while (Date.now() < deadline) {
-    try {
-      const res = await fetch(readyz, { signal: AbortSignal.timeout(Math.min(2000, intervalMs * 4)) });
-      if (res.ok) return;
-      last = `HTTP ${res.status}`;
-    } catch (e) {
-      last = e instanceof Error ? e.message : String(e);
-    }
-    await Bun.sleep(intervalMs);
-  }
-  throw new AppError('UNAVAILABLE', `${readyz} not ready after ${timeoutMs} ms (${last})`);
-}
 
 async function main(): Promise<void> {
   const { values } = parseFlags(process.argv.slice(2), {

@@ -3,7 +3,7 @@
  * cache per request, as a server without our session would), and a radix-cache simulation for
  * `cached_tokens`.
  */
-import type { DecoderModel } from '../../src/shared/decoder-session.ts';
+import type { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { logSoftmax, topK } from '../../src/shared/logits.ts';
 import { sampleToken } from '../../src/shared/sampling.ts';
 import { seededRandom } from '../../src/shared/seeded-random.ts';

@@ -4,7 +4,7 @@
  * (older servers ignore it and return text only), vLLM's `token_id:<id>` token strings, vLLM's N+1
  * top entries, and the error body style.
  */
-import type { DecoderModel } from '../../src/shared/decoder-session.ts';
+import type { DecoderModel } from '../../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
 import { checkFields, disconnected, fakeGenerate, is, RadixCacheSim, sse, type FakeGeneration } from './cloud-fake-model.ts';
 

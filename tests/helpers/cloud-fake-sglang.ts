@@ -5,7 +5,7 @@
  * cumulative or incremental, and failures (a hanging request, error bodies, a mid-stream error, an
  * abort finish reason).
  */
-import type { DecoderModel } from '../../src/shared/decoder-session.ts';
+import type { DecoderModel } from '../../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
 import { checkFields, disconnected, fakeGenerate, is, RadixCacheSim, sse, type FakeGeneration } from './cloud-fake-model.ts';
 

@@ -3,7 +3,7 @@ import type { CloudClient } from '../../src/edge/cloud-client.ts';
 import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
 import { DEFAULT_LIMITS } from '../../src/edge/generation-request.ts';
 import { loadRouter } from '../../src/edge/router.ts';
-import { DecoderModel } from '../../src/shared/decoder-session.ts';
+import { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { loadModelPack } from '../../src/shared/model-pack.ts';
 import { TextTokenizer } from '../../src/shared/tokenizer.ts';
 import { ensureDemoPacks } from './demo-packs.ts';

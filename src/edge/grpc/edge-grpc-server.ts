@@ -5,11 +5,11 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { AppError, errorMessage, isAppError } from '../../shared/errors.ts';
-import { checkBearer } from '../../shared/grpc-auth.ts';
-import { toGrpcStatus } from '../../shared/grpc-errors.ts';
-import { HealthService } from '../../shared/grpc-health.ts';
-import { healthService } from '../../shared/grpc-proto.ts';
-import { assertWellFormed, strictService } from '../../shared/grpc-strict-decode.ts';
+import { checkBearer } from '../../shared/grpc/auth.ts';
+import { toGrpcStatus } from '../../shared/grpc/errors.ts';
+import { HealthService } from '../../shared/grpc/health.ts';
+import { healthService } from '../../shared/grpc/proto.ts';
+import { assertWellFormed, strictService } from '../../shared/grpc/strict-decode.ts';
 import type { GenerationEvent } from '../decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { RawGenerationRequest } from '../generation-request.ts';

@@ -6,7 +6,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { AppError } from '../../shared/errors.ts';
-import { sameToken } from '../../shared/grpc-auth.ts';
+import { sameToken } from '../../shared/grpc/auth.ts';
 
 const COOKIE = 'edge_token';
 

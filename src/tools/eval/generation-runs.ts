@@ -7,7 +7,7 @@ import type { CloudClient } from '../../edge/cloud-client.ts';
 import { encodePrompt, generate, type TokenEvent } from '../../edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../../edge/generation-request.ts';
 import type { Router } from '../../edge/router.ts';
-import type { DecoderModel } from '../../shared/decoder-session.ts';
+import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { logSoftmax } from '../../shared/logits.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';

@@ -8,7 +8,7 @@
  * for await (const event of generate({ slm, router, tokenizer, cloud }, request)) ...
  */
 import type { CloudClient, CloudSession, CloudStepReply, CloudStepRequest } from '../../edge/cloud-client.ts';
-import type { AppendResult, DecoderModel, DecoderSequence } from '../../shared/decoder-session.ts';
+import type { AppendResult, DecoderModel, DecoderSequence } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { sampleToken } from '../../shared/sampling.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';

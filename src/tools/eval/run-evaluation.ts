@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import { loadRouter } from '../../edge/router.ts';
-import { DecoderModel } from '../../shared/decoder-session.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
 import { DEMO, PROJECT_ROOT } from '../../shared/paths.ts';

@@ -11,7 +11,7 @@
  *    with the top-1 probability at the threshold whose runs route the share closest to it.
  */
 import type { Router } from '../../edge/router.ts';
-import type { DecoderModel } from '../../shared/decoder-session.ts';
+import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { scoreWithRouterPack } from '../router/batch-scorer.ts';
 import { teacherForce, type TeacherForced } from '../router/teacher-forcing.ts';
 import type { ProgressReporter } from '../router/train-router.ts';

@@ -10,7 +10,7 @@
  */
 import { join } from 'node:path';
 import { encodePrompt } from '../../edge/decoder-loop.ts';
-import { DecoderModel } from '../../shared/decoder-session.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax } from '../../shared/logits.ts';
 import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';

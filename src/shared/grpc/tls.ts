@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { checkServerIdentity } from 'node:tls';
 import { credentials, ServerCredentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
-import { AppError, errorMessage } from './errors.ts';
+import { AppError, errorMessage } from '../errors.ts';
 
 export interface ServerTlsFiles {
   certFile: string;

@@ -1,7 +1,7 @@
 /**
  * `bench load`: the shim and the edge under sustained concurrent load, on loopback only, bounded in time
  * and in count. One real shim (embedded backend, demo cloud pack) runs as a child process
- * (bench-load-shim.ts) so that its memory is measured on its own; this process is the load generator.
+ * (load-shim.ts) so that its memory is measured on its own; this process is the load generator.
  *
  * - Phase 1, edge streams: `--streams` GrpcCloudClients (64 by default), each with its own HTTP/2
  *   connection like as many edge boxes, run for `--duration` seconds. Each opens a session on a window of
@@ -22,22 +22,22 @@
  * RSS (edge models, clients) is reported beside it as `load_rss_*`.
  */
 import { availableParallelism } from 'node:os';
-import type { ShimConfig } from '../cloud/config.ts';
-import type { TokenSource } from '../edge/cloud-client.ts';
-import type { DoneEvent } from '../edge/decoder-loop.ts';
-import { EdgeRuntime } from '../edge/edge-runtime.ts';
-import { DEFAULT_LIMITS } from '../edge/generation-request.ts';
-import { percentile } from '../edge/generation-metrics.ts';
-import { GrpcCloudClient } from '../edge/grpc-cloud-client.ts';
-import { loadRouter } from '../edge/router.ts';
-import { DecoderModel } from '../shared/decoder-session.ts';
-import { AppError, errorMessage } from '../shared/errors.ts';
-import { loadModelPack } from '../shared/model-pack.ts';
-import { DEMO } from '../shared/paths.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
-import type { ShimChildReply, ShimChildRequest, ShimStats } from './bench-load-shim.ts';
-import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
-import { buildDemoPacks } from './models/demo.ts';
+import type { ShimConfig } from '../../cloud/config.ts';
+import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { DoneEvent } from '../../edge/decoder-loop.ts';
+import { EdgeRuntime } from '../../edge/edge-runtime.ts';
+import { DEFAULT_LIMITS } from '../../edge/generation-request.ts';
+import { percentile } from '../../edge/generation-metrics.ts';
+import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
+import { loadRouter } from '../../edge/router.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { AppError, errorMessage } from '../../shared/errors.ts';
+import { loadModelPack } from '../../shared/model-pack.ts';
+import { DEMO } from '../../shared/paths.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { ShimChildReply, ShimChildRequest, ShimStats } from './load-shim.ts';
+import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { buildDemoPacks } from '../models/demo.ts';
 
 export const USAGE = `bench load [--duration S] [--streams N] [--generations G] [--json]
       concurrent edge streams of routed steps against one shim (sessions churn) for S seconds, then G
@@ -111,7 +111,7 @@ class ShimChild {
 
   static async start(overrides: Partial<ShimConfig>, timeoutMs = 120_000): Promise<{ shim: ShimChild; address: string }> {
     let shim: ShimChild | undefined;
-    const child = Bun.spawn([process.execPath, new URL('./bench-load-shim.ts', import.meta.url).pathname, JSON.stringify(overrides)], {
+    const child = Bun.spawn([process.execPath, new URL('./load-shim.ts', import.meta.url).pathname, JSON.stringify(overrides)], {
       stdin: 'ignore',
       stdout: 'inherit',
       stderr: 'inherit',

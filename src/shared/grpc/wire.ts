@@ -1,10 +1,10 @@
 /**
- * Conversions between the edge's vocabulary (`TokenSource`, finish reasons) and the cloud proto's enums,
+ * Conversions between the contract's vocabulary (contract-vocabulary.ts) (`TokenSource`, finish reasons) and the cloud proto's enums,
  * shared by the shim and the edge's gRPC client.
  */
-import type { TokenSource } from '../edge/cloud-client.ts';
-import { AppError } from './errors.ts';
-import type { WireFinishReason__Output, WireTokenSource__Output } from './grpc-proto.ts';
+import type { SpanFinish, TokenSource } from '../contract-vocabulary.ts';
+import { AppError } from '../errors.ts';
+import type { WireFinishReason__Output, WireTokenSource__Output } from './proto.ts';
 
 const TO_WIRE: Record<TokenSource, WireTokenSource__Output> = {
   prompt: 'TOKEN_SOURCE_PROMPT',
@@ -32,8 +32,6 @@ export function fromWireSources(sources: readonly WireTokenSource__Output[], fie
     return source;
   });
 }
-
-export type SpanFinish = 'length' | 'stop' | 'context';
 
 const FINISH_TO_WIRE: Record<SpanFinish, WireFinishReason__Output> = {
   length: 'FINISH_REASON_LENGTH',

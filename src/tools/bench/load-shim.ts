@@ -7,13 +7,13 @@
  * forced garbage collection; `{type: 'stop'}` shuts the shim down and exits. The child also exits when
  * its parent goes away (the IPC channel disconnects), so a killed benchmark leaves no shim behind.
  *
- * Started by `bench-load.ts` as `bun bench-load-shim.ts '<json of ShimConfig overrides>'`.
+ * Started by `load.ts` as `bun load-shim.ts '<json of ShimConfig overrides>'`.
  */
-import { shimConfig, type ShimConfig } from '../cloud/config.ts';
-import { EmbeddedBackend } from '../cloud/embedded-backend.ts';
-import { startShim, type ShimServer } from '../cloud/shim-server.ts';
-import { errorMessage } from '../shared/errors.ts';
-import { createLogger } from '../shared/logger.ts';
+import { shimConfig, type ShimConfig } from '../../cloud/config.ts';
+import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
+import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
+import { errorMessage } from '../../shared/errors.ts';
+import { createLogger } from '../../shared/logger.ts';
 
 /** What the shim process holds at one moment, after `Bun.gc(true)`. */
 export interface ShimStats {

@@ -15,8 +15,8 @@
 import { isUtf8 } from 'node:buffer';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { AppError, errorMessage } from './errors.ts';
-import { PROTO_LOADER_OPTIONS } from './grpc-proto.ts';
+import { AppError, errorMessage } from '../errors.ts';
+import { PROTO_LOADER_OPTIONS } from './proto.ts';
 
 const MALFORMED = Symbol('malformed request');
 

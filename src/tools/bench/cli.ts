@@ -2,7 +2,7 @@
  * `bun run bench <target> [flags]`: performance measurements. Each target is its own module exporting
  * `USAGE` and `main(args)`; add one by adding a line to TARGETS (modules load only when chosen).
  */
-import { runCli, UsageError } from './cli-support.ts';
+import { runCli, UsageError } from '../cli-support.ts';
 
 interface BenchTarget {
   USAGE: string;
@@ -10,11 +10,11 @@ interface BenchTarget {
 }
 
 const TARGETS: Record<string, () => Promise<BenchTarget>> = {
-  edge: () => import('./bench-edge.ts'),
-  decode: () => import('./bench-decode.ts'),
-  shim: () => import('./bench-shim.ts'),
-  latency: () => import('./bench-latency.ts'),
-  load: () => import('./bench-load.ts'),
+  edge: () => import('./edge.ts'),
+  decode: () => import('./decode.ts'),
+  shim: () => import('./shim.ts'),
+  latency: () => import('./latency.ts'),
+  load: () => import('./load.ts'),
 };
 
 async function usage(): Promise<string> {

@@ -13,27 +13,27 @@
  * the rest (gRPC framing, the shim, the proxy's timer granularity).
  */
 import { join } from 'node:path';
-import { shimConfig } from '../cloud/config.ts';
-import { startShim, type ShimServer } from '../cloud/shim-server.ts';
-import { interceptSteps, type CloudClient } from '../edge/cloud-client.ts';
-import { generate, type DoneEvent, type EdgeEngine } from '../edge/decoder-loop.ts';
-import { mean, type GenerationMetrics } from '../edge/generation-metrics.ts';
-import { parseGenerationRequest, type Mode } from '../edge/generation-request.ts';
-import { loadRouter } from '../edge/router.ts';
-import { GrpcCloudClient } from '../edge/grpc-cloud-client.ts';
-import { DecoderModel } from '../shared/decoder-session.ts';
-import { AppError } from '../shared/errors.ts';
-import type { ClientTlsFiles } from '../shared/grpc-tls.ts';
-import { silentLogger } from '../shared/logger.ts';
-import { loadModelPack } from '../shared/model-pack.ts';
-import { ASSETS_DIR, DEMO } from '../shared/paths.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
-import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
+import { shimConfig } from '../../cloud/config.ts';
+import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
+import { interceptSteps, type CloudClient } from '../../edge/cloud-client.ts';
+import { generate, type DoneEvent, type EdgeEngine } from '../../edge/decoder-loop.ts';
+import { mean, type GenerationMetrics } from '../../edge/generation-metrics.ts';
+import { parseGenerationRequest, type Mode } from '../../edge/generation-request.ts';
+import { loadRouter } from '../../edge/router.ts';
+import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { AppError } from '../../shared/errors.ts';
+import type { ClientTlsFiles } from '../../shared/grpc/tls.ts';
+import { silentLogger } from '../../shared/logger.ts';
+import { loadModelPack } from '../../shared/model-pack.ts';
+import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { startDelayProxy, type DelayProxy } from './delay-proxy.ts';
-import { readEvalDataset } from './eval/eval-dataset.ts';
-import { parseThresholds } from './eval/eval-options.ts';
-import { buildChoicePrompt } from './eval/multiple-choice.ts';
-import { buildDemoPacks } from './models/demo.ts';
+import { readEvalDataset } from '../eval/eval-dataset.ts';
+import { parseThresholds } from '../eval/eval-options.ts';
+import { buildChoicePrompt } from '../eval/multiple-choice.ts';
+import { buildDemoPacks } from '../models/demo.ts';
 
 export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--dataset FILE]
                 [--slm PACK] [--router DIR|builtin] [--llm PACK | --cloud HOST:PORT] [--threads T] [--json]

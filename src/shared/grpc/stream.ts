@@ -8,8 +8,8 @@
  * for (let m = await reader.next(signal); !m.done; m = await reader.next(signal)) handle(m.value);
  */
 import type { Readable, Writable } from 'node:stream';
-import { AppError } from './errors.ts';
-import { toAppError } from './grpc-errors.ts';
+import { AppError } from '../errors.ts';
+import { toAppError } from './errors.ts';
 
 type Waiter<T> = { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void };
 

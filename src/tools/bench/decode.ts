@@ -9,16 +9,16 @@
  * models/bench/qwen2.5-0.5b (the same call `bench edge` uses, so either builds it for both).
  */
 import { availableParallelism } from 'node:os';
-import { percentile } from '../edge/generation-metrics.ts';
-import { DecoderModel, type DecoderSequence } from '../shared/decoder-session.ts';
-import { AppError } from '../shared/errors.ts';
-import { argmax } from '../shared/logits.ts';
-import { loadModelPack, type ModelPack } from '../shared/model-pack.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
-import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './bench-decode-bandwidth.ts';
-import { kvCacheBytes, weightTraffic } from './bench-decode-weights.ts';
-import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
-import { ensureBenchPack } from './models/random-pack.ts';
+import { percentile } from '../../edge/generation-metrics.ts';
+import { DecoderModel, type DecoderSequence } from '../../shared/decoder-model.ts';
+import { AppError } from '../../shared/errors.ts';
+import { argmax } from '../../shared/logits.ts';
+import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandwidth.ts';
+import { kvCacheBytes, weightTraffic } from './decode-weights.ts';
+import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { ensureBenchPack } from '../models/random-pack.ts';
 
 export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache

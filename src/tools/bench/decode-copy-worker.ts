@@ -1,5 +1,5 @@
 /**
- * One thread of the copy-bandwidth measurement (see bench-decode-bandwidth.ts). `init` allocates and
+ * One thread of the copy-bandwidth measurement (see decode-bandwidth.ts). `init` allocates and
  * touches its buffers; each `run` waits for the common start signal, then copies for `durationMs` and
  * reports how many copies it finished between which wall-clock times.
  */

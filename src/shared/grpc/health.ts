@@ -8,7 +8,7 @@
  * health.set('', 'SERVING');
  */
 import { status as Status, type ServerWritableStream } from '@grpc/grpc-js';
-import type { HealthHandlers, HealthCheckRequest__Output, HealthCheckResponse } from './grpc-proto.ts';
+import type { HealthHandlers, HealthCheckRequest__Output, HealthCheckResponse } from './proto.ts';
 
 export type ServingStatus = 'SERVING' | 'NOT_SERVING';
 

@@ -7,7 +7,7 @@
  * choice here: the decode bound divides bytes *read* by this figure, and counting a copy as N bytes
  * would halve the bandwidth, double the bound and flatter the fraction of it that decoding reaches.
  */
-import { AppError } from '../shared/errors.ts';
+import { AppError } from '../../shared/errors.ts';
 
 const GB = 1e9;
 
@@ -51,7 +51,7 @@ export class CopyTeam {
 
   static async start(threads: number, bytesPerThread: number): Promise<CopyTeam> {
     const bytes = Math.floor(bytesPerThread / 4096) * 4096;
-    const workers = Array.from({ length: threads }, () => new Worker(new URL('./bench-decode-copy-worker.ts', import.meta.url).href));
+    const workers = Array.from({ length: threads }, () => new Worker(new URL('./decode-copy-worker.ts', import.meta.url).href));
     const team = new CopyTeam(workers, bytes);
     try {
       await team.all({ cmd: 'init', bytes });

@@ -7,7 +7,7 @@
  * catch (e) { throw fromGrpcError(e); } // AppError('FAILED_PRECONDITION', 'gap in context ids')
  */
 import { Metadata, status as Status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
-import { AppError, errorMessage, isAbortError, type ErrorCode } from './errors.ts';
+import { AppError, errorMessage, isAbortError, type ErrorCode } from '../errors.ts';
 
 const TO_GRPC: Record<ErrorCode, Status> = {
   INVALID_ARGUMENT: Status.INVALID_ARGUMENT,

@@ -8,20 +8,20 @@
  *   token plus one edge token, the rest served from the session's KV cache), their ratio, and for
  *   comparison the time to re-prefill the 400-token context.
  */
-import { shimConfig } from '../cloud/config.ts';
-import { EmbeddedBackend } from '../cloud/embedded-backend.ts';
-import { silentLogger } from '../shared/logger.ts';
-import { startShim } from '../cloud/shim-server.ts';
-import type { SamplingSettings } from '../cloud/backend.ts';
-import type { TokenSource } from '../edge/cloud-client.ts';
-import { percentile } from '../edge/generation-metrics.ts';
-import { GrpcCloudClient, stepMessage } from '../edge/grpc-cloud-client.ts';
-import { serializeRouteRequest } from '../shared/grpc-proto.ts';
-import { toWireSources } from '../shared/grpc-wire.ts';
-import { DEMO } from '../shared/paths.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
-import { integerFlag, parseFlags } from './cli-support.ts';
-import { buildDemoPacks } from './models/demo.ts';
+import { shimConfig } from '../../cloud/config.ts';
+import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
+import { silentLogger } from '../../shared/logger.ts';
+import { startShim } from '../../cloud/shim-server.ts';
+import type { SamplingSettings } from '../../cloud/backend.ts';
+import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import { percentile } from '../../edge/generation-metrics.ts';
+import { GrpcCloudClient, stepMessage } from '../../edge/grpc-cloud-client.ts';
+import { serializeRouteRequest } from '../../shared/grpc/proto.ts';
+import { toWireSources } from '../../shared/grpc/wire.ts';
+import { DEMO } from '../../shared/paths.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { integerFlag, parseFlags } from '../cli-support.ts';
+import { buildDemoPacks } from '../models/demo.ts';
 
 export const USAGE = `bench shim [--pack DIR] [--steps N] [--reps R] [--threads T] [--json]
       gRPC round trip minus backend time (shim overhead), wire bytes of a routed step, embedded

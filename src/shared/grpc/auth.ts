@@ -9,7 +9,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Metadata } from '@grpc/grpc-js';
-import { AppError } from './errors.ts';
+import { AppError } from '../errors.ts';
 
 export function bearer(token: string): string {
   return `Bearer ${token}`;

@@ -9,22 +9,22 @@
  * pack of a real shape (`--preset qwen2.5-0.5b`, built once under models/bench/).
  */
 import { join } from 'node:path';
-import type { CloudClient, CloudSession, CloudStepRequest } from '../edge/cloud-client.ts';
-import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../edge/decoder-loop.ts';
-import { percentile } from '../edge/generation-metrics.ts';
-import { parseGenerationRequest, type Mode } from '../edge/generation-request.ts';
-import { OnnxRouter, type Router } from '../edge/router.ts';
-import { DecoderModel } from '../shared/decoder-session.ts';
-import { AppError } from '../shared/errors.ts';
-import { loadModelPack } from '../shared/model-pack.ts';
-import { DEMO, MODELS_DIR } from '../shared/paths.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
-import { integerFlag, parseFlags, UsageError } from './cli-support.ts';
-import { buildDemoPacks } from './models/demo.ts';
-import { packIsUpToDate } from './models/pack-writer.ts';
-import { ensureBenchPack } from './models/random-pack.ts';
-import { randomRouterSource, writeRandomRouterPack, type RandomRouterOptions } from './router/random-router.ts';
-import { DEFAULT_HIDDEN_UNITS } from './router/train-router.ts';
+import type { CloudClient, CloudSession, CloudStepRequest } from '../../edge/cloud-client.ts';
+import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/decoder-loop.ts';
+import { percentile } from '../../edge/generation-metrics.ts';
+import { parseGenerationRequest, type Mode } from '../../edge/generation-request.ts';
+import { OnnxRouter, type Router } from '../../edge/router.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { AppError } from '../../shared/errors.ts';
+import { loadModelPack } from '../../shared/model-pack.ts';
+import { DEMO, MODELS_DIR } from '../../shared/paths.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { buildDemoPacks } from '../models/demo.ts';
+import { packIsUpToDate } from '../models/pack-writer.ts';
+import { ensureBenchPack } from '../models/random-pack.ts';
+import { randomRouterSource, writeRandomRouterPack, type RandomRouterOptions } from '../router/random-router.ts';
+import { DEFAULT_HIDDEN_UNITS } from '../router/train-router.ts';
 
 export const USAGE = `bench edge [--pack DIR --router DIR | --preset qwen2.5-0.5b] [--tokens N] [--runs R] [--threads T] [--json]
       edge decode step, router call and time between tokens with and without routing (≥ 20% routed);

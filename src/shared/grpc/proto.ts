@@ -12,7 +12,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType as CloudProto } from './generated/cloud_router.ts';
 import type { ProtoGrpcType as HealthProto } from './generated/health.ts';
 import type { RouteRequest } from './generated/tokenrouter/cloud/v1/RouteRequest.ts';
-import { PROJECT_ROOT } from './paths.ts';
+import { PROJECT_ROOT } from '../paths.ts';
 
 export const PROTO_DIR = join(PROJECT_ROOT, 'proto');
 

@@ -5,9 +5,9 @@
  * KV cache, which attention reads whole at every step.
  */
 import type { TensorProto } from 'onnx-buf';
-import type { ModelPack } from '../shared/model-pack.ts';
-import { elemBits } from './models/graph-index.ts';
-import { readModel } from './models/onnx-file.ts';
+import type { ModelPack } from '../../shared/model-pack.ts';
+import { elemBits } from '../models/graph-index.ts';
+import { readModel } from '../models/onnx-file.ts';
 
 export interface WeightTraffic {
   /** Bytes of weights read per decode step. */
