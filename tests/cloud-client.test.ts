@@ -73,7 +73,7 @@ describe('what the client sends', () => {
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}` });
     try {
       const edge = new EdgeContext([1, 403, 407]);
-      const session = client.openSession({ requestId: 'wire' });
+      const session = client.openConversation({ requestId: 'wire' });
       const first = await session.next(edge.step({ tokenIndex: 0 }));
       edge.push(first.tokens, 'llm');
       edge.push([261, 378], 'slm');
@@ -110,7 +110,7 @@ describe('what the client sends', () => {
     rec.answer = null;
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 60_000, failureThreshold: 3 } });
     try {
-      const session = client.openSession({ requestId: 'slow' });
+      const session = client.openConversation({ requestId: 'slow' });
       expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       expect(client.backoff.consecutiveFailures).toBe(1);
       expect(client.state()).toBe('circuit-open');
@@ -134,7 +134,7 @@ describe('what the client sends', () => {
     rec.answer = null;
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 100, maxMs: 60_000 } });
     try {
-      const [a, b] = [client.openSession({ requestId: 'probe-a' }), client.openSession({ requestId: 'probe-b' })];
+      const [a, b] = [client.openConversation({ requestId: 'probe-a' }), client.openConversation({ requestId: 'probe-b' })];
       expect(await rejectionCode(a.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       await waitFor(() => client.backoff.state === 'half-open', 2_000, 'the delay to pass');
       const opens = rec.messages.filter((m) => m.open).length;
@@ -196,7 +196,7 @@ describe('a session that ends while a step is on its way', () => {
 
   async function twoSteps(port: number) {
     const client = new GrpcCloudClient({ address: `127.0.0.1:${port}`, stepTimeoutMs: 2_000 });
-    const session = client.openSession({ requestId: 'crossing' });
+    const session = client.openConversation({ requestId: 'crossing' });
     try {
       const edge = new EdgeContext([1]);
       edge.push((await session.next(edge.step())).tokens, 'llm');
@@ -246,7 +246,7 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const session = client.openSession({ requestId: 'lazy' });
+      const session = client.openConversation({ requestId: 'lazy' });
       expect(client.state()).toBe('idle');
       expect(shim.store.count).toBe(0);
       await session.next(new EdgeContext([1]).step());
@@ -267,7 +267,7 @@ describe('connection handling (real shim)', () => {
       const clients = [0, 1, 2].map(() => new GrpcCloudClient({ address: proxy.address, ownConnection }));
       try {
         for (const [i, client] of clients.entries()) {
-          const session = client.openSession({ requestId: `conn-${i}` });
+          const session = client.openConversation({ requestId: `conn-${i}` });
           await session.next(new EdgeContext([1]).step());
           await session.close();
         }
@@ -292,7 +292,7 @@ describe('connection handling (real shim)', () => {
     const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 400, maxMs: 400, failureThreshold: 3 }, stepTimeoutMs: 2_000 });
     try {
       const edge = new EdgeContext([1]);
-      const session = client.openSession({ requestId: 'restart' });
+      const session = client.openConversation({ requestId: 'restart' });
       edge.push((await session.next(edge.step())).tokens, 'llm');
       expect(client.state()).toBe('ready');
       await shim.shutdown();
@@ -332,7 +332,7 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim({ sessionIdleMs: 50 });
     const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 60_000, failureThreshold: 1 } });
     try {
-      const session = client.openSession({ requestId: 'idle' });
+      const session = client.openConversation({ requestId: 'idle' });
       const edge = new EdgeContext([1]);
       edge.push((await session.next(edge.step())).tokens, 'llm');
       await waitFor(() => shim.store.count === 0, 3_000, 'the idle session to expire');
@@ -355,7 +355,7 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const session = client.openSession({ requestId: 'diverge' });
+      const session = client.openConversation({ requestId: 'diverge' });
       const edge = new EdgeContext([1, 403]);
       await session.next(edge.step({ maxTokens: 3 }));
       edge.push([261, 376], 'slm'); // the edge kept its own tokens instead
@@ -374,13 +374,13 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const sessions = [0, 1, 2].map((i) => client.openSession({ requestId: `close-${i}` }));
+      const sessions = [0, 1, 2].map((i) => client.openConversation({ requestId: `close-${i}` }));
       await Promise.all(sessions.map((s) => s.next(new EdgeContext([1]).step())));
       expect(shim.store.count).toBe(3);
       await client.close();
       await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
       expect(await rejectionCode(sessions[0]!.next(new EdgeContext([1]).step()))).toBe('FAILED_PRECONDITION');
-      expect(() => client.openSession({ requestId: 'late' })).toThrow(/closed/);
+      expect(() => client.openConversation({ requestId: 'late' })).toThrow(/closed/);
     } finally {
       await client.close();
       await shim.shutdown();

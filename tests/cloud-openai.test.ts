@@ -39,7 +39,7 @@ async function withOpenAi<T>(
 
 async function steps(client: GrpcCloudClient, topLogprobs = 0) {
   const edge = new EdgeContext([1, 403]);
-  const session = client.openSession({ requestId: 'oa' });
+  const session = client.openConversation({ requestId: 'oa' });
   const replies = [];
   try {
     for (const [span, slm] of [[3, [261]], [2, [376]]] as const) {
@@ -97,7 +97,7 @@ describe('openai backend', () => {
 
   test('a server that returns text only is a clear FAILED_PRECONDITION, not a guess', async () => {
     await withOpenAi({ tokenIds: false }, {}, async ({ client }) => {
-      const error = await client.openSession({ requestId: 'text-only' }).next(new EdgeContext([1]).step()).catch((e) => e);
+      const error = await client.openConversation({ requestId: 'text-only' }).next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('FAILED_PRECONDITION');
       expect(error.message).toContain('return_token_ids');
     });
@@ -105,7 +105,7 @@ describe('openai backend', () => {
 
   test('…unless re-tokenizing is configured (lossy, but here the text round-trips)', async () => {
     await withOpenAi({ tokenIds: false }, { openaiRetokenize: true }, async ({ client }) => {
-      const session = client.openSession({ requestId: 'retokenize' });
+      const session = client.openConversation({ requestId: 'retokenize' });
       const edge = new EdgeContext([1, 403, 407, 261]);
       const reply = await session.next(edge.step({ maxTokens: 1 }));
       expect(reply.tokens).toEqual(await greedyReference(model, edge.ids, 1));
@@ -115,7 +115,7 @@ describe('openai backend', () => {
 
   test('a request that hangs is aborted at the backend deadline: the connection is closed', async () => {
     await withOpenAi({ hang: true }, { backendTimeoutMs: 300 }, async ({ fake, shim, client }) => {
-      const session = client.openSession({ requestId: 'oa-hang' });
+      const session = client.openConversation({ requestId: 'oa-hang' });
       expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       await waitFor(() => fake.disconnects === 1, 3_000, 'backend connection closed');
       await session.close();
@@ -126,7 +126,7 @@ describe('openai backend', () => {
   test('cancelling the generation closes the backend request', async () => {
     await withOpenAi({ hang: true }, {}, async ({ fake, client }) => {
       const controller = new AbortController();
-      const session = client.openSession({ requestId: 'oa-cancel', signal: controller.signal });
+      const session = client.openConversation({ requestId: 'oa-cancel', signal: controller.signal });
       const pending = session.next(new EdgeContext([1]).step());
       await waitFor(() => fake.requests.length === 1, 2_000, 'request reaching the fake server');
       controller.abort();
@@ -138,7 +138,7 @@ describe('openai backend', () => {
 
   test('an error in the middle of a stream fails the step with the server\'s message', async () => {
     await withOpenAi({ streamError: 'CUDA out of memory' }, { backendStream: true }, async ({ client }) => {
-      const session = client.openSession({ requestId: 'oa-stream-error' });
+      const session = client.openConversation({ requestId: 'oa-stream-error' });
       const error = await session.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('INTERNAL');
       expect(error.message).toContain('CUDA out of memory');
@@ -149,7 +149,7 @@ describe('openai backend', () => {
   test('error bodies in both styles become clear errors', async () => {
     for (const errors of ['sglang', 'vllm'] as const) {
       await withOpenAi({ errors, fail: 'prompt is too silly' }, {}, async ({ client }) => {
-        const error = await client.openSession({ requestId: 'err' }).next(new EdgeContext([1]).step()).catch((e) => e);
+        const error = await client.openConversation({ requestId: 'err' }).next(new EdgeContext([1]).step()).catch((e) => e);
         expect(error.code).toBe('INVALID_ARGUMENT');
         expect(error.message).toBe('openai: HTTP 400: prompt is too silly');
       });

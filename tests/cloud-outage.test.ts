@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import type { Backend, BackendSession } from '../src/cloud/backend.ts';
+import type { Backend, BackendSequence } from '../src/cloud/backend.ts';
 import { createBackend } from '../src/cloud/create-backend.ts';
 import { shimConfig } from '../src/cloud/config.ts';
 import type { DoneEvent, GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
@@ -174,8 +174,8 @@ class HangingBackend implements Backend {
     return this.inner.info;
   }
 
-  openSession(sessionId: string): BackendSession {
-    const session = this.inner.openSession(sessionId);
+  openSequence(sessionId: string): BackendSequence {
+    const session = this.inner.openSequence(sessionId);
     return {
       step: (request) => {
         this.steps++;
@@ -297,7 +297,7 @@ describe('a shim slow past the deadline', () => {
     const shim = await startTestShim({ backendTimeoutMs: 150 }, { backend });
     const cloud = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 10_000, backoff: { initialMs: 60_000 } });
     try {
-      const session = cloud.openSession({ requestId: 'shim-deadline' });
+      const session = cloud.openConversation({ requestId: 'shim-deadline' });
       const context = new EdgeContext([1]);
       context.push((await session.next(context.step())).tokens, 'llm');
       backend.hang = true;

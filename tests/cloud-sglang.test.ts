@@ -41,7 +41,7 @@ async function withSglang<T>(
 /** Three routed steps with edge tokens in between; every reply must equal the model's greedy tokens. */
 async function checkSteps(client: GrpcCloudClient, topLogprobs = 0): Promise<{ text: string[]; cached: number[]; contexts: number[][] }> {
   const edge = new EdgeContext([1, 403]);
-  const session = client.openSession({ requestId: 'sg' });
+  const session = client.openConversation({ requestId: 'sg' });
   const text: string[] = [];
   const cached: number[] = [];
   const contexts: number[][] = [];
@@ -112,7 +112,7 @@ describe('sglang backend', () => {
 
   test('a request that hangs is aborted at its deadline: connection closed and /abort_request sent', async () => {
     await withSglang({ hang: true }, { backendTimeoutMs: 300 }, async ({ fake, shim, client }) => {
-      const session = client.openSession({ requestId: 'hang' });
+      const session = client.openConversation({ requestId: 'hang' });
       const started = performance.now();
       expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       expect(performance.now() - started).toBeLessThan(2_000);
@@ -127,7 +127,7 @@ describe('sglang backend', () => {
     await withSglang({ hang: true }, {}, async ({ fake, shim }) => {
       const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 250 });
       try {
-        const session = client.openSession({ requestId: 'edge-deadline' });
+        const session = client.openConversation({ requestId: 'edge-deadline' });
         expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
         await waitFor(() => fake.disconnects === 1, 3_000, 'backend request aborted');
         await session.close();
@@ -140,7 +140,7 @@ describe('sglang backend', () => {
   test('cancelling the generation aborts the backend request', async () => {
     await withSglang({ hang: true }, {}, async ({ fake, client }) => {
       const controller = new AbortController();
-      const session = client.openSession({ requestId: 'cancel', signal: controller.signal });
+      const session = client.openConversation({ requestId: 'cancel', signal: controller.signal });
       const pending = session.next(new EdgeContext([1]).step());
       await waitFor(() => fake.requests.length === 1, 2_000, 'request reaching the fake server');
       controller.abort();
@@ -153,7 +153,7 @@ describe('sglang backend', () => {
   test('a context longer than the model’s window: HTTP 400 becomes OUT_OF_RANGE with the server’s message', async () => {
     // No local window: the server is the one to refuse.
     await withSglang({}, { maxContext: 100_000 }, async ({ client }) => {
-      const session = client.openSession({ requestId: 'long' });
+      const session = client.openConversation({ requestId: 'long' });
       const error = await session.next(new EdgeContext(Array.from({ length: 600 }, () => 300)).step()).catch((e) => e);
       expect(error.code).toBe('OUT_OF_RANGE');
       expect(error.message).toContain("longer than the model's context length");
@@ -163,7 +163,7 @@ describe('sglang backend', () => {
 
   test('an error in the middle of a stream, and an abort finish reason, fail the step clearly', async () => {
     await withSglang({ streamError: 'CUDA out of memory' }, { backendStream: true }, async ({ client }) => {
-      const session = client.openSession({ requestId: 'stream-error' });
+      const session = client.openConversation({ requestId: 'stream-error' });
       const error = await session.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('INTERNAL');
       expect(error.message).toContain('CUDA out of memory');
@@ -171,14 +171,14 @@ describe('sglang backend', () => {
     });
     // The context-length error, reported in the stream instead of as a 400, is OUT_OF_RANGE all the same.
     await withSglang({ streamError: "The input (600 tokens) is longer than the model's context length (512 tokens)." }, { backendStream: true }, async ({ client }) => {
-      const session = client.openSession({ requestId: 'stream-too-long' });
+      const session = client.openConversation({ requestId: 'stream-too-long' });
       const error = await session.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('OUT_OF_RANGE');
       expect(error.message).toContain("longer than the model's context length");
       await session.close();
     });
     await withSglang({ abortFinish: 'Abort by scheduler' }, {}, async ({ client }) => {
-      const session = client.openSession({ requestId: 'abort-finish' });
+      const session = client.openConversation({ requestId: 'abort-finish' });
       const error = await session.next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toContain('Abort by scheduler');
@@ -188,7 +188,7 @@ describe('sglang backend', () => {
 
   test('overload (503) is UNAVAILABLE; a server that cannot be reached too, after the retries', async () => {
     await withSglang({ httpError: { status: 503, body: { object: 'error', message: 'Server overloaded', type: 'Service Unavailable', param: null, code: 503 } } }, {}, async ({ client }) => {
-      const session = client.openSession({ requestId: 'overload' });
+      const session = client.openConversation({ requestId: 'overload' });
       const error = await session.next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toBe('sglang: HTTP 503: Server overloaded');
@@ -200,7 +200,7 @@ describe('sglang backend', () => {
     const shim = await startTestShim({ backend: 'sglang', backendUrl: url, backendRetries: 2 });
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const error = await client.openSession({ requestId: 'down' }).next(new EdgeContext([1]).step()).catch((e) => e);
+      const error = await client.openConversation({ requestId: 'down' }).next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toContain('cannot reach');
     } finally {

@@ -61,7 +61,7 @@ describe('routed steps (embedded backend)', () => {
   test('greedy from BOS gives the cloud model’s own continuation, "Once upon a time"', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1]);
-      const session = client.openSession({ requestId: 'once' });
+      const session = client.openConversation({ requestId: 'once' });
       const reply = await session.next(edge.step({ maxTokens: 5 }));
       expect(reply.tokens).toEqual([403, 407, 261, 378, 432]);
       expect(reply.tokens).toEqual(await greedyReference(model, [1], 5));
@@ -75,7 +75,7 @@ describe('routed steps (embedded backend)', () => {
   test('each step returns exactly the greedy token for the context, with edge tokens and spans mixed in', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
-      const session = client.openSession({ requestId: 'mixed' });
+      const session = client.openConversation({ requestId: 'mixed' });
       // The edge's own tokens between routed steps, as a decoding loop with a router would append them.
       const edgeTokens = [[261], [], [376, 298], [267], [], [338, 401, 396]];
       const spans = [1, 3, 1, 2, 4, 1];
@@ -97,7 +97,7 @@ describe('routed steps (embedded backend)', () => {
   test('log-probabilities and top alternatives are the log-softmax of the model’s logits', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407, 261]);
-      const session = client.openSession({ requestId: 'logprobs' });
+      const session = client.openConversation({ requestId: 'logprobs' });
       const reply = await session.next(edge.step({ topLogprobs: 3 }));
       const expected = logSoftmax(await referenceLogits(model, edge.ids));
       const top = topK(expected, 3);
@@ -112,7 +112,7 @@ describe('routed steps (embedded backend)', () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
       const greedy = await greedyReference(model, edge.ids, 4);
-      const session = client.openSession({ requestId: 'stop' });
+      const session = client.openConversation({ requestId: 'stop' });
       const reply = await session.next(edge.step({ maxTokens: 4, stopTokenIds: [greedy[1]!] }));
       expect(reply.tokens).toEqual(greedy.slice(0, 2));
       await session.close();
@@ -123,7 +123,7 @@ describe('routed steps (embedded backend)', () => {
     const run = () =>
       withClient(async (client) => {
         const edge = new EdgeContext([1]);
-        const session = client.openSession({ requestId: 'sample' });
+        const session = client.openConversation({ requestId: 'sample' });
         const reply = await session.next(edge.step({ maxTokens: 12, temperature: 1, topP: 0.95, seed: 7 }));
         await session.close();
         return reply.tokens;
@@ -140,8 +140,8 @@ describe('routed steps (embedded backend)', () => {
         async (client) => {
           const a = new EdgeContext([1, 403]);
           const b = new EdgeContext([1, 403, 407, 261, 378]);
-          const sa = client.openSession({ requestId: 'a' });
-          const sb = client.openSession({ requestId: 'b' });
+          const sa = client.openConversation({ requestId: 'a' });
+          const sb = client.openConversation({ requestId: 'b' });
           for (let i = 0; i < 3; i++) {
             for (const [edge, session] of [[a, sa], [b, sb]] as const) {
               const expected = await greedyReference(model, edge.ids, 2);
@@ -174,7 +174,7 @@ describe('routed steps (embedded backend)', () => {
   test('text is decoded as a continuation of the context', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
-      const session = client.openSession({ requestId: 'text' });
+      const session = client.openConversation({ requestId: 'text' });
       const reply = await session.next(edge.step({ maxTokens: 3 }));
       expect(reply.text).toBe(tokenizer.decode([...edge.ids, ...reply.tokens]).slice(tokenizer.decode(edge.ids).length));
       expect(reply.text.startsWith(' ')).toBe(true);
@@ -203,7 +203,7 @@ describe('errors', () => {
 
   test('token ids outside the vocabulary are INVALID_ARGUMENT (through the edge client)', async () => {
     await withClient(async (client) => {
-      const session = client.openSession({ requestId: 'vocab' });
+      const session = client.openConversation({ requestId: 'vocab' });
       const edge = new EdgeContext([1, 403, 9999]);
       const error = await session.next(edge.step()).catch((e) => e);
       expect(error.code).toBe('INVALID_ARGUMENT');
@@ -223,7 +223,7 @@ describe('errors', () => {
     try {
       await withClient(
         async (client) => {
-          const session = client.openSession({ requestId: 'big' });
+          const session = client.openConversation({ requestId: 'big' });
           const edge = new EdgeContext([1]);
           expect((await session.next(edge.step())).tokens).toEqual([403]);
           edge.push([403], 'llm');
@@ -242,7 +242,7 @@ describe('errors', () => {
 
   test('the SLM hidden state is accepted when it fits', async () => {
     await withClient(async (client) => {
-      const session = client.openSession({ requestId: 'hidden' });
+      const session = client.openConversation({ requestId: 'hidden' });
       const edge = new EdgeContext([1]);
       const reply = await session.next(edge.step({ hiddenState: new Float32Array(64).fill(0.5) }));
       expect(reply.tokens).toEqual([403]);
@@ -262,7 +262,7 @@ describe('authentication', () => {
     const step = (authToken?: string) =>
       withClient(
         async (client) => {
-          const session = client.openSession({ requestId: 'auth' });
+          const session = client.openConversation({ requestId: 'auth' });
           try {
             return (await session.next(new EdgeContext([1]).step())).tokens;
           } finally {
@@ -302,7 +302,7 @@ describe('session lifecycle', () => {
   test('a cancelled stream frees its session', async () => {
     await withClient(async (client) => {
       const controller = new AbortController();
-      const session = client.openSession({ requestId: 'cancel', signal: controller.signal });
+      const session = client.openConversation({ requestId: 'cancel', signal: controller.signal });
       const edge = new EdgeContext([1]);
       await session.next(edge.step());
       expect(shim.store.count).toBe(1);
@@ -319,7 +319,7 @@ describe('session lifecycle', () => {
     try {
       const clients = [0, 1, 2].map(() => new GrpcCloudClient({ address: capped.address }));
       try {
-        const sessions = clients.map((c, i) => c.openSession({ requestId: `cap-${i}` }));
+        const sessions = clients.map((c, i) => c.openConversation({ requestId: `cap-${i}` }));
         const edge = () => new EdgeContext([1]);
         expect((await sessions[0]!.next(edge().step())).tokens).toEqual([403]);
         expect((await sessions[1]!.next(edge().step())).tokens).toEqual([403]);
@@ -328,7 +328,7 @@ describe('session lifecycle', () => {
         expect(error.message).toContain('at most 2');
         await sessions[0]!.close();
         await waitFor(() => capped.store.count === 1, 2_000, 'one session freed');
-        const again = clients[0]!.openSession({ requestId: 'cap-again' });
+        const again = clients[0]!.openConversation({ requestId: 'cap-again' });
         expect((await again.next(edge().step({ maxTokens: 3 }))).tokens).toEqual([403, 407, 261]);
         await again.close();
       } finally {
@@ -344,7 +344,7 @@ describe('session lifecycle', () => {
     try {
       await withClient(
         async (client) => {
-          const session = client.openSession({ requestId: 'budget' });
+          const session = client.openConversation({ requestId: 'budget' });
           const edge = new EdgeContext([1, 403, 407, 261, 378, 432]);
           expect((await session.next(edge.step())).tokens).toHaveLength(1);
           edge.push([383, 286, 261], 'slm');
@@ -365,7 +365,7 @@ describe('session lifecycle', () => {
     try {
       await withClient(
         async (client) => {
-          const session = client.openSession({ requestId: 'idle' });
+          const session = client.openConversation({ requestId: 'idle' });
           const edge = new EdgeContext([1]);
           const first = await session.next(edge.step());
           edge.push(first.tokens, 'llm');

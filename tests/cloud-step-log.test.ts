@@ -13,7 +13,7 @@ test('each routed step is logged with its token index, router score and threshol
   const client = new GrpcCloudClient({ address: shim.address });
   try {
     const edge = new EdgeContext([1, 403]);
-    const session = client.openSession({ requestId: 'records' });
+    const session = client.openConversation({ requestId: 'records' });
     const first = await session.next(edge.step({ routerScore: 0.125, threshold: 0.5, tokenIndex: 0 }));
     edge.push(first.tokens, 'llm');
     edge.push([261], 'slm');

@@ -15,7 +15,7 @@ afterAll(() => certs.remove());
 async function firstToken(shim: ShimServer, options: Partial<GrpcCloudClientOptions>): Promise<number[]> {
   const client = new GrpcCloudClient({ address: `localhost:${shim.port}`, stepTimeoutMs: 3_000, backoff: { initialMs: 1 }, ...options });
   try {
-    const session = client.openSession({ requestId: 'tls' });
+    const session = client.openConversation({ requestId: 'tls' });
     const reply = await session.next(new EdgeContext([1]).step());
     await session.close();
     return reply.tokens;
@@ -38,7 +38,7 @@ describe('TLS', () => {
   test('the certificate also holds for 127.0.0.1 (IP SAN)', async () => {
     const client = new GrpcCloudClient({ address: `127.0.0.1:${shim.port}`, tls: { caFile: certs.caCert } });
     try {
-      expect((await client.openSession({ requestId: 'ip' }).next(new EdgeContext([1]).step())).tokens).toEqual([403]);
+      expect((await client.openConversation({ requestId: 'ip' }).next(new EdgeContext([1]).step())).tokens).toEqual([403]);
     } finally {
       await client.close();
     }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { CloudClient, CloudSession, CloudStepRequest } from '../src/edge/cloud-client.ts';
+import type { CloudClient, CloudConversation, CloudStepRequest } from '../src/edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer, type Router } from '../src/edge/router.ts';
@@ -155,7 +155,7 @@ describe('stopping', () => {
     expect(done.finishReason).toBe('cancelled');
     expect(events.filter((e) => e.type === 'token').length).toBeLessThanOrEqual(6);
     expect(edge.stats.liveSequences).toBe(0);
-    expect(cloud.openSessions).toBe(0);
+    expect(cloud.openConversations).toBe(0);
   });
 
   test('stop strings end generation before the stop text, which is never shown', async () => {
@@ -270,7 +270,7 @@ describe('cloud reply validation', () => {
   function badCloud(reply: (request: CloudStepRequest) => number[]): CloudClient & { steps: number } {
     const client = {
       steps: 0,
-      openSession: (): CloudSession => ({
+      openConversation: (): CloudConversation => ({
         next: async (request) => {
           client.steps++;
           return { tokens: reply(request), text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0 };

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import type { CloudClient, CloudSession, CloudStepRequest } from '../src/edge/cloud-client.ts';
+import type { CloudClient, CloudConversation, CloudStepRequest } from '../src/edge/cloud-client.ts';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { ARTIFACTS_DIR, launchBrowser } from './helpers/browser.ts';
@@ -20,8 +20,8 @@ import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 /** Wraps the in-process cloud with a per-step delay, so a generation lasts long enough to be stopped. */
 function slowCloud(inner: CloudClient, delayMs: number, state: { open: number }): CloudClient {
   return {
-    openSession(options) {
-      const session: CloudSession = inner.openSession(options);
+    openConversation(options) {
+      const session: CloudConversation = inner.openConversation(options);
       state.open++;
       let closed = false;
       return {
@@ -47,7 +47,7 @@ function slowCloud(inner: CloudClient, delayMs: number, state: { open: number })
  */
 function scriptedCloud(ids: () => readonly number[]): CloudClient {
   return {
-    openSession: () => ({
+    openConversation: () => ({
       async next(request: CloudStepRequest) {
         const id = ids()[request.tokenIndex]!;
         return { tokens: [id], text: '', logprobs: [0], topAlternatives: [[]], cachedTokens: 0, backendMs: 0, shimMs: 0 };
@@ -85,10 +85,10 @@ let server: ReturnType<typeof Bun.serve>;
 let browser: Browser;
 let page: Page;
 let base: string;
-const cloudSessions = { open: 0 };
+const cloudConversations = { open: 0 };
 
 beforeAll(async () => {
-  edge = await startTestEdge({ cloud: (inProcess) => slowCloud(inProcess, 15, cloudSessions), maxConcurrent: 4 });
+  edge = await startTestEdge({ cloud: (inProcess) => slowCloud(inProcess, 15, cloudConversations), maxConcurrent: 4 });
   server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: createEdgeApp(edge.runtime, { maxBodyBytes: 65536 }).fetch, idleTimeout: 0 });
   base = `http://127.0.0.1:${server.port}`;
   browser = await launchBrowser();
@@ -139,9 +139,9 @@ test('Stop mid-generation ends the stream and releases the server session', asyn
   await page.waitForSelector('[data-finish=cancelled]');
   const shown = await page.locator('.output .tok').count();
   expect(shown).toBeLessThan(400);
-  for (let i = 0; i < 50 && (edge.runtime.activeCount > 0 || cloudSessions.open > 0); i++) await Bun.sleep(20);
+  for (let i = 0; i < 50 && (edge.runtime.activeCount > 0 || cloudConversations.open > 0); i++) await Bun.sleep(20);
   expect(edge.runtime.activeCount).toBe(0);
-  expect(cloudSessions.open).toBe(0);
+  expect(cloudConversations.open).toBe(0);
   expect(edge.slm.stats.liveSequences).toBe(0);
   expect(await page.locator('.run-head button').isDisabled()).toBe(true);
   await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-stopped.png'), fullPage: true });

@@ -21,8 +21,8 @@ import { readSse } from './helpers/sse-client.ts';
 function slowBackend(inner: Backend, delayMs: number): Backend {
   return {
     info: inner.info,
-    openSession(id) {
-      const session = inner.openSession(id);
+    openSequence(id) {
+      const session = inner.openSequence(id);
       return {
         async step(request) {
           await Bun.sleep(delayMs);

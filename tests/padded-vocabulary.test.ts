@@ -68,7 +68,7 @@ test('the shim serving a padded model answers with token ids only, greedy and sa
   const client = new GrpcCloudClient({ address: shim.address });
   try {
     for (const temperature of [0, 1.5]) {
-      const session = client.openSession({ requestId: `padded-${temperature}` });
+      const session = client.openConversation({ requestId: `padded-${temperature}` });
       const reply = await session.next(new EdgeContext([1, 403]).step({ maxTokens: 16, temperature, seed: 3, stopTokenIds: [] }));
       await session.close();
       expect(reply.tokens).toHaveLength(16);

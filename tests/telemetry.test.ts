@@ -182,7 +182,7 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
     const [, address] = await waitForOutput(shim.stderr, /"shim listening".*?"address":"([^"]+)"/, 'the shim');
     const client = new GrpcCloudClient({ address: address!, stepTimeoutMs: 10_000 });
     try {
-      const session = client.openSession({ requestId: 'telemetry' });
+      const session = client.openConversation({ requestId: 'telemetry' });
       const reply = await session.next({
         context: [1],
         sources: ['prompt'],

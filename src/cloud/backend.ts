@@ -43,7 +43,7 @@ export interface BackendStepResult {
   text?: string;
 }
 
-export interface BackendSession {
+export interface BackendSequence {
   step(request: BackendStepRequest): Promise<BackendStepResult>;
   /** Frees what the session holds (a KV cache); safe to call twice. */
   dispose(): void;
@@ -59,7 +59,7 @@ export interface BackendInfo {
 
 export interface Backend {
   readonly info: BackendInfo;
-  openSession(sessionId: string): BackendSession;
+  openSequence(sessionId: string): BackendSequence;
   /** Releases the model or waits for pending best-effort requests. */
   close(): Promise<void>;
 }

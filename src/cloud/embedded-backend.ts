@@ -7,7 +7,7 @@
  *
  * @example
  * const backend = await EmbeddedBackend.load({ modelPack: 'models/stories260k', maxLiveSequences: 32 });
- * const session = backend.openSession('s1');
+ * const session = backend.openSequence('s1');
  * const { ids } = await session.step({ context: [1], maxTokens: 1, sampling, requestId: 's1-0', signal });
  */
 import { randomInt } from 'node:crypto';
@@ -20,7 +20,7 @@ import { sampleToken } from '../shared/sampling.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
-import type { Backend, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { Backend, BackendInfo, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 
 export interface EmbeddedBackendOptions {
   modelPack: string;
@@ -62,7 +62,7 @@ export class EmbeddedBackend implements Backend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
   }
 
-  openSession(): BackendSession {
+  openSequence(): BackendSequence {
     return new EmbeddedSession(this);
   }
 
@@ -90,7 +90,7 @@ export class EmbeddedBackend implements Backend {
   }
 }
 
-class EmbeddedSession implements BackendSession {
+class EmbeddedSession implements BackendSequence {
   busy = false;
   private sequence: DecoderSequence | undefined;
   /** Logits after the last token in the cache (reused when a step brings no new token). */

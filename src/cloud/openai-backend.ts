@@ -8,7 +8,7 @@
 import { AppError } from '../shared/errors.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
-import type { Backend, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { Backend, BackendInfo, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 import { HttpBackendClient, isRecord } from './http-backend-client.ts';
 
 export interface OpenAiBackendOptions {
@@ -34,7 +34,7 @@ export class OpenAiBackend implements Backend {
     this.info = { name: `openai:${options.model}@${options.baseUrl}`, vocabSize: options.vocabSize, maxContext: options.maxContext };
   }
 
-  openSession(): BackendSession {
+  openSequence(): BackendSequence {
     return { step: (request) => this.step(request), dispose: () => {} };
   }
 

@@ -13,7 +13,7 @@ import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend, BackendStepResult, SamplingSettings } from './backend.ts';
 import type { ShimConfig } from './config.ts';
 import type { Logger } from '../shared/logger.ts';
-import { SessionExpiredError, type Session, type SessionStore } from './session-store.ts';
+import { SessionExpiredError, type RoutingSession, type SessionStore } from './session-store.ts';
 import { spanText } from './span-text.ts';
 
 export interface ShimContext {
@@ -44,8 +44,8 @@ export function endMessage(error: unknown, totals: Totals = { steps: 0, generate
 
 export async function* routeSession(requests: RequestSource, ctx: ShimContext, signal: AbortSignal): AsyncGenerator<RouteResponse> {
   const { store, backend, config, log } = ctx;
-  let session: Session | undefined;
-  let backendSession: ReturnType<Backend['openSession']> | undefined;
+  let session: RoutingSession | undefined;
+  let backendSequence: ReturnType<Backend['openSequence']> | undefined;
   let live = signal;
   const totals = (): Totals => ({ steps: session?.steps ?? 0, generatedTokens: session?.generated ?? 0, contextTokens: session?.ids.length ?? 0 });
   try {
@@ -58,7 +58,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
     let sampling = opened.sampling;
     const stepTimeoutMs = open.stepTimeoutMs > 0 ? Math.min(open.stepTimeoutMs, config.backendTimeoutMs) : config.backendTimeoutMs;
     live = AbortSignal.any([signal, session.signal]);
-    backendSession = backend.openSession(session.id);
+    backendSequence = backend.openSequence(session.id);
     log.debug('session opened', { session: session.id, requestId: session.requestId, context: session.ids.length });
     yield {
       opened: { sessionId: session.id, backend: backend.info.name, vocabSize: backend.info.vocabSize ?? 0, maxContext: backend.info.maxContext ?? 0 },
@@ -75,7 +75,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
         if (step.sampling) sampling = validateSampling(step.sampling, config);
         const maxTokens = appendStep(step, session, ctx);
         const result = await withDeadline(live, stepTimeoutMs, (stepSignal) =>
-          backendSession!.step({ context: session!.ids, maxTokens, sampling, requestId: `${session!.id}-${session!.steps}`, signal: stepSignal }),
+          backendSequence!.step({ context: session!.ids, maxTokens, sampling, requestId: `${session!.id}-${session!.steps}`, signal: stepSignal }),
         );
         checkIds(result.ids, backend.info.vocabSize, 'the backend returned');
         const before = session.ids.length;
@@ -107,12 +107,12 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
     yield endMessage(error, totals());
     throw error;
   } finally {
-    backendSession?.dispose();
+    backendSequence?.dispose();
     if (session) store.close(session);
   }
 }
 
-function openSession(open: OpenSession__Output, ctx: ShimContext): { session: Session; sampling: SamplingSettings } {
+function openSession(open: OpenSession__Output, ctx: ShimContext): { session: RoutingSession; sampling: SamplingSettings } {
   const { store, backend, config } = ctx;
   if (open.requestId.length > 200) throw new AppError('INVALID_ARGUMENT', 'request_id is longer than 200 characters');
   if (open.contextIds.length === 0) throw new AppError('INVALID_ARGUMENT', 'open needs the context: at least one token id');
@@ -127,7 +127,7 @@ function openSession(open: OpenSession__Output, ctx: ShimContext): { session: Se
 }
 
 /** Validates a step and appends its delta; returns the span to ask for. */
-function appendStep(step: RouteStep__Output, session: Session, ctx: ShimContext): number {
+function appendStep(step: RouteStep__Output, session: RoutingSession, ctx: ShimContext): number {
   const { backend, config, store } = ctx;
   if (step.sources.length !== step.ids.length) {
     throw new AppError('INVALID_ARGUMENT', `a step has ${step.ids.length} ids but ${step.sources.length} sources`);
@@ -143,7 +143,7 @@ function appendStep(step: RouteStep__Output, session: Session, ctx: ShimContext)
   return maxTokens;
 }
 
-function stepResponse(result: BackendStepResult, ctx: ShimContext, session: Session, before: number, elapsedMs: number): RouteResponse {
+function stepResponse(result: BackendStepResult, ctx: ShimContext, session: RoutingSession, before: number, elapsedMs: number): RouteResponse {
   const text = result.text ?? (ctx.tokenizer ? spanText(ctx.tokenizer, session.ids.slice(Math.max(0, before - 8), before), result.ids) : '');
   return {
     step: {

@@ -28,7 +28,7 @@ export interface SessionLimits {
   idleMs: number;
 }
 
-export class Session {
+export class RoutingSession {
   readonly id = randomUUID().replaceAll('-', '');
   readonly ids: number[] = [];
   readonly sources: TokenSource[] = [];
@@ -53,7 +53,7 @@ export class Session {
 }
 
 export class SessionStore {
-  private readonly sessions = new Set<Session>();
+  private readonly sessions = new Set<RoutingSession>();
   private tokens = 0;
   private sweeper: ReturnType<typeof setInterval> | undefined;
 
@@ -71,20 +71,20 @@ export class SessionStore {
     return this.tokens;
   }
 
-  open(requestId: string, ids: readonly number[], sources: readonly TokenSource[]): Session {
+  open(requestId: string, ids: readonly number[], sources: readonly TokenSource[]): RoutingSession {
     if (this.sweeper === undefined) throw new AppError('UNAVAILABLE', 'the shim is shutting down');
     if (this.sessions.size >= this.limits.maxSessions) {
       throw new AppError('RESOURCE_EXHAUSTED', `too many sessions: the shim serves at most ${this.limits.maxSessions} at once`);
     }
     this.reserve(ids.length);
-    const session = new Session(requestId);
+    const session = new RoutingSession(requestId);
     this.sessions.add(session);
     this.push(session, ids, sources);
     return session;
   }
 
   /** Appends the edge's delta, which must start exactly at the end of the session's context. */
-  append(session: Session, offset: number, ids: readonly number[], sources: readonly TokenSource[]): void {
+  append(session: RoutingSession, offset: number, ids: readonly number[], sources: readonly TokenSource[]): void {
     this.touch(session);
     if (offset !== session.ids.length) {
       const kind = offset > session.ids.length ? 'gap' : 'overlap';
@@ -99,7 +99,7 @@ export class SessionStore {
   }
 
   /** Appends tokens the backend generated (source `llm`). */
-  appendGenerated(session: Session, ids: readonly number[]): void {
+  appendGenerated(session: RoutingSession, ids: readonly number[]): void {
     this.reserve(ids.length);
     this.push(
       session,
@@ -109,12 +109,12 @@ export class SessionStore {
     session.generated += ids.length;
   }
 
-  touch(session: Session): void {
+  touch(session: RoutingSession): void {
     session.lastActive = performance.now();
   }
 
   /** Frees the session; safe to call twice. */
-  close(session: Session): void {
+  close(session: RoutingSession): void {
     if (!this.sessions.delete(session)) return;
     this.tokens -= session.ids.length;
   }
@@ -147,7 +147,7 @@ export class SessionStore {
     }
   }
 
-  private push(session: Session, ids: readonly number[], sources: readonly TokenSource[]): void {
+  private push(session: RoutingSession, ids: readonly number[], sources: readonly TokenSource[]): void {
     for (let i = 0; i < ids.length; i++) {
       session.ids.push(ids[i]!);
       session.sources.push(sources[i] ?? 'prompt');

@@ -9,7 +9,7 @@
  */
 import { AppError } from '../shared/errors.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
-import type { Backend, BackendInfo, BackendSession, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { Backend, BackendInfo, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 import { HttpBackendClient, isRecord } from './http-backend-client.ts';
 
 export interface SglangBackendOptions {
@@ -35,7 +35,7 @@ export class SglangBackend implements Backend {
     this.info = { name: `sglang:${options.baseUrl}`, vocabSize: options.vocabSize, maxContext: options.maxContext };
   }
 
-  openSession(): BackendSession {
+  openSequence(): BackendSequence {
     return { step: (request) => this.step(request), dispose: () => {} };
   }
 

@@ -2,8 +2,15 @@
  * What the decoding loop needs from the cloud, independent of transport. The gRPC client implements it
  * over the edge ↔ cloud stream; tests may implement it in process with the real cloud pack.
  *
- * A session lives for one generation. The loop always passes the whole context it has; the session
- * sends the cloud only what the cloud has not seen yet (token ids and their routing sources).
+ * A conversation lives for one generation. The loop always passes the whole context it has; the
+ * conversation sends the cloud only what the cloud has not seen yet (token ids and their routing sources).
+ * Over gRPC it is carried by one routing session (one stream); when that breaks, the conversation opens
+ * another with the whole context, so one conversation may span several sessions.
+ *
+ * Words: a *session* is the contract's (proto/cloud_router.proto, one stream, the shim's RoutingSession);
+ * a *conversation* is the edge's side of one generation's talk with the cloud; a *sequence* is a growing
+ * token context with its cached state (DecoderSequence's KV cache, a backend's BackendSequence); an
+ * *inference session* is onnxruntime's.
  */
 
 import type { TokenAlternative, TokenSource } from '../shared/contract-vocabulary.ts';
@@ -47,23 +54,23 @@ export interface CloudStepReply {
   shimMs: number;
 }
 
-export interface CloudSession {
+export interface CloudConversation {
   next(request: CloudStepRequest): Promise<CloudStepReply>;
-  /** Ends the session on the cloud side and frees it; safe to call twice. */
+  /** Ends the conversation (its session on the cloud side) and frees it; safe to call twice. */
   close(): Promise<void>;
 }
 
 export type CloudConnectionState = 'idle' | 'connecting' | 'ready' | 'unavailable' | 'circuit-open';
 
 export interface CloudClient {
-  /** Opens a session lazily: nothing is sent until the first `next`. */
-  openSession(options: { requestId: string; signal?: AbortSignal }): CloudSession;
+  /** Opens a conversation lazily: nothing is sent until the first `next`. */
+  openConversation(options: { requestId: string; signal?: AbortSignal }): CloudConversation;
   state(): CloudConnectionState;
   close(): Promise<void>;
 }
 
 /**
- * `inner` with every step passed through `step`, which calls `next` to reach the cloud; sessions, state and
+ * `inner` with every step passed through `step`, which calls `next` to reach the cloud; conversations, state and
  * close stay `inner`'s. For measuring, delaying or holding steps without touching the transport.
  *
  * @example
@@ -74,9 +81,9 @@ export function interceptSteps(
   step: (request: CloudStepRequest, next: (request: CloudStepRequest) => Promise<CloudStepReply>) => Promise<CloudStepReply>,
 ): CloudClient {
   return {
-    openSession(options) {
-      const session = inner.openSession(options);
-      return { next: (request) => step(request, (r) => session.next(r)), close: () => session.close() };
+    openConversation(options) {
+      const conversation = inner.openConversation(options);
+      return { next: (request) => step(request, (r) => conversation.next(r)), close: () => conversation.close() };
     },
     state: () => inner.state(),
     close: () => inner.close(),

@@ -12,7 +12,7 @@ import { sampleToken } from '../shared/sampling.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { TokenSource } from '../shared/contract-vocabulary.ts';
-import type { CloudClient, CloudSession, CloudStepReply } from './cloud-client.ts';
+import type { CloudClient, CloudConversation, CloudStepReply } from './cloud-client.ts';
 import { MetricsRecorder, type GenerationMetrics } from './generation-metrics.ts';
 import type { GenerationRequest } from './generation-request.ts';
 import type { Router } from './router.ts';
@@ -111,7 +111,7 @@ export async function* generate(
   const textDecoder = tokenizer.createStreamDecoder({ context: promptIds });
   const stopFilter = new StopStringFilter(request.stop);
   let text = '';
-  let cloudSession: CloudSession | undefined;
+  let cloudConversation: CloudConversation | undefined;
   let sequence: DecoderSequence | undefined;
   let last: AppendResult | undefined;
   // Edge model time not yet attributed to a token: the forward pass that produced the logits in use.
@@ -163,9 +163,9 @@ export async function* generate(
         const t = performance.now();
         try {
           if (!engine.cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
-          cloudSession ??= engine.cloud.openSession({ requestId, signal });
+          cloudConversation ??= engine.cloud.openConversation({ requestId, signal });
           const budget = Math.min(request.routeSpan, request.maxNewTokens - metrics.tokens, maxPositions - context.length);
-          const reply: CloudStepReply = await cloudSession.next({
+          const reply: CloudStepReply = await cloudConversation.next({
             context,
             sources,
             tokenIndex: metrics.tokens,
@@ -236,6 +236,6 @@ export async function* generate(
     }
   } finally {
     sequence?.dispose();
-    await cloudSession?.close().catch(() => {});
+    await cloudConversation?.close().catch(() => {});
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The CloudClient the edge uses in production: the cloud shim over gRPC, one bidirectional stream per
- * CloudSession. The channel is created at the first routed token; the session's stream opens with the
+ * CloudConversation. The channel is created at the first routed token; the session's stream opens with the
  * whole context at its first `next`, and every later step carries only the ids the shim has not seen (the
  * client tracks the shim's copy of the context, including the tokens the shim itself returned). Each step
  * has a deadline; a stream that broke, expired or disagrees with the edge's context is reopened with the
@@ -10,7 +10,7 @@
  *
  * @example
  * const cloud = new GrpcCloudClient({ address: 'cloud.example:50061', authToken, tls: { caFile: 'ca.pem' } });
- * const session = cloud.openSession({ requestId: 'r1', signal });
+ * const session = cloud.openConversation({ requestId: 'r1', signal });
  * const reply = await session.next(stepRequest);
  * await session.close(); await cloud.close();
  */
@@ -30,7 +30,7 @@ import { abortReason, StreamReader, writeMessage } from '../shared/grpc/stream.t
 import { clientTls, type ClientTlsFiles } from '../shared/grpc/tls.ts';
 import { toWireSources } from '../shared/grpc/wire.ts';
 import { CircuitOpenError, CloudBackoff } from './cloud-backoff.ts';
-import type { CloudClient, CloudConnectionState, CloudSession, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+import type { CloudClient, CloudConnectionState, CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
 
 export interface GrpcCloudClientOptions {
   /** `host:port` of the shim. */
@@ -80,7 +80,7 @@ export class GrpcCloudClient implements CloudClient {
     this.backoff = new CloudBackoff({ initialMs, maxMs, failureThreshold });
   }
 
-  openSession(options: { requestId: string; signal?: AbortSignal }): CloudSession {
+  openConversation(options: { requestId: string; signal?: AbortSignal }): CloudConversation {
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud client is closed');
     const session = new GrpcCloudSession(this, options.requestId, options.signal);
     this.sessions.add(session);
@@ -146,7 +146,7 @@ export class GrpcCloudClient implements CloudClient {
   }
 }
 
-class GrpcCloudSession implements CloudSession {
+class GrpcCloudSession implements CloudConversation {
   private stream: RouteStream | undefined;
   private reader: StreamReader<RouteResponse__Output> | undefined;
   /** The context as the shim holds it: what was sent plus what the shim returned. */

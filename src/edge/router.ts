@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AppError } from '../shared/errors.ts';
 import { readJsonFile } from '../shared/model-pack.ts';
-import { ort, type OrtSession } from '../shared/ort.ts';
+import { ort, type InferenceSession } from '../shared/ort.ts';
 import { runSession } from '../shared/run-session.ts';
 
 export interface RouterInfo {
@@ -39,7 +39,7 @@ export interface RouterJson {
 export class OnnxRouter implements Router {
   private constructor(
     readonly info: RouterInfo,
-    private readonly session: OrtSession,
+    private readonly session: InferenceSession,
   ) {}
 
   static async load(dir: string): Promise<OnnxRouter> {

@@ -11,7 +11,7 @@
  */
 import { AppError } from './errors.ts';
 import type { ModelPack } from './model-pack.ts';
-import { ort, type OrtSession, type OrtTensor } from './ort.ts';
+import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { runSession } from './run-session.ts';
 
 export interface DecoderLoadOptions {
@@ -43,7 +43,7 @@ export class DecoderModel {
 
   private constructor(
     readonly pack: ModelPack,
-    private readonly session: OrtSession,
+    private readonly session: InferenceSession,
   ) {
     this.hasHiddenStates = session.outputNames.includes('hidden_states');
     const missing = ['input_ids', 'attention_mask', 'logits'].filter(

@@ -40,4 +40,4 @@ await setNativeEnv(TELEMETRY_VARIABLE, '1');
 const ortModule = await import('onnxruntime-node');
 export const ort = ortModule.default ?? ortModule;
 export type OrtTensor = import('onnxruntime-node').Tensor;
-export type OrtSession = import('onnxruntime-node').InferenceSession;
+export type InferenceSession = import('onnxruntime-node').InferenceSession;

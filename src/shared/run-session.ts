@@ -3,7 +3,7 @@
  * says which inputs were given with which types and shapes, so a mismatched export is easy to diagnose.
  */
 import { AppError, errorMessage } from './errors.ts';
-import type { OrtSession, OrtTensor } from './ort.ts';
+import type { InferenceSession, OrtTensor } from './ort.ts';
 
 function describe(feeds: Record<string, OrtTensor>): string {
   return Object.entries(feeds)
@@ -11,7 +11,7 @@ function describe(feeds: Record<string, OrtTensor>): string {
     .join('; ');
 }
 
-export async function runSession(session: OrtSession, feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
+export async function runSession(session: InferenceSession, feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
   const missing = session.inputNames.filter((n) => !(n in feeds));
   if (missing.length) throw new AppError('INTERNAL', `model inputs not fed: ${missing.join(', ')}`);
   try {

@@ -9,7 +9,7 @@
  * pack of a real shape (`--preset qwen2.5-0.5b`, built once under models/bench/).
  */
 import { join } from 'node:path';
-import type { CloudClient, CloudSession, CloudStepRequest } from '../../edge/cloud-client.ts';
+import type { CloudClient, CloudConversation, CloudStepRequest } from '../../edge/cloud-client.ts';
 import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/decoder-loop.ts';
 import { percentile } from '../../edge/generation-metrics.ts';
 import { parseGenerationRequest, type Mode } from '../../edge/generation-request.ts';
@@ -74,7 +74,7 @@ const NO_ROUTER: Router = {
 class ReplayCloud implements CloudClient {
   constructor(private readonly tokens: readonly number[]) {}
 
-  openSession(): CloudSession {
+  openConversation(): CloudConversation {
     return {
       next: async (request: CloudStepRequest) => {
         const id = this.tokens[request.tokenIndex];

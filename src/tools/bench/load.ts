@@ -234,7 +234,7 @@ async function streamWorker(client: GrpcCloudClient, corpus: Corpus, index: numb
     const context = [corpus.bos, ...corpus.ids.slice(start, start + promptLength)];
     const sources: TokenSource[] = context.map(() => 'prompt');
     let edgeAt = start + promptLength;
-    const session = client.openSession({ requestId: `load-${index}-${s}` });
+    const session = client.openConversation({ requestId: `load-${index}-${s}` });
     try {
       for (let k = 0; k < steps; k++) {
         const started = performance.now();

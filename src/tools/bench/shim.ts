@@ -71,12 +71,12 @@ async function stepAtContext(backend: EmbeddedBackend, corpus: number[], length:
   const steps: number[] = [];
   const prefills: number[] = [];
   const signal = new AbortController().signal;
-  const step = (session: ReturnType<EmbeddedBackend['openSession']>, context: number[]) =>
+  const step = (session: ReturnType<EmbeddedBackend['openSequence']>, context: number[]) =>
     session.step({ context, maxTokens: 1, sampling: GREEDY, requestId: 'bench', signal });
   for (let r = 0; r < reps; r++) {
     const start = r % 7;
     const next = (context: number[]) => corpus[start + context.length]!;
-    const session = backend.openSession();
+    const session = backend.openSequence();
     try {
       const context = corpus.slice(start, start + length - 2 * (WARM_STEPS + 1));
       const first = await step(session, context);
@@ -87,7 +87,7 @@ async function stepAtContext(backend: EmbeddedBackend, corpus: number[], length:
       session.dispose();
     }
     // The same context without a cache: what each step would cost if the session were re-prefilled.
-    const fresh = backend.openSession();
+    const fresh = backend.openSequence();
     try {
       prefills.push((await step(fresh, corpus.slice(start, start + length))).backendMs);
     } finally {
@@ -123,7 +123,7 @@ export async function runShimBench(options: { pack: string; steps: number; reps:
   try {
     const perSession = 120;
     for (let done = 0, s = 0; done < options.steps + 20; s++) {
-      const session = client.openSession({ requestId: `bench-${s}` });
+      const session = client.openConversation({ requestId: `bench-${s}` });
       const context = corpus.slice(0, 40);
       const sources: TokenSource[] = context.map(() => 'prompt');
       for (let i = 0; i < perSession && done < options.steps + 20; i++, done++) {

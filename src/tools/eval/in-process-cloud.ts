@@ -7,7 +7,7 @@
  * const cloud = new InProcessCloud(await DecoderModel.load(loadModelPack('models/stories260k')), { record: false });
  * for await (const event of generate({ slm, router, tokenizer, cloud }, request)) ...
  */
-import type { CloudClient, CloudSession, CloudStepReply, CloudStepRequest } from '../../edge/cloud-client.ts';
+import type { CloudClient, CloudConversation, CloudStepReply, CloudStepRequest } from '../../edge/cloud-client.ts';
 import type { AppendResult, DecoderModel, DecoderSequence } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { sampleToken } from '../../shared/sampling.ts';
@@ -23,7 +23,7 @@ export interface InProcessCloudOptions {
 export class InProcessCloud implements CloudClient {
   /** Every step request received, for assertions on what the edge sends (empty when not recording). */
   readonly requests: CloudStepRequest[] = [];
-  openSessions = 0;
+  openConversations = 0;
   /** When set, `next` throws this error (a cloud outage). */
   failWith: Error | undefined;
   private readonly record: boolean;
@@ -37,8 +37,8 @@ export class InProcessCloud implements CloudClient {
     this.tokenVocabSize = options.tokenVocabSize;
   }
 
-  openSession(): CloudSession {
-    this.openSessions++;
+  openConversation(): CloudConversation {
+    this.openConversations++;
     let sequence: DecoderSequence | undefined;
     let last: AppendResult | undefined;
     let closed = false;
@@ -67,7 +67,7 @@ export class InProcessCloud implements CloudClient {
       async close() {
         if (closed) return;
         closed = true;
-        cloud.openSessions--;
+        cloud.openConversations--;
         sequence?.dispose();
       },
     };
