@@ -1,8 +1,8 @@
 /**
  * `bun run start`: the whole system on one machine with the embedded defaults. Builds the demo packs if
- * they are missing, starts the cloud shim (embedded stories260K model) and the edge (3-layer model,
- * trained router, web page and gRPC) as two processes, as they would run on two machines, and prints the
- * page's URL once the edge is ready.
+ * they are missing (the `models demo` tool, as a child process), starts the cloud shim (embedded model) and
+ * the edge (edge model, trained router, web page and gRPC) as two processes, as they would run on two
+ * machines, and prints the page's URL once both serve.
  *
  * Settings: the shim reads its SHIM_* variables, the edge its EDGE_* variables and the extra flags
  * (`bun run start -- --port 9000`); this launcher adds no flags of its own, so nothing overrides them. The
@@ -10,26 +10,62 @@
  * the shim started here (so `SHIM_PORT=6000 bun run start` works). Both ports must be fixed (not 0):
  * the launcher needs them to connect the two and to print the URL.
  *
- * Stopping: Ctrl-C or SIGTERM sends each child one SIGTERM. Signals arrive more than once by design
- * (a terminal's Ctrl-C reaches the whole process group, and `bun run` forwards it to this process as
- * well), so every process here treats a repeated signal as the same request; a third one, or children
- * still running FORCE_AFTER_MS after their SIGTERM, ends them with SIGKILL. If either child exits on its
- * own, the other is stopped. The exit code is 0 only if both children exited 0.
+ * Supervision: a child that dies after it served is restarted with a growing delay (supervised-child.ts),
+ * so a crashed shim costs the edge only fallback tokens until it is back, never the page. A child that
+ * dies before it ever served could not start (a bad setting, a port in use): then everything stops.
+ *
+ * Stopping: only SIGINT or SIGTERM to the launcher stops the system; each child gets one SIGTERM. The
+ * handlers are installed before anything else, so a stop during start-up (while the packs build or the
+ * children load) is as clean as a later one. Signals arrive more than once by design (a terminal's Ctrl-C
+ * reaches the whole process group, and `bun run` forwards it to this process as well), so a repeated
+ * signal is the same request; a third one, or children still running FORCE_AFTER_MS after their SIGTERM,
+ * ends them with SIGKILL. The exit code is 0 when every child ended as asked (see ChildEnd.clean).
  */
+import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 import { parseShimConfig } from './cloud/config.ts';
 import { DEFAULT_EDGE_CONFIG, parseEdgeConfig } from './edge/config.ts';
 import { AppError, errorMessage } from './shared/errors.ts';
-import { buildDemoPacks } from './tools/models/demo.ts';
-import { waitUntilReady } from './shared/wait-until-ready.ts';
+import { PROJECT_ROOT } from './shared/paths.ts';
+import { SupervisedChild } from './supervised-child.ts';
 
 /** How long the children get to shut down gracefully before they are killed. */
 const FORCE_AFTER_MS = 20_000;
 /** The signal that forces the end (the same count as the children's, see graceful-signals.ts). */
 const FORCE_AT = 3;
 
+const print = (line: string) => console.log(line);
 const wildcard = (host: string) => host === '0.0.0.0' || host === '::' || host === '';
 const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+/** What is running, so that a signal, whenever it comes, reaches it. */
+const running: { builder?: Subprocess; children: SupervisedChild[] } = { children: [] };
+let stopRequested: () => void = () => {};
+const stopped = new Promise<void>((resolve) => (stopRequested = resolve));
+let signals = 0;
+let forceTimer: ReturnType<typeof setTimeout> | undefined;
+
+function killAll(): void {
+  running.builder?.kill('SIGKILL');
+  for (const child of running.children) child.kill();
+}
+
+function stopAll(): void {
+  stopRequested();
+  running.builder?.kill('SIGTERM');
+  for (const child of running.children) void child.stop();
+  forceTimer ??= setTimeout(() => {
+    console.error(`children still running ${FORCE_AFTER_MS} ms after SIGTERM: killing them`);
+    killAll();
+  }, FORCE_AFTER_MS);
+}
+
+const onSignal = () => {
+  if (++signals < FORCE_AT) stopAll();
+  else killAll();
+};
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
 
 async function main(): Promise<number> {
   const env = process.env;
@@ -44,69 +80,49 @@ async function main(): Promise<number> {
   const cloudChosen = env.EDGE_CLOUD !== undefined || edgeConfig.cloud !== DEFAULT_EDGE_CONFIG.cloud;
   const edgeEnv = cloudChosen ? env : { ...env, EDGE_CLOUD: shimAddress };
 
-  const built = await buildDemoPacks(undefined, (line) => console.log(line));
-  if (built.length) console.log(`built ${built.length} demo pack(s)`);
+  if (signals === 0) {
+    // The pack builder writes each pack atomically: stopped half-way, it leaves no half-written pack.
+    const builder = Bun.spawn(['bun', join(PROJECT_ROOT, 'src/tools/models/cli.ts'), 'demo'], { stdout: 'inherit', stderr: 'inherit' });
+    running.builder = builder;
+    const code = await builder.exited;
+    running.builder = undefined;
+    if (signals === 0 && code !== 0) throw new AppError('INTERNAL', `building the demo packs failed (exit code ${code})`);
+  }
+  if (signals > 0) {
+    print('stopped before the servers started');
+    return 0;
+  }
 
-  const children: { name: string; process: Subprocess; signalled: boolean }[] = [
-    { name: 'cloud shim', process: Bun.spawn(['bun', 'src/cloud/main.ts'], { env, stdout: 'inherit', stderr: 'inherit' }), signalled: false },
-    { name: 'edge', process: Bun.spawn(['bun', 'src/edge/main.ts', ...edgeArgs], { env: edgeEnv, stdout: 'inherit', stderr: 'inherit' }), signalled: false },
-  ];
-  console.log(children.map((c) => `started ${c.name} (pid ${c.process.pid})`).join(', '));
+  const shim = new SupervisedChild({ name: 'cloud shim', command: ['bun', join(PROJECT_ROOT, 'src/cloud/main.ts')], env }, print);
+  const edge = new SupervisedChild({ name: 'edge', command: ['bun', join(PROJECT_ROOT, 'src/edge/main.ts'), ...edgeArgs], env: edgeEnv }, print);
+  running.children = [shim, edge];
 
-  let forceTimer: ReturnType<typeof setTimeout> | undefined;
-  const killAll = () => {
-    for (const child of children) if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
-  };
-  /** Each child gets one SIGTERM, however many times this runs. */
-  const stopAll = () => {
-    for (const child of children) {
-      if (child.signalled || child.process.exitCode !== null || child.process.signalCode !== null) continue;
-      child.signalled = true;
-      child.process.kill('SIGTERM');
-    }
-    forceTimer ??= setTimeout(() => {
-      console.error(`children still running ${FORCE_AFTER_MS} ms after SIGTERM: killing them`);
-      killAll();
-    }, FORCE_AFTER_MS);
-  };
-  let signals = 0;
-  const onSignal = () => {
-    if (++signals < FORCE_AT) stopAll();
-    else killAll();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-
-  const firstExit = Promise.race(children.map((child) => child.process.exited));
   const host = wildcard(edgeConfig.host) ? 'localhost' : edgeConfig.host;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${edgeConfig.port}/`;
-  const ready = waitUntilReady(url, 120_000).then(
-    () => 'ready' as const,
-    (e: unknown) => {
-      console.error(`error: ${errorMessage(e)}`);
-      stopAll();
-      return 'failed' as const;
-    },
-  );
-  const first = await Promise.race([ready, firstExit]);
+  const couldNotStart = Promise.race(running.children.map((child, i) => child.ended.then(() => i)));
+  const first = await Promise.race([
+    Promise.all([shim.firstReady, edge.firstReady]).then(() => 'ready' as const),
+    couldNotStart.then((i) => i),
+    stopped.then(() => 'stopping' as const),
+  ]);
   if (first === 'ready') {
     const grpc = edgeConfig.grpcPort >= 0 ? `edge gRPC on :${edgeConfig.grpcPort}, ` : '';
-    console.log(`\nEdge token router is up: ${url}  (${grpc}cloud shim on ${shimAddress})\n`);
+    print(`\nEdge token router is up: ${url}  (${grpc}cloud shim on ${shimAddress})\n`);
   }
-
-  await firstExit;
+  // Serving until a signal, or until a child turns out unable to start.
+  const failed = await Promise.race([stopped.then(() => undefined), couldNotStart]);
+  if (failed !== undefined && signals === 0) console.error(`error: the ${running.children[failed]!.name} could not start; stopping`);
   stopAll();
-  await Promise.all(children.map((c) => c.process.exited));
+  const ends = await Promise.all(running.children.map((child) => child.ended));
   clearTimeout(forceTimer);
-  for (const { name, process: child } of children) {
-    console.log(`${name} exited with ${child.signalCode ? `signal ${child.signalCode}` : `code ${child.exitCode}`}`);
-  }
-  return children.every((c) => c.process.exitCode === 0) ? 0 : 1;
+  running.children.forEach((child, i) => print(`${child.name} ${ends[i]!.description}`));
+  return ends.every((end) => end.clean) && (failed === undefined || signals > 0) ? 0 : 1;
 }
 
 try {
   process.exit(await main());
 } catch (e) {
   console.error(`error: ${errorMessage(e)}`);
+  killAll();
   process.exit(1);
 }

@@ -1,13 +1,16 @@
 /**
- * `bun run shim`: the cloud shim's entry point. Parses the config once, starts the gRPC server, and
- * shuts down gracefully on SIGTERM / SIGINT (streams get a final UNAVAILABLE message); a repeated signal
- * does not cut that short, a third one forces the exit (see graceful-signals.ts).
+ * `bun run shim`: the cloud shim's entry point. Installs its stop handling first, so that a SIGTERM that
+ * comes while the model is still loading ends the process cleanly (see graceful-signals.ts); then parses
+ * the config once, imports and starts the gRPC server, tells a launcher that it serves (ready-notice.ts),
+ * and shuts down gracefully on SIGTERM / SIGINT (streams get a final UNAVAILABLE message).
  */
 import { errorMessage } from '../shared/errors.ts';
-import { exitGracefullyOnSignals } from '../shared/graceful-signals.ts';
-import { describeShimConfig, parseShimConfig, SHIM_USAGE } from './config.ts';
+import { handleStopSignals } from '../shared/graceful-signals.ts';
 import { createLogger } from '../shared/logger.ts';
-import { startShim } from './shim-server.ts';
+import { notifyReady } from '../shared/ready-notice.ts';
+import { describeShimConfig, parseShimConfig, SHIM_USAGE } from './config.ts';
+
+const stop = handleStopSignals(createLogger('shim', 'info'));
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
@@ -18,10 +21,15 @@ if (argv.includes('--help') || argv.includes('-h')) {
 try {
   const config = parseShimConfig(argv, process.env);
   const log = createLogger('shim', config.logLevel);
+  stop.useLogger(log);
   log.debug('config', describeShimConfig(config));
-  const shim = await startShim(config, { log });
-  exitGracefullyOnSignals(() => shim.shutdown(), log);
+  // onnxruntime and grpc-js load here, after the handlers: a stop while they load is a clean one.
+  const { startShim } = await import('./shim-server.ts');
+  const shim = await startShim(config, { log, signal: stop.signal });
+  stop.whenStopped(() => shim.shutdown());
+  notifyReady({ address: shim.address });
 } catch (e) {
+  if (stop.requested) process.exit(0);
   console.error(`error: ${errorMessage(e)}\n\nrun with --help for the options`);
   process.exit(1);
 }

@@ -40,12 +40,19 @@ export interface ShimDependencies {
   /** A ready backend (tests share one); built from the config otherwise. The shim closes it on shutdown. */
   backend?: Backend;
   log?: Logger;
+  /** Aborts start-up (a stop signal while loading): what was loaded is released and the reason thrown. */
+  signal?: AbortSignal;
 }
 
 export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependencies = {}): Promise<ShimServer> {
   const log = deps.log ?? createLogger('shim', config.logLevel);
+  deps.signal?.throwIfAborted();
   const tokenizer = config.modelPack && existsSync(join(config.modelPack, 'tokenizer.json')) ? await TextTokenizer.fromPack(config.modelPack) : undefined;
   const backend = deps.backend ?? (await createBackend(config, tokenizer));
+  if (deps.signal?.aborted) {
+    if (!deps.backend) await backend.close();
+    deps.signal.throwIfAborted();
+  }
   const store = new SessionStore({ maxSessions: config.maxSessions, maxContextTokens: config.maxContextTokens, idleMs: config.sessionIdleMs });
   const health = new HealthService({ '': 'NOT_SERVING', [CLOUD_ROUTER_SERVICE_NAME]: 'NOT_SERVING' });
   const streams = new ActiveStreams();

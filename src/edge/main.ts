@@ -1,133 +1,35 @@
 /**
- * `bun run edge`: the edge process. Loads the edge model, router and tokenizer, connects (lazily) to the
- * cloud shim, serves the web page and HTTP API on the LAN and the Generate service over gRPC, and shuts
- * down gracefully on SIGTERM/SIGINT: /readyz and the gRPC health service turn not-ready, new generations
- * are refused, running ones end with a final `error` event (UNAVAILABLE, "the edge is shutting down"),
- * and only then do the servers close. A repeated signal does not cut that short; a third one forces the
- * exit (see graceful-signals.ts).
+ * `bun run edge`: the edge process. Installs its stop handling first, so that a SIGTERM that comes while
+ * the models are still loading ends the process cleanly (see graceful-signals.ts); then parses the config
+ * once, imports and starts the edge (edge-server.ts), tells a launcher that it serves (ready-notice.ts),
+ * and stops gracefully on SIGTERM / SIGINT.
  */
-import { AppError, errorMessage } from '../shared/errors.ts';
-import { exitGracefullyOnSignals } from '../shared/graceful-signals.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { handleStopSignals } from '../shared/graceful-signals.ts';
 import { createLogger } from '../shared/logger.ts';
-import { DecoderModel } from '../shared/decoder-model.ts';
-import { loadModelPack } from '../shared/model-pack.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
-import { EDGE_USAGE, parseEdgeConfig, type EdgeConfig } from './config.ts';
-import { EdgeRuntime } from './edge-runtime.ts';
-import { GrpcCloudClient } from './grpc-cloud-client.ts';
-import { EdgeGrpcServer } from './grpc/edge-grpc-server.ts';
-import { createEdgeApp } from './http/app.tsx';
-import { loadRouter } from './router.ts';
+import { notifyReady } from '../shared/ready-notice.ts';
+import { EDGE_USAGE, parseEdgeConfig } from './config.ts';
 
-/** Bodies above this are refused; the prompt limit itself is checked after parsing. */
-const MAX_BODY_BYTES = 256 * 1024;
-/**
- * How long shutdown waits for started generations to deliver their final event. Aborted ones take one
- * decoding step; the wait is for a page that reserved a run and has yet to open its stream, which then
- * gets the shutdown event instead of a refused connection.
- */
-const SHUTDOWN_GRACE_MS = 5_000;
+const stop = handleStopSignals(createLogger('edge', 'info'));
 
-export interface RunningEdge {
-  url: string;
-  grpcPort: number | undefined;
-  /** The graceful shutdown (see the header); calling it again returns the same promise. */
-  stop(): Promise<void>;
+if (process.argv.includes('--help')) {
+  console.log(EDGE_USAGE);
+  process.exit(0);
 }
 
-/** Whether the process serves: loading until every server listens, stopping from the first signal. */
-type Phase = 'starting' | 'serving' | 'stopping';
-
-export async function startEdge(config: EdgeConfig): Promise<RunningEdge> {
+try {
+  const config = parseEdgeConfig(process.argv.slice(2), process.env);
   const log = createLogger('edge', config.logLevel);
-  const slm = await DecoderModel.load(loadModelPack(config.slm), { threads: config.threads || undefined });
-  const tokenizer = await TextTokenizer.fromPack(config.slm);
-  const router = await loadRouter(config.router);
-  if (router.info.hiddenSize !== null && router.info.hiddenSize !== slm.pack.hiddenSize) {
-    await Promise.all([router.release(), slm.release()]);
-    throw new AppError('INVALID_ARGUMENT', `router ${config.router} expects hidden size ${router.info.hiddenSize}; ${config.slm} has ${slm.pack.hiddenSize}`);
-  }
-  const cloud = config.cloud
-    ? new GrpcCloudClient({
-        address: config.cloud,
-        authToken: config.cloudToken,
-        tls: config.cloudTlsCa || config.cloudTlsCert ? { caFile: config.cloudTlsCa, certFile: config.cloudTlsCert, keyFile: config.cloudTlsKey } : undefined,
-        stepTimeoutMs: config.cloudDeadlineMs,
-      })
-    : undefined;
-  const runtime = new EdgeRuntime(
-    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState },
-    { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
-    log,
-  );
-  let phase: Phase = 'starting';
-  const app = createEdgeApp(runtime, { accessToken: config.accessToken, maxBodyBytes: MAX_BODY_BYTES, ready: () => phase === 'serving' });
-  let http: ReturnType<typeof Bun.serve> | undefined;
-  let grpcServer: EdgeGrpcServer | undefined;
-  try {
-    // Streams stay open as long as a generation runs; Bun's default idle timeout would cut long ones.
-    http = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, idleTimeout: 0 });
-    if (config.grpcPort >= 0) {
-      grpcServer = new EdgeGrpcServer(runtime, { host: config.host, port: config.grpcPort, accessToken: config.accessToken, maxReceiveBytes: MAX_BODY_BYTES });
-      await grpcServer.start();
-    }
-  } catch (e) {
-    await http?.stop(true);
-    await runtime.shutdown();
-    await Promise.all([router.release(), slm.release()]);
-    throw e;
-  }
-  const server = http;
-  phase = 'serving';
-  const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
-  const url = `http://${shownHost}:${server.port}/`;
-  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, router: router.info.name, cloud: config.cloud ?? 'none' });
-
-  let stopping: Promise<void> | undefined;
-  const stop = async () => {
-    phase = 'stopping';
-    grpcServer?.health.shutdown();
-    log.info('edge stopping', { active: runtime.activeCount });
-    await runtime.shutdown();
-    const drained = await waitForIdle(runtime, SHUTDOWN_GRACE_MS);
-    await grpcServer?.shutdown();
-    // Drained: every stream has written its final event and the close is clean. Otherwise cut what is left.
-    await server.stop(!drained);
-    await router.release();
-    await slm.release();
-    log.info('edge stopped', { drained, abandoned: runtime.activeCount });
-  };
-  return {
-    url,
-    grpcPort: grpcServer?.port,
-    stop: () => (stopping ??= stop()),
-  };
-}
-
-/** Resolves true once no generation is running, false when `timeoutMs` passed first. */
-async function waitForIdle(runtime: EdgeRuntime, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (runtime.activeCount > 0) {
-    if (Date.now() >= deadline) return false;
-    await Bun.sleep(10);
-  }
-  return true;
-}
-
-if (import.meta.main) {
-  if (process.argv.includes('--help')) {
-    console.log(EDGE_USAGE);
-    process.exit(0);
-  }
-  let config: Readonly<EdgeConfig>;
-  let edge: RunningEdge;
-  try {
-    config = parseEdgeConfig(process.argv.slice(2), process.env);
-    edge = await startEdge(config);
-  } catch (e) {
-    console.error(`error: ${errorMessage(e)}`);
-    process.exit(1);
-  }
+  stop.useLogger(log);
+  log.debug('starting', { slm: config.slm, router: config.router ?? 'builtin', cloud: config.cloud ?? 'none' });
+  // onnxruntime, grpc-js and the web app load here, after the handlers: a stop while they load is a clean one.
+  const { startEdge } = await import('./edge-server.ts');
+  const edge = await startEdge(config, { log, signal: stop.signal });
+  stop.whenStopped(() => edge.stop());
   console.log(`edge page: ${edge.url}`);
-  exitGracefullyOnSignals(() => edge.stop(), createLogger('edge', config.logLevel));
+  notifyReady({ address: edge.url });
+} catch (e) {
+  if (stop.requested) process.exit(0);
+  console.error(`error: ${errorMessage(e)}`);
+  process.exit(1);
 }

@@ -1,10 +1,33 @@
 /**
  * Output that appears whole or not at all: everything is written into a sibling temporary folder (or
  * file) that is renamed into place only after the writer finished, so a failure leaves nothing behind.
+ * Neither does a stop: while a temporary folder exists, SIGTERM / SIGINT remove it before the process
+ * exits (`bun run start` stops its pack builder that way when it is itself stopped during start-up).
  */
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { constants } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AppError, errorMessage } from '../../shared/errors.ts';
+
+/** Temporary folders not yet renamed into place or removed. */
+const unfinished = new Set<string>();
+let signalsHandled = false;
+
+function removeUnfinishedOnSignals(): void {
+  if (signalsHandled) return;
+  signalsHandled = true;
+  const onSignal = (signal: NodeJS.Signals) => {
+    for (const temp of unfinished) rmSync(temp, { recursive: true, force: true });
+    process.exit(128 + (constants.signals[signal] ?? 0));
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+function finished(temp: string): void {
+  rmSync(temp, { recursive: true, force: true });
+  unfinished.delete(temp);
+}
 
 /** A private folder beside `target`, on the same file system so that the final rename is atomic. */
 function prepareSibling(target: string): string {
@@ -20,6 +43,8 @@ function prepareSibling(target: string): string {
   } catch (e) {
     throw new AppError('PERMISSION_DENIED', `${parent}: output folder is not writable (${errorMessage(e)})`);
   }
+  unfinished.add(temp);
+  removeUnfinishedOnSignals();
   return temp;
 }
 
@@ -39,8 +64,9 @@ export async function writeFolderAtomically(target: string, write: (tempDir: str
       throw e;
     }
     rmSync(old, { recursive: true, force: true });
+    unfinished.delete(temp);
   } catch (e) {
-    rmSync(temp, { recursive: true, force: true });
+    finished(temp);
     throw e;
   }
 }
@@ -60,6 +86,6 @@ export async function writeFileAtomically(
     for (const c of companions) renameSync(join(tempDir, c), join(dirname(resolve(target)), c));
     renameSync(tempPath, resolve(target));
   } finally {
-    rmSync(tempDir, { recursive: true, force: true });
+    finished(tempDir);
   }
 }

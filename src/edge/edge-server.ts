@@ -1,0 +1,130 @@
+/**
+ * Starts the edge: loads the edge model, router and tokenizer, connects (lazily) to the cloud shim, serves
+ * the web page and HTTP API on the LAN and the Generate service over gRPC, and stops gracefully:
+ * /readyz and the gRPC health service turn not-ready, new generations are refused, running ones end with
+ * a final `error` event (UNAVAILABLE, "the edge is shutting down"), and only then do the servers close.
+ * The process around it is `main.ts`.
+ *
+ * @example
+ * const edge = await startEdge(parseEdgeConfig(['--port', '0'], {}));
+ * console.log(edge.url);
+ * await edge.stop();
+ */
+import { AppError } from '../shared/errors.ts';
+import { createLogger, type Logger } from '../shared/logger.ts';
+import { DecoderModel } from '../shared/decoder-model.ts';
+import { loadModelPack } from '../shared/model-pack.ts';
+import { TextTokenizer } from '../shared/tokenizer.ts';
+import type { EdgeConfig } from './config.ts';
+import { EdgeRuntime } from './edge-runtime.ts';
+import { GrpcCloudClient } from './grpc-cloud-client.ts';
+import { EdgeGrpcServer } from './grpc/edge-grpc-server.ts';
+import { createEdgeApp } from './http/app.tsx';
+import { loadRouter } from './router.ts';
+
+/** Bodies above this are refused; the prompt limit itself is checked after parsing. */
+const MAX_BODY_BYTES = 256 * 1024;
+/**
+ * How long shutdown waits for started generations to deliver their final event. Aborted ones take one
+ * decoding step; the wait is for a page that reserved a run and has yet to open its stream, which then
+ * gets the shutdown event instead of a refused connection.
+ */
+const SHUTDOWN_GRACE_MS = 5_000;
+
+export interface RunningEdge {
+  url: string;
+  grpcPort: number | undefined;
+  /** The graceful shutdown (see the header); calling it again returns the same promise. */
+  stop(): Promise<void>;
+}
+
+/** Whether the process serves: loading until every server listens, stopping from the first signal. */
+type Phase = 'starting' | 'serving' | 'stopping';
+
+export interface EdgeStartOptions {
+  log?: Logger;
+  /** Aborts start-up (a stop signal while loading): what was loaded is released and the reason thrown. */
+  signal?: AbortSignal;
+}
+
+export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = {}): Promise<RunningEdge> {
+  const log = options.log ?? createLogger('edge', config.logLevel);
+  const { signal } = options;
+  signal?.throwIfAborted();
+  const slm = await DecoderModel.load(loadModelPack(config.slm), { threads: config.threads || undefined });
+  const tokenizer = await TextTokenizer.fromPack(config.slm);
+  const router = await loadRouter(config.router);
+  if (router.info.hiddenSize !== null && router.info.hiddenSize !== slm.pack.hiddenSize) {
+    await Promise.all([router.release(), slm.release()]);
+    throw new AppError('INVALID_ARGUMENT', `router ${config.router} expects hidden size ${router.info.hiddenSize}; ${config.slm} has ${slm.pack.hiddenSize}`);
+  }
+  if (signal?.aborted) {
+    await Promise.all([router.release(), slm.release()]);
+    signal.throwIfAborted();
+  }
+  const cloud = config.cloud
+    ? new GrpcCloudClient({
+        address: config.cloud,
+        authToken: config.cloudToken,
+        tls: config.cloudTlsCa || config.cloudTlsCert ? { caFile: config.cloudTlsCa, certFile: config.cloudTlsCert, keyFile: config.cloudTlsKey } : undefined,
+        stepTimeoutMs: config.cloudDeadlineMs,
+      })
+    : undefined;
+  const runtime = new EdgeRuntime(
+    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState },
+    { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
+    log,
+  );
+  let phase: Phase = 'starting';
+  const app = createEdgeApp(runtime, { accessToken: config.accessToken, maxBodyBytes: MAX_BODY_BYTES, ready: () => phase === 'serving' });
+  let http: ReturnType<typeof Bun.serve> | undefined;
+  let grpcServer: EdgeGrpcServer | undefined;
+  try {
+    // Streams stay open as long as a generation runs; Bun's default idle timeout would cut long ones.
+    http = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, idleTimeout: 0 });
+    if (config.grpcPort >= 0) {
+      grpcServer = new EdgeGrpcServer(runtime, { host: config.host, port: config.grpcPort, accessToken: config.accessToken, maxReceiveBytes: MAX_BODY_BYTES });
+      await grpcServer.start();
+    }
+  } catch (e) {
+    await http?.stop(true);
+    await runtime.shutdown();
+    await Promise.all([router.release(), slm.release()]);
+    throw e;
+  }
+  const server = http;
+  phase = 'serving';
+  const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  const url = `http://${shownHost}:${server.port}/`;
+  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, router: router.info.name, cloud: config.cloud ?? 'none' });
+
+  let stopping: Promise<void> | undefined;
+  const stop = async () => {
+    phase = 'stopping';
+    grpcServer?.health.shutdown();
+    log.info('edge stopping', { active: runtime.activeCount });
+    await runtime.shutdown();
+    const drained = await waitForIdle(runtime, SHUTDOWN_GRACE_MS);
+    await grpcServer?.shutdown();
+    // Drained: every stream has written its final event and the close is clean. Otherwise cut what is left.
+    await server.stop(!drained);
+    await router.release();
+    await slm.release();
+    log.info('edge stopped', { drained, abandoned: runtime.activeCount });
+  };
+  return {
+    url,
+    grpcPort: grpcServer?.port,
+    stop: () => (stopping ??= stop()),
+  };
+}
+
+/** Resolves true once no generation is running, false when `timeoutMs` passed first. */
+async function waitForIdle(runtime: EdgeRuntime, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (runtime.activeCount > 0) {
+    if (Date.now() >= deadline) return false;
+    await Bun.sleep(10);
+  }
+  return true;
+}
