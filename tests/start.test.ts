@@ -3,7 +3,9 @@
  * EDGE_GRPC_PORT, EDGE_HOST: the launcher adds no flags that would override them): the page is served,
  * a joint generation gets tokens from the shim's embedded model across real processes, and a SIGTERM
  * (to the launcher alone, or to the whole process group as systemd and a terminal's Ctrl-C do, which
- * signals every child twice) stops both children gracefully with exit code 0.
+ * signals every child twice) stops both children gracefully with exit code 0, also when it comes during
+ * start-up. A shim killed mid-generation costs fallback tokens, not the page: the launcher restarts it
+ * and routing resumes.
  */
 import { expect, test } from 'bun:test';
 import { createServer } from 'node:net';
@@ -28,19 +30,22 @@ interface RunningSystem {
   ports: { shim: number; edge: number; grpc: number };
 }
 
-/** Starts `bun run start` in its own process group and waits (bounded) for its "is up" line. */
-async function startSystem(): Promise<RunningSystem> {
+/** Starts `bun run start` in its own process group (so a failed test can end it and both children at once). */
+async function spawnLauncher(): Promise<Omit<RunningSystem, 'url'>> {
   const ports = { shim: await freePort(), edge: await freePort(), grpc: await freePort() };
   const launcher = Bun.spawn(['bun', 'run', 'start'], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, SHIM_PORT: String(ports.shim), EDGE_PORT: String(ports.edge), EDGE_GRPC_PORT: String(ports.grpc), EDGE_HOST: '127.0.0.1' },
     stdout: 'pipe',
     stderr: 'pipe',
-    // Its own group, so a failed test can end the launcher and both children at once.
     detached: true,
   });
-  const stdout = collectOutput(launcher.stdout);
-  const stderr = collectOutput(launcher.stderr);
+  return { launcher, stdout: collectOutput(launcher.stdout), stderr: collectOutput(launcher.stderr), ports };
+}
+
+/** Starts `bun run start` and waits (bounded) for its "is up" line. */
+async function startSystem(): Promise<RunningSystem> {
+  const { launcher, stdout, stderr, ports } = await spawnLauncher();
   try {
     const up = await stdout.waitForLine((l) => l.startsWith('Edge token router is up: '), 90_000, 'the "is up" line');
     const url = up.match(/is up: (\S+)/)![1]!;
@@ -121,6 +126,71 @@ test('a SIGTERM to the whole process group (each child signalled twice) still st
     process.kill(-system.launcher.pid, 'SIGTERM');
     // Whether a child's second signal lands during its shutdown or after it exited is a race; either
     // way it must not turn the graceful stop into a kill.
+    await expectGracefulStop(system);
+  } finally {
+    stopGroup(system.launcher);
+  }
+}, 150_000);
+
+/** The pid the launcher printed for its latest start of `name`. */
+function childPid(system: RunningSystem, name: string): number {
+  const line = system.stdout.lines().findLast((l) => l.startsWith(`started ${name} (pid `));
+  return Number(line?.match(/pid (\d+)/)?.[1]);
+}
+
+test('a SIGTERM to the process group at any moment of start-up stops everything cleanly (exit 0)', async () => {
+  // From the pack builder's first line: while it checks the packs, as the children start, while they load.
+  for (const delayMs of [0, 150, 400, 700]) {
+    const system = await spawnLauncher();
+    try {
+      await system.stdout.waitForLine((l) => l.includes('up to date') || l.includes('building'), 60_000, "the pack builder's first line");
+      await Bun.sleep(delayMs);
+      process.kill(-system.launcher.pid, 'SIGTERM');
+      expect({ delayMs, code: await exitWithin(system.launcher, 30_000) }).toEqual({ delayMs, code: 0 });
+      await Promise.all([system.stdout.closed, system.stderr.closed]);
+      expect(system.stderr.text()).not.toContain('killing them');
+      expect(jsonLines(system.stderr).filter((l) => l.level === 'error')).toEqual([]);
+      // Each child that was started ended through its own graceful path, or never started at all.
+      for (const name of ['cloud shim', 'edge']) {
+        const end = system.stdout.lines().find((l) => l.startsWith(`${name} exited`));
+        if (system.stdout.text().includes(`started ${name}`)) expect(end).toBe(`${name} exited with code 0`);
+        else expect(system.stdout.text()).toContain('stopped before the servers started');
+      }
+    } finally {
+      stopGroup(system.launcher);
+    }
+  }
+}, 150_000);
+
+test('a shim killed mid-generation: the generation finishes on fallback tokens, the page answers, the launcher restarts the shim and routing resumes', async () => {
+  const system = await startSystem();
+  try {
+    await system.stderr.waitForLine((l) => l.includes('"shim listening"'), 30_000, 'the shim');
+    const firstShim = childPid(system, 'cloud shim');
+    const body = JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.99, maxNewTokens: 400 });
+    const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body }));
+    await stream.waitFor((events) => events.some((e) => e.event === 'token'), 30_000, 'the first token');
+    process.kill(firstShim, 'SIGKILL');
+    expect(await stream.ended).toBe(true);
+    const tokens = stream.events.filter((e) => e.event === 'token').map((e) => JSON.parse(e.data) as { source: string });
+    expect(tokens.some((t) => t.source === 'llm')).toBe(true);
+    expect(tokens.some((t) => t.source === 'fallback')).toBe(true);
+    expect(JSON.parse(stream.events.at(-1)!.data)).toMatchObject({ type: 'done' });
+    expect((await fetch(system.url)).status).toBe(200);
+
+    await system.stdout.waitForLine((l) => l === 'cloud shim is serving again (pid ' + childPid(system, 'cloud shim') + ')', 30_000, 'the restarted shim');
+    expect(system.stdout.text()).toContain('cloud shim exited with signal SIGKILL; restarting in 250 ms');
+    expect(childPid(system, 'cloud shim')).not.toBe(firstShim);
+    // The edge's circuit lets a probe through on its backoff schedule; then routed tokens come from the shim again.
+    let routedAgain = false;
+    for (const until = performance.now() + 30_000; !routedAgain && performance.now() < until; await Bun.sleep(200)) {
+      const again = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.99, maxNewTokens: 8 }) }));
+      await again.ended;
+      routedAgain = again.events.some((e) => e.event === 'token' && JSON.parse(e.data).source === 'llm');
+    }
+    expect(routedAgain).toBe(true);
+
+    system.launcher.kill('SIGTERM');
     await expectGracefulStop(system);
   } finally {
     stopGroup(system.launcher);
