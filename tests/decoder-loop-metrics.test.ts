@@ -12,7 +12,7 @@ import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
-import { InProcessCloud } from './helpers/in-process-cloud.ts';
+import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 
 let edge: DecoderModel;
 let cloudModel: DecoderModel;

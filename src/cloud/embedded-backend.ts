@@ -14,7 +14,7 @@ import { randomInt } from 'node:crypto';
 import { basename } from 'node:path';
 import { DecoderModel, type DecoderSequence } from '../shared/decoder-model.ts';
 import { AppError } from '../shared/errors.ts';
-import { logSoftmax, topK } from '../shared/logits.ts';
+import { logSoftmax, logSumExp, topK } from '../shared/logits.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { sampleToken } from '../shared/sampling.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
@@ -46,7 +46,7 @@ export class EmbeddedBackend implements Backend {
   readonly info: BackendInfo;
   readonly stats: EmbeddedStats = { evictions: 0, rebuilds: 0 };
   /** Sessions holding a live KV cache, least recently used first. */
-  private readonly live = new Set<EmbeddedSession>();
+  private readonly live = new Set<EmbeddedSequence>();
 
   private constructor(
     readonly model: DecoderModel,
@@ -62,8 +62,16 @@ export class EmbeddedBackend implements Backend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
   }
 
+  /**
+   * A backend over a model that is already loaded (the evaluation's in-process cloud shares one with its
+   * caller). `close` still releases the model.
+   */
+  static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads'>): EmbeddedBackend {
+    return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
+  }
+
   openSequence(): BackendSequence {
-    return new EmbeddedSession(this);
+    return new EmbeddedSequence(this);
   }
 
   async close(): Promise<void> {
@@ -72,7 +80,7 @@ export class EmbeddedBackend implements Backend {
   }
 
   /** @internal marks `session` most recently used, evicting the oldest idle cache beyond the cap. */
-  use(session: EmbeddedSession): void {
+  use(session: EmbeddedSequence): void {
     this.live.delete(session);
     this.live.add(session);
     if (this.live.size <= this.maxLive) return;
@@ -85,12 +93,12 @@ export class EmbeddedBackend implements Backend {
   }
 
   /** @internal */
-  forget(session: EmbeddedSession): void {
+  forget(session: EmbeddedSequence): void {
     this.live.delete(session);
   }
 }
 
-class EmbeddedSession implements BackendSequence {
+class EmbeddedSequence implements BackendSequence {
   busy = false;
   private sequence: DecoderSequence | undefined;
   /** Logits after the last token in the cache (reused when a step brings no new token). */
@@ -197,12 +205,4 @@ function isPrefix(prefix: readonly number[], of: readonly number[]): boolean {
   if (prefix.length > of.length) return false;
   // The context only ever grows, so checking the last cached token catches a mismatched session cheaply.
   return prefix.length === 0 || prefix[prefix.length - 1] === of[prefix.length - 1];
-}
-
-function logSumExp(logits: Float32Array): number {
-  let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
-  let sum = 0;
-  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - max);
-  return max + Math.log(sum);
 }

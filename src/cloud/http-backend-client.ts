@@ -8,6 +8,7 @@
  */
 import { AppError, errorMessage } from '../shared/errors.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
+import { isRecord } from '../shared/is-record.ts';
 
 export interface HttpBackendClientOptions {
   /** `sglang` or `openai`: prefixes every error message. */
@@ -188,9 +189,6 @@ export function errorBodyMessage(body: unknown): string | undefined {
   return undefined;
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

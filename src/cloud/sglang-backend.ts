@@ -10,7 +10,8 @@
 import { AppError } from '../shared/errors.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
 import type { Backend, BackendInfo, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
-import { HttpBackendClient, isRecord } from './http-backend-client.ts';
+import { isRecord } from '../shared/is-record.ts';
+import { HttpBackendClient } from './http-backend-client.ts';
 
 export interface SglangBackendOptions {
   baseUrl: string;

@@ -6,13 +6,18 @@ export function argmax(x: ArrayLike<number>): number {
   return best;
 }
 
-/** Natural-log softmax of the whole vector. */
-export function logSoftmax(logits: ArrayLike<number>): Float64Array {
+/** log Σ exp(x), computed without overflow. */
+export function logSumExp(logits: ArrayLike<number>): number {
   let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) max = Math.max(max, logits[i]!);
+  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
   let sum = 0;
   for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - max);
-  const logZ = max + Math.log(sum);
+  return max + Math.log(sum);
+}
+
+/** Natural-log softmax of the whole vector. */
+export function logSoftmax(logits: ArrayLike<number>): Float64Array {
+  const logZ = logSumExp(logits);
   const out = new Float64Array(logits.length);
   for (let i = 0; i < logits.length; i++) out[i] = logits[i]! - logZ;
   return out;

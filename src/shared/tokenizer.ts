@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { AppError, errorMessage } from './errors.ts';
 import { readJsonFile } from './model-pack.ts';
+import { isRecord } from './is-record.ts';
 
 export interface EncodeOptions {
   /** Put the BOS token first. Defaults to the config's `add_bos_token`. */
@@ -43,9 +44,6 @@ interface TokenizerConfigFields {
 
 const REPLACEMENT_CHARACTER = '\uFFFD';
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function specialTokenContent(field: SpecialTokenField): string | undefined {
   if (typeof field === 'string') return field;

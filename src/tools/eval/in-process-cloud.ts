@@ -1,17 +1,19 @@
 /**
- * A CloudClient that runs the real cloud pack in process (no network), keeping one KV cache per
- * session and feeding it only the ids it has not seen. The evaluation CLI uses it to route tokens to the
- * cloud model without a shim; the loop tests use it too (through tests/helpers/in-process-cloud.ts).
+ * A CloudClient that runs the cloud pack in process (no network) through the shim's own embedded backend:
+ * each conversation is one BackendSequence, stepped with the same code (`EmbeddedBackend`'s sampling,
+ * span, stop and window rules, KV cache reuse) that serves a routed step behind the shim, so the
+ * evaluation measures the cloud path the system really has. The evaluation CLI uses it to route tokens to
+ * the cloud model without a shim; the loop tests use it too.
  *
  * @example
  * const cloud = new InProcessCloud(await DecoderModel.load(loadModelPack('models/stories260k')), { record: false });
  * for await (const event of generate({ slm, router, tokenizer, cloud }, request)) ...
  */
+import { randomUUID } from 'node:crypto';
+import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
 import type { CloudClient, CloudConversation, CloudStepReply, CloudStepRequest } from '../../edge/cloud-client.ts';
-import type { AppendResult, DecoderModel, DecoderSequence } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { sampleToken } from '../../shared/sampling.ts';
-import { seededRandom } from '../../shared/seeded-random.ts';
 
 export interface InProcessCloudOptions {
   /** Keep a copy of every step request in `requests` (for tests; default true). */
@@ -20,55 +22,63 @@ export interface InProcessCloudOptions {
   tokenVocabSize?: number;
 }
 
+/** Conversations end with their generation, so every one may keep its cache. */
+const MAX_LIVE_SEQUENCES = 1 << 16;
+
 export class InProcessCloud implements CloudClient {
   /** Every step request received, for assertions on what the edge sends (empty when not recording). */
   readonly requests: CloudStepRequest[] = [];
   openConversations = 0;
   /** When set, `next` throws this error (a cloud outage). */
   failWith: Error | undefined;
+  readonly backend: EmbeddedBackend;
   private readonly record: boolean;
-  private readonly tokenVocabSize: number | undefined;
 
-  constructor(
-    private readonly model: DecoderModel,
-    options: InProcessCloudOptions = {},
-  ) {
+  constructor(model: DecoderModel, options: InProcessCloudOptions = {}) {
     this.record = options.record ?? true;
-    this.tokenVocabSize = options.tokenVocabSize;
+    this.backend = EmbeddedBackend.over(model, { maxLiveSequences: MAX_LIVE_SEQUENCES, tokenVocabSize: options.tokenVocabSize });
   }
 
   openConversation(): CloudConversation {
     this.openConversations++;
-    let sequence: DecoderSequence | undefined;
-    let last: AppendResult | undefined;
+    const id = randomUUID();
+    const sequence = this.backend.openSequence();
+    let steps = 0;
     let closed = false;
-    // One generator per session, seeded by its first step: re-seeding every step would replay the same draws.
-    let random: (() => number) | undefined;
     const cloud = this;
     return {
       async next(request: CloudStepRequest): Promise<CloudStepReply> {
         if (cloud.record) cloud.requests.push({ ...request, context: [...request.context], sources: [...request.sources] });
         if (cloud.failWith) throw cloud.failWith;
-        if (closed) throw new AppError('FAILED_PRECONDITION', 'session closed');
-        sequence ??= cloud.model.newSequence();
-        const start = performance.now();
-        const unseen = request.context.slice(sequence.length);
-        if (unseen.length) last = await sequence.append(unseen);
-        random ??= seededRandom(request.seed ?? 0);
-        const tokens: number[] = [];
-        while (tokens.length < request.maxTokens) {
-          const id = sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random: random!, vocabLimit: cloud.tokenVocabSize });
-          tokens.push(id);
-          if (request.stopTokenIds.includes(id) || tokens.length === request.maxTokens) break;
-          last = await sequence.append([id]);
-        }
-        return { tokens, text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: performance.now() - start, shimMs: 0 };
+        if (closed) throw new AppError('FAILED_PRECONDITION', 'conversation closed');
+        const result = await sequence.step({
+          context: request.context,
+          maxTokens: request.maxTokens,
+          sampling: {
+            temperature: request.temperature,
+            topP: request.topP,
+            seed: request.seed,
+            stopTokenIds: request.stopTokenIds,
+            topLogprobs: request.topLogprobs,
+          },
+          requestId: `${id}-${steps++}`,
+          signal: request.signal ?? new AbortController().signal,
+        });
+        return {
+          tokens: result.ids,
+          text: result.text ?? '',
+          logprobs: result.logprobs,
+          topAlternatives: result.top,
+          cachedTokens: result.cachedTokens,
+          backendMs: result.backendMs,
+          shimMs: 0,
+        };
       },
       async close() {
         if (closed) return;
         closed = true;
         cloud.openConversations--;
-        sequence?.dispose();
+        sequence.dispose();
       },
     };
   }

@@ -19,6 +19,7 @@
  * extractAnswer(' I think they got Frustrated', question.choices); // 'E'
  */
 import { AppError } from '../../shared/errors.ts';
+import { isRecord } from '../../shared/is-record.ts';
 
 export interface Choice {
   label: string;
@@ -36,9 +37,6 @@ export interface MultipleChoiceQuestion {
 /** The two JSONL layouts CommonsenseQA is distributed in. */
 export type ChoiceFormat = 'commonsenseqa-nested' | 'commonsenseqa-flat';
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /**
  * Which layout a parsed JSONL record has, or undefined for neither.
