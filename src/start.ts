@@ -109,14 +109,14 @@ async function main(): Promise<number> {
     const grpc = edgeConfig.grpcPort >= 0 ? `edge gRPC on :${edgeConfig.grpcPort}, ` : '';
     print(`\nEdge token router is up: ${url}  (${grpc}cloud shim on ${shimAddress})\n`);
   }
-  // Serving until a signal, or until a child turns out unable to start.
-  const failed = await Promise.race([stopped.then(() => undefined), couldNotStart]);
-  if (failed !== undefined && signals === 0) console.error(`error: the ${running.children[failed]!.name} could not start; stopping`);
+  // Serving until a signal, or until a child ended before it served.
+  const ended = await Promise.race([stopped.then(() => undefined), couldNotStart]);
   stopAll();
   const ends = await Promise.all(running.children.map((child) => child.ended));
   clearTimeout(forceTimer);
   running.children.forEach((child, i) => print(`${child.name} ${ends[i]!.description}`));
-  return ends.every((end) => end.clean) && (failed === undefined || signals > 0) ? 0 : 1;
+  if (ended !== undefined && !ends[ended]!.clean) console.error(`error: the ${running.children[ended]!.name} could not start`);
+  return ends.every((end) => end.clean) ? 0 : 1;
 }
 
 try {

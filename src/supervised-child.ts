@@ -1,8 +1,8 @@
 /**
  * One server process of `bun run start`, kept running: spawned with an IPC channel so it can say when it
  * serves (ready-notice.ts), and restarted with a growing delay when it dies after having served once. A
- * child that dies before it ever served failed to start (a bad setting, a port in use): that is not
- * retried, since the same settings would fail again, and `ended` resolves instead so the launcher can stop.
+ * child that dies before it ever served is not restarted (a bad setting or a port in use would fail again,
+ * and a stop signal meant it): `ended` resolves instead, so the launcher can stop.
  *
  * Restart delays double from `initialMs` to `maxMs` and start again from `initialMs` once a child has
  * served for `stableMs`: a shim that crashes once an hour restarts at once each time, one that crashes
@@ -30,8 +30,10 @@ export interface ChildEnd {
   /** "exited with code 0", "exited with signal SIGKILL", ... */
   description: string;
   /**
-   * It ended as asked: exit code 0; or stopped while it was down between restarts; or, asked to stop
-   * before it served, it died of that very signal (in the few milliseconds before its handlers exist).
+   * It ended as asked: exit code 0; or it was down between restarts when the launcher stopped; or it died
+   * of SIGTERM or SIGINT (a stop signal that came in the few milliseconds before its handlers existed).
+   * The last is systemd's rule for a clean exit too, and it keeps the verdict independent of whether the
+   * launcher or the child saw a process group's signal first.
    */
   clean: boolean;
   served: boolean;
@@ -136,7 +138,7 @@ export class SupervisedChild {
     const stopSignal = child?.signalCode === 'SIGTERM' || child?.signalCode === 'SIGINT';
     this.resolveEnded({
       description: !child ? 'never started' : running ? describeExit(child) : `stopped while down (last ${describeExit(child)})`,
-      clean: child?.exitCode === 0 || !running || (this.stopping && !this.served && stopSignal),
+      clean: child?.exitCode === 0 || !running || stopSignal,
       served: this.served,
     });
   }
