@@ -8,8 +8,10 @@
  */
 import { AppError, errorMessage } from '../shared/errors.ts';
 import { exitGracefullyOnSignals } from '../shared/graceful-signals.ts';
+import { routeGrpcLibraryLog } from '../shared/grpc/library-log.ts';
 import { createLogger } from '../shared/logger.ts';
 import { DecoderModel } from '../shared/decoder-model.ts';
+import { listenError } from '../shared/listen-error.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import { EDGE_USAGE, parseEdgeConfig, type EdgeConfig } from './config.ts';
@@ -53,6 +55,7 @@ export async function startEdge(config: EdgeConfig): Promise<RunningEdge> {
         authToken: config.cloudToken,
         tls: config.cloudTlsCa || config.cloudTlsCert ? { caFile: config.cloudTlsCa, certFile: config.cloudTlsCert, keyFile: config.cloudTlsKey } : undefined,
         stepTimeoutMs: config.cloudDeadlineMs,
+        backoff: { failureThreshold: config.cloudFailureThreshold },
       })
     : undefined;
   const runtime = new EdgeRuntime(
@@ -66,10 +69,16 @@ export async function startEdge(config: EdgeConfig): Promise<RunningEdge> {
   let grpcServer: EdgeGrpcServer | undefined;
   try {
     // Streams stay open as long as a generation runs; Bun's default idle timeout would cut long ones.
-    http = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, idleTimeout: 0 });
+    try {
+      http = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, idleTimeout: 0 });
+    } catch (e) {
+      throw listenError(e, { what: "the edge's web page and HTTP API", host: config.host, port: config.port, flag: '--port', env: 'EDGE_PORT' });
+    }
     if (config.grpcPort >= 0) {
       grpcServer = new EdgeGrpcServer(runtime, { host: config.host, port: config.grpcPort, accessToken: config.accessToken, maxReceiveBytes: MAX_BODY_BYTES });
-      await grpcServer.start();
+      await grpcServer.start().catch((e: unknown) => {
+        throw listenError(e, { what: "the edge's gRPC Generate service", host: config.host, port: config.grpcPort, flag: '--grpc-port', env: 'EDGE_GRPC_PORT' });
+      });
     }
   } catch (e) {
     await http?.stop(true);
@@ -123,6 +132,7 @@ if (import.meta.main) {
   let edge: RunningEdge;
   try {
     config = parseEdgeConfig(process.argv.slice(2), process.env);
+    routeGrpcLibraryLog(createLogger('edge', config.logLevel));
     edge = await startEdge(config);
   } catch (e) {
     console.error(`error: ${errorMessage(e)}`);
