@@ -1,8 +1,8 @@
 /**
  * The CloudRouter gRPC service: thin. Per stream it checks the bearer token, turns the call into a
  * StreamReader, runs the `routeSession` core and writes what it yields; an error becomes the stream's
- * status (after the core's final `end` message), and so does a reply too large to send. Client cancellation and shim shutdown abort the core
- * through one AbortController per stream.
+ * status (after the core's final `end` message), and so does a reply too large to send. Client
+ * cancellation and shim shutdown abort the core through one AbortController per stream.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
