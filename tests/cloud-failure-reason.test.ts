@@ -1,7 +1,7 @@
 /**
  * The reason a routed token fell back, as the page shows it: each failure is produced for real (a closed
  * port, a name that does not resolve, a shim that never answers, a shim whose model times out, a wrong
- * token, a connection cut mid-step) and its message checked word for word.
+ * token, a connection cut mid-step, TLS mistakes) and its message checked word for word.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
@@ -13,6 +13,7 @@ import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/grpc-c
 import { AppError } from '../src/shared/errors.ts';
 import { cloudRouterService } from '../src/shared/grpc/proto.ts';
 import { startDelayProxy } from '../src/tools/bench/delay-proxy.ts';
+import { makeTestCertificates, type TestCertificates } from './helpers/cloud-certs.ts';
 import { cloudPackDir, EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 import { freePort } from './helpers/shim-process.ts';
 
@@ -96,9 +97,36 @@ describe('real failures in plain words', () => {
   });
 });
 
+describe('TLS failures, for real', () => {
+  let certs: TestCertificates;
+  let tlsShim: ShimServer;
+  beforeAll(async () => {
+    certs = makeTestCertificates();
+    tlsShim = await startTestShim({ tlsCert: certs.serverCert, tlsKey: certs.serverKey, tlsClientCa: certs.caCert });
+  }, 30_000);
+  afterAll(async () => {
+    await tlsShim.shutdown();
+    certs.remove();
+  });
+
+  test('no client certificate for a shim that requires one', async () => {
+    expect(await reason({ address: `localhost:${tlsShim.port}`, tls: { caFile: certs.caCert } })).toEqual({
+      code: 'UNAVAILABLE',
+      message: 'cloud unreachable (TLS handshake failed: TLSV1_ALERT_CERTIFICATE_REQUIRED, the shim requires a client certificate)',
+    });
+  });
+
+  test('plaintext to a TLS shim', async () => {
+    expect(await reason({ address: `localhost:${tlsShim.port}` })).toEqual({ code: 'UNAVAILABLE', message: 'cloud unreachable (connection failed)' });
+  });
+});
+
 describe('the mapping itself', () => {
   test('grpc-js’s other socket errors', () => {
     const raw = (last: string) => new AppError('UNAVAILABLE', `No connection established. Last error: Error: ${last}. Resolution note: `);
+    expect(plainCloudReason(raw('error:0A000086:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED (2026-11-23T10:04:03.280Z)'))).toBe(
+      'cloud unreachable (TLS handshake failed: CERTIFICATE_VERIFY_FAILED)',
+    );
     expect(plainCloudReason(raw('connect ETIMEDOUT 10.0.0.5:50051'))).toBe('cloud unreachable (connection timed out)');
     expect(plainCloudReason(raw('connect EHOSTUNREACH 10.0.0.5:50051'))).toBe('cloud unreachable (no route to the host)');
     expect(plainCloudReason(raw('read ECONNRESET'))).toBe('cloud unreachable (connection reset)');

@@ -12,19 +12,28 @@
  */
 import { AppError } from '../shared/errors.ts';
 
-/** Socket error codes → what they mean for reaching the cloud. */
-const SOCKET_ERRORS: [RegExp, string][] = [
-  [/ECONNREFUSED/, 'connection refused'],
-  [/ETIMEDOUT|timed? ?out/i, 'connection timed out'],
-  [/EHOSTUNREACH|ENETUNREACH/, 'no route to the host'],
-  [/ECONNRESET|EPIPE|socket hang up|disconnected/i, 'connection reset'],
-  [/ENOTFOUND|EAI_AGAIN/, 'host name not found'],
-  [/certificate|self[- ]signed|SSL|TLS|handshake|ERR_TLS/i, 'TLS handshake failed'],
+/** Socket errors → what they mean for reaching the cloud; a TLS failure keeps the reason a user can act on. */
+const SOCKET_ERRORS: [RegExp, (match: RegExpExecArray) => string][] = [
+  [/ECONNREFUSED/, () => 'connection refused'],
+  [/ETIMEDOUT|timed? ?out/i, () => 'connection timed out'],
+  [/EHOSTUNREACH|ENETUNREACH/, () => 'no route to the host'],
+  [/ECONNRESET|EPIPE|socket hang up|disconnected/i, () => 'connection reset'],
+  [/ENOTFOUND|EAI_AGAIN/, () => 'host name not found'],
+  [/CERTIFICATE_REQUIRED/, () => 'TLS handshake failed: TLSV1_ALERT_CERTIFICATE_REQUIRED, the shim requires a client certificate'],
+  // OpenSSL's "error:1000045c:SSL routines:OPENSSL_internal:REASON".
+  [/^error:[0-9a-f]+:SSL routines:[^:]*:(\w+)/i, (m) => `TLS handshake failed: ${m[1]}`],
+  [/certificate|self[- ]signed|SSL|TLS|handshake/i, (m) => `TLS handshake failed: ${m.input}`],
+  [/^Failed to connect$/, () => 'connection failed'],
 ];
 
 function socketReason(raw: string): string {
-  for (const [pattern, meaning] of SOCKET_ERRORS) if (pattern.test(raw)) return meaning === 'TLS handshake failed' ? `${meaning}: ${raw}` : meaning;
-  return raw;
+  // grpc-js stamps each connection error with the time it happened: noise in a tooltip.
+  const error = raw.replace(/\s*\(\d{4}-\d\d-\d\dT[\d:.]+Z\)$/, '');
+  for (const [pattern, meaning] of SOCKET_ERRORS) {
+    const match = pattern.exec(error);
+    if (match) return meaning(match);
+  }
+  return error;
 }
 
 export function plainCloudReason(error: AppError): string {
