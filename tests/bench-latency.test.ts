@@ -130,7 +130,7 @@ test('a running shim that wants a token and mutual TLS: dialed through the proxy
     // The shim's refusal reaches the user with its reason, not as a bare "did not answer".
     // (Caught rather than through expect().rejects, under which Bun 1.4 runs the bench seconds slower.)
     const failure = (changes: Partial<LatencyBenchOptions>) => runLatencyBench({ ...options, ...changes }).then(() => 'no error', errorMessage);
-    expect(await failure({ cloudToken: 'wrong' })).toBe(`the cloud at localhost:${shim.port} did not answer: invalid bearer token`);
+    expect(await failure({ cloudToken: 'wrong' })).toBe(`the cloud at localhost:${shim.port} did not answer: cloud refused the token (invalid bearer token)`);
     expect(await failure({ cloudTls: { caFile: certs.caCert } })).toMatch(/^the cloud at localhost:\d+ did not answer: .*CERTIFICATE_REQUIRED/);
   } finally {
     await shim.shutdown();

@@ -8,9 +8,6 @@
  * shim is back.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import * as grpc from '@grpc/grpc-js';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import type { Backend, BackendSequence } from '../src/cloud/backend.ts';
 import { createBackend } from '../src/cloud/create-backend.ts';
 import { shimConfig } from '../src/cloud/config.ts';
@@ -21,13 +18,12 @@ import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/grpc-c
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { loadRouter, type Router } from '../src/edge/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { HealthClient } from '../src/shared/grpc/proto.ts';
 import { argmax } from '../src/shared/logits.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
-import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { EdgeContext, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { freePort, ShimProcess } from './helpers/shim-process.ts';
 
 const PROMPT = 'Once upon a time, there was a little dog';
 /** High enough that the trained router sends most tokens to the cloud. */
@@ -101,65 +97,6 @@ async function edgeGreedy(count: number): Promise<number[]> {
   }
 }
 
-/** A loopback port nobody listens on (bound once by the OS, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** `bun src/cloud/main.ts` as a child process, ready once its health service says SERVING. */
-class ShimProcess {
-  private stderr = '';
-
-  private constructor(readonly child: Bun.Subprocess<'ignore', 'ignore', 'pipe'>) {
-    // Drained as it comes, so a chatty shim never blocks on a full pipe; shown when it fails to start.
-    void (async () => {
-      const decoder = new TextDecoder();
-      for await (const chunk of child.stderr) this.stderr += decoder.decode(chunk, { stream: true });
-    })();
-  }
-
-  static async start(port: number): Promise<ShimProcess> {
-    const child = Bun.spawn(
-      ['bun', join(PROJECT_ROOT, 'src/cloud/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--model-pack', demo.cloudPack, '--log-level', 'error'],
-      { stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' },
-    );
-    const shim = new ShimProcess(child);
-    try {
-      await shim.waitServing(port);
-    } catch (e) {
-      await shim.kill();
-      throw e;
-    }
-    return shim;
-  }
-
-  /** Polls the gRPC health service (a fresh channel each time, so no channel backoff slows the poll). */
-  private async waitServing(port: number): Promise<void> {
-    const until = performance.now() + 60_000;
-    while (true) {
-      if (this.child.exitCode !== null) throw new Error(`the shim exited with ${this.child.exitCode}:\n${this.stderr}`);
-      if (performance.now() > until) throw new Error(`the shim did not serve within 60 s:\n${this.stderr}`);
-      const health = new HealthClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-      const status = await new Promise<string | undefined>((resolve) =>
-        health.Check({ service: '' }, { deadline: Date.now() + 1_000 }, (e, reply) => resolve(e ? undefined : reply?.status)),
-      );
-      health.close();
-      if (status === 'SERVING') return;
-      await Bun.sleep(50);
-    }
-  }
-
-  /** SIGKILL: no final messages, no graceful shutdown; resolves once the process is gone. */
-  async kill(): Promise<void> {
-    this.child.kill('SIGKILL');
-    await this.child.exited;
-  }
-}
-
 /**
  * The embedded backend, but every step hangs (until the shim aborts it at its deadline) while `hang` is set:
  * a cloud that is reachable and slow past the deadline. Counts the steps it was asked for.
@@ -199,7 +136,7 @@ const bySource = (tokens: TokenEvent[], source: TokenEvent['source']) => tokens.
 describe('the shim dies mid-generation and comes back', () => {
   test('the generation finishes on edge tokens, the page shows the outage, and later generations route again', async () => {
     const port = await freePort();
-    let shim = await ShimProcess.start(port);
+    let shim = await ShimProcess.start(port, demo.cloudPack);
     const cloud = new GrpcCloudClient({ address: `127.0.0.1:${port}`, stepTimeoutMs: 10_000, backoff: { initialMs: 200, maxMs: 800, failureThreshold: 3 } });
     const edge = startEdge(cloud);
     try {
@@ -238,7 +175,7 @@ describe('the shim dies mid-generation and comes back', () => {
       expect(alone.tokens.map((t) => t.id)).toEqual(expectedIds);
       expect(bySource(alone.tokens, 'llm')).toEqual([]);
 
-      shim = await ShimProcess.start(port);
+      shim = await ShimProcess.start(port, demo.cloudPack);
       let routedAgain: Awaited<ReturnType<typeof generateAll>> | undefined;
       for (let attempt = 0; attempt < 40 && !routedAgain; attempt++) {
         // Bounded: the delay is at most 800 ms (+20 % jitter) per opening.

@@ -1,17 +1,28 @@
 /**
  * The CloudRouter gRPC service: thin. Per stream it checks the bearer token, turns the call into a
  * StreamReader, runs the `routeSession` core and writes what it yields; an error becomes the stream's
- * status (after the core's final `end` message). Client cancellation and shim shutdown abort the core
- * through one AbortController per stream.
+ * status (after the core's final `end` message), and so does a reply too large to send. Client
+ * cancellation and shim shutdown abort the core through one AbortController per stream.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
 import { checkBearer } from '../shared/grpc/auth.ts';
 import { toGrpcStatus } from '../shared/grpc/errors.ts';
-import type { CloudRouterHandlers, RouteRequest__Output, RouteResponse } from '../shared/grpc/proto.ts';
+import { serializeRouteResponse, type CloudRouterHandlers, type RouteRequest__Output, type RouteResponse } from '../shared/grpc/proto.ts';
 import { assertWellFormed } from '../shared/grpc/strict-decode.ts';
 import { StreamReader, writeMessage } from '../shared/grpc/stream.ts';
 import { endMessage, routeSession, type RequestSource, type ShimContext } from './route-session.ts';
+
+/**
+ * RESOURCE_EXHAUSTED when `response` serializes to more than the limit the server sends under (a span
+ * with many alternatives per token under a small `--max-message-bytes`). Serializing twice costs little:
+ * a step result is tens of bytes.
+ */
+function oversize(response: RouteResponse, limit: number): AppError | undefined {
+  const bytes = serializeRouteResponse(response).length;
+  if (bytes <= limit) return undefined;
+  return new AppError('RESOURCE_EXHAUSTED', `the step result is ${bytes} bytes, above this shim's gRPC message limit of ${limit}: ask for fewer tokens (max_tokens) or alternatives (top_logprobs)`);
+}
 
 /** The controllers of the streams in flight, so shutdown can end them all. */
 export class ActiveStreams {
@@ -66,8 +77,18 @@ async function serveRoute(call: RouteCall, ctx: ShimContext, streams: ActiveStre
       await writeMessage(call, endMessage(e));
       throw e;
     }
-    for await (const response of routeSession(requests, ctx, controller.signal)) {
+    const session = routeSession(requests, ctx, controller.signal);
+    for (let next = await session.next(); !next.done; ) {
+      const response = next.value;
+      const tooLarge = oversize(response, ctx.config.maxMessageBytes);
+      if (tooLarge) {
+        // grpc-js would end the call with a bare RESOURCE_EXHAUSTED on writing it; thrown into the core
+        // instead, the error gets the core's final `end` message first, like any other.
+        next = await session.throw(tooLarge);
+        continue;
+      }
       if (!cancelled) await writeMessage(call, response);
+      next = await session.next();
     }
     call.end();
   } catch (e) {

@@ -4,7 +4,7 @@
  * the config once, imports and starts the gRPC server, tells a launcher that it serves (ready-notice.ts),
  * and shuts down gracefully on SIGTERM / SIGINT (streams get a final UNAVAILABLE message).
  */
-import { errorMessage } from '../shared/errors.ts';
+import { AppError, errorMessage } from '../shared/errors.ts';
 import { handleStopSignals } from '../shared/graceful-signals.ts';
 import { createLogger } from '../shared/logger.ts';
 import { notifyReady } from '../shared/ready-notice.ts';
@@ -24,12 +24,16 @@ try {
   stop.useLogger(log);
   log.debug('config', describeShimConfig(config));
   // onnxruntime and grpc-js load here, after the handlers: a stop while they load is a clean one.
+  const { routeGrpcLibraryLog } = await import('../shared/grpc/library-log.ts');
+  routeGrpcLibraryLog(log);
   const { startShim } = await import('./shim-server.ts');
   const shim = await startShim(config, { log, signal: stop.signal });
   stop.whenStopped(() => shim.shutdown());
   notifyReady({ address: shim.address });
 } catch (e) {
   if (stop.requested) process.exit(0);
-  console.error(`error: ${errorMessage(e)}\n\nrun with --help for the options`);
+  // Only a mistake in the settings is answered by the options list; a port in use or a missing model says what to do itself.
+  const hint = e instanceof AppError && e.code === 'INVALID_ARGUMENT' ? '\n\nrun with --help for the options' : '';
+  console.error(`error: ${errorMessage(e)}${hint}`);
   process.exit(1);
 }

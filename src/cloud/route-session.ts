@@ -72,7 +72,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
       const received = performance.now();
       session.busy = true;
       try {
-        if (step.sampling) sampling = validateSampling(step.sampling, config);
+        if (step.sampling) sampling = validateSampling(step.sampling, config, backend.info.vocabSize);
         const maxTokens = appendStep(step, session, ctx);
         const result = await withDeadline(live, stepTimeoutMs, (stepSignal) =>
           backendSequence!.step({ context: session!.ids, maxTokens, sampling, requestId: `${session!.id}-${session!.steps}`, signal: stepSignal }),
@@ -121,7 +121,7 @@ function openSession(open: OpenSession__Output, ctx: ShimContext): { session: Ro
   }
   checkIds(open.contextIds, backend.info.vocabSize, 'context_ids holds');
   checkContext(open.contextIds.length, backend.info.maxContext);
-  const sampling = validateSampling(open.sampling, config);
+  const sampling = validateSampling(open.sampling, config, backend.info.vocabSize);
   const sources = open.contextSources.length ? fromWireSources(open.contextSources, 'context_sources') : [];
   return { session: store.open(open.requestId, open.contextIds, sources), sampling };
 }
@@ -139,7 +139,14 @@ function appendStep(step: RouteStep__Output, session: RoutingSession, ctx: ShimC
   if (maxTokens > config.maxSpanTokens) throw new AppError('INVALID_ARGUMENT', `max_tokens ${maxTokens} is above this shim's limit of ${config.maxSpanTokens}`);
   checkIds(step.ids, backend.info.vocabSize, 'the step holds');
   checkContext(session.ids.length + step.ids.length, backend.info.maxContext);
-  store.append(session, step.offset, step.ids, fromWireSources(step.sources, 'sources'));
+  const sources = fromWireSources(step.sources, 'sources');
+  // A step appends what was generated since the last one; the prompt came with `open` (a reopened session
+  // sends its whole history there), so a prompt token here is an edge that lost track of its context.
+  const prompt = sources.indexOf('prompt');
+  if (prompt >= 0) {
+    throw new AppError('INVALID_ARGUMENT', `sources[${prompt}] is TOKEN_SOURCE_PROMPT: a step carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids`);
+  }
+  store.append(session, step.offset, step.ids, sources);
   return maxTokens;
 }
 
@@ -160,13 +167,15 @@ function stepResponse(result: BackendStepResult, ctx: ShimContext, session: Rout
   };
 }
 
-function validateSampling(sampling: Sampling__Output | null, config: Readonly<ShimConfig>): SamplingSettings {
+function validateSampling(sampling: Sampling__Output | null, config: Readonly<ShimConfig>, vocabSize: number | undefined): SamplingSettings {
   const s = sampling ?? { temperature: 0, topP: 0, stopTokenIds: [], topLogprobs: 0 };
   if (!Number.isFinite(s.temperature) || s.temperature < 0) throw new AppError('INVALID_ARGUMENT', `temperature must be ≥ 0, got ${s.temperature}`);
   if (!Number.isFinite(s.topP) || s.topP < 0 || s.topP > 1) throw new AppError('INVALID_ARGUMENT', `top_p must be in (0, 1], got ${s.topP}`);
   if (s.topLogprobs > config.maxTopLogprobs) {
     throw new AppError('INVALID_ARGUMENT', `top_logprobs ${s.topLogprobs} is above this shim's limit of ${config.maxTopLogprobs}`);
   }
+  // An id the model can never produce would never stop a span: the edge meant another vocabulary.
+  checkIds(s.stopTokenIds, vocabSize, 'stop_token_ids holds');
   return Object.freeze({
     temperature: s.temperature,
     topP: s.topP === 0 ? 1 : s.topP,

@@ -10,11 +10,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Server } from '@grpc/grpc-js';
-import { AppError, errorMessage } from '../shared/errors.ts';
+import { AppError } from '../shared/errors.ts';
 import { HealthService } from '../shared/grpc/health.ts';
 import { CLOUD_ROUTER_SERVICE_NAME, healthService } from '../shared/grpc/proto.ts';
 import { strictService } from '../shared/grpc/strict-decode.ts';
 import { serverCredentials } from '../shared/grpc/tls.ts';
+import { listenError } from '../shared/listen-error.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend } from './backend.ts';
 import { createBackend } from './create-backend.ts';
@@ -78,7 +79,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
   } catch (e) {
     store.shutdown(new AppError('UNAVAILABLE', 'the shim did not start'));
     if (!deps.backend) await backend.close();
-    throw new AppError('UNAVAILABLE', `cannot listen on ${host}:${config.port}: ${errorMessage(e)}`, { cause: e });
+    throw listenError(e, { what: "the shim's gRPC service", host: config.host, port: config.port, flag: '--port', env: 'SHIM_PORT' });
   }
   health.set('', 'SERVING');
   health.set(CLOUD_ROUTER_SERVICE_NAME, 'SERVING');

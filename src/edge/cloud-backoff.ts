@@ -53,6 +53,7 @@ export class CloudBackoff {
   private trips = 0;
   private retryAt = 0;
   private probing = false;
+  private lastFailureAt = 0;
 
   constructor(
     readonly options: BackoffOptions,
@@ -79,6 +80,17 @@ export class CloudBackoff {
     return this.failures;
   }
 
+  /**
+   * Milliseconds until the next attempt on the cloud is due, for whoever probes it without traffic:
+   * the rest of an open circuit's delay (0 once half-open), `initialMs` after a failure below the threshold,
+   * undefined when nothing failed since the last success.
+   */
+  nextAttemptInMs(): number | undefined {
+    if (this.trips > 0) return Math.max(0, this.retryAt - this.now());
+    if (this.failures === 0) return undefined;
+    return Math.max(0, this.lastFailureAt + this.options.initialMs - this.now());
+  }
+
   /** Throws CircuitOpenError while calls are refused; in the half-open state the first caller becomes the probe. */
   check(): void {
     const state = this.state;
@@ -93,6 +105,7 @@ export class CloudBackoff {
 
   failure(kind: FailureKind = 'error'): void {
     this.failures++;
+    this.lastFailureAt = this.now();
     const state = this.state;
     // Steps that were already under way when the circuit opened report late: they do not restart the delay.
     if (state === 'open') return;

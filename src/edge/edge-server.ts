@@ -13,6 +13,7 @@
 import { AppError } from '../shared/errors.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { DecoderModel } from '../shared/decoder-model.ts';
+import { listenError } from '../shared/listen-error.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import type { EdgeConfig } from './config.ts';
@@ -68,6 +69,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
         authToken: config.cloudToken,
         tls: config.cloudTlsCa || config.cloudTlsCert ? { caFile: config.cloudTlsCa, certFile: config.cloudTlsCert, keyFile: config.cloudTlsKey } : undefined,
         stepTimeoutMs: config.cloudDeadlineMs,
+        backoff: { failureThreshold: config.cloudFailureThreshold },
       })
     : undefined;
   const runtime = new EdgeRuntime(
@@ -81,10 +83,16 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   let grpcServer: EdgeGrpcServer | undefined;
   try {
     // Streams stay open as long as a generation runs; Bun's default idle timeout would cut long ones.
-    http = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, idleTimeout: 0 });
+    try {
+      http = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, idleTimeout: 0 });
+    } catch (e) {
+      throw listenError(e, { what: "the edge's web page and HTTP API", host: config.host, port: config.port, flag: '--port', env: 'EDGE_PORT' });
+    }
     if (config.grpcPort >= 0) {
       grpcServer = new EdgeGrpcServer(runtime, { host: config.host, port: config.grpcPort, accessToken: config.accessToken, maxReceiveBytes: MAX_BODY_BYTES });
-      await grpcServer.start();
+      await grpcServer.start().catch((e: unknown) => {
+        throw listenError(e, { what: "the edge's gRPC Generate service", host: config.host, port: config.grpcPort, flag: '--grpc-port', env: 'EDGE_GRPC_PORT' });
+      });
     }
   } catch (e) {
     await http?.stop(true);

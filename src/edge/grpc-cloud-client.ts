@@ -7,6 +7,9 @@
  * whole context at the next step. Repeated transport failures (or one missed deadline) open a circuit
  * with exponential backoff (see CloudBackoff), during which steps fail at once with UNAVAILABLE (the
  * decoding loop then falls back to the edge model); the channel's own reconnection follows the same delays.
+ * While the breaker holds failures, the shim's gRPC health service is probed on the same schedule (see
+ * CloudHealthProbe), so a shim that came back shows `ready` again without a routed token. A failed step's
+ * error says why in plain words (cloud-failure-reason.ts): that is what the page shows on a fallback token.
  *
  * @example
  * const cloud = new GrpcCloudClient({ address: 'cloud.example:50061', authToken, tls: { caFile: 'ca.pem' } });
@@ -19,8 +22,11 @@ import { AppError } from '../shared/errors.ts';
 import { bearer } from '../shared/grpc/auth.ts';
 import { appErrorCode, toAppError } from '../shared/grpc/errors.ts';
 import {
+  CLOUD_ROUTER_SERVICE_NAME,
   CloudRouterClient,
+  HealthClient,
   type CloudRouterClientType,
+  type HealthClientType,
   type RouteRequest,
   type RouteResponse__Output,
   type Sampling,
@@ -30,6 +36,8 @@ import { abortReason, StreamReader, writeMessage } from '../shared/grpc/stream.t
 import { clientTls, type ClientTlsFiles } from '../shared/grpc/tls.ts';
 import { toWireSources } from '../shared/grpc/wire.ts';
 import { CircuitOpenError, CloudBackoff } from './cloud-backoff.ts';
+import { withPlainReason } from './cloud-failure-reason.ts';
+import { CloudHealthProbe, realProbeClock, type ProbeClock } from './cloud-health-probe.ts';
 import type { CloudClient, CloudConnectionState, CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
 
 export interface GrpcCloudClientOptions {
@@ -62,6 +70,13 @@ export interface GrpcCloudClientOptions {
    * process with the same address and options; a load test that stands in for many edge boxes needs one each.
    */
   ownConnection?: boolean;
+  /**
+   * Probe the shim's health service while the breaker holds failures (default true). Off, only a routed
+   * step can find out that the shim is back.
+   */
+  healthProbe?: boolean;
+  /** The breaker's clock and the probe's timers (tests inject one; default performance.now, unref'd timers). */
+  clock?: ProbeClock;
 }
 
 type RouteStream = ClientDuplexStream<RouteRequest, RouteResponse__Output>;
@@ -71,13 +86,17 @@ const TRANSPORT_FAILURES = new Set<AppError['code']>(['UNAVAILABLE', 'DEADLINE_E
 
 export class GrpcCloudClient implements CloudClient {
   readonly backoff: CloudBackoff;
+  readonly probe: CloudHealthProbe;
   private client: CloudRouterClientType | undefined;
+  private health: HealthClientType | undefined;
   private readonly sessions = new Set<GrpcCloudSession>();
   private closed = false;
 
   constructor(readonly options: GrpcCloudClientOptions) {
     const { initialMs = 250, maxMs = 10_000, failureThreshold } = options.backoff ?? {};
-    this.backoff = new CloudBackoff({ initialMs, maxMs, failureThreshold });
+    const clock = options.clock ?? realProbeClock;
+    this.backoff = new CloudBackoff({ initialMs, maxMs, failureThreshold }, () => clock.now());
+    this.probe = new CloudHealthProbe(this.backoff, (signal) => this.checkHealth(signal), clock);
   }
 
   openConversation(options: { requestId: string; signal?: AbortSignal }): CloudConversation {
@@ -106,9 +125,30 @@ export class GrpcCloudClient implements CloudClient {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.probe.close();
     await Promise.allSettled([...this.sessions].map((s) => s.close()));
+    // The health client shares the router client's channel: closing that one closes both.
     this.client?.close();
     this.client = undefined;
+    this.health = undefined;
+  }
+
+  /** @internal a step failed or was abandoned: the probe follows the breaker's new schedule. */
+  afterFailure(): void {
+    if (this.options.healthProbe !== false) this.probe.schedule();
+  }
+
+  /** Asks the shim's health service about the CloudRouter, on the routing channel, under the step deadline. */
+  private checkHealth(signal: AbortSignal): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    this.connection();
+    const ms = this.options.stepTimeoutMs ?? 10_000;
+    return new Promise<boolean>((resolve, reject) => {
+      const call = this.health!.Check({ service: CLOUD_ROUTER_SERVICE_NAME }, { deadline: Date.now() + ms }, (error, reply) =>
+        error ? reject(error) : resolve(reply?.status === 'SERVING'),
+      );
+      signal.addEventListener('abort', () => call.cancel(), { once: true });
+    });
   }
 
   /** @internal opens a Route stream, creating the channel on first use. */
@@ -142,6 +182,7 @@ export class GrpcCloudClient implements CloudClient {
       ...secure.options,
     };
     this.client = new CloudRouterClient(address, secure.credentials, channelOptions);
+    this.health = new HealthClient(address, secure.credentials, { channelOverride: this.client.getChannel() });
     return this.client;
   }
 }
@@ -214,7 +255,8 @@ class GrpcCloudSession implements CloudConversation {
       if (e instanceof CircuitOpenError) throw error;
       if (signal?.aborted || !TRANSPORT_FAILURES.has(error.code)) this.owner.backoff.abandon();
       else this.owner.backoff.failure(error.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'error');
-      throw error;
+      this.owner.afterFailure();
+      throw withPlainReason(error);
     }
   }
 
@@ -291,7 +333,7 @@ class GrpcCloudSession implements CloudConversation {
   private async awaitResult(signal: AbortSignal | undefined): Promise<StepResult__Output> {
     const ms = this.owner.options.stepTimeoutMs ?? 10_000;
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new AppError('DEADLINE_EXCEEDED', `the cloud did not answer within ${ms} ms`)), ms);
+    const timer = setTimeout(() => deadline.abort(new AppError('DEADLINE_EXCEEDED', `cloud did not answer within ${ms} ms`)), ms);
     const wait = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
     try {
       while (true) {

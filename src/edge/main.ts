@@ -23,6 +23,8 @@ try {
   stop.useLogger(log);
   log.debug('starting', { slm: config.slm, router: config.router ?? 'builtin', cloud: config.cloud ?? 'none' });
   // onnxruntime, grpc-js and the web app load here, after the handlers: a stop while they load is a clean one.
+  const { routeGrpcLibraryLog } = await import('../shared/grpc/library-log.ts');
+  routeGrpcLibraryLog(log);
   const { startEdge } = await import('./edge-server.ts');
   const edge = await startEdge(config, { log, signal: stop.signal });
   stop.whenStopped(() => edge.stop());

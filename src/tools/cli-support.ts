@@ -1,13 +1,28 @@
 /**
  * Shared plumbing for the command-line tools: argument parsing errors and failures become one line on
- * stderr and a non-zero exit code instead of a stack trace.
+ * stderr and a non-zero exit code instead of a stack trace; `--help` or `-h` anywhere before a `--` prints
+ * the usage and exits 0, for every tool and subcommand that parses its flags here.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AppError, errorMessage } from '../shared/errors.ts';
 
 export class UsageError extends Error {}
 
+/** `--help` was asked for: runCli prints the usage to stdout and exits 0. */
+export class HelpRequested extends Error {
+  constructor() {
+    super('help requested');
+  }
+}
+
+/** Whether `args` ask for help (`--help` or `-h` before a `--` that ends the flags). */
+export function wantsHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
+
 export function parseFlags<T extends ParseArgsConfig['options']>(args: string[], options: T) {
+  if (wantsHelp(args)) throw new HelpRequested();
   try {
     return parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (e) {
@@ -36,6 +51,10 @@ export async function runCli(main: () => Promise<void>, usage: string): Promise<
   try {
     await main();
   } catch (e) {
+    if (e instanceof HelpRequested) {
+      console.log(usage);
+      process.exit(0);
+    }
     if (e instanceof UsageError) {
       console.error(`error: ${e.message}\n\n${usage}`);
       process.exit(2);

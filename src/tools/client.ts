@@ -1,11 +1,13 @@
 /**
  * `bun run client -- "prompt" [flags]`: a small command-line client of the edge's gRPC Generate service
  * (grpcurl is not packaged here). Streams the text as it comes, cloud tokens in red on a terminal, then
- * the metrics. `--json` prints every event as one JSON line instead.
+ * the metrics. `--json` prints every event as one JSON line instead (the message's own fields, without
+ * proto-loader's oneof markers).
  */
 import * as grpc from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
 import { fromGrpcError } from '../shared/grpc/errors.ts';
+import { oneofMarkerStripper } from '../shared/grpc/plain-message.ts';
 import { EdgeGeneratorClient, type GenerateEvent__Output, type GenerateRequest } from '../edge/grpc/edge-proto.ts';
 import { integerFlag, parseFlags, runCli, UsageError } from './cli-support.ts';
 
@@ -55,10 +57,11 @@ async function main(): Promise<void> {
   if (values.token) metadata.set('authorization', `Bearer ${values.token}`);
   const call = client.Generate(request, metadata, { deadline: Date.now() + integerFlag(values, 'deadline-ms')! });
   const color = process.stdout.isTTY && !values.json;
+  const plain = values.json ? oneofMarkerStripper('edge_generator.proto') : undefined;
   try {
     for await (const event of call as AsyncIterable<GenerateEvent__Output>) {
-      if (values.json) {
-        console.log(JSON.stringify(event));
+      if (plain) {
+        console.log(JSON.stringify(plain(event)));
       } else if (event.token) {
         const { text, source } = event.token;
         const tint = source === 'llm' ? RED : source === 'fallback' ? YELLOW : '';

@@ -12,6 +12,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType as CloudProto } from './generated/cloud_router.ts';
 import type { ProtoGrpcType as HealthProto } from './generated/health.ts';
 import type { RouteRequest } from './generated/tokenrouter/cloud/v1/RouteRequest.ts';
+import type { RouteResponse } from './generated/tokenrouter/cloud/v1/RouteResponse.ts';
 import { PROJECT_ROOT } from '../paths.ts';
 
 export const PROTO_DIR = join(PROJECT_ROOT, 'proto');
@@ -42,6 +43,11 @@ export const CLOUD_ROUTER_SERVICE_NAME = 'tokenrouter.cloud.v1.CloudRouter';
 /** A request exactly as it goes on the wire (for size measurements and tests). */
 export function serializeRouteRequest(request: RouteRequest): Buffer {
   return cloudRouterService.Route.requestSerialize(request);
+}
+
+/** A response exactly as it goes on the wire (the shim checks its size before sending). */
+export function serializeRouteResponse(response: RouteResponse): Buffer {
+  return cloudRouterService.Route.responseSerialize(response);
 }
 
 export type * from './generated/tokenrouter/cloud/v1/RouteRequest.ts';

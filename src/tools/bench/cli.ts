@@ -2,7 +2,7 @@
  * `bun run bench <target> [flags]`: performance measurements. Each target is its own module exporting
  * `USAGE` and `main(args)`; add one by adding a line to TARGETS (modules load only when chosen).
  */
-import { runCli, UsageError } from '../cli-support.ts';
+import { runCli, UsageError, wantsHelp } from '../cli-support.ts';
 
 interface BenchTarget {
   USAGE: string;
@@ -30,7 +30,12 @@ async function main(): Promise<void> {
   }
   const load = TARGETS[target];
   if (!load) throw new UsageError(`unknown target ${target} (known: ${Object.keys(TARGETS).join(', ')})`);
-  await (await load()).main(args);
+  const chosen = await load();
+  if (wantsHelp(args)) {
+    console.log(`usage: bun run ${chosen.USAGE}`);
+    return;
+  }
+  await chosen.main(args);
 }
 
 await runCli(main, 'usage: bun run bench <target> [flags]   (bun run bench help lists the targets)');

@@ -2,7 +2,8 @@
 
 
 /**
- * The last message of every stream, success or failure.
+ * The last message of every stream, success or failure, except one whose request was over the size limit
+ * (see the top of this file).
  */
 export interface SessionEnd {
   /**
@@ -21,7 +22,8 @@ export interface SessionEnd {
 }
 
 /**
- * The last message of every stream, success or failure.
+ * The last message of every stream, success or failure, except one whose request was over the size limit
+ * (see the top of this file).
  */
 export interface SessionEnd__Output {
   /**
