@@ -107,7 +107,7 @@ async function generate(options: { mode: string; threshold?: string; maxNewToken
   await target.fill('#prompt', options.prompt ?? 'Once upon a time');
   await target.check(`input[name=mode][value=${options.mode}]`);
   if (options.threshold) await target.locator('#threshold').fill(options.threshold);
-  await target.fill('#maxNewTokens', options.maxNewTokens ?? '24');
+  await target.fill('#max_new_tokens', options.maxNewTokens ?? '24');
   await target.click('button[type=submit]');
 }
 
@@ -151,7 +151,7 @@ test('compare view runs small_only and joint side by side', async () => {
   await page.goto(base + '/compare');
   await page.fill('#prompt', 'The little cat');
   await page.locator('#threshold').fill('0.8');
-  await page.fill('#maxNewTokens', '16');
+  await page.fill('#max_new_tokens', '16');
   await page.click('button[type=submit]');
   await page.waitForFunction("document.querySelectorAll('[data-finish]').length === 2");
   const runs = page.locator('.run');
@@ -163,7 +163,7 @@ test('compare view runs small_only and joint side by side', async () => {
 test('a validation error is shown in the page', async () => {
   await page.goto(base + '/');
   await page.fill('#prompt', 'Hi');
-  await page.fill('#maxNewTokens', '0');
+  await page.fill('#max_new_tokens', '0');
   // The browser's own check would block the form; an API client would not, so bypass it.
   await page.evaluate("document.querySelector('form').setAttribute('novalidate', '')");
   await page.click('button[type=submit]');

@@ -95,7 +95,7 @@ test('the README command serves the page and routes tokens to the shim; SIGTERM 
     expect(html).toContain('<form class="controls" hx-post="/runs"');
     expect(html).toContain('<textarea id="prompt" name="prompt"');
 
-    const body = JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, maxNewTokens: 24 });
+    const body = JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, max_new_tokens: 24 });
     const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body }));
     expect(await stream.ended).toBe(true);
     const tokens = stream.events.filter((e) => e.event === 'token').map((e) => JSON.parse(e.data) as { source: string });

@@ -12,7 +12,8 @@ const HTMX_CONFIG = JSON.stringify({
   ],
 });
 
-export function Layout(props: { title: string; children: Child }) {
+/** `signedOut`: a page for someone without the access token, so no links or polling that would need it. */
+export function Layout(props: { title: string; children: Child; signedOut?: boolean }) {
   return (
     <html lang="en">
       <head>
@@ -20,6 +21,7 @@ export function Layout(props: { title: string; children: Child }) {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="htmx-config" content={HTMX_CONFIG} />
         <title>{props.title}</title>
+        <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href="/assets/app.css" />
         <script src="/assets/htmx.min.js"></script>
         <script src="/assets/sse.js"></script>
@@ -27,13 +29,17 @@ export function Layout(props: { title: string; children: Child }) {
       <body>
         <header>
           <h1>Edge token router</h1>
-          <nav aria-label="Views">
-            <a href="/">Generate</a>
-            <a href="/compare">Compare</a>
-          </nav>
-          <span class="cloud-state" hx-get="/fragments/cloud-state" hx-trigger="load, every 3s" hx-swap="innerHTML">
-            cloud: …
-          </span>
+          {props.signedOut ? null : (
+            <>
+              <nav aria-label="Views">
+                <a href="/">Generate</a>
+                <a href="/compare">Compare</a>
+              </nav>
+              <span class="cloud-state" hx-get="/fragments/cloud-state" hx-trigger="load, every 3s" hx-swap="innerHTML">
+                cloud: …
+              </span>
+            </>
+          )}
         </header>
         <main>{props.children}</main>
       </body>
