@@ -59,6 +59,33 @@ describe('pages', () => {
     expect((await app.request('/assets/nope.js')).status).toBe(404);
   });
 
+  test('assets come from a fixed list: prototype names and unknown files are 404', async () => {
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'nope.js', '..%2Fpackage.json']) {
+      const res = await app.request(`/assets/${name}`);
+      expect([name, res.status]).toEqual([name, 404]);
+    }
+    const icon = await app.request('/assets/favicon.svg');
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await icon.text()).toStartWith('<svg');
+    expect(await (await app.request('/')).text()).toContain('<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"/>');
+  });
+
+  test('/api/info and done events name packs by their folder, not their path on the device', async () => {
+    const info = (await (await app.request('/api/info')).json()) as { slm: string; router: string };
+    expect(info.slm).toBe('stories260k-3l');
+    expect(info.router).toBe('builtin:top1-probability');
+    const trained = await startTestEdge({ router: 'trained' });
+    try {
+      const trainedApp = createEdgeApp(trained.runtime, { maxBodyBytes: 1024 });
+      expect(((await (await trainedApp.request('/api/info')).json()) as { router: string }).router).toBe('onnx:router-stories260k-3l');
+      const events = await readSse(await trainedApp.request('/api/generate', json({ prompt: 'Hi', mode: 'small_only', max_new_tokens: 1 })));
+      expect(JSON.parse(events.at(-1)!.data).router).toBe('onnx:router-stories260k-3l');
+    } finally {
+      await trained.release();
+    }
+  });
+
   test('the compare page posts to /compare', async () => {
     const html = await (await app.request('/compare')).text();
     expect(html).toContain('hx-post="/compare"');
@@ -92,15 +119,51 @@ describe('a generation through the page fragments', () => {
     expect(again[0]!.data).toContain('no longer running');
   });
 
-  test('POST /compare starts small_only and joint panels', async () => {
+  test('POST /compare starts small_only, then joint once small_only is over', async () => {
     const html = await (await app.request('/compare', form({ prompt: 'The cat', threshold: '0.5', max_new_tokens: '5' }))).text();
     const ids = [...html.matchAll(/\/runs\/([0-9a-f-]+)\/events/g)].map((m) => m[1]!);
     expect(ids).toHaveLength(2);
     expect(html).toContain('small_only (edge alone)');
+    expect(html).toContain("waits for small_only to finish, so neither&#39;s timings include the other&#39;s load");
+    // The joint side's stream opens first (as a browser may) and waits; it starts when small_only ends.
+    const jointResponse = app.request(`/runs/${ids[1]}/events`);
+    await Bun.sleep(50);
+    expect(edge.runtime.activeCount).toBe(0);
     const first = await readSse(await app.request(`/runs/${ids[0]}/events`));
     expect(first.filter((e) => e.event === 'token').every((e) => e.data.includes('tok-slm'))).toBe(true);
-    await readSse(await app.request(`/runs/${ids[1]}/events`));
-    expect(edge.runtime.activeCount).toBe(0);
+    const second = await readSse(await jointResponse);
+    expect(second.map((e) => e.event)).toEqual(['status', 'token', 'token', 'token', 'token', 'token', 'metrics', 'end']);
+    expect(edge.runtime.idle).toBe(true);
+  });
+
+  test('Stop on the queued side of a compare ends it without running it', async () => {
+    const html = await (await app.request('/compare', form({ prompt: 'The cat', max_new_tokens: '5' }))).text();
+    const ids = [...html.matchAll(/\/runs\/([0-9a-f-]+)\/events/g)].map((m) => m[1]!);
+    const jointResponse = app.request(`/runs/${ids[1]}/events`);
+    await Bun.sleep(20);
+    expect((await app.request(`/runs/${ids[1]}/stop`, { method: 'POST' })).status).toBe(204);
+    const joint = await readSse(await jointResponse);
+    expect(joint.map((e) => e.event)).toEqual(['end']);
+    expect(joint[0]!.data).toContain('data-finish="cancelled"');
+    expect((await app.request(`/runs/${ids[0]}/stop`, { method: 'POST' })).status).toBe(204);
+    expect(edge.runtime.idle).toBe(true);
+  });
+
+  test('the run title shows τ only in joint mode; llm_only shows the cloud time per token instead of the edge TBT', async () => {
+    const titles: Record<string, string> = {};
+    for (const mode of ['joint', 'small_only', 'llm_only']) {
+      const panel = await (await app.request('/runs', form({ prompt: 'Hi', mode, threshold: '0.7', max_new_tokens: '3' }))).text();
+      titles[mode] = panel.match(/<h2>(.*?)<\/h2>/)![1]!;
+      const events = await readSse(await app.request(`/runs/${runId(panel)}/events`));
+      const metrics = events.find((e) => e.event === 'metrics')!.data;
+      if (mode === 'llm_only') {
+        expect(metrics).toContain('<dt>Time per token (cloud round trip, mean)</dt>');
+        expect(metrics).not.toContain('Time between tokens (edge');
+      } else {
+        expect(metrics).toContain('<dt>Time between tokens (edge, mean / p50 / p95)</dt>');
+      }
+    }
+    expect(titles).toEqual({ joint: 'joint<small class="legend"> τ=0.70</small>', small_only: 'small_only', llm_only: 'llm_only' });
   });
 
   test('a run holds no slot before its stream opens; Stop drops it', async () => {
@@ -209,13 +272,53 @@ describe('operations', () => {
     const guarded = createEdgeApp(edge.runtime, { maxBodyBytes: 1024, accessToken: 's3cret' });
     expect((await guarded.request('/')).status).toBe(401);
     expect((await guarded.request('/api/info')).status).toBe(401);
+    expect((await guarded.request('/metrics')).status).toBe(401);
     expect((await guarded.request('/', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
-    expect((await guarded.request('/', { headers: { authorization: 'Bearer s3cret' } })).status).toBe(200);
+    expect((await guarded.request('/', { headers: { authorization: 'Basic s3cret' } })).status).toBe(401);
+    // RFC 7235: the scheme is case-insensitive.
+    for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
+      expect((await guarded.request('/', { headers: { authorization: `${scheme} s3cret` } })).status).toBe(200);
+    }
+    expect((await guarded.request('/metrics', { headers: { authorization: 'bearer s3cret' } })).status).toBe(200);
     const viaQuery = await guarded.request('/?token=s3cret');
     expect(viaQuery.status).toBe(200);
     const cookie = viaQuery.headers.get('set-cookie')!;
     expect(cookie).toContain('HttpOnly');
     expect((await guarded.request('/api/info', { headers: { cookie: cookie.split(';')[0]! } })).status).toBe(200);
     expect((await guarded.request('/healthz')).status).toBe(200);
+    expect((await guarded.request('/assets/app.css')).status).toBe(200);
+  });
+
+  test('?token= replaces a stale cookie', async () => {
+    const guarded = createEdgeApp(edge.runtime, { maxBodyBytes: 1024, accessToken: 'new-token' });
+    const stale = { cookie: 'edge_token=old-token' };
+    expect((await guarded.request('/', { headers: stale })).status).toBe(401);
+    const again = await guarded.request('/?token=new-token', { headers: stale });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('set-cookie')).toStartWith('edge_token=new-token;');
+    // A wrong ?token= is refused even beside a right cookie, and sets nothing.
+    const wrong = await guarded.request('/?token=nope', { headers: { cookie: 'edge_token=new-token' } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+  });
+
+  test('a browser without the token gets a styled page with a token field; the API and fragments get their own 401', async () => {
+    const guarded = createEdgeApp(edge.runtime, { maxBodyBytes: 1024, accessToken: 's3cret' });
+    const page = await guarded.request('/compare');
+    expect(page.status).toBe(401);
+    expect(page.headers.get('www-authenticate')).toBe('Bearer realm="edge"');
+    const html = await page.text();
+    expect(html).toStartWith('<!DOCTYPE html>');
+    expect(html).toContain('<link rel="stylesheet" href="/assets/app.css"/>');
+    expect(html).toContain('<form class="controls token-form" method="get" action="/compare">');
+    expect(html).toContain('<input id="token" name="token" type="password"');
+    expect(html).not.toContain('/fragments/cloud-state');
+    expect(html).not.toContain("That token is wrong; try again.");
+    expect(await (await guarded.request('/?token=nope')).text()).toContain("That token is wrong; try again.");
+    const api = await guarded.request('/api/info');
+    expect(await api.json()).toEqual({ error: { code: 'UNAUTHENTICATED', message: 'this edge requires an access token (Authorization: Bearer, or open the page with ?token=...)' } });
+    const fragment = await guarded.request('/fragments/cloud-state', { headers: { 'hx-request': 'true' } });
+    expect(fragment.status).toBe(401);
+    expect(await fragment.text()).toStartWith('<div class="error" role="alert">');
   });
 });

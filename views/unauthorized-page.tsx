@@ -13,7 +13,7 @@ export function UnauthorizedPage(props: { path: string; retried: boolean }) {
           <h2>This edge needs its access token</h2>
           {props.retried ? (
             <p class="error" role="alert">
-              That token is not this edge's.
+              That token is wrong; try again.
             </p>
           ) : (
             <p class="legend">Ask whoever runs this device for it; this browser keeps it afterwards.</p>
