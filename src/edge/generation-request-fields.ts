@@ -41,7 +41,7 @@ export type RequestEncoding = 'typed' | 'form';
  * A number as an HTML form writes it: the "valid floating-point number" of the HTML standard, which is
  * what a number or range input submits. No spaces, no hex, no `+`, no `Infinity` or `NaN`.
  */
-const FORM_NUMBER = /^-?(\d+|\d*\.\d+)([eE][-+]?\d+)?$/;
+export const DECIMAL_NUMBER = /^-?(\d+|\d*\.\d+)([eE][-+]?\d+)?$/;
 
 function invalid(message: string): never {
   throw new AppError('INVALID_ARGUMENT', message);
@@ -62,7 +62,7 @@ function refuseUnknown(names: string[]): void {
 function formNumber(name: string, text: string): number | undefined {
   // An empty number input submits "": the field was left blank, so the default applies.
   if (text === '') return undefined;
-  if (!FORM_NUMBER.test(text)) invalid(`${name} must be a number, got ${JSON.stringify(text)}`);
+  if (!DECIMAL_NUMBER.test(text)) invalid(`${name} must be a number, got ${JSON.stringify(text)}`);
   return Number(text);
 }
 
