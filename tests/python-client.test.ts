@@ -74,4 +74,7 @@ test('refusals come back as the gRPC status with the documented field names', as
     stderr: 'error: INVALID_ARGUMENT: max_new_tokens must be an integer in [1, 1024], got 0\n',
   });
   expect(await example('Hi', '--token', 'wrong')).toEqual({ code: 1, stdout: 'health: SERVING\n', stderr: 'error: UNAUTHENTICATED: invalid bearer token\n' });
+  const unreachable = await run([PYTHON, 'examples/python/edge_generate.py', 'Hi', '--address', '127.0.0.1:1'], { PYTHONPATH: generated, PYTHONDONTWRITEBYTECODE: '1' });
+  expect(unreachable.code).toBe(1);
+  expect(unreachable.stderr).toStartWith('error: UNAVAILABLE: ');
 });

@@ -34,16 +34,16 @@ def main() -> int:
 
     metadata = [("authorization", f"Bearer {args.token}")] if args.token else []
     with grpc.insecure_channel(args.address) as channel:
-        # The standard health service answers without the token: is the Generate service serving?
-        health = health_pb2_grpc.HealthStub(channel)
-        status = health.Check(health_pb2.HealthCheckRequest(service=SERVICE), timeout=5)
-        print("health:", health_pb2.HealthCheckResponse.ServingStatus.Name(status.status), flush=True)
-
-        generator = edge_generator_pb2_grpc.EdgeGeneratorStub(channel)
-        request = edge_generator_pb2.GenerateRequest(
-            prompt=args.prompt, mode=args.mode, threshold=args.threshold, max_new_tokens=args.max_new_tokens
-        )
         try:
+            # The standard health service answers without the token: is the Generate service serving?
+            health = health_pb2_grpc.HealthStub(channel)
+            status = health.Check(health_pb2.HealthCheckRequest(service=SERVICE), timeout=5)
+            print("health:", health_pb2.HealthCheckResponse.ServingStatus.Name(status.status), flush=True)
+
+            generator = edge_generator_pb2_grpc.EdgeGeneratorStub(channel)
+            request = edge_generator_pb2.GenerateRequest(
+                prompt=args.prompt, mode=args.mode, threshold=args.threshold, max_new_tokens=args.max_new_tokens
+            )
             # Every call has a deadline; the stream ends with `done` or `error` before its status.
             for event in generator.Generate(request, timeout=60, metadata=metadata):
                 kind = event.WhichOneof("event")
