@@ -169,10 +169,12 @@ async function streamPageRun(stream: SSEStreamingApi, runtime: EdgeRuntime, run:
   try {
     if (run.after) {
       await untilOrAborted(run.after.over, signal);
-      if (run.stopped.aborted) return void (await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} finish="cancelled" />) }));
-      if (signal.aborted) return;
-      await stream.writeSSE({ event: 'status', data: 'generating…' });
+      if (!signal.aborted) await stream.writeSSE({ event: 'status', data: 'generating…' });
     }
+    // Checked right before the start, with no await in between: the runtime only hears of an abort
+    // that happens after it has started.
+    if (run.stopped.aborted) return void (await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} finish="cancelled" />) }));
+    if (signal.aborted) return;
     const events = runtime.start(run.raw, run.id).events(signal);
     for await (const event of events) {
       if (event.type === 'token') {
