@@ -151,16 +151,30 @@ describe('edge HTTP API and page', () => {
       ['api: threshold NaN', () => json({ prompt: 'x', threshold: 'NaN' }), 400, 'threshold must be a number, got "NaN"'],
       ['page: threshold NaN', () => form({ prompt: 'x', threshold: 'NaN' }), 400, 'threshold must be a number, got "NaN"'],
       ['api: threshold negative', () => json({ prompt: 'x', threshold: -0.1 }), 400, 'threshold must be in [0, 1], got -0.1'],
-      ['page: threshold negative', () => form({ prompt: 'x', threshold: '-0.1' }), 400, 'threshold must be in [0, 1], got "-0.1"'],
+      ['page: threshold negative', () => form({ prompt: 'x', threshold: '-0.1' }), 400, 'threshold must be in [0, 1], got -0.1'],
       ['api: threshold above 1', () => json({ prompt: 'x', threshold: 1.5 }), 400, 'threshold must be in [0, 1], got 1.5'],
-      ['page: threshold above 1', () => form({ prompt: 'x', threshold: '2' }), 400, 'threshold must be in [0, 1], got "2"'],
+      ['page: threshold above 1', () => form({ prompt: 'x', threshold: '2' }), 400, 'threshold must be in [0, 1], got 2'],
       ['api: threshold not a number', () => json({ prompt: 'x', threshold: 'abc' }), 400, 'threshold must be a number, got "abc"'],
       ['api: threshold a boolean', () => json({ prompt: 'x', threshold: true }), 400, 'threshold must be a number, got true'],
       ['page: threshold not a number', () => form({ prompt: 'x', threshold: 'abc' }), 400, 'threshold must be a number, got "abc"'],
-      ['api: max tokens 0', () => json({ prompt: 'x', maxNewTokens: 0 }), 400, 'max_new_tokens must be an integer in [1, 1024], got 0'],
-      ['page: max tokens 0', () => form({ prompt: 'x', maxNewTokens: '0' }), 400, 'max_new_tokens must be an integer in [1, 1024], got "0"'],
-      ['api: max tokens huge', () => json({ prompt: 'x', maxNewTokens: 1e9 }), 400, 'max_new_tokens must be an integer in [1, 1024], got 1000000000'],
-      ['page: max tokens huge', () => form({ prompt: 'x', maxNewTokens: '99999999999' }), 400, 'max_new_tokens must be an integer in [1, 1024], got "99999999999"'],
+      ['api: max tokens 0', () => json({ prompt: 'x', max_new_tokens: 0 }), 400, 'max_new_tokens must be an integer in [1, 1024], got 0'],
+      ['page: max tokens 0', () => form({ prompt: 'x', max_new_tokens: '0' }), 400, 'max_new_tokens must be an integer in [1, 1024], got 0'],
+      ['api: max tokens huge', () => json({ prompt: 'x', max_new_tokens: 1e9 }), 400, 'max_new_tokens must be an integer in [1, 1024], got 1000000000'],
+      ['page: max tokens huge', () => form({ prompt: 'x', max_new_tokens: '99999999999' }), 400, 'max_new_tokens must be an integer in [1, 1024], got 99999999999'],
+      ['api: a number in a string', () => json({ prompt: 'x', threshold: '0.7' }), 400, 'threshold must be a number, got "0.7"'],
+      ['api: a hex number in a string', () => json({ prompt: 'x', max_new_tokens: '0x10' }), 400, 'max_new_tokens must be a number, got "0x10"'],
+      ['api: a padded number in a string', () => json({ prompt: 'x', max_new_tokens: ' 8 ' }), 400, 'max_new_tokens must be a number, got " 8 "'],
+      ['page: a hex number', () => form({ prompt: 'x', max_new_tokens: '0x10' }), 400, 'max_new_tokens must be a number, got "0x10"'],
+      ['page: a padded number', () => form({ prompt: 'x', max_new_tokens: ' 8 ' }), 400, 'max_new_tokens must be a number, got " 8 "'],
+      ['page: Infinity', () => form({ prompt: 'x', temperature: 'Infinity' }), 400, 'temperature must be a number, got "Infinity"'],
+      ['page: a field given twice', () => rawForm('prompt=x&threshold=0.1&threshold=0.2'), 400, 'threshold is given 2 times; give it once'],
+      ['api: top_p is read', () => json({ prompt: 'x', top_p: 0 }), 400, 'top_p must be in (0, 1], got 0'],
+      ['api: route_span is read', () => json({ prompt: 'x', route_span: 99 }), 400, 'route_span must be an integer in [1, 16], got 99'],
+      ['api: a camelCase name', () => json({ prompt: 'x', maxNewTokens: 3 }), 400, 'unknown field "maxNewTokens" (did you mean "max_new_tokens"?); the fields are prompt, mode, threshold, max_new_tokens, temperature, top_p, seed, stop, route_span'],
+      ['api: unknown fields', () => json({ prompt: 'x', n: 2, topP: 0.5 }), 400, 'unknown fields "n", "topP" (did you mean "top_p"?); the fields are'],
+      ['api: a __proto__ field', () => json('{"prompt":"x","__proto__":{"threshold":2}}'), 400, 'unknown field "__proto__"; the fields are'],
+      ['page: a camelCase name', () => form({ prompt: 'x', routeSpan: '2' }), 400, 'unknown field "routeSpan" (did you mean "route_span"?)'],
+      ['page: a __proto__ field', () => rawForm('prompt=x&__proto__=1'), 400, 'unknown field "__proto__"; the fields are'],
       ['api: unknown mode', () => json({ prompt: 'x', mode: 'turbo' }), 400, 'mode must be one of joint, small_only, llm_only, got "turbo"'],
       ['page: unknown mode', () => form({ prompt: 'x', mode: 'turbo' }), 400, 'mode must be one of joint, small_only, llm_only, got "turbo"'],
       ['api: invalid UTF-8 bytes', () => rawJson(bytes('{"prompt":"a', [0xff, 0xfe], 'b"}')), 400, 'the request body is not valid UTF-8'],
@@ -177,7 +191,7 @@ describe('edge HTTP API and page', () => {
 
     // An expired run: stopped before its stream opened. Stopping again is a 404; its stream ends at once
     // with the reason (a 200 with a final `end` event, because htmx's SSE extension retries any other status).
-    const expired = runId(await (await form({ prompt: 'Hi', maxNewTokens: '2' })).text());
+    const expired = runId(await (await form({ prompt: 'Hi', max_new_tokens: '2' })).text());
     expect((await app.request(`/runs/${expired}/stop`, { method: 'POST' })).status).toBe(204);
     outcomes.push(await outcome('page: stop an expired run', await app.request(`/runs/${expired}/stop`, { method: 'POST' })));
     const stream = await readSse(await app.request(`/runs/${expired}/events`));
@@ -186,12 +200,12 @@ describe('edge HTTP API and page', () => {
 
     // Too many concurrent generations: two llm_only ones held at their first routed token fill both slots.
     gated.hold();
-    const running = [json({ prompt: 'Once', mode: 'llm_only', maxNewTokens: 3 }), json({ prompt: 'Upon', mode: 'llm_only', maxNewTokens: 3 })];
+    const running = [json({ prompt: 'Once', mode: 'llm_only', max_new_tokens: 3 }), json({ prompt: 'Upon', mode: 'llm_only', max_new_tokens: 3 })];
     const held = await Promise.all(running);
     await waitFor(() => gated.waiting === 2, 10_000, 'both generations at the cloud');
-    outcomes.push(await outcome('api: too many concurrent generations', await json({ prompt: 'x', maxNewTokens: 2 })));
-    outcomes.push(await outcome('page: too many concurrent generations', await form({ prompt: 'x', maxNewTokens: '2' })));
-    outcomes.push(await outcome('compare: too many concurrent generations', await form({ prompt: 'x', maxNewTokens: '2' }, '/compare')));
+    outcomes.push(await outcome('api: too many concurrent generations', await json({ prompt: 'x', max_new_tokens: 2 })));
+    outcomes.push(await outcome('page: too many concurrent generations', await form({ prompt: 'x', max_new_tokens: '2' })));
+    outcomes.push(await outcome('compare: too many concurrent generations', await form({ prompt: 'x', max_new_tokens: '2' }, '/compare')));
     gated.release();
     for (const res of held) {
       const events = await readSse(res);
@@ -209,9 +223,9 @@ describe('edge HTTP API and page', () => {
     expect(edge.runtime.activeCount).toBe(0);
 
     // Still serving: the API and the page each generate normally.
-    const api = await readSse(await json({ prompt: 'Once upon a time', mode: 'small_only', maxNewTokens: 3 }));
+    const api = await readSse(await json({ prompt: 'Once upon a time', mode: 'small_only', max_new_tokens: 3 }));
     expect(api.map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
-    const panel = await form({ prompt: 'Once upon a time', mode: 'small_only', maxNewTokens: '3' });
+    const panel = await form({ prompt: 'Once upon a time', mode: 'small_only', max_new_tokens: '3' });
     expect(panel.status).toBe(200);
     const page = await readSse(await app.request(`/runs/${runId(await panel.text())}/events`));
     expect(page.map((e) => e.event)).toEqual(['token', 'token', 'token', 'metrics', 'end']);
@@ -269,6 +283,8 @@ describe('edge gRPC Generate', () => {
       ['threshold not a number (a string on the wire)', Buffer.from([...lenField(1, utf8('x')), ...lenField(3, utf8('abc'))]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field threshold (3) has wire type 2; its type float needs 5'],
       ['max tokens 0', message({ prompt: 'x', maxNewTokens: 0 }), 'INVALID_ARGUMENT', 'max_new_tokens must be an integer in [1, 1024], got 0'],
       ['max tokens huge', message({ prompt: 'x', maxNewTokens: 4_294_967_295 }), 'INVALID_ARGUMENT', 'max_new_tokens must be an integer in [1, 1024], got 4294967295'],
+      ['top_p 0', message({ prompt: 'x', topP: 0 }), 'INVALID_ARGUMENT', 'top_p must be in (0, 1], got 0'],
+      ['route_span above the limit', message({ prompt: 'x', routeSpan: 99 }), 'INVALID_ARGUMENT', 'route_span must be an integer in [1, 16], got 99'],
       ['unknown mode', message({ prompt: 'x', mode: 'turbo' }), 'INVALID_ARGUMENT', 'mode must be one of joint, small_only, llm_only, got "turbo"'],
       ['invalid UTF-8 in the prompt', Buffer.from(lenField(1, [0x61, 0xff, 0xfe, 0x62])), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field prompt (1) is not valid UTF-8'],
       ['invalid UTF-8 in a stop string', Buffer.from([...lenField(1, utf8('x')), ...lenField(8, [0xc3])]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field stop (8) is not valid UTF-8'],

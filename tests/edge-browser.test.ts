@@ -101,13 +101,13 @@ afterAll(async () => {
   await edge?.release();
 });
 
-async function generate(options: { mode: string; threshold?: string; maxNewTokens?: string; prompt?: string; on?: Page; base?: string }) {
+async function generate(options: { mode: string; threshold?: string; max_new_tokens?: string; prompt?: string; on?: Page; base?: string }) {
   const target = options.on ?? page;
   await target.goto((options.base ?? base) + '/');
   await target.fill('#prompt', options.prompt ?? 'Once upon a time');
   await target.check(`input[name=mode][value=${options.mode}]`);
   if (options.threshold) await target.locator('#threshold').fill(options.threshold);
-  await target.fill('#maxNewTokens', options.maxNewTokens ?? '24');
+  await target.fill('#max_new_tokens', options.max_new_tokens ?? '24');
   await target.click('button[type=submit]');
 }
 
@@ -132,7 +132,7 @@ test('joint at a high threshold: red tokens, routed count equals red tokens, hov
 });
 
 test('Stop mid-generation ends the stream and releases the server session', async () => {
-  await generate({ mode: 'joint', threshold: '1', maxNewTokens: '400' });
+  await generate({ mode: 'joint', threshold: '1', max_new_tokens: '400' });
   await page.waitForFunction("document.querySelectorAll('.output .tok').length >= 5");
   expect(edge.runtime.activeCount).toBe(1);
   await page.click('.run-head button');
@@ -147,11 +147,11 @@ test('Stop mid-generation ends the stream and releases the server session', asyn
   await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-stopped.png'), fullPage: true });
 });
 
-test('compare view runs small_only and joint side by side', async () => {
+test('compare view runs small_only, then joint', async () => {
   await page.goto(base + '/compare');
   await page.fill('#prompt', 'The little cat');
   await page.locator('#threshold').fill('0.8');
-  await page.fill('#maxNewTokens', '16');
+  await page.fill('#max_new_tokens', '16');
   await page.click('button[type=submit]');
   await page.waitForFunction("document.querySelectorAll('[data-finish]').length === 2");
   const runs = page.locator('.run');
@@ -163,7 +163,7 @@ test('compare view runs small_only and joint side by side', async () => {
 test('a validation error is shown in the page', async () => {
   await page.goto(base + '/');
   await page.fill('#prompt', 'Hi');
-  await page.fill('#maxNewTokens', '0');
+  await page.fill('#max_new_tokens', '0');
   // The browser's own check would block the form; an API client would not, so bypass it.
   await page.evaluate("document.querySelector('form').setAttribute('novalidate', '')");
   await page.click('button[type=submit]');
@@ -171,11 +171,22 @@ test('a validation error is shown in the page', async () => {
   expect(await page.locator('#runs [role=alert]').textContent()).toContain('max_new_tokens must be an integer in [1, 1024]');
 });
 
-test('usable at phone width and by keyboard', async () => {
+test('usable at phone width (no sideways scroll with a finished run on the page) and by keyboard; no failed loads', async () => {
   const phone = await browser.newPage({ viewport: { width: 375, height: 740 } });
+  const failed: string[] = [];
+  phone.on('response', (r) => {
+    if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+  });
+  await generate({ mode: 'joint', threshold: '0.9', max_new_tokens: '40', on: phone });
+  await phone.waitForSelector('[data-finish]');
+  expect(await phone.locator('[data-metric=tbt]').count()).toBe(1);
+  const widths = await phone.evaluate<{ scroll: number; inner: number }>('({ scroll: document.documentElement.scrollWidth, inner: innerWidth })');
+  expect(widths.inner).toBe(375);
+  expect(widths.scroll).toBeLessThanOrEqual(widths.inner);
+  await phone.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-phone-run.png'), fullPage: true });
+  // The browser asked for the favicon (a 404 there shows in its console) and got it.
+  expect(failed).toEqual([]);
   await phone.goto(base + '/');
-  const scrollWidth = await phone.evaluate<number>('document.documentElement.scrollWidth');
-  expect(scrollWidth).toBeLessThanOrEqual(375);
   await phone.focus('#prompt');
   await phone.keyboard.press('Tab');
   expect(await phone.evaluate<string>('document.activeElement.id')).toBe('threshold');
@@ -207,7 +218,7 @@ describe('generated markup is shown as text', () => {
 
   test('no element injected, no script run, the markup visible literally (prompt and generated text)', async () => {
     const prompt = '<b id="injected-prompt">bold</b><img src=y onerror="window.__injected = 3">';
-    await generate({ mode: 'llm_only', prompt, maxNewTokens: String(ids.length), base: markupPage.base });
+    await generate({ mode: 'llm_only', prompt, max_new_tokens: String(ids.length), base: markupPage.base });
     await page.waitForSelector('[data-finish]');
     expect(await page.locator('[data-finish]').getAttribute('data-finish')).toBe('length');
     expect(await page.locator('.output .tok-llm').count()).toBe(ids.length);
@@ -219,6 +230,23 @@ describe('generated markup is shown as text', () => {
     expect(shown).toContain(prompt);
     expect(shown).toContain(MARKUP);
     await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-markup-as-text.png'), fullPage: true });
+  });
+
+  test('a newline from the cloud shows as a ↵ in the token\'s colour; the text keeps the newline', async () => {
+    const text = 'in the park.\nThe end';
+    ids = markupEdge.runtime.engine.tokenizer.encode(text, { addBos: false, parseSpecialTokens: false });
+    await generate({ mode: 'llm_only', prompt: 'They played', max_new_tokens: String(ids.length), base: markupPage.base });
+    await page.waitForSelector('[data-finish]');
+    const marker = page.locator('.output .tok-llm .nl');
+    expect(await marker.count()).toBe(1);
+    const look = await page.evaluate<{ content: string; color: string; token: string }>(
+      "(() => { const nl = document.querySelector('.output .tok-llm .nl'); return { content: getComputedStyle(nl, '::before').content, color: getComputedStyle(nl, '::before').color, token: getComputedStyle(nl.parentElement).color }; })()",
+    );
+    expect(look.content).toBe('"↵"');
+    expect(look.color).toBe(look.token);
+    // (The tokenizer puts its word-start space before the first piece.)
+    expect(await page.locator('.output').textContent()).toBe(`They played ${text}`);
+    await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-newline.png'), fullPage: true });
   });
 });
 
@@ -252,7 +280,7 @@ describe('the cloud connection in the page', () => {
     try {
       await tab.goto(upPage.base + '/');
       expect(await waitForCloudState(tab, /cloud: \w/)).toBe('cloud: idle');
-      await generate({ mode: 'joint', threshold: '0.9', maxNewTokens: '16', on: tab, base: upPage.base });
+      await generate({ mode: 'joint', threshold: '0.9', max_new_tokens: '16', on: tab, base: upPage.base });
       await tab.waitForSelector('[data-finish]');
       expect(await tab.locator('.output .tok-llm').count()).toBeGreaterThan(0);
       expect(await tab.locator('.output .tok-fallback').count()).toBe(0);
@@ -267,7 +295,7 @@ describe('the cloud connection in the page', () => {
   test('with the cloud down, routed tokens are marked as fallback and the header says so', async () => {
     const tab = await browser.newPage();
     try {
-      await generate({ mode: 'joint', threshold: '1', maxNewTokens: '12', on: tab, base: downPage.base });
+      await generate({ mode: 'joint', threshold: '1', max_new_tokens: '12', on: tab, base: downPage.base });
       await tab.waitForSelector('[data-finish]');
       expect(await tab.locator('[data-finish]').getAttribute('data-finish')).toBe('length');
       expect(await tab.locator('.output .tok-fallback').count()).toBe(12);
@@ -285,7 +313,7 @@ describe('the cloud connection in the page', () => {
       expect(['cloud: unavailable', 'cloud: circuit-open']).toContain(state);
       await tab.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-cloud-down.png'), fullPage: true });
       // The same page with the edge model's own tokens, for the colour comparison.
-      await generate({ mode: 'small_only', maxNewTokens: '4', on: tab, base: downPage.base });
+      await generate({ mode: 'small_only', max_new_tokens: '4', on: tab, base: downPage.base });
       await tab.waitForSelector('[data-finish]');
       const own = await style('.output .tok-slm');
       expect(own.line).toBe('none');

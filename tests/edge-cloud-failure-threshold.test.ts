@@ -29,7 +29,7 @@ async function fallbackReasons(threshold: number): Promise<string[]> {
   try {
     const response = await fetch(`${edge.url}api/generate`, {
       method: 'POST',
-      body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 1, maxNewTokens: 8 }),
+      body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 1, max_new_tokens: 8 }),
     });
     const body = await response.text();
     expect(body).toContain('event: done');

@@ -54,7 +54,7 @@ async function withEdge<T>(flags: string[], fn: (edge: RunningEdge) => Promise<T
 async function generate(edge: RunningEdge): Promise<WireToken[]> {
   const response = await fetch(`${edge.url}api/generate`, {
     method: 'POST',
-    body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, maxNewTokens: 12 }),
+    body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, max_new_tokens: 12 }),
   });
   expect(response.status).toBe(200);
   const body = await response.text();

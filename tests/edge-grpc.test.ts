@@ -141,5 +141,9 @@ describe('the command-line client', () => {
     const bad = await runClient('Hi', '--address', address, '--token', 'tok', '--threshold', '7');
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/^error: .*threshold must be in \[0, 1\]/);
+    // Numbers are read as the edge reads a form's: Number() would take hex and padded text.
+    const loose = await runClient('Hi', '--address', address, '--top-p', '0x1');
+    expect(loose.code).toBe(2);
+    expect(loose.stderr).toStartWith('error: --top-p must be a number, got "0x1"');
   });
 });

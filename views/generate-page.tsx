@@ -54,8 +54,8 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
         </fieldset>
       )}
       <div>
-        <label for="maxNewTokens">Max new tokens</label>
-        <input id="maxNewTokens" name="maxNewTokens" type="number" min="1" max={String(defaults.maxNewTokensLimit)} value={String(defaults.maxNewTokens)} />
+        <label for="max_new_tokens">Max new tokens</label>
+        <input id="max_new_tokens" name="max_new_tokens" type="number" min="1" max={String(defaults.maxNewTokensLimit)} value={String(defaults.maxNewTokens)} />
       </div>
       <div>
         <label for="temperature">Temperature</label>

@@ -3,17 +3,20 @@
  * Fragments of a running generation. The run panel opens an SSE stream; the server then sends
  * `token` (one span), `metrics` (the panel) and finally `end` (status), which also closes the stream.
  */
-import type { DoneEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
+import type { FinishReason, TokenEvent } from '../src/edge/decoder-loop.ts';
 import type { GenerationMetrics } from '../src/edge/generation-metrics.ts';
-import type { GenerationRequest } from '../src/edge/generation-request.ts';
+import type { GenerationRequest, Mode } from '../src/edge/generation-request.ts';
 
-export function RunPanel(props: { id: string; request: GenerationRequest; title: string }) {
+/** `waitingFor`: the run this one starts after (Compare), named in its status until it starts. */
+export function RunPanel(props: { id: string; request: GenerationRequest; title: string; waitingFor?: string }) {
   const { id, request } = props;
   return (
     <article class="run" id={`run-${id}`} hx-ext="sse" sse-connect={`/runs/${id}/events`} sse-close="end">
       <div class="run-head">
         <h2>
-          {props.title} <small class="legend">τ={request.threshold.toFixed(2)}</small>
+          {props.title}
+          {/* τ decides nothing when every token comes from one model. */}
+          {request.mode === 'joint' ? <small class="legend"> τ={request.threshold.toFixed(2)}</small> : null}
         </h2>
         <button id={`stop-${id}`} class="secondary" type="button" hx-post={`/runs/${id}/stop`} hx-swap="none">
           Stop
@@ -22,8 +25,8 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
       <p class="output" sse-swap="token" hx-swap="beforeend" data-testid="output">
         <span class="prompt">{request.prompt}</span>
       </p>
-      <div class="status" sse-swap="end" hx-swap="innerHTML" role="status">
-        generating…
+      <div class="status" sse-swap="status,end" hx-swap="innerHTML" role="status">
+        {props.waitingFor ? `waits for ${props.waitingFor} to finish, so neither's timings include the other's load…` : 'generating…'}
       </div>
       <dl class="metrics" sse-swap="metrics" hx-swap="innerHTML" data-testid="metrics"></dl>
     </article>
@@ -38,21 +41,37 @@ export function TokenSpan(props: { event: TokenEvent }) {
   const why = event.cloudError ? ` · ${event.cloudError}` : '';
   return (
     <span class={`tok tok-${event.source}`} data-source={event.source} title={`${SOURCE_LABEL[event.source]} · ${score}${why}`}>
-      {event.text}
+      {withVisibleNewlines(event.text)}
     </span>
   );
 }
 
+/**
+ * A token's text with each newline wrapped in a `.nl` span, which the CSS marks with a ↵ in the token's
+ * colour. A bare newline token would otherwise show as a blank gap with no colour, so nobody could tell
+ * which model wrote it; the marker is generated content, so the page's text (and a copy of it) is unchanged.
+ */
+function withVisibleNewlines(text: string) {
+  const lines = text.split('\n');
+  return lines.map((line, i) => (i === 0 ? line : <><span class="nl">{'\n'}</span>{line}</>));
+}
+
 const ms = (v: number) => `${v.toFixed(1)} ms`;
 
-export function MetricsPanel(props: { metrics: GenerationMetrics }) {
+export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) {
   const m = props.metrics;
+  // In llm_only the edge only appends the cloud's tokens, so its time between tokens says nothing; what
+  // a token costs there is the cloud's round trip (and the cloud model behind it).
+  const tbt: [string, string, string] =
+    props.mode === 'llm_only'
+      ? ['Time per token (cloud round trip, mean)', ms(m.tokens ? m.cloudMs / m.tokens : 0), 'tbt']
+      : ['Time between tokens (edge, mean / p50 / p95)', `${ms(m.tbtMeanMs)} / ${ms(m.tbtP50Ms)} / ${ms(m.tbtP95Ms)}`, 'tbt'];
   const rows: [string, string, string][] = [
     ['Tokens', String(m.tokens), 'tokens'],
     ['Routed to cloud', `${m.routed} (${(m.routedRatio * 100).toFixed(1)}%)`, 'routed'],
     ['Fallback (cloud down)', String(m.fallback), 'fallback'],
     ['Time to first token', ms(m.ttftMs), 'ttft'],
-    ['Time between tokens (edge, mean / p50 / p95)', `${ms(m.tbtMeanMs)} / ${ms(m.tbtP50Ms)} / ${ms(m.tbtP95Ms)}`, 'tbt'],
+    tbt,
     ['Edge model time', ms(m.slmMs), 'slm'],
     ['Router time', ms(m.routerMs), 'router'],
     ['Communication + cloud model', ms(m.cloudMs), 'cloud'],
@@ -80,16 +99,16 @@ const FINISH_TEXT = {
   cancelled: 'stopped',
 } as const;
 
-/** The final status; also disables the Stop button out of band. */
-export function EndStatus(props: { id: string; done?: DoneEvent; error?: string }) {
+/** The final status (how the run finished, or why it failed); also disables the Stop button out of band. */
+export function EndStatus(props: { id: string; finish?: FinishReason; error?: string }) {
   return (
     <>
-      {props.error ? (
+      {props.error !== undefined || props.finish === undefined ? (
         <span class="error" role="alert" data-finish="error">
           {props.error}
         </span>
       ) : (
-        <span data-finish={props.done!.finishReason}>{FINISH_TEXT[props.done!.finishReason]}</span>
+        <span data-finish={props.finish}>{FINISH_TEXT[props.finish]}</span>
       )}
       <button id={`stop-${props.id}`} class="secondary" type="button" disabled hx-swap-oob="true">
         Stop

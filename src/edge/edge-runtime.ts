@@ -34,6 +34,18 @@ export class EdgeRuntime {
     return this.running.size;
   }
 
+  /**
+   * Runs accepted but not yet started (a page run whose stream has yet to open). They hold no slot, but
+   * shutdown waits for them too (bounded), so their stream gets the shutdown as its final event instead
+   * of a refused connection. Their owner adds and deletes them.
+   */
+  readonly awaitingStart = new Set<string>();
+
+  /** Nothing running and nothing about to: what a graceful shutdown waits for. */
+  get idle(): boolean {
+    return this.running.size === 0 && this.awaitingStart.size === 0;
+  }
+
   cloudState(): CloudConnectionState | 'none' {
     return this.engine.cloud?.state() ?? 'none';
   }
@@ -44,13 +56,7 @@ export class EdgeRuntime {
    * event, so entry points answer it with a status (HTTP 4xx, a gRPC status) rather than a stream.
    */
   start(raw: RawGenerationRequest, id: string = randomUUID()) {
-    let request: GenerationRequest;
-    try {
-      request = this.admit(raw);
-    } catch (e) {
-      this.metrics.refused.inc({ code: isAppError(e) ? e.code : 'INTERNAL' });
-      throw e;
-    }
+    const request = this.check(raw);
     const handle: RunningGeneration = { id, controller: new AbortController(), startedAt: Date.now() };
     this.running.set(id, handle);
     this.metrics.active.set(this.running.size);
@@ -79,15 +85,24 @@ export class EdgeRuntime {
     return { id, request, events: (signal?: AbortSignal) => logGeneration(runtime.log, id, request, events(signal)) };
   }
 
-  /** Every check a request must pass before it takes a slot; throws the refusal. */
-  private admit(raw: RawGenerationRequest) {
-    if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
-    const request = parseGenerationRequest(raw, this.limits);
-    this.checkContextWindow(request.prompt);
-    if (this.running.size >= this.limits.maxConcurrent) {
-      throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
+  /**
+   * Every check a request must pass before it takes a slot (a free slot included), without taking one;
+   * throws the refusal, counted in the metrics. `start` runs it; the page also runs it alone, to answer a
+   * form at once while taking the slot only when the run's stream opens.
+   */
+  check(raw: RawGenerationRequest): GenerationRequest {
+    try {
+      if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
+      const request = parseGenerationRequest(raw, this.limits);
+      this.checkContextWindow(request.prompt);
+      if (this.running.size >= this.limits.maxConcurrent) {
+        throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
+      }
+      return request;
+    } catch (e) {
+      this.metrics.refused.inc({ code: isAppError(e) ? e.code : 'INTERNAL' });
+      throw e;
     }
-    return request;
   }
 
   /**
@@ -106,8 +121,8 @@ export class EdgeRuntime {
     }
   }
 
-  /** Gives back a slot that was reserved but will not run (e.g. a page never opened its stream). */
-  release(id: string): void {
+  /** Gives back a generation's slot, once its events end. */
+  private release(id: string): void {
     if (this.running.delete(id)) this.metrics.active.set(this.running.size);
   }
 

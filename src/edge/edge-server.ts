@@ -127,10 +127,10 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   };
 }
 
-/** Resolves true once no generation is running, false when `timeoutMs` passed first. */
+/** Resolves true once no generation is running or about to, false when `timeoutMs` passed first. */
 async function waitForIdle(runtime: EdgeRuntime, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while (runtime.activeCount > 0) {
+  while (!runtime.idle) {
     if (Date.now() >= deadline) return false;
     await Bun.sleep(10);
   }

@@ -1,6 +1,7 @@
 /**
  * The parameters of one generation, validated in one place for every entry point (web page, HTTP API,
- * gRPC). Anything out of range is an INVALID_ARGUMENT with a message that names the field.
+ * gRPC). Anything out of range is an INVALID_ARGUMENT with a message that names the field as the API
+ * documents it (`max_new_tokens`, `top_p`, `route_span`).
  */
 import { AppError } from '../shared/errors.ts';
 
@@ -32,7 +33,11 @@ export interface GenerationLimits {
 
 export const DEFAULT_LIMITS: GenerationLimits = { maxPromptChars: 16_384, maxNewTokens: 1024, maxRouteSpan: 16 };
 
-/** Raw values as they arrive from a form, JSON or protobuf; strings are parsed strictly. */
+/**
+ * Values not yet checked, under the request's own keys. The entry points fill it from their bodies with
+ * `readGenerationRequest` (generation-request-fields.ts), which owns the documented names and turns form
+ * text into numbers; here a number must already be one.
+ */
 export type RawGenerationRequest = Partial<Record<keyof GenerationRequest, unknown>>;
 
 function invalid(message: string): never {
@@ -52,10 +57,9 @@ function show(raw: unknown): string {
 const LONE_SURROGATE = /\p{Surrogate}/u;
 
 function numberField(raw: unknown, name: string, fallback: number): number {
-  if (raw === undefined || raw === null || raw === '') return fallback;
-  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
-  if (!Number.isFinite(n)) invalid(`${name} must be a number, got ${show(raw)}`);
-  return n;
+  if (raw === undefined || raw === null) return fallback;
+  if (typeof raw !== 'number' || !Number.isFinite(raw)) invalid(`${name} must be a number, got ${show(raw)}`);
+  return raw;
 }
 
 function integerField(raw: unknown, name: string, fallback: number, min: number, max: number): number {

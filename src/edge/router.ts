@@ -5,7 +5,7 @@
  * configured, a built-in scorer: the edge model's own top-1 probability.
  */
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { AppError } from '../shared/errors.ts';
 import { readJsonFile } from '../shared/model-pack.ts';
 import { ort, type InferenceSession } from '../shared/ort.ts';
@@ -52,7 +52,8 @@ export class OnnxRouter implements Router {
     }
     const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
     return new OnnxRouter(
-      { name: `onnx:${root}`, hiddenSize: meta.hidden_size, defaultThreshold: meta.default_threshold ?? 0.5, training: meta.training },
+      // The folder's name only: the name travels in every done event and /api/info, off the device.
+      { name: `onnx:${basename(root)}`, hiddenSize: meta.hidden_size, defaultThreshold: meta.default_threshold ?? 0.5, training: meta.training },
       session,
     );
   }

@@ -9,6 +9,7 @@ import { AppError } from '../shared/errors.ts';
 import { fromGrpcError } from '../shared/grpc/errors.ts';
 import { oneofMarkerStripper } from '../shared/grpc/plain-message.ts';
 import { EdgeGeneratorClient, type GenerateEvent__Output, type GenerateRequest } from '../edge/grpc/edge-proto.ts';
+import { DECIMAL_NUMBER } from '../edge/generation-request-fields.ts';
 import { integerFlag, parseFlags, runCli, UsageError } from './cli-support.ts';
 
 const USAGE = `usage: bun run client -- "prompt" [--address host:port] [--mode joint|small_only|llm_only]
@@ -22,9 +23,9 @@ const RESET = '\x1b[0m';
 function floatFlag(values: Record<string, unknown>, name: string): number | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
-  const n = Number(v);
-  if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
-  return n;
+  // The edge's own grammar for numbers written as text: no hex, spaces or Infinity slip through Number().
+  if (typeof v !== 'string' || !DECIMAL_NUMBER.test(v)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
+  return Number(v);
 }
 
 async function main(): Promise<void> {

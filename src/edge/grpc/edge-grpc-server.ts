@@ -13,6 +13,7 @@ import { assertWellFormed, strictService } from '../../shared/grpc/strict-decode
 import type { GenerationEvent } from '../decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { RawGenerationRequest } from '../generation-request.ts';
+import { readGenerationRequest } from '../generation-request-fields.ts';
 import { EDGE_GENERATOR_SERVICE_NAME, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output } from './edge-proto.ts';
 
 export interface EdgeGrpcOptions {
@@ -23,18 +24,23 @@ export interface EdgeGrpcOptions {
   maxReceiveBytes: number;
 }
 
+/** The message under the documented names (the proto's own), read by the schema the HTTP API uses. */
 function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
-  return {
-    prompt: r.prompt,
-    mode: r.mode === '' ? undefined : r.mode,
-    threshold: r.threshold,
-    maxNewTokens: r.maxNewTokens,
-    temperature: r.temperature,
-    topP: r.topP,
-    seed: r.seed,
-    stop: r.stop,
-    routeSpan: r.routeSpan,
-  };
+  return readGenerationRequest(
+    {
+      prompt: r.prompt,
+      // proto3 has no unset string: an empty mode means the default.
+      mode: r.mode === '' ? undefined : r.mode,
+      threshold: r.threshold,
+      max_new_tokens: r.maxNewTokens,
+      temperature: r.temperature,
+      top_p: r.topP,
+      seed: r.seed,
+      stop: r.stop,
+      route_span: r.routeSpan,
+    },
+    'typed',
+  );
 }
 
 export function toWireEvent(event: GenerationEvent): GenerateEvent {

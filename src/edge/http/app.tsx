@@ -8,20 +8,22 @@
  * const app = createEdgeApp(runtime, { accessToken: undefined, maxBodyBytes: 65536 });
  * const res = await app.request('/healthz');
  */
+import { basename } from 'node:path';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
+import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
 import { CloudState, EndStatus, ErrorMessage, MetricsPanel, RunPanel, TokenSpan } from '../../../views/run-fragments.tsx';
 import type { GenerationEvent } from '../decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
-import type { RawGenerationRequest } from '../generation-request.ts';
+import { readGenerationRequest } from '../generation-request-fields.ts';
 import { accessTokenGuard } from './access-token.ts';
 import { assets } from './assets.ts';
 import { httpStatus } from './http-errors.ts';
-import { PendingRuns } from './pending-runs.ts';
+import { PendingRuns, type PageRun } from './pending-runs.ts';
 import { readForm, readJsonObject } from './request-body.ts';
 
 export interface EdgeAppOptions {
@@ -33,23 +35,26 @@ export interface EdgeAppOptions {
   ready?: () => boolean;
 }
 
-const FORM_FIELDS = ['prompt', 'mode', 'threshold', 'maxNewTokens', 'temperature', 'topP', 'seed', 'stop', 'routeSpan'] as const;
-
-function formRequest(body: Record<string, unknown>): RawGenerationRequest {
-  const raw: Record<string, unknown> = {};
-  for (const f of FORM_FIELDS) if (body[f] !== undefined) raw[f] = body[f];
-  return raw;
-}
-
 const isApi = (c: Context) => c.req.path.startsWith('/api/');
+/** A request htmx made for a fragment: it gets a fragment back, never a whole page. */
+const isFragment = (c: Context) => c.req.header('hx-request') === 'true';
 
 export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Hono {
   const app = new Hono();
   const pending = new PendingRuns(runtime);
 
-  /** An error as the API (JSON) or the page (a fragment) shows it. */
-  const errorResponse = (c: Context, code: ErrorCode, message: string, status: ContentfulStatusCode) =>
-    isApi(c) ? c.json({ error: { code, message } }, status) : c.html(<ErrorMessage message={message} />, status);
+  /**
+   * An error as the API (JSON) or the page (a fragment) shows it. A 401 says which scheme it wants
+   * (RFC 7235), and a browser opening a page without the token gets a page to type it into.
+   */
+  const errorResponse = (c: Context, code: ErrorCode, message: string, status: ContentfulStatusCode) => {
+    if (code === 'UNAUTHENTICATED') c.header('www-authenticate', 'Bearer realm="edge"');
+    if (isApi(c)) return c.json({ error: { code, message } }, status);
+    if (code === 'UNAUTHENTICATED' && c.req.method === 'GET' && !isFragment(c)) {
+      return c.html(<UnauthorizedPage path={c.req.path} retried={c.req.query('token') !== undefined} />, status);
+    }
+    return c.html(<ErrorMessage message={message} />, status);
+  };
 
   app.onError((err, c) =>
     isAppError(err) ? errorResponse(c, err.code, err.message, httpStatus(err.code)) : errorResponse(c, 'INTERNAL', `internal error: ${errorMessage(err)}`, 500),
@@ -61,10 +66,13 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     const ready = options.ready?.() ?? true;
     return c.json({ ready, cloud: runtime.cloudState(), active: runtime.activeCount }, ready ? 200 : 503);
   });
-  app.get('/metrics', async (c) => c.body(await runtime.metrics.registry.metrics(), 200, { 'content-type': runtime.metrics.registry.contentType }));
+  // Open with a token set: the 401 page needs its style and icon.
   app.route('/assets', assets);
 
   app.use('*', accessTokenGuard(options.accessToken));
+  // Behind the token: the counters tell anyone on the LAN when and how much the edge is used, and
+  // Prometheus sends a bearer token with `authorization: { credentials: ... }` in its scrape config.
+  app.get('/metrics', async (c) => c.body(await runtime.metrics.registry.metrics(), 200, { 'content-type': runtime.metrics.registry.contentType }));
   app.use(
     '*',
     bodyLimit({
@@ -80,52 +88,54 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   app.get('/fragments/cloud-state', (c) => c.html(<CloudState state={runtime.cloudState()} />));
 
   app.post('/runs', async (c) => {
-    const run = pending.add(formRequest(await readForm(c)));
+    const run = pending.add(readGenerationRequest(await readForm(c), 'form'));
     return c.html(<RunPanel id={run.id} request={run.request} title={run.request.mode} />);
   });
   app.post('/compare', async (c) => {
-    const raw = formRequest(await readForm(c));
+    const raw = readGenerationRequest(await readForm(c), 'form');
     const edgeOnly = pending.add({ ...raw, mode: 'small_only' });
-    let joint;
-    try {
-      joint = pending.add({ ...raw, mode: 'joint' });
-    } catch (e) {
-      pending.cancel(edgeOnly.id);
-      throw e;
-    }
+    // One side after the other: run together, each side's timings would include the other's load on
+    // the same cores, and the comparison is about those timings.
+    const joint = pending.add({ ...raw, mode: 'joint' }, { after: edgeOnly });
     return c.html(
       <>
         <RunPanel id={edgeOnly.id} request={edgeOnly.request} title="small_only (edge alone)" />
-        <RunPanel id={joint.id} request={joint.request} title="joint (edge + cloud)" />
+        <RunPanel id={joint.id} request={joint.request} title="joint (edge + cloud)" waitingFor="small_only" />
       </>,
     );
   });
   app.post('/runs/:id/stop', (c) => {
     const id = c.req.param('id');
-    if (!pending.cancel(id) && !runtime.stop(id)) throw new AppError('NOT_FOUND', `no running generation ${id}`);
+    if (!pending.stop(id) && !runtime.stop(id)) throw new AppError('NOT_FOUND', `no running generation ${id}`);
     return c.body(null, 204);
   });
   app.get('/runs/:id/events', (c) => {
-    const run = pending.take(c.req.param('id'));
+    const id = c.req.param('id');
+    const run = pending.take(id);
     return streamSSE(c, async (stream) => {
       if (!run) {
         // A reconnect after the run ended, or an unknown id: end cleanly so the browser stops retrying.
-        await stream.writeSSE({ event: 'end', data: String(<EndStatus id={c.req.param('id')} error="this generation is no longer running" />) });
+        await stream.writeSSE({ event: 'end', data: String(<EndStatus id={id} error="this generation is no longer running" />) });
         return;
       }
-      await streamRunAsHtml(stream, run.id, run.events(abortOn(stream)));
+      try {
+        await streamPageRun(stream, runtime, run, AbortSignal.any([abortOn(stream), run.stopped]));
+      } finally {
+        pending.end(run.id);
+      }
     });
   });
 
   app.post('/api/generate', async (c) => {
-    const run = runtime.start((await readJsonObject(c)) as RawGenerationRequest);
+    const run = runtime.start(readGenerationRequest(await readJsonObject(c), 'typed'));
     return streamSSE(c, async (stream) => {
       await streamRunAsJson(stream, run.events(abortOn(stream)));
     });
   });
   app.get('/api/info', (c) =>
     c.json({
-      slm: runtime.engine.slm.pack.dir,
+      // Folder names only: the device's directory layout is nobody's business on the LAN.
+      slm: basename(runtime.engine.slm.pack.dir),
       router: runtime.engine.router.info.name,
       cloud: runtime.cloudState(),
       limits: runtime.limits,
@@ -142,18 +152,40 @@ function abortOn(stream: SSEStreamingApi): AbortSignal {
   return controller.signal;
 }
 
-async function streamRunAsHtml(stream: SSEStreamingApi, id: string, events: AsyncGenerator<GenerationEvent>): Promise<void> {
+/** Resolves when `done` does or `signal` fires, whichever is first. */
+function untilOrAborted(done: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    signal.addEventListener('abort', () => resolve(), { once: true });
+    void done.then(resolve);
+  });
+}
+
+/**
+ * A page run's stream: waits for the run it is queued after, takes its slot (a refusal, such as a full
+ * edge, ends the stream with the message), then sends token spans, the metrics panel and the end status.
+ */
+async function streamPageRun(stream: SSEStreamingApi, runtime: EdgeRuntime, run: PageRun, signal: AbortSignal): Promise<void> {
   try {
+    if (run.after) {
+      await untilOrAborted(run.after.over, signal);
+      if (!signal.aborted) await stream.writeSSE({ event: 'status', data: 'generating…' });
+    }
+    // Checked right before the start, with no await in between: the runtime only hears of an abort
+    // that happens after it has started.
+    if (run.stopped.aborted) return void (await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} finish="cancelled" />) }));
+    if (signal.aborted) return;
+    const events = runtime.start(run.raw, run.id).events(signal);
     for await (const event of events) {
       if (event.type === 'token') {
         await stream.writeSSE({ event: 'token', data: String(<TokenSpan event={event} />) });
       } else {
-        await stream.writeSSE({ event: 'metrics', data: String(<MetricsPanel metrics={event.metrics} />) });
-        await stream.writeSSE({ event: 'end', data: String(<EndStatus id={id} done={event} />) });
+        await stream.writeSSE({ event: 'metrics', data: String(<MetricsPanel metrics={event.metrics} mode={run.request.mode} />) });
+        await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} finish={event.finishReason} />) });
       }
     }
   } catch (e) {
-    await stream.writeSSE({ event: 'end', data: String(<EndStatus id={id} error={errorMessage(e)} />) });
+    await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} error={errorMessage(e)} />) });
   }
 }
 

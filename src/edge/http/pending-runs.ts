@@ -1,44 +1,96 @@
 /**
- * Runs started by a page form and waiting for the browser to open their event stream. The slot is
- * reserved at once (so "too many generations" is reported on the form); a run whose stream never
- * opens is released after a grace period instead of holding its slot forever.
+ * Runs a page form asked for, from the post until they are over. A run holds no generation slot until
+ * the browser opens its event stream: its request is checked when the form is posted (a bad field, or an
+ * edge that is full right now, is answered on the form), and the slot is taken when the stream opens.
+ * Reserving the slot at post time would let posts that never open their stream refuse every other user
+ * (page, API and gRPC) for as long as they are kept; checking twice costs one more tokenization, and a run
+ * can find the edge full when its stream opens, in which case the stream ends saying so. Runs waiting
+ * for their stream are bounded in number (the oldest is dropped) and in time (the grace period).
+ *
+ * @example
+ * const run = pending.add(raw);                   // on POST /runs: checked, no slot taken
+ * const same = pending.take(run.id);              // on GET /runs/:id/events: once
+ * const queued = pending.add(raw, { after: run }); // starts only once `run` is over
  */
 import type { EdgeRuntime } from '../edge-runtime.ts';
-import type { RawGenerationRequest } from '../generation-request.ts';
-
-type Run = ReturnType<EdgeRuntime['start']>;
+import type { GenerationRequest, RawGenerationRequest } from '../generation-request.ts';
 
 const STREAM_GRACE_MS = 30_000;
+const MAX_WAITING = 32;
+
+export interface PageRun {
+  readonly id: string;
+  readonly raw: RawGenerationRequest;
+  /** The request as checked when the form was posted. */
+  readonly request: GenerationRequest;
+  /** Aborted by Stop, before or during the generation. */
+  readonly stopped: AbortSignal;
+  /** Resolves once the run is over (finished, failed, stopped or dropped). */
+  readonly over: Promise<void>;
+  /** Another run this one starts after (Compare runs its two sides one after the other). */
+  readonly after?: PageRun;
+}
+
+interface Entry {
+  run: PageRun;
+  stop: AbortController;
+  finish: () => void;
+  timer?: ReturnType<typeof setTimeout>;
+}
 
 export class PendingRuns {
-  private readonly waiting = new Map<string, { run: Run; timer: ReturnType<typeof setTimeout> }>();
+  /** Every run not yet over; `timer` is set while it waits for its stream. */
+  private readonly runs = new Map<string, Entry>();
 
   constructor(private readonly runtime: EdgeRuntime) {}
 
-  add(raw: RawGenerationRequest): Run {
-    const run = this.runtime.start(raw);
-    const timer = setTimeout(() => this.cancel(run.id), STREAM_GRACE_MS);
+  /** Checks `raw` (throwing the refusal) and keeps the run until its stream opens; takes no slot. */
+  add(raw: RawGenerationRequest, options: { after?: PageRun } = {}): PageRun {
+    const request = this.runtime.check(raw);
+    this.dropOldestWaiting();
+    const stop = new AbortController();
+    let finish!: () => void;
+    const over = new Promise<void>((resolve) => (finish = resolve));
+    const run: PageRun = { id: crypto.randomUUID(), raw, request, stopped: stop.signal, over, after: options.after };
+    const timer = setTimeout(() => this.end(run.id), STREAM_GRACE_MS);
     timer.unref?.();
-    this.waiting.set(run.id, { run, timer });
+    this.runs.set(run.id, { run, stop, finish, timer });
+    this.runtime.awaitingStart.add(run.id);
     return run;
   }
 
-  /** The run for a stream that just opened; each run can be taken once. */
-  take(id: string): Run | undefined {
-    const entry = this.waiting.get(id);
-    if (!entry) return undefined;
+  /** The run for a stream that just opened; each run can be taken once. Call `end` when it is over. */
+  take(id: string): PageRun | undefined {
+    const entry = this.runs.get(id);
+    if (!entry?.timer) return undefined;
     clearTimeout(entry.timer);
-    this.waiting.delete(id);
+    entry.timer = undefined;
     return entry.run;
   }
 
-  /** Drops a run that has not started streaming; false when there is none waiting with that id. */
-  cancel(id: string): boolean {
-    const entry = this.waiting.get(id);
+  /** Stops a run, waiting or streaming; false when there is no such run. */
+  stop(id: string): boolean {
+    const entry = this.runs.get(id);
     if (!entry) return false;
-    clearTimeout(entry.timer);
-    this.waiting.delete(id);
-    this.runtime.release(id);
+    entry.stop.abort();
+    // A run whose stream never opened is over now; a streaming one ends through its stream.
+    if (entry.timer) this.end(id);
     return true;
+  }
+
+  /** Forgets a run and lets the runs queued after it go. */
+  end(id: string): void {
+    const entry = this.runs.get(id);
+    if (!entry) return;
+    clearTimeout(entry.timer);
+    this.runs.delete(id);
+    this.runtime.awaitingStart.delete(id);
+    entry.finish();
+  }
+
+  private dropOldestWaiting(): void {
+    const waiting = [...this.runs.values()].filter((e) => e.timer);
+    // Map iteration follows insertion order, so the first waiting entry is the oldest.
+    if (waiting.length >= MAX_WAITING) this.end(waiting[0]!.run.id);
   }
 }

@@ -40,7 +40,8 @@ export async function readForm(c: Context): Promise<Record<string, string | stri
   if (!/^application\/x-www-form-urlencoded\b/i.test(type)) {
     invalid(`a form must be sent as application/x-www-form-urlencoded, got ${type || 'no content type'}`);
   }
-  const fields: Record<string, string | string[]> = {};
+  // No prototype: a field named `__proto__` or `constructor` is a field like any other (and refused as unknown).
+  const fields: Record<string, string | string[]> = Object.create(null);
   for (const pair of (await utf8Body(c, 'the form')).split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
