@@ -100,7 +100,10 @@ function parseStop(value: unknown): string[] {
 /** A string or a list of token ids; a batch (a list of several prompts) is refused, a list of one is unwrapped. */
 function parsePrompt(value: unknown): string | number[] {
   if (value === undefined) throw new OpenAIParamError('prompt', 'prompt is required');
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') {
+    if (value.trim() === '') throw new OpenAIParamError('prompt', 'prompt must not be empty');
+    return value;
+  }
   if (Array.isArray(value) && value.length === 1 && (typeof value[0] === 'string' || Array.isArray(value[0]))) return parsePrompt(value[0]);
   if (Array.isArray(value) && value.length > 0 && value.every((id) => Number.isInteger(id) && id >= 0)) return value as number[];
   if (Array.isArray(value) && value.length > 1 && value.every((p) => typeof p === 'string' || Array.isArray(p))) {
