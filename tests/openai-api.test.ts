@@ -6,6 +6,8 @@
  * edge's own /api/generate for the same prompt and settings, or with the reference greedy story.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { Backend } from '../src/cloud/backend.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
@@ -262,5 +264,33 @@ describe('slots, cancellation and refusals', () => {
     expect(noPath.status).toBe(404);
     expect(await noPath.json()).toEqual({ error: { message: 'no such endpoint: POST /v1/embeddings', type: 'invalid_request_error', param: null, code: null } });
     expect(await activeGenerations()).toBe(0);
+  });
+});
+
+describe('the end-of-turn token', () => {
+  test("the tokenizer config's eos_token ends a chat reply: finish_reason stop, the token itself not in the text", async () => {
+    const messages = [{ role: 'user' as const, content: 'A story about a dog.' }];
+    const request = { model: MODEL, messages, max_tokens: 12, temperature: 0, routing_mode: 'small_only' };
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of await client.chat.completions.create({ ...request, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)) chunks.push(chunk);
+    const tokens = chunks.filter((c) => c.choices[0]?.finish_reason === null && (c.choices[0] as unknown as Partial<Routed>).routing);
+    const ids = tokens.map((c) => (c.choices[0] as unknown as Routed).routing.token_id);
+    // A pack whose end-of-turn token (as <|im_end|> is Qwen's) is the reply's fourth token: the same reply stops before it.
+    const eot = ids[3]!;
+    const first = ids.indexOf(eot);
+    const eotPack = await makeChatPack();
+    const configPath = join(eotPack.dir, 'tokenizer_config.json');
+    writeFileSync(configPath, JSON.stringify({ ...JSON.parse(readFileSync(configPath, 'utf8')), eos_token: tokenizer.idToToken(eot) }));
+    const eotEdge = await startEdge({ ...DEFAULT_EDGE_CONFIG, host: '127.0.0.1', port: 0, grpcPort: -1, slm: eotPack.dir, router: undefined, cloud: undefined, logLevel: 'error' });
+    try {
+      const eotClient = new OpenAI({ apiKey: 'unused', baseURL: `${eotEdge.url}v1`, maxRetries: 0 });
+      const reply = await eotClient.chat.completions.create(request as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      const beforeEot = tokens.slice(0, first).map((c) => c.choices[0]!.delta.content).join('');
+      expect(reply.choices[0]).toMatchObject({ message: { content: beforeEot }, finish_reason: 'stop' });
+      expect(reply.usage!.completion_tokens).toBe(first);
+    } finally {
+      await eotEdge.stop();
+      eotPack.remove();
+    }
   });
 });
