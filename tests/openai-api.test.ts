@@ -18,7 +18,7 @@ import { ChatTemplate } from '../src/shared/chat-template.ts';
 import { DEMO } from '../src/shared/paths.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { makeChatPack } from './helpers/chat-pack.ts';
-import { cloudPackDir, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+import { cloudPackDir, startTestShim } from './helpers/cloud-fixture.ts';
 import { readSse } from './helpers/sse-client.ts';
 
 const KEY = 'edge-test-key';
@@ -93,6 +93,15 @@ type RoutedUsage = { routed_tokens: number; fallback_tokens: number };
 
 async function activeGenerations(): Promise<number> {
   return ((await (await fetch(`${base}/readyz`)).json()) as { active: number }).active;
+}
+
+/** Polls /readyz (one request at a time) until `count` generations are running. */
+async function waitForActive(count: number, timeoutMs: number, what: string): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  while ((await activeGenerations()) !== count) {
+    if (performance.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(5);
+  }
 }
 
 describe('models', () => {
@@ -222,15 +231,20 @@ describe('slots, cancellation and refusals', () => {
 
     // 400 tokens at ≥ 10 ms each would take 4 s; closed now, both end within a step or two.
     for (const s of streams) s.controller.abort();
-    const closedAt = performance.now();
-    let active = 2;
-    await waitFor(() => {
-      void activeGenerations().then((n) => (active = n));
-      return active === 0;
-    }, 3_000, 'the closed streams to release their slots');
-    expect(performance.now() - closedAt).toBeLessThan(3_000);
+    await waitForActive(0, 2_000, 'the closed streams to release their slots');
     const after = await client.completions.create({ model: MODEL, prompt: 'x', max_tokens: 2, temperature: 0, routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(after.usage!.completion_tokens).toBe(2);
+  });
+
+  test('a non-streaming request whose client goes away stops its generation and frees its slot', async () => {
+    const controller = new AbortController();
+    const long = { model: MODEL, prompt: 'Once', max_tokens: 400, temperature: 0, routing_mode: 'llm_only' };
+    const pending = client.completions.create(long as OpenAI.CompletionCreateParamsNonStreaming, { signal: controller.signal }).catch((e: unknown) => e);
+    await waitForActive(1, 3_000, 'the generation to start');
+    controller.abort();
+    expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError);
+    // 400 tokens at ≥ 10 ms each would hold the slot for 4 s.
+    await waitForActive(0, 2_000, 'the abandoned generation to release its slot');
   });
 
   test('every error status in OpenAI shape: 401, 404 (model, path), 400 (unsupported, n, range), 413', async () => {

@@ -60,6 +60,7 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
   if (model === undefined) throw new OpenAIParamError('model', 'model is required (GET /v1/models lists it)');
   const n = fields.get('n');
   if (n !== undefined && n !== 1) throw new OpenAIParamError('n', `n must be 1: this edge generates one choice per request, got ${show(n)}`);
+  // Checked, then unused: it identifies an end user to OpenAI's abuse monitoring, which an edge box has none of.
   fields.string('user');
   const stream = fields.boolean('stream') ?? false;
   return {
