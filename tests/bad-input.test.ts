@@ -1,8 +1,8 @@
 /**
- * Bad input against the three servers: the edge's HTTP API and page (through the Hono app), the edge's
- * gRPC Generate service and the cloud shim's Route service (real servers on loopback). Each server gets
- * its whole matrix in sequence, table-driven (case → status → message), and then a normal request that
- * must succeed: a refusal is specific, carries a message, and leaves the server serving with every slot
+ * Bad input against the three servers: the edge's HTTP API, its OpenAI-compatible API and the page
+ * (through the Hono app), the edge's gRPC Generate service and the cloud shim's Route service (real
+ * servers on loopback). Each server gets its whole matrix in sequence, table-driven (case → status →
+ * message), and then a normal request that must succeed: a refusal is specific, carries a message, and leaves the server serving with every slot
  * and session given back.
  *
  * Where a case does not apply: the edge's services have no sessions across calls (a gRPC call or a page
@@ -229,6 +229,114 @@ describe('edge HTTP API and page', () => {
     expect(panel.status).toBe(200);
     const page = await readSse(await app.request(`/runs/${runId(await panel.text())}/events`));
     expect(page.map((e) => e.event)).toEqual(['token', 'token', 'token', 'metrics', 'end']);
+    expect(edge.runtime.activeCount).toBe(0);
+  });
+});
+
+describe('edge OpenAI API (/v1)', () => {
+  let app: Hono;
+
+  beforeAll(() => {
+    app = createEdgeApp(edge.runtime, { maxBodyBytes: MAX_BODY_BYTES });
+  });
+
+  const MODEL = 'stories260k-3l';
+  const post = (path: string, body: unknown) =>
+    app.request(`/v1/${path}`, { method: 'POST', body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const completion = (fields: Record<string, unknown>) => post('completions', { model: MODEL, prompt: 'x', ...fields });
+  const chat = (fields: Record<string, unknown>) => post('chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'x' }], ...fields });
+  const invalidUtf8 = new Uint8Array([...new TextEncoder().encode(`{"model":"${MODEL}","prompt":"a`), 0xff, 0xfe, ...new TextEncoder().encode('b"}')]);
+
+  /** One refusal as observed: status, and the OpenAI error's message and param (which names the field at fault). */
+  async function outcome(name: string, res: Response): Promise<Outcome & { param: string | null }> {
+    const text = await res.text();
+    try {
+      const { error } = JSON.parse(text) as { error: { message: string; type: string; param: string | null } };
+      return { name, status: res.status, message: error.message, param: error.param };
+    } catch {
+      return { name, status: res.status, message: `not an OpenAI error: ${text.slice(0, 200)}`, param: null };
+    }
+  }
+
+  /** `data:` payloads of an OpenAI stream. */
+  async function streamData(res: Response): Promise<string[]> {
+    return (await res.text()).split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => b.slice(6));
+  }
+
+  test('the whole matrix gets OpenAI errors with messages and params; then a normal completion succeeds', async () => {
+    const cases: [string, () => Response | Promise<Response>, number, string, string | null][] = [
+      ['empty prompt', () => completion({ prompt: '  ' }), 400, 'prompt must not be empty', 'prompt'],
+      ['1 MB prompt', () => completion({ prompt: 'x'.repeat(ONE_MB) }), 413, `request body is larger than ${MAX_BODY_BYTES} bytes`, null],
+      ['prompt above the character limit', () => completion({ prompt: OVER_CHAR_LIMIT }), 400, 'prompt is 20000 characters; the limit is 16384', null],
+      ['prompt longer than the context window', () => completion({ prompt: LONG_PROMPT }), 400, "prompt is 602 tokens; the edge model's context window is 512", null],
+      ['token ids longer than the context window', () => completion({ prompt: new Array(600).fill(403) }), 400, "prompt is 600 tokens; the edge model's context window is 512", null],
+      ['token id outside the vocabulary', () => completion({ prompt: [1, 600] }), 400, 'prompt: token id 600 is not in the vocabulary (512 ids)', 'prompt'],
+      ['token ids that are not integers', () => completion({ prompt: [1, 2.5] }), 400, 'prompt must be a string or a non-empty list of token ids (non-negative integers)', 'prompt'],
+      ['a batch of prompts', () => completion({ prompt: ['a', 'b'] }), 400, 'prompt holds 2 prompts; this edge answers one per request', 'prompt'],
+      ['no prompt', () => post('completions', { model: MODEL }), 400, 'prompt is required', 'prompt'],
+      ['no model', () => post('completions', { prompt: 'x' }), 400, 'model is required (GET /v1/models lists it)', 'model'],
+      ['unknown model', () => completion({ model: 'gpt-4o' }), 404, `the model "gpt-4o" does not exist on this edge; it serves ${MODEL}`, 'model'],
+      ['unknown model (chat)', () => chat({ model: 'gpt-4o' }), 404, `the model "gpt-4o" does not exist on this edge; it serves ${MODEL}`, 'model'],
+      ['temperature NaN', () => completion({ temperature: 'NaN' }), 400, 'temperature must be a number, got "NaN"', 'temperature'],
+      ['temperature above 2', () => completion({ temperature: 2.5 }), 400, 'temperature must be in [0, 2], got 2.5', 'temperature'],
+      ['top_p 0', () => completion({ top_p: 0 }), 400, 'top_p must be in (0, 1], got 0', 'top_p'],
+      ['routing_threshold negative', () => completion({ routing_threshold: -0.1 }), 400, 'routing_threshold must be in [0, 1], got -0.1', 'routing_threshold'],
+      ['routing_threshold above 1', () => completion({ routing_threshold: 1.5 }), 400, 'routing_threshold must be in [0, 1], got 1.5', 'routing_threshold'],
+      ['routing_threshold not a number', () => completion({ routing_threshold: 'abc' }), 400, 'routing_threshold must be a number, got "abc"', 'routing_threshold'],
+      ['unknown routing_mode', () => completion({ routing_mode: 'turbo' }), 400, 'routing_mode must be one of joint, small_only, llm_only, got "turbo"', 'routing_mode'],
+      ['route_span above the limit', () => completion({ route_span: 17 }), 400, 'route_span must be an integer in [1, 16], got 17', 'route_span'],
+      ['max_tokens 0', () => completion({ max_tokens: 0 }), 400, 'max_tokens must be an integer in [1, 1024], got 0', 'max_tokens'],
+      ['max_tokens huge', () => completion({ max_tokens: 1e9 }), 400, 'max_tokens must be an integer in [1, 1024], got 1000000000', 'max_tokens'],
+      ['max_completion_tokens 0', () => chat({ max_completion_tokens: 0 }), 400, 'max_completion_tokens must be an integer in [1, 1024], got 0', 'max_completion_tokens'],
+      ['seed negative', () => completion({ seed: -1 }), 400, 'seed must be an integer in [0, 4294967295], got -1', 'seed'],
+      ['five stop strings', () => completion({ stop: ['a', 'b', 'c', 'd', 'e'] }), 400, 'stop must be a non-empty string or a list of at most 4 of them', 'stop'],
+      ['n 2', () => completion({ n: 2 }), 400, 'n must be 1: this edge generates one choice per request, got 2', 'n'],
+      ['unsupported parameter', () => completion({ suffix: '!' }), 400, 'unsupported parameter: suffix is not supported by this edge', 'suffix'],
+      ['logprobs asked for', () => completion({ logprobs: 5 }), 400, 'unsupported parameter: logprobs (only 0, its default) is not supported by this edge', 'logprobs'],
+      ['stream_options without stream', () => completion({ stream_options: { include_usage: true } }), 400, 'stream_options is only allowed with stream: true', 'stream_options'],
+      ['unknown stream option', () => completion({ stream: true, stream_options: { include_obfuscation: true } }), 400, 'unsupported parameter: include_obfuscation', 'include_obfuscation'],
+      ['stream not a boolean', () => completion({ stream: 'yes' }), 400, 'stream must be a boolean, got "yes"', 'stream'],
+      ['invalid UTF-8 bytes', () => post('completions', invalidUtf8), 400, 'the request body is not valid UTF-8', null],
+      ['lone surrogate escape', () => post('completions', `{"model":"${MODEL}","prompt":"a\\ud800b"}`), 400, 'prompt is not valid Unicode text (it holds a lone surrogate)', null],
+      ['not JSON', () => post('completions', '{prompt'), 400, 'request body must be a JSON object', null],
+      ['a JSON array', () => post('completions', '["x"]'), 400, 'request body must be a JSON object', null],
+      ['chat: no messages', () => chat({ messages: [] }), 400, 'messages must be a non-empty list', 'messages'],
+      ['chat: a tool message', () => chat({ messages: [{ role: 'tool', content: 'x' }] }), 400, 'messages[0].role must be one of system, developer, user, assistant, got "tool"', 'messages[0].role'],
+      ['chat: an image part', () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }), 400, 'messages[0].content[0]: only text parts are supported, got type "image_url"', 'messages[0].content[0]'],
+      ['chat: tool calls', () => chat({ messages: [{ role: 'assistant', content: 'x', tool_calls: [] }] }), 400, 'unsupported parameter: messages[0].tool_calls', 'messages[0].tool_calls'],
+      ['chat: a model without a chat template', () => chat({}), 400, `model ${MODEL} has no chat template (its tokenizer_config.json has no chat_template); send a prompt to /v1/completions instead`, 'messages'],
+      ['unknown endpoint', () => app.request('/v1/embeddings', { method: 'POST', body: '{}' }), 404, 'no such endpoint: POST /v1/embeddings', null],
+    ];
+    const outcomes = [];
+    for (const [name, send] of cases) outcomes.push(await outcome(name, await send()));
+
+    // Too many concurrent generations: two llm_only streams held at their first routed token fill both slots.
+    gated.hold();
+    const held = await Promise.all(['Once', 'Upon'].map((prompt) => completion({ prompt, routing_mode: 'llm_only', max_tokens: 3, stream: true })));
+    await waitFor(() => gated.waiting === 2, 10_000, 'both generations at the cloud');
+    outcomes.push(await outcome('too many concurrent generations', await completion({ max_tokens: 2 })));
+    outcomes.push(await outcome('too many concurrent generations (chat)', await chat({ max_tokens: 2 })));
+    gated.release();
+    for (const res of held) {
+      const data = await streamData(res);
+      expect(data).toHaveLength(5); // three tokens, the finish, [DONE]
+      expect(data.at(-1)).toBe('[DONE]');
+      expect(JSON.parse(data.at(-2)!).choices[0].finish_reason).toBe('length');
+    }
+
+    const busy = 'too many generations at once (limit 2); try again shortly';
+    expect(outcomes).toEqual([
+      ...cases.map(([name, , status, message, param]) => ({ ...expected(name, status, message), param })),
+      { ...expected('too many concurrent generations', 429, busy), param: null },
+      // The template check comes before the slot: a model without one answers 400 even when busy.
+      { ...expected('too many concurrent generations (chat)', 400, 'has no chat template'), param: 'messages' },
+    ]);
+    expect(edge.runtime.activeCount).toBe(0);
+
+    // Still serving.
+    const ok = await completion({ prompt: 'Once upon a time', routing_mode: 'small_only', max_tokens: 3 });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(3);
     expect(edge.runtime.activeCount).toBe(0);
   });
 });

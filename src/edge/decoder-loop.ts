@@ -81,6 +81,18 @@ export function encodePrompt(engine: Pick<EdgeEngine, 'slm' | 'tokenizer'>, prom
   return engine.tokenizer.encode(prompt, { addBos, parseSpecialTokens: false });
 }
 
+/**
+ * A request as the loop runs it. `promptIds`, when the caller has them (a chat prompt its template
+ * rendered and encoded with special tokens, or a prompt sent as token ids), are fed as they are instead
+ * of encoding `prompt`, which then only describes them.
+ */
+export type LoopRequest = GenerationRequest & { promptIds?: readonly number[] };
+
+/** The ids a request's generation starts from. */
+export function promptIdsOf(engine: Pick<EdgeEngine, 'slm' | 'tokenizer'>, request: LoopRequest): number[] {
+  return request.promptIds ? [...request.promptIds] : encodePrompt(engine, request.prompt);
+}
+
 function elapsed(since: number): number {
   return performance.now() - since;
 }
@@ -88,12 +100,12 @@ function elapsed(since: number): number {
 /** Runs one generation; always ends with a `done` event unless it throws (bad request, edge model failure). */
 export async function* generate(
   engine: EdgeEngine,
-  request: GenerationRequest,
+  request: LoopRequest,
   signal?: AbortSignal,
 ): AsyncGenerator<GenerationEvent> {
   const { slm, router, tokenizer } = engine;
   const requestId = randomUUID();
-  const promptIds = encodePrompt(engine, request.prompt);
+  const promptIds = promptIdsOf(engine, request);
   const maxPositions = slm.pack.maxPositions;
   if (promptIds.length >= maxPositions) {
     throw new AppError(

@@ -7,10 +7,10 @@ import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../shared/errors.ts';
 import { silentLogger, type Logger } from '../shared/logger.ts';
 import type { CloudConnectionState } from './cloud-client.ts';
-import { encodePrompt, generate, type EdgeEngine, type GenerationEvent } from './decoder-loop.ts';
+import { generate, promptIdsOf, type EdgeEngine, type GenerationEvent, type LoopRequest } from './decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
-import { parseGenerationRequest, type GenerationLimits, type GenerationRequest, type RawGenerationRequest } from './generation-request.ts';
+import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest } from './generation-request.ts';
 
 export interface RunningGeneration {
   id: string;
@@ -54,9 +54,10 @@ export class EdgeRuntime {
    * Validates `raw` (including that the prompt fits the edge model's context window), reserves a slot
    * (RESOURCE_EXHAUSTED when full) and returns a handle to run. Every refusal happens here, before any
    * event, so entry points answer it with a status (HTTP 4xx, a gRPC status) rather than a stream.
+   * `promptIds` (see LoopRequest) replace encoding `raw.prompt`, which must still describe them.
    */
-  start(raw: RawGenerationRequest, id: string = randomUUID()) {
-    const request = this.check(raw);
+  start(raw: RawGenerationRequest, id: string = randomUUID(), promptIds?: readonly number[]) {
+    const request = this.check(raw, promptIds);
     const handle: RunningGeneration = { id, controller: new AbortController(), startedAt: Date.now() };
     this.running.set(id, handle);
     this.metrics.active.set(this.running.size);
@@ -90,11 +91,15 @@ export class EdgeRuntime {
    * throws the refusal, counted in the metrics. `start` runs it; the page also runs it alone, to answer a
    * form at once while taking the slot only when the run's stream opens.
    */
-  check(raw: RawGenerationRequest): GenerationRequest {
+  check(raw: RawGenerationRequest, promptIds?: readonly number[]): LoopRequest {
     try {
       if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
-      const request = parseGenerationRequest(raw, this.limits);
-      this.checkContextWindow(request.prompt);
+      const request: LoopRequest = parseGenerationRequest(raw, this.limits);
+      if (promptIds) {
+        this.checkPromptIds(promptIds);
+        request.promptIds = promptIds;
+      }
+      this.checkContextWindow(request);
       if (this.running.size >= this.limits.maxConcurrent) {
         throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
       }
@@ -110,15 +115,26 @@ export class EdgeRuntime {
    * (its safety net), but only once the stream has started; tokenizing here once more costs little next
    * to the prefill, and the prompt is already within `maxPromptChars`.
    */
-  private checkContextWindow(prompt: string): void {
+  private checkContextWindow(request: LoopRequest): void {
     const { slm } = this.engine;
-    const tokens = encodePrompt(this.engine, prompt).length;
+    const tokens = promptIdsOf(this.engine, request).length;
     if (tokens >= slm.pack.maxPositions) {
       throw new AppError(
         'INVALID_ARGUMENT',
         `prompt is ${tokens} tokens; the edge model's context window is ${slm.pack.maxPositions} (including generated tokens)`,
       );
     }
+  }
+
+  /** Ids the edge model can be fed and the tokenizer can turn into text; at least one. */
+  private checkPromptIds(ids: readonly number[]): void {
+    const vocabSize = Math.min(this.engine.slm.pack.vocabSize, this.engine.tokenizer.vocabSize);
+    if (ids.length === 0) throw new AppError('INVALID_ARGUMENT', 'prompt must hold at least one token id');
+    ids.forEach((id, i) => {
+      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+        throw new AppError('INVALID_ARGUMENT', `prompt holds token id ${id} (index ${i}), outside the vocabulary [0, ${vocabSize})`);
+      }
+    });
   }
 
   /** Gives back a generation's slot, once its events end. */

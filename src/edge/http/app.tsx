@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 /**
  * The edge's web page and HTTP API (Hono). Pages and htmx fragments for people on the LAN; an SSE
- * JSON API for programs; health, readiness and Prometheus metrics for operations. Generation itself is
+ * JSON API and an OpenAI-compatible API (`/v1`) for programs; health, readiness and Prometheus metrics for operations. Generation itself is
  * the runtime's; this file only parses, streams and serializes.
  *
  * @example
@@ -23,6 +23,7 @@ import { readGenerationRequest } from '../generation-request-fields.ts';
 import { accessTokenGuard } from './access-token.ts';
 import { assets } from './assets.ts';
 import { httpStatus } from './http-errors.ts';
+import { createOpenAIRoutes } from './openai/openai-routes.ts';
 import { PendingRuns, type PageRun } from './pending-runs.ts';
 import { readForm, readJsonObject } from './request-body.ts';
 
@@ -68,6 +69,8 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   });
   // Open with a token set: the 401 page needs its style and icon.
   app.route('/assets', assets);
+  // Before the page's guard and body limit: the OpenAI API applies its own, with OpenAI's error shape.
+  app.route('/v1', createOpenAIRoutes(runtime, { accessToken: options.accessToken, maxBodyBytes: options.maxBodyBytes }));
 
   app.use('*', accessTokenGuard(options.accessToken));
   // Behind the token: the counters tell anyone on the LAN when and how much the edge is used, and

@@ -1,0 +1,149 @@
+/**
+ * OpenAI's `/v1/completions` and `/v1/chat/completions` request bodies, validated field by field with
+ * OpenAI's names and ranges, and mapped onto the edge's own generation request. The routing fields are
+ * vendor extensions (as vLLM documents its extra parameters): `routing_mode`, `routing_threshold` (τ) and
+ * `route_span`; without them a request gets the edge's defaults (joint routing at the default τ).
+ *
+ * @example
+ * const request = parseCompletionRequest({ model: 'stories260k-3l', prompt: 'Once', max_tokens: 8 }, runtime.limits);
+ * runtime.start(request.raw);
+ */
+import { randomInt } from 'node:crypto';
+import type { ChatMessage } from '../../../shared/chat-template.ts';
+import { MODES, type GenerationLimits, type RawGenerationRequest } from '../../generation-request.ts';
+import { OpenAIParamError } from './openai-errors.ts';
+import { OpenAIFields, show } from './openai-fields.ts';
+
+/** What both endpoints share once parsed. */
+export interface OpenAIRequest {
+  model: string;
+  stream: boolean;
+  /** `stream_options.include_usage`: a last chunk with the usage and no choices. */
+  includeUsage: boolean;
+  /** The edge's request, less its prompt (the endpoint supplies that). */
+  raw: RawGenerationRequest;
+}
+
+export interface CompletionRequest extends OpenAIRequest {
+  /** Text, or token ids of the edge model's vocabulary. */
+  prompt: string | number[];
+}
+
+export interface ChatRequest extends OpenAIRequest {
+  messages: ChatMessage[];
+}
+
+/** OpenAI's default for /v1/completions; chat completions run to the edge's limit (or the context's end). */
+const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
+/** OpenAI's documented limit on stop sequences. */
+const MAX_STOP = 4;
+
+const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'routing_mode', 'routing_threshold', 'route_span'];
+const NEUTRAL = { presence_penalty: [0], frequency_penalty: [0] };
+
+export function parseCompletionRequest(body: Record<string, unknown>, limits: GenerationLimits): CompletionRequest {
+  const fields = new OpenAIFields(body, [...COMMON, 'prompt'], { ...NEUTRAL, echo: [false], best_of: [1], logprobs: [0] });
+  const common = parseCommon(fields, limits, fields.integer('max_tokens', 1, limits.maxNewTokens) ?? COMPLETIONS_DEFAULT_MAX_TOKENS);
+  return { ...common, prompt: parsePrompt(fields.get('prompt')) };
+}
+
+export function parseChatRequest(body: Record<string, unknown>, limits: GenerationLimits): ChatRequest {
+  const fields = new OpenAIFields(body, [...COMMON, 'messages', 'max_completion_tokens'], { ...NEUTRAL, logprobs: [false] });
+  // max_completion_tokens is the newer name of max_tokens; it wins when both are given, as in OpenAI's API.
+  const maxTokens = fields.integer('max_completion_tokens', 1, limits.maxNewTokens) ?? fields.integer('max_tokens', 1, limits.maxNewTokens);
+  const common = parseCommon(fields, limits, maxTokens ?? limits.maxNewTokens);
+  return { ...common, messages: parseMessages(fields.get('messages')) };
+}
+
+function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewTokens: number): OpenAIRequest {
+  const model = fields.string('model');
+  if (model === undefined) throw new OpenAIParamError('model', 'model is required (GET /v1/models lists it)');
+  const n = fields.get('n');
+  if (n !== undefined && n !== 1) throw new OpenAIParamError('n', `n must be 1: this edge generates one choice per request, got ${show(n)}`);
+  // Checked, then unused: it identifies an end user to OpenAI's abuse monitoring, which an edge box has none of.
+  fields.string('user');
+  const stream = fields.boolean('stream') ?? false;
+  return {
+    model,
+    stream,
+    includeUsage: parseStreamOptions(fields.get('stream_options'), stream),
+    raw: {
+      mode: fields.oneOf('routing_mode', MODES),
+      threshold: fields.number('routing_threshold', 0, 1),
+      routeSpan: fields.integer('route_span', 1, limits.maxRouteSpan),
+      maxNewTokens,
+      // OpenAI's defaults: temperature 1, and a fresh seed for every request that names none.
+      temperature: fields.number('temperature', 0, 2) ?? 1,
+      topP: fields.number('top_p', 0, 1, true),
+      seed: fields.integer('seed', 0, 2 ** 32 - 1) ?? randomInt(2 ** 32 - 1),
+      stop: parseStop(fields.get('stop')),
+    },
+  };
+}
+
+function parseStreamOptions(value: unknown, stream: boolean): boolean {
+  if (value === undefined) return false;
+  if (!stream) throw new OpenAIParamError('stream_options', 'stream_options is only allowed with stream: true');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new OpenAIParamError('stream_options', `stream_options must be an object, got ${show(value)}`);
+  const options = new OpenAIFields(value as Record<string, unknown>, ['include_usage']);
+  return options.boolean('include_usage') ?? false;
+}
+
+function parseStop(value: unknown): string[] {
+  if (value === undefined) return [];
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list) || list.length > MAX_STOP || !list.every((s) => typeof s === 'string' && s !== '')) {
+    throw new OpenAIParamError('stop', `stop must be a non-empty string or a list of at most ${MAX_STOP} of them, got ${show(value)}`);
+  }
+  return list as string[];
+}
+
+/** A string or a list of token ids; a batch (a list of several prompts) is refused, a list of one is unwrapped. */
+function parsePrompt(value: unknown): string | number[] {
+  if (value === undefined) throw new OpenAIParamError('prompt', 'prompt is required');
+  if (typeof value === 'string') {
+    if (value.trim() === '') throw new OpenAIParamError('prompt', 'prompt must not be empty');
+    return value;
+  }
+  if (Array.isArray(value) && value.length === 1 && (typeof value[0] === 'string' || Array.isArray(value[0]))) return parsePrompt(value[0]);
+  if (Array.isArray(value) && value.length > 0 && value.every((id) => Number.isInteger(id) && id >= 0)) return value as number[];
+  if (Array.isArray(value) && value.length > 1 && value.every((p) => typeof p === 'string' || Array.isArray(p))) {
+    throw new OpenAIParamError('prompt', `prompt holds ${value.length} prompts; this edge answers one per request`);
+  }
+  throw new OpenAIParamError('prompt', 'prompt must be a string or a non-empty list of token ids (non-negative integers)');
+}
+
+const ROLES = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant' } as const;
+
+/** Text-only chat messages; `developer` is OpenAI's newer name for `system`. */
+function parseMessages(value: unknown): ChatMessage[] {
+  if (value === undefined) throw new OpenAIParamError('messages', 'messages is required');
+  if (!Array.isArray(value) || value.length === 0) throw new OpenAIParamError('messages', 'messages must be a non-empty list');
+  return value.map((message: unknown, i) => {
+    const at = `messages[${i}]`;
+    if (typeof message !== 'object' || message === null || Array.isArray(message)) throw new OpenAIParamError(at, `${at} must be an object`);
+    const fields = message as Record<string, unknown>;
+    for (const key of Object.keys(fields)) {
+      if (!['role', 'content', 'name'].includes(key)) throw new OpenAIParamError(`${at}.${key}`, `unsupported parameter: ${at}.${key} is not supported by this edge (text messages only)`);
+    }
+    const role = fields.role;
+    if (typeof role !== 'string' || !(role in ROLES)) {
+      throw new OpenAIParamError(`${at}.role`, `${at}.role must be one of ${Object.keys(ROLES).join(', ')}, got ${show(role)}`);
+    }
+    return { role: ROLES[role as keyof typeof ROLES], content: messageText(fields.content, `${at}.content`) };
+  });
+}
+
+/** A message's content: a string, or a list of text parts (joined with newlines, as vLLM does). */
+function messageText(content: unknown, at: string): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw new OpenAIParamError(at, `${at} must be a string or a list of text parts, got ${show(content)}`);
+  return content
+    .map((part: unknown, j) => {
+      const p = part as { type?: unknown; text?: unknown } | null;
+      if (p?.type !== 'text') throw new OpenAIParamError(`${at}[${j}]`, `${at}[${j}]: only text parts are supported, got type ${show(p?.type)}`);
+      if (typeof p.text !== 'string') throw new OpenAIParamError(`${at}[${j}].text`, `${at}[${j}].text must be a string`);
+      return p.text;
+    })
+    .join('\n');
+}

@@ -1,0 +1,136 @@
+/**
+ * The edge's generation events in OpenAI's response shapes: a whole `text_completion` /
+ * `chat.completion`, or the chunks of a stream. Each streamed token is one chunk (its text may be empty
+ * while a multi-byte character or a possible stop string is held back), and its choice carries the
+ * vendor extension `routing`: the token's id, its source (`slm`, `llm` or `fallback`) and the router's
+ * score. `usage` adds `routed_tokens` (chosen by the cloud model) and `fallback_tokens` (routed, but
+ * decided by the edge model because the cloud could not answer).
+ *
+ * @example
+ * for await (const chunk of streamChunks(CHAT, meta, run.events(signal), true)) write(JSON.stringify(chunk));
+ */
+import type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from '../../decoder-loop.ts';
+import type { GenerationMetrics } from '../../generation-metrics.ts';
+
+export interface ResponseMeta {
+  id: string;
+  /** Unix seconds. */
+  created: number;
+  model: string;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  routed_tokens: number;
+  fallback_tokens: number;
+}
+
+export interface RoutingExtension {
+  token_id: number;
+  source: TokenEvent['source'];
+  /** null for tokens the router did not score (llm_only, later tokens of a routed span). */
+  score: number | null;
+  /** Why the cloud could not serve a routed token (source `fallback`). */
+  cloud_error?: string;
+}
+
+type OpenAIFinish = 'stop' | 'length';
+
+/** How one endpoint spells its objects and choices. */
+export interface ResponseShape {
+  object: string;
+  chunkObject: string;
+  idPrefix: string;
+  choice(text: string, finish: OpenAIFinish): Record<string, unknown>;
+  chunkChoice(text: string, finish: OpenAIFinish | null): Record<string, unknown>;
+  /** Chunks' choices before the first token (chat announces the assistant's role). */
+  opening: Record<string, unknown>[];
+}
+
+export const COMPLETION: ResponseShape = {
+  object: 'text_completion',
+  chunkObject: 'text_completion',
+  idPrefix: 'cmpl-',
+  choice: (text, finish) => ({ index: 0, text, logprobs: null, finish_reason: finish }),
+  chunkChoice: (text, finish) => ({ index: 0, text, logprobs: null, finish_reason: finish }),
+  opening: [],
+};
+
+export const CHAT: ResponseShape = {
+  object: 'chat.completion',
+  chunkObject: 'chat.completion.chunk',
+  idPrefix: 'chatcmpl-',
+  choice: (text, finish) => ({ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }),
+  chunkChoice: (text, finish) => ({ index: 0, delta: finish === null ? { content: text } : text ? { content: text } : {}, logprobs: null, finish_reason: finish }),
+  opening: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+};
+
+/**
+ * OpenAI has two reasons: `stop` (an end-of-turn or EOS token, or a stop string) and `length` (the token
+ * budget or the context window). A cancelled generation has no client left to read its reason.
+ */
+export function finishReason(reason: FinishReason): OpenAIFinish {
+  return reason === 'length' || reason === 'context' ? 'length' : 'stop';
+}
+
+export function usage(metrics: GenerationMetrics): Usage {
+  return {
+    prompt_tokens: metrics.promptTokens,
+    completion_tokens: metrics.tokens,
+    total_tokens: metrics.promptTokens + metrics.tokens,
+    routed_tokens: metrics.routed,
+    fallback_tokens: metrics.fallback,
+  };
+}
+
+function routing(event: TokenEvent): RoutingExtension {
+  return { token_id: event.id, source: event.source, score: event.score, ...(event.cloudError ? { cloud_error: event.cloudError } : {}) };
+}
+
+/** The whole response, once the generation is done. */
+export async function wholeResponse(shape: ResponseShape, meta: ResponseMeta, events: AsyncIterable<GenerationEvent>): Promise<Record<string, unknown>> {
+  let done: DoneEvent | undefined;
+  for await (const event of events) if (event.type === 'done') done = event;
+  if (!done) throw new Error('the generation ended without a final event');
+  return {
+    id: meta.id,
+    object: shape.object,
+    created: meta.created,
+    model: meta.model,
+    choices: [shape.choice(done.text, finishReason(done.finishReason))],
+    usage: usage(done.metrics),
+  };
+}
+
+/** The chunks of a stream: the opening, one per token, the finish (with any text held back until the end), then the usage when asked for. */
+export async function* streamChunks(
+  shape: ResponseShape,
+  meta: ResponseMeta,
+  events: AsyncIterable<GenerationEvent>,
+  includeUsage: boolean,
+): AsyncGenerator<Record<string, unknown>> {
+  // With include_usage every chunk carries `usage: null` and only the last one the figures, as OpenAI does.
+  const chunk = (choices: Record<string, unknown>[], extra: Record<string, unknown> = {}) => ({
+    id: meta.id,
+    object: shape.chunkObject,
+    created: meta.created,
+    model: meta.model,
+    choices,
+    ...(includeUsage ? { usage: null } : {}),
+    ...extra,
+  });
+  for (const choice of shape.opening) yield chunk([choice]);
+  let sent = '';
+  for await (const event of events) {
+    if (event.type === 'token') {
+      sent += event.text;
+      yield chunk([{ ...shape.chunkChoice(event.text, null), routing: routing(event) }]);
+      continue;
+    }
+    // The final text can only have grown: a flushed partial character, or text held back for a stop string that never came.
+    yield chunk([shape.chunkChoice(event.text.slice(sent.length), finishReason(event.finishReason))]);
+    if (includeUsage) yield chunk([], { usage: usage(event.metrics) });
+  }
+}

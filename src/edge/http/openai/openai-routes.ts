@@ -1,0 +1,120 @@
+/**
+ * The OpenAI-compatible API of the edge, mounted at `/v1`: `POST /completions`, `POST /chat/completions`,
+ * `GET /models`. Each handler parses OpenAI's fields, maps them onto the edge's generation request,
+ * calls the same runtime as every other entry point, and writes OpenAI's shapes: a whole response, or
+ * `data: {chunk}` events ending with `data: [DONE]` (after a `data: {"error": ...}` event when a stream
+ * fails). Refusals are OpenAI's error objects with 400, 401, 404 (unknown model or path), 413 and 429.
+ * The edge's access token is the API key (`Authorization: Bearer`). A client that closes its stream
+ * (or its connection) stops the generation, which gives its slot back.
+ *
+ * @example
+ * app.route('/v1', createOpenAIRoutes(runtime, { accessToken: 'secret', maxBodyBytes: 262144 }));
+ * // curl -H 'Authorization: Bearer secret' localhost:8080/v1/models
+ */
+import { basename } from 'node:path';
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import { ChatTemplate } from '../../../shared/chat-template.ts';
+import { AppError, errorMessage } from '../../../shared/errors.ts';
+import type { EdgeRuntime } from '../../edge-runtime.ts';
+import { accessTokenGuard } from '../access-token.ts';
+import { readJsonObject } from '../request-body.ts';
+import { bodyTooLarge, OpenAIParamError, openAIError } from './openai-errors.ts';
+import { parseChatRequest, parseCompletionRequest, type OpenAIRequest } from './openai-request.ts';
+import { CHAT, COMPLETION, streamChunks, wholeResponse, type ResponseShape } from './openai-responses.ts';
+
+export interface OpenAIRoutesOptions {
+  /** When set, the API key every request must carry. */
+  accessToken?: string;
+  maxBodyBytes: number;
+}
+
+type Run = ReturnType<EdgeRuntime['start']>;
+
+export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOptions): Hono {
+  const api = new Hono();
+  const { slm, tokenizer } = runtime.engine;
+  const modelId = basename(slm.pack.dir);
+  const created = Math.floor(Date.now() / 1000);
+  // Parsed once; a template the engine cannot read costs the chat endpoint only, not the edge.
+  let chatTemplate: ChatTemplate | undefined;
+  let templateProblem = `model ${modelId} has no chat template (its tokenizer_config.json has no chat_template); send a prompt to /v1/completions instead`;
+  try {
+    chatTemplate = ChatTemplate.ofTokenizer(tokenizer);
+  } catch (e) {
+    templateProblem = `model ${modelId} has a chat template this edge cannot use: ${errorMessage(e)}`;
+  }
+
+  api.onError((err, c) => {
+    const { status, body } = openAIError(err);
+    return c.json(body, status);
+  });
+  api.use('*', accessTokenGuard(options.accessToken));
+  api.use('*', bodyLimit({ maxSize: options.maxBodyBytes, onError: (c) => c.json(bodyTooLarge(options.maxBodyBytes), 413) }));
+
+  const model = { id: modelId, object: 'model', created, owned_by: 'edge', max_model_len: slm.pack.maxPositions };
+  api.get('/models', (c) => c.json({ object: 'list', data: [model] }));
+  api.get('/models/:id', (c) => {
+    checkModel(c.req.param('id'));
+    return c.json(model);
+  });
+
+  function checkModel(requested: string): void {
+    if (requested !== modelId) {
+      throw new OpenAIParamError('model', `the model ${JSON.stringify(requested)} does not exist on this edge; it serves ${modelId}`, 'NOT_FOUND', 'model_not_found');
+    }
+  }
+
+  api.post('/completions', async (c) => {
+    const request = parseCompletionRequest(await readJsonObject(c), runtime.limits);
+    checkModel(request.model);
+    if (typeof request.prompt === 'string') return respond(c, COMPLETION, request, runtime.start({ ...request.raw, prompt: request.prompt }));
+    let text: string;
+    try {
+      // The ids are fed as they are; their text only describes them (logs, the prompt checks).
+      text = tokenizer.decode(request.prompt, { skipSpecialTokens: false });
+    } catch (e) {
+      throw new OpenAIParamError('prompt', `prompt: ${errorMessage(e)}`);
+    }
+    return respond(c, COMPLETION, request, runtime.start({ ...request.raw, prompt: text }, undefined, request.prompt));
+  });
+
+  api.post('/chat/completions', async (c) => {
+    const request = parseChatRequest(await readJsonObject(c), runtime.limits);
+    checkModel(request.model);
+    if (!chatTemplate) throw new OpenAIParamError('messages', templateProblem);
+    const prompt = chatTemplate.render(request.messages);
+    // The template wrote the special tokens (<|im_start|>, BOS...) as text: they become their ids here.
+    const ids = tokenizer.encode(prompt, { addBos: false, parseSpecialTokens: true });
+    return respond(c, CHAT, request, runtime.start({ ...request.raw, prompt }, undefined, ids));
+  });
+
+  api.all('*', (c) => {
+    throw new AppError('NOT_FOUND', `no such endpoint: ${c.req.method} ${c.req.path}`);
+  });
+
+  function respond(c: Context, shape: ResponseShape, request: OpenAIRequest, run: Run) {
+    const meta = { id: `${shape.idPrefix}${run.id.replaceAll('-', '')}`, created: Math.floor(Date.now() / 1000), model: modelId };
+    if (!request.stream) return wholeResponse(shape, meta, run.events(c.req.raw.signal)).then((body) => c.json(body));
+    return streamSSE(c, async (stream) => {
+      try {
+        for await (const chunk of streamChunks(shape, meta, run.events(abortOn(stream)), request.includeUsage)) {
+          await stream.writeSSE({ data: JSON.stringify(chunk) });
+        }
+      } catch (e) {
+        await stream.writeSSE({ data: JSON.stringify(openAIError(e).body) });
+      }
+      await stream.writeSSE({ data: '[DONE]' });
+    });
+  }
+
+  return api;
+}
+
+/** An AbortSignal that fires when the client goes away. */
+function abortOn(stream: SSEStreamingApi): AbortSignal {
+  const controller = new AbortController();
+  stream.onAbort(() => controller.abort());
+  return controller.signal;
+}
