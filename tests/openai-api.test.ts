@@ -118,7 +118,7 @@ describe('completions', () => {
 
   test('non-streaming: the same text as the edge API, OpenAI usage plus the routing counts', async () => {
     const reply = await client.completions.create({ model: MODEL, prompt, max_tokens: 12, temperature: 0, routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
-    const expected = await nativeText({ prompt, mode: 'small_only', maxNewTokens: 12, temperature: 0 });
+    const expected = await nativeText({ prompt, mode: 'small_only', max_new_tokens: 12, temperature: 0 });
     const promptTokens = tokenizer.encode(prompt, { addBos: true, parseSpecialTokens: false }).length;
     expect(reply).toMatchObject({ object: 'text_completion', model: MODEL, choices: [{ index: 0, text: expected, finish_reason: 'length', logprobs: null }] });
     expect(reply.id).toStartWith('cmpl-');
@@ -138,7 +138,7 @@ describe('completions', () => {
   });
 
   test('a stop string ends the text before it, with finish_reason stop', async () => {
-    const full = await nativeText({ prompt, mode: 'small_only', maxNewTokens: 30, temperature: 0 });
+    const full = await nativeText({ prompt, mode: 'small_only', max_new_tokens: 30, temperature: 0 });
     const stop = full.includes(',') ? ',' : '.';
     const reply = await client.completions.create({ model: MODEL, prompt, max_tokens: 30, temperature: 0, stop: [stop], routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(reply.choices[0]).toMatchObject({ text: full.slice(0, full.indexOf(stop)), finish_reason: 'stop' });
@@ -169,7 +169,7 @@ describe('completions', () => {
     expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('length');
     const streamed = chunks.flatMap((c) => c.choices.map((choice) => choice.text)).join('');
     expect(idsText).toBe(streamed);
-    expect(streamed).toBe(await nativeText({ prompt, mode: 'joint', threshold: 0.6, maxNewTokens: 20, temperature: 0 }));
+    expect(streamed).toBe(await nativeText({ prompt, mode: 'joint', threshold: 0.6, max_new_tokens: 20, temperature: 0 }));
     const whole = await client.completions.create(params as OpenAI.CompletionCreateParamsNonStreaming);
     expect(whole.choices[0]!.text).toBe(streamed);
     expect((whole.usage as unknown as RoutedUsage).routed_tokens).toBe(routed);
