@@ -24,7 +24,8 @@ try {
   const shim = await startShim(config, { log });
   exitGracefullyOnSignals(() => shim.shutdown(), log);
 } catch (e) {
-  // Only a mistake in the settings is answered by the options list; a port in use or a missing model says what to do itself.
+  // Only a mistake in the settings is answered by the options list; a port in use or a missing model
+  // says what to do itself.
   const hint = e instanceof AppError && e.code === 'INVALID_ARGUMENT' ? '\n\nrun with --help for the options' : '';
   console.error(`error: ${errorMessage(e)}${hint}`);
   process.exit(1);
