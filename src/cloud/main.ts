@@ -32,7 +32,8 @@ try {
   notifyReady({ address: shim.address });
 } catch (e) {
   if (stop.requested) process.exit(0);
-  // Only a mistake in the settings is answered by the options list; a port in use or a missing model says what to do itself.
+  // Only a mistake in the settings is answered by the options list; a port in use or a missing model
+  // says what to do itself.
   const hint = e instanceof AppError && e.code === 'INVALID_ARGUMENT' ? '\n\nrun with --help for the options' : '';
   console.error(`error: ${errorMessage(e)}${hint}`);
   process.exit(1);
