@@ -82,7 +82,8 @@ export class EdgeRuntime {
   /** Every check a request must pass before it takes a slot; throws the refusal. */
   private admit(raw: RawGenerationRequest) {
     if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
-    const request = parseGenerationRequest(raw, this.limits);
+    // A request that names no threshold gets the router's own (router.json's default_threshold).
+    const request = parseGenerationRequest(raw, this.limits, this.engine.router.info.defaultThreshold);
     this.checkContextWindow(request.prompt);
     if (this.running.size >= this.limits.maxConcurrent) {
       throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
