@@ -143,7 +143,8 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
     expect(logs.find((l) => l.msg === 'edge stopped')).toMatchObject({ drained: true, abandoned: 0 });
     const started = logs.filter((l) => l.msg === 'generation started');
     expect(started).toHaveLength(3);
-    expect(started[0]).toMatchObject({ mode: 'llm_only', threshold: 0.5, maxNewTokens: 400 });
+    // The request named no threshold: it gets the demo router's default_threshold.
+    expect(started[0]).toMatchObject({ mode: 'llm_only', threshold: 0.75, maxNewTokens: 400 });
     const failed = logs.filter((l) => l.msg === 'generation failed');
     expect(failed).toHaveLength(3);
     for (const line of failed) expect(line).toMatchObject({ code: 'UNAVAILABLE', error: 'the edge is shutting down', fallback: 0 });
