@@ -1,6 +1,6 @@
 /**
  * `bun run start`: the whole system on one machine with the embedded defaults. Builds the demo packs if
- * they are missing, starts the cloud shim (embedded stories260K model) and the edge (3-layer model,
+ * they are missing, starts the cloud shim (embedded stories260K model) and the edge (distilled 1-layer model,
  * trained router, web page and gRPC) as two processes, as they would run on two machines, and prints the
  * page's URL once the edge is ready.
  *
