@@ -1,8 +1,8 @@
 /**
  * `bun run start`: the whole system on one machine with the embedded defaults. Builds the demo packs if
- * they are missing (the `models demo` tool, as a child process), starts the cloud shim (embedded model) and
- * the edge (edge model, trained router, web page and gRPC) as two processes, as they would run on two
- * machines, and prints the page's URL once both serve.
+ * they are missing (the `models demo` tool, as a child process), starts the cloud shim (embedded stories260K
+ * model) and the edge (distilled 1-layer model, trained router, web page and gRPC) as two processes, as they
+ * would run on two machines, and prints the page's URL once both serve.
  *
  * Settings: the shim reads its SHIM_* variables, the edge its EDGE_* variables and the extra flags
  * (`bun run start -- --port 9000`); this launcher adds no flags of its own, so nothing overrides them. The

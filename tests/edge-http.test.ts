@@ -322,3 +322,26 @@ describe('operations', () => {
     expect(await fragment.text()).toStartWith('<div class="error" role="alert">');
   });
 });
+
+describe('with the trained demo router', () => {
+  let trained: TestEdge;
+  let trainedApp: Hono;
+  beforeAll(async () => {
+    trained = await startTestEdge({ maxConcurrent: 2, router: 'trained' });
+    trainedApp = createEdgeApp(trained.runtime, { maxBodyBytes: 64 * 1024 });
+  });
+  afterAll(async () => {
+    await trained.release();
+  });
+
+  test("the page's τ and a request without one both take router.json's default_threshold (0.75)", async () => {
+    expect(trained.runtime.engine.router.info.defaultThreshold).toBe(0.75);
+    const html = await (await trainedApp.request('/')).text();
+    expect(html).toContain('<output id="threshold-value" for="threshold">0.75</output>');
+    expect(html).toMatch(/id="threshold"[^>]*value="0.75"/);
+    const panel = await (await trainedApp.request('/runs', form({ prompt: 'Once upon a time', mode: 'joint', maxNewTokens: '4' }))).text();
+    expect(panel).toContain('τ=0.75');
+    const id = panel.match(/id="run-([0-9a-f-]+)"/)![1]!;
+    expect((await trainedApp.request(`/runs/${id}/stop`, { method: 'POST' })).status).toBe(204);
+  });
+});

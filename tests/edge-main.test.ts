@@ -145,7 +145,8 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
     // The HTTP and gRPC generations; the page run was refused when its stream opened (it starts only then).
     const started = logs.filter((l) => l.msg === 'generation started');
     expect(started).toHaveLength(2);
-    expect(started[0]).toMatchObject({ mode: 'llm_only', threshold: 0.5, maxNewTokens: 400 });
+    // The request named no threshold: it gets the demo router's default_threshold.
+    expect(started[0]).toMatchObject({ mode: 'llm_only', threshold: 0.75, maxNewTokens: 400 });
     const failed = logs.filter((l) => l.msg === 'generation failed');
     expect(failed).toHaveLength(2);
     for (const line of failed) expect(line).toMatchObject({ code: 'UNAVAILABLE', error: 'the edge is shutting down', fallback: 0 });

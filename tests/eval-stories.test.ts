@@ -1,5 +1,5 @@
 /**
- * The evaluation on the real stories260K pair (3-layer edge, 5-layer cloud, the demo router), kept small:
+ * The evaluation on the real stories260K demo pair (distilled 1-layer edge, 5-layer cloud, the demo router), kept small:
  * a few held-out paragraphs and questions.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -17,7 +17,8 @@ import { splitByParagraph } from '../src/tools/router/text-corpus.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { flatten, nestedRows } from './helpers/eval-commonsenseqa.ts';
 
-const THRESHOLDS = [0, 0.5, 1];
+/** The ends, and the demo router's default τ (0.75) in between. */
+const THRESHOLDS = [0, 0.75, 1];
 let slm: DecoderModel;
 let llm: DecoderModel;
 let router: OnnxRouter;
@@ -104,20 +105,21 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
     expect(top1.calibrationRuns).toBeLessThanOrEqual(6);
     // Recorded, not asserted: one generation set of 48 tokens is too small to compare perplexities on.
     console.log(
-      `τ=0.5 on ${text.positions} held-out positions, routed ${p.routedRatio.toFixed(3)}: next-token accuracy router ${p.quality.toFixed(3)}, ` +
+      `τ=${THRESHOLDS[1]} on ${text.positions} held-out positions, routed ${p.routedRatio.toFixed(3)}: next-token accuracy router ${p.quality.toFixed(3)}, ` +
         `random ${random.quality.toFixed(3)} (expected ${random.expectedQuality!.toFixed(3)}), top-1 ${top1.quality.toFixed(3)}; ` +
         `cloud perplexity of continuations router ${p.cloudPerplexity.toFixed(1)} (routed ${p.generatedRoutedRatio.toFixed(3)}), ` +
         `random ${random.cloudPerplexity.toFixed(1)} (${random.generatedRoutedRatio.toFixed(3)}), top-1 ${top1.cloudPerplexity.toFixed(1)} (${top1.generatedRoutedRatio.toFixed(3)})`,
     );
-    // The trained router beats routing the same share at random by a wide margin on held-out text
-    // (0.39 vs 0.27 on 20 paragraphs); everything here is deterministic.
+    // The trained router beats routing the same share at random on held-out text: narrowly on these 8
+    // paragraphs (0.410 against 0.407 expected, 10.7% routed), 0.443 against 0.424 on all 246 held-out
+    // ones (docs/results.md); everything here is deterministic.
     expect(p.quality).toBeGreaterThan(random.expectedQuality!);
   });
 
   test("the cloud perplexity is the cloud model's token-by-token likelihood of the generated ids", async () => {
     const prompts = continuationPrompts(edge, heldOut, 2, 16);
     expect(prompts).toHaveLength(2);
-    const run = await generateAll(edge, router, prompts, { threshold: 0.5, maxNewTokens: 12 });
+    const run = await generateAll(edge, router, prompts, { threshold: 0.75, maxNewTokens: 12 });
     let nll = 0;
     let count = 0;
     for (const item of run.items) {

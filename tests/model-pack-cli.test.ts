@@ -3,13 +3,14 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { DEMO } from '../src/shared/paths.ts';
+import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { parameterCount } from '../src/tools/models/decoder-spec.ts';
 import { PRESETS } from '../src/tools/models/random-model.ts';
-import { buildDemoPacks } from '../src/tools/models/demo.ts';
+import { buildAllDemoPacks } from '../src/tools/models/demo.ts';
+import { trainRouter } from '../src/tools/router/train-router.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'model-cli-'));
@@ -132,9 +133,30 @@ test('convert-llama2c --layers 2 writes a loadable 2-layer pack', async () => {
 
 test('demo re-run is a no-op when the packs are up to date', async () => {
   await ensureDemoPacks();
-  const before = statSync(join(DEMO.edgePack, 'model.onnx')).mtimeMs;
-  expect(await buildDemoPacks()).toEqual([]);
-  expect(statSync(join(DEMO.edgePack, 'model.onnx')).mtimeMs).toBe(before);
+  const before = [DEMO.edgePack, TRUNCATED_DEMO.edgePack].map((dir) => statSync(join(dir, 'model.onnx')).mtimeMs);
+  expect(await buildAllDemoPacks()).toEqual([]);
+  expect([DEMO.edgePack, TRUNCATED_DEMO.edgePack].map((dir) => statSync(join(dir, 'model.onnx')).mtimeMs)).toEqual(before);
+});
+
+test('demo builds both pairs: the distilled 1-layer edge pack and the truncated 3-layer one, each with its router and τ', async () => {
+  await ensureDemoPacks();
+  const source = (dir: string) => JSON.parse(readFileSync(join(dir, 'pack-source.json'), 'utf8'));
+  const router = (dir: string) => JSON.parse(readFileSync(join(dir, 'router.json'), 'utf8'));
+  // The demo edge pack is the whole distilled checkpoint (MANIFEST sha256), the truncated one the first 3 layers of the cloud's.
+  expect(source(DEMO.edgePack)).toMatchObject({ checkpointSha256: 'c20a3a074c7f4870d28d4ec383c1ccbcb41049c7397d1259fda8bef9c92596ca', layers: null });
+  expect(source(TRUNCATED_DEMO.edgePack)).toMatchObject({ checkpointSha256: 'b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696', layers: 3 });
+  expect(source(DEMO.cloudPack)).toMatchObject({ checkpointSha256: 'b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696', layers: null });
+  expect(loadModelPack(DEMO.edgePack).numLayers).toBe(1);
+  expect(loadModelPack(TRUNCATED_DEMO.edgePack).numLayers).toBe(3);
+  expect(router(DEMO.routerPack)).toMatchObject({ slm: '../stories260k-distilled-1l', llm: '../stories260k', default_threshold: 0.75 });
+  expect(router(TRUNCATED_DEMO.routerPack)).toMatchObject({ slm: '../stories260k-3l', llm: '../stories260k', default_threshold: 0.5 });
+});
+
+test("a router's default threshold outside [0, 1] is refused before anything is written", async () => {
+  const out = join(work, 'router-bad-threshold');
+  const options = { slm: DEMO.edgePack, llm: DEMO.cloudPack, text: DEMO.tinyStories, out, trainFraction: 0.8, seed: 0, maxEpochs: 1, hiddenUnits: 4 };
+  await expect(trainRouter({ ...options, defaultThreshold: 1.5 })).rejects.toThrow('default threshold must be in [0, 1], got 1.5');
+  expect(existsSync(out)).toBe(false);
 });
 
 describe('random presets', () => {

@@ -1,7 +1,8 @@
 /**
- * Runs once before the test files: builds the demo packs (models/stories260k, models/stories260k-3l and the
- * trained router) if they are missing or stale, so no single test's time limit has to cover that.
+ * Runs once before the test files: builds both demo pairs (models/stories260k, the distilled 1-layer edge
+ * pack and the truncated 3-layer one, and their routers) if they are missing or stale, so no single
+ * test's time limit has to cover that.
  */
-import { buildDemoPacks } from '../src/tools/models/demo.ts';
+import { buildAllDemoPacks } from '../src/tools/models/demo.ts';
 
-await buildDemoPacks(undefined, (line) => console.error(`[preload] ${line}`));
+await buildAllDemoPacks((line) => console.error(`[preload] ${line}`));

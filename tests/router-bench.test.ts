@@ -17,7 +17,7 @@ test('bench edge on the demo pair: a table, then one JSON line with the figures 
   const lines = r.stdout.trim().split('\n');
   expect(lines.slice(0, -1).join('\n')).toMatch(/TBT ratio\s+\d\.\d{3}/);
   const result = JSON.parse(lines.at(-1)!);
-  expect(result.target).toBe('demo:stories260k-3l');
+  expect(result.target).toBe('demo:stories260k-distilled-1l');
   expect(result.hidden_size).toBe(64);
   expect(result.tokens_per_run).toBe(24);
   for (const key of ['slm_step_ms', 'router_ms', 'tbt_ms_no_routing', 'tbt_ms_routing']) expect(result[key]).toBeGreaterThan(0);

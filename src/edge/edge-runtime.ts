@@ -94,7 +94,8 @@ export class EdgeRuntime {
   check(raw: RawGenerationRequest, promptIds?: readonly number[]): LoopRequest {
     try {
       if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
-      const request: LoopRequest = parseGenerationRequest(raw, this.limits);
+      // A request that names no threshold gets the router's own (router.json's default_threshold).
+      const request: LoopRequest = parseGenerationRequest(raw, this.limits, this.engine.router.info.defaultThreshold);
       if (promptIds) {
         this.checkPromptIds(promptIds);
         request.promptIds = promptIds;

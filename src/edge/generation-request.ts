@@ -74,7 +74,8 @@ function rangeField(raw: unknown, name: string, fallback: number, min: number, m
   return n;
 }
 
-export function parseGenerationRequest(raw: RawGenerationRequest, limits: GenerationLimits = DEFAULT_LIMITS): GenerationRequest {
+/** `defaultThreshold` is what a request without a threshold gets: the edge passes its router's. */
+export function parseGenerationRequest(raw: RawGenerationRequest, limits: GenerationLimits = DEFAULT_LIMITS, defaultThreshold = 0.5): GenerationRequest {
   const prompt = raw.prompt;
   if (typeof prompt !== 'string') invalid('prompt must be a string');
   if (prompt.trim() === '') invalid('prompt must not be empty');
@@ -95,7 +96,7 @@ export function parseGenerationRequest(raw: RawGenerationRequest, limits: Genera
   return {
     prompt,
     mode: mode as Mode,
-    threshold: rangeField(raw.threshold, 'threshold', 0.5, 0, 1),
+    threshold: rangeField(raw.threshold, 'threshold', defaultThreshold, 0, 1),
     maxNewTokens: integerField(raw.maxNewTokens, 'max_new_tokens', 64, 1, limits.maxNewTokens),
     temperature: rangeField(raw.temperature, 'temperature', 0, 0, 5),
     topP: rangeField(raw.topP, 'top_p', 1, 0, 1, true),

@@ -1,11 +1,14 @@
-/** Builds the demo packs once (a no-op when up to date) so tests can use the real stories260K pair. */
-import { buildDemoPacks } from '../../src/tools/models/demo.ts';
+/**
+ * Builds both demo pairs once (a no-op when up to date) so tests can use the real stories260K packs: DEMO
+ * (the distilled 1-layer edge model) and TRUNCATED_DEMO (the untrained 3-layer one) from src/shared/paths.ts.
+ */
+import { buildAllDemoPacks } from '../../src/tools/models/demo.ts';
 import { DEMO } from '../../src/shared/paths.ts';
 
 let ready: Promise<unknown> | undefined;
 
 export async function ensureDemoPacks(): Promise<typeof DEMO> {
-  ready ??= buildDemoPacks();
+  ready ??= buildAllDemoPacks();
   await ready;
   return DEMO;
 }

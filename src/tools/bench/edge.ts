@@ -8,7 +8,7 @@
  * Targets: the demo stories pair (default), any pack + router (`--pack`, `--router`), or a random-weight
  * pack of a real shape (`--preset qwen2.5-0.5b`, built once under models/bench/).
  */
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { CloudClient, CloudConversation, CloudStepRequest } from '../../edge/cloud-client.ts';
 import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/decoder-loop.ts';
 import { percentile } from '../../edge/generation-metrics.ts';
@@ -119,7 +119,7 @@ async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pac
     return { target: 'packs', pack: o.pack, router: o.router };
   }
   await buildDemoPacks(DEMO, o.log);
-  return { target: 'demo:stories260k-3l', pack: DEMO.edgePack, router: DEMO.routerPack };
+  return { target: `demo:${basename(DEMO.edgePack)}`, pack: DEMO.edgePack, router: DEMO.routerPack };
 }
 
 async function runLoop(engine: EdgeEngine, mode: Mode, threshold: number, tokens: number) {

@@ -13,9 +13,9 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
   perplexity of generated continuations. Every threshold is compared with two baselines that route the
   same share of tokens: at random, and by the edge model's own top-1 probability.
 
-  --slm PACK              edge model pack (default models/stories260k-3l)
+  --slm PACK              edge model pack (default models/stories260k-distilled-1l)
   --llm PACK              cloud model pack, run in process (default models/stories260k)
-  --router DIR|builtin    trained router pack (default models/router-stories260k-3l); builtin = the edge
+  --router DIR|builtin    trained router pack (default models/router-stories260k-distilled-1l); builtin = the edge
                           model's top-1 probability
   --thresholds LIST       comma-separated thresholds in [0, 1] (default 0,0.1,...,1)
   --limit N               use the first N questions / held-out paragraphs (default all)

@@ -12,7 +12,7 @@ import { loadRouter } from '../../edge/router.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
-import { DEMO, PROJECT_ROOT } from '../../shared/paths.ts';
+import { DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { checkSameVocabulary } from '../router/teacher-forcing.ts';
 import { splitByParagraph } from '../router/text-corpus.ts';
@@ -24,7 +24,7 @@ import type { EvalReport } from './eval-report.ts';
 import { InProcessCloud } from './in-process-cloud.ts';
 import { evaluateText } from './text-eval.ts';
 
-const DEMO_PATHS = new Set<string>([DEMO.edgePack, DEMO.cloudPack, DEMO.routerPack]);
+const DEMO_PATHS = new Set<string>([DEMO.edgePack, DEMO.cloudPack, DEMO.routerPack, TRUNCATED_DEMO.edgePack, TRUNCATED_DEMO.routerPack]);
 
 function loadPack(dir: string): ModelPack {
   if (!existsSync(dir) && DEMO_PATHS.has(resolve(dir))) {

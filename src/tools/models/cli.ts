@@ -1,7 +1,7 @@
 /** `bun run models <command>`: build, convert, patch and inspect model packs. */
 import { parseFlags, requireFlag, integerFlag, runCli, UsageError } from '../cli-support.ts';
 import { convertLlama2c } from './convert-llama2c.ts';
-import { buildDemoPacks } from './demo.ts';
+import { buildAllDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
 import { formatInspection, inspectModel } from './inspect-model.ts';
 import { writeRandomPack } from './random-pack.ts';
@@ -17,8 +17,11 @@ const USAGE = `usage: bun run models <command> [flags]
   inspect model.onnx
       inputs, outputs, op counts and candidate hidden-state tensors
   demo
-      build models/stories260k (cloud), models/stories260k-3l (edge) from ../shared/assets and train
-      models/router-stories260k-3l on the first 80% of the TinyStories excerpt; a no-op when up to date`;
+      build the demo pair from ../shared/assets: models/stories260k (cloud, 5 layers),
+      models/stories260k-distilled-1l (edge, the distilled 1-layer student) and its router
+      models/router-stories260k-distilled-1l; and the truncated pair: models/stories260k-3l (the first
+      3 layers, untrained) and models/router-stories260k-3l. Routers train on the first 80% of the
+      TinyStories excerpt; a no-op when up to date`;
 
 async function main(): Promise<void> {
   const [command, ...args] = process.argv.slice(2);
@@ -76,7 +79,7 @@ async function main(): Promise<void> {
     }
     case 'demo': {
       parseFlags(args, {});
-      const built = await buildDemoPacks(undefined, (line) => console.log(line));
+      const built = await buildAllDemoPacks((line) => console.log(line));
       console.log(built.length ? `built ${built.length} pack(s)` : 'demo packs up to date');
       return;
     }

@@ -1,33 +1,43 @@
 /**
- * `models demo`: builds the demo packs from the stories260K checkpoint beside the project:
- * the full 5-layer cloud model, the 3-layer edge model, and the router between them (trained on the
- * first 80% of the TinyStories excerpt). A pack whose recorded source matches is left alone, so
- * re-running is a no-op.
+ * `models demo`: builds the demo packs from the stories260K checkpoints beside the project. The demo pair
+ * (DEMO): the 1-layer distilled student on the edge, the full 5-layer model in the cloud, and the router
+ * between them (trained on the first 80% of the TinyStories excerpt). The truncated pair
+ * (TRUNCATED_DEMO): the first 3 layers of the 5-layer model, untrained, with its own router. A pack whose
+ * recorded source matches is left alone, so re-running is a no-op.
+ *
+ * @example
+ * await buildDemoPacks();                         // the demo pair only (what `bun run start` needs)
+ * await buildAllDemoPacks((line) => console.log(line));   // both pairs (`bun run models demo`, the tests)
  */
-import { DEMO } from '../../shared/paths.ts';
+import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { routerSource, trainRouter, type TrainRouterOptions } from '../router/train-router.ts';
 import { convertLlama2c, llama2cSource, type ConvertLlama2cOptions } from './convert-llama2c.ts';
 import { packIsUpToDate } from './pack-writer.ts';
 
 export interface DemoPaths {
+  /** The cloud model's checkpoint (used whole). */
   checkpoint: string;
+  /** The edge model's checkpoint, cut to its first `edgeLayers` layers unless that is null. */
+  edgeCheckpoint: string;
+  edgeLayers: number | null;
   tokenizer: string;
   cloudPack: string;
   edgePack: string;
-  edgeLayers: number;
   tinyStories: string;
   routerPack: string;
+  /** τ written to the router's router.json, which the page offers by default. */
+  routerThreshold: number;
 }
 
-/** The demo router's training settings: about 25 s on two cores (the hidden state is only 64 wide). */
+/** The demo routers' training settings: about 25 s on two cores (the hidden state is only 64 wide). */
 const DEMO_ROUTER = { trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64 };
 
-/** Builds whatever demo pack is missing or stale; returns the names of the packs it (re)built. */
+/** Builds whatever pack of one pair is missing or stale; returns the folders it (re)built. */
 export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}): Promise<string[]> {
   const built: string[] = [];
   const packs: ConvertLlama2cOptions[] = [
     { checkpoint: paths.checkpoint, tokenizer: paths.tokenizer, out: paths.cloudPack },
-    { checkpoint: paths.checkpoint, tokenizer: paths.tokenizer, out: paths.edgePack, layers: paths.edgeLayers },
+    { checkpoint: paths.edgeCheckpoint, tokenizer: paths.tokenizer, out: paths.edgePack, layers: paths.edgeLayers ?? undefined },
   ];
   for (const options of packs) {
     if (packIsUpToDate(options.out, llama2cSource(options))) {
@@ -38,7 +48,14 @@ export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string
     await convertLlama2c(options);
     built.push(options.out);
   }
-  const router: TrainRouterOptions = { slm: paths.edgePack, llm: paths.cloudPack, text: paths.tinyStories, out: paths.routerPack, ...DEMO_ROUTER };
+  const router: TrainRouterOptions = {
+    slm: paths.edgePack,
+    llm: paths.cloudPack,
+    text: paths.tinyStories,
+    out: paths.routerPack,
+    ...DEMO_ROUTER,
+    defaultThreshold: paths.routerThreshold,
+  };
   if (packIsUpToDate(router.out, await routerSource(router), 'router.onnx')) {
     log(`${router.out}: up to date`);
   } else {
@@ -47,4 +64,9 @@ export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string
     built.push(router.out);
   }
   return built;
+}
+
+/** Both pairs: the demo pair, then the truncated 3-layer one (they share the cloud pack). */
+export async function buildAllDemoPacks(log: (line: string) => void = () => {}): Promise<string[]> {
+  return [...(await buildDemoPacks(DEMO, log)), ...(await buildDemoPacks(TRUNCATED_DEMO, log))];
 }

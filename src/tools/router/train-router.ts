@@ -41,6 +41,8 @@ export interface TrainRouterOptions {
   seed: number;
   maxEpochs: number;
   hiddenUnits: number;
+  /** The τ written to router.json (DEFAULT_THRESHOLD when not given): a pair's measured choice, e.g. the demo's. */
+  defaultThreshold?: number;
 }
 
 export interface TrainRouterReport {
@@ -76,6 +78,9 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (!Number.isInteger(o.hiddenUnits) || o.hiddenUnits < 1 || o.hiddenUnits > 65_536) {
     bad(`--hidden-units must be an integer in [1, 65536], got ${o.hiddenUnits}`);
   }
+  if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
+    bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
+  }
   for (const pack of [o.slm, o.llm]) {
     if (resolve(pack) === resolve(o.out)) bad(`--out ${o.out} would replace the model pack ${pack}`);
   }
@@ -106,6 +111,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     seed: o.seed,
     maxEpochs: o.maxEpochs,
     hiddenUnits: o.hiddenUnits,
+    // Only when given, so routers trained with the default keep the source they were recorded with.
+    ...(o.defaultThreshold === undefined ? {} : { defaultThreshold: o.defaultThreshold }),
   };
 }
 
@@ -185,14 +192,14 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     valAccuracy: accuracyAt(scores, validationSet.labels, 0.5),
     epochsRun: result.epochsRun,
     bestEpoch: result.bestEpoch,
-    defaultThreshold: DEFAULT_THRESHOLD,
+    defaultThreshold: o.defaultThreshold ?? DEFAULT_THRESHOLD,
     seconds: 0,
   };
   const meta: RouterJson = {
     hidden_size: forced.hiddenSize,
     slm: relative(resolve(o.out), slmPack.dir),
     llm: relative(resolve(o.out), llmPack.dir),
-    default_threshold: DEFAULT_THRESHOLD,
+    default_threshold: report.defaultThreshold,
     training: {
       labels: LABEL_RULE,
       examples: report.examples,

@@ -8,7 +8,7 @@ export interface GenerateRequest {
    */
   'mode'?: (string);
   /**
-   * Unset fields take the edge's defaults: threshold 0.5, 64 new tokens, greedy, top_p 1, seed 0, span 1.
+   * Unset fields take the edge's defaults: the router's default_threshold (0.5 for the built-in one), 64 new tokens, greedy, top_p 1, seed 0, span 1.
    */
   'threshold'?: (number | string);
   'maxNewTokens'?: (number);
@@ -32,7 +32,7 @@ export interface GenerateRequest__Output {
    */
   'mode': (string);
   /**
-   * Unset fields take the edge's defaults: threshold 0.5, 64 new tokens, greedy, top_p 1, seed 0, span 1.
+   * Unset fields take the edge's defaults: the router's default_threshold (0.5 for the built-in one), 64 new tokens, greedy, top_p 1, seed 0, span 1.
    */
   'threshold'?: (number);
   'maxNewTokens'?: (number);
