@@ -240,7 +240,7 @@ describe('edge OpenAI API (/v1)', () => {
     app = createEdgeApp(edge.runtime, { maxBodyBytes: MAX_BODY_BYTES });
   });
 
-  const MODEL = 'stories260k-3l';
+  const MODEL = 'stories260k-distilled-1l';
   const post = (path: string, body: unknown) =>
     app.request(`/v1/${path}`, { method: 'POST', body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   const completion = (fields: Record<string, unknown>) => post('completions', { model: MODEL, prompt: 'x', ...fields });

@@ -73,14 +73,14 @@ describe('pages', () => {
 
   test('/api/info and done events name packs by their folder, not their path on the device', async () => {
     const info = (await (await app.request('/api/info')).json()) as { slm: string; router: string };
-    expect(info.slm).toBe('stories260k-3l');
+    expect(info.slm).toBe('stories260k-distilled-1l');
     expect(info.router).toBe('builtin:top1-probability');
     const trained = await startTestEdge({ router: 'trained' });
     try {
       const trainedApp = createEdgeApp(trained.runtime, { maxBodyBytes: 1024 });
-      expect(((await (await trainedApp.request('/api/info')).json()) as { router: string }).router).toBe('onnx:router-stories260k-3l');
+      expect(((await (await trainedApp.request('/api/info')).json()) as { router: string }).router).toBe('onnx:router-stories260k-distilled-1l');
       const events = await readSse(await trainedApp.request('/api/generate', json({ prompt: 'Hi', mode: 'small_only', max_new_tokens: 1 })));
-      expect(JSON.parse(events.at(-1)!.data).router).toBe('onnx:router-stories260k-3l');
+      expect(JSON.parse(events.at(-1)!.data).router).toBe('onnx:router-stories260k-distilled-1l');
     } finally {
       await trained.release();
     }
@@ -339,7 +339,7 @@ describe('with the trained demo router', () => {
     const html = await (await trainedApp.request('/')).text();
     expect(html).toContain('<output id="threshold-value" for="threshold">0.75</output>');
     expect(html).toMatch(/id="threshold"[^>]*value="0.75"/);
-    const panel = await (await trainedApp.request('/runs', form({ prompt: 'Once upon a time', mode: 'joint', maxNewTokens: '4' }))).text();
+    const panel = await (await trainedApp.request('/runs', form({ prompt: 'Once upon a time', mode: 'joint', max_new_tokens: '4' }))).text();
     expect(panel).toContain('τ=0.75');
     const id = panel.match(/id="run-([0-9a-f-]+)"/)![1]!;
     expect((await trainedApp.request(`/runs/${id}/stop`, { method: 'POST' })).status).toBe(204);

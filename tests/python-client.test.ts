@@ -55,7 +55,7 @@ const example = (...args: string[]) =>
   run([PYTHON, 'examples/python/edge_generate.py', ...args, '--address', address], { PYTHONPATH: generated, PYTHONDONTWRITEBYTECODE: '1' });
 
 test('the Python example streams the same generation as the edge itself, cloud tokens marked', async () => {
-  const direct = edge.runtime.start({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.6, maxNewTokens: 12 });
+  const direct = edge.runtime.start({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, maxNewTokens: 12 });
   let expected = '';
   let routed = 0;
   for await (const event of direct.events()) {
@@ -63,7 +63,7 @@ test('the Python example streams the same generation as the edge itself, cloud t
     else routed = event.metrics.routed;
   }
   expect(routed).toBeGreaterThan(0);
-  const result = await example('Once upon a time', '--threshold', '0.6', '--max-new-tokens', '12', '--mark', '--token', TOKEN);
+  const result = await example('Once upon a time', '--threshold', '0.9', '--max-new-tokens', '12', '--mark', '--token', TOKEN);
   expect(result).toEqual({ code: 0, stderr: '', stdout: `health: SERVING\n${expected}\ndone: length, 12 tokens, ${routed} routed, 0 fallback\n` });
 });
 

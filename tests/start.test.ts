@@ -169,7 +169,8 @@ test('a shim killed mid-generation: the generation finishes on fallback tokens, 
   try {
     await system.stderr.waitForLine((l) => l.includes('"shim listening"'), 30_000, 'the shim');
     const firstShim = childPid(system, 'cloud shim');
-    const body = JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.99, max_new_tokens: 400 });
+    // llm_only: every token goes to the shim until it dies; from then on the edge decides them (fallback).
+    const body = JSON.stringify({ prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 400 });
     const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body }));
     await stream.waitFor((events) => events.some((e) => e.event === 'token'), 30_000, 'the first token');
     process.kill(firstShim, 'SIGKILL');
@@ -186,7 +187,7 @@ test('a shim killed mid-generation: the generation finishes on fallback tokens, 
     // The edge's circuit lets a probe through on its backoff schedule; then routed tokens come from the shim again.
     let routedAgain = false;
     for (const until = performance.now() + 30_000; !routedAgain && performance.now() < until; await Bun.sleep(200)) {
-      const again = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.99, max_new_tokens: 8 }) }));
+      const again = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 8 }) }));
       await again.ended;
       routedAgain = again.events.some((e) => e.event === 'token' && JSON.parse(e.data).source === 'llm');
     }
