@@ -5,7 +5,7 @@
  * re-running is a no-op.
  */
 import { DEMO } from '../../shared/paths.ts';
-import { routerSource, trainRouter, type TrainRouterOptions } from '../router/train-router.ts';
+import { DEMO_ROUTER_TRAINING, routerSource, trainRouter, type TrainRouterOptions } from '../router/train-router.ts';
 import { convertLlama2c, llama2cSource, type ConvertLlama2cOptions } from './convert-llama2c.ts';
 import { packIsUpToDate } from './pack-writer.ts';
 
@@ -19,8 +19,8 @@ export interface DemoPaths {
   routerPack: string;
 }
 
-/** The demo router's training settings: about 25 s on two cores (the hidden state is only 64 wide). */
-const DEMO_ROUTER = { trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64 };
+/** The demo router's training settings: fewer, shorter on-policy rounds than the CLI's defaults, so a test run stays quick. */
+const DEMO_ROUTER = { ...DEMO_ROUTER_TRAINING, trainFraction: 0.8, seed: 0, hiddenUnits: 64 };
 
 /** Builds whatever demo pack is missing or stale; returns the names of the packs it (re)built. */
 export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}): Promise<string[]> {
