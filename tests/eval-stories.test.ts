@@ -46,6 +46,7 @@ beforeAll(async () => {
     maxNewTokens: 16,
     calibrationRuns: 6,
     tolerance: 0.005,
+    shares: [0.3],
   });
   const rows = await nestedRows(4);
   choices = await evaluateChoices({
