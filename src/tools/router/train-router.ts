@@ -380,7 +380,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         train_fraction: o.trainFraction,
         validation_fraction: VALIDATION_FRACTION,
         paragraphs: report.paragraphs,
-        text: corpus.path,
+        text: relative(resolve(o.out), resolve(corpus.path)),
         text_sha256: corpus.sha256,
         hidden_units: o.hiddenUnits,
         rounds: rounds.map(roundJson),
