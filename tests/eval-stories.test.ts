@@ -115,6 +115,36 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
     expect(p.quality).toBeGreaterThan(random.expectedQuality!);
   });
 
+  test('at a fixed share every method routes as many positions; the oracle bounds them all', () => {
+    const [row] = text.atShare;
+    expect(row!.share).toBe(0.3);
+    expect(row!.routed).toBe(Math.floor(0.3 * text.positions));
+    expect(row!.small_only_accuracy).toBe(text.smallOnlyAccuracy);
+    expect(row!.large_only_accuracy).toBe(text.largeOnlyAccuracy);
+    for (const method of ['router', 'random', 'top1', 'entropy'] as const) {
+      expect(row![method]).toBeLessThanOrEqual(row!.oracle);
+      expect(Number.isFinite(row![method])).toBe(true);
+    }
+    expect(row!.router).toBeGreaterThan(row!.random);
+  });
+
+  test('generation settings: the edge alone, the cloud alone, and each method matched to the share', () => {
+    expect(text.settings.map((g) => `${g.method}@${g.target_share}`)).toEqual(['small_only@null', 'llm_only@null', 'router@0.3', 'random@0.3', 'top1@0.3', 'entropy@0.3']);
+    const [small, llm] = text.settings;
+    expect(small!.routed_share).toBe(0);
+    expect(small!.ppl_cloud).toBe(text.points[0]!.cloudPerplexity);
+    expect(llm!.routed_share).toBe(1);
+    expect(llm!.ppl_cloud).toBe(text.points[2]!.cloudPerplexity);
+    for (const g of text.settings) {
+      expect(g.outputs).toBe(3);
+      expect(g.examples).toHaveLength(3);
+      expect(g.stuck).toBeGreaterThanOrEqual(0);
+      expect(g.lcp_llm_only).toBeLessThanOrEqual(16);
+    }
+    // Against itself the cloud-only output agrees all the way.
+    expect(llm!.lcp_llm_only).toBe(16);
+  });
+
   test("the cloud perplexity is the cloud model's token-by-token likelihood of the generated ids", async () => {
     const prompts = continuationPrompts(edge, heldOut, 2, 16);
     expect(prompts).toHaveLength(2);
