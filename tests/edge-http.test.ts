@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Hono } from 'hono';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
+import { DEMO } from '../src/shared/paths.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
 let edge: TestEdge;
@@ -334,13 +335,14 @@ describe('with the trained demo router', () => {
     await trained.release();
   });
 
-  test("the page's τ and a request without one both take router.json's default_threshold (0.75)", async () => {
-    expect(trained.runtime.engine.router.info.defaultThreshold).toBe(0.75);
+  test("the page's τ and a request without one both take router.json's default_threshold (DEMO.routerThreshold)", async () => {
+    const tau = DEMO.routerThreshold;
+    expect(trained.runtime.engine.router.info.defaultThreshold).toBe(tau);
     const html = await (await trainedApp.request('/')).text();
-    expect(html).toContain('<output id="threshold-value" for="threshold">0.75</output>');
-    expect(html).toMatch(/id="threshold"[^>]*value="0.75"/);
+    expect(html).toContain(`<output id="threshold-value" for="threshold">${tau.toFixed(2)}</output>`);
+    expect(html).toMatch(new RegExp(`id="threshold"[^>]*value="${tau}"`));
     const panel = await (await trainedApp.request('/runs', form({ prompt: 'Once upon a time', mode: 'joint', max_new_tokens: '4' }))).text();
-    expect(panel).toContain('τ=0.75');
+    expect(panel).toContain(`τ=${tau}`);
     const id = panel.match(/id="run-([0-9a-f-]+)"/)![1]!;
     expect((await trainedApp.request(`/runs/${id}/stop`, { method: 'POST' })).status).toBe(204);
   });

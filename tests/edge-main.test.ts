@@ -12,7 +12,7 @@ import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output } from '../src/edge/grpc/edge-proto.ts';
 import { HealthClient } from '../src/shared/grpc/proto.ts';
-import { PROJECT_ROOT } from '../src/shared/paths.ts';
+import { DEMO, PROJECT_ROOT } from '../src/shared/paths.ts';
 import { cloudPackDir, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { collectOutput, jsonLines } from './helpers/process-output.ts';
 import { readSse } from './helpers/sse-client.ts';
@@ -146,7 +146,7 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
     const started = logs.filter((l) => l.msg === 'generation started');
     expect(started).toHaveLength(2);
     // The request named no threshold: it gets the demo router's default_threshold.
-    expect(started[0]).toMatchObject({ mode: 'llm_only', threshold: 0.75, maxNewTokens: 400 });
+    expect(started[0]).toMatchObject({ mode: 'llm_only', threshold: DEMO.routerThreshold, maxNewTokens: 400 });
     const failed = logs.filter((l) => l.msg === 'generation failed');
     expect(failed).toHaveLength(2);
     for (const line of failed) expect(line).toMatchObject({ code: 'UNAVAILABLE', error: 'the edge is shutting down', fallback: 0 });

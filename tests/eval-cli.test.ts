@@ -23,13 +23,16 @@ async function evalCli(args: string[]) {
 describe('bun run eval', () => {
   test('text: Markdown tables, the JSON object on the last line, and the plots', async () => {
     const out = join(work, 'plots');
+    const dump = join(work, 'positions.jsonl');
     const { stdout, stderr, code } = await evalCli([
       '--dataset', DEMO.tinyStories, '--limit', '3', '--continuations', '2', '--max-new-tokens', '8',
-      '--thresholds', '1,0,0.5', '--out', out, '--name', 'stories', '--json',
+      '--thresholds', '1,0,0.5', '--shares', '0.3', '--calibration-runs', '2', '--out', out, '--name', 'stories', '--dump', dump, '--json',
     ]);
     expect(stderr).not.toContain('error');
     expect(code).toBe(0);
-    expect(stdout).toContain('paragraphs 985–987 of 1230 (after the first 80%)');
+    // The TinyStories excerpt is the demo router's training text (router.json has its sha256): its last 20% are read.
+    expect(stderr).toContain("1230 documents, split blank-line (auto-detected); the router's training text: the documents after the first 80%");
+    expect(stdout).toContain("documents 985–987 of 1230 (split blank-line (auto-detected); the router's training text: the documents after the first 80%)");
     expect(stdout).toContain('| τ | routed | router | random | random (expected) | top-1 prob. | top-1 τ |');
     const json = JSON.parse(stdout.trim().split('\n').at(-1)!);
     expect(json.format).toBe('text');
@@ -37,13 +40,55 @@ describe('bun run eval', () => {
     expect(json.points.map((p: { threshold: number }) => p.threshold)).toEqual([0, 0.5, 1]);
     expect(json.points[0].routed_ratio).toBe(0);
     expect(json.points[2].routed_ratio).toBe(1);
-    expect(Object.keys(json.points[1]).sort()).toEqual(['cloud_perplexity', 'generated_routed_ratio', 'quality', 'routed_ratio', 'threshold']);
+    expect(Object.keys(json.points[1]).sort()).toEqual(['cloud_perplexity', 'generated_routed_ratio', 'quality', 'rep4', 'routed_ratio', 'stuck', 'threshold']);
+    const [row] = json.teacher_forcing.at_share;
+    expect(Object.keys(row).sort()).toEqual(['entropy', 'large_only_accuracy', 'oracle', 'random', 'routed', 'router', 'share', 'small_only_accuracy', 'top1']);
+    expect(row.share).toBe(0.3);
+    expect(row.small_only_accuracy).toBe(json.small_only_accuracy);
+    expect(json.generation.settings.map((g: { method: string; target_share: number | null }) => `${g.method}@${g.target_share}`)).toEqual([
+      'small_only@null', 'llm_only@null', 'router@0.3', 'random@0.3', 'top1@0.3', 'entropy@0.3',
+    ]);
+    const [small, llm] = json.generation.settings;
+    expect(small.routed_share).toBe(0);
+    expect(llm.routed_share).toBe(1);
+    expect(llm.lcp_llm_only).toBe(8); // 8 new tokens, identical to itself
+    for (const g of json.generation.settings) {
+      expect(g.outputs).toBe(2);
+      expect(g.examples).toHaveLength(2);
+      expect(g.stuck).toBeLessThanOrEqual(2);
+    }
+    const lines = readFileSync(dump, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(json.positions);
+    expect(Object.keys(lines[0]).sort()).toEqual(['entropy', 'llm_correct', 'next_id', 'paragraph', 'route_label', 'router_score', 'slm_correct', 'top1']);
+    expect(lines.reduce((s: number, l: { slm_correct: number }) => s + l.slm_correct, 0) / lines.length).toBeCloseTo(json.small_only_accuracy, 12);
     expect(json.baselines.random).toHaveLength(3);
     expect(json.baselines.top1[1].routed_ratio).toBe(json.points[1].routed_ratio);
     expect(readdirSync(out).sort()).toEqual(['stories-perplexity.svg', 'stories-quality-vs-routed.svg', 'stories-quality.svg', 'stories-routed.svg']);
     const svg = readFileSync(join(out, 'stories-quality.svg'), 'utf8');
     expect(svg.startsWith('<svg')).toBe(true);
     expect(svg).toContain('trained router');
+  });
+
+  test('a text that is not the training text is held out whole, in windows when long; --from-fraction is refused for it', async () => {
+    // One story per line, and one line far longer than the 512-token window.
+    const stories = readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(1000, 1003).map((p) => p.replace(/\s+/g, ' '));
+    const file = join(work, 'stories-per-line.txt');
+    writeFileSync(file, `${stories[0]}\n${stories[1]}\n${Array.from({ length: 30 }, () => stories[2]).join(' ')}\n`);
+    const { stdout, stderr, code } = await evalCli(['--dataset', file, '--continuations', '1', '--max-new-tokens', '4', '--thresholds', '0.5', '--shares', 'none', '--json']);
+    expect(code).toBe(0);
+    expect(stderr).toContain("3 documents, split line (auto-detected); not the router's training text: held out as a whole");
+    expect(stderr).toContain('1 of 3 paragraphs are longer than the context window (512 tokens): scored in consecutive windows, every token once');
+    const json = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    expect(json.paragraphs).toBe(3);
+    expect(json.windowed_paragraphs).toBe(1);
+    expect(json.teacher_forcing.at_share).toEqual([]);
+    expect(json.generation.settings).toEqual([]);
+    const refused = await evalCli(['--dataset', file, '--from-fraction', '0.5']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("--from-fraction applies only to the router's training text");
+    const split = await evalCli(['--dataset', file, '--split', 'words']);
+    expect(split.code).toBe(2);
+    expect(split.stderr).toContain('--split must be one of auto, endoftext, blank-line, line, got "words"');
   });
 
   test('CommonsenseQA in the flattened layout, with the built-in router', async () => {

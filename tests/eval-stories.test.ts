@@ -14,11 +14,12 @@ import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 import { toQuestion } from '../src/tools/eval/multiple-choice.ts';
 import { continuationPrompts, evaluateText, type TextEvalResult } from '../src/tools/eval/text-eval.ts';
 import { splitByParagraph } from '../src/tools/router/text-corpus.ts';
+import { DEMO } from '../src/shared/paths.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { flatten, nestedRows } from './helpers/eval-commonsenseqa.ts';
 
-/** The ends, and the demo router's default τ (0.75) in between. */
-const THRESHOLDS = [0, 0.75, 1];
+/** The ends, and the demo router's default τ in between. */
+const THRESHOLDS = [0, DEMO.routerThreshold, 1];
 let slm: DecoderModel;
 let llm: DecoderModel;
 let router: OnnxRouter;
@@ -47,6 +48,7 @@ beforeAll(async () => {
     maxNewTokens: 16,
     calibrationRuns: 6,
     tolerance: 0.005,
+    shares: [0.3],
   });
   const rows = await nestedRows(4);
   choices = await evaluateChoices({
@@ -110,16 +112,46 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
         `cloud perplexity of continuations router ${p.cloudPerplexity.toFixed(1)} (routed ${p.generatedRoutedRatio.toFixed(3)}), ` +
         `random ${random.cloudPerplexity.toFixed(1)} (${random.generatedRoutedRatio.toFixed(3)}), top-1 ${top1.cloudPerplexity.toFixed(1)} (${top1.generatedRoutedRatio.toFixed(3)})`,
     );
-    // The trained router beats routing the same share at random on held-out text: narrowly on these 8
-    // paragraphs (0.410 against 0.407 expected, 10.7% routed), 0.443 against 0.424 on all 246 held-out
-    // ones (docs/results.md); everything here is deterministic.
-    expect(p.quality).toBeGreaterThan(random.expectedQuality!);
+    // Routing at the default τ improves on the edge alone. Whether the router beats random routing of the
+    // same share is too close to call on these 8 paragraphs (363 positions); router-training.test.ts
+    // checks it on all the held-out ones, and docs/results.md has the tables.
+    expect(p.quality).toBeGreaterThan(text.points[0]!.quality);
+  });
+
+  test('at a fixed share every method routes as many positions; the oracle bounds them all', () => {
+    const [row] = text.atShare;
+    expect(row!.share).toBe(0.3);
+    expect(row!.routed).toBe(Math.floor(0.3 * text.positions));
+    expect(row!.small_only_accuracy).toBe(text.smallOnlyAccuracy);
+    expect(row!.large_only_accuracy).toBe(text.largeOnlyAccuracy);
+    for (const method of ['router', 'random', 'top1', 'entropy'] as const) {
+      expect(row![method]).toBeLessThanOrEqual(row!.oracle);
+      expect(Number.isFinite(row![method])).toBe(true);
+    }
+    expect(row!.router).toBeGreaterThan(row!.random);
+  });
+
+  test('generation settings: the edge alone, the cloud alone, and each method matched to the share', () => {
+    expect(text.settings.map((g) => `${g.method}@${g.target_share}`)).toEqual(['small_only@null', 'llm_only@null', 'router@0.3', 'random@0.3', 'top1@0.3', 'entropy@0.3']);
+    const [small, llm] = text.settings;
+    expect(small!.routed_share).toBe(0);
+    expect(small!.ppl_cloud).toBe(text.points[0]!.cloudPerplexity);
+    expect(llm!.routed_share).toBe(1);
+    expect(llm!.ppl_cloud).toBe(text.points[2]!.cloudPerplexity);
+    for (const g of text.settings) {
+      expect(g.outputs).toBe(3);
+      expect(g.examples).toHaveLength(3);
+      expect(g.stuck).toBeGreaterThanOrEqual(0);
+      expect(g.lcp_llm_only).toBeLessThanOrEqual(16);
+    }
+    // Against itself the cloud-only output agrees all the way.
+    expect(llm!.lcp_llm_only).toBe(16);
   });
 
   test("the cloud perplexity is the cloud model's token-by-token likelihood of the generated ids", async () => {
     const prompts = continuationPrompts(edge, heldOut, 2, 16);
     expect(prompts).toHaveLength(2);
-    const run = await generateAll(edge, router, prompts, { threshold: 0.75, maxNewTokens: 12 });
+    const run = await generateAll(edge, router, prompts, { threshold: DEMO.routerThreshold, maxNewTokens: 12 });
     let nll = 0;
     let count = 0;
     for (const item of run.items) {

@@ -10,7 +10,7 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { parameterCount } from '../src/tools/models/decoder-spec.ts';
 import { PRESETS } from '../src/tools/models/random-model.ts';
 import { buildAllDemoPacks } from '../src/tools/models/demo.ts';
-import { trainRouter } from '../src/tools/router/train-router.ts';
+import { DEMO_ROUTER_TRAINING, trainRouter } from '../src/tools/router/train-router.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'model-cli-'));
@@ -148,13 +148,13 @@ test('demo builds both pairs: the distilled 1-layer edge pack and the truncated 
   expect(source(DEMO.cloudPack)).toMatchObject({ checkpointSha256: 'b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696', layers: null });
   expect(loadModelPack(DEMO.edgePack).numLayers).toBe(1);
   expect(loadModelPack(TRUNCATED_DEMO.edgePack).numLayers).toBe(3);
-  expect(router(DEMO.routerPack)).toMatchObject({ slm: '../stories260k-distilled-1l', llm: '../stories260k', default_threshold: 0.75 });
+  expect(router(DEMO.routerPack)).toMatchObject({ slm: '../stories260k-distilled-1l', llm: '../stories260k', default_threshold: DEMO.routerThreshold });
   expect(router(TRUNCATED_DEMO.routerPack)).toMatchObject({ slm: '../stories260k-3l', llm: '../stories260k', default_threshold: 0.5 });
 });
 
 test("a router's default threshold outside [0, 1] is refused before anything is written", async () => {
   const out = join(work, 'router-bad-threshold');
-  const options = { slm: DEMO.edgePack, llm: DEMO.cloudPack, text: DEMO.tinyStories, out, trainFraction: 0.8, seed: 0, maxEpochs: 1, hiddenUnits: 4 };
+  const options = { ...DEMO_ROUTER_TRAINING, slm: DEMO.edgePack, llm: DEMO.cloudPack, text: DEMO.tinyStories, out, trainFraction: 0.8, seed: 0, maxEpochs: 1, hiddenUnits: 4 };
   await expect(trainRouter({ ...options, defaultThreshold: 1.5 })).rejects.toThrow('default threshold must be in [0, 1], got 1.5');
   expect(existsSync(out)).toBe(false);
 });

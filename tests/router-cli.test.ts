@@ -105,17 +105,56 @@ describe('router train with bad input: one-line error, nothing written', () => {
   });
 });
 
+test('router train: --labels, --features and --rounds are checked (usage errors, exit 2)', () => {
+  const base = ['train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', out];
+  const cases: [string[], RegExp][] = [
+    [['--labels', 'oracle'], /--labels must be one of divergence, citer, got "oracle"/],
+    [['--features', 'logit_stats'], /--features must be a comma-separated list of hidden, logit_stats, repetition including hidden, got "logit_stats"/],
+    [['--rounds', '11'], /--rounds must be in \[0, 10\], got 11/],
+    [['--rollout-tokens', '0'], /--rollout-tokens must be in \[1, 4096\], got 0/],
+  ];
+  for (const [flags, message] of cases) {
+    const r = router(...base, ...flags);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(existsSync(out)).toBe(false);
+  }
+});
+
+test('router train --labels citer --rounds 0 is the first trainer: CITER labels, teacher forcing only', () => {
+  const text = join(work, 'citer.txt');
+  writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 30).join('\n\n'));
+  const dir = join(work, 'citer-router');
+  const r = router('train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text, '--out', dir, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden');
+  expect(r.code).toBe(0);
+  const meta = JSON.parse(readFileSync(join(dir, 'router.json'), 'utf8'));
+  expect(meta.features).toEqual(['hidden']);
+  expect(meta.training.labels).toBe('citer-shortcut: 1 (keep) if slm top-1 correct or both wrong; 0 (route) if only llm top-1 correct');
+  expect(meta.training.on_policy_labels).toBeNull();
+  expect(meta.training.rounds).toHaveLength(1);
+}, 30_000);
+
 test('router train on a short text writes a loadable pack; router eval reads it back', () => {
   const text = join(work, 'short.txt');
   writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 40).join('\n\n'));
   const small = join(work, 'small-router');
-  const r = router('train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text, '--out', small, '--epochs', '2', '--hidden-units', '8', '--seed', '3');
+  const r = router(
+    'train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text, '--out', small, '--epochs', '2', '--hidden-units', '8', '--seed', '3',
+    '--rounds', '1', '--rollout-prompts', '4', '--rollout-tokens', '8', '--features', 'hidden,repetition',
+  );
   expect(r.stderr).toBe(''); // no progress bar when stderr is not a terminal
   expect(r.code).toBe(0);
   expect(r.stdout).toMatch(/validation: AUC \d\.\d{4}/);
+  expect(r.stdout).toMatch(/round 1: \d+ records; validation AUC \d\.\d{4} accuracy@0\.5 \d\.\d{4}, on-policy AUC .*; rollouts: 8 trajectories/);
   const meta = JSON.parse(readFileSync(join(small, 'router.json'), 'utf8'));
-  expect(meta.training).toMatchObject({ seed: 3, hidden_units: 8, train_fraction: 0.8, max_epochs: 2 });
+  expect(meta.features).toEqual(['hidden', 'repetition']);
+  expect(meta.training).toMatchObject({ seed: 3, hidden_units: 8, train_fraction: 0.8, max_epochs: 2, label_rule: 'divergence', rollout_prompts: 4, rollout_tokens: 8 });
   expect(meta.training.paragraphs).toEqual({ train: 28, validation: 4, heldOut: 8 });
+  expect(meta.training.rounds).toHaveLength(2);
+  // 4 prompts × (greedy + sampled) × at most 8 tokens, one record per routing decision.
+  expect(meta.training.rounds[1].rollout.trajectories).toBe(8);
+  expect(meta.training.rounds[1].added).toBe(meta.training.rounds[1].rollout.tokens);
+  expect(meta.training.rounds[1].added).toBeLessThanOrEqual(64);
 
   const e = router('eval', '--router', small, '--text', text, '--json');
   expect(e.code).toBe(0);

@@ -80,13 +80,21 @@ describe('labels and routing', () => {
       hiddenSize: 2,
       count: 3,
       hidden: Float32Array.of(1, 2, 3, 4, 5, 6),
+      extra: Float32Array.from({ length: 24 }, (_, i) => i),
       slmCorrect: Uint8Array.of(1, 0, 1),
       llmCorrect: Uint8Array.of(0, 0, 1),
+      llmProbOfSlmTop1: Float32Array.of(0.5, 0.25, 0.75),
+      llmTopProb: Float32Array.of(0.5, 0.5, 0.75),
+      nextId: Int32Array.of(7, 8, 9),
       paragraph: Int32Array.of(0, 1, 1),
+      windowed: 0,
     };
     const second = selectParagraphs(forced, (p) => p === 1);
     expect([...second.hidden]).toEqual([3, 4, 5, 6]);
+    expect([...second.extra]).toEqual(Array.from({ length: 16 }, (_, i) => i + 8));
     expect([...second.slmCorrect]).toEqual([0, 1]);
+    expect([...second.llmProbOfSlmTop1]).toEqual([0.25, 0.75]);
+    expect([...second.nextId]).toEqual([8, 9]);
   });
 });
 

@@ -161,7 +161,7 @@ export async function* generate(
       let routerMs = 0;
       if (last) {
         const t = performance.now();
-        score = await router.score(last.hidden, last.logits);
+        score = await router.score(last.hidden, last.logits, context);
         routerMs = elapsed(t);
         metrics.routerMs += routerMs;
       }

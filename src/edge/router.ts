@@ -1,15 +1,22 @@
 /**
  * The router scores how confident the edge model is about its next token: a score in [0, 1], where a
  * score below the threshold τ sends the token to the cloud. Either a trained MLP from a router pack
- * (`router.onnx`: hidden_states [batch, hidden] → score [batch], and `router.json`), or, when no pack is
- * configured, a built-in scorer: the edge model's own top-1 probability.
+ * (`router.onnx`: hidden_states [batch, hidden] and, for packs that read more than the hidden state,
+ * extra_features [batch, k] → score [batch]; `router.json` names the feature groups, see
+ * router-features.ts), or, when no pack is configured, a built-in scorer: the edge model's own top-1
+ * probability.
+ *
+ * @example
+ * const router = await loadRouter('models/router-stories260k-3l');
+ * const score = await router.score(last.hidden, last.logits, context); // route when score < τ
  */
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { AppError } from '../shared/errors.ts';
 import { readJsonFile } from '../shared/model-pack.ts';
-import { ort, type InferenceSession } from '../shared/ort.ts';
+import { ort, type InferenceSession, type OrtTensor } from '../shared/ort.ts';
 import { runSession } from '../shared/run-session.ts';
+import { extraFeatures, extraWidth, parseFeatureGroups, type FeatureGroup } from './router-features.ts';
 
 export interface RouterInfo {
   /** `onnx:<folder>` for a trained router, `builtin:top1-probability` for the fallback scorer. */
@@ -18,12 +25,18 @@ export interface RouterInfo {
   defaultThreshold: number;
   /** Training figures recorded in router.json, when there are any. */
   training?: Record<string, unknown>;
+  /** The feature groups the router reads (`['hidden']` for packs older than the field). */
+  features?: readonly FeatureGroup[];
 }
 
 export interface Router {
   readonly info: RouterInfo;
-  /** Scores one position from its hidden state and logits. */
-  score(hidden: Float32Array, logits: Float32Array): Promise<number>;
+  /**
+   * Scores one position from its hidden state and logits; `recentIds` are the ids decoded so far (prompt
+   * included), which routers with repetition features read. Callers that omit it score as if the
+   * context were empty.
+   */
+  score(hidden: Float32Array, logits: Float32Array, recentIds?: readonly number[]): Promise<number>;
   release(): Promise<void>;
 }
 
@@ -33,6 +46,8 @@ export interface RouterJson {
   slm: string;
   llm?: string;
   default_threshold: number;
+  /** Feature groups, `hidden` first; absent = `['hidden']`. */
+  features?: FeatureGroup[];
   training?: Record<string, unknown>;
 }
 
@@ -40,6 +55,7 @@ export class OnnxRouter implements Router {
   private constructor(
     readonly info: RouterInfo,
     private readonly session: InferenceSession,
+    private readonly features: readonly FeatureGroup[],
   ) {}
 
   static async load(dir: string): Promise<OnnxRouter> {
@@ -50,23 +66,35 @@ export class OnnxRouter implements Router {
     if (!Number.isInteger(meta.hidden_size) || meta.hidden_size <= 0) {
       throw new AppError('INVALID_ARGUMENT', `${join(root, 'router.json')}: hidden_size must be a positive integer`);
     }
+    const features = parseFeatureGroups(meta.features, join(root, 'router.json'));
     const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+    const wantsExtra = extraWidth(features) > 0;
+    if (wantsExtra !== session.inputNames.includes('extra_features')) {
+      await session.release();
+      throw new AppError('INVALID_ARGUMENT', `${root}: router.json's features (${features.join(', ')}) do not match router.onnx's inputs (${session.inputNames.join(', ')})`);
+    }
     return new OnnxRouter(
       // The folder's name only: the name travels in every done event and /api/info, off the device.
-      { name: `onnx:${basename(root)}`, hiddenSize: meta.hidden_size, defaultThreshold: meta.default_threshold ?? 0.5, training: meta.training },
+      { name: `onnx:${basename(root)}`, hiddenSize: meta.hidden_size, defaultThreshold: meta.default_threshold ?? 0.5, training: meta.training, features },
       session,
+      features,
     );
   }
 
-  async score(hidden: Float32Array): Promise<number> {
+  async score(hidden: Float32Array, logits?: Float32Array, recentIds: readonly number[] = []): Promise<number> {
     if (hidden.length !== this.info.hiddenSize) {
       throw new AppError(
         'FAILED_PRECONDITION',
         `router expects hidden size ${this.info.hiddenSize}, the edge model gave ${hidden.length} (router trained for another model?)`,
       );
     }
-    const input = new ort.Tensor('float32', hidden, [1, hidden.length]);
-    const out = await runSession(this.session, { hidden_states: input });
+    const feeds: Record<string, OrtTensor> = { hidden_states: new ort.Tensor('float32', hidden, [1, hidden.length]) };
+    const width = extraWidth(this.features);
+    if (width > 0) {
+      if (!logits) throw new AppError('FAILED_PRECONDITION', `${this.info.name} reads the edge model's logits; the caller gave none`);
+      feeds.extra_features = new ort.Tensor('float32', extraFeatures(this.features, logits, recentIds), [1, width]);
+    }
+    const out = await runSession(this.session, feeds);
     const score = (out.score!.data as Float32Array)[0]!;
     out.score!.dispose();
     return score;

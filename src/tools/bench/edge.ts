@@ -160,15 +160,20 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
     o.log('decode steps and router calls');
     const stepMs: number[] = [];
     const hiddens: Float32Array[] = [];
+    // The logits and the context too: a router with logit or repetition features computes them per call.
+    const steps: { logits: Float32Array; context: number[] }[] = [];
     for (let pass = 0; pass < Math.min(o.runs, 3); pass++) {
       const sequence = slm.newSequence();
       try {
         await sequence.append(encodePrompt({ slm, tokenizer }, PROMPT));
         for (const id of ids) {
           const t = performance.now();
-          const { hidden } = await sequence.append([id]);
+          const { hidden, logits } = await sequence.append([id]);
           stepMs.push(performance.now() - t);
-          if (pass === 0) hiddens.push(hidden);
+          if (pass === 0) {
+            hiddens.push(hidden);
+            steps.push({ logits, context: ids.slice(0, hiddens.length) });
+          }
         }
       } finally {
         sequence.dispose();
@@ -176,9 +181,9 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
     }
     const routerMs: number[] = [];
     for (let pass = 0; pass < Math.max(1, Math.ceil(200 / hiddens.length)); pass++) {
-      for (const h of hiddens) {
+      for (const [k, h] of hiddens.entries()) {
         const t = performance.now();
-        await router.score(h);
+        await router.score(h, steps[k]!.logits, steps[k]!.context);
         routerMs.push(performance.now() - t);
       }
     }

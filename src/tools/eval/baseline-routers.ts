@@ -2,6 +2,7 @@
  * Routers the evaluation compares the trained router with, and a probe that watches what the edge model
  * was sure of along a run. They plug into the decoding loop like any other `Router`.
  */
+import { logitStats } from '../../edge/router-features.ts';
 import { topProbability, type Router, type RouterInfo } from '../../edge/router.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { MAX_SCORE } from '../router/mlp.ts';
@@ -38,6 +39,22 @@ export class TopProbabilityRouter implements Router {
   async release(): Promise<void> {}
 }
 
+/** 1 / (1 + H) of the edge distribution's entropy H (nats): low where the edge model is unsure, so those route first. */
+export function entropyScore(entropy: number): number {
+  return Math.min(1 / (1 + entropy), MAX_SCORE);
+}
+
+/** Routes by the edge model's entropy (highest first), through `entropyScore`. */
+export class EntropyRouter implements Router {
+  readonly info: RouterInfo = { name: 'baseline:entropy', hiddenSize: null, defaultThreshold: 0.5 };
+
+  async score(_hidden: Float32Array, logits: Float32Array): Promise<number> {
+    return entropyScore(logitStats(logits).entropy);
+  }
+
+  async release(): Promise<void> {}
+}
+
 /** Passes scoring on to `inner` and records the edge model's top-1 probability at every scored position. */
 export class ProbeRouter implements Router {
   readonly topProbabilities: number[] = [];
@@ -48,9 +65,9 @@ export class ProbeRouter implements Router {
     return this.inner.info;
   }
 
-  async score(hidden: Float32Array, logits: Float32Array): Promise<number> {
+  async score(hidden: Float32Array, logits: Float32Array, recentIds?: readonly number[]): Promise<number> {
     this.topProbabilities.push(cappedTopProbability(logits));
-    return this.inner.score(hidden, logits);
+    return this.inner.score(hidden, logits, recentIds);
   }
 
   async release(): Promise<void> {}

@@ -15,7 +15,7 @@ async function main(): Promise<void> {
     return;
   }
   const options = parseEvalOptions(args);
-  const report = await runEvaluation(options, terminalProgress());
+  const report = await runEvaluation(options, terminalProgress(), (line) => console.error(line));
   console.log(formatMarkdown(report));
   if (options.out) {
     mkdirSync(options.out, { recursive: true });

@@ -1,20 +1,23 @@
 /**
  * An evaluation data set, recognised from the file's contents: CommonsenseQA JSONL (either layout, told
- * apart by the first record) or plain text (paragraphs separated by blank lines, e.g. TinyStories).
+ * apart by the first record) or plain text, split into documents by `<|endoftext|>`, blank lines or
+ * lines (text-corpus.ts; chosen from the file unless given). The file's sha256 tells whether it is a
+ * router's training text.
  *
  * @example
  * const data = readEvalDataset('commonsenseqa_50_samples.jsonl'); // { kind: 'multiple-choice', ... }
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { splitParagraphs } from '../router/text-corpus.ts';
+import { splitText, type ResolvedSplit, type TextSplit } from '../router/text-corpus.ts';
 import { choiceFormatOf, toQuestion, type ChoiceFormat, type MultipleChoiceQuestion } from './multiple-choice.ts';
 
 export type DatasetFormat = ChoiceFormat | 'text';
 
 export type EvalDataset =
   | { kind: 'multiple-choice'; path: string; format: ChoiceFormat; questions: MultipleChoiceQuestion[] }
-  | { kind: 'text'; path: string; format: 'text'; paragraphs: string[] };
+  | { kind: 'text'; path: string; format: 'text'; paragraphs: string[]; split: ResolvedSplit; sha256: string };
 
 function parseJsonLine(line: string): unknown {
   try {
@@ -43,12 +46,13 @@ export function detectDatasetFormat(contents: string): DatasetFormat {
   return format;
 }
 
-export function parseEvalDataset(contents: string, path: string): EvalDataset {
+/** `sha256`: of the file's bytes when read from a file (defaults to the UTF-8 encoding of `contents`). */
+export function parseEvalDataset(contents: string, path: string, split: TextSplit = 'auto', sha256?: string): EvalDataset {
   const format = detectDatasetFormat(contents);
   if (format === 'text') {
-    const paragraphs = splitParagraphs(contents);
-    if (paragraphs.length === 0) throw new AppError('INVALID_ARGUMENT', `${path}: the text file is empty`);
-    return { kind: 'text', path, format, paragraphs };
+    const parts = splitText(contents, split);
+    if (parts.paragraphs.length === 0) throw new AppError('INVALID_ARGUMENT', `${path}: the text file is empty`);
+    return { kind: 'text', path, format, ...parts, sha256: sha256 ?? createHash('sha256').update(contents, 'utf8').digest('hex') };
   }
   const questions: MultipleChoiceQuestion[] = [];
   for (const [i, line] of contents.split('\n').entries()) {
@@ -60,15 +64,15 @@ export function parseEvalDataset(contents: string, path: string): EvalDataset {
   return { kind: 'multiple-choice', path, format, questions };
 }
 
-export function readEvalDataset(path: string): EvalDataset {
-  let contents: string;
+export function readEvalDataset(path: string, split: TextSplit = 'auto'): EvalDataset {
+  let bytes: Buffer;
   try {
-    contents = readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (e) {
     throw new AppError('NOT_FOUND', `${path}: cannot read (${errorMessage(e)})`);
   }
   try {
-    return parseEvalDataset(contents, path);
+    return parseEvalDataset(bytes.toString('utf8'), path, split, createHash('sha256').update(bytes).digest('hex'));
   } catch (e) {
     if (e instanceof AppError && !e.message.startsWith(path)) throw new AppError(e.code, `${path}: ${e.message}`, { cause: e });
     throw e;

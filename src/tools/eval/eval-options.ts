@@ -4,14 +4,18 @@
 import { DEMO } from '../../shared/paths.ts';
 import { parseFlags, UsageError } from '../cli-support.ts';
 import { DEFAULT_THRESHOLDS } from '../router/routing-curve.ts';
+import { TEXT_SPLITS, type TextSplit } from '../router/text-corpus.ts';
+import { DEFAULT_SHARES } from './share-table.ts';
 
 export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
 
   The data set's format is recognised from the file: CommonsenseQA JSONL (the original nested layout or
   the flattened one) → multiple-choice accuracy from real generations; anything else → plain text,
-  paragraphs separated by blank lines → teacher-forced next-token accuracy and the cloud model's
-  perplexity of generated continuations. Every threshold is compared with two baselines that route the
-  same share of tokens: at random, and by the edge model's own top-1 probability.
+  split into documents (--split) → teacher-forced next-token accuracy, and generated continuations:
+  the cloud model's perplexity of them and their loops (rep4, stuck). Every threshold is compared with
+  baselines that route the same share of tokens: at random, by the edge model's own top-1 probability,
+  and (at the fixed shares) by its entropy. A text file that is not the router's training text (router.json
+  records its sha256) is held out as a whole; the training text is read after --from-fraction.
 
   --slm PACK              edge model pack (default models/stories260k-distilled-1l)
   --llm PACK              cloud model pack, run in process (default models/stories260k)
@@ -19,11 +23,15 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
                           model's top-1 probability
   --thresholds LIST       comma-separated thresholds in [0, 1] (default 0,0.1,...,1)
   --limit N               use the first N questions / held-out paragraphs (default all)
-  --from-fraction F       text: evaluate the paragraphs after the first F of the file (default 0.8: the
-                          part the demo router was not trained on)
-  --continuations N       text: how many of those paragraphs get a generated continuation (default 100)
+  --split MODE            text: auto (default; printed), endoftext (<|endoftext|> between documents),
+                          blank-line (paragraphs), line (one document per line)
+  --from-fraction F       the router's training text only: evaluate the documents after the first F
+                          (default: the fraction the router was trained on); refused for other files
+  --continuations N       text: how many of those paragraphs get a generated continuation (default 50)
   --prefix-tokens N       text: a continuation's prompt, in tokens (default 16)
-  --max-new-tokens N      tokens generated per answer / continuation (default 16 / 32)
+  --max-new-tokens N      tokens generated per answer / continuation (default 16 / 64)
+  --shares LIST           text: routed shares of the fixed-share tables (default 0.1,0.2,0.3,0.5; "none")
+  --dump FILE.jsonl       text: write per-position router scores and correctness
   --calibration-runs N    most runs spent matching the top-1 baseline's routed share along generations,
                           per threshold (default 8)
   --seed N                seed of the random baseline (default 0)
@@ -39,7 +47,11 @@ export interface EvalOptions {
   routerPack: string | undefined;
   thresholds: readonly number[];
   limit: number | undefined;
-  fromFraction: number;
+  /** Undefined: the router's own training fraction (for its training text). */
+  fromFraction: number | undefined;
+  split: TextSplit;
+  shares: readonly number[];
+  dump: string | undefined;
   continuations: number;
   prefixTokens: number;
   /** Undefined: the default for the data set's kind. */
@@ -53,7 +65,7 @@ export interface EvalOptions {
   json: boolean;
 }
 
-export const DEFAULT_MAX_NEW_TOKENS = { 'multiple-choice': 16, text: 32 } as const;
+export const DEFAULT_MAX_NEW_TOKENS = { 'multiple-choice': 16, text: 64 } as const;
 
 function integer(raw: string | undefined, name: string, fallback: number, min: number, max = 2 ** 31 - 1): number {
   if (raw === undefined) return fallback;
@@ -71,6 +83,15 @@ export function parseThresholds(raw: string): number[] {
   return [...new Set(numbers)].sort((a, b) => a - b);
 }
 
+function parseShares(raw: string): number[] {
+  const values = raw.split(',').map((s) => s.trim());
+  const numbers = values.map(Number);
+  if (values.some((s) => s === '') || numbers.some((n) => !Number.isFinite(n) || n <= 0 || n >= 1)) {
+    throw new UsageError(`--shares must be comma-separated numbers in (0, 1), or none, got ${JSON.stringify(raw)}`);
+  }
+  return [...new Set(numbers)].sort((a, b) => a - b);
+}
+
 export function parseEvalOptions(args: string[]): EvalOptions {
   const { values, positionals } = parseFlags(args, {
     dataset: { type: 'string' },
@@ -80,6 +101,9 @@ export function parseEvalOptions(args: string[]): EvalOptions {
     thresholds: { type: 'string' },
     limit: { type: 'string' },
     'from-fraction': { type: 'string' },
+    split: { type: 'string' },
+    shares: { type: 'string' },
+    dump: { type: 'string' },
     continuations: { type: 'string' },
     'prefix-tokens': { type: 'string' },
     'max-new-tokens': { type: 'string' },
@@ -91,8 +115,13 @@ export function parseEvalOptions(args: string[]): EvalOptions {
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if (!values.dataset) throw new UsageError('--dataset is required');
-  const fromFraction = values['from-fraction'] === undefined ? 0.8 : Number(values['from-fraction']);
-  if (!(fromFraction >= 0 && fromFraction < 1)) throw new UsageError(`--from-fraction must be in [0, 1), got ${JSON.stringify(values['from-fraction'])}`);
+  const fromFraction = values['from-fraction'] === undefined ? undefined : Number(values['from-fraction']);
+  if (fromFraction !== undefined && !(fromFraction >= 0 && fromFraction < 1)) {
+    throw new UsageError(`--from-fraction must be in [0, 1), got ${JSON.stringify(values['from-fraction'])}`);
+  }
+  const split = values.split ?? 'auto';
+  if (!(TEXT_SPLITS as readonly string[]).includes(split)) throw new UsageError(`--split must be one of ${TEXT_SPLITS.join(', ')}, got ${JSON.stringify(split)}`);
+  const shares = values.shares === undefined ? DEFAULT_SHARES : values.shares === 'none' ? [] : parseShares(values.shares);
   const router = values.router ?? DEMO.routerPack;
   return Object.freeze({
     dataset: values.dataset,
@@ -102,7 +131,10 @@ export function parseEvalOptions(args: string[]): EvalOptions {
     thresholds: Object.freeze(values.thresholds === undefined ? DEFAULT_THRESHOLDS : parseThresholds(values.thresholds)),
     limit: values.limit === undefined ? undefined : integer(values.limit, 'limit', 0, 1),
     fromFraction,
-    continuations: integer(values.continuations, 'continuations', 100, 0),
+    split: split as TextSplit,
+    shares: Object.freeze([...shares]),
+    dump: values.dump,
+    continuations: integer(values.continuations, 'continuations', 50, 0),
     prefixTokens: integer(values['prefix-tokens'], 'prefix-tokens', 16, 1),
     maxNewTokens: values['max-new-tokens'] === undefined ? undefined : integer(values['max-new-tokens'], 'max-new-tokens', 0, 1, 1024),
     calibrationRuns: integer(values['calibration-runs'], 'calibration-runs', 8, 1, 64),

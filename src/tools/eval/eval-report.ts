@@ -1,6 +1,9 @@
 /**
  * What `bun run eval` prints: Markdown tables for people, and one JSON object (snake_case keys) for
- * programs: `{dataset, points: [{threshold, routed_ratio, quality, ...}], baselines: {random, top1}, ...}`.
+ * programs: `{dataset, points: [{threshold, routed_ratio, quality, rep4, stuck, ...}], baselines: {random, top1},
+ * teacher_forcing: {at_share: [{share, router, random, top1, entropy, oracle, small_only_accuracy,
+ * large_only_accuracy}]}, generation: {settings: [{method, tau, routed_share, rep4, stuck, ppl_cloud,
+ * lcp_llm_only, examples, ...}]}}` for text.
  */
 import type { ChoiceEvalResult } from './choice-eval.ts';
 import type { DatasetFormat } from './eval-dataset.ts';
@@ -22,6 +25,7 @@ export interface EvalReport {
 
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
+const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : '–');
 
 function table(header: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
@@ -62,8 +66,29 @@ function textMarkdown(r: TextEvalResult): string {
       ];
     }),
   );
-  return [
-    `${r.paragraphs} paragraphs, ${r.positions} teacher-forced positions; small-only next-token accuracy ${f3(r.smallOnlyAccuracy)}, large-only ${f3(r.largeOnlyAccuracy)}.`,
+  const shares = table(
+    ['share', 'router', 'random', 'top-1 prob.', 'entropy', 'oracle'],
+    r.atShare.map((row) => [pct(row.share), pct(row.router), pct(row.random), pct(row.top1), pct(row.entropy), pct(row.oracle)]),
+  );
+  const settings = table(
+    ['method', 'target share', 'τ', 'routed', 'rep4', 'stuck', 'cloud PPL', 'LCP with llm_only'],
+    r.settings.map((g) => [
+      g.method,
+      g.target_share === null ? '–' : pct(g.target_share),
+      f3(g.tau),
+      f3(g.routed_share),
+      f3(g.rep4),
+      `${g.stuck}/${g.outputs}`,
+      f2(g.ppl_cloud),
+      f2(g.lcp_llm_only),
+    ]),
+  );
+  const examples = r.settings
+    .filter((g) => g.target_share === null || g.target_share === 0.3)
+    .map((g) => `- ${g.method}${g.target_share === null ? '' : ` at ${pct(g.target_share)}`}: ${g.examples.map((e) => JSON.stringify(e)).join(' · ')}`);
+  const sections = [
+    `${r.paragraphs} paragraphs, ${r.positions} teacher-forced positions; small-only next-token accuracy ${f3(r.smallOnlyAccuracy)}, large-only ${f3(r.largeOnlyAccuracy)}.` +
+      (r.windowedParagraphs ? ` ${r.windowedParagraphs} paragraphs longer than the context window were scored in consecutive windows.` : ''),
     '',
     'Next-token top-1 accuracy under teacher forcing (the baselines route exactly as many positions as the router):',
     '',
@@ -72,7 +97,23 @@ function textMarkdown(r: TextEvalResult): string {
     `Generated continuations (${r.continuations} prompts of ${r.prefixTokens} tokens, ${r.maxNewTokens} new tokens, greedy): the cloud model's perplexity of the generated tokens (lower is better), baselines matched to the router's routed share:`,
     '',
     gen,
-  ].join('\n');
+  ];
+  if (r.atShare.length) {
+    sections.push('', 'Teacher forcing at fixed routed shares: recovered fraction of the small→large accuracy gap (every method routes exactly as many positions):', '', shares);
+  }
+  if (r.settings.length) {
+    sections.push(
+      '',
+      `Free-running generation at matched routed shares (${r.continuations} prompts, ${r.maxNewTokens} new tokens, greedy; stuck = last 16 tokens use ≤ 2 ids; rep4 = share of 4-grams repeating an earlier one):`,
+      '',
+      settings,
+      '',
+      'Examples (first prompts; small_only, llm_only and every method at 30%):',
+      '',
+      ...examples,
+    );
+  }
+  return sections.join('\n');
 }
 
 function choiceMarkdown(r: ChoiceEvalResult): string {
@@ -124,7 +165,14 @@ function snakeKeys(value: unknown): unknown {
 }
 
 export function toJson(report: EvalReport): Record<string, unknown> {
-  const { kind: _kind, ...result } = report.result;
+  const { kind: _kind, ...rest } = report.result;
+  const result =
+    report.result.kind === 'text'
+      ? (() => {
+          const { atShare, settings, ...others } = rest as Omit<TextEvalResult, 'kind'>;
+          return { ...others, teacherForcing: { atShare }, generation: { settings } };
+        })()
+      : rest;
   return snakeKeys({
     dataset: report.dataset,
     format: report.format,

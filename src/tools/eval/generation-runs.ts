@@ -40,6 +40,9 @@ export interface GenerationSettings {
   threshold: number;
   maxNewTokens: number;
   stop?: string[];
+  /** 0 (the default) decodes greedily; above 0 samples, with `seed` plus the prompt's index as the seed. */
+  temperature?: number;
+  seed?: number;
 }
 
 export function promptIdsOf(edge: Pick<EvalEdge, 'slm' | 'tokenizer'>, prompt: string): number[] {
@@ -57,13 +60,14 @@ export async function generateAll(
   const items: GeneratedItem[] = [];
   let tokens = 0;
   let routed = 0;
-  for (const prompt of prompts) {
+  for (const [index, prompt] of prompts.entries()) {
     const request = parseGenerationRequest({
       prompt,
       mode: 'joint',
       threshold: settings.threshold,
       maxNewTokens: settings.maxNewTokens,
-      temperature: 0,
+      temperature: settings.temperature ?? 0,
+      ...(settings.temperature ? { seed: (settings.seed ?? 0) + index } : {}),
       stop: settings.stop ?? [],
     });
     const events: TokenEvent[] = [];

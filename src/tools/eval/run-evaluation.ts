@@ -7,11 +7,11 @@
  * console.log(formatMarkdown(report));
  */
 import { existsSync } from 'node:fs';
-import { relative, resolve, sep } from 'node:path';
-import { loadRouter } from '../../edge/router.ts';
+import { join, relative, resolve, sep } from 'node:path';
+import { loadRouter, type RouterJson } from '../../edge/router.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
 import { DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { checkSameVocabulary } from '../router/teacher-forcing.ts';
@@ -39,8 +39,30 @@ function shown(path: string): string {
   return rel.startsWith(`..${sep}..`) ? resolve(path) : rel;
 }
 
-export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter): Promise<EvalReport> {
-  const dataset = readEvalDataset(o.dataset);
+/**
+ * Which part of a text file is held out: all of it, unless it is the router's training text (router.json
+ * records its sha256), whose first `train_fraction` (or --from-fraction) the router has seen.
+ */
+export function heldOutPart(o: Pick<EvalOptions, 'routerPack' | 'fromFraction' | 'dataset'>, sha256: string): { fraction: number; why: string } {
+  const training = o.routerPack && existsSync(join(o.routerPack, 'router.json'))
+    ? ((readJsonFile(join(o.routerPack, 'router.json')) as RouterJson).training as { text_sha256?: string; train_fraction?: number; text?: string } | undefined)
+    : undefined;
+  if (training?.text_sha256 === sha256) {
+    const fraction = o.fromFraction ?? training.train_fraction ?? 0.8;
+    return { fraction, why: `the router's training text: the documents after the first ${+(fraction * 100).toFixed(2)}%` };
+  }
+  if (o.fromFraction !== undefined && o.routerPack) {
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `--from-fraction applies only to the router's training text${training?.text ? ` (${training.text})` : ''}; ${o.dataset} is not it and is held out as a whole`,
+    );
+  }
+  if (o.fromFraction !== undefined) return { fraction: o.fromFraction, why: `the documents after the first ${+(o.fromFraction * 100).toFixed(2)}%` };
+  return { fraction: 0, why: o.routerPack ? "not the router's training text: held out as a whole" : 'all documents (built-in router, nothing trained)' };
+}
+
+export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter, log: (line: string) => void = () => {}): Promise<EvalReport> {
+  const dataset = readEvalDataset(o.dataset, o.split);
   if (o.routerPack && !existsSync(o.routerPack) && DEMO_PATHS.has(resolve(o.routerPack))) {
     throw new AppError('NOT_FOUND', `${o.routerPack} does not exist: build the demo packs first with \`bun run models demo\``);
   }
@@ -64,9 +86,12 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter)
     };
     if (dataset.kind === 'text') {
       const all = dataset.paragraphs;
-      const { train, heldOut } = splitByParagraph(all, o.fromFraction);
+      const part = heldOutPart(o, dataset.sha256);
+      const { train, heldOut } = splitByParagraph(all, part.fraction);
       const paragraphs = heldOut.slice(0, o.limit ?? heldOut.length);
-      if (paragraphs.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.dataset}: no paragraphs after the first ${o.fromFraction} of ${all.length}`);
+      if (paragraphs.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.dataset}: no documents after the first ${part.fraction} of ${all.length}`);
+      const split = `${dataset.split}${o.split === 'auto' ? ' (auto-detected)' : ''}`;
+      log(`${shown(dataset.path)}: ${all.length} documents, split ${split}; ${part.why}`);
       const result = await evaluateText({
         edge,
         llm,
@@ -80,9 +105,12 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter)
         maxNewTokens: o.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS.text,
         calibrationRuns: o.calibrationRuns,
         tolerance: o.tolerance,
+        shares: o.shares,
+        dump: o.dump,
         progress,
+        warn: log,
       });
-      const selection = `paragraphs ${train.length + 1}–${train.length + paragraphs.length} of ${all.length} (after the first ${o.fromFraction * 100}%)`;
+      const selection = `documents ${train.length + 1}–${train.length + paragraphs.length} of ${all.length} (split ${split}; ${part.why})`;
       return { ...common, selection, result };
     }
     const questions = dataset.questions.slice(0, o.limit ?? dataset.questions.length);

@@ -5,10 +5,14 @@
  *    router's score is below τ, and the position counts as right when the chosen model's top-1 is the
  *    true next token. The baselines route exactly as many positions: chosen at random (seeded), or those
  *    where the edge model's own top-1 probability is lowest.
+ *    At fixed shares (10/20/30/50%) every method, the entropy baseline and an oracle included, routes
+ *    exactly as many positions, reported as the recovered fraction of the small→large gap (share-table.ts).
  * 2. Generation: from the first `prefixTokens` tokens of a paragraph the decoding loop generates
- *    `maxNewTokens` greedily at τ; the cloud model then scores what was generated (perplexity). The
- *    baselines generate from the same prompts with a random router at p = the router's routed share, and
- *    with the top-1 probability at the threshold whose runs route the share closest to it.
+ *    `maxNewTokens` greedily at τ; the cloud model then scores what was generated (perplexity), and the
+ *    outputs are checked for loops (rep4, stuck). The baselines generate from the same prompts with a
+ *    random router at p = the router's routed share, and with the top-1 probability at the threshold
+ *    whose runs route the share closest to it. Then the settings at matched shares
+ *    (generation-settings.ts).
  */
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
@@ -16,9 +20,15 @@ import { scoreWithRouterPack } from '../router/batch-scorer.ts';
 import { teacherForce, type TeacherForced } from '../router/teacher-forcing.ts';
 import type { ProgressReporter } from '../router/train-router.ts';
 import { encodePrompt } from '../../edge/decoder-loop.ts';
-import { cappedTopProbability, ProbeRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
-import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun } from './generation-runs.ts';
+import { ALL_EXTRA_WIDTH } from '../router/feature-matrix.ts';
+import { MAX_SCORE } from '../router/mlp.ts';
+import { entropyScore } from './baseline-routers.ts';
+import { dumpRows, writeDump } from './eval-dump.ts';
+import { freeRunningFigures } from './free-running-metrics.ts';
+import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting } from './generation-settings.ts';
+import type { EvalEdge } from './generation-runs.ts';
 import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from './ratio-matching.ts';
+import { atShare, type ShareRow } from './share-table.ts';
 
 export interface TextEvalOptions {
   edge: EvalEdge;
@@ -37,7 +47,13 @@ export interface TextEvalOptions {
   calibrationRuns: number;
   /** Routed-share difference that ends that search early. */
   tolerance: number;
+  /** Shares of the fixed-share tables (teacher forcing and generation settings); empty = none. */
+  shares: readonly number[];
+  /** Write per-position scores and correctness here (JSONL). */
+  dump?: string;
   progress?: ProgressReporter;
+  /** Told once when paragraphs are longer than the context window and scored in windows. */
+  warn?: (line: string) => void;
 }
 
 export interface TextPoint {
@@ -48,6 +64,9 @@ export interface TextPoint {
   /** Generation: share of generated tokens routed, and the cloud model's perplexity of them. */
   generatedRoutedRatio: number;
   cloudPerplexity: number;
+  /** Loops in the generated text: repeating 4-grams, and outputs stuck on ≤ 2 ids (of `continuations`). */
+  rep4: number;
+  stuck: number;
 }
 
 export interface TextBaselinePoint extends TextPoint {
@@ -70,29 +89,12 @@ export interface TextEvalResult {
   continuations: number;
   prefixTokens: number;
   maxNewTokens: number;
+  /** Paragraphs longer than the context window, scored in consecutive windows. */
+  windowedParagraphs: number;
   points: TextPoint[];
   baselines: { random: TextBaselinePoint[]; top1: TextBaselinePoint[] };
-}
-
-/** The edge model's (capped) top-1 probability at every teacher-forced position, in teacher-forcing order. */
-async function edgeTopProbabilities(o: TextEvalOptions): Promise<Float32Array> {
-  const { slm, tokenizer } = o.edge;
-  const vocab = slm.pack.vocabSize;
-  // The same encoding and truncation as teacherForce, so that the records line up.
-  const maxLength = Math.min(slm.pack.maxPositions, o.llm.pack.maxPositions);
-  const values: number[] = [];
-  for (const text of o.paragraphs) {
-    const ids = encodePrompt({ slm, tokenizer }, text).slice(0, maxLength);
-    if (ids.length < 2) continue;
-    const sequence = slm.newSequence();
-    try {
-      const { allLogits } = await sequence.append(ids, { allPositions: true });
-      for (let i = 0; i < ids.length - 1; i++) values.push(cappedTopProbability(allLogits!.subarray(i * vocab, (i + 1) * vocab)));
-    } finally {
-      sequence.dispose();
-    }
-  }
-  return Float32Array.from(values);
+  atShare: ShareRow[];
+  settings: GenerationSetting[];
 }
 
 function accuracyWith(forced: TeacherForced, routed: Uint8Array): number {
@@ -129,10 +131,16 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   } finally {
     progress?.stop();
   }
-  const top1 = await edgeTopProbabilities(o);
-  if (top1.length !== forced.count) throw new Error(`internal: ${top1.length} top-1 probabilities for ${forced.count} teacher-forced positions`);
-  const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced.hidden, forced.count) : top1;
+  if (forced.windowed > 0) {
+    o.warn?.(
+      `${forced.windowed} of ${o.paragraphs.length} paragraphs are longer than the context window (${Math.min(edge.slm.pack.maxPositions, llm.pack.maxPositions)} tokens): scored in consecutive windows, every token once`,
+    );
+  }
   const n = forced.count;
+  const top1 = Float32Array.from({ length: n }, (_, i) => Math.min(forced.extra[i * ALL_EXTRA_WIDTH + 1]!, MAX_SCORE));
+  const entropy = Float32Array.from({ length: n }, (_, i) => entropyScore(forced.extra[i * ALL_EXTRA_WIDTH]!));
+  const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced.hidden, forced.count, forced.extra) : top1;
+  if (o.dump) await writeDump(o.dump, dumpRows(forced, scores));
   let slmRight = 0;
   let llmRight = 0;
   for (let i = 0; i < n; i++) {
@@ -161,52 +169,40 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   });
 
   const prompts = continuationPrompts(edge, o.paragraphs, o.continuations, o.prefixTokens);
-  const settings = { maxNewTokens: o.maxNewTokens };
-  const measured = new Map<string, Promise<GenerationRun & { perplexity: number }>>();
-  const runWith = (key: string, router: () => Router, threshold: number) => {
-    const id = `${key}@${threshold}`;
-    let run = measured.get(id);
-    if (!run) {
-      run = (async () => {
-        const generated = await generateAll(edge, router(), prompts, { ...settings, threshold });
-        return { ...generated, perplexity: (await cloudPerplexity(llm, generated.items)).perplexity };
-      })();
-      measured.set(id, run);
-    }
-    return run;
+  const runs = new GenerationRuns(edge, llm, prompts, o.maxNewTokens, standardRouters(o.router, o.seed));
+  const loops = (run: { items: { ids: number[] }[] }) => {
+    const f = freeRunningFigures(run.items.map((i) => i.ids));
+    return { rep4: f.rep4, stuck: f.stuck };
   };
+  const top1Values = Array.from(top1);
 
   const points: TextPoint[] = [];
   const random: TextBaselinePoint[] = [];
   const top1Points: TextBaselinePoint[] = [];
+  let settings: GenerationSetting[] = [];
   try {
-    progress?.start('generating', o.thresholds.length);
+    progress?.start('generating', o.thresholds.length + (o.shares.length ? 1 : 0));
     for (const [i, t] of tf.entries()) {
       progress?.update(i, `τ=${t.threshold} router`);
-      const probe = new ProbeRouter(o.router);
-      const generated = await generateAll(edge, probe, prompts, { ...settings, threshold: t.threshold });
+      const generated = await runs.run('router', t.threshold);
       const target = generated.routedRatio;
-      points.push({
-        threshold: t.threshold,
-        ...t.router,
-        generatedRoutedRatio: target,
-        cloudPerplexity: (await cloudPerplexity(llm, generated.items)).perplexity,
-      });
+      points.push({ threshold: t.threshold, ...t.router, generatedRoutedRatio: target, cloudPerplexity: generated.perplexity, ...loops(generated) });
 
       progress?.update(i, `τ=${t.threshold} random`);
-      const randomRun = await runWith('random', () => new RandomRouter(o.seed), target);
+      const randomRun = await runs.run('random', target);
       random.push({
         threshold: t.threshold,
         ...t.random,
         generatedRoutedRatio: randomRun.routedRatio,
         cloudPerplexity: randomRun.perplexity,
+        ...loops(randomRun),
         generationBaselineThreshold: target,
         calibrationRuns: 1,
       });
 
       progress?.update(i, `τ=${t.threshold} top-1`);
-      const matched = await matchRoutedRatio((threshold) => runWith('top1', () => new TopProbabilityRouter(), threshold), target, {
-        guess: quantileThreshold(probe.topProbabilities, target),
+      const matched = await matchRoutedRatio((threshold) => runs.run('top1', threshold), target, {
+        guess: quantileThreshold(top1Values, target),
         maxRuns: o.calibrationRuns,
         tolerance: o.tolerance,
       });
@@ -215,10 +211,21 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
         ...t.top1,
         generatedRoutedRatio: matched.result.routedRatio,
         cloudPerplexity: matched.result.perplexity,
+        ...loops(matched.result),
         generationBaselineThreshold: matched.threshold,
         calibrationRuns: matched.runs,
       });
       progress?.update(i + 1);
+    }
+    if (o.shares.length && prompts.length) {
+      settings = await generationSettings({
+        runs,
+        shares: o.shares,
+        routerGuess: Array.from(scores),
+        calibrationRuns: o.calibrationRuns,
+        tolerance: o.tolerance,
+        onSetting: (label) => progress?.update(o.thresholds.length, label),
+      });
     }
   } finally {
     progress?.stop();
@@ -234,7 +241,10 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
     continuations: prompts.length,
     prefixTokens: o.prefixTokens,
     maxNewTokens: o.maxNewTokens,
+    windowedParagraphs: forced.windowed,
     points,
     baselines: { random, top1: top1Points },
+    atShare: atShare(forced, { router: scores, top1, entropy }, o.shares, o.seed),
+    settings,
   };
 }

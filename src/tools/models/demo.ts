@@ -10,7 +10,7 @@
  * await buildAllDemoPacks((line) => console.log(line));   // both pairs (`bun run models demo`, the tests)
  */
 import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
-import { routerSource, trainRouter, type TrainRouterOptions } from '../router/train-router.ts';
+import { DEMO_ROUTER_TRAINING, routerSource, trainRouter, type TrainRouterOptions } from '../router/train-router.ts';
 import { convertLlama2c, llama2cSource, type ConvertLlama2cOptions } from './convert-llama2c.ts';
 import { packIsUpToDate } from './pack-writer.ts';
 
@@ -29,8 +29,8 @@ export interface DemoPaths {
   routerThreshold: number;
 }
 
-/** The demo routers' training settings: about 25 s on two cores (the hidden state is only 64 wide). */
-const DEMO_ROUTER = { trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64 };
+/** The demo routers' training settings: fewer, shorter on-policy rounds than the CLI's defaults, so a test run stays quick. */
+const DEMO_ROUTER = { ...DEMO_ROUTER_TRAINING, trainFraction: 0.8, seed: 0, hiddenUnits: 64 };
 
 /** Builds whatever pack of one pair is missing or stale; returns the folders it (re)built. */
 export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}): Promise<string[]> {

@@ -6,15 +6,25 @@ import { join, resolve } from 'node:path';
 import type { RouterJson } from '../../edge/router.ts';
 import { AppError } from '../../shared/errors.ts';
 import { readJsonFile } from '../../shared/model-pack.ts';
-import { ort } from '../../shared/ort.ts';
+import { ort, type OrtTensor } from '../../shared/ort.ts';
+import { parseFeatureGroups, extraWidth } from '../../edge/router-features.ts';
+import { pickExtraColumns } from './feature-matrix.ts';
 import { runSession } from '../../shared/run-session.ts';
 
 const BATCH_ROWS = 4096;
 
-/** Scores `rows` rows of `hidden` (`[rows, hiddenSize]` row-major). */
-export async function scoreWithRouterPack(dir: string, hidden: Float32Array, rows: number): Promise<Float32Array> {
+/**
+ * Scores `rows` rows of `hidden` (`[rows, hiddenSize]` row-major); `extra` holds every row's extra
+ * features in the layout of `ALL_EXTRA_GROUPS` (teacher forcing computes them all), of which the pack's
+ * own groups are picked.
+ */
+export async function scoreWithRouterPack(dir: string, hidden: Float32Array, rows: number, extra?: Float32Array): Promise<Float32Array> {
   const root = resolve(dir);
   const meta = readJsonFile(join(root, 'router.json')) as RouterJson;
+  const features = parseFeatureGroups(meta.features, join(root, 'router.json'));
+  const extraCols = extraWidth(features);
+  if (extraCols > 0 && !extra) throw new AppError('INTERNAL', `${root}: the router reads ${features.join(', ')}; no extra features were given`);
+  const picked = extraCols > 0 ? pickExtraColumns(extra!, rows, features) : undefined;
   const width = meta.hidden_size;
   if (hidden.length !== rows * width) {
     throw new AppError(
@@ -27,8 +37,9 @@ export async function scoreWithRouterPack(dir: string, hidden: Float32Array, row
     const scores = new Float32Array(rows);
     for (let start = 0; start < rows; start += BATCH_ROWS) {
       const n = Math.min(BATCH_ROWS, rows - start);
-      const input = new ort.Tensor('float32', hidden.subarray(start * width, (start + n) * width), [n, width]);
-      const out = await runSession(session, { hidden_states: input });
+      const feeds: Record<string, OrtTensor> = { hidden_states: new ort.Tensor('float32', hidden.subarray(start * width, (start + n) * width), [n, width]) };
+      if (picked) feeds.extra_features = new ort.Tensor('float32', picked.subarray(start * extraCols, (start + n) * extraCols), [n, extraCols]);
+      const out = await runSession(session, feeds);
       scores.set(out.score!.data as Float32Array, start);
       out.score!.dispose();
     }

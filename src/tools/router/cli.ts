@@ -3,13 +3,29 @@ import { integerFlag, parseFlags, requireFlag, runCli, UsageError } from '../cli
 import { evaluateRouter } from './evaluate-router.ts';
 import { terminalProgress } from './progress-bar.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
-import { DEFAULT_HIDDEN_UNITS, formatTrainReport, trainRouter } from './train-router.ts';
+import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
+import { LABEL_RULES, type LabelRule } from './labels.ts';
+import {
+  DEFAULT_FEATURES,
+  DEFAULT_HIDDEN_UNITS,
+  DEFAULT_ROLLOUT_PROMPTS,
+  DEFAULT_ROLLOUT_TOKENS,
+  DEFAULT_ROUNDS,
+  formatTrainReport,
+  trainRouter,
+} from './train-router.ts';
 
 const USAGE = `usage: bun run router <command> [flags]
 
   train --slm PACK --llm PACK --text FILE --out DIR [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
+        [--labels divergence|citer] [--features hidden,logit_stats,repetition] [--rounds 3]
+        [--rollout-prompts 64] [--rollout-tokens 64]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
-      separated), label each position (1 = keep the edge token, 0 = route) and train the MLP router
+      separated), label each position (1 = keep the edge token, 0 = route; divergence: route where the
+      cloud finds the edge's token less than half as likely as its own; citer: route where only the
+      cloud's top-1 is the true token) and train the MLP router; then --rounds on-policy rounds: generate
+      from rollout-prompts training openings (greedy and sampled) with the current router, label those
+      trajectories against the cloud, add them to the data and retrain (--rounds 0: teacher forcing only)
   eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
       (the packs default to the ones router.json names)`;
@@ -20,6 +36,21 @@ function fractionFlag(values: Record<string, unknown>, name: string, fallback: n
   const n = Number(v);
   if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
   return n;
+}
+
+function labelRuleFlag(raw: string | undefined): LabelRule {
+  if (raw === undefined) return 'divergence';
+  if (!(LABEL_RULES as readonly string[]).includes(raw)) throw new UsageError(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(raw)}`);
+  return raw as LabelRule;
+}
+
+function featuresFlag(raw: string | undefined): FeatureGroup[] {
+  if (raw === undefined) return [...DEFAULT_FEATURES];
+  const groups = raw.split(',').map((g) => g.trim());
+  if (groups.some((g) => !(FEATURE_GROUPS as readonly string[]).includes(g)) || !groups.includes('hidden')) {
+    throw new UsageError(`--features must be a comma-separated list of ${FEATURE_GROUPS.join(', ')} including hidden, got ${JSON.stringify(raw)}`);
+  }
+  return FEATURE_GROUPS.filter((g) => groups.includes(g));
 }
 
 async function main(): Promise<void> {
@@ -35,6 +66,11 @@ async function main(): Promise<void> {
         seed: { type: 'string' },
         epochs: { type: 'string' },
         'hidden-units': { type: 'string' },
+        labels: { type: 'string' },
+        features: { type: 'string' },
+        rounds: { type: 'string' },
+        'rollout-prompts': { type: 'string' },
+        'rollout-tokens': { type: 'string' },
       });
       const report = await trainRouter(
         {
@@ -46,6 +82,11 @@ async function main(): Promise<void> {
           seed: integerFlag(values, 'seed', 0)!,
           maxEpochs: integerFlag(values, 'epochs', 30)!,
           hiddenUnits: integerFlag(values, 'hidden-units', DEFAULT_HIDDEN_UNITS)!,
+          labels: labelRuleFlag(values.labels),
+          features: featuresFlag(values.features),
+          rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
+          rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,
+          rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
         },
         terminalProgress(),
       );

@@ -40,6 +40,6 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   } finally {
     progress?.stop();
   }
-  const scores = await scoreWithRouterPack(root, forced.hidden, forced.count);
+  const scores = await scoreWithRouterPack(root, forced.hidden, forced.count, forced.extra);
   return routingCurve(forced, scores, o.thresholds);
 }

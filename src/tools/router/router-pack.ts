@@ -1,5 +1,6 @@
 /**
- * Writes a router pack: `router.onnx` (hidden_states float [batch, hidden] → score float [batch]),
+ * Writes a router pack: `router.onnx` (hidden_states float [batch, hidden], plus extra_features float
+ * [batch, k] when the router reads more than the hidden state → score float [batch]),
  * `router.json` (what `OnnxRouter.load` reads) and `pack-source.json` (the inputs it was made from, so
  * `models demo` can tell whether it is up to date). The folder appears whole or not at all.
  */
@@ -13,12 +14,17 @@ import { writeModel } from '../models/onnx-file.ts';
 import { PACK_SOURCE_FILE } from '../models/pack-writer.ts';
 import { foldStandardization, MAX_SCORE, type MlpWeights } from './mlp.ts';
 
-/** Gemm → Relu → Gemm → Sigmoid → Min(MAX_SCORE) → Squeeze, standardization folded into the first Gemm. */
-export function buildRouterGraph(weights: MlpWeights): ModelProto {
+/**
+ * [Concat] → Gemm → Relu → Gemm → Sigmoid → Min(MAX_SCORE) → Squeeze, standardization folded into the
+ * first Gemm. With `extraWidth` > 0 the MLP's input is the hidden state followed by the extra features,
+ * concatenated inside the graph, so one ONNX call still does all the router's arithmetic.
+ */
+export function buildRouterGraph(weights: MlpWeights, extraWidth = 0): ModelProto {
   const { inputSize, hiddenUnits } = weights;
   const folded = foldStandardization(weights);
   const g = new GraphBuilder('router-mlp');
-  const x = g.input('hidden_states', DataType.FLOAT, ['batch', inputSize]);
+  const hiddenIn = g.input('hidden_states', DataType.FLOAT, ['batch', inputSize - extraWidth]);
+  const x = extraWidth > 0 ? g.op('Concat', [hiddenIn, g.input('extra_features', DataType.FLOAT, ['batch', extraWidth])], { axis: 1 }) : hiddenIn;
   const hidden = g.op('Gemm', [x, g.floats('fc1.weight', folded.w1, [inputSize, hiddenUnits]), g.floats('fc1.bias', folded.b1, [hiddenUnits])]);
   const relu = g.op('Relu', [hidden]);
   const logit = g.op('Gemm', [relu, g.floats('fc2.weight', weights.w2, [hiddenUnits, 1]), g.floats('fc2.bias', [weights.b2], [1])]);
@@ -27,7 +33,7 @@ export function buildRouterGraph(weights: MlpWeights): ModelProto {
   const capped = g.op('Min', [probability, g.floats('max_score', [MAX_SCORE], [])]);
   const score = g.op('Squeeze', [capped, g.ints('squeeze_axes', [1])]);
   g.output(score, 'score', DataType.FLOAT, ['batch']);
-  return g.toModel({ hidden_size: String(inputSize), hidden_units: String(hiddenUnits) });
+  return g.toModel({ hidden_size: String(inputSize - extraWidth), extra_features: String(extraWidth), hidden_units: String(hiddenUnits) });
 }
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
@@ -36,7 +42,7 @@ export async function writeRouterPack(
   out: string,
   contents: { weights: MlpWeights; meta: RouterJson; source: Record<string, unknown> },
 ): Promise<void> {
-  const model = buildRouterGraph(contents.weights);
+  const model = buildRouterGraph(contents.weights, contents.weights.inputSize - contents.meta.hidden_size);
   await writeFolderAtomically(out, (dir) => {
     writeModel(model, join(dir, 'router.onnx'));
     writeFileSync(join(dir, 'router.json'), json(contents.meta));

@@ -1,7 +1,9 @@
 /**
  * Teacher forcing of an edge/cloud pair over paragraphs of text: each paragraph (BOS + its tokens) is
- * run once through each model in one forward pass, and every position that has a next token becomes a
- * record: the edge model's hidden state there, and whether each model's top-1 is the true next token.
+ * run once through each model in one forward pass (in windows when longer than the context), and every
+ * position that has a next token becomes a record: the edge model's hidden state and extra router
+ * features there, whether each model's top-1 is the true next token, and how likely the cloud finds the
+ * edge's top-1. On-policy training records generated trajectories the same way.
  * Router training and the routing evaluation both start from this.
  *
  * @example
@@ -12,7 +14,9 @@ import { join } from 'node:path';
 import { encodePrompt } from '../../edge/decoder-loop.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { argmax } from '../../shared/logits.ts';
+import { argmax, logSoftmax } from '../../shared/logits.ts';
+import { logitStats, repetitionFeatures, REPETITION_WINDOW } from '../../edge/router-features.ts';
+import { ALL_EXTRA_WIDTH } from './feature-matrix.ts';
 import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 
@@ -22,11 +26,20 @@ export interface TeacherForced {
   count: number;
   /** Edge hidden states, `[count, hiddenSize]` row-major. */
   hidden: Float32Array;
+  /** Every extra router feature (`ALL_EXTRA_GROUPS` of feature-matrix.ts), `[count, ALL_EXTRA_WIDTH]`. */
+  extra: Float32Array;
   /** 1 where the model's top-1 equals the true next token. */
   slmCorrect: Uint8Array;
   llmCorrect: Uint8Array;
+  /** The cloud's probability of the edge's top-1, and of its own top-1: the divergence labels' inputs. */
+  llmProbOfSlmTop1: Float32Array;
+  llmTopProb: Float32Array;
+  /** The true next token of each position. */
+  nextId: Int32Array;
   /** Index (into the given paragraphs) of the paragraph each record comes from. */
   paragraph: Int32Array;
+  /** Paragraphs longer than the shorter context window, scored in consecutive windows. */
+  windowed: number;
 }
 
 export interface TeacherForceOptions {
@@ -49,61 +62,139 @@ async function forward(model: DecoderModel, ids: number[]): Promise<{ logits: Fl
   }
 }
 
-export async function teacherForce(options: TeacherForceOptions): Promise<TeacherForced> {
-  const { slm, llm, tokenizer, paragraphs } = options;
-  if (!slm.hasHiddenStates) {
-    throw new AppError('FAILED_PRECONDITION', `${slm.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`);
-  }
-  const hiddenSize = slm.pack.hiddenSize;
-  // Each model's logits rows are as wide as its embedding; exports pad it differently (Qwen2.5-0.5B 151,936
-  // rows, the 7B and 32B 152,064) over the same tokenizer, so top-1 is taken over the ids both have.
-  const edgeRow = slm.pack.vocabSize;
-  const cloudRow = llm.pack.vocabSize;
-  const shared = Math.min(edgeRow, cloudRow);
-  const maxLength = Math.min(slm.pack.maxPositions, llm.pack.maxPositions);
-  const hiddenRows: Float32Array[] = [];
-  const slmCorrect: number[] = [];
-  const llmCorrect: number[] = [];
-  const paragraphOf: number[] = [];
+/** Collects records position by position and packs them into a `TeacherForced`. */
+export class ForcedRecords {
+  private readonly hiddenRows: Float32Array[] = [];
+  private readonly extraRows: Float32Array[] = [];
+  private readonly slmCorrect: number[] = [];
+  private readonly llmCorrect: number[] = [];
+  private readonly llmProbOfSlmTop1: number[] = [];
+  private readonly llmTopProb: number[] = [];
+  private readonly nextId: number[] = [];
+  private readonly paragraph: number[] = [];
+  windowed = 0;
 
-  for (const [p, text] of paragraphs.entries()) {
-    // Positions past the shorter context window cannot be scored by both models.
-    // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
-    const ids = encodePrompt({ slm, tokenizer }, text).slice(0, maxLength);
-    if (ids.length >= 2) {
-      const edge = await forward(slm, ids);
-      const cloud = await forward(llm, ids);
-      if (edge.hidden.length !== ids.length * hiddenSize) {
+  constructor(
+    readonly slm: DecoderModel,
+    readonly llm: DecoderModel,
+  ) {
+    if (!slm.hasHiddenStates) {
+      throw new AppError('FAILED_PRECONDITION', `${slm.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`);
+    }
+  }
+
+  get count(): number {
+    return this.slmCorrect.length;
+  }
+
+  /** Positions past the shorter window cannot be scored by both models in one pass. */
+  get maxLength(): number {
+    return Math.min(this.slm.pack.maxPositions, this.llm.pack.maxPositions);
+  }
+
+  /**
+   * Forces both models along `ids` and records the positions from `first` on (each predicts the id after
+   * it). A sequence longer than the window is read in consecutive windows, each starting where the last
+   * one's final prediction was due, so every token is predicted exactly once.
+   */
+  async addSequence(ids: readonly number[], paragraph: number, first = 0): Promise<void> {
+    const hiddenSize = this.slm.pack.hiddenSize;
+    // Each model's logits rows are as wide as its embedding; exports pad it differently (Qwen2.5-0.5B 151,936
+    // rows, the 7B and 32B 152,064) over the same tokenizer, so top-1 is taken over the ids both have.
+    const edgeRow = this.slm.pack.vocabSize;
+    const cloudRow = this.llm.pack.vocabSize;
+    const shared = Math.min(edgeRow, cloudRow);
+    const window = this.maxLength;
+    if (ids.length > window) this.windowed++;
+    for (let start = 0; start + 1 < ids.length; start += window - 1) {
+      const chunk = ids.slice(start, start + window);
+      if (start + chunk.length - 1 <= first) continue;
+      const edge = await forward(this.slm, chunk);
+      const cloud = await forward(this.llm, chunk);
+      if (edge.hidden.length !== chunk.length * hiddenSize) {
         throw new AppError(
           'FAILED_PRECONDITION',
-          `${slm.pack.dir}: hidden_states has ${edge.hidden.length / ids.length} values per position, config.json says hidden_size ${hiddenSize}`,
+          `${this.slm.pack.dir}: hidden_states has ${edge.hidden.length / chunk.length} values per position, config.json says hidden_size ${hiddenSize}`,
         );
       }
-      const positions = ids.length - 1;
-      hiddenRows.push(edge.hidden.slice(0, positions * hiddenSize));
-      for (let i = 0; i < positions; i++) {
-        const next = ids[i + 1];
-        slmCorrect.push(argmax(edge.logits.subarray(i * edgeRow, i * edgeRow + shared)) === next ? 1 : 0);
-        llmCorrect.push(argmax(cloud.logits.subarray(i * cloudRow, i * cloudRow + shared)) === next ? 1 : 0);
-        paragraphOf.push(p);
+      for (let i = 0; i + 1 < chunk.length; i++) {
+        const position = start + i;
+        if (position < first) continue;
+        const next = chunk[i + 1]!;
+        const edgeLogits = edge.logits.subarray(i * edgeRow, i * edgeRow + shared);
+        const cloudLogits = cloud.logits.subarray(i * cloudRow, i * cloudRow + shared);
+        const edgeTop = argmax(edgeLogits);
+        const cloudLog = logSoftmax(cloudLogits);
+        const cloudTop = argmax(cloudLogits);
+        this.hiddenRows.push(edge.hidden.slice(i * hiddenSize, (i + 1) * hiddenSize));
+        const stats = logitStats(edgeLogits);
+        const context = ids.slice(Math.max(0, position + 1 - REPETITION_WINDOW), position + 1);
+        this.extraRows.push(Float32Array.from([stats.entropy, stats.top1, stats.margin, ...repetitionFeatures(context, stats.argmax)]));
+        this.slmCorrect.push(edgeTop === next ? 1 : 0);
+        this.llmCorrect.push(cloudTop === next ? 1 : 0);
+        this.llmProbOfSlmTop1.push(Math.exp(cloudLog[edgeTop]!));
+        this.llmTopProb.push(Math.exp(cloudLog[cloudTop]!));
+        this.nextId.push(next);
+        this.paragraph.push(paragraph);
       }
     }
-    options.onParagraph?.(p + 1, paragraphs.length);
   }
 
-  const hidden = new Float32Array(slmCorrect.length * hiddenSize);
-  let offset = 0;
-  for (const rows of hiddenRows) {
-    hidden.set(rows, offset);
-    offset += rows.length;
+  build(): TeacherForced {
+    const hiddenSize = this.slm.pack.hiddenSize;
+    const count = this.count;
+    const hidden = new Float32Array(count * hiddenSize);
+    this.hiddenRows.forEach((row, r) => hidden.set(row, r * hiddenSize));
+    const extra = new Float32Array(count * ALL_EXTRA_WIDTH);
+    this.extraRows.forEach((row, r) => extra.set(row, r * ALL_EXTRA_WIDTH));
+    return {
+      hiddenSize,
+      count,
+      hidden,
+      extra,
+      slmCorrect: Uint8Array.from(this.slmCorrect),
+      llmCorrect: Uint8Array.from(this.llmCorrect),
+      llmProbOfSlmTop1: Float32Array.from(this.llmProbOfSlmTop1),
+      llmTopProb: Float32Array.from(this.llmTopProb),
+      nextId: Int32Array.from(this.nextId),
+      paragraph: Int32Array.from(this.paragraph),
+      windowed: this.windowed,
+    };
   }
+}
+
+export async function teacherForce(options: TeacherForceOptions): Promise<TeacherForced> {
+  const { slm, llm, tokenizer, paragraphs } = options;
+  const records = new ForcedRecords(slm, llm);
+  for (const [p, text] of paragraphs.entries()) {
+    // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
+    await records.addSequence(encodePrompt({ slm, tokenizer }, text), p);
+    options.onParagraph?.(p + 1, paragraphs.length);
+  }
+  return records.build();
+}
+
+/** The given records (row indices), in that order. */
+export function selectRows(forced: TeacherForced, rows: readonly number[]): TeacherForced {
+  const h = forced.hiddenSize;
+  const hidden = new Float32Array(rows.length * h);
+  const extra = new Float32Array(rows.length * ALL_EXTRA_WIDTH);
+  rows.forEach((r, i) => {
+    hidden.set(forced.hidden.subarray(r * h, (r + 1) * h), i * h);
+    extra.set(forced.extra.subarray(r * ALL_EXTRA_WIDTH, (r + 1) * ALL_EXTRA_WIDTH), i * ALL_EXTRA_WIDTH);
+  });
   return {
-    hiddenSize,
-    count: slmCorrect.length,
+    hiddenSize: h,
+    count: rows.length,
     hidden,
-    slmCorrect: Uint8Array.from(slmCorrect),
-    llmCorrect: Uint8Array.from(llmCorrect),
-    paragraph: Int32Array.from(paragraphOf),
+    extra,
+    slmCorrect: Uint8Array.from(rows, (r) => forced.slmCorrect[r]!),
+    llmCorrect: Uint8Array.from(rows, (r) => forced.llmCorrect[r]!),
+    llmProbOfSlmTop1: Float32Array.from(rows, (r) => forced.llmProbOfSlmTop1[r]!),
+    llmTopProb: Float32Array.from(rows, (r) => forced.llmTopProb[r]!),
+    nextId: Int32Array.from(rows, (r) => forced.nextId[r]!),
+    paragraph: Int32Array.from(rows, (r) => forced.paragraph[r]!),
+    windowed: forced.windowed,
   };
 }
 
@@ -111,17 +202,41 @@ export async function teacherForce(options: TeacherForceOptions): Promise<Teache
 export function selectParagraphs(forced: TeacherForced, keep: (paragraph: number) => boolean): TeacherForced {
   const rows: number[] = [];
   for (let i = 0; i < forced.count; i++) if (keep(forced.paragraph[i]!)) rows.push(i);
-  const h = forced.hiddenSize;
-  const hidden = new Float32Array(rows.length * h);
-  rows.forEach((r, i) => hidden.set(forced.hidden.subarray(r * h, (r + 1) * h), i * h));
-  return {
+  return selectRows(forced, rows);
+}
+
+/** All records of `parts`, one after the other (their paragraph indices kept as they are). */
+export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
+  const all: number[][] = parts.map((p) => Array.from({ length: p.count }, (_, i) => i));
+  const picked = parts.map((p, k) => selectRows(p, all[k]!));
+  const count = picked.reduce((s, p) => s + p.count, 0);
+  const h = parts[0]!.hiddenSize;
+  const out: TeacherForced = {
     hiddenSize: h,
-    count: rows.length,
-    hidden,
-    slmCorrect: Uint8Array.from(rows, (r) => forced.slmCorrect[r]!),
-    llmCorrect: Uint8Array.from(rows, (r) => forced.llmCorrect[r]!),
-    paragraph: Int32Array.from(rows, (r) => forced.paragraph[r]!),
+    count,
+    hidden: new Float32Array(count * h),
+    extra: new Float32Array(count * ALL_EXTRA_WIDTH),
+    slmCorrect: new Uint8Array(count),
+    llmCorrect: new Uint8Array(count),
+    llmProbOfSlmTop1: new Float32Array(count),
+    llmTopProb: new Float32Array(count),
+    nextId: new Int32Array(count),
+    paragraph: new Int32Array(count),
+    windowed: parts.reduce((s, p) => s + p.windowed, 0),
   };
+  let at = 0;
+  for (const p of picked) {
+    out.hidden.set(p.hidden, at * h);
+    out.extra.set(p.extra, at * ALL_EXTRA_WIDTH);
+    out.slmCorrect.set(p.slmCorrect, at);
+    out.llmCorrect.set(p.llmCorrect, at);
+    out.llmProbOfSlmTop1.set(p.llmProbOfSlmTop1, at);
+    out.llmTopProb.set(p.llmTopProb, at);
+    out.nextId.set(p.nextId, at);
+    out.paragraph.set(p.paragraph, at);
+    at += p.count;
+  }
+  return out;
 }
 
 /** The token → id map of a pack's tokenizer.json (plus its added tokens), as comparable text. */

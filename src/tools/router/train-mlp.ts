@@ -29,6 +29,11 @@ export interface TrainMlpOptions {
   learningRate?: number;
   /** Epochs without a better validation loss before stopping. */
   patience?: number;
+  /**
+   * Start from these weights (and keep their standardization) instead of fresh ones: an on-policy round
+   * continues from the previous round's router, so it needs a few epochs, not a whole fit.
+   */
+  initial?: MlpWeights;
   onEpoch?: (report: EpochReport) => void;
 }
 
@@ -112,7 +117,10 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
   let ones = 0;
   for (let r = 0; r < train.rows; r++) ones += train.labels[r]!;
 
-  const weights = { ...initialWeights(n, h, options.seed, ones / train.rows), ...featureStats(train.features, train.rows, n) };
+  const weights = options.initial
+    ? cloneWeights(options.initial)
+    : { ...initialWeights(n, h, options.seed, ones / train.rows), ...featureStats(train.features, train.rows, n) };
+  if (weights.inputSize !== n || weights.hiddenUnits !== h) throw new Error(`internal: initial weights are ${weights.inputSize}×${weights.hiddenUnits}, not ${n}×${h}`);
   const x = standardize(weights, train.features, train.rows);
   const xVal = standardize(weights, validation.features, validation.rows);
   // b2 lives in a one-element array while training so that Adam can update it like the others.
@@ -127,7 +135,8 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
   const dz1 = new Float64Array(h);
 
   const history: EpochReport[] = [];
-  let best = { loss: Infinity, epoch: 0, weights: cloneWeights(weights) };
+  // A warm start is itself a candidate: a round whose epochs all do worse keeps it.
+  let best = { loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows), validation.labels) : Infinity, epoch: 0, weights: cloneWeights(weights) };
   for (let epoch = 1; epoch <= maxEpochs; epoch++) {
     shuffle(order, random);
     let lossSum = 0;

@@ -1,11 +1,14 @@
 /**
  * `router train`: teacher-forces an edge/cloud pair over the training part of a text, labels every
- * position the CITER shortcut way, trains the MLP with early stopping on a validation split (by
- * paragraph), and writes the router pack. Bad input fails before anything is written.
+ * position (divergence or CITER rule, labels.ts), trains the MLP with early stopping on a validation
+ * split (by paragraph), then runs on-policy rounds (DAgger): generate with the current router, label the
+ * system's own trajectories against the cloud, aggregate, retrain. Writes the router pack with each
+ * round's figures. Bad input fails before anything is written.
  *
  * @example
  * const report = await trainRouter({ slm: 'models/stories260k-3l', llm: 'models/stories260k',
- *   text: 'stories.txt', out: 'models/router', trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64 });
+ *   text: 'stories.txt', out: 'models/router', trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64,
+ *   labels: 'divergence', features: ['hidden', 'logit_stats', 'repetition'], rounds: 2, rolloutPrompts: 64, rolloutTokens: 48 });
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
@@ -15,21 +18,47 @@ import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { accuracyAt, auc, labelBalance } from './classifier-metrics.ts';
-import { citerLabels, LABEL_RULE } from './labels.ts';
-import { predict } from './mlp.ts';
+import { extraWidth, FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { quantileThreshold } from '../eval/ratio-matching.ts';
+import { continuationPrompts } from '../eval/text-eval.ts';
+import { routerInputs } from './feature-matrix.ts';
+import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, type LabelRule } from './labels.ts';
+import { type MlpWeights, predict } from './mlp.ts';
+import { MlpRouter } from './mlp-router.ts';
+import { collectTrajectories } from './on-policy.ts';
 import { writeRouterPack } from './router-pack.ts';
-import { checkSameVocabulary, selectParagraphs, teacherForcePacks, type TeacherForced } from './teacher-forcing.ts';
+import { checkSameVocabulary, concatForced, selectParagraphs, teacherForce, type TeacherForced } from './teacher-forcing.ts';
 import { readTextCorpus, splitByParagraph } from './text-corpus.ts';
-import { trainMlp, type Dataset } from './train-mlp.ts';
+import { trainMlp, type Dataset, type TrainMlpResult } from './train-mlp.ts';
 
 /** Bump when training changes what it produces, so `models demo` retrains older routers. */
-export const TRAINER_VERSION = 1;
+export const TRAINER_VERSION = 2;
 /** Share of the training paragraphs set aside for validation (early stopping and the reported figures). */
 export const VALIDATION_FRACTION = 0.1;
 /** Score below which a token is routed by default: with a calibrated P(keep), 0.5 is the decision that errs least often. */
 export const DEFAULT_THRESHOLD = 0.5;
 /** `--hidden-units` when not given. */
 export const DEFAULT_HIDDEN_UNITS = 64;
+/** Defaults of the on-policy rounds (`--rounds`, `--rollout-prompts`, `--rollout-tokens`) and features. */
+export const DEFAULT_ROUNDS = 3;
+export const DEFAULT_ROLLOUT_PROMPTS = 64;
+export const DEFAULT_ROLLOUT_TOKENS = 64;
+export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
+/** What `models demo` trains the demo router with (CI trains it before every test run). */
+export const DEMO_ROUTER_TRAINING = {
+  maxEpochs: 30,
+  labels: 'divergence',
+  features: FEATURE_GROUPS,
+  rounds: 2,
+  rolloutPrompts: 48,
+  rolloutTokens: 48,
+} as const satisfies Partial<TrainRouterOptions>;
+/** Routed shares whose thresholds (on the validation scores) the rollouts cycle through. */
+export const ROLLOUT_SHARES = [0.1, 0.3, 0.5] as const;
+/** A rollout prompt: the first tokens of a training paragraph, as in the evaluation's continuations. */
+export const ROLLOUT_PREFIX_TOKENS = 16;
 
 export interface TrainRouterOptions {
   slm: string;
@@ -43,6 +72,32 @@ export interface TrainRouterOptions {
   hiddenUnits: number;
   /** The τ written to router.json (DEFAULT_THRESHOLD when not given): a pair's measured choice, e.g. the demo's. */
   defaultThreshold?: number;
+  /** Label rule of the teacher-forced text (on-policy records are always labelled by divergence: they have no true text). */
+  labels: LabelRule;
+  /** Feature groups the router reads, `hidden` included. */
+  features: readonly FeatureGroup[];
+  /** On-policy rounds after the teacher-forced fit (0 = teacher forcing only, the first trainer's way). */
+  rounds: number;
+  /** Training prompts generated from per round (each greedily and sampled). */
+  rolloutPrompts: number;
+  rolloutTokens: number;
+}
+
+/** One round's figures: round 0 is the teacher-forced fit, later rounds add on-policy records. */
+export interface RoundReport {
+  round: number;
+  /** Records trained on (aggregated), and those the round's rollouts added. */
+  trainExamples: number;
+  added: number;
+  /** The rollouts of this round (made with the previous round's router): routed share, loops. */
+  rollout?: { trajectories: number; tokens: number; routedRatio: number; greedyStuck: number; greedyOutputs: number; greedyRep4: number };
+  /** AUC and accuracy@0.5 on the teacher-forced validation paragraphs, and on the on-policy validation records so far. */
+  valAuc: number;
+  valAccuracy: number;
+  onPolicyValAuc?: number;
+  onPolicyValAccuracy?: number;
+  epochsRun: number;
+  bestEpoch: number;
 }
 
 export interface TrainRouterReport {
@@ -59,6 +114,9 @@ export interface TrainRouterReport {
   epochsRun: number;
   bestEpoch: number;
   defaultThreshold: number;
+  labels: LabelRule;
+  features: readonly FeatureGroup[];
+  rounds: RoundReport[];
   seconds: number;
 }
 
@@ -78,6 +136,15 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (!Number.isInteger(o.hiddenUnits) || o.hiddenUnits < 1 || o.hiddenUnits > 65_536) {
     bad(`--hidden-units must be an integer in [1, 65536], got ${o.hiddenUnits}`);
   }
+  if (!LABEL_RULES.includes(o.labels)) bad(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(o.labels)}`);
+  if (!o.features.includes('hidden') || o.features.some((f) => !FEATURE_GROUPS.includes(f))) {
+    bad(`--features must be a comma-separated list of ${FEATURE_GROUPS.join(', ')} including hidden, got ${JSON.stringify(o.features.join(','))}`);
+  }
+  if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 10) bad(`--rounds must be an integer in [0, 10], got ${o.rounds}`);
+  if (!Number.isInteger(o.rolloutPrompts) || o.rolloutPrompts < 1 || o.rolloutPrompts > 100_000) {
+    bad(`--rollout-prompts must be an integer in [1, 100000], got ${o.rolloutPrompts}`);
+  }
+  if (!Number.isInteger(o.rolloutTokens) || o.rolloutTokens < 1 || o.rolloutTokens > 4096) bad(`--rollout-tokens must be an integer in [1, 4096], got ${o.rolloutTokens}`);
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }
@@ -113,6 +180,11 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     hiddenUnits: o.hiddenUnits,
     // Only when given, so routers trained with the default keep the source they were recorded with.
     ...(o.defaultThreshold === undefined ? {} : { defaultThreshold: o.defaultThreshold }),
+    labels: o.labels,
+    features: o.features,
+    rounds: o.rounds,
+    rolloutPrompts: o.rolloutPrompts,
+    rolloutTokens: o.rolloutTokens,
   };
 }
 
@@ -127,8 +199,30 @@ function validationParagraphs(n: number, seed: number): Set<number> {
   return new Set(order.slice(0, Math.max(1, Math.ceil(n * VALIDATION_FRACTION))));
 }
 
-function dataset(forced: TeacherForced): Dataset {
-  return { features: forced.hidden, labels: citerLabels(forced), rows: forced.count };
+/** Teacher-forced records carry their rule's labels; on-policy records (no true text) the divergence rule's. */
+interface Labelled {
+  forced: TeacherForced;
+  labels: Uint8Array;
+}
+
+function labelled(forced: TeacherForced, rule: LabelRule): Labelled {
+  return { forced, labels: labelsBy(rule, forced) };
+}
+
+function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]): Dataset {
+  const forced = concatForced(parts.map((p) => p.forced));
+  const labels = new Uint8Array(forced.count);
+  let at = 0;
+  for (const p of parts) {
+    labels.set(p.labels, at);
+    at += p.labels.length;
+  }
+  return { features: routerInputs(forced, features).features, labels, rows: forced.count };
+}
+
+function scored(weights: MlpWeights, set: Dataset): { auc: number; accuracy: number; scores: Float32Array } {
+  const scores = predict(weights, set.features, set.rows);
+  return { auc: auc(scores, set.labels), accuracy: accuracyAt(scores, set.labels, 0.5), scores };
 }
 
 export async function trainRouter(o: TrainRouterOptions, progress?: ProgressReporter): Promise<TrainRouterReport> {
@@ -145,83 +239,194 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const source = await routerSource(o);
   const validation = validationParagraphs(train.length, o.seed);
 
-  let forced: TeacherForced;
+  const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
+  const slm = await DecoderModel.load(slmPack);
+  const llm = await DecoderModel.load(llmPack).catch(async (e) => {
+    await slm.release();
+    throw e;
+  });
   try {
-    progress?.start('teacher forcing', train.length);
-    forced = await teacherForcePacks(slmPack.dir, llmPack.dir, train, (done) => progress?.update(done));
-  } finally {
-    progress?.stop();
-  }
-
-  const trainSet = dataset(selectParagraphs(forced, (p) => !validation.has(p)));
-  const validationSet = dataset(selectParagraphs(forced, (p) => validation.has(p)));
-  const balance = labelBalance(citerLabels(forced));
-  if (trainSet.rows === 0 || validationSet.rows === 0 || !(balance > 0 && balance < 1)) {
-    throw new AppError('INVALID_ARGUMENT', `${o.text}: too little text to train on (${forced.count} positions, share labelled keep ${balance})`);
-  }
-
-  progress?.start('training', o.maxEpochs);
-  const result = (() => {
+    let forced: TeacherForced;
     try {
-      return trainMlp(trainSet, validationSet, {
-        inputSize: forced.hiddenSize,
-        hiddenUnits: o.hiddenUnits,
-        seed: o.seed,
-        maxEpochs: o.maxEpochs,
-        onEpoch: (e) => progress?.update(e.epoch, `val loss ${e.validationLoss.toFixed(4)}`),
-      });
+      progress?.start('teacher forcing', train.length);
+      forced = await teacherForce({ slm, llm, tokenizer, paragraphs: train, onParagraph: (done) => progress?.update(done) });
     } finally {
       progress?.stop();
     }
-  })();
 
-  const scores = predict(result.weights, validationSet.features, validationSet.rows);
-  const valAuc = auc(scores, validationSet.labels);
-  if (!Number.isFinite(valAuc)) {
-    throw new AppError('INVALID_ARGUMENT', `${o.text}: the validation paragraphs have only one label class; give more text`);
+    const trainParts: Labelled[] = [labelled(selectParagraphs(forced, (p) => !validation.has(p)), o.labels)];
+    const tfValidation = labelled(selectParagraphs(forced, (p) => validation.has(p)), o.labels);
+    const validationParts: Labelled[] = [tfValidation];
+    const balance = labelBalance(labelsBy(o.labels, forced));
+    if (trainParts[0]!.forced.count === 0 || tfValidation.forced.count === 0 || !(balance > 0 && balance < 1)) {
+      throw new AppError('INVALID_ARGUMENT', `${o.text}: too little text to train on (${forced.count} positions, share labelled keep ${balance})`);
+    }
+    const inputSize = forced.hiddenSize + extraWidth(o.features);
+    const fit = (round: number, initial?: MlpWeights): TrainMlpResult => {
+      progress?.start(round === 0 ? 'training' : `training (round ${round})`, o.maxEpochs);
+      try {
+        return trainMlp(dataset(trainParts, o.features), dataset(validationParts, o.features), {
+          inputSize,
+          hiddenUnits: o.hiddenUnits,
+          seed: o.seed,
+          maxEpochs: o.maxEpochs,
+          initial,
+          onEpoch: (e) => progress?.update(e.epoch, `val loss ${e.validationLoss.toFixed(4)}`),
+        });
+      } finally {
+        progress?.stop();
+      }
+    };
+    const tfValidationSet = dataset([tfValidation], o.features);
+    const rounds: RoundReport[] = [];
+    const figures = (round: number, result: TrainMlpResult, added: number, rollout?: RoundReport['rollout']): RoundReport => {
+      const tf = scored(result.weights, tfValidationSet);
+      const report: RoundReport = {
+        round,
+        trainExamples: trainParts.reduce((s, p) => s + p.forced.count, 0),
+        added,
+        ...(rollout ? { rollout } : {}),
+        valAuc: tf.auc,
+        valAccuracy: tf.accuracy,
+        epochsRun: result.epochsRun,
+        bestEpoch: result.bestEpoch,
+      };
+      if (validationParts.length > 1) {
+        const onPolicy = scored(result.weights, dataset(validationParts.slice(1), o.features));
+        report.onPolicyValAuc = onPolicy.auc;
+        report.onPolicyValAccuracy = onPolicy.accuracy;
+      }
+      return report;
+    };
+
+    let result = fit(0);
+    if (!Number.isFinite(scored(result.weights, tfValidationSet).auc)) {
+      throw new AppError('INVALID_ARGUMENT', `${o.text}: the validation paragraphs have only one label class; give more text`);
+    }
+    rounds.push(figures(0, result, 0));
+    const trainPrompts = continuationPrompts({ slm, tokenizer }, train.filter((_, p) => !validation.has(p)), Infinity, ROLLOUT_PREFIX_TOKENS);
+    const validationPrompts = continuationPrompts({ slm, tokenizer }, train.filter((_, p) => validation.has(p)), Infinity, ROLLOUT_PREFIX_TOKENS);
+    const validationPerRound = Math.max(1, Math.ceil(o.rolloutPrompts * VALIDATION_FRACTION));
+    for (let round = 1; round <= o.rounds && trainPrompts.length > 0; round++) {
+      const router = new MlpRouter(result.weights, o.features);
+      const validationScores = scored(result.weights, tfValidationSet).scores;
+      const thresholds = ROLLOUT_SHARES.map((share) => quantileThreshold(Array.from(validationScores), share));
+      // Each round reads the next prompts (wrapping around), so the rounds see different stories.
+      const take = (list: string[], n: number) => Array.from({ length: Math.min(n, list.length) }, (_, k) => list[((round - 1) * n + k) % list.length]!);
+      const rolloutOf = async (prompts: string[], phase: string) => {
+        progress?.start(phase, prompts.length);
+        try {
+          return await collectTrajectories({
+            slm, llm, tokenizer, router, prompts, thresholds,
+            maxNewTokens: o.rolloutTokens,
+            seed: o.seed + round * 100_003,
+            onPrompt: (done) => progress?.update(done),
+          });
+        } finally {
+          progress?.stop();
+        }
+      };
+      const rollout = await rolloutOf(take(trainPrompts, o.rolloutPrompts), `rollouts (round ${round})`);
+      trainParts.push(labelled(rollout.forced, 'divergence'));
+      if (validationPrompts.length > 0) {
+        const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
+        validationParts.push(labelled(held.forced, 'divergence'));
+      }
+      result = fit(round, result.weights);
+      rounds.push(
+        figures(round, result, rollout.forced.count, {
+          trajectories: rollout.trajectories,
+          tokens: rollout.tokens,
+          routedRatio: rollout.routedRatio,
+          greedyStuck: rollout.greedy.stuck,
+          greedyOutputs: rollout.greedy.outputs,
+          greedyRep4: rollout.greedy.rep4,
+        }),
+      );
+    }
+
+    const last = rounds[rounds.length - 1]!;
+    const report: TrainRouterReport = {
+      out: resolve(o.out),
+      paragraphs: { train: train.length - validation.size, validation: validation.size, heldOut: heldOut.length },
+      examples: forced.count,
+      trainExamples: last.trainExamples,
+      validationExamples: tfValidation.forced.count,
+      labelBalance: balance,
+      validationLabelBalance: labelBalance(tfValidation.labels),
+      valAuc: last.valAuc,
+      valAccuracy: last.valAccuracy,
+      epochsRun: last.epochsRun,
+      bestEpoch: last.bestEpoch,
+      defaultThreshold: o.defaultThreshold ?? DEFAULT_THRESHOLD,
+      labels: o.labels,
+      features: o.features,
+      rounds,
+      seconds: 0,
+    };
+    const meta: RouterJson = {
+      hidden_size: forced.hiddenSize,
+      slm: relative(resolve(o.out), slmPack.dir),
+      llm: relative(resolve(o.out), llmPack.dir),
+      default_threshold: o.defaultThreshold ?? DEFAULT_THRESHOLD,
+      features: [...o.features],
+      training: {
+        labels: LABEL_RULE_TEXT[o.labels],
+        label_rule: o.labels,
+        on_policy_labels: o.rounds > 0 ? LABEL_RULE_TEXT.divergence : null,
+        examples: report.examples,
+        train_examples: report.trainExamples,
+        validation_examples: report.validationExamples,
+        label_balance: report.labelBalance,
+        val_auc: report.valAuc,
+        val_accuracy: report.valAccuracy,
+        epochs_run: report.epochsRun,
+        best_epoch: report.bestEpoch,
+        max_epochs: o.maxEpochs,
+        seed: o.seed,
+        train_fraction: o.trainFraction,
+        validation_fraction: VALIDATION_FRACTION,
+        paragraphs: report.paragraphs,
+        text: relative(resolve(o.out), resolve(corpus.path)),
+        text_sha256: corpus.sha256,
+        hidden_units: o.hiddenUnits,
+        rounds: rounds.map(roundJson),
+        rollout_prompts: o.rolloutPrompts,
+        rollout_tokens: o.rolloutTokens,
+      },
+    };
+    await writeRouterPack(o.out, { weights: result.weights, meta, source });
+    report.seconds = (performance.now() - started) / 1000;
+    return report;
+  } finally {
+    await llm.release();
+    await slm.release();
   }
-  const report: TrainRouterReport = {
-    out: resolve(o.out),
-    paragraphs: { train: train.length - validation.size, validation: validation.size, heldOut: heldOut.length },
-    examples: forced.count,
-    trainExamples: trainSet.rows,
-    validationExamples: validationSet.rows,
-    labelBalance: balance,
-    validationLabelBalance: labelBalance(validationSet.labels),
-    valAuc,
-    valAccuracy: accuracyAt(scores, validationSet.labels, 0.5),
-    epochsRun: result.epochsRun,
-    bestEpoch: result.bestEpoch,
-    defaultThreshold: o.defaultThreshold ?? DEFAULT_THRESHOLD,
-    seconds: 0,
+}
+
+function roundJson(r: RoundReport): Record<string, unknown> {
+  return {
+    round: r.round,
+    train_examples: r.trainExamples,
+    added: r.added,
+    ...(r.rollout
+      ? {
+          rollout: {
+            trajectories: r.rollout.trajectories,
+            tokens: r.rollout.tokens,
+            routed_ratio: r.rollout.routedRatio,
+            greedy_stuck: r.rollout.greedyStuck,
+            greedy_outputs: r.rollout.greedyOutputs,
+            greedy_rep4: r.rollout.greedyRep4,
+          },
+        }
+      : {}),
+    val_auc: r.valAuc,
+    val_accuracy: r.valAccuracy,
+    ...(r.onPolicyValAuc !== undefined ? { on_policy_val_auc: r.onPolicyValAuc, on_policy_val_accuracy: r.onPolicyValAccuracy } : {}),
+    epochs_run: r.epochsRun,
+    best_epoch: r.bestEpoch,
   };
-  const meta: RouterJson = {
-    hidden_size: forced.hiddenSize,
-    slm: relative(resolve(o.out), slmPack.dir),
-    llm: relative(resolve(o.out), llmPack.dir),
-    default_threshold: report.defaultThreshold,
-    training: {
-      labels: LABEL_RULE,
-      examples: report.examples,
-      train_examples: report.trainExamples,
-      validation_examples: report.validationExamples,
-      label_balance: report.labelBalance,
-      val_auc: report.valAuc,
-      val_accuracy: report.valAccuracy,
-      epochs_run: report.epochsRun,
-      best_epoch: report.bestEpoch,
-      max_epochs: o.maxEpochs,
-      seed: o.seed,
-      train_fraction: o.trainFraction,
-      validation_fraction: VALIDATION_FRACTION,
-      paragraphs: report.paragraphs,
-      text_sha256: corpus.sha256,
-      hidden_units: o.hiddenUnits,
-    },
-  };
-  await writeRouterPack(o.out, { weights: result.weights, meta, source });
-  report.seconds = (performance.now() - started) / 1000;
-  return report;
 }
 
 export function formatTrainReport(r: TrainRouterReport): string {
@@ -229,6 +434,16 @@ export function formatTrainReport(r: TrainRouterReport): string {
     `paragraphs: ${r.paragraphs.train} train, ${r.paragraphs.validation} validation, ${r.paragraphs.heldOut} held out (not used)`,
     `examples: ${r.examples} (${r.trainExamples} train, ${r.validationExamples} validation); label balance ${r.labelBalance.toFixed(4)} keep / ${(1 - r.labelBalance).toFixed(4)} route`,
     `validation: AUC ${r.valAuc.toFixed(4)}, accuracy@0.5 ${r.valAccuracy.toFixed(4)} (label balance ${r.validationLabelBalance.toFixed(4)})`,
+    `labels: ${r.labels}; features: ${r.features.join(', ')}`,
+    ...r.rounds.map(formatRound),
     `epochs: ${r.epochsRun} run, best ${r.bestEpoch}; default threshold ${r.defaultThreshold}; ${r.seconds.toFixed(1)} s`,
   ].join('\n');
+}
+
+function formatRound(r: RoundReport): string {
+  const rollout = r.rollout
+    ? `; rollouts: ${r.rollout.trajectories} trajectories, ${r.rollout.tokens} tokens, routed ${r.rollout.routedRatio.toFixed(3)}, greedy stuck ${r.rollout.greedyStuck}/${r.rollout.greedyOutputs}, rep4 ${r.rollout.greedyRep4.toFixed(3)}, +${r.added} records`
+    : '';
+  const onPolicy = r.onPolicyValAuc !== undefined ? `, on-policy AUC ${r.onPolicyValAuc.toFixed(4)} accuracy@0.5 ${r.onPolicyValAccuracy!.toFixed(4)}` : '';
+  return `round ${r.round}: ${r.trainExamples} records; validation AUC ${r.valAuc.toFixed(4)} accuracy@0.5 ${r.valAccuracy.toFixed(4)}${onPolicy}${rollout}`;
 }

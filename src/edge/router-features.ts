@@ -1,0 +1,128 @@
+/**
+ * The router's inputs beyond the hidden state, computed on the edge from what the decoding loop already
+ * has: the edge model's logits at this position and the ids decoded so far. A router pack says which
+ * groups it reads (`features` in router.json); a pack without the field reads the hidden state alone.
+ *
+ * - `logit_stats`: entropy of the edge distribution (nats), its top-1 probability, and the margin
+ *   between the top-1 and top-2 probabilities. A wrong token is often a flat distribution.
+ * - `repetition`: whether the edge's proposed token (its top-1) repeats the previous token, completes a
+ *   bigram or a trigram seen earlier in the recent window, whether the two previous tokens are
+ *   identical, and the share of distinct ids among the last 16. A small model in a loop ("of of of")
+ *   is confident and its hidden state looks ordinary; these say "loop" directly.
+ *
+ * @example
+ * const extra = extraFeatures(['logit_stats', 'repetition'], logits, context); // Float32Array(8)
+ */
+
+import { AppError } from '../shared/errors.ts';
+
+export const FEATURE_GROUPS = ['hidden', 'logit_stats', 'repetition'] as const;
+export type FeatureGroup = (typeof FEATURE_GROUPS)[number];
+
+/** Widths of the groups computed here (the hidden state's width is the model's). */
+export const EXTRA_WIDTH = { logit_stats: 3, repetition: 5 } as const;
+/** How far back the repetition features look: enough for loops, constant cost however long the context. */
+export const REPETITION_WINDOW = 64;
+/** The span whose distinct-id share is a feature, and the evaluation's `stuck` window. */
+export const RECENT_SPAN = 16;
+
+export type ExtraGroup = Exclude<FeatureGroup, 'hidden'>;
+
+/** The groups after `hidden`, in the fixed order their values are concatenated. */
+export function extraGroups(features: readonly FeatureGroup[]): ExtraGroup[] {
+  return FEATURE_GROUPS.filter((g): g is ExtraGroup => g !== 'hidden' && features.includes(g));
+}
+
+export function extraWidth(features: readonly FeatureGroup[]): number {
+  return extraGroups(features).reduce((sum, g) => sum + EXTRA_WIDTH[g], 0);
+}
+
+/** Checks a `features` list read from router.json (undefined = hidden state only, as older packs). */
+export function parseFeatureGroups(raw: unknown, where: string): FeatureGroup[] {
+  if (raw === undefined) return ['hidden'];
+  if (!Array.isArray(raw) || raw.length === 0 || raw.some((g) => !(FEATURE_GROUPS as readonly unknown[]).includes(g))) {
+    throw new AppError('INVALID_ARGUMENT', `${where}: features must be a non-empty list of ${FEATURE_GROUPS.join(', ')}, got ${JSON.stringify(raw)}`);
+  }
+  if (!raw.includes('hidden')) throw new AppError('INVALID_ARGUMENT', `${where}: features must include hidden`);
+  return FEATURE_GROUPS.filter((g) => raw.includes(g));
+}
+
+/** Entropy (nats), top-1 probability, top-1 − top-2 probability, and the top-1 id, in two passes over the logits. */
+export function logitStats(logits: ArrayLike<number>): { entropy: number; top1: number; margin: number; argmax: number } {
+  let max = -Infinity;
+  let second = -Infinity;
+  let argmax = 0;
+  for (let i = 0; i < logits.length; i++) {
+    const v = logits[i]!;
+    if (v > max) {
+      second = max;
+      max = v;
+      argmax = i;
+    } else if (v > second) second = v;
+  }
+  // H = log Z − Σ p·(x − max), with Z = Σ exp(x − max).
+  let z = 0;
+  let weighted = 0;
+  for (let i = 0; i < logits.length; i++) {
+    const d = logits[i]! - max;
+    const e = Math.exp(d);
+    z += e;
+    weighted += e * d;
+  }
+  const top1 = 1 / z;
+  const top2 = second === -Infinity ? 0 : Math.exp(second - max) / z;
+  return { entropy: Math.max(0, Math.log(z) - weighted / z), top1, margin: top1 - top2, argmax };
+}
+
+/** Whether the n-gram ending with `next` after the last n−1 ids of `recent` occurred earlier in `recent`. */
+function seenBefore(recent: readonly number[], next: number, n: number): boolean {
+  const end = recent.length;
+  if (end < n - 1) return false;
+  // Candidate starts s: recent[s..s+n-2] equals the last n−1 ids and recent[s+n-1] equals next.
+  for (let s = 0; s + n - 1 < end; s++) {
+    if (recent[s + n - 1] !== next) continue;
+    let same = true;
+    for (let k = 0; k < n - 1 && same; k++) same = recent[s + k] === recent[end - (n - 1) + k];
+    if (same) return true;
+  }
+  return false;
+}
+
+/**
+ * The five repetition values for proposing `next` after `context` (only its last REPETITION_WINDOW ids
+ * are read): repeats the previous id; completes a seen bigram; completes a seen trigram; the two previous
+ * ids are identical; distinct ids among the last RECENT_SPAN (1 for fewer than two ids).
+ */
+export function repetitionFeatures(context: readonly number[], next: number): [number, number, number, number, number] {
+  const recent = context.slice(Math.max(0, context.length - REPETITION_WINDOW));
+  const n = recent.length;
+  const last = recent[n - 1];
+  const tail = recent.slice(Math.max(0, n - RECENT_SPAN));
+  const distinct = tail.length < 2 ? 1 : new Set(tail).size / tail.length;
+  return [
+    last === next ? 1 : 0,
+    seenBefore(recent, next, 2) ? 1 : 0,
+    seenBefore(recent, next, 3) ? 1 : 0,
+    n >= 2 && recent[n - 1] === recent[n - 2] ? 1 : 0,
+    distinct,
+  ];
+}
+
+/** The extra feature values of one position, in `extraGroups` order (empty for a hidden-only router). */
+export function extraFeatures(features: readonly FeatureGroup[], logits: ArrayLike<number>, context: readonly number[]): Float32Array {
+  const groups = extraGroups(features);
+  const out = new Float32Array(extraWidth(features));
+  if (groups.length === 0) return out;
+  const stats = logitStats(logits);
+  let k = 0;
+  for (const group of groups) {
+    if (group === 'logit_stats') {
+      out.set([stats.entropy, stats.top1, stats.margin], k);
+      k += EXTRA_WIDTH.logit_stats;
+    } else {
+      out.set(repetitionFeatures(context, stats.argmax), k);
+      k += EXTRA_WIDTH.repetition;
+    }
+  }
+  return out;
+}

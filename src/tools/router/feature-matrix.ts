@@ -1,0 +1,55 @@
+/**
+ * Router inputs as matrices, for training and batch scoring: teacher forcing computes every extra
+ * feature group once (`ALL_EXTRA_GROUPS`, 8 columns per position); a router's own groups are picked from
+ * that and appended to the hidden state, in the order the ONNX graph concatenates them.
+ *
+ * @example
+ * const x = routerInputs(forced, ['hidden', 'logit_stats']); // [count, hiddenSize + 3]
+ */
+import { EXTRA_WIDTH, extraGroups, extraWidth, type ExtraGroup, type FeatureGroup } from '../../edge/router-features.ts';
+
+export const ALL_EXTRA_GROUPS: readonly ExtraGroup[] = ['logit_stats', 'repetition'];
+export const ALL_EXTRA_WIDTH = ALL_EXTRA_GROUPS.reduce((s, g) => s + EXTRA_WIDTH[g], 0);
+
+/** Column offset of each group within the all-groups layout. */
+function offsetOf(group: ExtraGroup): number {
+  let offset = 0;
+  for (const g of ALL_EXTRA_GROUPS) {
+    if (g === group) return offset;
+    offset += EXTRA_WIDTH[g];
+  }
+  throw new Error(`unknown feature group ${group}`);
+}
+
+/** The columns of `features`' extra groups out of all-groups rows (`[rows, ALL_EXTRA_WIDTH]`). */
+export function pickExtraColumns(all: Float32Array, rows: number, features: readonly FeatureGroup[]): Float32Array {
+  const width = extraWidth(features);
+  const out = new Float32Array(rows * width);
+  for (let r = 0; r < rows; r++) {
+    let k = 0;
+    for (const g of extraGroups(features)) {
+      const from = r * ALL_EXTRA_WIDTH + offsetOf(g);
+      out.set(all.subarray(from, from + EXTRA_WIDTH[g]), r * width + k);
+      k += EXTRA_WIDTH[g];
+    }
+  }
+  return out;
+}
+
+/** Hidden state rows followed by the router's extra columns: the MLP's input matrix. */
+export function routerInputs(
+  data: { count: number; hiddenSize: number; hidden: Float32Array; extra: Float32Array },
+  features: readonly FeatureGroup[],
+): { features: Float32Array; width: number } {
+  const h = data.hiddenSize;
+  const e = extraWidth(features);
+  const width = h + e;
+  if (e === 0) return { features: data.hidden, width };
+  const extra = pickExtraColumns(data.extra, data.count, features);
+  const out = new Float32Array(data.count * width);
+  for (let r = 0; r < data.count; r++) {
+    out.set(data.hidden.subarray(r * h, (r + 1) * h), r * width);
+    out.set(extra.subarray(r * e, (r + 1) * e), r * width + h);
+  }
+  return { features: out, width };
+}

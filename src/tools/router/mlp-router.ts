@@ -1,0 +1,32 @@
+/**
+ * The router being trained, as a decoding-loop `Router`: the TypeScript MLP over the same inputs the
+ * exported ONNX graph reads (hidden state, then the pack's extra feature groups). On-policy rounds
+ * generate with it without writing a pack first; its scores equal router.onnx's (tests/router-training).
+ *
+ * @example
+ * const router = new MlpRouter(weights, ['hidden', 'logit_stats', 'repetition']);
+ */
+import type { Router, RouterInfo } from '../../edge/router.ts';
+import { extraFeatures, type FeatureGroup } from '../../edge/router-features.ts';
+import { predict, type MlpWeights } from './mlp.ts';
+
+export class MlpRouter implements Router {
+  readonly info: RouterInfo;
+
+  constructor(
+    private readonly weights: MlpWeights,
+    private readonly features: readonly FeatureGroup[],
+  ) {
+    this.info = { name: 'training:mlp', hiddenSize: null, defaultThreshold: 0.5, features };
+  }
+
+  async score(hidden: Float32Array, logits: Float32Array, recentIds: readonly number[] = []): Promise<number> {
+    const extra = extraFeatures(this.features, logits, recentIds);
+    const row = new Float32Array(hidden.length + extra.length);
+    row.set(hidden);
+    row.set(extra, hidden.length);
+    return predict(this.weights, row, 1)[0]!;
+  }
+
+  async release(): Promise<void> {}
+}

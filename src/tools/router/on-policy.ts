@@ -1,0 +1,67 @@
+/**
+ * One on-policy (DAgger) round's data: the system generates with the current router, joint mode, from
+ * training prompts, once greedily and once sampled (temperature 1) at each of a few thresholds; then
+ * both models are teacher-forced along those trajectories, so every position where the router decided
+ * becomes a record in the states the system itself reaches (loops included), labelled by the cloud.
+ *
+ * @example
+ * const round = await collectTrajectories({ slm, llm, tokenizer, router, prompts, thresholds: [0.3, 0.5], maxNewTokens: 48, seed: 0 });
+ */
+import type { Router } from '../../edge/router.ts';
+import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import { freeRunningFigures, type FreeRunningFigures } from '../eval/free-running-metrics.ts';
+import { generateAll } from '../eval/generation-runs.ts';
+import { InProcessCloud } from '../eval/in-process-cloud.ts';
+import { ForcedRecords, type TeacherForced } from './teacher-forcing.ts';
+
+export interface RolloutOptions {
+  slm: DecoderModel;
+  llm: DecoderModel;
+  tokenizer: TextTokenizer;
+  router: Router;
+  prompts: readonly string[];
+  /** Each prompt is generated at one of these (in turn), greedily and sampled. */
+  thresholds: readonly number[];
+  maxNewTokens: number;
+  seed: number;
+  onPrompt?: (done: number, total: number) => void;
+}
+
+export interface Rollouts {
+  forced: TeacherForced;
+  trajectories: number;
+  tokens: number;
+  routedRatio: number;
+  /** Loops among the greedy trajectories: what the round's router left to fix. */
+  greedy: FreeRunningFigures;
+}
+
+export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> {
+  const cloud = new InProcessCloud(o.llm, { record: false, tokenVocabSize: o.tokenizer.vocabSize });
+  const edge = { slm: o.slm, tokenizer: o.tokenizer, cloud };
+  const records = new ForcedRecords(o.slm, o.llm);
+  const greedyIds: number[][] = [];
+  let tokens = 0;
+  let routed = 0;
+  let trajectories = 0;
+  try {
+    for (const [i, prompt] of o.prompts.entries()) {
+      const threshold = o.thresholds[i % o.thresholds.length]!;
+      for (const temperature of [0, 1]) {
+        const run = await generateAll(edge, o.router, [prompt], { threshold, maxNewTokens: o.maxNewTokens, temperature, seed: o.seed + i });
+        const item = run.items[0]!;
+        if (temperature === 0) greedyIds.push(item.ids);
+        tokens += run.tokens;
+        routed += run.routed;
+        trajectories++;
+        // Records start at the prompt's last position: the first step the router decided.
+        await records.addSequence([...item.promptIds, ...item.ids], i, item.promptIds.length - 1);
+      }
+      o.onPrompt?.(i + 1, o.prompts.length);
+    }
+  } finally {
+    await cloud.close();
+  }
+  return { forced: records.build(), trajectories, tokens, routedRatio: tokens ? routed / tokens : 0, greedy: freeRunningFigures(greedyIds) };
+}
