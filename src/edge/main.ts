@@ -40,7 +40,7 @@ type Phase = 'starting' | 'serving' | 'stopping';
 
 export async function startEdge(config: EdgeConfig): Promise<RunningEdge> {
   const log = createLogger('edge', config.logLevel);
-  const slm = await DecoderModel.load(loadModelPack(config.slm), { threads: config.threads || undefined });
+  const slm = await DecoderModel.load(loadModelPack(config.slm, config.slmFile), { threads: config.threads || undefined });
   const tokenizer = await TextTokenizer.fromPack(config.slm);
   const router = await loadRouter(config.router);
   if (router.info.hiddenSize !== null && router.info.hiddenSize !== slm.pack.hiddenSize) {

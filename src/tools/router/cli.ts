@@ -7,10 +7,11 @@ import { DEFAULT_HIDDEN_UNITS, formatTrainReport, trainRouter } from './train-ro
 
 const USAGE = `usage: bun run router <command> [flags]
 
-  train --slm PACK --llm PACK --text FILE --out DIR [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
+  train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
-      separated), label each position (1 = keep the edge token, 0 = route) and train the MLP router
-  eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--train-fraction 0.8] [--json]
+      separated), label each position (1 = keep the edge token, 0 = route) and train the MLP router;
+      --slm-file / --llm-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
+  eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
       (the packs default to the ones router.json names)`;
 
@@ -29,6 +30,8 @@ async function main(): Promise<void> {
       const { values } = parseFlags(args, {
         slm: { type: 'string' },
         llm: { type: 'string' },
+        'slm-file': { type: 'string' },
+        'llm-file': { type: 'string' },
         text: { type: 'string' },
         out: { type: 'string' },
         'train-fraction': { type: 'string' },
@@ -40,6 +43,8 @@ async function main(): Promise<void> {
         {
           slm: requireFlag(values, 'slm'),
           llm: requireFlag(values, 'llm'),
+          slmFile: values['slm-file'],
+          llmFile: values['llm-file'],
           text: requireFlag(values, 'text'),
           out: requireFlag(values, 'out'),
           trainFraction: fractionFlag(values, 'train-fraction', 0.8),
@@ -58,6 +63,8 @@ async function main(): Promise<void> {
         router: { type: 'string' },
         slm: { type: 'string' },
         llm: { type: 'string' },
+        'slm-file': { type: 'string' },
+        'llm-file': { type: 'string' },
         text: { type: 'string' },
         'train-fraction': { type: 'string' },
         json: { type: 'boolean' },
@@ -67,6 +74,8 @@ async function main(): Promise<void> {
           router: requireFlag(values, 'router'),
           slm: values.slm,
           llm: values.llm,
+          slmFile: values['slm-file'],
+          llmFile: values['llm-file'],
           text: requireFlag(values, 'text'),
           trainFraction: fractionFlag(values, 'train-fraction', 0.8),
           thresholds: DEFAULT_THRESHOLDS,

@@ -34,6 +34,9 @@ export const DEFAULT_HIDDEN_UNITS = 64;
 export interface TrainRouterOptions {
   slm: string;
   llm: string;
+  /** The packs' ONNX files (hub folders hold several variants); `model.onnx` when omitted. */
+  slmFile?: string;
+  llmFile?: string;
   text: string;
   out: string;
   /** The first fraction of the paragraphs (by order) is trained on; the rest is held out. */
@@ -99,8 +102,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
   return {
     tool: 'router-train',
     trainerVersion: TRAINER_VERSION,
-    slmSha256: await packSha256(loadModelPack(o.slm)),
-    llmSha256: await packSha256(loadModelPack(o.llm)),
+    slmSha256: await packSha256(loadModelPack(o.slm, o.slmFile)),
+    llmSha256: await packSha256(loadModelPack(o.llm, o.llmFile)),
     textSha256: readTextCorpus(o.text).sha256,
     trainFraction: o.trainFraction,
     seed: o.seed,
@@ -128,8 +131,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const started = performance.now();
   validateTrainOptions(o);
   const corpus = readTextCorpus(o.text);
-  const slmPack = loadModelPack(o.slm);
-  const llmPack = loadModelPack(o.llm);
+  const slmPack = loadModelPack(o.slm, o.slmFile);
+  const llmPack = loadModelPack(o.llm, o.llmFile);
   checkSameVocabulary(slmPack, llmPack);
   const { train, heldOut } = splitByParagraph(corpus.paragraphs, o.trainFraction);
   if (train.length < 2) {
@@ -141,7 +144,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   let forced: TeacherForced;
   try {
     progress?.start('teacher forcing', train.length);
-    forced = await teacherForcePacks(slmPack.dir, llmPack.dir, train, (done) => progress?.update(done));
+    forced = await teacherForcePacks(slmPack, llmPack, train, (done) => progress?.update(done));
   } finally {
     progress?.stop();
   }
