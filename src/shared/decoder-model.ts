@@ -11,7 +11,7 @@
  */
 import { type DecoderIo, readDecoderIo } from './decoder-io.ts';
 import { AppError } from './errors.ts';
-import { emptyTensor, indexTensor, toFloat32 } from './float-tensors.ts';
+import { emptyTensor, feedable, indexTensor, toFloat32 } from './float-tensors.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { runSession } from './run-session.ts';
@@ -133,7 +133,7 @@ export class DecoderSequence {
     if (io.positions) feeds.position_ids = indexTensor(io.positions, Array.from({ length: n }, (_, i) => start + i), [1, n]);
     const out = await this.model.forward(feeds, n);
     for (const t of Object.values(this.past)) t.dispose();
-    for (const name of Object.keys(this.past)) this.past[name] = out[name.replace('past_key_values', 'present')]!;
+    for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
     this.ids.push(...tokens);
 
     const allLogits = toFloat32(out.logits!);

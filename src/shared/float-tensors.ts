@@ -15,7 +15,22 @@ export type IndexType = 'int32' | 'int64';
 /** A tensor with no elements (e.g. an empty KV cache `[1, heads, 0, headDim]`) of the declared type. */
 export function emptyTensor(type: FloatType, dims: readonly number[]): OrtTensor {
   if (type === 'float32') return new ort.Tensor('float32', new Float32Array(0), dims);
-  return new ort.Tensor('float16', new Uint16Array(0), dims);
+  return feedable(new ort.Tensor('float16', new Uint16Array(0), dims));
+}
+
+/**
+ * Makes a float16 tensor (an output fed back as the next step's input) readable by onnxruntime-node's
+ * native binding. onnxruntime-common stores float16 data as a `Float16Array` wherever one exists, and
+ * Bun's N-API does not report a `Float16Array`'s contents to native code: the run fails with "not enough
+ * space: expected 320, got 0". The tensor's `data` is therefore shadowed by a `Uint16Array` view of the
+ * same memory (no copy, no conversion: the cache stays float16). Other tensors are returned as they are.
+ */
+export function feedable(tensor: OrtTensor): OrtTensor {
+  const data = tensor.data;
+  if (typeof Float16Array !== 'undefined' && data instanceof Float16Array) {
+    Object.defineProperty(tensor, 'data', { value: new Uint16Array(data.buffer, data.byteOffset, data.length), configurable: true });
+  }
+  return tensor;
 }
 
 /** Integer ids or a mask as `int32` or `int64`, whichever the input declares. */
