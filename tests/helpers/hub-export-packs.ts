@@ -3,7 +3,7 @@
  * user would bring one: the hub folder's config files, the project's tokenizer (from tok512.bin by the
  * llama2.c converter), and every variant with `hidden_states` exposed by the project's own tool.
  */
-import { copyFileSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ASSETS_DIR, DEMO } from '../../src/shared/paths.ts';
@@ -27,17 +27,12 @@ export interface HubExportPacks {
 
 async function hubPack(root: string, folder: string, name: string, tokenizerFrom: string): Promise<string> {
   const dir = join(root, name);
-  await convertTokenizerOnly(dir, tokenizerFrom);
+  mkdirSync(dir);
+  // The hub folder has no tokenizer: the one the project's converter wrote is copied in.
+  for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tokenizerFrom, file), join(dir, file));
   for (const file of ['config.json', 'generation_config.json']) copyFileSync(join(HF_EXPORTS, folder, file), join(dir, file));
   for (const variant of VARIANTS) await exposeHiddenStates({ input: join(HF_EXPORTS, folder, variant), output: dir });
   return dir;
-}
-
-/** The hub folder has no tokenizer: the one the project's converter writes is copied in. */
-async function convertTokenizerOnly(dir: string, from: string): Promise<void> {
-  const { mkdirSync } = await import('node:fs');
-  mkdirSync(dir, { recursive: true });
-  for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(from, file), join(dir, file));
 }
 
 export async function makeHubExportPacks(): Promise<HubExportPacks> {

@@ -172,7 +172,8 @@ export type HeadDecision = { ok: true; head: HeadCandidate } | { ok: false; reas
 
 /** The one head that produces `logits`, or why there is not exactly one. */
 export function decideHead(index: GraphIndex): HeadDecision {
-  if (!index.declaredType(LOGITS) && !index.producer(LOGITS)) {
+  // A decoder export declares `logits` as a graph output; an inner tensor of that name does not make one.
+  if (!index.graph.output.some((o) => o.name === LOGITS)) {
     const outputs = index.graph.output.map((o) => o.name).join(', ');
     return { ok: false, reason: `no graph output named ${LOGITS} (outputs: ${outputs || 'none'})`, candidates: [] };
   }
