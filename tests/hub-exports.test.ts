@@ -12,6 +12,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { CloudClient } from '../src/edge/cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
 import type { GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
 import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/generation-request.ts';
@@ -22,6 +24,7 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 import { evaluateRouter } from '../src/tools/router/evaluate-router.ts';
 import { trainRouter } from '../src/tools/router/train-router.ts';
+import { startTestShim } from './helpers/cloud-fixture.ts';
 import { tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { type HubExportPacks, makeHubExportPacks, VARIANTS, type Variant } from './helpers/hub-export-packs.ts';
 
@@ -53,13 +56,14 @@ async function generateWith(
   slmDir: string,
   slmFile: string,
   request: RawGenerationRequest,
-  cloudPack?: { dir: string; file: string },
+  cloudPack?: { dir: string; file: string } | CloudClient,
 ): Promise<Run> {
   const slm = await DecoderModel.load(loadModelPack(slmDir, slmFile));
-  const cloudModel = cloudPack ? await DecoderModel.load(loadModelPack(cloudPack.dir, cloudPack.file)) : undefined;
+  const cloudModel = cloudPack && 'dir' in cloudPack ? await DecoderModel.load(loadModelPack(cloudPack.dir, cloudPack.file)) : undefined;
+  const cloud = cloudModel ? new InProcessCloud(cloudModel, { record: false }) : (cloudPack as CloudClient | undefined);
   const router = await loadRouter(undefined);
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer: await TextTokenizer.fromPack(slmDir), cloud: cloudModel ? new InProcessCloud(cloudModel, { record: false }) : undefined },
+    { slm, router, tokenizer: await TextTokenizer.fromPack(slmDir), cloud },
     { ...DEFAULT_LIMITS, maxConcurrent: 1 },
   );
   try {
@@ -163,6 +167,22 @@ describe('joint generation: each 3-layer variant on the edge, the 5-layer fp32 e
     const routed = run.sources.filter((s) => s === 'llm').length;
     expect(routed).toBeGreaterThan(0);
     expect(routed).toBeLessThan(TOKENS);
+  });
+
+  test('the shim over gRPC serves the variant --model-file names (fp16): the same as in process', async () => {
+    const request = { mode: 'joint', threshold: 0.5 };
+    const shim = await startTestShim({ modelPack: packs.cloud, modelFile: 'model_fp16.onnx' });
+    const client = new GrpcCloudClient({ address: shim.address });
+    try {
+      const overGrpc = await generateWith(packs.edge, 'model_fp16.onnx', request, client);
+      const inProcess = await generateWith(packs.edge, 'model_fp16.onnx', request, { dir: packs.cloud, file: 'model_fp16.onnx' });
+      expect(overGrpc.sources.filter((s) => s === 'llm').length).toBeGreaterThan(0);
+      expect(overGrpc.ids).toEqual(inProcess.ids);
+      expect(overGrpc.sources).toEqual(inProcess.sources);
+    } finally {
+      await client.close();
+      await shim.shutdown();
+    }
   });
 
   test('fp32 exports: the same joint ids as the project\'s own 3- and 5-layer conversions', async () => {
