@@ -80,6 +80,38 @@ describe('expose-hidden on every variant', () => {
   });
 });
 
+test('external data works for a variant: model_fp16.onnx + model_fp16.onnx_data, exposed and decoded like the single file', async () => {
+  const source = join(dir, 'external-source');
+  const pack = join(dir, 'external-pack');
+  for (const d of [source, pack]) mkdirSync(d);
+  for (const f of ['config.json', 'generation_config.json']) copyFileSync(join(HUB_3L, f), join(pack, f));
+  writeModel(readModel(join(HUB_3L, 'model_fp16.onnx')), join(source, 'model_fp16.onnx'), { externalData: true });
+  const r = await exposeHiddenStates({ input: join(source, 'model_fp16.onnx'), output: pack });
+  expect(r.dataFiles).toEqual(['model_fp16.onnx_data']);
+  expect(readdirSync(pack).sort()).toEqual(['config.json', 'generation_config.json', 'model_fp16.onnx', 'model_fp16.onnx_data']);
+  const single = join(dir, 'single-pack');
+  mkdirSync(single);
+  for (const f of ['config.json', 'generation_config.json']) copyFileSync(join(HUB_3L, f), join(single, f));
+  await exposeHiddenStates({ input: join(HUB_3L, 'model_fp16.onnx'), output: single });
+  const greedy = async (packDir: string) => {
+    const model = await DecoderModel.load(loadModelPack(packDir, 'model_fp16.onnx'));
+    const seq = model.newSequence();
+    const ids: number[] = [];
+    let { logits, hidden } = await seq.append([1, 403, 407, 261, 378]);
+    for (let i = 0; i < 8; i++) {
+      const id = logits.indexOf(Math.max(...logits));
+      ids.push(id);
+      ({ logits, hidden } = await seq.append([id]));
+    }
+    seq.dispose();
+    await model.release();
+    return { ids, hidden: Array.from(hidden) };
+  };
+  const [external, inFile] = [await greedy(pack), await greedy(single)];
+  expect(external).toEqual(inFile);
+  expect(external.ids).toEqual([432, 261, 261, 284, 303, 397, 397, 397]);
+});
+
 describe('bad input: one error line, nothing written', () => {
   const expectRefused = (args: string[], message: RegExp, out: string) => {
     const r = cli(...args);
