@@ -15,6 +15,7 @@ import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { halfBitsToFloat32 } from '../src/shared/float-tensors.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { exposeHiddenStates } from '../src/tools/models/expose-hidden.ts';
+import { parseEvalOptions } from '../src/tools/eval/eval-options.ts';
 import { inspectPath } from '../src/tools/models/inspect-model.ts';
 import { readModel, writeModel } from '../src/tools/models/onnx-file.ts';
 import { DataType, valueInfo } from '../src/tools/models/onnx-graph.ts';
@@ -231,7 +232,9 @@ test('float16 bits decode exactly', () => {
   expect(halfBitsToFloat32(Uint16Array.from([0x7e00]))[0]).toBeNaN();
 });
 
-test('the variant is a setting of the edge and of the shim; a path is refused', () => {
+test('the variant is a setting of the edge, the shim and bun run eval; a path is refused', () => {
+  expect(parseEvalOptions(['--dataset', 'x.txt', '--slm-file', 'model_q4.onnx'])).toMatchObject({ slmFile: 'model_q4.onnx' });
+  expect(parseEvalOptions(['--dataset', 'x.txt']).slmFile).toBeUndefined();
   expect(parseEdgeConfig(['--slm-file', 'model_q4.onnx'], {}).slmFile).toBe('model_q4.onnx');
   expect(parseEdgeConfig([], { EDGE_SLM_FILE: 'model_fp16.onnx' }).slmFile).toBe('model_fp16.onnx');
   expect(parseEdgeConfig([], {}).slmFile).toBe('model.onnx');
