@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { create } from '@bufbuild/protobuf';
-import { ValueInfoProtoSchema } from 'onnx-buf';
+import { AttributeProto_AttributeType, AttributeProtoSchema, NodeProtoSchema, ValueInfoProtoSchema } from 'onnx-buf';
 import { parseShimConfig } from '../src/cloud/config.ts';
 import { parseEdgeConfig } from '../src/edge/config.ts';
 import { type DeclaredValue, readDecoderIo } from '../src/shared/decoder-io.ts';
@@ -111,6 +111,62 @@ test('external data works for a variant: model_fp16.onnx + model_fp16.onnx_data,
   const [external, inFile] = [await greedy(pack), await greedy(single)];
   expect(external).toEqual(inFile);
   expect(external.ids).toEqual([432, 261, 261, 284, 303, 397, 397, 397]);
+});
+
+describe('heads written other ways', () => {
+  /** A pack folder with the 3-layer config and `model` written as model.onnx, hidden state exposed. */
+  async function packOf(name: string, model: ReturnType<typeof readModel>): Promise<{ dir: string; head: string | undefined }> {
+    const packDir = join(dir, name);
+    mkdirSync(packDir);
+    for (const f of ['config.json', 'generation_config.json']) copyFileSync(join(HUB_3L, f), join(packDir, f));
+    writeModel(model, join(packDir, 'source.onnx'));
+    const r = await exposeHiddenStates({ input: join(packDir, 'source.onnx'), output: join(packDir, 'model.onnx') });
+    expect(r.tensor).toBe('/m/model/norm/Mul_1_output_0');
+    return { dir: packDir, head: r.head };
+  }
+
+  async function firstSteps(packDir: string): Promise<{ ids: number[]; io: DecoderModel['io'] }> {
+    const model = await DecoderModel.load(loadModelPack(packDir));
+    const seq = model.newSequence();
+    const ids: number[] = [];
+    let { logits } = await seq.append([1, 403, 407, 261, 378]);
+    for (let i = 0; i < 6; i++) {
+      ids.push(logits.indexOf(Math.max(...logits)));
+      ({ logits } = await seq.append([ids.at(-1)!]));
+    }
+    seq.dispose();
+    await model.release();
+    return { ids, io: model.io };
+  }
+
+  test('an fp16 head behind a Cast to float32 logits (keep_io_types-style): found, and the edge reads float32 logits next to a float16 cache', async () => {
+    const model = readModel(join(HUB_3L, 'model_fp16.onnx'));
+    const graph = model.graph!;
+    const head = graph.node.find((n) => n.output[0] === 'logits')!;
+    head.output[0] = 'logits_half';
+    graph.node.push(create(NodeProtoSchema, { opType: 'Cast', name: '/logits/Cast', input: ['logits_half'], output: ['logits'], attribute: [create(AttributeProtoSchema, { name: 'to', type: AttributeProto_AttributeType.INT, i: BigInt(DataType.FLOAT) })] }));
+    graph.output[graph.output.findIndex((o) => o.name === 'logits')] = valueInfo('logits', DataType.FLOAT, ['batch_size', 'sequence_length', 512]);
+    const pack = await packOf('cast-head', model);
+    expect(pack.head).toBe('/m/lm_head/MatMul (MatMul)');
+    const run = await firstSteps(pack.dir);
+    expect(run.io).toMatchObject({ cache: 'float16', logits: 'float32', hidden: 'float16' });
+    expect(run.ids).toEqual([432, 261, 261, 284, 303, 397]);
+  });
+
+  test('a tied head (Transpose of the embedding): found through the Transpose, same ids as the untied file', async () => {
+    const model = readModel(join(HUB_3L, 'model.onnx'));
+    const graph = model.graph!;
+    const head = graph.node.find((n) => n.output[0] === 'logits')!;
+    const untied = head.input[1]!;
+    head.input[1] = '/tied/embed_T';
+    graph.node.splice(graph.node.indexOf(head), 0, create(NodeProtoSchema, { opType: 'Transpose', name: '/tied/Transpose', input: ['m.model.embed_tokens.weight'], output: ['/tied/embed_T'] }));
+    graph.initializer = graph.initializer.filter((t) => t.name !== untied);
+    const pack = await packOf('tied-head', model);
+    expect(pack.head).toBe('/m/lm_head/MatMul (MatMul)');
+    const described = inspectPath(join(pack.dir, 'source.onnx'))[0]!.candidates;
+    expect(described).toMatchObject([{ chosen: true, weight: '/tied/embed_T', weightShape: [64, 512] }]);
+    expect((await firstSteps(pack.dir)).ids).toEqual([432, 261, 261, 284, 303, 397]);
+  });
 });
 
 describe('bad input: one error line, nothing written', () => {
