@@ -22,6 +22,8 @@ export interface ShimConfig {
   backend: BackendKind;
   /** The embedded backend's model pack; for every backend the tokenizer that turns ids into reply text. */
   modelPack: string | undefined;
+  /** Which ONNX file of the pack the embedded backend runs (a hub folder holds several variants). */
+  modelFile: string;
   /** onnxruntime threads per forward pass (embedded); 0 = onnxruntime's choice. */
   threads: number;
   /** KV caches the embedded backend keeps; the least recently used session beyond it is re-prefilled later. */
@@ -70,6 +72,7 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
   port: { kind: 'int', min: 0, help: 'port (0 = any free port)' },
   backend: { kind: 'enum', values: ['embedded', 'sglang', 'openai'], help: 'where tokens come from' },
   modelPack: { kind: 'string', help: 'model pack folder (embedded model; tokenizer for reply text)' },
+  modelFile: { kind: 'string', help: 'ONNX file of the pack the embedded backend runs, e.g. model_fp16.onnx' },
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads per forward pass (0 = default)' },
   maxLiveSequences: { kind: 'int', min: 1, help: 'KV caches the embedded backend keeps' },
   backendUrl: { kind: 'string', help: 'base URL of the SGLang / OpenAI-compatible server' },
@@ -100,6 +103,7 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   port: 50051,
   backend: 'embedded',
   modelPack: undefined,
+  modelFile: 'model.onnx',
   threads: 0,
   maxLiveSequences: 32,
   backendUrl: undefined,
@@ -152,6 +156,7 @@ export function validateShimConfig(config: ShimConfig): Readonly<ShimConfig> {
       fail(`--backend-url is not a URL: ${config.backendUrl}`);
     }
   }
+  if (!/^[^/\\]+\.onnx$/.test(config.modelFile)) fail(`--model-file must be a .onnx file name inside the pack folder, got ${config.modelFile}`);
   if (config.openaiRetokenize && !config.modelPack) fail('--openai-retokenize needs --model-pack (its tokenizer)');
   if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) fail('TLS needs both --tls-cert and --tls-key');
   if (config.tlsClientCa && !config.tlsCert) fail('--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key');

@@ -13,6 +13,7 @@ export async function createBackend(config: Readonly<ShimConfig>, tokenizer: Tex
   if (config.backend === 'embedded') {
     return EmbeddedBackend.load({
       modelPack: config.modelPack!,
+      modelFile: config.modelFile,
       threads: config.threads,
       maxLiveSequences: config.maxLiveSequences,
       tokenVocabSize: tokenizer?.vocabSize,

@@ -24,6 +24,8 @@ import type { Backend, BackendInfo, BackendSequence, BackendStepRequest, Backend
 
 export interface EmbeddedBackendOptions {
   modelPack: string;
+  /** The pack's ONNX file to run; `model.onnx` when omitted. */
+  modelFile?: string;
   /** onnxruntime threads per forward pass; 0 = onnxruntime's choice. */
   threads?: number;
   maxLiveSequences: number;
@@ -58,7 +60,7 @@ export class EmbeddedBackend implements Backend {
   }
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
-    const model = await DecoderModel.load(loadModelPack(options.modelPack), options.threads ? { threads: options.threads } : {});
+    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), options.threads ? { threads: options.threads } : {});
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
   }
 

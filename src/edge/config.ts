@@ -18,6 +18,8 @@ export interface EdgeConfig {
   grpcPort: number;
   /** The edge model pack. */
   slm: string;
+  /** Which ONNX file of the pack runs (a hub folder holds model.onnx, model_fp16.onnx, model_q4.onnx, ...). */
+  slmFile: string;
   /** The router pack; undefined = the built-in top-1 probability scorer. */
   router: string | undefined;
   /** The cloud shim's host:port; undefined = the edge runs alone. */
@@ -46,6 +48,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   port: { kind: 'int', min: 0, help: 'HTTP port (0 = any free port)' },
   grpcPort: { kind: 'int', min: 0, offValue: -1, help: 'port of the gRPC Generate service (0 = any free port, off = no gRPC service)' },
   slm: { kind: 'string', help: 'edge model pack folder' },
+  slmFile: { kind: 'string', help: 'ONNX file of the pack to run, e.g. model_q4.onnx (a hub folder holds several variants)' },
   router: { kind: 'string', help: "router pack folder, or 'builtin' for the small model's top-1 probability" },
   cloud: { kind: 'string', help: "cloud shim host:port, or 'none' to run the edge alone" },
   cloudToken: { kind: 'string', help: 'bearer token sent to the shim (prefer EDGE_CLOUD_TOKEN or the config file)' },
@@ -67,6 +70,7 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   port: 8080,
   grpcPort: 50061,
   slm: DEMO.edgePack,
+  slmFile: 'model.onnx',
   router: DEMO.routerPack,
   cloud: '127.0.0.1:50051',
   cloudToken: undefined,
@@ -99,6 +103,7 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
   if (config.port > 65535 || config.grpcPort > 65535) fail('ports must be ≤ 65535');
   if (Boolean(config.cloudTlsCert) !== Boolean(config.cloudTlsKey)) fail('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
   const cloud = config.cloud === 'none' ? undefined : config.cloud;
+  if (!/^[^/\\]+\.onnx$/.test(config.slmFile)) fail(`--slm-file must be a .onnx file name inside the pack folder, got ${config.slmFile}`);
   if (cloud !== undefined && !/^\S+:\d+$/.test(cloud)) fail(`--cloud must be host:port or 'none', got ${cloud}`);
   return Object.freeze({ ...config, cloud, router: config.router === 'builtin' ? undefined : config.router });
 }

@@ -52,7 +52,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   const log = options.log ?? createLogger('edge', config.logLevel);
   const { signal } = options;
   signal?.throwIfAborted();
-  const slm = await DecoderModel.load(loadModelPack(config.slm), { threads: config.threads || undefined });
+  const slm = await DecoderModel.load(loadModelPack(config.slm, config.slmFile), { threads: config.threads || undefined });
   const tokenizer = await TextTokenizer.fromPack(config.slm);
   const router = await loadRouter(config.router);
   if (router.info.hiddenSize !== null && router.info.hiddenSize !== slm.pack.hiddenSize) {

@@ -9,7 +9,9 @@
  * const { logits, hidden } = await seq.append([1]);
  * seq.dispose(); await model.release();
  */
+import { type DecoderIo, readDecoderIo } from './decoder-io.ts';
 import { AppError } from './errors.ts';
+import { emptyTensor, feedable, indexTensor, toFloat32 } from './float-tensors.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { runSession } from './run-session.ts';
@@ -44,12 +46,10 @@ export class DecoderModel {
   private constructor(
     readonly pack: ModelPack,
     private readonly session: InferenceSession,
+    /** Element types and optional inputs, as the export declares them. */
+    readonly io: DecoderIo,
   ) {
-    this.hasHiddenStates = session.outputNames.includes('hidden_states');
-    const missing = ['input_ids', 'attention_mask', 'logits'].filter(
-      (n) => !session.inputNames.includes(n) && !session.outputNames.includes(n),
-    );
-    if (missing.length) throw new AppError('INVALID_ARGUMENT', `${pack.modelPath}: not a decoder export (missing ${missing.join(', ')})`);
+    this.hasHiddenStates = io.hidden !== undefined;
   }
 
   static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
@@ -57,7 +57,13 @@ export class DecoderModel {
       graphOptimizationLevel: 'all',
       ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
     });
-    return new DecoderModel(pack, session);
+    try {
+      const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
+      return new DecoderModel(pack, session, io);
+    } catch (e) {
+      await session.release();
+      throw e;
+    }
   }
 
   newSequence(): DecoderSequence {
@@ -83,13 +89,10 @@ export class DecoderSequence {
   private disposed = false;
 
   constructor(private readonly model: DecoderModel) {
-    const { numLayers, numKvHeads, headDim } = model.pack;
+    const { numKvHeads, headDim } = model.pack;
     this.past = {};
-    for (let i = 0; i < numLayers; i++) {
-      for (const kind of ['key', 'value']) {
-        this.past[`past_key_values.${i}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [1, numKvHeads, 0, headDim]);
-      }
-    }
+    // The cache stays in the export's own type: present.* outputs are fed back as they come.
+    for (const name of model.io.pastNames) this.past[name] = emptyTensor(model.io.cache, [1, numKvHeads, 0, headDim]);
   }
 
   /** Tokens in the KV cache. */
@@ -124,19 +127,17 @@ export class DecoderSequence {
     }
     const n = tokens.length;
     const start = this.ids.length;
-    const feeds: Record<string, OrtTensor> = {
-      ...this.past,
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [1, n]),
-      attention_mask: new ort.Tensor('int64', new BigInt64Array(total).fill(1n), [1, total]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i)), [1, n]),
-    };
+    const { io } = this.model;
+    const feeds: Record<string, OrtTensor> = { ...this.past, input_ids: indexTensor(io.ids, tokens, [1, n]) };
+    if (io.mask) feeds.attention_mask = indexTensor(io.mask, new Array<number>(total).fill(1), [1, total]);
+    if (io.positions) feeds.position_ids = indexTensor(io.positions, Array.from({ length: n }, (_, i) => start + i), [1, n]);
     const out = await this.model.forward(feeds, n);
     for (const t of Object.values(this.past)) t.dispose();
-    for (const name of Object.keys(this.past)) this.past[name] = out[name.replace('past_key_values', 'present')]!;
+    for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
     this.ids.push(...tokens);
 
-    const allLogits = out.logits!.data as Float32Array;
-    const allHidden = (out.hidden_states?.data as Float32Array | undefined) ?? new Float32Array(0);
+    const allLogits = toFloat32(out.logits!);
+    const allHidden = out.hidden_states ? toFloat32(out.hidden_states) : new Float32Array(0);
     const result: AppendResult = {
       logits: allLogits.slice((n - 1) * vocabSize, n * vocabSize),
       hidden: allHidden.length ? allHidden.slice((n - 1) * hiddenSize, n * hiddenSize) : allHidden,

@@ -1,9 +1,14 @@
 /**
  * A model pack is a folder in the layout ONNX model hubs use: `model.onnx` (+ `model.onnx_data`),
- * `config.json`, `generation_config.json`, `tokenizer.json`, `tokenizer_config.json`.
+ * `config.json`, `generation_config.json`, `tokenizer.json`, `tokenizer_config.json`. A hub folder often
+ * holds several variants of the same model (`model_fp16.onnx`, `model_q4.onnx`, `model_quantized.onnx`,
+ * each with its own `*.onnx_data` when large); `file` names the one to run, `model.onnx` by default.
+ *
+ * @example
+ * const pack = loadModelPack('qwen2.5-0.5b', 'model_q4.onnx');
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { AppError, errorMessage } from './errors.ts';
 
 export interface ModelPack {
@@ -40,10 +45,28 @@ function ids(value: unknown): number[] {
   return (Array.isArray(value) ? value : [value]).filter((v): v is number => Number.isInteger(v));
 }
 
-export function loadModelPack(dir: string): ModelPack {
+/** The file a pack runs when none is named. */
+export const DEFAULT_MODEL_FILE = 'model.onnx';
+
+/** The `.onnx` files of a pack folder, for messages that say which variants exist. */
+export function modelFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir).filter((f) => f.endsWith('.onnx')).sort();
+  } catch {
+    return [];
+  }
+}
+
+export function loadModelPack(dir: string, file: string = DEFAULT_MODEL_FILE): ModelPack {
   const root = resolve(dir);
-  const modelPath = join(root, 'model.onnx');
-  if (!existsSync(modelPath)) throw new AppError('NOT_FOUND', `${root}: not a model pack (no model.onnx)`);
+  if (basename(file) !== file || !file.endsWith('.onnx')) {
+    throw new AppError('INVALID_ARGUMENT', `model file must be a .onnx file name inside the pack folder (e.g. model_q4.onnx), got ${JSON.stringify(file)}`);
+  }
+  const modelPath = join(root, file);
+  if (!existsSync(modelPath)) {
+    const found = modelFiles(root);
+    throw new AppError('NOT_FOUND', `${root}: not a model pack (no ${file}${found.length ? `; it has ${found.join(', ')}` : ''})`);
+  }
   const configPath = join(root, 'config.json');
   const config = readJsonFile(configPath) as Record<string, unknown>;
   const num = (key: string, fallback?: number): number => {

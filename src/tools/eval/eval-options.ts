@@ -19,6 +19,8 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
 
   --slm PACK              edge model pack (default models/stories260k-distilled-1l)
   --llm PACK              cloud model pack, run in process (default models/stories260k)
+  --slm-file F, --llm-file F
+                          the ONNX file of a pack to run, e.g. model_q4.onnx (default model.onnx)
   --router DIR|builtin    trained router pack (default models/router-stories260k-distilled-1l); builtin = the edge
                           model's top-1 probability
   --thresholds LIST       comma-separated thresholds in [0, 1] (default 0,0.1,...,1)
@@ -43,6 +45,9 @@ export interface EvalOptions {
   dataset: string;
   slm: string;
   llm: string;
+  /** The packs' ONNX files (a hub folder holds several variants); `model.onnx` when omitted. */
+  slmFile?: string;
+  llmFile?: string;
   /** A router pack folder, or undefined for the built-in top-1 scorer. */
   routerPack: string | undefined;
   thresholds: readonly number[];
@@ -97,6 +102,8 @@ export function parseEvalOptions(args: string[]): EvalOptions {
     dataset: { type: 'string' },
     slm: { type: 'string' },
     llm: { type: 'string' },
+    'slm-file': { type: 'string' },
+    'llm-file': { type: 'string' },
     router: { type: 'string' },
     thresholds: { type: 'string' },
     limit: { type: 'string' },
@@ -127,6 +134,8 @@ export function parseEvalOptions(args: string[]): EvalOptions {
     dataset: values.dataset,
     slm: values.slm ?? DEMO.edgePack,
     llm: values.llm ?? DEMO.cloudPack,
+    ...(values['slm-file'] ? { slmFile: values['slm-file'] } : {}),
+    ...(values['llm-file'] ? { llmFile: values['llm-file'] } : {}),
     routerPack: router === 'builtin' ? undefined : router,
     thresholds: Object.freeze(values.thresholds === undefined ? DEFAULT_THRESHOLDS : parseThresholds(values.thresholds)),
     limit: values.limit === undefined ? undefined : integer(values.limit, 'limit', 0, 1),

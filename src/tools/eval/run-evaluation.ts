@@ -26,11 +26,11 @@ import { evaluateText } from './text-eval.ts';
 
 const DEMO_PATHS = new Set<string>([DEMO.edgePack, DEMO.cloudPack, DEMO.routerPack, TRUNCATED_DEMO.edgePack, TRUNCATED_DEMO.routerPack]);
 
-function loadPack(dir: string): ModelPack {
+function loadPack(dir: string, file: string | undefined): ModelPack {
   if (!existsSync(dir) && DEMO_PATHS.has(resolve(dir))) {
     throw new AppError('NOT_FOUND', `${dir} does not exist: build the demo packs first with \`bun run models demo\``);
   }
-  return loadModelPack(dir);
+  return loadModelPack(dir, file);
 }
 
 /** A path as it is best shown: relative to the project when inside it or beside it (../shared/assets). */
@@ -66,8 +66,8 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
   if (o.routerPack && !existsSync(o.routerPack) && DEMO_PATHS.has(resolve(o.routerPack))) {
     throw new AppError('NOT_FOUND', `${o.routerPack} does not exist: build the demo packs first with \`bun run models demo\``);
   }
-  const slmPack = loadPack(o.slm);
-  const llmPack = loadPack(o.llm);
+  const slmPack = loadPack(o.slm, o.slmFile);
+  const llmPack = loadPack(o.llm, o.llmFile);
   checkSameVocabulary(slmPack, llmPack);
   const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
   const router = await loadRouter(o.routerPack);

@@ -3,7 +3,7 @@ import { parseFlags, requireFlag, integerFlag, runCli, UsageError } from '../cli
 import { convertLlama2c } from './convert-llama2c.ts';
 import { buildAllDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
-import { formatInspection, inspectModel } from './inspect-model.ts';
+import { formatInspection, inspectPath } from './inspect-model.ts';
 import { writeRandomPack } from './random-pack.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
@@ -12,10 +12,12 @@ const USAGE = `usage: bun run models <command> [flags]
       a llama2.c checkpoint → decoder pack; --layers keeps the first K layers (an edge model)
   random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--no-hidden-states]
       a random-weight Qwen2-style pack with the real Qwen tokenizer
-  expose-hidden --in model.onnx --out model.onnx [--node TENSOR]
-      add the hidden_states output (the LM head's input) to an existing export
-  inspect model.onnx
-      inputs, outputs, op counts and candidate hidden-state tensors
+  expose-hidden --in model.onnx|PACK --out model.onnx|FOLDER [--node TENSOR]
+      add the hidden_states output (the LM head's input) to an existing export (fp32, fp16, q4 MatMulNBits,
+      int8 MatMulInteger); a pack folder as --in means its model.onnx, a folder as --out keeps the file name
+  inspect model.onnx|PACK
+      inputs, outputs, op counts, candidate hidden-state tensors and how the edge would run the file
+      (every .onnx file of a pack folder)
   demo
       build the demo pair from ../shared/assets: models/stories260k (cloud, 5 layers),
       models/stories260k-distilled-1l (edge, the distilled 1-layer student) and its router
@@ -66,15 +68,14 @@ async function main(): Promise<void> {
     }
     case 'expose-hidden': {
       const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, node: { type: 'string' } });
-      const out = requireFlag(values, 'out');
-      const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: out, node: values.node });
-      console.log(formatExposeResult(result, out));
+      const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: requireFlag(values, 'out'), node: values.node });
+      console.log(formatExposeResult(result));
       return;
     }
     case 'inspect': {
       const { positionals } = parseFlags(args, {});
-      if (positionals.length !== 1) throw new UsageError('inspect takes exactly one model file');
-      console.log(formatInspection(inspectModel(positionals[0]!)));
+      if (positionals.length !== 1) throw new UsageError('inspect takes exactly one model file or pack folder');
+      console.log(inspectPath(positionals[0]!).map(formatInspection).join('\n\n'));
       return;
     }
     case 'demo': {

@@ -13,11 +13,12 @@
  * const r = await exposeHiddenStates({ input: 'qwen/model.onnx', output: 'qwen-edge/model.onnx' });
  * console.log(r.status, r.tensor); // added /model/norm/Mul_1_output_0
  */
-import { copyFileSync, existsSync, realpathSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { copyFileSync, existsSync, realpathSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { NodeProtoSchema, ValueInfoProtoSchema, type ModelProto, type ValueInfoProto } from 'onnx-buf';
 import { AppError } from '../../shared/errors.ts';
+import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model-pack.ts';
 import { formatDims, GraphIndex, type TensorType } from './graph-index.ts';
 import { decideHead, describeCandidate, type HeadCandidate, HIDDEN_STATES, hiddenStateCandidates, nodeLabel, traceHeads } from './lm-head.ts';
 import { externalDataFiles, readModel, writeModel } from './onnx-file.ts';
@@ -25,7 +26,9 @@ import { valueInfo } from './onnx-graph.ts';
 import { checkDataFiles, writeModelBesideData } from './write-beside-data.ts';
 
 export interface ExposeHiddenOptions {
+  /** A model file, or a pack folder (its model.onnx). */
   input: string;
+  /** A model file, or an existing folder (the input's file name inside it). */
   output: string;
   /** Names the tensor to expose instead of finding the LM head. */
   node?: string;
@@ -45,10 +48,33 @@ export interface ExposeHiddenResult {
   placedDataFiles: string[];
   /** False only for an already-patched model patched in place. */
   written: boolean;
+  /** The file written (or that would have been): `output`, or the input's name inside an output folder. */
+  output: string;
+}
+
+function isFolder(path: string): boolean {
+  return existsSync(path) && statSync(path).isDirectory();
+}
+
+/** A pack folder as input means its default file; an output folder keeps the input's file name. */
+export function resolveExposePaths(input: string, output: string): { input: string; output: string } {
+  let file = input;
+  if (isFolder(input)) {
+    file = join(input, DEFAULT_MODEL_FILE);
+    if (!existsSync(file)) {
+      const found = modelFiles(input);
+      throw new AppError('NOT_FOUND', `${input}: no ${DEFAULT_MODEL_FILE} in this folder${found.length ? `; name one of ${found.join(', ')} as --in` : ' (not a model pack)'}`);
+    }
+  }
+  return { input: file, output: isFolder(output) ? join(output, basename(file)) : output };
 }
 
 export async function exposeHiddenStates(options: ExposeHiddenOptions): Promise<ExposeHiddenResult> {
-  const { input, output } = options;
+  const { input, output } = resolveExposePaths(options.input, options.output);
+  return { ...(await exposeFile(input, output, options.node)), output };
+}
+
+async function exposeFile(input: string, output: string, node: string | undefined): Promise<Omit<ExposeHiddenResult, 'output'>> {
   const model = readModel(input);
   const index = new GraphIndex(model.graph!);
   const dataFiles = externalDataFiles(model);
@@ -56,8 +82,8 @@ export async function exposeHiddenStates(options: ExposeHiddenOptions): Promise<
 
   const existing = existingSource(index);
   if (existing !== undefined) {
-    if (options.node && options.node !== existing && options.node !== HIDDEN_STATES) {
-      throw new AppError('FAILED_PRECONDITION', `${input}: already has a ${HIDDEN_STATES} output (from ${existing}), not replacing it with ${options.node}`);
+    if (node && node !== existing && node !== HIDDEN_STATES) {
+      throw new AppError('FAILED_PRECONDITION', `${input}: already has a ${HIDDEN_STATES} output (from ${existing}), not replacing it with ${node}`);
     }
     const base = { status: 'unchanged' as const, tensor: existing, dataFiles };
     const type = index.declaredType(HIDDEN_STATES);
@@ -66,7 +92,7 @@ export async function exposeHiddenStates(options: ExposeHiddenOptions): Promise<
     return { ...base, ...(type ? { type } : {}), placedDataFiles: placed, written: true };
   }
 
-  const choice = options.node ? namedTensor(index, input, options.node) : foundHead(index, input);
+  const choice = node ? namedTensor(index, input, node) : foundHead(index, input);
   if (choice.tensor !== HIDDEN_STATES && index.hasName(HIDDEN_STATES)) {
     throw new AppError('FAILED_PRECONDITION', `${input}: the graph already uses the name ${HIDDEN_STATES} for another value`);
   }
@@ -150,7 +176,7 @@ function sameFile(a: string, b: string): boolean {
 }
 
 /** One line for the terminal. */
-export function formatExposeResult(r: ExposeHiddenResult, output: string): string {
+export function formatExposeResult(r: ExposeHiddenResult, output: string = r.output): string {
   const shape = r.type?.dims ? ` ${formatDims(r.type.dims)}` : '';
   if (r.status === 'unchanged') {
     return r.written ? `${HIDDEN_STATES} already present (from ${r.tensor}); copied unchanged to ${output}` : `${HIDDEN_STATES} already present (from ${r.tensor}); nothing written`;

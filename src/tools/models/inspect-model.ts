@@ -3,10 +3,22 @@
  * types and (symbolic) shapes, op counts, weights, and the tensors that could be exposed as
  * `hidden_states`, marking the one `expose-hidden` would choose.
  *
+ * It also says how the edge would run the file (the same reading `DecoderModel.load` does): the ids' and
+ * mask's integer types, whether `position_ids` is fed, the KV cache's float type, and the logits' and
+ * hidden states' types, or why the edge would refuse the file.
+ *
+ * A pack folder is inspected file by file: a hub folder holds several variants of one model.
+ *
  * @example
  * console.log(formatInspection(inspectModel('models/stories260k/model.onnx')));
+ * for (const d of inspectPath('qwen2.5-0.5b')) console.log(formatInspection(d));
  */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { TensorProto_DataLocation, type TensorProto } from 'onnx-buf';
+import { type DecoderIo, formatDecoderIo, readDecoderIo } from '../../shared/decoder-io.ts';
+import { AppError, errorMessage } from '../../shared/errors.ts';
+import { modelFiles } from '../../shared/model-pack.ts';
 import { elemBits, elemTypeName, formatDims, GraphIndex, type TensorType } from './graph-index.ts';
 import { decideHead, HIDDEN_STATES, hiddenStateCandidates, LOGITS, nodeLabel, vocabSize } from './lm-head.ts';
 import type { Dim } from './onnx-graph.ts';
@@ -45,6 +57,33 @@ export interface ModelDescription {
   candidates: HiddenStateCandidateDescription[];
   /** Why no candidate is chosen automatically, when none is. */
   headProblem?: string;
+  /** How the edge would feed and read the model, or why it would refuse it. */
+  edge: { io: DecoderIo } | { refused: string };
+}
+
+/** A model file, or every `.onnx` file of a pack folder (alphabetically). */
+export function inspectPath(path: string): ModelDescription[] {
+  let isFolder: boolean;
+  try {
+    isFolder = statSync(path).isDirectory();
+  } catch (e) {
+    throw new AppError('NOT_FOUND', `${path}: cannot read (${errorMessage(e)})`);
+  }
+  if (!isFolder) return [inspectModel(path)];
+  const files = modelFiles(path);
+  if (!files.length) throw new AppError('NOT_FOUND', `${path}: a folder with no .onnx file (not a model pack)`);
+  return files.map((f) => inspectModel(join(path, f)));
+}
+
+/** The reading `DecoderModel.load` does on a session, here from the graph's declarations. */
+function edgeReading(path: string, inputs: readonly TensorDescription[], outputs: readonly TensorDescription[]): ModelDescription['edge'] {
+  // The layer count comes from the cache inputs themselves (at least one, so a model without a cache is refused by name).
+  const layers = new Set(inputs.map((i) => /^past_key_values\.(\d+)\.key$/.exec(i.name)?.[1]).filter((l) => l !== undefined));
+  try {
+    return { io: readDecoderIo({ where: path, numLayers: Math.max(1, layers.size), inputs: inputs.map((i) => ({ name: i.name, type: i.elemType })), outputs: outputs.map((o) => ({ name: o.name, type: o.elemType })) }) };
+  } catch (e) {
+    return { refused: errorMessage(e) };
+  }
 }
 
 export function inspectModel(path: string): ModelDescription {
@@ -57,13 +96,15 @@ export function inspectModel(path: string): ModelDescription {
   if (chosen && !candidates.some((c) => c.node === chosen.node)) candidates.push(chosen);
   const vocab = vocabSize(index);
   const dataFiles = externalDataFiles(model);
+  const inputs = graph.input.filter((i) => !index.initializer(i.name)).map((i) => describe(i.name, index.declaredType(i.name)));
+  const outputs = graph.output.map((o) => describe(o.name, index.declaredType(o.name)));
   return {
     path,
     irVersion: Number(model.irVersion),
     producer: [model.producerName, model.producerVersion].filter(Boolean).join(' '),
     opsets: model.opsetImport.map((o) => ({ domain: o.domain || 'ai.onnx', version: Number(o.version) })),
-    inputs: graph.input.filter((i) => !index.initializer(i.name)).map((i) => describe(i.name, index.declaredType(i.name))),
-    outputs: graph.output.map((o) => describe(o.name, index.declaredType(o.name))),
+    inputs,
+    outputs,
     nodeCount: graph.node.length,
     opCounts: countOps(graph.node.map((n) => (n.domain && n.domain !== 'ai.onnx' ? `${n.domain}.${n.opType}` : n.opType))),
     initializers: { ...weightTotals(graph.initializer), external: dataFiles.length > 0, dataFiles },
@@ -77,6 +118,7 @@ export function inspectModel(path: string): ModelDescription {
       chosen: c.node === chosen?.node,
     })),
     ...(decision.ok ? {} : { headProblem: decision.reason }),
+    edge: edgeReading(path, inputs, outputs),
   };
 }
 
@@ -133,5 +175,8 @@ export function formatInspection(d: ModelDescription): string {
   }
   if (!d.candidates.length) lines.push('    none');
   lines.push(d.headProblem ? `  not chosen automatically: ${d.headProblem} (use expose-hidden --node)` : '  * = the LM head input, what expose-hidden exposes');
+  lines.push('', 'on the edge');
+  if ('io' in d.edge) lines.push(...formatDecoderIo(d.edge.io).split('\n').map((l) => `  ${l}`));
+  else lines.push(`  refused: ${d.edge.refused}`);
   return lines.join('\n');
 }

@@ -2,6 +2,11 @@
  * Finding the LM head of a decoder export: the MatMul/Gemm whose output becomes `logits`, and the
  * activation it multiplies (the final-norm output, i.e. the hidden state a router is trained on).
  * `expose-hidden` patches the graph with what this finds; `inspect` lists it.
+ *
+ * Every variant a hub folder holds is read: float MatMul/Gemm (fp32, fp16, tied embeddings through a
+ * Transpose), com.microsoft MatMulNBits (q4), and dynamic int8 (`quantize_dynamic`), where the head is
+ * MatMulInteger fed by DynamicQuantizeLinear: the hidden state is the quantizer's float input, and the
+ * quantizer's scale also reaches `logits` (through the output's rescaling Mul), which is not a second path.
  */
 import type { NodeProto } from 'onnx-buf';
 import { DataType, type Dim } from './onnx-graph.ts';
@@ -10,7 +15,8 @@ import { formatDims, type GraphIndex, intAttribute, type TensorType } from './gr
 export const LOGITS = 'logits';
 export const HIDDEN_STATES = 'hidden_states';
 
-const HEAD_OPS = new Set(['MatMul', 'Gemm', 'MatMulNBits']);
+const HEAD_OPS = new Set(['MatMul', 'Gemm', 'MatMulNBits', 'MatMulInteger']);
+const QUANTIZER = 'DynamicQuantizeLinear';
 /** Ops between the head and `logits` whose first input carries the logits through (reshaped, cast, sliced). */
 const CARRY_FIRST_INPUT = new Set(['Identity', 'Cast', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten', 'Slice', 'Tanh']);
 /** Elementwise ops: a constant operand is a bias or scale (e.g. logit soft-capping); the others carry logits. */
@@ -60,9 +66,16 @@ export function headCandidate(index: GraphIndex, node: NodeProto): HeadCandidate
     if (index.isConstant(a) && !index.isConstant(b)) [tensor, weight] = [b, a];
     else if (!index.isConstant(b)) [weight, problem] = [undefined, 'both inputs are computed, neither is a weight'];
   }
+  if (node.opType === 'MatMulInteger') {
+    // The activation arrives quantized; the float tensor before DynamicQuantizeLinear is the hidden state.
+    const quantizer = index.producer(a);
+    if (quantizer?.opType === QUANTIZER && quantizer.input[0]) tensor = quantizer.input[0];
+    else problem = `its activation input is not produced by ${QUANTIZER}`;
+    if (!index.isConstant(b)) [weight, problem] = [undefined, 'its second input is computed, not a weight'];
+  }
   const weightShape = weight ? index.constantShape(weight) : undefined;
 
-  if (node.opType === 'MatMul') {
+  if (node.opType === 'MatMul' || node.opType === 'MatMulInteger') {
     if (weight === b && weightShape && weightShape.length >= 2) [inFeatures, outFeatures] = weightShape.slice(-2) as [number, number];
   } else if (node.opType === 'Gemm') {
     if (intAttribute(node, 'transA')) problem = 'transA=1 is not the layout of an LM head';
@@ -109,7 +122,8 @@ function derivedType(index: GraphIndex, head: NodeProto, hidden: number | undefi
   const logits = index.declaredType(LOGITS);
   const leading: Dim[] = logits?.dims && logits.dims.length >= 2 ? logits.dims.slice(0, -1) : ['batch_size', 'sequence_length'];
   // MatMulNBits keeps its weights packed as uint8; its scales have the activation's type.
-  const typed = head.opType === 'MatMulNBits' ? head.input[2] : head.input[1];
+  // MatMulInteger's weights are integers: the logits' type is then the activation's.
+  const typed = head.opType === 'MatMulNBits' ? head.input[2] : head.opType === 'MatMulInteger' ? undefined : head.input[1];
   const weightType = typed ? index.constantElemType(typed) : undefined;
   const floatWeights = weightType !== undefined && FLOAT_TYPES.has(weightType);
   return {
@@ -133,6 +147,8 @@ export function traceHeads(index: GraphIndex): HeadTrace {
   const trace: HeadTrace = { heads: [], opaque: [], inputs: [] };
   const seen = new Set<string>();
   const pending = [LOGITS];
+  /** Quantizers reached through their scale or zero point (the int8 head's output rescaling). */
+  const quantizerScales: NodeProto[] = [];
   while (pending.length) {
     const tensor = pending.pop()!;
     if (seen.has(tensor) || index.isConstant(tensor)) continue;
@@ -140,9 +156,14 @@ export function traceHeads(index: GraphIndex): HeadTrace {
     const node = index.producer(tensor);
     if (!node) trace.inputs.push(tensor);
     else if (HEAD_OPS.has(node.opType)) trace.heads.push(headCandidate(index, node));
+    else if (node.opType === QUANTIZER && tensor !== node.output[0]) quantizerScales.push(node);
     else if (CARRY_FIRST_INPUT.has(node.opType)) pending.push(node.input[0]!);
     else if (ELEMENTWISE.has(node.opType)) pending.push(...node.input.filter((i) => !index.isConstant(i)));
     else trace.opaque.push(node);
+  }
+  // A quantizer whose scale rescales the head's own output is part of that head; any other is a second path.
+  for (const q of quantizerScales) {
+    if (!trace.heads.some((h) => h.node.opType === 'MatMulInteger' && h.node.input[0] === q.output[0])) trace.opaque.push(q);
   }
   return trace;
 }
@@ -151,7 +172,8 @@ export type HeadDecision = { ok: true; head: HeadCandidate } | { ok: false; reas
 
 /** The one head that produces `logits`, or why there is not exactly one. */
 export function decideHead(index: GraphIndex): HeadDecision {
-  if (!index.declaredType(LOGITS) && !index.producer(LOGITS)) {
+  // A decoder export declares `logits` as a graph output; an inner tensor of that name does not make one.
+  if (!index.graph.output.some((o) => o.name === LOGITS)) {
     const outputs = index.graph.output.map((o) => o.name).join(', ');
     return { ok: false, reason: `no graph output named ${LOGITS} (outputs: ${outputs || 'none'})`, candidates: [] };
   }

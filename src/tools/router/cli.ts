@@ -17,7 +17,7 @@ import {
 
 const USAGE = `usage: bun run router <command> [flags]
 
-  train --slm PACK --llm PACK --text FILE --out DIR [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
+  train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
         [--labels divergence|citer] [--features hidden,logit_stats,repetition] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
@@ -25,8 +25,9 @@ const USAGE = `usage: bun run router <command> [flags]
       cloud finds the edge's token less than half as likely as its own; citer: route where only the
       cloud's top-1 is the true token) and train the MLP router; then --rounds on-policy rounds: generate
       from rollout-prompts training openings (greedy and sampled) with the current router, label those
-      trajectories against the cloud, add them to the data and retrain (--rounds 0: teacher forcing only)
-  eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--train-fraction 0.8] [--json]
+      trajectories against the cloud, add them to the data and retrain (--rounds 0: teacher forcing only);
+      --slm-file / --llm-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
+  eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
       (the packs default to the ones router.json names)`;
 
@@ -60,6 +61,8 @@ async function main(): Promise<void> {
       const { values } = parseFlags(args, {
         slm: { type: 'string' },
         llm: { type: 'string' },
+        'slm-file': { type: 'string' },
+        'llm-file': { type: 'string' },
         text: { type: 'string' },
         out: { type: 'string' },
         'train-fraction': { type: 'string' },
@@ -76,6 +79,8 @@ async function main(): Promise<void> {
         {
           slm: requireFlag(values, 'slm'),
           llm: requireFlag(values, 'llm'),
+          slmFile: values['slm-file'],
+          llmFile: values['llm-file'],
           text: requireFlag(values, 'text'),
           out: requireFlag(values, 'out'),
           trainFraction: fractionFlag(values, 'train-fraction', 0.8),
@@ -99,6 +104,8 @@ async function main(): Promise<void> {
         router: { type: 'string' },
         slm: { type: 'string' },
         llm: { type: 'string' },
+        'slm-file': { type: 'string' },
+        'llm-file': { type: 'string' },
         text: { type: 'string' },
         'train-fraction': { type: 'string' },
         json: { type: 'boolean' },
@@ -108,6 +115,8 @@ async function main(): Promise<void> {
           router: requireFlag(values, 'router'),
           slm: values.slm,
           llm: values.llm,
+          slmFile: values['slm-file'],
+          llmFile: values['llm-file'],
           text: requireFlag(values, 'text'),
           trainFraction: fractionFlag(values, 'train-fraction', 0.8),
           thresholds: DEFAULT_THRESHOLDS,

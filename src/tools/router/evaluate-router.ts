@@ -5,7 +5,7 @@
 import { join, resolve } from 'node:path';
 import type { RouterJson } from '../../edge/router.ts';
 import { AppError } from '../../shared/errors.ts';
-import { readJsonFile } from '../../shared/model-pack.ts';
+import { loadModelPack, readJsonFile } from '../../shared/model-pack.ts';
 import { scoreWithRouterPack } from './batch-scorer.ts';
 import { routingCurve, type RoutingCurve } from './routing-curve.ts';
 import { teacherForcePacks, type TeacherForced } from './teacher-forcing.ts';
@@ -17,6 +17,9 @@ export interface EvaluateRouterOptions {
   /** Default: the packs router.json names (relative to the router folder). */
   slm?: string;
   llm?: string;
+  /** The packs' ONNX files; `model.onnx` when omitted. A router trained on one variant can be evaluated on another. */
+  slmFile?: string;
+  llmFile?: string;
   text: string;
   trainFraction: number;
   thresholds?: readonly number[];
@@ -31,12 +34,17 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   const slm = o.slm ?? resolve(root, meta.slm);
   const llm = o.llm ?? (meta.llm ? resolve(root, meta.llm) : undefined);
   if (!llm) throw new AppError('INVALID_ARGUMENT', `${root}/router.json names no llm pack; pass --llm`);
+  const slmPack = loadModelPack(slm, o.slmFile);
+  const llmPack = loadModelPack(llm, o.llmFile);
+  if (meta.hidden_size !== slmPack.hiddenSize) {
+    throw new AppError('INVALID_ARGUMENT', `router ${root} expects hidden size ${meta.hidden_size}; ${slmPack.modelPath} has ${slmPack.hiddenSize}`);
+  }
   const { heldOut } = splitByParagraph(readTextCorpus(o.text).paragraphs, o.trainFraction);
   if (heldOut.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.text}: no paragraphs after the first ${o.trainFraction}`);
   let forced: TeacherForced;
   try {
     progress?.start('teacher forcing', heldOut.length);
-    forced = await teacherForcePacks(slm, llm, heldOut, (done) => progress?.update(done));
+    forced = await teacherForcePacks(slmPack, llmPack, heldOut, (done) => progress?.update(done));
   } finally {
     progress?.stop();
   }

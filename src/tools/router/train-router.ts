@@ -63,6 +63,9 @@ export const ROLLOUT_PREFIX_TOKENS = 16;
 export interface TrainRouterOptions {
   slm: string;
   llm: string;
+  /** The packs' ONNX files (hub folders hold several variants); `model.onnx` when omitted. */
+  slmFile?: string;
+  llmFile?: string;
   text: string;
   out: string;
   /** The first fraction of the paragraphs (by order) is trained on; the rest is held out. */
@@ -171,8 +174,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
   return {
     tool: 'router-train',
     trainerVersion: TRAINER_VERSION,
-    slmSha256: await packSha256(loadModelPack(o.slm)),
-    llmSha256: await packSha256(loadModelPack(o.llm)),
+    slmSha256: await packSha256(loadModelPack(o.slm, o.slmFile)),
+    llmSha256: await packSha256(loadModelPack(o.llm, o.llmFile)),
     textSha256: readTextCorpus(o.text).sha256,
     trainFraction: o.trainFraction,
     seed: o.seed,
@@ -229,8 +232,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const started = performance.now();
   validateTrainOptions(o);
   const corpus = readTextCorpus(o.text);
-  const slmPack = loadModelPack(o.slm);
-  const llmPack = loadModelPack(o.llm);
+  const slmPack = loadModelPack(o.slm, o.slmFile);
+  const llmPack = loadModelPack(o.llm, o.llmFile);
   checkSameVocabulary(slmPack, llmPack);
   const { train, heldOut } = splitByParagraph(corpus.paragraphs, o.trainFraction);
   if (train.length < 2) {

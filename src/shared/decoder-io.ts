@@ -1,0 +1,116 @@
+/**
+ * What a decoder export's inputs and outputs are, read from the inference session's metadata instead
+ * of assumed: the ids' and mask's integer type, whether `position_ids` exists, the KV cache's float
+ * type, and the float types of `logits` and `hidden_states`. Anything the edge cannot feed is refused
+ * when the model loads, naming the input, rather than failing on the first generation.
+ *
+ * The same reading serves a running session (its `inputMetadata`/`outputMetadata`) and `models inspect`
+ * (the graph's declarations), so what inspect reports is what the edge will do.
+ *
+ * @example
+ * const io = readDecoderIo({ where: path, numLayers: 5, inputs: session.inputMetadata, outputs: session.outputMetadata });
+ * io.cache; // 'float16' for a model_fp16.onnx
+ */
+import { AppError } from './errors.ts';
+import type { FloatType, IndexType } from './float-tensors.ts';
+
+export interface DecoderIo {
+  ids: IndexType;
+  /** Absent when the export takes no attention mask. */
+  mask?: IndexType;
+  /** Absent when the export computes positions itself. */
+  positions?: IndexType;
+  /** Element type of every `past_key_values.*` input and `present.*` output. */
+  cache: FloatType;
+  logits: FloatType;
+  /** Absent when the export has no `hidden_states` output (it cannot drive a router then). */
+  hidden?: FloatType;
+  /** The cache input names, `past_key_values.{layer}.{key|value}`, in layer order. */
+  pastNames: string[];
+}
+
+/** Inputs some exporters add that the edge does not feed, with what feeding them would take. */
+const UNSUPPORTED_INPUTS: Record<string, string> = {
+  num_logits_to_keep: 'a scalar int64 per run; re-export without it (the edge slices the last position itself)',
+  use_cache_branch: 'a bool choosing the merged decoder\'s branch; export the "with past" decoder alone instead',
+  cache_position: 'an int64 index per new token; re-export without it (positions come from position_ids)',
+};
+
+/** One declared input or output: onnxruntime's ValueMetadata has this shape (`type` only for tensors). */
+export interface DeclaredValue {
+  name: string;
+  /** `float32`, `float16`, `int64`, ...; absent for non-tensor values. */
+  type?: string;
+}
+
+export interface DecoderDeclarations {
+  /** The model file, for messages. */
+  where: string;
+  /** `num_hidden_layers`: how many `past_key_values.{i}` pairs to expect. */
+  numLayers: number;
+  inputs: readonly DeclaredValue[];
+  outputs: readonly DeclaredValue[];
+}
+
+type Declared = Map<string, { type: string }>;
+
+function declared(list: readonly DeclaredValue[]): Declared {
+  return new Map(list.map((m) => [m.name, { type: m.type ?? 'non-tensor' }]));
+}
+
+export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
+  const { where, numLayers } = d;
+  const inputs = declared(d.inputs);
+  const outputs = declared(d.outputs);
+  const refuse = (what: string): never => {
+    throw new AppError('INVALID_ARGUMENT', `${where}: ${what}`);
+  };
+  const missing = [...['input_ids'].filter((n) => !inputs.has(n)), ...['logits'].filter((n) => !outputs.has(n))];
+  if (missing.length) refuse(`not a decoder export (missing ${missing.join(', ')})`);
+
+  const indexType = (name: string): IndexType => {
+    const type = inputs.get(name)!.type;
+    return type === 'int32' || type === 'int64' ? type : refuse(`input ${name} is ${type}; the edge feeds int32 or int64`);
+  };
+  const floatType = (map: Declared, name: string, kind: string): FloatType => {
+    const type = map.get(name)!.type;
+    return type === 'float32' || type === 'float16' ? type : refuse(`${kind} ${name} is ${type}; the edge reads float32 or float16`);
+  };
+
+  const pastNames: string[] = [];
+  for (let i = 0; i < numLayers; i++) for (const kind of ['key', 'value']) pastNames.push(`past_key_values.${i}.${kind}`);
+  const absent = pastNames.filter((n) => !inputs.has(n) || !outputs.has(n.replace('past_key_values', 'present')));
+  if (absent.length) {
+    refuse(`expected a KV cache of ${numLayers} layers (config.json num_hidden_layers); missing ${absent.slice(0, 4).join(', ')}${absent.length > 4 ? ', ...' : ''} or their present.* outputs`);
+  }
+  const cacheTypes = new Set([...pastNames.map((n) => floatType(inputs, n, 'input')), ...pastNames.map((n) => floatType(outputs, n.replace('past_key_values', 'present'), 'output'))]);
+  if (cacheTypes.size > 1) refuse('the KV cache mixes float32 and float16 tensors; the edge keeps one type between steps');
+
+  const known = new Set(['input_ids', 'attention_mask', 'position_ids', ...pastNames]);
+  for (const name of inputs.keys()) {
+    if (known.has(name)) continue;
+    const need = UNSUPPORTED_INPUTS[name] ?? 'an input the edge does not know how to fill';
+    refuse(`input ${name} is not fed by the edge (${need})`);
+  }
+  return {
+    ids: indexType('input_ids'),
+    ...(inputs.has('attention_mask') ? { mask: indexType('attention_mask') } : {}),
+    ...(inputs.has('position_ids') ? { positions: indexType('position_ids') } : {}),
+    cache: [...cacheTypes][0] ?? 'float32',
+    logits: floatType(outputs, 'logits', 'output'),
+    ...(outputs.has('hidden_states') ? { hidden: floatType(outputs, 'hidden_states', 'output') } : {}),
+    pastNames,
+  };
+}
+
+/** One line per fact, for `models inspect` and startup logs. */
+export function formatDecoderIo(io: DecoderIo): string {
+  return [
+    `ids ${io.ids}`,
+    `attention_mask ${io.mask ?? 'none'}`,
+    `position_ids ${io.positions ?? 'none (the model computes positions)'}`,
+    `KV cache ${io.cache} (${io.pastNames.length / 2} layers, kept in ${io.cache} between steps)`,
+    `logits ${io.logits}${io.logits === 'float16' ? ' (converted to float32 once per step)' : ''}`,
+    `hidden_states ${io.hidden ?? 'none (run models expose-hidden to add it)'}${io.hidden === 'float16' ? ' (converted to float32 once per step)' : ''}`,
+  ].join('\n');
+}

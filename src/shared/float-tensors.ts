@@ -1,0 +1,64 @@
+/**
+ * Float32 and float16 tensors as a decoder export declares them. onnxruntime-common hands float16 data
+ * out as a `Float16Array` where the runtime has one (Bun, recent Node) and as raw `Uint16Array` bits
+ * elsewhere, so both are read here; everything after the decoder's boundary (router, sampling) sees
+ * float32 only, converted once per step.
+ *
+ * @example
+ * const logits = toFloat32(out.logits); // Float32Array whatever the export's logits type
+ */
+import { ort, type OrtTensor } from './ort.ts';
+
+export type FloatType = 'float32' | 'float16';
+export type IndexType = 'int32' | 'int64';
+
+/** A tensor with no elements (e.g. an empty KV cache `[1, heads, 0, headDim]`) of the declared type. */
+export function emptyTensor(type: FloatType, dims: readonly number[]): OrtTensor {
+  if (type === 'float32') return new ort.Tensor('float32', new Float32Array(0), dims);
+  return feedable(new ort.Tensor('float16', new Uint16Array(0), dims));
+}
+
+/**
+ * Makes a float16 tensor (an output fed back as the next step's input) readable by onnxruntime-node's
+ * native binding. onnxruntime-common stores float16 data as a `Float16Array` wherever one exists, and
+ * Bun's N-API does not report a `Float16Array`'s contents to native code: the run fails with "not enough
+ * space: expected 320, got 0". The tensor's `data` is therefore shadowed by a `Uint16Array` view of the
+ * same memory (no copy, no conversion: the cache stays float16). Other tensors are returned as they are.
+ */
+export function feedable(tensor: OrtTensor): OrtTensor {
+  const data = tensor.data;
+  if (typeof Float16Array !== 'undefined' && data instanceof Float16Array) {
+    Object.defineProperty(tensor, 'data', { value: new Uint16Array(data.buffer, data.byteOffset, data.length), configurable: true });
+  }
+  return tensor;
+}
+
+/** Integer ids or a mask as `int32` or `int64`, whichever the input declares. */
+export function indexTensor(type: IndexType, values: ArrayLike<number>, dims: readonly number[]): OrtTensor {
+  if (type === 'int32') return new ort.Tensor('int32', Int32Array.from(values), dims);
+  return new ort.Tensor('int64', BigInt64Array.from(Array.from(values, BigInt)), dims);
+}
+
+/** The tensor's data as float32: a view of float32 data, a converted copy of float16 data. */
+export function toFloat32(tensor: OrtTensor): Float32Array {
+  const data = tensor.data;
+  if (data instanceof Float32Array) return data;
+  if (typeof Float16Array !== 'undefined' && data instanceof Float16Array) return Float32Array.from(data);
+  if (tensor.type === 'float16' && data instanceof Uint16Array) return halfBitsToFloat32(data);
+  throw new TypeError(`expected a float32 or float16 tensor, got ${tensor.type}`);
+}
+
+/** IEEE 754 binary16 bit patterns → float32 values (subnormals, infinities and NaN included). */
+export function halfBitsToFloat32(bits: Uint16Array): Float32Array {
+  const out = new Float32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) {
+    const h = bits[i]!;
+    const sign = h & 0x8000 ? -1 : 1;
+    const exponent = (h >> 10) & 0x1f;
+    const fraction = h & 0x3ff;
+    if (exponent === 0) out[i] = sign * fraction * 2 ** -24;
+    else if (exponent === 0x1f) out[i] = fraction ? NaN : sign * Infinity;
+    else out[i] = sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+  }
+  return out;
+}
