@@ -22,6 +22,8 @@ export interface GenerationRequest {
   stop: string[];
   /** Most tokens the cloud may return per routed step. */
   routeSpan: number;
+  /** Keep decoding from the edge's guess while a routed step is on the network (the output is the same either way). */
+  speculate: boolean;
 }
 
 export interface GenerationLimits {
@@ -70,6 +72,14 @@ function rangeField(raw: unknown, name: string, fallback: number, min: number, m
   return n;
 }
 
+function booleanField(raw: unknown, name: string, fallback: boolean): boolean {
+  if (raw === undefined || raw === null || raw === '') return fallback;
+  if (typeof raw === 'boolean') return raw;
+  if (raw === 'true' || raw === 'on' || raw === '1') return true;
+  if (raw === 'false' || raw === 'off' || raw === '0') return false;
+  invalid(`${name} must be true or false, got ${show(raw)}`);
+}
+
 export function parseGenerationRequest(raw: RawGenerationRequest, limits: GenerationLimits = DEFAULT_LIMITS): GenerationRequest {
   const prompt = raw.prompt;
   if (typeof prompt !== 'string') invalid('prompt must be a string');
@@ -98,5 +108,6 @@ export function parseGenerationRequest(raw: RawGenerationRequest, limits: Genera
     seed: integerField(raw.seed, 'seed', 0, 0, 2 ** 32 - 1),
     stop,
     routeSpan: integerField(raw.routeSpan, 'route_span', 1, 1, limits.maxRouteSpan),
+    speculate: booleanField(raw.speculate, 'speculate', true),
   };
 }
