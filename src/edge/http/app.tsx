@@ -33,7 +33,7 @@ export interface EdgeAppOptions {
   ready?: () => boolean;
 }
 
-const FORM_FIELDS = ['prompt', 'mode', 'threshold', 'maxNewTokens', 'temperature', 'topP', 'seed', 'stop', 'routeSpan'] as const;
+const FORM_FIELDS = ['prompt', 'mode', 'threshold', 'maxNewTokens', 'temperature', 'topP', 'seed', 'stop', 'routeSpan', 'speculate'] as const;
 
 function formRequest(body: Record<string, unknown>): RawGenerationRequest {
   const raw: Record<string, unknown> = {};
