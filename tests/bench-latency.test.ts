@@ -32,13 +32,27 @@ const KEYS: (keyof LatencyRow)[] = [
   'predicted_comm_llm_ms',
   'residual_per_call_ms',
   'total_ms',
+  'speculate',
+  'overall_ms',
+  'overall_ratio',
+  'hit_rate',
+  'wasted_steps',
 ];
 
 /** What must hold for any run, whatever the machine's speed. */
-function checkRows(result: LatencyBenchResult, thresholds: number[]) {
+function checkRows(result: LatencyBenchResult, thresholds: number[], speculate = [true]) {
   const { rows, rtt_ms: rtt } = result;
-  const settings: [string, number | null][] = [['small_only', null], ...thresholds.map((t): [string, number] => ['joint', t]), ['llm_only', null]];
-  expect(rows.map((r): [string, number | null] => [r.mode, r.threshold])).toEqual(settings);
+  const settings: [string, number | null, boolean][] = [
+    ['small_only', null, false],
+    ...thresholds.flatMap((t) => speculate.map((on): [string, number, boolean] => ['joint', t, on])),
+    ['llm_only', null, false],
+  ];
+  expect(rows.map((r): [string, number | null, boolean] => [r.mode, r.threshold, r.speculate])).toEqual(settings);
+  for (const row of rows) {
+    expect(row.overall_ms).toBe(row.total_ms);
+    if (!row.speculate) expect(row.wasted_steps).toBe(0);
+    if (!row.speculate) expect(row.hit_rate).toBeNull();
+  }
   for (const row of rows) {
     for (const key of KEYS) expect(row).toHaveProperty(key);
     expect(row.fallback_total).toBe(0);
@@ -68,19 +82,26 @@ function checkRows(result: LatencyBenchResult, thresholds: number[]) {
 }
 
 test('bench latency with a 20 ms round trip: a Markdown table, then one JSON line; routing grows with τ and each call pays the round trip', () => {
-  const r = bench('--prompts', '2', '--max-new-tokens', '10', '--rtt-ms', '20', '--thresholds', '0.2,0.5,0.8', '--json');
+  const r = bench('--prompts', '2', '--max-new-tokens', '10', '--rtt-ms', '20', '--thresholds', '0.2,0.5,0.8', '--speculate', 'off,on', '--json');
   expect(r.stderr).toContain('prompt 2/2 llm_only');
   expect(r.code).toBe(0);
   const lines = r.stdout.trim().split('\n');
   const table = lines.slice(0, -1).join('\n');
   expect(table).toContain('| setting | routed | routed % |');
-  for (const name of ['small_only', 'joint τ=0.2', 'joint τ=0.5', 'joint τ=0.8', 'llm_only']) expect(table).toContain(`| ${name} |`);
+  for (const name of ['small_only', 'joint τ=0.2', 'joint τ=0.5 spec', 'joint τ=0.8', 'llm_only']) expect(table).toContain(`| ${name} |`);
+  expect(table).toContain('identical outputs with and without speculation: true');
   const result = JSON.parse(lines.at(-1)!) as LatencyBenchResult;
   expect(result.rtt_ms).toBe(20);
   expect(result.prompts).toBe(2);
   expect(result.max_new_tokens).toBe(10);
   expect(result.dataset).toBe(DEFAULT_DATASET);
-  checkRows(result, [0.2, 0.5, 0.8]);
+  checkRows(result, [0.2, 0.5, 0.8], [false, true]);
+  expect(result.identical_outputs).toBe(true);
+  // The same tokens and routing decisions with and without speculation, so the same routed counts.
+  for (const t of [0.2, 0.5, 0.8]) {
+    const [off, on] = result.rows.filter((row) => row.threshold === t);
+    expect(on!.routed_count).toBe(off!.routed_count);
+  }
   // Something is routed between the ends, and llm_only routes every token.
   expect(result.rows.at(-2)!.routed_count).toBeGreaterThan(0);
   expect(result.rows.at(-1)!.routed_count).toBe(result.rows.at(-1)!.tokens);
@@ -93,6 +114,7 @@ test('with no injected delay the edge dials the shim directly', async () => {
     maxNewTokens: 4,
     rttMs: 0,
     thresholds: [0.5],
+    speculate: [true],
     slm: DEMO.edgePack,
     router: DEMO.routerPack,
     llm: DEMO.cloudPack,
@@ -100,6 +122,7 @@ test('with no injected delay the edge dials the shim directly', async () => {
   });
   expect(result.rtt_ms).toBe(0);
   expect(result.prompts).toBe(1);
+  expect(result.identical_outputs).toBeNull(); // only one side ran
   checkRows(result, [0.5]);
 }, 60_000);
 
@@ -114,6 +137,7 @@ test('a running shim that wants a token and mutual TLS: dialed through the proxy
     maxNewTokens: 4,
     rttMs: 10,
     thresholds: [0.5],
+    speculate: [true],
     slm: DEMO.edgePack,
     router: DEMO.routerPack,
     llm: DEMO.cloudPack,
@@ -143,6 +167,8 @@ test('bench latency: bad flags are usage errors', () => {
     [['--rtt-ms=-5'], 'error: --rtt-ms must be in [0, 5000], got -5'],
     [['--prompts', 'many'], 'error: --prompts must be an integer, got "many"'],
     [['--thresholds', '0.2,2'], 'error: --thresholds must be comma-separated numbers in [0, 1]'],
+    [['--speculate', 'on,maybe'], 'error: --speculate must be off, on or off,on, got "on,maybe"'],
+    [['--speculate', 'on,on'], 'error: --speculate must be off, on or off,on, got "on,on"'],
     [['--cloud', 'nowhere'], 'error: --cloud must be HOST:PORT'],
     [['--cloud', 'h:1', '--llm', 'x'], 'error: --cloud (a running shim) and --llm'],
     [['--cloud-token', 't'], 'error: --cloud-token is for a running shim: it needs --cloud HOST:PORT'],

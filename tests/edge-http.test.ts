@@ -47,7 +47,8 @@ describe('pages', () => {
     const res = await app.request('/');
     expect(res.status).toBe(200);
     const html = await res.text();
-    for (const id of ['prompt', 'threshold', 'max_new_tokens', 'temperature']) expect(html).toContain(`<label for="${id}"`);
+    for (const id of ['prompt', 'threshold', 'max_new_tokens', 'temperature', 'speculate']) expect(html).toContain(`<label for="${id}"`);
+    expect(html).toContain('<option value="on" selected="">on</option>');
     expect(html).toContain('name="mode" value="small_only"');
     expect(html).toContain('name="mode" value="llm_only"');
     expect(html).toContain('<output id="threshold-value" for="threshold">0.50</output>');
@@ -223,6 +224,25 @@ describe('validation errors are 4xx with the message in the page', () => {
     expect(await api.json()).toEqual({ error: { code: 'RESOURCE_EXHAUSTED', message: 'request body is larger than 65536 bytes' } });
   });
 
+});
+
+describe('speculation setting', () => {
+  test('the page can turn it off, and the metrics panel says nothing was decoded ahead', async () => {
+    const panel = await (await app.request('/runs', form({ prompt: 'Once upon a time', threshold: '0.9', maxNewTokens: '10', speculate: 'off' }))).text();
+    const id = panel.match(/sse-connect="\/runs\/([0-9a-f-]+)\/events"/)![1]!;
+    const events = await readSse(await app.request(`/runs/${id}/events`));
+    const metrics = events.find((e) => e.event === 'metrics')!.data;
+    expect(metrics).toContain('Decoded ahead while waiting (hit rate, time saved, steps wasted)</dt><dd data-metric="speculation">none</dd>');
+  });
+
+  test('the API reports speculation in the final metrics and refuses a value that is not a boolean', async () => {
+    const res = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', threshold: 0.9, maxNewTokens: 10, speculate: false }) });
+    const done = JSON.parse((await readSse(res)).at(-1)!.data);
+    expect(done.metrics).toMatchObject({ speculated: 0, speculationHits: 0, hitRate: 0, wastedSteps: 0, savedMs: 0 });
+    const bad = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'x', speculate: 'sometimes' }) });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: { code: 'INVALID_ARGUMENT', message: 'speculate must be true or false, got "sometimes"' } });
+  });
 });
 
 describe('JSON API', () => {

@@ -61,6 +61,13 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
         <label for="temperature">Temperature</label>
         <input id="temperature" name="temperature" type="number" min="0" max="5" step="0.1" value="0" />
       </div>
+      <div>
+        <label for="speculate">Decode ahead while the cloud answers</label>
+        <select id="speculate" name="speculate">
+          <option value="on" selected>on</option>
+          <option value="off">off</option>
+        </select>
+      </div>
       <div class="wide">
         <button type="submit">{props.compare ? 'Compare' : 'Generate'}</button>
       </div>

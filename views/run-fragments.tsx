@@ -75,6 +75,11 @@ export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) 
     ['Edge model time', ms(m.slmMs), 'slm'],
     ['Router time', ms(m.routerMs), 'router'],
     ['Communication + cloud model', ms(m.cloudMs), 'cloud'],
+    [
+      'Decoded ahead while waiting (hit rate, time saved, steps wasted)',
+      m.speculated ? `${(m.hitRate * 100).toFixed(0)}% of ${m.speculated}, ${ms(m.savedMs)} saved, ${m.wastedSteps} wasted` : 'none',
+      'speculation',
+    ],
     ['Total', ms(m.totalMs), 'total'],
   ];
   return (

@@ -9,13 +9,13 @@ import { randomUUID } from 'node:crypto';
 import type { AppendResult, DecoderModel, DecoderSequence } from '../shared/decoder-model.ts';
 import { AppError, errorMessage, isAbortError } from '../shared/errors.ts';
 import { sampleToken } from '../shared/sampling.ts';
-import { seededRandom } from '../shared/seeded-random.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { TokenSource } from '../shared/contract-vocabulary.ts';
 import type { CloudClient, CloudConversation, CloudStepReply } from './cloud-client.ts';
 import { MetricsRecorder, type GenerationMetrics } from './generation-metrics.ts';
 import type { GenerationRequest } from './generation-request.ts';
 import type { Router } from './router.ts';
+import { ReplayableRandom, speculate, type SpeculativeStep } from './speculation.ts';
 import { StopStringFilter } from './stop-strings.ts';
 
 export interface EdgeEngine {
@@ -26,7 +26,11 @@ export interface EdgeEngine {
   cloud?: CloudClient;
   /** Send the edge model's hidden state with routed steps (off by default: large and private). */
   sendHiddenState?: boolean;
+  /** Most tokens the edge decodes ahead while a routed step is on the network (requests with `speculate`); 16 when omitted. */
+  speculationDepth?: number;
 }
+
+const DEFAULT_SPECULATION_DEPTH = 16;
 
 export interface TokenEvent {
   type: 'token';
@@ -119,7 +123,7 @@ export async function* generate(
   const context = [...promptIds];
   const sources: TokenSource[] = promptIds.map(() => 'prompt');
   const metrics = new MetricsRecorder(promptIds.length);
-  const random = seededRandom(request.seed);
+  const random = new ReplayableRandom(request.seed);
   const textDecoder = tokenizer.createStreamDecoder({ context: promptIds });
   const stopFilter = new StopStringFilter(request.stop);
   let text = '';
@@ -128,6 +132,20 @@ export async function* generate(
   let last: AppendResult | undefined;
   // Edge model time not yet attributed to a token: the forward pass that produced the logits in use.
   let pendingSlmMs = 0;
+  // Positions the edge already decoded speculatively and kept: replayed as this loop's decisions.
+  let kept: SpeculativeStep[] = [];
+  const speculationDepth = engine.speculationDepth ?? DEFAULT_SPECULATION_DEPTH;
+  const vocabLimit = tokenizer.vocabSize;
+  const pick = (result: AppendResult) =>
+    sampleToken(result.logits, { temperature: request.temperature, topP: request.topP, random: random.next, vocabLimit });
+  // The one place the router is called, for decided and speculative positions alike; `ids` is the context
+  // up to the position (its repetition features read the recent ids).
+  const scorePosition = async (result: AppendResult, ids: readonly number[]) => {
+    const t = performance.now();
+    const score = await router.score(result.hidden, result.logits, ids);
+    return { score, ms: elapsed(t) };
+  };
+  const routes = (score: number | null) => request.mode === 'joint' && score !== null && score < request.threshold;
 
   const feedEdge = async (ids: number[]) => {
     const t = performance.now();
@@ -149,6 +167,62 @@ export async function* generate(
     return { type: 'done', finishReason, text, metrics: metrics.finish(), requestId, router: router.info.name };
   };
 
+  interface Speculation {
+    guess: number;
+    from: AppendResult;
+    draws: number;
+    steps: SpeculativeStep[];
+  }
+  /** Decodes ahead from the edge's top-1 guess until `step` settles (or the bound); the cache can return here. */
+  const speculateDuring = async (step: Promise<unknown>, ahead: number): Promise<Speculation> => {
+    let replied = false;
+    // Handled here so a failure during speculation is not an unhandled rejection; the loop awaits `step` itself.
+    step.then(
+      () => (replied = true),
+      () => (replied = true),
+    );
+    const from = last!;
+    const guess = sampleToken(from.logits, { temperature: 0, topP: 1, random: random.next, vocabLimit });
+    const draws = random.draws;
+    sequence!.checkpoint();
+    // The context as the speculative positions see it: the decided tokens, then the guess and the picks.
+    const speculativeIds = [...context];
+    const steps = await speculate(guess, ahead, {
+      feed: async (token) => {
+        const t = performance.now();
+        const result = await sequence!.append([token]);
+        speculativeIds.push(token);
+        return { result, ms: elapsed(t) };
+      },
+      score: (result) => scorePosition(result, speculativeIds),
+      routes,
+      pick,
+      isEos: (token) => eos.has(token),
+      replied: () => replied,
+    });
+    return { guess, from, draws, steps };
+  };
+  /**
+   * Keeps the speculative steps when the step's tokens are exactly the guess; otherwise returns the cache to
+   * the routed position and rewinds the random stream. True when the chosen token is already in the cache.
+   */
+  const resolveSpeculation = (speculation: Speculation, chosen: number[] | undefined): boolean => {
+    const { steps } = speculation;
+    if (steps.length > 0) metrics.speculated++;
+    if (steps.length > 0 && chosen?.length === 1 && chosen[0] === speculation.guess) {
+      metrics.speculationHits++;
+      sequence!.commit();
+      kept = steps;
+      return true;
+    }
+    sequence!.rollback();
+    random.rewind(speculation.draws);
+    metrics.wastedSteps += steps.length;
+    for (const step of steps) metrics.wastedMs += step.slmMs + step.routerMs + step.pickMs;
+    last = speculation.from;
+    return false;
+  };
+
   try {
     if (request.mode !== 'llm_only') await startEdge();
     while (true) {
@@ -156,28 +230,37 @@ export async function* generate(
       if (metrics.tokens >= request.maxNewTokens) return yield finish('length');
       if (context.length >= maxPositions) return yield finish('context');
       const stepStart = performance.now();
-
-      let score: number | null = null;
-      let routerMs = 0;
-      if (last) {
-        const t = performance.now();
-        score = await router.score(last.hidden, last.logits, context);
-        routerMs = elapsed(t);
-        metrics.routerMs += routerMs;
+      // A kept speculative position: its forward pass, router score and pick were done while waiting.
+      const replay = kept.shift();
+      let replayMs = 0;
+      if (replay) {
+        last = replay.result;
+        pendingSlmMs = replay.slmMs;
+        replayMs = replay.routerMs + replay.pickMs;
+        metrics.savedMs += replay.slmMs + replayMs;
+        metrics.slmMs += replay.slmMs;
       }
-      const route = request.mode === 'llm_only' || (request.mode === 'joint' && score !== null && score < request.threshold);
+
+      let score: number | null = replay?.score ?? null;
+      let routerMs = replay?.score !== undefined ? replay.routerMs : 0;
+      if (last && replay?.score === undefined) ({ score, ms: routerMs } = await scorePosition(last, context));
+      metrics.routerMs += routerMs;
+      const route = request.mode === 'llm_only' || routes(score);
 
       let chosen: number[] | undefined;
       let source: TokenEvent['source'] = 'slm';
       let cloudError: string | undefined;
       let cloudMs = 0;
+      // Set when the chosen token is already in the edge's cache (fed speculatively).
+      let fed = replay !== undefined && kept.length > 0;
       if (route) {
         const t = performance.now();
+        let speculation: Speculation | undefined;
         try {
           if (!engine.cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
           cloudConversation ??= engine.cloud.openConversation({ requestId, signal });
           const budget = Math.min(request.routeSpan, request.maxNewTokens - metrics.tokens, maxPositions - context.length);
-          const reply: CloudStepReply = await cloudConversation.next({
+          const step = cloudConversation.next({
             context,
             sources,
             tokenIndex: metrics.tokens,
@@ -192,6 +275,14 @@ export async function* generate(
             topLogprobs: 0,
             signal,
           });
+          // Exactness needs the cache the loop without speculation builds: a span is fed there as one forward
+          // pass, whose logits may differ in the last bits from feeding its tokens one by one, so only
+          // single-token steps are speculated past.
+          const ahead = Math.min(speculationDepth, request.maxNewTokens - metrics.tokens - 1, maxPositions - context.length - 1);
+          const speculating =
+            request.speculate && request.mode === 'joint' && request.routeSpan === 1 && ahead > 0 && engine.cloud.state() !== 'circuit-open';
+          if (speculating) speculation = await speculateDuring(step, ahead);
+          const reply: CloudStepReply = await step;
           chosen = checkCloudReply(reply, budget, vocabSize);
           source = 'llm';
         } catch (e) {
@@ -201,16 +292,21 @@ export async function* generate(
         }
         cloudMs = elapsed(t);
         metrics.cloudMs += cloudMs;
+        if (speculation) {
+          // A failed step falls back to the edge's own pick: with greedy decoding that is the guess itself.
+          if (!chosen && request.temperature === 0) chosen = [speculation.guess];
+          fed = resolveSpeculation(speculation, chosen);
+        }
       }
+      // The edge's pick at a kept position was drawn while speculating, in the same order as here.
+      if (!chosen && replay?.token !== undefined) chosen = [replay.token];
       if (!chosen) {
         if (!sequence) await startEdge(); // llm_only with the cloud down: the edge takes over
-        chosen = [
-          sampleToken(last!.logits, { temperature: request.temperature, topP: request.topP, random, vocabLimit: tokenizer.vocabSize }),
-        ];
+        chosen = [pick(last!)];
       }
 
       // Edge time of this step: the forward pass behind these logits, the router and sampling.
-      const edgeMs = elapsed(stepStart) - cloudMs + pendingSlmMs;
+      const edgeMs = elapsed(stepStart) - cloudMs + pendingSlmMs + replayMs;
       const slmMs = pendingSlmMs;
       pendingSlmMs = 0;
       metrics.step(edgeMs, metrics.tokens === 0);
@@ -244,7 +340,7 @@ export async function* generate(
         }
       }
       if (reason) return yield finish(reason);
-      if (sequence && context.length < maxPositions && metrics.tokens < request.maxNewTokens) await feedEdge(accepted);
+      if (!fed && sequence && context.length < maxPositions && metrics.tokens < request.maxNewTokens) await feedEdge(accepted);
     }
   } finally {
     sequence?.dispose();

@@ -18,6 +18,17 @@ export interface GenerationMetrics {
   routerMs: number;
   cloudMs: number;
   totalMs: number;
+  /** Routed tokens the edge decoded past while the step was on the network, and those whose guess was right. */
+  speculated: number;
+  speculationHits: number;
+  /** speculationHits / speculated (0 when none). */
+  hitRate: number;
+  /** Speculative edge forward passes thrown away (a wrong guess, a failed step). */
+  wastedSteps: number;
+  /** Edge time of those thrown-away steps (not part of slmMs or routerMs, which count the tokens emitted). */
+  wastedMs: number;
+  /** Edge time of the speculative steps kept: decoding that overlapped the wait instead of following it. */
+  savedMs: number;
 }
 
 /** Linear-interpolated percentile of unsorted values (0 for none). */
@@ -45,6 +56,11 @@ export class MetricsRecorder {
   prefillMs = 0;
   routerMs = 0;
   cloudMs = 0;
+  speculated = 0;
+  speculationHits = 0;
+  wastedSteps = 0;
+  wastedMs = 0;
+  savedMs = 0;
 
   constructor(readonly promptTokens: number) {}
 
@@ -81,6 +97,12 @@ export class MetricsRecorder {
       routerMs: this.routerMs,
       cloudMs: this.cloudMs,
       totalMs: now - this.start,
+      speculated: this.speculated,
+      speculationHits: this.speculationHits,
+      hitRate: this.speculated ? this.speculationHits / this.speculated : 0,
+      wastedSteps: this.wastedSteps,
+      wastedMs: this.wastedMs,
+      savedMs: this.savedMs,
     };
   }
 }

@@ -17,7 +17,7 @@ import { AppError } from '../shared/errors.ts';
 import type { GenerationRequest, RawGenerationRequest } from './generation-request.ts';
 
 /** Documented name → the request's own key, and what kind of value it takes. */
-const FIELDS = new Map<string, { key: keyof GenerationRequest; kind: 'text' | 'number' | 'texts' }>([
+const FIELDS = new Map<string, { key: keyof GenerationRequest; kind: 'text' | 'number' | 'texts' | 'boolean' }>([
   ['prompt', { key: 'prompt', kind: 'text' }],
   ['mode', { key: 'mode', kind: 'text' }],
   ['threshold', { key: 'threshold', kind: 'number' }],
@@ -27,6 +27,7 @@ const FIELDS = new Map<string, { key: keyof GenerationRequest; kind: 'text' | 'n
   ['seed', { key: 'seed', kind: 'number' }],
   ['stop', { key: 'stop', kind: 'texts' }],
   ['route_span', { key: 'routeSpan', kind: 'number' }],
+  ['speculate', { key: 'speculate', kind: 'boolean' }],
 ]);
 
 export const REQUEST_FIELD_NAMES: readonly string[] = [...FIELDS.keys()];
@@ -72,6 +73,20 @@ function typedNumber(name: string, value: unknown): number | undefined {
   return value;
 }
 
+/** A form's boolean: what a checkbox (`on`) or a select of `on`/`off` submits, or the words themselves. */
+function formBoolean(name: string, text: string): boolean | undefined {
+  if (text === '') return undefined;
+  if (text === 'on' || text === 'true') return true;
+  if (text === 'off' || text === 'false') return false;
+  return invalid(`${name} must be on or off, got ${JSON.stringify(text)}`);
+}
+
+function typedBoolean(name: string, value: unknown): boolean | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') invalid(`${name} must be true or false, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 /** One value of a form field: a repeated field is refused unless it is a list (`stop`). */
 function single(name: string, value: unknown): unknown {
   if (Array.isArray(value)) invalid(`${name} is given ${value.length} times; give it once`);
@@ -90,8 +105,8 @@ export function readGenerationRequest(body: Record<string, unknown>, encoding: R
     if (kind === 'texts') raw[key] = value;
     else if (encoding === 'form') {
       const text = single(name, value);
-      raw[key] = kind === 'number' ? formNumber(name, text as string) : text;
-    } else raw[key] = kind === 'number' ? typedNumber(name, value) : value;
+      raw[key] = kind === 'number' ? formNumber(name, text as string) : kind === 'boolean' ? formBoolean(name, text as string) : text;
+    } else raw[key] = kind === 'number' ? typedNumber(name, value) : kind === 'boolean' ? typedBoolean(name, value) : value;
   }
   return raw;
 }

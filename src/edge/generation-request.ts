@@ -23,6 +23,8 @@ export interface GenerationRequest {
   stop: string[];
   /** Most tokens the cloud may return per routed step. */
   routeSpan: number;
+  /** Keep decoding from the edge's guess while a routed step is on the network (the output is the same either way). */
+  speculate: boolean;
 }
 
 export interface GenerationLimits {
@@ -74,6 +76,12 @@ function rangeField(raw: unknown, name: string, fallback: number, min: number, m
   return n;
 }
 
+function booleanField(raw: unknown, name: string, fallback: boolean): boolean {
+  if (raw === undefined || raw === null) return fallback;
+  if (typeof raw !== 'boolean') invalid(`${name} must be true or false, got ${show(raw)}`);
+  return raw;
+}
+
 /** `defaultThreshold` is what a request without a threshold gets: the edge passes its router's. */
 export function parseGenerationRequest(raw: RawGenerationRequest, limits: GenerationLimits = DEFAULT_LIMITS, defaultThreshold = 0.5): GenerationRequest {
   const prompt = raw.prompt;
@@ -103,5 +111,6 @@ export function parseGenerationRequest(raw: RawGenerationRequest, limits: Genera
     seed: integerField(raw.seed, 'seed', 0, 0, 2 ** 32 - 1),
     stop,
     routeSpan: integerField(raw.routeSpan, 'route_span', 1, 1, limits.maxRouteSpan),
+    speculate: booleanField(raw.speculate, 'speculate', true),
   };
 }

@@ -87,6 +87,8 @@ export class DecoderSequence {
   private past: Record<string, OrtTensor>;
   private ids: number[] = [];
   private disposed = false;
+  /** The cache as it was at `checkpoint()`: the same tensors, kept alive until `rollback` or `commit`. */
+  private saved: { past: Record<string, OrtTensor>; length: number } | undefined;
 
   constructor(private readonly model: DecoderModel) {
     const { numKvHeads, headDim } = model.pack;
@@ -132,7 +134,7 @@ export class DecoderSequence {
     if (io.mask) feeds.attention_mask = indexTensor(io.mask, new Array<number>(total).fill(1), [1, total]);
     if (io.positions) feeds.position_ids = indexTensor(io.positions, Array.from({ length: n }, (_, i) => start + i), [1, n]);
     const out = await this.model.forward(feeds, n);
-    for (const t of Object.values(this.past)) t.dispose();
+    this.releasePast();
     for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
     this.ids.push(...tokens);
 
@@ -151,12 +153,48 @@ export class DecoderSequence {
     return result;
   }
 
+  /**
+   * Marks the cache as it is now as the point `rollback` returns to (one at a time). Nothing is copied:
+   * the next `append` keeps the current tensors alive instead of releasing them.
+   *
+   * @example
+   * seq.checkpoint(); await seq.append([guess]); seq.rollback(); // the cache holds what it held before
+   */
+  checkpoint(): void {
+    if (this.saved) throw new AppError('FAILED_PRECONDITION', 'the sequence already has a checkpoint');
+    this.saved = { past: { ...this.past }, length: this.ids.length };
+  }
+
+  /** Returns to the checkpoint: releases the tensors appended since and drops the tokens they held. */
+  rollback(): void {
+    const saved = this.saved;
+    if (!saved) throw new AppError('FAILED_PRECONDITION', 'the sequence has no checkpoint');
+    this.saved = undefined;
+    for (const [name, t] of Object.entries(this.past)) if (t !== saved.past[name]) t.dispose();
+    this.past = saved.past;
+    this.ids.length = saved.length;
+  }
+
+  /** Keeps what was appended since the checkpoint and releases the checkpoint's tensors. */
+  commit(): void {
+    const saved = this.saved;
+    if (!saved) return;
+    this.saved = undefined;
+    for (const [name, t] of Object.entries(saved.past)) if (t !== this.past[name]) t.dispose();
+  }
+
+  /** Releases the current cache tensors, except those a checkpoint still holds. */
+  private releasePast(): void {
+    for (const [name, t] of Object.entries(this.past)) if (t !== this.saved?.past[name]) t.dispose();
+  }
+
   /** Releases the KV cache; the sequence cannot be used afterwards. */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
     this.model.stats.liveSequences--;
-    for (const t of Object.values(this.past)) t.dispose();
+    this.commit();
+    this.releasePast();
     this.past = {};
   }
 }

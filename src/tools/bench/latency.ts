@@ -35,12 +35,13 @@ import { parseThresholds } from '../eval/eval-options.ts';
 import { buildChoicePrompt } from '../eval/multiple-choice.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 
-export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--dataset FILE]
+export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--speculate off,on] [--dataset FILE]
                 [--slm PACK] [--router DIR|builtin] [--llm PACK | --cloud HOST:PORT] [--threads T] [--json]
                 [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
       the reference paper's Table 1: small_only, joint at each τ (default 0.6,0.7,0.8,0.9) and llm_only
       over real gRPC to a cloud shim through a loopback proxy adding --rtt-ms (default 170; 0 = direct);
       default: 5 CommonsenseQA prompts, up to 100 greedy tokens, the demo pair (about 4 minutes);
+      --speculate: joint rows without and/or with speculative continuation (default on), on the same prompts;
       a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags)`;
 
 export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
@@ -53,6 +54,8 @@ export interface LatencyBenchOptions {
   maxNewTokens: number;
   rttMs: number;
   thresholds: readonly number[];
+  /** Joint rows for each value, in this order: without and/or with speculative continuation. */
+  speculate: readonly boolean[];
   slm: string;
   /** A router pack folder, or undefined for the built-in top-1 scorer. */
   router: string | undefined;
@@ -72,6 +75,8 @@ export interface LatencyRow {
   mode: Mode;
   /** τ of a joint row; null for small_only and llm_only. */
   threshold: number | null;
+  /** Speculative continuation on (joint rows only: the other modes never speculate). */
+  speculate: boolean;
   tokens: number;
   routed_count: number;
   /** Routed tokens / generated tokens, over all prompts. */
@@ -96,6 +101,16 @@ export interface LatencyRow {
   /** (comm_llm_ms − predicted_comm_llm_ms) / cloud_calls; null without calls. */
   residual_per_call_ms: number | null;
   total_ms: number;
+  /** The whole request, as total_ms, and its ratio to small_only's. */
+  overall_ms: number;
+  overall_ratio: number;
+  /** Routed tokens whose speculative guess was right / routed tokens speculated past, over all prompts; null when none. */
+  hit_rate: number | null;
+  /** Speculative edge steps thrown away, and their edge time (means per prompt). */
+  wasted_steps: number;
+  wasted_ms: number;
+  /** Edge time of kept speculative steps: decoding done during the wait (mean per prompt). */
+  saved_ms: number;
 }
 
 export interface LatencyBenchResult {
@@ -107,6 +122,8 @@ export interface LatencyBenchResult {
   router: string;
   cloud: string;
   rows: LatencyRow[];
+  /** True when, for every prompt and τ, the joint tokens with and without speculation are the same; null unless both ran. */
+  identical_outputs: boolean | null;
 }
 
 /** What the cloud did for one generation, as the replies report it. */
@@ -140,9 +157,12 @@ class CloudMeter {
 interface Setting {
   mode: Mode;
   threshold: number | null;
+  speculate: boolean;
 }
 
 interface PromptRun {
+  /** The generated token ids, to compare settings that must agree. */
+  ids: number[];
   metrics: GenerationMetrics;
   cloud: CloudTally;
   /** Why the cloud failed a routed token, the first time it did. */
@@ -152,16 +172,20 @@ interface PromptRun {
 async function runOnce(engine: EdgeEngine, meter: CloudMeter, prompt: string, setting: Setting, maxNewTokens: number): Promise<PromptRun> {
   // Thresholds outside joint mode are ignored by the loop; 0 / 1 say what the mode means.
   const threshold = setting.threshold ?? (setting.mode === 'llm_only' ? 1 : 0);
-  const request = parseGenerationRequest({ prompt, mode: setting.mode, threshold, maxNewTokens, temperature: 0 });
+  const request = parseGenerationRequest({ prompt, mode: setting.mode, threshold, maxNewTokens, temperature: 0, speculate: setting.speculate });
   meter.take();
   let done: DoneEvent | undefined;
   let cloudError: string | undefined;
+  const ids: number[] = [];
   for await (const event of generate(engine, request)) {
     if (event.type === 'done') done = event;
-    else if (event.type === 'token') cloudError ??= event.cloudError;
+    else if (event.type === 'token') {
+      ids.push(event.id);
+      cloudError ??= event.cloudError;
+    }
   }
   if (!done) throw new AppError('INTERNAL', 'the decoding loop ended without a done event');
-  return { metrics: done.metrics, cloud: meter.take(), cloudError };
+  return { ids, metrics: done.metrics, cloud: meter.take(), cloudError };
 }
 
 function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyRow {
@@ -171,9 +195,12 @@ function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyR
   const calls = runs.reduce((s, r) => s + r.cloud.calls, 0);
   const comm = m((r) => r.metrics.cloudMs);
   const predicted = m((r) => r.cloud.calls * rttMs + r.cloud.backendMs);
+  const speculated = runs.reduce((s, r) => s + r.metrics.speculated, 0);
+  const hits = runs.reduce((s, r) => s + r.metrics.speculationHits, 0);
   return {
     mode: setting.mode,
     threshold: setting.threshold,
+    speculate: setting.speculate,
     tokens: m((r) => r.metrics.tokens),
     routed_count: m((r) => r.metrics.routed),
     routed_ratio: tokens ? routed / tokens : 0,
@@ -190,6 +217,12 @@ function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyR
     predicted_comm_llm_ms: predicted,
     residual_per_call_ms: calls ? ((comm - predicted) * runs.length) / calls : null,
     total_ms: m((r) => r.metrics.totalMs),
+    overall_ms: m((r) => r.metrics.totalMs),
+    overall_ratio: 1,
+    hit_rate: speculated ? hits / speculated : null,
+    wasted_steps: m((r) => r.metrics.wastedSteps),
+    wasted_ms: m((r) => r.metrics.wastedMs),
+    saved_ms: m((r) => r.metrics.savedMs),
   };
 }
 
@@ -207,9 +240,9 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
   if (dataset.kind !== 'multiple-choice') throw new AppError('INVALID_ARGUMENT', `${o.dataset}: not a CommonsenseQA JSONL file`);
   const prompts = dataset.questions.slice(0, o.prompts).map(buildChoicePrompt);
   const settings: Setting[] = [
-    { mode: 'small_only', threshold: null },
-    ...o.thresholds.map((threshold) => ({ mode: 'joint' as const, threshold })),
-    { mode: 'llm_only', threshold: null },
+    { mode: 'small_only', threshold: null, speculate: false },
+    ...o.thresholds.flatMap((threshold) => o.speculate.map((speculate) => ({ mode: 'joint' as const, threshold, speculate }))),
+    { mode: 'llm_only', threshold: null, speculate: false },
   ];
 
   const pack = loadModelPack(o.slm);
@@ -240,8 +273,8 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     // Warm-up, not measured: onnxruntime's first runs, and the gRPC connection through the proxy (its
     // TCP and HTTP/2 handshakes would otherwise land in the first routed prompt's TTFT).
     o.log('warm-up');
-    await runOnce(engine, meter, prompts[0]!, { mode: 'small_only', threshold: null }, 8);
-    const warm = await runOnce(engine, meter, prompts[0]!, { mode: 'llm_only', threshold: null }, 2);
+    await runOnce(engine, meter, prompts[0]!, { mode: 'small_only', threshold: null, speculate: false }, 8);
+    const warm = await runOnce(engine, meter, prompts[0]!, { mode: 'llm_only', threshold: null, speculate: false }, 2);
     if (warm.metrics.fallback > 0) throw new AppError('UNAVAILABLE', `the cloud at ${o.cloud ?? shim!.address} did not answer: ${warm.cloudError}`);
 
     // Prompt by prompt, every setting in turn, so that drifts in machine load touch all rows alike.
@@ -258,6 +291,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     const rows = settings.map((setting, s) => summarize(setting, runs[s]!, o.rttMs));
     const base = rows[0]!.tbt_ms;
     for (const row of rows) row.tbt_ratio = row.mode === 'llm_only' || base === 0 ? null : row.tbt_ms / base;
+    for (const row of rows) row.overall_ratio = row.overall_ms / rows[0]!.overall_ms;
     return {
       rtt_ms: o.rttMs,
       prompts: prompts.length,
@@ -267,6 +301,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       router: router.info.name,
       cloud: o.cloud ?? `in-process shim, embedded ${o.llm}`,
       rows,
+      identical_outputs: identicalOutputs(settings, runs),
     };
   } finally {
     await grpc?.close();
@@ -277,8 +312,21 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
   }
 }
 
-function label(s: Setting): string {
-  return s.mode === 'joint' ? `joint τ=${s.threshold}` : s.mode;
+/** Whether every prompt's joint tokens match between the rows without and with speculation at each τ. */
+function identicalOutputs(settings: Setting[], runs: PromptRun[][]): boolean | null {
+  let compared = false;
+  for (const [s, setting] of settings.entries()) {
+    if (setting.mode !== 'joint' || !setting.speculate) continue;
+    const t = settings.findIndex((x) => x.mode === 'joint' && x.threshold === setting.threshold && !x.speculate);
+    if (t < 0) continue;
+    compared = true;
+    for (const [p, run] of runs[s]!.entries()) if (run.ids.join(',') !== runs[t]![p]!.ids.join(',')) return false;
+  }
+  return compared ? true : null;
+}
+
+function label(s: Pick<Setting, 'mode' | 'threshold' | 'speculate'>): string {
+  return s.mode === 'joint' ? `joint τ=${s.threshold}${s.speculate ? ' spec' : ''}` : s.mode;
 }
 
 /** The result as a Markdown table with a line saying what was measured. */
@@ -297,6 +345,9 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     'predicted (ms)',
     'residual / call (ms)',
     'overall (ms)',
+    'overall / small_only',
+    'hit rate',
+    'wasted steps',
   ];
   const rows = r.rows.map((row) => [
     label(row),
@@ -311,6 +362,9 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     ms(row.predicted_comm_llm_ms),
     row.residual_per_call_ms === null ? '–' : row.residual_per_call_ms.toFixed(2),
     ms(row.total_ms),
+    row.overall_ratio.toFixed(2),
+    row.hit_rate === null ? '–' : row.hit_rate.toFixed(2),
+    row.wasted_steps.toFixed(1),
   ]);
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [
@@ -319,7 +373,17 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     line(header),
     line(header.map((_, i) => (i === 0 ? '---' : '---:'))),
     ...rows.map(line),
+    ...(r.identical_outputs === null ? [] : ['', `identical outputs with and without speculation: ${r.identical_outputs}`]),
   ].join('\n');
+}
+
+/** `off`, `on` or both (comma-separated, each once), in the order given. */
+export function parseSpeculate(raw: string): boolean[] {
+  const parts = raw.split(',').map((p) => p.trim());
+  if (!parts.every((p) => p === 'on' || p === 'off') || new Set(parts).size !== parts.length) {
+    throw new UsageError(`--speculate must be off, on or off,on, got ${JSON.stringify(raw)}`);
+  }
+  return parts.map((p) => p === 'on');
 }
 
 export async function main(args: string[]): Promise<void> {
@@ -328,6 +392,7 @@ export async function main(args: string[]): Promise<void> {
     'max-new-tokens': { type: 'string' },
     'rtt-ms': { type: 'string' },
     thresholds: { type: 'string' },
+    speculate: { type: 'string' },
     dataset: { type: 'string' },
     slm: { type: 'string' },
     router: { type: 'string' },
@@ -352,6 +417,7 @@ export async function main(args: string[]): Promise<void> {
   if ((values['cloud-tls-cert'] === undefined) !== (values['cloud-tls-key'] === undefined)) throw new UsageError('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
   const tlsFiles = { caFile: values['cloud-tls-ca'], certFile: values['cloud-tls-cert'], keyFile: values['cloud-tls-key'] };
   const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);
+  const speculate = parseSpeculate(values.speculate ?? 'on');
   const router = values.router ?? DEMO.routerPack;
   const usesDemo = values.slm === undefined || (values.llm === undefined && values.cloud === undefined) || values.router === undefined;
   if (usesDemo) await buildDemoPacks(DEMO, (line) => console.error(line));
@@ -361,6 +427,7 @@ export async function main(args: string[]): Promise<void> {
     maxNewTokens,
     rttMs,
     thresholds,
+    speculate,
     slm: values.slm ?? DEMO.edgePack,
     router: router === 'builtin' ? undefined : router,
     llm: values.llm ?? DEMO.cloudPack,

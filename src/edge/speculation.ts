@@ -1,0 +1,93 @@
+/**
+ * Speculative continuation: while a routed step is on the network, the edge goes on decoding from its own
+ * top-1 guess for the routed position, scoring each speculative position with the router as usual. The
+ * steps are kept when the cloud's token equals the guess and thrown away (the KV cache rolled back to the
+ * routed position, the random stream rewound) otherwise, so the emitted tokens are exactly those of the
+ * loop without speculation. Nothing here emits tokens: the loop replays kept steps as final decisions.
+ */
+import type { AppendResult } from '../shared/decoder-model.ts';
+import { seededRandom } from '../shared/seeded-random.ts';
+
+/** One speculative position after the routed one: what the edge computed there, before knowing the reply. */
+export interface SpeculativeStep {
+  /** Outputs after feeding the previous token: the logits and hidden state of this position. */
+  result: AppendResult;
+  slmMs: number;
+  /** Absent when the reply came before the router saw this position. */
+  score?: number;
+  routerMs: number;
+  /** The edge's token here; absent when the position routes (nested routing) or the reply came first. */
+  token?: number;
+  pickMs: number;
+}
+
+export interface SpeculationHooks {
+  /** Appends one token to the edge's sequence; returns the new last position's outputs. */
+  feed(token: number): Promise<{ result: AppendResult; ms: number }>;
+  /** The router's score of a position (the loop's one router call). */
+  score(result: AppendResult): Promise<{ score: number; ms: number }>;
+  routes(score: number): boolean;
+  /** The token the edge picks at a position it keeps (draws from the loop's random stream). */
+  pick(result: AppendResult): number;
+  isEos(token: number): boolean;
+  /** True once the cloud's reply (or its failure) is in. */
+  replied(): boolean;
+}
+
+/**
+ * Decodes ahead from `guess` until the reply is in, `maxSteps` tokens are fed, a speculative position
+ * routes (a second routed position waits for the first reply) or the edge picks an end token.
+ *
+ * @example
+ * const steps = await speculate(argmax(last.logits), 16, hooks);
+ * // steps[0].result holds the logits after the guess; steps.length speculative forward passes were run
+ */
+export async function speculate(guess: number, maxSteps: number, hooks: SpeculationHooks): Promise<SpeculativeStep[]> {
+  const steps: SpeculativeStep[] = [];
+  let token = guess;
+  while (steps.length < maxSteps && !hooks.replied()) {
+    const { result, ms } = await hooks.feed(token);
+    const step: SpeculativeStep = { result, slmMs: ms, routerMs: 0, pickMs: 0 };
+    steps.push(step);
+    if (hooks.replied()) break;
+    const scored = await hooks.score(result);
+    step.score = scored.score;
+    step.routerMs = scored.ms;
+    if (hooks.routes(scored.score)) break;
+    const t = performance.now();
+    token = hooks.pick(result);
+    step.token = token;
+    step.pickMs = performance.now() - t;
+    if (hooks.isEos(token)) break;
+  }
+  return steps;
+}
+
+/**
+ * The loop's seeded random stream with a way back: speculative positions draw from it, and a rejected
+ * speculation rewinds it to the routed position so the next draws are those the loop without speculation
+ * makes. Rewinding replays the generator (a few draws per speculative token), never stores its output.
+ *
+ * @example
+ * const random = new ReplayableRandom(7);
+ * const mark = random.draws; random.next(); random.rewind(mark);
+ */
+export class ReplayableRandom {
+  private generator: () => number;
+  draws = 0;
+
+  constructor(private readonly seed: number) {
+    this.generator = seededRandom(seed);
+  }
+
+  readonly next = (): number => {
+    this.draws++;
+    return this.generator();
+  };
+
+  rewind(draws: number): void {
+    this.generator = seededRandom(this.seed);
+    for (let i = 0; i < draws; i++) this.generator();
+    this.draws = draws;
+  }
+}

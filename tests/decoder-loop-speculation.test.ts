@@ -1,0 +1,226 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { interceptSteps, type CloudClient, type CloudStepReply } from '../src/edge/cloud-client.ts';
+import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
+import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
+import { TopProbabilityScorer } from '../src/edge/router.ts';
+import { AppError } from '../src/shared/errors.ts';
+import { DecoderModel } from '../src/shared/decoder-model.ts';
+import { argmax } from '../src/shared/logits.ts';
+import { loadModelPack } from '../src/shared/model-pack.ts';
+import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+
+let edge: DecoderModel;
+let cloudModel: DecoderModel;
+let tokenizer: TextTokenizer;
+let cloud: InProcessCloud;
+const router = new TopProbabilityScorer();
+const PROMPTS = [
+  'Once upon a time, there was a little dog',
+  'Lily went to the park',
+  'The sun was hot and',
+  'Tom had a big red ball. One day',
+  'Mom said',
+  'There was a tree',
+];
+
+beforeAll(async () => {
+  const demo = await ensureDemoPacks();
+  edge = await DecoderModel.load(loadModelPack(demo.edgePack));
+  cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
+  tokenizer = await TextTokenizer.fromPack(demo.edgePack);
+  cloud = new InProcessCloud(cloudModel, { record: false });
+});
+
+afterAll(async () => {
+  await edge.release();
+  await cloudModel.release();
+});
+
+/** The cloud with every step held `ms` first: the round trip speculation hides. */
+function late(inner: CloudClient, ms: number): CloudClient {
+  return interceptSteps(inner, async (request, next) => (await Bun.sleep(ms), next(request)));
+}
+
+/** A cloud that answers the edge model's own greedy token plus `offset`: 0 always agrees, 1 never does. */
+function edgeEcho(offset: number, delayMs: number): CloudClient {
+  return {
+    openConversation: () => ({
+      async next(request): Promise<CloudStepReply> {
+        await Bun.sleep(delayMs);
+        const seq = edge.newSequence();
+        const { logits } = await seq.append(request.context);
+        seq.dispose();
+        const token = (argmax(logits.subarray(0, tokenizer.vocabSize)) + offset) % tokenizer.vocabSize;
+        return { tokens: [token], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0 };
+      },
+      close: async () => {},
+    }),
+    state: () => 'ready',
+    close: async () => {},
+  };
+}
+
+async function run(raw: RawGenerationRequest, overrides: Partial<EdgeEngine> = {}, signal?: AbortSignal) {
+  const eng: EdgeEngine = { slm: edge, router, tokenizer, cloud: late(cloud, 5), ...overrides };
+  const events: GenerationEvent[] = [];
+  for await (const e of generate(eng, parseGenerationRequest({ prompt: PROMPTS[0], ...raw }), signal)) events.push(e);
+  const tokens = events.filter((e): e is TokenEvent => e.type === 'token');
+  const done = events.at(-1) as DoneEvent;
+  expect(done.type).toBe('done');
+  return { tokens, done, decisions: tokens.map((t) => `${t.id}:${t.source}:${t.score}`) };
+}
+
+/** Runs `raw` without and with speculation and checks that every emitted token, source and score match. */
+async function same(raw: RawGenerationRequest, overrides: Partial<EdgeEngine> = {}) {
+  const off = await run({ ...raw, speculate: false }, overrides);
+  const on = await run({ ...raw, speculate: true }, overrides);
+  expect(on.decisions).toEqual(off.decisions);
+  expect(on.done.text).toBe(off.done.text);
+  expect(on.done.finishReason).toBe(off.done.finishReason);
+  expect(off.done.metrics.speculated).toBe(0);
+  return { off, on };
+}
+
+describe('the policy is unchanged by speculation (greedy)', () => {
+  test('many prompts and thresholds: identical tokens, sources and router scores; guesses are kept and thrown away', async () => {
+    let hits = 0;
+    let wasted = 0;
+    for (const prompt of PROMPTS) {
+      for (const threshold of [0.3, 0.6, 0.9]) {
+        const { on } = await same({ prompt, mode: 'joint', threshold, maxNewTokens: 24 });
+        const routed = on.tokens.filter((t) => t.source === 'llm').length;
+        expect(on.done.metrics.speculated).toBeLessThanOrEqual(routed);
+        expect(on.done.metrics.speculationHits).toBeLessThanOrEqual(on.done.metrics.speculated);
+        hits += on.done.metrics.speculationHits;
+        wasted += on.done.metrics.wastedSteps;
+      }
+    }
+    // The demo pair disagrees often enough that both branches ran.
+    expect(hits).toBeGreaterThan(0);
+    expect(wasted).toBeGreaterThan(0);
+  }, 120_000);
+
+  test('the edge model runs once per kept token plus the wasted speculative steps', async () => {
+    const runs = edge.stats.runs;
+    const { tokens, done } = await run({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 });
+    expect(tokens.length).toBe(30);
+    expect(edge.stats.runs - runs).toBe(1 + 29 + done.metrics.wastedSteps);
+    expect(edge.stats.liveSequences).toBe(0);
+  });
+
+  test('a cloud that always agrees: every routed token is a hit and no step is wasted', async () => {
+    const { on } = await same({ mode: 'joint', threshold: 0.9, maxNewTokens: 30 }, { cloud: edgeEcho(0, 20) });
+    expect(on.done.metrics.routed).toBeGreaterThan(0);
+    expect(on.done.metrics.speculationHits).toBe(on.done.metrics.speculated);
+    expect(on.done.metrics.speculated).toBeGreaterThan(0);
+    expect(on.done.metrics.hitRate).toBe(1);
+    expect(on.done.metrics.wastedSteps).toBe(0);
+    expect(on.done.metrics.savedMs).toBeGreaterThan(0);
+  });
+
+  test('a cloud that always disagrees: nothing is kept, every speculative step is wasted', async () => {
+    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: edgeEcho(1, 20) });
+    expect(on.done.metrics.speculated).toBeGreaterThan(0);
+    expect(on.done.metrics.speculationHits).toBe(0);
+    expect(on.done.metrics.wastedSteps).toBeGreaterThan(0);
+    expect(on.done.metrics.savedMs).toBe(0);
+  });
+
+  test('a cloud that answers late: speculation stops at the bound and waits', async () => {
+    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: late(cloud, 60), speculationDepth: 2 });
+    expect(on.done.metrics.speculated).toBeGreaterThan(0);
+    expect(on.done.metrics.wastedSteps).toBeLessThanOrEqual(2 * on.done.metrics.speculated);
+  });
+
+  test('a cloud that fails mid-speculation: the same fallback tokens, and the guess is kept', async () => {
+    const failing = interceptSteps(cloud, async () => {
+      await Bun.sleep(20);
+      throw new AppError('UNAVAILABLE', 'connection reset');
+    });
+    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: failing });
+    expect(on.tokens.filter((t) => t.source === 'fallback').length).toBeGreaterThan(0);
+    expect(on.tokens.every((t) => t.source !== 'fallback' || t.cloudError === 'connection reset')).toBe(true);
+    // With greedy decoding the edge's fallback is its guess: the speculation is kept.
+    expect(on.done.metrics.speculationHits).toBe(on.done.metrics.speculated);
+  });
+
+  test('a route span is never speculated past (its tokens are fed to the edge as one pass)', async () => {
+    const { on } = await same({ mode: 'joint', threshold: 0.9, maxNewTokens: 24, routeSpan: 3 });
+    expect(on.done.metrics.speculated).toBe(0);
+  });
+});
+
+describe('sampling', () => {
+  test('the same seed gives the same output with and without speculation, the cloud sampling too', async () => {
+    for (const seed of [1, 2, 3, 42]) {
+      await same({ mode: 'joint', threshold: 0.6, temperature: 0.9, topP: 0.95, seed, maxNewTokens: 30 });
+    }
+  }, 60_000);
+
+  test('a failing cloud with sampling: the fallback draw comes after a rewind, so the output is the same', async () => {
+    const failing = interceptSteps(cloud, async () => {
+      await Bun.sleep(20);
+      throw new AppError('UNAVAILABLE', 'connection reset');
+    });
+    const { on } = await same({ mode: 'joint', threshold: 0.6, temperature: 1, seed: 7, maxNewTokens: 30 }, { cloud: failing });
+    expect(on.done.metrics.speculationHits).toBe(0);
+  });
+});
+
+describe('cancellation', () => {
+  test('an abort while a routed step is out ends the generation and releases the speculative cache', async () => {
+    const controller = new AbortController();
+    // A step that never answers on its own: like the gRPC client, it rejects when the request's signal aborts.
+    const held = interceptSteps(cloud, (request) => {
+      setTimeout(() => controller.abort(), 30);
+      return new Promise((_, reject) => request.signal?.addEventListener('abort', () => reject(new AppError('CANCELLED', 'aborted'))));
+    });
+    const live = edge.stats.liveSequences;
+    const started = performance.now();
+    const { tokens, done } = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30 }, { cloud: held }, controller.signal);
+    expect(done.finishReason).toBe('cancelled');
+    expect(tokens.every((t) => t.source !== 'llm')).toBe(true);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(edge.stats.liveSequences).toBe(live);
+  });
+});
+
+describe('request field', () => {
+  test('speculate is on by default and parsed strictly', () => {
+    expect(parseGenerationRequest({ prompt: 'x' }).speculate).toBe(true);
+    expect(parseGenerationRequest({ prompt: 'x', speculate: 'off' }).speculate).toBe(false);
+    expect(parseGenerationRequest({ prompt: 'x', speculate: false }).speculate).toBe(false);
+    expect(() => parseGenerationRequest({ prompt: 'x', speculate: 'maybe' })).toThrow('speculate must be true or false, got "maybe"');
+  });
+});
+
+describe('DecoderSequence checkpoint and rollback', () => {
+  test('rollback returns the cache to the checkpoint exactly; commit keeps what came after', async () => {
+    const prompt = tokenizer.encode(PROMPTS[0]!, { addBos: true });
+    const reference = edge.newSequence();
+    await reference.append(prompt);
+    const expected = await reference.append([42]);
+    reference.dispose();
+
+    const seq = edge.newSequence();
+    await seq.append(prompt);
+    seq.checkpoint();
+    expect(() => seq.checkpoint()).toThrow('already has a checkpoint');
+    await seq.append([7]);
+    await seq.append([8]);
+    seq.rollback();
+    expect(seq.tokens).toEqual(prompt);
+    const again = await seq.append([42]);
+    expect(Array.from(again.logits)).toEqual(Array.from(expected.logits));
+    expect(() => seq.rollback()).toThrow('has no checkpoint');
+
+    seq.checkpoint();
+    await seq.append([9]);
+    seq.commit();
+    expect(seq.tokens).toEqual([...prompt, 42, 9]);
+    seq.dispose();
+    expect(edge.stats.liveSequences).toBe(0);
+  });
+});
