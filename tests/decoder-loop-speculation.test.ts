@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { interceptSteps, type CloudClient, type CloudStepReply } from '../src/edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
+import { readGenerationRequest } from '../src/edge/generation-request-fields.ts';
 import { TopProbabilityScorer } from '../src/edge/router.ts';
 import { AppError } from '../src/shared/errors.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
@@ -190,9 +191,13 @@ describe('cancellation', () => {
 describe('request field', () => {
   test('speculate is on by default and parsed strictly', () => {
     expect(parseGenerationRequest({ prompt: 'x' }).speculate).toBe(true);
-    expect(parseGenerationRequest({ prompt: 'x', speculate: 'off' }).speculate).toBe(false);
     expect(parseGenerationRequest({ prompt: 'x', speculate: false }).speculate).toBe(false);
-    expect(() => parseGenerationRequest({ prompt: 'x', speculate: 'maybe' })).toThrow('speculate must be true or false, got "maybe"');
+    // Text is the form reader's to turn into a boolean (a select's on/off); here only a boolean passes.
+    expect(() => parseGenerationRequest({ prompt: 'x', speculate: 'off' })).toThrow('speculate must be true or false, got "off"');
+    expect(readGenerationRequest({ prompt: 'x', speculate: 'off' }, 'form').speculate).toBe(false);
+    expect(readGenerationRequest({ prompt: 'x', speculate: 'on' }, 'form').speculate).toBe(true);
+    expect(() => readGenerationRequest({ prompt: 'x', speculate: 'maybe' }, 'form')).toThrow('speculate must be on or off, got "maybe"');
+    expect(() => readGenerationRequest({ prompt: 'x', speculate: 'true' }, 'typed')).toThrow('speculate must be true or false, got "true"');
   });
 });
 

@@ -228,7 +228,7 @@ describe('validation errors are 4xx with the message in the page', () => {
 
 describe('speculation setting', () => {
   test('the page can turn it off, and the metrics panel says nothing was decoded ahead', async () => {
-    const panel = await (await app.request('/runs', form({ prompt: 'Once upon a time', threshold: '0.9', maxNewTokens: '10', speculate: 'off' }))).text();
+    const panel = await (await app.request('/runs', form({ prompt: 'Once upon a time', threshold: '0.9', max_new_tokens: '10', speculate: 'off' }))).text();
     const id = panel.match(/sse-connect="\/runs\/([0-9a-f-]+)\/events"/)![1]!;
     const events = await readSse(await app.request(`/runs/${id}/events`));
     const metrics = events.find((e) => e.event === 'metrics')!.data;
@@ -236,7 +236,7 @@ describe('speculation setting', () => {
   });
 
   test('the API reports speculation in the final metrics and refuses a value that is not a boolean', async () => {
-    const res = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', threshold: 0.9, maxNewTokens: 10, speculate: false }) });
+    const res = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', threshold: 0.9, max_new_tokens: 10, speculate: false }) });
     const done = JSON.parse((await readSse(res)).at(-1)!.data);
     expect(done.metrics).toMatchObject({ speculated: 0, speculationHits: 0, hitRate: 0, wastedSteps: 0, savedMs: 0 });
     const bad = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'x', speculate: 'sometimes' }) });
