@@ -63,7 +63,11 @@ describe('bun run eval', () => {
     expect(lines.reduce((s: number, l: { slm_correct: number }) => s + l.slm_correct, 0) / lines.length).toBeCloseTo(json.small_only_accuracy, 12);
     expect(json.baselines.random).toHaveLength(3);
     expect(json.baselines.top1[1].routed_ratio).toBe(json.points[1].routed_ratio);
-    expect(readdirSync(out).sort()).toEqual(['stories-perplexity.svg', 'stories-quality-vs-routed.svg', 'stories-quality.svg', 'stories-routed.svg']);
+    expect(readdirSync(out).sort()).toEqual([
+      'stories-perplexity-at-share.svg', 'stories-perplexity.svg', 'stories-quality-vs-routed.svg', 'stories-quality.svg',
+      'stories-recovered-at-share.svg', 'stories-routed.svg', 'stories-stuck-at-share.svg',
+    ]);
+    expect(readFileSync(join(out, 'stories-stuck-at-share.svg'), 'utf8')).toContain('edge entropy');
     const svg = readFileSync(join(out, 'stories-quality.svg'), 'utf8');
     expect(svg.startsWith('<svg')).toBe(true);
     expect(svg).toContain('trained router');

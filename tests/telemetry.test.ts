@@ -137,7 +137,11 @@ test('control: onnxruntime-node loaded without the variable writes its telemetry
   const script = `
     const ort = (await import(${JSON.stringify(ortEntry)})).default;
     const session = await ort.InferenceSession.create(${JSON.stringify(join(routerPack, 'router.onnx'))});
-    const out = await session.run({ hidden_states: new ort.Tensor('float32', new Float32Array(64), [1, 64]) });
+    // The demo router reads 8 extra features (logit statistics, repetition) beside the hidden state.
+    const out = await session.run({
+      hidden_states: new ort.Tensor('float32', new Float32Array(64), [1, 64]),
+      extra_features: new ort.Tensor('float32', new Float32Array(8), [1, 8]),
+    });
     console.log(out.score.data.length);
     await session.release();`;
   expect((await runToEnd(box, ['-e', script])).trim()).toBe('1');

@@ -8,6 +8,7 @@
 import { parse, View } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import type { EvalResult } from './eval-report.ts';
+import type { GenerationSetting } from './generation-settings.ts';
 
 export interface Series {
   name: string;
@@ -109,6 +110,46 @@ export async function evalPlots(result: EvalResult, name: string): Promise<Recor
         { name: TOP1, points: top1.map((p) => ({ x: p.routedRatio, y: p.quality })), dashed: true },
       ],
     };
+    if (result.atShare.length) {
+      const at = (key: 'router' | 'random' | 'top1' | 'entropy' | 'oracle') => result.atShare.map((r) => ({ x: r.share, y: r[key] }));
+      charts['recovered-at-share'] = {
+        title: 'Recovered share of the accuracy gap at fixed routed shares (teacher forcing)',
+        xTitle: 'share of positions routed',
+        yTitle: '(accuracy − edge alone) / (cloud alone − edge alone)',
+        series: [
+          { name: ROUTER, points: at('router') },
+          { name: 'random', points: at('random'), dashed: true },
+          { name: 'edge top-1 probability', points: at('top1'), dashed: true },
+          { name: 'edge entropy', points: at('entropy'), dashed: true },
+          { name: 'oracle', points: at('oracle'), dashed: true },
+        ],
+      };
+    }
+    if (result.settings.length) {
+      const settings = result.settings;
+      const of = (method: string, y: (g: GenerationSetting) => number) =>
+        settings.filter((g) => g.method === method).map((g) => ({ x: g.routed_share, y: y(g) }));
+      const methods: [string, string, boolean][] = [
+        ['router', ROUTER, false],
+        ['random', 'random', true],
+        ['top1', 'edge top-1 probability', true],
+        ['entropy', 'edge entropy', true],
+      ];
+      charts['stuck-at-share'] = {
+        title: 'Free-running outputs stuck in a loop vs routed share',
+        xTitle: 'share of generated tokens routed to the cloud',
+        yTitle: 'share of outputs whose last 16 tokens use ≤ 2 ids',
+        unitY: true,
+        series: methods.map(([m, label, dashed]) => ({ name: label, points: of(m, (g) => g.stuck / Math.max(g.outputs, 1)), dashed })),
+      };
+      charts['perplexity-at-share'] = {
+        title: "Cloud model's perplexity of free-running text vs routed share",
+        xTitle: 'share of generated tokens routed to the cloud',
+        yTitle: 'perplexity (log scale, lower is better)',
+        logY: true,
+        series: methods.map(([m, label, dashed]) => ({ name: label, points: of(m, (g) => g.ppl_cloud), dashed })),
+      };
+    }
   } else {
     const { points } = result;
     const { random, top1 } = result.baselines;
