@@ -24,7 +24,10 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 import { evaluateRouter } from '../src/tools/router/evaluate-router.ts';
 import { trainRouter } from '../src/tools/router/train-router.ts';
+import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { startTestShim } from './helpers/cloud-fixture.ts';
+import { collectOutput } from './helpers/process-output.ts';
+import { readSse } from './helpers/sse-client.ts';
 import { tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { type HubExportPacks, makeHubExportPacks, VARIANTS, type Variant } from './helpers/hub-export-packs.ts';
 
@@ -157,6 +160,27 @@ describe.each([
     expect(q4.ids.every((id) => Number.isInteger(id) && id >= 0 && id < 512)).toBe(true);
     expect(q4.sources.every((s) => s === 'slm')).toBe(true);
   });
+});
+
+test('bun run edge --slm PACK --slm-file model_fp16.onnx serves that file over HTTP: the same ids as in process', async () => {
+  const inProcess = await generateWith(packs.edge, 'model_fp16.onnx', { mode: 'small_only' });
+  const edge = Bun.spawn(
+    ['bun', 'src/edge/main.ts', '--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--router', 'builtin', '--slm', packs.edge, '--slm-file', 'model_fp16.onnx'],
+    { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' },
+  );
+  const stderr = collectOutput(edge.stderr);
+  try {
+    const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as { url: string; slmFile: string };
+    expect(ready.slmFile).toBe('model_fp16.onnx');
+    const request = { prompt: PROMPT, mode: 'small_only', maxNewTokens: TOKENS, temperature: 0 };
+    const stream = readSse(await fetch(`${ready.url.replace(/\/$/, '')}/api/generate`, { method: 'POST', body: JSON.stringify(request) }));
+    await stream.waitFor((events) => events.some((e) => e.event === 'done' || e.event === 'error'), 30_000, 'the generation to end');
+    const ids = stream.events.filter((e) => e.event === 'token').map((e) => (JSON.parse(e.data) as { id: number }).id);
+    expect(ids).toEqual(inProcess.ids);
+  } finally {
+    edge.kill('SIGTERM');
+    await edge.exited;
+  }
 });
 
 describe('joint generation: each 3-layer variant on the edge, the 5-layer fp32 export as the embedded cloud', () => {

@@ -104,7 +104,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   phase = 'serving';
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost}:${server.port}/`;
-  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, router: router.info.name, cloud: config.cloud ?? 'none' });
+  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, slmFile: config.slmFile, router: router.info.name, cloud: config.cloud ?? 'none' });
 
   let stopping: Promise<void> | undefined;
   const stop = async () => {

@@ -103,7 +103,7 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
   };
 }
 
-/** One line per fact, for `models inspect` and startup logs. */
+/** One line per fact, as `models inspect` prints it under "on the edge". */
 export function formatDecoderIo(io: DecoderIo): string {
   return [
     `ids ${io.ids}`,

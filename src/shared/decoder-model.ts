@@ -11,7 +11,7 @@
  */
 import { type DecoderIo, readDecoderIo } from './decoder-io.ts';
 import { AppError } from './errors.ts';
-import { emptyTensor, feedable, indexTensor, toFloat32 } from './float-tensors.ts';
+import { emptyTensor, feedable, float32Rows, indexTensor, toFloat32 } from './float-tensors.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { runSession } from './run-session.ts';
@@ -131,22 +131,21 @@ export class DecoderSequence {
     const start = this.ids.length;
     const { io } = this.model;
     const feeds: Record<string, OrtTensor> = { ...this.past, input_ids: indexTensor(io.ids, tokens, [1, n]) };
-    if (io.mask) feeds.attention_mask = indexTensor(io.mask, new Array<number>(total).fill(1), [1, total]);
-    if (io.positions) feeds.position_ids = indexTensor(io.positions, Array.from({ length: n }, (_, i) => start + i), [1, n]);
+    if (io.mask) feeds.attention_mask = indexTensor(io.mask, { length: total }, [1, total], () => 1);
+    if (io.positions) feeds.position_ids = indexTensor(io.positions, { length: n }, [1, n], (i) => start + i);
     const out = await this.model.forward(feeds, n);
     this.releasePast();
     for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
     this.ids.push(...tokens);
 
-    const allLogits = toFloat32(out.logits!);
-    const allHidden = out.hidden_states ? toFloat32(out.hidden_states) : new Float32Array(0);
+    // float16 outputs are converted here, once, and only the rows asked for (a prefill's last position).
     const result: AppendResult = {
-      logits: allLogits.slice((n - 1) * vocabSize, n * vocabSize),
-      hidden: allHidden.length ? allHidden.slice((n - 1) * hiddenSize, n * hiddenSize) : allHidden,
+      logits: float32Rows(out.logits!, (n - 1) * vocabSize, n * vocabSize),
+      hidden: out.hidden_states ? float32Rows(out.hidden_states, (n - 1) * hiddenSize, n * hiddenSize) : new Float32Array(0),
     };
     if (options.allPositions) {
-      result.allLogits = allLogits;
-      result.allHidden = allHidden;
+      result.allLogits = toFloat32(out.logits!);
+      result.allHidden = out.hidden_states ? toFloat32(out.hidden_states) : new Float32Array(0);
     }
     out.logits!.dispose();
     out.hidden_states?.dispose();

@@ -33,10 +33,34 @@ export function feedable(tensor: OrtTensor): OrtTensor {
   return tensor;
 }
 
-/** Integer ids or a mask as `int32` or `int64`, whichever the input declares. */
-export function indexTensor(type: IndexType, values: ArrayLike<number>, dims: readonly number[]): OrtTensor {
-  if (type === 'int32') return new ort.Tensor('int32', Int32Array.from(values), dims);
-  return new ort.Tensor('int64', BigInt64Array.from(Array.from(values, BigInt)), dims);
+/**
+ * Integer ids, a mask or positions as `int32` or `int64`, whichever the input declares; `value(i)` computes
+ * element i when given (a mask of ones, positions from an offset) so no intermediate array is built.
+ */
+export function indexTensor(
+  type: IndexType,
+  values: ArrayLike<number>,
+  dims: readonly number[],
+  value: (i: number) => number = (i) => values[i]!,
+): OrtTensor {
+  const n = values.length;
+  if (type === 'int32') {
+    const data = new Int32Array(n);
+    for (let i = 0; i < n; i++) data[i] = value(i);
+    return new ort.Tensor('int32', data, dims);
+  }
+  const data = new BigInt64Array(n);
+  for (let i = 0; i < n; i++) data[i] = BigInt(value(i));
+  return new ort.Tensor('int64', data, dims);
+}
+
+/** Elements [from, to) of a float32 or float16 tensor as a float32 copy. */
+export function float32Rows(tensor: OrtTensor, from: number, to: number): Float32Array {
+  const data = tensor.data;
+  if (data instanceof Float32Array) return data.slice(from, to);
+  if (typeof Float16Array !== 'undefined' && data instanceof Float16Array) return Float32Array.from(data.subarray(from, to));
+  if (tensor.type === 'float16' && data instanceof Uint16Array) return halfBitsToFloat32(data.subarray(from, to));
+  throw new TypeError(`expected a float32 or float16 tensor, got ${tensor.type}`);
 }
 
 /** The tensor's data as float32: a view of float32 data, a converted copy of float16 data. */

@@ -264,14 +264,14 @@ export function checkSameVocabulary(slm: ModelPack, llm: ModelPack): void {
 
 /** Loads both packs, teacher-forces them over `paragraphs` once, and releases them. */
 export async function teacherForcePacks(
-  slmDir: string | ModelPack,
-  llmDir: string | ModelPack,
+  slmSource: string | ModelPack,
+  llmSource: string | ModelPack,
   paragraphs: readonly string[],
   onParagraph?: (done: number, total: number) => void,
 ): Promise<TeacherForced> {
   // A folder runs its model.onnx; a loaded pack runs the variant it was loaded with (e.g. model_q4.onnx).
-  const slmPack = typeof slmDir === 'string' ? loadModelPack(slmDir) : slmDir;
-  const llmPack = typeof llmDir === 'string' ? loadModelPack(llmDir) : llmDir;
+  const slmPack = typeof slmSource === 'string' ? loadModelPack(slmSource) : slmSource;
+  const llmPack = typeof llmSource === 'string' ? loadModelPack(llmSource) : llmSource;
   checkSameVocabulary(slmPack, llmPack);
   const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
   const slm = await DecoderModel.load(slmPack);
