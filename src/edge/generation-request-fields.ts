@@ -14,6 +14,7 @@
  * // throws INVALID_ARGUMENT: unknown field "maxNewTokens" (did you mean "max_new_tokens"?); the fields are prompt, mode, ...
  */
 import { AppError } from '../shared/errors.ts';
+import { DECIMAL_NUMBER } from '../shared/number-text.ts';
 import type { GenerationRequest, RawGenerationRequest } from './generation-request.ts';
 
 /** Documented name → the request's own key, and what kind of value it takes. */
@@ -38,11 +39,6 @@ export const REQUEST_FIELD_NAMES: readonly string[] = [...FIELDS.keys()];
  */
 export type RequestEncoding = 'typed' | 'form';
 
-/**
- * A number as an HTML form writes it: the "valid floating-point number" of the HTML standard, which is
- * what a number or range input submits. No spaces, no hex, no `+`, no `Infinity` or `NaN`.
- */
-export const DECIMAL_NUMBER = /^-?(\d+|\d*\.\d+)([eE][-+]?\d+)?$/;
 
 function invalid(message: string): never {
   throw new AppError('INVALID_ARGUMENT', message);

@@ -5,6 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AppError, errorMessage } from '../shared/errors.ts';
+import { parseDecimal } from '../shared/number-text.ts';
 
 export class UsageError extends Error {}
 
@@ -36,12 +37,25 @@ export function requireFlag(values: Record<string, unknown>, name: string): stri
   return v;
 }
 
+/**
+ * A number flag's value, `fallback` when absent; with `range`, a given value must lie in [min, max]. The
+ * text is read with the edge's own grammar for numbers (number-text.ts): `0x10` or ` 8 ` are refused.
+ */
+export function numberFlag(values: Record<string, unknown>, name: string, fallback?: number, range?: readonly [number, number]): number | undefined {
+  const v = values[name];
+  if (v === undefined) return fallback;
+  const n = typeof v === 'string' ? parseDecimal(v) : undefined;
+  if (n === undefined) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
+  if (range && (n < range[0] || n > range[1])) throw new UsageError(`--${name} must be in [${range[0]}, ${range[1]}], got ${n}`);
+  return n;
+}
+
 /** An integer flag's value, `fallback` when absent; with `range`, a given value must lie in [min, max]. */
 export function integerFlag(values: Record<string, unknown>, name: string, fallback?: number, range?: readonly [number, number]): number | undefined {
   const v = values[name];
   if (v === undefined) return fallback;
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v)) throw new UsageError(`--${name} must be an integer, got ${JSON.stringify(v)}`);
   const n = Number(v);
-  if (typeof v !== 'string' || !Number.isInteger(n)) throw new UsageError(`--${name} must be an integer, got ${JSON.stringify(v)}`);
   if (range && (n < range[0] || n > range[1])) throw new UsageError(`--${name} must be in [${range[0]}, ${range[1]}], got ${n}`);
   return n;
 }

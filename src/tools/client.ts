@@ -9,8 +9,7 @@ import { AppError } from '../shared/errors.ts';
 import { fromGrpcError } from '../shared/grpc/errors.ts';
 import { oneofMarkerStripper } from '../shared/grpc/plain-message.ts';
 import { EdgeGeneratorClient, type GenerateEvent__Output, type GenerateRequest } from '../edge/grpc/edge-proto.ts';
-import { DECIMAL_NUMBER } from '../edge/generation-request-fields.ts';
-import { integerFlag, parseFlags, runCli, UsageError } from './cli-support.ts';
+import { integerFlag, numberFlag, parseFlags, runCli, UsageError } from './cli-support.ts';
 
 const USAGE = `usage: bun run client -- "prompt" [--address host:port] [--mode joint|small_only|llm_only]
        [--threshold T] [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--route-span N]
@@ -19,14 +18,6 @@ const USAGE = `usage: bun run client -- "prompt" [--address host:port] [--mode j
 const RED = '\x1b[31m';
 const YELLOW = '\x1b[33m';
 const RESET = '\x1b[0m';
-
-function floatFlag(values: Record<string, unknown>, name: string): number | undefined {
-  const v = values[name];
-  if (v === undefined) return undefined;
-  // The edge's own grammar for numbers written as text: no hex, spaces or Infinity slip through Number().
-  if (typeof v !== 'string' || !DECIMAL_NUMBER.test(v)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
-  return Number(v);
-}
 
 async function main(): Promise<void> {
   const { values, positionals } = parseFlags(process.argv.slice(2), {
@@ -46,10 +37,10 @@ async function main(): Promise<void> {
   const request: GenerateRequest = {
     prompt: positionals[0]!,
     mode: values.mode ?? '',
-    threshold: floatFlag(values, 'threshold'),
+    threshold: numberFlag(values, 'threshold'),
     maxNewTokens: integerFlag(values, 'max-new-tokens'),
-    temperature: floatFlag(values, 'temperature'),
-    topP: floatFlag(values, 'top-p'),
+    temperature: numberFlag(values, 'temperature'),
+    topP: numberFlag(values, 'top-p'),
     seed: integerFlag(values, 'seed'),
     routeSpan: integerFlag(values, 'route-span'),
   };

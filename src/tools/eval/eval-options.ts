@@ -2,7 +2,8 @@
  * The command line of `bun run eval`, parsed and validated once into a frozen object.
  */
 import { DEMO } from '../../shared/paths.ts';
-import { parseFlags, UsageError } from '../cli-support.ts';
+import { parseDecimal } from '../../shared/number-text.ts';
+import { integerFlag, numberFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { DEFAULT_THRESHOLDS } from '../router/routing-curve.ts';
 import { TEXT_SPLITS, type TextSplit } from '../router/text-corpus.ts';
 import { DEFAULT_SHARES } from './share-table.ts';
@@ -72,26 +73,17 @@ export interface EvalOptions {
 
 export const DEFAULT_MAX_NEW_TOKENS = { 'multiple-choice': 16, text: 64 } as const;
 
-function integer(raw: string | undefined, name: string, fallback: number, min: number, max = 2 ** 31 - 1): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(raw)}`);
-  return n;
-}
-
 export function parseThresholds(raw: string): number[] {
-  const values = raw.split(',').map((s) => s.trim());
-  const numbers = values.map(Number);
-  if (values.some((s) => s === '') || numbers.some((n) => !Number.isFinite(n) || n < 0 || n > 1)) {
+  const numbers = raw.split(',').map((s) => parseDecimal(s.trim()) ?? Number.NaN);
+  if (numbers.some((n) => !(n >= 0 && n <= 1))) {
     throw new UsageError(`--thresholds must be comma-separated numbers in [0, 1], got ${JSON.stringify(raw)}`);
   }
   return [...new Set(numbers)].sort((a, b) => a - b);
 }
 
 function parseShares(raw: string): number[] {
-  const values = raw.split(',').map((s) => s.trim());
-  const numbers = values.map(Number);
-  if (values.some((s) => s === '') || numbers.some((n) => !Number.isFinite(n) || n <= 0 || n >= 1)) {
+  const numbers = raw.split(',').map((s) => parseDecimal(s.trim()) ?? Number.NaN);
+  if (numbers.some((n) => !(n > 0 && n < 1))) {
     throw new UsageError(`--shares must be comma-separated numbers in (0, 1), or none, got ${JSON.stringify(raw)}`);
   }
   return [...new Set(numbers)].sort((a, b) => a - b);
@@ -122,7 +114,7 @@ export function parseEvalOptions(args: string[]): EvalOptions {
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if (!values.dataset) throw new UsageError('--dataset is required');
-  const fromFraction = values['from-fraction'] === undefined ? undefined : Number(values['from-fraction']);
+  const fromFraction = numberFlag(values, 'from-fraction');
   if (fromFraction !== undefined && !(fromFraction >= 0 && fromFraction < 1)) {
     throw new UsageError(`--from-fraction must be in [0, 1), got ${JSON.stringify(values['from-fraction'])}`);
   }
@@ -138,17 +130,17 @@ export function parseEvalOptions(args: string[]): EvalOptions {
     ...(values['llm-file'] ? { llmFile: values['llm-file'] } : {}),
     routerPack: router === 'builtin' ? undefined : router,
     thresholds: Object.freeze(values.thresholds === undefined ? DEFAULT_THRESHOLDS : parseThresholds(values.thresholds)),
-    limit: values.limit === undefined ? undefined : integer(values.limit, 'limit', 0, 1),
+    limit: values.limit === undefined ? undefined : integerFlag(values, 'limit', 0, [1, 2 ** 31 - 1])!,
     fromFraction,
     split: split as TextSplit,
     shares: Object.freeze([...shares]),
     dump: values.dump,
-    continuations: integer(values.continuations, 'continuations', 50, 0),
-    prefixTokens: integer(values['prefix-tokens'], 'prefix-tokens', 16, 1),
-    maxNewTokens: values['max-new-tokens'] === undefined ? undefined : integer(values['max-new-tokens'], 'max-new-tokens', 0, 1, 1024),
-    calibrationRuns: integer(values['calibration-runs'], 'calibration-runs', 8, 1, 64),
+    continuations: integerFlag(values, 'continuations', 50, [0, 2 ** 31 - 1])!,
+    prefixTokens: integerFlag(values, 'prefix-tokens', 16, [1, 2 ** 31 - 1])!,
+    maxNewTokens: values['max-new-tokens'] === undefined ? undefined : integerFlag(values, 'max-new-tokens', 0, [1, 1024])!,
+    calibrationRuns: integerFlag(values, 'calibration-runs', 8, [1, 64])!,
     tolerance: 0.005,
-    seed: integer(values.seed, 'seed', 0, 0, 2 ** 32 - 1),
+    seed: integerFlag(values, 'seed', 0, [0, 2 ** 32 - 1])!,
     out: values.out,
     name: values.name,
     json: values.json ?? false,

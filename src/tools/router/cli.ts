@@ -1,5 +1,5 @@
 /** `bun run router <command>`: train a router pack, or evaluate one on held-out text. */
-import { integerFlag, parseFlags, requireFlag, runCli, UsageError } from '../cli-support.ts';
+import { integerFlag, numberFlag, parseFlags, requireFlag, runCli, UsageError } from '../cli-support.ts';
 import { evaluateRouter } from './evaluate-router.ts';
 import { terminalProgress } from './progress-bar.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
@@ -30,14 +30,6 @@ const USAGE = `usage: bun run router <command> [flags]
   eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
       (the packs default to the ones router.json names)`;
-
-function fractionFlag(values: Record<string, unknown>, name: string, fallback: number): number {
-  const v = values[name];
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
-  return n;
-}
 
 function labelRuleFlag(raw: string | undefined): LabelRule {
   if (raw === undefined) return 'divergence';
@@ -83,7 +75,7 @@ async function main(): Promise<void> {
           llmFile: values['llm-file'],
           text: requireFlag(values, 'text'),
           out: requireFlag(values, 'out'),
-          trainFraction: fractionFlag(values, 'train-fraction', 0.8),
+          trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
           seed: integerFlag(values, 'seed', 0)!,
           maxEpochs: integerFlag(values, 'epochs', 30)!,
           hiddenUnits: integerFlag(values, 'hidden-units', DEFAULT_HIDDEN_UNITS)!,
@@ -118,7 +110,7 @@ async function main(): Promise<void> {
           slmFile: values['slm-file'],
           llmFile: values['llm-file'],
           text: requireFlag(values, 'text'),
-          trainFraction: fractionFlag(values, 'train-fraction', 0.8),
+          trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
           thresholds: DEFAULT_THRESHOLDS,
         },
         terminalProgress(),
