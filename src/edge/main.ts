@@ -12,7 +12,7 @@ import { EDGE_USAGE, parseEdgeConfig } from './config.ts';
 
 const stop = handleStopSignals(createLogger('edge', 'info'));
 
-if (process.argv.includes('--help')) {
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
   console.log(EDGE_USAGE);
   process.exit(0);
 }

@@ -13,6 +13,7 @@
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { AppError } from '../shared/errors.ts';
+import { topProbability } from '../shared/logits.ts';
 import { readJsonFile } from '../shared/model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from '../shared/ort.ts';
 import { runSession } from '../shared/run-session.ts';
@@ -114,14 +115,6 @@ export class TopProbabilityScorer implements Router {
   }
 
   async release(): Promise<void> {}
-}
-
-export function topProbability(logits: Float32Array): number {
-  let max = -Infinity;
-  for (const v of logits) max = Math.max(max, v);
-  let sum = 0;
-  for (const v of logits) sum += Math.exp(v - max);
-  return 1 / sum;
 }
 
 /** A trained router from `dir`, or the built-in scorer when no folder is configured. */

@@ -15,6 +15,13 @@ export function logSumExp(logits: ArrayLike<number>): number {
   return max + Math.log(sum);
 }
 
+/** The softmax probability of the largest entry: what the edge model's "confidence" means by default. */
+export function topProbability(logits: ArrayLike<number>): number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
+  return Math.exp(max - logSumExp(logits));
+}
+
 /** Natural-log softmax of the whole vector. */
 export function logSoftmax(logits: ArrayLike<number>): Float64Array {
   const logZ = logSumExp(logits);

@@ -3,7 +3,8 @@
  * was sure of along a run. They plug into the decoding loop like any other `Router`.
  */
 import { logitStats } from '../../edge/router-features.ts';
-import { topProbability, type Router, type RouterInfo } from '../../edge/router.ts';
+import type { Router, RouterInfo } from '../../edge/router.ts';
+import { topProbability } from '../../shared/logits.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { MAX_SCORE } from '../router/mlp.ts';
 
