@@ -104,7 +104,8 @@ describe('the policy is unchanged by speculation (greedy)', () => {
 
   test('the edge model runs once per kept token plus the wasted speculative steps', async () => {
     const runs = edge.stats.runs;
-    const { tokens, done } = await run({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 });
+    const { tokens, done } = await run({ mode: 'joint', threshold: 0.6, maxNewTokens: 30, speculate: true });
+    expect(done.metrics.speculated).toBeGreaterThan(0);
     expect(tokens.length).toBe(30);
     expect(edge.stats.runs - runs).toBe(1 + 29 + done.metrics.wastedSteps);
     expect(edge.stats.liveSequences).toBe(0);
@@ -179,7 +180,7 @@ describe('cancellation', () => {
     });
     const live = edge.stats.liveSequences;
     const started = performance.now();
-    const { tokens, done } = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30 }, { cloud: held }, controller.signal);
+    const { tokens, done } = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: held }, controller.signal);
     expect(done.finishReason).toBe('cancelled');
     expect(tokens.every((t) => t.source !== 'llm')).toBe(true);
     expect(performance.now() - started).toBeLessThan(2_000);
@@ -188,10 +189,11 @@ describe('cancellation', () => {
 });
 
 describe('request field', () => {
-  test('speculate is on by default and parsed strictly', () => {
-    expect(parseGenerationRequest({ prompt: 'x' }).speculate).toBe(true);
+  test('speculate is off by default and parsed strictly', () => {
+    expect(parseGenerationRequest({ prompt: 'x' }).speculate).toBe(false);
+    expect(parseGenerationRequest({ prompt: 'x', speculate: 'on' }).speculate).toBe(true);
+    expect(parseGenerationRequest({ prompt: 'x', speculate: true }).speculate).toBe(true);
     expect(parseGenerationRequest({ prompt: 'x', speculate: 'off' }).speculate).toBe(false);
-    expect(parseGenerationRequest({ prompt: 'x', speculate: false }).speculate).toBe(false);
     expect(() => parseGenerationRequest({ prompt: 'x', speculate: 'maybe' })).toThrow('speculate must be true or false, got "maybe"');
   });
 });
