@@ -188,6 +188,30 @@ describe('cancellation', () => {
   });
 });
 
+describe('edge failures', () => {
+  test('the edge failing while speculating fails the generation as it would without speculation, not as a cloud fallback', async () => {
+    let calls = 0;
+    // Routes the first position, then fails on the next call: the router's score of the first speculative position.
+    const failingRouter = {
+      info: router.info,
+      score: async () => {
+        if (++calls > 1) throw new AppError('INTERNAL', 'router failed');
+        return 0;
+      },
+      release: async () => {},
+    };
+    const live = edge.stats.liveSequences;
+    const error = await run({ mode: 'joint', threshold: 0.5, maxNewTokens: 10, speculate: true }, { router: failingRouter, cloud: late(cloud, 50) }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).message).toBe('router failed');
+    expect(calls).toBe(2);
+    expect(edge.stats.liveSequences).toBe(live);
+  });
+});
+
 describe('request field', () => {
   test('speculate is off by default and parsed strictly', () => {
     expect(parseGenerationRequest({ prompt: 'x' }).speculate).toBe(false);
