@@ -105,7 +105,8 @@ describe('the policy is unchanged by speculation (greedy)', () => {
 
   test('the edge model runs once per kept token plus the wasted speculative steps', async () => {
     const runs = edge.stats.runs;
-    const { tokens, done } = await run({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 });
+    const { tokens, done } = await run({ mode: 'joint', threshold: 0.6, maxNewTokens: 30, speculate: true });
+    expect(done.metrics.speculated).toBeGreaterThan(0);
     expect(tokens.length).toBe(30);
     expect(edge.stats.runs - runs).toBe(1 + 29 + done.metrics.wastedSteps);
     expect(edge.stats.liveSequences).toBe(0);
@@ -180,7 +181,7 @@ describe('cancellation', () => {
     });
     const live = edge.stats.liveSequences;
     const started = performance.now();
-    const { tokens, done } = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30 }, { cloud: held }, controller.signal);
+    const { tokens, done } = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: held }, controller.signal);
     expect(done.finishReason).toBe('cancelled');
     expect(tokens.every((t) => t.source !== 'llm')).toBe(true);
     expect(performance.now() - started).toBeLessThan(2_000);
@@ -188,10 +189,34 @@ describe('cancellation', () => {
   });
 });
 
+describe('edge failures', () => {
+  test('the edge failing while speculating fails the generation as it would without speculation, not as a cloud fallback', async () => {
+    let calls = 0;
+    // Routes the first position, then fails on the next call: the router's score of the first speculative position.
+    const failingRouter = {
+      info: router.info,
+      score: async () => {
+        if (++calls > 1) throw new AppError('INTERNAL', 'router failed');
+        return 0;
+      },
+      release: async () => {},
+    };
+    const live = edge.stats.liveSequences;
+    const error = await run({ mode: 'joint', threshold: 0.5, maxNewTokens: 10, speculate: true }, { router: failingRouter, cloud: late(cloud, 50) }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).message).toBe('router failed');
+    expect(calls).toBe(2);
+    expect(edge.stats.liveSequences).toBe(live);
+  });
+});
+
 describe('request field', () => {
-  test('speculate is on by default and parsed strictly', () => {
-    expect(parseGenerationRequest({ prompt: 'x' }).speculate).toBe(true);
-    expect(parseGenerationRequest({ prompt: 'x', speculate: false }).speculate).toBe(false);
+  test('speculate is off by default and parsed strictly', () => {
+    expect(parseGenerationRequest({ prompt: 'x' }).speculate).toBe(false);
+    expect(parseGenerationRequest({ prompt: 'x', speculate: true }).speculate).toBe(true);
     // Text is the form reader's to turn into a boolean (a select's on/off); here only a boolean passes.
     expect(() => parseGenerationRequest({ prompt: 'x', speculate: 'off' })).toThrow('speculate must be true or false, got "off"');
     expect(readGenerationRequest({ prompt: 'x', speculate: 'off' }, 'form').speculate).toBe(false);

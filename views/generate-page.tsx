@@ -64,8 +64,8 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
       <div>
         <label for="speculate">Decode ahead while the cloud answers</label>
         <select id="speculate" name="speculate">
-          <option value="on" selected>on</option>
-          <option value="off">off</option>
+          <option value="off" selected>off</option>
+          <option value="on">on</option>
         </select>
       </div>
       <div class="wide">

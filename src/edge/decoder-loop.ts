@@ -256,6 +256,8 @@ export async function* generate(
       if (route) {
         const t = performance.now();
         let speculation: Speculation | undefined;
+        // The edge model failing while speculating is an edge failure, not the cloud's: it is rethrown.
+        let edgeFailure: { error: unknown } | undefined;
         try {
           if (!engine.cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
           cloudConversation ??= engine.cloud.openConversation({ requestId, signal });
@@ -281,11 +283,17 @@ export async function* generate(
           const ahead = Math.min(speculationDepth, request.maxNewTokens - metrics.tokens - 1, maxPositions - context.length - 1);
           const speculating =
             request.speculate && request.mode === 'joint' && request.routeSpan === 1 && ahead > 0 && engine.cloud.state() !== 'circuit-open';
-          if (speculating) speculation = await speculateDuring(step, ahead);
+          if (speculating) {
+            speculation = await speculateDuring(step, ahead).catch((error: unknown) => {
+              edgeFailure = { error };
+              throw error;
+            });
+          }
           const reply: CloudStepReply = await step;
           chosen = checkCloudReply(reply, budget, vocabSize);
           source = 'llm';
         } catch (e) {
+          if (edgeFailure) throw edgeFailure.error;
           if (signal?.aborted || isAbortError(e)) return yield finish('cancelled');
           cloudError = errorMessage(e);
           source = 'fallback';

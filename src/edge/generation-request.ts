@@ -111,6 +111,7 @@ export function parseGenerationRequest(raw: RawGenerationRequest, limits: Genera
     seed: integerField(raw.seed, 'seed', 0, 0, 2 ** 32 - 1),
     stop,
     routeSpan: integerField(raw.routeSpan, 'route_span', 1, 1, limits.maxRouteSpan),
-    speculate: booleanField(raw.speculate, 'speculate', true),
+    // Off until it measures better (docs/results.md, section 5): it only pays where the edge's guess is right.
+    speculate: booleanField(raw.speculate, 'speculate', false),
   };
 }

@@ -41,7 +41,7 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
       the reference paper's Table 1: small_only, joint at each τ (default 0.6,0.7,0.8,0.9) and llm_only
       over real gRPC to a cloud shim through a loopback proxy adding --rtt-ms (default 170; 0 = direct);
       default: 5 CommonsenseQA prompts, up to 100 greedy tokens, the demo pair (about 4 minutes);
-      --speculate: joint rows without and/or with speculative continuation (default on), on the same prompts;
+      --speculate: joint rows without and/or with speculative continuation (default off), on the same prompts;
       a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags)`;
 
 export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
@@ -417,7 +417,7 @@ export async function main(args: string[]): Promise<void> {
   if ((values['cloud-tls-cert'] === undefined) !== (values['cloud-tls-key'] === undefined)) throw new UsageError('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
   const tlsFiles = { caFile: values['cloud-tls-ca'], certFile: values['cloud-tls-cert'], keyFile: values['cloud-tls-key'] };
   const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);
-  const speculate = parseSpeculate(values.speculate ?? 'on');
+  const speculate = parseSpeculate(values.speculate ?? 'off');
   const router = values.router ?? DEMO.routerPack;
   const usesDemo = values.slm === undefined || (values.llm === undefined && values.cloud === undefined) || values.router === undefined;
   if (usesDemo) await buildDemoPacks(DEMO, (line) => console.error(line));
