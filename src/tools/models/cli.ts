@@ -5,6 +5,7 @@ import { buildDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
 import { formatInspection, inspectModel } from './inspect-model.ts';
 import { writeRandomPack } from './random-pack.ts';
+import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
 
@@ -14,6 +15,8 @@ const USAGE = `usage: bun run models <command> [flags]
       a random-weight Qwen2-style pack with the real Qwen tokenizer
   expose-hidden --in model.onnx --out model.onnx [--node TENSOR]
       add the hidden_states output (the LM head's input) to an existing export
+  quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32]
+      MatMul weights (the LM head included) as symmetric block-wise 4- or 8-bit MatMulNBits
   inspect model.onnx
       inputs, outputs, op counts and candidate hidden-state tensors
   demo
@@ -66,6 +69,15 @@ async function main(): Promise<void> {
       const out = requireFlag(values, 'out');
       const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: out, node: values.node });
       console.log(formatExposeResult(result, out));
+      return;
+    }
+    case 'quantize': {
+      const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' } });
+      const dtype = requireFlag(values, 'dtype');
+      if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
+      const out = requireFlag(values, 'out');
+      const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32) });
+      console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
       return;
     }
     case 'inspect': {
