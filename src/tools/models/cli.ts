@@ -15,8 +15,9 @@ const USAGE = `usage: bun run models <command> [flags]
       a random-weight Qwen2-style pack with the real Qwen tokenizer
   expose-hidden --in model.onnx --out model.onnx [--node TENSOR]
       add the hidden_states output (the LM head's input) to an existing export
-  quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32]
-      MatMul weights (the LM head included) as symmetric block-wise 4- or 8-bit MatMulNBits
+  quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32] [--accuracy-level 4]
+      MatMul weights (the LM head included): q4 as symmetric block-wise MatMulNBits (accuracy_level 4 =
+      int8 compute, 0 = fp32), int8 as per-column symmetric DynamicQuantizeLinear + MatMulInteger
   inspect model.onnx
       inputs, outputs, op counts and candidate hidden-state tensors
   demo
@@ -72,11 +73,11 @@ async function main(): Promise<void> {
       return;
     }
     case 'quantize': {
-      const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' } });
+      const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' } });
       const dtype = requireFlag(values, 'dtype');
       if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
       const out = requireFlag(values, 'out');
-      const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32) });
+      const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]) });
       console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
       return;
     }

@@ -1,12 +1,15 @@
 /**
  * `models quantize`: a pack whose constant-weight MatMuls (and the Gemm(transB=1) LM head on a tied
- * embedding) become com.microsoft `MatMulNBits` with symmetric block-wise 4- or 8-bit weights.
+ * embedding) get quantized weights: `q4` as com.microsoft `MatMulNBits` with symmetric block-wise 4-bit
+ * weights (accuracy_level 4 by default), `int8` as DynamicQuantizeLinear + MatMulInteger with
+ * per-column symmetric 8-bit weights (quantize-integer.ts).
  * Inputs, outputs (`hidden_states` included) and every other node stay as they are, so the edge, the
  * shim and router training load the result like any pack. The embedding table a Gather reads stays
  * float32 (only one row of it is read per token).
  *
- * `int8` is `MatMulNBits` with bits=8 rather than DynamicQuantizeLinear + MatMulInteger: onnxruntime's
- * CPU kernels run it faster here (README, "Measured figures").
+ * Both choices come from `bench int8-kernels` (README, "Measured figures"): onnxruntime's CPU kernels run
+ * MatMulInteger faster than MatMulNBits bits=8, and MatMulNBits with accuracy_level 4 several times faster
+ * than with its fp32 default.
  *
  * @example
  * const r = await quantizePack({ input: 'models/qwen', output: 'models/qwen-q4', dtype: 'q4', blockSize: 32 });
@@ -24,10 +27,10 @@ import { readModel, writeModel } from './onnx-file.ts';
 import { DataType } from './onnx-graph.ts';
 import { PACK_SOURCE_FILE } from './pack-writer.ts';
 import { isValidBlockSize, quantizeBlocks, type WeightBits } from './quantize-blocks.ts';
+import { quantizeColumns, WEIGHT_ZERO_POINT } from './quantize-integer.ts';
 
 export type QuantizedDtype = 'q4' | 'int8';
 export const QUANTIZED_DTYPES: readonly QuantizedDtype[] = ['q4', 'int8'];
-const BITS: Record<QuantizedDtype, WeightBits> = { q4: 4, int8: 8 };
 const MS_DOMAIN = 'com.microsoft';
 /** Above this many bytes of weights the output keeps them in `model.onnx_data`. */
 const EXTERNAL_DATA_ABOVE_BYTES = 256 * 1024 * 1024;
@@ -38,7 +41,10 @@ export interface QuantizeOptions {
   /** The output pack folder. */
   output: string;
   dtype: QuantizedDtype;
+  /** q4 only (int8 scales whole columns). Default 32. */
   blockSize?: number;
+  /** q4 only: MatMulNBits' accuracy_level; default 4 (int8 compute, see `bench int8-kernels`), 0 writes none. */
+  accuracyLevel?: number;
 }
 
 export interface QuantizeResult {
@@ -55,56 +61,118 @@ export async function quantizePack(options: QuantizeOptions): Promise<QuantizeRe
   const isFolder = existsSync(options.input) && statSync(options.input).isDirectory();
   const modelPath = isFolder ? join(options.input, 'model.onnx') : options.input;
   const model = readModel(modelPath);
-  const quantized = quantizeModel(model, modelPath, BITS[options.dtype], blockSize);
+  const accuracyLevel = options.accuracyLevel ?? 4;
+  if (![0, 1, 2, 3, 4].includes(accuracyLevel)) throw new AppError('INVALID_ARGUMENT', `--accuracy-level must be 0 to 4, got ${accuracyLevel}`);
+  const scheme: QuantizationScheme =
+    options.dtype === 'int8' ? { kind: 'integer' } : { kind: 'nbits', bits: 4, blockSize, ...(accuracyLevel ? { accuracyLevel } : {}) };
+  const quantized = quantizeModel(model, modelPath, scheme);
   if (quantized === 0) throw new AppError('FAILED_PRECONDITION', `${modelPath}: no MatMul or Gemm with a constant float32 weight to quantize`);
   const weightBytes = model.graph!.initializer.reduce((a, t) => a + t.rawData.byteLength, 0);
   await writeFolderAtomically(options.output, (dir) => {
     writeModel(model, join(dir, 'model.onnx'), { externalData: weightBytes > EXTERNAL_DATA_ABOVE_BYTES });
-    if (isFolder) copyPackFiles(options.input, dir, { dtype: options.dtype, blockSize });
+    if (isFolder) copyPackFiles(options.input, dir, options.dtype === 'q4' ? { dtype: 'q4', blockSize, accuracyLevel } : { dtype: 'int8' });
   });
   return { quantized, weightBytes };
 }
 
-/** Rewrites `model` in place; returns how many nodes became MatMulNBits. */
-export function quantizeModel(model: ModelProto, modelPath: string, bits: WeightBits, blockSize: number): number {
+/**
+ * How weights are quantized: `nbits` writes MatMulNBits (`accuracyLevel` is its `accuracy_level`, the
+ * minimum precision of its computation: 4 lets onnxruntime quantize the activations to int8 per block
+ * and use integer dot products; absent, the attribute is not written, as onnxruntime's quantizer does,
+ * and it computes in fp32); `integer` writes DynamicQuantizeLinear + MatMulInteger with per-column 8-bit weights.
+ */
+export type QuantizationScheme = { kind: 'nbits'; bits: WeightBits; blockSize: number; accuracyLevel?: number } | { kind: 'integer' };
+
+/** Rewrites `model` in place; returns how many MatMul/Gemm nodes were quantized. */
+export function quantizeModel(model: ModelProto, modelPath: string, scheme: QuantizationScheme): number {
   const graph = model.graph!;
   const initializers = new Map(graph.initializer.map((t) => [t.name, t]));
-  const made = new Map<string, { packed: TensorProto; scales: TensorProto; k: number; n: number }>();
+  const made = new Map<string, QuantizedWeight>();
   let count = 0;
-  graph.node = graph.node.map((node) => {
+  graph.node = graph.node.flatMap((node) => {
     const target = weightOf(node, initializers);
-    if (!target) return node;
-    let q = made.get(`${target.weight.name}/${target.layout}`);
+    if (!target) return [node];
+    const key = `${target.weight.name}/${target.layout}`;
+    let q = made.get(key);
     if (!q) {
-      const dims = target.weight.dims.map(Number) as [number, number];
-      const [k, n] = target.layout === 'k-major' ? dims : [dims[1], dims[0]];
-      const blocks = quantizeBlocks(initializerFloats(target.weight, modelPath), { k, n, bits, blockSize, layout: target.layout });
-      const name = uniqueName(`${target.weight.name}_Q${bits}`, initializers);
-      const packed = create(TensorProtoSchema, { name, dataType: DataType.UINT8, dims: [BigInt(n), BigInt(blocks.blocksPerColumn), BigInt((blockSize * bits) / 8)], rawData: blocks.packed });
-      const scalesName = uniqueName(`${target.weight.name}_scales`, initializers);
-      const scales = create(TensorProtoSchema, { name: scalesName, dataType: DataType.FLOAT, dims: [BigInt(n), BigInt(blocks.blocksPerColumn)], rawData: new Uint8Array(blocks.scales.buffer) });
-      q = { packed, scales, k, n };
-      made.set(`${target.weight.name}/${target.layout}`, q);
-      initializers.set(packed.name, packed);
-      initializers.set(scales.name, scales);
+      q = quantizeWeight(target, modelPath, scheme, initializers);
+      made.set(key, q);
+      for (const t of q.tensors) initializers.set(t.name, t);
     }
     count++;
-    return create(NodeProtoSchema, {
-      opType: 'MatMulNBits',
-      domain: MS_DOMAIN,
-      name: `${node.name || node.output[0]}_Q${bits}`,
-      input: [node.input[0]!, q.packed.name, q.scales.name],
-      output: [node.output[0]!],
-      attribute: [intAttr('K', q.k), intAttr('N', q.n), intAttr('bits', bits), intAttr('block_size', blockSize)],
-    });
+    return scheme.kind === 'nbits' ? [nbitsNode(node, q, scheme)] : integerNodes(node, q, initializers);
   });
   // Weights no node reads any more go; a tied embedding still read by its Gather stays.
   const used = new Set(graph.node.flatMap((n) => n.input));
   for (const o of graph.output) used.add(o.name);
   graph.initializer = [...initializers.values()].filter((t) => used.has(t.name));
   graph.input = graph.input.filter((i) => !initializers.has(i.name) || used.has(i.name));
-  if (!model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push({ $typeName: 'onnx.OperatorSetIdProto', domain: MS_DOMAIN, version: 1n });
+  if (scheme.kind === 'nbits' && !model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push({ $typeName: 'onnx.OperatorSetIdProto', domain: MS_DOMAIN, version: 1n });
   return count;
+}
+
+interface QuantizedWeight {
+  k: number;
+  n: number;
+  /** nbits: [packed, scales]; integer: [uint8 weight, per-column scales, zero point]. */
+  tensors: TensorProto[];
+}
+
+function quantizeWeight(target: Target, modelPath: string, scheme: QuantizationScheme, taken: Map<string, unknown>): QuantizedWeight {
+  const dims = target.weight.dims.map(Number) as [number, number];
+  const [k, n] = target.layout === 'k-major' ? dims : [dims[1], dims[0]];
+  const values = initializerFloats(target.weight, modelPath);
+  const base = target.weight.name;
+  if (scheme.kind === 'integer') {
+    const q = quantizeColumns(values, k, n, target.layout);
+    return {
+      k,
+      n,
+      tensors: [
+        create(TensorProtoSchema, { name: uniqueName(`${base}_quantized`, taken), dataType: DataType.UINT8, dims: [BigInt(k), BigInt(n)], rawData: q.data }),
+        create(TensorProtoSchema, { name: uniqueName(`${base}_scale`, taken), dataType: DataType.FLOAT, dims: [BigInt(n)], rawData: new Uint8Array(q.scales.buffer) }),
+        create(TensorProtoSchema, { name: uniqueName(`${base}_zero_point`, taken), dataType: DataType.UINT8, dims: [], rawData: Uint8Array.of(WEIGHT_ZERO_POINT) }),
+      ],
+    };
+  }
+  const { bits, blockSize } = scheme;
+  const blocks = quantizeBlocks(values, { k, n, bits, blockSize, layout: target.layout });
+  return {
+    k,
+    n,
+    tensors: [
+      create(TensorProtoSchema, { name: uniqueName(`${base}_Q${bits}`, taken), dataType: DataType.UINT8, dims: [BigInt(n), BigInt(blocks.blocksPerColumn), BigInt((blockSize * bits) / 8)], rawData: blocks.packed }),
+      create(TensorProtoSchema, { name: uniqueName(`${base}_scales`, taken), dataType: DataType.FLOAT, dims: [BigInt(n), BigInt(blocks.blocksPerColumn)], rawData: new Uint8Array(blocks.scales.buffer) }),
+    ],
+  };
+}
+
+function nbitsNode(node: NodeProto, q: QuantizedWeight, scheme: Extract<QuantizationScheme, { kind: 'nbits' }>): NodeProto {
+  const { bits, blockSize, accuracyLevel } = scheme;
+  return create(NodeProtoSchema, {
+    opType: 'MatMulNBits',
+    domain: MS_DOMAIN,
+    name: `${node.name || node.output[0]}_Q${bits}`,
+    input: [node.input[0]!, q.tensors[0]!.name, q.tensors[1]!.name],
+    output: [node.output[0]!],
+    attribute: [intAttr('K', q.k), intAttr('N', q.n), intAttr('bits', bits), intAttr('block_size', blockSize), ...(accuracyLevel === undefined ? [] : [intAttr('accuracy_level', accuracyLevel)])],
+  });
+}
+
+/** y = Cast(MatMulInteger(DQL(x).q, W, DQL(x).zero)) * (DQL(x).scale * column scales). */
+function integerNodes(node: NodeProto, q: QuantizedWeight, taken: Map<string, unknown>): NodeProto[] {
+  const prefix = uniqueName(node.name || node.output[0]!, taken);
+  const v = (what: string) => `${prefix}/${what}`;
+  for (const what of ['x_q', 'x_scale', 'x_zero', 'acc', 'acc_f', 'scale']) taken.set(v(what), true);
+  const make = (opType: string, input: string[], output: string[], attribute: ReturnType<typeof intAttr>[] = []) =>
+    create(NodeProtoSchema, { opType, name: `${prefix}/${output[0] === node.output[0] ? 'scaled' : output[0]!.slice(prefix.length + 1)}`, input, output, attribute });
+  return [
+    make('DynamicQuantizeLinear', [node.input[0]!], [v('x_q'), v('x_scale'), v('x_zero')]),
+    make('MatMulInteger', [v('x_q'), q.tensors[0]!.name, v('x_zero'), q.tensors[2]!.name], [v('acc')]),
+    make('Cast', [v('acc')], [v('acc_f')], [intAttr('to', DataType.FLOAT)]),
+    make('Mul', [v('x_scale'), q.tensors[1]!.name], [v('scale')]),
+    make('Mul', [v('acc_f'), v('scale')], [node.output[0]!]),
+  ];
 }
 
 interface Target {
