@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { toBinary } from '@bufbuild/protobuf';
@@ -9,7 +9,7 @@ import { loadModelPack } from '../src/shared/model-pack.ts';
 import { ort } from '../src/shared/ort.ts';
 import { DEMO } from '../src/shared/paths.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
-import { readModel } from '../src/tools/models/onnx-file.ts';
+import { externalDataFiles, readModel, writeModel } from '../src/tools/models/onnx-file.ts';
 import { DataType, GraphBuilder } from '../src/tools/models/onnx-graph.ts';
 import { dequantizeBlocks, quantizeBlocks, type WeightBits } from '../src/tools/models/quantize-blocks.ts';
 import { dequantizeColumns, quantizeColumns, WEIGHT_ZERO_POINT } from '../src/tools/models/quantize-integer.ts';
@@ -254,6 +254,30 @@ describe('quantized demo cloud pack', () => {
     expect(measured.q4!.agreement).toBeGreaterThan(0.6);
     expect(measured.q4!.perplexity).toBeGreaterThan(measured.fp32!.perplexity);
     expect(measured.q4!.perplexity / measured.fp32!.perplexity).toBeLessThan(2);
+  });
+});
+
+describe('external data', () => {
+  test('a pack whose weights are external quantizes to the same logits, its kept embedding read from the old data file', async () => {
+    await ensureDemoPacks();
+    const external = join(work, 'cloud-external');
+    mkdirSync(external);
+    for (const f of readdirSync(DEMO.cloudPack)) if (f !== 'model.onnx') copyFileSync(join(DEMO.cloudPack, f), join(external, f));
+    writeModel(readModel(join(DEMO.cloudPack, 'model.onnx')), join(external, 'model.onnx'), { externalData: true });
+    await quantizePack({ input: external, output: join(work, 'cloud-external-q4'), dtype: 'q4' });
+    // A small output keeps every weight inline: nothing refers to the input's data file any more.
+    expect(externalDataFiles(readModel(join(external, 'model.onnx')))).toEqual(['model.onnx_data']);
+    expect(externalDataFiles(readModel(join(work, 'cloud-external-q4', 'model.onnx')))).toEqual([]);
+    const logits: Float32Array[] = [];
+    for (const dir of [join(work, 'cloud-q4'), join(work, 'cloud-external-q4')]) {
+      if (!existsSync(dir)) await quantizePack({ input: DEMO.cloudPack, output: dir, dtype: 'q4' });
+      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1 });
+      const seq = model.newSequence();
+      logits.push((await seq.append([1, 403, 407, 261, 378], { allPositions: true })).allLogits!);
+      seq.dispose();
+      await model.release();
+    }
+    expect(maxAbsDiff(logits[0]!, logits[1]!)).toBe(0);
   });
 });
 

@@ -22,12 +22,31 @@ export function initializerFloats(t: TensorProto, modelPath: string): Float32Arr
 }
 
 function externalFloats(t: TensorProto, modelPath: string, count: number): Float32Array {
+  const out = new Float32Array(count);
+  readExternal(t, modelPath, new Uint8Array(out.buffer));
+  return out;
+}
+
+/**
+ * Moves an external tensor's bytes into `raw_data` (in place), so that a model written elsewhere no
+ * longer points into the data file of the model it was read from.
+ */
+export function loadExternalData(t: TensorProto, modelPath: string): void {
+  if (t.dataLocation !== TensorProto_DataLocation.EXTERNAL) return;
+  const length = t.externalData.find((e) => e.key === 'length')?.value;
+  if (length === undefined) throw new AppError('INVALID_ARGUMENT', `${modelPath}: external tensor ${t.name} has no length`);
+  const bytes = new Uint8Array(Number(length));
+  readExternal(t, modelPath, bytes);
+  t.rawData = bytes;
+  t.dataLocation = TensorProto_DataLocation.DEFAULT;
+  t.externalData = [];
+}
+
+function readExternal(t: TensorProto, modelPath: string, bytes: Uint8Array): void {
   const entry = (key: string) => t.externalData.find((e) => e.key === key)?.value;
   const location = entry('location');
   if (!location) throw new AppError('INVALID_ARGUMENT', `${modelPath}: external tensor ${t.name} has no location`);
   const offset = Number(entry('offset') ?? 0);
-  const out = new Float32Array(count);
-  const bytes = new Uint8Array(out.buffer);
   const file = join(dirname(modelPath), location);
   let fd: number;
   try {
@@ -44,5 +63,4 @@ function externalFloats(t: TensorProto, modelPath: string, count: number): Float
   } finally {
     closeSync(fd);
   }
-  return out;
 }

@@ -22,7 +22,7 @@ import { AttributeProtoSchema, AttributeProto_AttributeType, NodeProtoSchema, Te
 import { AppError } from '../../shared/errors.ts';
 import { writeFolderAtomically } from './atomic-output.ts';
 import { intAttribute } from './graph-index.ts';
-import { initializerFloats } from './initializer-data.ts';
+import { initializerFloats, loadExternalData } from './initializer-data.ts';
 import { readModel, writeModel } from './onnx-file.ts';
 import { DataType } from './onnx-graph.ts';
 import { PACK_SOURCE_FILE } from './pack-writer.ts';
@@ -67,6 +67,8 @@ export async function quantizePack(options: QuantizeOptions): Promise<QuantizeRe
     options.dtype === 'int8' ? { kind: 'integer' } : { kind: 'nbits', bits: 4, blockSize, ...(accuracyLevel ? { accuracyLevel } : {}) };
   const quantized = quantizeModel(model, modelPath, scheme);
   if (quantized === 0) throw new AppError('FAILED_PRECONDITION', `${modelPath}: no MatMul or Gemm with a constant float32 weight to quantize`);
+  // Weights kept as they were (a tied embedding, norms) must not point into the input's data file.
+  for (const t of model.graph!.initializer) loadExternalData(t, modelPath);
   const weightBytes = model.graph!.initializer.reduce((a, t) => a + t.rawData.byteLength, 0);
   await writeFolderAtomically(options.output, (dir) => {
     writeModel(model, join(dir, 'model.onnx'), { externalData: weightBytes > EXTERNAL_DATA_ABOVE_BYTES });
