@@ -293,3 +293,34 @@ describe('bad input', () => {
     await expect(quantizePack({ input: join(work, 'missing.onnx'), output: join(work, 'y'), dtype: 'q4' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
+
+describe('models quantize on the command line', () => {
+  function models(...args: string[]) {
+    const r = Bun.spawnSync(['bun', 'src/tools/models/cli.ts', ...args], { stdout: 'pipe', stderr: 'pipe' });
+    return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  }
+
+  test('writes a q4 pack and says how many MatMuls it quantized', async () => {
+    await ensureDemoPacks();
+    const out = join(work, 'cli-q4');
+    const r = models('quantize', '--in', DEMO.cloudPack, '--out', out, '--dtype', 'q4', '--block-size', '64');
+    expect(r.code).toBe(0);
+    // 5 layers × 7 projections + the tied LM head.
+    expect(r.stdout).toStartWith(`wrote ${out}: 36 MatMul(s) as q4,`);
+    const node = readModel(join(out, 'model.onnx')).graph!.node.find((n) => n.opType === 'MatMulNBits')!;
+    expect(node.attribute.map((a) => [a.name, Number(a.i)])).toEqual([['K', 64], ['N', 64], ['bits', 4], ['block_size', 64], ['accuracy_level', 4]]);
+  });
+
+  test('bad flags are usage errors with a message', () => {
+    const dtype = models('quantize', '--in', DEMO.cloudPack, '--out', join(work, 'z'), '--dtype', 'q3');
+    expect(dtype.code).toBe(2);
+    expect(dtype.stderr).toStartWith('error: --dtype must be q4 or int8, got q3');
+    const block = models('quantize', '--in', DEMO.cloudPack, '--out', join(work, 'z'), '--dtype', 'int8', '--block-size', '64');
+    expect(block.code).toBe(2);
+    expect(block.stderr).toStartWith('error: --block-size and --accuracy-level apply to q4 only');
+    const level = models('quantize', '--in', DEMO.cloudPack, '--out', join(work, 'z'), '--dtype', 'q4', '--accuracy-level', '7');
+    expect(level.code).toBe(2);
+    expect(level.stderr).toStartWith('error: --accuracy-level must be in [0, 4], got 7');
+    expect(existsSync(join(work, 'z'))).toBe(false);
+  });
+});

@@ -76,6 +76,9 @@ async function main(): Promise<void> {
       const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' } });
       const dtype = requireFlag(values, 'dtype');
       if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
+      if (dtype === 'int8' && (values['block-size'] !== undefined || values['accuracy-level'] !== undefined)) {
+        throw new UsageError('--block-size and --accuracy-level apply to q4 only (int8 scales whole columns)');
+      }
       const out = requireFlag(values, 'out');
       const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]) });
       console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
