@@ -24,6 +24,10 @@ test('bench edge on the demo pair: a table, then one JSON line with the figures 
   expect(result.routed_ratio).toBeGreaterThanOrEqual(0.2);
   expect(result.routed_ratio).toBeLessThan(1);
   expect(result.tbt_ratio).toBeCloseTo(result.tbt_ms_routing / result.tbt_ms_no_routing, 10);
+  // The reference design's method (whole sequence per token) on the same pack and tokens.
+  expect(result.tbt_ms_reprefill).toBeGreaterThan(0);
+  expect(result.speedup_vs_reprefill).toBeCloseTo(result.tbt_ms_reprefill / result.tbt_ms_no_routing, 10);
+  expect(lines.slice(0, -1).join('\n')).toMatch(/whole sequence recomputed per token\s+\d+\.\d{3} ms/);
 }, 30_000);
 
 test('bench: unknown targets and bad flags are usage errors', () => {

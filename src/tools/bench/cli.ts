@@ -15,6 +15,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   shim: () => import('./shim.ts'),
   latency: () => import('./latency.ts'),
   load: () => import('./load.ts'),
+  'int8-kernels': () => import('./decode-int8-kernels.ts'),
 };
 
 async function usage(): Promise<string> {

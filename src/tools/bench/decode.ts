@@ -8,6 +8,7 @@
  * Default target: a random-weight pack of the Qwen2.5-0.5B shape, built once under
  * models/bench/qwen2.5-0.5b (the same call `bench edge` uses, so either builds it for both).
  */
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { percentile } from '../../edge/generation-metrics.ts';
 import { DecoderModel, type DecoderSequence } from '../../shared/decoder-model.ts';
@@ -17,12 +18,16 @@ import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandwidth.ts';
 import { kvCacheBytes, weightTraffic } from './decode-weights.ts';
+import { formatDtypeResults, runDtypes } from './decode-dtypes.ts';
+import { parseDtypes } from './decode-packs.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { ensureBenchPack } from '../models/random-pack.ts';
 
-export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--json]
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
-      read per token / measured copy bandwidth); a preset is built once under models/bench/`;
+      read per token / measured copy bandwidth); a preset is built once under models/bench/; --dtype
+      runs each weight type of the preset (quantized once with models quantize) in its own process and
+      adds its peak RSS; --bandwidth-gb-s skips the copy measurement and uses the given figure`;
 
 export interface DecodeBenchOptions {
   preset?: string;
@@ -36,6 +41,11 @@ export interface DecodeBenchOptions {
   threads: number;
   /** Bytes of each copy buffer: the main thread's, and all workers' together. */
   copyBytes: number;
+  /**
+   * Copy bandwidth measured elsewhere (GB/s, read + written): no copy buffers are made in this process,
+   * so its peak RSS is the model's (`--dtype` runs each type in a child given the parent's figure).
+   */
+  bandwidthGbS?: number;
   log: (line: string) => void;
 }
 
@@ -66,6 +76,8 @@ export interface DecodeBenchResult {
   boundMsPerToken: number;
   /** bound / measured: 1 = as fast as memory allows. */
   fractionOfBound: number;
+  /** Peak resident set of this process (copy buffers included unless `bandwidthGbS` was given). */
+  peakRssMb: number;
 }
 
 const PROMPT_TEXT =
@@ -91,6 +103,20 @@ async function promptIds(pack: ModelPack, count: number): Promise<number[]> {
 
 const median = (values: number[]) => percentile(values, 50);
 
+/**
+ * The process's peak resident set so far, in MiB: Linux's VmHWM, since getrusage's ru_maxrss survives
+ * exec and a child would report its parent's peak when that was higher.
+ */
+export function peakRssMb(): number {
+  try {
+    const hwm = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (hwm) return Number(hwm[1]) / 1024;
+  } catch {
+    // Not Linux: getrusage is the portable figure.
+  }
+  return process.resourceUsage().maxRSS / 1024;
+}
+
 export async function benchDecode(o: DecodeBenchOptions): Promise<DecodeBenchResult> {
   if (o.steps < 1 || o.promptTokens < 1 || o.warmup < 0 || o.threads < 1 || o.rounds < 1 || o.rounds > o.steps) {
     throw new UsageError('--steps, --prompt-tokens, --rounds and --threads must be at least 1, and --rounds at most --steps');
@@ -103,9 +129,10 @@ export async function benchDecode(o: DecodeBenchOptions): Promise<DecodeBenchRes
   const traffic = weightTraffic(pack.modelPath);
   const ids = await promptIds(pack, o.promptTokens);
 
-  o.log(`copy buffers: ${o.copyBytes / 2 ** 20} MiB on this thread, the same split over ${o.threads} workers`);
-  const buffers = copyBuffers(o.copyBytes);
-  const team = await CopyTeam.start(o.threads, o.copyBytes / o.threads);
+  const given = o.bandwidthGbS;
+  if (given === undefined) o.log(`copy buffers: ${o.copyBytes / 2 ** 20} MiB on this thread, the same split over ${o.threads} workers`);
+  const buffers = given === undefined ? copyBuffers(o.copyBytes) : undefined;
+  const team = given === undefined ? await CopyTeam.start(o.threads, o.copyBytes / o.threads) : undefined;
   o.log(`loading ${dir} (${(traffic.total / 2 ** 20).toFixed(0)} MiB of weights, ${o.threads} threads)`);
   const loadStart = performance.now();
   const model = await DecoderModel.load(pack, { threads: o.threads });
@@ -132,8 +159,8 @@ export async function benchDecode(o: DecodeBenchOptions): Promise<DecodeBenchRes
     const steps: number[] = [];
     const rounds: DecodeRound[] = [];
     for (let r = 0; r < o.rounds; r++) {
-      const singleThreadGbS = singleThreadCopyBandwidth(buffers, 3);
-      const allThreadsGbS = o.threads > 1 ? await team.measure(600) : singleThreadGbS;
+      const singleThreadGbS = buffers ? singleThreadCopyBandwidth(buffers, 3) : given!;
+      const allThreadsGbS = team && o.threads > 1 ? await team.measure(600) : singleThreadGbS;
       const mine: number[] = [];
       const count = Math.floor(((r + 1) * o.steps) / o.rounds) - Math.floor((r * o.steps) / o.rounds);
       for (let i = 0; i < count; i++) mine.push(await decode());
@@ -164,11 +191,12 @@ export async function benchDecode(o: DecodeBenchOptions): Promise<DecodeBenchRes
       rounds,
       boundMsPerToken,
       fractionOfBound: boundMsPerToken / msPerToken,
+      peakRssMb: peakRssMb(),
     };
   } finally {
     sequence?.dispose();
     await model.release();
-    team.close();
+    team?.close();
   }
 }
 
@@ -195,9 +223,30 @@ export async function main(args: string[]): Promise<void> {
     rounds: { type: 'string' },
     threads: { type: 'string' },
     'copy-mib': { type: 'string' },
+    'bandwidth-gb-s': { type: 'string' },
+    dtype: { type: 'string' },
     json: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const threads = integerFlag(values, 'threads', availableParallelism())!;
+  const copyBytes = integerFlag(values, 'copy-mib', 1024)! * 2 ** 20;
+  if (values.dtype !== undefined) {
+    if (values.pack) throw new UsageError('--dtype works on a --preset (its quantized packs are built under models/bench/)');
+    const passOn = (['prompt-tokens', 'steps', 'warmup', 'rounds'] as const).flatMap((f) => (values[f] === undefined ? [] : [`--${f}`, values[f]!]));
+    const results = await runDtypes({
+      preset: values.preset ?? 'qwen2.5-0.5b',
+      dtypes: parseDtypes(values.dtype),
+      childArgs: [...passOn, '--threads', String(threads)],
+      threads,
+      copyBytes,
+      log: (line) => console.error(line),
+    });
+    console.log(formatDtypeResults(results));
+    if (values.json) console.log(JSON.stringify({ target: `preset:${values.preset ?? 'qwen2.5-0.5b'}`, threads, results }));
+    return;
+  }
+  const bandwidth = values['bandwidth-gb-s'] === undefined ? undefined : Number(values['bandwidth-gb-s']);
+  if (bandwidth !== undefined && !(bandwidth > 0)) throw new UsageError(`--bandwidth-gb-s must be a positive number, got ${values['bandwidth-gb-s']}`);
   const r = await benchDecode({
     preset: values.preset,
     pack: values.pack,
@@ -205,8 +254,9 @@ export async function main(args: string[]): Promise<void> {
     steps: integerFlag(values, 'steps', 32)!,
     warmup: integerFlag(values, 'warmup', 4)!,
     rounds: integerFlag(values, 'rounds', 4)!,
-    threads: integerFlag(values, 'threads', availableParallelism())!,
-    copyBytes: integerFlag(values, 'copy-mib', 1024)! * 2 ** 20,
+    threads,
+    copyBytes,
+    ...(bandwidth === undefined ? {} : { bandwidthGbS: bandwidth }),
     log: (line) => console.error(line),
   });
   console.log(formatDecodeBench(r));
@@ -216,6 +266,7 @@ export async function main(args: string[]): Promise<void> {
         target: r.target,
         threads: r.threads,
         ms_per_token: r.msPerToken,
+        ms_per_token_p90: r.msPerTokenP90,
         bound_ms_per_token: r.boundMsPerToken,
         fraction_of_bound: r.fractionOfBound,
         tokens_per_second: r.tokensPerSecond,
@@ -228,6 +279,7 @@ export async function main(args: string[]): Promise<void> {
         weight_bytes: r.weightBytes,
         kv_bytes: r.kvBytes,
         load_ms: r.loadMs,
+        peak_rss_mb: r.peakRssMb,
         rounds: r.rounds.map((x) => ({ ms_per_token: x.msPerToken, single_thread_gb_s: x.singleThreadGbS, all_threads_gb_s: x.allThreadsGbS })),
       }),
     );

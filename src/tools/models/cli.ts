@@ -5,6 +5,7 @@ import { buildAllDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
 import { formatInspection, inspectPath } from './inspect-model.ts';
 import { writeRandomPack } from './random-pack.ts';
+import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
 
@@ -15,6 +16,9 @@ const USAGE = `usage: bun run models <command> [flags]
   expose-hidden --in model.onnx|PACK --out model.onnx|FOLDER [--node TENSOR]
       add the hidden_states output (the LM head's input) to an existing export (fp32, fp16, q4 MatMulNBits,
       int8 MatMulInteger); a pack folder as --in means its model.onnx, a folder as --out keeps the file name
+  quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32] [--accuracy-level 4]
+      MatMul weights (the LM head included): q4 as symmetric block-wise MatMulNBits (accuracy_level 4 =
+      int8 compute, 0 = fp32), int8 as per-column symmetric DynamicQuantizeLinear + MatMulInteger
   inspect model.onnx|PACK
       inputs, outputs, op counts, candidate hidden-state tensors and how the edge would run the file
       (every .onnx file of a pack folder)
@@ -70,6 +74,18 @@ async function main(): Promise<void> {
       const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, node: { type: 'string' } });
       const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: requireFlag(values, 'out'), node: values.node });
       console.log(formatExposeResult(result));
+      return;
+    }
+    case 'quantize': {
+      const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' } });
+      const dtype = requireFlag(values, 'dtype');
+      if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
+      if (dtype === 'int8' && (values['block-size'] !== undefined || values['accuracy-level'] !== undefined)) {
+        throw new UsageError('--block-size and --accuracy-level apply to q4 only (int8 scales whole columns)');
+      }
+      const out = requireFlag(values, 'out');
+      const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]) });
+      console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
       return;
     }
     case 'inspect': {

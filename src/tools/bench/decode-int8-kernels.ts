@@ -1,0 +1,98 @@
+/**
+ * `bench int8-kernels`: which 8-bit form onnxruntime's CPU kernels run faster at batch 1, the choice
+ * behind `models quantize --dtype int8`: MatMulNBits with bits=8 (block-wise weights, fp32 activations)
+ * or DynamicQuantizeLinear + MatMulInteger (uint8 activations quantized per call, per-column int8
+ * weights), each as `models quantize` writes them, and MatMulNBits with and without accuracy_level 4. All run the same chain of Qwen2.5-0.5B MLP
+ * matrices (896 → 4864 → 896, `pairs` times, so the weights do not fit in cache), next to fp32 MatMul.
+ */
+import { availableParallelism } from 'node:os';
+import { toBinary } from '@bufbuild/protobuf';
+import { ModelProtoSchema, type ModelProto } from 'onnx-buf';
+import { percentile } from '../../edge/generation-metrics.ts';
+import { ort } from '../../shared/ort.ts';
+import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { DataType, GraphBuilder } from '../models/onnx-graph.ts';
+import { quantizeModel, type QuantizationScheme } from '../models/quantize.ts';
+
+export const USAGE = `int8-kernels [--pairs 4] [--runs 40] [--threads N] [--json]
+      ms per batch-1 pass through 896→4864→896 weight pairs: fp32 MatMul, MatMulNBits bits=8 and bits=4,
+      DynamicQuantizeLinear + MatMulInteger (the evidence for models quantize --dtype int8)`;
+
+const [HIDDEN, INTERMEDIATE] = [896, 4864];
+
+function randomWeights(count: number, seed: number): Float32Array {
+  let s = seed;
+  return Float32Array.from({ length: count }, () => {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    return (s / 2 ** 30 - 1) * 0.05;
+  });
+}
+
+function fp32Chain(pairs: number): ModelProto {
+  const g = new GraphBuilder('fp32-chain');
+  let x = g.input('x', DataType.FLOAT, [1, HIDDEN]);
+  for (let p = 0; p < pairs; p++) {
+    x = g.op('MatMul', [x, g.floats(`up${p}`, randomWeights(HIDDEN * INTERMEDIATE, 2 * p + 1), [HIDDEN, INTERMEDIATE])]);
+    x = g.op('MatMul', [x, g.floats(`down${p}`, randomWeights(INTERMEDIATE * HIDDEN, 2 * p + 2), [INTERMEDIATE, HIDDEN])]);
+  }
+  g.output(x, 'y', DataType.FLOAT, [1, HIDDEN]);
+  return g.toModel();
+}
+
+export interface KernelTiming {
+  form: string;
+  msPerPass: number;
+  weightBytes: number;
+}
+
+async function time(form: string, model: ModelProto, runs: number, threads: number): Promise<KernelTiming> {
+  const weightBytes = model.graph!.initializer.reduce((a, t) => a + t.rawData.byteLength, 0);
+  const session = await ort.InferenceSession.create(toBinary(ModelProtoSchema, model), { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+  const x = new ort.Tensor('float32', randomWeights(HIDDEN, 99), [1, HIDDEN]);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < runs + 3; i++) {
+      const t = performance.now();
+      const out = await session.run({ x });
+      if (i >= 3) times.push(performance.now() - t);
+      for (const v of Object.values(out)) v.dispose();
+    }
+  } finally {
+    x.dispose();
+    await session.release();
+  }
+  return { form, msPerPass: percentile(times, 50), weightBytes };
+}
+
+export async function benchInt8Kernels(o: { pairs: number; runs: number; threads: number }): Promise<KernelTiming[]> {
+  if (o.pairs < 1 || o.runs < 1 || o.threads < 1) throw new UsageError('--pairs, --runs and --threads must be at least 1');
+  const results: KernelTiming[] = [];
+  results.push(await time('fp32 MatMul', fp32Chain(o.pairs), o.runs, o.threads));
+  const schemes: [string, QuantizationScheme][] = [
+    ['DynamicQuantizeLinear + MatMulInteger', { kind: 'integer' }],
+    ...[8, 4].flatMap((bits) =>
+      [undefined, 4].map((accuracyLevel): [string, QuantizationScheme] => [
+        `MatMulNBits bits=${bits}${accuracyLevel ? ` accuracy_level=${accuracyLevel}` : ''}`,
+        { kind: 'nbits', bits: bits as 4 | 8, blockSize: 32, ...(accuracyLevel ? { accuracyLevel } : {}) },
+      ]),
+    ),
+  ];
+  for (const [form, scheme] of schemes) {
+    const model = fp32Chain(o.pairs);
+    quantizeModel(model, 'in-memory', scheme);
+    results.push(await time(form, model, o.runs, o.threads));
+  }
+  return results;
+}
+
+export async function main(args: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(args, { pairs: { type: 'string' }, runs: { type: 'string' }, threads: { type: 'string' }, json: { type: 'boolean' } });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const results = await benchInt8Kernels({
+    pairs: integerFlag(values, 'pairs', 4)!,
+    runs: integerFlag(values, 'runs', 40)!,
+    threads: integerFlag(values, 'threads', availableParallelism())!,
+  });
+  for (const r of results) console.log(`${r.form.padEnd(40)} ${r.msPerPass.toFixed(2).padStart(8)} ms/pass  ${(r.weightBytes / 2 ** 20).toFixed(1).padStart(7)} MiB of weights`);
+  if (values.json) console.log(JSON.stringify({ results: results.map((r) => ({ form: r.form, ms_per_pass: r.msPerPass, weight_bytes: r.weightBytes })) }));
+}

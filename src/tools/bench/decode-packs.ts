@@ -1,0 +1,36 @@
+/**
+ * The benchmarks' packs per weight type: fp32 is the random-weight preset pack (random-pack.ts), q4 and
+ * int8 are made from it by `models quantize` under models/bench/<preset>-<dtype>, once, and reused while
+ * their recorded source matches.
+ */
+import { join } from 'node:path';
+import { AppError } from '../../shared/errors.ts';
+import { MODELS_DIR } from '../../shared/paths.ts';
+import { packIsUpToDate } from '../models/pack-writer.ts';
+import { QUANTIZED_DTYPES, quantizePack, type QuantizedDtype } from '../models/quantize.ts';
+import { ensureBenchPack } from '../models/random-pack.ts';
+
+export type BenchDtype = 'fp32' | QuantizedDtype;
+export const BENCH_DTYPES: readonly BenchDtype[] = ['fp32', ...QUANTIZED_DTYPES];
+
+export function parseDtypes(list: string): BenchDtype[] {
+  const dtypes = list.split(',').map((d) => d.trim());
+  for (const d of dtypes) {
+    if (!BENCH_DTYPES.includes(d as BenchDtype)) throw new AppError('INVALID_ARGUMENT', `--dtype: unknown ${JSON.stringify(d)} (known: ${BENCH_DTYPES.join(', ')})`);
+  }
+  if (new Set(dtypes).size !== dtypes.length) throw new AppError('INVALID_ARGUMENT', `--dtype lists a type twice: ${list}`);
+  return dtypes as BenchDtype[];
+}
+
+export async function ensureDtypePack(preset: string, dtype: BenchDtype, log: (line: string) => void): Promise<string> {
+  const fp32 = await ensureBenchPack(preset, log);
+  if (dtype === 'fp32') return fp32;
+  const dir = join(MODELS_DIR, 'bench', `${preset}-${dtype}`);
+  // What quantizePack records in pack-source.json for the defaults used here.
+  const quantization = dtype === 'q4' ? { dtype, blockSize: 32, accuracyLevel: 4 } : { dtype };
+  if (!packIsUpToDate(dir, { tool: 'quantize', ...quantization, from: { tool: 'random', preset, seed: 0 } })) {
+    log(`quantizing ${fp32} → ${dir} (${dtype}, once)`);
+    await quantizePack({ input: fp32, output: dir, dtype });
+  }
+  return dir;
+}
