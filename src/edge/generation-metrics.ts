@@ -1,3 +1,5 @@
+import { mean, percentile } from '../shared/statistics.ts';
+
 /** The per-request figures the final event carries (the reference paper's Table 1 columns and more). */
 
 export interface GenerationMetrics {
@@ -29,20 +31,6 @@ export interface GenerationMetrics {
   wastedMs: number;
   /** Edge time of the speculative steps kept: decoding that overlapped the wait instead of following it. */
   savedMs: number;
-}
-
-/** Linear-interpolated percentile of unsorted values (0 for none). */
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = (p / 100) * (sorted.length - 1);
-  const lo = Math.floor(rank);
-  const hi = Math.ceil(rank);
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (rank - lo);
-}
-
-export function mean(values: readonly number[]): number {
-  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
 }
 
 export class MetricsRecorder {

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { percentile } from '../../edge/generation-metrics.ts';
+import { percentile } from '../../shared/statistics.ts';
 import { AppError } from '../../shared/errors.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandwidth.ts';
 import { type BenchDtype, ensureDtypePack } from './decode-packs.ts';

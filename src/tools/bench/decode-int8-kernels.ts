@@ -8,7 +8,7 @@
 import { availableParallelism } from 'node:os';
 import { toBinary } from '@bufbuild/protobuf';
 import { ModelProtoSchema, type ModelProto } from 'onnx-buf';
-import { percentile } from '../../edge/generation-metrics.ts';
+import { percentile } from '../../shared/statistics.ts';
 import { ort } from '../../shared/ort.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { DataType, GraphBuilder } from '../models/onnx-graph.ts';

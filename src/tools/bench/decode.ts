@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { percentile } from '../../edge/generation-metrics.ts';
+import { median, percentile } from '../../shared/statistics.ts';
 import { DecoderModel, type DecoderSequence } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax } from '../../shared/logits.ts';
@@ -101,7 +101,6 @@ async function promptIds(pack: ModelPack, count: number): Promise<number[]> {
   return ids.slice(0, count);
 }
 
-const median = (values: number[]) => percentile(values, 50);
 
 /**
  * The process's peak resident set so far, in MiB: Linux's VmHWM, since getrusage's ru_maxrss survives

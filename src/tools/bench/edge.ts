@@ -11,7 +11,7 @@
 import { basename, join } from 'node:path';
 import type { CloudClient, CloudConversation, CloudStepRequest } from '../../edge/cloud-client.ts';
 import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/decoder-loop.ts';
-import { percentile } from '../../edge/generation-metrics.ts';
+import { median } from '../../shared/statistics.ts';
 import { parseGenerationRequest, type Mode } from '../../edge/generation-request.ts';
 import { OnnxRouter, type Router } from '../../edge/router.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
@@ -96,10 +96,6 @@ class ReplayCloud implements CloudClient {
   }
 
   async close(): Promise<void> {}
-}
-
-function median(values: readonly number[]): number {
-  return percentile(values, 50);
 }
 
 /** The pack and router folders to measure, building whatever is missing. */

@@ -27,7 +27,7 @@ import type { TokenSource } from '../../shared/contract-vocabulary.ts';
 import type { DoneEvent } from '../../edge/decoder-loop.ts';
 import { EdgeRuntime } from '../../edge/edge-runtime.ts';
 import { DEFAULT_LIMITS } from '../../edge/generation-request.ts';
-import { percentile } from '../../edge/generation-metrics.ts';
+import { percentile, round } from '../../shared/statistics.ts';
 import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
 import { loadRouter } from '../../edge/router.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
@@ -282,11 +282,6 @@ async function generationWorker(runtime: EdgeRuntime, corpus: Corpus, index: num
       return;
     }
   }
-}
-
-function round(x: number, digits = 3): number {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
 }
 
 function loadRssMb(): number {

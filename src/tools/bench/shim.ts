@@ -14,7 +14,7 @@ import { silentLogger } from '../../shared/logger.ts';
 import { startShim } from '../../cloud/shim-server.ts';
 import type { SamplingSettings } from '../../cloud/backend.ts';
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
-import { percentile } from '../../edge/generation-metrics.ts';
+import { percentile, round } from '../../shared/statistics.ts';
 import { GrpcCloudClient, stepMessage } from '../../edge/grpc-cloud-client.ts';
 import { serializeRouteRequest } from '../../shared/grpc/proto.ts';
 import { toWireSources } from '../../shared/grpc/wire.ts';
@@ -170,10 +170,6 @@ export async function runShimBench(options: { pack: string; steps: number; reps:
     reprefill_ms_ctx400: round(ctx400.prefill),
     targets: { shim_overhead_ms_p50: shimOverhead <= 1, wire_bytes_per_step: wire <= 64, kv_reuse_ratio: ratio <= 1.5 },
   };
-}
-
-function round(x: number): number {
-  return Math.round(x * 1000) / 1000;
 }
 
 export function formatShimBench(r: ShimBenchResult): string {
