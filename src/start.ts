@@ -1,6 +1,6 @@
 /**
  * `bun run start`: the whole system on one machine with the embedded defaults. Builds the demo packs if
- * they are missing (the `models demo` tool, as a child process), starts the cloud shim (embedded stories260K
+ * they are missing (the `models demo --pair demo` tool, as a child process), starts the cloud shim (embedded stories260K
  * model) and the edge (distilled 1-layer model, trained router, web page and gRPC) as two processes, as they
  * would run on two machines, and prints the page's URL once both serve.
  *
@@ -82,7 +82,7 @@ async function main(): Promise<number> {
 
   if (signals === 0) {
     // The pack builder writes each pack atomically: stopped half-way, it leaves no half-written pack.
-    const builder = Bun.spawn(['bun', join(PROJECT_ROOT, 'src/tools/models/cli.ts'), 'demo'], { stdout: 'inherit', stderr: 'inherit' });
+    const builder = Bun.spawn(['bun', join(PROJECT_ROOT, 'src/tools/models/cli.ts'), 'demo', '--pair', 'demo'], { stdout: 'inherit', stderr: 'inherit' });
     running.builder = builder;
     const code = await builder.exited;
     running.builder = undefined;

@@ -138,6 +138,20 @@ test('demo re-run is a no-op when the packs are up to date', async () => {
   expect([DEMO.edgePack, TRUNCATED_DEMO.edgePack].map((dir) => statSync(join(dir, 'model.onnx')).mtimeMs)).toEqual(before);
 });
 
+test('models demo --pair names one pair (bun run start builds only the demo pair); another name is a usage error', async () => {
+  await ensureDemoPacks();
+  const run = (pair: string) => Bun.spawnSync(['bun', 'src/tools/models/cli.ts', 'demo', '--pair', pair], { stdout: 'pipe', stderr: 'pipe' });
+  const demo = run('demo');
+  expect(demo.exitCode).toBe(0);
+  expect(demo.stdout.toString().trim().split('\n')).toEqual([...[DEMO.cloudPack, DEMO.edgePack, DEMO.routerPack].map((d) => `${d}: up to date`), 'demo packs up to date']);
+  const truncated = run('truncated');
+  expect(truncated.stdout.toString()).toContain(`${TRUNCATED_DEMO.edgePack}: up to date`);
+  expect(truncated.stdout.toString()).not.toContain(DEMO.edgePack);
+  const bad = run('both');
+  expect(bad.exitCode).toBe(2);
+  expect(bad.stderr.toString()).toContain('error: --pair must be one of all, demo, truncated, got "both"');
+});
+
 test('demo builds both pairs: the distilled 1-layer edge pack and the truncated 3-layer one, each with its router and τ', async () => {
   await ensureDemoPacks();
   const source = (dir: string) => JSON.parse(readFileSync(join(dir, 'pack-source.json'), 'utf8'));

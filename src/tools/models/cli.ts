@@ -1,7 +1,8 @@
 /** `bun run models <command>`: build, convert, patch and inspect model packs. */
 import { parseFlags, requireFlag, integerFlag, runCli, UsageError } from '../cli-support.ts';
 import { convertLlama2c } from './convert-llama2c.ts';
-import { buildAllDemoPacks } from './demo.ts';
+import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
+import { buildAllDemoPacks, buildDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
 import { formatInspection, inspectPath } from './inspect-model.ts';
 import { writeRandomPack } from './random-pack.ts';
@@ -22,12 +23,12 @@ const USAGE = `usage: bun run models <command> [flags]
   inspect model.onnx|PACK
       inputs, outputs, op counts, candidate hidden-state tensors and how the edge would run the file
       (every .onnx file of a pack folder)
-  demo
+  demo [--pair all|demo|truncated]
       build the demo pair from ../shared/assets: models/stories260k (cloud, 5 layers),
       models/stories260k-distilled-1l (edge, the distilled 1-layer student) and its router
       models/router-stories260k-distilled-1l; and the truncated pair: models/stories260k-3l (the first
       3 layers, untrained) and models/router-stories260k-3l. Routers train on the first 80% of the
-      TinyStories excerpt; a no-op when up to date`;
+      TinyStories excerpt; a no-op when up to date. --pair builds one pair only (default all)`;
 
 async function main(): Promise<void> {
   const [command, ...args] = process.argv.slice(2);
@@ -95,8 +96,16 @@ async function main(): Promise<void> {
       return;
     }
     case 'demo': {
-      parseFlags(args, {});
-      const built = await buildAllDemoPacks((line) => console.log(line));
+      const { values } = parseFlags(args, { pair: { type: 'string', default: 'all' } });
+      const log = (line: string) => console.log(line);
+      const pairs: Record<string, () => Promise<string[]>> = {
+        all: () => buildAllDemoPacks(log),
+        demo: () => buildDemoPacks(DEMO, log),
+        truncated: () => buildDemoPacks(TRUNCATED_DEMO, log),
+      };
+      const build = Object.hasOwn(pairs, values.pair!) ? pairs[values.pair!]! : undefined;
+      if (!build) throw new UsageError(`--pair must be one of all, demo, truncated, got ${JSON.stringify(values.pair)}`);
+      const built = await build();
       console.log(built.length ? `built ${built.length} pack(s)` : 'demo packs up to date');
       return;
     }
