@@ -54,8 +54,8 @@ test('writeGguf round-trips: header, typed KV values, tensor infos, 32-byte alig
     expect(bytes.length).toBe(file.dataStart + 160);
     const at = (offset: number, n: number) => bytes.subarray(file.dataStart + offset, file.dataStart + offset + n);
     expect(new Float32Array(at(0, 20).slice().buffer)).toEqual(f32);
-    expect(at(32, 68)).toEqual(q8);
-    expect(at(128, 18)).toEqual(q4);
+    expect([...at(32, 68)]).toEqual([...q8]);
+    expect([...at(128, 18)]).toEqual([...q4]);
     expect(at(20, 12)).toEqual(new Uint8Array(12));
   } finally {
     rmSync(dir, { recursive: true });
