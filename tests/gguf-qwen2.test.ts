@@ -1,8 +1,9 @@
 import { expect, test } from 'bun:test';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeQwen2Gguf } from '../src/tools/bench/gguf-qwen2.ts';
+import { ensurePeerGgufs } from '../src/tools/bench/llama-cpp-peer.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from '../src/tools/models/random-model.ts';
 import { dequantizeQ4_0, readGguf } from './helpers/gguf-reader.ts';
 
@@ -102,3 +103,17 @@ test('bench decode --peer: only llama.cpp, and only with --dtype', () => {
 function meta(file: ReturnType<typeof readGguf>, key: string) {
   return file.metadata.get(key)?.value;
 }
+
+test('the peer GGUF files are written once per preset and type, and rewritten when their sidecar no longer matches', () => {
+  const lines: string[] = [];
+  const path = ensurePeerGgufs('tiny-qwen2', ['q4'], (l) => lines.push(l)).get('q4')!;
+  expect(path).toEndWith('models/bench/tiny-qwen2-q4_0.gguf');
+  expect(JSON.parse(readFileSync(`${path}.source.json`, 'utf8'))).toEqual({ tool: 'gguf', format: 1, preset: 'tiny-qwen2', seed: 0, type: 'Q4_0' });
+  lines.length = 0;
+  ensurePeerGgufs('tiny-qwen2', ['q4'], (l) => lines.push(l));
+  expect(lines).toEqual([]);
+  writeFileSync(`${path}.source.json`, '{}');
+  ensurePeerGgufs('tiny-qwen2', ['q4'], (l) => lines.push(l));
+  expect(lines).toEqual([`writing ${path} (Q4_0, once)`]);
+  expect(readGguf(new Uint8Array(readFileSync(path))).tensors.length).toBe(26);
+});

@@ -5,7 +5,7 @@
  * and its prebuilt CPU binary is loaded (`build: "never"`), so nothing is compiled here.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
@@ -18,6 +18,8 @@ import type { GgmlTypeName } from './gguf-writer.ts';
 
 /** Pinned so that every run times the same llama.cpp. */
 export const NODE_LLAMA_CPP_VERSION = '3.22.1';
+/** Raised when what gguf-qwen2.ts writes changes, so that files written before are rewritten. */
+const GGUF_FORMAT = 1;
 export const NODE_LLAMA_CPP_DIR = join(homedir(), '.cache', 'edge-token-router', 'node-llama-cpp');
 
 /** Our weight type → llama.cpp's at the same bit width. */
@@ -70,7 +72,10 @@ export function ensurePeerGgufs(preset: string, dtypes: BenchDtype[], log: (line
   const spec = PRESETS[preset];
   if (!spec) throw new AppError('INVALID_ARGUMENT', `unknown preset ${preset}`);
   const paths = new Map(dtypes.map((d) => [d, join(MODELS_DIR, 'bench', `${preset}-${PEER_TYPES[d].toLowerCase()}.gguf`)] as const));
-  const missing = dtypes.filter((d) => !existsSync(paths.get(d)!));
+  // A file is reused only while its sidecar records the same source and writer format.
+  const source = (d: BenchDtype) => JSON.stringify({ tool: 'gguf', format: GGUF_FORMAT, preset, seed: 0, type: PEER_TYPES[d] });
+  const upToDate = (d: BenchDtype) => existsSync(paths.get(d)!) && existsSync(`${paths.get(d)}.source.json`) && readFileSync(`${paths.get(d)}.source.json`, 'utf8') === source(d);
+  const missing = dtypes.filter((d) => !upToDate(d));
   if (missing.length) {
     mkdirSync(join(MODELS_DIR, 'bench'), { recursive: true });
     const weights = randomWeights(spec, 0);
@@ -78,6 +83,7 @@ export function ensurePeerGgufs(preset: string, dtypes: BenchDtype[], log: (line
     for (const d of missing) {
       log(`writing ${paths.get(d)} (${PEER_TYPES[d]}, once)`);
       writeQwen2Gguf(paths.get(d)!, spec, weights, PEER_TYPES[d], tokenizerJson);
+      writeFileSync(`${paths.get(d)}.source.json`, source(d));
     }
   }
   return paths;
