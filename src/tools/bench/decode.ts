@@ -19,15 +19,18 @@ import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandwidth.ts';
 import { kvCacheBytes, weightTraffic } from './decode-weights.ts';
 import { formatDtypeResults, runDtypes } from './decode-dtypes.ts';
-import { parseDtypes } from './decode-packs.ts';
+import { type BenchDtype, parseDtypes } from './decode-packs.ts';
+import { formatPeerResults, PEER_TYPES, runLlamaCppPeer } from './llama-cpp-peer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { ensureBenchPack } from '../models/random-pack.ts';
 
-export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--json]
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
       read per token / measured copy bandwidth); a preset is built once under models/bench/; --dtype
       runs each weight type of the preset (quantized once with models quantize) in its own process and
-      adds its peak RSS; --bandwidth-gb-s skips the copy measurement and uses the given figure`;
+      adds its peak RSS; --bandwidth-gb-s skips the copy measurement and uses the given figure;
+      --peer llama.cpp (with --dtype) also times llama.cpp on the same weights as GGUF (F32, Q8_0, Q4_0)
+      through node-llama-cpp under node, installed on first use into ~/.cache/edge-token-router`;
 
 export interface DecodeBenchOptions {
   preset?: string;
@@ -94,7 +97,7 @@ async function resolvePack(o: DecodeBenchOptions): Promise<{ target: string; dir
 }
 
 /** `count` real token ids of an English text (repeated as needed). */
-async function promptIds(pack: ModelPack, count: number): Promise<number[]> {
+export async function promptIds(pack: ModelPack, count: number): Promise<number[]> {
   const tokenizer = await TextTokenizer.fromPack(pack.dir);
   const ids: number[] = [];
   while (ids.length < count) ids.push(...tokenizer.encode(PROMPT_TEXT, { addBos: false, parseSpecialTokens: false }));
@@ -224,11 +227,14 @@ export async function main(args: string[]): Promise<void> {
     'copy-mib': { type: 'string' },
     'bandwidth-gb-s': { type: 'string' },
     dtype: { type: 'string' },
+    peer: { type: 'string' },
     json: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const threads = integerFlag(values, 'threads', availableParallelism())!;
   const copyBytes = integerFlag(values, 'copy-mib', 1024)! * 2 ** 20;
+  if (values.peer !== undefined && values.peer !== 'llama.cpp') throw new UsageError(`--peer: only llama.cpp is known, got ${JSON.stringify(values.peer)}`);
+  if (values.peer !== undefined && values.dtype === undefined) throw new UsageError('--peer needs --dtype (the types to compare)');
   if (values.dtype !== undefined) {
     if (values.pack) throw new UsageError('--dtype works on a --preset (its quantized packs are built under models/bench/)');
     const passOn = (['prompt-tokens', 'steps', 'warmup', 'rounds'] as const).flatMap((f) => (values[f] === undefined ? [] : [`--${f}`, values[f]!]));
@@ -241,7 +247,15 @@ export async function main(args: string[]): Promise<void> {
       log: (line) => console.error(line),
     });
     console.log(formatDtypeResults(results));
-    if (values.json) console.log(JSON.stringify({ target: `preset:${values.preset ?? 'qwen2.5-0.5b'}`, threads, results }));
+    const peer = values.peer === undefined ? undefined : await timePeer(values.preset ?? 'qwen2.5-0.5b', results.map((r) => r.dtype), threads, values);
+    if (peer) {
+      console.log(formatPeerResults(results, peer));
+      for (const r of results) {
+        const match = peer.find((p) => p.dtype === PEER_TYPES[r.dtype].toLowerCase());
+        if (match) r.ratio_to_peer = r.ms_per_token / match.ms_per_token;
+      }
+    }
+    if (values.json) console.log(JSON.stringify({ target: `preset:${values.preset ?? 'qwen2.5-0.5b'}`, threads, results, ...(peer ? { peer } : {}) }));
     return;
   }
   const bandwidth = values['bandwidth-gb-s'] === undefined ? undefined : Number(values['bandwidth-gb-s']);
@@ -283,4 +297,19 @@ export async function main(args: string[]): Promise<void> {
       }),
     );
   }
+}
+
+/** llama.cpp on the preset's weights, with the prompt, warm-up and step counts our children used. */
+async function timePeer(preset: string, dtypes: BenchDtype[], threads: number, values: Record<string, string | boolean | undefined>) {
+  const log = (line: string) => console.error(line);
+  const pack = loadModelPack(await ensureBenchPack(preset, log));
+  return runLlamaCppPeer({
+    preset,
+    dtypes,
+    threads,
+    promptIds: await promptIds(pack, integerFlag(values, 'prompt-tokens', 100)!),
+    warmup: integerFlag(values, 'warmup', 4)!,
+    steps: integerFlag(values, 'steps', 32)!,
+    log,
+  });
 }

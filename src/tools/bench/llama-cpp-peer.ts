@@ -1,0 +1,134 @@
+/**
+ * `bench decode --peer llama.cpp`: the same random weights as GGUF (F32, Q8_0, Q4_0), decoded by llama.cpp
+ * through node-llama-cpp under node, with our thread count, prompt and step counts. node-llama-cpp is a
+ * benchmark-only peer, not a dependency: it is installed on first use into a cache folder (about 700 MB),
+ * and its prebuilt CPU binary is loaded (`build: "never"`), so nothing is compiled here.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { AppError } from '../../shared/errors.ts';
+import { MODELS_DIR } from '../../shared/paths.ts';
+import { median, percentile } from '../../shared/statistics.ts';
+import { PRESETS, qwenTokenizerFiles, randomWeights } from '../models/random-model.ts';
+import type { BenchDtype } from './decode-packs.ts';
+import { writeQwen2Gguf } from './gguf-qwen2.ts';
+import type { GgmlTypeName } from './gguf-writer.ts';
+
+/** Pinned so that every run times the same llama.cpp. */
+export const NODE_LLAMA_CPP_VERSION = '3.22.1';
+/** Raised when what gguf-qwen2.ts writes changes, so that files written before are rewritten. */
+const GGUF_FORMAT = 1;
+export const NODE_LLAMA_CPP_DIR = join(homedir(), '.cache', 'edge-token-router', 'node-llama-cpp');
+
+/** Our weight type → llama.cpp's at the same bit width. */
+export const PEER_TYPES: Record<BenchDtype, GgmlTypeName> = { fp32: 'F32', int8: 'Q8_0', q4: 'Q4_0' };
+
+export interface PeerResult {
+  dtype: 'f32' | 'q8_0' | 'q4_0';
+  ms_per_token: number;
+  ms_per_token_p90: number;
+  tokens_per_second: number;
+  /** Prompt evaluation plus the first token. */
+  prefill_ms: number;
+  threads: number;
+  gguf: string;
+}
+
+export interface PeerRunOptions {
+  preset: string;
+  dtypes: BenchDtype[];
+  threads: number;
+  promptIds: number[];
+  warmup: number;
+  steps: number;
+  log: (line: string) => void;
+}
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => d.split('\n').filter(Boolean).forEach((l) => log(`  ${l}`)));
+    child.on('error', (e) => reject(new AppError('FAILED_PRECONDITION', `could not start ${command} (the llama.cpp peer needs node and npm on PATH): ${e.message}`)));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new AppError('INTERNAL', `${command} ${args[0]} exited with ${code}: ${out.trim().split('\n').at(-1) ?? ''}`))));
+  });
+}
+
+/** node-llama-cpp in the cache folder, installed with npm the first time. */
+export async function ensureNodeLlamaCpp(log: (line: string) => void): Promise<string> {
+  if (!existsSync(join(NODE_LLAMA_CPP_DIR, 'node_modules', 'node-llama-cpp', 'package.json'))) {
+    mkdirSync(NODE_LLAMA_CPP_DIR, { recursive: true });
+    log(`installing node-llama-cpp@${NODE_LLAMA_CPP_VERSION} into ${NODE_LLAMA_CPP_DIR} (once, about 700 MB)`);
+    await run('npm', ['install', '--no-audit', '--no-fund', '--prefix', NODE_LLAMA_CPP_DIR, `node-llama-cpp@${NODE_LLAMA_CPP_VERSION}`], process.env, log);
+  }
+  return NODE_LLAMA_CPP_DIR;
+}
+
+/** The preset's seed-0 random weights (those of its bench pack) as GGUF files, written once per type. */
+export function ensurePeerGgufs(preset: string, dtypes: BenchDtype[], log: (line: string) => void): Map<BenchDtype, string> {
+  const spec = PRESETS[preset];
+  if (!spec) throw new AppError('INVALID_ARGUMENT', `unknown preset ${preset}`);
+  const paths = new Map(dtypes.map((d) => [d, join(MODELS_DIR, 'bench', `${preset}-${PEER_TYPES[d].toLowerCase()}.gguf`)] as const));
+  // A file is reused only while its sidecar records the same source and writer format.
+  const source = (d: BenchDtype) => JSON.stringify({ tool: 'gguf', format: GGUF_FORMAT, preset, seed: 0, type: PEER_TYPES[d] });
+  const upToDate = (d: BenchDtype) => existsSync(paths.get(d)!) && existsSync(`${paths.get(d)}.source.json`) && readFileSync(`${paths.get(d)}.source.json`, 'utf8') === source(d);
+  const missing = dtypes.filter((d) => !upToDate(d));
+  if (missing.length) {
+    mkdirSync(join(MODELS_DIR, 'bench'), { recursive: true });
+    const weights = randomWeights(spec, 0);
+    const { tokenizerJson } = qwenTokenizerFiles();
+    for (const d of missing) {
+      log(`writing ${paths.get(d)} (${PEER_TYPES[d]}, once)`);
+      writeQwen2Gguf(paths.get(d)!, spec, weights, PEER_TYPES[d], tokenizerJson);
+      writeFileSync(`${paths.get(d)}.source.json`, source(d));
+    }
+  }
+  return paths;
+}
+
+/**
+ * Times llama.cpp's decode of each type's GGUF in a node child process of its own.
+ * @example
+ * const peer = await runLlamaCppPeer({ preset: 'qwen2.5-0.5b', dtypes: ['q4'], threads: 2, promptIds, warmup: 4, steps: 32, log });
+ */
+export async function runLlamaCppPeer(o: PeerRunOptions): Promise<PeerResult[]> {
+  const dir = await ensureNodeLlamaCpp(o.log);
+  const ggufs = ensurePeerGgufs(o.preset, o.dtypes, o.log);
+  const results: PeerResult[] = [];
+  for (const dtype of o.dtypes) {
+    const gguf = ggufs.get(dtype)!;
+    o.log(`llama.cpp ${PEER_TYPES[dtype]}: ${gguf} under node`);
+    const request = { modelPath: gguf, threads: o.threads, promptIds: o.promptIds, warmup: o.warmup, steps: o.steps };
+    const out = await run('node', [join(import.meta.dir, 'llama-cpp-runner.mjs'), JSON.stringify(request)], { ...process.env, NODE_LLAMA_CPP_DIR: dir }, o.log);
+    const r = JSON.parse(out.trim().split('\n').at(-1)!) as { prefillMs: number; stepsMs: number[]; threads: number };
+    const ms = median(r.stepsMs);
+    results.push({
+      dtype: PEER_TYPES[dtype].toLowerCase() as PeerResult['dtype'],
+      ms_per_token: ms,
+      ms_per_token_p90: percentile(r.stepsMs, 90),
+      tokens_per_second: 1000 / ms,
+      prefill_ms: r.prefillMs,
+      threads: r.threads,
+      gguf,
+    });
+  }
+  return results;
+}
+
+export function formatPeerResults(ours: readonly { dtype: BenchDtype; ms_per_token: number }[], peer: readonly PeerResult[]): string {
+  const rows = peer.map((p) => {
+    const mine = ours.find((r) => PEER_TYPES[r.dtype].toLowerCase() === p.dtype);
+    return [
+      `llama.cpp ${p.dtype}`.padEnd(15),
+      p.ms_per_token.toFixed(1).padStart(9),
+      p.ms_per_token_p90.toFixed(1).padStart(6),
+      p.tokens_per_second.toFixed(1).padStart(8),
+      p.prefill_ms.toFixed(0).padStart(11),
+      (mine ? (mine.ms_per_token / p.ms_per_token).toFixed(2) : '-').padStart(14),
+    ].join(' ');
+  });
+  return ['peer            ms/token  p90     tok/s  prefill ms  ours/llama.cpp', ...rows].join('\n');
+}
