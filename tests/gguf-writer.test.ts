@@ -2,7 +2,10 @@ import { expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { quantizeQ4_0, quantizeQ8_0, toHalfBits, fromHalfBits } from '../src/tools/bench/gguf-quantize.ts';
+import { halfBitsToFloat32 } from '../src/shared/float-tensors.ts';
+import { quantizeQ4_0, quantizeQ8_0, toHalfBits } from '../src/tools/bench/gguf-quantize.ts';
+
+const fromHalfBits = (h: number) => halfBitsToFloat32(Uint16Array.of(h))[0]!;
 import { type GgufValue, writeGguf } from '../src/tools/bench/gguf-writer.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 import { dequantizeQ4_0, dequantizeQ8_0, readGguf } from './helpers/gguf-reader.ts';

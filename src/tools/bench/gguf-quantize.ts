@@ -8,51 +8,16 @@ export const QK = 32;
 export const Q8_0_BLOCK_BYTES = 2 + QK;
 export const Q4_0_BLOCK_BYTES = 2 + QK / 2;
 
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
+const half = new Float16Array(1);
+const halfBits = new Uint16Array(half.buffer);
 
-/** IEEE half precision bits of `value`, rounded to nearest even (what the f16 scales are stored as). */
+/**
+ * IEEE half precision bits of `value` rounded first to float32, as ggml computes its scales, then to half
+ * with round-to-nearest-even (the platform's Float16Array conversion, which is ggml's FP32_TO_FP16).
+ */
 export function toHalfBits(value: number): number {
-  f32[0] = value;
-  const x = u32[0]!;
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  let mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    // Subnormal half: shift the implicit 1 in, then round to nearest even.
-    mant |= 0x800000;
-    const shift = 14 - e;
-    const half = 1 << (shift - 1);
-    let m = mant >>> shift;
-    const rest = mant & ((1 << shift) - 1);
-    if (rest > half || (rest === half && (m & 1))) m++;
-    return sign | m;
-  }
-  let m = mant >>> 13;
-  const rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (m & 1))) {
-    m++;
-    if (m === 0x400) {
-      m = 0;
-      e++;
-      if (e >= 0x1f) return sign | 0x7c00;
-    }
-  }
-  return sign | (e << 10) | m;
-}
-
-/** The float a half's bits stand for. */
-export function fromHalfBits(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >>> 10) & 0x1f;
-  const mant = h & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 0x1f) return mant ? NaN : sign * Infinity;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+  half[0] = Math.fround(value);
+  return halfBits[0]!;
 }
 
 function checkLength(n: number): void {
