@@ -102,7 +102,7 @@ async function main(): Promise<number> {
   const couldNotStart = Promise.race(running.children.map((child, i) => child.ended.then(() => i)));
   const first = await Promise.race([
     Promise.all([shim.firstReady, edge.firstReady]).then(() => 'ready' as const),
-    couldNotStart.then((i) => i),
+    couldNotStart,
     stopped.then(() => 'stopping' as const),
   ]);
   if (first === 'ready') {

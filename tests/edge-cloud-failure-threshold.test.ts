@@ -6,20 +6,12 @@
  * which would count failures of its own, has not run yet.)
  */
 import { expect, test } from 'bun:test';
-import { createServer } from 'node:net';
 import { parseEdgeConfig } from '../src/edge/config.ts';
 import { startEdge } from '../src/edge/edge-server.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { freePort } from './helpers/shim-process.ts';
 
 const REFUSED = /circuit open|reconnection attempt is in progress/;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** The fallback reasons of an 8-token generation where every token is routed to an unreachable cloud. */
 async function fallbackReasons(threshold: number): Promise<string[]> {

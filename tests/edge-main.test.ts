@@ -14,7 +14,7 @@ import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__
 import { HealthClient } from '../src/shared/grpc/proto.ts';
 import { DEMO, PROJECT_ROOT } from '../src/shared/paths.ts';
 import { cloudPackDir, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
-import { collectOutput, jsonLines } from './helpers/process-output.ts';
+import { collectOutput, exitWithin, jsonLines } from './helpers/process-output.ts';
 import { readSse } from './helpers/sse-client.ts';
 
 /** The embedded backend, slowed down per step, so that a generation is still running when SIGTERM comes. */
@@ -55,14 +55,6 @@ async function poll<T>(attempt: () => Promise<T | undefined>, timeoutMs: number,
     await Bun.sleep(10);
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-/** Settles with the process's exit code, or null when it is still running after `timeoutMs`. */
-async function exitWithin(child: ReturnType<typeof Bun.spawn>, timeoutMs: number): Promise<number | null> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const result = await Promise.race([child.exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)))]);
-  clearTimeout(timer);
-  return result;
 }
 
 test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABLE event, exit 0', async () => {

@@ -8,19 +8,10 @@
  * and routing resumes.
  */
 import { expect, test } from 'bun:test';
-import { createServer } from 'node:net';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
-import { collectOutput, jsonLines, type ProcessOutput } from './helpers/process-output.ts';
+import { collectOutput, exitWithin, jsonLines, type ProcessOutput } from './helpers/process-output.ts';
 import { readSse } from './helpers/sse-client.ts';
-
-/** A port nothing listens on right now (the OS picks it; it is closed again before use). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { freePort } from './helpers/shim-process.ts';
 
 interface RunningSystem {
   launcher: ReturnType<typeof Bun.spawn>;
@@ -62,14 +53,6 @@ function stopGroup(launcher: RunningSystem['launcher']): void {
   } catch {
     // the group is already gone
   }
-}
-
-/** The exit code, or null when the launcher is still running after `timeoutMs`. */
-async function exitWithin(launcher: RunningSystem['launcher'], timeoutMs: number): Promise<number | null> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const code = await Promise.race([launcher.exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)))]);
-  clearTimeout(timer);
-  return code;
 }
 
 /** Both children stopped through their graceful path: exit code 0 and their final log lines. */

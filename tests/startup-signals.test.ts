@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
-import { collectOutput, jsonLines, type ProcessOutput } from './helpers/process-output.ts';
+import { collectOutput, exitWithin, jsonLines, type ProcessOutput } from './helpers/process-output.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 interface EntryPoint {
@@ -51,13 +51,6 @@ const MOMENTS: [string, Moment][] = [
   ['just after it serves', { at: 'line', line: (e) => e.serving }],
 ];
 
-async function exitCode(child: ReturnType<typeof Bun.spawn>, timeoutMs: number): Promise<number | null> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const code = await Promise.race([child.exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)))]);
-  clearTimeout(timer);
-  return code;
-}
-
 async function stopAt(entry: EntryPoint, moment: Moment): Promise<{ code: number | null; stderr: ProcessOutput; served: boolean }> {
   const child = Bun.spawn(['bun', ...(await entry.args())], { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' });
   const stderr = collectOutput(child.stderr as ReadableStream<Uint8Array>);
@@ -68,7 +61,7 @@ async function stopAt(entry: EntryPoint, moment: Moment): Promise<{ code: number
     else await Bun.sleep(moment.ms);
     const served = stderr.text().includes(entry.serving);
     child.kill('SIGTERM');
-    const code = await exitCode(child, 20_000);
+    const code = await exitWithin(child, 20_000);
     await stderr.closed;
     return { code, stderr, served };
   } finally {

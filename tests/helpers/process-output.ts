@@ -50,3 +50,11 @@ export function jsonLines(output: ProcessOutput): Record<string, unknown>[] {
     }
   });
 }
+
+/** Settles with a child's exit code, or null when it is still running after `timeoutMs`. */
+export async function exitWithin(child: { exited: Promise<number> }, timeoutMs: number): Promise<number | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const code = await Promise.race([child.exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)))]);
+  clearTimeout(timer);
+  return code;
+}
