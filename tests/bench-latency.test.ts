@@ -107,6 +107,28 @@ test('bench latency with a 20 ms round trip: a Markdown table, then one JSON lin
   expect(result.rows.at(-1)!.routed_count).toBe(result.rows.at(-1)!.tokens);
 }, 60_000);
 
+test('--edge-cpus/--shim-cpus: the shim runs as a separate, pinned process and the bench behaves as with the in-process one', () => {
+  // CPU 0 for both, so that the test runs on a one-core machine too; the pinning itself is taskset's.
+  const r = bench('--prompts', '1', '--max-new-tokens', '6', '--rtt-ms', '10', '--thresholds', '0.5', '--speculate', 'off,on', '--edge-cpus', '0', '--shim-cpus', '0', '--json');
+  expect(r.code).toBe(0);
+  expect(r.stderr).toContain('started cloud shim (CPUs 0)');
+  const result = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as LatencyBenchResult;
+  expect(result.cloud).toBe(`shim process on CPUs 0 (edge on 0), embedded ${DEMO.cloudPack}`);
+  checkRows(result, [0.5], [false, true]);
+  expect(result.identical_outputs).toBe(true);
+}, 60_000);
+
+test('--router uniform routes about τ of the positions on any pack', () => {
+  const r = bench('--prompts', '2', '--max-new-tokens', '24', '--rtt-ms', '0', '--thresholds', '0.3', '--router', 'uniform', '--json');
+  expect(r.code).toBe(0);
+  const result = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as LatencyBenchResult;
+  expect(result.router).toBe('uniform-share:1');
+  const joint = result.rows.find((row) => row.mode === 'joint')!;
+  // 48 positions at share 0.3: 14.4 expected, and a binomial count within ±3σ (σ ≈ 3.2).
+  expect(joint.routed_count * 2).toBeGreaterThan(4);
+  expect(joint.routed_count * 2).toBeLessThan(25);
+}, 60_000);
+
 test('with no injected delay the edge dials the shim directly', async () => {
   const result = await runLatencyBench({
     dataset: DEFAULT_DATASET,
@@ -173,6 +195,9 @@ test('bench latency: bad flags are usage errors', () => {
     [['--cloud', 'h:1', '--llm', 'x'], 'error: --cloud (a running shim) and --llm'],
     [['--cloud-token', 't'], 'error: --cloud-token is for a running shim: it needs --cloud HOST:PORT'],
     [['--cloud', 'h:1', '--cloud-tls-cert', 'c.pem'], 'error: mutual TLS needs both --cloud-tls-cert and --cloud-tls-key'],
+    [['--edge-cpus', '0'], 'error: --edge-cpus and --shim-cpus go together'],
+    [['--edge-cpus', '0', '--shim-cpus', 'one'], 'error: --shim-cpus must be a CPU list such as 1, 0,2 or 2-3, got "one"'],
+    [['--edge-cpus', '0', '--shim-cpus', '1', '--cloud', 'h:1'], 'error: --shim-cpus starts a shim here: it excludes --cloud'],
     [['--frobnicate'], 'error: Unknown option'],
   ];
   for (const [args, message] of cases) {

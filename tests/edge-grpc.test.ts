@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
+import { interceptSteps } from '../src/edge/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { HealthClient } from '../src/shared/grpc/proto.ts';
@@ -11,7 +12,8 @@ let client: EdgeGeneratorClientType;
 let address: string;
 
 beforeAll(async () => {
-  edge = await startTestEdge({ maxConcurrent: 2 });
+  // A cloud that answers after 20 ms, as over a network: long enough for the edge to decode past a routed token.
+  edge = await startTestEdge({ maxConcurrent: 2, cloud: (inProcess) => interceptSteps(inProcess, async (request, next) => (await Bun.sleep(20), next(request))) });
   server = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, accessToken: 'tok', maxReceiveBytes: 64 * 1024 });
   address = `127.0.0.1:${await server.start()}`;
   client = new EdgeGeneratorClient(address, grpc.credentials.createInsecure());
@@ -51,6 +53,24 @@ test('Generate streams the same events as the loop: tokens then done', async () 
   expect(done.metrics!.routed).toBeGreaterThan(0);
   expect(done.text).toBe(tokens.map((t) => t.text).join(''));
   for (const t of tokens) expect(t.source).toBe(t.score! < 0.6 ? 'llm' : 'slm');
+});
+
+test('speculate over gRPC: the same tokens as without, and the speculation figures in done', async () => {
+  const request = { prompt: 'Once upon a time', mode: 'joint', threshold: 0.8, maxNewTokens: 24 };
+  const plain = await collect({ ...request, speculate: false });
+  const speculative = await collect({ ...request, speculate: true });
+  expect(speculative.error).toBeUndefined();
+  const ids = (r: typeof plain) => r.events.filter((e) => e.token).map((e) => [e.token!.id, e.token!.source]);
+  expect(ids(speculative)).toEqual(ids(plain));
+  const off = plain.events.at(-1)!.done!.metrics!;
+  const on = speculative.events.at(-1)!.done!.metrics!;
+  expect(off.speculated).toBe(0);
+  // Every routed token but one at the very end is decoded past while its step is on the network.
+  expect(on.routed).toBeGreaterThan(0);
+  expect(on.speculated).toBeGreaterThanOrEqual(on.routed - 1);
+  expect(on.speculationHits).toBeLessThanOrEqual(on.speculated);
+  expect(on.hitRate).toBeCloseTo(on.speculated ? on.speculationHits / on.speculated : 0, 5);
+  expect(on.wastedSteps + on.speculationHits).toBeGreaterThan(0);
 });
 
 test('small_only over gRPC equals small_only through the runtime directly', async () => {

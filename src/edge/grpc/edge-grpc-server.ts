@@ -38,6 +38,7 @@ function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
       seed: r.seed,
       stop: r.stop,
       route_span: r.routeSpan,
+      speculate: r.speculate,
     },
     'typed',
   );

@@ -20,7 +20,8 @@ import { generate, type DoneEvent, type EdgeEngine } from '../../edge/decoder-lo
 import type { GenerationMetrics } from '../../edge/generation-metrics.ts';
 import { mean } from '../../shared/statistics.ts';
 import { parseGenerationRequest, type Mode } from '../../edge/generation-request.ts';
-import { loadRouter } from '../../edge/router.ts';
+import { loadRouter, type Router } from '../../edge/router.ts';
+import { UniformShareRouter } from './uniform-share-router.ts';
 import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
@@ -30,24 +31,33 @@ import { loadModelPack } from '../../shared/model-pack.ts';
 import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
-import { startDelayProxy, type DelayProxy } from './delay-proxy.ts';
+import { startDelayProxyThread, type DelayProxyThread } from './delay-proxy-thread.ts';
+import { isCpuList, pinThisProcess, startPinnedShim, type PinnedShim } from './cpu-pinning.ts';
 import { readEvalDataset } from '../eval/eval-dataset.ts';
 import { parseThresholds } from '../eval/eval-options.ts';
 import { buildChoicePrompt } from '../eval/multiple-choice.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 
 export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--speculate off,on] [--dataset FILE]
-                [--slm PACK] [--router DIR|builtin] [--llm PACK | --cloud HOST:PORT] [--threads T] [--json]
+                [--slm PACK] [--router DIR|builtin|uniform] [--llm PACK | --cloud HOST:PORT] [--threads T] [--json]
+                [--edge-cpus LIST --shim-cpus LIST]
                 [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
       the reference paper's Table 1: small_only, joint at each τ (default 0.6,0.7,0.8,0.9) and llm_only
       over real gRPC to a cloud shim through a loopback proxy adding --rtt-ms (default 170; 0 = direct);
       default: 5 CommonsenseQA prompts, up to 100 greedy tokens, the demo pair (about 4 minutes);
+      --router uniform: route a share τ of positions spread at random (uniform-share-router.ts), for packs
+      whose router routes whole prompts alike (random weights);
       --speculate: joint rows without and/or with speculative continuation (default off), on the same prompts;
-      a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags)`;
+      a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags);
+      --edge-cpus/--shim-cpus: the edge on these CPUs and the shim as a separate process on those (taskset
+      lists, e.g. 0 and 1), so that the cloud model does not compute on the edge's cores`;
 
 export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
 /** Around the demo router's default τ (0.45): from a few percent of the generated tokens routed to about half. */
 export const DEFAULT_BENCH_THRESHOLDS: readonly number[] = [0.3, 0.45, 0.6, 0.8];
+
+/** `--router` value for UniformShareRouter. */
+export const UNIFORM_ROUTER = 'uniform';
 
 export interface LatencyBenchOptions {
   dataset: string;
@@ -58,7 +68,7 @@ export interface LatencyBenchOptions {
   /** Joint rows for each value, in this order: without and/or with speculative continuation. */
   speculate: readonly boolean[];
   slm: string;
-  /** A router pack folder, or undefined for the built-in top-1 scorer. */
+  /** A router pack folder, `uniform` (UniformShareRouter), or undefined for the built-in top-1 scorer. */
   router: string | undefined;
   /** The embedded backend's pack, for the shim started in process. */
   llm: string;
@@ -68,6 +78,10 @@ export interface LatencyBenchOptions {
   cloudToken?: string;
   cloudTls?: ClientTlsFiles;
   threads?: number;
+  /** CPUs (taskset list) for this process, the edge; set together with `shimCpus`. */
+  edgeCpus?: string;
+  /** CPUs for the shim, then started as a separate process rather than in this one. */
+  shimCpus?: string;
   log: (line: string) => void;
 }
 
@@ -248,19 +262,24 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
 
   const pack = loadModelPack(o.slm);
   let shim: ShimServer | undefined;
-  let proxy: DelayProxy | undefined;
+  let pinnedShim: PinnedShim | undefined;
+  let proxy: DelayProxyThread | undefined;
   let grpc: GrpcCloudClient | undefined;
+  if (o.edgeCpus) pinThisProcess(o.edgeCpus);
   const slm = await DecoderModel.load(pack, { threads: o.threads });
-  const router = await loadRouter(o.router);
+  const router: Router = o.router === UNIFORM_ROUTER ? new UniformShareRouter(1) : await loadRouter(o.router);
   try {
     const tokenizer = await TextTokenizer.fromPack(pack.dir);
     let target: { host: string; port: number };
     if (o.cloud) target = parseAddress(o.cloud);
-    else {
+    else if (o.shimCpus) {
+      pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.llm, threads: o.threads, log: o.log });
+      target = parseAddress(pinnedShim.address);
+    } else {
       shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.llm, threads: o.threads ?? 0, logLevel: 'silent' }), { log: silentLogger });
       target = { host: '127.0.0.1', port: shim.port };
     }
-    if (o.rttMs > 0) proxy = await startDelayProxy({ targetHost: target.host, targetPort: target.port, delayMs: o.rttMs / 2 });
+    if (o.rttMs > 0) proxy = await startDelayProxyThread({ targetHost: target.host, targetPort: target.port, delayMs: o.rttMs / 2 });
     grpc = new GrpcCloudClient({
       address: proxy?.address ?? `${target.host}:${target.port}`,
       authToken: o.cloudToken,
@@ -300,7 +319,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       dataset: o.dataset,
       slm: pack.dir,
       router: router.info.name,
-      cloud: o.cloud ?? `in-process shim, embedded ${o.llm}`,
+      cloud: o.cloud ?? (o.shimCpus ? `shim process on CPUs ${o.shimCpus} (edge on ${o.edgeCpus}), embedded ${o.llm}` : `in-process shim, embedded ${o.llm}`),
       rows,
       identical_outputs: identicalOutputs(settings, runs),
     };
@@ -308,6 +327,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     await grpc?.close();
     await proxy?.close();
     await shim?.shutdown();
+    await pinnedShim?.stop();
     await router.release();
     await slm.release();
   }
@@ -404,6 +424,8 @@ export async function main(args: string[]): Promise<void> {
     'cloud-tls-cert': { type: 'string' },
     'cloud-tls-key': { type: 'string' },
     threads: { type: 'string' },
+    'edge-cpus': { type: 'string' },
+    'shim-cpus': { type: 'string' },
     json: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
@@ -416,6 +438,13 @@ export async function main(args: string[]): Promise<void> {
   const cloudFlags = (['cloud-token', 'cloud-tls-ca', 'cloud-tls-cert', 'cloud-tls-key'] as const).filter((f) => values[f] !== undefined);
   if (cloudFlags.length && values.cloud === undefined) throw new UsageError(`--${cloudFlags[0]} is for a running shim: it needs --cloud HOST:PORT`);
   if ((values['cloud-tls-cert'] === undefined) !== (values['cloud-tls-key'] === undefined)) throw new UsageError('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
+  if ((values['edge-cpus'] === undefined) !== (values['shim-cpus'] === undefined)) throw new UsageError('--edge-cpus and --shim-cpus go together');
+  if (values['shim-cpus'] !== undefined && values.cloud !== undefined) throw new UsageError('--shim-cpus starts a shim here: it excludes --cloud');
+  const edgeCpus = values['edge-cpus'];
+  const shimCpus = values['shim-cpus'];
+  for (const [flag, cpus] of [['--edge-cpus', edgeCpus], ['--shim-cpus', shimCpus]] as const) {
+    if (cpus !== undefined && !isCpuList(cpus)) throw new UsageError(`${flag} must be a CPU list such as 1, 0,2 or 2-3, got ${JSON.stringify(cpus)}`);
+  }
   const tlsFiles = { caFile: values['cloud-tls-ca'], certFile: values['cloud-tls-cert'], keyFile: values['cloud-tls-key'] };
   const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);
   const speculate = parseSpeculate(values.speculate ?? 'off');
@@ -436,6 +465,8 @@ export async function main(args: string[]): Promise<void> {
     cloudToken: values['cloud-token'],
     cloudTls: tlsFiles.caFile || tlsFiles.certFile ? tlsFiles : undefined,
     threads,
+    edgeCpus,
+    shimCpus,
     log: (line) => console.error(line),
   });
   console.log(formatLatencyTable(result));

@@ -16,6 +16,17 @@ export interface Metrics {
   'routerMs'?: (number | string);
   'cloudMs'?: (number | string);
   'totalMs'?: (number | string);
+  /**
+   * Speculative continuation (zero when off): routed tokens decoded past, those whose guess was right,
+   * their ratio, the speculative steps thrown away and their edge time, and the edge time of the kept
+   * ones (decoding done during the wait).
+   */
+  'speculated'?: (number);
+  'speculationHits'?: (number);
+  'hitRate'?: (number | string);
+  'wastedSteps'?: (number);
+  'wastedMs'?: (number | string);
+  'savedMs'?: (number | string);
 }
 
 export interface Metrics__Output {
@@ -33,4 +44,15 @@ export interface Metrics__Output {
   'routerMs': (number);
   'cloudMs': (number);
   'totalMs': (number);
+  /**
+   * Speculative continuation (zero when off): routed tokens decoded past, those whose guess was right,
+   * their ratio, the speculative steps thrown away and their edge time, and the edge time of the kept
+   * ones (decoding done during the wait).
+   */
+  'speculated': (number);
+  'speculationHits': (number);
+  'hitRate': (number);
+  'wastedSteps': (number);
+  'wastedMs': (number);
+  'savedMs': (number);
 }
