@@ -13,7 +13,12 @@ let address: string;
 
 beforeAll(async () => {
   // A cloud that answers after 20 ms, as over a network: long enough for the edge to decode past a routed token.
-  edge = await startTestEdge({ maxConcurrent: 2, cloud: (inProcess) => interceptSteps(inProcess, async (request, next) => (await Bun.sleep(20), next(request))) });
+  edge = await startTestEdge({
+    maxConcurrent: 2,
+    cloud: (inProcess) => interceptSteps(inProcess, async (request, next) => (await Bun.sleep(20), next(request))),
+    // As `bun run edge` by default: a request that does not say speculates.
+    speculateByDefault: true,
+  });
   server = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, accessToken: 'tok', maxReceiveBytes: 64 * 1024 });
   address = `127.0.0.1:${await server.start()}`;
   client = new EdgeGeneratorClient(address, grpc.credentials.createInsecure());
@@ -55,10 +60,10 @@ test('Generate streams the same events as the loop: tokens then done', async () 
   for (const t of tokens) expect(t.source).toBe(t.score! < 0.6 ? 'llm' : 'slm');
 });
 
-test('speculate over gRPC: the same tokens as without, and the speculation figures in done', async () => {
+test('speculate over gRPC: the edge default (on) unless the request says off; the same tokens, and the speculation figures in done', async () => {
   const request = { prompt: 'Once upon a time', mode: 'joint', threshold: 0.8, maxNewTokens: 24 };
   const plain = await collect({ ...request, speculate: false });
-  const speculative = await collect({ ...request, speculate: true });
+  const speculative = await collect(request);
   expect(speculative.error).toBeUndefined();
   const ids = (r: typeof plain) => r.events.filter((e) => e.token).map((e) => [e.token!.id, e.token!.source]);
   expect(ids(speculative)).toEqual(ids(plain));

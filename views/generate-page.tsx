@@ -6,6 +6,8 @@ export interface FormDefaults {
   threshold: number;
   maxNewTokens: number;
   maxNewTokensLimit: number;
+  /** The edge's speculate setting, which a request that does not say gets. */
+  speculate: boolean;
 }
 
 function Controls(props: { defaults: FormDefaults; action: string; compare: boolean }) {
@@ -64,8 +66,12 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
       <div>
         <label for="speculate">Decode ahead while the cloud answers</label>
         <select id="speculate" name="speculate">
-          <option value="off" selected>off</option>
-          <option value="on">on</option>
+          <option value="off" selected={!defaults.speculate}>
+            off
+          </option>
+          <option value="on" selected={defaults.speculate}>
+            on
+          </option>
         </select>
       </div>
       <div class="wide">

@@ -34,6 +34,8 @@ export interface EdgeConfig {
   cloudFailureThreshold: number;
   /** Send the edge model's hidden state with routed steps: it leaves the device. */
   sendHiddenState: boolean;
+  /** What requests that do not say get for `speculate`: decode ahead while a routed token is on the network. */
+  speculate: boolean;
   /** When set, the page and APIs require it. */
   accessToken: string | undefined;
   maxConcurrent: number;
@@ -58,6 +60,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   cloudDeadlineMs: { kind: 'int', min: 1, help: 'deadline of one routed step; past it the edge decides alone' },
   cloudFailureThreshold: { kind: 'int', min: 1, help: 'failed cloud attempts in a row before the edge stops trying for a while (a missed deadline counts as all)' },
   sendHiddenState: { kind: 'bool', help: 'send the small model hidden state with routed steps (it leaves the device)' },
+  speculate: { kind: 'bool', help: "default of requests' speculate: decode ahead from the edge's guess while a routed token is on the network (the same tokens either way; off saves the edge's thrown-away steps)" },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
   maxNewTokens: { kind: 'int', min: 1, help: 'largest max_new_tokens a request may ask for' },
@@ -80,6 +83,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   cloudDeadlineMs: 5000,
   cloudFailureThreshold: 3,
   sendHiddenState: false,
+  // On: it measured faster at the 0.5B shape and no slower on the demo pair (docs/results.md, section 5).
+  speculate: true,
   accessToken: undefined,
   maxConcurrent: 8,
   maxNewTokens: 1024,

@@ -28,6 +28,8 @@ export interface EdgeEngine {
   sendHiddenState?: boolean;
   /** Most tokens the edge decodes ahead while a routed step is on the network (requests with `speculate`); 16 when omitted. */
   speculationDepth?: number;
+  /** What a request that does not say gets for `speculate` (the edge's --speculate setting); off when omitted. */
+  speculateByDefault?: boolean;
 }
 
 const DEFAULT_SPECULATION_DEPTH = 16;

@@ -73,7 +73,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
       })
     : undefined;
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState },
+    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState, speculateByDefault: config.speculate },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
     log,
   );

@@ -82,8 +82,16 @@ function booleanField(raw: unknown, name: string, fallback: boolean): boolean {
   return raw;
 }
 
-/** `defaultThreshold` is what a request without a threshold gets: the edge passes its router's. */
-export function parseGenerationRequest(raw: RawGenerationRequest, limits: GenerationLimits = DEFAULT_LIMITS, defaultThreshold = 0.5): GenerationRequest {
+/**
+ * `defaultThreshold` is what a request without a threshold gets: the edge passes its router's.
+ * `defaultSpeculate` likewise: the edge passes its `--speculate` setting (tools that say nothing get off).
+ */
+export function parseGenerationRequest(
+  raw: RawGenerationRequest,
+  limits: GenerationLimits = DEFAULT_LIMITS,
+  defaultThreshold = 0.5,
+  defaultSpeculate = false,
+): GenerationRequest {
   const prompt = raw.prompt;
   if (typeof prompt !== 'string') invalid('prompt must be a string');
   if (prompt.trim() === '') invalid('prompt must not be empty');
@@ -111,7 +119,6 @@ export function parseGenerationRequest(raw: RawGenerationRequest, limits: Genera
     seed: integerField(raw.seed, 'seed', 0, 0, 2 ** 32 - 1),
     stop,
     routeSpan: integerField(raw.routeSpan, 'route_span', 1, 1, limits.maxRouteSpan),
-    // Off until it measures better (docs/results.md, section 5): it only pays where the edge's guess is right.
-    speculate: booleanField(raw.speculate, 'speculate', false),
+    speculate: booleanField(raw.speculate, 'speculate', defaultSpeculate),
   };
 }

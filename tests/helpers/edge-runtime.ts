@@ -22,6 +22,8 @@ export async function startTestEdge(
     /** The cloud the edge talks to: the in-process cloud pack (default), none, or a client built around it. */
     cloud?: 'in-process' | 'none' | ((inProcess: InProcessCloud) => CloudClient);
     router?: 'builtin' | 'trained';
+    /** The edge's --speculate setting (what requests that do not say get). */
+    speculateByDefault?: boolean;
   } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
@@ -32,7 +34,7 @@ export async function startTestEdge(
     options.cloud === 'none' ? undefined : typeof options.cloud === 'function' ? options.cloud(inProcess) : inProcess;
   const router = await loadRouter(options.router === 'trained' ? demo.routerPack : undefined);
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud },
+    { slm, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud, speculateByDefault: options.speculateByDefault },
     { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4 },
   );
   return {

@@ -86,7 +86,12 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   );
 
   // The router pack's own τ (router.json's default_threshold), the same one a request without a threshold gets.
-  const defaults = { threshold: runtime.engine.router.info.defaultThreshold, maxNewTokens: 64, maxNewTokensLimit: runtime.limits.maxNewTokens };
+  const defaults = {
+    threshold: runtime.engine.router.info.defaultThreshold,
+    maxNewTokens: 64,
+    maxNewTokensLimit: runtime.limits.maxNewTokens,
+    speculate: runtime.engine.speculateByDefault ?? false,
+  };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} />));
   app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} />));
   app.get('/fragments/cloud-state', (c) => c.html(<CloudState state={runtime.cloudState()} />));
