@@ -19,7 +19,8 @@ export async function makeChatPack(template = TEST_CHAT_TEMPLATE): Promise<{ dir
   const demo = await ensureDemoPacks();
   const root = mkdtempSync(join(tmpdir(), 'chat-pack-'));
   const dir = join(root, 'stories260k-3l-chat');
-  cpSync(demo.edgePack, dir, { recursive: true });
+  // dereference: a pack folder that is a symlink is copied, not linked (writing through it would change the pack).
+  cpSync(demo.edgePack, dir, { recursive: true, dereference: true });
   const configPath = join(dir, 'tokenizer_config.json');
   const config = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
   writeFileSync(configPath, JSON.stringify({ ...config, chat_template: template }, null, 2));
