@@ -251,6 +251,57 @@ describe('errors', () => {
   });
 });
 
+describe('conditional steps (pipelined)', () => {
+  const slm = (n: number) => Array.from({ length: n }, () => 'TOKEN_SOURCE_SLM');
+
+  test('a step sent before the previous result is served when its guess is the returned token, and skipped otherwise', async () => {
+    // From BOS the cloud model continues 403 407 261 378 432 (see above).
+    const { responses, status } = await rawStream([
+      open([1]),
+      { step: { offset: 1, ids: [], sources: [] } },
+      // Assumes 403 at 1 (right): 403 is already there, 407 is appended, and the step is served.
+      { step: { offset: 1, ids: [403, 407], sources: slm(2), conditional: true } },
+      // Assumes 299 at 3 (the cloud returns 261): skipped.
+      { step: { offset: 3, ids: [299], sources: slm(1), conditional: true } },
+      // Assumes the skipped step's token at 4: skipped too, although 4 is the context's end.
+      { step: { offset: 4, ids: [300], sources: slm(1), conditional: true } },
+      // Past the end of the context: skipped.
+      { step: { offset: 5, ids: [], sources: [], conditional: true } },
+      // A plain step continues from the context the shim really holds.
+      { step: { offset: 4, ids: [], sources: [] } },
+    ]);
+    expect(status.code).toBe(grpc.status.OK);
+    const steps = responses.filter((r) => r.step).map((r) => r.step!);
+    expect(steps.map((s) => [s.ids, s.skipped, s.contextLength])).toEqual([
+      [[403], false, 2],
+      [[261], false, 4],
+      [[], true, 4],
+      [[], true, 4],
+      [[], true, 4],
+      [[378], false, 5],
+    ]);
+    expect(responses.at(-1)!.end).toMatchObject({ code: 0, steps: 6, generatedTokens: 3, contextTokens: 5 });
+  });
+
+  test('consecutive routed positions: the conditional step carries only the guess', async () => {
+    const { responses } = await rawStream([
+      open([1, 403]),
+      { step: { offset: 2, ids: [], sources: [] } },
+      { step: { offset: 2, ids: [407], sources: slm(1), conditional: true } },
+    ]);
+    expect(responses.filter((r) => r.step).map((r) => [r.step!.ids, r.step!.skipped])).toEqual([
+      [[407], false],
+      [[261], false],
+    ]);
+  });
+
+  test('a plain step must still start at the context end', async () => {
+    const { status } = await rawStream([open([1, 403]), { step: { offset: 2, ids: [], sources: [] } }, { step: { offset: 2, ids: [407], sources: slm(1) } }]);
+    expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(status.details).toContain('overlap');
+  });
+});
+
 describe('authentication', () => {
   let secured: ShimServer;
   beforeAll(async () => {

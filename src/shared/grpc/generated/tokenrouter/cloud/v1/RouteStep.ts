@@ -37,6 +37,11 @@ export interface RouteStep {
    * The SLM's last-layer hidden state at this position: only when the edge is configured to send it.
    */
   'slmHiddenState'?: (number | string)[];
+  /**
+   * Sent before the previous step's result, assuming its token (see the top of this file): offset may be
+   * below the context length, and a step whose assumption fails is skipped instead of failing the stream.
+   */
+  'conditional'?: (boolean);
 }
 
 /**
@@ -73,4 +78,9 @@ export interface RouteStep__Output {
    * The SLM's last-layer hidden state at this position: only when the edge is configured to send it.
    */
   'slmHiddenState': (number)[];
+  /**
+   * Sent before the previous step's result, assuming its token (see the top of this file): offset may be
+   * below the context length, and a step whose assumption fails is skipped instead of failing the stream.
+   */
+  'conditional': (boolean);
 }
