@@ -32,18 +32,23 @@ export interface SpeculationHooks {
   isEos(token: number): boolean;
   /** True once the cloud's reply (or its failure) is in. */
   replied(): boolean;
+  /**
+   * A speculative position routed: sends its step as a conditional one and returns the edge's guess there to
+   * decode on from, or undefined to stop (conditional steps off, one already in flight, the guess ends).
+   */
+  branch?(step: SpeculativeStep): number | undefined;
 }
 
 /**
- * Decodes ahead from `guess` until the reply is in, `maxSteps` tokens are fed, a speculative position
- * routes (a second routed position waits for the first reply) or the edge picks an end token.
+ * Decodes ahead from `guess` until the reply is in, `maxSteps` steps are held, a speculative position
+ * routes and `branch` does not go on past it, or the edge picks an end token. `steps` may hold a chain
+ * decoded earlier that `guess` continues (they count towards `maxSteps`).
  *
  * @example
  * const steps = await speculate(argmax(last.logits), 16, hooks);
  * // steps[0].result holds the logits after the guess; steps.length speculative forward passes were run
  */
-export async function speculate(guess: number, maxSteps: number, hooks: SpeculationHooks): Promise<SpeculativeStep[]> {
-  const steps: SpeculativeStep[] = [];
+export async function speculate(guess: number, maxSteps: number, hooks: SpeculationHooks, steps: SpeculativeStep[] = []): Promise<SpeculativeStep[]> {
   let token = guess;
   while (steps.length < maxSteps && !hooks.replied()) {
     const { result, ms } = await hooks.feed(token);
@@ -53,7 +58,12 @@ export async function speculate(guess: number, maxSteps: number, hooks: Speculat
     const scored = await hooks.score(result);
     step.score = scored.score;
     step.routerMs = scored.ms;
-    if (hooks.routes(scored.score)) break;
+    if (hooks.routes(scored.score)) {
+      const next = hooks.branch?.(step);
+      if (next === undefined) break;
+      token = next;
+      continue;
+    }
     const t = performance.now();
     token = hooks.pick(result);
     step.token = token;
