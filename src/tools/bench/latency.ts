@@ -126,6 +126,8 @@ export interface LatencyRow {
   wasted_ms: number;
   /** Edge time of kept speculative steps: decoding done during the wait (mean per prompt). */
   saved_ms: number;
+  /** Steps sent while another was in flight, assuming its guess (mean per prompt; skipped ones included). */
+  conditional_steps: number;
 }
 
 export interface LatencyBenchResult {
@@ -155,6 +157,8 @@ class CloudMeter {
   constructor(inner: CloudClient) {
     this.client = interceptSteps(inner, async (request, next) => {
       const reply = await next(request);
+      // A skipped conditional step asked the cloud for nothing: it is no call (conditional_steps counts it).
+      if (reply.skipped) return reply;
       this.tally.calls++;
       this.tally.backendMs += reply.backendMs;
       return reply;
@@ -238,6 +242,7 @@ function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyR
     wasted_steps: m((r) => r.metrics.wastedSteps),
     wasted_ms: m((r) => r.metrics.wastedMs),
     saved_ms: m((r) => r.metrics.savedMs),
+    conditional_steps: m((r) => r.metrics.conditionalSteps),
   };
 }
 
@@ -369,6 +374,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     'overall / small_only',
     'hit rate',
     'wasted steps',
+    'conditional steps',
   ];
   const rows = r.rows.map((row) => [
     label(row),
@@ -386,6 +392,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     row.overall_ratio.toFixed(2),
     row.hit_rate === null ? '–' : row.hit_rate.toFixed(2),
     row.wasted_steps.toFixed(1),
+    row.conditional_steps.toFixed(1),
   ]);
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [
