@@ -295,6 +295,55 @@ describe('conditional steps (pipelined)', () => {
     ]);
   });
 
+  /** A step request for `ids` (sources: the prompt [1], then `llm` for the first generated id and `slm` after). */
+  const request = (ids: number[], conditional = false) => {
+    const edge = new EdgeContext([1]);
+    ids.slice(1).forEach((id, i) => edge.push([id], i === 0 ? 'llm' : 'slm'));
+    return { ...edge.step(), context: [...edge.ids], sources: [...edge.sources], conditional };
+  };
+
+  test('the edge client sends a conditional step behind one in flight and keeps its copy of the context right', async () => {
+    await withClient(async (client) => {
+      const session = client.openConversation({ requestId: 'pipelined' });
+      // Both on the stream at once: the second assumes 403, which the first returns.
+      const [a, b] = await Promise.all([session.next(request([1])), session.next(request([1, 403], true))]);
+      expect(a.tokens).toEqual([403]);
+      expect(b).toMatchObject({ tokens: [407] });
+      expect(b.skipped).toBeFalsy();
+      // A wrong assumption: skipped, and the next step's delta is computed from what the shim really holds.
+      const [c, d] = await Promise.all([session.next(request([1, 403, 407])), session.next(request([1, 403, 407, 5, 6], true))]);
+      expect(c.tokens).toEqual([261]);
+      expect(d).toMatchObject({ tokens: [], skipped: true });
+      expect((await session.next(request([1, 403, 407, 261]))).tokens).toEqual([378]);
+      // One conditional step at most, and a plain step never, beside a step in flight.
+      const e = session.next(request([1, 403, 407, 261, 378]));
+      const f = session.next(request([1, 403, 407, 261, 378, 432], true));
+      expect(await rejectionCode(session.next(request([1, 403, 407, 261, 378, 432, 5], true)))).toBe('FAILED_PRECONDITION');
+      expect(await rejectionCode(session.next(request([1, 403, 407, 261, 378, 432])))).toBe('FAILED_PRECONDITION');
+      expect((await e).tokens).toEqual([432]);
+      expect((await f).skipped).toBeFalsy();
+      // Sent after the step it assumes was answered, a conditional step whose guess was wrong is skipped at once.
+      const after = request([1, 403, 407, 261, 378, 432, 1, 2], true);
+      expect(await session.next(after)).toMatchObject({ tokens: [], skipped: true });
+      await session.close();
+    });
+    await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
+  });
+
+  test('a stream that fails with a conditional step on it fails both; the next step reopens with the whole context', async () => {
+    await withClient(async (client) => {
+      const session = client.openConversation({ requestId: 'pipelined-failure' });
+      expect((await session.next(request([1]))).tokens).toEqual([403]);
+      // An id outside the vocabulary fails the stream at the first step; the one behind it is not sent again.
+      const [a, b] = await Promise.allSettled([session.next(request([1, 403, 9999])), session.next(request([1, 403, 9999, 5], true))]);
+      expect(a.status === 'rejected' && a.reason.code).toBe('INVALID_ARGUMENT');
+      expect(b.status === 'rejected' && b.reason.code).toBe('UNAVAILABLE');
+      expect(b.status === 'rejected' && b.reason.message).toContain('pipelined steps are not sent again');
+      expect((await session.next(request([1, 403, 407]))).tokens).toEqual([261]);
+      await session.close();
+    });
+  });
+
   test('a plain step must still start at the context end', async () => {
     const { status } = await rawStream([open([1, 403]), { step: { offset: 2, ids: [], sources: [] } }, { step: { offset: 2, ids: [407], sources: slm(1) } }]);
     expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);

@@ -268,8 +268,10 @@ class GrpcCloudSession implements CloudConversation {
       this.steps++;
       if (result.skipped) return skippedReply();
       this.owner.backoff.success();
-      this.shimIds.push(...request.context.slice(this.shimIds.length), ...result.ids);
+      // Its ids are the edge's (checked against the reply it assumed by the shim); the returned ones are not yet.
+      this.shimIds.push(...request.context.slice(this.shimIds.length));
       this.verified = this.shimIds.length;
+      this.shimIds.push(...result.ids);
       if (result.contextLength !== this.shimIds.length) this.dropStream();
       return toReply(result);
     } catch (e) {
