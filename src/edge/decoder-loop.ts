@@ -4,6 +4,14 @@
  * model's own token is taken. Either way the chosen tokens are appended to the edge KV cache with one
  * forward pass, so the prompt is prefilled exactly once. It knows nothing of HTTP or gRPC: callers
  * iterate the events and serialize them.
+ *
+ * With `speculate`, the edge decodes past a routed position from its own guess while the step is out
+ * (speculation.ts); a position of that chain that routes too is sent at once as a conditional step, which
+ * assumes the guess, and the edge decodes on past it as well. The first reply then settles both: a wrong
+ * guess throws the whole chain away (the conditional step comes back skipped); a right one keeps the chain,
+ * and the loop takes the conditional step already in flight when it reaches that position. A conditional
+ * step that failed or came back skipped there is sent again as a plain step, so the cloud is asked at every
+ * routed position exactly as without speculation.
  */
 import { randomUUID } from 'node:crypto';
 import type { AppendResult, DecoderModel, DecoderSequence } from '../shared/decoder-model.ts';

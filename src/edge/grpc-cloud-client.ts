@@ -10,6 +10,8 @@
  * While the breaker holds failures, the shim's gRPC health service is probed on the same schedule (see
  * CloudHealthProbe), so a shim that came back shows `ready` again without a routed token. A failed step's
  * error says why in plain words (cloud-failure-reason.ts): that is what the page shows on a fallback token.
+ * A conditional step (see the proto) goes out behind the step in flight on the same stream and reads its
+ * result after that one's; when the stream fails, both steps fail and neither is sent again.
  *
  * @example
  * const cloud = new GrpcCloudClient({ address: 'cloud.example:50061', authToken, tls: { caFile: 'ca.pem' } });

@@ -4,6 +4,8 @@
  * steps are kept when the cloud's token equals the guess and thrown away (the KV cache rolled back to the
  * routed position, the random stream rewound) otherwise, so the emitted tokens are exactly those of the
  * loop without speculation. Nothing here emits tokens: the loop replays kept steps as final decisions.
+ * A speculative position that routes may be sent at once as a conditional step (`branch`), the edge going
+ * on from its guess there too; the loop keeps at most two steps in flight.
  */
 import type { AppendResult } from '../shared/decoder-model.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
