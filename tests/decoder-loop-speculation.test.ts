@@ -159,21 +159,25 @@ describe('the policy is unchanged by speculation (greedy)', () => {
  * that came back skipped. Steps are counted as they reach `inner`, in order.
  */
 function recording(inner: CloudClient) {
-  const counts = { steps: 0, conditional: 0, skipped: 0, maxInFlight: 0 };
-  let inFlight = 0;
+  const counts = { steps: 0, conditional: 0, skipped: 0, maxInFlight: 0, inFlight: 0 };
   const client = interceptSteps(inner, async (request, next) => {
     counts.steps++;
     if (request.conditional) counts.conditional++;
-    counts.maxInFlight = Math.max(counts.maxInFlight, ++inFlight);
+    counts.maxInFlight = Math.max(counts.maxInFlight, ++counts.inFlight);
     try {
       const reply = await next(request);
       if (reply.skipped) counts.skipped++;
       return reply;
     } finally {
-      inFlight--;
+      counts.inFlight--;
     }
   });
   return { client, counts };
+}
+
+/** Waits for the replies a generation did not wait for (a skipped step behind the last routed position). */
+async function settled(counts: { inFlight: number }): Promise<void> {
+  while (counts.inFlight > 0) await Bun.sleep(5);
 }
 
 /** The in-process cloud with each step held 20 to 40 ms (by its token index, so both runs see the same). */
@@ -228,6 +232,7 @@ describe('conditional steps: a second routed position is sent while the first is
         const off = await run({ prompt, mode: 'joint', threshold, maxNewTokens: 24, ...raw, speculate: false }, { cloud: makeCloud() });
         const { client, counts } = recording(makeCloud());
         const on = await run({ prompt, mode: 'joint', threshold, maxNewTokens: 24, ...raw, speculate: true }, { cloud: client });
+        await settled(counts);
         expect(on.decisions).toEqual(off.decisions);
         expect(on.done.text).toBe(off.done.text);
         expect(on.done.finishReason).toBe(off.done.finishReason);

@@ -395,9 +395,12 @@ class GrpcCloudSession implements CloudConversation {
     this.reader = undefined;
     try {
       if (stream && reader && !reader.finished) {
+        const deadline = AbortSignal.timeout(this.owner.options.closeTimeoutMs ?? 2_000);
+        // A step still in flight (a conditional step the generation no longer needs, usually skipped) reads
+        // its own result first: the half-close below must be the stream's only reader.
+        if (this.inFlight > 0) await Promise.race([this.answered.catch(() => {}), new Promise((resolve) => deadline.addEventListener('abort', resolve, { once: true }))]);
         // Half-close: the shim answers with its final message and frees the session.
         stream.end();
-        const deadline = AbortSignal.timeout(this.owner.options.closeTimeoutMs ?? 2_000);
         while (!(await reader.next(deadline)).done);
       }
     } catch {
