@@ -8,7 +8,8 @@ import type { Sampling as _tokenrouter_cloud_v1_Sampling, Sampling__Output as _t
  */
 export interface RouteStep {
   /**
-   * Absolute index in the context of ids[0]; must equal the shim's context length.
+   * Absolute index in the context of ids[0]; must equal the shim's context length (a conditional step: the
+   * position of the pending step's token, see the top of this file).
    */
   'offset'?: (number);
   /**
@@ -49,7 +50,8 @@ export interface RouteStep {
  */
 export interface RouteStep__Output {
   /**
-   * Absolute index in the context of ids[0]; must equal the shim's context length.
+   * Absolute index in the context of ids[0]; must equal the shim's context length (a conditional step: the
+   * position of the pending step's token, see the top of this file).
    */
   'offset': (number);
   /**
