@@ -202,6 +202,7 @@ test('bench latency: bad flags are usage errors', () => {
     [['--edge-cpus', '0', '--shim-cpus', 'one'], 'error: --shim-cpus must be a CPU list such as 1, 0,2 or 2-3, got "one"'],
     [['--edge-cpus', '0', '--shim-cpus', '1', '--cloud', 'h:1'], 'error: --shim-cpus starts a shim here: it excludes --cloud'],
     [['--frobnicate'], 'error: Unknown option'],
+    [['--conditional-steps', 'maybe'], 'error: --conditional-steps must be on or off, got "maybe"'],
   ];
   for (const [args, message] of cases) {
     const r = bench(...args);
