@@ -248,6 +248,9 @@ class GrpcCloudSession implements CloudConversation {
     // at that reply's position, with the edge's guess for it.
     const offset = this.shimIds.length;
     const sent = this.shimIds;
+    if (request.sources.length !== request.context.length) {
+      throw new AppError('INVALID_ARGUMENT', `context has ${request.context.length} ids but ${request.sources.length} sources`);
+    }
     if (request.context.length <= offset || sent.some((id, i) => request.context[i] !== id)) {
       throw new AppError('FAILED_PRECONDITION', 'a conditional step must extend the context of the step in flight by the token it assumes');
     }
