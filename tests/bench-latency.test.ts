@@ -37,6 +37,7 @@ const KEYS: (keyof LatencyRow)[] = [
   'overall_ratio',
   'hit_rate',
   'wasted_steps',
+  'conditional_steps',
 ];
 
 /** What must hold for any run, whatever the machine's speed. */
@@ -57,8 +58,10 @@ function checkRows(result: LatencyBenchResult, thresholds: number[], speculate =
     for (const key of KEYS) expect(row).toHaveProperty(key);
     expect(row.fallback_total).toBe(0);
     expect(row.tokens).toBeGreaterThan(0);
-    // Every routed step is one request and its reply through the proxy: at least one injected round trip each.
-    expect(row.comm_llm_ms).toBeGreaterThanOrEqual(row.cloud_calls * rtt);
+    // Every routed step is one request and its reply through the proxy: at least one injected round trip each,
+    // except that a conditional step's trip overlaps the one before it.
+    expect(row.comm_llm_ms).toBeGreaterThanOrEqual((row.cloud_calls - row.conditional_steps) * rtt);
+    if (!row.speculate) expect(row.conditional_steps).toBe(0);
     expect(row.predicted_comm_llm_ms).toBeCloseTo(row.cloud_calls * rtt + row.backend_ms, 6);
     // One token per routed step (route span 1), plus at most one call per prompt whose reply was the end of text.
     expect(row.cloud_calls).toBeGreaterThanOrEqual(row.routed_count);
@@ -199,6 +202,7 @@ test('bench latency: bad flags are usage errors', () => {
     [['--edge-cpus', '0', '--shim-cpus', 'one'], 'error: --shim-cpus must be a CPU list such as 1, 0,2 or 2-3, got "one"'],
     [['--edge-cpus', '0', '--shim-cpus', '1', '--cloud', 'h:1'], 'error: --shim-cpus starts a shim here: it excludes --cloud'],
     [['--frobnicate'], 'error: Unknown option'],
+    [['--conditional-steps', 'maybe'], 'error: --conditional-steps must be on or off, got "maybe"'],
   ];
   for (const [args, message] of cases) {
     const r = bench(...args);

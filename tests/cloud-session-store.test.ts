@@ -84,3 +84,45 @@ describe('session store', () => {
     expect(codeOf(() => s.open('late', [1], []))).toBe('UNAVAILABLE');
   });
 });
+
+describe('conditional steps', () => {
+  test('a step whose overlap matches the context appends only the rest; consecutive routed positions append nothing', () => {
+    const s = store();
+    const session = s.open('r', [1, 403], []);
+    s.appendGenerated(session, [407]);
+    expect(s.appendConditional(session, 2, [407, 261, 378], ['slm', 'slm', 'slm'])).toBe(true);
+    expect(session.ids).toEqual([1, 403, 407, 261, 378]);
+    expect(session.sources).toEqual(['prompt', 'prompt', 'llm', 'slm', 'slm']);
+    s.appendGenerated(session, [432]);
+    expect(s.appendConditional(session, 5, [432], ['slm'])).toBe(true);
+    expect(session.ids).toEqual([1, 403, 407, 261, 378, 432]);
+    expect(s.totalTokens).toBe(6);
+  });
+
+  test('a mismatch, a step past the end or ending before it, and a step after a skipped one are skipped, the context untouched', () => {
+    const s = store();
+    const session = s.open('r', [1, 403], []);
+    s.appendGenerated(session, [407]);
+    expect(s.appendConditional(session, 2, [261, 378], ['slm', 'slm'])).toBe(false);
+    expect(session.ids).toEqual([1, 403, 407]);
+    // Assumes the skipped step's token at 3: skipped as well, although its offset is the context's end.
+    expect(s.appendConditional(session, 3, [5], ['slm'])).toBe(false);
+    expect(session.ids).toEqual([1, 403, 407]);
+    // A plain step starts over; conditional steps after it are judged on their own again.
+    s.append(session, 3, [261], ['slm']);
+    expect(s.appendConditional(session, 4, [378], ['slm'])).toBe(true);
+    expect(s.appendConditional(session, 9, [5], ['slm'])).toBe(false);
+    s.append(session, 5, [], []);
+    s.appendGenerated(session, [6, 7]);
+    expect(s.appendConditional(session, 5, [6], ['slm'])).toBe(false);
+    expect(session.ids).toEqual([1, 403, 407, 261, 378, 6, 7]);
+    expect(s.totalTokens).toBe(7);
+  });
+
+  test('the token budget covers only what a conditional step appends', () => {
+    const s = store({ maxContextTokens: 4 });
+    const session = s.open('r', [1, 403, 407], []);
+    expect(s.appendConditional(session, 2, [407, 261], ['slm', 'slm'])).toBe(true);
+    expect(codeOf(() => s.appendConditional(session, 4, [5], ['slm']))).toBe('RESOURCE_EXHAUSTED');
+  });
+});

@@ -251,6 +251,106 @@ describe('errors', () => {
   });
 });
 
+describe('conditional steps (pipelined)', () => {
+  const slm = (n: number) => Array.from({ length: n }, () => 'TOKEN_SOURCE_SLM');
+
+  test('a step sent before the previous result is served when its guess is the returned token, and skipped otherwise', async () => {
+    // From BOS the cloud model continues 403 407 261 378 432 (see above).
+    const { responses, status } = await rawStream([
+      open([1]),
+      { step: { offset: 1, ids: [], sources: [] } },
+      // Assumes 403 at 1 (right): 403 is already there, 407 is appended, and the step is served.
+      { step: { offset: 1, ids: [403, 407], sources: slm(2), conditional: true } },
+      // Assumes 299 at 3 (the cloud returns 261): skipped.
+      { step: { offset: 3, ids: [299], sources: slm(1), conditional: true } },
+      // Assumes the skipped step's token at 4: skipped too, although 4 is the context's end.
+      { step: { offset: 4, ids: [300], sources: slm(1), conditional: true } },
+      // Past the end of the context: skipped.
+      { step: { offset: 5, ids: [], sources: [], conditional: true } },
+      // A plain step continues from the context the shim really holds.
+      { step: { offset: 4, ids: [], sources: [] } },
+    ]);
+    expect(status.code).toBe(grpc.status.OK);
+    const steps = responses.filter((r) => r.step).map((r) => r.step!);
+    expect(steps.map((s) => [s.ids, s.skipped, s.contextLength])).toEqual([
+      [[403], false, 2],
+      [[261], false, 4],
+      [[], true, 4],
+      [[], true, 4],
+      [[], true, 4],
+      [[378], false, 5],
+    ]);
+    expect(responses.at(-1)!.end).toMatchObject({ code: 0, steps: 6, generatedTokens: 3, contextTokens: 5 });
+  });
+
+  test('consecutive routed positions: the conditional step carries only the guess', async () => {
+    const { responses } = await rawStream([
+      open([1, 403]),
+      { step: { offset: 2, ids: [], sources: [] } },
+      { step: { offset: 2, ids: [407], sources: slm(1), conditional: true } },
+    ]);
+    expect(responses.filter((r) => r.step).map((r) => [r.step!.ids, r.step!.skipped])).toEqual([
+      [[407], false],
+      [[261], false],
+    ]);
+  });
+
+  /** A step request for `ids` (sources: the prompt [1], then `llm` for the first generated id and `slm` after). */
+  const request = (ids: number[], conditional = false) => {
+    const edge = new EdgeContext([1]);
+    ids.slice(1).forEach((id, i) => edge.push([id], i === 0 ? 'llm' : 'slm'));
+    return { ...edge.step(), context: [...edge.ids], sources: [...edge.sources], conditional };
+  };
+
+  test('the edge client sends a conditional step behind one in flight and keeps its copy of the context right', async () => {
+    await withClient(async (client) => {
+      const session = client.openConversation({ requestId: 'pipelined' });
+      // Both on the stream at once: the second assumes 403, which the first returns.
+      const [a, b] = await Promise.all([session.next(request([1])), session.next(request([1, 403], true))]);
+      expect(a.tokens).toEqual([403]);
+      expect(b).toMatchObject({ tokens: [407] });
+      expect(b.skipped).toBeFalsy();
+      // A wrong assumption: skipped, and the next step's delta is computed from what the shim really holds.
+      const [c, d] = await Promise.all([session.next(request([1, 403, 407])), session.next(request([1, 403, 407, 5, 6], true))]);
+      expect(c.tokens).toEqual([261]);
+      expect(d).toMatchObject({ tokens: [], skipped: true });
+      expect((await session.next(request([1, 403, 407, 261]))).tokens).toEqual([378]);
+      // One conditional step at most, and a plain step never, beside a step in flight.
+      const e = session.next(request([1, 403, 407, 261, 378]));
+      const f = session.next(request([1, 403, 407, 261, 378, 432], true));
+      expect(await rejectionCode(session.next(request([1, 403, 407, 261, 378, 432, 5], true)))).toBe('FAILED_PRECONDITION');
+      expect(await rejectionCode(session.next(request([1, 403, 407, 261, 378, 432])))).toBe('FAILED_PRECONDITION');
+      expect((await e).tokens).toEqual([432]);
+      expect((await f).skipped).toBeFalsy();
+      // Sent after the step it assumes was answered, a conditional step whose guess was wrong is skipped at once.
+      const after = request([1, 403, 407, 261, 378, 432, 1, 2], true);
+      expect(await session.next(after)).toMatchObject({ tokens: [], skipped: true });
+      await session.close();
+    });
+    await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
+  });
+
+  test('a stream that fails with a conditional step on it fails both; the next step reopens with the whole context', async () => {
+    await withClient(async (client) => {
+      const session = client.openConversation({ requestId: 'pipelined-failure' });
+      expect((await session.next(request([1]))).tokens).toEqual([403]);
+      // An id outside the vocabulary fails the stream at the first step; the one behind it is not sent again.
+      const [a, b] = await Promise.allSettled([session.next(request([1, 403, 9999])), session.next(request([1, 403, 9999, 5], true))]);
+      expect(a.status === 'rejected' && a.reason.code).toBe('INVALID_ARGUMENT');
+      expect(b.status === 'rejected' && b.reason.code).toBe('UNAVAILABLE');
+      expect(b.status === 'rejected' && b.reason.message).toContain('pipelined steps are not sent again');
+      expect((await session.next(request([1, 403, 407]))).tokens).toEqual([261]);
+      await session.close();
+    });
+  });
+
+  test('a plain step must still start at the context end', async () => {
+    const { status } = await rawStream([open([1, 403]), { step: { offset: 2, ids: [], sources: [] } }, { step: { offset: 2, ids: [407], sources: slm(1) } }]);
+    expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(status.details).toContain('overlap');
+  });
+});
+
 describe('authentication', () => {
   let secured: ShimServer;
   beforeAll(async () => {

@@ -154,6 +154,189 @@ describe('the policy is unchanged by speculation (greedy)', () => {
   });
 });
 
+/**
+ * What the loop sent and got back: conditional steps (sent while another step was in flight) and the replies
+ * that came back skipped. Steps are counted as they reach `inner`, in order.
+ */
+function recording(inner: CloudClient) {
+  const counts = { steps: 0, conditional: 0, skipped: 0, maxInFlight: 0, inFlight: 0 };
+  const client = interceptSteps(inner, async (request, next) => {
+    counts.steps++;
+    if (request.conditional) counts.conditional++;
+    counts.maxInFlight = Math.max(counts.maxInFlight, ++counts.inFlight);
+    try {
+      const reply = await next(request);
+      if (reply.skipped) counts.skipped++;
+      return reply;
+    } finally {
+      counts.inFlight--;
+    }
+  });
+  return { client, counts };
+}
+
+/** Waits for the replies a generation did not wait for (a skipped step behind the last routed position). */
+async function settled(counts: { inFlight: number }): Promise<void> {
+  while (counts.inFlight > 0) await Bun.sleep(5);
+}
+
+/** The in-process cloud with each step held 20 to 40 ms (by its token index, so both runs see the same). */
+function jittery(inner: CloudClient): CloudClient {
+  return interceptSteps(inner, async (request, next) => (await Bun.sleep(20 + ((request.tokenIndex * 7) % 21)), next(request)));
+}
+
+/**
+ * Like edgeEcho, with the shim's rule for conditional steps: one whose assumed token is not what the step
+ * before it returned is answered `skipped`. Steps are answered in order.
+ */
+function echoingShim(offset: number, delayMs: number): CloudClient {
+  const inner = edgeEcho(offset, 0);
+  return {
+    openConversation: (options) => {
+      const conversation = inner.openConversation(options);
+      let previous: Promise<number[] | undefined> = Promise.resolve(undefined);
+      return {
+        next(request) {
+          const assumed = previous;
+          const reply = (async (): Promise<CloudStepReply> => {
+            await Bun.sleep(delayMs);
+            const before = await assumed;
+            if (request.conditional && !(before && before.every((id, i) => request.context[i] === id))) {
+              return { tokens: [], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0, skipped: true };
+            }
+            return conversation.next(request);
+          })();
+          previous = reply.then(
+            (r) => (r.skipped ? undefined : [...request.context, ...r.tokens]),
+            () => undefined,
+          );
+          return reply;
+        },
+        close: () => conversation.close(),
+      };
+    },
+    state: () => 'ready',
+    close: async () => {},
+  };
+}
+
+describe('conditional steps: a second routed position is sent while the first is in flight', () => {
+  // Thresholds at which routed positions come close together on the demo pair.
+  const THRESHOLDS = [0.7, 0.85, 0.95];
+
+  /** Runs every prompt and threshold without and with speculation on fresh clouds from `makeCloud`; returns the totals. */
+  async function sweep(makeCloud: () => CloudClient, raw: RawGenerationRequest = {}) {
+    const totals = { steps: 0, conditional: 0, skipped: 0, conditionalMetric: 0, skippedMetric: 0, hits: 0, maxInFlight: 0, routed: 0, endedByEos: 0 };
+    for (const prompt of PROMPTS) {
+      for (const threshold of THRESHOLDS) {
+        const off = await run({ prompt, mode: 'joint', threshold, maxNewTokens: 24, ...raw, speculate: false }, { cloud: makeCloud() });
+        const { client, counts } = recording(makeCloud());
+        const on = await run({ prompt, mode: 'joint', threshold, maxNewTokens: 24, ...raw, speculate: true }, { cloud: client });
+        await settled(counts);
+        expect(on.decisions).toEqual(off.decisions);
+        expect(on.done.text).toBe(off.done.text);
+        expect(on.done.finishReason).toBe(off.done.finishReason);
+        expect(off.done.metrics.conditionalSteps).toBe(0);
+        totals.steps += counts.steps;
+        totals.conditional += counts.conditional;
+        totals.skipped += counts.skipped;
+        totals.maxInFlight = Math.max(totals.maxInFlight, counts.maxInFlight);
+        totals.conditionalMetric += on.done.metrics.conditionalSteps;
+        totals.skippedMetric += on.done.metrics.conditionalSkipped;
+        totals.hits += on.done.metrics.speculationHits;
+        totals.routed += on.done.metrics.routed;
+        if (on.done.finishReason === 'eos') totals.endedByEos++;
+      }
+    }
+    expect(edge.stats.liveSequences).toBe(0);
+    // Never more than the step and one conditional step behind it.
+    expect(totals.maxInFlight).toBeLessThanOrEqual(2);
+    return totals;
+  }
+
+  test('the in-process cloud answering in 20 to 40 ms: identical decisions; conditional steps sent, served and skipped', async () => {
+    const totals = await sweep(() => jittery(cloud));
+    expect(totals.conditional).toBeGreaterThan(0);
+    expect(totals.conditionalMetric).toBe(totals.conditional);
+    expect(totals.maxInFlight).toBe(2);
+    // The demo pair disagrees often enough that some assumptions fail, and agrees often enough that some hold.
+    expect(totals.skipped).toBeGreaterThan(0);
+    expect(totals.skipped).toBeLessThan(totals.conditional);
+  }, 240_000);
+
+  test('a cloud that always agrees: conditional steps are served, never skipped', async () => {
+    const totals = await sweep(() => echoingShim(0, 20));
+    expect(totals.conditional).toBeGreaterThan(0);
+    // Each routed position asked once: a served conditional step is the one its position uses. (A step whose
+    // reply ends the text emits no token: at most one per generation that ended so.)
+    expect(totals.steps).toBeGreaterThanOrEqual(totals.routed);
+    expect(totals.steps).toBeLessThanOrEqual(totals.routed + totals.endedByEos);
+    expect(totals.skipped).toBe(0);
+    expect(totals.skippedMetric).toBe(0);
+  }, 240_000);
+
+  test('a cloud that always disagrees: every conditional step comes back skipped', async () => {
+    const totals = await sweep(() => echoingShim(1, 20));
+    expect(totals.conditional).toBeGreaterThan(0);
+    expect(totals.skipped).toBe(totals.conditional);
+    expect(totals.skippedMetric).toBe(totals.conditional);
+    expect(totals.hits).toBe(0);
+    // The skipped ones come on top of one step per routed position (and per reply that ended the text).
+    expect(totals.steps - totals.skipped).toBeGreaterThanOrEqual(totals.routed);
+    expect(totals.steps - totals.skipped).toBeLessThanOrEqual(totals.routed + totals.endedByEos);
+  }, 240_000);
+
+  test('a cloud that fails from the tenth token on: the same fallback tokens (failed conditional steps are sent again at their position)', async () => {
+    const failingLate = () =>
+      interceptSteps(jittery(cloud), async (request, next) => {
+        if (request.tokenIndex < 10) return next(request);
+        await Bun.sleep(15);
+        throw new AppError('UNAVAILABLE', 'connection reset');
+      });
+    const totals = await sweep(failingLate);
+    expect(totals.conditional).toBeGreaterThan(0);
+  }, 240_000);
+
+  test('sampling: the same seed gives the same output with conditional steps', async () => {
+    for (const seed of [1, 2, 3]) {
+      const off = await run({ mode: 'joint', threshold: 0.9, temperature: 0.9, topP: 0.95, seed, maxNewTokens: 30, speculate: false }, { cloud: jittery(cloud) });
+      const { client, counts } = recording(jittery(cloud));
+      const on = await run({ mode: 'joint', threshold: 0.9, temperature: 0.9, topP: 0.95, seed, maxNewTokens: 30, speculate: true }, { cloud: client });
+      expect(on.decisions).toEqual(off.decisions);
+      expect(counts.conditional).toBeGreaterThan(0);
+    }
+  }, 60_000);
+
+  test('engine.conditionalSteps false: speculation stops at the second routed position, as before', async () => {
+    const { client, counts } = recording(jittery(cloud));
+    const off = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: jittery(cloud), conditionalSteps: false });
+    const on = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: client });
+    expect(on.decisions).toEqual(off.decisions);
+    expect(off.done.metrics.conditionalSteps).toBe(0);
+    expect(on.done.metrics.conditionalSteps).toBe(counts.conditional);
+    expect(counts.conditional).toBeGreaterThan(0);
+  });
+
+  test('an abort with a conditional step in flight ends the generation and releases both checkpoints', async () => {
+    const controller = new AbortController();
+    let conditionalSent = false;
+    // Steps that never answer on their own; the abort comes once a conditional step went out.
+    const held = interceptSteps(cloud, (request) => {
+      if (request.conditional && !conditionalSent) {
+        conditionalSent = true;
+        setTimeout(() => controller.abort(), 5);
+      }
+      return new Promise((_, reject) => request.signal?.addEventListener('abort', () => reject(new AppError('CANCELLED', 'aborted'))));
+    });
+    const live = edge.stats.liveSequences;
+    const { tokens, done } = await run({ mode: 'joint', threshold: 0.95, maxNewTokens: 30, speculate: true }, { cloud: held }, controller.signal);
+    expect(conditionalSent).toBe(true);
+    expect(done.finishReason).toBe('cancelled');
+    expect(tokens.every((t) => t.source !== 'llm')).toBe(true);
+    expect(edge.stats.liveSequences).toBe(live);
+  });
+});
+
 describe('sampling', () => {
   test('the same seed gives the same output with and without speculation, the cloud sampling too', async () => {
     for (const seed of [1, 2, 3, 42]) {
@@ -237,7 +420,6 @@ describe('DecoderSequence checkpoint and rollback', () => {
     const seq = edge.newSequence();
     await seq.append(prompt);
     seq.checkpoint();
-    expect(() => seq.checkpoint()).toThrow('already has a checkpoint');
     await seq.append([7]);
     await seq.append([8]);
     seq.rollback();
@@ -250,6 +432,38 @@ describe('DecoderSequence checkpoint and rollback', () => {
     await seq.append([9]);
     seq.commit();
     expect(seq.tokens).toEqual([...prompt, 42, 9]);
+    seq.dispose();
+    expect(edge.stats.liveSequences).toBe(0);
+  });
+
+  test('two checkpoints: commit keeps the oldest’s chain up to the newer one, which can still be rolled back to; rollback with both returns to the oldest', async () => {
+    const prompt = tokenizer.encode(PROMPTS[0]!, { addBos: true });
+    const reference = edge.newSequence();
+    await reference.append(prompt);
+    await reference.append([7]);
+    const afterSeven = await reference.append([42]);
+    reference.dispose();
+
+    const seq = edge.newSequence();
+    await seq.append(prompt);
+    seq.checkpoint();
+    await seq.append([7]);
+    seq.checkpoint();
+    expect(() => seq.checkpoint()).toThrow('already holds 2 checkpoints');
+    await seq.append([8]);
+    seq.commit();
+    expect(seq.checkpoints).toBe(1);
+    seq.rollback();
+    expect(seq.tokens).toEqual([...prompt, 7]);
+    expect(Array.from((await seq.append([42])).logits)).toEqual(Array.from(afterSeven.logits));
+
+    seq.checkpoint();
+    await seq.append([9]);
+    seq.checkpoint();
+    await seq.append([10]);
+    seq.rollback();
+    expect(seq.checkpoints).toBe(0);
+    expect(seq.tokens).toEqual([...prompt, 7, 42]);
     seq.dispose();
     expect(edge.stats.liveSequences).toBe(0);
   });

@@ -74,6 +74,12 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
       try {
         if (step.sampling) sampling = validateSampling(step.sampling, config, backend.info.vocabSize);
         const maxTokens = appendStep(step, session, ctx);
+        if (maxTokens === 'skipped') {
+          session.steps++;
+          log.debug('step skipped', { session: session.id, tokenIndex: step.tokenIndex, offset: step.offset, contextLength: session.ids.length });
+          yield skippedResponse(session, performance.now() - received);
+          continue;
+        }
         const result = await withDeadline(live, stepTimeoutMs, (stepSignal) =>
           backendSequence!.step({ context: session!.ids, maxTokens, sampling, requestId: `${session!.id}-${session!.steps}`, signal: stepSignal }),
         );
@@ -126,8 +132,11 @@ function openSession(open: OpenSession__Output, ctx: ShimContext): { session: Ro
   return { session: store.open(open.requestId, open.contextIds, sources), sampling };
 }
 
-/** Validates a step and appends its delta; returns the span to ask for. */
-function appendStep(step: RouteStep__Output, session: RoutingSession, ctx: ShimContext): number {
+/**
+ * Validates a step and appends its delta; returns the span to ask for, or `skipped` for a conditional step
+ * whose assumed context is not the session's (the context is then untouched).
+ */
+function appendStep(step: RouteStep__Output, session: RoutingSession, ctx: ShimContext): number | 'skipped' {
   const { backend, config, store } = ctx;
   if (step.sources.length !== step.ids.length) {
     throw new AppError('INVALID_ARGUMENT', `a step has ${step.ids.length} ids but ${step.sources.length} sources`);
@@ -138,7 +147,7 @@ function appendStep(step: RouteStep__Output, session: RoutingSession, ctx: ShimC
   const maxTokens = step.maxTokens || 1;
   if (maxTokens > config.maxSpanTokens) throw new AppError('INVALID_ARGUMENT', `max_tokens ${maxTokens} is above this shim's limit of ${config.maxSpanTokens}`);
   checkIds(step.ids, backend.info.vocabSize, 'the step holds');
-  checkContext(session.ids.length + step.ids.length, backend.info.maxContext);
+  checkContext((step.conditional ? Math.min(step.offset, session.ids.length) : session.ids.length) + step.ids.length, backend.info.maxContext);
   const sources = fromWireSources(step.sources, 'sources');
   // A step appends what was generated since the last one; the prompt came with `open` (a reopened session
   // sends its whole history there), so a prompt token here is an edge that lost track of its context.
@@ -146,8 +155,14 @@ function appendStep(step: RouteStep__Output, session: RoutingSession, ctx: ShimC
   if (prompt >= 0) {
     throw new AppError('INVALID_ARGUMENT', `sources[${prompt}] is TOKEN_SOURCE_PROMPT: a step carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids`);
   }
+  if (step.conditional) return store.appendConditional(session, step.offset, step.ids, sources) ? maxTokens : 'skipped';
   store.append(session, step.offset, step.ids, sources);
   return maxTokens;
+}
+
+/** The result of a skipped conditional step: nothing generated, the context length unchanged. */
+function skippedResponse(session: RoutingSession, elapsedMs: number): RouteResponse {
+  return { step: { ids: [], text: '', logprobs: [], top: [], cachedTokens: 0, backendMs: 0, shimMs: elapsedMs, contextLength: session.ids.length, skipped: true } };
 }
 
 function stepResponse(result: BackendStepResult, ctx: ShimContext, session: RoutingSession, before: number, elapsedMs: number): RouteResponse {

@@ -2,7 +2,8 @@
  * The shim's sessions: one per stream, holding the generation's context (ids and their routing sources)
  * so the edge only ever sends what was appended. The store enforces the caps (session count, total
  * context tokens → RESOURCE_EXHAUSTED), checks that each delta starts exactly where the context ends
- * (gap or overlap → FAILED_PRECONDITION), and expires sessions that stay idle: their `signal` aborts with
+ * (gap or overlap → FAILED_PRECONDITION) or, for a conditional step, that the ids it overlaps are the
+ * context's (otherwise the step is skipped), and expires sessions that stay idle: their `signal` aborts with
  * DEADLINE_EXCEEDED, which ends the stream that owns them.
  *
  * @example
@@ -37,6 +38,8 @@ export class RoutingSession {
   lastActive = performance.now();
   /** A step is running: the session is not idle whatever the clock says. */
   busy = false;
+  /** The last step was a skipped conditional one: a conditional step after it assumed its result, so it is skipped too. */
+  skippedLast = false;
   private readonly controller = new AbortController();
 
   constructor(readonly requestId: string) {}
@@ -86,6 +89,7 @@ export class SessionStore {
   /** Appends the edge's delta, which must start exactly at the end of the session's context. */
   append(session: RoutingSession, offset: number, ids: readonly number[], sources: readonly TokenSource[]): void {
     this.touch(session);
+    session.skippedLast = false;
     if (offset !== session.ids.length) {
       const kind = offset > session.ids.length ? 'gap' : 'overlap';
       throw new AppError(
@@ -96,6 +100,37 @@ export class SessionStore {
     if (ids.length === 0) return;
     this.reserve(ids.length);
     this.push(session, ids, sources);
+  }
+
+  /**
+   * Appends a conditional step's delta, which starts at or before the end of the context: the ids that overlap
+   * the context must be its own (the assumed token the previous step returned). False, with the context
+   * untouched, when they are not, when the previous step was skipped (or the step starts past the end, which
+   * says the same), or when it ends before the context does.
+   *
+   * @example
+   * store.appendConditional(session, 4, [407, 261], ['slm', 'slm']); // context [.., 407]: appends 261 only
+   */
+  appendConditional(session: RoutingSession, offset: number, ids: readonly number[], sources: readonly TokenSource[]): boolean {
+    this.touch(session);
+    session.skippedLast = !this.assumes(session, offset, ids);
+    if (session.skippedLast) return false;
+    const overlap = session.ids.length - offset;
+    const rest = ids.slice(overlap);
+    if (rest.length === 0) return true;
+    this.reserve(rest.length);
+    this.push(session, rest, sources.slice(overlap));
+    return true;
+  }
+
+  /** Whether the context a conditional step assumed is the session's. */
+  private assumes(session: RoutingSession, offset: number, ids: readonly number[]): boolean {
+    const length = session.ids.length;
+    // After a skipped step, past the end, or ending before it (the previous step returned more tokens than
+    // the edge assumed): not the context the step was built on.
+    if (session.skippedLast || offset > length || offset + ids.length < length) return false;
+    for (let i = offset; i < length; i++) if (session.ids[i] !== ids[i - offset]) return false;
+    return true;
   }
 
   /** Appends tokens the backend generated (source `llm`). */

@@ -37,6 +37,12 @@ export interface CloudStepRequest {
   hiddenState?: Float32Array;
   /** Alternatives per token to return (0 = none). */
   topLogprobs: number;
+  /**
+   * Sent while the previous step is still in flight, assuming its reply is the token `context` holds at that
+   * step's position (the edge's guess). The reply is `skipped` when the assumption fails. One such step may
+   * be in flight beside a step; a step that is not conditional waits for every earlier reply.
+   */
+  conditional?: boolean;
   signal?: AbortSignal;
 }
 
@@ -52,6 +58,13 @@ export interface CloudStepReply {
   /** Time the backend spent computing, and the shim's own time around it, in milliseconds. */
   backendMs: number;
   shimMs: number;
+  /** A conditional step whose assumption failed: nothing was computed and `tokens` is empty. */
+  skipped?: boolean;
+}
+
+/** The reply to a conditional step whose assumed token was not the previous step's. */
+export function skippedReply(): CloudStepReply {
+  return { tokens: [], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0, skipped: true };
 }
 
 export interface CloudConversation {
@@ -83,7 +96,24 @@ export function interceptSteps(
   return {
     openConversation(options) {
       const conversation = inner.openConversation(options);
-      return { next: (request) => step(request, (r) => conversation.next(r)), close: () => conversation.close() };
+      // Steps reach `conversation` in the order they were sent, however long `step` holds each: a conditional
+      // step must not overtake the step it assumes. A step `step` never forwards lets the next one through.
+      let turn: Promise<void> = Promise.resolve();
+      return {
+        next: (request) => {
+          const previousTurn = turn;
+          let done!: () => void;
+          turn = new Promise<void>((resolve) => (done = resolve));
+          const reply = step(request, async (r) => {
+            await previousTurn;
+            done();
+            return conversation.next(r);
+          });
+          reply.then(done, done);
+          return reply;
+        },
+        close: () => conversation.close(),
+      };
     },
     state: () => inner.state(),
     close: () => inner.close(),

@@ -4,6 +4,14 @@
  * model's own token is taken. Either way the chosen tokens are appended to the edge KV cache with one
  * forward pass, so the prompt is prefilled exactly once. It knows nothing of HTTP or gRPC: callers
  * iterate the events and serialize them.
+ *
+ * With `speculate`, the edge decodes past a routed position from its own guess while the step is out
+ * (speculation.ts); a position of that chain that routes too is sent at once as a conditional step, which
+ * assumes the guess, and the edge decodes on past it as well. The first reply then settles both: a wrong
+ * guess throws the whole chain away (the conditional step comes back skipped); a right one keeps the chain,
+ * and the loop takes the conditional step already in flight when it reaches that position. A conditional
+ * step that failed or came back skipped there is sent again as a plain step, so the cloud is asked at every
+ * routed position exactly as without speculation.
  */
 import { randomUUID } from 'node:crypto';
 import type { AppendResult, DecoderModel, DecoderSequence } from '../shared/decoder-model.ts';
@@ -11,7 +19,7 @@ import { AppError, errorMessage, isAbortError } from '../shared/errors.ts';
 import { sampleToken } from '../shared/sampling.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { TokenSource } from '../shared/contract-vocabulary.ts';
-import type { CloudClient, CloudConversation, CloudStepReply } from './cloud-client.ts';
+import type { CloudClient, CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
 import { MetricsRecorder, type GenerationMetrics } from './generation-metrics.ts';
 import type { GenerationRequest } from './generation-request.ts';
 import type { Router } from './router.ts';
@@ -30,6 +38,11 @@ export interface EdgeEngine {
   speculationDepth?: number;
   /** What a request that does not say gets for `speculate` (the edge's --speculate setting); off when omitted. */
   speculateByDefault?: boolean;
+  /**
+   * While speculating, send the step of a second routed position at once as a conditional step (it assumes
+   * the first step returns the guess) instead of waiting for the first reply; on when omitted.
+   */
+  conditionalSteps?: boolean;
 }
 
 const DEFAULT_SPECULATION_DEPTH = 16;
@@ -136,6 +149,10 @@ export async function* generate(
   let pendingSlmMs = 0;
   // Positions the edge already decoded speculatively and kept: replayed as this loop's decisions.
   let kept: SpeculativeStep[] = [];
+  // The speculation of the conditional step sent at the last kept position: that position's step is in flight.
+  let pending: Speculation | undefined;
+  // A conditional step whose assumption failed: its (skipped) reply must be in before the next step is sent.
+  let drain: Promise<void> | undefined;
   const speculationDepth = engine.speculationDepth ?? DEFAULT_SPECULATION_DEPTH;
   const vocabLimit = tokenizer.vocabSize;
   const pick = (result: AppendResult) =>
@@ -169,58 +186,137 @@ export async function* generate(
     return { type: 'done', finishReason, text, metrics: metrics.finish(), requestId, router: router.info.name };
   };
 
+  /**
+   * A routed position whose step is in flight, and what the edge decoded past it from its guess. When a
+   * position of that chain routed too, its conditional step went out at once: `behind` holds it, with the
+   * chain's part after it. Each speculation holds one checkpoint of the edge's cache, at its routed position.
+   */
   interface Speculation {
+    step: Promise<CloudStepReply>;
+    /** Token index of the routed position. */
+    tokenIndex: number;
     guess: number;
     from: AppendResult;
     draws: number;
     steps: SpeculativeStep[];
+    /** The context up to the end of the chain (shared with the speculation behind, which continues it). */
+    ids: number[];
+    /** The sources of `ids` as the steps sent from inside the chain give them: its routed positions' tokens as `llm`. */
+    idSources: TokenSource[];
+    behind?: { index: number; speculation: Speculation };
+    replied: boolean;
   }
-  /** Decodes ahead from the edge's top-1 guess until `step` settles (or the bound); the cache can return here. */
-  const speculateDuring = async (step: Promise<unknown>, ahead: number): Promise<Speculation> => {
-    let replied = false;
+  /** Starts decoding ahead from the edge's top-1 guess at the routed position whose step is `step`; the cache can return here. */
+  const openSpeculation = (step: Promise<CloudStepReply>, from: AppendResult, tokenIndex: number, ids: number[], idSources: TokenSource[]): Speculation => {
+    const guess = sampleToken(from.logits, { temperature: 0, topP: 1, random: random.next, vocabLimit });
+    const speculation: Speculation = { step, tokenIndex, guess, from, draws: random.draws, steps: [], ids, idSources, replied: false };
     // Handled here so a failure during speculation is not an unhandled rejection; the loop awaits `step` itself.
     step.then(
-      () => (replied = true),
-      () => (replied = true),
+      () => (speculation.replied = true),
+      () => (speculation.replied = true),
     );
-    const from = last!;
-    const guess = sampleToken(from.logits, { temperature: 0, topP: 1, random: random.next, vocabLimit });
-    const draws = random.draws;
     sequence!.checkpoint();
-    // The context as the speculative positions see it: the decided tokens, then the guess and the picks.
-    const speculativeIds = [...context];
-    const steps = await speculate(guess, ahead, {
-      feed: async (token) => {
-        const t = performance.now();
-        const result = await sequence!.append([token]);
-        speculativeIds.push(token);
-        return { result, ms: elapsed(t) };
-      },
-      score: (result) => scorePosition(result, speculativeIds),
-      routes,
-      pick,
-      isEos: (token) => eos.has(token),
-      replied: () => replied,
+    return speculation;
+  };
+  /**
+   * Sends the step of a routed position inside `speculation`'s chain (the last of its steps) as a conditional
+   * step, and returns the guess to decode on from; undefined when it may not (or the guess ends the text).
+   */
+  const branch = (speculation: Speculation, at: SpeculativeStep): number | undefined => {
+    if (engine.conditionalSteps === false || speculation.behind || speculation.replied || !cloudConversation) return undefined;
+    if (engine.cloud?.state() === 'circuit-open') return undefined;
+    const index = speculation.steps.length - 1;
+    const tokenIndex = speculation.tokenIndex + 1 + index;
+    const step = cloudConversation.next({
+      context: [...speculation.ids],
+      sources: [...speculation.idSources],
+      tokenIndex,
+      maxTokens: 1,
+      temperature: request.temperature,
+      topP: request.topP,
+      seed: request.seed,
+      stopTokenIds: [...eos],
+      routerScore: at.score ?? 0,
+      threshold: request.threshold,
+      hiddenState: engine.sendHiddenState ? at.result.hidden : undefined,
+      topLogprobs: 0,
+      conditional: true,
+      signal,
     });
-    return { guess, from, draws, steps };
+    metrics.conditionalSteps++;
+    const behind = openSpeculation(step, at.result, tokenIndex, speculation.ids, speculation.idSources);
+    speculation.behind = { index, speculation: behind };
+    return eos.has(behind.guess) ? undefined : behind.guess;
+  };
+  /** Decodes ahead at the end of `speculation`'s chain until its step settles (or the bound). */
+  const speculateDuring = async (speculation: Speculation, ahead: number): Promise<void> => {
+    const tail = speculation.steps.at(-1);
+    let token: number | undefined;
+    if (!tail) token = speculation.guess;
+    else if (tail.token !== undefined) token = eos.has(tail.token) ? undefined : tail.token;
+    // The chain ended at a routed position while another step was in flight: its step can go out now.
+    else if (tail.score !== undefined && routes(tail.score)) token = branch(speculation, tail);
+    if (token === undefined || speculation.replied) return;
+    // The next token fed is a guess for a routed position (source `llm` in the context a conditional step
+    // sends, as it will be if the guess holds) rather than the edge's pick.
+    let guessing = !tail || tail.token === undefined;
+    await speculate(
+      token,
+      ahead,
+      {
+        feed: async (token) => {
+          const t = performance.now();
+          const result = await sequence!.append([token]);
+          speculation.ids.push(token);
+          speculation.idSources.push(guessing ? 'llm' : 'slm');
+          guessing = false;
+          return { result, ms: elapsed(t) };
+        },
+        score: (result) => scorePosition(result, speculation.ids),
+        routes,
+        pick,
+        isEos: (token) => eos.has(token),
+        replied: () => speculation.replied,
+        branch: (step) => {
+          const guess = branch(speculation, step);
+          guessing = guess !== undefined;
+          return guess;
+        },
+      },
+      speculation.steps,
+    );
   };
   /**
    * Keeps the speculative steps when the step's tokens are exactly the guess; otherwise returns the cache to
    * the routed position and rewinds the random stream. True when the chosen token is already in the cache.
+   * A kept chain with a conditional step behind it is kept up to that step's position, where the loop takes
+   * the step in flight (`pending`) instead of sending one.
    */
   const resolveSpeculation = (speculation: Speculation, chosen: number[] | undefined): boolean => {
-    const { steps } = speculation;
+    const { steps, behind } = speculation;
     if (steps.length > 0) metrics.speculated++;
     if (steps.length > 0 && chosen?.length === 1 && chosen[0] === speculation.guess) {
       metrics.speculationHits++;
       sequence!.commit();
-      kept = steps;
+      kept = behind ? steps.slice(0, behind.index + 1) : steps;
+      if (behind) {
+        behind.speculation.steps = steps.slice(behind.index + 1);
+        pending = behind.speculation;
+      }
       return true;
     }
     sequence!.rollback();
     random.rewind(speculation.draws);
     metrics.wastedSteps += steps.length;
     for (const step of steps) metrics.wastedMs += step.slmMs + step.routerMs + step.pickMs;
+    if (behind) {
+      // Its assumed token was wrong: the cloud skips it. Its reply comes before any later step's.
+      metrics.conditionalSkipped++;
+      drain = behind.speculation.step.then(
+        () => {},
+        () => {},
+      );
+    }
     last = speculation.from;
     return false;
   };
@@ -262,9 +358,9 @@ export async function* generate(
         let edgeFailure: { error: unknown } | undefined;
         try {
           if (!engine.cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
-          cloudConversation ??= engine.cloud.openConversation({ requestId, signal });
+          const conversation = (cloudConversation ??= engine.cloud.openConversation({ requestId, signal }));
           const budget = Math.min(request.routeSpan, request.maxNewTokens - metrics.tokens, maxPositions - context.length);
-          const step = cloudConversation.next({
+          const stepRequest: CloudStepRequest = {
             context,
             sources,
             tokenIndex: metrics.tokens,
@@ -278,15 +374,42 @@ export async function* generate(
             hiddenState: engine.sendHiddenState && last ? last.hidden : undefined,
             topLogprobs: 0,
             signal,
-          });
+          };
+          const resumed = pending;
+          pending = undefined;
+          let step: Promise<CloudStepReply>;
+          if (resumed) {
+            // This position's conditional step went out while the previous one was in flight. Skipped or failed
+            // (its predecessor failed, and the stream with it), it is sent again now as a plain step, once every
+            // step sent behind it is answered: the cloud is asked here exactly as without speculation.
+            const resend = async () => {
+              await resumed.behind?.speculation.step.catch(() => {});
+              return conversation.next(stepRequest);
+            };
+            step = resumed.step.then(
+              (reply) => (reply.skipped ? resend() : reply),
+              (e: unknown) => {
+                if (signal?.aborted || isAbortError(e)) throw e;
+                return resend();
+              },
+            );
+          } else {
+            if (drain) await drain;
+            drain = undefined;
+            step = conversation.next(stepRequest);
+          }
+          // Awaited below unless the edge fails first; a rejection then must not go unhandled.
+          step.catch(() => {});
           // Exactness needs the cache the loop without speculation builds: a span is fed there as one forward
           // pass, whose logits may differ in the last bits from feeding its tokens one by one, so only
           // single-token steps are speculated past.
           const ahead = Math.min(speculationDepth, request.maxNewTokens - metrics.tokens - 1, maxPositions - context.length - 1);
           const speculating =
             request.speculate && request.mode === 'joint' && request.routeSpan === 1 && ahead > 0 && engine.cloud.state() !== 'circuit-open';
+          speculation = resumed;
           if (speculating) {
-            speculation = await speculateDuring(step, ahead).catch((error: unknown) => {
+            speculation ??= openSpeculation(step, last!, metrics.tokens, [...context], [...sources]);
+            await speculateDuring(speculation, ahead).catch((error: unknown) => {
               edgeFailure = { error };
               throw error;
             });

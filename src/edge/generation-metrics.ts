@@ -31,6 +31,10 @@ export interface GenerationMetrics {
   wastedMs: number;
   /** Edge time of the speculative steps kept: decoding that overlapped the wait instead of following it. */
   savedMs: number;
+  /** Steps sent while the previous one was in flight (a speculative position routed), assuming its guess. */
+  conditionalSteps: number;
+  /** Those whose assumed token was wrong: the cloud skipped them. */
+  conditionalSkipped: number;
 }
 
 export class MetricsRecorder {
@@ -49,6 +53,8 @@ export class MetricsRecorder {
   wastedSteps = 0;
   wastedMs = 0;
   savedMs = 0;
+  conditionalSteps = 0;
+  conditionalSkipped = 0;
 
   constructor(readonly promptTokens: number) {}
 
@@ -91,6 +97,8 @@ export class MetricsRecorder {
       wastedSteps: this.wastedSteps,
       wastedMs: this.wastedMs,
       savedMs: this.savedMs,
+      conditionalSteps: this.conditionalSteps,
+      conditionalSkipped: this.conditionalSkipped,
     };
   }
 }

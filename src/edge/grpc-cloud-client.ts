@@ -10,6 +10,8 @@
  * While the breaker holds failures, the shim's gRPC health service is probed on the same schedule (see
  * CloudHealthProbe), so a shim that came back shows `ready` again without a routed token. A failed step's
  * error says why in plain words (cloud-failure-reason.ts): that is what the page shows on a fallback token.
+ * A conditional step (see the proto) goes out behind the step in flight on the same stream and reads its
+ * result after that one's; when the stream fails, both steps fail and neither is sent again.
  *
  * @example
  * const cloud = new GrpcCloudClient({ address: 'cloud.example:50061', authToken, tls: { caFile: 'ca.pem' } });
@@ -38,7 +40,7 @@ import { toWireSources } from '../shared/grpc/wire.ts';
 import { CircuitOpenError, CloudBackoff } from './cloud-backoff.ts';
 import { withPlainReason } from './cloud-failure-reason.ts';
 import { CloudHealthProbe, realProbeClock, type ProbeClock } from './cloud-health-probe.ts';
-import type { CloudClient, CloudConnectionState, CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+import { skippedReply, type CloudClient, type CloudConnectionState, type CloudConversation, type CloudStepReply, type CloudStepRequest } from './cloud-client.ts';
 
 export interface GrpcCloudClientOptions {
   /** `host:port` of the shim. */
@@ -197,7 +199,11 @@ class GrpcCloudSession implements CloudConversation {
   private samplingKey = '';
   /** Steps the current stream has answered. */
   private steps = 0;
-  private inFlight = false;
+  /** Steps sent and not answered: a conditional step may join one. */
+  private inFlight = 0;
+  /** Settle once the last step's messages are written, and once its result is read: a conditional step waits for both. */
+  private written: Promise<unknown> = Promise.resolve();
+  private answered: Promise<unknown> = Promise.resolve();
   private closed = false;
   /** The shim's id for the current stream's session (for logs). */
   sessionId: string | undefined;
@@ -214,18 +220,80 @@ class GrpcCloudSession implements CloudConversation {
 
   async next(request: CloudStepRequest): Promise<CloudStepReply> {
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud session is closed');
-    if (this.inFlight) throw new AppError('FAILED_PRECONDITION', 'a step of this session is still in flight: steps go one at a time');
-    this.inFlight = true;
+    const pipelined = request.conditional === true && this.inFlight === 1 && this.stream !== undefined;
+    if (this.inFlight > 0 && !pipelined) {
+      throw new AppError('FAILED_PRECONDITION', 'a step of this session is still in flight: only one conditional step may join it');
+    }
+    // A conditional step whose assumption is already answered: sent as a plain step, or skipped without asking.
+    if (request.conditional && !pipelined && this.stream && !this.matchesShim(request.context)) return skippedReply();
+    this.inFlight++;
+    const reply = pipelined ? this.conditionalStep(request) : this.step(request);
+    this.answered = reply;
     try {
-      return await this.step(request);
+      return await reply;
     } finally {
-      this.inFlight = false;
+      this.inFlight--;
     }
   }
 
-  private async step(request: CloudStepRequest): Promise<CloudStepReply> {
+  /**
+   * Sends a step while the previous one is in flight, assuming its token (see the proto), and reads its
+   * result after the previous one's. It is never sent again: when the stream fails, both steps fail.
+   */
+  private async conditionalStep(request: CloudStepRequest): Promise<CloudStepReply> {
+    const signal = this.signalFor(request);
+    const { stream, reader } = this;
+    const previous = { written: this.written, answered: this.answered };
+    // What the shim holds once the previous step's ids are in, without its reply: the conditional step starts
+    // at that reply's position, with the edge's guess for it.
+    const offset = this.shimIds.length;
+    const sent = this.shimIds;
+    if (request.sources.length !== request.context.length) {
+      throw new AppError('INVALID_ARGUMENT', `context has ${request.context.length} ids but ${request.sources.length} sources`);
+    }
+    if (request.context.length <= offset || sent.some((id, i) => request.context[i] !== id)) {
+      throw new AppError('FAILED_PRECONDITION', 'a conditional step must extend the context of the step in flight by the token it assumes');
+    }
+    const ids = request.context.slice(offset);
+    const message: RouteRequest = { step: { ...stepMessage(request, offset, ids, toWireSources(request.sources.slice(offset))), conditional: true } };
+    const sampling = wireSampling(request);
+    const key = JSON.stringify(sampling);
+    if (key !== this.samplingKey) {
+      message.step!.sampling = sampling;
+      this.samplingKey = key;
+    }
+    try {
+      if (signal?.aborted) throw abortReason(signal);
+      const writing = previous.written.catch(() => {}).then(() => writeMessage(stream!, message));
+      this.written = writing;
+      await writing;
+      await previous.answered.catch(() => {});
+      if (this.stream !== stream) throw new PredecessorFailed();
+      const result = await this.awaitResult(signal, reader!);
+      this.steps++;
+      if (result.skipped) return skippedReply();
+      this.owner.backoff.success();
+      // Its ids are the edge's (checked against the reply it assumed by the shim); the returned ones are not yet.
+      this.shimIds.push(...request.context.slice(this.shimIds.length));
+      this.verified = this.shimIds.length;
+      this.shimIds.push(...result.ids);
+      if (result.contextLength !== this.shimIds.length) this.dropStream();
+      return toReply(result);
+    } catch (e) {
+      if (this.stream === stream) this.dropStream();
+      // The step it assumed failed and said so to the breaker already; this one only follows it.
+      if (e instanceof PredecessorFailed) throw e;
+      throw this.failed(e, signal);
+    }
+  }
+
+  private signalFor(request: CloudStepRequest): AbortSignal | undefined {
     const signals = [request.signal, this.signal].filter((s): s is AbortSignal => s !== undefined);
-    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    return signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+  }
+
+  private async step(request: CloudStepRequest): Promise<CloudStepReply> {
+    const signal = this.signalFor(request);
     if (signal?.aborted) throw abortReason(signal);
     if (request.sources.length !== request.context.length) {
       throw new AppError('INVALID_ARGUMENT', `context has ${request.context.length} ids but ${request.sources.length} sources`);
@@ -243,21 +311,27 @@ class GrpcCloudSession implements CloudConversation {
         // (shutting down, backend unreachable: a retry fails fast if that persists). The step is retried
         // once on a new stream. Any other end answers this step (the shim saw it and failed it, e.g. at its
         // deadline): retrying would only make the edge wait again.
-        const resendable = e instanceof StreamEnded && (e.code === 'UNAVAILABLE' || e.expired);
+        // Not when a conditional step was sent behind it on that stream: it fails with it (no resend of pipelined steps).
+        const resendable = e instanceof StreamEnded && (e.code === 'UNAVAILABLE' || e.expired) && this.inFlight === 1;
         if (!resendable || !e.reused || e.steps !== e.stepsBefore || signal?.aborted) throw e;
         return await this.attempt(request, signal);
       }
     } catch (e) {
-      const error = signal?.aborted ? abortReason(signal) : toAppError(e);
       this.dropStream();
-      // A refusal by the breaker tried nothing, so it says nothing about the cloud; an attempt that was
-      // cancelled or refused as a bad request says nothing either, but may have been the half-open probe.
-      if (e instanceof CircuitOpenError) throw error;
-      if (signal?.aborted || !TRANSPORT_FAILURES.has(error.code)) this.owner.backoff.abandon();
-      else this.owner.backoff.failure(error.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'error');
-      this.owner.afterFailure();
-      throw withPlainReason(error);
+      throw this.failed(e, signal);
     }
+  }
+
+  /** Reports a failed step to the breaker; returns the error to throw, in plain words. */
+  private failed(e: unknown, signal: AbortSignal | undefined): AppError {
+    const error = signal?.aborted ? abortReason(signal) : toAppError(e);
+    // A refusal by the breaker tried nothing, so it says nothing about the cloud; an attempt that was
+    // cancelled or refused as a bad request says nothing either, but may have been the half-open probe.
+    if (e instanceof CircuitOpenError) return error;
+    if (signal?.aborted || !TRANSPORT_FAILURES.has(error.code)) this.owner.backoff.abandon();
+    else this.owner.backoff.failure(error.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'error');
+    this.owner.afterFailure();
+    return withPlainReason(error);
   }
 
   /** Sends one step (opening a stream first when there is none) and waits for its result. */
@@ -265,7 +339,7 @@ class GrpcCloudSession implements CloudConversation {
     const sampling = wireSampling(request);
     const key = JSON.stringify(sampling);
     const reused = this.stream !== undefined;
-    let message: RouteRequest;
+    const messages: RouteRequest[] = [];
     if (!this.stream) {
       this.stream = this.owner.startStream();
       this.reader = new StreamReader<RouteResponse__Output>(this.stream);
@@ -274,25 +348,32 @@ class GrpcCloudSession implements CloudConversation {
       this.samplingKey = key;
       this.steps = 0;
       const { stepTimeoutMs = 10_000 } = this.owner.options;
-      await writeMessage(this.stream, {
-        open: { requestId: this.requestId, sampling, contextIds: this.shimIds, contextSources: toWireSources(request.sources), stepTimeoutMs },
+      messages.push({
+        open: { requestId: this.requestId, sampling, contextIds: [...this.shimIds], contextSources: toWireSources(request.sources), stepTimeoutMs },
       });
-      message = { step: stepMessage(request, this.shimIds.length, [], []) };
+      messages.push({ step: stepMessage(request, this.shimIds.length, [], []) });
     } else {
       const from = this.shimIds.length;
       const ids = request.context.slice(from);
-      message = { step: stepMessage(request, from, ids, toWireSources(request.sources.slice(from))) };
+      const message: RouteRequest = { step: stepMessage(request, from, ids, toWireSources(request.sources.slice(from))) };
       if (key !== this.samplingKey) {
         message.step!.sampling = sampling;
         this.samplingKey = key;
       }
+      messages.push(message);
       this.shimIds.push(...ids);
       this.verified = this.shimIds.length;
     }
     const stepsBefore = this.steps;
+    const stream = this.stream;
     try {
-      await writeMessage(this.stream, message);
-      const result = await this.awaitResult(signal);
+      // A conditional step sent meanwhile is written after these (see conditionalStep).
+      const writing = (async () => {
+        for (const m of messages) await writeMessage(stream, m);
+      })();
+      this.written = writing;
+      await writing;
+      const result = await this.awaitResult(signal, this.reader!);
       this.owner.backoff.success();
       this.steps++;
       this.shimIds.push(...result.ids);
@@ -317,9 +398,12 @@ class GrpcCloudSession implements CloudConversation {
     this.reader = undefined;
     try {
       if (stream && reader && !reader.finished) {
+        const deadline = AbortSignal.timeout(this.owner.options.closeTimeoutMs ?? 2_000);
+        // A step still in flight (a conditional step the generation no longer needs, usually skipped) reads
+        // its own result first: the half-close below must be the stream's only reader.
+        if (this.inFlight > 0) await Promise.race([this.answered.catch(() => {}), new Promise((resolve) => deadline.addEventListener('abort', resolve, { once: true }))]);
         // Half-close: the shim answers with its final message and frees the session.
         stream.end();
-        const deadline = AbortSignal.timeout(this.owner.options.closeTimeoutMs ?? 2_000);
         while (!(await reader.next(deadline)).done);
       }
     } catch {
@@ -330,14 +414,14 @@ class GrpcCloudSession implements CloudConversation {
   }
 
   /** Reads until this step's result, under the step deadline. */
-  private async awaitResult(signal: AbortSignal | undefined): Promise<StepResult__Output> {
+  private async awaitResult(signal: AbortSignal | undefined, reader: StreamReader<RouteResponse__Output>): Promise<StepResult__Output> {
     const ms = this.owner.options.stepTimeoutMs ?? 10_000;
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new AppError('DEADLINE_EXCEEDED', `cloud did not answer within ${ms} ms`)), ms);
     const wait = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
     try {
       while (true) {
-        const next = await this.reader!.next(wait);
+        const next = await reader.next(wait);
         if (next.done) throw new AppError('UNAVAILABLE', 'the cloud ended the stream without answering the step');
         const response = next.value;
         if (response.opened) this.sessionId = response.opened.sessionId;
@@ -366,6 +450,13 @@ class GrpcCloudSession implements CloudConversation {
     this.reader = undefined;
     this.shimIds = [];
     this.verified = 0;
+  }
+}
+
+/** A conditional step's predecessor failed, and with it the stream both were on. */
+class PredecessorFailed extends AppError {
+  constructor() {
+    super('UNAVAILABLE', 'the step this conditional step assumed failed; pipelined steps are not sent again');
   }
 }
 

@@ -4,6 +4,8 @@
  * steps are kept when the cloud's token equals the guess and thrown away (the KV cache rolled back to the
  * routed position, the random stream rewound) otherwise, so the emitted tokens are exactly those of the
  * loop without speculation. Nothing here emits tokens: the loop replays kept steps as final decisions.
+ * A speculative position that routes may be sent at once as a conditional step (`branch`), the edge going
+ * on from its guess there too; the loop keeps at most two steps in flight.
  */
 import type { AppendResult } from '../shared/decoder-model.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
@@ -32,18 +34,23 @@ export interface SpeculationHooks {
   isEos(token: number): boolean;
   /** True once the cloud's reply (or its failure) is in. */
   replied(): boolean;
+  /**
+   * A speculative position routed: sends its step as a conditional one and returns the edge's guess there to
+   * decode on from, or undefined to stop (conditional steps off, one already in flight, the guess ends).
+   */
+  branch?(step: SpeculativeStep): number | undefined;
 }
 
 /**
- * Decodes ahead from `guess` until the reply is in, `maxSteps` tokens are fed, a speculative position
- * routes (a second routed position waits for the first reply) or the edge picks an end token.
+ * Decodes ahead from `guess` until the reply is in, `maxSteps` steps are held, a speculative position
+ * routes and `branch` does not go on past it, or the edge picks an end token. `steps` may hold a chain
+ * decoded earlier that `guess` continues (they count towards `maxSteps`).
  *
  * @example
  * const steps = await speculate(argmax(last.logits), 16, hooks);
  * // steps[0].result holds the logits after the guess; steps.length speculative forward passes were run
  */
-export async function speculate(guess: number, maxSteps: number, hooks: SpeculationHooks): Promise<SpeculativeStep[]> {
-  const steps: SpeculativeStep[] = [];
+export async function speculate(guess: number, maxSteps: number, hooks: SpeculationHooks, steps: SpeculativeStep[] = []): Promise<SpeculativeStep[]> {
   let token = guess;
   while (steps.length < maxSteps && !hooks.replied()) {
     const { result, ms } = await hooks.feed(token);
@@ -53,7 +60,12 @@ export async function speculate(guess: number, maxSteps: number, hooks: Speculat
     const scored = await hooks.score(result);
     step.score = scored.score;
     step.routerMs = scored.ms;
-    if (hooks.routes(scored.score)) break;
+    if (hooks.routes(scored.score)) {
+      const next = hooks.branch?.(step);
+      if (next === undefined) break;
+      token = next;
+      continue;
+    }
     const t = performance.now();
     token = hooks.pick(result);
     step.token = token;

@@ -83,12 +83,14 @@ export class DecoderModel {
   }
 }
 
+const MAX_CHECKPOINTS = 2;
+
 export class DecoderSequence {
   private past: Record<string, OrtTensor>;
   private ids: number[] = [];
   private disposed = false;
-  /** The cache as it was at `checkpoint()`: the same tensors, kept alive until `rollback` or `commit`. */
-  private saved: { past: Record<string, OrtTensor>; length: number } | undefined;
+  /** The cache as it was at each `checkpoint()`, oldest first: the same tensors, kept alive until `rollback` or `commit`. */
+  private saved: { past: Record<string, OrtTensor>; length: number }[] = [];
 
   constructor(private readonly model: DecoderModel) {
     const { numKvHeads, headDim } = model.pack;
@@ -153,38 +155,49 @@ export class DecoderSequence {
   }
 
   /**
-   * Marks the cache as it is now as the point `rollback` returns to (one at a time). Nothing is copied:
-   * the next `append` keeps the current tensors alive instead of releasing them.
+   * Marks the cache as it is now as a point to return to. Nothing is copied: the next `append` keeps the
+   * current tensors alive instead of releasing them. At most two are held: the routed position whose step
+   * is in flight, and the one of a conditional step sent behind it.
    *
    * @example
    * seq.checkpoint(); await seq.append([guess]); seq.rollback(); // the cache holds what it held before
    */
   checkpoint(): void {
-    if (this.saved) throw new AppError('FAILED_PRECONDITION', 'the sequence already has a checkpoint');
-    this.saved = { past: { ...this.past }, length: this.ids.length };
+    if (this.saved.length >= MAX_CHECKPOINTS) throw new AppError('FAILED_PRECONDITION', `the sequence already holds ${MAX_CHECKPOINTS} checkpoints`);
+    this.saved.push({ past: { ...this.past }, length: this.ids.length });
   }
 
-  /** Returns to the checkpoint: releases the tensors appended since and drops the tokens they held. */
+  /** How many checkpoints are held. */
+  get checkpoints(): number {
+    return this.saved.length;
+  }
+
+  /** Returns to the oldest checkpoint and drops every one: releases the tensors appended since and the tokens they held. */
   rollback(): void {
-    const saved = this.saved;
-    if (!saved) throw new AppError('FAILED_PRECONDITION', 'the sequence has no checkpoint');
-    this.saved = undefined;
-    for (const [name, t] of Object.entries(this.past)) if (t !== saved.past[name]) t.dispose();
-    this.past = saved.past;
-    this.ids.length = saved.length;
+    const oldest = this.saved[0];
+    if (!oldest) throw new AppError('FAILED_PRECONDITION', 'the sequence has no checkpoint');
+    const keep = new Set(Object.values(oldest.past));
+    for (const t of new Set([...Object.values(this.past), ...this.saved.slice(1).flatMap((c) => Object.values(c.past))])) if (!keep.has(t)) t.dispose();
+    this.saved = [];
+    this.past = oldest.past;
+    this.ids.length = oldest.length;
   }
 
-  /** Keeps what was appended since the checkpoint and releases the checkpoint's tensors. */
+  /** Keeps what was appended since the oldest checkpoint and releases its tensors; newer checkpoints stay. */
   commit(): void {
-    const saved = this.saved;
-    if (!saved) return;
-    this.saved = undefined;
-    for (const [name, t] of Object.entries(saved.past)) if (t !== this.past[name]) t.dispose();
+    const oldest = this.saved.shift();
+    if (!oldest) return;
+    for (const t of Object.values(oldest.past)) if (!this.held(t)) t.dispose();
+  }
+
+  /** Whether the current cache or a checkpoint still uses `t`. */
+  private held(t: OrtTensor): boolean {
+    return Object.values(this.past).includes(t) || this.saved.some((c) => Object.values(c.past).includes(t));
   }
 
   /** Releases the current cache tensors, except those a checkpoint still holds. */
   private releasePast(): void {
-    for (const [name, t] of Object.entries(this.past)) if (t !== this.saved?.past[name]) t.dispose();
+    for (const t of Object.values(this.past)) if (!this.saved.some((c) => Object.values(c.past).includes(t))) t.dispose();
   }
 
   /** Releases the KV cache; the sequence cannot be used afterwards. */
@@ -192,7 +205,7 @@ export class DecoderSequence {
     if (this.disposed) return;
     this.disposed = true;
     this.model.stats.liveSequences--;
-    this.commit();
+    while (this.saved.length > 0) this.commit();
     this.releasePast();
     this.past = {};
   }

@@ -38,7 +38,7 @@ import { parseThresholds } from '../eval/eval-options.ts';
 import { buildChoicePrompt } from '../eval/multiple-choice.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 
-export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--speculate off,on] [--dataset FILE]
+export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--speculate off,on] [--conditional-steps on|off] [--dataset FILE]
                 [--slm PACK] [--router DIR|builtin|uniform] [--llm PACK | --cloud HOST:PORT] [--threads T] [--json]
                 [--edge-cpus LIST --shim-cpus LIST]
                 [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
@@ -48,6 +48,8 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
       --router uniform: route a share τ of positions spread at random (uniform-share-router.ts), for packs
       whose router routes whole prompts alike (random weights);
       --speculate: joint rows without and/or with speculative continuation (default off), on the same prompts;
+      --conditional-steps off: a speculative position that routes waits for the first reply instead of being
+      sent at once as a conditional step (default on);
       a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags);
       --edge-cpus/--shim-cpus: the edge on these CPUs and the shim as a separate process on those (taskset
       lists, e.g. 0 and 1), so that the cloud model does not compute on the edge's cores`;
@@ -67,6 +69,8 @@ export interface LatencyBenchOptions {
   thresholds: readonly number[];
   /** Joint rows for each value, in this order: without and/or with speculative continuation. */
   speculate: readonly boolean[];
+  /** Speculating rows send a routed speculative position's step at once (EdgeEngine.conditionalSteps); default on. */
+  conditionalSteps?: boolean;
   slm: string;
   /** A router pack folder, `uniform` (UniformShareRouter), or undefined for the built-in top-1 scorer. */
   router: string | undefined;
@@ -126,6 +130,8 @@ export interface LatencyRow {
   wasted_ms: number;
   /** Edge time of kept speculative steps: decoding done during the wait (mean per prompt). */
   saved_ms: number;
+  /** Steps sent while another was in flight, assuming its guess (mean per prompt; skipped ones included). */
+  conditional_steps: number;
 }
 
 export interface LatencyBenchResult {
@@ -155,6 +161,8 @@ class CloudMeter {
   constructor(inner: CloudClient) {
     this.client = interceptSteps(inner, async (request, next) => {
       const reply = await next(request);
+      // A skipped conditional step asked the cloud for nothing: it is no call (conditional_steps counts it).
+      if (reply.skipped) return reply;
       this.tally.calls++;
       this.tally.backendMs += reply.backendMs;
       return reply;
@@ -238,6 +246,7 @@ function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyR
     wasted_steps: m((r) => r.metrics.wastedSteps),
     wasted_ms: m((r) => r.metrics.wastedMs),
     saved_ms: m((r) => r.metrics.savedMs),
+    conditional_steps: m((r) => r.metrics.conditionalSteps),
   };
 }
 
@@ -288,7 +297,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       tlsServerName: proxy ? target.host : undefined,
     });
     const meter = new CloudMeter(grpc);
-    const engine: EdgeEngine = { slm, router, tokenizer, cloud: meter.client };
+    const engine: EdgeEngine = { slm, router, tokenizer, cloud: meter.client, conditionalSteps: o.conditionalSteps ?? true };
 
     // Warm-up, not measured: onnxruntime's first runs, and the gRPC connection through the proxy (its
     // TCP and HTTP/2 handshakes would otherwise land in the first routed prompt's TTFT).
@@ -369,6 +378,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     'overall / small_only',
     'hit rate',
     'wasted steps',
+    'conditional steps',
   ];
   const rows = r.rows.map((row) => [
     label(row),
@@ -386,6 +396,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     row.overall_ratio.toFixed(2),
     row.hit_rate === null ? '–' : row.hit_rate.toFixed(2),
     row.wasted_steps.toFixed(1),
+    row.conditional_steps.toFixed(1),
   ]);
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [
@@ -414,6 +425,7 @@ export async function main(args: string[]): Promise<void> {
     'rtt-ms': { type: 'string' },
     thresholds: { type: 'string' },
     speculate: { type: 'string' },
+    'conditional-steps': { type: 'string' },
     dataset: { type: 'string' },
     slm: { type: 'string' },
     router: { type: 'string' },
@@ -448,6 +460,8 @@ export async function main(args: string[]): Promise<void> {
   const tlsFiles = { caFile: values['cloud-tls-ca'], certFile: values['cloud-tls-cert'], keyFile: values['cloud-tls-key'] };
   const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);
   const speculate = parseSpeculate(values.speculate ?? 'off');
+  const conditional = values['conditional-steps'] ?? 'on';
+  if (conditional !== 'on' && conditional !== 'off') throw new UsageError(`--conditional-steps must be on or off, got ${JSON.stringify(conditional)}`);
   const router = values.router ?? DEMO.routerPack;
   const usesDemo = values.slm === undefined || (values.llm === undefined && values.cloud === undefined) || values.router === undefined;
   if (usesDemo) await buildDemoPacks(DEMO, (line) => console.error(line));
@@ -458,6 +472,7 @@ export async function main(args: string[]): Promise<void> {
     rttMs,
     thresholds,
     speculate,
+    conditionalSteps: conditional === 'on',
     slm: values.slm ?? DEMO.edgePack,
     router: router === 'builtin' ? undefined : router,
     llm: values.llm ?? DEMO.cloudPack,

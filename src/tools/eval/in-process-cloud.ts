@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
-import type { CloudClient, CloudConversation, CloudStepReply, CloudStepRequest } from '../../edge/cloud-client.ts';
+import { skippedReply, type CloudClient, type CloudConversation, type CloudStepReply, type CloudStepRequest } from '../../edge/cloud-client.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 
@@ -29,6 +29,8 @@ export class InProcessCloud implements CloudClient {
   /** Every step request received, for assertions on what the edge sends (empty when not recording). */
   readonly requests: CloudStepRequest[] = [];
   openConversations = 0;
+  /** Conditional steps answered `skipped` (their assumed token was not the previous step's). */
+  skipped = 0;
   /** When set, `next` throws this error (a cloud outage). */
   failWith: Error | undefined;
   readonly backend: EmbeddedBackend;
@@ -46,33 +48,53 @@ export class InProcessCloud implements CloudClient {
     let steps = 0;
     let closed = false;
     const cloud = this;
+    // Steps are served one after the other, like the shim reads its stream; `previous` is the last one's
+    // outcome: the context it had and the tokens it returned (undefined when it failed or was skipped).
+    let previous: Promise<number[] | undefined> = Promise.resolve(undefined);
+    const serve = async (request: CloudStepRequest): Promise<CloudStepReply> => {
+      if (cloud.failWith) throw cloud.failWith;
+      if (closed) throw new AppError('FAILED_PRECONDITION', 'conversation closed');
+      const result = await sequence.step({
+        context: request.context,
+        maxTokens: request.maxTokens,
+        sampling: {
+          temperature: request.temperature,
+          topP: request.topP,
+          seed: request.seed,
+          stopTokenIds: request.stopTokenIds,
+          topLogprobs: request.topLogprobs,
+        },
+        requestId: `${id}-${steps++}`,
+        signal: request.signal ?? new AbortController().signal,
+      });
+      return {
+        tokens: result.ids,
+        text: result.text ?? '',
+        logprobs: result.logprobs,
+        topAlternatives: result.top,
+        cachedTokens: result.cachedTokens,
+        backendMs: result.backendMs,
+        shimMs: 0,
+      };
+    };
     return {
-      async next(request: CloudStepRequest): Promise<CloudStepReply> {
+      next(request: CloudStepRequest): Promise<CloudStepReply> {
         if (cloud.record) cloud.requests.push({ ...request, context: [...request.context], sources: [...request.sources] });
-        if (cloud.failWith) throw cloud.failWith;
-        if (closed) throw new AppError('FAILED_PRECONDITION', 'conversation closed');
-        const result = await sequence.step({
-          context: request.context,
-          maxTokens: request.maxTokens,
-          sampling: {
-            temperature: request.temperature,
-            topP: request.topP,
-            seed: request.seed,
-            stopTokenIds: request.stopTokenIds,
-            topLogprobs: request.topLogprobs,
-          },
-          requestId: `${id}-${steps++}`,
-          signal: request.signal ?? new AbortController().signal,
-        });
-        return {
-          tokens: result.ids,
-          text: result.text ?? '',
-          logprobs: result.logprobs,
-          topAlternatives: result.top,
-          cachedTokens: result.cachedTokens,
-          backendMs: result.backendMs,
-          shimMs: 0,
-        };
+        const assumed = previous;
+        const reply = (async () => {
+          const before = await assumed;
+          // A conditional step assumed the previous step's context and its tokens: the shim's rule, skip otherwise.
+          if (request.conditional && !(before && startsWith(request.context, before))) {
+            cloud.skipped++;
+            return skippedReply();
+          }
+          return serve(request);
+        })();
+        previous = reply.then(
+          (r) => (r.skipped ? undefined : [...request.context, ...r.tokens]),
+          () => undefined,
+        );
+        return reply;
       },
       async close() {
         if (closed) return;
@@ -88,4 +110,8 @@ export class InProcessCloud implements CloudClient {
   }
 
   async close(): Promise<void> {}
+}
+
+function startsWith(ids: readonly number[], prefix: readonly number[]): boolean {
+  return prefix.length <= ids.length && prefix.every((id, i) => ids[i] === id);
 }

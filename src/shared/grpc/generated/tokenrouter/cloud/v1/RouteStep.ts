@@ -8,7 +8,8 @@ import type { Sampling as _tokenrouter_cloud_v1_Sampling, Sampling__Output as _t
  */
 export interface RouteStep {
   /**
-   * Absolute index in the context of ids[0]; must equal the shim's context length.
+   * Absolute index in the context of ids[0]; must equal the shim's context length (a conditional step: the
+   * position of the pending step's token, see the top of this file).
    */
   'offset'?: (number);
   /**
@@ -37,6 +38,11 @@ export interface RouteStep {
    * The SLM's last-layer hidden state at this position: only when the edge is configured to send it.
    */
   'slmHiddenState'?: (number | string)[];
+  /**
+   * Sent before the previous step's result, assuming its token (see the top of this file): offset may be
+   * below the context length, and a step whose assumption fails is skipped instead of failing the stream.
+   */
+  'conditional'?: (boolean);
 }
 
 /**
@@ -44,7 +50,8 @@ export interface RouteStep {
  */
 export interface RouteStep__Output {
   /**
-   * Absolute index in the context of ids[0]; must equal the shim's context length.
+   * Absolute index in the context of ids[0]; must equal the shim's context length (a conditional step: the
+   * position of the pending step's token, see the top of this file).
    */
   'offset': (number);
   /**
@@ -73,4 +80,9 @@ export interface RouteStep__Output {
    * The SLM's last-layer hidden state at this position: only when the edge is configured to send it.
    */
   'slmHiddenState': (number)[];
+  /**
+   * Sent before the previous step's result, assuming its token (see the top of this file): offset may be
+   * below the context length, and a step whose assumption fails is skipped instead of failing the stream.
+   */
+  'conditional': (boolean);
 }

@@ -34,6 +34,10 @@ export interface StepResult {
    * The session's context length after this step (the next step's offset).
    */
   'contextLength'?: (number);
+  /**
+   * A conditional step whose assumption failed: nothing was computed or appended, and ids is empty.
+   */
+  'skipped'?: (boolean);
 }
 
 /**
@@ -67,4 +71,8 @@ export interface StepResult__Output {
    * The session's context length after this step (the next step's offset).
    */
   'contextLength': (number);
+  /**
+   * A conditional step whose assumption failed: nothing was computed or appended, and ids is empty.
+   */
+  'skipped': (boolean);
 }

@@ -27,6 +27,12 @@ export interface Metrics {
   'wastedSteps'?: (number);
   'wastedMs'?: (number | string);
   'savedMs'?: (number | string);
+  /**
+   * Conditional steps: steps sent while the previous one was in flight (a speculative position routed), and
+   * those whose assumed token was wrong (the cloud skipped them).
+   */
+  'conditionalSteps'?: (number);
+  'conditionalSkipped'?: (number);
 }
 
 export interface Metrics__Output {
@@ -55,4 +61,10 @@ export interface Metrics__Output {
   'wastedSteps': (number);
   'wastedMs': (number);
   'savedMs': (number);
+  /**
+   * Conditional steps: steps sent while the previous one was in flight (a speculative position routed), and
+   * those whose assumed token was wrong (the cloud skipped them).
+   */
+  'conditionalSteps': (number);
+  'conditionalSkipped': (number);
 }
