@@ -18,12 +18,13 @@ import {
 const USAGE = `usage: bun run router <command> [flags]
 
   train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
-        [--labels divergence|citer] [--features hidden,logit_stats,repetition] [--rounds 3]
+        [--labels divergence|citer|gain] [--features hidden,logit_stats,repetition] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; divergence: route where the
       cloud finds the edge's token less than half as likely as its own; citer: route where only the
-      cloud's top-1 is the true token) and train the MLP router; then --rounds on-policy rounds: generate
+      cloud's top-1 is the true token; gain: a soft target, what routing gains in top-1 agreement with
+      the text, or on rollouts with the cloud's distribution) and train the MLP router; then --rounds on-policy rounds: generate
       from rollout-prompts training openings (greedy and sampled) with the current router, label those
       trajectories against the cloud, add them to the data and retrain (--rounds 0: teacher forcing only);
       --slm-file / --llm-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)

@@ -1,23 +1,34 @@
 /**
- * Router labels: 1 = keep the edge token, 0 = route it. Two rules.
+ * Router labels: 1 = keep the edge token, 0 = route it. Three rules.
  *
  * CITER's shortcut (no rollouts), against the true next token of human text:
  * - the edge model's top-1 is the true next token → 1 (the edge is right; routing only costs time);
  * - otherwise the cloud model's top-1 is right → 0 (routing fixes the token);
  * - both wrong → 1: under this criterion a route cannot fix the token, it only adds a round trip.
  *
- * Divergence (the default; R2R-like, with the cloud as the reference instead of the text): route where
- * the cloud finds the edge's top-1 less than half as likely as its own top-1. It needs no true next
- * token, so it labels the system's own generated trajectories too (on-policy rounds), and it keeps near
- * ties on the edge, where the cloud itself is unsure and a route buys little. See docs/router-training.md.
+ * Divergence (R2R-like, with the cloud as the reference instead of the text): route where the cloud
+ * finds the edge's top-1 less than half as likely as its own top-1. It needs no true next token, so it
+ * labels the system's own generated trajectories too (on-policy rounds), and it keeps near ties on the
+ * edge, where the cloud itself is unsure and a route buys little. See docs/router-training.md.
+ *
+ * Gain (soft): the target is (1 − g) / 2, where g is what routing the position gains in top-1
+ * agreement with the reference: on human text g = [cloud top-1 right] − [edge top-1 right] ∈ {−1, 0, 1};
+ * on the system's own trajectories, where the cloud's distribution stands in for the missing text,
+ * g = p_cloud(cloud top-1) − p_cloud(edge top-1) ∈ [0, 1], the expected value of the same difference.
+ * Trained with cross-entropy, the score then estimates (1 − E[g]) / 2, and ranking positions by it is
+ * ranking them by what routing them is expected to gain, which is what the at-share evaluation rewards.
  *
  * @example
  * divergenceLabel(0.05, 0.6); // 0: the cloud would rather say something else
+ * gainTarget(0.05, 0.6);      // 0.225: routing is expected to gain 0.55 in agreement with the cloud
  */
 import type { TeacherForced } from './teacher-forcing.ts';
 
-export const LABEL_RULES = ['divergence', 'citer'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
+
+/** Where records come from: human text (a true next token) or the system's own rollouts (none). */
+export type RecordSource = 'text' | 'rollout';
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
 export const DIVERGENCE_RATIO = 0.5;
@@ -25,6 +36,7 @@ export const DIVERGENCE_RATIO = 0.5;
 export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   citer: 'citer-shortcut: 1 (keep) if slm top-1 correct or both wrong; 0 (route) if only llm top-1 correct',
   divergence: `divergence: 0 (route) if p_llm(slm top-1) < ${DIVERGENCE_RATIO} * p_llm(llm top-1), else 1 (keep)`,
+  gain: 'gain (soft): target (1 - g) / 2 with g = [llm top-1 correct] - [slm top-1 correct] on text, p_llm(llm top-1) - p_llm(slm top-1) on rollouts',
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -36,6 +48,11 @@ export function citerLabel(slmCorrect: boolean, llmCorrect: boolean): 0 | 1 {
 
 export function divergenceLabel(llmProbOfSlmTop1: number, llmTopProb: number): 0 | 1 {
   return llmProbOfSlmTop1 < DIVERGENCE_RATIO * llmTopProb ? 0 : 1;
+}
+
+/** (1 − g) / 2 for a routing gain g in [−1, 1]: 1 = surely keep, 0 = surely route, 0.5 = routing changes nothing. */
+export function gainTarget(llmProbOfSlmTop1: number, llmTopProb: number): number {
+  return (1 - (llmTopProb - llmProbOfSlmTop1)) / 2;
 }
 
 export function citerLabels(forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect'>): Uint8Array {
@@ -50,6 +67,32 @@ export function divergenceLabels(forced: Pick<TeacherForced, 'count' | 'llmProbO
   return labels;
 }
 
+/** Gain targets on human text: correctness stands in for the probabilities (a right top-1 has probability 1). */
+export function textGainTargets(forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect'>): Float32Array {
+  const targets = new Float32Array(forced.count);
+  for (let i = 0; i < forced.count; i++) targets[i] = gainTarget(forced.slmCorrect[i]!, forced.llmCorrect[i]!);
+  return targets;
+}
+
+export function rolloutGainTargets(forced: Pick<TeacherForced, 'count' | 'llmProbOfSlmTop1' | 'llmTopProb'>): Float32Array {
+  const targets = new Float32Array(forced.count);
+  for (let i = 0; i < forced.count; i++) targets[i] = gainTarget(forced.llmProbOfSlmTop1[i]!, forced.llmTopProb[i]!);
+  return targets;
+}
+
+/**
+ * A rule's labels for records from `source`: `labels` are binary (what AUC and accuracy are measured
+ * against), `targets` what the cross-entropy is trained towards (the labels themselves for the hard
+ * rules). Rollouts have no true text, so CITER's rule labels them by divergence; the gain rule's binary
+ * labels are CITER's on text and divergence's on rollouts.
+ */
+export function labelsFor(rule: LabelRule, forced: TeacherForced, source: RecordSource): { labels: Uint8Array; targets: Float32Array } {
+  const labels = source === 'text' && rule !== 'divergence' ? citerLabels(forced) : divergenceLabels(forced);
+  if (rule !== 'gain') return { labels, targets: Float32Array.from(labels) };
+  return { labels, targets: source === 'text' ? textGainTargets(forced) : rolloutGainTargets(forced) };
+}
+
+/** The binary labels of a rule on human text. */
 export function labelsBy(rule: LabelRule, forced: TeacherForced): Uint8Array {
-  return rule === 'citer' ? citerLabels(forced) : divergenceLabels(forced);
+  return labelsFor(rule, forced, 'text').labels;
 }

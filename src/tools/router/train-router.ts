@@ -24,7 +24,7 @@ import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { quantileThreshold } from '../eval/ratio-matching.ts';
 import { continuationPrompts } from '../eval/text-eval.ts';
 import { routerInputs } from './feature-matrix.ts';
-import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, type LabelRule } from './labels.ts';
+import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, labelsFor, type LabelRule, type RecordSource } from './labels.ts';
 import { type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
@@ -75,7 +75,7 @@ export interface TrainRouterOptions {
   hiddenUnits: number;
   /** The τ written to router.json (DEFAULT_THRESHOLD when not given): a pair's measured choice, e.g. the demo's. */
   defaultThreshold?: number;
-  /** Label rule of the teacher-forced text (on-policy records are always labelled by divergence: they have no true text). */
+  /** Label rule (labels.ts): how text and on-policy records are labelled (rollouts have no true text). */
   labels: LabelRule;
   /** Feature groups the router reads, `hidden` included. */
   features: readonly FeatureGroup[];
@@ -202,25 +202,28 @@ function validationParagraphs(n: number, seed: number): Set<number> {
   return new Set(order.slice(0, Math.max(1, Math.ceil(n * VALIDATION_FRACTION))));
 }
 
-/** Teacher-forced records carry their rule's labels; on-policy records (no true text) the divergence rule's. */
+/** Records with their rule's binary labels and training targets (labels.ts says how each rule treats rollouts). */
 interface Labelled {
   forced: TeacherForced;
   labels: Uint8Array;
+  targets: Float32Array;
 }
 
-function labelled(forced: TeacherForced, rule: LabelRule): Labelled {
-  return { forced, labels: labelsBy(rule, forced) };
+function labelled(forced: TeacherForced, rule: LabelRule, source: RecordSource): Labelled {
+  return { forced, ...labelsFor(rule, forced, source) };
 }
 
 function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]): Dataset {
   const forced = concatForced(parts.map((p) => p.forced));
   const labels = new Uint8Array(forced.count);
+  const targets = new Float32Array(forced.count);
   let at = 0;
   for (const p of parts) {
     labels.set(p.labels, at);
+    targets.set(p.targets, at);
     at += p.labels.length;
   }
-  return { features: routerInputs(forced, features).features, labels, rows: forced.count };
+  return { features: routerInputs(forced, features).features, labels, targets, rows: forced.count };
 }
 
 function scored(weights: MlpWeights, set: Dataset): { auc: number; accuracy: number; scores: Float32Array } {
@@ -257,8 +260,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       progress?.stop();
     }
 
-    const trainParts: Labelled[] = [labelled(selectParagraphs(forced, (p) => !validation.has(p)), o.labels)];
-    const tfValidation = labelled(selectParagraphs(forced, (p) => validation.has(p)), o.labels);
+    const trainParts: Labelled[] = [labelled(selectParagraphs(forced, (p) => !validation.has(p)), o.labels, 'text')];
+    const tfValidation = labelled(selectParagraphs(forced, (p) => validation.has(p)), o.labels, 'text');
     const validationParts: Labelled[] = [tfValidation];
     const balance = labelBalance(labelsBy(o.labels, forced));
     if (trainParts[0]!.forced.count === 0 || tfValidation.forced.count === 0 || !(balance > 0 && balance < 1)) {
@@ -330,10 +333,10 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         }
       };
       const rollout = await rolloutOf(take(trainPrompts, o.rolloutPrompts), `rollouts (round ${round})`);
-      trainParts.push(labelled(rollout.forced, 'divergence'));
+      trainParts.push(labelled(rollout.forced, o.labels, 'rollout'));
       if (validationPrompts.length > 0) {
         const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
-        validationParts.push(labelled(held.forced, 'divergence'));
+        validationParts.push(labelled(held.forced, o.labels, 'rollout'));
       }
       result = fit(round, result.weights);
       rounds.push(
@@ -376,7 +379,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       training: {
         labels: LABEL_RULE_TEXT[o.labels],
         label_rule: o.labels,
-        on_policy_labels: o.rounds > 0 ? LABEL_RULE_TEXT.divergence : null,
+        on_policy_labels: o.rounds > 0 ? LABEL_RULE_TEXT[o.labels === 'gain' ? 'gain' : 'divergence'] : null,
         examples: report.examples,
         train_examples: report.trainExamples,
         validation_examples: report.validationExamples,
