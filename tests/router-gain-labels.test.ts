@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { logLoss } from '../src/tools/router/classifier-metrics.ts';
-import { gainTarget, labelsFor, rolloutGainTargets, textGainTargets } from '../src/tools/router/labels.ts';
+import { gainTarget, labelsFor, cloudGainTargets, textGainTargets } from '../src/tools/router/labels.ts';
 import { predict } from '../src/tools/router/mlp.ts';
 import type { TeacherForced } from '../src/tools/router/teacher-forcing.ts';
 import { trainMlp } from '../src/tools/router/train-mlp.ts';
@@ -23,20 +23,23 @@ describe('gain labels', () => {
     expect(gainTarget(0.1, 0.9)).toBeCloseTo(0.1, 12); // the cloud expects to gain 0.8 in agreement
   });
 
-  test('on text the correctness decides; on rollouts the probabilities of the cloud do', () => {
+  test('gain: correctness against the text decides; cloud-gain: the probabilities of the cloud do', () => {
     expect([...textGainTargets(forced)]).toEqual([1, 0, 0.5, 0.5]);
-    const rollout = rolloutGainTargets(forced);
+    const rollout = cloudGainTargets(forced);
     expect(rollout[0]).toBe(0.5); // same token: nothing to gain
     expect(rollout[1]).toBeCloseTo(0.1, 6);
     expect(rollout[2]).toBeCloseTo(0.25, 6);
     expect(rollout[3]).toBe(0.5);
   });
 
-  test('binary labels: CITER on text, divergence on rollouts; the hard rules train on their labels', () => {
-    expect([...labelsFor('gain', forced, 'text').labels]).toEqual([1, 0, 1, 1]);
-    expect([...labelsFor('gain', forced, 'rollout').labels]).toEqual([1, 0, 0, 1]);
-    expect([...labelsFor('citer', forced, 'rollout').labels]).toEqual([1, 0, 0, 1]);
-    const divergence = labelsFor('divergence', forced, 'text');
+  test("binary labels: CITER's for gain, divergence's for cloud-gain; the hard rules train on their labels", () => {
+    const gain = labelsFor('gain', forced);
+    expect([...gain.labels]).toEqual([1, 0, 1, 1]);
+    expect([...gain.targets]).toEqual([1, 0, 0.5, 0.5]);
+    const cloudGain = labelsFor('cloud-gain', forced);
+    expect([...cloudGain.labels]).toEqual([1, 0, 0, 1]);
+    expect(cloudGain.targets[1]).toBeCloseTo(0.1, 6);
+    const divergence = labelsFor('divergence', forced);
     expect([...divergence.targets]).toEqual([...divergence.labels]);
   });
 });

@@ -24,7 +24,7 @@ import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { quantileThreshold } from '../eval/ratio-matching.ts';
 import { continuationPrompts } from '../eval/text-eval.ts';
 import { routerInputs } from './feature-matrix.ts';
-import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, labelsFor, type LabelRule, type RecordSource } from './labels.ts';
+import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, labelsFor, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
@@ -75,8 +75,10 @@ export interface TrainRouterOptions {
   hiddenUnits: number;
   /** The τ written to router.json (DEFAULT_THRESHOLD when not given): a pair's measured choice, e.g. the demo's. */
   defaultThreshold?: number;
-  /** Label rule (labels.ts): how text and on-policy records are labelled (rollouts have no true text). */
+  /** Label rule of the teacher-forced text (labels.ts). */
   labels: LabelRule;
+  /** Label rule of the on-policy records, which have no true text (divergence when not given, or cloud-gain). */
+  rolloutLabels?: RolloutLabelRule;
   /** Feature groups the router reads, `hidden` included. */
   features: readonly FeatureGroup[];
   /** On-policy rounds after the teacher-forced fit (0 = teacher forcing only, the first trainer's way). */
@@ -140,6 +142,7 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
     bad(`--hidden-units must be an integer in [1, 65536], got ${o.hiddenUnits}`);
   }
   if (!LABEL_RULES.includes(o.labels)) bad(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(o.labels)}`);
+  if (o.rolloutLabels !== undefined && !ROLLOUT_LABEL_RULES.includes(o.rolloutLabels)) bad(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(o.rolloutLabels)}`);
   if (!o.features.includes('hidden') || o.features.some((f) => !FEATURE_GROUPS.includes(f))) {
     bad(`--features must be a comma-separated list of ${FEATURE_GROUPS.join(', ')} including hidden, got ${JSON.stringify(o.features.join(','))}`);
   }
@@ -184,6 +187,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     // Only when given, so routers trained with the default keep the source they were recorded with.
     ...(o.defaultThreshold === undefined ? {} : { defaultThreshold: o.defaultThreshold }),
     labels: o.labels,
+    // Only when not the default, so routers trained before the option keep the source they were recorded with.
+    ...((o.rolloutLabels ?? 'divergence') === 'divergence' ? {} : { rolloutLabels: o.rolloutLabels }),
     features: o.features,
     rounds: o.rounds,
     rolloutPrompts: o.rolloutPrompts,
@@ -209,8 +214,8 @@ interface Labelled {
   targets: Float32Array;
 }
 
-function labelled(forced: TeacherForced, rule: LabelRule, source: RecordSource): Labelled {
-  return { forced, ...labelsFor(rule, forced, source) };
+function labelled(forced: TeacherForced, rule: LabelRule): Labelled {
+  return { forced, ...labelsFor(rule, forced) };
 }
 
 function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]): Dataset {
@@ -243,6 +248,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     throw new AppError('INVALID_ARGUMENT', `${o.text}: ${corpus.paragraphs.length} paragraph(s); training needs at least 2 in its first ${o.trainFraction} (blank-line separated)`);
   }
   const source = await routerSource(o);
+  const rolloutRule = o.rolloutLabels ?? 'divergence';
   const validation = validationParagraphs(train.length, o.seed);
 
   const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
@@ -260,8 +266,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       progress?.stop();
     }
 
-    const trainParts: Labelled[] = [labelled(selectParagraphs(forced, (p) => !validation.has(p)), o.labels, 'text')];
-    const tfValidation = labelled(selectParagraphs(forced, (p) => validation.has(p)), o.labels, 'text');
+    const trainParts: Labelled[] = [labelled(selectParagraphs(forced, (p) => !validation.has(p)), o.labels)];
+    const tfValidation = labelled(selectParagraphs(forced, (p) => validation.has(p)), o.labels);
     const validationParts: Labelled[] = [tfValidation];
     const balance = labelBalance(labelsBy(o.labels, forced));
     if (trainParts[0]!.forced.count === 0 || tfValidation.forced.count === 0 || !(balance > 0 && balance < 1)) {
@@ -333,10 +339,10 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         }
       };
       const rollout = await rolloutOf(take(trainPrompts, o.rolloutPrompts), `rollouts (round ${round})`);
-      trainParts.push(labelled(rollout.forced, o.labels, 'rollout'));
+      trainParts.push(labelled(rollout.forced, rolloutRule));
       if (validationPrompts.length > 0) {
         const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
-        validationParts.push(labelled(held.forced, o.labels, 'rollout'));
+        validationParts.push(labelled(held.forced, rolloutRule));
       }
       result = fit(round, result.weights);
       rounds.push(
@@ -379,7 +385,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       training: {
         labels: LABEL_RULE_TEXT[o.labels],
         label_rule: o.labels,
-        on_policy_labels: o.rounds > 0 ? LABEL_RULE_TEXT[o.labels === 'gain' ? 'gain' : 'divergence'] : null,
+        on_policy_labels: o.rounds > 0 ? LABEL_RULE_TEXT[rolloutRule] : null,
+        on_policy_label_rule: o.rounds > 0 ? rolloutRule : null,
         examples: report.examples,
         train_examples: report.trainExamples,
         validation_examples: report.validationExamples,
