@@ -8,6 +8,8 @@ import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule
 import {
   DEFAULT_FEATURES,
   DEFAULT_HIDDEN_UNITS,
+  DEFAULT_LABELS,
+  DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROLLOUT_PROMPTS,
   DEFAULT_ROLLOUT_TOKENS,
   DEFAULT_ROUNDS,
@@ -18,14 +20,14 @@ import {
 const USAGE = `usage: bun run router <command> [flags]
 
   train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
-        [--labels divergence|citer|gain|cloud-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,logit_stats,repetition] [--rounds 3]
+        [--labels citer|divergence|gain|cloud-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,logit_stats,repetition] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
-      separated), label each position (1 = keep the edge token, 0 = route; divergence: route where the
-      cloud finds the edge's token less than half as likely as its own; citer: route where only the
-      cloud's top-1 is the true token; gain / cloud-gain: a soft target, what routing gains in top-1
-      agreement with the text / with the cloud's distribution) and train the MLP router; then --rounds on-policy rounds: generate
-      from rollout-prompts training openings (greedy and sampled) with the current router, label those
+      separated), label each position (1 = keep the edge token, 0 = route; citer, the default: route where
+      only the cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token
+      less than half as likely as its own; gain / cloud-gain: a soft target, what routing gains in top-1
+      agreement with the text / with the cloud's distribution) and train the MLP router; then --rounds
+      on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those
       trajectories against the cloud (--rollout-labels, divergence by default), add them to the data and
       retrain (--rounds 0: teacher forcing only);
       --slm-file / --llm-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
@@ -34,13 +36,13 @@ const USAGE = `usage: bun run router <command> [flags]
       (the packs default to the ones router.json names)`;
 
 function labelRuleFlag(raw: string | undefined): LabelRule {
-  if (raw === undefined) return 'divergence';
+  if (raw === undefined) return DEFAULT_LABELS;
   if (!(LABEL_RULES as readonly string[]).includes(raw)) throw new UsageError(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(raw)}`);
   return raw as LabelRule;
 }
 
 function rolloutLabelRuleFlag(raw: string | undefined): RolloutLabelRule {
-  if (raw === undefined) return 'divergence';
+  if (raw === undefined) return DEFAULT_ROLLOUT_LABELS;
   if (!(ROLLOUT_LABEL_RULES as readonly string[]).includes(raw)) {
     throw new UsageError(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(raw)}`);
   }

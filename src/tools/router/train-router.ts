@@ -8,7 +8,7 @@
  * @example
  * const report = await trainRouter({ slm: 'models/stories260k-3l', llm: 'models/stories260k',
  *   text: 'stories.txt', out: 'models/router', trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64,
- *   labels: 'divergence', features: ['hidden', 'logit_stats', 'repetition'], rounds: 2, rolloutPrompts: 64, rolloutTokens: 48 });
+ *   labels: 'citer', features: ['hidden', 'logit_stats', 'repetition'], rounds: 2, rolloutPrompts: 64, rolloutTokens: 48 });
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
@@ -46,10 +46,17 @@ export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
 export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
+/**
+ * Label rules when not given: CITER's on the teacher-forced text (what the at-share accuracy rewards),
+ * divergence on the rollouts (which have no text, and where it is what breaks loops); measured against
+ * divergence everywhere in docs/router-training.md.
+ */
+export const DEFAULT_LABELS: LabelRule = 'citer';
+export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'divergence';
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   maxEpochs: 30,
-  labels: 'divergence',
+  labels: DEFAULT_LABELS,
   features: FEATURE_GROUPS,
   rounds: 2,
   rolloutPrompts: 48,
@@ -188,7 +195,7 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     ...(o.defaultThreshold === undefined ? {} : { defaultThreshold: o.defaultThreshold }),
     labels: o.labels,
     // Only when not the default, so routers trained before the option keep the source they were recorded with.
-    ...((o.rolloutLabels ?? 'divergence') === 'divergence' ? {} : { rolloutLabels: o.rolloutLabels }),
+    ...((o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS) === DEFAULT_ROLLOUT_LABELS ? {} : { rolloutLabels: o.rolloutLabels }),
     features: o.features,
     rounds: o.rounds,
     rolloutPrompts: o.rolloutPrompts,
@@ -248,7 +255,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     throw new AppError('INVALID_ARGUMENT', `${o.text}: ${corpus.paragraphs.length} paragraph(s); training needs at least 2 in its first ${o.trainFraction} (blank-line separated)`);
   }
   const source = await routerSource(o);
-  const rolloutRule = o.rolloutLabels ?? 'divergence';
+  const rolloutRule = o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS;
   const validation = validationParagraphs(train.length, o.seed);
 
   const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
