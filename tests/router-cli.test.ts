@@ -105,10 +105,11 @@ describe('router train with bad input: one-line error, nothing written', () => {
   });
 });
 
-test('router train: --labels, --features and --rounds are checked (usage errors, exit 2)', () => {
+test('router train: --labels, --rollout-labels, --features and --rounds are checked (usage errors, exit 2)', () => {
   const base = ['train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', out];
   const cases: [string[], RegExp][] = [
-    [['--labels', 'oracle'], /--labels must be one of divergence, citer, got "oracle"/],
+    [['--labels', 'oracle'], /--labels must be one of divergence, citer, gain, cloud-gain, got "oracle"/],
+    [['--rollout-labels', 'citer'], /--rollout-labels must be one of divergence, cloud-gain, got "citer"/],
     [['--features', 'logit_stats'], /--features must be a comma-separated list of hidden, logit_stats, repetition including hidden, got "logit_stats"/],
     [['--rounds', '11'], /--rounds must be in \[0, 10\], got 11/],
     [['--rollout-tokens', '0'], /--rollout-tokens must be in \[1, 4096\], got 0/],
@@ -148,7 +149,7 @@ test('router train on a short text writes a loadable pack; router eval reads it 
   expect(r.stdout).toMatch(/round 1: \d+ records; validation AUC \d\.\d{4} accuracy@0\.5 \d\.\d{4}, on-policy AUC .*; rollouts: 8 trajectories/);
   const meta = JSON.parse(readFileSync(join(small, 'router.json'), 'utf8'));
   expect(meta.features).toEqual(['hidden', 'repetition']);
-  expect(meta.training).toMatchObject({ seed: 3, hidden_units: 8, train_fraction: 0.8, max_epochs: 2, label_rule: 'divergence', rollout_prompts: 4, rollout_tokens: 8 });
+  expect(meta.training).toMatchObject({ seed: 3, hidden_units: 8, train_fraction: 0.8, max_epochs: 2, label_rule: 'citer', on_policy_label_rule: 'divergence', rollout_prompts: 4, rollout_tokens: 8 });
   expect(meta.training.paragraphs).toEqual({ train: 28, validation: 4, heldOut: 8 });
   expect(meta.training.rounds).toHaveLength(2);
   // 4 prompts × (greedy + sampled) × at most 8 tokens, one record per routing decision.

@@ -63,10 +63,11 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
     expect(t.hidden_units).toBe(64);
     expect(t.text_sha256).toBe('727e8b228375be3075114c20729c93ed6e81ae5d8fe7faf7cb54b304f0322d70');
     expect(t.examples).toBeGreaterThan(50_000);
-    expect(t.label_rule).toBe('divergence');
-    // Divergence labels: the distilled edge's top-1 is one the cloud finds at least half as likely as its own at about two thirds of the positions.
-    expect(t.label_balance).toBeGreaterThan(0.6);
-    expect(t.label_balance).toBeLessThan(0.75);
+    expect(t.label_rule).toBe('citer');
+    expect((t as unknown as { on_policy_label_rule: string }).on_policy_label_rule).toBe('divergence');
+    // CITER labels: the distilled edge's top-1 is right, or both models are wrong, at 84% of the training positions.
+    expect(t.label_balance).toBeGreaterThan(0.8);
+    expect(t.label_balance).toBeLessThan(0.9);
     // Two on-policy rounds of 48 prompts, each generated greedily and sampled, 48 tokens each (unless EOS).
     expect(t.rounds.map((r) => r.round)).toEqual([0, 1, 2]);
     expect(t.rounds[0]!.added).toBe(0);
@@ -75,7 +76,7 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
       expect(r.rollout!.greedy_outputs).toBe(48);
       expect(r.added).toBe(r.rollout!.tokens);
       expect(r.added).toBeGreaterThan(96 * 8);
-      expect(r.val_auc).toBeGreaterThan(0.8);
+      expect(r.val_auc).toBeGreaterThan(0.7);
     }
     expect(t.epochs_run).toBeGreaterThanOrEqual(1);
     expect(t.val_auc).toBeGreaterThan(0.6);
@@ -83,9 +84,9 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
   });
 
   test('on the held-out 20% the router still separates keep from route', () => {
-    expect(auc(heldOutScores, divergenceLabels(heldOut))).toBeGreaterThan(0.8);
-    // Trained on divergence labels, it still ranks CITER's labels well above chance.
-    expect(auc(heldOutScores, citerLabels(heldOut))).toBeGreaterThan(0.6);
+    // Measured: 0.737 against its own (CITER) labels, 0.755 against divergence's, which its rollouts were labelled by.
+    expect(auc(heldOutScores, citerLabels(heldOut))).toBeGreaterThan(0.7);
+    expect(auc(heldOutScores, divergenceLabels(heldOut))).toBeGreaterThan(0.7);
   });
 
   test('scores lie in [0, 1): τ = 0 routes nothing and τ = 1 routes everything', () => {
@@ -112,16 +113,16 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
       expect(p.accuracy).toBeGreaterThanOrEqual(curve.smallOnlyAccuracy);
       expect(p.accuracy).toBeLessThanOrEqual(curve.largeOnlyAccuracy);
     }
-    // A router better than chance: at τ = 0.7 (9.3% routed when measured) the accuracy gained per
+    // A router better than chance: at τ = 0.7 (17.3% routed when measured) the accuracy gained per
     // routed token beats random routing.
     const mid = points[7]!;
     const randomGain = mid.routedRatio * (curve.largeOnlyAccuracy - curve.smallOnlyAccuracy);
     expect(mid.accuracy - curve.smallOnlyAccuracy).toBeGreaterThan(randomGain);
   });
 
-  test('the default τ (0.45) routes 26.1% of the held-out teacher-forced positions, as docs/results.md says', () => {
+  test('the default τ (0.7) routes 17.3% of the held-out teacher-forced positions, as docs/results.md says', () => {
     const share = routingCurve(heldOut, heldOutScores, [meta.default_threshold]).points[0]!.routedRatio;
-    expect(share).toBeCloseTo(0.261, 3);
+    expect(share).toBeCloseTo(0.173, 3);
   });
 
   test('the decoder loop with the trained router routes exactly the tokens scored below τ', async () => {

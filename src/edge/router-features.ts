@@ -47,20 +47,34 @@ export function parseFeatureGroups(raw: unknown, where: string): FeatureGroup[] 
   return FEATURE_GROUPS.filter((g) => raw.includes(g));
 }
 
-/** Entropy (nats), top-1 probability, top-1 − top-2 probability, and the top-1 id, in two passes over the logits. */
-export function logitStats(logits: ArrayLike<number>): { entropy: number; top1: number; margin: number; argmax: number } {
+export interface LogitStats {
+  entropy: number;
+  top1: number;
+  margin: number;
+  argmax: number;
+}
+
+/** The largest and second-largest logit and the first index of the largest: one pass of comparisons, no exponentials. */
+export function logitExtremes(logits: ArrayLike<number>): { max: number; second: number; argmax: number } {
   let max = -Infinity;
   let second = -Infinity;
   let argmax = 0;
   for (let i = 0; i < logits.length; i++) {
     const v = logits[i]!;
-    if (v > max) {
-      second = max;
-      max = v;
-      argmax = i;
-    } else if (v > second) second = v;
+    // Most entries are below the runner-up: one comparison each.
+    if (v > second) {
+      if (v > max) {
+        second = max;
+        max = v;
+        argmax = i;
+      } else second = v;
+    }
   }
-  // H = log Z − Σ p·(x − max), with Z = Σ exp(x − max).
+  return { max, second, argmax };
+}
+
+/** Z = Σ exp(x − max) and Σ exp(x − max)·(x − max), in JavaScript (the reference, and cheaper than a session run for short rows). */
+export function logitSums(logits: ArrayLike<number>, max: number): { z: number; weighted: number } {
   let z = 0;
   let weighted = 0;
   for (let i = 0; i < logits.length; i++) {
@@ -69,9 +83,20 @@ export function logitStats(logits: ArrayLike<number>): { entropy: number; top1: 
     z += e;
     weighted += e * d;
   }
-  const top1 = 1 / z;
-  const top2 = second === -Infinity ? 0 : Math.exp(second - max) / z;
-  return { entropy: Math.max(0, Math.log(z) - weighted / z), top1, margin: top1 - top2, argmax };
+  return { z, weighted };
+}
+
+/** Entropy (nats), top-1 probability and top-1 − top-2 margin from the extremes and the sums: H = log Z − Σ p·(x − max). */
+export function statsFromSums(extremes: { max: number; second: number; argmax: number }, sums: { z: number; weighted: number }): LogitStats {
+  const top1 = 1 / sums.z;
+  const top2 = extremes.second === -Infinity ? 0 : Math.exp(extremes.second - extremes.max) / sums.z;
+  return { entropy: Math.max(0, Math.log(sums.z) - sums.weighted / sums.z), top1, margin: top1 - top2, argmax: extremes.argmax };
+}
+
+/** Entropy (nats), top-1 probability, top-1 − top-2 probability, and the top-1 id, in two passes over the logits. */
+export function logitStats(logits: ArrayLike<number>): LogitStats {
+  const extremes = logitExtremes(logits);
+  return statsFromSums(extremes, logitSums(logits, extremes.max));
 }
 
 /** Whether the n-gram ending with `next` after the last n−1 ids of `recent` occurred earlier in `recent`. */
@@ -108,16 +133,17 @@ export function repetitionFeatures(context: readonly number[], next: number): [n
   ];
 }
 
-/** The extra feature values of one position, in `extraGroups` order (empty for a hidden-only router). */
-export function extraFeatures(features: readonly FeatureGroup[], logits: ArrayLike<number>, context: readonly number[]): Float32Array {
-  const groups = extraGroups(features);
-  const out = new Float32Array(extraWidth(features));
-  if (groups.length === 0) return out;
-  const stats = logitStats(logits);
+/**
+ * Writes the extra feature values of one position into `out` (length `extraWidth(features)`), in
+ * `extraGroups` order, from its logit statistics and the ids decoded so far.
+ */
+export function writeExtraFeatures(out: Float32Array, features: readonly FeatureGroup[], stats: LogitStats, context: readonly number[]): Float32Array {
   let k = 0;
-  for (const group of groups) {
+  for (const group of extraGroups(features)) {
     if (group === 'logit_stats') {
-      out.set([stats.entropy, stats.top1, stats.margin], k);
+      out[k] = stats.entropy;
+      out[k + 1] = stats.top1;
+      out[k + 2] = stats.margin;
       k += EXTRA_WIDTH.logit_stats;
     } else {
       out.set(repetitionFeatures(context, stats.argmax), k);
@@ -125,4 +151,11 @@ export function extraFeatures(features: readonly FeatureGroup[], logits: ArrayLi
     }
   }
   return out;
+}
+
+/** The extra feature values of one position, in `extraGroups` order (empty for a hidden-only router). */
+export function extraFeatures(features: readonly FeatureGroup[], logits: ArrayLike<number>, context: readonly number[]): Float32Array {
+  const out = new Float32Array(extraWidth(features));
+  if (out.length === 0) return out;
+  return writeExtraFeatures(out, features, logitStats(logits), context);
 }

@@ -17,7 +17,8 @@ import { topProbability } from '../shared/logits.ts';
 import { readJsonFile } from '../shared/model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from '../shared/ort.ts';
 import { runSession } from '../shared/run-session.ts';
-import { extraFeatures, extraWidth, parseFeatureGroups, type FeatureGroup } from './router-features.ts';
+import { LogitSums, ONNX_SUMS_MIN_LENGTH } from './logit-sums.ts';
+import { extraWidth, logitExtremes, logitSums, parseFeatureGroups, statsFromSums, writeExtraFeatures, type FeatureGroup } from './router-features.ts';
 
 export interface RouterInfo {
   /** `onnx:<folder>` for a trained router, `builtin:top1-probability` for the fallback scorer. */
@@ -57,6 +58,8 @@ export class OnnxRouter implements Router {
     readonly info: RouterInfo,
     private readonly session: InferenceSession,
     private readonly features: readonly FeatureGroup[],
+    /** Computes the exponential sums of long logit rows (large vocabularies); null for hidden-only routers. */
+    private readonly sums: LogitSums | null,
   ) {}
 
   static async load(dir: string): Promise<OnnxRouter> {
@@ -74,11 +77,18 @@ export class OnnxRouter implements Router {
       await session.release();
       throw new AppError('INVALID_ARGUMENT', `${root}: router.json's features (${features.join(', ')}) do not match router.onnx's inputs (${session.inputNames.join(', ')})`);
     }
+    const sums = wantsExtra
+      ? await LogitSums.create().catch(async (e) => {
+          await session.release();
+          throw e;
+        })
+      : null;
     return new OnnxRouter(
       // The folder's name only: the name travels in every done event and /api/info, off the device.
       { name: `onnx:${basename(root)}`, hiddenSize: meta.hidden_size, defaultThreshold: meta.default_threshold ?? 0.5, training: meta.training, features },
       session,
       features,
+      sums,
     );
   }
 
@@ -93,7 +103,11 @@ export class OnnxRouter implements Router {
     const width = extraWidth(this.features);
     if (width > 0) {
       if (!logits) throw new AppError('FAILED_PRECONDITION', `${this.info.name} reads the edge model's logits; the caller gave none`);
-      feeds.extra_features = new ort.Tensor('float32', extraFeatures(this.features, logits, recentIds), [1, width]);
+      const extremes = logitExtremes(logits);
+      const sums = this.sums && logits.length >= ONNX_SUMS_MIN_LENGTH ? await this.sums.compute(logits, extremes.max) : logitSums(logits, extremes.max);
+      // A fresh buffer per call (8 floats): calls of concurrent generations may overlap across the awaits.
+      const extra = writeExtraFeatures(new Float32Array(width), this.features, statsFromSums(extremes, sums), recentIds);
+      feeds.extra_features = new ort.Tensor('float32', extra, [1, width]);
     }
     const out = await runSession(this.session, feeds);
     const score = (out.score!.data as Float32Array)[0]!;
@@ -103,6 +117,7 @@ export class OnnxRouter implements Router {
 
   async release(): Promise<void> {
     await this.session.release();
+    await this.sums?.release();
   }
 }
 

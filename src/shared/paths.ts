@@ -25,10 +25,10 @@ export const DEMO = {
   routerPack: join(MODELS_DIR, 'router-stories260k-distilled-1l'),
   /**
    * The router's default τ, measured on the held-out TinyStories paragraphs (docs/results.md, "The default
-   * threshold"): the τ that routes about 10% of the tokens of generated continuations, 11.6% by
-   * `bun run eval` (0.40 routes 8.3%), and 26.1% of teacher-forced positions.
+   * threshold"): the τ that routes about 10% of the tokens of generated continuations, 9.1% by
+   * `bun run eval` (0.80 routes 25.4%), and 17.3% of teacher-forced positions.
    */
-  routerThreshold: 0.45,
+  routerThreshold: 0.7,
 } as const;
 
 /**

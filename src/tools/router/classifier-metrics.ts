@@ -43,12 +43,13 @@ export function labelBalance(labels: ArrayLike<number>): number {
   return labels.length ? ones / labels.length : NaN;
 }
 
-/** Mean binary cross-entropy of probabilities against labels (clamped away from 0 and 1). */
+/** Mean binary cross-entropy of probabilities against labels or soft targets in [0, 1] (clamped away from 0 and 1). */
 export function logLoss(probabilities: ArrayLike<number>, labels: ArrayLike<number>): number {
   let sum = 0;
   for (let i = 0; i < probabilities.length; i++) {
     const p = Math.min(1 - 1e-7, Math.max(1e-7, probabilities[i]!));
-    sum -= labels[i] === 1 ? Math.log(p) : Math.log(1 - p);
+    const y = labels[i]!;
+    sum -= y * Math.log(p) + (1 - y) * Math.log(1 - p);
   }
   return probabilities.length ? sum / probabilities.length : NaN;
 }

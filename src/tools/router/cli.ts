@@ -4,10 +4,12 @@ import { evaluateRouter } from './evaluate-router.ts';
 import { terminalProgress } from './progress-bar.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
-import { LABEL_RULES, type LabelRule } from './labels.ts';
+import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import {
   DEFAULT_FEATURES,
   DEFAULT_HIDDEN_UNITS,
+  DEFAULT_LABELS,
+  DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROLLOUT_PROMPTS,
   DEFAULT_ROLLOUT_TOKENS,
   DEFAULT_ROUNDS,
@@ -18,23 +20,33 @@ import {
 const USAGE = `usage: bun run router <command> [flags]
 
   train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
-        [--labels divergence|citer] [--features hidden,logit_stats,repetition] [--rounds 3]
+        [--labels citer|divergence|gain|cloud-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,logit_stats,repetition] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
-      separated), label each position (1 = keep the edge token, 0 = route; divergence: route where the
-      cloud finds the edge's token less than half as likely as its own; citer: route where only the
-      cloud's top-1 is the true token) and train the MLP router; then --rounds on-policy rounds: generate
-      from rollout-prompts training openings (greedy and sampled) with the current router, label those
-      trajectories against the cloud, add them to the data and retrain (--rounds 0: teacher forcing only);
+      separated), label each position (1 = keep the edge token, 0 = route; citer, the default: route where
+      only the cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token
+      less than half as likely as its own; gain / cloud-gain: a soft target, what routing gains in top-1
+      agreement with the text / with the cloud's distribution) and train the MLP router; then --rounds
+      on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those
+      trajectories against the cloud (--rollout-labels, divergence by default), add them to the data and
+      retrain (--rounds 0: teacher forcing only);
       --slm-file / --llm-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
   eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
       (the packs default to the ones router.json names)`;
 
 function labelRuleFlag(raw: string | undefined): LabelRule {
-  if (raw === undefined) return 'divergence';
+  if (raw === undefined) return DEFAULT_LABELS;
   if (!(LABEL_RULES as readonly string[]).includes(raw)) throw new UsageError(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(raw)}`);
   return raw as LabelRule;
+}
+
+function rolloutLabelRuleFlag(raw: string | undefined): RolloutLabelRule {
+  if (raw === undefined) return DEFAULT_ROLLOUT_LABELS;
+  if (!(ROLLOUT_LABEL_RULES as readonly string[]).includes(raw)) {
+    throw new UsageError(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(raw)}`);
+  }
+  return raw as RolloutLabelRule;
 }
 
 function featuresFlag(raw: string | undefined): FeatureGroup[] {
@@ -62,6 +74,7 @@ async function main(): Promise<void> {
         epochs: { type: 'string' },
         'hidden-units': { type: 'string' },
         labels: { type: 'string' },
+        'rollout-labels': { type: 'string' },
         features: { type: 'string' },
         rounds: { type: 'string' },
         'rollout-prompts': { type: 'string' },
@@ -80,6 +93,7 @@ async function main(): Promise<void> {
           maxEpochs: integerFlag(values, 'epochs', 30)!,
           hiddenUnits: integerFlag(values, 'hidden-units', DEFAULT_HIDDEN_UNITS)!,
           labels: labelRuleFlag(values.labels),
+          rolloutLabels: rolloutLabelRuleFlag(values['rollout-labels']),
           features: featuresFlag(values.features),
           rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
           rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,

@@ -1,23 +1,36 @@
 /**
- * Router labels: 1 = keep the edge token, 0 = route it. Two rules.
+ * Router labels: 1 = keep the edge token, 0 = route it. Four rules for human text, two of them (the
+ * ones that need no true next token) for the system's own trajectories.
  *
  * CITER's shortcut (no rollouts), against the true next token of human text:
  * - the edge model's top-1 is the true next token → 1 (the edge is right; routing only costs time);
  * - otherwise the cloud model's top-1 is right → 0 (routing fixes the token);
  * - both wrong → 1: under this criterion a route cannot fix the token, it only adds a round trip.
  *
- * Divergence (the default; R2R-like, with the cloud as the reference instead of the text): route where
- * the cloud finds the edge's top-1 less than half as likely as its own top-1. It needs no true next
- * token, so it labels the system's own generated trajectories too (on-policy rounds), and it keeps near
- * ties on the edge, where the cloud itself is unsure and a route buys little. See docs/router-training.md.
+ * Divergence (R2R-like, with the cloud as the reference instead of the text): route where the cloud
+ * finds the edge's top-1 less than half as likely as its own top-1. It needs no true next token, so it
+ * labels the system's own generated trajectories too (on-policy rounds), and it keeps near ties on the
+ * edge, where the cloud itself is unsure and a route buys little. See docs/router-training.md.
+ *
+ * Gain (soft targets): the target is (1 − g) / 2, where g is what routing the position gains in top-1
+ * agreement with the reference. `gain`: against the text, g = [cloud top-1 right] − [edge top-1 right]
+ * ∈ {−1, 0, 1}. `cloud-gain`: against the cloud's distribution standing in for the text,
+ * g = p_cloud(cloud top-1) − p_cloud(edge top-1) ∈ [0, 1], the expected value of the same difference if
+ * the text were drawn from the cloud; it needs no text, so it labels rollouts too. Trained with
+ * cross-entropy, the score estimates (1 − E[g]) / 2, and ranking positions by it is ranking them by what
+ * routing them is expected to gain, which is what the at-share evaluation rewards.
  *
  * @example
  * divergenceLabel(0.05, 0.6); // 0: the cloud would rather say something else
+ * gainTarget(0.05, 0.6);      // 0.225: routing is expected to gain 0.55 in agreement with the cloud
  */
 import type { TeacherForced } from './teacher-forcing.ts';
 
-export const LABEL_RULES = ['divergence', 'citer'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
+/** Rules for rollouts: those that need no true next token. */
+export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain'] as const;
+export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
 export const DIVERGENCE_RATIO = 0.5;
@@ -25,6 +38,8 @@ export const DIVERGENCE_RATIO = 0.5;
 export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   citer: 'citer-shortcut: 1 (keep) if slm top-1 correct or both wrong; 0 (route) if only llm top-1 correct',
   divergence: `divergence: 0 (route) if p_llm(slm top-1) < ${DIVERGENCE_RATIO} * p_llm(llm top-1), else 1 (keep)`,
+  gain: 'gain (soft): target (1 - g) / 2 with g = [llm top-1 correct] - [slm top-1 correct]',
+  'cloud-gain': 'cloud-gain (soft): target (1 - g) / 2 with g = p_llm(llm top-1) - p_llm(slm top-1)',
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -36,6 +51,11 @@ export function citerLabel(slmCorrect: boolean, llmCorrect: boolean): 0 | 1 {
 
 export function divergenceLabel(llmProbOfSlmTop1: number, llmTopProb: number): 0 | 1 {
   return llmProbOfSlmTop1 < DIVERGENCE_RATIO * llmTopProb ? 0 : 1;
+}
+
+/** (1 − g) / 2 for a routing gain g in [−1, 1]: 1 = surely keep, 0 = surely route, 0.5 = routing changes nothing. */
+export function gainTarget(llmProbOfSlmTop1: number, llmTopProb: number): number {
+  return (1 - (llmTopProb - llmProbOfSlmTop1)) / 2;
 }
 
 export function citerLabels(forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect'>): Uint8Array {
@@ -50,6 +70,34 @@ export function divergenceLabels(forced: Pick<TeacherForced, 'count' | 'llmProbO
   return labels;
 }
 
+/** Gain targets on human text: correctness stands in for the probabilities (a right top-1 has probability 1). */
+export function textGainTargets(forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect'>): Float32Array {
+  const targets = new Float32Array(forced.count);
+  for (let i = 0; i < forced.count; i++) targets[i] = gainTarget(forced.slmCorrect[i]!, forced.llmCorrect[i]!);
+  return targets;
+}
+
+/** Gain targets against the cloud's distribution (text or rollouts alike). */
+export function cloudGainTargets(forced: Pick<TeacherForced, 'count' | 'llmProbOfSlmTop1' | 'llmTopProb'>): Float32Array {
+  const targets = new Float32Array(forced.count);
+  for (let i = 0; i < forced.count; i++) targets[i] = gainTarget(forced.llmProbOfSlmTop1[i]!, forced.llmTopProb[i]!);
+  return targets;
+}
+
+/**
+ * A rule's labels: `labels` are binary (what AUC and accuracy are measured against), `targets` what the
+ * cross-entropy is trained towards (the labels themselves for the hard rules). The soft rules' binary
+ * labels are those of the hard rule with the same reference: CITER's for `gain`, divergence's for
+ * `cloud-gain`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
+ */
+export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
+  const labels = rule === 'citer' || rule === 'gain' ? citerLabels(forced) : divergenceLabels(forced);
+  if (rule === 'gain') return { labels, targets: textGainTargets(forced) };
+  if (rule === 'cloud-gain') return { labels, targets: cloudGainTargets(forced) };
+  return { labels, targets: Float32Array.from(labels) };
+}
+
+/** The binary labels of a rule. */
 export function labelsBy(rule: LabelRule, forced: TeacherForced): Uint8Array {
-  return rule === 'citer' ? citerLabels(forced) : divergenceLabels(forced);
+  return labelsFor(rule, forced).labels;
 }

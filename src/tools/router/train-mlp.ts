@@ -10,7 +10,10 @@ import { cloneWeights, hiddenLayer, initialWeights, outputLogit, predictStandard
 export interface Dataset {
   /** `[rows, inputSize]` row-major. */
   features: Float32Array;
+  /** Binary labels (1 = keep): what AUC and accuracy are measured against. */
   labels: Uint8Array;
+  /** Cross-entropy targets in [0, 1] when they are soft (the gain rule); `labels` otherwise. */
+  targets?: Float32Array;
   rows: number;
 }
 
@@ -114,8 +117,10 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
   const { inputSize: n, hiddenUnits: h, maxEpochs } = options;
   const batchSize = options.batchSize ?? 128;
   const patience = options.patience ?? 3;
+  const targets = train.targets ?? train.labels;
+  const validationTargets = validation.targets ?? validation.labels;
   let ones = 0;
-  for (let r = 0; r < train.rows; r++) ones += train.labels[r]!;
+  for (let r = 0; r < train.rows; r++) ones += targets[r]!;
 
   const weights = options.initial
     ? cloneWeights(options.initial)
@@ -136,7 +141,7 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
 
   const history: EpochReport[] = [];
   // A warm start is itself a candidate: a round whose epochs all do worse keeps it.
-  let best = { loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows), validation.labels) : Infinity, epoch: 0, weights: cloneWeights(weights) };
+  let best = { loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows), validationTargets) : Infinity, epoch: 0, weights: cloneWeights(weights) };
   for (let epoch = 1; epoch <= maxEpochs; epoch++) {
     shuffle(order, random);
     let lossSum = 0;
@@ -149,9 +154,9 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
         const row = x.subarray(r * n, (r + 1) * n);
         hiddenLayer(weights, row, z1);
         const p = sigmoid(outputLogit(weights, z1));
-        const y = train.labels[r]!;
-        lossSum -= y === 1 ? Math.log(Math.max(p, 1e-12)) : Math.log(Math.max(1 - p, 1e-12));
-        const dz2 = p - y; // d(BCE)/d(logit)
+        const y = targets[r]!;
+        lossSum -= y * Math.log(Math.max(p, 1e-12)) + (1 - y) * Math.log(Math.max(1 - p, 1e-12));
+        const dz2 = p - y; // d(BCE)/d(logit), for soft targets too
         gb2[0] += dz2;
         let any = false;
         for (let j = 0; j < h; j++) {
@@ -177,7 +182,7 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
       adam.step(params, grads);
     }
     weights.b2 = b2[0]!;
-    const validationLoss = logLoss(predictStandardized(weights, xVal, validation.rows), validation.labels);
+    const validationLoss = logLoss(predictStandardized(weights, xVal, validation.rows), validationTargets);
     const report = { epoch, trainLoss: lossSum / train.rows, validationLoss };
     history.push(report);
     options.onEpoch?.(report);

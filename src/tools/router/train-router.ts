@@ -8,7 +8,7 @@
  * @example
  * const report = await trainRouter({ slm: 'models/stories260k-3l', llm: 'models/stories260k',
  *   text: 'stories.txt', out: 'models/router', trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64,
- *   labels: 'divergence', features: ['hidden', 'logit_stats', 'repetition'], rounds: 2, rolloutPrompts: 64, rolloutTokens: 48 });
+ *   labels: 'citer', features: ['hidden', 'logit_stats', 'repetition'], rounds: 2, rolloutPrompts: 64, rolloutTokens: 48 });
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
@@ -24,7 +24,7 @@ import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { quantileThreshold } from '../eval/ratio-matching.ts';
 import { continuationPrompts } from '../eval/text-eval.ts';
 import { routerInputs } from './feature-matrix.ts';
-import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, type LabelRule } from './labels.ts';
+import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, labelsFor, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
@@ -46,10 +46,17 @@ export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
 export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
+/**
+ * Label rules when not given: CITER's on the teacher-forced text (what the at-share accuracy rewards),
+ * divergence on the rollouts (which have no text, and where it is what breaks loops); measured against
+ * divergence everywhere in docs/router-training.md.
+ */
+export const DEFAULT_LABELS: LabelRule = 'citer';
+export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'divergence';
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   maxEpochs: 30,
-  labels: 'divergence',
+  labels: DEFAULT_LABELS,
   features: FEATURE_GROUPS,
   rounds: 2,
   rolloutPrompts: 48,
@@ -75,8 +82,10 @@ export interface TrainRouterOptions {
   hiddenUnits: number;
   /** The τ written to router.json (DEFAULT_THRESHOLD when not given): a pair's measured choice, e.g. the demo's. */
   defaultThreshold?: number;
-  /** Label rule of the teacher-forced text (on-policy records are always labelled by divergence: they have no true text). */
+  /** Label rule of the teacher-forced text (labels.ts). */
   labels: LabelRule;
+  /** Label rule of the on-policy records, which have no true text (divergence when not given, or cloud-gain). */
+  rolloutLabels?: RolloutLabelRule;
   /** Feature groups the router reads, `hidden` included. */
   features: readonly FeatureGroup[];
   /** On-policy rounds after the teacher-forced fit (0 = teacher forcing only, the first trainer's way). */
@@ -140,6 +149,7 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
     bad(`--hidden-units must be an integer in [1, 65536], got ${o.hiddenUnits}`);
   }
   if (!LABEL_RULES.includes(o.labels)) bad(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(o.labels)}`);
+  if (o.rolloutLabels !== undefined && !ROLLOUT_LABEL_RULES.includes(o.rolloutLabels)) bad(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(o.rolloutLabels)}`);
   if (!o.features.includes('hidden') || o.features.some((f) => !FEATURE_GROUPS.includes(f))) {
     bad(`--features must be a comma-separated list of ${FEATURE_GROUPS.join(', ')} including hidden, got ${JSON.stringify(o.features.join(','))}`);
   }
@@ -184,6 +194,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     // Only when given, so routers trained with the default keep the source they were recorded with.
     ...(o.defaultThreshold === undefined ? {} : { defaultThreshold: o.defaultThreshold }),
     labels: o.labels,
+    // Only when not the default, so routers trained before the option keep the source they were recorded with.
+    ...((o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS) === DEFAULT_ROLLOUT_LABELS ? {} : { rolloutLabels: o.rolloutLabels }),
     features: o.features,
     rounds: o.rounds,
     rolloutPrompts: o.rolloutPrompts,
@@ -202,25 +214,28 @@ function validationParagraphs(n: number, seed: number): Set<number> {
   return new Set(order.slice(0, Math.max(1, Math.ceil(n * VALIDATION_FRACTION))));
 }
 
-/** Teacher-forced records carry their rule's labels; on-policy records (no true text) the divergence rule's. */
+/** Records with their rule's binary labels and training targets (labels.ts says how each rule treats rollouts). */
 interface Labelled {
   forced: TeacherForced;
   labels: Uint8Array;
+  targets: Float32Array;
 }
 
 function labelled(forced: TeacherForced, rule: LabelRule): Labelled {
-  return { forced, labels: labelsBy(rule, forced) };
+  return { forced, ...labelsFor(rule, forced) };
 }
 
 function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]): Dataset {
   const forced = concatForced(parts.map((p) => p.forced));
   const labels = new Uint8Array(forced.count);
+  const targets = new Float32Array(forced.count);
   let at = 0;
   for (const p of parts) {
     labels.set(p.labels, at);
+    targets.set(p.targets, at);
     at += p.labels.length;
   }
-  return { features: routerInputs(forced, features).features, labels, rows: forced.count };
+  return { features: routerInputs(forced, features).features, labels, targets, rows: forced.count };
 }
 
 function scored(weights: MlpWeights, set: Dataset): { auc: number; accuracy: number; scores: Float32Array } {
@@ -240,6 +255,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     throw new AppError('INVALID_ARGUMENT', `${o.text}: ${corpus.paragraphs.length} paragraph(s); training needs at least 2 in its first ${o.trainFraction} (blank-line separated)`);
   }
   const source = await routerSource(o);
+  const rolloutRule = o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS;
   const validation = validationParagraphs(train.length, o.seed);
 
   const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
@@ -330,10 +346,10 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         }
       };
       const rollout = await rolloutOf(take(trainPrompts, o.rolloutPrompts), `rollouts (round ${round})`);
-      trainParts.push(labelled(rollout.forced, 'divergence'));
+      trainParts.push(labelled(rollout.forced, rolloutRule));
       if (validationPrompts.length > 0) {
         const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
-        validationParts.push(labelled(held.forced, 'divergence'));
+        validationParts.push(labelled(held.forced, rolloutRule));
       }
       result = fit(round, result.weights);
       rounds.push(
@@ -376,7 +392,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       training: {
         labels: LABEL_RULE_TEXT[o.labels],
         label_rule: o.labels,
-        on_policy_labels: o.rounds > 0 ? LABEL_RULE_TEXT.divergence : null,
+        on_policy_labels: o.rounds > 0 ? LABEL_RULE_TEXT[rolloutRule] : null,
+        on_policy_label_rule: o.rounds > 0 ? rolloutRule : null,
         examples: report.examples,
         train_examples: report.trainExamples,
         validation_examples: report.validationExamples,

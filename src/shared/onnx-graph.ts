@@ -1,0 +1,182 @@
+/**
+ * A small builder for ONNX graphs on top of the maintained protobuf definitions in `onnx-buf`.
+ * It only names values and collects nodes; serialization is @bufbuild/protobuf's.
+ *
+ * @example
+ * const g = new GraphBuilder('add-one');
+ * const x = g.input('x', DataType.FLOAT, ['n']);
+ * g.output(g.op('Add', [x, g.floats('one', [1], [1])]), 'y', DataType.FLOAT, ['n']);
+ * const model = g.toModel();
+ */
+import { create } from '@bufbuild/protobuf';
+import {
+  AttributeProtoSchema,
+  AttributeProto_AttributeType as AttributeType,
+  GraphProtoSchema,
+  ModelProtoSchema,
+  NodeProtoSchema,
+  TensorProtoSchema,
+  TensorProto_DataType as DataType,
+  TypeProtoSchema,
+  ValueInfoProtoSchema,
+  type AttributeProto,
+  type ModelProto,
+  type NodeProto,
+  type TensorProto,
+  type ValueInfoProto,
+} from 'onnx-buf';
+
+export { DataType };
+
+/** Opset of the default domain the builder's graphs are written for. */
+export const OPSET = 17n;
+
+export type Dim = number | string;
+export type AttributeValue = number | bigint | string | number[] | bigint[] | Float32Array | TensorProto;
+
+/** Float attributes must be marked, since a JS number cannot say whether it is an int or a float. */
+export class FloatAttr {
+  constructor(readonly value: number) {}
+}
+
+export function valueInfo(name: string, elemType: DataType, dims: readonly Dim[]): ValueInfoProto {
+  return create(ValueInfoProtoSchema, {
+    name,
+    type: create(TypeProtoSchema, {
+      value: {
+        case: 'tensorType',
+        value: {
+          elemType,
+          shape: {
+            dim: dims.map((d) => ({
+              value:
+                typeof d === 'number'
+                  ? { case: 'dimValue' as const, value: BigInt(d) }
+                  : { case: 'dimParam' as const, value: d },
+            })),
+          },
+        },
+      },
+    }),
+  });
+}
+
+function attribute(name: string, value: AttributeValue | FloatAttr): AttributeProto {
+  if (value instanceof FloatAttr) return create(AttributeProtoSchema, { name, type: AttributeType.FLOAT, f: value.value });
+  if (typeof value === 'number' || typeof value === 'bigint') {
+    return create(AttributeProtoSchema, { name, type: AttributeType.INT, i: BigInt(value) });
+  }
+  if (typeof value === 'string') {
+    return create(AttributeProtoSchema, { name, type: AttributeType.STRING, s: new TextEncoder().encode(value) });
+  }
+  if (value instanceof Float32Array) return create(AttributeProtoSchema, { name, type: AttributeType.FLOATS, floats: [...value] });
+  if (Array.isArray(value)) {
+    return create(AttributeProtoSchema, { name, type: AttributeType.INTS, ints: (value as (number | bigint)[]).map(BigInt) });
+  }
+  return create(AttributeProtoSchema, { name, type: AttributeType.TENSOR, t: value });
+}
+
+function bytesOf(data: Float32Array | BigInt64Array | Int32Array | Uint8Array): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
+}
+
+export function tensor(name: string, data: Float32Array | BigInt64Array, dims: readonly number[]): TensorProto {
+  const expected = dims.reduce((a, b) => a * b, 1);
+  if (data.length !== expected) throw new Error(`tensor ${name}: ${data.length} values for shape [${dims}]`);
+  return create(TensorProtoSchema, {
+    name,
+    dims: dims.map(BigInt),
+    dataType: data instanceof Float32Array ? DataType.FLOAT : DataType.INT64,
+    rawData: bytesOf(data),
+  });
+}
+
+/** Collects inputs, outputs, initializers and nodes; names intermediate values uniquely. */
+export class GraphBuilder {
+  private readonly nodes: NodeProto[] = [];
+  private readonly inputs: ValueInfoProto[] = [];
+  private readonly outputs: ValueInfoProto[] = [];
+  private readonly initializers: TensorProto[] = [];
+  private readonly usedNames = new Set<string>();
+  private counter = 0;
+
+  constructor(private readonly name: string) {}
+
+  input(name: string, elemType: DataType, dims: readonly Dim[]): string {
+    this.claim(name);
+    this.inputs.push(valueInfo(name, elemType, dims));
+    return name;
+  }
+
+  /** Declares `value` as a graph output called `name` (through an Identity when the names differ). */
+  output(value: string, name: string, elemType: DataType, dims: readonly Dim[]): string {
+    if (value !== name) this.op('Identity', [value], {}, [name]);
+    this.outputs.push(valueInfo(name, elemType, dims));
+    return name;
+  }
+
+  floats(name: string, data: Float32Array | number[], dims: readonly number[]): string {
+    this.claim(name);
+    this.initializers.push(tensor(name, data instanceof Float32Array ? data : Float32Array.from(data), dims));
+    return name;
+  }
+
+  ints(name: string, data: readonly number[], dims: readonly number[] = [data.length]): string {
+    this.claim(name);
+    this.initializers.push(tensor(name, BigInt64Array.from(data.map(BigInt)), dims));
+    return name;
+  }
+
+  /** Adds a node; returns its output names (generated unless given). */
+  ops(
+    opType: string,
+    inputs: readonly string[],
+    attributes: Record<string, AttributeValue | FloatAttr> = {},
+    outputs: number | readonly string[] = 1,
+  ): string[] {
+    const id = this.counter++;
+    const outNames =
+      typeof outputs === 'number' ? Array.from({ length: outputs }, (_, i) => `/${opType}_${id}/out${i}`) : [...outputs];
+    for (const n of outNames) this.claim(n);
+    this.nodes.push(
+      create(NodeProtoSchema, {
+        opType,
+        name: `/${opType}_${id}`,
+        input: [...inputs],
+        output: outNames,
+        attribute: Object.entries(attributes).map(([k, v]) => attribute(k, v)),
+      }),
+    );
+    return outNames;
+  }
+
+  op(
+    opType: string,
+    inputs: readonly string[],
+    attributes: Record<string, AttributeValue | FloatAttr> = {},
+    outputs?: readonly string[],
+  ): string {
+    return this.ops(opType, inputs, attributes, outputs ?? 1)[0]!;
+  }
+
+  toModel(metadata: Record<string, string> = {}): ModelProto {
+    return create(ModelProtoSchema, {
+      irVersion: 8n,
+      producerName: 'edge-token-router',
+      opsetImport: [{ domain: '', version: OPSET }],
+      metadataProps: Object.entries(metadata).map(([key, value]) => ({ key, value })),
+      graph: create(GraphProtoSchema, {
+        name: this.name,
+        node: this.nodes,
+        input: this.inputs,
+        output: this.outputs,
+        initializer: this.initializers,
+      }),
+    });
+  }
+
+  private claim(name: string): void {
+    if (this.usedNames.has(name)) throw new Error(`graph ${this.name}: value name ${name} used twice`);
+    this.usedNames.add(name);
+  }
+}

@@ -1,0 +1,67 @@
+import { describe, expect, test } from 'bun:test';
+import { logLoss } from '../src/tools/router/classifier-metrics.ts';
+import { gainTarget, labelsFor, cloudGainTargets, textGainTargets } from '../src/tools/router/labels.ts';
+import { predict } from '../src/tools/router/mlp.ts';
+import type { TeacherForced } from '../src/tools/router/teacher-forcing.ts';
+import { trainMlp } from '../src/tools/router/train-mlp.ts';
+import { seededRandom } from '../src/shared/seeded-random.ts';
+
+/** Four records: edge right only, cloud right only, both right, both wrong. */
+const forced = {
+  count: 4,
+  slmCorrect: Uint8Array.of(1, 0, 1, 0),
+  llmCorrect: Uint8Array.of(0, 1, 1, 0),
+  llmProbOfSlmTop1: Float32Array.of(0.5, 0.1, 0.25, 0.7),
+  llmTopProb: Float32Array.of(0.5, 0.9, 0.75, 0.7),
+} as unknown as TeacherForced;
+
+describe('gain labels', () => {
+  test('the target is (1 − gain) / 2: routing a position the cloud gets right and the edge wrong gains 1', () => {
+    expect(gainTarget(0, 1)).toBe(0); // only the cloud right: surely route
+    expect(gainTarget(1, 0)).toBe(1); // only the edge right: surely keep
+    expect(gainTarget(1, 1)).toBe(0.5); // routing changes nothing
+    expect(gainTarget(0.1, 0.9)).toBeCloseTo(0.1, 12); // the cloud expects to gain 0.8 in agreement
+  });
+
+  test('gain: correctness against the text decides; cloud-gain: the probabilities of the cloud do', () => {
+    expect([...textGainTargets(forced)]).toEqual([1, 0, 0.5, 0.5]);
+    const rollout = cloudGainTargets(forced);
+    expect(rollout[0]).toBe(0.5); // same token: nothing to gain
+    expect(rollout[1]).toBeCloseTo(0.1, 6);
+    expect(rollout[2]).toBeCloseTo(0.25, 6);
+    expect(rollout[3]).toBe(0.5);
+  });
+
+  test("binary labels: CITER's for gain, divergence's for cloud-gain; the hard rules train on their labels", () => {
+    const gain = labelsFor('gain', forced);
+    expect([...gain.labels]).toEqual([1, 0, 1, 1]);
+    expect([...gain.targets]).toEqual([1, 0, 0.5, 0.5]);
+    const cloudGain = labelsFor('cloud-gain', forced);
+    expect([...cloudGain.labels]).toEqual([1, 0, 0, 1]);
+    expect(cloudGain.targets[1]).toBeCloseTo(0.1, 6);
+    const divergence = labelsFor('divergence', forced);
+    expect([...divergence.targets]).toEqual([...divergence.labels]);
+  });
+});
+
+describe('training on soft targets', () => {
+  test('log loss of a soft target is smallest at the target', () => {
+    expect(logLoss([0.3], [0.3])).toBeLessThan(logLoss([0.2], [0.3]));
+    expect(logLoss([0.3], [0.3])).toBeLessThan(logLoss([0.4], [0.3]));
+    expect(logLoss([0.9], [1])).toBeCloseTo(-Math.log(0.9), 12);
+  });
+
+  test('the MLP learns the expected target where the same input carries different labels', () => {
+    // One feature, two groups: x = −1 has targets 0.2 and 0.4 (mean 0.3), x = +1 has targets 0.9 and 0.7 (mean 0.8).
+    const random = seededRandom(3);
+    const rows = 4000;
+    const features = Float32Array.from({ length: rows }, (_, r) => (r % 2 === 0 ? -1 : 1) + (random() - 0.5) * 0.01);
+    const targets = Float32Array.from({ length: rows }, (_, r) => (r % 2 === 0 ? (r % 4 === 0 ? 0.2 : 0.4) : r % 4 === 1 ? 0.9 : 0.7));
+    const labels = Uint8Array.from(targets, (t) => (t >= 0.5 ? 1 : 0));
+    const data = { features, labels, targets, rows };
+    const { weights } = trainMlp(data, data, { inputSize: 1, hiddenUnits: 4, seed: 1, maxEpochs: 40, learningRate: 0.01 });
+    const [low, high] = predict(weights, Float32Array.of(-1, 1), 2);
+    expect(low).toBeCloseTo(0.3, 1);
+    expect(high).toBeCloseTo(0.8, 1);
+  });
+});
