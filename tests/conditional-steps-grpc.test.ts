@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import type { Backend } from '../src/cloud/backend.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
+import type { CloudClient } from '../src/edge/cloud-client.ts';
 import { generate, type DoneEvent, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../src/edge/generation-request.ts';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
@@ -17,6 +17,7 @@ import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { recordingSteps } from './helpers/step-recording.ts';
 
 let edge: DecoderModel;
 let tokenizer: TextTokenizer;
@@ -50,22 +51,6 @@ afterAll(async () => {
   await edge.release();
 });
 
-/** The gRPC cloud, counting the conditional steps sent and the replies that came back skipped. */
-function recording(inner: CloudClient) {
-  const counts = { conditional: 0, skipped: 0, maxInFlight: 0, inFlight: 0 };
-  const client = interceptSteps(inner, async (request, next) => {
-    if (request.conditional) counts.conditional++;
-    counts.maxInFlight = Math.max(counts.maxInFlight, ++counts.inFlight);
-    try {
-      const reply = await next(request);
-      if (reply.skipped) counts.skipped++;
-      return reply;
-    } finally {
-      counts.inFlight--;
-    }
-  });
-  return { client, counts };
-}
 
 async function run(prompt: string, threshold: number, speculate: boolean, cloud: CloudClient) {
   const engine = { slm: edge, router: new TopProbabilityScorer(), tokenizer, cloud };
@@ -80,7 +65,7 @@ test('through a real shim: the same decisions with conditional steps, some serve
   for (const prompt of ['Once upon a time, there was a little dog', 'Lily went to the park', 'Tom had a big red ball. One day']) {
     for (const threshold of [0.85, 0.95]) {
       const off = await run(prompt, threshold, false, grpcCloud);
-      const { client, counts } = recording(grpcCloud);
+      const { client, counts } = recordingSteps(grpcCloud);
       const on = await run(prompt, threshold, true, client);
       // A skipped reply behind the last routed position may come after the generation ended.
       await waitFor(() => counts.inFlight === 0, 2_000, 'replies in');

@@ -10,6 +10,7 @@ import { argmax } from '../src/shared/logits.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { recordingSteps } from './helpers/step-recording.ts';
 import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 
 let edge: DecoderModel;
@@ -154,26 +155,6 @@ describe('the policy is unchanged by speculation (greedy)', () => {
   });
 });
 
-/**
- * What the loop sent and got back: conditional steps (sent while another step was in flight) and the replies
- * that came back skipped. Steps are counted as they reach `inner`, in order.
- */
-function recording(inner: CloudClient) {
-  const counts = { steps: 0, conditional: 0, skipped: 0, maxInFlight: 0, inFlight: 0 };
-  const client = interceptSteps(inner, async (request, next) => {
-    counts.steps++;
-    if (request.conditional) counts.conditional++;
-    counts.maxInFlight = Math.max(counts.maxInFlight, ++counts.inFlight);
-    try {
-      const reply = await next(request);
-      if (reply.skipped) counts.skipped++;
-      return reply;
-    } finally {
-      counts.inFlight--;
-    }
-  });
-  return { client, counts };
-}
 
 /** Waits for the replies a generation did not wait for (a skipped step behind the last routed position). */
 async function settled(counts: { inFlight: number }): Promise<void> {
@@ -230,7 +211,7 @@ describe('conditional steps: a second routed position is sent while the first is
     for (const prompt of PROMPTS) {
       for (const threshold of THRESHOLDS) {
         const off = await run({ prompt, mode: 'joint', threshold, maxNewTokens: 24, ...raw, speculate: false }, { cloud: makeCloud() });
-        const { client, counts } = recording(makeCloud());
+        const { client, counts } = recordingSteps(makeCloud());
         const on = await run({ prompt, mode: 'joint', threshold, maxNewTokens: 24, ...raw, speculate: true }, { cloud: client });
         await settled(counts);
         expect(on.decisions).toEqual(off.decisions);
@@ -300,7 +281,7 @@ describe('conditional steps: a second routed position is sent while the first is
   test('sampling: the same seed gives the same output with conditional steps', async () => {
     for (const seed of [1, 2, 3]) {
       const off = await run({ mode: 'joint', threshold: 0.9, temperature: 0.9, topP: 0.95, seed, maxNewTokens: 30, speculate: false }, { cloud: jittery(cloud) });
-      const { client, counts } = recording(jittery(cloud));
+      const { client, counts } = recordingSteps(jittery(cloud));
       const on = await run({ mode: 'joint', threshold: 0.9, temperature: 0.9, topP: 0.95, seed, maxNewTokens: 30, speculate: true }, { cloud: client });
       expect(on.decisions).toEqual(off.decisions);
       expect(counts.conditional).toBeGreaterThan(0);
@@ -308,7 +289,7 @@ describe('conditional steps: a second routed position is sent while the first is
   }, 60_000);
 
   test('engine.conditionalSteps false: speculation stops at the second routed position, as before', async () => {
-    const { client, counts } = recording(jittery(cloud));
+    const { client, counts } = recordingSteps(jittery(cloud));
     const off = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: jittery(cloud), conditionalSteps: false });
     const on = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: client });
     expect(on.decisions).toEqual(off.decisions);
