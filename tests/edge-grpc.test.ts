@@ -170,5 +170,19 @@ describe('the command-line client', () => {
     const loose = await runClient('Hi', '--address', address, '--top-p', '0x1');
     expect(loose.code).toBe(2);
     expect(loose.stderr).toStartWith('error: --top-p must be a number, got "0x1"');
+    const maybe = await runClient('Hi', '--address', address, '--speculate', 'maybe');
+    expect(maybe.code).toBe(2);
+    expect(maybe.stderr).toStartWith('error: --speculate must be on or off, got "maybe"');
+  });
+
+  test('--speculate off reaches the edge (no speculation figures); without it the edge default (on) applies', async () => {
+    const args = ['Once upon a time', '--address', address, '--token', 'tok', '--threshold', '0.8', '--max-new-tokens', '24', '--json'];
+    const done = async (...extra: string[]) => {
+      const r = await runClient(...args, ...extra);
+      expect(r.code).toBe(0);
+      return JSON.parse(r.stdout.trim().split('\n').at(-1)!).done.metrics;
+    };
+    expect((await done('--speculate', 'off')).speculated).toBe(0);
+    expect((await done()).speculated).toBeGreaterThan(0);
   });
 });

@@ -12,7 +12,7 @@ import { EdgeGeneratorClient, type GenerateEvent__Output, type GenerateRequest }
 import { integerFlag, numberFlag, parseFlags, runCli, UsageError } from './cli-support.ts';
 
 const USAGE = `usage: bun run client -- "prompt" [--address host:port] [--mode joint|small_only|llm_only]
-       [--threshold T] [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--route-span N]
+       [--threshold T] [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--route-span N] [--speculate on|off]
        [--token BEARER] [--deadline-ms MS] [--json]`;
 
 const RED = '\x1b[31m';
@@ -29,11 +29,15 @@ async function main(): Promise<void> {
     'top-p': { type: 'string' },
     seed: { type: 'string' },
     'route-span': { type: 'string' },
+    speculate: { type: 'string' },
     token: { type: 'string' },
     'deadline-ms': { type: 'string', default: '120000' },
     json: { type: 'boolean' },
   });
   if (positionals.length !== 1) throw new UsageError('give exactly one prompt');
+  if (values.speculate !== undefined && values.speculate !== 'on' && values.speculate !== 'off') {
+    throw new UsageError(`--speculate must be on or off, got ${JSON.stringify(values.speculate)}`);
+  }
   const request: GenerateRequest = {
     prompt: positionals[0]!,
     mode: values.mode ?? '',
@@ -43,6 +47,8 @@ async function main(): Promise<void> {
     topP: numberFlag(values, 'top-p'),
     seed: integerFlag(values, 'seed'),
     routeSpan: integerFlag(values, 'route-span'),
+    // Absent: the edge's own setting.
+    speculate: values.speculate === undefined ? undefined : values.speculate === 'on',
   };
   const client = new EdgeGeneratorClient(values.address!, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();
