@@ -8,8 +8,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { CloudRouterClient, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
+import { serializeRouteRequest, type RouteRequest } from '../src/shared/grpc/proto.ts';
 import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+import { rawRouteStream } from './helpers/raw-route-stream.ts';
 
 let shim: ShimServer;
 /** A shim whose message limit is the smallest allowed, 1 KiB. */
@@ -24,21 +25,7 @@ afterAll(async () => {
 });
 
 /** Writes `messages` on one Route stream, half-closes, and returns what came back and the status. */
-async function rawStream(messages: RouteRequest[], target = shim): Promise<{ responses: RouteResponse__Output[]; status: grpc.StatusObject }> {
-  const client = new CloudRouterClient(target.address, grpc.credentials.createInsecure(), { 'grpc.max_send_message_length': -1 });
-  try {
-    const call = client.Route({ deadline: Date.now() + 10_000 });
-    const responses: RouteResponse__Output[] = [];
-    call.on('data', (m: RouteResponse__Output) => responses.push(m));
-    call.on('error', () => {});
-    const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
-    for (const m of messages) call.write(m);
-    call.end();
-    return { responses, status: await status };
-  } finally {
-    client.close();
-  }
-}
+const rawStream = (messages: RouteRequest[], target = shim) => rawRouteStream(target.address, messages);
 
 const open = (stopTokenIds: number[] = [], topLogprobs = 0): RouteRequest => ({
   open: { requestId: 'contract', sampling: { temperature: 0, stopTokenIds, topLogprobs }, contextIds: [1] },

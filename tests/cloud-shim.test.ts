@@ -13,6 +13,7 @@ import { CloudRouterClient, HealthClient, type RouteResponse__Output } from '../
 import { bearer } from '../src/shared/grpc/auth.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { EdgeContext, greedyReference, loadCloudModel, referenceLogits, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+import { rawRouteStream } from './helpers/raw-route-stream.ts';
 
 let model: DecoderModel;
 let tokenizer: TextTokenizer;
@@ -39,21 +40,7 @@ async function withClient<T>(fn: (client: GrpcCloudClient) => Promise<T>, option
 }
 
 /** A raw Route stream, for what the edge client never sends (gaps, bad ids). */
-async function rawStream(messages: object[], target = shim, metadata = new grpc.Metadata()): Promise<{ responses: RouteResponse__Output[]; status: grpc.StatusObject }> {
-  const client = new CloudRouterClient(target.address, grpc.credentials.createInsecure());
-  try {
-    const call = client.Route(metadata, { deadline: Date.now() + 5_000 });
-    const responses: RouteResponse__Output[] = [];
-    call.on('data', (m: RouteResponse__Output) => responses.push(m));
-    call.on('error', () => {});
-    const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
-    for (const m of messages) call.write(m);
-    call.end();
-    return { responses, status: await status };
-  } finally {
-    client.close();
-  }
-}
+const rawStream = (messages: object[], target = shim, metadata?: grpc.Metadata) => rawRouteStream(target.address, messages, metadata);
 
 const open = (contextIds: number[]) => ({ open: { requestId: 'raw', sampling: { temperature: 0 }, contextIds } });
 

@@ -8,11 +8,10 @@ import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/router.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
-import { ensureDemoPacks } from './helpers/demo-packs.ts';
-import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import type { DecoderModel } from '../src/shared/decoder-model.ts';
+import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
+import type { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 
 let edge: DecoderModel;
 let cloudModel: DecoderModel;
@@ -20,18 +19,13 @@ let tokenizer: TextTokenizer;
 let cloud: InProcessCloud;
 const PROMPT = 'Once upon a time, there was a little dog';
 
+let pair: DemoPairModels;
 beforeAll(async () => {
-  const demo = await ensureDemoPacks();
-  edge = await DecoderModel.load(loadModelPack(demo.edgePack));
-  cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
-  tokenizer = await TextTokenizer.fromPack(demo.edgePack);
-  cloud = new InProcessCloud(cloudModel, { record: false });
+  pair = await loadDemoPairModels({ record: false });
+  ({ edge, cloudModel, tokenizer, cloud } = pair);
 });
 
-afterAll(async () => {
-  await edge.release();
-  await cloudModel.release();
-});
+afterAll(() => pair.release());
 
 function engine(overrides: Partial<EdgeEngine> = {}): EdgeEngine {
   return { slm: edge, router: new TopProbabilityScorer(), tokenizer, cloud, ...overrides };

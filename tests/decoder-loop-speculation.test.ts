@@ -5,13 +5,12 @@ import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/g
 import { readGenerationRequest } from '../src/edge/generation-request-fields.ts';
 import { TopProbabilityScorer } from '../src/edge/router.ts';
 import { AppError } from '../src/shared/errors.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
+import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { argmax } from '../src/shared/logits.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
-import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 import { recordingSteps } from './helpers/step-recording.ts';
-import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import type { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 
 let edge: DecoderModel;
 let cloudModel: DecoderModel;
@@ -27,18 +26,13 @@ const PROMPTS = [
   'There was a tree',
 ];
 
+let pair: DemoPairModels;
 beforeAll(async () => {
-  const demo = await ensureDemoPacks();
-  edge = await DecoderModel.load(loadModelPack(demo.edgePack));
-  cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
-  tokenizer = await TextTokenizer.fromPack(demo.edgePack);
-  cloud = new InProcessCloud(cloudModel, { record: false });
+  pair = await loadDemoPairModels({ record: false });
+  ({ edge, cloudModel, tokenizer, cloud } = pair);
 });
 
-afterAll(async () => {
-  await edge.release();
-  await cloudModel.release();
-});
+afterAll(() => pair.release());
 
 /** The cloud with every step held `ms` first: the round trip speculation hides. */
 function late(inner: CloudClient, ms: number): CloudClient {

@@ -3,12 +3,11 @@ import type { CloudClient, CloudConversation, CloudStepRequest } from '../src/ed
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer, type Router } from '../src/edge/router.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
+import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { argmax } from '../src/shared/logits.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
-import { ensureDemoPacks } from './helpers/demo-packs.ts';
-import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
+import type { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 
 let edge: DecoderModel;
 let cloudModel: DecoderModel;
@@ -17,18 +16,13 @@ let cloud: InProcessCloud;
 const router = new TopProbabilityScorer();
 const PROMPT = 'Once upon a time, there was a little dog';
 
+let pair: DemoPairModels;
 beforeAll(async () => {
-  const demo = await ensureDemoPacks();
-  edge = await DecoderModel.load(loadModelPack(demo.edgePack));
-  cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
-  tokenizer = await TextTokenizer.fromPack(demo.edgePack);
-  cloud = new InProcessCloud(cloudModel);
+  pair = await loadDemoPairModels();
+  ({ edge, cloudModel, tokenizer, cloud } = pair);
 });
 
-afterAll(async () => {
-  await edge.release();
-  await cloudModel.release();
-});
+afterAll(() => pair.release());
 
 function engine(overrides: Partial<EdgeEngine> = {}): EdgeEngine {
   return { slm: edge, router, tokenizer, cloud, ...overrides };
