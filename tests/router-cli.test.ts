@@ -110,7 +110,7 @@ test('router train: --labels, --rollout-labels, --features and --rounds are chec
   const cases: [string[], RegExp][] = [
     [['--labels', 'oracle'], /--labels must be one of divergence, citer, gain, cloud-gain, got "oracle"/],
     [['--rollout-labels', 'citer'], /--rollout-labels must be one of divergence, cloud-gain, got "citer"/],
-    [['--features', 'logit_stats'], /--features must be a comma-separated list of hidden, logit_stats, repetition including hidden, got "logit_stats"/],
+    [['--features', 'logit_stats'], /--features must be a comma-separated list of hidden, logit_stats, repetition, token including hidden, got "logit_stats"/],
     [['--rounds', '11'], /--rounds must be in \[0, 10\], got 11/],
     [['--rollout-tokens', '0'], /--rollout-tokens must be in \[1, 4096\], got 0/],
   ];

@@ -62,7 +62,8 @@ describe('repetition features', () => {
   test("router.json's features: absent means hidden only; anything else must be known and include hidden", () => {
     expect(parseFeatureGroups(undefined, 'r.json')).toEqual(['hidden']);
     expect(parseFeatureGroups(['repetition', 'hidden'], 'r.json')).toEqual(['hidden', 'repetition']);
-    expect(() => parseFeatureGroups(['hidden', 'colour'], 'r.json')).toThrow('r.json: features must be a non-empty list of hidden, logit_stats, repetition, got ["hidden","colour"]');
+    expect(parseFeatureGroups(['token', 'hidden', 'logit_stats'], 'r.json')).toEqual(['hidden', 'logit_stats', 'token']);
+    expect(() => parseFeatureGroups(['hidden', 'colour'], 'r.json')).toThrow('r.json: features must be a non-empty list of hidden, logit_stats, repetition, token, got ["hidden","colour"]');
     expect(() => parseFeatureGroups(['logit_stats'], 'r.json')).toThrow('r.json: features must include hidden');
   });
 

@@ -85,6 +85,7 @@ describe('labels and routing', () => {
       llmCorrect: Uint8Array.of(0, 0, 1),
       llmProbOfSlmTop1: Float32Array.of(0.5, 0.25, 0.75),
       llmTopProb: Float32Array.of(0.5, 0.5, 0.75),
+      proposed: Int32Array.of(3, 4, 5),
       nextId: Int32Array.of(7, 8, 9),
       paragraph: Int32Array.of(0, 1, 1),
       windowed: 0,

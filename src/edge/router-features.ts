@@ -9,6 +9,10 @@
  *   bigram or a trigram seen earlier in the recent window, whether the two previous tokens are
  *   identical, and the share of distinct ids among the last 16. A small model in a loop ("of of of")
  *   is confident and its hidden state looks ordinary; these say "loop" directly.
+ * - `token`: the proposed token itself (the edge's top-1 id). router.onnx takes it as a third input,
+ *   `proposed_token`, and adds that token's learned vector to its first layer: some tokens are wrong far
+ *   more often than the edge's confidence in them says, and a one-hot input over the vocabulary would
+ *   be as wide as the vocabulary.
  *
  * @example
  * const extra = extraFeatures(['logit_stats', 'repetition'], logits, context); // Float32Array(8)
@@ -16,7 +20,7 @@
 
 import { AppError } from '../shared/errors.ts';
 
-export const FEATURE_GROUPS = ['hidden', 'logit_stats', 'repetition'] as const;
+export const FEATURE_GROUPS = ['hidden', 'logit_stats', 'repetition', 'token'] as const;
 export type FeatureGroup = (typeof FEATURE_GROUPS)[number];
 
 /** Widths of the groups computed here (the hidden state's width is the model's). */
@@ -26,11 +30,17 @@ export const REPETITION_WINDOW = 64;
 /** The span whose distinct-id share is a feature, and the evaluation's `stuck` window. */
 export const RECENT_SPAN = 16;
 
-export type ExtraGroup = Exclude<FeatureGroup, 'hidden'>;
+/** The groups whose values follow the hidden state in the float input (`token` is an id, fed on its own). */
+export type ExtraGroup = Exclude<FeatureGroup, 'hidden' | 'token'>;
 
-/** The groups after `hidden`, in the fixed order their values are concatenated. */
+/** The float groups after `hidden`, in the fixed order their values are concatenated. */
 export function extraGroups(features: readonly FeatureGroup[]): ExtraGroup[] {
-  return FEATURE_GROUPS.filter((g): g is ExtraGroup => g !== 'hidden' && features.includes(g));
+  return FEATURE_GROUPS.filter((g): g is ExtraGroup => g !== 'hidden' && g !== 'token' && features.includes(g));
+}
+
+/** Whether the router reads the proposed token (the `token` group). */
+export function readsToken(features: readonly FeatureGroup[]): boolean {
+  return features.includes('token');
 }
 
 export function extraWidth(features: readonly FeatureGroup[]): number {

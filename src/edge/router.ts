@@ -2,8 +2,8 @@
  * The router scores how confident the edge model is about its next token: a score in [0, 1], where a
  * score below the threshold τ sends the token to the cloud. Either a trained MLP from a router pack
  * (`router.onnx`: hidden_states [batch, hidden] and, for packs that read more than the hidden state,
- * extra_features [batch, k] → score [batch]; `router.json` names the feature groups, see
- * router-features.ts), or, when no pack is configured, a built-in scorer: the edge model's own top-1
+ * extra_features [batch, k] and proposed_token [batch] → score [batch]; `router.json` names the feature
+ * groups, see router-features.ts), or, when no pack is configured, a built-in scorer: the edge model's own top-1
  * probability.
  *
  * @example
@@ -18,7 +18,7 @@ import { readJsonFile } from '../shared/model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from '../shared/ort.ts';
 import { runSession } from '../shared/run-session.ts';
 import { LogitSums, ONNX_SUMS_MIN_LENGTH } from './logit-sums.ts';
-import { extraWidth, logitExtremes, logitSums, parseFeatureGroups, statsFromSums, writeExtraFeatures, type FeatureGroup } from './router-features.ts';
+import { extraWidth, logitExtremes, logitSums, parseFeatureGroups, readsToken, statsFromSums, writeExtraFeatures, type FeatureGroup } from './router-features.ts';
 
 export interface RouterInfo {
   /** `onnx:<folder>` for a trained router, `builtin:top1-probability` for the fallback scorer. */
@@ -73,7 +73,7 @@ export class OnnxRouter implements Router {
     const features = parseFeatureGroups(meta.features, join(root, 'router.json'));
     const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
     const wantsExtra = extraWidth(features) > 0;
-    if (wantsExtra !== session.inputNames.includes('extra_features')) {
+    if (wantsExtra !== session.inputNames.includes('extra_features') || readsToken(features) !== session.inputNames.includes('proposed_token')) {
       await session.release();
       throw new AppError('INVALID_ARGUMENT', `${root}: router.json's features (${features.join(', ')}) do not match router.onnx's inputs (${session.inputNames.join(', ')})`);
     }
@@ -101,13 +101,17 @@ export class OnnxRouter implements Router {
     }
     const feeds: Record<string, OrtTensor> = { hidden_states: new ort.Tensor('float32', hidden, [1, hidden.length]) };
     const width = extraWidth(this.features);
-    if (width > 0) {
+    const token = readsToken(this.features);
+    if (width > 0 || token) {
       if (!logits) throw new AppError('FAILED_PRECONDITION', `${this.info.name} reads the edge model's logits; the caller gave none`);
       const extremes = logitExtremes(logits);
-      const sums = this.sums && logits.length >= ONNX_SUMS_MIN_LENGTH ? await this.sums.compute(logits, extremes.max) : logitSums(logits, extremes.max);
-      // A fresh buffer per call (8 floats): calls of concurrent generations may overlap across the awaits.
-      const extra = writeExtraFeatures(new Float32Array(width), this.features, statsFromSums(extremes, sums), recentIds);
-      feeds.extra_features = new ort.Tensor('float32', extra, [1, width]);
+      if (token) feeds.proposed_token = new ort.Tensor('int64', BigInt64Array.of(BigInt(extremes.argmax)), [1]);
+      if (width > 0) {
+        const sums = this.sums && logits.length >= ONNX_SUMS_MIN_LENGTH ? await this.sums.compute(logits, extremes.max) : logitSums(logits, extremes.max);
+        // A fresh buffer per call (8 floats): calls of concurrent generations may overlap across the awaits.
+        const extra = writeExtraFeatures(new Float32Array(width), this.features, statsFromSums(extremes, sums), recentIds);
+        feeds.extra_features = new ort.Tensor('float32', extra, [1, width]);
+      }
     }
     const out = await runSession(this.session, feeds);
     const score = (out.score!.data as Float32Array)[0]!;

@@ -25,7 +25,7 @@ import { packIsUpToDate } from '../models/pack-writer.ts';
 import { ensureBenchPack } from '../models/random-pack.ts';
 import { reprefillTokenMs } from './edge-reprefill.ts';
 import { randomRouterSource, writeRandomRouterPack, type RandomRouterOptions } from '../router/random-router.ts';
-import { DEFAULT_HIDDEN_UNITS } from '../router/train-router.ts';
+import { DEFAULT_HIDDEN_UNITS, DEFAULT_MEMBERS } from '../router/train-router.ts';
 
 export const USAGE = `bench edge [--pack DIR --router DIR | --preset qwen2.5-0.5b] [--tokens N] [--runs R] [--threads T] [--json]
       edge decode step, router call and time between tokens with and without routing (≥ 20% routed),
@@ -104,9 +104,12 @@ async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pac
     if (o.pack || o.router) throw new UsageError('--preset cannot be combined with --pack or --router');
     const pack = await ensureBenchPack(o.preset, o.log);
     const router = join(MODELS_DIR, 'bench', `${o.preset}-router`);
+    const edge = loadModelPack(pack);
     const routerOptions: RandomRouterOptions = {
-      hiddenSize: loadModelPack(pack).hiddenSize,
-      hiddenUnits: DEFAULT_HIDDEN_UNITS,
+      hiddenSize: edge.hiddenSize,
+      vocabSize: edge.vocabSize,
+      // As wide as a router trained with the defaults: all its members side by side.
+      hiddenUnits: DEFAULT_HIDDEN_UNITS * DEFAULT_MEMBERS,
       seed: 0,
       slm: `../${o.preset}`,
     };

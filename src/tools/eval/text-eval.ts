@@ -139,7 +139,7 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   const n = forced.count;
   const top1 = Float32Array.from({ length: n }, (_, i) => Math.min(forced.extra[i * ALL_EXTRA_WIDTH + 1]!, MAX_SCORE));
   const entropy = Float32Array.from({ length: n }, (_, i) => entropyScore(forced.extra[i * ALL_EXTRA_WIDTH]!));
-  const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced.hidden, forced.count, forced.extra) : top1;
+  const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced) : top1;
   if (o.dump) await writeDump(o.dump, dumpRows(forced, scores));
   let slmRight = 0;
   let llmRight = 0;

@@ -12,6 +12,8 @@ import {
   DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROLLOUT_PROMPTS,
   DEFAULT_ROLLOUT_TOKENS,
+  DEFAULT_LEARNING_RATE,
+  DEFAULT_MEMBERS,
   DEFAULT_ROUNDS,
   formatTrainReport,
   trainRouter,
@@ -20,7 +22,8 @@ import {
 const USAGE = `usage: bun run router <command> [flags]
 
   train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
-        [--labels citer|divergence|gain|cloud-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,logit_stats,repetition] [--rounds 3]
+        [--members 3] [--learning-rate 0.001]
+        [--labels citer|divergence|gain|cloud-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,logit_stats,repetition,token] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer, the default: route where
@@ -29,7 +32,8 @@ const USAGE = `usage: bun run router <command> [flags]
       agreement with the text / with the cloud's distribution) and train the MLP router; then --rounds
       on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those
       trajectories against the cloud (--rollout-labels, divergence by default), add them to the data and
-      retrain (--rounds 0: teacher forcing only);
+      retrain (--rounds 0: teacher forcing only); --members MLPs of --hidden-units each, with seeds seed,
+      seed+1, …, are trained side by side and their logits averaged (one wider MLP in router.onnx);
       --slm-file / --llm-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
   eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
@@ -73,6 +77,8 @@ async function main(): Promise<void> {
         seed: { type: 'string' },
         epochs: { type: 'string' },
         'hidden-units': { type: 'string' },
+        members: { type: 'string' },
+        'learning-rate': { type: 'string' },
         labels: { type: 'string' },
         'rollout-labels': { type: 'string' },
         features: { type: 'string' },
@@ -92,6 +98,8 @@ async function main(): Promise<void> {
           seed: integerFlag(values, 'seed', 0)!,
           maxEpochs: integerFlag(values, 'epochs', 30)!,
           hiddenUnits: integerFlag(values, 'hidden-units', DEFAULT_HIDDEN_UNITS)!,
+          members: integerFlag(values, 'members', DEFAULT_MEMBERS, [1, 16])!,
+          learningRate: numberFlag(values, 'learning-rate', DEFAULT_LEARNING_RATE)!,
           labels: labelRuleFlag(values.labels),
           rolloutLabels: rolloutLabelRuleFlag(values['rollout-labels']),
           features: featuresFlag(values.features),

@@ -48,6 +48,6 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   } finally {
     progress?.stop();
   }
-  const scores = await scoreWithRouterPack(root, forced.hidden, forced.count, forced.extra);
+  const scores = await scoreWithRouterPack(root, forced);
   return routingCurve(forced, scores, o.thresholds);
 }

@@ -1,13 +1,13 @@
 /**
  * The router being trained, as a decoding-loop `Router`: the TypeScript MLP over the same inputs the
- * exported ONNX graph reads (hidden state, then the pack's extra feature groups). On-policy rounds
+ * exported ONNX graph reads (hidden state, then the pack's extra feature groups, and the proposed token). On-policy rounds
  * generate with it without writing a pack first; its scores equal router.onnx's (tests/router-training).
  *
  * @example
  * const router = new MlpRouter(weights, ['hidden', 'logit_stats', 'repetition']);
  */
 import type { Router, RouterInfo } from '../../edge/router.ts';
-import { extraFeatures, type FeatureGroup } from '../../edge/router-features.ts';
+import { extraFeatures, logitExtremes, readsToken, type FeatureGroup } from '../../edge/router-features.ts';
 import { predict, type MlpWeights } from './mlp.ts';
 
 export class MlpRouter implements Router {
@@ -25,7 +25,8 @@ export class MlpRouter implements Router {
     const row = new Float32Array(hidden.length + extra.length);
     row.set(hidden);
     row.set(extra, hidden.length);
-    return predict(this.weights, row, 1)[0]!;
+    const proposed = readsToken(this.features) ? Int32Array.of(logitExtremes(logits).argmax) : undefined;
+    return predict(this.weights, row, 1, proposed)[0]!;
   }
 
   async release(): Promise<void> {}

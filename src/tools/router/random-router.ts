@@ -3,11 +3,18 @@
  * (the scores mean nothing; the work per call is exactly that of a trained router of that width).
  */
 import { extraWidth, FEATURE_GROUPS } from '../../edge/router-features.ts';
-import { initialWeights } from './mlp.ts';
+import { initialWeights, normalSampler } from './mlp.ts';
 import { writeRouterPack } from './router-pack.ts';
+import { seededRandom } from '../../shared/seeded-random.ts';
+
+/** Token rows of a random router: about as many ids as a trained router of a large vocabulary gives a row of their own. */
+export const RANDOM_TOKEN_ROWS = 16_384;
 
 export interface RandomRouterOptions {
   hiddenSize: number;
+  /** The edge's vocabulary (its logits row), for the `token` group's table. */
+  vocabSize: number;
+  /** All hidden units: a trained router's members × hidden units each. */
   hiddenUnits: number;
   seed: number;
   /** Recorded in router.json as the edge pack it is meant for. */
@@ -15,13 +22,21 @@ export interface RandomRouterOptions {
 }
 
 export function randomRouterSource(o: RandomRouterOptions): Record<string, unknown> {
-  return { tool: 'random-router', hiddenSize: o.hiddenSize, hiddenUnits: o.hiddenUnits, seed: o.seed, features: FEATURE_GROUPS };
+  return { tool: 'random-router', hiddenSize: o.hiddenSize, vocabSize: o.vocabSize, hiddenUnits: o.hiddenUnits, seed: o.seed, features: FEATURE_GROUPS };
 }
 
 export async function writeRandomRouterPack(out: string, o: RandomRouterOptions): Promise<void> {
+  // Every feature group, so that a speed measurement includes computing the logit and repetition features and the token lookup.
+  const weights = initialWeights(o.hiddenSize + extraWidth(FEATURE_GROUPS), o.hiddenUnits, o.seed);
+  const rows = Math.min(RANDOM_TOKEN_ROWS, o.vocabSize);
+  const normal = normalSampler(seededRandom(o.seed + 1));
+  weights.tokens = {
+    vocabSize: o.vocabSize,
+    ids: Int32Array.from({ length: rows }, (_, i) => i),
+    vectors: Float32Array.from({ length: (rows + 1) * o.hiddenUnits }, () => normal() * 0.1),
+  };
   await writeRouterPack(out, {
-    // Every feature group, so that a speed measurement includes computing the logit and repetition features.
-    weights: initialWeights(o.hiddenSize + extraWidth(FEATURE_GROUPS), o.hiddenUnits, o.seed),
+    weights,
     meta: { hidden_size: o.hiddenSize, slm: o.slm, default_threshold: 0.5, features: [...FEATURE_GROUPS], training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed } },
     source: randomRouterSource(o),
   });

@@ -1,6 +1,7 @@
 /**
  * Writes a router pack: `router.onnx` (hidden_states float [batch, hidden], plus extra_features float
- * [batch, k] when the router reads more than the hidden state → score float [batch]),
+ * [batch, k] when the router reads more than the hidden state, plus proposed_token int64 [batch] when it
+ * reads the proposed token → score float [batch]),
  * `router.json` (what `OnnxRouter.load` reads) and `pack-source.json` (the inputs it was made from, so
  * `models demo` can tell whether it is up to date). The folder appears whole or not at all.
  */
@@ -12,12 +13,15 @@ import { writeFolderAtomically } from '../models/atomic-output.ts';
 import { DataType, GraphBuilder } from '../models/onnx-graph.ts';
 import { writeModel } from '../models/onnx-file.ts';
 import { PACK_SOURCE_FILE } from '../models/pack-writer.ts';
-import { foldStandardization, MAX_SCORE, type MlpWeights } from './mlp.ts';
+import { foldStandardization, MAX_SCORE, type MlpWeights, type TokenVectors } from './mlp.ts';
 
 /**
  * [Concat] → Gemm → Relu → Gemm → Sigmoid → Min(MAX_SCORE) → Squeeze, standardization folded into the
  * first Gemm. With `extraWidth` > 0 the MLP's input is the hidden state followed by the extra features,
- * concatenated inside the graph, so one ONNX call still does all the router's arithmetic.
+ * concatenated inside the graph, so one ONNX call still does all the router's arithmetic. A router with
+ * token vectors adds the proposed token's vector to the first Gemm's output: Gather(token_row) maps the
+ * id to its row (ids past the vocabulary are clamped to its size, whose entry is the shared row), and
+ * Gather(token_vectors) picks that row.
  */
 export function buildRouterGraph(weights: MlpWeights, extraWidth = 0): ModelProto {
   const { inputSize, hiddenUnits } = weights;
@@ -25,7 +29,8 @@ export function buildRouterGraph(weights: MlpWeights, extraWidth = 0): ModelProt
   const g = new GraphBuilder('router-mlp');
   const hiddenIn = g.input('hidden_states', DataType.FLOAT, ['batch', inputSize - extraWidth]);
   const x = extraWidth > 0 ? g.op('Concat', [hiddenIn, g.input('extra_features', DataType.FLOAT, ['batch', extraWidth])], { axis: 1 }) : hiddenIn;
-  const hidden = g.op('Gemm', [x, g.floats('fc1.weight', folded.w1, [inputSize, hiddenUnits]), g.floats('fc1.bias', folded.b1, [hiddenUnits])]);
+  const dense = g.op('Gemm', [x, g.floats('fc1.weight', folded.w1, [inputSize, hiddenUnits]), g.floats('fc1.bias', folded.b1, [hiddenUnits])]);
+  const hidden = weights.tokens ? g.op('Add', [dense, tokenVectorOf(g, weights.tokens, hiddenUnits)]) : dense;
   const relu = g.op('Relu', [hidden]);
   const logit = g.op('Gemm', [relu, g.floats('fc2.weight', weights.w2, [hiddenUnits, 1]), g.floats('fc2.bias', [weights.b2], [1])]);
   const probability = g.op('Sigmoid', [logit]);
@@ -34,6 +39,17 @@ export function buildRouterGraph(weights: MlpWeights, extraWidth = 0): ModelProt
   const score = g.op('Squeeze', [capped, g.ints('squeeze_axes', [1])]);
   g.output(score, 'score', DataType.FLOAT, ['batch']);
   return g.toModel({ hidden_size: String(inputSize - extraWidth), extra_features: String(extraWidth), hidden_units: String(hiddenUnits) });
+}
+
+/** proposed_token [batch] → its row of the token vectors, [batch, hiddenUnits]. */
+function tokenVectorOf(g: GraphBuilder, tokens: TokenVectors, hiddenUnits: number): string {
+  const shared = tokens.ids.length;
+  const rowOf = new Array<number>(tokens.vocabSize + 1).fill(shared);
+  tokens.ids.forEach((id, row) => (rowOf[id] = row));
+  const proposed = g.input('proposed_token', DataType.INT64, ['batch']);
+  const clamped = g.op('Min', [proposed, g.ints('token_vocab_size', [tokens.vocabSize], [])]);
+  const row = g.op('Gather', [g.ints('token_row', rowOf), clamped], { axis: 0 });
+  return g.op('Gather', [g.floats('token_vectors', tokens.vectors, [shared + 1, hiddenUnits]), row], { axis: 0 });
 }
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;

@@ -34,6 +34,8 @@ export interface TeacherForced {
   /** The cloud's probability of the edge's top-1, and of its own top-1: the divergence labels' inputs. */
   llmProbOfSlmTop1: Float32Array;
   llmTopProb: Float32Array;
+  /** The edge's top-1 at each position: the token it proposes (the router's `token` input). */
+  proposed: Int32Array;
   /** The true next token of each position. */
   nextId: Int32Array;
   /** Index (into the given paragraphs) of the paragraph each record comes from. */
@@ -70,6 +72,7 @@ export class ForcedRecords {
   private readonly llmCorrect: number[] = [];
   private readonly llmProbOfSlmTop1: number[] = [];
   private readonly llmTopProb: number[] = [];
+  private readonly proposed: number[] = [];
   private readonly nextId: number[] = [];
   private readonly paragraph: number[] = [];
   windowed = 0;
@@ -134,6 +137,7 @@ export class ForcedRecords {
         this.llmCorrect.push(cloudTop === next ? 1 : 0);
         this.llmProbOfSlmTop1.push(Math.exp(cloudLog[edgeTop]!));
         this.llmTopProb.push(Math.exp(cloudLog[cloudTop]!));
+        this.proposed.push(edgeTop);
         this.nextId.push(next);
         this.paragraph.push(paragraph);
       }
@@ -156,6 +160,7 @@ export class ForcedRecords {
       llmCorrect: Uint8Array.from(this.llmCorrect),
       llmProbOfSlmTop1: Float32Array.from(this.llmProbOfSlmTop1),
       llmTopProb: Float32Array.from(this.llmTopProb),
+      proposed: Int32Array.from(this.proposed),
       nextId: Int32Array.from(this.nextId),
       paragraph: Int32Array.from(this.paragraph),
       windowed: this.windowed,
@@ -192,6 +197,7 @@ export function selectRows(forced: TeacherForced, rows: readonly number[]): Teac
     llmCorrect: Uint8Array.from(rows, (r) => forced.llmCorrect[r]!),
     llmProbOfSlmTop1: Float32Array.from(rows, (r) => forced.llmProbOfSlmTop1[r]!),
     llmTopProb: Float32Array.from(rows, (r) => forced.llmTopProb[r]!),
+    proposed: Int32Array.from(rows, (r) => forced.proposed[r]!),
     nextId: Int32Array.from(rows, (r) => forced.nextId[r]!),
     paragraph: Int32Array.from(rows, (r) => forced.paragraph[r]!),
     windowed: forced.windowed,
@@ -220,6 +226,7 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     llmCorrect: new Uint8Array(count),
     llmProbOfSlmTop1: new Float32Array(count),
     llmTopProb: new Float32Array(count),
+    proposed: new Int32Array(count),
     nextId: new Int32Array(count),
     paragraph: new Int32Array(count),
     windowed: parts.reduce((s, p) => s + p.windowed, 0),
@@ -232,6 +239,7 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     out.llmCorrect.set(p.llmCorrect, at);
     out.llmProbOfSlmTop1.set(p.llmProbOfSlmTop1, at);
     out.llmTopProb.set(p.llmTopProb, at);
+    out.proposed.set(p.proposed, at);
     out.nextId.set(p.nextId, at);
     out.paragraph.set(p.paragraph, at);
     at += p.count;

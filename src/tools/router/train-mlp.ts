@@ -5,7 +5,7 @@
  */
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { logLoss } from './classifier-metrics.ts';
-import { cloneWeights, hiddenLayer, initialWeights, outputLogit, predictStandardized, sigmoid, standardize, type MlpWeights } from './mlp.ts';
+import { cloneWeights, hiddenLayer, initialWeights, outputLogit, predictStandardized, sigmoid, standardize, tokenRow, type MlpWeights, type TokenVectors } from './mlp.ts';
 
 export interface Dataset {
   /** `[rows, inputSize]` row-major. */
@@ -15,6 +15,19 @@ export interface Dataset {
   /** Cross-entropy targets in [0, 1] when they are soft (the gain rule); `labels` otherwise. */
   targets?: Float32Array;
   rows: number;
+  /** The edge's proposed token (top-1) of each row: the `token` group's input. */
+  proposed?: Int32Array;
+}
+
+/** A proposed token needs this many training records for a row of its own; rarer ones share the last row. */
+export const MIN_TOKEN_RECORDS = 8;
+
+/** Zero token vectors (a token changes nothing until trained) for the ids proposed often enough in `proposed`. */
+export function freshTokenVectors(proposed: Int32Array, vocabSize: number, hiddenUnits: number): TokenVectors {
+  const counts = new Map<number, number>();
+  for (const id of proposed) counts.set(id, (counts.get(id) ?? 0) + 1);
+  const ids = Int32Array.from([...counts].filter(([id, c]) => c >= MIN_TOKEN_RECORDS && id < vocabSize).map(([id]) => id)).sort();
+  return { vocabSize, ids, vectors: new Float32Array((ids.length + 1) * hiddenUnits) };
 }
 
 export interface EpochReport {
@@ -37,6 +50,8 @@ export interface TrainMlpOptions {
    * continues from the previous round's router, so it needs a few epochs, not a whole fit.
    */
   initial?: MlpWeights;
+  /** Learn a vector per proposed token (the `token` group) over this vocabulary; the datasets must carry `proposed`. */
+  tokenVocabSize?: number;
   onEpoch?: (report: EpochReport) => void;
 }
 
@@ -122,17 +137,22 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
   let ones = 0;
   for (let r = 0; r < train.rows; r++) ones += targets[r]!;
 
-  const weights = options.initial
-    ? cloneWeights(options.initial)
-    : { ...initialWeights(n, h, options.seed, ones / train.rows), ...featureStats(train.features, train.rows, n) };
+  const fresh = (): MlpWeights => {
+    const w: MlpWeights = { ...initialWeights(n, h, options.seed, ones / train.rows), ...featureStats(train.features, train.rows, n) };
+    if (options.tokenVocabSize !== undefined) w.tokens = freshTokenVectors(train.proposed!, options.tokenVocabSize, h);
+    return w;
+  };
+  const weights = options.initial ? cloneWeights(options.initial) : fresh();
   if (weights.inputSize !== n || weights.hiddenUnits !== h) throw new Error(`internal: initial weights are ${weights.inputSize}×${weights.hiddenUnits}, not ${n}×${h}`);
+  if (weights.tokens && (!train.proposed || !validation.proposed)) throw new Error('internal: a router with token vectors needs the proposed tokens of every row');
   const x = standardize(weights, train.features, train.rows);
   const xVal = standardize(weights, validation.features, validation.rows);
+  const rowOfToken = weights.tokens ? Int32Array.from(train.proposed!, (id) => tokenRow(weights.tokens!, id)) : undefined;
   // b2 lives in a one-element array while training so that Adam can update it like the others.
   const b2 = new Float64Array([weights.b2]);
-  const params = [weights.w1, weights.b1, weights.w2, b2];
+  const params = [weights.w1, weights.b1, weights.w2, b2, ...(weights.tokens ? [weights.tokens.vectors] : [])];
   const grads = params.map((p) => new Float64Array(p.length));
-  const [gw1, gb1, gw2, gb2] = grads as [Float64Array, Float64Array, Float64Array, Float64Array];
+  const [gw1, gb1, gw2, gb2, gTokens] = grads as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array | undefined];
   const adam = new Adam(params.reduce((s, p) => s + p.length, 0), options.learningRate ?? 1e-3);
   const random = seededRandom(options.seed ^ 0x9e3779b9);
   const order = Int32Array.from({ length: train.rows }, (_, i) => i);
@@ -141,7 +161,7 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
 
   const history: EpochReport[] = [];
   // A warm start is itself a candidate: a round whose epochs all do worse keeps it.
-  let best = { loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows), validationTargets) : Infinity, epoch: 0, weights: cloneWeights(weights) };
+  let best = { loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows, validation.proposed), validationTargets) : Infinity, epoch: 0, weights: cloneWeights(weights) };
   for (let epoch = 1; epoch <= maxEpochs; epoch++) {
     shuffle(order, random);
     let lossSum = 0;
@@ -152,7 +172,8 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
       for (let k = start; k < end; k++) {
         const r = order[k]!;
         const row = x.subarray(r * n, (r + 1) * n);
-        hiddenLayer(weights, row, z1);
+        const tokenAt = rowOfToken ? rowOfToken[r]! : -1;
+        hiddenLayer(weights, row, z1, tokenAt);
         const p = sigmoid(outputLogit(weights, z1));
         const y = targets[r]!;
         lossSum -= y * Math.log(Math.max(p, 1e-12)) + (1 - y) * Math.log(Math.max(1 - p, 1e-12));
@@ -170,6 +191,7 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
           }
         }
         if (!any) continue;
+        if (gTokens) for (let j = 0; j < h; j++) gTokens[tokenAt * h + j] += dz1[j]!;
         for (let i = 0; i < n; i++) {
           const xi = row[i]!;
           if (xi === 0) continue;
@@ -182,7 +204,7 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
       adam.step(params, grads);
     }
     weights.b2 = b2[0]!;
-    const validationLoss = logLoss(predictStandardized(weights, xVal, validation.rows), validationTargets);
+    const validationLoss = logLoss(predictStandardized(weights, xVal, validation.rows, validation.proposed), validationTargets);
     const report = { epoch, trainLoss: lossSum / train.rows, validationLoss };
     history.push(report);
     options.onEpoch?.(report);

@@ -18,29 +18,37 @@ import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { accuracyAt, auc, labelBalance } from './classifier-metrics.ts';
-import { extraWidth, FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
+import { extraWidth, FEATURE_GROUPS, readsToken, type FeatureGroup } from '../../edge/router-features.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { quantileThreshold } from '../eval/ratio-matching.ts';
 import { continuationPrompts } from '../eval/text-eval.ts';
 import { routerInputs } from './feature-matrix.ts';
 import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, labelsFor, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
-import { type MlpWeights, predict } from './mlp.ts';
+import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
 import { writeRouterPack } from './router-pack.ts';
 import { checkSameVocabulary, concatForced, selectParagraphs, teacherForce, type TeacherForced } from './teacher-forcing.ts';
 import { readTextCorpus, splitByParagraph } from './text-corpus.ts';
-import { trainMlp, type Dataset, type TrainMlpResult } from './train-mlp.ts';
+import { trainMlp, type Dataset } from './train-mlp.ts';
 
 /** Bump when training changes what it produces, so `models demo` retrains older routers. */
-export const TRAINER_VERSION = 2;
+export const TRAINER_VERSION = 3;
 /** Share of the training paragraphs set aside for validation (early stopping and the reported figures). */
 export const VALIDATION_FRACTION = 0.1;
 /** Score below which a token is routed by default: with a calibrated P(keep), 0.5 is the decision that errs least often. */
 export const DEFAULT_THRESHOLD = 0.5;
-/** `--hidden-units` when not given. */
+/** `--hidden-units` when not given (per member). */
 export const DEFAULT_HIDDEN_UNITS = 64;
+/**
+ * `--members` when not given: independently initialised MLPs whose logits are averaged (one MLP of
+ * members × hidden units in router.onnx). Three recover about a point more of the gap than one
+ * (docs/router-training.md).
+ */
+export const DEFAULT_MEMBERS = 3;
+/** Adam's step size when `--learning-rate` is not given. */
+export const DEFAULT_LEARNING_RATE = 1e-3;
 /** Defaults of the on-policy rounds (`--rounds`, `--rollout-prompts`, `--rollout-tokens`) and features. */
 export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
@@ -56,6 +64,8 @@ export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'divergence';
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   maxEpochs: 30,
+  // One member: CI trains both demo routers before every run, and three would triple that.
+  members: 1,
   labels: DEFAULT_LABELS,
   features: FEATURE_GROUPS,
   rounds: 2,
@@ -80,6 +90,10 @@ export interface TrainRouterOptions {
   seed: number;
   maxEpochs: number;
   hiddenUnits: number;
+  /** Ensemble members (DEFAULT_MEMBERS when not given). */
+  members?: number;
+  /** Adam's step size (DEFAULT_LEARNING_RATE when not given). */
+  learningRate?: number;
   /** The τ written to router.json (DEFAULT_THRESHOLD when not given): a pair's measured choice, e.g. the demo's. */
   defaultThreshold?: number;
   /** Label rule of the teacher-forced text (labels.ts). */
@@ -148,6 +162,8 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (!Number.isInteger(o.hiddenUnits) || o.hiddenUnits < 1 || o.hiddenUnits > 65_536) {
     bad(`--hidden-units must be an integer in [1, 65536], got ${o.hiddenUnits}`);
   }
+  if (o.members !== undefined && (!Number.isInteger(o.members) || o.members < 1 || o.members > 16)) bad(`--members must be an integer in [1, 16], got ${o.members}`);
+  if (o.learningRate !== undefined && !(o.learningRate > 0 && o.learningRate <= 1)) bad(`--learning-rate must be in (0, 1], got ${o.learningRate}`);
   if (!LABEL_RULES.includes(o.labels)) bad(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(o.labels)}`);
   if (o.rolloutLabels !== undefined && !ROLLOUT_LABEL_RULES.includes(o.rolloutLabels)) bad(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(o.rolloutLabels)}`);
   if (!o.features.includes('hidden') || o.features.some((f) => !FEATURE_GROUPS.includes(f))) {
@@ -191,6 +207,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     seed: o.seed,
     maxEpochs: o.maxEpochs,
     hiddenUnits: o.hiddenUnits,
+    members: o.members ?? DEFAULT_MEMBERS,
+    learningRate: o.learningRate ?? DEFAULT_LEARNING_RATE,
     // Only when given, so routers trained with the default keep the source they were recorded with.
     ...(o.defaultThreshold === undefined ? {} : { defaultThreshold: o.defaultThreshold }),
     labels: o.labels,
@@ -214,6 +232,15 @@ function validationParagraphs(n: number, seed: number): Set<number> {
   return new Set(order.slice(0, Math.max(1, Math.ceil(n * VALIDATION_FRACTION))));
 }
 
+/** A round's fit: each member's weights, and the router they make together. */
+interface FitResult {
+  members: MlpWeights[];
+  weights: MlpWeights;
+  /** The most epochs any member ran, and the latest best epoch among them. */
+  epochsRun: number;
+  bestEpoch: number;
+}
+
 /** Records with their rule's binary labels and training targets (labels.ts says how each rule treats rollouts). */
 interface Labelled {
   forced: TeacherForced;
@@ -235,11 +262,11 @@ function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]):
     targets.set(p.targets, at);
     at += p.labels.length;
   }
-  return { features: routerInputs(forced, features).features, labels, targets, rows: forced.count };
+  return { features: routerInputs(forced, features).features, labels, targets, rows: forced.count, ...(readsToken(features) ? { proposed: forced.proposed } : {}) };
 }
 
 function scored(weights: MlpWeights, set: Dataset): { auc: number; accuracy: number; scores: Float32Array } {
-  const scores = predict(weights, set.features, set.rows);
+  const scores = predict(weights, set.features, set.rows, set.proposed);
   return { auc: auc(scores, set.labels), accuracy: accuracyAt(scores, set.labels, 0.5), scores };
 }
 
@@ -281,24 +308,40 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       throw new AppError('INVALID_ARGUMENT', `${o.text}: too little text to train on (${forced.count} positions, share labelled keep ${balance})`);
     }
     const inputSize = forced.hiddenSize + extraWidth(o.features);
-    const fit = (round: number, initial?: MlpWeights): TrainMlpResult => {
-      progress?.start(round === 0 ? 'training' : `training (round ${round})`, o.maxEpochs);
-      try {
-        return trainMlp(dataset(trainParts, o.features), dataset(validationParts, o.features), {
-          inputSize,
-          hiddenUnits: o.hiddenUnits,
-          seed: o.seed,
-          maxEpochs: o.maxEpochs,
-          initial,
-          onEpoch: (e) => progress?.update(e.epoch, `val loss ${e.validationLoss.toFixed(4)}`),
-        });
-      } finally {
-        progress?.stop();
-      }
+    const members = o.members ?? DEFAULT_MEMBERS;
+    /** Each member continues from its own weights of the previous round; the router is their merge (mlp.ts). */
+    const fit = (round: number, initial?: readonly MlpWeights[]): FitResult => {
+      const trainSet = dataset(trainParts, o.features);
+      const validationSet = dataset(validationParts, o.features);
+      const results = Array.from({ length: members }, (_, k) => {
+        const label = round === 0 ? 'training' : `training (round ${round})`;
+        progress?.start(members > 1 ? `${label}, member ${k + 1}/${members}` : label, o.maxEpochs);
+        try {
+          return trainMlp(trainSet, validationSet, {
+            inputSize,
+            hiddenUnits: o.hiddenUnits,
+            // Member 0 keeps the seed itself, so one member trains exactly what a single MLP did.
+            seed: o.seed + k,
+            maxEpochs: o.maxEpochs,
+            learningRate: o.learningRate ?? DEFAULT_LEARNING_RATE,
+            initial: initial?.[k],
+            ...(readsToken(o.features) ? { tokenVocabSize: slmPack.vocabSize } : {}),
+            onEpoch: (e) => progress?.update(e.epoch, `val loss ${e.validationLoss.toFixed(4)}`),
+          });
+        } finally {
+          progress?.stop();
+        }
+      });
+      return {
+        members: results.map((r) => r.weights),
+        weights: mergeMembers(results.map((r) => r.weights)),
+        epochsRun: Math.max(...results.map((r) => r.epochsRun)),
+        bestEpoch: Math.max(...results.map((r) => r.bestEpoch)),
+      };
     };
     const tfValidationSet = dataset([tfValidation], o.features);
     const rounds: RoundReport[] = [];
-    const figures = (round: number, result: TrainMlpResult, added: number, rollout?: RoundReport['rollout']): RoundReport => {
+    const figures = (round: number, result: FitResult, added: number, rollout?: RoundReport['rollout']): RoundReport => {
       const tf = scored(result.weights, tfValidationSet);
       const report: RoundReport = {
         round,
@@ -351,7 +394,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
         validationParts.push(labelled(held.forced, rolloutRule));
       }
-      result = fit(round, result.weights);
+      result = fit(round, result.members);
       rounds.push(
         figures(round, result, rollout.forced.count, {
           trajectories: rollout.trajectories,
@@ -410,6 +453,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         text: relative(resolve(o.out), resolve(corpus.path)),
         text_sha256: corpus.sha256,
         hidden_units: o.hiddenUnits,
+        members: o.members ?? DEFAULT_MEMBERS,
+        learning_rate: o.learningRate ?? DEFAULT_LEARNING_RATE,
         rounds: rounds.map(roundJson),
         rollout_prompts: o.rolloutPrompts,
         rollout_tokens: o.rolloutTokens,
