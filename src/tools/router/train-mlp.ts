@@ -19,6 +19,9 @@ export interface Dataset {
   proposed?: Int32Array;
 }
 
+/** Adam's step size when none is given. */
+export const DEFAULT_LEARNING_RATE = 1e-3;
+
 /** A proposed token needs this many training records for a row of its own; rarer ones share the last row. */
 export const MIN_TOKEN_RECORDS = 8;
 
@@ -153,7 +156,7 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
   const params = [weights.w1, weights.b1, weights.w2, b2, ...(weights.tokens ? [weights.tokens.vectors] : [])];
   const grads = params.map((p) => new Float64Array(p.length));
   const [gw1, gb1, gw2, gb2, gTokens] = grads as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array | undefined];
-  const adam = new Adam(params.reduce((s, p) => s + p.length, 0), options.learningRate ?? 1e-3);
+  const adam = new Adam(params.reduce((s, p) => s + p.length, 0), options.learningRate ?? DEFAULT_LEARNING_RATE);
   const random = seededRandom(options.seed ^ 0x9e3779b9);
   const order = Int32Array.from({ length: train.rows }, (_, i) => i);
   const z1 = new Float64Array(h);

@@ -31,7 +31,7 @@ import { collectTrajectories } from './on-policy.ts';
 import { writeRouterPack } from './router-pack.ts';
 import { checkSameVocabulary, concatForced, selectParagraphs, teacherForce, type TeacherForced } from './teacher-forcing.ts';
 import { readTextCorpus, splitByParagraph } from './text-corpus.ts';
-import { trainMlp, type Dataset } from './train-mlp.ts';
+import { DEFAULT_LEARNING_RATE, trainMlp, type Dataset } from './train-mlp.ts';
 
 /** Bump when training changes what it produces, so `models demo` retrains older routers. */
 export const TRAINER_VERSION = 3;
@@ -47,8 +47,8 @@ export const DEFAULT_HIDDEN_UNITS = 64;
  * (docs/router-training.md).
  */
 export const DEFAULT_MEMBERS = 3;
-/** Adam's step size when `--learning-rate` is not given. */
-export const DEFAULT_LEARNING_RATE = 1e-3;
+/** Adam's step size when `--learning-rate` is not given: the MLP trainer's own default. */
+export { DEFAULT_LEARNING_RATE };
 /** Defaults of the on-policy rounds (`--rounds`, `--rollout-prompts`, `--rollout-tokens`) and features. */
 export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
