@@ -385,6 +385,31 @@ describe('request field', () => {
 });
 
 describe('DecoderSequence checkpoint and rollback', () => {
+  test("previousHidden is the hidden state of the position before the last: zeros first, then across prefills, spans and rollbacks", async () => {
+    const prompt = tokenizer.encode(PROMPTS[0]!, { addBos: true });
+    const reference = edge.newSequence();
+    const all = await reference.append([...prompt, 7, 8, 9], { allPositions: true });
+    reference.dispose();
+    const h = edge.pack.hiddenSize;
+    const row = (i: number) => Array.from(all.allHidden!.subarray(i * h, (i + 1) * h));
+    const close = (got: Float32Array, want: number[]) => got.forEach((v, i) => expect(v).toBeCloseTo(want[i]!, 4));
+
+    const seq = edge.newSequence();
+    const first = await seq.append(prompt.slice(0, 1));
+    expect(Array.from(first.previousHidden)).toEqual(new Array(h).fill(0)); // nothing before the first position
+    const prefill = await seq.append(prompt.slice(1));
+    close(prefill.previousHidden, row(prompt.length - 2)); // a multi-token append: its second-to-last row
+    seq.checkpoint();
+    const seven = await seq.append([7]);
+    close(seven.previousHidden, row(prompt.length - 1)); // one token: the last append's last row
+    const span = await seq.append([8, 9]);
+    close(span.previousHidden, row(prompt.length + 1));
+    seq.rollback();
+    const again = await seq.append([7]);
+    close(again.previousHidden, row(prompt.length - 1)); // restored with the cache
+    seq.dispose();
+  });
+
   test('rollback returns the cache to the checkpoint exactly; commit keeps what came after', async () => {
     const prompt = tokenizer.encode(PROMPTS[0]!, { addBos: true });
     const reference = edge.newSequence();

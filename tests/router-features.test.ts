@@ -1,6 +1,6 @@
 /** The router's extra features, the loop measures, the fixed-share table and the text splits: exact values on hand-made inputs. */
 import { describe, expect, test } from 'bun:test';
-import { extraFeatures, extraWidth, logitStats, parseFeatureGroups, repetitionFeatures } from '../src/edge/router-features.ts';
+import { extraFeatures, extraWidth, logitStats, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/router-features.ts';
 import { commonPrefix, freeRunningFigures, isStuck, rep4 } from '../src/tools/eval/free-running-metrics.ts';
 import { atShare } from '../src/tools/eval/share-table.ts';
 import { pickExtraColumns, routerInputs } from '../src/tools/router/feature-matrix.ts';
@@ -59,20 +59,42 @@ describe('repetition features', () => {
     expect([...both.slice(3)]).toEqual([1, 1, 0, 1, 0.5]);
   });
 
+  test('position: log(1 + index), the index being the context length − 1; the hidden states are not extra features', () => {
+    const logits = Float32Array.of(0, Math.log(3));
+    expect(positionFeature(0)).toBe(0);
+    expect(positionFeature(Math.E - 1)).toBeCloseTo(1, 12);
+    expect(extraWidth(['hidden', 'previous_hidden', 'position', 'token'])).toBe(1);
+    expect([...extraFeatures(['hidden', 'position'], logits, [1, 5, 9, 4])]).toEqual([Math.fround(Math.log(4))]);
+    expect([...extraFeatures(['hidden', 'position'], logits, [])]).toEqual([0]); // no context: the first position
+    // After the repetition values, whatever the order the groups are listed in.
+    const all = extraFeatures(['position', 'hidden', 'repetition', 'logit_stats'], logits, [1, 1]);
+    expect(all.length).toBe(9);
+    expect(all[8]).toBeCloseTo(Math.log(2), 6);
+  });
+
   test("router.json's features: absent means hidden only; anything else must be known and include hidden", () => {
     expect(parseFeatureGroups(undefined, 'r.json')).toEqual(['hidden']);
     expect(parseFeatureGroups(['repetition', 'hidden'], 'r.json')).toEqual(['hidden', 'repetition']);
     expect(parseFeatureGroups(['token', 'hidden', 'logit_stats'], 'r.json')).toEqual(['hidden', 'logit_stats', 'token']);
-    expect(() => parseFeatureGroups(['hidden', 'colour'], 'r.json')).toThrow('r.json: features must be a non-empty list of hidden, logit_stats, repetition, token, got ["hidden","colour"]');
+    expect(parseFeatureGroups(['position', 'previous_hidden', 'hidden'], 'r.json')).toEqual(['hidden', 'previous_hidden', 'position']);
+    expect(() => parseFeatureGroups(['hidden', 'colour'], 'r.json')).toThrow(
+      'r.json: features must be a non-empty list of hidden, previous_hidden, logit_stats, repetition, position, token, got ["hidden","colour"]',
+    );
     expect(() => parseFeatureGroups(['logit_stats'], 'r.json')).toThrow('r.json: features must include hidden');
   });
 
-  test('feature matrices: picked columns appended to the hidden state', () => {
-    const extra = Float32Array.from({ length: 16 }, (_, i) => i); // two rows of 8
-    expect([...pickExtraColumns(extra, 2, ['hidden', 'repetition'])]).toEqual([3, 4, 5, 6, 7, 11, 12, 13, 14, 15]);
+  test('feature matrices: the previous hidden state, then the picked columns, after the hidden state', () => {
+    const extra = Float32Array.from({ length: 18 }, (_, i) => i); // two rows of 9: logit_stats, repetition, position
+    expect([...pickExtraColumns(extra, 2, ['hidden', 'repetition'])]).toEqual([3, 4, 5, 6, 7, 12, 13, 14, 15, 16]);
+    expect([...pickExtraColumns(extra, 2, ['hidden', 'position'])]).toEqual([8, 17]);
     const x = routerInputs({ count: 2, hiddenSize: 1, hidden: Float32Array.of(-1, -2), extra }, ['hidden', 'logit_stats']);
     expect(x.width).toBe(4);
-    expect([...x.features]).toEqual([-1, 0, 1, 2, -2, 8, 9, 10]);
+    expect([...x.features]).toEqual([-1, 0, 1, 2, -2, 9, 10, 11]);
+    const rows = { count: 2, hiddenSize: 2, hidden: Float32Array.of(-1, -2, -3, -4), previousHidden: Float32Array.of(0, 0, -1, -2), extra };
+    const y = routerInputs(rows, ['hidden', 'previous_hidden', 'position']);
+    expect(y.width).toBe(5);
+    expect([...y.features]).toEqual([-1, -2, 0, 0, 8, -3, -4, -1, -2, 17]);
+    expect(() => routerInputs({ ...rows, previousHidden: undefined }, ['hidden', 'previous_hidden'])).toThrow('needs previous hidden states');
   });
 });
 

@@ -4,6 +4,7 @@ import { citerLabel, citerLabels } from '../src/tools/router/labels.ts';
 import { foldStandardization, initialWeights, MAX_SCORE, predict, type MlpWeights } from '../src/tools/router/mlp.ts';
 import { routingCurve } from '../src/tools/router/routing-curve.ts';
 import { selectParagraphs, type TeacherForced } from '../src/tools/router/teacher-forcing.ts';
+import { ALL_EXTRA_WIDTH } from '../src/tools/router/feature-matrix.ts';
 import { splitByParagraph, splitParagraphs } from '../src/tools/router/text-corpus.ts';
 import { featureStats, trainMlp } from '../src/tools/router/train-mlp.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
@@ -80,7 +81,8 @@ describe('labels and routing', () => {
       hiddenSize: 2,
       count: 3,
       hidden: Float32Array.of(1, 2, 3, 4, 5, 6),
-      extra: Float32Array.from({ length: 24 }, (_, i) => i),
+      previousHidden: Float32Array.of(0, 0, -1, -2, -3, -4),
+      extra: Float32Array.from({ length: 3 * ALL_EXTRA_WIDTH }, (_, i) => i),
       slmCorrect: Uint8Array.of(1, 0, 1),
       llmCorrect: Uint8Array.of(0, 0, 1),
       llmProbOfSlmTop1: Float32Array.of(0.5, 0.25, 0.75),
@@ -92,7 +94,8 @@ describe('labels and routing', () => {
     };
     const second = selectParagraphs(forced, (p) => p === 1);
     expect([...second.hidden]).toEqual([3, 4, 5, 6]);
-    expect([...second.extra]).toEqual(Array.from({ length: 16 }, (_, i) => i + 8));
+    expect([...second.previousHidden]).toEqual([-1, -2, -3, -4]);
+    expect([...second.extra]).toEqual(Array.from({ length: 2 * ALL_EXTRA_WIDTH }, (_, i) => i + ALL_EXTRA_WIDTH));
     expect([...second.slmCorrect]).toEqual([0, 1]);
     expect([...second.llmProbOfSlmTop1]).toEqual([0.25, 0.75]);
     expect([...second.nextId]).toEqual([8, 9]);

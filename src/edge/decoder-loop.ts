@@ -161,7 +161,7 @@ export async function* generate(
   // up to the position (its repetition features read the recent ids).
   const scorePosition = async (result: AppendResult, ids: readonly number[]) => {
     const t = performance.now();
-    const score = await router.score(result.hidden, result.logits, ids);
+    const score = await router.score(result.hidden, result.logits, ids, result.previousHidden);
     return { score, ms: elapsed(t) };
   };
   const routes = (score: number | null) => request.mode === 'joint' && score !== null && score < request.threshold;

@@ -9,6 +9,12 @@
  *   bigram or a trigram seen earlier in the recent window, whether the two previous tokens are
  *   identical, and the share of distinct ids among the last 16. A small model in a loop ("of of of")
  *   is confident and its hidden state looks ordinary; these say "loop" directly.
+ * - `previous_hidden`: the edge's hidden state at the position before (zeros at the first). A cloud with
+ *   more layers reads every earlier position through attention; the step just before is the one that
+ *   tells most about where the text is going. router.onnx takes it as its own input,
+ *   `previous_hidden_states`, concatenated after `hidden_states`.
+ * - `position`: log(1 + the position's index in the sequence). The first tokens of a text are the
+ *   hardest to guess, for both models, and their hidden states do not say how little context there is.
  * - `token`: the proposed token itself (the edge's top-1 id). router.onnx takes it as a third input,
  *   `proposed_token`, and adds that token's learned vector to its first layer: some tokens are wrong far
  *   more often than the edge's confidence in them says, and a one-hot input over the vocabulary would
@@ -20,27 +26,37 @@
 
 import { AppError } from '../shared/errors.ts';
 
-export const FEATURE_GROUPS = ['hidden', 'logit_stats', 'repetition', 'token'] as const;
+export const FEATURE_GROUPS = ['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position', 'token'] as const;
 export type FeatureGroup = (typeof FEATURE_GROUPS)[number];
 
 /** Widths of the groups computed here (the hidden state's width is the model's). */
-export const EXTRA_WIDTH = { logit_stats: 3, repetition: 5 } as const;
+export const EXTRA_WIDTH = { logit_stats: 3, repetition: 5, position: 1 } as const;
 /** How far back the repetition features look: enough for loops, constant cost however long the context. */
 export const REPETITION_WINDOW = 64;
 /** The span whose distinct-id share is a feature, and the evaluation's `stuck` window. */
 export const RECENT_SPAN = 16;
 
-/** The groups whose values follow the hidden state in the float input (`token` is an id, fed on its own). */
-export type ExtraGroup = Exclude<FeatureGroup, 'hidden' | 'token'>;
+/** The groups computed here, fed as `extra_features` (the hidden states are the model's, `token` is an id). */
+export type ExtraGroup = Exclude<FeatureGroup, 'hidden' | 'previous_hidden' | 'token'>;
 
-/** The float groups after `hidden`, in the fixed order their values are concatenated. */
+/** The `extra_features` groups, in the fixed order their values are concatenated. */
 export function extraGroups(features: readonly FeatureGroup[]): ExtraGroup[] {
-  return FEATURE_GROUPS.filter((g): g is ExtraGroup => g !== 'hidden' && g !== 'token' && features.includes(g));
+  return FEATURE_GROUPS.filter((g): g is ExtraGroup => g !== 'hidden' && g !== 'previous_hidden' && g !== 'token' && features.includes(g));
 }
 
 /** Whether the router reads the proposed token (the `token` group). */
 export function readsToken(features: readonly FeatureGroup[]): boolean {
   return features.includes('token');
+}
+
+/** Whether the router reads the hidden state of the position before (the `previous_hidden` group). */
+export function readsPreviousHidden(features: readonly FeatureGroup[]): boolean {
+  return features.includes('previous_hidden');
+}
+
+/** The `position` value of the position at `index` (0 = the first token of the sequence). */
+export function positionFeature(index: number): number {
+  return Math.log1p(Math.max(0, index));
 }
 
 export function extraWidth(features: readonly FeatureGroup[]): number {
@@ -145,7 +161,8 @@ export function repetitionFeatures(context: readonly number[], next: number): [n
 
 /**
  * Writes the extra feature values of one position into `out` (length `extraWidth(features)`), in
- * `extraGroups` order, from its logit statistics and the ids decoded so far.
+ * `extraGroups` order, from its logit statistics and the ids of the whole sequence up to it (the
+ * position's index is `context.length − 1`; the repetition features read the last REPETITION_WINDOW).
  */
 export function writeExtraFeatures(out: Float32Array, features: readonly FeatureGroup[], stats: LogitStats, context: readonly number[]): Float32Array {
   let k = 0;
@@ -154,11 +171,12 @@ export function writeExtraFeatures(out: Float32Array, features: readonly Feature
       out[k] = stats.entropy;
       out[k + 1] = stats.top1;
       out[k + 2] = stats.margin;
-      k += EXTRA_WIDTH.logit_stats;
-    } else {
+    } else if (group === 'repetition') {
       out.set(repetitionFeatures(context, stats.argmax), k);
-      k += EXTRA_WIDTH.repetition;
+    } else {
+      out[k] = positionFeature(context.length - 1);
     }
+    k += EXTRA_WIDTH[group];
   }
   return out;
 }

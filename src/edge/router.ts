@@ -2,13 +2,13 @@
  * The router scores how confident the edge model is about its next token: a score in [0, 1], where a
  * score below the threshold τ sends the token to the cloud. Either a trained MLP from a router pack
  * (`router.onnx`: hidden_states [batch, hidden] and, for packs that read more than the hidden state,
- * extra_features [batch, k] and proposed_token [batch] → score [batch]; `router.json` names the feature
- * groups, see router-features.ts), or, when no pack is configured, a built-in scorer: the edge model's own top-1
+ * previous_hidden_states [batch, hidden], extra_features [batch, k] and proposed_token [batch] → score
+ * [batch]; `router.json` names the feature groups, see router-features.ts), or, when no pack is configured, a built-in scorer: the edge model's own top-1
  * probability.
  *
  * @example
  * const router = await loadRouter('models/router-stories260k-3l');
- * const score = await router.score(last.hidden, last.logits, context); // route when score < τ
+ * const score = await router.score(last.hidden, last.logits, context, last.previousHidden); // route when score < τ
  */
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -18,7 +18,17 @@ import { readJsonFile } from '../shared/model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from '../shared/ort.ts';
 import { runSession } from '../shared/run-session.ts';
 import { LogitSums, ONNX_SUMS_MIN_LENGTH } from './logit-sums.ts';
-import { extraWidth, logitExtremes, logitSums, parseFeatureGroups, readsToken, statsFromSums, writeExtraFeatures, type FeatureGroup } from './router-features.ts';
+import {
+  extraWidth,
+  logitExtremes,
+  logitSums,
+  parseFeatureGroups,
+  readsPreviousHidden,
+  readsToken,
+  statsFromSums,
+  writeExtraFeatures,
+  type FeatureGroup,
+} from './router-features.ts';
 
 export interface RouterInfo {
   /** `onnx:<folder>` for a trained router, `builtin:top1-probability` for the fallback scorer. */
@@ -34,11 +44,12 @@ export interface RouterInfo {
 export interface Router {
   readonly info: RouterInfo;
   /**
-   * Scores one position from its hidden state and logits; `recentIds` are the ids decoded so far (prompt
-   * included), which routers with repetition features read. Callers that omit it score as if the
-   * context were empty.
+   * Scores one position from its hidden state and logits; `recentIds` are the ids of the sequence up to
+   * it (prompt included), which routers with repetition and position features read, and
+   * `previousHidden` the hidden state of the position before it (`AppendResult.previousHidden`). Callers
+   * that omit them score as if the position were the sequence's first.
    */
-  score(hidden: Float32Array, logits: Float32Array, recentIds?: readonly number[]): Promise<number>;
+  score(hidden: Float32Array, logits: Float32Array, recentIds?: readonly number[], previousHidden?: Float32Array): Promise<number>;
   release(): Promise<void>;
 }
 
@@ -73,7 +84,12 @@ export class OnnxRouter implements Router {
     const features = parseFeatureGroups(meta.features, join(root, 'router.json'));
     const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
     const wantsExtra = extraWidth(features) > 0;
-    if (wantsExtra !== session.inputNames.includes('extra_features') || readsToken(features) !== session.inputNames.includes('proposed_token')) {
+    const inputs = session.inputNames;
+    if (
+      wantsExtra !== inputs.includes('extra_features') ||
+      readsToken(features) !== inputs.includes('proposed_token') ||
+      readsPreviousHidden(features) !== inputs.includes('previous_hidden_states')
+    ) {
       await session.release();
       throw new AppError('INVALID_ARGUMENT', `${root}: router.json's features (${features.join(', ')}) do not match router.onnx's inputs (${session.inputNames.join(', ')})`);
     }
@@ -92,7 +108,7 @@ export class OnnxRouter implements Router {
     );
   }
 
-  async score(hidden: Float32Array, logits?: Float32Array, recentIds: readonly number[] = []): Promise<number> {
+  async score(hidden: Float32Array, logits?: Float32Array, recentIds: readonly number[] = [], previousHidden?: Float32Array): Promise<number> {
     if (hidden.length !== this.info.hiddenSize) {
       throw new AppError(
         'FAILED_PRECONDITION',
@@ -100,6 +116,12 @@ export class OnnxRouter implements Router {
       );
     }
     const feeds: Record<string, OrtTensor> = { hidden_states: new ort.Tensor('float32', hidden, [1, hidden.length]) };
+    if (readsPreviousHidden(this.features)) {
+      if (previousHidden && previousHidden.length !== hidden.length) {
+        throw new AppError('FAILED_PRECONDITION', `${this.info.name}: the previous hidden state has ${previousHidden.length} values, the current one ${hidden.length}`);
+      }
+      feeds.previous_hidden_states = new ort.Tensor('float32', previousHidden ?? new Float32Array(hidden.length), [1, hidden.length]);
+    }
     const width = extraWidth(this.features);
     const token = readsToken(this.features);
     if (width > 0 || token) {

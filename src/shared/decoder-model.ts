@@ -26,6 +26,11 @@ export interface AppendResult {
   logits: Float32Array;
   /** `hidden_states` of the last appended position, `[hidden]`; empty when the pack has no such output. */
   hidden: Float32Array;
+  /**
+   * `hidden_states` of the position before it (the second-to-last appended, or the cache's last before
+   * this append); zeros at the sequence's first position, empty when the pack has no such output.
+   */
+  previousHidden: Float32Array;
   /** Per-position logits `[n, vocab]` and hidden states `[n, hidden]`, only with `allPositions`. */
   allLogits?: Float32Array;
   allHidden?: Float32Array;
@@ -90,13 +95,16 @@ export class DecoderSequence {
   private ids: number[] = [];
   private disposed = false;
   /** The cache as it was at each `checkpoint()`, oldest first: the same tensors, kept alive until `rollback` or `commit`. */
-  private saved: { past: Record<string, OrtTensor>; length: number }[] = [];
+  private saved: { past: Record<string, OrtTensor>; length: number; lastHidden: Float32Array }[] = [];
+  /** `hidden_states` of the cache's last position (zeros while empty): the next append's `previousHidden`. */
+  private lastHidden: Float32Array;
 
   constructor(private readonly model: DecoderModel) {
     const { numKvHeads, headDim } = model.pack;
     this.past = {};
     // The cache stays in the export's own type: present.* outputs are fed back as they come.
     for (const name of model.io.pastNames) this.past[name] = emptyTensor(model.io.cache, [1, numKvHeads, 0, headDim]);
+    this.lastHidden = new Float32Array(model.hasHiddenStates ? model.pack.hiddenSize : 0);
   }
 
   /** Tokens in the KV cache. */
@@ -141,10 +149,10 @@ export class DecoderSequence {
     this.ids.push(...tokens);
 
     // float16 outputs are converted here, once, and only the rows asked for (a prefill's last position).
-    const result: AppendResult = {
-      logits: float32Rows(out.logits!, (n - 1) * vocabSize, n * vocabSize),
-      hidden: out.hidden_states ? float32Rows(out.hidden_states, (n - 1) * hiddenSize, n * hiddenSize) : new Float32Array(0),
-    };
+    const hidden = out.hidden_states ? float32Rows(out.hidden_states, (n - 1) * hiddenSize, n * hiddenSize) : new Float32Array(0);
+    const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (n - 2) * hiddenSize, (n - 1) * hiddenSize) : this.lastHidden;
+    this.lastHidden = hidden;
+    const result: AppendResult = { logits: float32Rows(out.logits!, (n - 1) * vocabSize, n * vocabSize), hidden, previousHidden };
     if (options.allPositions) {
       result.allLogits = toFloat32(out.logits!);
       result.allHidden = out.hidden_states ? toFloat32(out.hidden_states) : new Float32Array(0);
@@ -164,7 +172,7 @@ export class DecoderSequence {
    */
   checkpoint(): void {
     if (this.saved.length >= MAX_CHECKPOINTS) throw new AppError('FAILED_PRECONDITION', `the sequence already holds ${MAX_CHECKPOINTS} checkpoints`);
-    this.saved.push({ past: { ...this.past }, length: this.ids.length });
+    this.saved.push({ past: { ...this.past }, length: this.ids.length, lastHidden: this.lastHidden });
   }
 
   /** How many checkpoints are held. */
@@ -181,6 +189,7 @@ export class DecoderSequence {
     this.saved = [];
     this.past = oldest.past;
     this.ids.length = oldest.length;
+    this.lastHidden = oldest.lastHidden;
   }
 
   /** Keeps what was appended since the oldest checkpoint and releases its tensors; newer checkpoints stay. */

@@ -188,7 +188,7 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
     for (let pass = 0; pass < Math.max(1, Math.ceil(200 / hiddens.length)); pass++) {
       for (const [k, h] of hiddens.entries()) {
         const t = performance.now();
-        await router.score(h, steps[k]!.logits, steps[k]!.context);
+        await router.score(h, steps[k]!.logits, steps[k]!.context, hiddens[k - 1]);
         routerMs.push(performance.now() - t);
       }
     }

@@ -66,9 +66,9 @@ export class ProbeRouter implements Router {
     return this.inner.info;
   }
 
-  async score(hidden: Float32Array, logits: Float32Array, recentIds?: readonly number[]): Promise<number> {
+  async score(hidden: Float32Array, logits: Float32Array, recentIds?: readonly number[], previousHidden?: Float32Array): Promise<number> {
     this.topProbabilities.push(cappedTopProbability(logits));
-    return this.inner.score(hidden, logits, recentIds);
+    return this.inner.score(hidden, logits, recentIds, previousHidden);
   }
 
   async release(): Promise<void> {}

@@ -1,5 +1,5 @@
 /**
- * Scores many rows (hidden state, extra features, proposed token) with a router pack's `router.onnx` in batches: for training reports,
+ * Scores many rows (hidden state, previous hidden state, extra features, proposed token) with a router pack's `router.onnx` in batches: for training reports,
  * evaluation and tests (the decoder loop scores one position at a time through `OnnxRouter`).
  */
 import { join, resolve } from 'node:path';
@@ -7,7 +7,7 @@ import type { RouterJson } from '../../edge/router.ts';
 import { AppError } from '../../shared/errors.ts';
 import { readJsonFile } from '../../shared/model-pack.ts';
 import { ort, type OrtTensor } from '../../shared/ort.ts';
-import { extraWidth, parseFeatureGroups, readsToken } from '../../edge/router-features.ts';
+import { extraWidth, parseFeatureGroups, readsPreviousHidden, readsToken } from '../../edge/router-features.ts';
 import { pickExtraColumns } from './feature-matrix.ts';
 import { runSession } from '../../shared/run-session.ts';
 
@@ -19,6 +19,8 @@ export interface ScoredRows {
   count: number;
   /** `[count, hiddenSize]` row-major. */
   hidden: Float32Array;
+  /** The hidden state of each row's previous position, `[count, hiddenSize]`, for packs that read it. */
+  previousHidden?: Float32Array;
   /** Every row's extra features in the layout of `ALL_EXTRA_GROUPS`, of which the pack's own groups are picked. */
   extra?: Float32Array;
   /** Every row's proposed token (the edge's top-1), for packs that read it. */
@@ -27,12 +29,13 @@ export interface ScoredRows {
 
 /** Scores every row of `data` with the router pack in `dir`. */
 export async function scoreWithRouterPack(dir: string, data: ScoredRows): Promise<Float32Array> {
-  const { hidden, count: rows, extra, proposed } = data;
+  const { hidden, count: rows, extra, proposed, previousHidden } = data;
   const root = resolve(dir);
   const meta = readJsonFile(join(root, 'router.json')) as RouterJson;
   const features = parseFeatureGroups(meta.features, join(root, 'router.json'));
   const extraCols = extraWidth(features);
-  if ((extraCols > 0 && !extra) || (readsToken(features) && !proposed)) {
+  const previous = readsPreviousHidden(features);
+  if ((extraCols > 0 && !extra) || (readsToken(features) && !proposed) || (previous && !previousHidden)) {
     throw new AppError('INTERNAL', `${root}: the router reads ${features.join(', ')}; the rows lack some of them`);
   }
   const picked = extraCols > 0 ? pickExtraColumns(extra!, rows, features) : undefined;
@@ -49,6 +52,7 @@ export async function scoreWithRouterPack(dir: string, data: ScoredRows): Promis
     for (let start = 0; start < rows; start += BATCH_ROWS) {
       const n = Math.min(BATCH_ROWS, rows - start);
       const feeds: Record<string, OrtTensor> = { hidden_states: new ort.Tensor('float32', hidden.subarray(start * width, (start + n) * width), [n, width]) };
+      if (previous) feeds.previous_hidden_states = new ort.Tensor('float32', previousHidden!.subarray(start * width, (start + n) * width), [n, width]);
       if (readsToken(features)) feeds.proposed_token = new ort.Tensor('int64', BigInt64Array.from(proposed!.subarray(start, start + n), BigInt), [n]);
       if (picked) feeds.extra_features = new ort.Tensor('float32', picked.subarray(start * extraCols, (start + n) * extraCols), [n, extraCols]);
       const out = await runSession(session, feeds);

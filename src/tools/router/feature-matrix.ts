@@ -1,14 +1,15 @@
 /**
  * Router inputs as matrices, for training and batch scoring: teacher forcing computes every extra
- * feature group once (`ALL_EXTRA_GROUPS`, 8 columns per position); a router's own groups are picked from
- * that and appended to the hidden state, in the order the ONNX graph concatenates them.
+ * feature group once (`ALL_EXTRA_GROUPS`, 9 columns per position) and the previous position's hidden
+ * state; a router's own groups are picked from that and appended to the hidden state, in the order the
+ * ONNX graph concatenates them (hidden, previous hidden, extra features).
  *
  * @example
  * const x = routerInputs(forced, ['hidden', 'logit_stats']); // [count, hiddenSize + 3]
  */
-import { EXTRA_WIDTH, extraGroups, extraWidth, type ExtraGroup, type FeatureGroup } from '../../edge/router-features.ts';
+import { EXTRA_WIDTH, extraGroups, extraWidth, readsPreviousHidden, type ExtraGroup, type FeatureGroup } from '../../edge/router-features.ts';
 
-export const ALL_EXTRA_GROUPS: readonly ExtraGroup[] = ['logit_stats', 'repetition'];
+export const ALL_EXTRA_GROUPS: readonly ExtraGroup[] = ['logit_stats', 'repetition', 'position'];
 export const ALL_EXTRA_WIDTH = ALL_EXTRA_GROUPS.reduce((s, g) => s + EXTRA_WIDTH[g], 0);
 
 /** Column offset of each group within the all-groups layout. */
@@ -36,20 +37,30 @@ export function pickExtraColumns(all: Float32Array, rows: number, features: read
   return out;
 }
 
-/** Hidden state rows followed by the router's extra columns: the MLP's input matrix. */
+/** Width of the MLP's float input for `features` over a model with `hiddenSize`. */
+export function inputWidth(hiddenSize: number, features: readonly FeatureGroup[]): number {
+  return hiddenSize * (readsPreviousHidden(features) ? 2 : 1) + extraWidth(features);
+}
+
+/** Hidden state rows, then the previous position's, then the router's extra columns: the MLP's input matrix. */
 export function routerInputs(
-  data: { count: number; hiddenSize: number; hidden: Float32Array; extra: Float32Array },
+  data: { count: number; hiddenSize: number; hidden: Float32Array; previousHidden?: Float32Array; extra?: Float32Array },
   features: readonly FeatureGroup[],
 ): { features: Float32Array; width: number } {
   const h = data.hiddenSize;
   const e = extraWidth(features);
-  const width = h + e;
-  if (e === 0) return { features: data.hidden, width };
-  const extra = pickExtraColumns(data.extra, data.count, features);
+  const previous = readsPreviousHidden(features);
+  const width = inputWidth(h, features);
+  if (width === h) return { features: data.hidden, width };
+  if ((previous && !data.previousHidden) || (e > 0 && !data.extra)) {
+    throw new Error(`internal: a router reading ${features.join(', ')} needs ${previous ? 'previous hidden states' : 'extra features'} for every row`);
+  }
+  const extra = e > 0 ? pickExtraColumns(data.extra!, data.count, features) : new Float32Array(0);
   const out = new Float32Array(data.count * width);
   for (let r = 0; r < data.count; r++) {
     out.set(data.hidden.subarray(r * h, (r + 1) * h), r * width);
-    out.set(extra.subarray(r * e, (r + 1) * e), r * width + h);
+    if (previous) out.set(data.previousHidden!.subarray(r * h, (r + 1) * h), r * width + h);
+    out.set(extra.subarray(r * e, (r + 1) * e), r * width + width - e);
   }
   return { features: out, width };
 }

@@ -1,13 +1,13 @@
 /**
  * The router being trained, as a decoding-loop `Router`: the TypeScript MLP over the same inputs the
- * exported ONNX graph reads (hidden state, then the pack's extra feature groups, and the proposed token). On-policy rounds
+ * exported ONNX graph reads (hidden state, the previous position's, the pack's extra feature groups, and the proposed token). On-policy rounds
  * generate with it without writing a pack first; its scores equal router.onnx's (tests/router-training).
  *
  * @example
  * const router = new MlpRouter(weights, ['hidden', 'logit_stats', 'repetition']);
  */
 import type { Router, RouterInfo } from '../../edge/router.ts';
-import { extraFeatures, logitExtremes, readsToken, type FeatureGroup } from '../../edge/router-features.ts';
+import { extraFeatures, logitExtremes, readsPreviousHidden, readsToken, type FeatureGroup } from '../../edge/router-features.ts';
 import { predict, type MlpWeights } from './mlp.ts';
 
 export class MlpRouter implements Router {
@@ -20,11 +20,14 @@ export class MlpRouter implements Router {
     this.info = { name: 'training:mlp', hiddenSize: null, defaultThreshold: 0.5, features };
   }
 
-  async score(hidden: Float32Array, logits: Float32Array, recentIds: readonly number[] = []): Promise<number> {
+  async score(hidden: Float32Array, logits: Float32Array, recentIds: readonly number[] = [], previousHidden?: Float32Array): Promise<number> {
     const extra = extraFeatures(this.features, logits, recentIds);
-    const row = new Float32Array(hidden.length + extra.length);
+    const previous = readsPreviousHidden(this.features) ? hidden.length : 0;
+    const row = new Float32Array(hidden.length + previous + extra.length);
     row.set(hidden);
-    row.set(extra, hidden.length);
+    // Zeros, as router.onnx is fed, when the caller has no previous position.
+    if (previous && previousHidden) row.set(previousHidden, hidden.length);
+    row.set(extra, hidden.length + previous);
     const proposed = readsToken(this.features) ? Int32Array.of(logitExtremes(logits).argmax) : undefined;
     return predict(this.weights, row, 1, proposed)[0]!;
   }

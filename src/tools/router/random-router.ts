@@ -2,7 +2,8 @@
  * A router pack with random weights of a given width, for speed measurements at a real model's shape
  * (the scores mean nothing; the work per call is exactly that of a trained router of that width).
  */
-import { extraWidth, FEATURE_GROUPS } from '../../edge/router-features.ts';
+import { FEATURE_GROUPS } from '../../edge/router-features.ts';
+import { inputWidth } from './feature-matrix.ts';
 import { initialWeights, normalSampler } from './mlp.ts';
 import { writeRouterPack } from './router-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
@@ -27,7 +28,7 @@ export function randomRouterSource(o: RandomRouterOptions): Record<string, unkno
 
 export async function writeRandomRouterPack(out: string, o: RandomRouterOptions): Promise<void> {
   // Every feature group, so that a speed measurement includes computing the logit and repetition features and the token lookup.
-  const weights = initialWeights(o.hiddenSize + extraWidth(FEATURE_GROUPS), o.hiddenUnits, o.seed);
+  const weights = initialWeights(inputWidth(o.hiddenSize, FEATURE_GROUPS), o.hiddenUnits, o.seed);
   const rows = Math.min(RANDOM_TOKEN_ROWS, o.vocabSize);
   const normal = normalSampler(seededRandom(o.seed + 1));
   weights.tokens = {

@@ -1,7 +1,8 @@
 /**
- * Writes a router pack: `router.onnx` (hidden_states float [batch, hidden], plus extra_features float
- * [batch, k] when the router reads more than the hidden state, plus proposed_token int64 [batch] when it
- * reads the proposed token → score float [batch]),
+ * Writes a router pack: `router.onnx` (hidden_states float [batch, hidden], plus previous_hidden_states
+ * float [batch, hidden] when the router reads the previous position's, plus extra_features float [batch, k]
+ * when it reads computed features, plus proposed_token int64 [batch] when it reads the proposed token →
+ * score float [batch]),
  * `router.json` (what `OnnxRouter.load` reads) and `pack-source.json` (the inputs it was made from, so
  * `models demo` can tell whether it is up to date). The folder appears whole or not at all.
  */
@@ -9,26 +10,41 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelProto } from 'onnx-buf';
 import type { RouterJson } from '../../edge/router.ts';
+import { extraWidth, readsPreviousHidden } from '../../edge/router-features.ts';
 import { writeFolderAtomically } from '../models/atomic-output.ts';
 import { DataType, GraphBuilder } from '../models/onnx-graph.ts';
 import { writeModel } from '../models/onnx-file.ts';
 import { PACK_SOURCE_FILE } from '../models/pack-writer.ts';
 import { foldStandardization, MAX_SCORE, type MlpWeights, type TokenVectors } from './mlp.ts';
 
+/** How the MLP's float input is split among router.onnx's inputs, in concatenation order. */
+export interface RouterInputLayout {
+  hiddenSize: number;
+  previousHidden: boolean;
+  extraWidth: number;
+}
+
 /**
  * [Concat] → Gemm → Relu → Gemm → Sigmoid → Min(MAX_SCORE) → Squeeze, standardization folded into the
- * first Gemm. With `extraWidth` > 0 the MLP's input is the hidden state followed by the extra features,
- * concatenated inside the graph, so one ONNX call still does all the router's arithmetic. A router with
+ * first Gemm. The MLP's input is the hidden state, then the previous position's and the extra features
+ * when the router reads them, concatenated inside the graph, so one ONNX call still does all the
+ * router's arithmetic. A router with
  * token vectors adds the proposed token's vector to the first Gemm's output: Gather(token_row) maps the
  * id to its row (ids past the vocabulary are clamped to its size, whose entry is the shared row), and
  * Gather(token_vectors) picks that row.
  */
-export function buildRouterGraph(weights: MlpWeights, extraWidth = 0): ModelProto {
+export function buildRouterGraph(weights: MlpWeights, layout: RouterInputLayout): ModelProto {
   const { inputSize, hiddenUnits } = weights;
+  const { hiddenSize, previousHidden, extraWidth } = layout;
+  if (inputSize !== hiddenSize * (previousHidden ? 2 : 1) + extraWidth) {
+    throw new Error(`internal: an MLP over ${inputSize} inputs does not fit ${JSON.stringify(layout)}`);
+  }
   const folded = foldStandardization(weights);
   const g = new GraphBuilder('router-mlp');
-  const hiddenIn = g.input('hidden_states', DataType.FLOAT, ['batch', inputSize - extraWidth]);
-  const x = extraWidth > 0 ? g.op('Concat', [hiddenIn, g.input('extra_features', DataType.FLOAT, ['batch', extraWidth])], { axis: 1 }) : hiddenIn;
+  const parts = [g.input('hidden_states', DataType.FLOAT, ['batch', hiddenSize])];
+  if (previousHidden) parts.push(g.input('previous_hidden_states', DataType.FLOAT, ['batch', hiddenSize]));
+  if (extraWidth > 0) parts.push(g.input('extra_features', DataType.FLOAT, ['batch', extraWidth]));
+  const x = parts.length > 1 ? g.op('Concat', parts, { axis: 1 }) : parts[0]!;
   const dense = g.op('Gemm', [x, g.floats('fc1.weight', folded.w1, [inputSize, hiddenUnits]), g.floats('fc1.bias', folded.b1, [hiddenUnits])]);
   const hidden = weights.tokens ? g.op('Add', [dense, tokenVectorOf(g, weights.tokens, hiddenUnits)]) : dense;
   const relu = g.op('Relu', [hidden]);
@@ -38,7 +54,7 @@ export function buildRouterGraph(weights: MlpWeights, extraWidth = 0): ModelProt
   const capped = g.op('Min', [probability, g.floats('max_score', [MAX_SCORE], [])]);
   const score = g.op('Squeeze', [capped, g.ints('squeeze_axes', [1])]);
   g.output(score, 'score', DataType.FLOAT, ['batch']);
-  return g.toModel({ hidden_size: String(inputSize - extraWidth), extra_features: String(extraWidth), hidden_units: String(hiddenUnits) });
+  return g.toModel({ hidden_size: String(hiddenSize), previous_hidden: String(previousHidden), extra_features: String(extraWidth), hidden_units: String(hiddenUnits) });
 }
 
 /** proposed_token [batch] → its row of the token vectors, [batch, hiddenUnits]. */
@@ -58,7 +74,9 @@ export async function writeRouterPack(
   out: string,
   contents: { weights: MlpWeights; meta: RouterJson; source: Record<string, unknown> },
 ): Promise<void> {
-  const model = buildRouterGraph(contents.weights, contents.weights.inputSize - contents.meta.hidden_size);
+  const features = contents.meta.features ?? ['hidden'];
+  const layout = { hiddenSize: contents.meta.hidden_size, previousHidden: readsPreviousHidden(features), extraWidth: extraWidth(features) };
+  const model = buildRouterGraph(contents.weights, layout);
   await writeFolderAtomically(out, (dir) => {
     writeModel(model, join(dir, 'router.onnx'));
     writeFileSync(join(dir, 'router.json'), json(contents.meta));

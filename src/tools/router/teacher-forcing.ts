@@ -15,7 +15,7 @@ import { encodePrompt } from '../../edge/decoder-loop.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax, logSoftmax } from '../../shared/logits.ts';
-import { logitStats, repetitionFeatures, REPETITION_WINDOW } from '../../edge/router-features.ts';
+import { logitStats, positionFeature, repetitionFeatures, REPETITION_WINDOW } from '../../edge/router-features.ts';
 import { ALL_EXTRA_WIDTH } from './feature-matrix.ts';
 import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
@@ -26,6 +26,8 @@ export interface TeacherForced {
   count: number;
   /** Edge hidden states, `[count, hiddenSize]` row-major. */
   hidden: Float32Array;
+  /** The edge's hidden state at each record's previous position (zeros at a sequence's first), `[count, hiddenSize]`. */
+  previousHidden: Float32Array;
   /** Every extra router feature (`ALL_EXTRA_GROUPS` of feature-matrix.ts), `[count, ALL_EXTRA_WIDTH]`. */
   extra: Float32Array;
   /** 1 where the model's top-1 equals the true next token. */
@@ -67,6 +69,7 @@ async function forward(model: DecoderModel, ids: number[]): Promise<{ logits: Fl
 /** Collects records position by position and packs them into a `TeacherForced`. */
 export class ForcedRecords {
   private readonly hiddenRows: Float32Array[] = [];
+  private readonly previousHiddenRows: Float32Array[] = [];
   private readonly extraRows: Float32Array[] = [];
   private readonly slmCorrect: number[] = [];
   private readonly llmCorrect: number[] = [];
@@ -98,7 +101,8 @@ export class ForcedRecords {
   /**
    * Forces both models along `ids` and records the positions from `first` on (each predicts the id after
    * it). A sequence longer than the window is read in consecutive windows, each starting where the last
-   * one's final prediction was due, so every token is predicted exactly once.
+   * one's final prediction was due, so every token is predicted exactly once. Each window is a sequence of
+   * its own for the models, so its first position has no previous hidden state and position 0.
    */
   async addSequence(ids: readonly number[], paragraph: number, first = 0): Promise<void> {
     const hiddenSize = this.slm.pack.hiddenSize;
@@ -130,9 +134,11 @@ export class ForcedRecords {
         const cloudLog = logSoftmax(cloudLogits);
         const cloudTop = argmax(cloudLogits);
         this.hiddenRows.push(edge.hidden.slice(i * hiddenSize, (i + 1) * hiddenSize));
+        this.previousHiddenRows.push(i > 0 ? edge.hidden.slice((i - 1) * hiddenSize, i * hiddenSize) : new Float32Array(hiddenSize));
         const stats = logitStats(edgeLogits);
         const context = ids.slice(Math.max(0, position + 1 - REPETITION_WINDOW), position + 1);
-        this.extraRows.push(Float32Array.from([stats.entropy, stats.top1, stats.margin, ...repetitionFeatures(context, stats.argmax)]));
+        // ALL_EXTRA_GROUPS' layout: logit_stats, repetition, position (the index within the window the model saw).
+        this.extraRows.push(Float32Array.from([stats.entropy, stats.top1, stats.margin, ...repetitionFeatures(context, stats.argmax), positionFeature(i)]));
         this.slmCorrect.push(edgeTop === next ? 1 : 0);
         this.llmCorrect.push(cloudTop === next ? 1 : 0);
         this.llmProbOfSlmTop1.push(Math.exp(cloudLog[edgeTop]!));
@@ -149,12 +155,15 @@ export class ForcedRecords {
     const count = this.count;
     const hidden = new Float32Array(count * hiddenSize);
     this.hiddenRows.forEach((row, r) => hidden.set(row, r * hiddenSize));
+    const previousHidden = new Float32Array(count * hiddenSize);
+    this.previousHiddenRows.forEach((row, r) => previousHidden.set(row, r * hiddenSize));
     const extra = new Float32Array(count * ALL_EXTRA_WIDTH);
     this.extraRows.forEach((row, r) => extra.set(row, r * ALL_EXTRA_WIDTH));
     return {
       hiddenSize,
       count,
       hidden,
+      previousHidden,
       extra,
       slmCorrect: Uint8Array.from(this.slmCorrect),
       llmCorrect: Uint8Array.from(this.llmCorrect),
@@ -183,15 +192,18 @@ export async function teacherForce(options: TeacherForceOptions): Promise<Teache
 export function selectRows(forced: TeacherForced, rows: readonly number[]): TeacherForced {
   const h = forced.hiddenSize;
   const hidden = new Float32Array(rows.length * h);
+  const previousHidden = new Float32Array(rows.length * h);
   const extra = new Float32Array(rows.length * ALL_EXTRA_WIDTH);
   rows.forEach((r, i) => {
     hidden.set(forced.hidden.subarray(r * h, (r + 1) * h), i * h);
+    previousHidden.set(forced.previousHidden.subarray(r * h, (r + 1) * h), i * h);
     extra.set(forced.extra.subarray(r * ALL_EXTRA_WIDTH, (r + 1) * ALL_EXTRA_WIDTH), i * ALL_EXTRA_WIDTH);
   });
   return {
     hiddenSize: h,
     count: rows.length,
     hidden,
+    previousHidden,
     extra,
     slmCorrect: Uint8Array.from(rows, (r) => forced.slmCorrect[r]!),
     llmCorrect: Uint8Array.from(rows, (r) => forced.llmCorrect[r]!),
@@ -221,6 +233,7 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     hiddenSize: h,
     count,
     hidden: new Float32Array(count * h),
+    previousHidden: new Float32Array(count * h),
     extra: new Float32Array(count * ALL_EXTRA_WIDTH),
     slmCorrect: new Uint8Array(count),
     llmCorrect: new Uint8Array(count),
@@ -234,6 +247,7 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
   let at = 0;
   for (const p of picked) {
     out.hidden.set(p.hidden, at * h);
+    out.previousHidden.set(p.previousHidden, at * h);
     out.extra.set(p.extra, at * ALL_EXTRA_WIDTH);
     out.slmCorrect.set(p.slmCorrect, at);
     out.llmCorrect.set(p.llmCorrect, at);

@@ -18,12 +18,12 @@ import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { accuracyAt, auc, labelBalance } from './classifier-metrics.ts';
-import { extraWidth, FEATURE_GROUPS, readsToken, type FeatureGroup } from '../../edge/router-features.ts';
+import { FEATURE_GROUPS, readsToken, type FeatureGroup } from '../../edge/router-features.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { quantileThreshold } from '../eval/ratio-matching.ts';
 import { continuationPrompts } from '../eval/text-eval.ts';
-import { routerInputs } from './feature-matrix.ts';
+import { inputWidth, routerInputs } from './feature-matrix.ts';
 import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, labelsFor, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
@@ -34,7 +34,7 @@ import { readTextCorpus, splitByParagraph } from './text-corpus.ts';
 import { DEFAULT_LEARNING_RATE, trainMlp, type Dataset } from './train-mlp.ts';
 
 /** Bump when training changes what it produces, so `models demo` retrains older routers. */
-export const TRAINER_VERSION = 3;
+export const TRAINER_VERSION = 4;
 /** Share of the training paragraphs set aside for validation (early stopping and the reported figures). */
 export const VALIDATION_FRACTION = 0.1;
 /** Score below which a token is routed by default: with a calibrated P(keep), 0.5 is the decision that errs least often. */
@@ -307,7 +307,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     if (trainParts[0]!.forced.count === 0 || tfValidation.forced.count === 0 || !(balance > 0 && balance < 1)) {
       throw new AppError('INVALID_ARGUMENT', `${o.text}: too little text to train on (${forced.count} positions, share labelled keep ${balance})`);
     }
-    const inputSize = forced.hiddenSize + extraWidth(o.features);
+    const inputSize = inputWidth(forced.hiddenSize, o.features);
     const members = o.members ?? DEFAULT_MEMBERS;
     /** Each member continues from its own weights of the previous round; the router is their merge (mlp.ts). */
     const fit = (round: number, initial?: readonly MlpWeights[]): FitResult => {
