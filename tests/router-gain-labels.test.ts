@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { logLoss } from '../src/tools/router/classifier-metrics.ts';
-import { gainTarget, labelsFor, cloudGainTargets, textGainTargets } from '../src/tools/router/labels.ts';
+import { gainTarget, labelsFor, cloudGainTargets, mixedGainTargets, textGainTargets } from '../src/tools/router/labels.ts';
 import { predict } from '../src/tools/router/mlp.ts';
 import type { TeacherForced } from '../src/tools/router/teacher-forcing.ts';
 import { trainMlp } from '../src/tools/router/train-mlp.ts';
@@ -39,6 +39,10 @@ describe('gain labels', () => {
     const cloudGain = labelsFor('cloud-gain', forced);
     expect([...cloudGain.labels]).toEqual([1, 0, 0, 1]);
     expect(cloudGain.targets[1]).toBeCloseTo(0.1, 6);
+    const mixed = labelsFor('mixed-gain', forced);
+    expect([...mixed.labels]).toEqual([...gain.labels]);
+    expect([...mixed.targets].map((t) => Math.round(t * 1e6) / 1e6)).toEqual([0.75, 0.05, 0.375, 0.5]);
+    expect([...mixedGainTargets(forced)]).toEqual([...mixed.targets]);
     const divergence = labelsFor('divergence', forced);
     expect([...divergence.targets]).toEqual([...divergence.labels]);
   });

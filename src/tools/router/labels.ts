@@ -1,5 +1,5 @@
 /**
- * Router labels: 1 = keep the edge token, 0 = route it. Four rules for human text, two of them (the
+ * Router labels: 1 = keep the edge token, 0 = route it. Five rules for human text, two of them (the
  * ones that need no true next token) for the system's own trajectories.
  *
  * CITER's shortcut (no rollouts), against the true next token of human text:
@@ -18,7 +18,10 @@
  * g = p_cloud(cloud top-1) − p_cloud(edge top-1) ∈ [0, 1], the expected value of the same difference if
  * the text were drawn from the cloud; it needs no text, so it labels rollouts too. Trained with
  * cross-entropy, the score estimates (1 − E[g]) / 2, and ranking positions by it is ranking them by what
- * routing them is expected to gain, which is what the at-share evaluation rewards.
+ * routing them is expected to gain, which is what the at-share evaluation rewards. `mixed-gain`: the mean
+ * of the two targets, as knowledge distillation mixes the hard label with the teacher's distribution.
+ * The text's one next token is a noisy sample of what could follow; the cloud's probabilities say how
+ * sure the gain is, and the text keeps what the cloud itself gets wrong in view.
  *
  * @example
  * divergenceLabel(0.05, 0.6); // 0: the cloud would rather say something else
@@ -26,7 +29,7 @@
  */
 import type { TeacherForced } from './teacher-forcing.ts';
 
-export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules for rollouts: those that need no true next token. */
 export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain'] as const;
@@ -40,6 +43,7 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   divergence: `divergence: 0 (route) if p_llm(slm top-1) < ${DIVERGENCE_RATIO} * p_llm(llm top-1), else 1 (keep)`,
   gain: 'gain (soft): target (1 - g) / 2 with g = [llm top-1 correct] - [slm top-1 correct]',
   'cloud-gain': 'cloud-gain (soft): target (1 - g) / 2 with g = p_llm(llm top-1) - p_llm(slm top-1)',
+  'mixed-gain': 'mixed-gain (soft): the mean of the gain and cloud-gain targets',
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -84,16 +88,24 @@ export function cloudGainTargets(forced: Pick<TeacherForced, 'count' | 'llmProbO
   return targets;
 }
 
+/** The mean of the text's and the cloud's gain targets (human text only: it needs the true next token). */
+export function mixedGainTargets(forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect' | 'llmProbOfSlmTop1' | 'llmTopProb'>): Float32Array {
+  const text = textGainTargets(forced);
+  const cloud = cloudGainTargets(forced);
+  return text.map((t, i) => (t + cloud[i]!) / 2);
+}
+
 /**
  * A rule's labels: `labels` are binary (what AUC and accuracy are measured against), `targets` what the
  * cross-entropy is trained towards (the labels themselves for the hard rules). The soft rules' binary
- * labels are those of the hard rule with the same reference: CITER's for `gain`, divergence's for
- * `cloud-gain`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
+ * labels are those of the hard rule with the same reference: CITER's for `gain` and `mixed-gain`,
+ * divergence's for `cloud-gain`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
  */
 export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
-  const labels = rule === 'citer' || rule === 'gain' ? citerLabels(forced) : divergenceLabels(forced);
+  const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' ? citerLabels(forced) : divergenceLabels(forced);
   if (rule === 'gain') return { labels, targets: textGainTargets(forced) };
   if (rule === 'cloud-gain') return { labels, targets: cloudGainTargets(forced) };
+  if (rule === 'mixed-gain') return { labels, targets: mixedGainTargets(forced) };
   return { labels, targets: Float32Array.from(labels) };
 }
 
