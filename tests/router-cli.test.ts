@@ -149,7 +149,11 @@ test('router train on a short text writes a loadable pack; router eval reads it 
   expect(r.stdout).toMatch(/round 1: \d+ records; validation AUC \d\.\d{4} accuracy@0\.5 \d\.\d{4}, on-policy AUC .*; rollouts: 8 trajectories/);
   const meta = JSON.parse(readFileSync(join(small, 'router.json'), 'utf8'));
   expect(meta.features).toEqual(['hidden', 'repetition']);
-  expect(meta.training).toMatchObject({ seed: 3, hidden_units: 8, train_fraction: 0.8, max_epochs: 2, label_rule: 'citer', on_policy_label_rule: 'divergence', rollout_prompts: 4, rollout_tokens: 8 });
+  expect(meta.training).toMatchObject({ seed: 3, hidden_units: 8, train_fraction: 0.8, max_epochs: 2, label_rule: 'mixed-gain', on_policy_label_rule: 'divergence', rollout_prompts: 4, rollout_tokens: 8 });
+  // A soft rule's default threshold is measured on the validation scores (softRuleThreshold), in thousandths.
+  expect(meta.default_threshold).toBeGreaterThan(0);
+  expect(meta.default_threshold).toBeLessThan(1);
+  expect(Math.round(meta.default_threshold * 1000)).toBeCloseTo(meta.default_threshold * 1000, 9);
   expect(meta.training.paragraphs).toEqual({ train: 28, validation: 4, heldOut: 8 });
   expect(meta.training.rounds).toHaveLength(2);
   // 4 prompts × (greedy + sampled) × at most 8 tokens, one record per routing decision.

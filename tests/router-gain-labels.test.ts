@@ -4,6 +4,7 @@ import { gainTarget, labelsFor, cloudGainTargets, mixedGainTargets, textGainTarg
 import { predict } from '../src/tools/router/mlp.ts';
 import type { TeacherForced } from '../src/tools/router/teacher-forcing.ts';
 import { trainMlp } from '../src/tools/router/train-mlp.ts';
+import { softRuleThreshold } from '../src/tools/router/train-router.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 
 /** Four records: edge right only, cloud right only, both right, both wrong. */
@@ -49,6 +50,15 @@ describe('gain labels', () => {
 });
 
 describe('training on soft targets', () => {
+  test("a soft rule's default threshold routes as many validation positions as its binary labels mark for routing", () => {
+    const scores = Float32Array.of(0.3, 0.1, 0.45, 0.2, 0.6, 0.5, 0.35, 0.05);
+    // Three of eight labels say route: the threshold falls between the third and fourth lowest scores.
+    const labels = Uint8Array.of(1, 0, 1, 1, 1, 0, 1, 0);
+    expect(softRuleThreshold(scores, labels)).toBe(0.25);
+    expect(scores.filter((v) => v < softRuleThreshold(scores, labels)).length).toBe(3);
+    expect(softRuleThreshold(scores, new Uint8Array(8).fill(1))).toBe(0); // nothing to route
+  });
+
   test('log loss of a soft target is smallest at the target', () => {
     expect(logLoss([0.3], [0.3])).toBeLessThan(logLoss([0.2], [0.3]));
     expect(logLoss([0.3], [0.3])).toBeLessThan(logLoss([0.4], [0.3]));

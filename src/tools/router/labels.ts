@@ -31,6 +31,8 @@ import type { TeacherForced } from './teacher-forcing.ts';
 
 export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
+/** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
+export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain'];
 /** Rules for rollouts: those that need no true next token. */
 export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];

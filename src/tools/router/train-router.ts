@@ -24,7 +24,7 @@ import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { quantileThreshold } from '../eval/ratio-matching.ts';
 import { continuationPrompts } from '../eval/text-eval.ts';
 import { inputWidth, routerInputs } from './feature-matrix.ts';
-import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, labelsFor, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
+import { LABEL_RULE_TEXT, LABEL_RULES, labelsBy, labelsFor, ROLLOUT_LABEL_RULES, SOFT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
@@ -37,8 +37,24 @@ import { DEFAULT_LEARNING_RATE, trainMlp, type Dataset } from './train-mlp.ts';
 export const TRAINER_VERSION = 4;
 /** Share of the training paragraphs set aside for validation (early stopping and the reported figures). */
 export const VALIDATION_FRACTION = 0.1;
-/** Score below which a token is routed by default: with a calibrated P(keep), 0.5 is the decision that errs least often. */
+/**
+ * Score below which a token is routed by default, for the hard label rules: with a calibrated P(keep),
+ * 0.5 is the decision that errs least often. A soft rule's score is (1 − E[gain]) / 2, below 0.5 wherever
+ * routing is expected to gain anything at all (87% of the truncated pair's positions), so its default is
+ * measured instead: `softRuleThreshold`.
+ */
 export const DEFAULT_THRESHOLD = 0.5;
+
+/**
+ * The default threshold of a router trained on a soft rule: the score below which it routes as many of the
+ * teacher-forced validation positions as its binary labels mark for routing (for `mixed-gain` and `gain`,
+ * those where only the cloud's top-1 is the true token). It routes about as much as a hard-label router
+ * at 0.5, choosing the positions by expected gain.
+ */
+export function softRuleThreshold(validationScores: ArrayLike<number>, validationLabels: Uint8Array): number {
+  // Three decimals: what router.json and the page show.
+  return Math.round(quantileThreshold(Array.from(validationScores), 1 - labelBalance(validationLabels)) * 1000) / 1000;
+}
 /** `--hidden-units` when not given (per member). */
 export const DEFAULT_HIDDEN_UNITS = 64;
 /**
@@ -55,18 +71,20 @@ export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
 export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
 /**
- * Label rules when not given: CITER's on the teacher-forced text (what the at-share accuracy rewards),
- * divergence on the rollouts (which have no text, and where it is what breaks loops); measured against
- * divergence everywhere in docs/router-training.md.
+ * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
+ * and in the cloud's expectation; 2 points above CITER's at 30% routed on the truncated pair),
+ * divergence on the rollouts (which have no text, and where it is what breaks loops); measured in
+ * docs/router-training.md.
  */
-export const DEFAULT_LABELS: LabelRule = 'citer';
+export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
 export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'divergence';
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   maxEpochs: 30,
   // One member: CI trains both demo routers before every run, and three would triple that.
   members: 1,
-  labels: DEFAULT_LABELS,
+  // CITER's: the demo routers' thresholds (the page's τ, paths.ts) were measured on scores that estimate P(keep).
+  labels: 'citer',
   features: FEATURE_GROUPS,
   rounds: 2,
   rolloutPrompts: 48,
@@ -408,6 +426,9 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     }
 
     const last = rounds[rounds.length - 1]!;
+    const defaultThreshold =
+      o.defaultThreshold ??
+      (SOFT_LABEL_RULES.includes(o.labels) ? softRuleThreshold(scored(result.weights, tfValidationSet).scores, tfValidationSet.labels) : DEFAULT_THRESHOLD);
     const report: TrainRouterReport = {
       out: resolve(o.out),
       paragraphs: { train: train.length - validation.size, validation: validation.size, heldOut: heldOut.length },
@@ -420,7 +441,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       valAccuracy: last.valAccuracy,
       epochsRun: last.epochsRun,
       bestEpoch: last.bestEpoch,
-      defaultThreshold: o.defaultThreshold ?? DEFAULT_THRESHOLD,
+      defaultThreshold,
       labels: o.labels,
       features: o.features,
       rounds,
@@ -430,7 +451,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       hidden_size: forced.hiddenSize,
       slm: relative(resolve(o.out), slmPack.dir),
       llm: relative(resolve(o.out), llmPack.dir),
-      default_threshold: o.defaultThreshold ?? DEFAULT_THRESHOLD,
+      default_threshold: defaultThreshold,
       features: [...o.features],
       training: {
         labels: LABEL_RULE_TEXT[o.labels],
