@@ -12,7 +12,8 @@ import {
   DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROLLOUT_PROMPTS,
   DEFAULT_ROLLOUT_TOKENS,
-  DEFAULT_LEARNING_RATE,
+  DEFAULT_EPOCHS,
+  DEFAULT_ROUTER_LEARNING_RATE,
   DEFAULT_MEMBERS,
   DEFAULT_ROUNDS,
   formatTrainReport,
@@ -21,8 +22,8 @@ import {
 
 const USAGE = `usage: bun run router <command> [flags]
 
-  train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 30] [--hidden-units 64]
-        [--members 3] [--learning-rate 0.001]
+  train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
+        [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
@@ -96,10 +97,10 @@ async function main(): Promise<void> {
           out: requireFlag(values, 'out'),
           trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
           seed: integerFlag(values, 'seed', 0)!,
-          maxEpochs: integerFlag(values, 'epochs', 30)!,
+          maxEpochs: integerFlag(values, 'epochs', DEFAULT_EPOCHS)!,
           hiddenUnits: integerFlag(values, 'hidden-units', DEFAULT_HIDDEN_UNITS)!,
           members: integerFlag(values, 'members', DEFAULT_MEMBERS, [1, 16])!,
-          learningRate: numberFlag(values, 'learning-rate', DEFAULT_LEARNING_RATE)!,
+          learningRate: numberFlag(values, 'learning-rate', DEFAULT_ROUTER_LEARNING_RATE)!,
           labels: labelRuleFlag(values.labels),
           rolloutLabels: rolloutLabelRuleFlag(values['rollout-labels']),
           features: featuresFlag(values.features),
