@@ -108,9 +108,9 @@ describe('router train with bad input: one-line error, nothing written', () => {
 test('router train: --labels, --rollout-labels, --features and --rounds are checked (usage errors, exit 2)', () => {
   const base = ['train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', out];
   const cases: [string[], RegExp][] = [
-    [['--labels', 'oracle'], /--labels must be one of divergence, citer, gain, cloud-gain, got "oracle"/],
+    [['--labels', 'oracle'], /--labels must be one of divergence, citer, gain, cloud-gain, mixed-gain, got "oracle"/],
     [['--rollout-labels', 'citer'], /--rollout-labels must be one of divergence, cloud-gain, got "citer"/],
-    [['--features', 'logit_stats'], /--features must be a comma-separated list of hidden, logit_stats, repetition, token including hidden, got "logit_stats"/],
+    [['--features', 'logit_stats'], /--features must be a comma-separated list of hidden, previous_hidden, logit_stats, repetition, position, token including hidden, got "logit_stats"/],
     [['--rounds', '11'], /--rounds must be in \[0, 10\], got 11/],
     [['--rollout-tokens', '0'], /--rollout-tokens must be in \[1, 4096\], got 0/],
   ];
