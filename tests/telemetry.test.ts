@@ -137,10 +137,12 @@ test('control: onnxruntime-node loaded without the variable writes its telemetry
   const script = `
     const ort = (await import(${JSON.stringify(ortEntry)})).default;
     const session = await ort.InferenceSession.create(${JSON.stringify(join(routerPack, 'router.onnx'))});
-    // The demo router reads 8 extra features (logit statistics, repetition) and the proposed token beside the hidden state.
+    // The demo router reads the previous position's hidden state, 9 extra features (logit statistics,
+    // repetition, position) and the proposed token beside the hidden state.
     const out = await session.run({
       hidden_states: new ort.Tensor('float32', new Float32Array(64), [1, 64]),
-      extra_features: new ort.Tensor('float32', new Float32Array(8), [1, 8]),
+      previous_hidden_states: new ort.Tensor('float32', new Float32Array(64), [1, 64]),
+      extra_features: new ort.Tensor('float32', new Float32Array(9), [1, 9]),
       proposed_token: new ort.Tensor('int64', BigInt64Array.of(3n), [1]),
     });
     console.log(out.score.data.length);
