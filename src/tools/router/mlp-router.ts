@@ -7,7 +7,16 @@
  * const router = new MlpRouter(weights, ['hidden', 'logit_stats', 'repetition']);
  */
 import type { Router, RouterInfo } from '../../edge/router.ts';
-import { extraFeatures, logitExtremes, readsPreviousHidden, readsToken, type FeatureGroup } from '../../edge/router-features.ts';
+import {
+  extraWidth,
+  logitExtremes,
+  logitSums,
+  readsPreviousHidden,
+  readsToken,
+  statsFromSums,
+  writeExtraFeatures,
+  type FeatureGroup,
+} from '../../edge/router-features.ts';
 import { predict, type MlpWeights } from './mlp.ts';
 
 export class MlpRouter implements Router {
@@ -21,14 +30,18 @@ export class MlpRouter implements Router {
   }
 
   async score(hidden: Float32Array, logits: Float32Array, recentIds: readonly number[] = [], previousHidden?: Float32Array): Promise<number> {
-    const extra = extraFeatures(this.features, logits, recentIds);
+    // One pass for the extremes, shared by the statistics and the proposed token, as OnnxRouter does.
+    const extremes = logitExtremes(logits);
+    const width = extraWidth(this.features);
+    const extra = new Float32Array(width);
+    if (width > 0) writeExtraFeatures(extra, this.features, statsFromSums(extremes, logitSums(logits, extremes.max)), recentIds);
     const previous = readsPreviousHidden(this.features) ? hidden.length : 0;
     const row = new Float32Array(hidden.length + previous + extra.length);
     row.set(hidden);
     // Zeros, as router.onnx is fed, when the caller has no previous position.
     if (previous && previousHidden) row.set(previousHidden, hidden.length);
     row.set(extra, hidden.length + previous);
-    const proposed = readsToken(this.features) ? Int32Array.of(logitExtremes(logits).argmax) : undefined;
+    const proposed = readsToken(this.features) ? Int32Array.of(extremes.argmax) : undefined;
     return predict(this.weights, row, 1, proposed)[0]!;
   }
 
