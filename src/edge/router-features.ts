@@ -36,12 +36,16 @@ export const REPETITION_WINDOW = 64;
 /** The span whose distinct-id share is a feature, and the evaluation's `stuck` window. */
 export const RECENT_SPAN = 16;
 
-/** The groups computed here, fed as `extra_features` (the hidden states are the model's, `token` is an id). */
-export type ExtraGroup = Exclude<FeatureGroup, 'hidden' | 'previous_hidden' | 'token'>;
+/** The groups computed here, fed as `extra_features`: those with a width above (the hidden states are the model's, `token` is an id). */
+export type ExtraGroup = keyof typeof EXTRA_WIDTH;
+
+function isExtraGroup(group: FeatureGroup): group is ExtraGroup {
+  return Object.hasOwn(EXTRA_WIDTH, group);
+}
 
 /** The `extra_features` groups, in the fixed order their values are concatenated. */
 export function extraGroups(features: readonly FeatureGroup[]): ExtraGroup[] {
-  return FEATURE_GROUPS.filter((g): g is ExtraGroup => g !== 'hidden' && g !== 'previous_hidden' && g !== 'token' && features.includes(g));
+  return FEATURE_GROUPS.filter((g): g is ExtraGroup => isExtraGroup(g) && features.includes(g));
 }
 
 /** Whether the router reads the proposed token (the `token` group). */
@@ -161,10 +165,17 @@ export function repetitionFeatures(context: readonly number[], next: number): [n
 
 /**
  * Writes the extra feature values of one position into `out` (length `extraWidth(features)`), in
- * `extraGroups` order, from its logit statistics and the ids of the whole sequence up to it (the
- * position's index is `context.length − 1`; the repetition features read the last REPETITION_WINDOW).
+ * `extraGroups` order, from its logit statistics and the ids up to it (the repetition features read the
+ * last REPETITION_WINDOW). `position` is its index in the sequence the model saw: by default
+ * `context.length − 1`, for callers that pass the whole sequence.
  */
-export function writeExtraFeatures(out: Float32Array, features: readonly FeatureGroup[], stats: LogitStats, context: readonly number[]): Float32Array {
+export function writeExtraFeatures(
+  out: Float32Array,
+  features: readonly FeatureGroup[],
+  stats: LogitStats,
+  context: readonly number[],
+  position = context.length - 1,
+): Float32Array {
   let k = 0;
   for (const group of extraGroups(features)) {
     if (group === 'logit_stats') {
@@ -174,7 +185,7 @@ export function writeExtraFeatures(out: Float32Array, features: readonly Feature
     } else if (group === 'repetition') {
       out.set(repetitionFeatures(context, stats.argmax), k);
     } else {
-      out[k] = positionFeature(context.length - 1);
+      out[k] = positionFeature(position);
     }
     k += EXTRA_WIDTH[group];
   }

@@ -7,9 +7,10 @@
  * @example
  * const x = routerInputs(forced, ['hidden', 'logit_stats']); // [count, hiddenSize + 3]
  */
-import { EXTRA_WIDTH, extraGroups, extraWidth, readsPreviousHidden, type ExtraGroup, type FeatureGroup } from '../../edge/router-features.ts';
+import { EXTRA_WIDTH, extraGroups, extraWidth, FEATURE_GROUPS, readsPreviousHidden, type ExtraGroup, type FeatureGroup } from '../../edge/router-features.ts';
 
-export const ALL_EXTRA_GROUPS: readonly ExtraGroup[] = ['logit_stats', 'repetition', 'position'];
+/** Every extra group, in `extraGroups` order: the layout `writeExtraFeatures` writes for this list. */
+export const ALL_EXTRA_GROUPS: readonly ExtraGroup[] = extraGroups(FEATURE_GROUPS);
 export const ALL_EXTRA_WIDTH = ALL_EXTRA_GROUPS.reduce((s, g) => s + EXTRA_WIDTH[g], 0);
 
 /** Column offset of each group within the all-groups layout. */

@@ -10,40 +10,33 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelProto } from 'onnx-buf';
 import type { RouterJson } from '../../edge/router.ts';
-import { extraWidth, readsPreviousHidden } from '../../edge/router-features.ts';
+import { extraWidth, readsPreviousHidden, type FeatureGroup } from '../../edge/router-features.ts';
+import { inputWidth } from './feature-matrix.ts';
 import { writeFolderAtomically } from '../models/atomic-output.ts';
 import { DataType, GraphBuilder } from '../models/onnx-graph.ts';
 import { writeModel } from '../models/onnx-file.ts';
 import { PACK_SOURCE_FILE } from '../models/pack-writer.ts';
 import { foldStandardization, MAX_SCORE, type MlpWeights, type TokenVectors } from './mlp.ts';
 
-/** How the MLP's float input is split among router.onnx's inputs, in concatenation order. */
-export interface RouterInputLayout {
-  hiddenSize: number;
-  previousHidden: boolean;
-  extraWidth: number;
-}
-
 /**
  * [Concat] → Gemm → Relu → Gemm → Sigmoid → Min(MAX_SCORE) → Squeeze, standardization folded into the
  * first Gemm. The MLP's input is the hidden state, then the previous position's and the extra features
  * when the router reads them, concatenated inside the graph, so one ONNX call still does all the
- * router's arithmetic. A router with
- * token vectors adds the proposed token's vector to the first Gemm's output: Gather(token_row) maps the
- * id to its row (ids past the vocabulary are clamped to its size, whose entry is the shared row), and
- * Gather(token_vectors) picks that row.
+ * router's arithmetic. A router with token vectors adds the proposed token's vector to the first Gemm's
+ * output: Gather(token_row) maps the id to its row (ids past the vocabulary are clamped to its size,
+ * whose entry is the shared row), and Gather(token_vectors) picks that row.
  */
-export function buildRouterGraph(weights: MlpWeights, layout: RouterInputLayout): ModelProto {
+export function buildRouterGraph(weights: MlpWeights, hiddenSize: number, features: readonly FeatureGroup[]): ModelProto {
   const { inputSize, hiddenUnits } = weights;
-  const { hiddenSize, previousHidden, extraWidth } = layout;
-  if (inputSize !== hiddenSize * (previousHidden ? 2 : 1) + extraWidth) {
-    throw new Error(`internal: an MLP over ${inputSize} inputs does not fit ${JSON.stringify(layout)}`);
+  if (inputSize !== inputWidth(hiddenSize, features)) {
+    throw new Error(`internal: an MLP over ${inputSize} inputs does not fit hidden size ${hiddenSize} with ${features.join(', ')}`);
   }
+  const extraCols = extraWidth(features);
   const folded = foldStandardization(weights);
   const g = new GraphBuilder('router-mlp');
   const parts = [g.input('hidden_states', DataType.FLOAT, ['batch', hiddenSize])];
-  if (previousHidden) parts.push(g.input('previous_hidden_states', DataType.FLOAT, ['batch', hiddenSize]));
-  if (extraWidth > 0) parts.push(g.input('extra_features', DataType.FLOAT, ['batch', extraWidth]));
+  if (readsPreviousHidden(features)) parts.push(g.input('previous_hidden_states', DataType.FLOAT, ['batch', hiddenSize]));
+  if (extraCols > 0) parts.push(g.input('extra_features', DataType.FLOAT, ['batch', extraCols]));
   const x = parts.length > 1 ? g.op('Concat', parts, { axis: 1 }) : parts[0]!;
   const dense = g.op('Gemm', [x, g.floats('fc1.weight', folded.w1, [inputSize, hiddenUnits]), g.floats('fc1.bias', folded.b1, [hiddenUnits])]);
   const hidden = weights.tokens ? g.op('Add', [dense, tokenVectorOf(g, weights.tokens, hiddenUnits)]) : dense;
@@ -54,7 +47,7 @@ export function buildRouterGraph(weights: MlpWeights, layout: RouterInputLayout)
   const capped = g.op('Min', [probability, g.floats('max_score', [MAX_SCORE], [])]);
   const score = g.op('Squeeze', [capped, g.ints('squeeze_axes', [1])]);
   g.output(score, 'score', DataType.FLOAT, ['batch']);
-  return g.toModel({ hidden_size: String(hiddenSize), previous_hidden: String(previousHidden), extra_features: String(extraWidth), hidden_units: String(hiddenUnits) });
+  return g.toModel({ hidden_size: String(hiddenSize), previous_hidden: String(readsPreviousHidden(features)), extra_features: String(extraCols), hidden_units: String(hiddenUnits) });
 }
 
 /** proposed_token [batch] → its row of the token vectors, [batch, hiddenUnits]. */
@@ -74,9 +67,7 @@ export async function writeRouterPack(
   out: string,
   contents: { weights: MlpWeights; meta: RouterJson; source: Record<string, unknown> },
 ): Promise<void> {
-  const features = contents.meta.features ?? ['hidden'];
-  const layout = { hiddenSize: contents.meta.hidden_size, previousHidden: readsPreviousHidden(features), extraWidth: extraWidth(features) };
-  const model = buildRouterGraph(contents.weights, layout);
+  const model = buildRouterGraph(contents.weights, contents.meta.hidden_size, contents.meta.features ?? ['hidden']);
   await writeFolderAtomically(out, (dir) => {
     writeModel(model, join(dir, 'router.onnx'));
     writeFileSync(join(dir, 'router.json'), json(contents.meta));

@@ -15,8 +15,8 @@ import { encodePrompt } from '../../edge/decoder-loop.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax, logSoftmax } from '../../shared/logits.ts';
-import { logitStats, positionFeature, repetitionFeatures, REPETITION_WINDOW } from '../../edge/router-features.ts';
-import { ALL_EXTRA_WIDTH } from './feature-matrix.ts';
+import { logitStats, REPETITION_WINDOW, writeExtraFeatures } from '../../edge/router-features.ts';
+import { ALL_EXTRA_GROUPS, ALL_EXTRA_WIDTH } from './feature-matrix.ts';
 import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 
@@ -135,10 +135,9 @@ export class ForcedRecords {
         const cloudTop = argmax(cloudLogits);
         this.hiddenRows.push(edge.hidden.slice(i * hiddenSize, (i + 1) * hiddenSize));
         this.previousHiddenRows.push(i > 0 ? edge.hidden.slice((i - 1) * hiddenSize, i * hiddenSize) : new Float32Array(hiddenSize));
-        const stats = logitStats(edgeLogits);
         const context = ids.slice(Math.max(0, position + 1 - REPETITION_WINDOW), position + 1);
-        // ALL_EXTRA_GROUPS' layout: logit_stats, repetition, position (the index within the window the model saw).
-        this.extraRows.push(Float32Array.from([stats.entropy, stats.top1, stats.margin, ...repetitionFeatures(context, stats.argmax), positionFeature(i)]));
+        // The position is the index within the window the model saw.
+        this.extraRows.push(writeExtraFeatures(new Float32Array(ALL_EXTRA_WIDTH), ALL_EXTRA_GROUPS, logitStats(edgeLogits), context, i));
         this.slmCorrect.push(edgeTop === next ? 1 : 0);
         this.llmCorrect.push(cloudTop === next ? 1 : 0);
         this.llmProbOfSlmTop1.push(Math.exp(cloudLog[edgeTop]!));
