@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
-import { startDelayProxy } from '../src/tools/bench/delay-proxy.ts';
+import { startDelayProxy } from '../src/tools/delay-proxy/delay-proxy.ts';
 import { CircuitOpenError, CloudBackoff } from '../src/edge/cloud-backoff.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { cloudRouterService, serializeRouteRequest, type CloudRouterHandlers, type RouteRequest__Output } from '../src/shared/grpc/proto.ts';

@@ -12,7 +12,7 @@ import { plainCloudReason } from '../src/edge/cloud-failure-reason.ts';
 import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/grpc-cloud-client.ts';
 import { AppError } from '../src/shared/errors.ts';
 import { cloudRouterService } from '../src/shared/grpc/proto.ts';
-import { startDelayProxy } from '../src/tools/bench/delay-proxy.ts';
+import { startDelayProxy } from '../src/tools/delay-proxy/delay-proxy.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/cloud-certs.ts';
 import { cloudPackDir, EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 import { freePort } from './helpers/shim-process.ts';

@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
 import { connect } from 'node:net';
-import { startDelayProxyThread } from '../src/tools/bench/delay-proxy-thread.ts';
+import { startDelayProxyThread } from '../src/tools/delay-proxy/delay-proxy-thread.ts';
 
 /**
  * A target in another process that answers each chunk with the wall-clock time it received it, so the

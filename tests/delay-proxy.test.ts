@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { startDelayProxy, type DelayProxy } from '../src/tools/bench/delay-proxy.ts';
+import { startDelayProxy, type DelayProxy } from '../src/tools/delay-proxy/delay-proxy.ts';
 
 const GREETING = Buffer.from('hello from the target\n');
 

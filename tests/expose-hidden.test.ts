@@ -12,7 +12,7 @@ import { ort, type OrtTensor } from '../src/shared/ort.ts';
 import { exposeHiddenStates } from '../src/tools/models/expose-hidden.ts';
 import { formatInspection, inspectModel } from '../src/tools/models/inspect-model.ts';
 import { readModel, writeModel } from '../src/tools/models/onnx-file.ts';
-import { DataType, GraphBuilder } from '../src/tools/models/onnx-graph.ts';
+import { DataType, GraphBuilder } from '../src/shared/onnx-graph.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 
 const SEED = 11;

@@ -2,8 +2,8 @@ import { expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeQwen2Gguf } from '../src/tools/bench/gguf-qwen2.ts';
-import { ensurePeerGgufs } from '../src/tools/bench/llama-cpp-peer.ts';
+import { writeQwen2Gguf } from '../src/tools/llama-cpp-peer/gguf-qwen2.ts';
+import { ensurePeerGgufs } from '../src/tools/llama-cpp-peer/llama-cpp-peer.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from '../src/tools/models/random-model.ts';
 import { dequantizeQ4_0, readGguf } from './helpers/gguf-reader.ts';
 

@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { halfBitsToFloat32 } from '../src/shared/float-tensors.ts';
-import { quantizeQ4_0, quantizeQ8_0, toHalfBits } from '../src/tools/bench/gguf-quantize.ts';
+import { quantizeQ4_0, quantizeQ8_0, toHalfBits } from '../src/tools/llama-cpp-peer/gguf-quantize.ts';
 
 const fromHalfBits = (h: number) => halfBitsToFloat32(Uint16Array.of(h))[0]!;
-import { type GgufValue, writeGguf } from '../src/tools/bench/gguf-writer.ts';
+import { type GgufValue, writeGguf } from '../src/tools/llama-cpp-peer/gguf-writer.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 import { dequantizeQ4_0, dequantizeQ8_0, readGguf } from './helpers/gguf-reader.ts';
 

@@ -18,7 +18,7 @@ import { exposeHiddenStates } from '../src/tools/models/expose-hidden.ts';
 import { parseEvalOptions } from '../src/tools/eval/eval-options.ts';
 import { inspectPath } from '../src/tools/models/inspect-model.ts';
 import { readModel, writeModel } from '../src/tools/models/onnx-file.ts';
-import { DataType, valueInfo } from '../src/tools/models/onnx-graph.ts';
+import { DataType, valueInfo } from '../src/shared/onnx-graph.ts';
 import { HF_EXPORTS, VARIANTS } from './helpers/hub-export-packs.ts';
 
 const CLI = resolve(import.meta.dir, '..', 'src/tools/models/cli.ts');

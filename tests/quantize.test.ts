@@ -10,7 +10,7 @@ import { ort } from '../src/shared/ort.ts';
 import { DEMO } from '../src/shared/paths.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { externalDataFiles, readModel, writeModel } from '../src/tools/models/onnx-file.ts';
-import { DataType, GraphBuilder } from '../src/tools/models/onnx-graph.ts';
+import { DataType, GraphBuilder } from '../src/shared/onnx-graph.ts';
 import { dequantizeBlocks, quantizeBlocks, type WeightBits } from '../src/tools/models/quantize-blocks.ts';
 import { dequantizeColumns, quantizeColumns, WEIGHT_ZERO_POINT } from '../src/tools/models/quantize-integer.ts';
 import { quantizeModel, quantizePack } from '../src/tools/models/quantize.ts';

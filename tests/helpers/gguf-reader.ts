@@ -1,5 +1,5 @@
 /**
- * A small GGUF v3 reader for tests: parses what src/tools/bench/gguf-writer.ts writes (independently of
+ * A small GGUF v3 reader for tests: parses what src/tools/llama-cpp-peer/gguf-writer.ts writes (independently of
  * it, from the spec) and dequantizes Q8_0 / Q4_0 blocks the way ggml's dequantize_row_* do.
  */
 export interface ReadGgufTensor {

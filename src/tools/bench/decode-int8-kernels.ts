@@ -11,7 +11,7 @@ import { ModelProtoSchema, type ModelProto } from 'onnx-buf';
 import { percentile } from '../../shared/statistics.ts';
 import { ort } from '../../shared/ort.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
-import { DataType, GraphBuilder } from '../models/onnx-graph.ts';
+import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
 import { quantizeModel, type QuantizationScheme } from '../models/quantize.ts';
 
 export const USAGE = `int8-kernels [--pairs 4] [--runs 40] [--threads N] [--json]

@@ -20,7 +20,7 @@ import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandw
 import { kvCacheBytes, weightTraffic } from './decode-weights.ts';
 import { formatDtypeResults, runDtypes } from './decode-dtypes.ts';
 import { type BenchDtype, parseDtypes } from './decode-packs.ts';
-import { formatPeerResults, PEER_TYPES, runLlamaCppPeer } from './llama-cpp-peer.ts';
+import { formatPeerResults, PEER_TYPES, runLlamaCppPeer } from '../llama-cpp-peer/llama-cpp-peer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { ensureBenchPack } from '../models/random-pack.ts';
 

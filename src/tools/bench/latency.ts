@@ -31,7 +31,7 @@ import { loadModelPack } from '../../shared/model-pack.ts';
 import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
-import { startDelayProxyThread, type DelayProxyThread } from './delay-proxy-thread.ts';
+import { startDelayProxyThread, type DelayProxyThread } from '../delay-proxy/delay-proxy-thread.ts';
 import { isCpuList, pinThisProcess, startPinnedShim, type PinnedShim } from './cpu-pinning.ts';
 import { readEvalDataset } from '../eval/eval-dataset.ts';
 import { parseThresholds } from '../eval/eval-options.ts';

@@ -6,7 +6,7 @@
  */
 import type { ModelProto } from 'onnx-buf';
 import { checkSpec, type DecoderSpec, type DecoderWeights } from './decoder-spec.ts';
-import { DataType, FloatAttr, GraphBuilder } from './onnx-graph.ts';
+import { DataType, FloatAttr, GraphBuilder } from '../../shared/onnx-graph.ts';
 
 export interface DecoderGraphOptions {
   /**

@@ -22,7 +22,7 @@ import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model-pack.ts';
 import { formatDims, GraphIndex, type TensorType } from './graph-index.ts';
 import { decideHead, describeCandidate, type HeadCandidate, HIDDEN_STATES, hiddenStateCandidates, nodeLabel, traceHeads } from './lm-head.ts';
 import { externalDataFiles, readModel, writeModel } from './onnx-file.ts';
-import { valueInfo } from './onnx-graph.ts';
+import { valueInfo } from '../../shared/onnx-graph.ts';
 import { checkDataFiles, writeModelBesideData } from './write-beside-data.ts';
 
 export interface ExposeHiddenOptions {

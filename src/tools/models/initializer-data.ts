@@ -6,7 +6,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { TensorProto_DataLocation, type TensorProto } from 'onnx-buf';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { DataType } from './onnx-graph.ts';
+import { DataType } from '../../shared/onnx-graph.ts';
 
 export function initializerFloats(t: TensorProto, modelPath: string): Float32Array {
   if (t.dataType !== DataType.FLOAT) throw new AppError('INVALID_ARGUMENT', `${modelPath}: ${t.name} is not float32`);

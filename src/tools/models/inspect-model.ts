@@ -21,7 +21,7 @@ import { AppError, errorMessage } from '../../shared/errors.ts';
 import { modelFiles } from '../../shared/model-pack.ts';
 import { elemBits, elemTypeName, formatDims, GraphIndex, type TensorType } from './graph-index.ts';
 import { decideHead, HIDDEN_STATES, hiddenStateCandidates, LOGITS, nodeLabel, vocabSize } from './lm-head.ts';
-import type { Dim } from './onnx-graph.ts';
+import type { Dim } from '../../shared/onnx-graph.ts';
 import { externalDataFiles, readModel } from './onnx-file.ts';
 
 export interface TensorDescription {

@@ -13,7 +13,7 @@ import type { RouterJson } from '../../edge/router.ts';
 import { extraWidth, readsPreviousHidden, type FeatureGroup } from '../../edge/router-features.ts';
 import { inputWidth } from './feature-matrix.ts';
 import { writeFolderAtomically } from '../models/atomic-output.ts';
-import { DataType, GraphBuilder } from '../models/onnx-graph.ts';
+import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
 import { writeModel } from '../models/onnx-file.ts';
 import { PACK_SOURCE_FILE } from '../models/pack-writer.ts';
 import { foldStandardization, MAX_SCORE, type MlpWeights, type TokenVectors } from './mlp.ts';

@@ -12,7 +12,7 @@ import { AppError } from '../../shared/errors.ts';
 import { MODELS_DIR } from '../../shared/paths.ts';
 import { median, percentile } from '../../shared/statistics.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from '../models/random-model.ts';
-import type { BenchDtype } from './decode-packs.ts';
+import type { BenchDtype } from '../bench/decode-packs.ts';
 import { writeQwen2Gguf } from './gguf-qwen2.ts';
 import type { GgmlTypeName } from './gguf-writer.ts';
 
