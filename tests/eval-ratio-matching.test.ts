@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { RandomRouter, TopProbabilityRouter } from '../src/tools/eval/baseline-routers.ts';
-import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from '../src/tools/eval/ratio-matching.ts';
+import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from '../src/tools/lab/ratio-matching.ts';
 import { MAX_SCORE } from '../src/tools/router/mlp.ts';
 
 const sum = (a: Uint8Array) => a.reduce((s, v) => s + v, 0);

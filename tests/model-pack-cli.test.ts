@@ -10,7 +10,8 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { parameterCount } from '../src/tools/models/decoder-spec.ts';
 import { PRESETS } from '../src/tools/models/random-model.ts';
 import { buildAllDemoPacks } from '../src/tools/models/demo.ts';
-import { DEMO_ROUTER_TRAINING, trainRouter } from '../src/tools/router/train-router.ts';
+import { DEMO_ROUTER_TRAINING } from '../src/tools/router/train-router-options.ts';
+import { trainRouter } from '../src/tools/router/train-router.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'model-cli-'));

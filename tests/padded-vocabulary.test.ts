@@ -13,7 +13,7 @@ import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { readLlama2cCheckpoint } from '../src/tools/models/llama2c-checkpoint.ts';
 import { writeDecoderPack } from '../src/tools/models/pack-writer.ts';
-import { checkSameVocabulary, teacherForcePacks } from '../src/tools/router/teacher-forcing.ts';
+import { checkSameVocabulary, teacherForcePacks } from '../src/tools/lab/teacher-forcing.ts';
 import { EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 

@@ -10,11 +10,12 @@ import { OnnxRouter, type RouterJson } from '../src/edge/router.ts';
 import { readJsonFile } from '../src/shared/model-pack.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 import { scoreWithRouterPack } from '../src/tools/router/batch-scorer.ts';
-import { ALL_EXTRA_WIDTH, inputWidth, routerInputs } from '../src/tools/router/feature-matrix.ts';
+import { ALL_EXTRA_WIDTH, inputWidth, routerInputs } from '../src/tools/lab/feature-matrix.ts';
 import { initialWeights, predict } from '../src/tools/router/mlp.ts';
 import { MlpRouter } from '../src/tools/router/mlp-router.ts';
 import { writeRouterPack } from '../src/tools/router/router-pack.ts';
-import { teacherForce, type TeacherForced } from '../src/tools/router/teacher-forcing.ts';
+import type { TeacherForced } from '../src/tools/lab/forced-records.ts';
+import { teacherForce } from '../src/tools/lab/teacher-forcing.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'router-context-'));

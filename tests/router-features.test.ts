@@ -1,11 +1,11 @@
 /** The router's extra features, the loop measures, the fixed-share table and the text splits: exact values on hand-made inputs. */
 import { describe, expect, test } from 'bun:test';
 import { extraFeatures, extraWidth, logitStats, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/router-features.ts';
-import { commonPrefix, freeRunningFigures, isStuck, rep4 } from '../src/tools/eval/free-running-metrics.ts';
+import { commonPrefix, freeRunningFigures, isStuck, rep4 } from '../src/tools/lab/free-running-metrics.ts';
 import { atShare } from '../src/tools/eval/share-table.ts';
-import { pickExtraColumns, routerInputs } from '../src/tools/router/feature-matrix.ts';
+import { pickExtraColumns, routerInputs } from '../src/tools/lab/feature-matrix.ts';
 import { divergenceLabel, divergenceLabels } from '../src/tools/router/labels.ts';
-import { detectSplit, splitText } from '../src/tools/router/text-corpus.ts';
+import { detectSplit, splitText } from '../src/tools/lab/text-corpus.ts';
 
 describe('logit statistics', () => {
   test('two equal logits and one far below: entropy ln 2, top-1 1/2, margin 0', () => {

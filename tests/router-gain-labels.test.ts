@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { logLoss } from '../src/tools/router/classifier-metrics.ts';
 import { gainTarget, labelsFor, cloudGainTargets, mixedGainTargets, textGainTargets } from '../src/tools/router/labels.ts';
 import { predict } from '../src/tools/router/mlp.ts';
-import type { TeacherForced } from '../src/tools/router/teacher-forcing.ts';
+import type { TeacherForced } from '../src/tools/lab/forced-records.ts';
 import { trainMlp } from '../src/tools/router/train-mlp.ts';
 import { softRuleThreshold } from '../src/tools/router/train-router.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';

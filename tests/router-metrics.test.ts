@@ -3,9 +3,10 @@ import { accuracyAt, auc, labelBalance, logLoss } from '../src/tools/router/clas
 import { citerLabel, citerLabels } from '../src/tools/router/labels.ts';
 import { foldStandardization, initialWeights, MAX_SCORE, predict, type MlpWeights } from '../src/tools/router/mlp.ts';
 import { routingCurve } from '../src/tools/router/routing-curve.ts';
-import { selectParagraphs, type TeacherForced } from '../src/tools/router/teacher-forcing.ts';
-import { ALL_EXTRA_WIDTH } from '../src/tools/router/feature-matrix.ts';
-import { splitByParagraph, splitParagraphs } from '../src/tools/router/text-corpus.ts';
+import type { TeacherForced } from '../src/tools/lab/forced-records.ts';
+import { selectParagraphs } from '../src/tools/lab/forced-selection.ts';
+import { ALL_EXTRA_WIDTH } from '../src/tools/lab/feature-matrix.ts';
+import { splitByParagraph, splitParagraphs } from '../src/tools/lab/text-corpus.ts';
 import { featureStats, trainMlp } from '../src/tools/router/train-mlp.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 

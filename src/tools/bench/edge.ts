@@ -25,7 +25,7 @@ import { packIsUpToDate } from '../models/pack-writer.ts';
 import { ensureBenchPack } from '../models/random-pack.ts';
 import { reprefillTokenMs } from './edge-reprefill.ts';
 import { randomRouterSource, writeRandomRouterPack, type RandomRouterOptions } from '../router/random-router.ts';
-import { DEFAULT_HIDDEN_UNITS, DEFAULT_MEMBERS } from '../router/train-router.ts';
+import { DEFAULT_HIDDEN_UNITS, DEFAULT_MEMBERS } from '../router/train-router-options.ts';
 
 export const USAGE = `bench edge [--pack DIR --router DIR | --preset qwen2.5-0.5b] [--tokens N] [--runs R] [--threads T] [--json]
       edge decode step, router call and time between tokens with and without routing (≥ 20% routed),

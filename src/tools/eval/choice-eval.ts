@@ -7,11 +7,11 @@
  * closest to it.
  */
 import type { Router } from '../../edge/router.ts';
-import type { ProgressReporter } from '../router/train-router.ts';
+import type { ProgressReporter } from '../lab/progress.ts';
 import { ProbeRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
-import { generateAll, type EvalEdge, type GenerationRun } from './generation-runs.ts';
+import { generateAll, type EvalEdge, type GenerationRun } from '../lab/generation-runs.ts';
 import { buildChoicePrompt, CHOICE_STOP, extractAnswer, type MultipleChoiceQuestion } from './multiple-choice.ts';
-import { matchRoutedRatio, quantileThreshold } from './ratio-matching.ts';
+import { matchRoutedRatio, quantileThreshold } from '../lab/ratio-matching.ts';
 
 export interface ChoiceEvalOptions {
   edge: EvalEdge;

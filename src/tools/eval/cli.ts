@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { runCli } from '../cli-support.ts';
-import { terminalProgress } from '../router/progress-bar.ts';
+import { terminalProgress } from '../lab/progress.ts';
 import { EVAL_USAGE, parseEvalOptions } from './eval-options.ts';
 import { evalPlots } from './eval-plots.ts';
 import { formatMarkdown, toJson } from './eval-report.ts';

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { splitText, type ResolvedSplit, type TextSplit } from '../router/text-corpus.ts';
+import { splitText, type ResolvedSplit, type TextSplit } from '../lab/text-corpus.ts';
 import { choiceFormatOf, toQuestion, type ChoiceFormat, type MultipleChoiceQuestion } from './multiple-choice.ts';
 
 export type DatasetFormat = ChoiceFormat | 'text';

@@ -8,9 +8,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { writeFileAtomically } from '../models/atomic-output.ts';
-import { ALL_EXTRA_WIDTH } from '../router/feature-matrix.ts';
+import { ALL_EXTRA_WIDTH } from '../lab/feature-matrix.ts';
 import { divergenceLabel } from '../router/labels.ts';
-import type { TeacherForced } from '../router/teacher-forcing.ts';
+import type { TeacherForced } from '../lab/forced-records.ts';
 
 export interface DumpRow {
   paragraph: number;

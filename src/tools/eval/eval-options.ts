@@ -5,7 +5,7 @@ import { DEMO } from '../../shared/paths.ts';
 import { parseDecimal } from '../../shared/number-text.ts';
 import { integerFlag, numberFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { DEFAULT_THRESHOLDS } from '../router/routing-curve.ts';
-import { TEXT_SPLITS, type TextSplit } from '../router/text-corpus.ts';
+import { TEXT_SPLITS, type TextSplit } from '../lab/text-corpus.ts';
 import { DEFAULT_SHARES } from './share-table.ts';
 
 export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]

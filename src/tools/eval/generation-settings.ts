@@ -11,9 +11,9 @@
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { EntropyRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
-import { freeRunningFigures } from './free-running-metrics.ts';
-import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun } from './generation-runs.ts';
-import { matchRoutedRatio, quantileThreshold } from './ratio-matching.ts';
+import { freeRunningFigures } from '../lab/free-running-metrics.ts';
+import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun } from '../lab/generation-runs.ts';
+import { matchRoutedRatio, quantileThreshold } from '../lab/ratio-matching.ts';
 
 export const GENERATION_METHODS = ['small_only', 'llm_only', 'router', 'random', 'top1', 'entropy'] as const;
 export type GenerationMethod = (typeof GENERATION_METHODS)[number];

@@ -7,7 +7,7 @@
  * @example
  * atShare({ count: 4, slmCorrect, llmCorrect }, { router, random, top1, entropy }, [0.5]);
  */
-import { lowestSelection, randomSelection } from './ratio-matching.ts';
+import { lowestSelection, randomSelection } from '../lab/ratio-matching.ts';
 
 export const DEFAULT_SHARES = [0.1, 0.2, 0.3, 0.5] as const;
 

@@ -17,17 +17,19 @@
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { scoreWithRouterPack } from '../router/batch-scorer.ts';
-import { teacherForce, type TeacherForced } from '../router/teacher-forcing.ts';
-import type { ProgressReporter } from '../router/train-router.ts';
+import type { TeacherForced } from '../lab/forced-records.ts';
+import { teacherForce } from '../lab/teacher-forcing.ts';
+import type { ProgressReporter } from '../lab/progress.ts';
 import { encodePrompt } from '../../edge/decoder-loop.ts';
-import { ALL_EXTRA_WIDTH } from '../router/feature-matrix.ts';
+import { ALL_EXTRA_WIDTH } from '../lab/feature-matrix.ts';
 import { MAX_SCORE } from '../router/mlp.ts';
 import { entropyScore } from './baseline-routers.ts';
 import { dumpRows, writeDump } from './eval-dump.ts';
-import { freeRunningFigures } from './free-running-metrics.ts';
+import { freeRunningFigures } from '../lab/free-running-metrics.ts';
 import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting } from './generation-settings.ts';
-import type { EvalEdge } from './generation-runs.ts';
-import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from './ratio-matching.ts';
+import type { EvalEdge } from '../lab/generation-runs.ts';
+import { continuationPrompts } from '../lab/continuation-prompts.ts';
+import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from '../lab/ratio-matching.ts';
 import { atShare, type ShareRow } from './share-table.ts';
 
 export interface TextEvalOptions {
@@ -107,19 +109,6 @@ function share(values: Uint8Array): number {
   let s = 0;
   for (const v of values) s += v;
   return values.length ? s / values.length : 0;
-}
-
-/** Prompts for the continuations: the first `prefixTokens` tokens of paragraphs long enough to continue. */
-export function continuationPrompts(edge: Pick<EvalEdge, 'slm' | 'tokenizer'>, paragraphs: readonly string[], count: number, prefixTokens: number): string[] {
-  const prompts: string[] = [];
-  for (const text of paragraphs) {
-    if (prompts.length >= count) break;
-    const ids = edge.tokenizer.encode(text, { addBos: false, parseSpecialTokens: false });
-    if (ids.length < prefixTokens + 2) continue;
-    const prompt = edge.tokenizer.decode(ids.slice(0, prefixTokens)).trim();
-    if (prompt) prompts.push(prompt);
-  }
-  return prompts;
 }
 
 export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> {

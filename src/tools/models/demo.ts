@@ -10,7 +10,9 @@
  * await buildAllDemoPacks((line) => console.log(line));   // both pairs (`bun run models demo`, the tests)
  */
 import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
-import { DEMO_ROUTER_TRAINING, routerSource, trainRouter, type TrainRouterOptions } from '../router/train-router.ts';
+import { routerSource } from '../router/router-source.ts';
+import { DEMO_ROUTER_TRAINING, type TrainRouterOptions } from '../router/train-router-options.ts';
+import { trainRouter } from '../router/train-router.ts';
 import { convertLlama2c, llama2cSource, type ConvertLlama2cOptions } from './convert-llama2c.ts';
 import { packIsUpToDate } from './pack-writer.ts';
 

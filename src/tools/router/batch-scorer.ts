@@ -8,7 +8,7 @@ import { AppError } from '../../shared/errors.ts';
 import { readJsonFile } from '../../shared/model-pack.ts';
 import { ort, type OrtTensor } from '../../shared/ort.ts';
 import { extraWidth, parseFeatureGroups, readsPreviousHidden, readsToken } from '../../edge/router-features.ts';
-import { pickExtraColumns } from './feature-matrix.ts';
+import { pickExtraColumns } from '../lab/feature-matrix.ts';
 import { runSession } from '../../shared/run-session.ts';
 
 const BATCH_ROWS = 4096;

@@ -1,7 +1,7 @@
 /** `bun run router <command>`: train a router pack, or evaluate one on held-out text. */
 import { integerFlag, numberFlag, parseFlags, requireFlag, runCli, UsageError } from '../cli-support.ts';
 import { evaluateRouter } from './evaluate-router.ts';
-import { terminalProgress } from './progress-bar.ts';
+import { terminalProgress } from '../lab/progress.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
@@ -16,9 +16,9 @@ import {
   DEFAULT_ROUTER_LEARNING_RATE,
   DEFAULT_MEMBERS,
   DEFAULT_ROUNDS,
-  formatTrainReport,
-  trainRouter,
-} from './train-router.ts';
+} from './train-router-options.ts';
+import { formatTrainReport } from './train-report.ts';
+import { trainRouter } from './train-router.ts';
 
 const USAGE = `usage: bun run router <command> [flags]
 

@@ -8,9 +8,10 @@ import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, readJsonFile } from '../../shared/model-pack.ts';
 import { scoreWithRouterPack } from './batch-scorer.ts';
 import { routingCurve, type RoutingCurve } from './routing-curve.ts';
-import { teacherForcePacks, type TeacherForced } from './teacher-forcing.ts';
-import { readTextCorpus, splitByParagraph } from './text-corpus.ts';
-import type { ProgressReporter } from './train-router.ts';
+import type { TeacherForced } from '../lab/forced-records.ts';
+import { teacherForcePacks } from '../lab/teacher-forcing.ts';
+import { readTextCorpus, splitByParagraph } from '../lab/text-corpus.ts';
+import type { ProgressReporter } from '../lab/progress.ts';
 
 export interface EvaluateRouterOptions {
   router: string;

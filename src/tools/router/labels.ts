@@ -27,7 +27,7 @@
  * divergenceLabel(0.05, 0.6); // 0: the cloud would rather say something else
  * gainTarget(0.05, 0.6);      // 0.225: routing is expected to gain 0.55 in agreement with the cloud
  */
-import type { TeacherForced } from './teacher-forcing.ts';
+import type { TeacherForced } from '../lab/forced-records.ts';
 
 export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];

@@ -10,10 +10,10 @@
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
-import { freeRunningFigures, type FreeRunningFigures } from '../eval/free-running-metrics.ts';
-import { generateAll } from '../eval/generation-runs.ts';
+import { freeRunningFigures, type FreeRunningFigures } from '../lab/free-running-metrics.ts';
+import { generateAll } from '../lab/generation-runs.ts';
 import { InProcessCloud } from '../eval/in-process-cloud.ts';
-import { ForcedRecords, type TeacherForced } from './teacher-forcing.ts';
+import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';
 
 export interface RolloutOptions {
   slm: DecoderModel;

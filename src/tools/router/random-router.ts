@@ -3,7 +3,7 @@
  * (the scores mean nothing; the work per call is exactly that of a trained router of that width).
  */
 import { FEATURE_GROUPS } from '../../edge/router-features.ts';
-import { inputWidth } from './feature-matrix.ts';
+import { inputWidth } from '../lab/feature-matrix.ts';
 import { initialWeights, normalSampler } from './mlp.ts';
 import { writeRouterPack } from './router-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';

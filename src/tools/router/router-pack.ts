@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { ModelProto } from 'onnx-buf';
 import type { RouterJson } from '../../edge/router.ts';
 import { extraWidth, readsPreviousHidden, type FeatureGroup } from '../../edge/router-features.ts';
-import { inputWidth } from './feature-matrix.ts';
+import { inputWidth } from '../lab/feature-matrix.ts';
 import { writeFolderAtomically } from '../models/atomic-output.ts';
 import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
 import { writeModel } from '../models/onnx-file.ts';

@@ -4,7 +4,7 @@
  * model's. τ = 0 routes nothing (scores are never negative) and τ = 1 routes everything (a sigmoid never
  * reaches 1), so the curve runs from small-only to large-only accuracy.
  */
-import type { TeacherForced } from './teacher-forcing.ts';
+import type { TeacherForced } from '../lab/forced-records.ts';
 
 export interface RoutingPoint {
   threshold: number;

@@ -1,0 +1,162 @@
+/**
+ * The records of teacher forcing: one per position of a sequence both models read, holding the edge
+ * model's hidden state and extra router features there, whether each model's top-1 is the true next
+ * token, and how likely the cloud finds the edge's top-1. Teacher forcing over text (teacher-forcing.ts)
+ * and the router's on-policy rounds (which force generated trajectories) both collect them here.
+ *
+ * @example
+ * const records = new ForcedRecords(slm, llm);
+ * await records.addSequence(ids, 0);
+ * const forced = records.build(); // forced.count records
+ */
+import type { DecoderModel } from '../../shared/decoder-model.ts';
+import { AppError } from '../../shared/errors.ts';
+import { argmax, logSoftmax } from '../../shared/logits.ts';
+import { logitStats, REPETITION_WINDOW, writeExtraFeatures } from '../../edge/router-features.ts';
+import { ALL_EXTRA_GROUPS, ALL_EXTRA_WIDTH } from './feature-matrix.ts';
+
+export interface TeacherForced {
+  hiddenSize: number;
+  /** Number of positions (records). */
+  count: number;
+  /** Edge hidden states, `[count, hiddenSize]` row-major. */
+  hidden: Float32Array;
+  /** The edge's hidden state at each record's previous position (zeros at a sequence's first), `[count, hiddenSize]`. */
+  previousHidden: Float32Array;
+  /** Every extra router feature (`ALL_EXTRA_GROUPS` of feature-matrix.ts), `[count, ALL_EXTRA_WIDTH]`. */
+  extra: Float32Array;
+  /** 1 where the model's top-1 equals the true next token. */
+  slmCorrect: Uint8Array;
+  llmCorrect: Uint8Array;
+  /** The cloud's probability of the edge's top-1, and of its own top-1: the divergence labels' inputs. */
+  llmProbOfSlmTop1: Float32Array;
+  llmTopProb: Float32Array;
+  /** The edge's top-1 at each position: the token it proposes (the router's `token` input). */
+  proposed: Int32Array;
+  /** The true next token of each position. */
+  nextId: Int32Array;
+  /** Index (into the given paragraphs) of the paragraph each record comes from. */
+  paragraph: Int32Array;
+  /** Paragraphs longer than the shorter context window, scored in consecutive windows. */
+  windowed: number;
+}
+
+async function forward(model: DecoderModel, ids: number[]): Promise<{ logits: Float32Array; hidden: Float32Array }> {
+  const sequence = model.newSequence();
+  try {
+    const out = await sequence.append(ids, { allPositions: true });
+    return { logits: out.allLogits!, hidden: out.allHidden! };
+  } finally {
+    sequence.dispose();
+  }
+}
+
+/** Collects records position by position and packs them into a `TeacherForced`. */
+export class ForcedRecords {
+  private readonly hiddenRows: Float32Array[] = [];
+  private readonly previousHiddenRows: Float32Array[] = [];
+  private readonly extraRows: Float32Array[] = [];
+  private readonly slmCorrect: number[] = [];
+  private readonly llmCorrect: number[] = [];
+  private readonly llmProbOfSlmTop1: number[] = [];
+  private readonly llmTopProb: number[] = [];
+  private readonly proposed: number[] = [];
+  private readonly nextId: number[] = [];
+  private readonly paragraph: number[] = [];
+  windowed = 0;
+
+  constructor(
+    readonly slm: DecoderModel,
+    readonly llm: DecoderModel,
+  ) {
+    if (!slm.hasHiddenStates) {
+      throw new AppError('FAILED_PRECONDITION', `${slm.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`);
+    }
+  }
+
+  get count(): number {
+    return this.slmCorrect.length;
+  }
+
+  /** Positions past the shorter window cannot be scored by both models in one pass. */
+  get maxLength(): number {
+    return Math.min(this.slm.pack.maxPositions, this.llm.pack.maxPositions);
+  }
+
+  /**
+   * Forces both models along `ids` and records the positions from `first` on (each predicts the id after
+   * it). A sequence longer than the window is read in consecutive windows, each starting where the last
+   * one's final prediction was due, so every token is predicted exactly once. Each window is a sequence of
+   * its own for the models, so its first position has no previous hidden state and position 0.
+   */
+  async addSequence(ids: readonly number[], paragraph: number, first = 0): Promise<void> {
+    const hiddenSize = this.slm.pack.hiddenSize;
+    // Each model's logits rows are as wide as its embedding; exports pad it differently (Qwen2.5-0.5B 151,936
+    // rows, the 7B and 32B 152,064) over the same tokenizer, so top-1 is taken over the ids both have.
+    const edgeRow = this.slm.pack.vocabSize;
+    const cloudRow = this.llm.pack.vocabSize;
+    const shared = Math.min(edgeRow, cloudRow);
+    const window = this.maxLength;
+    if (ids.length > window) this.windowed++;
+    for (let start = 0; start + 1 < ids.length; start += window - 1) {
+      const chunk = ids.slice(start, start + window);
+      if (start + chunk.length - 1 <= first) continue;
+      const edge = await forward(this.slm, chunk);
+      const cloud = await forward(this.llm, chunk);
+      if (edge.hidden.length !== chunk.length * hiddenSize) {
+        throw new AppError(
+          'FAILED_PRECONDITION',
+          `${this.slm.pack.dir}: hidden_states has ${edge.hidden.length / chunk.length} values per position, config.json says hidden_size ${hiddenSize}`,
+        );
+      }
+      for (let i = 0; i + 1 < chunk.length; i++) {
+        const position = start + i;
+        if (position < first) continue;
+        const next = chunk[i + 1]!;
+        const edgeLogits = edge.logits.subarray(i * edgeRow, i * edgeRow + shared);
+        const cloudLogits = cloud.logits.subarray(i * cloudRow, i * cloudRow + shared);
+        const edgeTop = argmax(edgeLogits);
+        const cloudLog = logSoftmax(cloudLogits);
+        const cloudTop = argmax(cloudLogits);
+        this.hiddenRows.push(edge.hidden.slice(i * hiddenSize, (i + 1) * hiddenSize));
+        this.previousHiddenRows.push(i > 0 ? edge.hidden.slice((i - 1) * hiddenSize, i * hiddenSize) : new Float32Array(hiddenSize));
+        const context = ids.slice(Math.max(0, position + 1 - REPETITION_WINDOW), position + 1);
+        // The position is the index within the window the model saw.
+        this.extraRows.push(writeExtraFeatures(new Float32Array(ALL_EXTRA_WIDTH), ALL_EXTRA_GROUPS, logitStats(edgeLogits), context, i));
+        this.slmCorrect.push(edgeTop === next ? 1 : 0);
+        this.llmCorrect.push(cloudTop === next ? 1 : 0);
+        this.llmProbOfSlmTop1.push(Math.exp(cloudLog[edgeTop]!));
+        this.llmTopProb.push(Math.exp(cloudLog[cloudTop]!));
+        this.proposed.push(edgeTop);
+        this.nextId.push(next);
+        this.paragraph.push(paragraph);
+      }
+    }
+  }
+
+  build(): TeacherForced {
+    const hiddenSize = this.slm.pack.hiddenSize;
+    const count = this.count;
+    const hidden = new Float32Array(count * hiddenSize);
+    this.hiddenRows.forEach((row, r) => hidden.set(row, r * hiddenSize));
+    const previousHidden = new Float32Array(count * hiddenSize);
+    this.previousHiddenRows.forEach((row, r) => previousHidden.set(row, r * hiddenSize));
+    const extra = new Float32Array(count * ALL_EXTRA_WIDTH);
+    this.extraRows.forEach((row, r) => extra.set(row, r * ALL_EXTRA_WIDTH));
+    return {
+      hiddenSize,
+      count,
+      hidden,
+      previousHidden,
+      extra,
+      slmCorrect: Uint8Array.from(this.slmCorrect),
+      llmCorrect: Uint8Array.from(this.llmCorrect),
+      llmProbOfSlmTop1: Float32Array.from(this.llmProbOfSlmTop1),
+      llmTopProb: Float32Array.from(this.llmTopProb),
+      proposed: Int32Array.from(this.proposed),
+      nextId: Int32Array.from(this.nextId),
+      paragraph: Int32Array.from(this.paragraph),
+      windowed: this.windowed,
+    };
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Subsets and concatenations of teacher-forced records: the validation split (by paragraph) and the
+ * aggregation of on-policy rounds.
+ *
+ * @example
+ * const validation = selectParagraphs(forced, (p) => p % 10 === 0);
+ * const all = concatForced([forced, rollouts]);
+ */
+import type { TeacherForced } from './forced-records.ts';
+import { ALL_EXTRA_WIDTH } from './feature-matrix.ts';
+
+/** The given records (row indices), in that order. */
+export function selectRows(forced: TeacherForced, rows: readonly number[]): TeacherForced {
+  const h = forced.hiddenSize;
+  const hidden = new Float32Array(rows.length * h);
+  const previousHidden = new Float32Array(rows.length * h);
+  const extra = new Float32Array(rows.length * ALL_EXTRA_WIDTH);
+  rows.forEach((r, i) => {
+    hidden.set(forced.hidden.subarray(r * h, (r + 1) * h), i * h);
+    previousHidden.set(forced.previousHidden.subarray(r * h, (r + 1) * h), i * h);
+    extra.set(forced.extra.subarray(r * ALL_EXTRA_WIDTH, (r + 1) * ALL_EXTRA_WIDTH), i * ALL_EXTRA_WIDTH);
+  });
+  return {
+    hiddenSize: h,
+    count: rows.length,
+    hidden,
+    previousHidden,
+    extra,
+    slmCorrect: Uint8Array.from(rows, (r) => forced.slmCorrect[r]!),
+    llmCorrect: Uint8Array.from(rows, (r) => forced.llmCorrect[r]!),
+    llmProbOfSlmTop1: Float32Array.from(rows, (r) => forced.llmProbOfSlmTop1[r]!),
+    llmTopProb: Float32Array.from(rows, (r) => forced.llmTopProb[r]!),
+    proposed: Int32Array.from(rows, (r) => forced.proposed[r]!),
+    nextId: Int32Array.from(rows, (r) => forced.nextId[r]!),
+    paragraph: Int32Array.from(rows, (r) => forced.paragraph[r]!),
+    windowed: forced.windowed,
+  };
+}
+
+/** The records whose paragraph satisfies `keep`, in their original order. */
+export function selectParagraphs(forced: TeacherForced, keep: (paragraph: number) => boolean): TeacherForced {
+  const rows: number[] = [];
+  for (let i = 0; i < forced.count; i++) if (keep(forced.paragraph[i]!)) rows.push(i);
+  return selectRows(forced, rows);
+}
+
+/** All records of `parts`, one after the other (their paragraph indices kept as they are). */
+export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
+  const all: number[][] = parts.map((p) => Array.from({ length: p.count }, (_, i) => i));
+  const picked = parts.map((p, k) => selectRows(p, all[k]!));
+  const count = picked.reduce((s, p) => s + p.count, 0);
+  const h = parts[0]!.hiddenSize;
+  const out: TeacherForced = {
+    hiddenSize: h,
+    count,
+    hidden: new Float32Array(count * h),
+    previousHidden: new Float32Array(count * h),
+    extra: new Float32Array(count * ALL_EXTRA_WIDTH),
+    slmCorrect: new Uint8Array(count),
+    llmCorrect: new Uint8Array(count),
+    llmProbOfSlmTop1: new Float32Array(count),
+    llmTopProb: new Float32Array(count),
+    proposed: new Int32Array(count),
+    nextId: new Int32Array(count),
+    paragraph: new Int32Array(count),
+    windowed: parts.reduce((s, p) => s + p.windowed, 0),
+  };
+  let at = 0;
+  for (const p of picked) {
+    out.hidden.set(p.hidden, at * h);
+    out.previousHidden.set(p.previousHidden, at * h);
+    out.extra.set(p.extra, at * ALL_EXTRA_WIDTH);
+    out.slmCorrect.set(p.slmCorrect, at);
+    out.llmCorrect.set(p.llmCorrect, at);
+    out.llmProbOfSlmTop1.set(p.llmProbOfSlmTop1, at);
+    out.llmTopProb.set(p.llmTopProb, at);
+    out.proposed.set(p.proposed, at);
+    out.nextId.set(p.nextId, at);
+    out.paragraph.set(p.paragraph, at);
+    at += p.count;
+  }
+  return out;
+}

@@ -1,0 +1,89 @@
+/**
+ * Teacher forcing of an edge/cloud pair over paragraphs of text: each paragraph (BOS + its tokens) is
+ * run once through each model in one forward pass (in windows when longer than the context), and every
+ * position that has a next token becomes a record: the edge model's hidden state and extra router
+ * features there, whether each model's top-1 is the true next token, and how likely the cloud finds the
+ * edge's top-1 (forced-records.ts). On-policy training records generated trajectories the same way.
+ * Router training and the routing evaluation both start from this.
+ *
+ * @example
+ * const forced = await teacherForcePacks('models/stories260k-3l', 'models/stories260k', paragraphs);
+ * const keep = citerLabels(forced); // 1 = keep the edge token, 0 = route
+ */
+import { join } from 'node:path';
+import { encodePrompt } from '../../edge/decoder-loop.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { AppError } from '../../shared/errors.ts';
+import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { ForcedRecords, type TeacherForced } from './forced-records.ts';
+
+export interface TeacherForceOptions {
+  slm: DecoderModel;
+  llm: DecoderModel;
+  /** The edge tokenizer; the cloud model must share its vocabulary (checked by the caller). */
+  tokenizer: TextTokenizer;
+  paragraphs: readonly string[];
+  /** Called after each paragraph. */
+  onParagraph?: (done: number, total: number) => void;
+}
+
+/** Both models read each paragraph; every position with a next token becomes a record (forced-records.ts). */
+export async function teacherForce(options: TeacherForceOptions): Promise<TeacherForced> {
+  const { slm, llm, tokenizer, paragraphs } = options;
+  const records = new ForcedRecords(slm, llm);
+  for (const [p, text] of paragraphs.entries()) {
+    // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
+    await records.addSequence(encodePrompt({ slm, tokenizer }, text), p);
+    options.onParagraph?.(p + 1, paragraphs.length);
+  }
+  return records.build();
+}
+
+/** The token → id map of a pack's tokenizer.json (plus its added tokens), as comparable text. */
+function vocabularyOf(pack: ModelPack): string {
+  const tokenizer = readJsonFile(join(pack.dir, 'tokenizer.json')) as {
+    model?: { vocab?: unknown };
+    added_tokens?: { id: number; content: string }[];
+  };
+  const added = (tokenizer.added_tokens ?? []).map((t) => [t.id, t.content]);
+  return JSON.stringify([tokenizer.model?.vocab ?? null, added]);
+}
+
+/**
+ * Routing needs the two models to mean the same thing by every token id: the same tokenizer. Their
+ * embeddings may still differ in padding rows beyond it (`vocab_size` in config.json), which name no token.
+ */
+export function checkSameVocabulary(slm: ModelPack, llm: ModelPack): void {
+  if (vocabularyOf(slm) !== vocabularyOf(llm)) {
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `${slm.dir} and ${llm.dir} have different tokenizers (${slm.vocabSize} vs ${llm.vocabSize} embedding rows): routing needs a pair that shares its tokenizer`,
+    );
+  }
+}
+
+/** Loads both packs, teacher-forces them over `paragraphs` once, and releases them. */
+export async function teacherForcePacks(
+  slmSource: string | ModelPack,
+  llmSource: string | ModelPack,
+  paragraphs: readonly string[],
+  onParagraph?: (done: number, total: number) => void,
+): Promise<TeacherForced> {
+  // A folder runs its model.onnx; a loaded pack runs the variant it was loaded with (e.g. model_q4.onnx).
+  const slmPack = typeof slmSource === 'string' ? loadModelPack(slmSource) : slmSource;
+  const llmPack = typeof llmSource === 'string' ? loadModelPack(llmSource) : llmSource;
+  checkSameVocabulary(slmPack, llmPack);
+  const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
+  const slm = await DecoderModel.load(slmPack);
+  try {
+    const llm = await DecoderModel.load(llmPack);
+    try {
+      return await teacherForce({ slm, llm, tokenizer, paragraphs, onParagraph });
+    } finally {
+      await llm.release();
+    }
+  } finally {
+    await slm.release();
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * What `router train` is told: its options, their defaults (each with the measurement that chose it) and
+ * their validation, so that bad input fails before anything is loaded or written.
+ *
+ * @example
+ * validateTrainOptions({ ...DEMO_ROUTER_TRAINING, slm, llm, text, out, trainFraction: 0.8, seed: 0, hiddenUnits: 64 });
+ */
+import { resolve } from 'node:path';
+import { AppError } from '../../shared/errors.ts';
+import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
+import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
+import { DEFAULT_LEARNING_RATE } from './train-mlp.ts';
+
+/** Bump when training changes what it produces, so `models demo` retrains older routers. */
+export const TRAINER_VERSION = 4;
+/** Share of the training paragraphs set aside for validation (early stopping and the reported figures). */
+export const VALIDATION_FRACTION = 0.1;
+/**
+ * Score below which a token is routed by default, for the hard label rules: with a calibrated P(keep),
+ * 0.5 is the decision that errs least often. A soft rule's score is (1 − E[gain]) / 2, below 0.5 wherever
+ * routing is expected to gain anything at all (87% of the truncated pair's positions), so its default is
+ * measured instead: `softRuleThreshold`.
+ */
+export const DEFAULT_THRESHOLD = 0.5;
+/** `--hidden-units` when not given (per member). */
+export const DEFAULT_HIDDEN_UNITS = 64;
+/**
+ * `--members` when not given: independently initialised MLPs whose logits are averaged (one MLP of
+ * members × hidden units in router.onnx). Three recover about a point more of the gap than one
+ * (docs/router-training.md).
+ */
+export const DEFAULT_MEMBERS = 3;
+/**
+ * Adam's step size and the epoch cap per round when `--learning-rate` / `--epochs` are not given. The
+ * router's inputs are wide (two hidden states and the token table) and its labels soft, and a third of
+ * the MLP trainer's default step (DEFAULT_LEARNING_RATE) fits them better: measured on the truncated
+ * pair it left fewer loops in free-running text at the same teacher-forced accuracy
+ * (docs/router-training.md); it needs about twice the epochs, hence the cap.
+ */
+export const DEFAULT_ROUTER_LEARNING_RATE = 3e-4;
+export const DEFAULT_EPOCHS = 60;
+/** Defaults of the on-policy rounds (`--rounds`, `--rollout-prompts`, `--rollout-tokens`) and features. */
+export const DEFAULT_ROUNDS = 3;
+export const DEFAULT_ROLLOUT_PROMPTS = 64;
+export const DEFAULT_ROLLOUT_TOKENS = 64;
+export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
+/**
+ * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
+ * and in the cloud's expectation; 2 points above CITER's at 30% routed on the truncated pair),
+ * divergence on the rollouts (which have no text, and where it is what breaks loops); measured in
+ * docs/router-training.md.
+ */
+export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
+export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'divergence';
+/** What `models demo` trains the demo router with (CI trains it before every test run). */
+export const DEMO_ROUTER_TRAINING = {
+  // The MLP trainer's larger step and half the epochs: CI's time, and the figures of the demo thresholds.
+  maxEpochs: 30,
+  learningRate: DEFAULT_LEARNING_RATE,
+  // One member: CI trains both demo routers before every run, and three would triple that.
+  members: 1,
+  // CITER's: the demo routers' thresholds (the page's τ, paths.ts) were measured on scores that estimate P(keep).
+  labels: 'citer',
+  features: FEATURE_GROUPS,
+  rounds: 2,
+  rolloutPrompts: 48,
+  rolloutTokens: 48,
+} as const satisfies Partial<TrainRouterOptions>;
+/** Routed shares whose thresholds (on the validation scores) the rollouts cycle through. */
+export const ROLLOUT_SHARES = [0.1, 0.3, 0.5] as const;
+/** A rollout prompt: the first tokens of a training paragraph, as in the evaluation's continuations. */
+export const ROLLOUT_PREFIX_TOKENS = 16;
+
+export interface TrainRouterOptions {
+  slm: string;
+  llm: string;
+  /** The packs' ONNX files (hub folders hold several variants); `model.onnx` when omitted. */
+  slmFile?: string;
+  llmFile?: string;
+  text: string;
+  out: string;
+  /** The first fraction of the paragraphs (by order) is trained on; the rest is held out. */
+  trainFraction: number;
+  seed: number;
+  maxEpochs: number;
+  hiddenUnits: number;
+  /** Ensemble members (DEFAULT_MEMBERS when not given). */
+  members?: number;
+  /** Adam's step size (DEFAULT_ROUTER_LEARNING_RATE when not given). */
+  learningRate?: number;
+  /** The τ written to router.json (DEFAULT_THRESHOLD when not given): a pair's measured choice, e.g. the demo's. */
+  defaultThreshold?: number;
+  /** Label rule of the teacher-forced text (labels.ts). */
+  labels: LabelRule;
+  /** Label rule of the on-policy records, which have no true text (divergence when not given, or cloud-gain). */
+  rolloutLabels?: RolloutLabelRule;
+  /** Feature groups the router reads, `hidden` included. */
+  features: readonly FeatureGroup[];
+  /** On-policy rounds after the teacher-forced fit (0 = teacher forcing only, the first trainer's way). */
+  rounds: number;
+  /** Training prompts generated from per round (each greedily and sampled). */
+  rolloutPrompts: number;
+  rolloutTokens: number;
+}
+
+export function validateTrainOptions(o: TrainRouterOptions): void {
+  const bad = (message: string): never => {
+    throw new AppError('INVALID_ARGUMENT', message);
+  };
+  if (!(o.trainFraction > 0 && o.trainFraction < 1)) bad(`--train-fraction must be in (0, 1), got ${o.trainFraction}`);
+  if (!Number.isInteger(o.seed) || o.seed < 0 || o.seed > 2 ** 32 - 1) bad(`--seed must be an integer in [0, 2^32), got ${o.seed}`);
+  if (!Number.isInteger(o.maxEpochs) || o.maxEpochs < 1 || o.maxEpochs > 10_000) bad(`--epochs must be an integer in [1, 10000], got ${o.maxEpochs}`);
+  if (!Number.isInteger(o.hiddenUnits) || o.hiddenUnits < 1 || o.hiddenUnits > 65_536) {
+    bad(`--hidden-units must be an integer in [1, 65536], got ${o.hiddenUnits}`);
+  }
+  if (o.members !== undefined && (!Number.isInteger(o.members) || o.members < 1 || o.members > 16)) bad(`--members must be an integer in [1, 16], got ${o.members}`);
+  if (o.learningRate !== undefined && !(o.learningRate > 0 && o.learningRate <= 1)) bad(`--learning-rate must be in (0, 1], got ${o.learningRate}`);
+  if (!LABEL_RULES.includes(o.labels)) bad(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(o.labels)}`);
+  if (o.rolloutLabels !== undefined && !ROLLOUT_LABEL_RULES.includes(o.rolloutLabels)) bad(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(o.rolloutLabels)}`);
+  if (!o.features.includes('hidden') || o.features.some((f) => !FEATURE_GROUPS.includes(f))) {
+    bad(`--features must be a comma-separated list of ${FEATURE_GROUPS.join(', ')} including hidden, got ${JSON.stringify(o.features.join(','))}`);
+  }
+  if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 10) bad(`--rounds must be an integer in [0, 10], got ${o.rounds}`);
+  if (!Number.isInteger(o.rolloutPrompts) || o.rolloutPrompts < 1 || o.rolloutPrompts > 100_000) {
+    bad(`--rollout-prompts must be an integer in [1, 100000], got ${o.rolloutPrompts}`);
+  }
+  if (!Number.isInteger(o.rolloutTokens) || o.rolloutTokens < 1 || o.rolloutTokens > 4096) bad(`--rollout-tokens must be an integer in [1, 4096], got ${o.rolloutTokens}`);
+  if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
+    bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
+  }
+  for (const pack of [o.slm, o.llm]) {
+    if (resolve(pack) === resolve(o.out)) bad(`--out ${o.out} would replace the model pack ${pack}`);
+  }
+}
