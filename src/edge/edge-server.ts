@@ -1,6 +1,6 @@
 /**
- * Starts the edge: loads the edge model, router and tokenizer, connects (lazily) to the cloud shim, serves
- * the web page and HTTP API on the LAN and the Generate service over gRPC, and stops gracefully:
+ * Starts the edge: loads the edge model, router and tokenizer (load-edge-engine.ts), connects (lazily) to
+ * the cloud shim, serves the web page and HTTP API on the LAN and the Generate service over gRPC, and stops gracefully:
  * /readyz and the gRPC health service turn not-ready, new generations are refused, running ones end with
  * a final `error` event (UNAVAILABLE, "the edge is shutting down"), and only then do the servers close.
  * The process around it is `main.ts`.
@@ -10,18 +10,14 @@
  * console.log(edge.url);
  * await edge.stop();
  */
-import { AppError } from '../shared/errors.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
-import { DecoderModel } from '../shared/decoder-model.ts';
 import { listenError } from '../shared/listen-error.ts';
-import { loadModelPack } from '../shared/model-pack.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
 import type { EdgeConfig } from './config.ts';
 import { EdgeRuntime } from './edge-runtime.ts';
 import { GrpcCloudClient } from './grpc-cloud-client.ts';
 import { EdgeGrpcServer } from './grpc/edge-grpc-server.ts';
 import { createEdgeApp } from './http/app.tsx';
-import { loadRouter } from './router.ts';
+import { loadEdgeEngine } from './load-edge-engine.ts';
 
 /** Bodies above this are refused; the prompt limit itself is checked after parsing. */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -52,17 +48,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   const log = options.log ?? createLogger('edge', config.logLevel);
   const { signal } = options;
   signal?.throwIfAborted();
-  const slm = await DecoderModel.load(loadModelPack(config.slm, config.slmFile), { threads: config.threads || undefined });
-  const tokenizer = await TextTokenizer.fromPack(config.slm);
-  const router = await loadRouter(config.router);
-  if (router.info.hiddenSize !== null && router.info.hiddenSize !== slm.pack.hiddenSize) {
-    await Promise.all([router.release(), slm.release()]);
-    throw new AppError('INVALID_ARGUMENT', `router ${config.router} expects hidden size ${router.info.hiddenSize}; ${config.slm} has ${slm.pack.hiddenSize}`);
-  }
-  if (signal?.aborted) {
-    await Promise.all([router.release(), slm.release()]);
-    signal.throwIfAborted();
-  }
+  const parts = await loadEdgeEngine({ slm: config.slm, slmFile: config.slmFile, threads: config.threads, router: config.router, signal });
   const cloud = config.cloud
     ? new GrpcCloudClient({
         address: config.cloud,
@@ -73,7 +59,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
       })
     : undefined;
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState, speculateByDefault: config.speculate },
+    { ...parts, cloud, sendHiddenState: config.sendHiddenState, speculateByDefault: config.speculate },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
     log,
   );
@@ -97,14 +83,14 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   } catch (e) {
     await http?.stop(true);
     await runtime.shutdown();
-    await Promise.all([router.release(), slm.release()]);
+    await parts.release();
     throw e;
   }
   const server = http;
   phase = 'serving';
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost}:${server.port}/`;
-  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, slmFile: config.slmFile, router: router.info.name, cloud: config.cloud ?? 'none' });
+  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, slmFile: config.slmFile, router: parts.router.info.name, cloud: config.cloud ?? 'none' });
 
   let stopping: Promise<void> | undefined;
   const stop = async () => {
@@ -116,8 +102,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     await grpcServer?.shutdown();
     // Drained: every stream has written its final event and the close is clean. Otherwise cut what is left.
     await server.stop(!drained);
-    await router.release();
-    await slm.release();
+    await parts.release();
     log.info('edge stopped', { drained, abandoned: runtime.activeCount });
   };
   return {

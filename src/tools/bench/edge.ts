@@ -13,12 +13,11 @@ import type { CloudClient, CloudConversation, CloudStepRequest } from '../../edg
 import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/decoder-loop.ts';
 import { median } from '../../shared/statistics.ts';
 import { parseGenerationRequest, type Mode } from '../../edge/generation-request.ts';
-import { OnnxRouter, type Router } from '../../edge/router.ts';
-import { DecoderModel } from '../../shared/decoder-model.ts';
+import { loadEdgeEngine } from '../../edge/load-edge-engine.ts';
+import type { Router } from '../../edge/router.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { DEMO, MODELS_DIR } from '../../shared/paths.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 import { packIsUpToDate } from '../models/pack-writer.ts';
@@ -147,12 +146,10 @@ function thresholdFor(scores: number[], share: number): number {
 
 export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
   const { target, pack: packDir, router: routerDir } = await resolveTarget(o);
-  const pack = loadModelPack(packDir);
-  const slm = await DecoderModel.load(pack, { threads: o.threads });
-  const router = await OnnxRouter.load(routerDir);
+  const parts = await loadEdgeEngine({ slm: packDir, threads: o.threads, router: routerDir });
+  const { slm, router, tokenizer } = parts;
+  const pack = slm.pack;
   try {
-    if (!slm.hasHiddenStates) throw new AppError('FAILED_PRECONDITION', `${pack.dir}: no hidden_states output (add it with: bun run models expose-hidden)`);
-    const tokenizer = await TextTokenizer.fromPack(pack.dir);
 
     // Reference run (also the warm-up): the greedy tokens the replay cloud will answer with, and their scores.
     o.log('reference run');
@@ -236,8 +233,7 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
       routed_ratio: median(routed),
     };
   } finally {
-    await router.release();
-    await slm.release();
+    await parts.release();
   }
 }
 

@@ -20,16 +20,13 @@ import { generate, type DoneEvent, type EdgeEngine } from '../../edge/decoder-lo
 import type { GenerationMetrics } from '../../edge/generation-metrics.ts';
 import { mean } from '../../shared/statistics.ts';
 import { parseGenerationRequest, type Mode } from '../../edge/generation-request.ts';
-import { loadRouter, type Router } from '../../edge/router.ts';
 import { UniformShareRouter } from './uniform-share-router.ts';
 import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
-import { DecoderModel } from '../../shared/decoder-model.ts';
+import { loadEdgeEngine } from '../../edge/load-edge-engine.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import { silentLogger } from '../../shared/logger.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
 import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { startDelayProxyThread, type DelayProxyThread } from '../delay-proxy/delay-proxy-thread.ts';
 import { isCpuList, pinThisProcess, startPinnedShim, type PinnedShim } from './cpu-pinning.ts';
@@ -272,16 +269,13 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     { mode: 'llm_only', threshold: null, speculate: false },
   ];
 
-  const pack = loadModelPack(o.slm);
   let shim: ShimServer | undefined;
   let pinnedShim: PinnedShim | undefined;
   let proxy: DelayProxyThread | undefined;
   let grpc: GrpcCloudClient | undefined;
   if (o.edgeCpus) pinThisProcess(o.edgeCpus);
-  const slm = await DecoderModel.load(pack, { threads: o.threads });
-  const router: Router = o.router === UNIFORM_ROUTER ? new UniformShareRouter(1) : await loadRouter(o.router);
+  const parts = await loadEdgeEngine({ slm: o.slm, threads: o.threads, router: o.router === UNIFORM_ROUTER ? new UniformShareRouter(1) : o.router });
   try {
-    const tokenizer = await TextTokenizer.fromPack(pack.dir);
     let target: { host: string; port: number };
     if (o.cloud) target = parseAddress(o.cloud);
     else if (o.shimCpus) {
@@ -300,7 +294,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       tlsServerName: proxy ? target.host : undefined,
     });
     const meter = new CloudMeter(grpc);
-    const engine: EdgeEngine = { slm, router, tokenizer, cloud: meter.client, conditionalSteps: o.conditionalSteps ?? true };
+    const engine: EdgeEngine = { ...parts, cloud: meter.client, conditionalSteps: o.conditionalSteps ?? true };
 
     // Warm-up, not measured: onnxruntime's first runs, and the gRPC connection through the proxy (its
     // TCP and HTTP/2 handshakes would otherwise land in the first routed prompt's TTFT).
@@ -329,8 +323,8 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       prompts: prompts.length,
       max_new_tokens: o.maxNewTokens,
       dataset: o.dataset,
-      slm: pack.dir,
-      router: router.info.name,
+      slm: parts.slm.pack.dir,
+      router: parts.router.info.name,
       cloud: o.cloud ?? (o.shimCpus ? `shim process on CPUs ${o.shimCpus} (edge on ${o.edgeCpus}), embedded ${o.llm}` : `in-process shim, embedded ${o.llm}`),
       rows,
       identical_outputs: identicalOutputs(settings, runs),
@@ -340,8 +334,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     await proxy?.close();
     await shim?.shutdown();
     await pinnedShim?.stop();
-    await router.release();
-    await slm.release();
+    await parts.release();
   }
 }
 

@@ -29,10 +29,8 @@ import { EdgeRuntime } from '../../edge/edge-runtime.ts';
 import { DEFAULT_LIMITS } from '../../edge/generation-request.ts';
 import { percentile, round } from '../../shared/statistics.ts';
 import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
-import { loadRouter } from '../../edge/router.ts';
-import { DecoderModel } from '../../shared/decoder-model.ts';
+import { loadEdgeEngine, type LoadedEdgeEngine } from '../../edge/load-edge-engine.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import type { ShimChildReply, ShimChildRequest, ShimStats } from './load-shim.ts';
@@ -299,13 +297,10 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
   const { shim, address } = await ShimChild.start({ modelPack: DEMO.cloudPack, threads: ORT_THREADS, maxSessions: cap, maxLiveSequences: cap });
   const clients: GrpcCloudClient[] = [];
   let runtime: EdgeRuntime | undefined;
-  let slm: DecoderModel | undefined;
-  let router: Awaited<ReturnType<typeof loadRouter>> | undefined;
+  let parts: LoadedEdgeEngine | undefined;
   try {
-    slm = await DecoderModel.load(loadModelPack(DEMO.edgePack), { threads: ORT_THREADS });
-    router = await loadRouter(DEMO.routerPack);
-    const tokenizer = await TextTokenizer.fromPack(DEMO.edgePack);
-    runtime = new EdgeRuntime({ slm, router, tokenizer, cloud: new GrpcCloudClient({ address }) }, { ...DEFAULT_LIMITS, maxConcurrent: generations });
+    parts = await loadEdgeEngine({ slm: DEMO.edgePack, threads: ORT_THREADS, router: DEMO.routerPack });
+    runtime = new EdgeRuntime({ ...parts, cloud: new GrpcCloudClient({ address }) }, { ...DEFAULT_LIMITS, maxConcurrent: generations });
     // Each client its own connection, as separate edge boxes would have.
     for (let i = 0; i < streams; i++) clients.push(new GrpcCloudClient({ address, ownConnection: true }));
 
@@ -377,8 +372,7 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
   } finally {
     await runtime?.shutdown();
     await Promise.allSettled(clients.map((client) => client.close()));
-    await router?.release();
-    await slm?.release();
+    await parts?.release();
     await shim.stop();
   }
 }

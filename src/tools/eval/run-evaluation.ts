@@ -1,6 +1,7 @@
 /**
- * One evaluation from options to report: read the data set, load the edge pack, the cloud pack (served
- * in process) and the router, run the sweep for the data set's kind, release everything.
+ * One evaluation from options to report: read the data set, load the edge pack and the router (checked
+ * against each other by loadEdgeEngine), the cloud pack (served in process), run the sweep for the data
+ * set's kind, release everything.
  *
  * @example
  * const report = await runEvaluation(parseEvalOptions(['--dataset', 'stories.txt', '--limit', '20']));
@@ -8,12 +9,12 @@
  */
 import { existsSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { loadRouter, type RouterJson } from '../../edge/router.ts';
+import { loadEdgeEngine } from '../../edge/load-edge-engine.ts';
+import type { RouterJson } from '../../edge/router.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
 import { DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../../shared/paths.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { checkSameVocabulary } from '../lab/teacher-forcing.ts';
 import { splitByParagraph } from '../lab/text-corpus.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
@@ -69,10 +70,12 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
   const slmPack = loadPack(o.slm, o.slmFile);
   const llmPack = loadPack(o.llm, o.llmFile);
   checkSameVocabulary(slmPack, llmPack);
-  const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
-  const router = await loadRouter(o.routerPack);
-  const slm = await DecoderModel.load(slmPack);
-  const llm = await DecoderModel.load(llmPack);
+  const parts = await loadEdgeEngine({ slm: slmPack, router: o.routerPack });
+  const { slm, tokenizer, router } = parts;
+  const llm = await DecoderModel.load(llmPack).catch(async (e) => {
+    await parts.release();
+    throw e;
+  });
   const cloud = new InProcessCloud(llm, { record: false, tokenVocabSize: tokenizer.vocabSize });
   const edge = { slm, tokenizer, cloud };
   try {
@@ -128,8 +131,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
     return { ...common, selection: `questions 1–${questions.length} of ${dataset.questions.length}`, result };
   } finally {
     await cloud.close();
-    await router.release();
-    await slm.release();
+    await parts.release();
     await llm.release();
   }
 }

@@ -1,0 +1,117 @@
+/**
+ * The one place an edge engine's parts are loaded: the edge model pack (its ONNX variant and thread
+ * count), its tokenizer and the router, with every check that they fit together done here, before the
+ * first generation: a trained router needs the edge model's hidden states, of the hidden size it was
+ * trained on, and a router that reads the proposed token needs the vocabulary its token table was built
+ * over. A refusal releases whatever was loaded. The server, the benches and the evaluation assemble
+ * their engines from it: `{ ...parts, cloud, ...settings }`.
+ *
+ * @example
+ * const parts = await loadEdgeEngine({ slm: 'models/stories260k-3l', router: 'models/router-stories260k-3l' });
+ * try {
+ *   for await (const event of generate({ ...parts, cloud }, request)) console.log(event);
+ * } finally {
+ *   await parts.release();
+ * }
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fromBinary } from '@bufbuild/protobuf';
+import { ModelProtoSchema } from 'onnx-buf';
+import { DecoderModel } from '../shared/decoder-model.ts';
+import { AppError } from '../shared/errors.ts';
+import { loadModelPack, type ModelPack } from '../shared/model-pack.ts';
+import { TextTokenizer } from '../shared/tokenizer.ts';
+import { loadRouter, type Router } from './router.ts';
+import { readsToken } from './router-features.ts';
+
+export interface EdgeEngineSources {
+  /** The edge model pack's folder, or a pack the caller loaded (and checked) itself. */
+  slm: string | ModelPack;
+  /** The pack's ONNX file when `slm` is a folder (hub folders hold several variants); `model.onnx` when omitted. */
+  slmFile?: string;
+  /** onnxruntime's intra-op threads for the edge model; its own default when omitted or 0. */
+  threads?: number;
+  /**
+   * A router pack's folder; the built-in top-1 scorer when omitted; or a router the caller built (a
+   * benchmark's synthetic one), which is checked like a loaded one and released with the parts.
+   */
+  router?: string | Router;
+  /** Aborts loading (a stop signal during start-up): what was loaded is released and the reason thrown. */
+  signal?: AbortSignal;
+}
+
+/** What `loadEdgeEngine` loaded: the fields of an `EdgeEngine` it owns, and their release. */
+export interface LoadedEdgeEngine {
+  slm: DecoderModel;
+  tokenizer: TextTokenizer;
+  router: Router;
+  /** Releases the router and the edge model (each once; later calls do nothing). */
+  release(): Promise<void>;
+}
+
+/** Loads and checks the edge's parts (see the header); throws INVALID_ARGUMENT when they do not fit. */
+export async function loadEdgeEngine(sources: EdgeEngineSources): Promise<LoadedEdgeEngine> {
+  const { signal, router: given } = sources;
+  // A router the caller built is ours from here on: released on failure too.
+  let router: Router | undefined = typeof given === 'object' ? given : undefined;
+  let slm: DecoderModel | undefined;
+  try {
+    signal?.throwIfAborted();
+    const pack = typeof sources.slm === 'string' ? loadModelPack(sources.slm, sources.slmFile) : sources.slm;
+    const tokenizer = await TextTokenizer.fromPack(pack.dir);
+    slm = await DecoderModel.load(pack, { threads: sources.threads || undefined });
+    router = typeof given === 'object' ? given : await loadRouter(given);
+    checkRouterFits(router, typeof given === 'string' ? given : undefined, pack, slm.hasHiddenStates);
+    signal?.throwIfAborted();
+    const parts = { slm, tokenizer, router };
+    let released: Promise<void> | undefined;
+    return { ...parts, release: () => (released ??= releaseParts(parts.router, parts.slm)) };
+  } catch (e) {
+    await releaseParts(router, slm);
+    throw e;
+  }
+}
+
+async function releaseParts(router: Router | undefined, slm: DecoderModel | undefined): Promise<void> {
+  await Promise.all([router?.release(), slm?.release()]);
+}
+
+/** The router (loaded from `dir` when it has one) against the edge pack; throws when they were not made for each other. */
+function checkRouterFits(router: Router, dir: string | undefined, pack: ModelPack, hasHiddenStates: boolean): void {
+  const { hiddenSize, features } = router.info;
+  if (hiddenSize === null) return;
+  const shown = dir ?? router.info.name;
+  if (!hasHiddenStates) {
+    throw new AppError('INVALID_ARGUMENT', `router ${shown} reads the edge model's hidden states; ${pack.modelPath} has no hidden_states output (add it with: bun run models expose-hidden)`);
+  }
+  if (hiddenSize !== pack.hiddenSize) {
+    throw new AppError('INVALID_ARGUMENT', `router ${shown} expects hidden size ${hiddenSize}; ${pack.dir} has ${pack.hiddenSize}`);
+  }
+  if (dir !== undefined && features && readsToken(features)) {
+    const vocabulary = tokenVocabularyOf(dir);
+    if (vocabulary !== null && vocabulary !== pack.vocabSize) {
+      throw new AppError(
+        'INVALID_ARGUMENT',
+        `router ${shown} reads the proposed token over a vocabulary of ${vocabulary} ids; ${pack.dir} has ${pack.vocabSize} (router trained for another model?)`,
+      );
+    }
+  }
+}
+
+/**
+ * The vocabulary a router pack's token table was built over: router.onnx's `token_vocab_size` constant
+ * (router-pack.ts clamps ids to it), or null when `dir` is no router pack or its graph has none.
+ */
+function tokenVocabularyOf(dir: string): number | null {
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(join(dir, 'router.onnx'));
+  } catch {
+    return null;
+  }
+  const constant = fromBinary(ModelProtoSchema, bytes).graph?.initializer.find((t) => t.name === 'token_vocab_size');
+  if (!constant) return null;
+  const value = constant.int64Data[0] ?? (constant.rawData.length >= 8 ? new DataView(constant.rawData.buffer, constant.rawData.byteOffset, 8).getBigInt64(0, true) : undefined);
+  return value === undefined ? null : Number(value);
+}
