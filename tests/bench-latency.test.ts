@@ -1,7 +1,9 @@
 import { beforeAll, expect, test } from 'bun:test';
 import { errorMessage } from '../src/shared/errors.ts';
 import { DEMO } from '../src/shared/paths.ts';
-import { DEFAULT_DATASET, runLatencyBench, type LatencyBenchOptions, type LatencyBenchResult, type LatencyRow } from '../src/tools/bench/latency.ts';
+import { runLatencyBench } from '../src/tools/bench/latency.ts';
+import { DEFAULT_DATASET, type LatencyBenchOptions } from '../src/tools/bench/latency-options.ts';
+import type { LatencyBenchResult, LatencyRow } from '../src/tools/bench/latency-report.ts';
 import { makeTestCertificates } from './helpers/cloud-certs.ts';
 import { startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';

@@ -7,7 +7,7 @@
  * forced garbage collection; `{type: 'stop'}` shuts the shim down and exits. The child also exits when
  * its parent goes away (the IPC channel disconnects), so a killed benchmark leaves no shim behind.
  *
- * Started by `load.ts` as `bun load-shim.ts '<json of ShimConfig overrides>'`.
+ * Started by `load-shim-child.ts` as `bun load-shim.ts '<json of ShimConfig overrides>'`.
  */
 import { shimConfig, type ShimConfig } from '../../cloud/config.ts';
 import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';

@@ -22,36 +22,21 @@
  * RSS (edge models, clients) is reported beside it as `load_rss_*`.
  */
 import { availableParallelism } from 'node:os';
-import type { ShimConfig } from '../../cloud/config.ts';
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
-import type { DoneEvent } from '../../edge/decoder-loop.ts';
 import { EdgeRuntime } from '../../edge/edge-runtime.ts';
 import { DEFAULT_LIMITS } from '../../edge/generation-request.ts';
 import { percentile, round } from '../../shared/statistics.ts';
 import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
 import { loadEdgeEngine, type LoadedEdgeEngine } from '../../edge/load-edge-engine.ts';
-import { AppError, errorMessage } from '../../shared/errors.ts';
 import { DEMO } from '../../shared/paths.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
-import type { ShimChildReply, ShimChildRequest, ShimStats } from './load-shim.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';
+import { ShimChild } from './load-shim-child.ts';
+import { generationWorker, GENERATION_MAX_NEW_TOKENS, loadCorpus, STEPS_PER_SESSION, streamWorker, Tally } from './load-workers.ts';
 
 export const USAGE = `bench load [--duration S] [--streams N] [--generations G] [--json]
       concurrent edge streams of routed steps against one shim (sessions churn) for S seconds, then G
       concurrent joint generations on one edge; errors, step p50/p99, shim RSS before and after`;
 
-/** Routed steps per session before it is closed and a fresh one opened. */
-const STEPS_PER_SESSION = 32;
-/** Prompt windows of 24 to 87 tokens (plus BOS): sessions of different sizes. */
-const MIN_PROMPT_TOKENS = 24;
-const PROMPT_SPREAD = 64;
-const GENERATION_MAX_NEW_TOKENS = 48;
-/**
- * The demo router scores most tokens below this, so most of a generation's tokens go to the shim (about
- * 80% of generated tokens on held-out prompts, docs/results.md).
- */
-const GENERATION_THRESHOLD = 0.95;
 /** onnxruntime threads per forward pass, shim and edge: concurrency comes from the many sessions. */
 const ORT_THREADS = 1;
 const MB = 1024 * 1024;
@@ -100,186 +85,6 @@ export interface LoadResult {
   load_rss_start_mb: number;
   load_rss_end_mb: number;
   error_messages: string[];
-}
-
-/** The shim child process and its IPC channel. */
-class ShimChild {
-  private readonly waiting = new Map<number, (stats: ShimStats) => void>();
-  private nextId = 0;
-  private onReady: ((reply: ShimChildReply) => void) | undefined;
-
-  private constructor(private readonly child: ReturnType<typeof Bun.spawn>) {}
-
-  static async start(overrides: Partial<ShimConfig>, timeoutMs = 120_000): Promise<{ shim: ShimChild; address: string }> {
-    let shim: ShimChild | undefined;
-    const child = Bun.spawn([process.execPath, new URL('./load-shim.ts', import.meta.url).pathname, JSON.stringify(overrides)], {
-      stdin: 'ignore',
-      stdout: 'inherit',
-      stderr: 'inherit',
-      serialization: 'json',
-      ipc: (reply: ShimChildReply) => shim?.receive(reply),
-    });
-    shim = new ShimChild(child);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      const reply = await Promise.race([
-        new Promise<ShimChildReply>((resolve) => (shim.onReady = resolve)),
-        child.exited.then((code): ShimChildReply => ({ type: 'failed', message: `the shim process exited with code ${code}` })),
-        new Promise<ShimChildReply>((resolve) => (timer = setTimeout(() => resolve({ type: 'failed', message: `the shim did not start within ${timeoutMs} ms` }), timeoutMs))),
-      ]);
-      if (reply.type !== 'ready') throw new AppError('UNAVAILABLE', reply.type === 'failed' ? reply.message : 'unexpected message from the shim');
-      return { shim, address: reply.address };
-    } catch (e) {
-      await shim.stop();
-      throw e;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** The shim's memory and what it holds, after a forced GC there. */
-  async stats(timeoutMs = 10_000): Promise<ShimStats> {
-    const id = this.nextId++;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      return await new Promise<ShimStats>((resolve, reject) => {
-        this.waiting.set(id, resolve);
-        timer = setTimeout(() => reject(new AppError('DEADLINE_EXCEEDED', `the shim did not report its stats within ${timeoutMs} ms`)), timeoutMs);
-        this.send({ type: 'stats', id });
-      });
-    } finally {
-      clearTimeout(timer);
-      this.waiting.delete(id);
-    }
-  }
-
-  /** Asks the shim to shut down; kills it when it has not exited within `graceMs`. */
-  async stop(graceMs = 5_000): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      try {
-        this.send({ type: 'stop' });
-      } catch {
-        // The channel is already gone: the kill below ends it.
-      }
-    }
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const exited = await Promise.race([this.child.exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
-    clearTimeout(timer);
-    if (!exited) {
-      this.child.kill('SIGKILL');
-      await this.child.exited;
-    }
-  }
-
-  private send(request: ShimChildRequest): void {
-    this.child.send(request);
-  }
-
-  private receive(reply: ShimChildReply): void {
-    if (reply.type === 'stats') {
-      const { type: _type, id, ...stats } = reply;
-      this.waiting.get(id)?.(stats);
-    } else {
-      this.onReady?.(reply);
-    }
-  }
-}
-
-/** Counters of one phase, shared by its workers. */
-class Tally {
-  completed = 0;
-  sessions = 0;
-  errors = 0;
-  tokens = 0;
-  routed = 0;
-  readonly stepMs: number[] = [];
-  readonly messages = new Set<string>();
-
-  fail(e: unknown): void {
-    this.errors++;
-    if (this.messages.size < 5) this.messages.add(errorMessage(e));
-  }
-}
-
-/** Real text: the TinyStories excerpt as token ids, and its stories' opening sentences as prompts. */
-interface Corpus {
-  bos: number;
-  ids: number[];
-  prompts: string[];
-}
-
-async function loadCorpus(pack: string): Promise<Corpus> {
-  const tokenizer = await TextTokenizer.fromPack(pack);
-  const text = await Bun.file(DEMO.tinyStories).text();
-  const ids = tokenizer.encode(text.slice(0, 40_000), { addBos: false });
-  const prompts = text
-    .split('\n\n')
-    .slice(0, 200)
-    .map((paragraph) => paragraph.trim().split(/(?<=[.!?])\s/)[0]!)
-    .filter((sentence) => sentence.length >= 20 && sentence.length <= 200);
-  if (tokenizer.bosId === undefined || ids.length < 1_000 || prompts.length < 10) {
-    throw new AppError('FAILED_PRECONDITION', `${DEMO.tinyStories} or ${pack} does not give enough text to load with`);
-  }
-  return { bos: tokenizer.bosId, ids, prompts };
-}
-
-/**
- * One edge stream: sessions of STEPS_PER_SESSION routed steps each until `deadline` or `maxSessions`.
- * Between steps the context grows by the shim's token and the next token of the text (the edge's).
- */
-async function streamWorker(client: GrpcCloudClient, corpus: Corpus, index: number, deadline: number, maxSessions: number, steps: number, tally: Tally): Promise<void> {
-  const room = corpus.ids.length - MIN_PROMPT_TOKENS - PROMPT_SPREAD - steps;
-  for (let s = 0; s < maxSessions && performance.now() < deadline; s++) {
-    const promptLength = MIN_PROMPT_TOKENS + ((index * 7 + s) % PROMPT_SPREAD);
-    const start = (index * 997 + s * 131) % room;
-    const context = [corpus.bos, ...corpus.ids.slice(start, start + promptLength)];
-    const sources: TokenSource[] = context.map(() => 'prompt');
-    let edgeAt = start + promptLength;
-    const session = client.openConversation({ requestId: `load-${index}-${s}` });
-    try {
-      for (let k = 0; k < steps; k++) {
-        const started = performance.now();
-        const reply = await session.next({ context, sources, tokenIndex: k, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0.2, threshold: 0.5, topLogprobs: 0 });
-        tally.stepMs.push(performance.now() - started);
-        if (reply.tokens.length !== 1) throw new AppError('INTERNAL', `a one-token step returned ${reply.tokens.length} tokens`);
-        tally.completed++;
-        context.push(reply.tokens[0]!, corpus.ids[edgeAt++]!);
-        sources.push('llm', 'slm');
-      }
-      tally.sessions++;
-    } catch (e) {
-      tally.fail(e);
-      return;
-    } finally {
-      await session.close();
-    }
-  }
-}
-
-/** One generation slot of the edge: joint generations back to back until `deadline` or `maxGenerations`. */
-async function generationWorker(runtime: EdgeRuntime, corpus: Corpus, index: number, deadline: number, maxGenerations: number, maxNewTokens: number, tally: Tally): Promise<void> {
-  for (let g = 0; g < maxGenerations && performance.now() < deadline; g++) {
-    const prompt = corpus.prompts[(index * 17 + g) % corpus.prompts.length]!;
-    try {
-      const { events } = runtime.start({ prompt, mode: 'joint', threshold: GENERATION_THRESHOLD, maxNewTokens, seed: index });
-      let done: DoneEvent | undefined;
-      let fallbackError: string | undefined;
-      for await (const event of events()) {
-        if (event.type === 'done') done = event;
-        else if (event.source === 'fallback') fallbackError ??= event.cloudError ?? 'the cloud did not serve a routed token';
-        // A span's later tokens carry no timing: only the step's first token measures the round trip.
-        else if (event.source === 'llm' && event.score !== null) tally.stepMs.push(event.timings.cloudMs);
-      }
-      if (fallbackError !== undefined) throw new AppError('UNAVAILABLE', `fallback token: ${fallbackError}`);
-      if (!done || done.finishReason === 'cancelled') throw new AppError('CANCELLED', 'the generation did not finish');
-      tally.completed++;
-      tally.tokens += done.metrics.tokens;
-      tally.routed += done.metrics.routed;
-    } catch (e) {
-      tally.fail(e);
-      return;
-    }
-  }
 }
 
 function loadRssMb(): number {

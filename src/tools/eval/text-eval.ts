@@ -20,7 +20,6 @@ import { scoreWithRouterPack } from '../router/batch-scorer.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
 import { teacherForce } from '../lab/teacher-forcing.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
-import { encodePrompt } from '../../edge/decoder-loop.ts';
 import { ALL_EXTRA_WIDTH } from '../lab/feature-matrix.ts';
 import { MAX_SCORE } from '../router/mlp.ts';
 import { entropyScore } from './baseline-routers.ts';

@@ -1,0 +1,140 @@
+/**
+ * `bench latency`'s options and their flags: which pair and router, how many prompts and tokens, the
+ * injected round trip, the routing settings, and how to reach a cloud shim that runs elsewhere.
+ *
+ * @example
+ * const { options, json } = parseLatencyFlags(['--rtt-ms', '0', '--prompts', '2']);
+ */
+import { join } from 'node:path';
+import type { ClientTlsFiles } from '../../shared/grpc/tls.ts';
+import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
+import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { parseThresholds } from '../eval/eval-options.ts';
+import { isCpuList } from './cpu-pinning.ts';
+
+export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
+/**
+ * Around the demo router's default τ (0.7): on the default prompts 2.5%, 13%, 31% and 61% of the generated
+ * tokens routed (measured with --rtt-ms 0, 5 prompts × 64 tokens).
+ */
+export const DEFAULT_BENCH_THRESHOLDS: readonly number[] = [0.6, 0.7, 0.8, 0.9];
+
+/** `--router` value for UniformShareRouter. */
+export const UNIFORM_ROUTER = 'uniform';
+
+export interface LatencyBenchOptions {
+  dataset: string;
+  prompts: number;
+  maxNewTokens: number;
+  rttMs: number;
+  thresholds: readonly number[];
+  /** Joint rows for each value, in this order: without and/or with speculative continuation. */
+  speculate: readonly boolean[];
+  /** Speculating rows send a routed speculative position's step at once (EdgeEngine.conditionalSteps); default on. */
+  conditionalSteps?: boolean;
+  slm: string;
+  /** A router pack folder, `uniform` (UniformShareRouter), or undefined for the built-in top-1 scorer. */
+  router: string | undefined;
+  /** The embedded backend's pack, for the shim started in process. */
+  llm: string;
+  /** `host:port` of a running shim; when set, no shim is started here. */
+  cloud?: string;
+  /** How to reach `cloud`, as the edge's --cloud-token and --cloud-tls-* flags say. */
+  cloudToken?: string;
+  cloudTls?: ClientTlsFiles;
+  threads?: number;
+  /** CPUs (taskset list) for this process, the edge; set together with `shimCpus`. */
+  edgeCpus?: string;
+  /** CPUs for the shim, then started as a separate process rather than in this one. */
+  shimCpus?: string;
+  log: (line: string) => void;
+}
+
+/** Splits `host:port` (the last colon separates the port). */
+export function parseAddress(address: string): { host: string; port: number } {
+  const i = address.lastIndexOf(':');
+  const port = Number(address.slice(i + 1));
+  const host = address.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+  if (i <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--cloud must be HOST:PORT, got ${JSON.stringify(address)}`);
+  return { host, port };
+}
+
+/** `off`, `on` or both (comma-separated, each once), in the order given. */
+export function parseSpeculate(raw: string): boolean[] {
+  const parts = raw.split(',').map((p) => p.trim());
+  if (!parts.every((p) => p === 'on' || p === 'off') || new Set(parts).size !== parts.length) {
+    throw new UsageError(`--speculate must be off, on or off,on, got ${JSON.stringify(raw)}`);
+  }
+  return parts.map((p) => p === 'on');
+}
+
+/** The flags of `bench latency` as options (all but `log`); `usesDemo` when a demo pack fills a default. */
+export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchOptions, 'log'>; json: boolean; usesDemo: boolean } {
+  const { values, positionals } = parseFlags(args, {
+    prompts: { type: 'string' },
+    'max-new-tokens': { type: 'string' },
+    'rtt-ms': { type: 'string' },
+    thresholds: { type: 'string' },
+    speculate: { type: 'string' },
+    'conditional-steps': { type: 'string' },
+    dataset: { type: 'string' },
+    slm: { type: 'string' },
+    router: { type: 'string' },
+    llm: { type: 'string' },
+    cloud: { type: 'string' },
+    'cloud-token': { type: 'string' },
+    'cloud-tls-ca': { type: 'string' },
+    'cloud-tls-cert': { type: 'string' },
+    'cloud-tls-key': { type: 'string' },
+    threads: { type: 'string' },
+    'edge-cpus': { type: 'string' },
+    'shim-cpus': { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const prompts = integerFlag(values, 'prompts', 5, [1, 1000])!;
+  const maxNewTokens = integerFlag(values, 'max-new-tokens', 100, [1, 1024])!;
+  const rttMs = integerFlag(values, 'rtt-ms', 170, [0, 5000])!;
+  const threads = integerFlag(values, 'threads', undefined, [1, 256]);
+  if (values.cloud !== undefined && values.llm !== undefined) throw new UsageError('--cloud (a running shim) and --llm (the in-process shim) exclude each other');
+  if (values.cloud !== undefined) parseAddress(values.cloud);
+  const cloudFlags = (['cloud-token', 'cloud-tls-ca', 'cloud-tls-cert', 'cloud-tls-key'] as const).filter((f) => values[f] !== undefined);
+  if (cloudFlags.length && values.cloud === undefined) throw new UsageError(`--${cloudFlags[0]} is for a running shim: it needs --cloud HOST:PORT`);
+  if ((values['cloud-tls-cert'] === undefined) !== (values['cloud-tls-key'] === undefined)) throw new UsageError('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
+  if ((values['edge-cpus'] === undefined) !== (values['shim-cpus'] === undefined)) throw new UsageError('--edge-cpus and --shim-cpus go together');
+  if (values['shim-cpus'] !== undefined && values.cloud !== undefined) throw new UsageError('--shim-cpus starts a shim here: it excludes --cloud');
+  const edgeCpus = values['edge-cpus'];
+  const shimCpus = values['shim-cpus'];
+  for (const [flag, cpus] of [['--edge-cpus', edgeCpus], ['--shim-cpus', shimCpus]] as const) {
+    if (cpus !== undefined && !isCpuList(cpus)) throw new UsageError(`${flag} must be a CPU list such as 1, 0,2 or 2-3, got ${JSON.stringify(cpus)}`);
+  }
+  const tlsFiles = { caFile: values['cloud-tls-ca'], certFile: values['cloud-tls-cert'], keyFile: values['cloud-tls-key'] };
+  const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);
+  const speculate = parseSpeculate(values.speculate ?? 'off');
+  const conditional = values['conditional-steps'] ?? 'on';
+  if (conditional !== 'on' && conditional !== 'off') throw new UsageError(`--conditional-steps must be on or off, got ${JSON.stringify(conditional)}`);
+  const router = values.router ?? DEMO.routerPack;
+  const usesDemo = values.slm === undefined || (values.llm === undefined && values.cloud === undefined) || values.router === undefined;
+  return {
+    options: {
+      dataset: values.dataset ?? DEFAULT_DATASET,
+      prompts,
+      maxNewTokens,
+      rttMs,
+      thresholds,
+      speculate,
+      conditionalSteps: conditional === 'on',
+      slm: values.slm ?? DEMO.edgePack,
+      router: router === 'builtin' ? undefined : router,
+      llm: values.llm ?? DEMO.cloudPack,
+      cloud: values.cloud,
+      cloudToken: values['cloud-token'],
+      cloudTls: tlsFiles.caFile || tlsFiles.certFile ? tlsFiles : undefined,
+      threads,
+      edgeCpus,
+      shimCpus,
+    },
+    json: values.json === true,
+    usesDemo,
+  };
+}

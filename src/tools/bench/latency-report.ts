@@ -1,0 +1,197 @@
+/**
+ * `bench latency`'s figures: one row per routing setting, each the mean over the prompts of the decoding
+ * loop's own final metrics and of what the cloud's replies report, and the Markdown table.
+ *
+ * @example
+ * console.log(formatLatencyTable(await runLatencyBench(options)));
+ */
+import type { GenerationMetrics } from '../../edge/generation-metrics.ts';
+import type { Mode } from '../../edge/generation-request.ts';
+import { mean } from '../../shared/statistics.ts';
+
+/** One routing setting: means per prompt unless the name says otherwise. */
+export interface LatencyRow {
+  mode: Mode;
+  /** τ of a joint row; null for small_only and llm_only. */
+  threshold: number | null;
+  /** Speculative continuation on (joint rows only: the other modes never speculate). */
+  speculate: boolean;
+  tokens: number;
+  routed_count: number;
+  /** Routed tokens / generated tokens, over all prompts. */
+  routed_ratio: number;
+  cloud_calls: number;
+  /** Routed tokens the cloud failed to serve, summed over prompts (should be 0). */
+  fallback_total: number;
+  slm_ms: number;
+  router_ms: number;
+  ttft_ms: number;
+  /** Mean over prompts of each prompt's mean edge-side time between tokens (cloud waiting excluded). */
+  tbt_ms: number;
+  /** Mean over prompts of each prompt's median edge-side time between tokens. */
+  tbt_p50_ms: number;
+  /** tbt_ms / small_only's tbt_ms; null for llm_only, where the edge model does not run. */
+  tbt_ratio: number | null;
+  comm_llm_ms: number;
+  /** Backend compute time reported by the shim with each reply. */
+  backend_ms: number;
+  /** cloud_calls × RTT + backend_ms. */
+  predicted_comm_llm_ms: number;
+  /** (comm_llm_ms − predicted_comm_llm_ms) / cloud_calls; null without calls. */
+  residual_per_call_ms: number | null;
+  total_ms: number;
+  /** The whole request, as total_ms, and its ratio to small_only's. */
+  overall_ms: number;
+  overall_ratio: number;
+  /** Routed tokens whose speculative guess was right / routed tokens speculated past, over all prompts; null when none. */
+  hit_rate: number | null;
+  /** Speculative edge steps thrown away, and their edge time (means per prompt). */
+  wasted_steps: number;
+  wasted_ms: number;
+  /** Edge time of kept speculative steps: decoding done during the wait (mean per prompt). */
+  saved_ms: number;
+  /** Steps sent while another was in flight, assuming its guess (mean per prompt; skipped ones included). */
+  conditional_steps: number;
+}
+
+export interface LatencyBenchResult {
+  rtt_ms: number;
+  prompts: number;
+  max_new_tokens: number;
+  dataset: string;
+  slm: string;
+  router: string;
+  cloud: string;
+  rows: LatencyRow[];
+  /** True when, for every prompt and τ, the joint tokens with and without speculation are the same; null unless both ran. */
+  identical_outputs: boolean | null;
+}
+
+/** What the cloud did for one generation, as the replies report it. */
+export interface CloudTally {
+  calls: number;
+  backendMs: number;
+}
+
+/** One routing setting of the table. */
+export interface Setting {
+  mode: Mode;
+  threshold: number | null;
+  speculate: boolean;
+}
+
+export interface PromptRun {
+  /** The generated token ids, to compare settings that must agree. */
+  ids: number[];
+  metrics: GenerationMetrics;
+  cloud: CloudTally;
+  /** Why the cloud failed a routed token, the first time it did. */
+  cloudError: string | undefined;
+}
+
+/** A setting's row from its runs (one per prompt); the ratios to small_only are filled in by the caller. */
+export function summarize(setting: Setting, runs: PromptRun[], rttMs: number): LatencyRow {
+  const m = (f: (r: PromptRun) => number) => mean(runs.map(f));
+  const tokens = runs.reduce((s, r) => s + r.metrics.tokens, 0);
+  const routed = runs.reduce((s, r) => s + r.metrics.routed, 0);
+  const calls = runs.reduce((s, r) => s + r.cloud.calls, 0);
+  const comm = m((r) => r.metrics.cloudMs);
+  const predicted = m((r) => r.cloud.calls * rttMs + r.cloud.backendMs);
+  const speculated = runs.reduce((s, r) => s + r.metrics.speculated, 0);
+  const hits = runs.reduce((s, r) => s + r.metrics.speculationHits, 0);
+  return {
+    mode: setting.mode,
+    threshold: setting.threshold,
+    speculate: setting.speculate,
+    tokens: m((r) => r.metrics.tokens),
+    routed_count: m((r) => r.metrics.routed),
+    routed_ratio: tokens ? routed / tokens : 0,
+    cloud_calls: m((r) => r.cloud.calls),
+    fallback_total: runs.reduce((s, r) => s + r.metrics.fallback, 0),
+    slm_ms: m((r) => r.metrics.slmMs),
+    router_ms: m((r) => r.metrics.routerMs),
+    ttft_ms: m((r) => r.metrics.ttftMs),
+    tbt_ms: m((r) => r.metrics.tbtMeanMs),
+    tbt_p50_ms: m((r) => r.metrics.tbtP50Ms),
+    tbt_ratio: null,
+    comm_llm_ms: comm,
+    backend_ms: m((r) => r.cloud.backendMs),
+    predicted_comm_llm_ms: predicted,
+    residual_per_call_ms: calls ? ((comm - predicted) * runs.length) / calls : null,
+    total_ms: m((r) => r.metrics.totalMs),
+    overall_ms: m((r) => r.metrics.totalMs),
+    overall_ratio: 1,
+    hit_rate: speculated ? hits / speculated : null,
+    wasted_steps: m((r) => r.metrics.wastedSteps),
+    wasted_ms: m((r) => r.metrics.wastedMs),
+    saved_ms: m((r) => r.metrics.savedMs),
+    conditional_steps: m((r) => r.metrics.conditionalSteps),
+  };
+}
+
+/** Whether every prompt's joint tokens match between the rows without and with speculation at each τ. */
+export function identicalOutputs(settings: Setting[], runs: PromptRun[][]): boolean | null {
+  let compared = false;
+  for (const [s, setting] of settings.entries()) {
+    if (setting.mode !== 'joint' || !setting.speculate) continue;
+    const t = settings.findIndex((x) => x.mode === 'joint' && x.threshold === setting.threshold && !x.speculate);
+    if (t < 0) continue;
+    compared = true;
+    for (const [p, run] of runs[s]!.entries()) if (run.ids.join(',') !== runs[t]![p]!.ids.join(',')) return false;
+  }
+  return compared ? true : null;
+}
+
+export function label(s: Pick<Setting, 'mode' | 'threshold' | 'speculate'>): string {
+  return s.mode === 'joint' ? `joint τ=${s.threshold}${s.speculate ? ' spec' : ''}` : s.mode;
+}
+
+/** The result as a Markdown table with a line saying what was measured. */
+export function formatLatencyTable(r: LatencyBenchResult): string {
+  const ms = (x: number) => x.toFixed(1);
+  const header = [
+    'setting',
+    'routed',
+    'routed %',
+    'tokens',
+    'SLM (ms)',
+    'TTFT (ms)',
+    'TBT edge (ms)',
+    'TBT / small_only',
+    'comm + LLM (ms)',
+    'predicted (ms)',
+    'residual / call (ms)',
+    'overall (ms)',
+    'overall / small_only',
+    'hit rate',
+    'wasted steps',
+    'conditional steps',
+  ];
+  const rows = r.rows.map((row) => [
+    label(row),
+    row.routed_count.toFixed(1),
+    (100 * row.routed_ratio).toFixed(1),
+    row.tokens.toFixed(1),
+    ms(row.slm_ms),
+    ms(row.ttft_ms),
+    row.tbt_ms.toFixed(3),
+    row.tbt_ratio === null ? '–' : row.tbt_ratio.toFixed(2),
+    ms(row.comm_llm_ms),
+    ms(row.predicted_comm_llm_ms),
+    row.residual_per_call_ms === null ? '–' : row.residual_per_call_ms.toFixed(2),
+    ms(row.total_ms),
+    row.overall_ratio.toFixed(2),
+    row.hit_rate === null ? '–' : row.hit_rate.toFixed(2),
+    row.wasted_steps.toFixed(1),
+    row.conditional_steps.toFixed(1),
+  ]);
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [
+    `${r.prompts} prompts from ${r.dataset}, up to ${r.max_new_tokens} new tokens (greedy), RTT ${r.rtt_ms} ms injected; edge ${r.slm}, router ${r.router}, cloud: ${r.cloud}. Means per prompt; predicted = cloud calls × RTT + backend compute.`,
+    '',
+    line(header),
+    line(header.map((_, i) => (i === 0 ? '---' : '---:'))),
+    ...rows.map(line),
+    ...(r.identical_outputs === null ? [] : ['', `identical outputs with and without speculation: ${r.identical_outputs}`]),
+  ].join('\n');
+}
