@@ -64,6 +64,11 @@ export interface RouterJson {
   training?: Record<string, unknown>;
 }
 
+/**
+ * A trained router pack at run time: router.onnx, one position per call, fed as the decoding loop feeds
+ * it. The tools score the same graph in batches (src/tools/router/batch-scorer.ts) and train with its
+ * TypeScript twin (MlpRouter); tests pin the three to the same scores.
+ */
 export class OnnxRouter implements Router {
   private constructor(
     readonly info: RouterInfo,

@@ -1,7 +1,11 @@
 /**
  * Shared plumbing for the command-line tools: argument parsing errors and failures become one line on
  * stderr and a non-zero exit code instead of a stack trace; `--help` or `-h` anywhere before a `--` prints
- * the usage and exits 0, for every tool and subcommand that parses its flags here.
+ * the usage and exits 0, for every tool and subcommand that parses its flags here; tools with
+ * subcommands (models, router, bench) dispatch them through one table (`runSubcommands`).
+ *
+ * @example
+ * await runSubcommands({ inspect: inspectCommand, demo: demoCommand }, USAGE);
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AppError, errorMessage } from '../shared/errors.ts';
@@ -76,4 +80,34 @@ export async function runCli(main: () => Promise<void>, usage: string): Promise<
     console.error(`error: ${e instanceof AppError ? e.message : errorMessage(e)}`);
     process.exit(1);
   }
+}
+
+/** One subcommand of a tool: what it does with the arguments after its name. */
+export type Subcommand = (args: string[]) => Promise<void>;
+
+export interface SubcommandOptions {
+  /** What the tool calls its subcommands in errors (`unknown target gpu`); `command` when omitted. */
+  noun?: string;
+  /** Builds the text `help` prints when it must load modules to do so; `usage` when omitted. */
+  help?: () => Promise<string>;
+  /** The arguments after the tool's name; process.argv's when omitted. */
+  argv?: readonly string[];
+}
+
+/**
+ * Runs `tool <name> [args]` from `commands`: no name, `help` or `--help` prints the usage (or
+ * `options.help()`) and exits 0; an unknown name is a usage error listing the known ones; the command
+ * runs under runCli, so its `--help`, usage errors and failures read as every tool's (`usage` printed).
+ */
+export async function runSubcommands(commands: Record<string, Subcommand>, usage: string, options: SubcommandOptions = {}): Promise<void> {
+  const [name, ...args] = options.argv ?? process.argv.slice(2);
+  await runCli(async () => {
+    if (name === undefined || name === 'help' || name === '--help') {
+      console.log(options.help ? await options.help() : usage);
+      return;
+    }
+    const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
+    if (!command) throw new UsageError(`unknown ${options.noun ?? 'command'} ${name} (known: ${Object.keys(commands).join(', ')})`);
+    await command(args);
+  }, usage);
 }

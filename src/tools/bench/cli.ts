@@ -2,7 +2,7 @@
  * `bun run bench <target> [flags]`: performance measurements. Each target is its own module exporting
  * `USAGE` and `main(args)`; add one by adding a line to TARGETS (modules load only when chosen).
  */
-import { runCli, UsageError, wantsHelp } from '../cli-support.ts';
+import { runSubcommands, wantsHelp, type Subcommand } from '../cli-support.ts';
 
 interface BenchTarget {
   USAGE: string;
@@ -18,25 +18,22 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   'int8-kernels': () => import('./decode-int8-kernels.ts'),
 };
 
+/** A target as a subcommand: `--help` after it prints that target's own usage. */
+function command(load: () => Promise<BenchTarget>): Subcommand {
+  return async (args) => {
+    const target = await load();
+    if (wantsHelp(args)) console.log(`usage: bun run ${target.USAGE}`);
+    else await target.main(args);
+  };
+}
+
 async function usage(): Promise<string> {
   const lines = await Promise.all(Object.values(TARGETS).map(async (load) => `  ${(await load()).USAGE}`));
   return `usage: bun run bench <target> [flags]\n\n${lines.join('\n')}`;
 }
 
-async function main(): Promise<void> {
-  const [target, ...args] = process.argv.slice(2);
-  if (target === undefined || target === 'help' || target === '--help') {
-    console.log(await usage());
-    return;
-  }
-  const load = TARGETS[target];
-  if (!load) throw new UsageError(`unknown target ${target} (known: ${Object.keys(TARGETS).join(', ')})`);
-  const chosen = await load();
-  if (wantsHelp(args)) {
-    console.log(`usage: bun run ${chosen.USAGE}`);
-    return;
-  }
-  await chosen.main(args);
-}
-
-await runCli(main, 'usage: bun run bench <target> [flags]   (bun run bench help lists the targets)');
+await runSubcommands(
+  Object.fromEntries(Object.entries(TARGETS).map(([name, load]) => [name, command(load)])),
+  'usage: bun run bench <target> [flags]   (bun run bench help lists the targets)',
+  { noun: 'target', help: usage },
+);

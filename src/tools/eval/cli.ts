@@ -1,7 +1,7 @@
 /** `bun run eval --dataset FILE [flags]`: the routing threshold sweep with its baselines (see EVAL_USAGE). */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
-import { runCli } from '../cli-support.ts';
+import { runCli, wantsHelp } from '../cli-support.ts';
 import { terminalProgress } from '../lab/progress.ts';
 import { EVAL_USAGE, parseEvalOptions } from './eval-options.ts';
 import { evalPlots } from './eval-plots.ts';
@@ -10,7 +10,7 @@ import { runEvaluation } from './run-evaluation.ts';
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
+  if (wantsHelp(args)) {
     console.log(EVAL_USAGE);
     return;
   }

@@ -1,5 +1,5 @@
 /** `bun run models <command>`: build, convert, patch and inspect model packs. */
-import { parseFlags, requireFlag, integerFlag, runCli, UsageError } from '../cli-support.ts';
+import { parseFlags, requireFlag, integerFlag, runSubcommands, UsageError } from '../cli-support.ts';
 import { convertLlama2c } from './convert-llama2c.ts';
 import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { buildAllDemoPacks, buildDemoPacks } from './demo.ts';
@@ -30,93 +30,90 @@ const USAGE = `usage: bun run models <command> [flags]
       3 layers, untrained) and models/router-stories260k-3l. Routers train on the first 80% of the
       TinyStories excerpt; a no-op when up to date. --pair builds one pair only (default all)`;
 
-async function main(): Promise<void> {
-  const [command, ...args] = process.argv.slice(2);
-  switch (command) {
-    case 'convert-llama2c': {
-      const { values } = parseFlags(args, {
-        checkpoint: { type: 'string' },
-        tokenizer: { type: 'string' },
-        layers: { type: 'string' },
-        out: { type: 'string' },
-      });
-      const out = requireFlag(values, 'out');
-      await convertLlama2c({
-        checkpoint: requireFlag(values, 'checkpoint'),
-        tokenizer: requireFlag(values, 'tokenizer'),
-        layers: integerFlag(values, 'layers'),
-        out,
-      });
-      console.log(`wrote ${out}`);
-      return;
-    }
-    case 'random': {
-      const { values } = parseFlags(args, {
-        preset: { type: 'string' },
-        out: { type: 'string' },
-        seed: { type: 'string' },
-        head: { type: 'string' },
-        'no-hidden-states': { type: 'boolean' },
-      });
-      const head = values.head ?? 'default';
-      if (!['matmul', 'gemm', 'default'].includes(head)) throw new UsageError(`--head must be matmul or gemm, got ${head}`);
-      const out = requireFlag(values, 'out');
-      await writeRandomPack({
-        preset: requireFlag(values, 'preset'),
-        out,
-        seed: integerFlag(values, 'seed', 0)!,
-        head: head === 'default' ? undefined : (head as 'matmul' | 'gemm'),
-        hiddenStatesOutput: !values['no-hidden-states'],
-      });
-      console.log(`wrote ${out}`);
-      return;
-    }
-    case 'expose-hidden': {
-      const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, node: { type: 'string' } });
-      const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: requireFlag(values, 'out'), node: values.node });
-      console.log(formatExposeResult(result));
-      return;
-    }
-    case 'quantize': {
-      const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' } });
-      const dtype = requireFlag(values, 'dtype');
-      if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
-      if (dtype === 'int8' && (values['block-size'] !== undefined || values['accuracy-level'] !== undefined)) {
-        throw new UsageError('--block-size and --accuracy-level apply to q4 only (int8 scales whole columns)');
-      }
-      const out = requireFlag(values, 'out');
-      const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]) });
-      console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
-      return;
-    }
-    case 'inspect': {
-      const { positionals } = parseFlags(args, {});
-      if (positionals.length !== 1) throw new UsageError('inspect takes exactly one model file or pack folder');
-      console.log(inspectPath(positionals[0]!).map(formatInspection).join('\n\n'));
-      return;
-    }
-    case 'demo': {
-      const { values } = parseFlags(args, { pair: { type: 'string', default: 'all' } });
-      const log = (line: string) => console.log(line);
-      const pairs: Record<string, () => Promise<string[]>> = {
-        all: () => buildAllDemoPacks(log),
-        demo: () => buildDemoPacks(DEMO, log),
-        truncated: () => buildDemoPacks(TRUNCATED_DEMO, log),
-      };
-      const build = Object.hasOwn(pairs, values.pair!) ? pairs[values.pair!]! : undefined;
-      if (!build) throw new UsageError(`--pair must be one of all, demo, truncated, got ${JSON.stringify(values.pair)}`);
-      const built = await build();
-      console.log(built.length ? `built ${built.length} pack(s)` : 'demo packs up to date');
-      return;
-    }
-    case undefined:
-    case 'help':
-    case '--help':
-      console.log(USAGE);
-      return;
-    default:
-      throw new UsageError(`unknown command ${command}`);
-  }
+async function convertCommand(args: string[]): Promise<void> {
+  const { values } = parseFlags(args, {
+    checkpoint: { type: 'string' },
+    tokenizer: { type: 'string' },
+    layers: { type: 'string' },
+    out: { type: 'string' },
+  });
+  const out = requireFlag(values, 'out');
+  await convertLlama2c({
+    checkpoint: requireFlag(values, 'checkpoint'),
+    tokenizer: requireFlag(values, 'tokenizer'),
+    layers: integerFlag(values, 'layers'),
+    out,
+  });
+  console.log(`wrote ${out}`);
 }
 
-await runCli(main, USAGE);
+async function randomCommand(args: string[]): Promise<void> {
+  const { values } = parseFlags(args, {
+    preset: { type: 'string' },
+    out: { type: 'string' },
+    seed: { type: 'string' },
+    head: { type: 'string' },
+    'no-hidden-states': { type: 'boolean' },
+  });
+  const head = values.head ?? 'default';
+  if (!['matmul', 'gemm', 'default'].includes(head)) throw new UsageError(`--head must be matmul or gemm, got ${head}`);
+  const out = requireFlag(values, 'out');
+  await writeRandomPack({
+    preset: requireFlag(values, 'preset'),
+    out,
+    seed: integerFlag(values, 'seed', 0)!,
+    head: head === 'default' ? undefined : (head as 'matmul' | 'gemm'),
+    hiddenStatesOutput: !values['no-hidden-states'],
+  });
+  console.log(`wrote ${out}`);
+}
+
+async function exposeHiddenCommand(args: string[]): Promise<void> {
+  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, node: { type: 'string' } });
+  const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: requireFlag(values, 'out'), node: values.node });
+  console.log(formatExposeResult(result));
+}
+
+async function quantizeCommand(args: string[]): Promise<void> {
+  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' } });
+  const dtype = requireFlag(values, 'dtype');
+  if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
+  if (dtype === 'int8' && (values['block-size'] !== undefined || values['accuracy-level'] !== undefined)) {
+    throw new UsageError('--block-size and --accuracy-level apply to q4 only (int8 scales whole columns)');
+  }
+  const out = requireFlag(values, 'out');
+  const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]) });
+  console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
+}
+
+async function inspectCommand(args: string[]): Promise<void> {
+  const { positionals } = parseFlags(args, {});
+  if (positionals.length !== 1) throw new UsageError('inspect takes exactly one model file or pack folder');
+  console.log(inspectPath(positionals[0]!).map(formatInspection).join('\n\n'));
+}
+
+async function demoCommand(args: string[]): Promise<void> {
+  const { values } = parseFlags(args, { pair: { type: 'string', default: 'all' } });
+  const log = (line: string) => console.log(line);
+  const pairs: Record<string, () => Promise<string[]>> = {
+    all: () => buildAllDemoPacks(log),
+    demo: () => buildDemoPacks(DEMO, log),
+    truncated: () => buildDemoPacks(TRUNCATED_DEMO, log),
+  };
+  const build = Object.hasOwn(pairs, values.pair!) ? pairs[values.pair!]! : undefined;
+  if (!build) throw new UsageError(`--pair must be one of all, demo, truncated, got ${JSON.stringify(values.pair)}`);
+  const built = await build();
+  console.log(built.length ? `built ${built.length} pack(s)` : 'demo packs up to date');
+}
+
+await runSubcommands(
+  {
+    'convert-llama2c': convertCommand,
+    random: randomCommand,
+    'expose-hidden': exposeHiddenCommand,
+    quantize: quantizeCommand,
+    inspect: inspectCommand,
+    demo: demoCommand,
+  },
+  USAGE,
+);

@@ -1,6 +1,13 @@
 /**
- * Scores many rows (hidden state, previous hidden state, extra features, proposed token) with a router pack's `router.onnx` in batches: for training reports,
- * evaluation and tests (the decoder loop scores one position at a time through `OnnxRouter`).
+ * Scores many rows (hidden state, previous hidden state, extra features, proposed token) with a router
+ * pack's `router.onnx` in batches of 4,096: for the routing curve, the evaluation and tests.
+ *
+ * Why not OnnxRouter, which runs the same graph: it scores one position at a time from the edge model's
+ * logits (the decoding loop's step), on one thread; teacher-forced records keep the features computed
+ * once instead of the logits, and a batch wants every thread. The scores agree (tests/router-context-features.test.ts).
+ *
+ * @example
+ * const scores = await scoreWithRouterPack('models/router-stories260k-3l', forced); // one per record
  */
 import { join, resolve } from 'node:path';
 import type { RouterJson } from '../../edge/router.ts';

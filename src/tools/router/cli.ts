@@ -1,5 +1,5 @@
 /** `bun run router <command>`: train a router pack, or evaluate one on held-out text. */
-import { integerFlag, numberFlag, parseFlags, requireFlag, runCli, UsageError } from '../cli-support.ts';
+import { integerFlag, numberFlag, parseFlags, requireFlag, runSubcommands, UsageError } from '../cli-support.ts';
 import { evaluateRouter } from './evaluate-router.ts';
 import { terminalProgress } from '../lab/progress.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
@@ -64,92 +64,79 @@ function featuresFlag(raw: string | undefined): FeatureGroup[] {
   return FEATURE_GROUPS.filter((g) => groups.includes(g));
 }
 
-async function main(): Promise<void> {
-  const [command, ...args] = process.argv.slice(2);
-  switch (command) {
-    case 'train': {
-      const { values } = parseFlags(args, {
-        slm: { type: 'string' },
-        llm: { type: 'string' },
-        'slm-file': { type: 'string' },
-        'llm-file': { type: 'string' },
-        text: { type: 'string' },
-        out: { type: 'string' },
-        'train-fraction': { type: 'string' },
-        seed: { type: 'string' },
-        epochs: { type: 'string' },
-        'hidden-units': { type: 'string' },
-        members: { type: 'string' },
-        'learning-rate': { type: 'string' },
-        labels: { type: 'string' },
-        'rollout-labels': { type: 'string' },
-        features: { type: 'string' },
-        rounds: { type: 'string' },
-        'rollout-prompts': { type: 'string' },
-        'rollout-tokens': { type: 'string' },
-      });
-      const report = await trainRouter(
-        {
-          slm: requireFlag(values, 'slm'),
-          llm: requireFlag(values, 'llm'),
-          slmFile: values['slm-file'],
-          llmFile: values['llm-file'],
-          text: requireFlag(values, 'text'),
-          out: requireFlag(values, 'out'),
-          trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
-          seed: integerFlag(values, 'seed', 0)!,
-          maxEpochs: integerFlag(values, 'epochs', DEFAULT_EPOCHS)!,
-          hiddenUnits: integerFlag(values, 'hidden-units', DEFAULT_HIDDEN_UNITS)!,
-          members: integerFlag(values, 'members', DEFAULT_MEMBERS, [1, 16])!,
-          learningRate: numberFlag(values, 'learning-rate', DEFAULT_ROUTER_LEARNING_RATE)!,
-          labels: labelRuleFlag(values.labels),
-          rolloutLabels: rolloutLabelRuleFlag(values['rollout-labels']),
-          features: featuresFlag(values.features),
-          rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
-          rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,
-          rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
-        },
-        terminalProgress(),
-      );
-      console.log(formatTrainReport(report));
-      console.log(`wrote ${report.out}`);
-      return;
-    }
-    case 'eval': {
-      const { values } = parseFlags(args, {
-        router: { type: 'string' },
-        slm: { type: 'string' },
-        llm: { type: 'string' },
-        'slm-file': { type: 'string' },
-        'llm-file': { type: 'string' },
-        text: { type: 'string' },
-        'train-fraction': { type: 'string' },
-        json: { type: 'boolean' },
-      });
-      const curve = await evaluateRouter(
-        {
-          router: requireFlag(values, 'router'),
-          slm: values.slm,
-          llm: values.llm,
-          slmFile: values['slm-file'],
-          llmFile: values['llm-file'],
-          text: requireFlag(values, 'text'),
-          trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
-          thresholds: DEFAULT_THRESHOLDS,
-        },
-        terminalProgress(),
-      );
-      console.log(values.json ? JSON.stringify(curve) : formatRoutingCurve(curve));
-      return;
-    }
-    case undefined:
-    case 'help':
-    case '--help':
-      console.log(USAGE);
-      return;
-    default:
-      throw new UsageError(`unknown command ${command}`);
-  }
+async function trainCommand(args: string[]): Promise<void> {
+  const { values } = parseFlags(args, {
+    slm: { type: 'string' },
+    llm: { type: 'string' },
+    'slm-file': { type: 'string' },
+    'llm-file': { type: 'string' },
+    text: { type: 'string' },
+    out: { type: 'string' },
+    'train-fraction': { type: 'string' },
+    seed: { type: 'string' },
+    epochs: { type: 'string' },
+    'hidden-units': { type: 'string' },
+    members: { type: 'string' },
+    'learning-rate': { type: 'string' },
+    labels: { type: 'string' },
+    'rollout-labels': { type: 'string' },
+    features: { type: 'string' },
+    rounds: { type: 'string' },
+    'rollout-prompts': { type: 'string' },
+    'rollout-tokens': { type: 'string' },
+  });
+  const report = await trainRouter(
+    {
+      slm: requireFlag(values, 'slm'),
+      llm: requireFlag(values, 'llm'),
+      slmFile: values['slm-file'],
+      llmFile: values['llm-file'],
+      text: requireFlag(values, 'text'),
+      out: requireFlag(values, 'out'),
+      trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
+      seed: integerFlag(values, 'seed', 0)!,
+      maxEpochs: integerFlag(values, 'epochs', DEFAULT_EPOCHS)!,
+      hiddenUnits: integerFlag(values, 'hidden-units', DEFAULT_HIDDEN_UNITS)!,
+      members: integerFlag(values, 'members', DEFAULT_MEMBERS, [1, 16])!,
+      learningRate: numberFlag(values, 'learning-rate', DEFAULT_ROUTER_LEARNING_RATE)!,
+      labels: labelRuleFlag(values.labels),
+      rolloutLabels: rolloutLabelRuleFlag(values['rollout-labels']),
+      features: featuresFlag(values.features),
+      rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
+      rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,
+      rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
+    },
+    terminalProgress(),
+  );
+  console.log(formatTrainReport(report));
+  console.log(`wrote ${report.out}`);
 }
 
-await runCli(main, USAGE);
+async function evalCommand(args: string[]): Promise<void> {
+  const { values } = parseFlags(args, {
+    router: { type: 'string' },
+    slm: { type: 'string' },
+    llm: { type: 'string' },
+    'slm-file': { type: 'string' },
+    'llm-file': { type: 'string' },
+    text: { type: 'string' },
+    'train-fraction': { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  const curve = await evaluateRouter(
+    {
+      router: requireFlag(values, 'router'),
+      slm: values.slm,
+      llm: values.llm,
+      slmFile: values['slm-file'],
+      llmFile: values['llm-file'],
+      text: requireFlag(values, 'text'),
+      trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
+      thresholds: DEFAULT_THRESHOLDS,
+    },
+    terminalProgress(),
+  );
+  console.log(values.json ? JSON.stringify(curve) : formatRoutingCurve(curve));
+}
+
+await runSubcommands({ train: trainCommand, eval: evalCommand }, USAGE);

@@ -1,7 +1,12 @@
 /**
  * The router being trained, as a decoding-loop `Router`: the TypeScript MLP over the same inputs the
- * exported ONNX graph reads (hidden state, the previous position's, the pack's extra feature groups, and the proposed token). On-policy rounds
- * generate with it without writing a pack first; its scores equal router.onnx's (tests/router-training).
+ * exported ONNX graph reads (hidden state, the previous position's, the pack's extra feature groups and
+ * the proposed token). On-policy rounds generate with it between two fits, before any pack exists.
+ *
+ * Why a second inference beside router.onnx (OnnxRouter at run time, batch-scorer.ts over matrices):
+ * the trainer's weights live in TypeScript between rounds, and exporting and loading a graph per round
+ * would only add float rounding to what the rollouts see. All three are pinned to the same scores on
+ * the same inputs by tests/router-context-features.test.ts and tests/router-training.test.ts.
  *
  * @example
  * const router = new MlpRouter(weights, ['hidden', 'logit_stats', 'repetition']);
