@@ -3,7 +3,8 @@
  * position (divergence or CITER rule, labels.ts), trains the MLP with early stopping on a validation
  * split (by paragraph), then runs on-policy rounds (DAgger): generate with the current router, label the
  * system's own trajectories against the cloud, aggregate, retrain. Writes the router pack with each
- * round's figures. Bad input fails before anything is written.
+ * round's figures. Bad input fails before anything is written. Its options and defaults are in
+ * train-router-options.ts, the pack's recorded source in router-source.ts, its figures in train-report.ts.
  *
  * @example
  * const report = await trainRouter({ slm: 'models/stories260k-3l', llm: 'models/stories260k',
@@ -95,6 +96,8 @@ function scored(weights: MlpWeights, set: Dataset): { auc: number; accuracy: num
   const scores = predict(weights, set.features, set.rows, set.proposed);
   return { auc: auc(scores, set.labels), accuracy: accuracyAt(scores, set.labels, 0.5), scores };
 }
+
+/** Trains a router pack as the header says (options: train-router-options.ts; figures: train-report.ts). */
 export async function trainRouter(o: TrainRouterOptions, progress?: ProgressReporter): Promise<TrainRouterReport> {
   const started = performance.now();
   validateTrainOptions(o);
