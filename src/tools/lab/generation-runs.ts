@@ -1,7 +1,11 @@
 /**
- * Real generations through the decoding loop for the evaluation: greedy, joint mode, one prompt after
- * another, with whatever router is being measured and the cloud pack in process. Also the cloud model's
- * perplexity of what was generated.
+ * Real generations through the decoding loop for the evaluation and the router's on-policy rounds: joint
+ * mode, one prompt after another, with whatever router is being measured or trained and the cloud pack
+ * in process. Also the cloud model's perplexity of what was generated.
+ *
+ * @example
+ * const run = await generateAll({ slm, tokenizer, cloud }, router, prompts, { threshold: 0.5, maxNewTokens: 48, temperature: 0, seed: 0 });
+ * console.log(run.routed / run.tokens, (await cloudPerplexity(llm, run.items)).perplexity);
  */
 import type { CloudClient } from '../../edge/cloud-client.ts';
 import { encodePrompt, generate, type TokenEvent } from '../../edge/decoder-loop.ts';
