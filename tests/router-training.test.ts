@@ -104,7 +104,8 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
   });
 
   test('on the held-out 20% the router still separates keep from route', () => {
-    // Measured: 0.737 against its own (CITER) labels, 0.755 against divergence's, which its rollouts were labelled by.
+    // Measured: 0.737 against its own (CITER) labels, 0.755 against divergence's, which its rollouts were labelled by
+    // (0.749 and 0.767 on another machine kind: the margin above 0.7 covers kernel differences).
     expect(auc(heldOutScores, citerLabels(heldOut))).toBeGreaterThan(0.7);
     expect(auc(heldOutScores, divergenceLabels(heldOut))).toBeGreaterThan(0.7);
   });
@@ -133,16 +134,20 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
       expect(p.accuracy).toBeGreaterThanOrEqual(curve.smallOnlyAccuracy);
       expect(p.accuracy).toBeLessThanOrEqual(curve.largeOnlyAccuracy);
     }
-    // A router better than chance: at τ = 0.7 (17.3% routed when measured) the accuracy gained per
-    // routed token beats random routing.
-    const mid = points[7]!;
+    // A router better than chance: at the default τ the accuracy gained per routed token beats random routing.
+    const mid = points[Math.round(meta.default_threshold * 10)]!;
+    expect(mid.threshold).toBe(meta.default_threshold);
     const randomGain = mid.routedRatio * (curve.largeOnlyAccuracy - curve.smallOnlyAccuracy);
     expect(mid.accuracy - curve.smallOnlyAccuracy).toBeGreaterThan(randomGain);
   });
 
-  test('the default τ (0.7) routes 22.0% of the held-out teacher-forced positions, as docs/results.md says', () => {
+  test('the default τ (0.8) routes about 36% of the held-out teacher-forced positions, as docs/results.md says', () => {
     const share = routingCurve(heldOut, heldOutScores, [meta.default_threshold]).points[0]!.routedRatio;
-    expect(share).toBeCloseTo(0.22, 3);
+    // The share depends on onnxruntime's float results, which differ between CPUs (AVX2, AVX-512, NEON):
+    // at τ 0.7 one machine kind measured 22.0% and another 21.4%, and retraining from hidden states perturbed
+    // by 1e-6 (PERTURB_HIDDEN_STATES) moved the share at 0.8 from 35.8% by at most 0.2 points. ±2 points is
+    // three times the largest difference seen, and still tells a moved default τ (0.75: 27.7%, 0.85: 45.3%).
+    expect(Math.abs(share - 0.358)).toBeLessThan(0.02);
   });
 
   test('the decoder loop with the trained router routes exactly the tokens scored below τ', async () => {
