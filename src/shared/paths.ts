@@ -27,8 +27,8 @@ export const DEMO = {
    * The router's default τ (docs/results.md, "The default threshold"): chosen so that the page's first run
    * (greedy, "Once upon a time", 64 tokens) shows the cloud at work, 7 tokens routed where 0.7 routed 2,
    * and reads better than the edge alone. On the held-out TinyStories paragraphs `bun run eval` measured
-   * 26.6% of generated tokens routed (rep4 0.109, cloud perplexity 2.30; small_only 0.209 and 3.14), and
-   * 35.8% of teacher-forced positions.
+   * 23.8% of the generated tokens routed (rep4 0.115, cloud perplexity 2.27; small_only 0.209 and 3.14;
+   * 0.9 loops more than the edge alone, rep4 0.241) and 35.8% of teacher-forced positions.
    */
   routerThreshold: 0.8,
 } as const;
