@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { generate, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../src/edge/generation-request.ts';
 import { OnnxRouter, type RouterJson } from '../src/edge/router.ts';
@@ -63,8 +63,9 @@ afterAll(() => {
 describe('the demo router (stories260k-distilled-1l → stories260k, first 80% of the TinyStories excerpt)', () => {
   test('router.json records the training figures; validation AUC is clearly above chance', async () => {
     expect(meta.hidden_size).toBe(64);
-    expect(meta.slm).toBe('../stories260k-distilled-1l');
-    expect(meta.llm).toBe('../stories260k');
+    // Relative to the router pack: beside it in models/, elsewhere for a router trained under PERTURB_HIDDEN_STATES.
+    expect(resolve(routerPack, meta.slm)).toBe(demo.edgePack);
+    expect(resolve(routerPack, meta.llm!)).toBe(demo.cloudPack);
     expect(meta.default_threshold).toBe(demo.routerThreshold);
     expect(meta.features).toEqual(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position', 'token']);
     const t = meta.training as {
