@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { generate, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../src/edge/generation-request.ts';
 import { OnnxRouter, type RouterJson } from '../src/edge/router.ts';
@@ -19,12 +19,18 @@ import type { TeacherForced } from '../src/tools/lab/forced-records.ts';
 import { teacherForcePacks } from '../src/tools/lab/teacher-forcing.ts';
 import { splitByParagraph } from '../src/tools/lab/text-corpus.ts';
 import { trainMlp } from '../src/tools/router/train-mlp.ts';
+import { trainRouter } from '../src/tools/router/train-router.ts';
+import { demoRouterOptions } from '../src/tools/models/demo.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
+import { perturbationFromEnv, type HiddenStatePerturbation } from './helpers/perturbed-hidden-states.ts';
 import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
 
 const THRESHOLDS = Array.from({ length: 11 }, (_, i) => i / 10);
 const work = mkdtempSync(join(tmpdir(), 'router-training-'));
 let demo: Awaited<ReturnType<typeof ensureDemoPacks>>;
+/** The demo router, or with PERTURB_HIDDEN_STATES set, one trained the same way from perturbed hidden states. */
+let routerPack: string;
+let perturbation: HiddenStatePerturbation | undefined;
 let meta: RouterJson;
 let heldOut: TeacherForced;
 let heldOutScores: Float32Array;
@@ -32,20 +38,35 @@ let curve: RoutingCurve;
 
 beforeAll(async () => {
   demo = await ensureDemoPacks();
-  meta = readJsonFile(join(demo.routerPack, 'router.json')) as RouterJson;
+  routerPack = demo.routerPack;
+  perturbation = perturbationFromEnv(demo.edgePack);
+  if (perturbation) {
+    // Another CPU's kernels, simulated: the demo router retrained from hidden states that differ in the last
+    // bits; every check in this file must hold for it as for the one built on this machine.
+    routerPack = join(work, 'perturbed-demo-router');
+    await trainRouter({ ...demoRouterOptions(demo), out: routerPack });
+    if (perturbation.perturbedValues === 0) throw new Error('PERTURB_HIDDEN_STATES is set, but training perturbed no hidden state');
+  }
+  meta = readJsonFile(join(routerPack, 'router.json')) as RouterJson;
   const paragraphs = splitByParagraph(await tinyStoriesParagraphs(), 0.8).heldOut;
   heldOut = await teacherForcePacks(demo.edgePack, demo.cloudPack, paragraphs);
-  heldOutScores = await scoreWithRouterPack(demo.routerPack, heldOut);
+  heldOutScores = await scoreWithRouterPack(routerPack, heldOut);
   curve = routingCurve(heldOut, heldOutScores, THRESHOLDS);
-}, 180_000); // building the demo packs (router training included) takes about half a minute on a fresh checkout
+  // Building the demo packs (router training included) takes about half a minute on a fresh checkout; with
+  // PERTURB_HIDDEN_STATES the router is trained once more (two minutes on a loaded 2-core machine).
+}, 480_000);
 
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+afterAll(() => {
+  perturbation?.restore();
+  rmSync(work, { recursive: true, force: true });
+});
 
 describe('the demo router (stories260k-distilled-1l → stories260k, first 80% of the TinyStories excerpt)', () => {
   test('router.json records the training figures; validation AUC is clearly above chance', async () => {
     expect(meta.hidden_size).toBe(64);
-    expect(meta.slm).toBe('../stories260k-distilled-1l');
-    expect(meta.llm).toBe('../stories260k');
+    // Relative to the router pack: beside it in models/, elsewhere for a router trained under PERTURB_HIDDEN_STATES.
+    expect(resolve(routerPack, meta.slm)).toBe(demo.edgePack);
+    expect(resolve(routerPack, meta.llm!)).toBe(demo.cloudPack);
     expect(meta.default_threshold).toBe(demo.routerThreshold);
     expect(meta.features).toEqual(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position', 'token']);
     const t = meta.training as {
@@ -85,7 +106,8 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
   });
 
   test('on the held-out 20% the router still separates keep from route', () => {
-    // Measured: 0.737 against its own (CITER) labels, 0.755 against divergence's, which its rollouts were labelled by.
+    // Measured: 0.737 against its own (CITER) labels, 0.755 against divergence's, which its rollouts were labelled by
+    // (0.749 and 0.767 on another machine kind: the margin above 0.7 covers kernel differences).
     expect(auc(heldOutScores, citerLabels(heldOut))).toBeGreaterThan(0.7);
     expect(auc(heldOutScores, divergenceLabels(heldOut))).toBeGreaterThan(0.7);
   });
@@ -114,22 +136,27 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
       expect(p.accuracy).toBeGreaterThanOrEqual(curve.smallOnlyAccuracy);
       expect(p.accuracy).toBeLessThanOrEqual(curve.largeOnlyAccuracy);
     }
-    // A router better than chance: at τ = 0.7 (17.3% routed when measured) the accuracy gained per
-    // routed token beats random routing.
-    const mid = points[7]!;
+    // A router better than chance: at the default τ the accuracy gained per routed token beats random routing.
+    const mid = points[Math.round(meta.default_threshold * 10)]!;
+    expect(mid.threshold).toBe(meta.default_threshold);
     const randomGain = mid.routedRatio * (curve.largeOnlyAccuracy - curve.smallOnlyAccuracy);
     expect(mid.accuracy - curve.smallOnlyAccuracy).toBeGreaterThan(randomGain);
   });
 
-  test('the default τ (0.7) routes 22.0% of the held-out teacher-forced positions, as docs/results.md says', () => {
+  test('the default τ (0.8) routes about 36% of the held-out teacher-forced positions, as docs/results.md says', () => {
     const share = routingCurve(heldOut, heldOutScores, [meta.default_threshold]).points[0]!.routedRatio;
-    expect(share).toBeCloseTo(0.22, 3);
+    // The share depends on onnxruntime's float results, which differ between CPUs (AVX2, AVX-512, NEON):
+    // at τ 0.7 one machine kind measured 22.0% and another 21.4%, and retraining from hidden states perturbed
+    // by 1e-6 (PERTURB_HIDDEN_STATES) moved the share at 0.8 from 35.8% by at most 0.2 points. ±2 points is
+    // three times the largest difference seen, and still tells a moved default τ (0.75: 27.7%, 0.85: 45.3%).
+    console.log(`default τ ${meta.default_threshold}: ${(100 * share).toFixed(2)}% of ${heldOut.count} held-out positions routed${perturbation ? ' (router trained under PERTURB_HIDDEN_STATES)' : ''}`);
+    expect(Math.abs(share - 0.358)).toBeLessThan(0.02);
   });
 
   test('the decoder loop with the trained router routes exactly the tokens scored below τ', async () => {
     const edge = await DecoderModel.load(loadModelPack(demo.edgePack));
     const cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
-    const router = await OnnxRouter.load(demo.routerPack);
+    const router = await OnnxRouter.load(routerPack);
     try {
       const engine = { slm: edge, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud: new InProcessCloud(cloudModel) };
       const request = parseGenerationRequest({ prompt: 'Once upon a time, there was a little dog', threshold: 0.75, maxNewTokens: 40 });

@@ -14,7 +14,7 @@ import { isCpuList } from './cpu-pinning.ts';
 
 export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
 /**
- * Around the demo router's default τ (0.7): on the default prompts 2.5%, 13%, 31% and 61% of the generated
+ * Around the demo router's default τ (0.8): on the default prompts 2.5%, 13%, 31% and 61% of the generated
  * tokens routed (measured with --rtt-ms 0, 5 prompts × 64 tokens).
  */
 export const DEFAULT_BENCH_THRESHOLDS: readonly number[] = [0.6, 0.7, 0.8, 0.9];

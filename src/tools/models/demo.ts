@@ -34,6 +34,24 @@ export interface DemoPaths {
 /** The demo routers' training settings: fewer, shorter on-policy rounds than the CLI's defaults, so a test run stays quick. */
 const DEMO_ROUTER = { ...DEMO_ROUTER_TRAINING, trainFraction: 0.8, seed: 0, hiddenUnits: 64 };
 
+/**
+ * The options `models demo` trains a pair's router with (the tests train copies with them, e.g. under
+ * perturbed hidden states, into another `out`).
+ *
+ * @example
+ * await trainRouter({ ...demoRouterOptions(DEMO), out: '/tmp/router' });
+ */
+export function demoRouterOptions(paths: DemoPaths): TrainRouterOptions {
+  return {
+    slm: paths.edgePack,
+    llm: paths.cloudPack,
+    text: paths.tinyStories,
+    out: paths.routerPack,
+    ...DEMO_ROUTER,
+    defaultThreshold: paths.routerThreshold,
+  };
+}
+
 /** Builds whatever pack of one pair is missing or stale; returns the folders it (re)built. */
 export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}): Promise<string[]> {
   const built: string[] = [];
@@ -50,14 +68,7 @@ export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string
     await convertLlama2c(options);
     built.push(options.out);
   }
-  const router: TrainRouterOptions = {
-    slm: paths.edgePack,
-    llm: paths.cloudPack,
-    text: paths.tinyStories,
-    out: paths.routerPack,
-    ...DEMO_ROUTER,
-    defaultThreshold: paths.routerThreshold,
-  };
+  const router = demoRouterOptions(paths);
   if (packIsUpToDate(router.out, await routerSource(router), 'router.onnx')) {
     log(`${router.out}: up to date`);
   } else {
