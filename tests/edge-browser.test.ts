@@ -357,7 +357,7 @@ describe('a token\'s score on a phone and a desktop', () => {
         await tab.goto(base + '/');
         const look = (selector: string) =>
           tab.evaluate<Record<string, string | number>>(
-            `(() => { const e = document.querySelector(${JSON.stringify(selector)}); const s = getComputedStyle(e); return { appearance: s.appearance, font: s.font, border: s.border, radius: s.borderRadius, background: s.backgroundColor, width: e.getBoundingClientRect().width, height: Math.round(e.getBoundingClientRect().height) }; })()`,
+            `(() => { const e = document.querySelector(${JSON.stringify(selector)}); const s = getComputedStyle(e); return { appearance: s.appearance, font: s.font, border: s.border, radius: s.borderRadius, background: s.backgroundColor, width: Math.round(e.getBoundingClientRect().width), height: Math.round(e.getBoundingClientRect().height) }; })()`,
           );
         const select = await look('#speculate');
         const input = await look('#temperature');
