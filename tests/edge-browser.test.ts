@@ -382,6 +382,7 @@ describe('a token\'s score on a phone and a desktop', () => {
         expect(bars.some((b) => b.source === 'llm')).toBe(true);
         expect(bars.some((b) => b.source === 'slm')).toBe(true);
         expect(await tab.locator('.heat figcaption').textContent()).toContain('the line is τ 0.90');
+        expect(await tab.locator('.heat-tau').textContent()).toBe('τ');
 
         const detail = tab.locator('[data-testid=token-detail]');
         const routed = tab.locator('.output .tok-llm').first();
@@ -403,6 +404,7 @@ describe('a token\'s score on a phone and a desktop', () => {
         expect(box.x + box.width).toBeLessThanOrEqual(viewport.width);
         expect(await tab.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(viewport.width);
         await tab.screenshot({ path: join(ARTIFACTS_DIR, `edge-page-token-detail-${size}.png`), fullPage: true });
+        await tab.locator('.heat').screenshot({ path: join(ARTIFACTS_DIR, `edge-page-heat-line-${size}.png`) });
       } finally {
         await context.close();
       }

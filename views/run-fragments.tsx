@@ -47,7 +47,11 @@ function HeatLine(props: { threshold: number; mode: Mode }) {
   const tau = props.threshold.toFixed(2);
   return (
     <figure class="heat" style={`--tau:${(props.threshold * 100).toFixed(1)}%`} data-testid="heat">
-      <div class="heat-bars" sse-swap="heat" hx-swap="beforeend"></div>
+      <div class="heat-bars" sse-swap="heat" hx-swap="beforeend">
+        <span class="heat-tau" aria-hidden="true">
+          <span>τ</span>
+        </span>
+      </div>
       <figcaption class="legend">
         router score per token; the line is τ {tau}
         {props.mode === 'joint' ? ', a bar below it went to the cloud' : ', below it joint mode would ask the cloud'}
