@@ -29,7 +29,7 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
       {/* Every token comes from the cloud in llm_only: no router score to show. */}
       {request.mode === 'llm_only' ? null : <HeatLine threshold={request.threshold} mode={request.mode} />}
       <p class="tok-detail" aria-live="polite" data-testid="token-detail">
-        Tap a token for its router score and timings.
+        Tap or click a token for its router score and timings.
       </p>
       <div class="status" sse-swap="status,end" hx-swap="innerHTML" role="status">
         {props.waitingFor ? `waits for ${props.waitingFor} to finish, so neither's timings include the other's load…` : 'generating…'}
