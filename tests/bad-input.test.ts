@@ -228,7 +228,7 @@ describe('edge HTTP API and page', () => {
     const panel = await form({ prompt: 'Once upon a time', mode: 'small_only', max_new_tokens: '3' });
     expect(panel.status).toBe(200);
     const page = await readSse(await app.request(`/runs/${runId(await panel.text())}/events`));
-    expect(page.map((e) => e.event)).toEqual(['token', 'token', 'token', 'metrics', 'end']);
+    expect(page.map((e) => e.event)).toEqual(['token', 'heat', 'token', 'heat', 'token', 'heat', 'metrics', 'end']);
     expect(edge.runtime.activeCount).toBe(0);
   });
 });

@@ -172,7 +172,7 @@ describe('a shim killed and started again on the same port', () => {
       return body
         .split('\n\n')
         .filter((block) => block.startsWith('event: token'))
-        .map((block) => JSON.parse(block.slice(block.indexOf('data:') + 5)) as { source: string; cloudError?: string });
+        .map((block) => JSON.parse(block.slice(block.indexOf('data:') + 5)) as { source: string; cloud_error?: string });
     };
     try {
       expect((await generate()).every((t) => t.source === 'llm')).toBe(true);
@@ -181,7 +181,7 @@ describe('a shim killed and started again on the same port', () => {
       await shim.kill();
       const outage = await generate();
       expect(outage.every((t) => t.source === 'fallback')).toBe(true);
-      expect(outage[0]!.cloudError).toBe('cloud unreachable (connection refused)');
+      expect(outage[0]!.cloud_error).toBe('cloud unreachable (connection refused)');
       expect(await cloudState()).toBe('circuit-open');
       expect(await headerState()).toBe('circuit-open');
 

@@ -127,7 +127,7 @@ test('joint at a high threshold: red tokens, routed count equals red tokens, hov
   const red = await page.locator('.output .tok-llm').count();
   expect(red).toBeGreaterThan(0);
   expect(Number(await page.locator('[data-metric=routed]').getAttribute('data-value'))).toBe(red);
-  expect(await page.locator('.output .tok-llm').first().getAttribute('title')).toMatch(/^cloud model · router score 0\.\d{3}$/);
+  expect(await page.locator('.output .tok-llm').first().getAttribute('title')).toMatch(/^cloud model · router score 0\.\d{3} \(below τ 0\.90\) · edge \d+\.\d ms, router \d+\.\d ms, cloud \d+\.\d ms$/);
   await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-joint.png'), fullPage: true });
 });
 
@@ -301,7 +301,7 @@ describe('the cloud connection in the page', () => {
       expect(await tab.locator('.output .tok-fallback').count()).toBe(12);
       expect(await tab.locator('.output .tok-llm, .output .tok-slm').count()).toBe(0);
       expect(await tab.locator('[data-metric=fallback]').textContent()).toBe('12');
-      expect(await tab.locator('.output .tok-fallback').first().getAttribute('title')).toMatch(/^edge model \(cloud unreachable\) · router score 0\.\d{3} · \S/);
+      expect(await tab.locator('.output .tok-fallback').first().getAttribute('title')).toMatch(/^edge model \(cloud unreachable\) · router score 0\.\d{3} \(below τ 1\.00\) · edge [^·]+ · \S/);
       // Marked differently from the edge model's own tokens: dashed underline (and its own colour).
       const style = (selector: string) =>
         tab.evaluate<{ line: string; decoration: string; color: string }>(
@@ -309,6 +309,12 @@ describe('the cloud connection in the page', () => {
         );
       const fallback = await style('.output .tok-fallback');
       expect(fallback).toMatchObject({ line: 'underline', decoration: 'dashed' });
+      // The underline is the word's only: a token's leading space sits before its span, unmarked.
+      const spaced = await tab.evaluate<{ inSpans: number; between: number }>(
+        "(() => { const out = document.querySelector('.output'); return { inSpans: [...out.querySelectorAll('.tok-fallback')].filter((t) => /^\\s+\\S/.test(t.textContent)).length, between: [...out.childNodes].filter((n) => n.nodeType === 3 && /^ +$/.test(n.data)).length }; })()",
+      );
+      expect(spaced.inSpans).toBe(0);
+      expect(spaced.between).toBeGreaterThan(0);
       const state = await waitForCloudState(tab, /cloud: (unavailable|circuit-open)/);
       expect(['cloud: unavailable', 'cloud: circuit-open']).toContain(state);
       await tab.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-cloud-down.png'), fullPage: true });
@@ -321,5 +327,131 @@ describe('the cloud connection in the page', () => {
     } finally {
       await tab.close();
     }
+  });
+});
+
+describe('a token\'s score on a phone and a desktop', () => {
+  const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+
+  /** What the page shows of each heat-line bar and of the token it stands for. */
+  interface BarView {
+    index: number;
+    barClass: string;
+    fill: string;
+    tick: number;
+    height: number;
+    source: string;
+    score: number;
+  }
+  const BARS_SCRIPT = `[...document.querySelectorAll('.heat-bar')].map((bar) => {
+    const token = document.querySelector('.tok[data-index="' + bar.dataset.index + '"]');
+    return { index: Number(bar.dataset.index), barClass: bar.className, fill: bar.style.getPropertyValue('--score'), tick: parseFloat(getComputedStyle(bar, '::after').bottom),
+      height: bar.getBoundingClientRect().height, source: token.dataset.source, score: Number(token.dataset.score) };
+  })`;
+
+  for (const [size, viewport] of Object.entries(SIZES)) {
+    test(`${size} (${viewport.width}×${viewport.height}): a tap shows a token's score, source and timings; a heat line with τ marked; the select styled like the inputs`, async () => {
+      const context = await browser.newContext({ viewport, hasTouch: true, isMobile: size === 'phone', deviceScaleFactor: 2 });
+      try {
+        const tab = await context.newPage();
+        await tab.goto(base + '/');
+        const look = (selector: string) =>
+          tab.evaluate<Record<string, string | number>>(
+            `(() => { const e = document.querySelector(${JSON.stringify(selector)}); const s = getComputedStyle(e); return { appearance: s.appearance, font: s.font, border: s.border, radius: s.borderRadius, background: s.backgroundColor, width: Math.round(e.getBoundingClientRect().width), height: Math.round(e.getBoundingClientRect().height) }; })()`,
+          );
+        const select = await look('#speculate');
+        const input = await look('#temperature');
+        expect(select.appearance).toBe('none');
+        expect({ ...select, appearance: '' }).toEqual({ ...input, appearance: '' });
+
+        await generate({ mode: 'joint', threshold: '0.9', max_new_tokens: '32', on: tab });
+        await tab.waitForSelector('[data-finish]');
+        expect(await tab.locator('.output .tok').count()).toBe(32);
+
+        const bars = await tab.evaluate<BarView[]>(BARS_SCRIPT);
+        expect(bars.map((b) => b.index)).toEqual([...Array(32).keys()]);
+        for (const bar of bars) {
+          expect(bar.barClass).toBe(`heat-bar heat-${bar.source}`);
+          expect(Math.abs(parseFloat(bar.fill) - bar.score * 100)).toBeLessThan(0.06);
+          // τ's mark: 0.9 of the bar's height from its foot, on every bar.
+          expect(Math.abs(bar.tick - 0.9 * bar.height)).toBeLessThan(1);
+          // Joint routes a token whose score is below τ (scores shown to 3 decimals).
+          if (bar.source === 'llm') expect(bar.score).toBeLessThanOrEqual(0.9005);
+          else expect(bar.score).toBeGreaterThanOrEqual(0.8995);
+        }
+        expect(bars.some((b) => b.source === 'llm')).toBe(true);
+        expect(bars.some((b) => b.source === 'slm')).toBe(true);
+        expect(await tab.locator('.heat figcaption').textContent()).toContain('the line is τ 0.90');
+        expect(await tab.locator('.heat-tau').textContent()).toBe('τ');
+
+        const detail = tab.locator('[data-testid=token-detail]');
+        const routed = tab.locator('.output .tok-llm').first();
+        await routed.tap();
+        expect(await detail.textContent()).toMatch(/^cloud model · router score 0\.\d{3} \(below τ 0\.90\) · edge \d+\.\d ms, router \d+\.\d ms, cloud \d+\.\d ms$/);
+        expect(await detail.textContent()).toBe((await routed.getAttribute('data-detail'))!);
+        expect(await routed.getAttribute('class')).toContain('selected');
+
+        // The bar of an edge token selects that token instead.
+        const edgeBar = tab.locator('.heat-bar.heat-slm').first();
+        const index = (await edgeBar.getAttribute('data-index'))!;
+        await edgeBar.tap();
+        expect(await detail.textContent()).toMatch(/^edge model · router score 0\.\d{3} \(at or above τ 0\.90\) · edge \d+\.\d ms, router \d+\.\d ms$/);
+        expect(await tab.locator('.output .tok.selected').getAttribute('data-index')).toBe(index);
+        expect(await tab.locator('.heat-bar.selected').getAttribute('data-index')).toBe(index);
+        expect(await tab.locator('.selected').count()).toBe(2);
+
+        const box = (await detail.boundingBox())!;
+        expect(box.x + box.width).toBeLessThanOrEqual(viewport.width);
+        expect(await tab.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(viewport.width);
+        await tab.screenshot({ path: join(ARTIFACTS_DIR, `edge-page-token-detail-${size}.png`), fullPage: true });
+        await tab.locator('.heat').screenshot({ path: join(ARTIFACTS_DIR, `edge-page-heat-line-${size}.png`) });
+      } finally {
+        await context.close();
+      }
+    });
+  }
+
+  describe('with the cloud writing punctuation', () => {
+    const TEXT = 'Once, there was a cat. The cat, Tom, sat.';
+    let scriptedEdge: TestEdge;
+    let scripted: { server: ReturnType<typeof Bun.serve>; base: string };
+    let ids: number[] = [];
+
+    beforeAll(async () => {
+      scriptedEdge = await startTestEdge({ cloud: () => scriptedCloud(() => ids) });
+      ids = scriptedEdge.runtime.engine.tokenizer.encode(TEXT, { addBos: false, parseSpecialTokens: false });
+      scripted = servePage(scriptedEdge);
+    }, 60_000);
+
+    afterAll(async () => {
+      scripted?.server.stop(true);
+      await scriptedEdge?.release();
+    });
+
+    test('a routed "," is tinted and ringed; a cloud token\'s marking covers its word, not the space before it', async () => {
+      const context = await browser.newContext({ viewport: SIZES.desktop, deviceScaleFactor: 2 });
+      try {
+        const tab = await context.newPage();
+        // τ 1 routes every token, so the whole text is the cloud's.
+        await generate({ mode: 'joint', threshold: '1', prompt: 'Hi', max_new_tokens: String(ids.length), on: tab, base: scripted.base });
+        await tab.waitForSelector('[data-finish]');
+        expect(await tab.locator('.output .tok-llm').count()).toBe(ids.length);
+        expect(await tab.locator('.output').textContent()).toBe(`Hi ${TEXT}`);
+        const commas = await tab.evaluate<{ text: string; classes: string; background: string; ring: string }[]>(
+          "[...document.querySelectorAll('.output .tok-llm')].filter((t) => t.textContent === ',').map((t) => { const s = getComputedStyle(t); return { text: t.textContent, classes: t.className, background: s.backgroundColor, ring: s.boxShadow }; })",
+        );
+        expect(commas.length).toBe(3);
+        for (const comma of commas) {
+          expect(comma.classes).toBe('tok tok-llm tok-punct');
+          expect(comma.background).not.toBe('rgba(0, 0, 0, 0)');
+          expect(comma.ring).toMatch(/inset/);
+        }
+        // A word token's span starts at its first letter; the space is a text node of its own.
+        expect(await tab.evaluate<number>("[...document.querySelectorAll('.output .tok')].filter((t) => /^\\s+\\S/.test(t.textContent)).length")).toBe(0);
+        await tab.locator('.output').screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-routed-punctuation.png') });
+      } finally {
+        await context.close();
+      }
+    });
   });
 });

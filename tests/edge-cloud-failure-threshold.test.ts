@@ -28,10 +28,10 @@ async function fallbackReasons(threshold: number): Promise<string[]> {
     const tokens = body
       .split('\n\n')
       .filter((block) => block.startsWith('event: token'))
-      .map((block) => JSON.parse(block.slice(block.indexOf('data:') + 5)) as { source: string; cloudError?: string });
+      .map((block) => JSON.parse(block.slice(block.indexOf('data:') + 5)) as { source: string; cloud_error?: string });
     expect(tokens).toHaveLength(8);
     expect(tokens.every((t) => t.source === 'fallback')).toBe(true);
-    return tokens.map((t) => t.cloudError!);
+    return tokens.map((t) => t.cloud_error!);
   } finally {
     await edge.stop();
   }

@@ -28,7 +28,7 @@ afterAll(async () => {
 
 interface WireToken {
   source: string;
-  cloudError?: string;
+  cloud_error?: string;
 }
 
 async function withEdge<T>(flags: string[], fn: (edge: RunningEdge) => Promise<T>): Promise<T> {
@@ -84,7 +84,7 @@ describe('edge → shim with a bearer token and mutual TLS', () => {
       const fallback = tokens.filter((t) => t.source === 'fallback');
       expect(fallback.length).toBeGreaterThan(0);
       expect(tokens.filter((t) => t.source === 'llm')).toEqual([]);
-      expect(fallback[0]!.cloudError).toContain('invalid bearer token');
+      expect(fallback[0]!.cloud_error).toContain('invalid bearer token');
     });
   });
 
@@ -92,7 +92,7 @@ describe('edge → shim with a bearer token and mutual TLS', () => {
     await withEdge([], async (edge) => {
       const tokens = await generate(edge);
       expect(tokens.filter((t) => t.source === 'llm')).toEqual([]);
-      expect(tokens.find((t) => t.source === 'fallback')!.cloudError).toContain('missing bearer token');
+      expect(tokens.find((t) => t.source === 'fallback')!.cloud_error).toContain('missing bearer token');
     });
   });
 });

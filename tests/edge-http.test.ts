@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import * as protoLoader from '@grpc/proto-loader';
 import type { Hono } from 'hono';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
+import { PROTO_LOADER_OPTIONS } from '../src/shared/grpc/proto.ts';
 import { DEMO } from '../src/shared/paths.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
@@ -21,6 +23,20 @@ function form(fields: Record<string, string>): RequestInit {
 
 function json(body: unknown): RequestInit {
   return { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } };
+}
+
+/** Every key of a parsed JSON value, as dotted paths (`metrics.tbt_mean_ms`). */
+function keyPaths(value: unknown, prefix = ''): string[] {
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([key, inner]) => [`${prefix}${key}`, ...keyPaths(inner, `${prefix}${key}.`)]);
+}
+
+/** The field names of a message of proto/edge_generator.proto, as the .proto spells them. */
+function protoFields(message: string): string[] {
+  const definition = protoLoader.loadSync('edge_generator.proto', { ...PROTO_LOADER_OPTIONS, keepCase: true });
+  // A message's `type` is its DescriptorProto.
+  const descriptor = definition[`tokenrouter.edge.v1.${message}`]!.type as { field: { name: string }[] };
+  return descriptor.field.map((field) => field.name);
 }
 
 const runId = (panel: string) => panel.match(/\/runs\/([0-9a-f-]+)\/events/)![1]!;
@@ -116,6 +132,8 @@ describe('a generation through the page fragments', () => {
     const events = await readSse(await app.request(`/runs/${id}/events`));
     const tokens = events.filter((e) => e.event === 'token');
     expect(tokens.length).toBe(20);
+    const bars = events.filter((e) => e.event === 'heat').map((e) => e.data.match(/data-index="(\d+)"/)![1]);
+    expect(bars).toEqual([...Array(20).keys()].map(String));
     const red = tokens.filter((t) => t.data.includes('tok-llm')).length;
     expect(red).toBeGreaterThan(0);
     const metrics = events.find((e) => e.event === 'metrics')!.data;
@@ -142,7 +160,8 @@ describe('a generation through the page fragments', () => {
     const first = await readSse(await app.request(`/runs/${ids[0]}/events`));
     expect(first.filter((e) => e.event === 'token').every((e) => e.data.includes('tok-slm'))).toBe(true);
     const second = await readSse(await jointResponse);
-    expect(second.map((e) => e.event)).toEqual(['status', 'token', 'token', 'token', 'token', 'token', 'metrics', 'end']);
+    // Each token comes with its bar in the heat line.
+    expect(second.map((e) => e.event)).toEqual(['status', ...Array(5).fill(['token', 'heat']).flat(), 'metrics', 'end']);
     expect(edge.runtime.idle).toBe(true);
   });
 
@@ -198,7 +217,7 @@ describe('a generation through the page fragments', () => {
     expect(api.status).toBe(200);
     expect((await readSse(api)).map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
     const first = await readSse(await app.request(`/runs/${runId(panels[0]!)}/events`));
-    expect(first.map((e) => e.event)).toEqual(['token', 'token', 'metrics', 'end']);
+    expect(first.map((e) => e.event)).toEqual(['token', 'heat', 'token', 'heat', 'metrics', 'end']);
     for (const panel of panels.slice(1)) expect((await app.request(`/runs/${runId(panel)}/stop`, { method: 'POST' })).status).toBe(204);
     expect(edge.runtime.idle).toBe(true);
   });
@@ -246,7 +265,7 @@ describe('speculation setting', () => {
   test('the API reports speculation in the final metrics and refuses a value that is not a boolean', async () => {
     const res = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', threshold: 0.9, max_new_tokens: 10, speculate: false }) });
     const done = JSON.parse((await readSse(res)).at(-1)!.data);
-    expect(done.metrics).toMatchObject({ speculated: 0, speculationHits: 0, hitRate: 0, wastedSteps: 0, savedMs: 0 });
+    expect(done.metrics).toMatchObject({ speculated: 0, speculation_hits: 0, hit_rate: 0, wasted_steps: 0, saved_ms: 0 });
     const bad = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'x', speculate: 'sometimes' }) });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: { code: 'INVALID_ARGUMENT', message: 'speculate must be true or false, got "sometimes"' } });
@@ -267,6 +286,25 @@ describe('JSON API', () => {
     expect(done.type).toBe('done');
     expect(done.metrics.tokens).toBe(8);
     expect(done.text).toBe(events.filter((e) => e.event === 'token').map((e) => JSON.parse(e.data).text).join(''));
+  });
+
+  test('event fields are snake_case, named as in proto/edge_generator.proto, at every depth; /api/info too', async () => {
+    const res = await app.request('/api/generate', json({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, max_new_tokens: 6 }));
+    const events = (await readSse(res)).map((e) => ({ event: e.event, data: JSON.parse(e.data) as Record<string, unknown> }));
+    const [token, done] = [events[0]!.data, events.at(-1)!.data];
+    expect(events.map((e) => e.event)).toEqual(['token', 'token', 'token', 'token', 'token', 'token', 'done']);
+    const badNames = events.flatMap((e) => keyPaths(e.data)).filter((path) => !/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/.test(path));
+    expect(badNames).toEqual([]);
+    // The proto's fields (a token's cloud_error is there only for a fallback); the JSON may carry more.
+    expect(Object.keys(token)).toEqual(expect.arrayContaining(protoFields('Token').filter((f) => f !== 'cloud_error')));
+    expect(Object.keys(token.timings as object).sort()).toEqual(protoFields('TokenTimings').sort());
+    expect(Object.keys(done)).toEqual(expect.arrayContaining(protoFields('Done')));
+    expect(Object.keys(done.metrics as object)).toEqual(expect.arrayContaining(protoFields('Metrics')));
+    const promptTokens = edge.runtime.engine.tokenizer.encode('Once upon a time', { addBos: true, parseSpecialTokens: false }).length;
+    expect(done).toMatchObject({ type: 'done', finish_reason: 'length', metrics: { prompt_tokens: promptTokens, tokens: 6 } });
+    expect(typeof done.request_id).toBe('string');
+    const info = (await (await app.request('/api/info')).json()) as { limits: object };
+    expect(info.limits).toEqual({ max_prompt_chars: 16_384, max_new_tokens: 1024, max_route_span: 16, max_concurrent: 2 });
   });
 
   test('bad JSON and bad fields are 400 JSON errors', async () => {

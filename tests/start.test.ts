@@ -91,8 +91,8 @@ test('the README command serves the page and routes tokens to the shim; SIGTERM 
     const routed = tokens.filter((t) => t.source === 'llm').length;
     expect(routed).toBeGreaterThan(0);
     expect(tokens.filter((t) => t.source === 'fallback')).toHaveLength(0);
-    const done = JSON.parse(stream.events.at(-1)!.data) as { type: string; finishReason: string; metrics: { routed: number; fallback: number } };
-    expect(done).toMatchObject({ type: 'done', finishReason: 'length', metrics: { routed, fallback: 0 } });
+    const done = JSON.parse(stream.events.at(-1)!.data) as { type: string; finish_reason: string; metrics: { routed: number; fallback: number } };
+    expect(done).toMatchObject({ type: 'done', finish_reason: 'length', metrics: { routed, fallback: 0 } });
 
     system.launcher.kill('SIGTERM');
     await expectGracefulStop(system);

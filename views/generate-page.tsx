@@ -87,7 +87,8 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean }
       <Controls defaults={props.defaults} action={props.compare ? '/compare' : '/runs'} compare={props.compare} />
       <p class="legend">
         Tokens in <span class="tok-llm">red</span> came from the cloud model; <span class="tok-fallback">underlined</span> ones
-        were routed but the cloud was unreachable, so the edge model chose them. Hover a token for its router score.
+        were routed but the cloud was unreachable, so the edge model chose them. Tap or click a token for its router
+        score and timings; the bars under the text show every token's score against τ.
       </p>
       <section id="runs" class="runs" aria-live="polite"></section>
     </Layout>

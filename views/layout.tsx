@@ -29,6 +29,7 @@ export function Layout(props: { title: string; children: Child; signedOut?: bool
           <link rel="stylesheet" href="/assets/app.css" />
           <script src="/assets/htmx.min.js"></script>
           <script src="/assets/sse.js"></script>
+          <script src="/assets/token-details.js" defer></script>
         </head>
         <body>
           <header>

@@ -1,9 +1,10 @@
 /** @jsxImportSource hono/jsx */
 /**
  * Fragments of a running generation. The run panel opens an SSE stream; the server then sends
- * `token` (one span), `metrics` (the panel) and finally `end` (status), which also closes the stream.
+ * `token` (one span, token-fragments.tsx), `heat` (the token's bar in the heat line), `metrics` (the
+ * panel) and finally `end` (status), which also closes the stream.
  */
-import type { FinishReason, TokenEvent } from '../src/edge/decoder-loop.ts';
+import type { FinishReason } from '../src/edge/decoder-loop.ts';
 import type { GenerationMetrics } from '../src/edge/generation-metrics.ts';
 import type { GenerationRequest, Mode } from '../src/edge/generation-request.ts';
 
@@ -25,6 +26,11 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
       <p class="output" sse-swap="token" hx-swap="beforeend" data-testid="output">
         <span class="prompt">{request.prompt}</span>
       </p>
+      {/* Every token comes from the cloud in llm_only: no router score to show. */}
+      {request.mode === 'llm_only' ? null : <HeatLine threshold={request.threshold} mode={request.mode} />}
+      <p class="tok-detail" aria-live="polite" data-testid="token-detail">
+        Tap or click a token for its router score and timings.
+      </p>
       <div class="status" sse-swap="status,end" hx-swap="innerHTML" role="status">
         {props.waitingFor ? `waits for ${props.waitingFor} to finish, so neither's timings include the other's load…` : 'generating…'}
       </div>
@@ -33,27 +39,25 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
   );
 }
 
-const SOURCE_LABEL = { slm: 'edge model', llm: 'cloud model', fallback: 'edge model (cloud unreachable)' } as const;
-
-export function TokenSpan(props: { event: TokenEvent }) {
-  const { event } = props;
-  const score = event.score === null ? 'no router score' : `router score ${event.score.toFixed(3)}`;
-  const why = event.cloudError ? ` · ${event.cloudError}` : '';
-  return (
-    <span class={`tok tok-${event.source}`} data-source={event.source} title={`${SOURCE_LABEL[event.source]} · ${score}${why}`}>
-      {withVisibleNewlines(event.text)}
-    </span>
-  );
-}
-
 /**
- * A token's text with each newline wrapped in a `.nl` span, which the CSS marks with a ↵ in the token's
- * colour. A bare newline token would otherwise show as a blank gap with no colour, so nobody could tell
- * which model wrote it; the marker is generated content, so the page's text (and a copy of it) is unchanged.
+ * The router's score of each token as a bar under the text, with τ drawn across the bars: a glance shows
+ * where the router was unsure. In small_only τ routes nothing; the mark shows where joint would have.
  */
-function withVisibleNewlines(text: string) {
-  const lines = text.split('\n');
-  return lines.map((line, i) => (i === 0 ? line : <><span class="nl">{'\n'}</span>{line}</>));
+function HeatLine(props: { threshold: number; mode: Mode }) {
+  const tau = props.threshold.toFixed(2);
+  return (
+    <figure class="heat" style={`--tau:${(props.threshold * 100).toFixed(1)}%`} data-testid="heat">
+      <div class="heat-bars" sse-swap="heat" hx-swap="beforeend">
+        <span class="heat-tau" aria-hidden="true">
+          <span>τ</span>
+        </span>
+      </div>
+      <figcaption class="legend">
+        router score per token; the line is τ {tau}
+        {props.mode === 'joint' ? ', a bar below it went to the cloud' : ', below it joint mode would ask the cloud'}
+      </figcaption>
+    </figure>
+  );
 }
 
 const ms = (v: number) => `${v.toFixed(1)} ms`;

@@ -16,7 +16,8 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
 import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
-import { CloudState, EndStatus, ErrorMessage, MetricsPanel, RunPanel, TokenSpan } from '../../../views/run-fragments.tsx';
+import { CloudState, EndStatus, ErrorMessage, MetricsPanel, RunPanel } from '../../../views/run-fragments.tsx';
+import { HeatBar, TokenSpan } from '../../../views/token-fragments.tsx';
 import type { GenerationEvent } from '../decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import { readGenerationRequest } from '../generation-request-fields.ts';
@@ -26,6 +27,7 @@ import { httpStatus } from './http-errors.ts';
 import { createOpenAIRoutes } from './openai/openai-routes.ts';
 import { PendingRuns, type PageRun } from './pending-runs.ts';
 import { readForm, readJsonObject } from './request-body.ts';
+import { snakeCaseJson, snakeCaseKeys } from './snake-case-json.ts';
 
 export interface EdgeAppOptions {
   /** When set, every page and API call needs it (see access-token.ts). */
@@ -142,13 +144,15 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     });
   });
   app.get('/api/info', (c) =>
-    c.json({
-      // Folder names only: the device's directory layout is nobody's business on the LAN.
-      slm: basename(runtime.engine.slm.pack.dir),
-      router: runtime.engine.router.info.name,
-      cloud: runtime.cloudState(),
-      limits: runtime.limits,
-    }),
+    c.json(
+      snakeCaseKeys({
+        // Folder names only: the device's directory layout is nobody's business on the LAN.
+        slm: basename(runtime.engine.slm.pack.dir),
+        router: runtime.engine.router.info.name,
+        cloud: runtime.cloudState(),
+        limits: runtime.limits,
+      }),
+    ),
   );
 
   return app;
@@ -172,7 +176,8 @@ function untilOrAborted(done: Promise<void>, signal: AbortSignal): Promise<void>
 
 /**
  * A page run's stream: waits for the run it is queued after, takes its slot (a refusal, such as a full
- * edge, ends the stream with the message), then sends token spans, the metrics panel and the end status.
+ * edge, ends the stream with the message), then sends token spans with their heat-line bars, the metrics
+ * panel and the end status.
  */
 async function streamPageRun(stream: SSEStreamingApi, runtime: EdgeRuntime, run: PageRun, signal: AbortSignal): Promise<void> {
   try {
@@ -187,7 +192,9 @@ async function streamPageRun(stream: SSEStreamingApi, runtime: EdgeRuntime, run:
     const events = runtime.start(run.raw, run.id).events(signal);
     for await (const event of events) {
       if (event.type === 'token') {
-        await stream.writeSSE({ event: 'token', data: String(<TokenSpan event={event} />) });
+        await stream.writeSSE({ event: 'token', data: String(<TokenSpan event={event} request={run.request} />) });
+        // llm_only's panel has no heat line: the router scores nothing there.
+        if (run.request.mode !== 'llm_only') await stream.writeSSE({ event: 'heat', data: String(<HeatBar event={event} />) });
       } else {
         await stream.writeSSE({ event: 'metrics', data: String(<MetricsPanel metrics={event.metrics} mode={run.request.mode} />) });
         await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} finish={event.finishReason} />) });
@@ -198,12 +205,15 @@ async function streamPageRun(stream: SSEStreamingApi, runtime: EdgeRuntime, run:
   }
 }
 
-/** The API's stream: `token` and `done` events with JSON data; a failure is an `error` event, then the end. */
+/**
+ * The API's stream: `token` and `done` events with JSON data, their fields in snake_case like the request's;
+ * a failure is an `error` event, then the end.
+ */
 async function streamRunAsJson(stream: SSEStreamingApi, events: AsyncGenerator<GenerationEvent>): Promise<void> {
   try {
-    for await (const event of events) await stream.writeSSE({ event: event.type, data: JSON.stringify(event) });
+    for await (const event of events) await stream.writeSSE({ event: event.type, data: snakeCaseJson(event) });
   } catch (e) {
     const code = isAppError(e) ? e.code : 'INTERNAL';
-    await stream.writeSSE({ event: 'error', data: JSON.stringify({ type: 'error', code, message: errorMessage(e) }) });
+    await stream.writeSSE({ event: 'error', data: snakeCaseJson({ type: 'error', code, message: errorMessage(e) }) });
   }
 }

@@ -16,6 +16,7 @@ const FILES = new Map<string, { path: string; type: string }>([
   ['sse.js', { path: require.resolve('htmx-ext-sse/sse.js'), type: JS }],
   ['app.css', { path: join(PROJECT_ROOT, 'views', 'app.css'), type: 'text/css; charset=utf-8' }],
   ['favicon.svg', { path: join(PROJECT_ROOT, 'views', 'favicon.svg'), type: 'image/svg+xml' }],
+  ['token-details.js', { path: join(PROJECT_ROOT, 'views', 'token-details.js'), type: JS }],
 ]);
 
 export const assets = new Hono();
