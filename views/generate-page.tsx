@@ -8,6 +8,8 @@ export interface FormDefaults {
   maxNewTokensLimit: number;
   /** The edge's speculate setting, which a request that does not say gets. */
   speculate: boolean;
+  /** onnxruntime's execution providers the edge model runs on, in order of preference. */
+  executionProviders: readonly string[];
 }
 
 function Controls(props: { defaults: FormDefaults; action: string; compare: boolean }) {
@@ -89,6 +91,7 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean }
         Tokens in <span class="tok-llm">red</span> came from the cloud model; <span class="tok-fallback">underlined</span> ones
         were routed but the cloud was unreachable, so the edge model chose them. Hover a token for its router score.
       </p>
+      <p class="runs-on">Edge model runs on onnxruntime's {props.defaults.executionProviders.join(', then ')} execution provider.</p>
       <section id="runs" class="runs" aria-live="polite"></section>
     </Layout>
   );

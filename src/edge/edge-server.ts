@@ -13,6 +13,7 @@
 import { AppError } from '../shared/errors.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { DecoderModel } from '../shared/decoder-model.ts';
+import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { listenError } from '../shared/listen-error.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
@@ -52,7 +53,11 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   const log = options.log ?? createLogger('edge', config.logLevel);
   const { signal } = options;
   signal?.throwIfAborted();
-  const slm = await DecoderModel.load(loadModelPack(config.slm, config.slmFile), { threads: config.threads || undefined });
+  const slm = await DecoderModel.load(loadModelPack(config.slm, config.slmFile), {
+    threads: config.threads || undefined,
+    executionProviders: parseExecutionProviders(config.executionProvider),
+    log,
+  });
   const tokenizer = await TextTokenizer.fromPack(config.slm);
   const router = await loadRouter(config.router);
   if (router.info.hiddenSize !== null && router.info.hiddenSize !== slm.pack.hiddenSize) {
@@ -104,7 +109,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   phase = 'serving';
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost}:${server.port}/`;
-  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, slmFile: config.slmFile, router: router.info.name, cloud: config.cloud ?? 'none' });
+  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, slmFile: config.slmFile, executionProviders: slm.executionProviders, router: router.info.name, cloud: config.cloud ?? 'none' });
 
   let stopping: Promise<void> | undefined;
   const stop = async () => {
