@@ -91,7 +91,7 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean }
         Tokens in <span class="tok-llm">red</span> came from the cloud model; <span class="tok-fallback">underlined</span> ones
         were routed but the cloud was unreachable, so the edge model chose them. Hover a token for its router score.
       </p>
-      <p class="runs-on">Edge model runs on onnxruntime's {props.defaults.executionProviders.join(', then ')} execution provider.</p>
+      <p class="runs-on">The edge model runs on onnxruntime with the {props.defaults.executionProviders.join(', then ')} execution provider.</p>
       <section id="runs" class="runs" aria-live="polite"></section>
     </Layout>
   );
