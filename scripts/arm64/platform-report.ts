@@ -17,6 +17,7 @@ import { startShim } from '../../src/cloud/shim-server.ts';
 import { parseEdgeConfig } from '../../src/edge/config.ts';
 import { startEdge } from '../../src/edge/edge-server.ts';
 import { DecoderModel } from '../../src/shared/decoder-model.ts';
+import { availableExecutionProviders } from '../../src/shared/execution-providers.ts';
 import { silentLogger } from '../../src/shared/logger.ts';
 import { loadModelPack } from '../../src/shared/model-pack.ts';
 import { DEMO } from '../../src/shared/paths.ts';
@@ -113,6 +114,7 @@ const pair = await decodeDemoPair();
 const report: PlatformReport = {
   arch: process.arch,
   bun: Bun.version,
+  executionProviders: availableExecutionProviders(),
   ...pair,
   packs: {
     fp32: await measurePack(DEMO.cloudPack, paragraphs, tokenizer),

@@ -17,6 +17,8 @@ export interface PlatformReport {
   /** `process.arch` of the Bun that ran it: x64 or arm64. */
   arch: string;
   bun: string;
+  /** The execution providers onnxruntime-node offers on this platform (execution-providers.ts). */
+  executionProviders: string[];
   smallOnly: DecodedRun;
   joint: DecodedRun;
   packs: Record<'fp32' | 'int8' | 'q4', PackMeasures>;
