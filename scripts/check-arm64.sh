@@ -79,7 +79,8 @@ arm64 scripts/arm64/platform-report.ts --quantized "$WORK/packs" --out "$WORK/re
 
 phase "bun run edge on arm64: the page and /v1/models"
 edge_log="$WORK/edge-arm64.log"
-arm64 src/edge/main.ts --host 127.0.0.1 --port 0 --grpc-port off --cloud none >"$edge_log" 2>&1 &
+# Started directly, not through the arm64 function, so that $! is qemu's own pid and the kill reaches the edge.
+QEMU_CPU="$CPU" qemu-aarch64-static -L / "$bun_arm64" src/edge/main.ts --host 127.0.0.1 --port 0 --grpc-port off --cloud none >"$edge_log" 2>&1 &
 edge_pid=$!
 trap 'kill "$edge_pid" 2>/dev/null || true' EXIT
 url=""
