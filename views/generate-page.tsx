@@ -8,6 +8,8 @@ export interface FormDefaults {
   maxNewTokensLimit: number;
   /** The edge's speculate setting, which a request that does not say gets. */
   speculate: boolean;
+  /** onnxruntime's execution providers the edge model runs on, in order of preference. */
+  executionProviders: readonly string[];
 }
 
 function Controls(props: { defaults: FormDefaults; action: string; compare: boolean }) {
@@ -90,6 +92,7 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean }
         were routed but the cloud was unreachable, so the edge model chose them. Tap or click a token for its router
         score and timings; the bars under the text show every token's score against τ.
       </p>
+      <p class="runs-on">The edge model runs on onnxruntime with the {props.defaults.executionProviders.join(', then ')} execution provider.</p>
       <section id="runs" class="runs" aria-live="polite"></section>
     </Layout>
   );

@@ -12,6 +12,7 @@
  */
 import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
+import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { DEMO } from '../shared/paths.ts';
 
 export type BackendKind = 'embedded' | 'sglang' | 'openai';
@@ -26,6 +27,8 @@ export interface ShimConfig {
   modelFile: string;
   /** onnxruntime threads per forward pass (embedded); 0 = onnxruntime's choice. */
   threads: number;
+  /** onnxruntime execution providers of the embedded backend, in order of preference, e.g. `cuda,cpu`. */
+  executionProvider: string;
   /** KV caches the embedded backend keeps; the least recently used session beyond it is re-prefilled later. */
   maxLiveSequences: number;
   /** Base URL of the SGLang or OpenAI-compatible server. */
@@ -74,6 +77,7 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
   modelPack: { kind: 'string', help: 'model pack folder (embedded model; tokenizer for reply text)' },
   modelFile: { kind: 'string', help: 'ONNX file of the pack the embedded backend runs, e.g. model_fp16.onnx' },
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads per forward pass (0 = default)' },
+  executionProvider: { kind: 'string', help: 'onnxruntime execution providers of the embedded backend in order of preference, e.g. cuda,cpu (ending in cpu = fall back to it)' },
   maxLiveSequences: { kind: 'int', min: 1, help: 'KV caches the embedded backend keeps' },
   backendUrl: { kind: 'string', help: 'base URL of the SGLang / OpenAI-compatible server' },
   backendModel: { kind: 'string', help: 'model name sent to OpenAI-compatible servers' },
@@ -105,6 +109,7 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   modelPack: undefined,
   modelFile: 'model.onnx',
   threads: 0,
+  executionProvider: 'cpu',
   maxLiveSequences: 32,
   backendUrl: undefined,
   backendModel: 'default',
@@ -161,7 +166,8 @@ export function validateShimConfig(config: ShimConfig): Readonly<ShimConfig> {
   if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) fail('TLS needs both --tls-cert and --tls-key');
   if (config.tlsClientCa && !config.tlsCert) fail('--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key');
   if (config.port > 65535) fail(`--port must be ≤ 65535, got ${config.port}`);
-  return Object.freeze({ ...config, modelPack: config.modelPack ?? (config.backend === 'embedded' ? DEMO.cloudPack : undefined) });
+  const executionProvider = parseExecutionProviders(config.executionProvider).join(',');
+  return Object.freeze({ ...config, executionProvider, modelPack: config.modelPack ?? (config.backend === 'embedded' ? DEMO.cloudPack : undefined) });
 }
 
 /** A config for code that builds one directly (tests, benchmarks): defaults, overrides, validation. */

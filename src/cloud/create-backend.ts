@@ -1,6 +1,8 @@
 /** Builds the backend the config names, with the vocabulary and window of the model pack when known. */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseExecutionProviders } from '../shared/execution-providers.ts';
+import type { Logger } from '../shared/logger.ts';
 import { readJsonFile } from '../shared/model-pack.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend } from './backend.ts';
@@ -9,12 +11,14 @@ import { EmbeddedBackend } from './embedded-backend.ts';
 import { OpenAiBackend } from './openai-backend.ts';
 import { SglangBackend } from './sglang-backend.ts';
 
-export async function createBackend(config: Readonly<ShimConfig>, tokenizer: TextTokenizer | undefined): Promise<Backend> {
+export async function createBackend(config: Readonly<ShimConfig>, tokenizer: TextTokenizer | undefined, log?: Logger): Promise<Backend> {
   if (config.backend === 'embedded') {
     return EmbeddedBackend.load({
       modelPack: config.modelPack!,
       modelFile: config.modelFile,
       threads: config.threads,
+      executionProviders: parseExecutionProviders(config.executionProvider),
+      log,
       maxLiveSequences: config.maxLiveSequences,
       tokenVocabSize: tokenizer?.vocabSize,
     });

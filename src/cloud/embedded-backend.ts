@@ -14,6 +14,7 @@ import { randomInt } from 'node:crypto';
 import { basename } from 'node:path';
 import { DecoderModel, type DecoderSequence } from '../shared/decoder-model.ts';
 import { AppError } from '../shared/errors.ts';
+import type { Logger } from '../shared/logger.ts';
 import { logSoftmax, logSumExp, topK } from '../shared/logits.ts';
 import { loadModelPack } from '../shared/model-pack.ts';
 import { sampleToken } from '../shared/sampling.ts';
@@ -28,6 +29,10 @@ export interface EmbeddedBackendOptions {
   modelFile?: string;
   /** onnxruntime threads per forward pass; 0 = onnxruntime's choice. */
   threads?: number;
+  /** onnxruntime execution providers in order of preference; `['cpu']` when omitted. */
+  executionProviders?: readonly string[];
+  /** Where a provider fallback is reported. */
+  log?: Logger;
   maxLiveSequences: number;
   /**
    * Ids the tokenizer knows; sampling never picks one at or above it. Exports pad the embedding beyond
@@ -60,7 +65,8 @@ export class EmbeddedBackend implements Backend {
   }
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
-    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), options.threads ? { threads: options.threads } : {});
+    const { threads, executionProviders, log } = options;
+    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, log });
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
   }
 
@@ -68,7 +74,7 @@ export class EmbeddedBackend implements Backend {
    * A backend over a model that is already loaded (the evaluation's in-process cloud shares one with its
    * caller). `close` still releases the model.
    */
-  static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads'>): EmbeddedBackend {
+  static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log'>): EmbeddedBackend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
   }
 

@@ -49,7 +49,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
   const log = deps.log ?? createLogger('shim', config.logLevel);
   deps.signal?.throwIfAborted();
   const tokenizer = config.modelPack && existsSync(join(config.modelPack, 'tokenizer.json')) ? await TextTokenizer.fromPack(config.modelPack) : undefined;
-  const backend = deps.backend ?? (await createBackend(config, tokenizer));
+  const backend = deps.backend ?? (await createBackend(config, tokenizer, log));
   if (deps.signal?.aborted) {
     if (!deps.backend) await backend.close();
     deps.signal.throwIfAborted();

@@ -8,6 +8,7 @@
  */
 import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
+import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { DEMO } from '../shared/paths.ts';
 
 export interface EdgeConfig {
@@ -42,6 +43,8 @@ export interface EdgeConfig {
   maxNewTokens: number;
   /** onnxruntime threads for the edge model; 0 = onnxruntime's choice. */
   threads: number;
+  /** onnxruntime execution providers for the edge model, in order of preference, e.g. `cuda,cpu`. */
+  executionProvider: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
@@ -65,6 +68,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
   maxNewTokens: { kind: 'int', min: 1, help: 'largest max_new_tokens a request may ask for' },
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads for the edge model (0 = default)' },
+  executionProvider: { kind: 'string', help: 'onnxruntime execution providers for the edge model in order of preference, e.g. coreml,cpu or cuda,cpu (ending in cpu = fall back to it)' },
   logLevel: { kind: 'enum', values: ['debug', 'info', 'warn', 'error'], help: 'log verbosity' },
 };
 
@@ -89,6 +93,7 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   maxConcurrent: 8,
   maxNewTokens: 1024,
   threads: 0,
+  executionProvider: 'cpu',
   logLevel: 'info',
 } satisfies EdgeConfig);
 
@@ -110,5 +115,6 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
   const cloud = config.cloud === 'none' ? undefined : config.cloud;
   if (!/^[^/\\]+\.onnx$/.test(config.slmFile)) fail(`--slm-file must be a .onnx file name inside the pack folder, got ${config.slmFile}`);
   if (cloud !== undefined && !/^\S+:\d+$/.test(cloud)) fail(`--cloud must be host:port or 'none', got ${cloud}`);
-  return Object.freeze({ ...config, cloud, router: config.router === 'builtin' ? undefined : config.router });
+  const executionProvider = parseExecutionProviders(config.executionProvider).join(',');
+  return Object.freeze({ ...config, cloud, executionProvider, router: config.router === 'builtin' ? undefined : config.router });
 }

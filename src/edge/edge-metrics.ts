@@ -40,9 +40,22 @@ export class EdgeMetrics {
     registers: [this.registry],
   });
   readonly active = new Gauge({ name: 'edge_active_generations', help: 'Generations running now', registers: [this.registry] });
+  /** An info gauge, always 1: its labels say which onnxruntime execution providers run the edge model. */
+  readonly executionProvider = new Gauge({
+    name: 'edge_execution_provider_info',
+    help: "onnxruntime execution provider of the edge model (provider: the preferred one; providers: the list in order)",
+    labelNames: ['provider', 'providers'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Records the providers the edge model's session was created with. */
+  describeExecutionProviders(providers: readonly string[]): void {
+    this.executionProvider.reset();
+    this.executionProvider.set({ provider: providers[0] ?? 'cpu', providers: providers.join(',') }, 1);
   }
 
   observe(event: GenerationEvent, mode: string): void {

@@ -28,7 +28,9 @@ export class EdgeRuntime {
     readonly engine: EdgeEngine,
     readonly limits: GenerationLimits & { maxConcurrent: number },
     private readonly log: Logger = silentLogger,
-  ) {}
+  ) {
+    this.metrics.describeExecutionProviders(engine.slm.executionProviders);
+  }
 
   /** Generations in progress (each holds an edge KV cache and maybe a cloud session). */
   get activeCount(): number {

@@ -11,6 +11,7 @@
  * await edge.stop();
  */
 import { createLogger, type Logger } from '../shared/logger.ts';
+import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { listenError } from '../shared/listen-error.ts';
 import type { EdgeConfig } from './config.ts';
 import { EdgeRuntime } from './edge-runtime.ts';
@@ -48,7 +49,15 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   const log = options.log ?? createLogger('edge', config.logLevel);
   const { signal } = options;
   signal?.throwIfAborted();
-  const parts = await loadEdgeEngine({ slm: config.slm, slmFile: config.slmFile, threads: config.threads, router: config.router, signal });
+  const parts = await loadEdgeEngine({
+    slm: config.slm,
+    slmFile: config.slmFile,
+    threads: config.threads,
+    executionProviders: parseExecutionProviders(config.executionProvider),
+    log,
+    router: config.router,
+    signal,
+  });
   const cloud = config.cloud
     ? new GrpcCloudClient({
         address: config.cloud,
@@ -90,7 +99,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   phase = 'serving';
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost}:${server.port}/`;
-  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, slmFile: config.slmFile, router: parts.router.info.name, cloud: config.cloud ?? 'none' });
+  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, slmFile: config.slmFile, executionProviders: parts.slm.executionProviders, router: parts.router.info.name, cloud: config.cloud ?? 'none' });
 
   let stopping: Promise<void> | undefined;
   const stop = async () => {

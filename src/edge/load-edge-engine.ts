@@ -20,6 +20,7 @@ import { fromBinary } from '@bufbuild/protobuf';
 import { ModelProtoSchema } from 'onnx-buf';
 import { DecoderModel } from '../shared/decoder-model.ts';
 import { AppError } from '../shared/errors.ts';
+import type { Logger } from '../shared/logger.ts';
 import { loadModelPack, type ModelPack } from '../shared/model-pack.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import { loadRouter, type Router } from './router.ts';
@@ -32,6 +33,10 @@ export interface EdgeEngineSources {
   slmFile?: string;
   /** onnxruntime's intra-op threads for the edge model; its own default when omitted or 0. */
   threads?: number;
+  /** onnxruntime's execution providers for the edge model, in order of preference; `cpu` when omitted. */
+  executionProviders?: readonly string[];
+  /** Where a provider's start-up fallback is reported. */
+  log?: Logger;
   /**
    * A router pack's folder; the built-in top-1 scorer when omitted; or a router the caller built (a
    * benchmark's synthetic one), which is checked like a loaded one and released with the parts.
@@ -60,7 +65,7 @@ export async function loadEdgeEngine(sources: EdgeEngineSources): Promise<Loaded
     signal?.throwIfAborted();
     const pack = typeof sources.slm === 'string' ? loadModelPack(sources.slm, sources.slmFile) : sources.slm;
     const tokenizer = await TextTokenizer.fromPack(pack.dir);
-    slm = await DecoderModel.load(pack, { threads: sources.threads || undefined });
+    slm = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders: sources.executionProviders, log: sources.log });
     router = typeof given === 'object' ? given : await loadRouter(given);
     checkRouterFits(router, typeof given === 'string' ? given : undefined, pack, slm.hasHiddenStates);
     signal?.throwIfAborted();

@@ -11,14 +11,20 @@
  */
 import { type DecoderIo, readDecoderIo } from './decoder-io.ts';
 import { AppError } from './errors.ts';
+import { createSessionOn } from './execution-providers.ts';
 import { emptyTensor, feedable, float32Rows, indexTensor, toFloat32 } from './float-tensors.ts';
+import type { Logger } from './logger.ts';
 import type { ModelPack } from './model-pack.ts';
-import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
+import type { InferenceSession, OrtTensor } from './ort.ts';
 import { runSession } from './run-session.ts';
 
 export interface DecoderLoadOptions {
   /** Threads for one session run; onnxruntime picks when omitted. */
   threads?: number;
+  /** onnxruntime execution providers in order of preference (see execution-providers.ts); `['cpu']` when omitted. */
+  executionProviders?: readonly string[];
+  /** Where a provider fallback is reported. */
+  log?: Logger;
 }
 
 export interface AppendResult {
@@ -53,18 +59,18 @@ export class DecoderModel {
     private readonly session: InferenceSession,
     /** Element types and optional inputs, as the export declares them. */
     readonly io: DecoderIo,
+    /** The execution providers the session runs on, in order of preference (after any fallback). */
+    readonly executionProviders: readonly string[],
   ) {
     this.hasHiddenStates = io.hidden !== undefined;
   }
 
   static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
-    const session = await ort.InferenceSession.create(pack.modelPath, {
-      graphOptimizationLevel: 'all',
-      ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
-    });
+    const sessionOptions = { graphOptimizationLevel: 'all', ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}) } as const;
+    const { session, executionProviders } = await createSessionOn(pack.modelPath, sessionOptions, options.executionProviders ?? ['cpu'], options.log);
     try {
       const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
-      return new DecoderModel(pack, session, io);
+      return new DecoderModel(pack, session, io, executionProviders);
     } catch (e) {
       await session.release();
       throw e;

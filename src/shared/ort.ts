@@ -41,3 +41,4 @@ const ortModule = await import('onnxruntime-node');
 export const ort = ortModule.default ?? ortModule;
 export type OrtTensor = import('onnxruntime-node').Tensor;
 export type InferenceSession = import('onnxruntime-node').InferenceSession;
+export type SessionOptions = import('onnxruntime-node').InferenceSession.SessionOptions;

@@ -93,6 +93,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     maxNewTokens: 64,
     maxNewTokensLimit: runtime.limits.maxNewTokens,
     speculate: runtime.engine.speculateByDefault ?? false,
+    executionProviders: runtime.engine.slm.executionProviders,
   };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} />));
   app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} />));
@@ -148,6 +149,8 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
       snakeCaseKeys({
         // Folder names only: the device's directory layout is nobody's business on the LAN.
         slm: basename(runtime.engine.slm.pack.dir),
+        // onnxruntime's providers for the edge model, in order of preference, after any start-up fallback.
+        executionProviders: runtime.engine.slm.executionProviders,
         router: runtime.engine.router.info.name,
         cloud: runtime.cloudState(),
         limits: runtime.limits,
