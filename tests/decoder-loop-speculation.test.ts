@@ -126,7 +126,7 @@ describe('the policy is unchanged by speculation (greedy)', () => {
   });
 
   test('a cloud that answers late: speculation stops at the bound and waits', async () => {
-    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: late(cloud, 60), speculationDepth: 2 });
+    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: late(cloud, 60), speculation: { depth: 2 } });
     expect(on.done.metrics.speculated).toBeGreaterThan(0);
     expect(on.done.metrics.wastedSteps).toBeLessThanOrEqual(2 * on.done.metrics.speculated);
   });
@@ -284,7 +284,7 @@ describe('conditional steps: a second routed position is sent while the first is
 
   test('engine.conditionalSteps false: speculation stops at the second routed position, as before', async () => {
     const { client, counts } = recordingSteps(jittery(cloud));
-    const off = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: jittery(cloud), conditionalSteps: false });
+    const off = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: jittery(cloud), speculation: { conditionalSteps: false } });
     const on = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: client });
     expect(on.decisions).toEqual(off.decisions);
     expect(off.done.metrics.conditionalSteps).toBe(0);

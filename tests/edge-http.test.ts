@@ -50,12 +50,13 @@ describe('pages', () => {
     for (const id of ['prompt', 'threshold', 'max_new_tokens', 'temperature', 'speculate']) expect(html).toContain(`<label for="${id}"`);
     // The test edge's speculate setting is off; the page preselects what a request without the field gets.
     expect(html).toMatch(/<option value="off" selected="">\s*off\s*<\/option>\s*<option value="on">\s*on\s*<\/option>/);
-    edge.runtime.engine.speculateByDefault = true;
+    const settings = edge.runtime.engine.speculation;
+    edge.runtime.engine.speculation = { byDefault: true };
     try {
       const on = await (await createEdgeApp(edge.runtime, { maxBodyBytes: 1024 }).request('/')).text();
       expect(on).toMatch(/<option value="off">\s*off\s*<\/option>\s*<option value="on" selected="">\s*on\s*<\/option>/);
     } finally {
-      edge.runtime.engine.speculateByDefault = undefined;
+      edge.runtime.engine.speculation = settings;
     }
     expect(html).toContain('name="mode" value="small_only"');
     expect(html).toContain('name="mode" value="llm_only"');

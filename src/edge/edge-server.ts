@@ -73,7 +73,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
       })
     : undefined;
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState, speculateByDefault: config.speculate },
+    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState, speculation: { byDefault: config.speculate } },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
     log,
   );

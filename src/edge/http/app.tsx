@@ -90,7 +90,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     threshold: runtime.engine.router.info.defaultThreshold,
     maxNewTokens: 64,
     maxNewTokensLimit: runtime.limits.maxNewTokens,
-    speculate: runtime.engine.speculateByDefault ?? false,
+    speculate: runtime.engine.speculation?.byDefault ?? false,
   };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} />));
   app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} />));

@@ -72,7 +72,7 @@ export interface LatencyBenchOptions {
   thresholds: readonly number[];
   /** Joint rows for each value, in this order: without and/or with speculative continuation. */
   speculate: readonly boolean[];
-  /** Speculating rows send a routed speculative position's step at once (EdgeEngine.conditionalSteps); default on. */
+  /** Speculating rows send a routed speculative position's step at once (EdgeEngine.speculation.conditionalSteps); default on. */
   conditionalSteps?: boolean;
   slm: string;
   /** A router pack folder, `uniform` (UniformShareRouter), or undefined for the built-in top-1 scorer. */
@@ -300,7 +300,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       tlsServerName: proxy ? target.host : undefined,
     });
     const meter = new CloudMeter(grpc);
-    const engine: EdgeEngine = { slm, router, tokenizer, cloud: meter.client, conditionalSteps: o.conditionalSteps ?? true };
+    const engine: EdgeEngine = { slm, router, tokenizer, cloud: meter.client, speculation: { conditionalSteps: o.conditionalSteps ?? true } };
 
     // Warm-up, not measured: onnxruntime's first runs, and the gRPC connection through the proxy (its
     // TCP and HTTP/2 handshakes would otherwise land in the first routed prompt's TTFT).
