@@ -379,7 +379,10 @@ describe('request field', () => {
     expect(() => parseGenerationRequest({ prompt: 'x', speculate: 'off' })).toThrow('speculate must be true or false, got "off"');
     expect(readGenerationRequest({ prompt: 'x', speculate: 'off' }, 'form').speculate).toBe(false);
     expect(readGenerationRequest({ prompt: 'x', speculate: 'on' }, 'form').speculate).toBe(true);
-    expect(() => readGenerationRequest({ prompt: 'x', speculate: 'maybe' }, 'form')).toThrow('speculate must be on or off, got "maybe"');
+    expect(readGenerationRequest({ prompt: 'x', speculate: 'auto' }, 'form').speculate).toBe('auto');
+    expect(parseGenerationRequest({ prompt: 'x' }, undefined, 0.5, 'auto').speculate).toBe('auto');
+    expect(() => readGenerationRequest({ prompt: 'x', speculate: 'maybe' }, 'form')).toThrow('speculate must be on, off or auto, got "maybe"');
+    expect(() => readGenerationRequest({ prompt: 'x', speculate: 'auto' }, 'typed')).toThrow('speculate must be true or false, got "auto"');
     expect(() => readGenerationRequest({ prompt: 'x', speculate: 'true' }, 'typed')).toThrow('speculate must be true or false, got "true"');
   });
 });

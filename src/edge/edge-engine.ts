@@ -8,17 +8,23 @@ import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { CloudClient } from './cloud-client.ts';
 import type { GenerationRequest } from './generation-request.ts';
 import type { Router } from './router.ts';
+import type { SpeculationPolicy } from './speculation-policy.ts';
 
 /**
  * How the edge decodes ahead while a routed step is on the network (requests with `speculate`). Every
  * field has a default, so `{}` (or no settings at all) is the usual edge.
  *
  * @example
- * const engine: EdgeEngine = { slm, router, tokenizer, cloud, speculation: { byDefault: true, depth: 8 } };
+ * const engine: EdgeEngine = { slm, router, tokenizer, cloud, speculation: { byDefault: 'auto', depth: 8 } };
  */
 export interface SpeculationSettings {
-  /** What a request that does not say gets for `speculate` (the edge's --speculate setting); off when omitted. */
-  byDefault?: boolean;
+  /**
+   * What a request that does not say gets for `speculate` (the edge's --speculate setting): on, off, or
+   * `auto`, decided at each routed position by `policy`; off when omitted.
+   */
+  byDefault?: boolean | 'auto';
+  /** The running figures `auto` decides from, kept across generations; made on the first generation that needs it. */
+  policy?: SpeculationPolicy;
   /** Most tokens decoded ahead past one routed position; 16 when omitted. */
   depth?: number;
   /**

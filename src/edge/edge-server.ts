@@ -73,7 +73,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
       })
     : undefined;
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState, speculation: { byDefault: config.speculate } },
+    { slm, router, tokenizer, cloud, sendHiddenState: config.sendHiddenState, speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
     log,
   );

@@ -15,6 +15,7 @@ import type { CloudConversation, CloudStepReply, CloudStepRequest } from './clou
 import { decodeAhead, type SpeculativeStep } from './decode-ahead.ts';
 import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from './edge-engine.ts';
 import { elapsed, type GenerationState } from './generation-state.ts';
+import type { SpeculationPolicy } from './speculation-policy.ts';
 import type { KeptPosition, Settled, Speculation } from './speculation.ts';
 
 /**
@@ -39,10 +40,12 @@ interface Chain {
 }
 
 /**
- * The speculation of one generation (see speculation.ts for how the loop calls it).
+ * The speculation of one generation (see speculation.ts for how the loop calls it). Every routed step
+ * feeds `policy` its round trip and whether the edge's guess was right; with `auto` the policy decides at
+ * each routed position whether a chain is opened there at all.
  *
  * @example
- * const speculation = new SpeculationChains(state, { depth: 8 });
+ * const speculation = new SpeculationChains(state, { depth: 8 }, new SpeculationPolicy(), false);
  */
 export class SpeculationChains implements Speculation {
   /** Positions already decoded ahead and kept: replayed as the loop's decisions. */
@@ -58,6 +61,8 @@ export class SpeculationChains implements Speculation {
   constructor(
     private readonly state: GenerationState,
     private readonly settings: SpeculationSettings,
+    private readonly policy: SpeculationPolicy,
+    private readonly auto: boolean,
   ) {
     this.depth = settings.depth ?? DEFAULT_SPECULATION_DEPTH;
   }
@@ -81,7 +86,13 @@ export class SpeculationChains implements Speculation {
     if (!resumed) {
       if (this.drain) await this.drain;
       this.drain = undefined;
-      return { reply: conversation.next(request) };
+      const sentAt = performance.now();
+      const reply = conversation.next(request);
+      reply.then(
+        () => this.policy.observeRoundTrip(elapsed(sentAt)),
+        () => {},
+      );
+      return { reply };
     }
     // This position's conditional step went out while the previous one was in flight. Skipped or failed
     // (its predecessor failed, and the stream with it), it is sent again now as a plain step, once every
@@ -104,17 +115,34 @@ export class SpeculationChains implements Speculation {
     const { state } = this;
     const ahead = Math.min(this.depth, state.room - 1);
     if (ahead <= 0 || state.engine.cloud?.state() === 'circuit-open') return;
-    this.current ??= this.open(reply, state.last!, state.metrics.tokens, [...state.context], [...state.sources]);
+    if (!this.current) {
+      if (this.auto && !this.pays()) return;
+      this.current = this.open(reply, state.last!, state.metrics.tokens, [...state.context], [...state.sources]);
+    }
     await this.extend(this.current, ahead);
   }
 
   settle(chosen: number[] | undefined): Settled | undefined {
     const chain = this.current;
     this.current = undefined;
+    // Without a chain nothing was fed since the routed position: `last` is still its outputs.
+    const guess = chain?.guess ?? this.state.guess(this.state.last!);
+    if (chosen) this.policy.observeGuess(chosen.length === 1 && chosen[0] === guess);
     if (!chain) return undefined;
     // A failed step falls back to the edge's own pick: with greedy decoding that is the guess itself.
     if (!chosen && this.state.request.temperature === 0) chosen = [chain.guess];
     return { chosen, fed: this.resolve(chain, chosen) };
+  }
+
+  /** `auto` at a routed position: the policy's decision from the figures so far, recorded in the metrics. */
+  private pays(): boolean {
+    const { metrics } = this.state;
+    if (metrics.lastStepMs !== undefined) this.policy.observeStep(metrics.lastStepMs);
+    const { speculate, figures } = this.policy.decide(this.depth);
+    metrics.speculationFigures = figures;
+    if (speculate) metrics.speculationDecisions.ahead++;
+    else metrics.speculationDecisions.waited++;
+    return speculate;
   }
 
   /** Starts a chain from the edge's top-1 guess at the routed position whose step is `step`; the cache can return here. */
