@@ -23,7 +23,7 @@ export async function startTestEdge(
     cloud?: 'in-process' | 'none' | ((inProcess: InProcessCloud) => CloudClient);
     router?: 'builtin' | 'trained';
     /** The edge's --speculate setting (what requests that do not say get). */
-    speculateByDefault?: boolean;
+    speculateByDefault?: boolean | 'auto';
   } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
