@@ -1,7 +1,7 @@
 /**
  * Everything one edge process serves with: the loaded engine (edge model, router, tokenizer, cloud
  * client), the cap on concurrent generations, the registry of running ones (so Stop can find them and
- * shutdown can end them), and the metrics. HTTP and gRPC entry points both call `run`.
+ * shutdown can end them), and the metrics. HTTP and gRPC entry points both call `start`.
  */
 import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../shared/errors.ts';
