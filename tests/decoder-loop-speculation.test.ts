@@ -126,7 +126,7 @@ describe('the policy is unchanged by speculation (greedy)', () => {
   });
 
   test('a cloud that answers late: speculation stops at the bound and waits', async () => {
-    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: late(cloud, 60), speculationDepth: 2 });
+    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: late(cloud, 60), speculation: { depth: 2 } });
     expect(on.done.metrics.speculated).toBeGreaterThan(0);
     expect(on.done.metrics.wastedSteps).toBeLessThanOrEqual(2 * on.done.metrics.speculated);
   });
@@ -284,7 +284,7 @@ describe('conditional steps: a second routed position is sent while the first is
 
   test('engine.conditionalSteps false: speculation stops at the second routed position, as before', async () => {
     const { client, counts } = recordingSteps(jittery(cloud));
-    const off = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: jittery(cloud), conditionalSteps: false });
+    const off = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: jittery(cloud), speculation: { conditionalSteps: false } });
     const on = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: client });
     expect(on.decisions).toEqual(off.decisions);
     expect(off.done.metrics.conditionalSteps).toBe(0);
@@ -379,7 +379,10 @@ describe('request field', () => {
     expect(() => parseGenerationRequest({ prompt: 'x', speculate: 'off' })).toThrow('speculate must be true or false, got "off"');
     expect(readGenerationRequest({ prompt: 'x', speculate: 'off' }, 'form').speculate).toBe(false);
     expect(readGenerationRequest({ prompt: 'x', speculate: 'on' }, 'form').speculate).toBe(true);
-    expect(() => readGenerationRequest({ prompt: 'x', speculate: 'maybe' }, 'form')).toThrow('speculate must be on or off, got "maybe"');
+    expect(readGenerationRequest({ prompt: 'x', speculate: 'auto' }, 'form').speculate).toBe('auto');
+    expect(parseGenerationRequest({ prompt: 'x' }, undefined, 0.5, 'auto').speculate).toBe('auto');
+    expect(() => readGenerationRequest({ prompt: 'x', speculate: 'maybe' }, 'form')).toThrow('speculate must be on, off or auto, got "maybe"');
+    expect(() => readGenerationRequest({ prompt: 'x', speculate: 'auto' }, 'typed')).toThrow('speculate must be true or false, got "auto"');
     expect(() => readGenerationRequest({ prompt: 'x', speculate: 'true' }, 'typed')).toThrow('speculate must be true or false, got "true"');
   });
 });

@@ -53,3 +53,11 @@ test('usage lists every setting with its variable and default', () => {
   expect(EDGE_USAGE).toContain('EDGE_<NAME>');
   expect(EDGE_USAGE).toContain('(default 8080)');
 });
+
+test('--speculate auto|on|off (EDGE_SPECULATE): auto by default, anything else refused', () => {
+  expect(DEFAULT_EDGE_CONFIG.speculate).toBe('auto');
+  expect(parseEdgeConfig(['--speculate', 'off'], {}).speculate).toBe('off');
+  expect(parseEdgeConfig([], { EDGE_SPECULATE: 'on' }).speculate).toBe('on');
+  expect(EDGE_USAGE).toContain('--speculate auto|on|off');
+  expect(() => parseEdgeConfig(['--speculate', 'true'], {})).toThrow('--speculate');
+});

@@ -66,12 +66,16 @@ describe('pages', () => {
     for (const id of ['prompt', 'threshold', 'max_new_tokens', 'temperature', 'speculate']) expect(html).toContain(`<label for="${id}"`);
     // The test edge's speculate setting is off; the page preselects what a request without the field gets.
     expect(html).toMatch(/<option value="off" selected="">\s*off\s*<\/option>\s*<option value="on">\s*on\s*<\/option>/);
-    edge.runtime.engine.speculateByDefault = true;
+    const settings = edge.runtime.engine.speculation;
+    edge.runtime.engine.speculation = { byDefault: true };
     try {
       const on = await (await createEdgeApp(edge.runtime, { maxBodyBytes: 1024 }).request('/')).text();
       expect(on).toMatch(/<option value="off">\s*off\s*<\/option>\s*<option value="on" selected="">\s*on\s*<\/option>/);
+      edge.runtime.engine.speculation = { byDefault: 'auto' };
+      const auto = await (await createEdgeApp(edge.runtime, { maxBodyBytes: 1024 }).request('/')).text();
+      expect(auto).toMatch(/<option value="auto" selected="">\s*auto \(where it pays\)\s*<\/option>\s*<option value="off">/);
     } finally {
-      edge.runtime.engine.speculateByDefault = undefined;
+      edge.runtime.engine.speculation = settings;
     }
     expect(html).toContain('name="mode" value="small_only"');
     expect(html).toContain('name="mode" value="llm_only"');
@@ -260,6 +264,15 @@ describe('speculation setting', () => {
     const events = await readSse(await app.request(`/runs/${id}/events`));
     const metrics = events.find((e) => e.event === 'metrics')!.data;
     expect(metrics).toContain('Decoded ahead while waiting (hit rate, time saved, steps wasted)</dt><dd data-metric="speculation">none</dd>');
+    expect(metrics).toContain('<dd data-metric="speculate">off</dd>');
+  });
+
+  test('auto from the page: the metrics panel shows what it decided and from which figures', async () => {
+    const panel = await (await app.request('/runs', form({ prompt: 'Once upon a time', threshold: '0.95', max_new_tokens: '16', speculate: 'auto' }))).text();
+    const id = panel.match(/sse-connect="\/runs\/([0-9a-f-]+)\/events"/)![1]!;
+    const events = await readSse(await app.request(`/runs/${id}/events`));
+    const metrics = events.find((e) => e.event === 'metrics')!.data;
+    expect(metrics).toMatch(/<dd data-metric="speculate">auto: \d+ \/ [1-9]\d*; hit rate \d+%, round trip (\?|[\d.]+ ms), edge step (\?|[\d.]+ ms): saves [\d.]+ ms, costs [\d.]+ ms<\/dd>/);
   });
 
   test('the API reports speculation in the final metrics and refuses a value that is not a boolean', async () => {

@@ -7,7 +7,7 @@ export interface FormDefaults {
   maxNewTokens: number;
   maxNewTokensLimit: number;
   /** The edge's speculate setting, which a request that does not say gets. */
-  speculate: boolean;
+  speculate: boolean | 'auto';
   /** onnxruntime's execution providers the edge model runs on, in order of preference. */
   executionProviders: readonly string[];
 }
@@ -68,10 +68,13 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
       <div>
         <label for="speculate">Decode ahead while the cloud answers</label>
         <select id="speculate" name="speculate">
-          <option value="off" selected={!defaults.speculate}>
+          <option value="auto" selected={defaults.speculate === 'auto'}>
+            auto (where it pays)
+          </option>
+          <option value="off" selected={defaults.speculate === false}>
             off
           </option>
-          <option value="on" selected={defaults.speculate}>
+          <option value="on" selected={defaults.speculate === true}>
             on
           </option>
         </select>

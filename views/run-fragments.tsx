@@ -62,6 +62,16 @@ function HeatLine(props: { threshold: number; mode: Mode }) {
 
 const ms = (v: number) => `${v.toFixed(1)} ms`;
 
+/** The speculate setting, and in auto what it decided and from which figures (hit rate, round trip, edge step, saving vs cost). */
+function speculationDecision(m: GenerationMetrics): string {
+  const f = m.speculationFigures;
+  if (m.speculateSetting !== 'auto' || !f) return m.speculateSetting;
+  const { ahead, waited } = m.speculationDecisions;
+  const rtt = f.roundTripMs === null ? '?' : ms(f.roundTripMs);
+  const step = f.stepMs === null ? '?' : ms(f.stepMs);
+  return `auto: ${ahead} / ${waited}; hit rate ${(f.hitRate * 100).toFixed(0)}%, round trip ${rtt}, edge step ${step}: saves ${ms(f.savingMs)}, costs ${ms(f.costMs)}`;
+}
+
 export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) {
   const m = props.metrics;
   // In llm_only the edge only appends the cloud's tokens, so its time between tokens says nothing; what
@@ -84,6 +94,7 @@ export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) 
       m.speculated ? `${(m.hitRate * 100).toFixed(0)}% of ${m.speculated}, ${ms(m.savedMs)} saved, ${m.wastedSteps} wasted` : 'none',
       'speculation',
     ],
+    ['Decode ahead setting (auto: positions decoded ahead / waited, last decision)', speculationDecision(m), 'speculate'],
     ['Total', ms(m.totalMs), 'total'],
   ];
   return (

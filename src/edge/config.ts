@@ -35,8 +35,11 @@ export interface EdgeConfig {
   cloudFailureThreshold: number;
   /** Send the edge model's hidden state with routed steps: it leaves the device. */
   sendHiddenState: boolean;
-  /** What requests that do not say get for `speculate`: decode ahead while a routed token is on the network. */
-  speculate: boolean;
+  /**
+   * What requests that do not say get for `speculate`: decode ahead while a routed token is on the network
+   * (on), never (off), or where the measured hit rate, round trip and edge step say it pays (auto).
+   */
+  speculate: 'auto' | 'on' | 'off';
   /** When set, the page and APIs require it. */
   accessToken: string | undefined;
   maxConcurrent: number;
@@ -63,7 +66,11 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   cloudDeadlineMs: { kind: 'int', min: 1, help: 'deadline of one routed step; past it the edge decides alone' },
   cloudFailureThreshold: { kind: 'int', min: 1, help: 'failed cloud attempts in a row before the edge stops trying for a while (a missed deadline counts as all)' },
   sendHiddenState: { kind: 'bool', help: 'send the small model hidden state with routed steps (it leaves the device)' },
-  speculate: { kind: 'bool', help: "default of requests' speculate: decode ahead from the edge's guess while a routed token is on the network (the same tokens either way; off saves the edge's thrown-away steps)" },
+  speculate: {
+    kind: 'enum',
+    values: ['auto', 'on', 'off'],
+    help: "default of requests' speculate: decode ahead from the edge's guess while a routed token is on the network (the same tokens either way); auto does it where the measured hit rate and round trip say the time saved is above the edge's thrown-away steps",
+  },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
   maxNewTokens: { kind: 'int', min: 1, help: 'largest max_new_tokens a request may ask for' },
@@ -87,8 +94,9 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   cloudDeadlineMs: 5000,
   cloudFailureThreshold: 3,
   sendHiddenState: false,
-  // On: it measured faster at the 0.5B shape and no slower on the demo pair (docs/results.md, section 5).
-  speculate: true,
+  // Auto: decoding ahead gains where the edge's guesses at routed positions hit (the 0.5B shape, docs/results.md
+  // section 5) and only wastes edge steps where they miss (every demo page run: 0% of its guesses).
+  speculate: 'auto',
   accessToken: undefined,
   maxConcurrent: 8,
   maxNewTokens: 1024,

@@ -39,6 +39,12 @@ export class EdgeMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
+  readonly speculationDecisions = new Counter({
+    name: 'edge_speculation_decisions_total',
+    help: 'Routed positions where speculate auto decided to decode ahead (ahead) or only to wait (waited)',
+    labelNames: ['decision'] as const,
+    registers: [this.registry],
+  });
   readonly active = new Gauge({ name: 'edge_active_generations', help: 'Generations running now', registers: [this.registry] });
   /** An info gauge, always 1: its labels say which onnxruntime execution providers run the edge model. */
   readonly executionProvider = new Gauge({
@@ -61,6 +67,9 @@ export class EdgeMetrics {
   observe(event: GenerationEvent, mode: string): void {
     if (event.type === 'done') {
       this.requests.inc({ mode, finish: event.finishReason });
+      const { ahead, waited } = event.metrics.speculationDecisions;
+      if (ahead > 0) this.speculationDecisions.inc({ decision: 'ahead' }, ahead);
+      if (waited > 0) this.speculationDecisions.inc({ decision: 'waited' }, waited);
       return;
     }
     this.tokens.inc({ source: event.source });

@@ -98,7 +98,7 @@ export class EdgeRuntime {
     try {
       if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
       // A request that names no threshold gets the router's own (router.json's default_threshold).
-      const request: LoopRequest = parseGenerationRequest(raw, this.limits, this.engine.router.info.defaultThreshold, this.engine.speculateByDefault);
+      const request: LoopRequest = parseGenerationRequest(raw, this.limits, this.engine.router.info.defaultThreshold, this.engine.speculation?.byDefault);
       if (promptIds) {
         this.checkPromptIds(promptIds);
         request.promptIds = promptIds;

@@ -68,7 +68,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
       })
     : undefined;
   const runtime = new EdgeRuntime(
-    { ...parts, cloud, sendHiddenState: config.sendHiddenState, speculateByDefault: config.speculate },
+    { ...parts, cloud, sendHiddenState: config.sendHiddenState, speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
     log,
   );

@@ -1,4 +1,8 @@
 import { mean, percentile } from '../shared/statistics.ts';
+import type { SpeculationFigures } from './speculation-policy.ts';
+
+/** The speculate setting a generation ran with: forced by the request, or decided per routed position (`auto`). */
+export type SpeculateSetting = 'on' | 'off' | 'auto';
 
 /** The per-request figures the final event carries (the reference paper's Table 1 columns and more). */
 
@@ -35,6 +39,11 @@ export interface GenerationMetrics {
   conditionalSteps: number;
   /** Those whose assumed token was wrong: the cloud skipped them. */
   conditionalSkipped: number;
+  speculateSetting: SpeculateSetting;
+  /** In `auto`: the routed positions where the edge decoded ahead, and those where it only waited. */
+  speculationDecisions: { ahead: number; waited: number };
+  /** In `auto`: the figures of the last decision (null when it made none). */
+  speculationFigures: SpeculationFigures | null;
 }
 
 export class MetricsRecorder {
@@ -55,8 +64,16 @@ export class MetricsRecorder {
   savedMs = 0;
   conditionalSteps = 0;
   conditionalSkipped = 0;
+  speculateSetting: SpeculateSetting = 'off';
+  readonly speculationDecisions = { ahead: 0, waited: 0 };
+  speculationFigures: SpeculationFigures | null = null;
 
   constructor(readonly promptTokens: number) {}
+
+  /** The edge time of the last step after the first (undefined before one): what one more edge step costs. */
+  get lastStepMs(): number | undefined {
+    return this.edgeStepMs.at(-1);
+  }
 
   /** Records one emitted token. */
   token(source: 'slm' | 'llm' | 'fallback'): void {
@@ -99,6 +116,9 @@ export class MetricsRecorder {
       savedMs: this.savedMs,
       conditionalSteps: this.conditionalSteps,
       conditionalSkipped: this.conditionalSkipped,
+      speculateSetting: this.speculateSetting,
+      speculationDecisions: { ...this.speculationDecisions },
+      speculationFigures: this.speculationFigures,
     };
   }
 }

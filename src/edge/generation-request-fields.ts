@@ -69,12 +69,16 @@ function typedNumber(name: string, value: unknown): number | undefined {
   return value;
 }
 
-/** A form's boolean: what a checkbox (`on`) or a select of `on`/`off` submits, or the words themselves. */
-function formBoolean(name: string, text: string): boolean | undefined {
+/**
+ * A form's boolean: what a checkbox (`on`) or a select of `on`/`off` submits, or the words themselves.
+ * The speculate select also offers `auto`: the edge decides from its measured figures.
+ */
+function formSwitch(name: string, text: string): boolean | 'auto' | undefined {
   if (text === '') return undefined;
   if (text === 'on' || text === 'true') return true;
   if (text === 'off' || text === 'false') return false;
-  return invalid(`${name} must be on or off, got ${JSON.stringify(text)}`);
+  if (text === 'auto' && name === 'speculate') return 'auto';
+  return invalid(`${name} must be on${name === 'speculate' ? ', off or auto' : ' or off'}, got ${JSON.stringify(text)}`);
 }
 
 function typedBoolean(name: string, value: unknown): boolean | undefined {
@@ -101,7 +105,7 @@ export function readGenerationRequest(body: Record<string, unknown>, encoding: R
     if (kind === 'texts') raw[key] = value;
     else if (encoding === 'form') {
       const text = single(name, value);
-      raw[key] = kind === 'number' ? formNumber(name, text as string) : kind === 'boolean' ? formBoolean(name, text as string) : text;
+      raw[key] = kind === 'number' ? formNumber(name, text as string) : kind === 'boolean' ? formSwitch(name, text as string) : text;
     } else raw[key] = kind === 'number' ? typedNumber(name, value) : kind === 'boolean' ? typedBoolean(name, value) : value;
   }
   return raw;

@@ -23,8 +23,11 @@ export interface GenerationRequest {
   stop: string[];
   /** Most tokens the cloud may return per routed step. */
   routeSpan: number;
-  /** Keep decoding from the edge's guess while a routed step is on the network (the output is the same either way). */
-  speculate: boolean;
+  /**
+   * Keep decoding from the edge's guess while a routed step is on the network (the output is the same
+   * either way): forced on or off, or `auto`, decided at each routed position from measured figures.
+   */
+  speculate: boolean | 'auto';
 }
 
 export interface GenerationLimits {
@@ -76,10 +79,11 @@ function rangeField(raw: unknown, name: string, fallback: number, min: number, m
   return n;
 }
 
-function booleanField(raw: unknown, name: string, fallback: boolean): boolean {
+/** `speculate`: a boolean forces it; `auto` (from a page form) leaves it to the measured figures. */
+function speculateField(raw: unknown, fallback: boolean | 'auto'): boolean | 'auto' {
   if (raw === undefined || raw === null) return fallback;
-  if (typeof raw !== 'boolean') invalid(`${name} must be true or false, got ${show(raw)}`);
-  return raw;
+  if (typeof raw !== 'boolean' && raw !== 'auto') invalid(`speculate must be true or false, got ${show(raw)}`);
+  return raw as boolean | 'auto';
 }
 
 /**
@@ -90,7 +94,7 @@ export function parseGenerationRequest(
   raw: RawGenerationRequest,
   limits: GenerationLimits = DEFAULT_LIMITS,
   defaultThreshold = 0.5,
-  defaultSpeculate = false,
+  defaultSpeculate: boolean | 'auto' = false,
 ): GenerationRequest {
   const prompt = raw.prompt;
   if (typeof prompt !== 'string') invalid('prompt must be a string');
@@ -119,6 +123,6 @@ export function parseGenerationRequest(
     seed: integerField(raw.seed, 'seed', 0, 0, 2 ** 32 - 1),
     stop,
     routeSpan: integerField(raw.routeSpan, 'route_span', 1, 1, limits.maxRouteSpan),
-    speculate: booleanField(raw.speculate, 'speculate', defaultSpeculate),
+    speculate: speculateField(raw.speculate, defaultSpeculate),
   };
 }

@@ -1,105 +1,68 @@
 /**
- * Speculative continuation: while a routed step is on the network, the edge goes on decoding from its own
- * top-1 guess for the routed position, scoring each speculative position with the router as usual. The
- * steps are kept when the cloud's token equals the guess and thrown away (the KV cache rolled back to the
- * routed position, the random stream rewound) otherwise, so the emitted tokens are exactly those of the
- * loop without speculation. Nothing here emits tokens: the loop replays kept steps as final decisions.
- * A speculative position that routes may be sent at once as a conditional step (`branch`), the edge going
- * on from its guess there too; the loop keeps at most two steps in flight.
+ * Speculation as the decoding loop sees it: one object the loop calls at four points of a step, so the
+ * plain path reads without it. While a routed step is on the network the edge decodes ahead from its own
+ * guess; the reply keeps that work (the guess was right) or throws it away (the cache rolled back, the
+ * random stream rewound), so the emitted tokens are exactly those of the loop without speculation. The
+ * real one is SpeculationChains (speculation-chains.ts, with its conditional steps); `NO_SPECULATION` is
+ * what a request that does not speculate gets.
  */
-import type { AppendResult } from '../shared/decoder-model.ts';
-import { seededRandom } from '../shared/seeded-random.ts';
+import type { CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+import type { SpeculativeStep } from './decode-ahead.ts';
+import type { GenerationState } from './generation-state.ts';
+import { SpeculationChains } from './speculation-chains.ts';
+import { SpeculationPolicy } from './speculation-policy.ts';
 
-/** One speculative position after the routed one: what the edge computed there, before knowing the reply. */
-export interface SpeculativeStep {
-  /** Outputs after feeding the previous token: the logits and hidden state of this position. */
-  result: AppendResult;
-  slmMs: number;
-  /** Absent when the reply came before the router saw this position. */
-  score?: number;
-  routerMs: number;
-  /** The edge's token here; absent when the position routes (nested routing) or the reply came first. */
-  token?: number;
-  pickMs: number;
+/** A position the edge decoded ahead and kept: its forward pass, router score and pick are done. */
+export interface KeptPosition {
+  step: SpeculativeStep;
+  /** Router and sampling time spent on it while waiting (edge time of the step it becomes). */
+  replayMs: number;
+  /** The token picked there is already in the edge's cache (a later kept position followed it). */
+  fed: boolean;
 }
 
-export interface SpeculationHooks {
-  /** Appends one token to the edge's sequence; returns the new last position's outputs. */
-  feed(token: number): Promise<{ result: AppendResult; ms: number }>;
-  /** The router's score of a position (the loop's one router call). */
-  score(result: AppendResult): Promise<{ score: number; ms: number }>;
-  routes(score: number): boolean;
-  /** The token the edge picks at a position it keeps (draws from the loop's random stream). */
-  pick(result: AppendResult): number;
-  isEos(token: number): boolean;
-  /** True once the cloud's reply (or its failure) is in. */
-  replied(): boolean;
-  /**
-   * A speculative position routed: sends its step as a conditional one and returns the edge's guess there to
-   * decode on from, or undefined to stop (conditional steps off, one already in flight, the guess ends).
-   */
-  branch?(step: SpeculativeStep): number | undefined;
+/** What settling a routed step's speculation leaves the loop with. */
+export interface Settled {
+  /** The tokens to emit: the reply's, or with greedy decoding the guess when the step failed. */
+  chosen: number[] | undefined;
+  /** The chosen token is already in the edge's cache (the chain decoded ahead from it was kept). */
+  fed: boolean;
 }
+
+export interface Speculation {
+  /** Start of a step: the next kept position, made the one being decided (`state.last`), or undefined. */
+  replayKept(): KeptPosition | undefined;
+  /** A routed position: sends its step, or takes the one already in flight for it (a conditional step). */
+  send(conversation: CloudConversation, request: CloudStepRequest): Promise<{ reply: Promise<CloudStepReply> }>;
+  /** While `reply` is on the network: decodes ahead (rejects only when the edge model fails). */
+  decodeAhead(reply: Promise<CloudStepReply>): Promise<void>;
+  /** Once the reply (or its failure) is in: keeps or throws away what was decoded ahead; undefined if nothing was. */
+  settle(chosen: number[] | undefined): Settled | undefined;
+}
+
+/** Sends each routed step when the loop reaches it and decodes nothing ahead. */
+export const NO_SPECULATION: Speculation = {
+  replayKept: () => undefined,
+  send: async (conversation, request) => ({ reply: conversation.next(request) }),
+  decodeAhead: async () => {},
+  settle: () => undefined,
+};
 
 /**
- * Decodes ahead from `guess` until the reply is in, `maxSteps` steps are held, a speculative position
- * routes and `branch` does not go on past it, or the edge picks an end token. `steps` may hold a chain
- * decoded earlier that `guess` continues (they count towards `maxSteps`).
+ * The speculation a generation runs with. Only single-token joint steps are speculated past: a span is fed
+ * to the edge's cache as one forward pass, whose logits may differ in the last bits from feeding its tokens
+ * one by one, so decoding ahead past it could not reproduce the loop without speculation exactly. With
+ * `auto`, the engine's policy (made here on first use, then kept across generations) decides at each
+ * routed position; forced on, its figures are still fed.
  *
  * @example
- * const steps = await speculate(argmax(last.logits), 16, hooks);
- * // steps[0].result holds the logits after the guess; steps.length speculative forward passes were run
+ * const speculation = speculationFor(state); // NO_SPECULATION unless the request speculates
  */
-export async function speculate(guess: number, maxSteps: number, hooks: SpeculationHooks, steps: SpeculativeStep[] = []): Promise<SpeculativeStep[]> {
-  let token = guess;
-  while (steps.length < maxSteps && !hooks.replied()) {
-    const { result, ms } = await hooks.feed(token);
-    const step: SpeculativeStep = { result, slmMs: ms, routerMs: 0, pickMs: 0 };
-    steps.push(step);
-    if (hooks.replied()) break;
-    const scored = await hooks.score(result);
-    step.score = scored.score;
-    step.routerMs = scored.ms;
-    if (hooks.routes(scored.score)) {
-      const next = hooks.branch?.(step);
-      if (next === undefined) break;
-      token = next;
-      continue;
-    }
-    const t = performance.now();
-    token = hooks.pick(result);
-    step.token = token;
-    step.pickMs = performance.now() - t;
-    if (hooks.isEos(token)) break;
-  }
-  return steps;
-}
-
-/**
- * The loop's seeded random stream with a way back: speculative positions draw from it, and a rejected
- * speculation rewinds it to the routed position so the next draws are those the loop without speculation
- * makes. Rewinding replays the generator (a few draws per speculative token), never stores its output.
- *
- * @example
- * const random = new ReplayableRandom(7);
- * const mark = random.draws; random.next(); random.rewind(mark);
- */
-export class ReplayableRandom {
-  private generator: () => number;
-  draws = 0;
-
-  constructor(private readonly seed: number) {
-    this.generator = seededRandom(seed);
-  }
-
-  readonly next = (): number => {
-    this.draws++;
-    return this.generator();
-  };
-
-  rewind(draws: number): void {
-    this.generator = seededRandom(this.seed);
-    for (let i = 0; i < draws; i++) this.generator();
-    this.draws = draws;
-  }
+export function speculationFor(state: GenerationState): Speculation {
+  const { request, engine } = state;
+  state.metrics.speculateSetting = request.speculate === 'auto' ? 'auto' : request.speculate ? 'on' : 'off';
+  if (!request.speculate || request.mode !== 'joint' || request.routeSpan !== 1) return NO_SPECULATION;
+  const settings = (engine.speculation ??= {});
+  settings.policy ??= new SpeculationPolicy();
+  return new SpeculationChains(state, settings, settings.policy, request.speculate === 'auto');
 }

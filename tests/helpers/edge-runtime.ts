@@ -23,7 +23,7 @@ export async function startTestEdge(
     cloud?: 'in-process' | 'none' | ((inProcess: InProcessCloud) => CloudClient);
     router?: 'builtin' | 'trained';
     /** The edge's --speculate setting (what requests that do not say get). */
-    speculateByDefault?: boolean;
+    speculateByDefault?: boolean | 'auto';
   } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
@@ -34,7 +34,7 @@ export async function startTestEdge(
     options.cloud === 'none' ? undefined : typeof options.cloud === 'function' ? options.cloud(inProcess) : inProcess;
   const router = await loadRouter(options.router === 'trained' ? demo.routerPack : undefined);
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud, speculateByDefault: options.speculateByDefault },
+    { slm, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud, speculation: { byDefault: options.speculateByDefault } },
     { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4 },
   );
   return {

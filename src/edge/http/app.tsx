@@ -92,7 +92,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     threshold: runtime.engine.router.info.defaultThreshold,
     maxNewTokens: 64,
     maxNewTokensLimit: runtime.limits.maxNewTokens,
-    speculate: runtime.engine.speculateByDefault ?? false,
+    speculate: runtime.engine.speculation?.byDefault ?? false,
     executionProviders: runtime.engine.slm.executionProviders,
   };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} />));

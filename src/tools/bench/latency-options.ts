@@ -30,7 +30,7 @@ export interface LatencyBenchOptions {
   thresholds: readonly number[];
   /** Joint rows for each value, in this order: without and/or with speculative continuation. */
   speculate: readonly boolean[];
-  /** Speculating rows send a routed speculative position's step at once (EdgeEngine.conditionalSteps); default on. */
+  /** Speculating rows send a routed speculative position's step at once (EdgeEngine.speculation.conditionalSteps); default on. */
   conditionalSteps?: boolean;
   slm: string;
   /** A router pack folder, `uniform` (UniformShareRouter), or undefined for the built-in top-1 scorer. */

@@ -125,7 +125,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       tlsServerName: proxy ? target.host : undefined,
     });
     const meter = new CloudMeter(grpc);
-    const engine: EdgeEngine = { ...parts, cloud: meter.client, conditionalSteps: o.conditionalSteps ?? true };
+    const engine: EdgeEngine = { ...parts, cloud: meter.client, speculation: { conditionalSteps: o.conditionalSteps ?? true } };
 
     // Warm-up, not measured: onnxruntime's first runs, and the gRPC connection through the proxy (its
     // TCP and HTTP/2 handshakes would otherwise land in the first routed prompt's TTFT).

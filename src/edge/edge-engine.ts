@@ -1,0 +1,66 @@
+/**
+ * What one generation runs on: the edge model, its router and tokenizer, the cloud when there is one, and
+ * the settings of decoding ahead (speculation). Also the prompt's encoding, shared by the loop and the
+ * entry points that count prompt tokens.
+ */
+import type { DecoderModel } from '../shared/decoder-model.ts';
+import type { TextTokenizer } from '../shared/tokenizer.ts';
+import type { CloudClient } from './cloud-client.ts';
+import type { GenerationRequest } from './generation-request.ts';
+import type { Router } from './router.ts';
+import type { SpeculationPolicy } from './speculation-policy.ts';
+
+/**
+ * How the edge decodes ahead while a routed step is on the network (requests with `speculate`). Every
+ * field has a default, so `{}` (or no settings at all) is the usual edge.
+ *
+ * @example
+ * const engine: EdgeEngine = { slm, router, tokenizer, cloud, speculation: { byDefault: 'auto', depth: 8 } };
+ */
+export interface SpeculationSettings {
+  /**
+   * What a request that does not say gets for `speculate` (the edge's --speculate setting): on, off, or
+   * `auto`, decided at each routed position by `policy`; off when omitted.
+   */
+  byDefault?: boolean | 'auto';
+  /** The running figures `auto` decides from, kept across generations; made on the first generation that needs it. */
+  policy?: SpeculationPolicy;
+  /** Most tokens decoded ahead past one routed position; 16 when omitted. */
+  depth?: number;
+  /**
+   * While speculating, send the step of a second routed position at once as a conditional step (it assumes
+   * the first step returns the guess) instead of waiting for the first reply; on when omitted.
+   */
+  conditionalSteps?: boolean;
+}
+
+export const DEFAULT_SPECULATION_DEPTH = 16;
+
+export interface EdgeEngine {
+  slm: DecoderModel;
+  router: Router;
+  tokenizer: TextTokenizer;
+  /** Absent when the edge runs without a cloud: routed tokens then fall back to the edge model. */
+  cloud?: CloudClient;
+  /** Send the edge model's hidden state with routed steps (off by default: large and private). */
+  sendHiddenState?: boolean;
+  speculation?: SpeculationSettings;
+}
+
+/** The prompt's token ids as the loop feeds them: BOS first only when both the pack and its tokenizer have one (Qwen's has none). */
+export function encodePrompt(engine: Pick<EdgeEngine, 'slm' | 'tokenizer'>, prompt: string): number[] {
+  const addBos = engine.slm.pack.bosTokenId !== undefined && engine.tokenizer.bosId !== undefined;
+  return engine.tokenizer.encode(prompt, { addBos, parseSpecialTokens: false });
+}
+
+/**
+ * A request as the loop runs it. `promptIds`, when the caller has them (a chat prompt its template
+ * rendered and encoded with special tokens, or a prompt sent as token ids), are fed as they are instead
+ * of encoding `prompt`, which then only describes them.
+ */
+export type LoopRequest = GenerationRequest & { promptIds?: readonly number[] };
+
+/** The ids a request's generation starts from. */
+export function promptIdsOf(engine: Pick<EdgeEngine, 'slm' | 'tokenizer'>, request: LoopRequest): number[] {
+  return request.promptIds ? [...request.promptIds] : encodePrompt(engine, request.prompt);
+}

@@ -1,0 +1,226 @@
+/**
+ * One generation's state, and the small operations the loop's steps share: the context and its sources,
+ * the edge model's sequence and last outputs, the router call, sampling, the text so far, the metrics.
+ * The loop (decoder-loop.ts) and speculation (speculation-chains.ts) both work on it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AppendResult, DecoderSequence } from '../shared/decoder-model.ts';
+import { AppError } from '../shared/errors.ts';
+import { sampleToken } from '../shared/sampling.ts';
+import type { TokenSource } from '../shared/contract-vocabulary.ts';
+import type { CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+import { promptIdsOf, type EdgeEngine, type LoopRequest } from './edge-engine.ts';
+import type { DoneEvent, FinishReason, TokenEvent } from './generation-events.ts';
+import { MetricsRecorder } from './generation-metrics.ts';
+import { ReplayableRandom } from './replayable-random.ts';
+import { StopStringFilter } from './stop-strings.ts';
+import type { TokenStreamDecoder } from '../shared/tokenizer.ts';
+
+/** What the loop decided at one position, before its tokens are emitted. */
+export interface Decision {
+  /** The tokens to emit (a cloud span, or one token). */
+  chosen: number[];
+  source: TokenEvent['source'];
+  score: number | null;
+  slmMs: number;
+  routerMs: number;
+  cloudMs: number;
+  cloudError?: string;
+}
+
+export function elapsed(since: number): number {
+  return performance.now() - since;
+}
+
+/**
+ * The ids of a cloud reply, checked before the edge uses them: between 1 and `maxTokens` of them, each an
+ * integer id of the edge's vocabulary. Throws (and the loop falls back to the edge model) otherwise: a
+ * broken or mismatched cloud must cost a routed token, never the generation, whose edge KV cache would
+ * refuse the ids.
+ */
+export function checkCloudReply(reply: CloudStepReply, maxTokens: number, vocabSize: number): number[] {
+  const ids: unknown = reply?.tokens;
+  if (!Array.isArray(ids) || ids.length === 0) throw new AppError('INTERNAL', 'the cloud returned no tokens');
+  if (ids.length > maxTokens) throw new AppError('INTERNAL', `the cloud returned ${ids.length} tokens for a step of at most ${maxTokens}`);
+  for (const id of ids) {
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+      throw new AppError('INTERNAL', `the cloud returned token id ${String(id)}, outside the edge vocabulary [0, ${vocabSize})`);
+    }
+  }
+  return ids as number[];
+}
+
+/**
+ * Built once per request: checks the prompt fits the edge model's context and sets everything up.
+ *
+ * @example
+ * const state = new GenerationState(engine, request, signal);
+ * await state.startEdge();
+ * const { score } = await state.score(state.last!, state.context);
+ */
+export class GenerationState {
+  readonly requestId = randomUUID();
+  readonly maxPositions: number;
+  readonly eos: Set<number>;
+  /** Ids the edge can both feed its model and turn into text: the bound a cloud reply must respect. */
+  readonly vocabSize: number;
+  readonly context: number[];
+  readonly sources: TokenSource[];
+  readonly metrics: MetricsRecorder;
+  readonly random: ReplayableRandom;
+  private readonly textDecoder: TokenStreamDecoder;
+  private readonly stopFilter: StopStringFilter;
+  text = '';
+  conversation: CloudConversation | undefined;
+  sequence: DecoderSequence | undefined;
+  /** The edge model's outputs at the position being decided. */
+  last: AppendResult | undefined;
+  /** Edge model time not yet attributed to a token: the forward pass that produced the logits in use. */
+  pendingSlmMs = 0;
+
+  constructor(
+    readonly engine: EdgeEngine,
+    readonly request: LoopRequest,
+    readonly signal: AbortSignal | undefined,
+  ) {
+    const { slm, tokenizer } = engine;
+    const promptIds = promptIdsOf(engine, request);
+    this.maxPositions = slm.pack.maxPositions;
+    if (promptIds.length >= this.maxPositions) {
+      throw new AppError(
+        'INVALID_ARGUMENT',
+        `prompt is ${promptIds.length} tokens; the edge model's context window is ${this.maxPositions} (including generated tokens)`,
+      );
+    }
+    this.eos = new Set([...slm.pack.eosTokenIds, ...tokenizer.eosIds]);
+    this.vocabSize = Math.min(slm.pack.vocabSize, tokenizer.vocabSize);
+    this.context = [...promptIds];
+    this.sources = promptIds.map(() => 'prompt');
+    this.metrics = new MetricsRecorder(promptIds.length);
+    this.random = new ReplayableRandom(request.seed);
+    this.textDecoder = tokenizer.createStreamDecoder({ context: promptIds });
+    this.stopFilter = new StopStringFilter(request.stop);
+  }
+
+  /** Why the generation ends before deciding the next position, if it does. */
+  endBeforeStep(): FinishReason | undefined {
+    if (this.signal?.aborted) return 'cancelled';
+    if (this.metrics.tokens >= this.request.maxNewTokens) return 'length';
+    if (this.context.length >= this.maxPositions) return 'context';
+    return undefined;
+  }
+
+  /** Tokens the generation may still add: the most a routed step may ask for, or decode ahead past it (minus one). */
+  get room(): number {
+    return Math.min(this.request.maxNewTokens - this.metrics.tokens, this.maxPositions - this.context.length);
+  }
+
+  /** Prefill: a new edge sequence fed the whole context in one forward pass. */
+  async startEdge(): Promise<void> {
+    this.sequence = this.engine.slm.newSequence();
+    const t = performance.now();
+    await this.feedEdge(this.context);
+    this.metrics.prefillMs += elapsed(t);
+  }
+
+  /** Appends `ids` to the edge's cache; their forward pass is the next token's edge time. */
+  async feedEdge(ids: number[]): Promise<void> {
+    const t = performance.now();
+    this.last = await this.sequence!.append(ids);
+    const ms = elapsed(t);
+    this.metrics.slmMs += ms;
+    this.pendingSlmMs += ms;
+  }
+
+  /** Advances the edge's cache past the emitted tokens, unless the generation ends here anyway. */
+  async advanceEdge(accepted: number[]): Promise<void> {
+    if (this.sequence && this.context.length < this.maxPositions && this.metrics.tokens < this.request.maxNewTokens) await this.feedEdge(accepted);
+  }
+
+  /**
+   * The one place the router is called, for decided and speculative positions alike; `ids` is the context
+   * up to the position (its repetition features read the recent ids).
+   */
+  async score(result: AppendResult, ids: readonly number[]): Promise<{ score: number; ms: number }> {
+    const t = performance.now();
+    const score = await this.engine.router.score(result.hidden, result.logits, ids, result.previousHidden);
+    return { score, ms: elapsed(t) };
+  }
+
+  routes(score: number | null): boolean {
+    return this.request.mode === 'joint' && score !== null && score < this.request.threshold;
+  }
+
+  /** The edge's own token at a position: the request's sampling, drawing from the generation's random stream. */
+  pick(result: AppendResult): number {
+    const { temperature, topP } = this.request;
+    return sampleToken(result.logits, { temperature, topP, random: this.random.next, vocabLimit: this.engine.tokenizer.vocabSize });
+  }
+
+  /** The edge's top-1 token at a position: what decoding ahead assumes the cloud will answer. */
+  guess(result: AppendResult): number {
+    return sampleToken(result.logits, { temperature: 0, topP: 1, random: this.random.next, vocabLimit: this.engine.tokenizer.vocabSize });
+  }
+
+  /** A routed step's request: up to `maxTokens` tokens after `context`, whose sources are `sources`. */
+  stepRequest(context: number[], sources: TokenSource[], at: { tokenIndex: number; maxTokens: number; score: number | null; hidden?: Float32Array }): CloudStepRequest {
+    const { request, signal } = this;
+    return {
+      context,
+      sources,
+      tokenIndex: at.tokenIndex,
+      maxTokens: at.maxTokens,
+      temperature: request.temperature,
+      topP: request.topP,
+      seed: request.seed,
+      stopTokenIds: [...this.eos],
+      routerScore: at.score ?? 0,
+      threshold: request.threshold,
+      hiddenState: this.engine.sendHiddenState ? at.hidden : undefined,
+      topLogprobs: 0,
+      signal,
+    };
+  }
+
+  /**
+   * Emits the decided tokens one event each, up to an end token or a stop string, and appends them to the
+   * context. Returns the tokens emitted and why the generation ends here, if it does.
+   */
+  *emit(decision: Decision): Generator<TokenEvent, { accepted: number[]; reason?: FinishReason }> {
+    const { chosen, source, score, slmMs, routerMs, cloudMs, cloudError } = decision;
+    const accepted: number[] = [];
+    for (const [i, id] of chosen.entries()) {
+      if (this.eos.has(id)) return { accepted, reason: 'eos' };
+      accepted.push(id);
+      this.context.push(id);
+      this.sources.push(source);
+      this.metrics.token(source);
+      const piece = this.stopFilter.push(this.textDecoder.push(id));
+      this.text += piece.text;
+      yield {
+        type: 'token',
+        index: this.metrics.tokens - 1,
+        id,
+        text: piece.text,
+        source,
+        score: i === 0 ? score : null,
+        timings: i === 0 ? { slmMs, routerMs, cloudMs } : { slmMs: 0, routerMs: 0, cloudMs: 0 },
+        ...(cloudError ? { cloudError } : {}),
+      };
+      if (piece.stopped) return { accepted, reason: 'stop' };
+    }
+    return { accepted };
+  }
+
+  /** The final event: the text held back for a possible stop string is released unless one matched. */
+  finish(finishReason: FinishReason): DoneEvent {
+    this.text += this.stopFilter.push(this.textDecoder.flush()).text;
+    this.text += finishReason === 'stop' ? '' : this.stopFilter.flush();
+    return { type: 'done', finishReason, text: this.text, metrics: this.metrics.finish(), requestId: this.requestId, router: this.engine.router.info.name };
+  }
+
+  async release(): Promise<void> {
+    this.sequence?.dispose();
+    await this.conversation?.close().catch(() => {});
+  }
+}
