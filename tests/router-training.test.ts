@@ -19,7 +19,7 @@ import { teacherForcePacks, type TeacherForced } from '../src/tools/router/teach
 import { splitByParagraph } from '../src/tools/router/text-corpus.ts';
 import { trainMlp } from '../src/tools/router/train-mlp.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
-import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 
 const THRESHOLDS = Array.from({ length: 11 }, (_, i) => i / 10);
 const work = mkdtempSync(join(tmpdir(), 'router-training-'));

@@ -21,7 +21,7 @@ import { evaluateChoices } from './choice-eval.ts';
 import { readEvalDataset } from './eval-dataset.ts';
 import { DEFAULT_MAX_NEW_TOKENS, type EvalOptions } from './eval-options.ts';
 import type { EvalReport } from './eval-report.ts';
-import { InProcessCloud } from './in-process-cloud.ts';
+import { InProcessCloud } from '../lab/in-process-cloud.ts';
 import { evaluateText } from './text-eval.ts';
 
 const DEMO_PATHS = new Set<string>([DEMO.edgePack, DEMO.cloudPack, DEMO.routerPack, TRUNCATED_DEMO.edgePack, TRUNCATED_DEMO.routerPack]);
@@ -73,7 +73,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
   const router = await loadRouter(o.routerPack);
   const slm = await DecoderModel.load(slmPack);
   const llm = await DecoderModel.load(llmPack);
-  const cloud = new InProcessCloud(llm, { record: false, tokenVocabSize: tokenizer.vocabSize });
+  const cloud = new InProcessCloud(llm, { record: false, tokenVocabSize: tokenizer.vocabSize, tokenizer });
   const edge = { slm, tokenizer, cloud };
   try {
     const common = {
