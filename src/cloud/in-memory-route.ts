@@ -10,7 +10,9 @@
  * @example
  * const stream = openInMemoryRoute({ config, store, backend, tokenizer, log }, shutdown.signal);
  * const reader = new StreamReader<RouteResponse__Output>(stream);
- * await writeMessage(stream, { open: { requestId: 'r1', contextIds: [1, 403], ... } });
+ * await writeMessage(stream, { open: { requestId: 'r1', contextIds: [1, 403], sampling: { temperature: 0, topP: 1 } } });
+ * await writeMessage(stream, { step: { offset: 2, maxTokens: 1, threshold: 0.5 } });
+ * (await reader.next()).value; // { opened: { sessionId, backend: 'embedded:stories260k', ... } }
  */
 import { Duplex, PassThrough } from 'node:stream';
 import { AppError } from '../shared/errors.ts';
