@@ -11,7 +11,7 @@ import { TopProbabilityScorer } from '../src/edge/router.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
-import type { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import type { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 
 let edge: DecoderModel;
 let cloudModel: DecoderModel;

@@ -10,7 +10,7 @@ import { argmax } from '../src/shared/logits.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 import { recordingSteps } from './helpers/step-recording.ts';
-import type { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import type { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 
 let edge: DecoderModel;
 let cloudModel: DecoderModel;

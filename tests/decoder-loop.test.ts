@@ -7,7 +7,7 @@ import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { argmax } from '../src/shared/logits.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
-import type { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import type { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 
 let edge: DecoderModel;
 let cloudModel: DecoderModel;

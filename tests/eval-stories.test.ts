@@ -10,7 +10,7 @@ import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { evaluateChoices, type ChoiceEvalResult } from '../src/tools/eval/choice-eval.ts';
 import { cloudPerplexity, generateAll, type EvalEdge } from '../src/tools/lab/generation-runs.ts';
-import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 import { toQuestion } from '../src/tools/eval/multiple-choice.ts';
 import { evaluateText, type TextEvalResult } from '../src/tools/eval/text-eval.ts';
 import { continuationPrompts } from '../src/tools/lab/continuation-prompts.ts';

@@ -21,7 +21,7 @@ import { loadRouter } from '../src/edge/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
-import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 import { evaluateRouter } from '../src/tools/router/evaluate-router.ts';
 import { trainRouter } from '../src/tools/router/train-router.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';

@@ -21,16 +21,9 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/**
- * Files whose folder is not yet their layer. The in-process cloud is lab code (the evaluation and the
- * router's on-policy rounds both run it); its replacement lives in src/tools/lab.
- */
-const LAYER_OF_FILE: Record<string, string> = { 'tools/eval/in-process-cloud.ts': 'tools/lab' };
-
 /** The layer of a file under src/: its first folder, and for src/tools its second (`tools/lab`, `tools/eval`, ...). */
 function layer(file: string): string {
   const path = relative(SRC, file);
-  if (LAYER_OF_FILE[path]) return LAYER_OF_FILE[path];
   const [first, second] = path.split('/');
   return first === 'tools' && second && !second.includes('.') ? `tools/${second}` : first!;
 }

@@ -23,7 +23,7 @@ import { trainRouter } from '../src/tools/router/train-router.ts';
 import { demoRouterOptions } from '../src/tools/models/demo.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { perturbationFromEnv, type HiddenStatePerturbation } from './helpers/perturbed-hidden-states.ts';
-import { InProcessCloud } from '../src/tools/eval/in-process-cloud.ts';
+import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 
 const THRESHOLDS = Array.from({ length: 11 }, (_, i) => i / 10);
 const work = mkdtempSync(join(tmpdir(), 'router-training-'));

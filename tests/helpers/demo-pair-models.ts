@@ -10,7 +10,7 @@
 import { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { loadModelPack } from '../../src/shared/model-pack.ts';
 import { TextTokenizer } from '../../src/shared/tokenizer.ts';
-import { InProcessCloud, type InProcessCloudOptions } from '../../src/tools/eval/in-process-cloud.ts';
+import { InProcessCloud, type InProcessCloudOptions } from '../../src/tools/lab/in-process-cloud.ts';
 import { ensureDemoPacks } from './demo-packs.ts';
 
 export interface DemoPairModels {

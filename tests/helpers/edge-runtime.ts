@@ -7,7 +7,7 @@ import { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { loadModelPack } from '../../src/shared/model-pack.ts';
 import { TextTokenizer } from '../../src/shared/tokenizer.ts';
 import { ensureDemoPacks } from './demo-packs.ts';
-import { InProcessCloud } from '../../src/tools/eval/in-process-cloud.ts';
+import { InProcessCloud } from '../../src/tools/lab/in-process-cloud.ts';
 
 export interface TestEdge {
   runtime: EdgeRuntime;

@@ -22,7 +22,7 @@ import { evaluateChoices } from './choice-eval.ts';
 import { readEvalDataset } from './eval-dataset.ts';
 import { DEFAULT_MAX_NEW_TOKENS, type EvalOptions } from './eval-options.ts';
 import type { EvalReport } from './eval-report.ts';
-import { InProcessCloud } from './in-process-cloud.ts';
+import { InProcessCloud } from '../lab/in-process-cloud.ts';
 import { evaluateText } from './text-eval.ts';
 
 const DEMO_PATHS = new Set<string>([DEMO.edgePack, DEMO.cloudPack, DEMO.routerPack, TRUNCATED_DEMO.edgePack, TRUNCATED_DEMO.routerPack]);
@@ -76,7 +76,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
     await parts.release();
     throw e;
   });
-  const cloud = new InProcessCloud(llm, { record: false, tokenVocabSize: tokenizer.vocabSize });
+  const cloud = new InProcessCloud(llm, { record: false, tokenVocabSize: tokenizer.vocabSize, tokenizer });
   const edge = { slm, tokenizer, cloud };
   try {
     const common = {

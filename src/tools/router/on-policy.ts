@@ -12,7 +12,7 @@ import type { DecoderModel } from '../../shared/decoder-model.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 import { freeRunningFigures, type FreeRunningFigures } from '../lab/free-running-metrics.ts';
 import { generateAll } from '../lab/generation-runs.ts';
-import { InProcessCloud } from '../eval/in-process-cloud.ts';
+import { InProcessCloud } from '../lab/in-process-cloud.ts';
 import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';
 
 export interface RolloutOptions {
@@ -38,7 +38,7 @@ export interface Rollouts {
 }
 
 export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> {
-  const cloud = new InProcessCloud(o.llm, { record: false, tokenVocabSize: o.tokenizer.vocabSize });
+  const cloud = new InProcessCloud(o.llm, { record: false, tokenVocabSize: o.tokenizer.vocabSize, tokenizer: o.tokenizer });
   const edge = { slm: o.slm, tokenizer: o.tokenizer, cloud };
   const records = new ForcedRecords(o.slm, o.llm);
   const greedyIds: number[][] = [];
