@@ -25,7 +25,7 @@ import { assets } from './assets.ts';
 import { httpStatus } from './http-errors.ts';
 import { createOpenAIRoutes } from './openai/openai-routes.ts';
 import { PendingRuns, type PageRun } from './pending-runs.ts';
-import { readForm, readJsonObject } from './request-body.ts';
+import { readForm, readJsonOrForm } from './request-body.ts';
 
 export interface EdgeAppOptions {
   /** When set, every page and API call needs it (see access-token.ts). */
@@ -136,7 +136,8 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   });
 
   app.post('/api/generate', async (c) => {
-    const run = runtime.start(readGenerationRequest(await readJsonObject(c), 'typed'));
+    const { body, encoding } = await readJsonOrForm(c);
+    const run = runtime.start(readGenerationRequest(body, encoding));
     return streamSSE(c, async (stream) => {
       await streamRunAsJson(stream, run.events(abortOn(stream)));
     });
