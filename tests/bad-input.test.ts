@@ -304,7 +304,7 @@ describe('edge OpenAI API (/v1)', () => {
       ['an empty stop string', () => completion({ stop: ['a', ''] }), 400, 'stop must be a non-empty string or a list of at most 4 of them, got ["a",""]', 'stop'],
       ['a prompt nested 120,000 lists deep', () => post('completions', `{"model":"${MODEL}","prompt":${'['.repeat(120_000)}"a"${']'.repeat(120_000)}}`), 400, 'prompt must be a string or a non-empty list of token ids (non-negative integers), or a list of one of them', 'prompt'],
       ['a prompt nested three lists deep', () => completion({ prompt: [[['a']]] }), 400, 'prompt must be a string or a non-empty list of token ids', 'prompt'],
-      ...Object.getOwnPropertyNames(Object.prototype).map((role): [string, () => Promise<Response>, number, string, string] => [
+      ...Object.getOwnPropertyNames(Object.prototype).map((role): [string, () => Response | Promise<Response>, number, string, string] => [
         `chat: the role ${role} (Object.prototype's)`,
         () => chat({ messages: [{ role, content: 'x' }] }),
         400,

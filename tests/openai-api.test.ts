@@ -79,7 +79,7 @@ afterAll(async () => {
 
 /** The edge's own API for the same request: the reference every OpenAI answer is compared with. */
 async function nativeText(request: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`${base}/api/generate`, { method: 'POST', body: JSON.stringify(request), headers: { authorization: `Bearer ${KEY}` } });
+  const res = await fetch(`${base}/api/generate`, { method: 'POST', body: JSON.stringify(request), headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' } });
   const stream = readSse(res);
   await stream.ended;
   const done = stream.events.find((e) => e.event === 'done');
