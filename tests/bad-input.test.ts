@@ -1,7 +1,7 @@
 /**
  * Bad input against the three servers: the edge's HTTP API, its OpenAI-compatible API and the page
  * (through the Hono app), the edge's gRPC Generate service and the cloud shim's Route service (real
- * servers on loopback). Each server gets its whole matrix in sequence, table-driven (case → status →
+ * servers on loopback), and both gRPC health services. Each server gets its whole matrix in sequence, table-driven (case → status →
  * message), and then a normal request that must succeed: a refusal is specific, carries a message, and leaves the server serving with every slot
  * and session given back.
  *
@@ -15,9 +15,10 @@ import type { Hono } from 'hono';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
-import { edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
+import { EDGE_GENERATOR_SERVICE_NAME, edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
-import { cloudRouterService, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
+import { MAX_SERVICE_NAME_CHARS } from '../src/shared/grpc/health.ts';
+import { CLOUD_ROUTER_SERVICE_NAME, cloudRouterService, HealthClient, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
 import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
@@ -541,5 +542,61 @@ describe('cloud shim Route', () => {
     expect(ok.responses.map((r) => r.message)).toEqual(['opened', 'step', 'end']);
     expect(ok.responses[1]!.step!.ids).toEqual([403, 407]);
     await waitFor(() => shim.store.count === 0, 5_000, 'sessions to close');
+  });
+});
+
+describe('gRPC health service names (edge and shim)', () => {
+  let edgeServer: EdgeGrpcServer;
+  let shim: ShimServer;
+  const clients: InstanceType<typeof HealthClient>[] = [];
+
+  beforeAll(async () => {
+    edgeServer = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, maxReceiveBytes: MAX_BODY_BYTES });
+    const edgePort = await edgeServer.start();
+    shim = await startTestShim();
+    clients.push(new HealthClient(`127.0.0.1:${edgePort}`, grpc.credentials.createInsecure()), new HealthClient(shim.address, grpc.credentials.createInsecure()));
+  });
+
+  afterAll(async () => {
+    for (const client of clients) client.close();
+    await edgeServer.shutdown(1000);
+    await shim.shutdown();
+  });
+
+  function check(client: InstanceType<typeof HealthClient>, service: string): Promise<{ status: string; message: string }> {
+    return new Promise((resolve) =>
+      client.Check({ service }, { deadline: Date.now() + 10_000 }, (err, res) =>
+        resolve(err ? { status: grpc.status[err.code], message: err.details } : { status: 'OK', message: String(res?.status) }),
+      ),
+    );
+  }
+
+  function watch(client: InstanceType<typeof HealthClient>, service: string): Promise<{ status: string; message: string }> {
+    const call = client.Watch({ service }, { deadline: Date.now() + 10_000 });
+    call.on('data', () => call.cancel());
+    call.on('error', () => {});
+    return new Promise((resolve) => call.on('status', (s: grpc.StatusObject) => resolve({ status: grpc.status[s.code], message: s.details })));
+  }
+
+  test('long names get INVALID_ARGUMENT with their length, unknown ones NOT_FOUND; then the real names answer SERVING', async () => {
+    const names = [
+      ['8,000 characters', 'x'.repeat(8_000), 'INVALID_ARGUMENT', `service name is 8000 characters; the limit is ${MAX_SERVICE_NAME_CHARS}`],
+      ['100,000 characters', 'x'.repeat(100_000), 'INVALID_ARGUMENT', `service name is 100000 characters; the limit is ${MAX_SERVICE_NAME_CHARS}`],
+      ['one past the limit', 'x'.repeat(MAX_SERVICE_NAME_CHARS + 1), 'INVALID_ARGUMENT', `service name is ${MAX_SERVICE_NAME_CHARS + 1} characters`],
+      ['unknown, at the limit', 'x'.repeat(MAX_SERVICE_NAME_CHARS), 'NOT_FOUND', `unknown service "${'x'.repeat(MAX_SERVICE_NAME_CHARS)}"`],
+    ] as const;
+    const outcomes: Outcome[] = [];
+    for (const [server, client] of [['edge', clients[0]!], ['shim', clients[1]!]] as const) {
+      for (const [name, service] of names) outcomes.push({ name: `${server}: Check, ${name}`, ...(await check(client, service)) });
+      for (const [name, service] of names.slice(0, 2)) outcomes.push({ name: `${server}: Watch, ${name}`, ...(await watch(client, service)) });
+    }
+    expect(outcomes).toEqual(
+      ['edge', 'shim'].flatMap((server) => [
+        ...names.map(([name, , status, message]) => expected(`${server}: Check, ${name}`, status, message)),
+        ...names.slice(0, 2).map(([name, , status, message]) => expected(`${server}: Watch, ${name}`, status, message)),
+      ]),
+    );
+    expect(await check(clients[0]!, EDGE_GENERATOR_SERVICE_NAME)).toEqual({ status: 'OK', message: 'SERVING' });
+    expect(await check(clients[1]!, CLOUD_ROUTER_SERVICE_NAME)).toEqual({ status: 'OK', message: 'SERVING' });
   });
 });
