@@ -92,7 +92,7 @@ type Routed = { routing: { token_id: number; source: string; score: number | nul
 type RoutedUsage = { routed_tokens: number; fallback_tokens: number };
 
 async function activeGenerations(): Promise<number> {
-  return ((await (await fetch(`${base}/readyz`)).json()) as { active: number }).active;
+  return ((await (await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { active: number }).active;
 }
 
 /** Polls /readyz (one request at a time) until `count` generations are running. */
