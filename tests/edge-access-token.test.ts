@@ -2,10 +2,13 @@
  * The access token's details (issue 29, item 7), through the Hono app: the 401 page's login sets the
  * cookie and sends the browser on to the same address without `?token=`; /readyz without the token says
  * ready or not and nothing more; every 401, the OpenAI API's included, says `WWW-Authenticate: Bearer`.
+ * The login is also done once in Debian's chromium, to see where the browser ends up.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Hono } from 'hono';
+import type { Browser } from 'playwright-core';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
+import { launchBrowser } from './helpers/browser.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
 const TOKEN = 's3cret';
@@ -47,6 +50,34 @@ describe('logging in through the 401 page', () => {
     expect(data.status).toBe(200);
     expect(await data.json()).toMatchObject({ router: expect.any(String) });
   });
+});
+
+describe('in chromium', () => {
+  let browser: Browser;
+  let server: ReturnType<typeof Bun.serve>;
+  beforeAll(async () => {
+    server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: guarded.fetch });
+    browser = await launchBrowser();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop(true);
+  });
+
+  test('the 401 page logs in and the address bar ends on the page asked for, without the token', async () => {
+    const page = await browser.newPage();
+    const base = `http://127.0.0.1:${server.port}`;
+    await page.goto(`${base}/compare`);
+    await page.fill('#token', TOKEN);
+    const login = page.waitForResponse((r) => r.url().includes('token='));
+    await page.click('button[type=submit]');
+    expect((await login).status()).toBe(303);
+    await page.waitForSelector('form[hx-post="/compare"]');
+    expect(page.url()).toBe(`${base}/compare`);
+    expect(await page.locator('#token').count()).toBe(0);
+    // Reloading works from the cookie alone.
+    expect((await page.reload())!.status()).toBe(200);
+  }, 60_000);
 });
 
 describe('/readyz', () => {
