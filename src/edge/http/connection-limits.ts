@@ -54,12 +54,18 @@ export function guardConnections(fetch: Fetch, limits: ConnectionLimits): Fetch 
       if (body === 'broken') return refusal(400, 'INVALID_ARGUMENT', 'the request body ended before its declared length');
       forApp = new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal });
     }
-    const response = await fetch(forApp, server);
-    if (!response.headers.get('content-type')?.startsWith('text/event-stream')) {
+    let response: Response;
+    try {
+      response = await fetch(forApp, server);
+    } catch (e) {
       server.timeout(request, limits.idleTimeoutS);
+      throw e;
+    }
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      response.headers.set('connection', 'close');
       return response;
     }
-    response.headers.set('connection', 'close');
+    server.timeout(request, limits.idleTimeoutS);
     return response;
   };
 }
