@@ -24,10 +24,11 @@
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 import { parseShimConfig } from './cloud/config.ts';
-import { DEFAULT_EDGE_CONFIG, parseEdgeConfig } from './edge/config.ts';
+import { DEFAULT_EDGE_CONFIG, EDGE_USAGE, parseEdgeConfig } from './edge/config.ts';
 import { AppError, errorMessage } from './shared/errors.ts';
 import { PROJECT_ROOT } from './shared/paths.ts';
 import { SupervisedChild } from './supervised-child.ts';
+import { wantsHelp } from './tools/cli-support.ts';
 
 /** How long the children get to shut down gracefully before they are killed. */
 const FORCE_AFTER_MS = 20_000;
@@ -35,6 +36,15 @@ const FORCE_AFTER_MS = 20_000;
 const FORCE_AT = 3;
 
 const print = (line: string) => console.log(line);
+
+/** The launcher's own lines, then the edge's flags (the only ones it passes on). */
+const USAGE = `usage: bun run start [-- EDGE_FLAGS]
+
+Builds the demo packs if missing, starts the cloud shim and the edge as two processes and prints the
+page's URL once both serve. The shim reads its SHIM_* variables (bun run shim -- --help lists them);
+the edge reads its EDGE_* variables and the flags below, e.g. bun run start -- --port 9000.
+
+${EDGE_USAGE.replace(/^usage: .*\n\n/, '')}`;
 const wildcard = (host: string) => host === '0.0.0.0' || host === '::' || host === '';
 const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
 
@@ -70,6 +80,10 @@ process.on('SIGTERM', onSignal);
 async function main(): Promise<number> {
   const env = process.env;
   const edgeArgs = process.argv.slice(2);
+  if (wantsHelp(edgeArgs)) {
+    print(USAGE);
+    return 0;
+  }
   // Fail fast on bad settings, before building packs or starting anything.
   const shimConfig = parseShimConfig([], env);
   const edgeConfig = parseEdgeConfig(edgeArgs, env);

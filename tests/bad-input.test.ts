@@ -1,7 +1,7 @@
 /**
  * Bad input against the three servers: the edge's HTTP API, its OpenAI-compatible API and the page
  * (through the Hono app), the edge's gRPC Generate service and the cloud shim's Route service (real
- * servers on loopback). Each server gets its whole matrix in sequence, table-driven (case → status →
+ * servers on loopback), and both gRPC health services. Each server gets its whole matrix in sequence, table-driven (case → status →
  * message), and then a normal request that must succeed: a refusal is specific, carries a message, and leaves the server serving with every slot
  * and session given back.
  *
@@ -15,9 +15,10 @@ import type { Hono } from 'hono';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
-import { edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
+import { EDGE_GENERATOR_SERVICE_NAME, edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
-import { cloudRouterService, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
+import { MAX_SERVICE_NAME_CHARS } from '../src/shared/grpc/health.ts';
+import { CLOUD_ROUTER_SERVICE_NAME, cloudRouterService, HealthClient, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
 import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
@@ -107,7 +108,7 @@ describe('edge HTTP API and page', () => {
     for (const [k, v] of Object.entries(fields)) body.set(k, v);
     return app.request('/runs', { method: 'POST', body });
   };
-  const rawForm = (body: string | Uint8Array) => app.request('/runs', { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const rawForm = (body: string | Uint8Array, path = '/runs') => app.request(path, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   const bytes = (...parts: (string | number[])[]) => new Uint8Array(parts.flatMap((p) => (typeof p === 'string' ? [...new TextEncoder().encode(p)] : p)));
 
   /** The message a refusal carries: the JSON error's, or the text of the page fragment's alert. */
@@ -183,6 +184,12 @@ describe('edge HTTP API and page', () => {
       ['page: invalid UTF-8 percent-escape', () => rawForm('prompt=a%FF%FEb'), 400, 'the form is not valid UTF-8 (a percent-escape does not decode)'],
       ['page: multipart form', () => multipart({ prompt: 'x' }), 400, 'a form must be sent as application/x-www-form-urlencoded, got multipart/form-data'],
       ['api: not JSON', () => json('{prompt'), 400, 'request body must be a JSON object'],
+      ['api: an empty stop string', () => json({ prompt: 'x', stop: ['\n', ''] }), 400, 'stop[1] is empty: a stop string needs at least one character'],
+      ['api: 100 empty stop strings', () => json({ prompt: 'x', stop: new Array(100).fill('') }), 400, 'stop must be at most 8 non-empty strings'],
+      ['api: JSON sent as a form', () => app.request('/api/generate', { method: 'POST', body: '{"prompt":"x"}', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 400, 'the body is JSON but its Content-Type is application/x-www-form-urlencoded (what curl -d sends): send it with Content-Type: application/json'],
+      ['api: JSON sent as text/plain', () => app.request('/api/generate', { method: 'POST', body: '{"prompt":"x"}', headers: { 'content-type': 'text/plain' } }), 400, 'send the request as JSON with Content-Type: application/json (or as a form), got text/plain'],
+      ['api: JSON without a content type', () => app.request('/api/generate', { method: 'POST', body: new TextEncoder().encode('{"prompt":"x"}') }), 400, 'send the request as JSON with Content-Type: application/json (or as a form), got no content type'],
+      ['api: a form field given twice', () => rawForm('prompt=x&seed=1&seed=2', '/api/generate'), 400, 'seed is given 2 times; give it once'],
       ['api: a JSON array', () => json('["x"]'), 400, 'request body must be a JSON object'],
       ['page: stop an unknown run', () => app.request('/runs/00000000-0000-0000-0000-000000000000/stop', { method: 'POST' }), 404, 'no running generation 00000000-0000-0000-0000-000000000000'],
     ];
@@ -225,6 +232,11 @@ describe('edge HTTP API and page', () => {
     // Still serving: the API and the page each generate normally.
     const api = await readSse(await json({ prompt: 'Once upon a time', mode: 'small_only', max_new_tokens: 3 }));
     expect(api.map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
+    // A form sent to the API is read as a form: the same fields, written as text.
+    const apiForm = await readSse(await form({ prompt: 'Once upon a time', mode: 'small_only', max_new_tokens: '3' }, '/api/generate'));
+    expect(apiForm.map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
+    const texts = (events: { event: string; data: string }[]) => events.filter((e) => e.event === 'token').map((e) => (JSON.parse(e.data) as { text: string }).text);
+    expect(texts(apiForm)).toEqual(texts(api));
     const panel = await form({ prompt: 'Once upon a time', mode: 'small_only', max_new_tokens: '3' });
     expect(panel.status).toBe(200);
     const page = await readSse(await app.request(`/runs/${runId(await panel.text())}/events`));
@@ -290,6 +302,16 @@ describe('edge OpenAI API (/v1)', () => {
       ['max_completion_tokens 0', () => chat({ max_completion_tokens: 0 }), 400, 'max_completion_tokens must be an integer in [1, 1024], got 0', 'max_completion_tokens'],
       ['seed negative', () => completion({ seed: -1 }), 400, 'seed must be an integer in [0, 4294967295], got -1', 'seed'],
       ['five stop strings', () => completion({ stop: ['a', 'b', 'c', 'd', 'e'] }), 400, 'stop must be a non-empty string or a list of at most 4 of them', 'stop'],
+      ['an empty stop string', () => completion({ stop: ['a', ''] }), 400, 'stop must be a non-empty string or a list of at most 4 of them, got ["a",""]', 'stop'],
+      ['a prompt nested 120,000 lists deep', () => post('completions', `{"model":"${MODEL}","prompt":${'['.repeat(120_000)}"a"${']'.repeat(120_000)}}`), 400, 'prompt must be a string or a non-empty list of token ids (non-negative integers), or a list of one of them', 'prompt'],
+      ['a prompt nested three lists deep', () => completion({ prompt: [[['a']]] }), 400, 'prompt must be a string or a non-empty list of token ids', 'prompt'],
+      ...Object.getOwnPropertyNames(Object.prototype).map((role): [string, () => Response | Promise<Response>, number, string, string] => [
+        `chat: the role ${role} (Object.prototype's)`,
+        () => chat({ messages: [{ role, content: 'x' }] }),
+        400,
+        `messages[0].role must be one of system, developer, user, assistant, got ${JSON.stringify(role)}`,
+        'messages[0].role',
+      ]),
       ['n 2', () => completion({ n: 2 }), 400, 'n must be 1: this edge generates one choice per request, got 2', 'n'],
       ['unsupported parameter', () => completion({ suffix: '!' }), 400, 'unsupported parameter: suffix is not supported by this edge', 'suffix'],
       ['logprobs asked for', () => completion({ logprobs: 5 }), 400, 'unsupported parameter: logprobs (only 0, its default) is not supported by this edge', 'logprobs'],
@@ -382,6 +404,7 @@ describe('edge gRPC Generate', () => {
     const oneMb = message({ prompt: 'x'.repeat(ONE_MB) });
     const cases: [string, Buffer, keyof typeof grpc.status, string][] = [
       ['empty prompt', message({ prompt: '' }), 'INVALID_ARGUMENT', 'prompt must not be empty'],
+      ['an empty stop string', message({ prompt: 'x', stop: ['.', ''] }), 'INVALID_ARGUMENT', 'stop[1] is empty: a stop string needs at least one character'],
       ['1 MB prompt', oneMb, 'RESOURCE_EXHAUSTED', `Received message larger than max (${oneMb.length} vs ${MAX_BODY_BYTES})`],
       ['prompt above the character limit', message({ prompt: OVER_CHAR_LIMIT }), 'INVALID_ARGUMENT', 'prompt is 20000 characters; the limit is 16384'],
       ['prompt longer than the context window', message({ prompt: LONG_PROMPT }), 'INVALID_ARGUMENT', "prompt is 602 tokens; the edge model's context window is 512"],
@@ -519,5 +542,61 @@ describe('cloud shim Route', () => {
     expect(ok.responses.map((r) => r.message)).toEqual(['opened', 'step', 'end']);
     expect(ok.responses[1]!.step!.ids).toEqual([403, 407]);
     await waitFor(() => shim.store.count === 0, 5_000, 'sessions to close');
+  });
+});
+
+describe('gRPC health service names (edge and shim)', () => {
+  let edgeServer: EdgeGrpcServer;
+  let shim: ShimServer;
+  const clients: InstanceType<typeof HealthClient>[] = [];
+
+  beforeAll(async () => {
+    edgeServer = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, maxReceiveBytes: MAX_BODY_BYTES });
+    const edgePort = await edgeServer.start();
+    shim = await startTestShim();
+    clients.push(new HealthClient(`127.0.0.1:${edgePort}`, grpc.credentials.createInsecure()), new HealthClient(shim.address, grpc.credentials.createInsecure()));
+  });
+
+  afterAll(async () => {
+    for (const client of clients) client.close();
+    await edgeServer.shutdown(1000);
+    await shim.shutdown();
+  });
+
+  function check(client: InstanceType<typeof HealthClient>, service: string): Promise<{ status: string; message: string }> {
+    return new Promise((resolve) =>
+      client.Check({ service }, { deadline: Date.now() + 10_000 }, (err, res) =>
+        resolve(err ? { status: grpc.status[err.code], message: err.details } : { status: 'OK', message: String(res?.status) }),
+      ),
+    );
+  }
+
+  function watch(client: InstanceType<typeof HealthClient>, service: string): Promise<{ status: string; message: string }> {
+    const call = client.Watch({ service }, { deadline: Date.now() + 10_000 });
+    call.on('data', () => call.cancel());
+    call.on('error', () => {});
+    return new Promise((resolve) => call.on('status', (s: grpc.StatusObject) => resolve({ status: grpc.status[s.code], message: s.details })));
+  }
+
+  test('long names get INVALID_ARGUMENT with their length, unknown ones NOT_FOUND; then the real names answer SERVING', async () => {
+    const names = [
+      ['8,000 characters', 'x'.repeat(8_000), 'INVALID_ARGUMENT', `service name is 8000 characters; the limit is ${MAX_SERVICE_NAME_CHARS}`],
+      ['100,000 characters', 'x'.repeat(100_000), 'INVALID_ARGUMENT', `service name is 100000 characters; the limit is ${MAX_SERVICE_NAME_CHARS}`],
+      ['one past the limit', 'x'.repeat(MAX_SERVICE_NAME_CHARS + 1), 'INVALID_ARGUMENT', `service name is ${MAX_SERVICE_NAME_CHARS + 1} characters`],
+      ['unknown, at the limit', 'x'.repeat(MAX_SERVICE_NAME_CHARS), 'NOT_FOUND', `unknown service "${'x'.repeat(MAX_SERVICE_NAME_CHARS)}"`],
+    ] as const;
+    const outcomes: Outcome[] = [];
+    for (const [server, client] of [['edge', clients[0]!], ['shim', clients[1]!]] as const) {
+      for (const [name, service] of names) outcomes.push({ name: `${server}: Check, ${name}`, ...(await check(client, service)) });
+      for (const [name, service] of names.slice(0, 2)) outcomes.push({ name: `${server}: Watch, ${name}`, ...(await watch(client, service)) });
+    }
+    expect(outcomes).toEqual(
+      ['edge', 'shim'].flatMap((server) => [
+        ...names.map(([name, , status, message]) => expected(`${server}: Check, ${name}`, status, message)),
+        ...names.slice(0, 2).map(([name, , status, message]) => expected(`${server}: Watch, ${name}`, status, message)),
+      ]),
+    );
+    expect(await check(clients[0]!, EDGE_GENERATOR_SERVICE_NAME)).toEqual({ status: 'OK', message: 'SERVING' });
+    expect(await check(clients[1]!, CLOUD_ROUTER_SERVICE_NAME)).toEqual({ status: 'OK', message: 'SERVING' });
   });
 });

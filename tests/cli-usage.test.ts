@@ -20,6 +20,7 @@ async function run(args: string[], timeoutMs = 60_000): Promise<{ code: number; 
 /** Every entry point and subcommand, as `bun run` spells it, with the start of the usage it must print. */
 const HELP_CASES: [string[], string][] = [
   [['run', 'client', '--', '--help'], 'usage: bun run client'],
+  [['run', 'start', '--', '--help'], 'usage: bun run start'],
   [['run', 'kiosk', '--', '--help'], 'usage: bun run kiosk'],
   [['run', 'edge', '--', '--help'], 'usage: bun run edge'],
   [['run', 'shim', '--', '--help'], 'usage: bun run shim'],

@@ -22,6 +22,7 @@ async function fallbackReasons(threshold: number): Promise<string[]> {
     const response = await fetch(`${edge.url}api/generate`, {
       method: 'POST',
       body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 1, max_new_tokens: 8 }),
+      headers: { 'content-type': 'application/json' },
     });
     const body = await response.text();
     expect(body).toContain('event: done');

@@ -56,6 +56,7 @@ async function generate(edge: RunningEdge): Promise<WireToken[]> {
     method: 'POST',
     // llm_only: every token asks the cloud, so each case shows what the cloud answered (the demo router keeps most tokens here).
     body: JSON.stringify({ prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 12 }),
+    headers: { 'content-type': 'application/json' },
   });
   expect(response.status).toBe(200);
   const body = await response.text();

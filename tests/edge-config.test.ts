@@ -41,11 +41,21 @@ test('bad settings are INVALID_ARGUMENT errors naming their source', () => {
     [['--cloud', 'no-port'], {}, /--cloud must be host:port or 'none'/],
     [['--cloud-tls-cert', 'c.pem'], {}, /needs both --cloud-tls-cert and --cloud-tls-key/],
     [['--bogus'], {}, /Unknown option/],
+    [['--idle-timeout', '0'], {}, /--idle-timeout: idleTimeout must be an integer ≥ 1/],
+    [['--idle-timeout', '256'], {}, /--idle-timeout must be ≤ 255 seconds, got 256/],
+    [[], { EDGE_MAX_OPEN_REQUESTS: '0' }, /EDGE_MAX_OPEN_REQUESTS: maxOpenRequests must be an integer ≥ 1/],
   ];
   for (const [argv, env, message] of cases) expect(() => parseEdgeConfig(argv, env)).toThrow(message);
   const file = join(dir, 'bad.json');
   writeFileSync(file, JSON.stringify({ prot: 1 }));
   expect(() => parseEdgeConfig(['--config', file], {})).toThrow(/unknown key "prot"/);
+});
+
+test('the HTTP connection limits: defaults, flags and variables', () => {
+  expect(parseEdgeConfig([], {})).toMatchObject({ idleTimeout: 30, maxOpenRequests: 256 });
+  expect(parseEdgeConfig(['--idle-timeout', '5'], { EDGE_MAX_OPEN_REQUESTS: '64' })).toMatchObject({ idleTimeout: 5, maxOpenRequests: 64 });
+  expect(EDGE_USAGE).toContain('--idle-timeout N');
+  expect(EDGE_USAGE).toContain('--max-open-requests N');
 });
 
 test('usage lists every setting with its variable and default', () => {

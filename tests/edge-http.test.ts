@@ -250,7 +250,7 @@ describe('validation errors are 4xx with the message in the page', () => {
     const res = await app.request('/runs', form({ prompt: 'x'.repeat(100_000) }));
     expect(res.status).toBe(413);
     expect(await res.text()).toContain('request body is larger than 65536 bytes');
-    const api = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'x'.repeat(100_000) }) });
+    const api = await app.request('/api/generate', json({ prompt: 'x'.repeat(100_000) }));
     expect(api.status).toBe(413);
     expect(await api.json()).toEqual({ error: { code: 'RESOURCE_EXHAUSTED', message: 'request body is larger than 65536 bytes' } });
   });
@@ -276,10 +276,10 @@ describe('speculation setting', () => {
   });
 
   test('the API reports speculation in the final metrics and refuses a value that is not a boolean', async () => {
-    const res = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', threshold: 0.9, max_new_tokens: 10, speculate: false }) });
+    const res = await app.request('/api/generate', json({ prompt: 'Once upon a time', threshold: 0.9, max_new_tokens: 10, speculate: false }));
     const done = JSON.parse((await readSse(res)).at(-1)!.data);
     expect(done.metrics).toMatchObject({ speculated: 0, speculation_hits: 0, hit_rate: 0, wasted_steps: 0, saved_ms: 0 });
-    const bad = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'x', speculate: 'sometimes' }) });
+    const bad = await app.request('/api/generate', json({ prompt: 'x', speculate: 'sometimes' }));
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: { code: 'INVALID_ARGUMENT', message: 'speculate must be true or false, got "sometimes"' } });
   });
@@ -324,7 +324,7 @@ describe('JSON API', () => {
     const bad = await app.request('/api/generate', { method: 'POST', body: '{nope', headers: { 'content-type': 'application/json' } });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: { code: 'INVALID_ARGUMENT', message: 'request body must be a JSON object' } });
-    const field = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'x', threshold: -1 }) });
+    const field = await app.request('/api/generate', json({ prompt: 'x', threshold: -1 }));
     expect(field.status).toBe(400);
     expect(((await field.json()) as { error: { message: string } }).error.message).toContain('threshold must be in [0, 1]');
   });
@@ -337,7 +337,7 @@ describe('operations', () => {
     // prom-client hands out its live values: read the number at once.
     const invalid = async () => (await edge.runtime.metrics.refused.get()).values.find((x) => x.labels.code === 'INVALID_ARGUMENT')?.value ?? 0;
     const before = await invalid();
-    expect((await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: '' }) })).status).toBe(400);
+    expect((await app.request('/api/generate', json({ prompt: '' }))).status).toBe(400);
     expect(await invalid()).toBe(before + 1);
     const text = await (await app.request('/metrics')).text();
     expect(text).toMatch(/edge_generations_total\{mode="joint",finish="(length|eos|stop)"\} [1-9]\d*/);

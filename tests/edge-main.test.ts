@@ -77,7 +77,7 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
     // Two long generations, one per entry point, each 400 tokens of ≥ 25 ms: still running at SIGTERM.
     const request = { prompt: 'Once upon a time', mode: 'llm_only', maxNewTokens: 400 };
     const body = JSON.stringify({ prompt: request.prompt, mode: request.mode, max_new_tokens: request.maxNewTokens });
-    const http = readSse(await fetch(`${base}/api/generate`, { method: 'POST', body }));
+    const http = readSse(await fetch(`${base}/api/generate`, { method: 'POST', body, headers: { 'content-type': 'application/json' } }));
     client = new EdgeGeneratorClient(`127.0.0.1:${ready.grpcPort}`, grpc.credentials.createInsecure());
     const call = client.Generate(request, { deadline: Date.now() + 60_000 });
     const grpcEvents: GenerateEvent__Output[] = [];
@@ -118,7 +118,7 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
     expect(grpcEvents.at(-1)!.error).toEqual({ code: 'UNAVAILABLE', message: 'the edge is shutting down' });
 
     // New work is refused while the edge drains.
-    const refused = await fetch(`${base}/api/generate`, { method: 'POST', body });
+    const refused = await fetch(`${base}/api/generate`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
     expect(refused.status).toBe(503);
     expect(await refused.json()).toEqual({ error: { code: 'UNAVAILABLE', message: 'the edge is shutting down' } });
 

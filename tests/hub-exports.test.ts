@@ -173,7 +173,7 @@ test('bun run edge --slm PACK --slm-file model_fp16.onnx serves that file over H
     const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as { url: string; slmFile: string };
     expect(ready.slmFile).toBe('model_fp16.onnx');
     const request = { prompt: PROMPT, mode: 'small_only', max_new_tokens: TOKENS, temperature: 0 };
-    const stream = readSse(await fetch(`${ready.url.replace(/\/$/, '')}/api/generate`, { method: 'POST', body: JSON.stringify(request) }));
+    const stream = readSse(await fetch(`${ready.url.replace(/\/$/, '')}/api/generate`, { method: 'POST', body: JSON.stringify(request), headers: { 'content-type': 'application/json' } }));
     await stream.waitFor((events) => events.some((e) => e.event === 'done' || e.event === 'error'), 30_000, 'the generation to end');
     const ids = stream.events.filter((e) => e.event === 'token').map((e) => (JSON.parse(e.data) as { id: number }).id);
     expect(ids).toEqual(inProcess.ids);

@@ -79,7 +79,7 @@ afterAll(async () => {
 
 /** The edge's own API for the same request: the reference every OpenAI answer is compared with. */
 async function nativeText(request: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`${base}/api/generate`, { method: 'POST', body: JSON.stringify(request), headers: { authorization: `Bearer ${KEY}` } });
+  const res = await fetch(`${base}/api/generate`, { method: 'POST', body: JSON.stringify(request), headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' } });
   const stream = readSse(res);
   await stream.ended;
   const done = stream.events.find((e) => e.event === 'done');
@@ -92,7 +92,7 @@ type Routed = { routing: { token_id: number; source: string; score: number | nul
 type RoutedUsage = { routed_tokens: number; fallback_tokens: number };
 
 async function activeGenerations(): Promise<number> {
-  return ((await (await fetch(`${base}/readyz`)).json()) as { active: number }).active;
+  return ((await (await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { active: number }).active;
 }
 
 /** Polls /readyz (one request at a time) until `count` generations are running. */

@@ -67,6 +67,24 @@ test('the Python example streams the same generation as the edge itself, cloud t
   expect(result).toEqual({ code: 0, stderr: '', stdout: `health: SERVING\n${expected}\ndone: length, 12 tokens, ${routed} routed, 0 fallback\n` });
 });
 
+test("without --threshold the request leaves τ out, so the router's default applies; with it, τ is sent", async () => {
+  const received: (number | undefined)[] = [];
+  const start = edge.runtime.start.bind(edge.runtime);
+  edge.runtime.start = (raw, ...rest) => {
+    received.push(raw.threshold as number | undefined);
+    return start(raw, ...rest);
+  };
+  try {
+    for (const args of [[], ['--threshold', '0.25']]) {
+      const result = await example('Once upon a time', '--max-new-tokens', '2', '--token', TOKEN, ...args);
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+    }
+  } finally {
+    edge.runtime.start = start;
+  }
+  expect(received).toEqual([undefined, 0.25]);
+});
+
 test('refusals come back as the gRPC status with the documented field names', async () => {
   expect(await example('Hi', '--max-new-tokens', '0', '--token', TOKEN)).toEqual({
     code: 1,

@@ -84,7 +84,7 @@ test('the README command serves the page and routes tokens to the shim; SIGTERM 
     expect(html).toContain('<textarea id="prompt" name="prompt"');
 
     const body = JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.9, max_new_tokens: 24 });
-    const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body }));
+    const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body, headers: { 'content-type': 'application/json' } }));
     expect(await stream.ended).toBe(true);
     const tokens = stream.events.filter((e) => e.event === 'token').map((e) => JSON.parse(e.data) as { source: string });
     expect(tokens).toHaveLength(24);
@@ -154,7 +154,7 @@ test('a shim killed mid-generation: the generation finishes on fallback tokens, 
     const firstShim = childPid(system, 'cloud shim');
     // llm_only: every token goes to the shim until it dies; from then on the edge decides them (fallback).
     const body = JSON.stringify({ prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 400 });
-    const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body }));
+    const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body, headers: { 'content-type': 'application/json' } }));
     await stream.waitFor((events) => events.some((e) => e.event === 'token'), 30_000, 'the first token');
     process.kill(firstShim, 'SIGKILL');
     expect(await stream.ended).toBe(true);
@@ -170,7 +170,7 @@ test('a shim killed mid-generation: the generation finishes on fallback tokens, 
     // The edge's circuit lets a probe through on its backoff schedule; then routed tokens come from the shim again.
     let routedAgain = false;
     for (const until = performance.now() + 30_000; !routedAgain && performance.now() < until; await Bun.sleep(200)) {
-      const again = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 8 }) }));
+      const again = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 8 }), headers: { 'content-type': 'application/json' } }));
       await again.ended;
       routedAgain = again.events.some((e) => e.event === 'token' && JSON.parse(e.data).source === 'llm');
     }

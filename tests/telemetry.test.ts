@@ -174,7 +174,7 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
       ...['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--slm', demo.edgePack, '--router', demo.routerPack],
     ]);
     const [, url] = await waitForOutput(edge.stdout, /edge page: (\S+)\n/, 'the edge');
-    const res = await fetch(`${url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', max_new_tokens: 4 }) });
+    const res = await fetch(`${url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', max_new_tokens: 4 }), headers: { 'content-type': 'application/json' } });
     const body = await res.text();
     expect(body).toContain('event: done');
     expect(body.match(/event: token/g)).toHaveLength(4);

@@ -26,7 +26,8 @@ def main() -> int:
     parser.add_argument("prompt")
     parser.add_argument("--address", default="127.0.0.1:50061")
     parser.add_argument("--mode", default="joint", choices=["joint", "small_only", "llm_only"])
-    parser.add_argument("--threshold", type=float, default=0.5)
+    # Left out of the request unless given (the field is `optional`): the router's own default τ applies.
+    parser.add_argument("--threshold", type=float, help="routing threshold τ in [0, 1] (default: the router's default_threshold)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--token", help="the edge's access token, when it has one")
     parser.add_argument("--mark", action="store_true", help="put cloud tokens between [ and ]")
@@ -41,9 +42,9 @@ def main() -> int:
             print("health:", health_pb2.HealthCheckResponse.ServingStatus.Name(status.status), flush=True)
 
             generator = edge_generator_pb2_grpc.EdgeGeneratorStub(channel)
-            request = edge_generator_pb2.GenerateRequest(
-                prompt=args.prompt, mode=args.mode, threshold=args.threshold, max_new_tokens=args.max_new_tokens
-            )
+            request = edge_generator_pb2.GenerateRequest(prompt=args.prompt, mode=args.mode, max_new_tokens=args.max_new_tokens)
+            if args.threshold is not None:
+                request.threshold = args.threshold
             # Every call has a deadline; the stream ends with `done` or `error` before its status.
             for event in generator.Generate(request, timeout=60, metadata=metadata):
                 kind = event.WhichOneof("event")

@@ -43,6 +43,10 @@ export interface EdgeConfig {
   /** When set, the page and APIs require it. */
   accessToken: string | undefined;
   maxConcurrent: number;
+  /** Seconds an HTTP connection may stay silent: no request in progress, or an upload that stopped. */
+  idleTimeout: number;
+  /** HTTP requests in progress at once (event streams included); more get 503 and are closed. */
+  maxOpenRequests: number;
   maxNewTokens: number;
   /** onnxruntime threads for the edge model; 0 = onnxruntime's choice. */
   threads: number;
@@ -73,6 +77,12 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
+  idleTimeout: {
+    kind: 'int',
+    min: 1,
+    help: 'seconds an HTTP connection may stay silent (partial headers, idle keep-alive, an upload that stopped sending); never cuts a running stream or a progressing upload',
+  },
+  maxOpenRequests: { kind: 'int', min: 1, help: 'HTTP requests in progress at once, streams included; more get 503 and their connection is closed' },
   maxNewTokens: { kind: 'int', min: 1, help: 'largest max_new_tokens a request may ask for' },
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads for the edge model (0 = default)' },
   executionProvider: { kind: 'string', help: 'onnxruntime execution providers for the edge model in order of preference, e.g. coreml,cpu or cuda,cpu (ending in cpu = fall back to it)' },
@@ -99,6 +109,11 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   speculate: 'auto',
   accessToken: undefined,
   maxConcurrent: 8,
+  // Long enough for a phone on a weak Wi-Fi to finish sending, short enough that a crowd of silent
+  // connections goes away before it matters; browsers open a new keep-alive connection when needed.
+  idleTimeout: 30,
+  // The page and API use a handful each; far below the process's file descriptor limit.
+  maxOpenRequests: 256,
   maxNewTokens: 1024,
   threads: 0,
   executionProvider: 'cpu',
@@ -119,6 +134,8 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
     throw new AppError('INVALID_ARGUMENT', message);
   };
   if (config.port > 65535 || config.grpcPort > 65535) fail('ports must be ≤ 65535');
+  // Bun's own limit for Bun.serve's idleTimeout.
+  if (config.idleTimeout > 255) fail(`--idle-timeout must be ≤ 255 seconds, got ${config.idleTimeout}`);
   if (Boolean(config.cloudTlsCert) !== Boolean(config.cloudTlsKey)) fail('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
   const cloud = config.cloud === 'none' ? undefined : config.cloud;
   if (!/^[^/\\]+\.onnx$/.test(config.slmFile)) fail(`--slm-file must be a .onnx file name inside the pack folder, got ${config.slmFile}`);

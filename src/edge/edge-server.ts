@@ -18,6 +18,7 @@ import { EdgeRuntime } from './edge-runtime.ts';
 import { GrpcCloudClient } from './grpc-cloud-client.ts';
 import { EdgeGrpcServer } from './grpc/edge-grpc-server.ts';
 import { createEdgeApp } from './http/app.tsx';
+import { guardConnections } from './http/connection-limits.ts';
 import { loadEdgeEngine } from './load-edge-engine.ts';
 
 /** Bodies above this are refused; the prompt limit itself is checked after parsing. */
@@ -77,9 +78,10 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   let http: ReturnType<typeof Bun.serve> | undefined;
   let grpcServer: EdgeGrpcServer | undefined;
   try {
-    // Streams stay open as long as a generation runs; Bun's default idle timeout would cut long ones.
+    // Silent connections are closed after idleTimeout; running streams and progressing uploads are not (connection-limits.ts).
+    const fetch = guardConnections(app.fetch, { idleTimeoutS: config.idleTimeout, maxOpenRequests: config.maxOpenRequests, maxBodyBytes: MAX_BODY_BYTES });
     try {
-      http = Bun.serve({ hostname: config.host, port: config.port, fetch: app.fetch, idleTimeout: 0 });
+      http = Bun.serve({ hostname: config.host, port: config.port, fetch, idleTimeout: config.idleTimeout });
     } catch (e) {
       throw listenError(e, { what: "the edge's web page and HTTP API", host: config.host, port: config.port, flag: '--port', env: 'EDGE_PORT' });
     }

@@ -108,10 +108,13 @@ export function parseGenerationRequest(
     invalid(`mode must be one of ${MODES.join(', ')}, got ${JSON.stringify(mode)}`);
   }
   const stopRaw = raw.stop ?? [];
-  const stop = (Array.isArray(stopRaw) ? stopRaw : [stopRaw]).filter((s) => s !== '');
+  const stop: unknown[] = Array.isArray(stopRaw) ? stopRaw : [stopRaw];
   if (!stop.every((s): s is string => typeof s === 'string') || stop.length > 8) {
     invalid('stop must be at most 8 non-empty strings');
   }
+  // An empty stop string matches everywhere, so it cannot mean anything; it is refused rather than dropped.
+  const empty = stop.indexOf('');
+  if (empty >= 0) invalid(`stop[${empty}] is empty: a stop string needs at least one character`);
   if (stop.some((s) => LONE_SURROGATE.test(s))) invalid('stop is not valid Unicode text (it holds a lone surrogate)');
   return {
     prompt,

@@ -2,18 +2,22 @@
  * `bun run client -- "prompt" [flags]`: a small command-line client of the edge's gRPC Generate service
  * (grpcurl is not packaged here). Streams the text as it comes, cloud tokens in red on a terminal, then
  * the metrics. `--json` prints every event as one JSON line instead (the message's own fields, without
- * proto-loader's oneof markers).
+ * proto-loader's oneof markers). Without `--address` it dials the edge on this machine where the edge's
+ * own settings put it (EDGE_GRPC_PORT and EDGE_HOST, read by the edge's config module), and a refused
+ * connection says which address it tried and how to choose another.
  */
 import * as grpc from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
 import { fromGrpcError } from '../shared/grpc/errors.ts';
 import { oneofMarkerStripper } from '../shared/grpc/plain-message.ts';
+import { parseEdgeConfig } from '../edge/config.ts';
 import { EdgeGeneratorClient, type GenerateEvent__Output, type GenerateRequest } from '../edge/grpc/edge-proto.ts';
 import { integerFlag, numberFlag, parseFlags, runCli, UsageError } from './cli-support.ts';
 
 const USAGE = `usage: bun run client -- "prompt" [--address host:port] [--mode joint|small_only|llm_only]
        [--threshold T] [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--route-span N] [--speculate on|off]
-       [--token BEARER] [--deadline-ms MS] [--json]`;
+       [--token BEARER] [--deadline-ms MS] [--json]
+--address defaults to this machine's edge: 127.0.0.1 and EDGE_GRPC_PORT (50061 when unset), as the edge reads them.`;
 
 const RED = '\x1b[31m';
 const YELLOW = '\x1b[33m';
@@ -21,7 +25,7 @@ const RESET = '\x1b[0m';
 
 async function main(): Promise<void> {
   const { values, positionals } = parseFlags(process.argv.slice(2), {
-    address: { type: 'string', default: '127.0.0.1:50061' },
+    address: { type: 'string' },
     mode: { type: 'string' },
     threshold: { type: 'string' },
     'max-new-tokens': { type: 'string' },
@@ -50,7 +54,8 @@ async function main(): Promise<void> {
     // Absent: the edge's own setting.
     speculate: values.speculate === undefined ? undefined : values.speculate === 'on',
   };
-  const client = new EdgeGeneratorClient(values.address!, grpc.credentials.createInsecure());
+  const address = values.address ?? localEdgeAddress();
+  const client = new EdgeGeneratorClient(address, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();
   if (values.token) metadata.set('authorization', `Bearer ${values.token}`);
   const call = client.Generate(request, metadata, { deadline: Date.now() + integerFlag(values, 'deadline-ms')! });
@@ -76,10 +81,26 @@ async function main(): Promise<void> {
       }
     }
   } catch (e) {
-    throw e instanceof AppError ? e : fromGrpcError(e as grpc.ServiceError);
+    if (e instanceof AppError) throw e;
+    const error = e as grpc.ServiceError;
+    // Not reached at all (refused, unresolvable); an edge that answers UNAVAILABLE itself says why.
+    if (error.code === grpc.status.UNAVAILABLE && /^No connection established|ECONNREFUSED|resolution failed/i.test(error.details)) {
+      const from = values.address ? '--address' : 'EDGE_GRPC_PORT, or its default';
+      const reason = error.details.replace(/^No connection established\. Last error: (Error: )?/, '').replace(/\.? *Resolution note: *$/, '');
+      throw new AppError('UNAVAILABLE', `no edge answered at ${address} (from ${from}): ${reason}; start one (bun run start) or give its address with --address host:port`);
+    }
+    throw fromGrpcError(error);
   } finally {
     client.close();
   }
+}
+
+/** Where the edge on this machine serves gRPC, as its own settings say (EDGE_GRPC_PORT, EDGE_HOST). */
+function localEdgeAddress(): string {
+  const { host, grpcPort } = parseEdgeConfig([], process.env);
+  if (grpcPort <= 0) throw new UsageError(`EDGE_GRPC_PORT is ${grpcPort < 0 ? 'off' : '0 (any free port)'}: give the edge's address with --address host:port`);
+  const dialed = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `${dialed.includes(':') ? `[${dialed}]` : dialed}:${grpcPort}`;
 }
 
 await runCli(main, USAGE);

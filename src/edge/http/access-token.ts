@@ -3,12 +3,15 @@
  * must carry it as `Authorization: Bearer <token>` (the scheme in any case, as RFC 7235 says), in the
  * `edge_token` cookie, or once as `?token=` (which sets the cookie, so a kiosk or a bookmarked link
  * works). What a request presents explicitly wins over the cookie: a `?token=` link must log a browser
- * in again even when it still holds a stale cookie from an earlier token. Health checks stay open.
+ * in again even when it still holds a stale cookie from an earlier token. A browser that logs in with
+ * `?token=` is sent on to the same address without it, so the token leaves the address bar and history.
+ * Health checks stay open.
  *
  * @example
  * app.use('*', accessTokenGuard(config.accessToken)); // throws AppError('UNAUTHENTICATED', …) without it
+ * hasAccessToken(c, config.accessToken); // true without a token configured
  */
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { AppError } from '../../shared/errors.ts';
 import { sameToken } from '../../shared/grpc/auth.ts';
@@ -16,18 +19,38 @@ import { sameToken } from '../../shared/grpc/auth.ts';
 const COOKIE = 'edge_token';
 /** RFC 7235: the scheme is case-insensitive and followed by one or more spaces. */
 const BEARER = /^bearer +(\S+) *$/i;
+/** What every 401 says it wants (RFC 7235), the OpenAI API's included. */
+export const AUTHENTICATE_CHALLENGE = 'Bearer realm="edge"';
+
+/** The credentials a request presents: a bearer header ('' when malformed), a `?token=`, a cookie. */
+function presented(c: Context): { bearer: string | undefined; query: string | undefined; cookie: string | undefined } {
+  const header = c.req.header('authorization');
+  return { bearer: header === undefined ? undefined : (BEARER.exec(header)?.[1] ?? ''), query: c.req.query('token'), cookie: getCookie(c, COOKIE) };
+}
+
+/** Whether the request carries the edge's token; always true when none is configured. */
+export function hasAccessToken(c: Context, token: string | undefined): boolean {
+  if (!token) return true;
+  const { bearer, query, cookie } = presented(c);
+  const shown = bearer ?? query ?? cookie;
+  return shown !== undefined && sameToken(shown, token);
+}
 
 export function accessTokenGuard(token: string | undefined): MiddlewareHandler {
   return async (c, next) => {
     if (!token) return next();
-    const header = c.req.header('authorization');
-    const bearer = header === undefined ? undefined : (BEARER.exec(header)?.[1] ?? '');
-    const query = c.req.query('token');
-    const presented = bearer ?? query ?? getCookie(c, COOKIE);
-    if (presented === undefined || !sameToken(presented, token)) {
+    if (!hasAccessToken(c, token)) {
       throw new AppError('UNAUTHENTICATED', 'this edge requires an access token (Authorization: Bearer, or open the page with ?token=...)');
     }
-    if (query !== undefined && bearer === undefined) setCookie(c, COOKIE, token, { httpOnly: true, sameSite: 'Strict', path: '/' });
+    const { bearer, query } = presented(c);
+    if (query === undefined || bearer !== undefined) return next();
+    setCookie(c, COOKIE, token, { httpOnly: true, sameSite: 'Strict', path: '/' });
+    // A browser's navigation (it asks for HTML) goes on without the token; a program asking for data gets it at once.
+    if (c.req.method === 'GET' && (c.req.header('accept') ?? '').includes('text/html')) {
+      const url = new URL(c.req.url);
+      url.searchParams.delete('token');
+      return c.redirect(`${url.pathname}${url.search}`, 303);
+    }
     return next();
   };
 }

@@ -21,12 +21,12 @@ import { HeatBar, TokenSpan } from '../../../views/token-fragments.tsx';
 import type { GenerationEvent } from '../decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import { readGenerationRequest } from '../generation-request-fields.ts';
-import { accessTokenGuard } from './access-token.ts';
+import { accessTokenGuard, AUTHENTICATE_CHALLENGE, hasAccessToken } from './access-token.ts';
 import { assets } from './assets.ts';
 import { httpStatus } from './http-errors.ts';
 import { createOpenAIRoutes } from './openai/openai-routes.ts';
 import { PendingRuns, type PageRun } from './pending-runs.ts';
-import { readForm, readJsonObject } from './request-body.ts';
+import { readForm, readJsonOrForm } from './request-body.ts';
 import { snakeCaseJson, snakeCaseKeys } from './snake-case-json.ts';
 
 export interface EdgeAppOptions {
@@ -51,7 +51,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
    * (RFC 7235), and a browser opening a page without the token gets a page to type it into.
    */
   const errorResponse = (c: Context, code: ErrorCode, message: string, status: ContentfulStatusCode) => {
-    if (code === 'UNAUTHENTICATED') c.header('www-authenticate', 'Bearer realm="edge"');
+    if (code === 'UNAUTHENTICATED') c.header('www-authenticate', AUTHENTICATE_CHALLENGE);
     if (isApi(c)) return c.json({ error: { code, message } }, status);
     if (code === 'UNAUTHENTICATED' && c.req.method === 'GET' && !isFragment(c)) {
       return c.html(<UnauthorizedPage path={c.req.path} retried={c.req.query('token') !== undefined} />, status);
@@ -67,7 +67,9 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', (c) => {
     const ready = options.ready?.() ?? true;
-    return c.json({ ready, cloud: runtime.cloudState(), active: runtime.activeCount }, ready ? 200 : 503);
+    // Open, for probes; the cloud state and the active count only with the token: they tell anyone on the LAN when the edge is used.
+    const details = hasAccessToken(c, options.accessToken) ? { cloud: runtime.cloudState(), active: runtime.activeCount } : {};
+    return c.json({ ready, ...details }, ready ? 200 : 503);
   });
   // Open with a token set: the 401 page needs its style and icon.
   app.route('/assets', assets);
@@ -139,7 +141,8 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   });
 
   app.post('/api/generate', async (c) => {
-    const run = runtime.start(readGenerationRequest(await readJsonObject(c), 'typed'));
+    const { body, encoding } = await readJsonOrForm(c);
+    const run = runtime.start(readGenerationRequest(body, encoding));
     return streamSSE(c, async (stream) => {
       await streamRunAsJson(stream, run.events(abortOn(stream)));
     });

@@ -12,6 +12,20 @@ import type { HealthHandlers, HealthCheckRequest__Output, HealthCheckResponse } 
 
 export type ServingStatus = 'SERVING' | 'NOT_SERVING';
 
+/**
+ * Longest service name answered. Real names are a package and a service (`tokenrouter.edge.v1.EdgeGenerator`);
+ * a longer one is refused, so that no reply echoes a name larger than the metadata limit (8 KB).
+ */
+export const MAX_SERVICE_NAME_CHARS = 200;
+
+/** INVALID_ARGUMENT for a name past the limit, NOT_FOUND for an unknown one; undefined for a known one. */
+function refusal(service: string, known: boolean): { code: Status; details: string } | undefined {
+  if (service.length > MAX_SERVICE_NAME_CHARS) {
+    return { code: Status.INVALID_ARGUMENT, details: `service name is ${service.length} characters; the limit is ${MAX_SERVICE_NAME_CHARS}` };
+  }
+  return known ? undefined : { code: Status.NOT_FOUND, details: `unknown service ${JSON.stringify(service)}` };
+}
+
 export class HealthService {
   private readonly statuses = new Map<string, ServingStatus>();
   private readonly watchers = new Set<{ service: string; call: ServerWritableStream<HealthCheckRequest__Output, HealthCheckResponse> }>();
@@ -35,10 +49,14 @@ export class HealthService {
   readonly handlers: HealthHandlers = {
     Check: (call, callback) => {
       const status = this.statuses.get(call.request.service);
-      if (!status) return callback({ code: Status.NOT_FOUND, details: `unknown service ${JSON.stringify(call.request.service)}` });
+      const refused = refusal(call.request.service, status !== undefined);
+      if (refused || !status) return callback(refused ?? null);
       callback(null, { status });
     },
     Watch: (call) => {
+      // An unknown name is watched (it may be set later, as the protocol says); one past the limit is not.
+      const refused = refusal(call.request.service, true);
+      if (refused) return void call.emit('error', refused);
       const watcher = { service: call.request.service, call };
       this.watchers.add(watcher);
       call.write({ status: this.statuses.get(call.request.service) ?? 'SERVICE_UNKNOWN' });

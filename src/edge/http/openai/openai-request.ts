@@ -98,22 +98,35 @@ function parseStop(value: unknown): string[] {
   return list as string[];
 }
 
-/** A string or a list of token ids; a batch (a list of several prompts) is refused, a list of one is unwrapped. */
+/**
+ * OpenAI's shapes: a string, a list of token ids, or a batch of either. A batch of several is refused and
+ * a batch of one is unwrapped, once: a list nested deeper is no prompt (it was unwrapped level by level).
+ */
 function parsePrompt(value: unknown): string | number[] {
   if (value === undefined) throw new OpenAIParamError('prompt', 'prompt is required');
+  if (Array.isArray(value) && value.length === 1 && (typeof value[0] === 'string' || Array.isArray(value[0]))) return parseOnePrompt(value[0]);
+  if (Array.isArray(value) && value.length > 1 && value.every((p) => typeof p === 'string' || Array.isArray(p))) {
+    throw new OpenAIParamError('prompt', `prompt holds ${value.length} prompts; this edge answers one per request`);
+  }
+  return parseOnePrompt(value);
+}
+
+function parseOnePrompt(value: unknown): string | number[] {
   if (typeof value === 'string') {
     if (value.trim() === '') throw new OpenAIParamError('prompt', 'prompt must not be empty');
     return value;
   }
-  if (Array.isArray(value) && value.length === 1 && (typeof value[0] === 'string' || Array.isArray(value[0]))) return parsePrompt(value[0]);
   if (Array.isArray(value) && value.length > 0 && value.every((id) => Number.isInteger(id) && id >= 0)) return value as number[];
-  if (Array.isArray(value) && value.length > 1 && value.every((p) => typeof p === 'string' || Array.isArray(p))) {
-    throw new OpenAIParamError('prompt', `prompt holds ${value.length} prompts; this edge answers one per request`);
-  }
-  throw new OpenAIParamError('prompt', 'prompt must be a string or a non-empty list of token ids (non-negative integers)');
+  throw new OpenAIParamError('prompt', 'prompt must be a string or a non-empty list of token ids (non-negative integers), or a list of one of them');
 }
 
-const ROLES = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant' } as const;
+/** A Map, not an object: `role in {...}` would take `toString` or `__proto__` for a role. */
+const ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([
+  ['system', 'system'],
+  ['developer', 'system'],
+  ['user', 'user'],
+  ['assistant', 'assistant'],
+]);
 
 /** Text-only chat messages; `developer` is OpenAI's newer name for `system`. */
 function parseMessages(value: unknown): ChatMessage[] {
@@ -126,11 +139,11 @@ function parseMessages(value: unknown): ChatMessage[] {
     for (const key of Object.keys(fields)) {
       if (!['role', 'content', 'name'].includes(key)) throw new OpenAIParamError(`${at}.${key}`, `unsupported parameter: ${at}.${key} is not supported by this edge (text messages only)`);
     }
-    const role = fields.role;
-    if (typeof role !== 'string' || !(role in ROLES)) {
-      throw new OpenAIParamError(`${at}.role`, `${at}.role must be one of ${Object.keys(ROLES).join(', ')}, got ${show(role)}`);
+    const role = typeof fields.role === 'string' ? ROLES.get(fields.role) : undefined;
+    if (role === undefined) {
+      throw new OpenAIParamError(`${at}.role`, `${at}.role must be one of ${[...ROLES.keys()].join(', ')}, got ${show(fields.role)}`);
     }
-    return { role: ROLES[role as keyof typeof ROLES], content: messageText(fields.content, `${at}.content`) };
+    return { role, content: messageText(fields.content, `${at}.content`) };
   });
 }
 

@@ -18,7 +18,7 @@ import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { ChatTemplate } from '../../../shared/chat-template.ts';
 import { AppError, errorMessage } from '../../../shared/errors.ts';
 import type { EdgeRuntime } from '../../edge-runtime.ts';
-import { accessTokenGuard } from '../access-token.ts';
+import { accessTokenGuard, AUTHENTICATE_CHALLENGE } from '../access-token.ts';
 import { readJsonObject } from '../request-body.ts';
 import { bodyTooLarge, OpenAIParamError, openAIError } from './openai-errors.ts';
 import { parseChatRequest, parseCompletionRequest, type OpenAIRequest } from './openai-request.ts';
@@ -48,6 +48,7 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
 
   api.onError((err, c) => {
     const { status, body } = openAIError(err);
+    if (status === 401) c.header('www-authenticate', AUTHENTICATE_CHALLENGE);
     return c.json(body, status);
   });
   api.use('*', accessTokenGuard(options.accessToken));

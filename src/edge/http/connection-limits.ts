@@ -1,0 +1,116 @@
+/**
+ * What keeps a LAN client from holding the edge's HTTP server open: wraps the app's `fetch` for
+ * `Bun.serve`, which is given `idleTimeout: idleTimeoutS` alongside it.
+ *
+ * Bun's idle timeout alone closes a connection that sends nothing for that long while no request is in
+ * progress (partial headers, an idle keep-alive connection), but it is one timer per connection that
+ * received body bytes do not reset, so it would cut a slow upload that is still progressing, and a
+ * generation that writes nothing while a slow cloud answers. Hence this small layer of our own:
+ *
+ * - a body is read here, chunk by chunk, with the idle timer reset by every chunk: an upload that stops
+ *   for `idleTimeoutS` gets 408 and the connection is closed; one that keeps sending is never cut;
+ * - while the app handles the request, Bun's timer is off (every handler ends: a generation is bounded
+ *   by its token limit and the cloud's deadlines); a plain response puts it back for the keep-alive
+ *   connection, and an event stream (text/event-stream) keeps it off until its end and closes the
+ *   connection then (`Connection: close`), so that no idle connection is left without a timer;
+ * - beyond `maxOpenRequests` requests in progress (streams included) a new one gets 503 with a message
+ *   and its connection is closed. Bun counts requests, not connections: connections with no request in
+ *   progress are bounded by the idle timeout instead.
+ *
+ * @example
+ * const guard = guardConnections(app.fetch, { idleTimeoutS: 30, maxOpenRequests: 256, maxBodyBytes: 262144 });
+ * Bun.serve({ port: 8080, idleTimeout: 30, fetch: guard });
+ */
+import type { Server } from 'bun';
+
+export interface ConnectionLimits {
+  /** Seconds a connection may stay silent (no request in progress, or an upload that stopped). */
+  idleTimeoutS: number;
+  /** Requests in progress at once, streams included; more are refused with 503. */
+  maxOpenRequests: number;
+  /** Bodies above this are not read here: the app refuses them with its own 413. */
+  maxBodyBytes: number;
+}
+
+type Fetch = (request: Request, server: Server<undefined>) => Response | Promise<Response>;
+
+/** A refusal at the transport level, before any route ran: JSON, and the connection closed after it. */
+function refusal(status: number, code: string, message: string, extra: Record<string, string> = {}): Response {
+  return Response.json({ error: { code, message } }, { status, headers: { connection: 'close', ...extra } });
+}
+
+export function guardConnections(fetch: Fetch, limits: ConnectionLimits): Fetch {
+  return async (request, server) => {
+    if (server.pendingRequests > limits.maxOpenRequests) {
+      return refusal(503, 'UNAVAILABLE', `the edge has ${limits.maxOpenRequests} requests in progress, its limit; try again shortly`, { 'retry-after': '1' });
+    }
+    server.timeout(request, 0);
+    let forApp = request;
+    if (request.body !== null && !declaredTooLarge(request, limits.maxBodyBytes)) {
+      const body = await readProgressing(request.body, limits);
+      if (body === 'stalled') {
+        return refusal(408, 'DEADLINE_EXCEEDED', `the request body stopped arriving: no bytes for ${limits.idleTimeoutS} s`);
+      }
+      if (body === 'broken') return refusal(400, 'INVALID_ARGUMENT', 'the request body ended before its declared length');
+      forApp = new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal });
+    }
+    let response: Response;
+    try {
+      response = await fetch(forApp, server);
+    } catch (e) {
+      server.timeout(request, limits.idleTimeoutS);
+      throw e;
+    }
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      response.headers.set('connection', 'close');
+      return response;
+    }
+    server.timeout(request, limits.idleTimeoutS);
+    return response;
+  };
+}
+
+function declaredTooLarge(request: Request, maxBodyBytes: number): boolean {
+  const length = Number(request.headers.get('content-length') ?? 0);
+  return length > maxBodyBytes;
+}
+
+/**
+ * The body's bytes, at most `maxBodyBytes + 1` of them (enough for the app's size check to refuse it),
+ * 'stalled' when no chunk came for `idleTimeoutS`, 'broken' when the client closed half-way.
+ */
+async function readProgressing(body: ReadableStream<Uint8Array>, limits: ConnectionLimits): Promise<Uint8Array | 'stalled' | 'broken'> {
+  const reader: BodyReader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size <= limits.maxBodyBytes) {
+      const next = await readWithin(reader, limits.idleTimeoutS * 1000);
+      if (next === 'stalled') return 'stalled';
+      if (next.done || !next.value) break;
+      chunks.push(next.value);
+      size += next.value.byteLength;
+    }
+  } catch {
+    return 'broken';
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  return Buffer.concat(chunks);
+}
+
+/** What this file uses of a body's reader (Bun's and Node's stream typings differ in the rest). */
+interface BodyReader {
+  read(): Promise<{ done: boolean; value?: Uint8Array }>;
+  cancel(): Promise<void>;
+}
+
+async function readWithin(reader: BodyReader, ms: number): Promise<Awaited<ReturnType<BodyReader['read']>> | 'stalled'> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), ms)));
+  try {
+    return await Promise.race([reader.read(), stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
