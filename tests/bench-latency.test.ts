@@ -69,15 +69,15 @@ function checkRows(result: LatencyBenchResult, thresholds: number[], speculate =
     expect(row.cloud_calls).toBeGreaterThanOrEqual(row.routed_count);
     expect(row.cloud_calls).toBeLessThanOrEqual(row.routed_count + 1);
   }
-  const small = rows[0]!;
-  const llm = rows.at(-1)!;
-  expect(small.routed_count).toBe(0);
-  expect(small.comm_llm_ms).toBe(0);
-  expect(small.residual_per_call_ms).toBeNull();
-  expect(small.tbt_ratio).toBe(1);
-  expect(llm.routed_ratio).toBe(1);
-  expect(llm.slm_ms).toBe(0);
-  expect(llm.tbt_ratio).toBeNull();
+  const edgeOnly = rows[0]!;
+  const cloudOnly = rows.at(-1)!;
+  expect(edgeOnly.routed_count).toBe(0);
+  expect(edgeOnly.comm_llm_ms).toBe(0);
+  expect(edgeOnly.residual_per_call_ms).toBeNull();
+  expect(edgeOnly.tbt_ratio).toBe(1);
+  expect(cloudOnly.routed_ratio).toBe(1);
+  expect(cloudOnly.slm_ms).toBe(0);
+  expect(cloudOnly.tbt_ratio).toBeNull();
   // More routing as τ grows: in tokens up to the last joint row (llm_only may stop earlier at the cloud's
   // end of text, with fewer tokens in all), and in share over every row.
   const routed = rows.slice(0, -1).map((r) => r.routed_count);
@@ -142,9 +142,9 @@ test('with no injected delay the edge dials the shim directly', async () => {
     rttMs: 0,
     thresholds: [0.5],
     speculate: [true],
-    slm: DEMO.edgePack,
+    edgeModel: DEMO.edgePack,
     router: DEMO.routerPack,
-    llm: DEMO.cloudPack,
+    cloudModel: DEMO.cloudPack,
     log: () => {},
   });
   expect(result.rtt_ms).toBe(0);
@@ -165,9 +165,9 @@ test('a running shim that wants a token and mutual TLS: dialed through the proxy
     rttMs: 10,
     thresholds: [0.5],
     speculate: [true],
-    slm: DEMO.edgePack,
+    edgeModel: DEMO.edgePack,
     router: DEMO.routerPack,
-    llm: DEMO.cloudPack,
+    cloudModel: DEMO.cloudPack,
     cloud: `localhost:${shim.port}`,
     cloudToken: token,
     cloudTls: { caFile: certs.caCert, certFile: certs.clientCert, keyFile: certs.clientKey },

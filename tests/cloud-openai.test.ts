@@ -42,8 +42,8 @@ async function steps(client: GrpcCloudClient, topLogprobs = 0) {
   const session = client.openConversation({ requestId: 'oa' });
   const replies = [];
   try {
-    for (const [span, slm] of [[3, [261]], [2, [376]]] as const) {
-      edge.push(slm, 'slm');
+    for (const [span, edgeIds] of [[3, [261]], [2, [376]]] as const) {
+      edge.push(edgeIds, 'slm');
       const expected = await greedyReference(model, edge.ids, span);
       const reply = await session.next(edge.step({ maxTokens: span, topLogprobs }));
       expect(reply.tokens).toEqual(expected);

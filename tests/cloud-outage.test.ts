@@ -32,25 +32,25 @@ const ROUTED: RawGenerationRequest = { prompt: PROMPT, mode: 'joint', threshold:
 const REFUSED = /circuit open|reconnection attempt is in progress/;
 
 let demo: Awaited<ReturnType<typeof ensureDemoPacks>>;
-let slm: DecoderModel;
+let edgeModel: DecoderModel;
 let router: Router;
 let tokenizer: TextTokenizer;
 
 beforeAll(async () => {
   demo = await ensureDemoPacks();
-  slm = await DecoderModel.load(loadModelPack(demo.edgePack));
+  edgeModel = await DecoderModel.load(loadModelPack(demo.edgePack));
   router = await loadRouter(demo.routerPack);
   tokenizer = await TextTokenizer.fromPack(demo.edgePack);
 }, 60_000);
 
 afterAll(async () => {
   await router.release();
-  await slm.release();
+  await edgeModel.release();
 });
 
 /** An edge runtime (what the page and the gRPC service run on) around `cloud`, and its web app. */
 function startEdge(cloud: GrpcCloudClient) {
-  const runtime = new EdgeRuntime({ slm, router, tokenizer, cloud }, { ...DEFAULT_LIMITS, maxConcurrent: 2 });
+  const runtime = new EdgeRuntime({ edgeModel, router, tokenizer, cloud }, { ...DEFAULT_LIMITS, maxConcurrent: 2 });
   const app = createEdgeApp(runtime, { accessToken: undefined, maxBodyBytes: 64 * 1024 });
   return {
     runtime,
@@ -81,13 +81,13 @@ async function generateAll(runtime: EdgeRuntime, raw: RawGenerationRequest, onTo
 
 /** Plain greedy decoding with the edge pack: what a generation on the edge's own tokens must produce. */
 async function edgeGreedy(count: number): Promise<number[]> {
-  const sequence = slm.newSequence();
+  const sequence = edgeModel.newSequence();
   try {
     let { logits } = await sequence.append(tokenizer.encode(PROMPT, { addBos: true }));
     const ids: number[] = [];
     while (ids.length < count) {
       const best = argmax(logits);
-      if (slm.pack.eosTokenIds.includes(best)) break;
+      if (edgeModel.pack.eosTokenIds.includes(best)) break;
       ids.push(best);
       ({ logits } = await sequence.append([best]));
     }

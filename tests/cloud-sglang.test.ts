@@ -46,8 +46,8 @@ async function checkSteps(client: GrpcCloudClient, topLogprobs = 0): Promise<{ t
   const cached: number[] = [];
   const contexts: number[][] = [];
   try {
-    for (const [span, slm] of [[3, [261]], [1, [376]], [2, []]] as const) {
-      edge.push(slm, 'slm');
+    for (const [span, edgeIds] of [[3, [261]], [1, [376]], [2, []]] as const) {
+      edge.push(edgeIds, 'slm');
       const expected = await greedyReference(model, edge.ids, span);
       contexts.push([...edge.ids]);
       const reply = await session.next(edge.step({ maxTokens: span, topLogprobs }));

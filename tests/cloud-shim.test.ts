@@ -239,7 +239,7 @@ describe('errors', () => {
 });
 
 describe('conditional steps (pipelined)', () => {
-  const slm = (n: number) => Array.from({ length: n }, () => 'TOKEN_SOURCE_SLM');
+  const edgeSources = (n: number) => Array.from({ length: n }, () => 'TOKEN_SOURCE_SLM');
 
   test('a step sent before the previous result is served when its guess is the returned token, and skipped otherwise', async () => {
     // From BOS the cloud model continues 403 407 261 378 432 (see above).
@@ -247,11 +247,11 @@ describe('conditional steps (pipelined)', () => {
       open([1]),
       { step: { offset: 1, ids: [], sources: [] } },
       // Assumes 403 at 1 (right): 403 is already there, 407 is appended, and the step is served.
-      { step: { offset: 1, ids: [403, 407], sources: slm(2), conditional: true } },
+      { step: { offset: 1, ids: [403, 407], sources: edgeSources(2), conditional: true } },
       // Assumes 299 at 3 (the cloud returns 261): skipped.
-      { step: { offset: 3, ids: [299], sources: slm(1), conditional: true } },
+      { step: { offset: 3, ids: [299], sources: edgeSources(1), conditional: true } },
       // Assumes the skipped step's token at 4: skipped too, although 4 is the context's end.
-      { step: { offset: 4, ids: [300], sources: slm(1), conditional: true } },
+      { step: { offset: 4, ids: [300], sources: edgeSources(1), conditional: true } },
       // Past the end of the context: skipped.
       { step: { offset: 5, ids: [], sources: [], conditional: true } },
       // A plain step continues from the context the shim really holds.
@@ -274,7 +274,7 @@ describe('conditional steps (pipelined)', () => {
     const { responses } = await rawStream([
       open([1, 403]),
       { step: { offset: 2, ids: [], sources: [] } },
-      { step: { offset: 2, ids: [407], sources: slm(1), conditional: true } },
+      { step: { offset: 2, ids: [407], sources: edgeSources(1), conditional: true } },
     ]);
     expect(responses.filter((r) => r.step).map((r) => [r.step!.ids, r.step!.skipped])).toEqual([
       [[407], false],
@@ -332,7 +332,7 @@ describe('conditional steps (pipelined)', () => {
   });
 
   test('a plain step must still start at the context end', async () => {
-    const { status } = await rawStream([open([1, 403]), { step: { offset: 2, ids: [], sources: [] } }, { step: { offset: 2, ids: [407], sources: slm(1) } }]);
+    const { status } = await rawStream([open([1, 403]), { step: { offset: 2, ids: [], sources: [] } }, { step: { offset: 2, ids: [407], sources: edgeSources(1) } }]);
     expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);
     expect(status.details).toContain('overlap');
   });

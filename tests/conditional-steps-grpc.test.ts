@@ -53,7 +53,7 @@ afterAll(async () => {
 
 
 async function run(prompt: string, threshold: number, speculate: boolean, cloud: CloudClient) {
-  const engine = { slm: edge, router: new TopProbabilityScorer(), tokenizer, cloud };
+  const engine = { edgeModel: edge, router: new TopProbabilityScorer(), tokenizer, cloud };
   const events: GenerationEvent[] = [];
   for await (const e of generate(engine, parseGenerationRequest({ prompt, mode: 'joint', threshold, maxNewTokens: 24, speculate }))) events.push(e);
   const tokens = events.filter((e): e is TokenEvent => e.type === 'token');

@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(() => pair.release());
 
 function engine(overrides: Partial<EdgeEngine> = {}): EdgeEngine {
-  return { slm: edge, router: new TopProbabilityScorer(), tokenizer, cloud, ...overrides };
+  return { edgeModel: edge, router: new TopProbabilityScorer(), tokenizer, cloud, ...overrides };
 }
 
 async function run(raw: RawGenerationRequest, eng = engine()) {

@@ -50,7 +50,7 @@ async function run(engine: EdgeEngine, raw: RawGenerationRequest) {
 describe('speculate auto', () => {
   test('the same tokens, sources and scores as on and off, on many prompts; it decodes ahead at some positions and waits at others', async () => {
     // A prior that starts it on: the demo pair's misses then turn it off.
-    const engine: EdgeEngine = { slm: pair.edge, router, tokenizer: pair.tokenizer, cloud: late(pair.cloud, 5), speculation: { byDefault: 'auto', policy: new SpeculationPolicy({ priorHitRate: 0.9 }) } };
+    const engine: EdgeEngine = { edgeModel: pair.edge, router, tokenizer: pair.tokenizer, cloud: late(pair.cloud, 5), speculation: { byDefault: 'auto', policy: new SpeculationPolicy({ priorHitRate: 0.9 }) } };
     const totals = { ahead: 0, waited: 0 };
     for (const prompt of PROMPTS) {
       for (const threshold of [0.6, 0.9]) {
@@ -75,7 +75,7 @@ describe('speculate auto', () => {
 
   test('it turns itself off after misses and on again when hits come; the decision and its figures are in the done metrics', async () => {
     const settings = { byDefault: 'auto' as const, policy: new SpeculationPolicy() };
-    const engine = (cloud: CloudClient): EdgeEngine => ({ slm: pair.edge, router, tokenizer: pair.tokenizer, cloud, speculation: settings });
+    const engine = (cloud: CloudClient): EdgeEngine => ({ edgeModel: pair.edge, router, tokenizer: pair.tokenizer, cloud, speculation: settings });
     const agreeing = edgeEcho(0, 20);
     const disagreeing = edgeEcho(1, 20);
 

@@ -59,7 +59,7 @@ function edgeEcho(offset: number, delayMs: number): CloudClient {
 }
 
 async function run(raw: RawGenerationRequest, overrides: Partial<EdgeEngine> = {}, signal?: AbortSignal) {
-  const eng: EdgeEngine = { slm: edge, router, tokenizer, cloud: late(cloud, 5), ...overrides };
+  const eng: EdgeEngine = { edgeModel: edge, router, tokenizer, cloud: late(cloud, 5), ...overrides };
   const events: GenerationEvent[] = [];
   for await (const e of generate(eng, parseGenerationRequest({ prompt: PROMPTS[0], ...raw }), signal)) events.push(e);
   const tokens = events.filter((e): e is TokenEvent => e.type === 'token');

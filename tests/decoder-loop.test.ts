@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => pair.release());
 
 function engine(overrides: Partial<EdgeEngine> = {}): EdgeEngine {
-  return { slm: edge, router, tokenizer, cloud, ...overrides };
+  return { edgeModel: edge, router, tokenizer, cloud, ...overrides };
 }
 
 async function run(raw: RawGenerationRequest, eng = engine(), signal?: AbortSignal) {

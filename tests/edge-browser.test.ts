@@ -142,7 +142,7 @@ test('Stop mid-generation ends the stream and releases the server session', asyn
   for (let i = 0; i < 50 && (edge.runtime.activeCount > 0 || cloudConversations.open > 0); i++) await Bun.sleep(20);
   expect(edge.runtime.activeCount).toBe(0);
   expect(cloudConversations.open).toBe(0);
-  expect(edge.slm.stats.liveSequences).toBe(0);
+  expect(edge.edgeModel.stats.liveSequences).toBe(0);
   expect(await page.locator('.run-head button').isDisabled()).toBe(true);
   await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-stopped.png'), fullPage: true });
 });

@@ -128,7 +128,7 @@ test('cancelling the call stops the generation and frees its slot', async () => 
   expect((await ended)?.code).toBe(grpc.status.CANCELLED);
   for (let i = 0; i < 50 && edge.runtime.activeCount > 0; i++) await Bun.sleep(20);
   expect(edge.runtime.activeCount).toBe(0);
-  expect(edge.slm.stats.liveSequences).toBe(0);
+  expect(edge.edgeModel.stats.liveSequences).toBe(0);
 });
 
 test('health service reports SERVING', async () => {

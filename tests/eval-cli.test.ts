@@ -48,10 +48,10 @@ describe('bun run eval', () => {
     expect(json.generation.settings.map((g: { method: string; target_share: number | null }) => `${g.method}@${g.target_share}`)).toEqual([
       'small_only@null', 'llm_only@null', 'router@0.3', 'random@0.3', 'top1@0.3', 'entropy@0.3',
     ]);
-    const [small, llm] = json.generation.settings;
-    expect(small.routed_share).toBe(0);
-    expect(llm.routed_share).toBe(1);
-    expect(llm.lcp_llm_only).toBe(8); // 8 new tokens, identical to itself
+    const [edgeOnly, cloudOnly] = json.generation.settings;
+    expect(edgeOnly.routed_share).toBe(0);
+    expect(cloudOnly.routed_share).toBe(1);
+    expect(cloudOnly.lcp_llm_only).toBe(8); // 8 new tokens, identical to itself
     for (const g of json.generation.settings) {
       expect(g.outputs).toBe(2);
       expect(g.examples).toHaveLength(2);

@@ -21,8 +21,8 @@ import { flatten, nestedRows } from './helpers/eval-commonsenseqa.ts';
 
 /** The ends, and the demo router's default τ in between. */
 const THRESHOLDS = [0, DEMO.routerThreshold, 1];
-let slm: DecoderModel;
-let llm: DecoderModel;
+let edgeModel: DecoderModel;
+let cloudModel: DecoderModel;
 let router: OnnxRouter;
 let edge: EvalEdge;
 let text: TextEvalResult;
@@ -31,14 +31,14 @@ let heldOut: string[];
 
 beforeAll(async () => {
   const demo = await ensureDemoPacks();
-  slm = await DecoderModel.load(loadModelPack(demo.edgePack));
-  llm = await DecoderModel.load(loadModelPack(demo.cloudPack));
+  edgeModel = await DecoderModel.load(loadModelPack(demo.edgePack));
+  cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
   router = await OnnxRouter.load(demo.routerPack);
-  edge = { slm, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud: new InProcessCloud(llm, { record: false }) };
+  edge = { edgeModel, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud: new InProcessCloud(cloudModel, { record: false }) };
   heldOut = splitByParagraph(await tinyStoriesParagraphs(), 0.8).heldOut.slice(0, 8);
   text = await evaluateText({
     edge,
-    llm,
+    cloudModel,
     router,
     routerPack: demo.routerPack,
     paragraphs: heldOut,
@@ -66,8 +66,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await router.release();
-  await slm.release();
-  await llm.release();
+  await edgeModel.release();
+  await cloudModel.release();
 });
 
 describe('text: teacher-forced accuracy and generated continuations', () => {
@@ -134,11 +134,11 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
 
   test('generation settings: the edge alone, the cloud alone, and each method matched to the share', () => {
     expect(text.settings.map((g) => `${g.method}@${g.target_share}`)).toEqual(['small_only@null', 'llm_only@null', 'router@0.3', 'random@0.3', 'top1@0.3', 'entropy@0.3']);
-    const [small, llm] = text.settings;
-    expect(small!.routed_share).toBe(0);
-    expect(small!.ppl_cloud).toBe(text.points[0]!.cloudPerplexity);
-    expect(llm!.routed_share).toBe(1);
-    expect(llm!.ppl_cloud).toBe(text.points[2]!.cloudPerplexity);
+    const [edgeOnly, cloudOnly] = text.settings;
+    expect(edgeOnly!.routed_share).toBe(0);
+    expect(edgeOnly!.ppl_cloud).toBe(text.points[0]!.cloudPerplexity);
+    expect(cloudOnly!.routed_share).toBe(1);
+    expect(cloudOnly!.ppl_cloud).toBe(text.points[2]!.cloudPerplexity);
     for (const g of text.settings) {
       expect(g.outputs).toBe(3);
       expect(g.examples).toHaveLength(3);
@@ -146,7 +146,7 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
       expect(g.lcp_llm_only).toBeLessThanOrEqual(16);
     }
     // Against itself the cloud-only output agrees all the way.
-    expect(llm!.lcp_llm_only).toBe(16);
+    expect(cloudOnly!.lcp_llm_only).toBe(16);
   });
 
   test("the cloud perplexity is the cloud model's token-by-token likelihood of the generated ids", async () => {
@@ -156,7 +156,7 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
     let nll = 0;
     let count = 0;
     for (const item of run.items) {
-      const sequence = llm.newSequence();
+      const sequence = cloudModel.newSequence();
       let { logits } = await sequence.append(item.promptIds);
       for (const id of item.ids) {
         nll -= logSoftmax(logits)[id]!;
@@ -165,7 +165,7 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
       }
       sequence.dispose();
     }
-    const measured = await cloudPerplexity(llm, run.items);
+    const measured = await cloudPerplexity(cloudModel, run.items);
     expect(measured.tokens).toBe(count);
     expect(measured.perplexity).toBeCloseTo(Math.exp(nll / count), 3);
   });

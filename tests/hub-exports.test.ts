@@ -56,17 +56,17 @@ interface Run {
 
 /** One generation through the EdgeRuntime, as the HTTP and gRPC entry points run it. */
 async function generateWith(
-  slmDir: string,
-  slmFile: string,
+  edgeModelDir: string,
+  edgeModelFile: string,
   request: RawGenerationRequest,
   cloudPack?: { dir: string; file: string } | CloudClient,
 ): Promise<Run> {
-  const slm = await DecoderModel.load(loadModelPack(slmDir, slmFile));
+  const edgeModel = await DecoderModel.load(loadModelPack(edgeModelDir, edgeModelFile));
   const cloudModel = cloudPack && 'dir' in cloudPack ? await DecoderModel.load(loadModelPack(cloudPack.dir, cloudPack.file)) : undefined;
   const cloud = cloudModel ? new InProcessCloud(cloudModel, { record: false }) : (cloudPack as CloudClient | undefined);
   const router = await loadRouter(undefined);
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer: await TextTokenizer.fromPack(slmDir), cloud },
+    { edgeModel, router, tokenizer: await TextTokenizer.fromPack(edgeModelDir), cloud },
     { ...DEFAULT_LIMITS, maxConcurrent: 1 },
   );
   try {
@@ -79,7 +79,7 @@ async function generateWith(
   } finally {
     await runtime.shutdown();
     await router.release();
-    await slm.release();
+    await edgeModel.release();
     await cloudModel?.release();
   }
 }
@@ -170,8 +170,8 @@ test('bun run edge --slm PACK --slm-file model_fp16.onnx serves that file over H
   );
   const stderr = collectOutput(edge.stderr);
   try {
-    const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as { url: string; slmFile: string };
-    expect(ready.slmFile).toBe('model_fp16.onnx');
+    const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as { url: string; edgeModelFile: string };
+    expect(ready.edgeModelFile).toBe('model_fp16.onnx');
     const request = { prompt: PROMPT, mode: 'small_only', max_new_tokens: TOKENS, temperature: 0 };
     const stream = readSse(await fetch(`${ready.url.replace(/\/$/, '')}/api/generate`, { method: 'POST', body: JSON.stringify(request), headers: { 'content-type': 'application/json' } }));
     await stream.waitFor((events) => events.some((e) => e.event === 'done' || e.event === 'error'), 30_000, 'the generation to end');
@@ -223,9 +223,9 @@ test('a router trained on the int8 variant is evaluated on the fp32 and fp16 var
   writeFileSync(text, (await tinyStoriesParagraphs(50)).join('\n\n'));
   const out = join(packs.root, 'router-int8');
   const report = await trainRouter({
-    slm: packs.edge,
-    slmFile: 'model_quantized.onnx',
-    llm: packs.cloud,
+    edgeModel: packs.edge,
+    edgeModelFile: 'model_quantized.onnx',
+    cloudModel: packs.cloud,
     text,
     out,
     trainFraction: 0.8,
@@ -241,8 +241,8 @@ test('a router trained on the int8 variant is evaluated on the fp32 and fp16 var
   });
   expect(report.examples).toBeGreaterThan(0);
   const curves = [];
-  for (const slmFile of ['model_quantized.onnx', 'model.onnx', 'model_fp16.onnx']) {
-    curves.push(await evaluateRouter({ router: out, slm: packs.edge, slmFile, llm: packs.cloud, text, trainFraction: 0.8 }));
+  for (const edgeModelFile of ['model_quantized.onnx', 'model.onnx', 'model_fp16.onnx']) {
+    curves.push(await evaluateRouter({ router: out, edgeModel: packs.edge, edgeModelFile, cloudModel: packs.cloud, text, trainFraction: 0.8 }));
   }
   const [int8, fp32, fp16] = curves;
   // The same held-out positions whichever file runs; τ = 0 routes nothing, τ = 1 everything.

@@ -50,7 +50,7 @@ async function run(cloud: CloudClient, prompt: string, speculate: boolean) {
     replies.push(reply);
     return reply;
   });
-  const engine = { slm: edge, router: new TopProbabilityScorer(), tokenizer, cloud: recording };
+  const engine = { edgeModel: edge, router: new TopProbabilityScorer(), tokenizer, cloud: recording };
   const events: GenerationEvent[] = [];
   const request = parseGenerationRequest({ prompt, mode: 'joint', threshold: 0.8, maxNewTokens: 32, routeSpan: 2, speculate });
   for await (const e of generate(engine, request)) events.push(e);

@@ -33,9 +33,9 @@ beforeAll(async () => {
   await ensureDemoPacks();
   const edge = loadModelPack(DEMO.edgePack);
   expect([edge.hiddenSize, edge.vocabSize]).toEqual([64, 512]);
-  await writeRandomRouterPack(narrowRouter, { hiddenSize: 32, vocabSize: 512, hiddenUnits: 8, seed: 0, slm: 'elsewhere' });
-  await writeRandomRouterPack(otherVocabularyRouter, { hiddenSize: 64, vocabSize: 1000, hiddenUnits: 8, seed: 0, slm: 'elsewhere' });
-  await writeRandomRouterPack(fittingRouter, { hiddenSize: 64, vocabSize: 512, hiddenUnits: 8, seed: 0, slm: 'elsewhere' });
+  await writeRandomRouterPack(narrowRouter, { hiddenSize: 32, vocabSize: 512, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere' });
+  await writeRandomRouterPack(otherVocabularyRouter, { hiddenSize: 64, vocabSize: 1000, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere' });
+  await writeRandomRouterPack(fittingRouter, { hiddenSize: 64, vocabSize: 512, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere' });
   const { spec, weights } = readLlama2cCheckpoint(DEMO.edgeCheckpoint);
   await writeDecoderPack(noHiddenPack, {
     spec,
@@ -64,9 +64,9 @@ function fakeRouter(hiddenSize: number | null): Router & { released: number } {
 
 describe('loadEdgeEngine', () => {
   test('loads the demo edge model, its tokenizer and router; release is idempotent', async () => {
-    const parts = await loadEdgeEngine({ slm: DEMO.edgePack, router: DEMO.routerPack, threads: 1 });
-    expect(parts.slm.pack.dir).toBe(DEMO.edgePack);
-    expect(parts.slm.hasHiddenStates).toBe(true);
+    const parts = await loadEdgeEngine({ edgeModel: DEMO.edgePack, router: DEMO.routerPack, threads: 1 });
+    expect(parts.edgeModel.pack.dir).toBe(DEMO.edgePack);
+    expect(parts.edgeModel.hasHiddenStates).toBe(true);
     expect(parts.router.info.name).toBe('onnx:router-stories260k-distilled-1l');
     expect(parts.router.info.hiddenSize).toBe(64);
     expect(parts.tokenizer.vocabSize).toBe(512);
@@ -75,45 +75,45 @@ describe('loadEdgeEngine', () => {
   });
 
   test('without a router folder: the built-in top-1 scorer, which fits any edge model', async () => {
-    const parts = await loadEdgeEngine({ slm: DEMO.cloudPack });
+    const parts = await loadEdgeEngine({ edgeModel: DEMO.cloudPack });
     expect(parts.router.info).toEqual({ name: 'builtin:top1-probability', hiddenSize: null, defaultThreshold: 0.5 });
     await parts.release();
   });
 
   test('a router that fits in every way loads (token table over the edge vocabulary)', async () => {
-    const parts = await loadEdgeEngine({ slm: DEMO.edgePack, router: fittingRouter });
+    const parts = await loadEdgeEngine({ edgeModel: DEMO.edgePack, router: fittingRouter });
     expect(parts.router.info.hiddenSize).toBe(64);
     await parts.release();
   });
 
   test('a router of another hidden size is refused, naming both sizes', async () => {
-    const refused = loadEdgeEngine({ slm: DEMO.edgePack, router: narrowRouter });
+    const refused = loadEdgeEngine({ edgeModel: DEMO.edgePack, router: narrowRouter });
     await expect(refused).rejects.toThrow(`router ${narrowRouter} expects hidden size 32; ${DEMO.edgePack} has 64`);
     await expect(refused).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   test("a token-reading router built over another vocabulary is refused, naming both vocabularies", async () => {
-    await expect(loadEdgeEngine({ slm: DEMO.edgePack, router: otherVocabularyRouter })).rejects.toThrow(
+    await expect(loadEdgeEngine({ edgeModel: DEMO.edgePack, router: otherVocabularyRouter })).rejects.toThrow(
       `router ${otherVocabularyRouter} reads the proposed token over a vocabulary of 1000 ids; ${DEMO.edgePack} has 512 (router trained for another model?)`,
     );
   });
 
   test('a trained router on an edge model without hidden states is refused', async () => {
-    await expect(loadEdgeEngine({ slm: noHiddenPack, router: DEMO.routerPack })).rejects.toThrow(
+    await expect(loadEdgeEngine({ edgeModel: noHiddenPack, router: DEMO.routerPack })).rejects.toThrow(
       `router ${DEMO.routerPack} reads the edge model's hidden states; ${join(noHiddenPack, 'model.onnx')} has no hidden_states output`,
     );
     // The built-in scorer reads only the logits: the same model serves with it.
-    const parts = await loadEdgeEngine({ slm: noHiddenPack });
-    expect(parts.slm.hasHiddenStates).toBe(false);
+    const parts = await loadEdgeEngine({ edgeModel: noHiddenPack });
+    expect(parts.edgeModel.hasHiddenStates).toBe(false);
     await parts.release();
   });
 
   test("a router the caller built is checked too, and released when refused", async () => {
     const router = fakeRouter(48);
-    await expect(loadEdgeEngine({ slm: DEMO.edgePack, router })).rejects.toThrow('router fake:48 expects hidden size 48');
+    await expect(loadEdgeEngine({ edgeModel: DEMO.edgePack, router })).rejects.toThrow('router fake:48 expects hidden size 48');
     expect(router.released).toBe(1);
     const fits = fakeRouter(64);
-    const parts = await loadEdgeEngine({ slm: DEMO.edgePack, router: fits });
+    const parts = await loadEdgeEngine({ edgeModel: DEMO.edgePack, router: fits });
     expect(parts.router).toBe(fits);
     await parts.release();
     expect(fits.released).toBe(1);
@@ -123,7 +123,7 @@ describe('loadEdgeEngine', () => {
     const router = fakeRouter(64);
     const controller = new AbortController();
     controller.abort(new Error('stop signal'));
-    await expect(loadEdgeEngine({ slm: DEMO.edgePack, router, signal: controller.signal })).rejects.toThrow('stop signal');
+    await expect(loadEdgeEngine({ edgeModel: DEMO.edgePack, router, signal: controller.signal })).rejects.toThrow('stop signal');
     expect(router.released).toBe(1);
   });
 });

@@ -169,7 +169,7 @@ test('demo builds both pairs: the distilled 1-layer edge pack and the truncated 
 
 test("a router's default threshold outside [0, 1] is refused before anything is written", async () => {
   const out = join(work, 'router-bad-threshold');
-  const options = { ...DEMO_ROUTER_TRAINING, slm: DEMO.edgePack, llm: DEMO.cloudPack, text: DEMO.tinyStories, out, trainFraction: 0.8, seed: 0, maxEpochs: 1, hiddenUnits: 4 };
+  const options = { ...DEMO_ROUTER_TRAINING, edgeModel: DEMO.edgePack, cloudModel: DEMO.cloudPack, text: DEMO.tinyStories, out, trainFraction: 0.8, seed: 0, maxEpochs: 1, hiddenUnits: 4 };
   await expect(trainRouter({ ...options, defaultThreshold: 1.5 })).rejects.toThrow('default threshold must be in [0, 1], got 1.5');
   expect(existsSync(out)).toBe(false);
 });

@@ -60,7 +60,7 @@ beforeAll(async () => {
     host: '127.0.0.1',
     port: 0,
     grpcPort: -1,
-    slm: pack.dir,
+    edgeModel: pack.dir,
     router: DEMO.routerPack,
     cloud: shim.address,
     accessToken: KEY,
@@ -298,7 +298,7 @@ describe('the end-of-turn token', () => {
     const eotPack = await makeChatPack();
     const configPath = join(eotPack.dir, 'tokenizer_config.json');
     writeFileSync(configPath, JSON.stringify({ ...JSON.parse(readFileSync(configPath, 'utf8')), eos_token: tokenizer.idToToken(eot) }));
-    const eotEdge = await startEdge({ ...DEFAULT_EDGE_CONFIG, host: '127.0.0.1', port: 0, grpcPort: -1, slm: eotPack.dir, router: undefined, cloud: undefined, logLevel: 'error' });
+    const eotEdge = await startEdge({ ...DEFAULT_EDGE_CONFIG, host: '127.0.0.1', port: 0, grpcPort: -1, edgeModel: eotPack.dir, router: undefined, cloud: undefined, logLevel: 'error' });
     try {
       const eotClient = new OpenAI({ apiKey: 'unused', baseURL: `${eotEdge.url}v1`, maxRetries: 0 });
       const reply = await eotClient.chat.completions.create(request as OpenAI.ChatCompletionCreateParamsNonStreaming);

@@ -57,10 +57,10 @@ test('teacher forcing a model against its padded twin: identical top-1 verdicts 
   const paragraphs = await tinyStoriesParagraphs(6);
   const forced = await teacherForcePacks(demo.cloudPack, padded, paragraphs);
   expect(forced.count).toBeGreaterThan(400);
-  const right = forced.slmCorrect.reduce((a, b) => a + b, 0);
+  const right = forced.edgeCorrect.reduce((a, b) => a + b, 0);
   // The 5-layer model is right about half the time on its own training text: the verdicts carry information.
   expect(right / forced.count).toBeGreaterThan(0.3);
-  expect(Array.from(forced.llmCorrect)).toEqual(Array.from(forced.slmCorrect));
+  expect(Array.from(forced.cloudCorrect)).toEqual(Array.from(forced.edgeCorrect));
 });
 
 test('the shim serving a padded model answers with token ids only, greedy and sampled', async () => {

@@ -130,7 +130,7 @@ test('router train --labels citer --rounds 0 is the first trainer: CITER labels,
   expect(r.code).toBe(0);
   const meta = JSON.parse(readFileSync(join(dir, 'router.json'), 'utf8'));
   expect(meta.features).toEqual(['hidden']);
-  expect(meta.training.labels).toBe('citer-shortcut: 1 (keep) if slm top-1 correct or both wrong; 0 (route) if only llm top-1 correct');
+  expect(meta.training.labels).toBe('citer-shortcut: 1 (keep) if the edge top-1 is correct or both are wrong; 0 (route) if only the cloud top-1 is correct');
   expect(meta.training.on_policy_labels).toBeNull();
   expect(meta.training.rounds).toHaveLength(1);
 }, 30_000);

@@ -25,7 +25,7 @@ let pair: DemoPairModels;
 let forced: TeacherForced;
 beforeAll(async () => {
   pair = await loadDemoPairModels({ record: false });
-  forced = await teacherForce({ slm: pair.edge, llm: pair.cloudModel, tokenizer: pair.tokenizer, paragraphs: PARAGRAPHS });
+  forced = await teacherForce({ edgeModel: pair.edge, cloudModel: pair.cloudModel, tokenizer: pair.tokenizer, paragraphs: PARAGRAPHS });
 });
 afterAll(async () => {
   await pair.release();
@@ -44,12 +44,12 @@ describe('teacher forcing records the previous hidden state and the position', (
       expect(forced.extra[r * ALL_EXTRA_WIDTH + ALL_EXTRA_WIDTH - 1]).toBe(Math.fround(positionFeature(index)));
     }
     // Every position with a next token is a record: BOS + tokens, less the last.
-    const lengths = PARAGRAPHS.map((p) => encodePrompt({ slm: pair.edge, tokenizer: pair.tokenizer }, p).length - 1);
+    const lengths = PARAGRAPHS.map((p) => encodePrompt({ edgeModel: pair.edge, tokenizer: pair.tokenizer }, p).length - 1);
     expect(forced.count).toBe(lengths[0]! + lengths[1]!);
   });
 
   test('the same values as decoding: a DecoderSequence fed token by token gives the recorded rows', async () => {
-    const ids = encodePrompt({ slm: pair.edge, tokenizer: pair.tokenizer }, PARAGRAPHS[0]!);
+    const ids = encodePrompt({ edgeModel: pair.edge, tokenizer: pair.tokenizer }, PARAGRAPHS[0]!);
     const seq = pair.edge.newSequence();
     const h = forced.hiddenSize;
     try {
@@ -89,7 +89,7 @@ describe('a router reading the previous hidden state, the position and the token
     // The runtime routers, fed as the decoder loop feeds them: one position at a time from a sequence.
     const router = await OnnxRouter.load(out);
     const mlp = new MlpRouter(weights, features);
-    const ids = encodePrompt({ slm: pair.edge, tokenizer: pair.tokenizer }, PARAGRAPHS[0]!);
+    const ids = encodePrompt({ edgeModel: pair.edge, tokenizer: pair.tokenizer }, PARAGRAPHS[0]!);
     const seq = pair.edge.newSequence();
     try {
       for (let i = 0; i < 8; i++) {

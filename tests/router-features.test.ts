@@ -103,7 +103,7 @@ describe('divergence labels', () => {
     expect(divergenceLabel(0.2, 0.6)).toBe(0);
     expect(divergenceLabel(0.3, 0.6)).toBe(1); // exactly half: a near tie stays on the edge
     expect(divergenceLabel(0.6, 0.6)).toBe(1); // the same token
-    expect([...divergenceLabels({ count: 3, llmProbOfSlmTop1: Float32Array.of(0.1, 0.5, 0.4), llmTopProb: Float32Array.of(0.5, 0.5, 0.9) })]).toEqual([0, 1, 0]);
+    expect([...divergenceLabels({ count: 3, cloudProbOfEdgeTop1: Float32Array.of(0.1, 0.5, 0.4), cloudTopProb: Float32Array.of(0.5, 0.5, 0.9) })]).toEqual([0, 1, 0]);
   });
 });
 
@@ -131,7 +131,7 @@ describe('loops in generated text', () => {
 describe('teacher forcing at fixed shares', () => {
   test('recovered fractions of the gap, exact on eight positions', () => {
     // Positions 0–3: only the cloud is right (fixable); 4–5 both right; 6 only the edge; 7 neither.
-    const outcomes = { count: 8, slmCorrect: [0, 0, 0, 0, 1, 1, 1, 0], llmCorrect: [1, 1, 1, 1, 1, 1, 0, 0] };
+    const outcomes = { count: 8, edgeCorrect: [0, 0, 0, 0, 1, 1, 1, 0], cloudCorrect: [1, 1, 1, 1, 1, 1, 0, 0] };
     // small 3/8, large 6/8: the gap is 3/8.
     const router = [0.1, 0.2, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]; // ranks two fixable positions first
     const top1 = [0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.1, 0.2]; // ranks the edge-only and the hopeless position first

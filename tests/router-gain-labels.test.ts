@@ -10,10 +10,10 @@ import { seededRandom } from '../src/shared/seeded-random.ts';
 /** Four records: edge right only, cloud right only, both right, both wrong. */
 const forced = {
   count: 4,
-  slmCorrect: Uint8Array.of(1, 0, 1, 0),
-  llmCorrect: Uint8Array.of(0, 1, 1, 0),
-  llmProbOfSlmTop1: Float32Array.of(0.5, 0.1, 0.25, 0.7),
-  llmTopProb: Float32Array.of(0.5, 0.9, 0.75, 0.7),
+  edgeCorrect: Uint8Array.of(1, 0, 1, 0),
+  cloudCorrect: Uint8Array.of(0, 1, 1, 0),
+  cloudProbOfEdgeTop1: Float32Array.of(0.5, 0.1, 0.25, 0.7),
+  cloudTopProb: Float32Array.of(0.5, 0.9, 0.75, 0.7),
 } as unknown as TeacherForced;
 
 describe('gain labels', () => {

@@ -57,12 +57,12 @@ describe('labels and routing', () => {
     expect(citerLabel(true, false)).toBe(1);
     expect(citerLabel(false, true)).toBe(0);
     expect(citerLabel(false, false)).toBe(1); // a route cannot fix it: keep the edge token
-    const forced = { count: 4, slmCorrect: Uint8Array.of(1, 1, 0, 0), llmCorrect: Uint8Array.of(1, 0, 1, 0) };
+    const forced = { count: 4, edgeCorrect: Uint8Array.of(1, 1, 0, 0), cloudCorrect: Uint8Array.of(1, 0, 1, 0) };
     expect([...citerLabels(forced)]).toEqual([1, 1, 0, 1]);
   });
 
   test('the routing curve counts the cloud for routed positions and the edge for the others', () => {
-    const forced = { count: 4, slmCorrect: Uint8Array.of(1, 0, 0, 1), llmCorrect: Uint8Array.of(1, 1, 1, 0) };
+    const forced = { count: 4, edgeCorrect: Uint8Array.of(1, 0, 0, 1), cloudCorrect: Uint8Array.of(1, 1, 1, 0) };
     const curve = routingCurve(forced, [0.9, 0.1, 0.4, 0.6], [0, 0.3, 0.5, 1]);
     expect(curve.smallOnlyAccuracy).toBe(0.5);
     expect(curve.largeOnlyAccuracy).toBe(0.75);
@@ -84,10 +84,10 @@ describe('labels and routing', () => {
       hidden: Float32Array.of(1, 2, 3, 4, 5, 6),
       previousHidden: Float32Array.of(0, 0, -1, -2, -3, -4),
       extra: Float32Array.from({ length: 3 * ALL_EXTRA_WIDTH }, (_, i) => i),
-      slmCorrect: Uint8Array.of(1, 0, 1),
-      llmCorrect: Uint8Array.of(0, 0, 1),
-      llmProbOfSlmTop1: Float32Array.of(0.5, 0.25, 0.75),
-      llmTopProb: Float32Array.of(0.5, 0.5, 0.75),
+      edgeCorrect: Uint8Array.of(1, 0, 1),
+      cloudCorrect: Uint8Array.of(0, 0, 1),
+      cloudProbOfEdgeTop1: Float32Array.of(0.5, 0.25, 0.75),
+      cloudTopProb: Float32Array.of(0.5, 0.5, 0.75),
       proposed: Int32Array.of(3, 4, 5),
       nextId: Int32Array.of(7, 8, 9),
       paragraph: Int32Array.of(0, 1, 1),
@@ -97,8 +97,8 @@ describe('labels and routing', () => {
     expect([...second.hidden]).toEqual([3, 4, 5, 6]);
     expect([...second.previousHidden]).toEqual([-1, -2, -3, -4]);
     expect([...second.extra]).toEqual(Array.from({ length: 2 * ALL_EXTRA_WIDTH }, (_, i) => i + ALL_EXTRA_WIDTH));
-    expect([...second.slmCorrect]).toEqual([0, 1]);
-    expect([...second.llmProbOfSlmTop1]).toEqual([0.25, 0.75]);
+    expect([...second.edgeCorrect]).toEqual([0, 1]);
+    expect([...second.cloudProbOfEdgeTop1]).toEqual([0.25, 0.75]);
     expect([...second.nextId]).toEqual([8, 9]);
   });
 });

@@ -158,7 +158,7 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
     const cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
     const router = await OnnxRouter.load(routerPack);
     try {
-      const engine = { slm: edge, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud: new InProcessCloud(cloudModel) };
+      const engine = { edgeModel: edge, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud: new InProcessCloud(cloudModel) };
       const request = parseGenerationRequest({ prompt: 'Once upon a time, there was a little dog', threshold: 0.75, maxNewTokens: 40 });
       const tokens: TokenEvent[] = [];
       for await (const e of generate(engine, request)) if (e.type === 'token') tokens.push(e);

@@ -18,9 +18,9 @@ export interface EdgeConfig {
   /** Port of the edge gRPC Generate service; -1 = off. */
   grpcPort: number;
   /** The edge model pack. */
-  slm: string;
+  edgeModel: string;
   /** Which ONNX file of the pack runs (a hub folder holds model.onnx, model_fp16.onnx, model_q4.onnx, ...). */
-  slmFile: string;
+  edgeModelFile: string;
   /** The router pack; undefined = the built-in top-1 probability scorer. */
   router: string | undefined;
   /** The cloud shim's host:port; undefined = the edge runs alone. */
@@ -59,8 +59,8 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   host: { kind: 'string', help: 'address the web page and HTTP API listen on' },
   port: { kind: 'int', min: 0, help: 'HTTP port (0 = any free port)' },
   grpcPort: { kind: 'int', min: 0, offValue: -1, help: 'port of the gRPC Generate service (0 = any free port, off = no gRPC service)' },
-  slm: { kind: 'string', help: 'edge model pack folder' },
-  slmFile: { kind: 'string', help: 'ONNX file of the pack to run, e.g. model_q4.onnx (a hub folder holds several variants)' },
+  edgeModel: { kind: 'string', help: 'edge model pack folder' },
+  edgeModelFile: { kind: 'string', help: 'ONNX file of the pack to run, e.g. model_q4.onnx (a hub folder holds several variants)' },
   router: { kind: 'string', help: "router pack folder, or 'builtin' for the small model's top-1 probability" },
   cloud: { kind: 'string', help: "cloud shim host:port, or 'none' to run the edge alone" },
   cloudToken: { kind: 'string', help: 'bearer token sent to the shim (prefer EDGE_CLOUD_TOKEN or the config file)' },
@@ -93,8 +93,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   host: '0.0.0.0',
   port: 8080,
   grpcPort: 50061,
-  slm: DEMO.edgePack,
-  slmFile: 'model.onnx',
+  edgeModel: DEMO.edgePack,
+  edgeModelFile: 'model.onnx',
   router: DEMO.routerPack,
   cloud: '127.0.0.1:50051',
   cloudToken: undefined,
@@ -138,7 +138,7 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
   if (config.idleTimeout > 255) fail(`--idle-timeout must be ≤ 255 seconds, got ${config.idleTimeout}`);
   if (Boolean(config.cloudTlsCert) !== Boolean(config.cloudTlsKey)) fail('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
   const cloud = config.cloud === 'none' ? undefined : config.cloud;
-  if (!/^[^/\\]+\.onnx$/.test(config.slmFile)) fail(`--slm-file must be a .onnx file name inside the pack folder, got ${config.slmFile}`);
+  if (!/^[^/\\]+\.onnx$/.test(config.edgeModelFile)) fail(`--slm-file must be a .onnx file name inside the pack folder, got ${config.edgeModelFile}`);
   if (cloud !== undefined && !/^\S+:\d+$/.test(cloud)) fail(`--cloud must be host:port or 'none', got ${cloud}`);
   const executionProvider = parseExecutionProviders(config.executionProvider).join(',');
   return Object.freeze({ ...config, cloud, executionProvider, router: config.router === 'builtin' ? undefined : config.router });

@@ -15,7 +15,7 @@ import type { SpeculationPolicy } from './speculation-policy.ts';
  * field has a default, so `{}` (or no settings at all) is the usual edge.
  *
  * @example
- * const engine: EdgeEngine = { slm, router, tokenizer, cloud, speculation: { byDefault: 'auto', depth: 8 } };
+ * const engine: EdgeEngine = { edgeModel, router, tokenizer, cloud, speculation: { byDefault: 'auto', depth: 8 } };
  */
 export interface SpeculationSettings {
   /**
@@ -37,7 +37,7 @@ export interface SpeculationSettings {
 export const DEFAULT_SPECULATION_DEPTH = 16;
 
 export interface EdgeEngine {
-  slm: DecoderModel;
+  edgeModel: DecoderModel;
   router: Router;
   tokenizer: TextTokenizer;
   /** Absent when the edge runs without a cloud: routed tokens then fall back to the edge model. */
@@ -48,8 +48,8 @@ export interface EdgeEngine {
 }
 
 /** The prompt's token ids as the loop feeds them: BOS first only when both the pack and its tokenizer have one (Qwen's has none). */
-export function encodePrompt(engine: Pick<EdgeEngine, 'slm' | 'tokenizer'>, prompt: string): number[] {
-  const addBos = engine.slm.pack.bosTokenId !== undefined && engine.tokenizer.bosId !== undefined;
+export function encodePrompt(engine: Pick<EdgeEngine, 'edgeModel' | 'tokenizer'>, prompt: string): number[] {
+  const addBos = engine.edgeModel.pack.bosTokenId !== undefined && engine.tokenizer.bosId !== undefined;
   return engine.tokenizer.encode(prompt, { addBos, parseSpecialTokens: false });
 }
 
@@ -61,6 +61,6 @@ export function encodePrompt(engine: Pick<EdgeEngine, 'slm' | 'tokenizer'>, prom
 export type LoopRequest = GenerationRequest & { promptIds?: readonly number[] };
 
 /** The ids a request's generation starts from. */
-export function promptIdsOf(engine: Pick<EdgeEngine, 'slm' | 'tokenizer'>, request: LoopRequest): number[] {
+export function promptIdsOf(engine: Pick<EdgeEngine, 'edgeModel' | 'tokenizer'>, request: LoopRequest): number[] {
   return request.promptIds ? [...request.promptIds] : encodePrompt(engine, request.prompt);
 }

@@ -29,7 +29,7 @@ export class EdgeRuntime {
     readonly limits: GenerationLimits & { maxConcurrent: number },
     private readonly log: Logger = silentLogger,
   ) {
-    this.metrics.describeExecutionProviders(engine.slm.executionProviders);
+    this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
   }
 
   /** Generations in progress (each holds an edge KV cache and maybe a cloud session). */
@@ -120,19 +120,19 @@ export class EdgeRuntime {
    * to the prefill, and the prompt is already within `maxPromptChars`.
    */
   private checkContextWindow(request: LoopRequest): void {
-    const { slm } = this.engine;
+    const { edgeModel } = this.engine;
     const tokens = promptIdsOf(this.engine, request).length;
-    if (tokens >= slm.pack.maxPositions) {
+    if (tokens >= edgeModel.pack.maxPositions) {
       throw new AppError(
         'INVALID_ARGUMENT',
-        `prompt is ${tokens} tokens; the edge model's context window is ${slm.pack.maxPositions} (including generated tokens)`,
+        `prompt is ${tokens} tokens; the edge model's context window is ${edgeModel.pack.maxPositions} (including generated tokens)`,
       );
     }
   }
 
   /** Ids the edge model can be fed and the tokenizer can turn into text; at least one. */
   private checkPromptIds(ids: readonly number[]): void {
-    const vocabSize = Math.min(this.engine.slm.pack.vocabSize, this.engine.tokenizer.vocabSize);
+    const vocabSize = Math.min(this.engine.edgeModel.pack.vocabSize, this.engine.tokenizer.vocabSize);
     if (ids.length === 0) throw new AppError('INVALID_ARGUMENT', 'prompt must hold at least one token id');
     ids.forEach((id, i) => {
       if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {

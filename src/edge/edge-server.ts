@@ -51,8 +51,8 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   const { signal } = options;
   signal?.throwIfAborted();
   const parts = await loadEdgeEngine({
-    slm: config.slm,
-    slmFile: config.slmFile,
+    edgeModel: config.edgeModel,
+    edgeModelFile: config.edgeModelFile,
     threads: config.threads,
     executionProviders: parseExecutionProviders(config.executionProvider),
     log,
@@ -101,7 +101,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   phase = 'serving';
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost}:${server.port}/`;
-  log.info('edge ready', { url, grpcPort: grpcServer?.port, slm: config.slm, slmFile: config.slmFile, executionProviders: parts.slm.executionProviders, router: parts.router.info.name, cloud: config.cloud ?? 'none' });
+  log.info('edge ready', { url, grpcPort: grpcServer?.port, edgeModel: config.edgeModel, edgeModelFile: config.edgeModelFile, executionProviders: parts.edgeModel.executionProviders, router: parts.router.info.name, cloud: config.cloud ?? 'none' });
 
   let stopping: Promise<void> | undefined;
   const stop = async () => {

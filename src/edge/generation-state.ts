@@ -83,17 +83,17 @@ export class GenerationState {
     readonly request: LoopRequest,
     readonly signal: AbortSignal | undefined,
   ) {
-    const { slm, tokenizer } = engine;
+    const { edgeModel, tokenizer } = engine;
     const promptIds = promptIdsOf(engine, request);
-    this.maxPositions = slm.pack.maxPositions;
+    this.maxPositions = edgeModel.pack.maxPositions;
     if (promptIds.length >= this.maxPositions) {
       throw new AppError(
         'INVALID_ARGUMENT',
         `prompt is ${promptIds.length} tokens; the edge model's context window is ${this.maxPositions} (including generated tokens)`,
       );
     }
-    this.eos = new Set([...slm.pack.eosTokenIds, ...tokenizer.eosIds]);
-    this.vocabSize = Math.min(slm.pack.vocabSize, tokenizer.vocabSize);
+    this.eos = new Set([...edgeModel.pack.eosTokenIds, ...tokenizer.eosIds]);
+    this.vocabSize = Math.min(edgeModel.pack.vocabSize, tokenizer.vocabSize);
     this.context = [...promptIds];
     this.sources = promptIds.map(() => 'prompt');
     this.metrics = new MetricsRecorder(promptIds.length);
@@ -117,7 +117,7 @@ export class GenerationState {
 
   /** Prefill: a new edge sequence fed the whole context in one forward pass. */
   async startEdge(): Promise<void> {
-    this.sequence = this.engine.slm.newSequence();
+    this.sequence = this.engine.edgeModel.newSequence();
     const t = performance.now();
     await this.feedEdge(this.context);
     this.metrics.prefillMs += elapsed(t);

@@ -7,7 +7,7 @@
  * their engines from it: `{ ...parts, cloud, ...settings }`.
  *
  * @example
- * const parts = await loadEdgeEngine({ slm: 'models/stories260k-3l', router: 'models/router-stories260k-3l' });
+ * const parts = await loadEdgeEngine({ edgeModel: 'models/stories260k-3l', router: 'models/router-stories260k-3l' });
  * try {
  *   for await (const event of generate({ ...parts, cloud }, request)) console.log(event);
  * } finally {
@@ -28,9 +28,9 @@ import { readsToken } from './router-features.ts';
 
 export interface EdgeEngineSources {
   /** The edge model pack's folder, or a pack the caller loaded (and checked) itself. */
-  slm: string | ModelPack;
+  edgeModel: string | ModelPack;
   /** The pack's ONNX file when `slm` is a folder (hub folders hold several variants); `model.onnx` when omitted. */
-  slmFile?: string;
+  edgeModelFile?: string;
   /** onnxruntime's intra-op threads for the edge model; its own default when omitted or 0. */
   threads?: number;
   /** onnxruntime's execution providers for the edge model, in order of preference; `cpu` when omitted. */
@@ -48,7 +48,7 @@ export interface EdgeEngineSources {
 
 /** What `loadEdgeEngine` loaded: the fields of an `EdgeEngine` it owns, and their release. */
 export interface LoadedEdgeEngine {
-  slm: DecoderModel;
+  edgeModel: DecoderModel;
   tokenizer: TextTokenizer;
   router: Router;
   /** Releases the router and the edge model (each once; later calls do nothing). */
@@ -60,26 +60,26 @@ export async function loadEdgeEngine(sources: EdgeEngineSources): Promise<Loaded
   const { signal, router: given } = sources;
   // A router the caller built is ours from here on: released on failure too.
   let router: Router | undefined = typeof given === 'object' ? given : undefined;
-  let slm: DecoderModel | undefined;
+  let edgeModel: DecoderModel | undefined;
   try {
     signal?.throwIfAborted();
-    const pack = typeof sources.slm === 'string' ? loadModelPack(sources.slm, sources.slmFile) : sources.slm;
+    const pack = typeof sources.edgeModel === 'string' ? loadModelPack(sources.edgeModel, sources.edgeModelFile) : sources.edgeModel;
     const tokenizer = await TextTokenizer.fromPack(pack.dir);
-    slm = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders: sources.executionProviders, log: sources.log });
+    edgeModel = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders: sources.executionProviders, log: sources.log });
     router = typeof given === 'object' ? given : await loadRouter(given);
-    checkRouterFits(router, typeof given === 'string' ? given : undefined, pack, slm.hasHiddenStates);
+    checkRouterFits(router, typeof given === 'string' ? given : undefined, pack, edgeModel.hasHiddenStates);
     signal?.throwIfAborted();
-    const parts = { slm, tokenizer, router };
+    const parts = { edgeModel, tokenizer, router };
     let released: Promise<void> | undefined;
-    return { ...parts, release: () => (released ??= releaseParts(parts.router, parts.slm)) };
+    return { ...parts, release: () => (released ??= releaseParts(parts.router, parts.edgeModel)) };
   } catch (e) {
-    await releaseParts(router, slm);
+    await releaseParts(router, edgeModel);
     throw e;
   }
 }
 
-async function releaseParts(router: Router | undefined, slm: DecoderModel | undefined): Promise<void> {
-  await Promise.all([router?.release(), slm?.release()]);
+async function releaseParts(router: Router | undefined, edgeModel: DecoderModel | undefined): Promise<void> {
+  await Promise.all([router?.release(), edgeModel?.release()]);
 }
 
 /** The router (loaded from `dir` when it has one) against the edge pack; throws when they were not made for each other. */

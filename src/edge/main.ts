@@ -21,7 +21,7 @@ try {
   const config = parseEdgeConfig(process.argv.slice(2), process.env);
   const log = createLogger('edge', config.logLevel);
   stop.useLogger(log);
-  log.debug('starting', { slm: config.slm, router: config.router ?? 'builtin', cloud: config.cloud ?? 'none' });
+  log.debug('starting', { edgeModel: config.edgeModel, router: config.router ?? 'builtin', cloud: config.cloud ?? 'none' });
   // onnxruntime, grpc-js and the web app load here, after the handlers: a stop while they load is a clean one.
   const { routeGrpcLibraryLog } = await import('../shared/grpc/library-log.ts');
   routeGrpcLibraryLog(log);

@@ -4,7 +4,8 @@
  * spelling per source, derived from its key: key `backendUrl` is `--backend-url`, `SHIM_BACKEND_URL` and
  * `"backendUrl"` in the file. Values are converted and range-checked here with a message naming their
  * source; each process's config module adds its cross-field checks and freezes the result. Only entry
- * points call this; everything else is handed the config object.
+ * points call this; everything else is handed the config object. An option renamed since a release keeps its
+ * old key (`oldKey`) as an alias in every source, so a user's scripts and files keep working.
  *
  * @example
  * const values = loadOptions({ port: { kind: 'int', min: 0, help: 'port' } }, { port: 8080 }, argv, env, 'EDGE_');
@@ -21,6 +22,8 @@ export interface OptionSpec {
   min?: number;
   /** For an `int`: the word `off` is accepted and stands for this value (a port of -1 = no listener). */
   offValue?: number;
+  /** The key this option had before a rename; its flag, variable and file key are still read, below the new name's. */
+  oldKey?: string;
   help: string;
 }
 
@@ -77,7 +80,7 @@ export function loadOptions<T extends object>(
   const specs = Object.entries(options) as [string, OptionSpec][];
   const flagOptions = Object.fromEntries([
     ['config', { type: 'string' as const }],
-    ...specs.map(([key, spec]) => [kebab(key), { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const) }]),
+    ...specs.flatMap(([key, spec]) => namesOf(key, spec).map((name) => [kebab(name), { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const) }])),
   ]);
   let flags: Record<string, string | boolean | undefined>;
   try {
@@ -87,20 +90,27 @@ export function loadOptions<T extends object>(
   }
   const configPath = (flags.config as string | undefined) ?? env[`${envPrefix}CONFIG`];
   const file = configPath ? readConfigFile(configPath) : {};
+  const fileKeys = new Set(specs.flatMap(([key, spec]) => namesOf(key, spec)));
   for (const key of Object.keys(file)) {
-    if (!(key in options)) throw new AppError('INVALID_ARGUMENT', `config file ${configPath}: unknown key ${JSON.stringify(key)}`);
+    if (!fileKeys.has(key)) throw new AppError('INVALID_ARGUMENT', `config file ${configPath}: unknown key ${JSON.stringify(key)}`);
   }
   const merged: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
   for (const [key, spec] of specs) {
-    const variable = envName(envPrefix, key);
+    // Old name before new within each source, so the new name wins where both are given.
+    const names = namesOf(key, spec).reverse();
     const sources: [unknown, string][] = [
-      [file[key], `config file ${configPath}`],
-      [env[variable], variable],
-      [flags[kebab(key)], `--${kebab(key)}`],
+      ...names.map((name): [unknown, string] => [file[name], `config file ${configPath}`]),
+      ...names.map((name): [unknown, string] => [env[envName(envPrefix, name)], envName(envPrefix, name)]),
+      ...names.map((name): [unknown, string] => [flags[kebab(name)], `--${kebab(name)}`]),
     ];
     for (const [raw, source] of sources) if (raw !== undefined && raw !== '') merged[key] = coerce(key, spec, raw, source);
   }
   return merged as T;
+}
+
+/** The option's key and, after it, its key before a rename. */
+function namesOf(key: string, spec: OptionSpec): string[] {
+  return spec.oldKey === undefined ? [key] : [key, spec.oldKey];
 }
 
 /** The `--help` text: every option with its flag, values, help and default. */
@@ -113,7 +123,8 @@ export function optionsUsage<T extends object>(
   const lines = (Object.entries(options) as [string, OptionSpec][]).map(([key, spec]) => {
     const value = spec.kind === 'bool' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'string' ? ' VALUE' : spec.offValue !== undefined ? ' N|off' : ' N';
     const fallback = (defaults as Record<string, unknown>)[key];
-    return `  --${kebab(key)}${value}\n      ${spec.help}${fallback === undefined ? '' : ` (default ${fallback})`}`;
+    const oldName = spec.oldKey === undefined ? '' : ` (old name: --${kebab(spec.oldKey)}, ${envName(envPrefix, spec.oldKey)})`;
+    return `  --${kebab(key)}${value}\n      ${spec.help}${fallback === undefined ? '' : ` (default ${fallback})`}${oldName}`;
   });
   return `usage: ${command} [--config FILE] [flags]
 

@@ -11,7 +11,7 @@ import { InProcessCloud } from '../../src/tools/lab/in-process-cloud.ts';
 
 export interface TestEdge {
   runtime: EdgeRuntime;
-  slm: DecoderModel;
+  edgeModel: DecoderModel;
   cloud: InProcessCloud;
   release(): Promise<void>;
 }
@@ -27,24 +27,24 @@ export async function startTestEdge(
   } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
-  const slm = await DecoderModel.load(loadModelPack(demo.edgePack));
+  const edgeModel = await DecoderModel.load(loadModelPack(demo.edgePack));
   const cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
   const inProcess = new InProcessCloud(cloudModel);
   const cloud =
     options.cloud === 'none' ? undefined : typeof options.cloud === 'function' ? options.cloud(inProcess) : inProcess;
   const router = await loadRouter(options.router === 'trained' ? demo.routerPack : undefined);
   const runtime = new EdgeRuntime(
-    { slm, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud, speculation: { byDefault: options.speculateByDefault } },
+    { edgeModel, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud, speculation: { byDefault: options.speculateByDefault } },
     { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4 },
   );
   return {
     runtime,
-    slm,
+    edgeModel,
     cloud: inProcess,
     async release() {
       await runtime.shutdown();
       await router.release();
-      await slm.release();
+      await edgeModel.release();
       await cloudModel.release();
     },
   };

@@ -11,7 +11,7 @@
  * @example
  * const perturbation = perturbHiddenStates({ packDir: DEMO.edgePack, seed: 1 });
  * try {
- *   await trainRouter({ ...options, slm: DEMO.edgePack });
+ *   await trainRouter({ ...options, edgeModel: DEMO.edgePack });
  * } finally {
  *   perturbation.restore();
  * }

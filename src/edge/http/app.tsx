@@ -95,7 +95,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     maxNewTokens: 64,
     maxNewTokensLimit: runtime.limits.maxNewTokens,
     speculate: runtime.engine.speculation?.byDefault ?? false,
-    executionProviders: runtime.engine.slm.executionProviders,
+    executionProviders: runtime.engine.edgeModel.executionProviders,
   };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} />));
   app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} />));
@@ -151,9 +151,9 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     c.json(
       snakeCaseKeys({
         // Folder names only: the device's directory layout is nobody's business on the LAN.
-        slm: basename(runtime.engine.slm.pack.dir),
+        slm: basename(runtime.engine.edgeModel.pack.dir),
         // onnxruntime's providers for the edge model, in order of preference, after any start-up fallback.
-        executionProviders: runtime.engine.slm.executionProviders,
+        executionProviders: runtime.engine.edgeModel.executionProviders,
         router: runtime.engine.router.info.name,
         cloud: runtime.cloudState(),
         limits: runtime.limits,

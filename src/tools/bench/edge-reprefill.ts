@@ -4,15 +4,15 @@
  * Here each token gets a fresh sequence and one forward pass over that whole context, the same work.
  *
  * @example
- * const ms = await reprefillTokenMs(slm, promptIds, generatedIds); // one time per generated token
+ * const ms = await reprefillTokenMs(edgeModel, promptIds, generatedIds); // one time per generated token
  */
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 
 /** Time to produce each of `ids` by recomputing prompt + the ids before it, in ms. */
-export async function reprefillTokenMs(slm: DecoderModel, promptIds: readonly number[], ids: readonly number[]): Promise<number[]> {
+export async function reprefillTokenMs(edgeModel: DecoderModel, promptIds: readonly number[], ids: readonly number[]): Promise<number[]> {
   const times: number[] = [];
   for (let j = 0; j < ids.length; j++) {
-    const sequence = slm.newSequence();
+    const sequence = edgeModel.newSequence();
     try {
       const t = performance.now();
       await sequence.append([...promptIds, ...ids.slice(0, j)]);

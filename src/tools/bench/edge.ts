@@ -110,7 +110,7 @@ async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pac
       // As wide as a router trained with the defaults: all its members side by side.
       hiddenUnits: DEFAULT_HIDDEN_UNITS * DEFAULT_MEMBERS,
       seed: 0,
-      slm: `../${o.preset}`,
+      edgeModel: `../${o.preset}`,
     };
     if (!packIsUpToDate(router, randomRouterSource(routerOptions), 'router.onnx')) {
       o.log(`building ${router} (random weights, once)`);
@@ -146,14 +146,14 @@ function thresholdFor(scores: number[], share: number): number {
 
 export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
   const { target, pack: packDir, router: routerDir } = await resolveTarget(o);
-  const parts = await loadEdgeEngine({ slm: packDir, threads: o.threads, router: routerDir });
-  const { slm, router, tokenizer } = parts;
-  const pack = slm.pack;
+  const parts = await loadEdgeEngine({ edgeModel: packDir, threads: o.threads, router: routerDir });
+  const { edgeModel, router, tokenizer } = parts;
+  const pack = edgeModel.pack;
   try {
 
     // Reference run (also the warm-up): the greedy tokens the replay cloud will answer with, and their scores.
     o.log('reference run');
-    const reference = await runLoop({ slm, router, tokenizer }, 'small_only', 0, o.tokens);
+    const reference = await runLoop({ edgeModel, router, tokenizer }, 'small_only', 0, o.tokens);
     const ids = reference.events.map((e) => e.id);
     if (ids.length < 8) throw new AppError('FAILED_PRECONDITION', `the edge model stopped after ${ids.length} tokens; need at least 8 to measure`);
     const threshold = thresholdFor(reference.events.map((e) => e.score!), ROUTED_SHARE);
@@ -165,9 +165,9 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
     // The logits and the context too: a router with logit or repetition features computes them per call.
     const steps: { logits: Float32Array; context: number[] }[] = [];
     for (let pass = 0; pass < Math.min(o.runs, 3); pass++) {
-      const sequence = slm.newSequence();
+      const sequence = edgeModel.newSequence();
       try {
-        await sequence.append(encodePrompt({ slm, tokenizer }, PROMPT));
+        await sequence.append(encodePrompt({ edgeModel, tokenizer }, PROMPT));
         for (const id of ids) {
           const t = performance.now();
           const { hidden, logits } = await sequence.append([id]);
@@ -191,8 +191,8 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
     }
 
     // Interleaved, so that drifts in machine load touch both sides alike.
-    const baseline = { slm, router: NO_ROUTER, tokenizer };
-    const routing = { slm, router, tokenizer, cloud: new ReplayCloud(ids) };
+    const baseline = { edgeModel, router: NO_ROUTER, tokenizer };
+    const routing = { edgeModel, router, tokenizer, cloud: new ReplayCloud(ids) };
     const tbtBase: number[] = [];
     const tbtRouting: number[] = [];
     const routed: number[] = [];
@@ -207,7 +207,7 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
 
     // The reference design's method on the same pack, prompt and tokens: once (it is slow by design).
     o.log('re-prefill baseline (whole sequence recomputed per token)');
-    const reprefill = median(await reprefillTokenMs(slm, encodePrompt({ slm, tokenizer }, PROMPT), ids));
+    const reprefill = median(await reprefillTokenMs(edgeModel, encodePrompt({ edgeModel, tokenizer }, PROMPT), ids));
     const slmStep = median(stepMs);
     const routerCall = median(routerMs);
     const noRouting = median(tbtBase);

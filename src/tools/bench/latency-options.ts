@@ -32,11 +32,11 @@ export interface LatencyBenchOptions {
   speculate: readonly boolean[];
   /** Speculating rows send a routed speculative position's step at once (EdgeEngine.speculation.conditionalSteps); default on. */
   conditionalSteps?: boolean;
-  slm: string;
+  edgeModel: string;
   /** A router pack folder, `uniform` (UniformShareRouter), or undefined for the built-in top-1 scorer. */
   router: string | undefined;
   /** The embedded backend's pack, for the shim started in process. */
-  llm: string;
+  cloudModel: string;
   /** `host:port` of a running shim; when set, no shim is started here. */
   cloud?: string;
   /** How to reach `cloud`, as the edge's --cloud-token and --cloud-tls-* flags say. */
@@ -78,9 +78,9 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
     speculate: { type: 'string' },
     'conditional-steps': { type: 'string' },
     dataset: { type: 'string' },
-    slm: { type: 'string' },
+    edgeModel: { type: 'string' },
     router: { type: 'string' },
-    llm: { type: 'string' },
+    cloudModel: { type: 'string' },
     cloud: { type: 'string' },
     'cloud-token': { type: 'string' },
     'cloud-tls-ca': { type: 'string' },
@@ -96,7 +96,7 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
   const maxNewTokens = integerFlag(values, 'max-new-tokens', 100, [1, 1024])!;
   const rttMs = integerFlag(values, 'rtt-ms', 170, [0, 5000])!;
   const threads = integerFlag(values, 'threads', undefined, [1, 256]);
-  if (values.cloud !== undefined && values.llm !== undefined) throw new UsageError('--cloud (a running shim) and --llm (the in-process shim) exclude each other');
+  if (values.cloud !== undefined && values.cloudModel !== undefined) throw new UsageError('--cloud (a running shim) and --llm (the in-process shim) exclude each other');
   if (values.cloud !== undefined) parseAddress(values.cloud);
   const cloudFlags = (['cloud-token', 'cloud-tls-ca', 'cloud-tls-cert', 'cloud-tls-key'] as const).filter((f) => values[f] !== undefined);
   if (cloudFlags.length && values.cloud === undefined) throw new UsageError(`--${cloudFlags[0]} is for a running shim: it needs --cloud HOST:PORT`);
@@ -114,7 +114,7 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
   const conditional = values['conditional-steps'] ?? 'on';
   if (conditional !== 'on' && conditional !== 'off') throw new UsageError(`--conditional-steps must be on or off, got ${JSON.stringify(conditional)}`);
   const router = values.router ?? DEMO.routerPack;
-  const usesDemo = values.slm === undefined || (values.llm === undefined && values.cloud === undefined) || values.router === undefined;
+  const usesDemo = values.edgeModel === undefined || (values.cloudModel === undefined && values.cloud === undefined) || values.router === undefined;
   return {
     options: {
       dataset: values.dataset ?? DEFAULT_DATASET,
@@ -124,9 +124,9 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
       thresholds,
       speculate,
       conditionalSteps: conditional === 'on',
-      slm: values.slm ?? DEMO.edgePack,
+      edgeModel: values.edgeModel ?? DEMO.edgePack,
       router: router === 'builtin' ? undefined : router,
-      llm: values.llm ?? DEMO.cloudPack,
+      cloudModel: values.cloudModel ?? DEMO.cloudPack,
       cloud: values.cloud,
       cloudToken: values['cloud-token'],
       cloudTls: tlsFiles.caFile || tlsFiles.certFile ? tlsFiles : undefined,

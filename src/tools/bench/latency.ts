@@ -105,15 +105,15 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
   let proxy: DelayProxyThread | undefined;
   let grpc: GrpcCloudClient | undefined;
   if (o.edgeCpus) pinThisProcess(o.edgeCpus);
-  const parts = await loadEdgeEngine({ slm: o.slm, threads: o.threads, router: o.router === UNIFORM_ROUTER ? new UniformShareRouter(1) : o.router });
+  const parts = await loadEdgeEngine({ edgeModel: o.edgeModel, threads: o.threads, router: o.router === UNIFORM_ROUTER ? new UniformShareRouter(1) : o.router });
   try {
     let target: { host: string; port: number };
     if (o.cloud) target = parseAddress(o.cloud);
     else if (o.shimCpus) {
-      pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.llm, threads: o.threads, log: o.log });
+      pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.cloudModel, threads: o.threads, log: o.log });
       target = parseAddress(pinnedShim.address);
     } else {
-      shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.llm, threads: o.threads ?? 0, logLevel: 'silent' }), { log: silentLogger });
+      shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.cloudModel, threads: o.threads ?? 0, logLevel: 'silent' }), { log: silentLogger });
       target = { host: '127.0.0.1', port: shim.port };
     }
     if (o.rttMs > 0) proxy = await startDelayProxyThread({ targetHost: target.host, targetPort: target.port, delayMs: o.rttMs / 2 });
@@ -154,9 +154,9 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       prompts: prompts.length,
       max_new_tokens: o.maxNewTokens,
       dataset: o.dataset,
-      slm: parts.slm.pack.dir,
+      slm: parts.edgeModel.pack.dir,
       router: parts.router.info.name,
-      cloud: o.cloud ?? (o.shimCpus ? `shim process on CPUs ${o.shimCpus} (edge on ${o.edgeCpus}), embedded ${o.llm}` : `in-process shim, embedded ${o.llm}`),
+      cloud: o.cloud ?? (o.shimCpus ? `shim process on CPUs ${o.shimCpus} (edge on ${o.edgeCpus}), embedded ${o.cloudModel}` : `in-process shim, embedded ${o.cloudModel}`),
       rows,
       identical_outputs: identicalOutputs(settings, runs),
     };

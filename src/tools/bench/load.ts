@@ -104,7 +104,7 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
   let runtime: EdgeRuntime | undefined;
   let parts: LoadedEdgeEngine | undefined;
   try {
-    parts = await loadEdgeEngine({ slm: DEMO.edgePack, threads: ORT_THREADS, router: DEMO.routerPack });
+    parts = await loadEdgeEngine({ edgeModel: DEMO.edgePack, threads: ORT_THREADS, router: DEMO.routerPack });
     runtime = new EdgeRuntime({ ...parts, cloud: new GrpcCloudClient({ address }) }, { ...DEFAULT_LIMITS, maxConcurrent: generations });
     // Each client its own connection, as separate edge boxes would have.
     for (let i = 0; i < streams; i++) clients.push(new GrpcCloudClient({ address, ownConnection: true }));

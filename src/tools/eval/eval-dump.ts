@@ -31,9 +31,9 @@ export function dumpRows(forced: TeacherForced, scores: ArrayLike<number>): Dump
     router_score: scores[i]!,
     top1: forced.extra[i * ALL_EXTRA_WIDTH + 1]!,
     entropy: forced.extra[i * ALL_EXTRA_WIDTH]!,
-    slm_correct: forced.slmCorrect[i]!,
-    llm_correct: forced.llmCorrect[i]!,
-    route_label: divergenceLabel(forced.llmProbOfSlmTop1[i]!, forced.llmTopProb[i]!),
+    slm_correct: forced.edgeCorrect[i]!,
+    llm_correct: forced.cloudCorrect[i]!,
+    route_label: divergenceLabel(forced.cloudProbOfEdgeTop1[i]!, forced.cloudTopProb[i]!),
   }));
 }
 

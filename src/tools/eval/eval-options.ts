@@ -44,11 +44,11 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
 
 export interface EvalOptions {
   dataset: string;
-  slm: string;
-  llm: string;
+  edgeModel: string;
+  cloudModel: string;
   /** The packs' ONNX files (a hub folder holds several variants); `model.onnx` when omitted. */
-  slmFile?: string;
-  llmFile?: string;
+  edgeModelFile?: string;
+  cloudModelFile?: string;
   /** A router pack folder, or undefined for the built-in top-1 scorer. */
   routerPack: string | undefined;
   thresholds: readonly number[];
@@ -92,8 +92,8 @@ function parseShares(raw: string): number[] {
 export function parseEvalOptions(args: string[]): EvalOptions {
   const { values, positionals } = parseFlags(args, {
     dataset: { type: 'string' },
-    slm: { type: 'string' },
-    llm: { type: 'string' },
+    edgeModel: { type: 'string' },
+    cloudModel: { type: 'string' },
     'slm-file': { type: 'string' },
     'llm-file': { type: 'string' },
     router: { type: 'string' },
@@ -124,10 +124,10 @@ export function parseEvalOptions(args: string[]): EvalOptions {
   const router = values.router ?? DEMO.routerPack;
   return Object.freeze({
     dataset: values.dataset,
-    slm: values.slm ?? DEMO.edgePack,
-    llm: values.llm ?? DEMO.cloudPack,
-    ...(values['slm-file'] ? { slmFile: values['slm-file'] } : {}),
-    ...(values['llm-file'] ? { llmFile: values['llm-file'] } : {}),
+    edgeModel: values.edgeModel ?? DEMO.edgePack,
+    cloudModel: values.cloudModel ?? DEMO.cloudPack,
+    ...(values['slm-file'] ? { edgeModelFile: values['slm-file'] } : {}),
+    ...(values['llm-file'] ? { cloudModelFile: values['llm-file'] } : {}),
     routerPack: router === 'builtin' ? undefined : router,
     thresholds: Object.freeze(values.thresholds === undefined ? DEFAULT_THRESHOLDS : parseThresholds(values.thresholds)),
     limit: values.limit === undefined ? undefined : integerFlag(values, 'limit', 0, [1, 2 ** 31 - 1])!,

@@ -16,8 +16,8 @@ export interface EvalReport {
   format: DatasetFormat;
   /** Which items were evaluated, in words (e.g. "paragraphs 985-1230 of 1230 (after the first 80%)"). */
   selection: string;
-  slm: string;
-  llm: string;
+  edgeModel: string;
+  cloudModel: string;
   router: string;
   seed: number;
   result: EvalResult;
@@ -149,7 +149,7 @@ export function formatMarkdown(report: EvalReport): string {
   return [
     `## ${report.dataset} (${report.format})`,
     '',
-    `${report.selection}. Edge ${report.slm}, cloud ${report.llm}, router ${report.router}; random baseline seed ${report.seed}.`,
+    `${report.selection}. Edge ${report.edgeModel}, cloud ${report.cloudModel}, router ${report.router}; random baseline seed ${report.seed}.`,
     '',
     r.kind === 'text' ? textMarkdown(r) : choiceMarkdown(r),
   ].join('\n');
@@ -177,8 +177,8 @@ export function toJson(report: EvalReport): Record<string, unknown> {
     dataset: report.dataset,
     format: report.format,
     selection: report.selection,
-    slm: report.slm,
-    llm: report.llm,
+    slm: report.edgeModel,
+    llm: report.cloudModel,
     router: report.router,
     seed: report.seed,
     ...result,

@@ -43,7 +43,7 @@ export class GenerationRuns {
 
   constructor(
     private readonly edge: EvalEdge,
-    private readonly llm: DecoderModel,
+    private readonly cloudModel: DecoderModel,
     private readonly prompts: readonly string[],
     private readonly maxNewTokens: number,
     private readonly routers: Record<Exclude<GenerationMethod, 'small_only' | 'llm_only'>, () => Router>,
@@ -55,7 +55,7 @@ export class GenerationRuns {
     if (!run) {
       run = (async () => {
         const generated = await generateAll(this.edge, this.routers[method](), this.prompts, { threshold, maxNewTokens: this.maxNewTokens });
-        return { ...generated, perplexity: (await cloudPerplexity(this.llm, generated.items)).perplexity };
+        return { ...generated, perplexity: (await cloudPerplexity(this.cloudModel, generated.items)).perplexity };
       })();
       this.cache.set(key, run);
     }

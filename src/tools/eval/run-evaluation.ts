@@ -67,23 +67,23 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
   if (o.routerPack && !existsSync(o.routerPack) && DEMO_PATHS.has(resolve(o.routerPack))) {
     throw new AppError('NOT_FOUND', `${o.routerPack} does not exist: build the demo packs first with \`bun run models demo\``);
   }
-  const slmPack = loadPack(o.slm, o.slmFile);
-  const llmPack = loadPack(o.llm, o.llmFile);
-  checkSameVocabulary(slmPack, llmPack);
-  const parts = await loadEdgeEngine({ slm: slmPack, router: o.routerPack });
-  const { slm, tokenizer, router } = parts;
-  const llm = await DecoderModel.load(llmPack).catch(async (e) => {
+  const edgePack = loadPack(o.edgeModel, o.edgeModelFile);
+  const cloudPack = loadPack(o.cloudModel, o.cloudModelFile);
+  checkSameVocabulary(edgePack, cloudPack);
+  const parts = await loadEdgeEngine({ edgeModel: edgePack, router: o.routerPack });
+  const { edgeModel, tokenizer, router } = parts;
+  const cloudModel = await DecoderModel.load(cloudPack).catch(async (e) => {
     await parts.release();
     throw e;
   });
-  const cloud = new InProcessCloud(llm, { record: false, tokenVocabSize: tokenizer.vocabSize, tokenizer });
-  const edge = { slm, tokenizer, cloud };
+  const cloud = new InProcessCloud(cloudModel, { record: false, tokenVocabSize: tokenizer.vocabSize, tokenizer });
+  const edge = { edgeModel, tokenizer, cloud };
   try {
     const common = {
       dataset: shown(dataset.path),
       format: dataset.format,
-      slm: shown(slmPack.dir),
-      llm: shown(llmPack.dir),
+      edgeModel: shown(edgePack.dir),
+      cloudModel: shown(cloudPack.dir),
       router: o.routerPack ? shown(o.routerPack) : router.info.name,
       seed: o.seed,
     };
@@ -97,7 +97,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
       log(`${shown(dataset.path)}: ${all.length} documents, split ${split}; ${part.why}`);
       const result = await evaluateText({
         edge,
-        llm,
+        cloudModel,
         router,
         routerPack: o.routerPack,
         paragraphs,
@@ -132,6 +132,6 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
   } finally {
     await cloud.close();
     await parts.release();
-    await llm.release();
+    await cloudModel.release();
   }
 }

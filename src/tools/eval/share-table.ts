@@ -5,7 +5,7 @@
  * positions only the cloud gets right first: the most any router can recover at that share.
  *
  * @example
- * atShare({ count: 4, slmCorrect, llmCorrect }, { router, random, top1, entropy }, [0.5]);
+ * atShare({ count: 4, edgeCorrect, cloudCorrect }, { router, random, top1, entropy }, [0.5]);
  */
 import { lowestSelection, randomSelection } from '../lab/ratio-matching.ts';
 
@@ -27,13 +27,13 @@ export interface ShareRow {
 
 interface Outcomes {
   count: number;
-  slmCorrect: ArrayLike<number>;
-  llmCorrect: ArrayLike<number>;
+  edgeCorrect: ArrayLike<number>;
+  cloudCorrect: ArrayLike<number>;
 }
 
 function accuracy(o: Outcomes, routed: Uint8Array): number {
   let right = 0;
-  for (let i = 0; i < o.count; i++) right += routed[i] ? o.llmCorrect[i]! : o.slmCorrect[i]!;
+  for (let i = 0; i < o.count; i++) right += routed[i] ? o.cloudCorrect[i]! : o.edgeCorrect[i]!;
   return o.count ? right / o.count : NaN;
 }
 
@@ -50,9 +50,9 @@ export function atShare(o: Outcomes, scores: MethodScores, shares: readonly numb
   let large = 0;
   let fixable = 0;
   for (let i = 0; i < n; i++) {
-    small += o.slmCorrect[i]!;
-    large += o.llmCorrect[i]!;
-    if (!o.slmCorrect[i] && o.llmCorrect[i]) fixable++;
+    small += o.edgeCorrect[i]!;
+    large += o.cloudCorrect[i]!;
+    if (!o.edgeCorrect[i] && o.cloudCorrect[i]) fixable++;
   }
   const gap = (large - small) / n;
   const recovered = (acc: number) => (gap !== 0 ? (acc - small / n) / gap : NaN);

@@ -33,7 +33,7 @@ import { atShare, type ShareRow } from './share-table.ts';
 
 export interface TextEvalOptions {
   edge: EvalEdge;
-  llm: DecoderModel;
+  cloudModel: DecoderModel;
   router: Router;
   /** The trained router's pack, scored in batches under teacher forcing; absent = the built-in top-1 scorer. */
   routerPack?: string;
@@ -100,7 +100,7 @@ export interface TextEvalResult {
 
 function accuracyWith(forced: TeacherForced, routed: Uint8Array): number {
   let correct = 0;
-  for (let i = 0; i < forced.count; i++) correct += routed[i] ? forced.llmCorrect[i]! : forced.slmCorrect[i]!;
+  for (let i = 0; i < forced.count; i++) correct += routed[i] ? forced.cloudCorrect[i]! : forced.edgeCorrect[i]!;
   return forced.count ? correct / forced.count : NaN;
 }
 
@@ -111,17 +111,17 @@ function share(values: Uint8Array): number {
 }
 
 export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> {
-  const { edge, llm, progress } = o;
+  const { edge, cloudModel, progress } = o;
   let forced: TeacherForced;
   try {
     progress?.start('teacher forcing', o.paragraphs.length);
-    forced = await teacherForce({ slm: edge.slm, llm, tokenizer: edge.tokenizer, paragraphs: o.paragraphs, onParagraph: (done) => progress?.update(done) });
+    forced = await teacherForce({ edgeModel: edge.edgeModel, cloudModel, tokenizer: edge.tokenizer, paragraphs: o.paragraphs, onParagraph: (done) => progress?.update(done) });
   } finally {
     progress?.stop();
   }
   if (forced.windowed > 0) {
     o.warn?.(
-      `${forced.windowed} of ${o.paragraphs.length} paragraphs are longer than the context window (${Math.min(edge.slm.pack.maxPositions, llm.pack.maxPositions)} tokens): scored in consecutive windows, every token once`,
+      `${forced.windowed} of ${o.paragraphs.length} paragraphs are longer than the context window (${Math.min(edge.edgeModel.pack.maxPositions, cloudModel.pack.maxPositions)} tokens): scored in consecutive windows, every token once`,
     );
   }
   const n = forced.count;
@@ -129,13 +129,13 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   const entropy = Float32Array.from({ length: n }, (_, i) => entropyScore(forced.extra[i * ALL_EXTRA_WIDTH]!));
   const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced) : top1;
   if (o.dump) await writeDump(o.dump, dumpRows(forced, scores));
-  let slmRight = 0;
+  let edgeRight = 0;
   let llmRight = 0;
   for (let i = 0; i < n; i++) {
-    slmRight += forced.slmCorrect[i]!;
-    llmRight += forced.llmCorrect[i]!;
+    edgeRight += forced.edgeCorrect[i]!;
+    llmRight += forced.cloudCorrect[i]!;
   }
-  const smallOnly = n ? slmRight / n : NaN;
+  const smallOnly = n ? edgeRight / n : NaN;
   const largeOnly = n ? llmRight / n : NaN;
 
   const tf = o.thresholds.map((threshold) => {
@@ -157,7 +157,7 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   });
 
   const prompts = continuationPrompts(edge, o.paragraphs, o.continuations, o.prefixTokens);
-  const runs = new GenerationRuns(edge, llm, prompts, o.maxNewTokens, standardRouters(o.router, o.seed));
+  const runs = new GenerationRuns(edge, cloudModel, prompts, o.maxNewTokens, standardRouters(o.router, o.seed));
   const loops = (run: { items: { ids: number[] }[] }) => {
     const f = freeRunningFigures(run.items.map((i) => i.ids));
     return { rep4: f.rep4, stuck: f.stuck };

@@ -5,7 +5,7 @@
  * and the router's on-policy rounds (which force generated trajectories) both collect them here.
  *
  * @example
- * const records = new ForcedRecords(slm, llm);
+ * const records = new ForcedRecords(edgeModel, cloudModel);
  * await records.addSequence(ids, 0);
  * const forced = records.build(); // forced.count records
  */
@@ -26,11 +26,11 @@ export interface TeacherForced {
   /** Every extra router feature (`ALL_EXTRA_GROUPS` of feature-matrix.ts), `[count, ALL_EXTRA_WIDTH]`. */
   extra: Float32Array;
   /** 1 where the model's top-1 equals the true next token. */
-  slmCorrect: Uint8Array;
-  llmCorrect: Uint8Array;
+  edgeCorrect: Uint8Array;
+  cloudCorrect: Uint8Array;
   /** The cloud's probability of the edge's top-1, and of its own top-1: the divergence labels' inputs. */
-  llmProbOfSlmTop1: Float32Array;
-  llmTopProb: Float32Array;
+  cloudProbOfEdgeTop1: Float32Array;
+  cloudTopProb: Float32Array;
   /** The edge's top-1 at each position: the token it proposes (the router's `token` input). */
   proposed: Int32Array;
   /** The true next token of each position. */
@@ -56,31 +56,31 @@ export class ForcedRecords {
   private readonly hiddenRows: Float32Array[] = [];
   private readonly previousHiddenRows: Float32Array[] = [];
   private readonly extraRows: Float32Array[] = [];
-  private readonly slmCorrect: number[] = [];
-  private readonly llmCorrect: number[] = [];
-  private readonly llmProbOfSlmTop1: number[] = [];
-  private readonly llmTopProb: number[] = [];
+  private readonly edgeCorrect: number[] = [];
+  private readonly cloudCorrect: number[] = [];
+  private readonly cloudProbOfEdgeTop1: number[] = [];
+  private readonly cloudTopProb: number[] = [];
   private readonly proposed: number[] = [];
   private readonly nextId: number[] = [];
   private readonly paragraph: number[] = [];
   windowed = 0;
 
   constructor(
-    readonly slm: DecoderModel,
-    readonly llm: DecoderModel,
+    readonly edgeModel: DecoderModel,
+    readonly cloudModel: DecoderModel,
   ) {
-    if (!slm.hasHiddenStates) {
-      throw new AppError('FAILED_PRECONDITION', `${slm.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`);
+    if (!edgeModel.hasHiddenStates) {
+      throw new AppError('FAILED_PRECONDITION', `${edgeModel.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`);
     }
   }
 
   get count(): number {
-    return this.slmCorrect.length;
+    return this.edgeCorrect.length;
   }
 
   /** Positions past the shorter window cannot be scored by both models in one pass. */
   get maxLength(): number {
-    return Math.min(this.slm.pack.maxPositions, this.llm.pack.maxPositions);
+    return Math.min(this.edgeModel.pack.maxPositions, this.cloudModel.pack.maxPositions);
   }
 
   /**
@@ -90,23 +90,23 @@ export class ForcedRecords {
    * its own for the models, so its first position has no previous hidden state and position 0.
    */
   async addSequence(ids: readonly number[], paragraph: number, first = 0): Promise<void> {
-    const hiddenSize = this.slm.pack.hiddenSize;
+    const hiddenSize = this.edgeModel.pack.hiddenSize;
     // Each model's logits rows are as wide as its embedding; exports pad it differently (Qwen2.5-0.5B 151,936
     // rows, the 7B and 32B 152,064) over the same tokenizer, so top-1 is taken over the ids both have.
-    const edgeRow = this.slm.pack.vocabSize;
-    const cloudRow = this.llm.pack.vocabSize;
+    const edgeRow = this.edgeModel.pack.vocabSize;
+    const cloudRow = this.cloudModel.pack.vocabSize;
     const shared = Math.min(edgeRow, cloudRow);
     const window = this.maxLength;
     if (ids.length > window) this.windowed++;
     for (let start = 0; start + 1 < ids.length; start += window - 1) {
       const chunk = ids.slice(start, start + window);
       if (start + chunk.length - 1 <= first) continue;
-      const edge = await forward(this.slm, chunk);
-      const cloud = await forward(this.llm, chunk);
+      const edge = await forward(this.edgeModel, chunk);
+      const cloud = await forward(this.cloudModel, chunk);
       if (edge.hidden.length !== chunk.length * hiddenSize) {
         throw new AppError(
           'FAILED_PRECONDITION',
-          `${this.slm.pack.dir}: hidden_states has ${edge.hidden.length / chunk.length} values per position, config.json says hidden_size ${hiddenSize}`,
+          `${this.edgeModel.pack.dir}: hidden_states has ${edge.hidden.length / chunk.length} values per position, config.json says hidden_size ${hiddenSize}`,
         );
       }
       for (let i = 0; i + 1 < chunk.length; i++) {
@@ -123,10 +123,10 @@ export class ForcedRecords {
         const context = ids.slice(Math.max(0, position + 1 - REPETITION_WINDOW), position + 1);
         // The position is the index within the window the model saw.
         this.extraRows.push(writeExtraFeatures(new Float32Array(ALL_EXTRA_WIDTH), ALL_EXTRA_GROUPS, logitStats(edgeLogits), context, i));
-        this.slmCorrect.push(edgeTop === next ? 1 : 0);
-        this.llmCorrect.push(cloudTop === next ? 1 : 0);
-        this.llmProbOfSlmTop1.push(Math.exp(cloudLog[edgeTop]!));
-        this.llmTopProb.push(Math.exp(cloudLog[cloudTop]!));
+        this.edgeCorrect.push(edgeTop === next ? 1 : 0);
+        this.cloudCorrect.push(cloudTop === next ? 1 : 0);
+        this.cloudProbOfEdgeTop1.push(Math.exp(cloudLog[edgeTop]!));
+        this.cloudTopProb.push(Math.exp(cloudLog[cloudTop]!));
         this.proposed.push(edgeTop);
         this.nextId.push(next);
         this.paragraph.push(paragraph);
@@ -135,7 +135,7 @@ export class ForcedRecords {
   }
 
   build(): TeacherForced {
-    const hiddenSize = this.slm.pack.hiddenSize;
+    const hiddenSize = this.edgeModel.pack.hiddenSize;
     const count = this.count;
     const hidden = new Float32Array(count * hiddenSize);
     this.hiddenRows.forEach((row, r) => hidden.set(row, r * hiddenSize));
@@ -149,10 +149,10 @@ export class ForcedRecords {
       hidden,
       previousHidden,
       extra,
-      slmCorrect: Uint8Array.from(this.slmCorrect),
-      llmCorrect: Uint8Array.from(this.llmCorrect),
-      llmProbOfSlmTop1: Float32Array.from(this.llmProbOfSlmTop1),
-      llmTopProb: Float32Array.from(this.llmTopProb),
+      edgeCorrect: Uint8Array.from(this.edgeCorrect),
+      cloudCorrect: Uint8Array.from(this.cloudCorrect),
+      cloudProbOfEdgeTop1: Float32Array.from(this.cloudProbOfEdgeTop1),
+      cloudTopProb: Float32Array.from(this.cloudTopProb),
       proposed: Int32Array.from(this.proposed),
       nextId: Int32Array.from(this.nextId),
       paragraph: Int32Array.from(this.paragraph),

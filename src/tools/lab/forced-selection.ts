@@ -26,10 +26,10 @@ export function selectRows(forced: TeacherForced, rows: readonly number[]): Teac
     hidden,
     previousHidden,
     extra,
-    slmCorrect: Uint8Array.from(rows, (r) => forced.slmCorrect[r]!),
-    llmCorrect: Uint8Array.from(rows, (r) => forced.llmCorrect[r]!),
-    llmProbOfSlmTop1: Float32Array.from(rows, (r) => forced.llmProbOfSlmTop1[r]!),
-    llmTopProb: Float32Array.from(rows, (r) => forced.llmTopProb[r]!),
+    edgeCorrect: Uint8Array.from(rows, (r) => forced.edgeCorrect[r]!),
+    cloudCorrect: Uint8Array.from(rows, (r) => forced.cloudCorrect[r]!),
+    cloudProbOfEdgeTop1: Float32Array.from(rows, (r) => forced.cloudProbOfEdgeTop1[r]!),
+    cloudTopProb: Float32Array.from(rows, (r) => forced.cloudTopProb[r]!),
     proposed: Int32Array.from(rows, (r) => forced.proposed[r]!),
     nextId: Int32Array.from(rows, (r) => forced.nextId[r]!),
     paragraph: Int32Array.from(rows, (r) => forced.paragraph[r]!),
@@ -56,10 +56,10 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     hidden: new Float32Array(count * h),
     previousHidden: new Float32Array(count * h),
     extra: new Float32Array(count * ALL_EXTRA_WIDTH),
-    slmCorrect: new Uint8Array(count),
-    llmCorrect: new Uint8Array(count),
-    llmProbOfSlmTop1: new Float32Array(count),
-    llmTopProb: new Float32Array(count),
+    edgeCorrect: new Uint8Array(count),
+    cloudCorrect: new Uint8Array(count),
+    cloudProbOfEdgeTop1: new Float32Array(count),
+    cloudTopProb: new Float32Array(count),
     proposed: new Int32Array(count),
     nextId: new Int32Array(count),
     paragraph: new Int32Array(count),
@@ -70,10 +70,10 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     out.hidden.set(p.hidden, at * h);
     out.previousHidden.set(p.previousHidden, at * h);
     out.extra.set(p.extra, at * ALL_EXTRA_WIDTH);
-    out.slmCorrect.set(p.slmCorrect, at);
-    out.llmCorrect.set(p.llmCorrect, at);
-    out.llmProbOfSlmTop1.set(p.llmProbOfSlmTop1, at);
-    out.llmTopProb.set(p.llmTopProb, at);
+    out.edgeCorrect.set(p.edgeCorrect, at);
+    out.cloudCorrect.set(p.cloudCorrect, at);
+    out.cloudProbOfEdgeTop1.set(p.cloudProbOfEdgeTop1, at);
+    out.cloudTopProb.set(p.cloudTopProb, at);
     out.proposed.set(p.proposed, at);
     out.nextId.set(p.nextId, at);
     out.paragraph.set(p.paragraph, at);

@@ -4,8 +4,8 @@
  * in process. Also the cloud model's perplexity of what was generated.
  *
  * @example
- * const run = await generateAll({ slm, tokenizer, cloud }, router, prompts, { threshold: 0.5, maxNewTokens: 48, temperature: 0, seed: 0 });
- * console.log(run.routed / run.tokens, (await cloudPerplexity(llm, run.items)).perplexity);
+ * const run = await generateAll({ edgeModel, tokenizer, cloud }, router, prompts, { threshold: 0.5, maxNewTokens: 48, temperature: 0, seed: 0 });
+ * console.log(run.routed / run.tokens, (await cloudPerplexity(cloudModel, run.items)).perplexity);
  */
 import type { CloudClient } from '../../edge/cloud-client.ts';
 import { encodePrompt, generate, type TokenEvent } from '../../edge/decoder-loop.ts';
@@ -18,7 +18,7 @@ import type { TextTokenizer } from '../../shared/tokenizer.ts';
 
 /** The edge model, its tokenizer, and the cloud the loop routes to. */
 export interface EvalEdge {
-  slm: DecoderModel;
+  edgeModel: DecoderModel;
   tokenizer: TextTokenizer;
   cloud: CloudClient;
 }
@@ -49,7 +49,7 @@ export interface GenerationSettings {
   seed?: number;
 }
 
-export function promptIdsOf(edge: Pick<EvalEdge, 'slm' | 'tokenizer'>, prompt: string): number[] {
+export function promptIdsOf(edge: Pick<EvalEdge, 'edgeModel' | 'tokenizer'>, prompt: string): number[] {
   return encodePrompt(edge, prompt);
 }
 
@@ -76,7 +76,7 @@ export async function generateAll(
     });
     const events: TokenEvent[] = [];
     let text = '';
-    for await (const event of generate({ slm: edge.slm, router, tokenizer: edge.tokenizer, cloud: edge.cloud }, request, signal)) {
+    for await (const event of generate({ edgeModel: edge.edgeModel, router, tokenizer: edge.tokenizer, cloud: edge.cloud }, request, signal)) {
       if (event.type === 'token') events.push(event);
       else {
         if (event.finishReason === 'cancelled') throw new AppError('CANCELLED', 'evaluation cancelled');
@@ -100,14 +100,14 @@ export interface Perplexity {
 }
 
 /** The cloud model's perplexity of the generated ids, each given its prompt and the ids before it. */
-export async function cloudPerplexity(llm: DecoderModel, items: readonly GeneratedItem[]): Promise<Perplexity> {
-  const vocab = llm.pack.vocabSize;
+export async function cloudPerplexity(cloudModel: DecoderModel, items: readonly GeneratedItem[]): Promise<Perplexity> {
+  const vocab = cloudModel.pack.vocabSize;
   let nll = 0;
   let tokens = 0;
   for (const item of items) {
     if (item.ids.length === 0) continue;
     const all = [...item.promptIds, ...item.ids];
-    const sequence = llm.newSequence();
+    const sequence = cloudModel.newSequence();
     try {
       const { allLogits } = await sequence.append(all, { allPositions: true });
       for (let j = item.promptIds.length; j < all.length; j++) {

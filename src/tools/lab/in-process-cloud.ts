@@ -10,7 +10,7 @@
  *
  * @example
  * const cloud = new InProcessCloud(await DecoderModel.load(loadModelPack('models/stories260k')), { record: false, tokenizer });
- * for await (const event of generate({ slm, router, tokenizer, cloud }, request)) ...
+ * for await (const event of generate({ edgeModel, router, tokenizer, cloud }, request)) ...
  * await cloud.close();
  */
 import { randomUUID } from 'node:crypto';

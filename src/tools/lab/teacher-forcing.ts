@@ -19,8 +19,8 @@ import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { ForcedRecords, type TeacherForced } from './forced-records.ts';
 
 export interface TeacherForceOptions {
-  slm: DecoderModel;
-  llm: DecoderModel;
+  edgeModel: DecoderModel;
+  cloudModel: DecoderModel;
   /** The edge tokenizer; the cloud model must share its vocabulary (checked by the caller). */
   tokenizer: TextTokenizer;
   paragraphs: readonly string[];
@@ -30,11 +30,11 @@ export interface TeacherForceOptions {
 
 /** Both models read each paragraph; every position with a next token becomes a record (forced-records.ts). */
 export async function teacherForce(options: TeacherForceOptions): Promise<TeacherForced> {
-  const { slm, llm, tokenizer, paragraphs } = options;
-  const records = new ForcedRecords(slm, llm);
+  const { edgeModel, cloudModel, tokenizer, paragraphs } = options;
+  const records = new ForcedRecords(edgeModel, cloudModel);
   for (const [p, text] of paragraphs.entries()) {
     // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
-    await records.addSequence(encodePrompt({ slm, tokenizer }, text), p);
+    await records.addSequence(encodePrompt({ edgeModel, tokenizer }, text), p);
     options.onParagraph?.(p + 1, paragraphs.length);
   }
   return records.build();
@@ -54,11 +54,11 @@ function vocabularyOf(pack: ModelPack): string {
  * Routing needs the two models to mean the same thing by every token id: the same tokenizer. Their
  * embeddings may still differ in padding rows beyond it (`vocab_size` in config.json), which name no token.
  */
-export function checkSameVocabulary(slm: ModelPack, llm: ModelPack): void {
-  if (vocabularyOf(slm) !== vocabularyOf(llm)) {
+export function checkSameVocabulary(edgeModel: ModelPack, cloudModel: ModelPack): void {
+  if (vocabularyOf(edgeModel) !== vocabularyOf(cloudModel)) {
     throw new AppError(
       'INVALID_ARGUMENT',
-      `${slm.dir} and ${llm.dir} have different tokenizers (${slm.vocabSize} vs ${llm.vocabSize} embedding rows): routing needs a pair that shares its tokenizer`,
+      `${edgeModel.dir} and ${cloudModel.dir} have different tokenizers (${edgeModel.vocabSize} vs ${cloudModel.vocabSize} embedding rows): routing needs a pair that shares its tokenizer`,
     );
   }
 }
@@ -71,19 +71,19 @@ export async function teacherForcePacks(
   onParagraph?: (done: number, total: number) => void,
 ): Promise<TeacherForced> {
   // A folder runs its model.onnx; a loaded pack runs the variant it was loaded with (e.g. model_q4.onnx).
-  const slmPack = typeof slmSource === 'string' ? loadModelPack(slmSource) : slmSource;
-  const llmPack = typeof llmSource === 'string' ? loadModelPack(llmSource) : llmSource;
-  checkSameVocabulary(slmPack, llmPack);
-  const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
-  const slm = await DecoderModel.load(slmPack);
+  const edgePack = typeof slmSource === 'string' ? loadModelPack(slmSource) : slmSource;
+  const cloudPack = typeof llmSource === 'string' ? loadModelPack(llmSource) : llmSource;
+  checkSameVocabulary(edgePack, cloudPack);
+  const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
+  const edgeModel = await DecoderModel.load(edgePack);
   try {
-    const llm = await DecoderModel.load(llmPack);
+    const cloudModel = await DecoderModel.load(cloudPack);
     try {
-      return await teacherForce({ slm, llm, tokenizer, paragraphs, onParagraph });
+      return await teacherForce({ edgeModel, cloudModel, tokenizer, paragraphs, onParagraph });
     } finally {
-      await llm.release();
+      await cloudModel.release();
     }
   } finally {
-    await slm.release();
+    await edgeModel.release();
   }
 }

@@ -43,8 +43,8 @@ const DEMO_ROUTER = { ...DEMO_ROUTER_TRAINING, trainFraction: 0.8, seed: 0, hidd
  */
 export function demoRouterOptions(paths: DemoPaths): TrainRouterOptions {
   return {
-    slm: paths.edgePack,
-    llm: paths.cloudPack,
+    edgeModel: paths.edgePack,
+    cloudModel: paths.cloudPack,
     text: paths.tinyStories,
     out: paths.routerPack,
     ...DEMO_ROUTER,

@@ -66,8 +66,8 @@ function featuresFlag(raw: string | undefined): FeatureGroup[] {
 
 async function trainCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, {
-    slm: { type: 'string' },
-    llm: { type: 'string' },
+    edgeModel: { type: 'string' },
+    cloudModel: { type: 'string' },
     'slm-file': { type: 'string' },
     'llm-file': { type: 'string' },
     text: { type: 'string' },
@@ -87,10 +87,10 @@ async function trainCommand(args: string[]): Promise<void> {
   });
   const report = await trainRouter(
     {
-      slm: requireFlag(values, 'slm'),
-      llm: requireFlag(values, 'llm'),
-      slmFile: values['slm-file'],
-      llmFile: values['llm-file'],
+      edgeModel: requireFlag(values, 'slm'),
+      cloudModel: requireFlag(values, 'llm'),
+      edgeModelFile: values['slm-file'],
+      cloudModelFile: values['llm-file'],
       text: requireFlag(values, 'text'),
       out: requireFlag(values, 'out'),
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
@@ -115,8 +115,8 @@ async function trainCommand(args: string[]): Promise<void> {
 async function evalCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, {
     router: { type: 'string' },
-    slm: { type: 'string' },
-    llm: { type: 'string' },
+    edgeModel: { type: 'string' },
+    cloudModel: { type: 'string' },
     'slm-file': { type: 'string' },
     'llm-file': { type: 'string' },
     text: { type: 'string' },
@@ -126,10 +126,10 @@ async function evalCommand(args: string[]): Promise<void> {
   const curve = await evaluateRouter(
     {
       router: requireFlag(values, 'router'),
-      slm: values.slm,
-      llm: values.llm,
-      slmFile: values['slm-file'],
-      llmFile: values['llm-file'],
+      edgeModel: values.edgeModel,
+      cloudModel: values.cloudModel,
+      edgeModelFile: values['slm-file'],
+      cloudModelFile: values['llm-file'],
       text: requireFlag(values, 'text'),
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
       thresholds: DEFAULT_THRESHOLDS,

@@ -16,11 +16,11 @@ import type { ProgressReporter } from '../lab/progress.ts';
 export interface EvaluateRouterOptions {
   router: string;
   /** Default: the packs router.json names (relative to the router folder). */
-  slm?: string;
-  llm?: string;
+  edgeModel?: string;
+  cloudModel?: string;
   /** The packs' ONNX files; `model.onnx` when omitted. A router trained on one variant can be evaluated on another. */
-  slmFile?: string;
-  llmFile?: string;
+  edgeModelFile?: string;
+  cloudModelFile?: string;
   text: string;
   trainFraction: number;
   thresholds?: readonly number[];
@@ -32,20 +32,20 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   }
   const root = resolve(o.router);
   const meta = readJsonFile(join(root, 'router.json')) as RouterJson;
-  const slm = o.slm ?? resolve(root, meta.slm);
-  const llm = o.llm ?? (meta.llm ? resolve(root, meta.llm) : undefined);
-  if (!llm) throw new AppError('INVALID_ARGUMENT', `${root}/router.json names no llm pack; pass --llm`);
-  const slmPack = loadModelPack(slm, o.slmFile);
-  const llmPack = loadModelPack(llm, o.llmFile);
-  if (meta.hidden_size !== slmPack.hiddenSize) {
-    throw new AppError('INVALID_ARGUMENT', `router ${root} expects hidden size ${meta.hidden_size}; ${slmPack.modelPath} has ${slmPack.hiddenSize}`);
+  const edgeModel = o.edgeModel ?? resolve(root, meta.slm);
+  const cloudModel = o.cloudModel ?? (meta.llm ? resolve(root, meta.llm) : undefined);
+  if (!cloudModel) throw new AppError('INVALID_ARGUMENT', `${root}/router.json names no cloud model pack (its "llm" key); pass --cloud-model`);
+  const edgePack = loadModelPack(edgeModel, o.edgeModelFile);
+  const cloudPack = loadModelPack(cloudModel, o.cloudModelFile);
+  if (meta.hidden_size !== edgePack.hiddenSize) {
+    throw new AppError('INVALID_ARGUMENT', `router ${root} expects hidden size ${meta.hidden_size}; ${edgePack.modelPath} has ${edgePack.hiddenSize}`);
   }
   const { heldOut } = splitByParagraph(readTextCorpus(o.text).paragraphs, o.trainFraction);
   if (heldOut.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.text}: no paragraphs after the first ${o.trainFraction}`);
   let forced: TeacherForced;
   try {
     progress?.start('teacher forcing', heldOut.length);
-    forced = await teacherForcePacks(slmPack, llmPack, heldOut, (done) => progress?.update(done));
+    forced = await teacherForcePacks(edgePack, cloudPack, heldOut, (done) => progress?.update(done));
   } finally {
     progress?.stop();
   }

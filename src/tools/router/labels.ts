@@ -41,57 +41,57 @@ export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 export const DIVERGENCE_RATIO = 0.5;
 
 export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
-  citer: 'citer-shortcut: 1 (keep) if slm top-1 correct or both wrong; 0 (route) if only llm top-1 correct',
-  divergence: `divergence: 0 (route) if p_llm(slm top-1) < ${DIVERGENCE_RATIO} * p_llm(llm top-1), else 1 (keep)`,
-  gain: 'gain (soft): target (1 - g) / 2 with g = [llm top-1 correct] - [slm top-1 correct]',
-  'cloud-gain': 'cloud-gain (soft): target (1 - g) / 2 with g = p_llm(llm top-1) - p_llm(slm top-1)',
+  citer: 'citer-shortcut: 1 (keep) if the edge top-1 is correct or both are wrong; 0 (route) if only the cloud top-1 is correct',
+  divergence: `divergence: 0 (route) if p_cloud(edge top-1) < ${DIVERGENCE_RATIO} * p_cloud(cloud top-1), else 1 (keep)`,
+  gain: 'gain (soft): target (1 - g) / 2 with g = [cloud top-1 correct] - [edge top-1 correct]',
+  'cloud-gain': 'cloud-gain (soft): target (1 - g) / 2 with g = p_cloud(cloud top-1) - p_cloud(edge top-1)',
   'mixed-gain': 'mixed-gain (soft): the mean of the gain and cloud-gain targets',
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
 export const LABEL_RULE = LABEL_RULE_TEXT.citer;
 
-export function citerLabel(slmCorrect: boolean, llmCorrect: boolean): 0 | 1 {
-  return !slmCorrect && llmCorrect ? 0 : 1;
+export function citerLabel(edgeCorrect: boolean, cloudCorrect: boolean): 0 | 1 {
+  return !edgeCorrect && cloudCorrect ? 0 : 1;
 }
 
-export function divergenceLabel(llmProbOfSlmTop1: number, llmTopProb: number): 0 | 1 {
-  return llmProbOfSlmTop1 < DIVERGENCE_RATIO * llmTopProb ? 0 : 1;
+export function divergenceLabel(cloudProbOfEdgeTop1: number, cloudTopProb: number): 0 | 1 {
+  return cloudProbOfEdgeTop1 < DIVERGENCE_RATIO * cloudTopProb ? 0 : 1;
 }
 
 /** (1 − g) / 2 for a routing gain g in [−1, 1]: 1 = surely keep, 0 = surely route, 0.5 = routing changes nothing. */
-export function gainTarget(llmProbOfSlmTop1: number, llmTopProb: number): number {
-  return (1 - (llmTopProb - llmProbOfSlmTop1)) / 2;
+export function gainTarget(cloudProbOfEdgeTop1: number, cloudTopProb: number): number {
+  return (1 - (cloudTopProb - cloudProbOfEdgeTop1)) / 2;
 }
 
-export function citerLabels(forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect'>): Uint8Array {
+export function citerLabels(forced: Pick<TeacherForced, 'count' | 'edgeCorrect' | 'cloudCorrect'>): Uint8Array {
   const labels = new Uint8Array(forced.count);
-  for (let i = 0; i < forced.count; i++) labels[i] = citerLabel(forced.slmCorrect[i] === 1, forced.llmCorrect[i] === 1);
+  for (let i = 0; i < forced.count; i++) labels[i] = citerLabel(forced.edgeCorrect[i] === 1, forced.cloudCorrect[i] === 1);
   return labels;
 }
 
-export function divergenceLabels(forced: Pick<TeacherForced, 'count' | 'llmProbOfSlmTop1' | 'llmTopProb'>): Uint8Array {
+export function divergenceLabels(forced: Pick<TeacherForced, 'count' | 'cloudProbOfEdgeTop1' | 'cloudTopProb'>): Uint8Array {
   const labels = new Uint8Array(forced.count);
-  for (let i = 0; i < forced.count; i++) labels[i] = divergenceLabel(forced.llmProbOfSlmTop1[i]!, forced.llmTopProb[i]!);
+  for (let i = 0; i < forced.count; i++) labels[i] = divergenceLabel(forced.cloudProbOfEdgeTop1[i]!, forced.cloudTopProb[i]!);
   return labels;
 }
 
 /** Gain targets on human text: correctness stands in for the probabilities (a right top-1 has probability 1). */
-export function textGainTargets(forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect'>): Float32Array {
+export function textGainTargets(forced: Pick<TeacherForced, 'count' | 'edgeCorrect' | 'cloudCorrect'>): Float32Array {
   const targets = new Float32Array(forced.count);
-  for (let i = 0; i < forced.count; i++) targets[i] = gainTarget(forced.slmCorrect[i]!, forced.llmCorrect[i]!);
+  for (let i = 0; i < forced.count; i++) targets[i] = gainTarget(forced.edgeCorrect[i]!, forced.cloudCorrect[i]!);
   return targets;
 }
 
 /** Gain targets against the cloud's distribution (text or rollouts alike). */
-export function cloudGainTargets(forced: Pick<TeacherForced, 'count' | 'llmProbOfSlmTop1' | 'llmTopProb'>): Float32Array {
+export function cloudGainTargets(forced: Pick<TeacherForced, 'count' | 'cloudProbOfEdgeTop1' | 'cloudTopProb'>): Float32Array {
   const targets = new Float32Array(forced.count);
-  for (let i = 0; i < forced.count; i++) targets[i] = gainTarget(forced.llmProbOfSlmTop1[i]!, forced.llmTopProb[i]!);
+  for (let i = 0; i < forced.count; i++) targets[i] = gainTarget(forced.cloudProbOfEdgeTop1[i]!, forced.cloudTopProb[i]!);
   return targets;
 }
 
 /** The mean of the text's and the cloud's gain targets (human text only: it needs the true next token). */
-export function mixedGainTargets(forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect' | 'llmProbOfSlmTop1' | 'llmTopProb'>): Float32Array {
+export function mixedGainTargets(forced: Pick<TeacherForced, 'count' | 'edgeCorrect' | 'cloudCorrect' | 'cloudProbOfEdgeTop1' | 'cloudTopProb'>): Float32Array {
   const text = textGainTargets(forced);
   const cloud = cloudGainTargets(forced);
   return text.map((t, i) => (t + cloud[i]!) / 2);

@@ -5,7 +5,7 @@
  * becomes a record in the states the system itself reaches (loops included), labelled by the cloud.
  *
  * @example
- * const round = await collectTrajectories({ slm, llm, tokenizer, router, prompts, thresholds: [0.3, 0.5], maxNewTokens: 48, seed: 0 });
+ * const round = await collectTrajectories({ edgeModel, cloudModel, tokenizer, router, prompts, thresholds: [0.3, 0.5], maxNewTokens: 48, seed: 0 });
  */
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
@@ -16,8 +16,8 @@ import { InProcessCloud } from '../lab/in-process-cloud.ts';
 import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';
 
 export interface RolloutOptions {
-  slm: DecoderModel;
-  llm: DecoderModel;
+  edgeModel: DecoderModel;
+  cloudModel: DecoderModel;
   tokenizer: TextTokenizer;
   router: Router;
   prompts: readonly string[];
@@ -38,9 +38,9 @@ export interface Rollouts {
 }
 
 export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> {
-  const cloud = new InProcessCloud(o.llm, { record: false, tokenVocabSize: o.tokenizer.vocabSize, tokenizer: o.tokenizer });
-  const edge = { slm: o.slm, tokenizer: o.tokenizer, cloud };
-  const records = new ForcedRecords(o.slm, o.llm);
+  const cloud = new InProcessCloud(o.cloudModel, { record: false, tokenVocabSize: o.tokenizer.vocabSize, tokenizer: o.tokenizer });
+  const edge = { edgeModel: o.edgeModel, tokenizer: o.tokenizer, cloud };
+  const records = new ForcedRecords(o.edgeModel, o.cloudModel);
   const greedyIds: number[][] = [];
   let tokens = 0;
   let routed = 0;

@@ -19,7 +19,7 @@ export interface RandomRouterOptions {
   hiddenUnits: number;
   seed: number;
   /** Recorded in router.json as the edge pack it is meant for. */
-  slm: string;
+  edgeModel: string;
 }
 
 export function randomRouterSource(o: RandomRouterOptions): Record<string, unknown> {
@@ -38,7 +38,7 @@ export async function writeRandomRouterPack(out: string, o: RandomRouterOptions)
   };
   await writeRouterPack(out, {
     weights,
-    meta: { hidden_size: o.hiddenSize, slm: o.slm, default_threshold: 0.5, features: [...FEATURE_GROUPS], training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed } },
+    meta: { hidden_size: o.hiddenSize, slm: o.edgeModel, default_threshold: 0.5, features: [...FEATURE_GROUPS], training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed } },
     source: randomRouterSource(o),
   });
 }

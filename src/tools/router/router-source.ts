@@ -29,8 +29,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
   return {
     tool: 'router-train',
     trainerVersion: TRAINER_VERSION,
-    slmSha256: await packSha256(loadModelPack(o.slm, o.slmFile)),
-    llmSha256: await packSha256(loadModelPack(o.llm, o.llmFile)),
+    slmSha256: await packSha256(loadModelPack(o.edgeModel, o.edgeModelFile)),
+    llmSha256: await packSha256(loadModelPack(o.cloudModel, o.cloudModelFile)),
     textSha256: readTextCorpus(o.text).sha256,
     trainFraction: o.trainFraction,
     seed: o.seed,

@@ -24,16 +24,16 @@ export interface RoutingCurve {
 export const DEFAULT_THRESHOLDS = Array.from({ length: 11 }, (_, i) => i / 10);
 
 export function routingCurve(
-  forced: Pick<TeacherForced, 'count' | 'slmCorrect' | 'llmCorrect'>,
+  forced: Pick<TeacherForced, 'count' | 'edgeCorrect' | 'cloudCorrect'>,
   scores: ArrayLike<number>,
   thresholds: readonly number[] = DEFAULT_THRESHOLDS,
 ): RoutingCurve {
   const n = forced.count;
-  let slm = 0;
-  let llm = 0;
+  let edgeRight = 0;
+  let cloudRight = 0;
   for (let i = 0; i < n; i++) {
-    slm += forced.slmCorrect[i]!;
-    llm += forced.llmCorrect[i]!;
+    edgeRight += forced.edgeCorrect[i]!;
+    cloudRight += forced.cloudCorrect[i]!;
   }
   const points = thresholds.map((threshold) => {
     let routed = 0;
@@ -41,11 +41,11 @@ export function routingCurve(
     for (let i = 0; i < n; i++) {
       const route = scores[i]! < threshold;
       if (route) routed++;
-      correct += route ? forced.llmCorrect[i]! : forced.slmCorrect[i]!;
+      correct += route ? forced.cloudCorrect[i]! : forced.edgeCorrect[i]!;
     }
     return { threshold, routedRatio: routed / n, accuracy: correct / n };
   });
-  return { positions: n, smallOnlyAccuracy: slm / n, largeOnlyAccuracy: llm / n, points };
+  return { positions: n, smallOnlyAccuracy: edgeRight / n, largeOnlyAccuracy: cloudRight / n, points };
 }
 
 export function formatRoutingCurve(curve: RoutingCurve): string {

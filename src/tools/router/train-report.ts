@@ -53,15 +53,15 @@ export interface TrainRouterReport {
 export function routerMeta(
   o: TrainRouterOptions,
   report: TrainRouterReport,
-  packs: { slmDir: string; llmDir: string; hiddenSize: number; corpus: TextCorpus; rolloutRule: RolloutLabelRule },
+  packs: { edgeModelDir: string; cloudModelDir: string; hiddenSize: number; corpus: TextCorpus; rolloutRule: RolloutLabelRule },
 ): RouterJson {
   const { corpus, rolloutRule } = packs;
   const { defaultThreshold, rounds } = report;
   return {
 
     hidden_size: packs.hiddenSize,
-    slm: relative(resolve(o.out), packs.slmDir),
-    llm: relative(resolve(o.out), packs.llmDir),
+    slm: relative(resolve(o.out), packs.edgeModelDir),
+    llm: relative(resolve(o.out), packs.cloudModelDir),
     default_threshold: defaultThreshold,
     features: [...o.features],
     training: {

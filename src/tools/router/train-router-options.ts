@@ -3,7 +3,7 @@
  * their validation, so that bad input fails before anything is loaded or written.
  *
  * @example
- * validateTrainOptions({ ...DEMO_ROUTER_TRAINING, slm, llm, text, out, trainFraction: 0.8, seed: 0, hiddenUnits: 64 });
+ * validateTrainOptions({ ...DEMO_ROUTER_TRAINING, edgeModel, cloudModel, text, out, trainFraction: 0.8, seed: 0, hiddenUnits: 64 });
  */
 import { resolve } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
@@ -72,11 +72,11 @@ export const ROLLOUT_SHARES = [0.1, 0.3, 0.5] as const;
 export const ROLLOUT_PREFIX_TOKENS = 16;
 
 export interface TrainRouterOptions {
-  slm: string;
-  llm: string;
+  edgeModel: string;
+  cloudModel: string;
   /** The packs' ONNX files (hub folders hold several variants); `model.onnx` when omitted. */
-  slmFile?: string;
-  llmFile?: string;
+  edgeModelFile?: string;
+  cloudModelFile?: string;
   text: string;
   out: string;
   /** The first fraction of the paragraphs (by order) is trained on; the rest is held out. */
@@ -128,7 +128,7 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }
-  for (const pack of [o.slm, o.llm]) {
+  for (const pack of [o.edgeModel, o.cloudModel]) {
     if (resolve(pack) === resolve(o.out)) bad(`--out ${o.out} would replace the model pack ${pack}`);
   }
 }

@@ -7,7 +7,7 @@
  * train-router-options.ts, the pack's recorded source in router-source.ts, its figures in train-report.ts.
  *
  * @example
- * const report = await trainRouter({ slm: 'models/stories260k-3l', llm: 'models/stories260k',
+ * const report = await trainRouter({ edgeModel: 'models/stories260k-3l', cloudModel: 'models/stories260k',
  *   text: 'stories.txt', out: 'models/router', trainFraction: 0.8, seed: 0, maxEpochs: 30, hiddenUnits: 64,
  *   labels: 'citer', features: ['hidden', 'logit_stats', 'repetition'], rounds: 2, rolloutPrompts: 64, rolloutTokens: 48 });
  */
@@ -102,9 +102,9 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const started = performance.now();
   validateTrainOptions(o);
   const corpus = readTextCorpus(o.text);
-  const slmPack = loadModelPack(o.slm, o.slmFile);
-  const llmPack = loadModelPack(o.llm, o.llmFile);
-  checkSameVocabulary(slmPack, llmPack);
+  const edgePack = loadModelPack(o.edgeModel, o.edgeModelFile);
+  const cloudPack = loadModelPack(o.cloudModel, o.cloudModelFile);
+  checkSameVocabulary(edgePack, cloudPack);
   const { train, heldOut } = splitByParagraph(corpus.paragraphs, o.trainFraction);
   if (train.length < 2) {
     throw new AppError('INVALID_ARGUMENT', `${o.text}: ${corpus.paragraphs.length} paragraph(s); training needs at least 2 in its first ${o.trainFraction} (blank-line separated)`);
@@ -113,17 +113,17 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const rolloutRule = o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS;
   const validation = validationParagraphs(train.length, o.seed);
 
-  const tokenizer = await TextTokenizer.fromPack(slmPack.dir);
-  const slm = await DecoderModel.load(slmPack);
-  const llm = await DecoderModel.load(llmPack).catch(async (e) => {
-    await slm.release();
+  const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
+  const edgeModel = await DecoderModel.load(edgePack);
+  const cloudModel = await DecoderModel.load(cloudPack).catch(async (e) => {
+    await edgeModel.release();
     throw e;
   });
   try {
     let forced: TeacherForced;
     try {
       progress?.start('teacher forcing', train.length);
-      forced = await teacherForce({ slm, llm, tokenizer, paragraphs: train, onParagraph: (done) => progress?.update(done) });
+      forced = await teacherForce({ edgeModel, cloudModel, tokenizer, paragraphs: train, onParagraph: (done) => progress?.update(done) });
     } finally {
       progress?.stop();
     }
@@ -153,7 +153,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
             maxEpochs: o.maxEpochs,
             learningRate: o.learningRate ?? DEFAULT_ROUTER_LEARNING_RATE,
             initial: initial?.[k],
-            ...(readsToken(o.features) ? { tokenVocabSize: slmPack.vocabSize } : {}),
+            ...(readsToken(o.features) ? { tokenVocabSize: edgePack.vocabSize } : {}),
             onEpoch: (e) => progress?.update(e.epoch, `val loss ${e.validationLoss.toFixed(4)}`),
           });
         } finally {
@@ -194,8 +194,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       throw new AppError('INVALID_ARGUMENT', `${o.text}: the validation paragraphs have only one label class; give more text`);
     }
     rounds.push(figures(0, result, 0));
-    const trainPrompts = continuationPrompts({ slm, tokenizer }, train.filter((_, p) => !validation.has(p)), Infinity, ROLLOUT_PREFIX_TOKENS);
-    const validationPrompts = continuationPrompts({ slm, tokenizer }, train.filter((_, p) => validation.has(p)), Infinity, ROLLOUT_PREFIX_TOKENS);
+    const trainPrompts = continuationPrompts({ edgeModel, tokenizer }, train.filter((_, p) => !validation.has(p)), Infinity, ROLLOUT_PREFIX_TOKENS);
+    const validationPrompts = continuationPrompts({ edgeModel, tokenizer }, train.filter((_, p) => validation.has(p)), Infinity, ROLLOUT_PREFIX_TOKENS);
     const validationPerRound = Math.max(1, Math.ceil(o.rolloutPrompts * VALIDATION_FRACTION));
     for (let round = 1; round <= o.rounds && trainPrompts.length > 0; round++) {
       const router = new MlpRouter(result.weights, o.features);
@@ -207,7 +207,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         progress?.start(phase, prompts.length);
         try {
           return await collectTrajectories({
-            slm, llm, tokenizer, router, prompts, thresholds,
+            edgeModel, cloudModel, tokenizer, router, prompts, thresholds,
             maxNewTokens: o.rolloutTokens,
             seed: o.seed + round * 100_003,
             onPrompt: (done) => progress?.update(done),
@@ -257,12 +257,12 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       rounds,
       seconds: 0,
     };
-    const meta = routerMeta(o, report, { slmDir: slmPack.dir, llmDir: llmPack.dir, hiddenSize: forced.hiddenSize, corpus, rolloutRule });
+    const meta = routerMeta(o, report, { edgeModelDir: edgePack.dir, cloudModelDir: cloudPack.dir, hiddenSize: forced.hiddenSize, corpus, rolloutRule });
     await writeRouterPack(o.out, { weights: result.weights, meta, source });
     report.seconds = (performance.now() - started) / 1000;
     return report;
   } finally {
-    await llm.release();
-    await slm.release();
+    await cloudModel.release();
+    await edgeModel.release();
   }
 }

@@ -34,8 +34,8 @@ type Run = ReturnType<EdgeRuntime['start']>;
 
 export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOptions): Hono {
   const api = new Hono();
-  const { slm, tokenizer } = runtime.engine;
-  const modelId = basename(slm.pack.dir);
+  const { edgeModel, tokenizer } = runtime.engine;
+  const modelId = basename(edgeModel.pack.dir);
   const created = Math.floor(Date.now() / 1000);
   // Parsed once; a template the engine cannot read costs the chat endpoint only, not the edge.
   let chatTemplate: ChatTemplate | undefined;
@@ -54,7 +54,7 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
   api.use('*', accessTokenGuard(options.accessToken));
   api.use('*', bodyLimit({ maxSize: options.maxBodyBytes, onError: (c) => c.json(bodyTooLarge(options.maxBodyBytes), 413) }));
 
-  const model = { id: modelId, object: 'model', created, owned_by: 'edge', max_model_len: slm.pack.maxPositions };
+  const model = { id: modelId, object: 'model', created, owned_by: 'edge', max_model_len: edgeModel.pack.maxPositions };
   api.get('/models', (c) => c.json({ object: 'list', data: [model] }));
   api.get('/models/:id', (c) => {
     checkModel(c.req.param('id'));
