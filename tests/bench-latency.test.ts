@@ -197,7 +197,7 @@ test('bench latency: bad flags are usage errors', () => {
     [['--speculate', 'on,maybe'], 'error: --speculate must be off, on or off,on, got "on,maybe"'],
     [['--speculate', 'on,on'], 'error: --speculate must be off, on or off,on, got "on,on"'],
     [['--cloud', 'nowhere'], 'error: --cloud must be HOST:PORT'],
-    [['--cloud', 'h:1', '--llm', 'x'], 'error: --cloud (a running shim) and --llm'],
+    [['--cloud', 'h:1', '--cloud-model', 'x'], 'error: --cloud (a running shim) and --cloud-model'],
     [['--cloud-token', 't'], 'error: --cloud-token is for a running shim: it needs --cloud HOST:PORT'],
     [['--cloud', 'h:1', '--cloud-tls-cert', 'c.pem'], 'error: mutual TLS needs both --cloud-tls-cert and --cloud-tls-key'],
     [['--edge-cpus', '0'], 'error: --edge-cpus and --shim-cpus go together'],

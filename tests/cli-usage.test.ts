@@ -70,7 +70,7 @@ describe('a port that is already taken', () => {
 
   test('the edge names its HTTP port, and its gRPC port, the same way', async () => {
     const demo = await ensureDemoPacks();
-    const base = ['src/edge/main.ts', '--cloud', 'none', '--slm', demo.edgePack, '--router', demo.routerPack, '--log-level', 'error'];
+    const base = ['src/edge/main.ts', '--cloud', 'none', '--edge-model', demo.edgePack, '--router', demo.routerPack, '--log-level', 'error'];
     const http = await run([...base, '--port', String(port), '--grpc-port', 'off']);
     expect(http.code).toBe(1);
     expect(http.stderr.trim()).toBe(
@@ -89,7 +89,7 @@ describe('client --json', () => {
   beforeAll(async () => {
     const demo = await ensureDemoPacks();
     const flags = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--cloud', 'none', '--log-level', 'error'];
-    edge = await startEdge(parseEdgeConfig([...flags, '--slm', demo.edgePack, '--router', demo.routerPack], {}));
+    edge = await startEdge(parseEdgeConfig([...flags, '--edge-model', demo.edgePack, '--router', demo.routerPack], {}));
   }, 60_000);
   afterAll(() => edge?.stop());
 

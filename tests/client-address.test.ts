@@ -23,7 +23,7 @@ describe('bun run client without --address', () => {
   beforeAll(async () => {
     const demo = await ensureDemoPacks();
     const flags = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--cloud', 'none', '--log-level', 'error'];
-    edge = await startEdge(parseEdgeConfig([...flags, '--slm', demo.edgePack, '--router', demo.routerPack], {}));
+    edge = await startEdge(parseEdgeConfig([...flags, '--edge-model', demo.edgePack, '--router', demo.routerPack], {}));
   }, 60_000);
   afterAll(() => edge?.stop());
 

@@ -163,7 +163,7 @@ describe('a shim killed and started again on the same port', () => {
     const demo = await ensureDemoPacks();
     const port = await freePort();
     let shim = await ShimProcess.start(port, demo.cloudPack);
-    const flags = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--log-level', 'error', '--slm', demo.edgePack, '--router', demo.routerPack];
+    const flags = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--log-level', 'error', '--edge-model', demo.edgePack, '--router', demo.routerPack];
     const edge = await startEdge(parseEdgeConfig([...flags, '--cloud', `127.0.0.1:${port}`], {}));
     const cloudState = async () => ((await (await fetch(`${edge.url}readyz`)).json()) as { cloud: string }).cloud;
     const headerState = async () => /cloud: ([a-z-]+)/.exec(await (await fetch(`${edge.url}fragments/cloud-state`)).text())?.[1];

@@ -36,7 +36,7 @@ async function withEdge<T>(flags: string[], fn: (edge: RunningEdge) => Promise<T
   const config = parseEdgeConfig(
     [
       ...['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--log-level', 'error'],
-      ...['--slm', demo.edgePack, '--router', demo.routerPack, '--cloud', `localhost:${shim.port}`],
+      ...['--edge-model', demo.edgePack, '--router', demo.routerPack, '--cloud', `localhost:${shim.port}`],
       ...['--cloud-tls-ca', certs.caCert, '--cloud-tls-cert', certs.clientCert, '--cloud-tls-key', certs.clientKey],
       ...flags,
     ],

@@ -58,7 +58,7 @@ async function generate(url: string): Promise<string[]> {
 
 async function startTestEdgeServer(flags: string[]): Promise<RunningEdge> {
   const demo = await ensureDemoPacks();
-  const base = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--log-level', 'error', '--slm', demo.edgePack, '--router', demo.routerPack];
+  const base = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--log-level', 'error', '--edge-model', demo.edgePack, '--router', demo.routerPack];
   return startEdge(parseEdgeConfig([...base, '--idle-timeout', String(IDLE_S), ...flags], {}));
 }
 

@@ -289,12 +289,12 @@ test('float16 bits decode exactly', () => {
 });
 
 test('the variant is a setting of the edge, the shim and bun run eval; a path is refused', () => {
-  expect(parseEvalOptions(['--dataset', 'x.txt', '--slm-file', 'model_q4.onnx'])).toMatchObject({ edgeModelFile: 'model_q4.onnx' });
+  expect(parseEvalOptions(['--dataset', 'x.txt', '--edge-model-file', 'model_q4.onnx'])).toMatchObject({ edgeModelFile: 'model_q4.onnx' });
   expect(parseEvalOptions(['--dataset', 'x.txt']).edgeModelFile).toBeUndefined();
-  expect(parseEdgeConfig(['--slm-file', 'model_q4.onnx'], {}).edgeModelFile).toBe('model_q4.onnx');
-  expect(parseEdgeConfig([], { EDGE_SLM_FILE: 'model_fp16.onnx' }).edgeModelFile).toBe('model_fp16.onnx');
+  expect(parseEdgeConfig(['--edge-model-file', 'model_q4.onnx'], {}).edgeModelFile).toBe('model_q4.onnx');
+  expect(parseEdgeConfig([], { EDGE_EDGE_MODEL_FILE: 'model_fp16.onnx' }).edgeModelFile).toBe('model_fp16.onnx');
   expect(parseEdgeConfig([], {}).edgeModelFile).toBe('model.onnx');
-  expect(() => parseEdgeConfig(['--slm-file', '../x/model.onnx'], {})).toThrow(/--slm-file must be a \.onnx file name inside the pack folder/);
+  expect(() => parseEdgeConfig(['--edge-model-file', '../x/model.onnx'], {})).toThrow(/--edge-model-file must be a \.onnx file name inside the pack folder/);
   expect(parseShimConfig(['--model-file', 'model_quantized.onnx'], {}).modelFile).toBe('model_quantized.onnx');
   expect(() => parseShimConfig(['--model-file', 'weights.bin'], {})).toThrow(/--model-file must be a \.onnx file name/);
 });

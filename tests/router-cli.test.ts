@@ -32,15 +32,15 @@ beforeAll(async () => {
 describe('router train with bad input: one-line error, nothing written', () => {
   const text = () => DEMO.tinyStories;
   const cases: [string, () => string[], RegExp][] = [
-    ['missing edge pack', () => ['--slm', join(work, 'absent'), '--llm', DEMO.cloudPack, '--text', text()], /absent: not a model pack \(no model\.onnx\)/],
-    ['missing cloud pack', () => ['--slm', DEMO.edgePack, '--llm', join(work, 'nowhere'), '--text', text()], /nowhere: not a model pack/],
-    ['missing text file', () => ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', join(work, 'absent.txt')], /absent\.txt: cannot read text file/],
+    ['missing edge pack', () => ['--edge-model', join(work, 'absent'), '--cloud-model', DEMO.cloudPack, '--text', text()], /absent: not a model pack \(no model\.onnx\)/],
+    ['missing cloud pack', () => ['--edge-model', DEMO.edgePack, '--cloud-model', join(work, 'nowhere'), '--text', text()], /nowhere: not a model pack/],
+    ['missing text file', () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', join(work, 'absent.txt')], /absent\.txt: cannot read text file/],
     [
       'empty text file',
       () => {
         const f = join(work, 'empty.txt');
         writeFileSync(f, '\n  \n\n');
-        return ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', f];
+        return ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', f];
       },
       /empty\.txt: the text file is empty/,
     ],
@@ -49,7 +49,7 @@ describe('router train with bad input: one-line error, nothing written', () => {
       () => {
         const f = join(work, 'one.txt');
         writeFileSync(f, 'Once upon a time there was a cat.');
-        return ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', f];
+        return ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', f];
       },
       /one\.txt: 1 paragraph\(s\); training needs at least 2/,
     ],
@@ -61,7 +61,7 @@ describe('router train with bad input: one-line error, nothing written', () => {
           const [a, b] = Object.keys(vocab).slice(100, 102) as [string, string];
           [vocab[a], vocab[b]] = [vocab[b]!, vocab[a]!];
         });
-        return ['--slm', DEMO.edgePack, '--llm', other, '--text', text()];
+        return ['--edge-model', DEMO.edgePack, '--cloud-model', other, '--text', text()];
       },
       /have different tokenizers \(512 vs 512 embedding rows\)/,
     ],
@@ -71,12 +71,12 @@ describe('router train with bad input: one-line error, nothing written', () => {
         const wide = patchedEdgePack('wide', 'config.json', (json) => {
           json.hidden_size = 128;
         });
-        return ['--slm', wide, '--llm', DEMO.cloudPack, '--text', text()];
+        return ['--edge-model', wide, '--cloud-model', DEMO.cloudPack, '--text', text()];
       },
       /hidden_states has 64 values per position, config\.json says hidden_size 128/,
     ],
-    ['train fraction out of range', () => ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text(), '--train-fraction', '1.5'], /--train-fraction must be in \(0, 1\), got 1\.5/],
-    ['zero hidden units', () => ['--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text(), '--hidden-units', '0'], /--hidden-units must be an integer in \[1, 65536\], got 0/],
+    ['train fraction out of range', () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--train-fraction', '1.5'], /--train-fraction must be in \(0, 1\), got 1\.5/],
+    ['zero hidden units', () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--hidden-units', '0'], /--hidden-units must be an integer in \[1, 65536\], got 0/],
   ];
   for (const [name, args, message] of cases) {
     test(name, () => {
@@ -91,14 +91,14 @@ describe('router train with bad input: one-line error, nothing written', () => {
   }
 
   test('a missing flag is a usage error (exit 2)', () => {
-    const r = router('train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', DEMO.tinyStories);
+    const r = router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', DEMO.tinyStories);
     expect(r.code).toBe(2);
     expect(r.stderr).toStartWith('error: --out is required\n');
     expect(existsSync(out)).toBe(false);
   });
 
   test('--out may not be one of the model packs', () => {
-    const r = router('train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', DEMO.edgePack);
+    const r = router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', DEMO.edgePack);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/would replace the model pack/);
     expect(existsSync(join(DEMO.edgePack, 'model.onnx'))).toBe(true);
@@ -106,7 +106,7 @@ describe('router train with bad input: one-line error, nothing written', () => {
 });
 
 test('router train: --labels, --rollout-labels, --features and --rounds are checked (usage errors, exit 2)', () => {
-  const base = ['train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', out];
+  const base = ['train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', out];
   const cases: [string[], RegExp][] = [
     [['--labels', 'oracle'], /--labels must be one of divergence, citer, gain, cloud-gain, mixed-gain, got "oracle"/],
     [['--rollout-labels', 'citer'], /--rollout-labels must be one of divergence, cloud-gain, got "citer"/],
@@ -126,7 +126,7 @@ test('router train --labels citer --rounds 0 is the first trainer: CITER labels,
   const text = join(work, 'citer.txt');
   writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 30).join('\n\n'));
   const dir = join(work, 'citer-router');
-  const r = router('train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text, '--out', dir, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden');
+  const r = router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', dir, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden');
   expect(r.code).toBe(0);
   const meta = JSON.parse(readFileSync(join(dir, 'router.json'), 'utf8'));
   expect(meta.features).toEqual(['hidden']);
@@ -140,7 +140,7 @@ test('router train on a short text writes a loadable pack; router eval reads it 
   writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 40).join('\n\n'));
   const small = join(work, 'small-router');
   const r = router(
-    'train', '--slm', DEMO.edgePack, '--llm', DEMO.cloudPack, '--text', text, '--out', small, '--epochs', '2', '--hidden-units', '8', '--seed', '3',
+    'train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', small, '--epochs', '2', '--hidden-units', '8', '--seed', '3',
     '--rounds', '1', '--rollout-prompts', '4', '--rollout-tokens', '8', '--features', 'hidden,repetition',
   );
   expect(r.stderr).toBe(''); // no progress bar when stderr is not a terminal

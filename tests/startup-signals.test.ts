@@ -32,7 +32,7 @@ const ENTRY_POINTS: EntryPoint[] = [
     name: 'edge',
     args: async () => {
       const demo = await ensureDemoPacks();
-      return ['src/edge/main.ts', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--cloud', 'none', '--slm', demo.edgePack, '--router', demo.routerPack, '--log-level', 'debug'];
+      return ['src/edge/main.ts', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--cloud', 'none', '--edge-model', demo.edgePack, '--router', demo.routerPack, '--log-level', 'debug'];
     },
     first: '"starting"',
     serving: '"edge ready"',

@@ -171,7 +171,7 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
     // Run from the sandbox folder: the JSX files name their JSX source themselves, so no tsconfig is needed there.
     const edge = spawn(box, [
       join(PROJECT_ROOT, 'src/edge/main.ts'),
-      ...['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--slm', demo.edgePack, '--router', demo.routerPack],
+      ...['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--edge-model', demo.edgePack, '--router', demo.routerPack],
     ]);
     const [, url] = await waitForOutput(edge.stdout, /edge page: (\S+)\n/, 'the edge');
     const res = await fetch(`${url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', max_new_tokens: 4 }), headers: { 'content-type': 'application/json' } });
@@ -219,7 +219,7 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
     await Bun.write(text, 'Once upon a time, there was a little girl named Lily. She loved to play outside.\n\nOne day, a big dog came to the park. The dog was happy and ran around.\n\nThe sun was warm and the birds sang. Everyone was happy that day.\n');
     const out = await runToEnd(box, [
       join(PROJECT_ROOT, 'src/tools/router/cli.ts'),
-      ...['eval', '--router', demo.routerPack, '--slm', demo.edgePack, '--llm', demo.cloudPack, '--text', text, '--train-fraction', '0.5', '--json'],
+      ...['eval', '--router', demo.routerPack, '--edge-model', demo.edgePack, '--cloud-model', demo.cloudPack, '--text', text, '--train-fraction', '0.5', '--json'],
     ]);
     const curve = JSON.parse(out.trim().split('\n').at(-1)!) as { positions: number; points: { threshold: number }[] };
     expect(curve.positions).toBeGreaterThan(0);

@@ -59,9 +59,9 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   host: { kind: 'string', help: 'address the web page and HTTP API listen on' },
   port: { kind: 'int', min: 0, help: 'HTTP port (0 = any free port)' },
   grpcPort: { kind: 'int', min: 0, offValue: -1, help: 'port of the gRPC Generate service (0 = any free port, off = no gRPC service)' },
-  edgeModel: { kind: 'string', help: 'edge model pack folder' },
-  edgeModelFile: { kind: 'string', help: 'ONNX file of the pack to run, e.g. model_q4.onnx (a hub folder holds several variants)' },
-  router: { kind: 'string', help: "router pack folder, or 'builtin' for the small model's top-1 probability" },
+  edgeModel: { kind: 'string', oldKey: 'slm', help: 'edge model pack folder' },
+  edgeModelFile: { kind: 'string', oldKey: 'slmFile', help: 'ONNX file of the pack to run, e.g. model_q4.onnx (a hub folder holds several variants)' },
+  router: { kind: 'string', help: "router pack folder, or 'builtin' for the edge model's top-1 probability" },
   cloud: { kind: 'string', help: "cloud shim host:port, or 'none' to run the edge alone" },
   cloudToken: { kind: 'string', help: 'bearer token sent to the shim (prefer EDGE_CLOUD_TOKEN or the config file)' },
   cloudTlsCa: { kind: 'string', help: 'CA certificate (PEM) that signed the shim certificate; turns TLS on' },
@@ -69,7 +69,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   cloudTlsKey: { kind: 'string', help: 'client key (PEM) for mutual TLS' },
   cloudDeadlineMs: { kind: 'int', min: 1, help: 'deadline of one routed step; past it the edge decides alone' },
   cloudFailureThreshold: { kind: 'int', min: 1, help: 'failed cloud attempts in a row before the edge stops trying for a while (a missed deadline counts as all)' },
-  sendHiddenState: { kind: 'bool', help: 'send the small model hidden state with routed steps (it leaves the device)' },
+  sendHiddenState: { kind: 'bool', help: "send the edge model's hidden state with routed steps (it leaves the device)" },
   speculate: {
     kind: 'enum',
     values: ['auto', 'on', 'off'],
@@ -138,7 +138,7 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
   if (config.idleTimeout > 255) fail(`--idle-timeout must be ≤ 255 seconds, got ${config.idleTimeout}`);
   if (Boolean(config.cloudTlsCert) !== Boolean(config.cloudTlsKey)) fail('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
   const cloud = config.cloud === 'none' ? undefined : config.cloud;
-  if (!/^[^/\\]+\.onnx$/.test(config.edgeModelFile)) fail(`--slm-file must be a .onnx file name inside the pack folder, got ${config.edgeModelFile}`);
+  if (!/^[^/\\]+\.onnx$/.test(config.edgeModelFile)) fail(`--edge-model-file must be a .onnx file name inside the pack folder, got ${config.edgeModelFile}`);
   if (cloud !== undefined && !/^\S+:\d+$/.test(cloud)) fail(`--cloud must be host:port or 'none', got ${cloud}`);
   const executionProvider = parseExecutionProviders(config.executionProvider).join(',');
   return Object.freeze({ ...config, cloud, executionProvider, router: config.router === 'builtin' ? undefined : config.router });

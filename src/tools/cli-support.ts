@@ -26,13 +26,36 @@ export function wantsHelp(args: readonly string[]): boolean {
   return (end < 0 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
 }
 
+/**
+ * Flags renamed when the two models got one word each (the edge model and the cloud model, once `slm` and
+ * `llm`): a user's scripts keep working, since `parseFlags` reads the old name wherever the new one is declared.
+ */
+export const OLD_FLAG_NAMES: Readonly<Record<string, string>> = Object.freeze({
+  'edge-model': 'slm',
+  'edge-model-file': 'slm-file',
+  'cloud-model': 'llm',
+  'cloud-model-file': 'llm-file',
+});
+
+/** Parses `args` strictly; a renamed flag's old name (OLD_FLAG_NAMES) comes back under the new one. */
 export function parseFlags<T extends ParseArgsConfig['options']>(args: string[], options: T) {
   if (wantsHelp(args)) throw new HelpRequested();
+  const renamed = Object.entries(OLD_FLAG_NAMES).filter(([name]) => options !== undefined && name in options);
+  const withOldNames = { ...options, ...Object.fromEntries(renamed.map(([name, old]) => [old, options![name]!])) } as T;
+  let parsed;
   try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args, options: withOldNames, allowPositionals: true, strict: true });
   } catch (e) {
     throw new UsageError(errorMessage(e));
   }
+  const values = parsed.values as Record<string, unknown>;
+  for (const [name, old] of renamed) {
+    if (values[old] === undefined) continue;
+    if (values[name] !== undefined) throw new UsageError(`--${name} and --${old} (its old name) are both given`);
+    values[name] = values[old];
+    delete values[old];
+  }
+  return parsed;
 }
 
 export function requireFlag(values: Record<string, unknown>, name: string): string {

@@ -78,9 +78,9 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
     speculate: { type: 'string' },
     'conditional-steps': { type: 'string' },
     dataset: { type: 'string' },
-    edgeModel: { type: 'string' },
+    'edge-model': { type: 'string' },
     router: { type: 'string' },
-    cloudModel: { type: 'string' },
+    'cloud-model': { type: 'string' },
     cloud: { type: 'string' },
     'cloud-token': { type: 'string' },
     'cloud-tls-ca': { type: 'string' },
@@ -96,7 +96,7 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
   const maxNewTokens = integerFlag(values, 'max-new-tokens', 100, [1, 1024])!;
   const rttMs = integerFlag(values, 'rtt-ms', 170, [0, 5000])!;
   const threads = integerFlag(values, 'threads', undefined, [1, 256]);
-  if (values.cloud !== undefined && values.cloudModel !== undefined) throw new UsageError('--cloud (a running shim) and --llm (the in-process shim) exclude each other');
+  if (values.cloud !== undefined && values['cloud-model'] !== undefined) throw new UsageError('--cloud (a running shim) and --cloud-model (the in-process shim) exclude each other');
   if (values.cloud !== undefined) parseAddress(values.cloud);
   const cloudFlags = (['cloud-token', 'cloud-tls-ca', 'cloud-tls-cert', 'cloud-tls-key'] as const).filter((f) => values[f] !== undefined);
   if (cloudFlags.length && values.cloud === undefined) throw new UsageError(`--${cloudFlags[0]} is for a running shim: it needs --cloud HOST:PORT`);
@@ -114,7 +114,7 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
   const conditional = values['conditional-steps'] ?? 'on';
   if (conditional !== 'on' && conditional !== 'off') throw new UsageError(`--conditional-steps must be on or off, got ${JSON.stringify(conditional)}`);
   const router = values.router ?? DEMO.routerPack;
-  const usesDemo = values.edgeModel === undefined || (values.cloudModel === undefined && values.cloud === undefined) || values.router === undefined;
+  const usesDemo = values['edge-model'] === undefined || (values['cloud-model'] === undefined && values.cloud === undefined) || values.router === undefined;
   return {
     options: {
       dataset: values.dataset ?? DEFAULT_DATASET,
@@ -124,9 +124,9 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
       thresholds,
       speculate,
       conditionalSteps: conditional === 'on',
-      edgeModel: values.edgeModel ?? DEMO.edgePack,
+      edgeModel: values['edge-model'] ?? DEMO.edgePack,
       router: router === 'builtin' ? undefined : router,
-      cloudModel: values.cloudModel ?? DEMO.cloudPack,
+      cloudModel: values['cloud-model'] ?? DEMO.cloudPack,
       cloud: values.cloud,
       cloudToken: values['cloud-token'],
       cloudTls: tlsFiles.caFile || tlsFiles.certFile ? tlsFiles : undefined,

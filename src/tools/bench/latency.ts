@@ -32,7 +32,7 @@ import { formatLatencyTable, identicalOutputs, label, summarize, type CloudTally
 import { UniformShareRouter } from './uniform-share-router.ts';
 
 export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--speculate off,on] [--conditional-steps on|off] [--dataset FILE]
-                [--slm PACK] [--router DIR|builtin|uniform] [--llm PACK | --cloud HOST:PORT] [--threads T] [--json]
+                [--edge-model PACK] [--router DIR|builtin|uniform] [--cloud-model PACK | --cloud HOST:PORT] [--threads T] [--json]
                 [--edge-cpus LIST --shim-cpus LIST]
                 [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
       the reference paper's Table 1: small_only, joint at each τ (default 0.6,0.7,0.8,0.9) and llm_only
@@ -45,7 +45,8 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
       sent at once as a conditional step (default on);
       a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags);
       --edge-cpus/--shim-cpus: the edge on these CPUs and the shim as a separate process on those (taskset
-      lists, e.g. 0 and 1), so that the cloud model does not compute on the edge's cores`;
+      lists, e.g. 0 and 1), so that the cloud model does not compute on the edge's cores;
+      --edge-model and --cloud-model were --slm and --llm (old names, still accepted)`;
 
 /** Counts the steps of the current generation and their backend time on their way through `client`. */
 class CloudMeter {

@@ -18,10 +18,11 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
   and (at the fixed shares) by its entropy. A text file that is not the router's training text (router.json
   records its sha256) is held out as a whole; the training text is read after --from-fraction.
 
-  --slm PACK              edge model pack (default models/stories260k-distilled-1l)
-  --llm PACK              cloud model pack, run in process (default models/stories260k)
-  --slm-file F, --llm-file F
+  --edge-model PACK       edge model pack (default models/stories260k-distilled-1l) (old name: --slm)
+  --cloud-model PACK      cloud model pack, run in process (default models/stories260k) (old name: --llm)
+  --edge-model-file F, --cloud-model-file F
                           the ONNX file of a pack to run, e.g. model_q4.onnx (default model.onnx)
+                          (old names: --slm-file, --llm-file)
   --router DIR|builtin    trained router pack (default models/router-stories260k-distilled-1l); builtin = the edge
                           model's top-1 probability
   --thresholds LIST       comma-separated thresholds in [0, 1] (default 0,0.1,...,1)
@@ -92,10 +93,10 @@ function parseShares(raw: string): number[] {
 export function parseEvalOptions(args: string[]): EvalOptions {
   const { values, positionals } = parseFlags(args, {
     dataset: { type: 'string' },
-    edgeModel: { type: 'string' },
-    cloudModel: { type: 'string' },
-    'slm-file': { type: 'string' },
-    'llm-file': { type: 'string' },
+    'edge-model': { type: 'string' },
+    'cloud-model': { type: 'string' },
+    'edge-model-file': { type: 'string' },
+    'cloud-model-file': { type: 'string' },
     router: { type: 'string' },
     thresholds: { type: 'string' },
     limit: { type: 'string' },
@@ -124,10 +125,10 @@ export function parseEvalOptions(args: string[]): EvalOptions {
   const router = values.router ?? DEMO.routerPack;
   return Object.freeze({
     dataset: values.dataset,
-    edgeModel: values.edgeModel ?? DEMO.edgePack,
-    cloudModel: values.cloudModel ?? DEMO.cloudPack,
-    ...(values['slm-file'] ? { edgeModelFile: values['slm-file'] } : {}),
-    ...(values['llm-file'] ? { cloudModelFile: values['llm-file'] } : {}),
+    edgeModel: values['edge-model'] ?? DEMO.edgePack,
+    cloudModel: values['cloud-model'] ?? DEMO.cloudPack,
+    ...(values['edge-model-file'] ? { edgeModelFile: values['edge-model-file'] } : {}),
+    ...(values['cloud-model-file'] ? { cloudModelFile: values['cloud-model-file'] } : {}),
     routerPack: router === 'builtin' ? undefined : router,
     thresholds: Object.freeze(values.thresholds === undefined ? DEFAULT_THRESHOLDS : parseThresholds(values.thresholds)),
     limit: values.limit === undefined ? undefined : integerFlag(values, 'limit', 0, [1, 2 ** 31 - 1])!,

@@ -22,7 +22,7 @@ import { trainRouter } from './train-router.ts';
 
 const USAGE = `usage: bun run router <command> [flags]
 
-  train --slm PACK --llm PACK --text FILE --out DIR [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
+  train --edge-model PACK --cloud-model PACK --text FILE --out DIR [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
@@ -36,10 +36,13 @@ const USAGE = `usage: bun run router <command> [flags]
       trajectories against the cloud (--rollout-labels, divergence by default), add them to the data and
       retrain (--rounds 0: teacher forcing only); --members MLPs of --hidden-units each, with seeds seed,
       seed+1, …, are trained side by side and their logits averaged (one wider MLP in router.onnx);
-      --slm-file / --llm-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
-  eval --router DIR --text FILE [--slm PACK] [--llm PACK] [--slm-file F] [--llm-file F] [--train-fraction 0.8] [--json]
+      --edge-model-file / --cloud-model-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
+  eval --router DIR --text FILE [--edge-model PACK] [--cloud-model PACK] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
-      (the packs default to the ones router.json names)`;
+      (the packs default to the ones router.json names)
+
+  --edge-model, --cloud-model, --edge-model-file and --cloud-model-file were --slm, --llm, --slm-file and
+  --llm-file (old names, still accepted)`;
 
 function labelRuleFlag(raw: string | undefined): LabelRule {
   if (raw === undefined) return DEFAULT_LABELS;
@@ -66,10 +69,10 @@ function featuresFlag(raw: string | undefined): FeatureGroup[] {
 
 async function trainCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, {
-    edgeModel: { type: 'string' },
-    cloudModel: { type: 'string' },
-    'slm-file': { type: 'string' },
-    'llm-file': { type: 'string' },
+    'edge-model': { type: 'string' },
+    'cloud-model': { type: 'string' },
+    'edge-model-file': { type: 'string' },
+    'cloud-model-file': { type: 'string' },
     text: { type: 'string' },
     out: { type: 'string' },
     'train-fraction': { type: 'string' },
@@ -87,10 +90,10 @@ async function trainCommand(args: string[]): Promise<void> {
   });
   const report = await trainRouter(
     {
-      edgeModel: requireFlag(values, 'slm'),
-      cloudModel: requireFlag(values, 'llm'),
-      edgeModelFile: values['slm-file'],
-      cloudModelFile: values['llm-file'],
+      edgeModel: requireFlag(values, 'edge-model'),
+      cloudModel: requireFlag(values, 'cloud-model'),
+      edgeModelFile: values['edge-model-file'],
+      cloudModelFile: values['cloud-model-file'],
       text: requireFlag(values, 'text'),
       out: requireFlag(values, 'out'),
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
@@ -115,10 +118,10 @@ async function trainCommand(args: string[]): Promise<void> {
 async function evalCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, {
     router: { type: 'string' },
-    edgeModel: { type: 'string' },
-    cloudModel: { type: 'string' },
-    'slm-file': { type: 'string' },
-    'llm-file': { type: 'string' },
+    'edge-model': { type: 'string' },
+    'cloud-model': { type: 'string' },
+    'edge-model-file': { type: 'string' },
+    'cloud-model-file': { type: 'string' },
     text: { type: 'string' },
     'train-fraction': { type: 'string' },
     json: { type: 'boolean' },
@@ -126,10 +129,10 @@ async function evalCommand(args: string[]): Promise<void> {
   const curve = await evaluateRouter(
     {
       router: requireFlag(values, 'router'),
-      edgeModel: values.edgeModel,
-      cloudModel: values.cloudModel,
-      edgeModelFile: values['slm-file'],
-      cloudModelFile: values['llm-file'],
+      edgeModel: values['edge-model'],
+      cloudModel: values['cloud-model'],
+      edgeModelFile: values['edge-model-file'],
+      cloudModelFile: values['cloud-model-file'],
       text: requireFlag(values, 'text'),
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
       thresholds: DEFAULT_THRESHOLDS,
