@@ -227,7 +227,7 @@ describe('errors', () => {
     }
   });
 
-  test('the SLM hidden state is accepted when it fits', async () => {
+  test('the edge model\'s hidden state (slm_hidden_state) is accepted when it fits', async () => {
     await withClient(async (client) => {
       const session = client.openConversation({ requestId: 'hidden' });
       const edge = new EdgeContext([1]);

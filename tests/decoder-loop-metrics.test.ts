@@ -75,7 +75,7 @@ describe('final metrics', () => {
     expect(m.tbtP50Ms).toBeLessThanOrEqual(m.tbtP95Ms);
   });
 
-  test('cloud waiting is counted as communication + LLM time, never as the edge time between tokens', async () => {
+  test('cloud waiting is counted as communication + cloud model time, never as the edge time between tokens', async () => {
     const delayMs = 150;
     const { tokens, done } = await run({ mode: 'joint', threshold: 0.6, maxNewTokens: 12 }, engine({ cloud: delayedCloud(delayMs) }));
     const m = done.metrics;

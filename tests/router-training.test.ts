@@ -123,7 +123,7 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
     expect(curve.points.at(-1)!.accuracy).toBe(curve.largeOnlyAccuracy);
   });
 
-  test('routed ratio rises with τ; accuracy rises from small-only to large-only', () => {
+  test('routed ratio rises with τ; accuracy rises from edge-only to cloud-only', () => {
     expect(curve.positions).toBe(heldOut.count);
     expect(curve.largeOnlyAccuracy).toBeGreaterThan(curve.smallOnlyAccuracy);
     const { points } = curve;

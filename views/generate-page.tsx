@@ -50,10 +50,10 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
             <input type="radio" name="mode" value="joint" checked /> joint
           </label>
           <label>
-            <input type="radio" name="mode" value="small_only" /> small_only
+            <input type="radio" name="mode" value="small_only" /> small_only <small class="legend">edge model alone</small>
           </label>
           <label>
-            <input type="radio" name="mode" value="llm_only" /> llm_only
+            <input type="radio" name="mode" value="llm_only" /> llm_only <small class="legend">cloud model alone</small>
           </label>
         </fieldset>
       )}

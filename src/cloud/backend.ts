@@ -1,5 +1,5 @@
 /**
- * What every LLM backend offers the shim: sessions whose `step` takes the whole context (the backend
+ * What every cloud model backend offers the shim: sessions whose `step` takes the whole context (the backend
  * decides what it can reuse: the embedded model its KV cache, SGLang its radix cache) and returns the
  * next span of tokens with their log-probabilities.
  */

@@ -14,7 +14,7 @@ export interface GenerationMetrics {
   routedRatio: number;
   /** Request start → first token event. */
   ttftMs: number;
-  /** Edge-side time between tokens (SLM step + router + sampling; cloud waiting excluded). */
+  /** Edge-side time between tokens (edge model step + router + sampling; cloud waiting excluded). */
   tbtMeanMs: number;
   tbtP50Ms: number;
   tbtP95Ms: number;

@@ -29,7 +29,7 @@ import { readsToken } from './router-features.ts';
 export interface EdgeEngineSources {
   /** The edge model pack's folder, or a pack the caller loaded (and checked) itself. */
   edgeModel: string | ModelPack;
-  /** The pack's ONNX file when `slm` is a folder (hub folders hold several variants); `model.onnx` when omitted. */
+  /** The pack's ONNX file when `edgeModel` is a folder (hub folders hold several variants); `model.onnx` when omitted. */
   edgeModelFile?: string;
   /** onnxruntime's intra-op threads for the edge model; its own default when omitted or 0. */
   threads?: number;

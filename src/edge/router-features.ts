@@ -7,7 +7,7 @@
  *   between the top-1 and top-2 probabilities. A wrong token is often a flat distribution.
  * - `repetition`: whether the edge's proposed token (its top-1) repeats the previous token, completes a
  *   bigram or a trigram seen earlier in the recent window, whether the two previous tokens are
- *   identical, and the share of distinct ids among the last 16. A small model in a loop ("of of of")
+ *   identical, and the share of distinct ids among the last 16. An edge model in a loop ("of of of")
  *   is confident and its hidden state looks ordinary; these say "loop" directly.
  * - `previous_hidden`: the edge's hidden state at the position before (zeros at the first). A cloud with
  *   more layers reads every earlier position through attention; the step just before is the one that

@@ -9,7 +9,7 @@
  * embedded backend with the demo cloud pack, or `--cloud` for a shim elsewhere), over a loopback TCP
  * proxy that delays every chunk by RTT/2 in each direction. Each routed step therefore costs at least one
  * injected round trip, and the "predicted" column (cloud calls × RTT + the backend compute the shim
- * reports) shows how much of the measured comm + LLM time that accounts for; the residual per call is
+ * reports) shows how much of the measured comm + cloud model time that accounts for; the residual per call is
  * the rest (gRPC framing, the shim, the proxy's timer granularity).
  */
 import { shimConfig } from '../../cloud/config.ts';

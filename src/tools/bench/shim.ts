@@ -182,8 +182,8 @@ export function formatShimBench(r: ShimBenchResult): string {
     ['round trip p50 (one-token step)', `${r.round_trip_ms_p50.toFixed(3)} ms`, ''],
     ['wire bytes per routed step', `${r.wire_bytes_per_step} B`, `≤ 64 B   ${mark(r.targets.wire_bytes_per_step)}`],
     ['  with an 896-float hidden state', `${r.wire_bytes_per_step_with_hidden} B`, ''],
-    ['LLM step, context 50 (embedded)', `${r.llm_step_ms_ctx50.toFixed(3)} ms`, ''],
-    ['LLM step, context 400 (embedded)', `${r.llm_step_ms_ctx400.toFixed(3)} ms`, ''],
+    ['cloud model step, context 50 (embedded)', `${r.llm_step_ms_ctx50.toFixed(3)} ms`, ''],
+    ['cloud model step, context 400 (embedded)', `${r.llm_step_ms_ctx400.toFixed(3)} ms`, ''],
     ['KV reuse ratio (ctx400 / ctx50)', r.kv_reuse_ratio.toFixed(3), `≤ 1.5    ${mark(r.targets.kv_reuse_ratio)}`],
     ['re-prefill of 400 tokens (no reuse)', `${r.reprefill_ms_ctx400.toFixed(3)} ms`, ''],
   ];

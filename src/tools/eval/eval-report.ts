@@ -87,7 +87,7 @@ function textMarkdown(r: TextEvalResult): string {
     .filter((g) => g.target_share === null || g.target_share === 0.3)
     .map((g) => `- ${g.method}${g.target_share === null ? '' : ` at ${pct(g.target_share)}`}: ${g.examples.map((e) => JSON.stringify(e)).join(' · ')}`);
   const sections = [
-    `${r.paragraphs} paragraphs, ${r.positions} teacher-forced positions; small-only next-token accuracy ${f3(r.smallOnlyAccuracy)}, large-only ${f3(r.largeOnlyAccuracy)}.` +
+    `${r.paragraphs} paragraphs, ${r.positions} teacher-forced positions; edge-only next-token accuracy ${f3(r.smallOnlyAccuracy)}, cloud-only ${f3(r.largeOnlyAccuracy)}.` +
       (r.windowedParagraphs ? ` ${r.windowedParagraphs} paragraphs longer than the context window were scored in consecutive windows.` : ''),
     '',
     'Next-token top-1 accuracy under teacher forcing (the baselines route exactly as many positions as the router):',

@@ -2,7 +2,8 @@
  * What a threshold does on teacher-forced text: at every position the token is routed when the router's
  * score is below τ; the routed position then counts the cloud model's top-1, the others the edge
  * model's. τ = 0 routes nothing (scores are never negative) and τ = 1 routes everything (a sigmoid never
- * reaches 1), so the curve runs from small-only to large-only accuracy.
+ * reaches 1), so the curve runs from edge-only to cloud-only accuracy (`smallOnlyAccuracy` and
+ * `largeOnlyAccuracy`: names of the --json output, after the modes small_only and llm_only).
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
@@ -50,7 +51,7 @@ export function routingCurve(
 
 export function formatRoutingCurve(curve: RoutingCurve): string {
   const lines = [
-    `positions ${curve.positions}; small-only accuracy ${curve.smallOnlyAccuracy.toFixed(4)}; large-only accuracy ${curve.largeOnlyAccuracy.toFixed(4)}`,
+    `positions ${curve.positions}; edge-only accuracy ${curve.smallOnlyAccuracy.toFixed(4)}; cloud-only accuracy ${curve.largeOnlyAccuracy.toFixed(4)}`,
     '   τ   routed   accuracy',
   ];
   for (const p of curve.points) {

@@ -35,7 +35,7 @@ export interface RouteStep {
    */
   'sampling'?: (_tokenrouter_cloud_v1_Sampling | null);
   /**
-   * The SLM's last-layer hidden state at this position: only when the edge is configured to send it.
+   * The edge model's last-layer hidden state at this position: only when the edge is configured to send it.
    */
   'slmHiddenState'?: (number | string)[];
   /**
@@ -77,7 +77,7 @@ export interface RouteStep__Output {
    */
   'sampling': (_tokenrouter_cloud_v1_Sampling__Output | null);
   /**
-   * The SLM's last-layer hidden state at this position: only when the edge is configured to send it.
+   * The edge model's last-layer hidden state at this position: only when the edge is configured to send it.
    */
   'slmHiddenState': (number)[];
   /**

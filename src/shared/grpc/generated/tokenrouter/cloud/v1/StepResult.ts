@@ -4,7 +4,7 @@ import type { TopAlternatives as _tokenrouter_cloud_v1_TopAlternatives, TopAlter
 import type { FinishReason as _tokenrouter_cloud_v1_FinishReason, FinishReason__Output as _tokenrouter_cloud_v1_FinishReason__Output } from '../../../tokenrouter/cloud/v1/FinishReason';
 
 /**
- * The LLM's state after a step.
+ * The cloud model's state after a step.
  */
 export interface StepResult {
   /**
@@ -13,7 +13,7 @@ export interface StepResult {
   'ids'?: (number)[];
   'text'?: (string);
   /**
-   * Natural-log probability of each generated id under the LLM.
+   * Natural-log probability of each generated id under the cloud model.
    */
   'logprobs'?: (number | string)[];
   /**
@@ -41,7 +41,7 @@ export interface StepResult {
 }
 
 /**
- * The LLM's state after a step.
+ * The cloud model's state after a step.
  */
 export interface StepResult__Output {
   /**
@@ -50,7 +50,7 @@ export interface StepResult__Output {
   'ids': (number)[];
   'text': (string);
   /**
-   * Natural-log probability of each generated id under the LLM.
+   * Natural-log probability of each generated id under the cloud model.
    */
   'logprobs': (number)[];
   /**

@@ -4,7 +4,9 @@
 export interface GenerateRequest {
   'prompt'?: (string);
   /**
-   * joint (default), small_only or llm_only.
+   * joint (default), small_only or llm_only. Words: this contract's older spelling says slm / small for the edge
+   * model and llm for the cloud model: small_only = the edge model alone, llm_only = the cloud model alone,
+   * source slm = chosen by the edge model, slm_ms = the edge model's time.
    */
   'mode'?: (string);
   /**
@@ -35,7 +37,9 @@ export interface GenerateRequest {
 export interface GenerateRequest__Output {
   'prompt': (string);
   /**
-   * joint (default), small_only or llm_only.
+   * joint (default), small_only or llm_only. Words: this contract's older spelling says slm / small for the edge
+   * model and llm for the cloud model: small_only = the edge model alone, llm_only = the cloud model alone,
+   * source slm = chosen by the edge model, slm_ms = the edge model's time.
    */
   'mode': (string);
   /**
