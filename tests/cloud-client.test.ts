@@ -73,14 +73,14 @@ describe('what the client sends', () => {
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}` });
     try {
       const edge = new EdgeContext([1, 403, 407]);
-      const session = client.openConversation({ requestId: 'wire' });
-      const first = await session.next(edge.step({ tokenIndex: 0 }));
+      const conversation = client.openConversation({ requestId: 'wire' });
+      const first = await conversation.next(edge.step({ tokenIndex: 0 }));
       edge.push(first.tokens, 'llm');
       edge.push([261, 378], 'slm');
-      await session.next(edge.step({ tokenIndex: 3, routerScore: 0.125 }));
+      await conversation.next(edge.step({ tokenIndex: 3, routerScore: 0.125 }));
       edge.push([7], 'llm');
-      await session.next(edge.step({ tokenIndex: 4, temperature: 0.5, hiddenState: new Float32Array([0.25, -1]) }));
-      await session.close();
+      await conversation.next(edge.step({ tokenIndex: 4, temperature: 0.5, hiddenState: new Float32Array([0.25, -1]) }));
+      await conversation.close();
 
       const [open, s1, s2, s3] = rec.messages;
       expect(open!.open).toMatchObject({ requestId: 'wire', contextIds: [1, 403, 407], contextSources: ['TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT'] });
@@ -110,13 +110,13 @@ describe('what the client sends', () => {
     rec.answer = null;
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 60_000, failureThreshold: 3 } });
     try {
-      const session = client.openConversation({ requestId: 'slow' });
-      expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
+      const conversation = client.openConversation({ requestId: 'slow' });
+      expect(await rejectionCode(conversation.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       expect(client.backoff.consecutiveFailures).toBe(1);
       expect(client.state()).toBe('circuit-open');
       const sent = rec.messages.length;
       for (let i = 0; i < 3; i++) {
-        const error = await session.next(new EdgeContext([1]).step()).catch((e) => e);
+        const error = await conversation.next(new EdgeContext([1]).step()).catch((e) => e);
         expect(error).toBeInstanceOf(CircuitOpenError);
         expect(error.code).toBe('UNAVAILABLE');
         expect(error.message).toMatch(/after 1 failed attempt\(s\); circuit open, next attempt in \d+ ms/);
@@ -197,15 +197,15 @@ describe('a session that ends while a step is on its way', () => {
 
   async function twoSteps(port: number) {
     const client = new GrpcCloudClient({ address: `127.0.0.1:${port}`, stepTimeoutMs: 2_000 });
-    const session = client.openConversation({ requestId: 'crossing' });
+    const conversation = client.openConversation({ requestId: 'crossing' });
     try {
       const edge = new EdgeContext([1]);
-      edge.push((await session.next(edge.step())).tokens, 'llm');
+      edge.push((await conversation.next(edge.step())).tokens, 'llm');
       edge.push([9], 'slm');
-      const second = await session.next(edge.step()).catch((e: unknown) => e);
+      const second = await conversation.next(edge.step()).catch((e: unknown) => e);
       return { second, failures: client.backoff.consecutiveFailures, state: client.state() };
     } finally {
-      await session.close();
+      await conversation.close();
       await client.close();
     }
   }
@@ -247,13 +247,13 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const session = client.openConversation({ requestId: 'lazy' });
+      const conversation = client.openConversation({ requestId: 'lazy' });
       expect(client.state()).toBe('idle');
       expect(shim.store.count).toBe(0);
-      await session.next(new EdgeContext([1]).step());
+      await conversation.next(new EdgeContext([1]).step());
       expect(client.state()).toBe('ready');
       expect(shim.store.count).toBe(1);
-      await session.close();
+      await conversation.close();
       expect(shim.store.count).toBe(0);
     } finally {
       await client.close();
@@ -268,9 +268,9 @@ describe('connection handling (real shim)', () => {
       const clients = [0, 1, 2].map(() => new GrpcCloudClient({ address: proxy.address, ownConnection }));
       try {
         for (const [i, client] of clients.entries()) {
-          const session = client.openConversation({ requestId: `conn-${i}` });
-          await session.next(new EdgeContext([1]).step());
-          await session.close();
+          const conversation = client.openConversation({ requestId: `conn-${i}` });
+          await conversation.next(new EdgeContext([1]).step());
+          await conversation.close();
         }
         return proxy.connections();
       } finally {
@@ -293,19 +293,19 @@ describe('connection handling (real shim)', () => {
     const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 400, maxMs: 400, failureThreshold: 3 }, stepTimeoutMs: 2_000 });
     try {
       const edge = new EdgeContext([1]);
-      const session = client.openConversation({ requestId: 'restart' });
-      edge.push((await session.next(edge.step())).tokens, 'llm');
+      const conversation = client.openConversation({ requestId: 'restart' });
+      edge.push((await conversation.next(edge.step())).tokens, 'llm');
       expect(client.state()).toBe('ready');
       await shim.shutdown();
 
       for (const failures of [1, 2, 3]) {
-        const error = await session.next(edge.step()).catch((e) => e);
+        const error = await conversation.next(edge.step()).catch((e) => e);
         expect(error.code).toBe('UNAVAILABLE');
         expect(error).not.toBeInstanceOf(CircuitOpenError); // each of these really tried the shim
         expect(client.backoff.consecutiveFailures).toBe(failures);
         expect(client.state()).toBe(failures < 3 ? 'unavailable' : 'circuit-open');
       }
-      const refused = await session.next(edge.step()).catch((e) => e);
+      const refused = await conversation.next(edge.step()).catch((e) => e);
       expect(refused).toBeInstanceOf(CircuitOpenError);
       expect(client.backoff.consecutiveFailures).toBe(3);
 
@@ -314,12 +314,12 @@ describe('connection handling (real shim)', () => {
       await waitFor(() => client.state() === 'ready', 10_000, 'the health probe to find the shim');
       expect(client.probe.probes).toBeGreaterThanOrEqual(1);
       expect(client.backoff.consecutiveFailures).toBe(0);
-      const reply = await session.next(edge.step({ maxTokens: 2 }));
+      const reply = await conversation.next(edge.step({ maxTokens: 2 }));
       expect(reply.tokens).toEqual(await greedyReference(model, edge.ids, 2));
       expect(reply.cachedTokens).toBe(0); // the new stream carried the whole context
       expect(client.backoff.consecutiveFailures).toBe(0);
       expect(client.state()).toBe('ready');
-      await session.close();
+      await conversation.close();
     } finally {
       await client.close();
       await shim.shutdown();
@@ -330,19 +330,19 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim({ sessionIdleMs: 50 });
     const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 60_000, failureThreshold: 1 } });
     try {
-      const session = client.openConversation({ requestId: 'idle' });
+      const conversation = client.openConversation({ requestId: 'idle' });
       const edge = new EdgeContext([1]);
-      edge.push((await session.next(edge.step())).tokens, 'llm');
+      edge.push((await conversation.next(edge.step())).tokens, 'llm');
       await waitFor(() => shim.store.count === 0, 3_000, 'the idle session to expire');
       // Wait for its final message to reach the session's reader (a private field: nothing public shows it).
-      const reader = () => (session as unknown as { reader?: { buffered: number } }).reader;
+      const reader = () => (conversation as unknown as { reader?: { buffered: number } }).reader;
       await waitFor(() => reader()?.buffered === 1, 3_000, 'the final message');
-      const reply = await session.next(edge.step({ maxTokens: 2 }));
+      const reply = await conversation.next(edge.step({ maxTokens: 2 }));
       expect(reply.tokens).toEqual(await greedyReference(model, edge.ids, 2));
       expect(reply.cachedTokens).toBe(0); // a new stream, carrying the whole context
       expect(client.backoff.consecutiveFailures).toBe(0);
       expect(client.state()).toBe('ready');
-      await session.close();
+      await conversation.close();
     } finally {
       await client.close();
       await shim.shutdown();
@@ -353,14 +353,14 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const session = client.openConversation({ requestId: 'diverge' });
+      const conversation = client.openConversation({ requestId: 'diverge' });
       const edge = new EdgeContext([1, 403]);
-      await session.next(edge.step({ maxTokens: 3 }));
+      await conversation.next(edge.step({ maxTokens: 3 }));
       edge.push([261, 376], 'slm'); // the edge kept its own tokens instead
-      const reply = await session.next(edge.step({ maxTokens: 2 }));
+      const reply = await conversation.next(edge.step({ maxTokens: 2 }));
       expect(reply.tokens).toEqual(await greedyReference(model, edge.ids, 2));
       expect(reply.cachedTokens).toBe(0);
-      await session.close();
+      await conversation.close();
       await waitFor(() => shim.store.count === 0, 2_000, 'both sessions freed');
     } finally {
       await client.close();
@@ -372,12 +372,12 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const sessions = [0, 1, 2].map((i) => client.openConversation({ requestId: `close-${i}` }));
-      await Promise.all(sessions.map((s) => s.next(new EdgeContext([1]).step())));
+      const conversations = [0, 1, 2].map((i) => client.openConversation({ requestId: `close-${i}` }));
+      await Promise.all(conversations.map((s) => s.next(new EdgeContext([1]).step())));
       expect(shim.store.count).toBe(3);
       await client.close();
       await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
-      expect(await rejectionCode(sessions[0]!.next(new EdgeContext([1]).step()))).toBe('FAILED_PRECONDITION');
+      expect(await rejectionCode(conversations[0]!.next(new EdgeContext([1]).step()))).toBe('FAILED_PRECONDITION');
       expect(() => client.openConversation({ requestId: 'late' })).toThrow(/closed/);
     } finally {
       await client.close();

@@ -39,19 +39,19 @@ async function withOpenAi<T>(
 
 async function steps(client: GrpcCloudClient, topLogprobs = 0) {
   const edge = new EdgeContext([1, 403]);
-  const session = client.openConversation({ requestId: 'oa' });
+  const conversation = client.openConversation({ requestId: 'oa' });
   const replies = [];
   try {
     for (const [span, edgeIds] of [[3, [261]], [2, [376]]] as const) {
       edge.push(edgeIds, 'slm');
       const expected = await greedyReference(model, edge.ids, span);
-      const reply = await session.next(edge.step({ maxTokens: span, topLogprobs }));
+      const reply = await conversation.next(edge.step({ maxTokens: span, topLogprobs }));
       expect(reply.tokens).toEqual(expected);
       replies.push({ reply, context: [...edge.ids] });
       edge.push(reply.tokens, 'llm');
     }
   } finally {
-    await session.close();
+    await conversation.close();
   }
   return replies;
 }
@@ -105,20 +105,20 @@ describe('openai backend', () => {
 
   test('…unless re-tokenizing is configured (lossy, but here the text round-trips)', async () => {
     await withOpenAi({ tokenIds: false }, { openaiRetokenize: true }, async ({ client }) => {
-      const session = client.openConversation({ requestId: 'retokenize' });
+      const conversation = client.openConversation({ requestId: 'retokenize' });
       const edge = new EdgeContext([1, 403, 407, 261]);
-      const reply = await session.next(edge.step({ maxTokens: 1 }));
+      const reply = await conversation.next(edge.step({ maxTokens: 1 }));
       expect(reply.tokens).toEqual(await greedyReference(model, edge.ids, 1));
-      await session.close();
+      await conversation.close();
     });
   });
 
   test('a request that hangs is aborted at the backend deadline: the connection is closed', async () => {
     await withOpenAi({ hang: true }, { backendTimeoutMs: 300 }, async ({ fake, shim, client }) => {
-      const session = client.openConversation({ requestId: 'oa-hang' });
-      expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
+      const conversation = client.openConversation({ requestId: 'oa-hang' });
+      expect(await rejectionCode(conversation.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       await waitFor(() => fake.disconnects === 1, 3_000, 'backend connection closed');
-      await session.close();
+      await conversation.close();
       expect(shim.store.count).toBe(0);
     });
   });
@@ -126,23 +126,23 @@ describe('openai backend', () => {
   test('cancelling the generation closes the backend request', async () => {
     await withOpenAi({ hang: true }, {}, async ({ fake, client }) => {
       const controller = new AbortController();
-      const session = client.openConversation({ requestId: 'oa-cancel', signal: controller.signal });
-      const pending = session.next(new EdgeContext([1]).step());
+      const conversation = client.openConversation({ requestId: 'oa-cancel', signal: controller.signal });
+      const pending = conversation.next(new EdgeContext([1]).step());
       await waitFor(() => fake.requests.length === 1, 2_000, 'request reaching the fake server');
       controller.abort();
       expect(await rejectionCode(pending)).toBe('CANCELLED');
       await waitFor(() => fake.disconnects === 1, 3_000, 'backend connection closed');
-      await session.close();
+      await conversation.close();
     });
   });
 
   test('an error in the middle of a stream fails the step with the server\'s message', async () => {
     await withOpenAi({ streamError: 'CUDA out of memory' }, { backendStream: true }, async ({ client }) => {
-      const session = client.openConversation({ requestId: 'oa-stream-error' });
-      const error = await session.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
+      const conversation = client.openConversation({ requestId: 'oa-stream-error' });
+      const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('INTERNAL');
       expect(error.message).toContain('CUDA out of memory');
-      await session.close();
+      await conversation.close();
     });
   });
 

@@ -234,14 +234,14 @@ describe('a shim slow past the deadline', () => {
     const shim = await startTestShim({ backendTimeoutMs: 150 }, { backend });
     const cloud = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 10_000, backoff: { initialMs: 60_000 } });
     try {
-      const session = cloud.openConversation({ requestId: 'shim-deadline' });
+      const conversation = cloud.openConversation({ requestId: 'shim-deadline' });
       const context = new EdgeContext([1]);
-      context.push((await session.next(context.step())).tokens, 'llm');
+      context.push((await conversation.next(context.step())).tokens, 'llm');
       backend.hang = true;
-      expect(await rejectionCode(session.next(context.step()))).toBe('DEADLINE_EXCEEDED');
+      expect(await rejectionCode(conversation.next(context.step()))).toBe('DEADLINE_EXCEEDED');
       expect(backend.steps).toBe(2);
       expect(cloud.backoff.state).toBe('open');
-      await session.close();
+      await conversation.close();
     } finally {
       await cloud.close();
       await shim.shutdown();

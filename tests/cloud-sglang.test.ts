@@ -41,7 +41,7 @@ async function withSglang<T>(
 /** Three routed steps with edge tokens in between; every reply must equal the model's greedy tokens. */
 async function checkSteps(client: GrpcCloudClient, topLogprobs = 0): Promise<{ text: string[]; cached: number[]; contexts: number[][] }> {
   const edge = new EdgeContext([1, 403]);
-  const session = client.openConversation({ requestId: 'sg' });
+  const conversation = client.openConversation({ requestId: 'sg' });
   const text: string[] = [];
   const cached: number[] = [];
   const contexts: number[][] = [];
@@ -50,7 +50,7 @@ async function checkSteps(client: GrpcCloudClient, topLogprobs = 0): Promise<{ t
       edge.push(edgeIds, 'slm');
       const expected = await greedyReference(model, edge.ids, span);
       contexts.push([...edge.ids]);
-      const reply = await session.next(edge.step({ maxTokens: span, topLogprobs }));
+      const reply = await conversation.next(edge.step({ maxTokens: span, topLogprobs }));
       expect(reply.tokens).toEqual(expected);
       expect(reply.logprobs.every((lp) => Number.isFinite(lp) && lp <= 0)).toBe(true);
       if (topLogprobs) expect(reply.topAlternatives.map((alts) => alts[0]!.id)).toEqual(expected);
@@ -61,7 +61,7 @@ async function checkSteps(client: GrpcCloudClient, topLogprobs = 0): Promise<{ t
       edge.push(reply.tokens, 'llm');
     }
   } finally {
-    await session.close();
+    await conversation.close();
   }
   return { text, cached, contexts };
 }
@@ -112,13 +112,13 @@ describe('sglang backend', () => {
 
   test('a request that hangs is aborted at its deadline: connection closed and /abort_request sent', async () => {
     await withSglang({ hang: true }, { backendTimeoutMs: 300 }, async ({ fake, shim, client }) => {
-      const session = client.openConversation({ requestId: 'hang' });
+      const conversation = client.openConversation({ requestId: 'hang' });
       const started = performance.now();
-      expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
+      expect(await rejectionCode(conversation.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       expect(performance.now() - started).toBeLessThan(2_000);
       await waitFor(() => fake.disconnects === 1 && fake.aborts.length === 1, 3_000, 'abort reaching the fake server');
       expect(fake.aborts[0]).toBe(fake.requests[0]!.rid as string);
-      await session.close();
+      await conversation.close();
       expect(shim.store.count).toBe(0);
     });
   });
@@ -127,10 +127,10 @@ describe('sglang backend', () => {
     await withSglang({ hang: true }, {}, async ({ fake, shim }) => {
       const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 250 });
       try {
-        const session = client.openConversation({ requestId: 'edge-deadline' });
-        expect(await rejectionCode(session.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
+        const conversation = client.openConversation({ requestId: 'edge-deadline' });
+        expect(await rejectionCode(conversation.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
         await waitFor(() => fake.disconnects === 1, 3_000, 'backend request aborted');
-        await session.close();
+        await conversation.close();
       } finally {
         await client.close();
       }
@@ -140,59 +140,59 @@ describe('sglang backend', () => {
   test('cancelling the generation aborts the backend request', async () => {
     await withSglang({ hang: true }, {}, async ({ fake, client }) => {
       const controller = new AbortController();
-      const session = client.openConversation({ requestId: 'cancel', signal: controller.signal });
-      const pending = session.next(new EdgeContext([1]).step());
+      const conversation = client.openConversation({ requestId: 'cancel', signal: controller.signal });
+      const pending = conversation.next(new EdgeContext([1]).step());
       await waitFor(() => fake.requests.length === 1, 2_000, 'request reaching the fake server');
       controller.abort();
       expect(await rejectionCode(pending)).toBe('CANCELLED');
       await waitFor(() => fake.disconnects === 1 && fake.aborts.length === 1, 3_000, 'abort reaching the fake server');
-      await session.close();
+      await conversation.close();
     });
   });
 
   test('a context longer than the model’s window: HTTP 400 becomes OUT_OF_RANGE with the server’s message', async () => {
     // No local window: the server is the one to refuse.
     await withSglang({}, { maxContext: 100_000 }, async ({ client }) => {
-      const session = client.openConversation({ requestId: 'long' });
-      const error = await session.next(new EdgeContext(Array.from({ length: 600 }, () => 300)).step()).catch((e) => e);
+      const conversation = client.openConversation({ requestId: 'long' });
+      const error = await conversation.next(new EdgeContext(Array.from({ length: 600 }, () => 300)).step()).catch((e) => e);
       expect(error.code).toBe('OUT_OF_RANGE');
       expect(error.message).toContain("longer than the model's context length");
-      await session.close();
+      await conversation.close();
     });
   });
 
   test('an error in the middle of a stream, and an abort finish reason, fail the step clearly', async () => {
     await withSglang({ streamError: 'CUDA out of memory' }, { backendStream: true }, async ({ client }) => {
-      const session = client.openConversation({ requestId: 'stream-error' });
-      const error = await session.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
+      const conversation = client.openConversation({ requestId: 'stream-error' });
+      const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('INTERNAL');
       expect(error.message).toContain('CUDA out of memory');
-      await session.close();
+      await conversation.close();
     });
     // The context-length error, reported in the stream instead of as a 400, is OUT_OF_RANGE all the same.
     await withSglang({ streamError: "The input (600 tokens) is longer than the model's context length (512 tokens)." }, { backendStream: true }, async ({ client }) => {
-      const session = client.openConversation({ requestId: 'stream-too-long' });
-      const error = await session.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
+      const conversation = client.openConversation({ requestId: 'stream-too-long' });
+      const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('OUT_OF_RANGE');
       expect(error.message).toContain("longer than the model's context length");
-      await session.close();
+      await conversation.close();
     });
     await withSglang({ abortFinish: 'Abort by scheduler' }, {}, async ({ client }) => {
-      const session = client.openConversation({ requestId: 'abort-finish' });
-      const error = await session.next(new EdgeContext([1]).step()).catch((e) => e);
+      const conversation = client.openConversation({ requestId: 'abort-finish' });
+      const error = await conversation.next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toContain('Abort by scheduler');
-      await session.close();
+      await conversation.close();
     });
   });
 
   test('overload (503) is UNAVAILABLE; a server that cannot be reached too, after the retries', async () => {
     await withSglang({ httpError: { status: 503, body: { object: 'error', message: 'Server overloaded', type: 'Service Unavailable', param: null, code: 503 } } }, {}, async ({ client }) => {
-      const session = client.openConversation({ requestId: 'overload' });
-      const error = await session.next(new EdgeContext([1]).step()).catch((e) => e);
+      const conversation = client.openConversation({ requestId: 'overload' });
+      const error = await conversation.next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toBe('sglang: HTTP 503: Server overloaded');
-      await session.close();
+      await conversation.close();
     });
     const closed = new FakeSglang(model, tokenizer);
     const url = closed.url;

@@ -48,21 +48,21 @@ describe('routed steps (embedded backend)', () => {
   test('greedy from BOS gives the cloud model’s own continuation, "Once upon a time"', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1]);
-      const session = client.openConversation({ requestId: 'once' });
-      const reply = await session.next(edge.step({ maxTokens: 5 }));
+      const conversation = client.openConversation({ requestId: 'once' });
+      const reply = await conversation.next(edge.step({ maxTokens: 5 }));
       expect(reply.tokens).toEqual([403, 407, 261, 378, 432]);
       expect(reply.tokens).toEqual(await greedyReference(model, [1], 5));
       expect(reply.text).toBe('Once upon a time,');
       expect(reply.cachedTokens).toBe(0);
       expect(reply.backendMs).toBeGreaterThan(0);
-      await session.close();
+      await conversation.close();
     });
   });
 
   test('each step returns exactly the greedy token for the context, with edge tokens and spans mixed in', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
-      const session = client.openConversation({ requestId: 'mixed' });
+      const conversation = client.openConversation({ requestId: 'mixed' });
       // The edge's own tokens between routed steps, as a decoding loop with a router would append them.
       const edgeTokens = [[261], [], [376, 298], [267], [], [338, 401, 396]];
       const spans = [1, 3, 1, 2, 4, 1];
@@ -70,28 +70,28 @@ describe('routed steps (embedded backend)', () => {
         edge.push(edgeTokens[i]!, 'slm');
         const expected = await greedyReference(model, edge.ids, spans[i]!);
         const cachedBefore = edge.ids.length;
-        const reply = await session.next(edge.step({ maxTokens: spans[i]! }));
+        const reply = await conversation.next(edge.step({ maxTokens: spans[i]! }));
         expect(reply.tokens).toEqual(expected);
         expect(reply.logprobs).toHaveLength(expected.length);
         // Everything except the edge's delta (and the shim's own last token) was already in the KV cache.
         if (i > 0) expect(reply.cachedTokens).toBe(cachedBefore - edgeTokens[i]!.length - 1);
         edge.push(reply.tokens, 'llm');
       }
-      await session.close();
+      await conversation.close();
     });
   });
 
   test('log-probabilities and top alternatives are the log-softmax of the model’s logits', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407, 261]);
-      const session = client.openConversation({ requestId: 'logprobs' });
-      const reply = await session.next(edge.step({ topLogprobs: 3 }));
+      const conversation = client.openConversation({ requestId: 'logprobs' });
+      const reply = await conversation.next(edge.step({ topLogprobs: 3 }));
       const expected = logSoftmax(await referenceLogits(model, edge.ids));
       const top = topK(expected, 3);
       expect(reply.topAlternatives[0]!.map((a) => a.id)).toEqual(top.map((t) => t.id));
       for (const [i, alt] of reply.topAlternatives[0]!.entries()) expect(alt.logprob).toBeCloseTo(top[i]!.value, 4);
       expect(reply.logprobs[0]).toBeCloseTo(expected[reply.tokens[0]!]!, 4);
-      await session.close();
+      await conversation.close();
     });
   });
 
@@ -99,10 +99,10 @@ describe('routed steps (embedded backend)', () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
       const greedy = await greedyReference(model, edge.ids, 4);
-      const session = client.openConversation({ requestId: 'stop' });
-      const reply = await session.next(edge.step({ maxTokens: 4, stopTokenIds: [greedy[1]!] }));
+      const conversation = client.openConversation({ requestId: 'stop' });
+      const reply = await conversation.next(edge.step({ maxTokens: 4, stopTokenIds: [greedy[1]!] }));
       expect(reply.tokens).toEqual(greedy.slice(0, 2));
-      await session.close();
+      await conversation.close();
     });
   });
 
@@ -110,9 +110,9 @@ describe('routed steps (embedded backend)', () => {
     const run = () =>
       withClient(async (client) => {
         const edge = new EdgeContext([1]);
-        const session = client.openConversation({ requestId: 'sample' });
-        const reply = await session.next(edge.step({ maxTokens: 12, temperature: 1, topP: 0.95, seed: 7 }));
-        await session.close();
+        const conversation = client.openConversation({ requestId: 'sample' });
+        const reply = await conversation.next(edge.step({ maxTokens: 12, temperature: 1, topP: 0.95, seed: 7 }));
+        await conversation.close();
         return reply.tokens;
       });
     const [a, b] = [await run(), await run()];
@@ -130,9 +130,9 @@ describe('routed steps (embedded backend)', () => {
           const sa = client.openConversation({ requestId: 'a' });
           const sb = client.openConversation({ requestId: 'b' });
           for (let i = 0; i < 3; i++) {
-            for (const [edge, session] of [[a, sa], [b, sb]] as const) {
+            for (const [edge, conversation] of [[a, sa], [b, sb]] as const) {
               const expected = await greedyReference(model, edge.ids, 2);
-              const reply = await session.next(edge.step({ maxTokens: 2 }));
+              const reply = await conversation.next(edge.step({ maxTokens: 2 }));
               expect(reply.tokens).toEqual(expected);
               edge.push(reply.tokens, 'llm');
             }
@@ -161,11 +161,11 @@ describe('routed steps (embedded backend)', () => {
   test('text is decoded as a continuation of the context', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
-      const session = client.openConversation({ requestId: 'text' });
-      const reply = await session.next(edge.step({ maxTokens: 3 }));
+      const conversation = client.openConversation({ requestId: 'text' });
+      const reply = await conversation.next(edge.step({ maxTokens: 3 }));
       expect(reply.text).toBe(tokenizer.decode([...edge.ids, ...reply.tokens]).slice(tokenizer.decode(edge.ids).length));
       expect(reply.text.startsWith(' ')).toBe(true);
-      await session.close();
+      await conversation.close();
     });
   });
 });
@@ -190,12 +190,12 @@ describe('errors', () => {
 
   test('token ids outside the vocabulary are INVALID_ARGUMENT (through the edge client)', async () => {
     await withClient(async (client) => {
-      const session = client.openConversation({ requestId: 'vocab' });
+      const conversation = client.openConversation({ requestId: 'vocab' });
       const edge = new EdgeContext([1, 403, 9999]);
-      const error = await session.next(edge.step()).catch((e) => e);
+      const error = await conversation.next(edge.step()).catch((e) => e);
       expect(error.code).toBe('INVALID_ARGUMENT');
       expect(error.message).toContain('9999');
-      await session.close();
+      await conversation.close();
     });
     await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
   });
@@ -210,13 +210,13 @@ describe('errors', () => {
     try {
       await withClient(
         async (client) => {
-          const session = client.openConversation({ requestId: 'big' });
+          const conversation = client.openConversation({ requestId: 'big' });
           const edge = new EdgeContext([1]);
-          expect((await session.next(edge.step())).tokens).toEqual([403]);
+          expect((await conversation.next(edge.step())).tokens).toEqual([403]);
           edge.push([403], 'llm');
-          const code = await rejectionCode(session.next(edge.step({ hiddenState: new Float32Array(8_192) })));
+          const code = await rejectionCode(conversation.next(edge.step({ hiddenState: new Float32Array(8_192) })));
           expect(code).toBe('RESOURCE_EXHAUSTED');
-          await session.close();
+          await conversation.close();
         },
         {},
         small,
@@ -229,11 +229,11 @@ describe('errors', () => {
 
   test('the edge model\'s hidden state (slm_hidden_state) is accepted when it fits', async () => {
     await withClient(async (client) => {
-      const session = client.openConversation({ requestId: 'hidden' });
+      const conversation = client.openConversation({ requestId: 'hidden' });
       const edge = new EdgeContext([1]);
-      const reply = await session.next(edge.step({ hiddenState: new Float32Array(64).fill(0.5) }));
+      const reply = await conversation.next(edge.step({ hiddenState: new Float32Array(64).fill(0.5) }));
       expect(reply.tokens).toEqual([403]);
-      await session.close();
+      await conversation.close();
     });
   });
 });
@@ -291,43 +291,43 @@ describe('conditional steps (pipelined)', () => {
 
   test('the edge client sends a conditional step behind one in flight and keeps its copy of the context right', async () => {
     await withClient(async (client) => {
-      const session = client.openConversation({ requestId: 'pipelined' });
+      const conversation = client.openConversation({ requestId: 'pipelined' });
       // Both on the stream at once: the second assumes 403, which the first returns.
-      const [a, b] = await Promise.all([session.next(request([1])), session.next(request([1, 403], true))]);
+      const [a, b] = await Promise.all([conversation.next(request([1])), conversation.next(request([1, 403], true))]);
       expect(a.tokens).toEqual([403]);
       expect(b).toMatchObject({ tokens: [407] });
       expect(b.skipped).toBeFalsy();
       // A wrong assumption: skipped, and the next step's delta is computed from what the shim really holds.
-      const [c, d] = await Promise.all([session.next(request([1, 403, 407])), session.next(request([1, 403, 407, 5, 6], true))]);
+      const [c, d] = await Promise.all([conversation.next(request([1, 403, 407])), conversation.next(request([1, 403, 407, 5, 6], true))]);
       expect(c.tokens).toEqual([261]);
       expect(d).toMatchObject({ tokens: [], skipped: true });
-      expect((await session.next(request([1, 403, 407, 261]))).tokens).toEqual([378]);
+      expect((await conversation.next(request([1, 403, 407, 261]))).tokens).toEqual([378]);
       // One conditional step at most, and a plain step never, beside a step in flight.
-      const e = session.next(request([1, 403, 407, 261, 378]));
-      const f = session.next(request([1, 403, 407, 261, 378, 432], true));
-      expect(await rejectionCode(session.next(request([1, 403, 407, 261, 378, 432, 5], true)))).toBe('FAILED_PRECONDITION');
-      expect(await rejectionCode(session.next(request([1, 403, 407, 261, 378, 432])))).toBe('FAILED_PRECONDITION');
+      const e = conversation.next(request([1, 403, 407, 261, 378]));
+      const f = conversation.next(request([1, 403, 407, 261, 378, 432], true));
+      expect(await rejectionCode(conversation.next(request([1, 403, 407, 261, 378, 432, 5], true)))).toBe('FAILED_PRECONDITION');
+      expect(await rejectionCode(conversation.next(request([1, 403, 407, 261, 378, 432])))).toBe('FAILED_PRECONDITION');
       expect((await e).tokens).toEqual([432]);
       expect((await f).skipped).toBeFalsy();
       // Sent after the step it assumes was answered, a conditional step whose guess was wrong is skipped at once.
       const after = request([1, 403, 407, 261, 378, 432, 1, 2], true);
-      expect(await session.next(after)).toMatchObject({ tokens: [], skipped: true });
-      await session.close();
+      expect(await conversation.next(after)).toMatchObject({ tokens: [], skipped: true });
+      await conversation.close();
     });
     await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
   });
 
   test('a stream that fails with a conditional step on it fails both; the next step reopens with the whole context', async () => {
     await withClient(async (client) => {
-      const session = client.openConversation({ requestId: 'pipelined-failure' });
-      expect((await session.next(request([1]))).tokens).toEqual([403]);
+      const conversation = client.openConversation({ requestId: 'pipelined-failure' });
+      expect((await conversation.next(request([1]))).tokens).toEqual([403]);
       // An id outside the vocabulary fails the stream at the first step; the one behind it is not sent again.
-      const [a, b] = await Promise.allSettled([session.next(request([1, 403, 9999])), session.next(request([1, 403, 9999, 5], true))]);
+      const [a, b] = await Promise.allSettled([conversation.next(request([1, 403, 9999])), conversation.next(request([1, 403, 9999, 5], true))]);
       expect(a.status === 'rejected' && a.reason.code).toBe('INVALID_ARGUMENT');
       expect(b.status === 'rejected' && b.reason.code).toBe('UNAVAILABLE');
       expect(b.status === 'rejected' && b.reason.message).toContain('pipelined steps are not sent again');
-      expect((await session.next(request([1, 403, 407]))).tokens).toEqual([261]);
-      await session.close();
+      expect((await conversation.next(request([1, 403, 407]))).tokens).toEqual([261]);
+      await conversation.close();
     });
   });
 
@@ -349,11 +349,11 @@ describe('authentication', () => {
     const step = (authToken?: string) =>
       withClient(
         async (client) => {
-          const session = client.openConversation({ requestId: 'auth' });
+          const conversation = client.openConversation({ requestId: 'auth' });
           try {
-            return (await session.next(new EdgeContext([1]).step())).tokens;
+            return (await conversation.next(new EdgeContext([1]).step())).tokens;
           } finally {
-            await session.close();
+            await conversation.close();
           }
         },
         authToken ? { authToken } : {},
@@ -389,15 +389,15 @@ describe('session lifecycle', () => {
   test('a cancelled stream frees its session', async () => {
     await withClient(async (client) => {
       const controller = new AbortController();
-      const session = client.openConversation({ requestId: 'cancel', signal: controller.signal });
+      const conversation = client.openConversation({ requestId: 'cancel', signal: controller.signal });
       const edge = new EdgeContext([1]);
-      await session.next(edge.step());
+      await conversation.next(edge.step());
       expect(shim.store.count).toBe(1);
       controller.abort();
       await waitFor(() => shim.store.count === 0, 2_000, 'session freed after cancel');
       expect(shim.store.totalTokens).toBe(0);
-      expect(await rejectionCode(session.next(edge.step()))).toBe('CANCELLED');
-      await session.close();
+      expect(await rejectionCode(conversation.next(edge.step()))).toBe('CANCELLED');
+      await conversation.close();
     });
   });
 
@@ -406,14 +406,14 @@ describe('session lifecycle', () => {
     try {
       const clients = [0, 1, 2].map(() => new GrpcCloudClient({ address: capped.address }));
       try {
-        const sessions = clients.map((c, i) => c.openConversation({ requestId: `cap-${i}` }));
+        const conversations = clients.map((c, i) => c.openConversation({ requestId: `cap-${i}` }));
         const edge = () => new EdgeContext([1]);
-        expect((await sessions[0]!.next(edge().step())).tokens).toEqual([403]);
-        expect((await sessions[1]!.next(edge().step())).tokens).toEqual([403]);
-        const error = await sessions[2]!.next(edge().step()).catch((e) => e);
+        expect((await conversations[0]!.next(edge().step())).tokens).toEqual([403]);
+        expect((await conversations[1]!.next(edge().step())).tokens).toEqual([403]);
+        const error = await conversations[2]!.next(edge().step()).catch((e) => e);
         expect(error.code).toBe('RESOURCE_EXHAUSTED');
         expect(error.message).toContain('at most 2');
-        await sessions[0]!.close();
+        await conversations[0]!.close();
         await waitFor(() => capped.store.count === 1, 2_000, 'one session freed');
         const again = clients[0]!.openConversation({ requestId: 'cap-again' });
         expect((await again.next(edge().step({ maxTokens: 3 }))).tokens).toEqual([403, 407, 261]);
@@ -431,12 +431,12 @@ describe('session lifecycle', () => {
     try {
       await withClient(
         async (client) => {
-          const session = client.openConversation({ requestId: 'budget' });
+          const conversation = client.openConversation({ requestId: 'budget' });
           const edge = new EdgeContext([1, 403, 407, 261, 378, 432]);
-          expect((await session.next(edge.step())).tokens).toHaveLength(1);
+          expect((await conversation.next(edge.step())).tokens).toHaveLength(1);
           edge.push([383, 286, 261], 'slm');
-          expect(await rejectionCode(session.next(edge.step()))).toBe('RESOURCE_EXHAUSTED');
-          await session.close();
+          expect(await rejectionCode(conversation.next(edge.step()))).toBe('RESOURCE_EXHAUSTED');
+          await conversation.close();
         },
         {},
         capped,
@@ -452,15 +452,15 @@ describe('session lifecycle', () => {
     try {
       await withClient(
         async (client) => {
-          const session = client.openConversation({ requestId: 'idle' });
+          const conversation = client.openConversation({ requestId: 'idle' });
           const edge = new EdgeContext([1]);
-          const first = await session.next(edge.step());
+          const first = await conversation.next(edge.step());
           edge.push(first.tokens, 'llm');
           await waitFor(() => idle.store.count === 0, 2_000, 'idle expiry');
-          const second = await session.next(edge.step({ maxTokens: 2 }));
+          const second = await conversation.next(edge.step({ maxTokens: 2 }));
           expect(second.tokens).toEqual(await greedyReference(model, edge.ids, 2));
           expect(second.cachedTokens).toBe(0); // a new session: the context came whole
-          await session.close();
+          await conversation.close();
         },
         {},
         idle,

@@ -13,13 +13,13 @@ test('each routed step is logged with its token index, router score and threshol
   const client = new GrpcCloudClient({ address: shim.address });
   try {
     const edge = new EdgeContext([1, 403]);
-    const session = client.openConversation({ requestId: 'records' });
-    const first = await session.next(edge.step({ routerScore: 0.125, threshold: 0.5, tokenIndex: 0 }));
+    const conversation = client.openConversation({ requestId: 'records' });
+    const first = await conversation.next(edge.step({ routerScore: 0.125, threshold: 0.5, tokenIndex: 0 }));
     edge.push(first.tokens, 'llm');
     edge.push([261], 'slm');
     const hidden = Float32Array.from({ length: 64 }, (_, i) => i / 64);
-    await session.next(edge.step({ routerScore: 0.375, threshold: 0.5, tokenIndex: 2, hiddenState: hidden }));
-    await session.close();
+    await conversation.next(edge.step({ routerScore: 0.375, threshold: 0.5, tokenIndex: 2, hiddenState: hidden }));
+    await conversation.close();
   } finally {
     await client.close();
     await shim.shutdown();

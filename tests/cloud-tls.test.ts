@@ -15,9 +15,9 @@ afterAll(() => certs.remove());
 async function firstToken(shim: ShimServer, options: Partial<GrpcCloudClientOptions>): Promise<number[]> {
   const client = new GrpcCloudClient({ address: `localhost:${shim.port}`, stepTimeoutMs: 3_000, backoff: { initialMs: 1 }, ...options });
   try {
-    const session = client.openConversation({ requestId: 'tls' });
-    const reply = await session.next(new EdgeContext([1]).step());
-    await session.close();
+    const conversation = client.openConversation({ requestId: 'tls' });
+    const reply = await conversation.next(new EdgeContext([1]).step());
+    await conversation.close();
     return reply.tokens;
   } finally {
     await client.close();

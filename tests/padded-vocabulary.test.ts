@@ -68,9 +68,9 @@ test('the shim serving a padded model answers with token ids only, greedy and sa
   const client = new GrpcCloudClient({ address: shim.address });
   try {
     for (const temperature of [0, 1.5]) {
-      const session = client.openConversation({ requestId: `padded-${temperature}` });
-      const reply = await session.next(new EdgeContext([1, 403]).step({ maxTokens: 16, temperature, seed: 3, stopTokenIds: [] }));
-      await session.close();
+      const conversation = client.openConversation({ requestId: `padded-${temperature}` });
+      const reply = await conversation.next(new EdgeContext([1, 403]).step({ maxTokens: 16, temperature, seed: 3, stopTokenIds: [] }));
+      await conversation.close();
       expect(reply.tokens).toHaveLength(16);
       expect(reply.tokens.every((id) => id < 512)).toBe(true);
     }

@@ -189,8 +189,8 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
     const [, address] = await waitForOutput(shim.stderr, /"shim listening".*?"address":"([^"]+)"/, 'the shim');
     const client = new GrpcCloudClient({ address: address!, stepTimeoutMs: 10_000 });
     try {
-      const session = client.openConversation({ requestId: 'telemetry' });
-      const reply = await session.next({
+      const conversation = client.openConversation({ requestId: 'telemetry' });
+      const reply = await conversation.next({
         context: [1],
         sources: ['prompt'],
         tokenIndex: 0,
@@ -203,7 +203,7 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
         topLogprobs: 0,
       });
       expect(reply.tokens).toEqual([403, 407]);
-      await session.close();
+      await conversation.close();
     } finally {
       await client.close();
     }

@@ -12,7 +12,8 @@
  * stops both.
  *
  * @example
- * const probe = new CloudHealthProbe(backoff, (signal) => askHealth(signal), realProbeClock);
+ * // check: any (signal) => Promise<boolean>; GrpcCloudClient passes its call of the shim's health service.
+ * const probe = new CloudHealthProbe(backoff, (signal) => check(signal), realProbeClock);
  * backoff.failure('error'); probe.schedule(); // probes until the shim answers SERVING
  * probe.close();
  */

@@ -32,7 +32,7 @@ export class EdgeRuntime {
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
   }
 
-  /** Generations in progress (each holds an edge KV cache and maybe a cloud session). */
+  /** Generations in progress (each holds an edge KV cache and maybe a cloud conversation). */
   get activeCount(): number {
     return this.running.size;
   }

@@ -77,11 +77,11 @@ export async function streamWorker(client: GrpcCloudClient, corpus: Corpus, inde
     const context = [corpus.bos, ...corpus.ids.slice(start, start + promptLength)];
     const sources: TokenSource[] = context.map(() => 'prompt');
     let edgeAt = start + promptLength;
-    const session = client.openConversation({ requestId: `load-${index}-${s}` });
+    const conversation = client.openConversation({ requestId: `load-${index}-${s}` });
     try {
       for (let k = 0; k < steps; k++) {
         const started = performance.now();
-        const reply = await session.next({ context, sources, tokenIndex: k, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0.2, threshold: 0.5, topLogprobs: 0 });
+        const reply = await conversation.next({ context, sources, tokenIndex: k, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0.2, threshold: 0.5, topLogprobs: 0 });
         tally.stepMs.push(performance.now() - started);
         if (reply.tokens.length !== 1) throw new AppError('INTERNAL', `a one-token step returned ${reply.tokens.length} tokens`);
         tally.completed++;
@@ -93,7 +93,7 @@ export async function streamWorker(client: GrpcCloudClient, corpus: Corpus, inde
       tally.fail(e);
       return;
     } finally {
-      await session.close();
+      await conversation.close();
     }
   }
 }

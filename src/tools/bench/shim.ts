@@ -122,15 +122,15 @@ export async function runShimBench(options: { pack: string; steps: number; reps:
   let wire = 0;
   let wireHidden = 0;
   try {
-    const perSession = 120;
+    const perConversation = 120;
     for (let done = 0, s = 0; done < options.steps + 20; s++) {
-      const session = client.openConversation({ requestId: `bench-${s}` });
+      const conversation = client.openConversation({ requestId: `bench-${s}` });
       const context = corpus.slice(0, 40);
       const sources: TokenSource[] = context.map(() => 'prompt');
-      for (let i = 0; i < perSession && done < options.steps + 20; i++, done++) {
+      for (let i = 0; i < perConversation && done < options.steps + 20; i++, done++) {
         const request = { context, sources, tokenIndex: i, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0.31, threshold: 0.5, topLogprobs: 0 };
         const started = performance.now();
-        const reply = await session.next(request);
+        const reply = await conversation.next(request);
         const elapsed = performance.now() - started;
         if (done >= 20) {
           roundTrip.push(elapsed);
@@ -147,7 +147,7 @@ export async function runShimBench(options: { pack: string; steps: number; reps:
           wireHidden = serializeRouteRequest({ step: { ...step, slmHiddenState: Array.from(new Float32Array(896)) } }).length;
         }
       }
-      await session.close();
+      await conversation.close();
     }
   } finally {
     await client.close();
