@@ -208,7 +208,7 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
     // The reference design's method on the same pack, prompt and tokens: once (it is slow by design).
     o.log('re-prefill baseline (whole sequence recomputed per token)');
     const reprefill = median(await reprefillTokenMs(edgeModel, encodePrompt({ edgeModel, tokenizer }, PROMPT), ids));
-    const slmStep = median(stepMs);
+    const edgeStep = median(stepMs);
     const routerCall = median(routerMs);
     const noRouting = median(tbtBase);
     const withRouting = median(tbtRouting);
@@ -221,9 +221,9 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
       threads: o.threads ?? null,
       tokens_per_run: ids.length,
       runs: o.runs,
-      slm_step_ms: slmStep,
+      slm_step_ms: edgeStep,
       router_ms: routerCall,
-      router_share_of_step: routerCall / slmStep,
+      router_share_of_step: routerCall / edgeStep,
       tbt_ms_no_routing: noRouting,
       tbt_ms_routing: withRouting,
       tbt_ratio: withRouting / noRouting,

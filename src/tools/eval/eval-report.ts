@@ -99,7 +99,7 @@ function textMarkdown(r: TextEvalResult): string {
     gen,
   ];
   if (r.atShare.length) {
-    sections.push('', 'Teacher forcing at fixed routed shares: recovered fraction of the small→large accuracy gap (every method routes exactly as many positions):', '', shares);
+    sections.push('', 'Teacher forcing at fixed routed shares: recovered fraction of the edge→cloud accuracy gap (every method routes exactly as many positions):', '', shares);
   }
   if (r.settings.length) {
     sections.push(

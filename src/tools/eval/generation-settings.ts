@@ -63,11 +63,11 @@ export class GenerationRuns {
   }
 
   /** The edge alone (any router at τ = 0) and the cloud alone (the random router at τ = 1 routes every token). */
-  smallOnly(): Promise<MeasuredRun> {
+  edgeOnly(): Promise<MeasuredRun> {
     return this.run('random', 0);
   }
 
-  llmOnly(): Promise<MeasuredRun> {
+  cloudOnly(): Promise<MeasuredRun> {
     return this.run('random', 1);
   }
 }
@@ -112,8 +112,8 @@ export interface SettingsOptions {
 }
 
 export async function generationSettings(o: SettingsOptions): Promise<GenerationSetting[]> {
-  const reference = await o.runs.llmOnly();
-  const settings: GenerationSetting[] = [setting('small_only', 0, null, await o.runs.smallOnly(), reference, 1), setting('llm_only', 1, null, reference, reference, 1)];
+  const reference = await o.runs.cloudOnly();
+  const settings: GenerationSetting[] = [setting('small_only', 0, null, await o.runs.edgeOnly(), reference, 1), setting('llm_only', 1, null, reference, reference, 1)];
   for (const share of o.shares) {
     for (const method of ['router', 'random', 'top1', 'entropy'] as const) {
       o.onSetting?.(`${method} at ${share}`);

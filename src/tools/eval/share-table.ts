@@ -1,7 +1,7 @@
 /**
  * Teacher forcing at fixed routed shares: each method routes exactly ⌊share · n⌋ positions (those it is
  * least sure of), and its accuracy is reported as the recovered fraction of the gap between the edge
- * model alone and the cloud model alone: (accuracy − small) / (large − small). The oracle routes the
+ * model alone and the cloud model alone: (accuracy − edge) / (cloud − edge). The oracle routes the
  * positions only the cloud gets right first: the most any router can recover at that share.
  *
  * @example
@@ -46,16 +46,16 @@ export interface MethodScores {
 
 export function atShare(o: Outcomes, scores: MethodScores, shares: readonly number[] = DEFAULT_SHARES, seed = 0): ShareRow[] {
   const n = o.count;
-  let small = 0;
-  let large = 0;
+  let edgeRight = 0;
+  let cloudRight = 0;
   let fixable = 0;
   for (let i = 0; i < n; i++) {
-    small += o.edgeCorrect[i]!;
-    large += o.cloudCorrect[i]!;
+    edgeRight += o.edgeCorrect[i]!;
+    cloudRight += o.cloudCorrect[i]!;
     if (!o.edgeCorrect[i] && o.cloudCorrect[i]) fixable++;
   }
-  const gap = (large - small) / n;
-  const recovered = (acc: number) => (gap !== 0 ? (acc - small / n) / gap : NaN);
+  const gap = (cloudRight - edgeRight) / n;
+  const recovered = (acc: number) => (gap !== 0 ? (acc - edgeRight / n) / gap : NaN);
   return shares.map((share) => {
     const k = Math.floor(share * n);
     return {
@@ -66,9 +66,9 @@ export function atShare(o: Outcomes, scores: MethodScores, shares: readonly numb
       top1: recovered(accuracy(o, lowestSelection(scores.top1, k).mask)),
       entropy: recovered(accuracy(o, lowestSelection(scores.entropy, k).mask)),
       // Routing a position both get right (or wrong) changes nothing, so the oracle gains min(k, fixable).
-      oracle: recovered((small + Math.min(k, fixable)) / n),
-      small_only_accuracy: small / n,
-      large_only_accuracy: large / n,
+      oracle: recovered((edgeRight + Math.min(k, fixable)) / n),
+      small_only_accuracy: edgeRight / n,
+      large_only_accuracy: cloudRight / n,
     };
   });
 }

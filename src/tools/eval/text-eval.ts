@@ -6,7 +6,7 @@
  *    true next token. The baselines route exactly as many positions: chosen at random (seeded), or those
  *    where the edge model's own top-1 probability is lowest.
  *    At fixed shares (10/20/30/50%) every method, the entropy baseline and an oracle included, routes
- *    exactly as many positions, reported as the recovered fraction of the small→large gap (share-table.ts).
+ *    exactly as many positions, reported as the recovered fraction of the edge→cloud gap (share-table.ts).
  * 2. Generation: from the first `prefixTokens` tokens of a paragraph the decoding loop generates
  *    `maxNewTokens` greedily at τ; the cloud model then scores what was generated (perplexity), and the
  *    outputs are checked for loops (rep4, stuck). The baselines generate from the same prompts with a
@@ -130,13 +130,13 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced) : top1;
   if (o.dump) await writeDump(o.dump, dumpRows(forced, scores));
   let edgeRight = 0;
-  let llmRight = 0;
+  let cloudRight = 0;
   for (let i = 0; i < n; i++) {
     edgeRight += forced.edgeCorrect[i]!;
-    llmRight += forced.cloudCorrect[i]!;
+    cloudRight += forced.cloudCorrect[i]!;
   }
-  const smallOnly = n ? edgeRight / n : NaN;
-  const largeOnly = n ? llmRight / n : NaN;
+  const edgeOnly = n ? edgeRight / n : NaN;
+  const cloudOnly = n ? cloudRight / n : NaN;
 
   const tf = o.thresholds.map((threshold) => {
     const routed = Uint8Array.from(scores, (s) => (s < threshold ? 1 : 0));
@@ -150,7 +150,7 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
         routedRatio: share(random),
         quality: accuracyWith(forced, random),
         baselineThreshold: k / Math.max(n, 1),
-        expectedQuality: smallOnly + (k / Math.max(n, 1)) * (largeOnly - smallOnly),
+        expectedQuality: edgeOnly + (k / Math.max(n, 1)) * (cloudOnly - edgeOnly),
       },
       top1: { routedRatio: share(lowest.mask), quality: accuracyWith(forced, lowest.mask), baselineThreshold: lowest.threshold },
     };
@@ -224,8 +224,8 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
     qualityMetric: 'next_token_accuracy',
     paragraphs: o.paragraphs.length,
     positions: n,
-    smallOnlyAccuracy: smallOnly,
-    largeOnlyAccuracy: largeOnly,
+    smallOnlyAccuracy: edgeOnly,
+    largeOnlyAccuracy: cloudOnly,
     continuations: prompts.length,
     prefixTokens: o.prefixTokens,
     maxNewTokens: o.maxNewTokens,
