@@ -77,7 +77,6 @@ const PAIRS: PairSection[] = [
         command: 'bun run bench latency --prompts 4 --max-new-tokens 48 --thresholds 0.6,0.7,0.8 --speculate off,on --json',
         required: false,
       },
-      { title: 'Edge decode speed', file: 'demo-bench-decode', render: decodeBenchSection, command: 'bun run bench decode --pack models/stories260k-distilled-1l --json', required: false },
     ],
   },
   {

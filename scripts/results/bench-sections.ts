@@ -56,7 +56,7 @@ export function edgeBenchSection(file: DataFile): string {
 
 export function decodeBenchSection(file: DataFile): string {
   const d = file.data;
-  const gb = (bytes: number) => `${(bytes / 1e9).toFixed(3)} GB`;
+  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
   return [
     provenance(file),
     '',
@@ -65,7 +65,7 @@ export function decodeBenchSection(file: DataFile): string {
       [
         ['decode, ms per token (p90)', `${f2(d.num('ms_per_token'))} (${f2(d.num('ms_per_token_p90'))}), ${f1(d.num('tokens_per_second'))} tokens/s`],
         [`prefill of ${d.num('prompt_tokens')} tokens`, `${f1(d.num('prefill_ms'))} ms`],
-        ['weights and KV cache read per token', `${gb(d.num('weight_bytes'))} + ${gb(d.num('kv_bytes'))}`],
+        ['weights and KV cache read per token', `${mib(d.num('weight_bytes'))} + ${mib(d.num('kv_bytes'))}`],
         ['measured copy bandwidth', `${f1(d.num('bandwidth_gb_s'))} GB/s`],
         ['bound (bytes read per token / bandwidth), share of it reached', `${f2(d.num('bound_ms_per_token'))} ms, ${f2(d.num('fraction_of_bound'))}`],
         ['peak RSS', `${f1(d.num('peak_rss_mb'))} MB`],

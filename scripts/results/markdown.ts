@@ -26,9 +26,12 @@ export function table(header: string[], rows: string[][]): string {
   return [line(header), line(rule), ...rows.map(line)].join('\n');
 }
 
-/** A pack, router or data set by its folder or file name: the paths in the data are the measuring machine's. */
+/**
+ * A pack, router or data set by its folder or file name: the paths in the data are the measuring machine's
+ * (a router may come as `onnx:<path>`, its kind first).
+ */
 export function shortName(path: string): string {
-  return basename(path.replace(/\/+$/, ''));
+  return basename(path.replace(/^onnx:/, '').replace(/\/+$/, ''));
 }
 
 /** `2026-11-24T01:29:07.407Z` → `2026-11-24 01:29 UTC`. */
