@@ -149,13 +149,23 @@ export function choiceEvalSection(file: DataFile, options: { plots: string }): s
     f3(top1[i]!.num('routed_ratio')),
     f3(top1[i]!.num('quality')),
   ]);
+  const chance = d.num('chance_accuracy');
+  const best = Math.max(...points.map((p) => p.num('quality')), ...random.map((p) => p.num('quality')), ...top1.map((p) => p.num('quality')));
+  const leastNoAnswer = Math.min(...points.map((p) => p.num('no_answer_rate')));
+  // Below chance everywhere, the table can only show the routing mechanics; the page says so from the data.
+  const reading =
+    best < chance
+      ? ` Every method stays below chance (at best ${f3(best)}) and at least ${pct(leastNoAnswer)} of the router's outputs name no ` +
+        'choice at any τ: these models do not answer questions, so the table shows the mechanics on out-of-domain prompts ' +
+        '(the routed share follows τ, the baselines route the same share), not answer quality.'
+      : '';
   return [
     provenance(file),
     '',
     packsLine(d),
     '',
     `${d.num('questions')} questions, answered by real generations (up to ${d.num('max_new_tokens')} new tokens, greedy); ` +
-      `chance accuracy ${f3(d.num('chance_accuracy'))}. The baselines route the same share of generated tokens as the router:`,
+      `chance accuracy ${f3(chance)}.${reading} The baselines route the same share of generated tokens as the router:`,
     '',
     table(['τ', 'routed', 'accuracy', 'no answer', 'random acc.', 'top-1 routed', 'top-1 acc.'], rows),
     '',
