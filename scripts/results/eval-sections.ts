@@ -71,6 +71,7 @@ export function textEvalSection(file: DataFile, options: TextEvalSectionOptions)
   const small = d.num('small_only_accuracy');
   const large = d.num('large_only_accuracy');
   const { point: atDefault, index } = pointAt(points, options.defaultThreshold, file.data.file);
+  const { point: edgeAlone } = pointAt(points, 0, file.data.file);
   const share30 = atShare.find((row) => row.num('share') === 0.3) ?? atShare[0]!;
 
   const teacherForcing = table(
@@ -109,7 +110,7 @@ export function textEvalSection(file: DataFile, options: TextEvalSectionOptions)
       `${f3(small)}, of the cloud model alone ${f3(large)}. At the router's default τ ${options.defaultThreshold}, ` +
       `${pct(atDefault.num('routed_ratio'))} of teacher-forced positions and ${pct(atDefault.num('generated_routed_ratio'))} of generated tokens ` +
       `are routed; the cloud model's perplexity of the continuations is ${f2(atDefault.num('cloud_perplexity'))}, against ` +
-      `${f2(random[index]!.num('cloud_perplexity'))} for random routing of the same share (edge model alone ${f2(points[0]!.num('cloud_perplexity'))}). ` +
+      `${f2(random[index]!.num('cloud_perplexity'))} for random routing of the same share (the edge model alone: ${f2(edgeAlone.num('cloud_perplexity'))}). ` +
       `At ${pct(share30.num('share'))} of positions routed, the router recovers ${pct(share30.num('router'))} of the accuracy gap, ` +
       `random routing ${pct(share30.num('random'))}, the edge's top-1 probability ${pct(share30.num('top1'))}.`,
     '',
