@@ -1,6 +1,6 @@
 /**
- * The README's Python example (examples/python/edge_generate.py) against a real edge gRPC server on
- * loopback, with modules generated the way the README says: Debian's protoc and grpc_python_plugin, the
+ * docs/clients.md's Python example (examples/python/edge_generate.py) against a real edge gRPC server on
+ * loopback, with modules generated the way docs/clients.md says: Debian's protoc and grpc_python_plugin, the
  * health proto compiled from its own folder (so no `grpc/` package of generated code sits beside the
  * real `grpc` module), and Debian's python3-grpcio. scripts/setup.sh installs those packages.
  */

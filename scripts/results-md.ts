@@ -1,0 +1,171 @@
+/**
+ * Renders docs/results.md from the data files under docs/results/ (the `--json` output of the commands
+ * that measured each figure, with a first line naming the command, the date and the machine), so the
+ * page's figures cannot drift from what the commands print. Fails, naming the file and the field, when a
+ * data file lacks something the page shows; `--check` compares instead of writing (tests/results-md.test.ts).
+ *
+ * @example
+ * ```sh
+ * bun run results           # writes docs/results.md
+ * bun run results --check   # exit status 1 when docs/results.md is not what the data renders
+ * ```
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { decodeBenchSection, edgeBenchSection, latencyBenchSection, shimBenchSection } from './results/bench-sections.ts';
+import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
+import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
+import { RESULTS_DIR } from './record-result.ts';
+
+export const RESULTS_PAGE = 'docs/results.md';
+
+const TINYSTORIES = '../shared/assets/datasets/tinystories/tinystories_excerpt_197k.txt';
+const COMMONSENSEQA = '../shared/assets/datasets/commonsenseqa/commonsenseqa_200_samples.jsonl';
+
+/** One measurement of the page: its data file, how it is shown, and the command that makes the file. */
+interface Measurement {
+  title: string;
+  file: string;
+  render: (file: DataFile) => string;
+  /** The command to record it with; the page shows it where the file is missing. */
+  command: string;
+  /** A missing required file fails the rendering; a missing optional one is shown as not measured yet. */
+  required: boolean;
+}
+
+interface PairSection {
+  title: string;
+  about: string;
+  measurements: Measurement[];
+}
+
+const record = (file: string, command: string) => `bun run results:record ${file} -- ${command}`;
+
+/** The demo router's default τ and the truncated pair's (router.json's default_threshold, src/shared/paths.ts). */
+const DEMO_TAU = 0.7;
+const TRUNCATED_TAU = 0.5;
+const TRUNCATED = '--slm models/stories260k-3l --router models/router-stories260k-3l';
+
+const PAIRS: PairSection[] = [
+  {
+    title: 'The demo pair: distilled 1-layer edge model → 5-layer stories260K',
+    about:
+      'What `bun run start`, the tests and the benchmarks use by default: the edge model `models/stories260k-distilled-1l`, a ' +
+      '1-layer student distilled from the 5-layer stories260K model; the cloud model `models/stories260k`, the whole 5-layer model; ' +
+      'the router `models/router-stories260k-distilled-1l`, trained by `bun run models demo` on the first 80% of the TinyStories ' +
+      `excerpt's paragraphs ([router-training.md](router-training.md)), default τ ${DEMO_TAU}.`,
+    measurements: [
+      {
+        title: 'Routing quality on held-out TinyStories paragraphs',
+        file: 'demo-eval-tinystories',
+        render: (f) => textEvalSection(f, { plots: 'demo-tinystories', defaultThreshold: DEMO_TAU }),
+        command: `bun run eval --dataset ${TINYSTORIES} --calibration-runs 3 --out docs/plots --name demo-tinystories --json`,
+        required: true,
+      },
+      {
+        title: 'Routing quality on CommonsenseQA',
+        file: 'demo-eval-commonsenseqa',
+        render: (f) => choiceEvalSection(f, { plots: 'demo-commonsenseqa' }),
+        command: `bun run eval --dataset ${COMMONSENSEQA} --calibration-runs 3 --out docs/plots --name demo-commonsenseqa --json`,
+        required: true,
+      },
+      { title: 'The edge ↔ cloud hop', file: 'demo-bench-shim', render: shimBenchSection, command: 'bun run bench shim --json', required: true },
+      { title: 'Routing cost on the edge', file: 'demo-bench-edge', render: edgeBenchSection, command: 'bun run bench edge --json', required: true },
+      {
+        title: 'Latency over a 170 ms round trip',
+        file: 'demo-bench-latency',
+        render: latencyBenchSection,
+        command: 'bun run bench latency --prompts 4 --max-new-tokens 48 --thresholds 0.6,0.7,0.8 --speculate off,on --json',
+        required: false,
+      },
+    ],
+  },
+  {
+    title: 'The truncated pair: stories260k-3l → stories260k',
+    about:
+      'A bigger quality gap over the same cloud model: the edge model `models/stories260k-3l` is the first 3 of the 5 layers with ' +
+      `no training, with its router \`models/router-stories260k-3l\` (built by \`bun run models demo\` too), default τ ${TRUNCATED_TAU}.`,
+    measurements: [
+      {
+        title: 'Routing quality on held-out TinyStories paragraphs',
+        file: 'truncated-eval-tinystories',
+        render: (f) => textEvalSection(f, { plots: 'truncated-tinystories', defaultThreshold: TRUNCATED_TAU }),
+        command: `bun run eval --dataset ${TINYSTORIES} ${TRUNCATED} --calibration-runs 3 --out docs/plots --name truncated-tinystories --json`,
+        required: true,
+      },
+      {
+        title: 'Routing quality on CommonsenseQA',
+        file: 'truncated-eval-commonsenseqa',
+        render: (f) => choiceEvalSection(f, { plots: 'truncated-commonsenseqa' }),
+        command: `bun run eval --dataset ${COMMONSENSEQA} ${TRUNCATED} --calibration-runs 3 --out docs/plots --name truncated-commonsenseqa --json`,
+        required: true,
+      },
+    ],
+  },
+  {
+    title: 'The Qwen2.5-0.5B shape',
+    about:
+      'A random-weight model of the real Qwen2.5-0.5B shape (24 layers, hidden size 896, vocabulary 151,936, 1.84 GiB of float32 ' +
+      'weights), built once under `models/bench/` by the first command that needs it, with a random-weight router. The weights are ' +
+      'random, so only timings mean anything here: what routing and the KV cache cost next to a real edge model\'s decode step.',
+    measurements: [
+      { title: 'Edge decode speed', file: 'qwen2.5-0.5b-bench-decode', render: decodeBenchSection, command: 'bun run bench decode --preset qwen2.5-0.5b --json', required: false },
+      { title: 'Routing cost on the edge', file: 'qwen2.5-0.5b-bench-edge', render: edgeBenchSection, command: 'bun run bench edge --preset qwen2.5-0.5b --json', required: false },
+      {
+        title: 'Latency over a 170 ms round trip, the cloud model on the other core',
+        file: 'qwen2.5-0.5b-bench-latency',
+        render: latencyBenchSection,
+        command:
+          'bun run bench latency --slm models/bench/qwen2.5-0.5b --router uniform --llm models/bench/qwen2.5-0.5b --edge-cpus 0 ' +
+          '--shim-cpus 1 --threads 1 --prompts 4 --max-new-tokens 64 --thresholds 0.15,0.4 --speculate off,on --json',
+        required: false,
+      },
+    ],
+  },
+];
+
+const INTRO = `# Results
+
+Every figure on this page is rendered by \`bun run results\` (\`scripts/results-md.ts\`) from the \`--json\` output
+of the command shown above it, saved under [results/](results/) with the command, the date and the machine on its
+first line; a test checks that this page is what the saved data renders. Superseded figures live in git history.
+
+Quality figures (the \`bun run eval\` runs: held-out text, CommonsenseQA) do not depend on the machine. Timings do:
+they were taken on a 2-core development machine without a GPU, **loaded by other jobs** (each run's load average is
+under its command), so read them as ratios within one run. To measure one again and re-render the page:
+
+\`\`\`sh
+bun run results:record demo-bench-shim -- bun run bench shim --json   # runs it, saves docs/results/demo-bench-shim.jsonl
+bun run results                                                       # writes docs/results.md
+\`\`\`
+
+How the evaluation works: every threshold τ is compared with baselines that route the same share of tokens, at
+random and by the edge model's own top-1 probability (and, at fixed shares, by its entropy, with an oracle that
+routes exactly where only the cloud model is right). A token is routed when the router's score is below τ, so
+τ = 0 routes nothing and τ = 1 everything. The plots are in [plots/](plots/), named \`<pair>-<data set>-<metric>.svg\`.`;
+
+function measurementMarkdown(m: Measurement, dir: string): string {
+  if (hasDataFile(dir, m.file) || m.required) return `### ${m.title}\n\n${m.render(readDataFile(dir, m.file))}`;
+  return `### ${m.title}\n\nNot measured yet. This command measures it and saves its data file:\n\n\`\`\`sh\n${record(m.file, m.command)}\n\`\`\``;
+}
+
+/** The whole page, from the data files in `dir`; throws when a required file or a shown field is missing. */
+export function renderResultsPage(dir: string = RESULTS_DIR): string {
+  const sections = PAIRS.map((pair) => [`## ${pair.title}`, pair.about, ...pair.measurements.map((m) => measurementMarkdown(m, dir))].join('\n\n'));
+  return `${[INTRO, ...sections].join('\n\n')}\n`;
+}
+
+if (import.meta.main) {
+  try {
+    const page = renderResultsPage();
+    if (process.argv.includes('--check')) {
+      if (readFileSync(RESULTS_PAGE, 'utf8') !== page) throw new Error(`${RESULTS_PAGE} is not what the data renders: run bun run results`);
+      console.log(`${RESULTS_PAGE} is up to date`);
+    } else {
+      writeFileSync(RESULTS_PAGE, page);
+      console.log(`wrote ${RESULTS_PAGE}`);
+    }
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * docs/results.md's timing sections, from `bun run bench <target> --json` output: the edge ↔ cloud hop
+ * (`shim`), the routing cost on the edge (`edge`), edge decode speed against its memory-bandwidth bound
+ * (`decode`) and the reference paper's latency table over a delayed gRPC link (`latency`).
+ *
+ * @example
+ * ```ts
+ * const markdown = shimBenchSection(readDataFile('docs/results', 'demo-bench-shim'));
+ * ```
+ */
+import type { DataFile } from './data-file.ts';
+import { f1, f2, f3, orDash, pct, provenance, shortName, table } from './markdown.ts';
+
+const ms = (x: number) => `${f3(x)} ms`;
+
+export function shimBenchSection(file: DataFile): string {
+  const d = file.data;
+  return [
+    provenance(file),
+    '',
+    `Cloud model \`${shortName(d.str('pack'))}\` with the embedded backend, ${d.num('steps')} routed steps over a real gRPC stream on loopback:`,
+    '',
+    table(
+      ['what', 'figure'],
+      [
+        ['round trip of a routed step, p50', ms(d.num('round_trip_ms_p50'))],
+        ["the shim's overhead (round trip − backend time), p50 / p90", `${ms(d.num('shim_overhead_ms_p50'))} / ${ms(d.num('shim_overhead_ms_p90'))}`],
+        ['bytes on the wire per routed step', `${d.num('wire_bytes_per_step')} (${d.num('wire_bytes_per_step_with_hidden')} with the hidden state)`],
+        ["the cloud model's step at context 50 / 400 (KV cache reused)", `${ms(d.num('llm_step_ms_ctx50'))} / ${ms(d.num('llm_step_ms_ctx400'))}`],
+        ['KV reuse ratio (step at 400 / step at 50)', f2(d.num('kv_reuse_ratio'))],
+        ['re-prefilling 400 tokens instead', ms(d.num('reprefill_ms_ctx400'))],
+      ],
+    ),
+  ].join('\n');
+}
+
+export function edgeBenchSection(file: DataFile): string {
+  const d = file.data;
+  return [
+    provenance(file),
+    '',
+    `Edge model \`${shortName(d.str('pack'))}\` (hidden size ${d.num('hidden_size')}), router \`${shortName(d.str('router'))}\`; ` +
+      `${d.num('runs')} runs of ${d.num('tokens_per_run')} tokens, τ ${f3(d.num('threshold'))} routing ${pct(d.num('routed_ratio'))} of them:`,
+    '',
+    table(
+      ['what', 'figure'],
+      [
+        ['edge decode step', ms(d.num('slm_step_ms'))],
+        ['router call', `${ms(d.num('router_ms'))} (${pct(d.num('router_share_of_step'))} of a step)`],
+        ['time between tokens, no routing / routing', `${ms(d.num('tbt_ms_no_routing'))} / ${ms(d.num('tbt_ms_routing'))} (ratio ${f2(d.num('tbt_ratio'))})`],
+        ['time between tokens recomputing the whole sequence per token (no KV cache)', `${ms(d.num('tbt_ms_reprefill'))} (the KV cache is ${f1(d.num('speedup_vs_reprefill'))}× faster)`],
+      ],
+    ),
+  ].join('\n');
+}
+
+export function decodeBenchSection(file: DataFile): string {
+  const d = file.data;
+  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  return [
+    provenance(file),
+    '',
+    table(
+      ['what', 'figure'],
+      [
+        ['decode, ms per token (p90)', `${f2(d.num('ms_per_token'))} (${f2(d.num('ms_per_token_p90'))}), ${f1(d.num('tokens_per_second'))} tokens/s`],
+        [`prefill of ${d.num('prompt_tokens')} tokens`, `${f1(d.num('prefill_ms'))} ms`],
+        ['weights and KV cache read per token', `${mib(d.num('weight_bytes'))} + ${mib(d.num('kv_bytes'))}`],
+        ['measured copy bandwidth', `${f1(d.num('bandwidth_gb_s'))} GB/s`],
+        ['bound (bytes read per token / bandwidth), share of it reached', `${f2(d.num('bound_ms_per_token'))} ms, ${f2(d.num('fraction_of_bound'))}`],
+        ['peak RSS', `${f1(d.num('peak_rss_mb'))} MB`],
+      ],
+    ),
+  ].join('\n');
+}
+
+export function latencyBenchSection(file: DataFile): string {
+  const d = file.data;
+  const rows = d.list('rows').map((row) => {
+    const threshold = row.numOrNull('threshold');
+    const setting = threshold === null ? row.str('mode') : `${row.str('mode')} τ=${threshold}${row.bool('speculate') ? ', speculating' : ''}`;
+    return [
+      setting,
+      pct(row.num('routed_ratio')),
+      f1(row.num('tokens')),
+      f3(row.num('tbt_ms')),
+      orDash(row.numOrNull('tbt_ratio'), f2),
+      f1(row.num('overall_ms')),
+      f2(row.num('overall_ratio')),
+      orDash(row.numOrNull('hit_rate'), f2),
+      f1(row.num('wasted_steps')),
+    ];
+  });
+  const identical = d.boolOrNull('identical_outputs');
+  return [
+    provenance(file),
+    '',
+    `Edge model \`${shortName(d.str('slm'))}\`, router \`${shortName(d.str('router'))}\`, cloud \`${shortName(d.str('cloud'))}\` behind a real gRPC ` +
+      `link with ${d.num('rtt_ms')} ms of round trip added; ${d.num('prompts')} prompts of \`${shortName(d.str('dataset'))}\`, up to ` +
+      `${d.num('max_new_tokens')} new tokens, greedy. Figures are means per prompt; TBT is the edge's time between tokens, waiting for the ` +
+      'cloud left out; overall is the whole request.' +
+      (identical === null ? '' : identical ? ' With and without speculation the outputs are the same (`identical_outputs`).' : ' **The outputs with and without speculation differ** (`identical_outputs` false).'),
+    '',
+    table(['setting', 'routed', 'tokens', 'TBT (ms)', 'TBT / small_only', 'overall (ms)', 'overall / small_only', 'hit rate', 'wasted steps'], rows),
+  ].join('\n');
+}
