@@ -15,6 +15,7 @@ import { decodeBenchSection, edgeBenchSection, latencyBenchSection, shimBenchSec
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
 import { RESULTS_DIR } from './record-result.ts';
+import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 
 export const RESULTS_PAGE = 'docs/results.md';
 
@@ -40,10 +41,10 @@ interface PairSection {
 
 const record = (file: string, command: string) => `bun run results:record ${file} -- ${command}`;
 
-/** The demo router's default τ and the truncated pair's (router.json's default_threshold, src/shared/paths.ts). */
-const DEMO_TAU = 0.7;
-const TRUNCATED_TAU = 0.5;
-const TRUNCATED = '--slm models/stories260k-3l --router models/router-stories260k-3l';
+/** The demo router's default τ and the truncated pair's (router.json's default_threshold), read where the packs get them. */
+const DEMO_TAU = DEMO.routerThreshold;
+const TRUNCATED_TAU = TRUNCATED_DEMO.routerThreshold;
+const TRUNCATED = '--edge-model models/stories260k-3l --router models/router-stories260k-3l';
 
 const PAIRS: PairSection[] = [
   {
