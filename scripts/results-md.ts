@@ -116,7 +116,7 @@ const PAIRS: PairSection[] = [
         file: 'qwen2.5-0.5b-bench-latency',
         render: latencyBenchSection,
         command:
-          'bun run bench latency --slm models/bench/qwen2.5-0.5b --router uniform --llm models/bench/qwen2.5-0.5b --edge-cpus 0 ' +
+          'bun run bench latency --edge-model models/bench/qwen2.5-0.5b --router uniform --cloud-model models/bench/qwen2.5-0.5b --edge-cpus 0 ' +
           '--shim-cpus 1 --threads 1 --prompts 4 --max-new-tokens 64 --thresholds 0.15,0.4 --speculate off,on --json',
         required: false,
       },
