@@ -25,6 +25,11 @@ export interface DecoderLoadOptions {
   executionProviders?: readonly string[];
   /** Where a provider fallback is reported. */
   log?: Logger;
+  /**
+   * Turns on onnxruntime's profiler: every run's kernels are timed and written, when `endProfiling` is
+   * called, to a JSON file whose name starts with this prefix (onnxruntime appends the date and time).
+   */
+  profileFilePrefix?: string;
 }
 
 export interface AppendResult {
@@ -66,7 +71,11 @@ export class DecoderModel {
   }
 
   static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
-    const sessionOptions = { graphOptimizationLevel: 'all', ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}) } as const;
+    const sessionOptions = {
+      graphOptimizationLevel: 'all',
+      ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
+      ...(options.profileFilePrefix ? { enableProfiling: true, profileFilePrefix: options.profileFilePrefix } : {}),
+    } as const;
     const { session, executionProviders } = await createSessionOn(pack.modelPath, sessionOptions, options.executionProviders ?? ['cpu'], options.log);
     try {
       const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
@@ -84,6 +93,11 @@ export class DecoderModel {
 
   async release(): Promise<void> {
     await this.session.release();
+  }
+
+  /** Writes the profile of the runs so far (only when loaded with `profileFilePrefix`). */
+  endProfiling(): void {
+    this.session.endProfiling();
   }
 
   /** @internal one forward pass; used by DecoderSequence. */

@@ -23,15 +23,19 @@ import { type BenchDtype, parseDtypes } from './decode-packs.ts';
 import { formatPeerResults, PEER_TYPES, runLlamaCppPeer } from '../llama-cpp-peer/llama-cpp-peer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { ensureBenchPack } from '../models/random-pack.ts';
+import { decodeProfileJson, profileDecode } from './decode-profile.ts';
+import { formatDecodeProfile } from './decode-profile-summary.ts';
 import { decodeBenchJson, formatDecodeBench, type DecodeBenchResult, type DecodeRound } from './decode-report.ts';
 
-export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--json]
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--profile] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
       read per token / measured copy bandwidth); a preset is built once under models/bench/; --dtype
       runs each weight type of the preset (quantized once with models quantize) in its own process and
       adds its peak RSS; --bandwidth-gb-s skips the copy measurement and uses the given figure;
       --peer llama.cpp (with --dtype) also times llama.cpp on the same weights as GGUF (F32, Q8_0, Q4_0)
-      through node-llama-cpp under node, installed on first use into ~/.cache/edge-token-router`;
+      through node-llama-cpp under node, installed on first use into ~/.cache/edge-token-router;
+      --profile runs --steps decode steps under onnxruntime's profiler instead and prints nodes per
+      step, time per op type, the share outside the matrix products and the KV bytes copied per step`;
 
 export interface DecodeBenchOptions {
   preset?: string;
@@ -57,7 +61,7 @@ const PROMPT_TEXT =
   'The little robot walked along the quiet beach at sunrise, counting shells and listening to the waves. ' +
   'Every morning it wrote down what it found: a blue stone, a piece of glass worn smooth by the sea, a feather. ';
 
-async function resolvePack(o: DecodeBenchOptions): Promise<{ target: string; dir: string }> {
+async function resolvePack(o: Pick<DecodeBenchOptions, 'preset' | 'pack' | 'log'>): Promise<{ target: string; dir: string }> {
   if (o.pack) {
     if (o.preset) throw new UsageError('--preset and --pack are alternatives');
     return { target: 'pack', dir: o.pack };
@@ -185,10 +189,23 @@ export async function main(args: string[]): Promise<void> {
     'bandwidth-gb-s': { type: 'string' },
     dtype: { type: 'string' },
     peer: { type: 'string' },
+    profile: { type: 'boolean' },
     json: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const threads = integerFlag(values, 'threads', availableParallelism())!;
+  if (values.profile) {
+    if (values.dtype !== undefined || values.peer !== undefined) throw new UsageError('--profile takes one pack: give --pack DIR (a preset\'s quantized packs are under models/bench/) or --preset');
+    const steps = integerFlag(values, 'steps', 16)!;
+    const promptTokens = integerFlag(values, 'prompt-tokens', 100)!;
+    if (steps < 1 || promptTokens < 1 || threads < 1) throw new UsageError('--steps, --prompt-tokens and --threads must be at least 1');
+    const log = (line: string) => console.error(line);
+    const { dir } = await resolvePack({ preset: values.preset, pack: values.pack, log });
+    const summary = await profileDecode({ dir, promptTokens, steps, threads, log });
+    console.log(formatDecodeProfile(summary));
+    if (values.json) console.log(JSON.stringify({ pack: dir, threads, prompt_tokens: promptTokens, ...decodeProfileJson(summary) }));
+    return;
+  }
   const copyBytes = integerFlag(values, 'copy-mib', 1024)! * 2 ** 20;
   if (values.peer !== undefined && values.peer !== 'llama.cpp') throw new UsageError(`--peer: only llama.cpp is known, got ${JSON.stringify(values.peer)}`);
   if (values.peer !== undefined && values.dtype === undefined) throw new UsageError('--peer needs --dtype (the types to compare)');

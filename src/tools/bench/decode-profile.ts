@@ -1,0 +1,72 @@
+/**
+ * `bench decode --profile`: decode steps run under onnxruntime's profiler, read back into time per op
+ * type, nodes per step, the share outside the matrix products and the KV bytes copied per step
+ * (decode-profile-summary.ts). The profile file is written to a temporary folder and removed after.
+ *
+ * @example
+ * const summary = await profileDecode({ dir: 'models/bench/qwen2.5-0.5b', promptTokens: 100, steps: 16, threads: 2, log: console.error });
+ * console.log(formatDecodeProfile(summary));
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { AppError } from '../../shared/errors.ts';
+import { argmax } from '../../shared/logits.ts';
+import { loadModelPack } from '../../shared/model-pack.ts';
+import { promptIds } from './decode.ts';
+import { type DecodeProfileSummary, type ProfileEvent, summarizeDecodeProfile } from './decode-profile-summary.ts';
+
+export interface DecodeProfileOptions {
+  dir: string;
+  promptTokens: number;
+  /** Decode steps profiled, after one untimed step that lets onnxruntime settle its allocations. */
+  steps: number;
+  threads: number;
+  log: (line: string) => void;
+}
+
+export async function profileDecode(o: DecodeProfileOptions): Promise<DecodeProfileSummary> {
+  const pack = loadModelPack(o.dir);
+  if (o.promptTokens + o.steps + 1 > pack.maxPositions) {
+    throw new AppError('INVALID_ARGUMENT', `prompt + steps exceed the model's ${pack.maxPositions} positions`);
+  }
+  const ids = await promptIds(pack, o.promptTokens);
+  const folder = mkdtempSync(join(tmpdir(), 'decode-profile-'));
+  try {
+    o.log(`profiling ${o.steps} decode steps of ${o.dir} after a ${o.promptTokens}-token prefill, ${o.threads} threads`);
+    const model = await DecoderModel.load(pack, { threads: o.threads, profileFilePrefix: join(folder, 'decode') });
+    const sequence = model.newSequence();
+    try {
+      let { logits } = await sequence.append(ids);
+      ({ logits } = await sequence.append([argmax(logits)]));
+      for (let i = 0; i < o.steps; i++) ({ logits } = await sequence.append([argmax(logits)]));
+    } finally {
+      sequence.dispose();
+      model.endProfiling();
+      await model.release();
+    }
+    const file = readdirSync(folder).find((f) => f.endsWith('.json'));
+    if (!file) throw new AppError('INTERNAL', `onnxruntime wrote no profile into ${folder}`);
+    const events = JSON.parse(readFileSync(join(folder, file), 'utf8')) as ProfileEvent[];
+    // The profiled steps start after the prompt and the untimed step.
+    return summarizeDecodeProfile(events, Array.from({ length: o.steps }, (_, i) => o.promptTokens + 1 + i));
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+/** The summary as `--json` prints it (snake_case). */
+export function decodeProfileJson(s: DecodeProfileSummary): Record<string, unknown> {
+  return {
+    steps: s.steps,
+    nodes_per_step: s.perStep.nodes,
+    run_us: s.perStep.runUs,
+    kernel_us: s.perStep.kernelUs,
+    matrix_us: s.perStep.matrixUs,
+    kv_copy_bytes: s.perStep.kvCopyBytes,
+    non_matrix_share: s.nonMatrixShare,
+    between_kernels_share: s.betweenKernelsShare,
+    by_op_type: s.byOpType.map((o) => ({ op: o.op, nodes: o.nodes, us: o.us })),
+  };
+}
