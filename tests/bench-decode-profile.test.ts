@@ -40,8 +40,8 @@ describe('summarizeDecodeProfile', () => {
     expect(s.betweenKernelsShare).toBeCloseTo(52.5 / 150, 12);
     expect(s.byOpType).toEqual([
       { op: 'MatMulNBits', nodes: 0.5, us: 50 },
-      { op: 'Mul', nodes: 1, us: 20 },
       { op: 'MatMul', nodes: 0.5, us: 20 },
+      { op: 'Mul', nodes: 1, us: 20 },
       { op: 'Concat', nodes: 1.5, us: 7.5 },
     ]);
   });
