@@ -15,7 +15,8 @@ import { createSessionOn } from './execution-providers.ts';
 import { emptyTensor, feedable, float32Rows, indexTensor, toFloat32 } from './float-tensors.ts';
 import type { Logger } from './logger.ts';
 import type { ModelPack } from './model-pack.ts';
-import type { InferenceSession, OrtTensor } from './ort.ts';
+import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
+import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
 import { runSession } from './run-session.ts';
 
 export interface DecoderLoadOptions {
@@ -100,11 +101,11 @@ export class DecoderModel {
     this.session.endProfiling();
   }
 
-  /** @internal one forward pass; used by DecoderSequence. */
-  async forward(feeds: Record<string, OrtTensor>, tokens: number): Promise<Record<string, OrtTensor>> {
+  /** @internal one forward pass; used by DecoderSequence. `fetches` as in runSession. */
+  async forward(feeds: Record<string, OrtTensor>, tokens: number, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
     this.stats.runs++;
     this.stats.tokensFed += tokens;
-    return runSession(this.session, feeds);
+    return runSession(this.session, feeds, fetches);
   }
 }
 
@@ -122,8 +123,9 @@ export class DecoderSequence {
   constructor(private readonly model: DecoderModel) {
     const { numKvHeads, headDim } = model.pack;
     this.past = {};
-    // The cache stays in the export's own type: present.* outputs are fed back as they come.
-    for (const name of model.io.pastNames) this.past[name] = emptyTensor(model.io.cache, [1, numKvHeads, 0, headDim]);
+    // The cache stays in the export's own type: present.* outputs are fed back as they come. The fused
+    // layout's buffers are made on the first append, at the capacity it needs.
+    if (model.io.layout === 'plain') for (const name of model.io.pastNames) this.past[name] = emptyTensor(model.io.cache, [1, numKvHeads, 0, headDim]);
     this.lastHidden = new Float32Array(model.hasHiddenStates ? model.pack.hiddenSize : 0);
   }
 
@@ -160,12 +162,22 @@ export class DecoderSequence {
     const n = tokens.length;
     const start = this.ids.length;
     const { io } = this.model;
+    const fused = io.layout === 'fused';
+    if (fused) this.fitBuffers(total);
     const feeds: Record<string, OrtTensor> = { ...this.past, input_ids: indexTensor(io.ids, tokens, [1, n]) };
     if (io.mask) feeds.attention_mask = indexTensor(io.mask, { length: total }, [1, total], () => 1);
     if (io.positions) feeds.position_ids = indexTensor(io.positions, { length: n }, [1, n], (i) => start + i);
-    const out = await this.model.forward(feeds, n);
-    this.releasePast();
-    for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
+    if (fused) {
+      feeds.seqlens_k = new ort.Tensor('int32', Int32Array.of(total - 1), [1]);
+      feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
+    }
+    // The fused layout's present.* are the past buffers themselves: onnxruntime writes the new positions in place.
+    const fetches = fused ? this.sharedFetches() : undefined;
+    const out = await this.model.forward(feeds, n, fetches);
+    if (!fused) {
+      this.releasePast();
+      for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
+    }
     this.ids.push(...tokens);
 
     // float16 outputs are converted here, once, and only the rows asked for (a prefill's last position).
@@ -217,6 +229,28 @@ export class DecoderSequence {
     const oldest = this.saved.shift();
     if (!oldest) return;
     for (const t of Object.values(oldest.past)) if (!this.held(t)) t.dispose();
+  }
+
+  /**
+   * Makes the fused layout's buffers hold `total` positions: made on the first append, grown by doubling
+   * (copying the cache once) when outgrown. A checkpoint keeps the old buffers, whose first positions are
+   * still valid, so a rollback across a growth stays correct.
+   */
+  private fitBuffers(total: number): void {
+    const { pack, io } = this.model;
+    const current = this.past[io.pastNames[0]!]?.dims[2] ?? 0;
+    if (total <= current) return;
+    const grown = growKvBuffers(this.past, io.pastNames, pack.numKvHeads, pack.headDim, kvCapacity(total, current, pack.maxPositions), this.ids.length);
+    this.releasePast();
+    this.past = grown;
+  }
+
+  /** The outputs of a fused-layout run: logits and hidden states allocated by onnxruntime, present.* the past buffers. */
+  private sharedFetches(): Record<string, OrtTensor | null> {
+    const fetches: Record<string, OrtTensor | null> = { logits: null };
+    if (this.model.hasHiddenStates) fetches.hidden_states = null;
+    for (const [name, buffer] of Object.entries(this.past)) fetches[name.replace('past_key_values', 'present')] = buffer;
+    return fetches;
   }
 
   /** Whether the current cache or a checkpoint still uses `t`. */
