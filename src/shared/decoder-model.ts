@@ -54,10 +54,12 @@ export interface DecoderStats {
   tokensFed: number;
   /** Sequences created and not yet disposed: each holds a KV cache. */
   liveSequences: number;
+  /** KV-cache bytes copied by the fused layout's buffers when they grew (checkpoints and rollbacks copy none). */
+  kvBytesCopied: number;
 }
 
 export class DecoderModel {
-  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0 };
+  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0 };
   readonly hasHiddenStates: boolean;
 
   private constructor(
@@ -241,6 +243,7 @@ export class DecoderSequence {
     const current = this.past[io.pastNames[0]!]?.dims[2] ?? 0;
     if (total <= current) return;
     const grown = growKvBuffers(this.past, io.pastNames, pack.numKvHeads, pack.headDim, kvCapacity(total, current, pack.maxPositions), this.ids.length);
+    this.model.stats.kvBytesCopied += io.pastNames.length * pack.numKvHeads * this.ids.length * pack.headDim * 4;
     this.releasePast();
     this.past = grown;
   }

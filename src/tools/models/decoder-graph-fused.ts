@@ -15,6 +15,7 @@ import type { ModelProto } from 'onnx-buf';
 import type { DecoderSpec, DecoderWeights } from './decoder-spec.ts';
 import type { DecoderGraphOptions } from './decoder-graph.ts';
 import { addDecoderOutputs, addLmHead } from './decoder-graph-head.ts';
+import { AppError } from '../../shared/errors.ts';
 import { DataType, FloatAttr, GraphBuilder } from '../../shared/onnx-graph.ts';
 
 /** cos and sin of position × frequency, `[maxPositions, headDim / 2]`, computed in float32 as the plain graph does. */
@@ -33,8 +34,14 @@ export function rotaryTables(spec: DecoderSpec): { cos: Float32Array; sin: Float
   return { cos, sin };
 }
 
+/** onnxruntime's CPU GroupQueryAttention refuses other head sizes at run time ("head_size shall be a multiple of 16"). */
+export const GQA_HEAD_DIM_MULTIPLE = 16;
+
 export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeights, options: DecoderGraphOptions): ModelProto {
   const { hiddenSize: d, numHeads: h, numKvHeads: kv, headDim: hd, vocabSize: vocab } = spec;
+  if (hd % GQA_HEAD_DIM_MULTIPLE !== 0) {
+    throw new AppError('INVALID_ARGUMENT', `the fused layout needs a head_dim that is a multiple of ${GQA_HEAD_DIM_MULTIPLE} (onnxruntime's CPU GroupQueryAttention), got ${hd}; use --layout plain`);
+  }
   const g = new GraphBuilder(`${spec.modelType}-decoder-fused`);
   const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
   const seqlensK = g.input('seqlens_k', DataType.INT32, ['batch_size']);

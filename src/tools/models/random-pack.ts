@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { MODELS_DIR } from '../../shared/paths.ts';
+import type { DecoderLayout } from './decoder-graph.ts';
 import { parameterCount } from './decoder-spec.ts';
 import { packIsUpToDate, writeDecoderPack } from './pack-writer.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from './random-model.ts';
@@ -13,6 +14,8 @@ export interface RandomPackOptions {
   /** Defaults to `gemm` (the tied embedding stored once). */
   head?: 'matmul' | 'gemm';
   hiddenStatesOutput: boolean;
+  /** The graph's layout (decoder-graph.ts); `plain` when omitted. */
+  layout?: DecoderLayout;
 }
 
 /** Above this many bytes of weights a pack keeps them in `model.onnx_data`. */
@@ -27,11 +30,11 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
   await writeDecoderPack(options.out, {
     spec,
     weights: randomWeights(spec, options.seed),
-    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput },
+    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain' },
     tokenizerJson,
     tokenizerConfig,
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
-    source: { tool: 'random', preset: options.preset, seed: options.seed },
+    source: { tool: 'random', preset: options.preset, seed: options.seed, ...(options.layout && options.layout !== 'plain' ? { layout: options.layout } : {}) },
   });
 }
 
