@@ -107,12 +107,14 @@ function appendsToPast(kernel: ProfileEvent, past: number): boolean {
 export function formatDecodeProfile(s: DecodeProfileSummary, topOps = 16): string {
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   const p = s.perStep;
+  const shown = s.byOpType.slice(0, topOps);
+  const width = Math.max(18, ...shown.map((o) => o.op.length));
   return [
     `profile of ${s.steps} decode steps (onnxruntime's profiler; times under the profiler, per step):`,
     `nodes run: ${p.nodes.toFixed(0)}; run ${(p.runUs / 1000).toFixed(2)} ms, kernels ${(p.kernelUs / 1000).toFixed(2)} ms, matrix products ${(p.matrixUs / 1000).toFixed(2)} ms`,
     `outside the matrix products: ${pct(s.nonMatrixShare)} of the run; between kernels: ${pct(s.betweenKernelsShare)}`,
     `KV cache copied past → present: ${(p.kvCopyBytes / 2 ** 10).toFixed(1)} KiB per step`,
-    'op type            nodes   ms/step   share of kernels',
-    ...s.byOpType.slice(0, topOps).map((o) => `${o.op.padEnd(18)} ${o.nodes.toFixed(0).padStart(5)} ${(o.us / 1000).toFixed(3).padStart(9)}   ${pct(p.kernelUs > 0 ? o.us / p.kernelUs : 0)}`),
+    `${'op type'.padEnd(width)} nodes   ms/step   share of kernels`,
+    ...shown.map((o) => `${o.op.padEnd(width)} ${o.nodes.toFixed(0).padStart(5)} ${(o.us / 1000).toFixed(3).padStart(9)}   ${pct(p.kernelUs > 0 ? o.us / p.kernelUs : 0)}`),
   ].join('\n');
 }
