@@ -17,6 +17,8 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { profileDecode } from '../src/tools/bench/decode-profile.ts';
 import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
+import { inspectPath } from '../src/tools/models/inspect-model.ts';
+import { quantizePack } from '../src/tools/models/quantize.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 /**
@@ -98,6 +100,32 @@ describe('fp32 fused vs plain', () => {
       'the fused layout needs a head_dim that is a multiple of 16',
     );
     expect(existsSync(out)).toBe(false);
+  });
+});
+
+describe('models quantize on a fused pack', () => {
+  test('q4 keeps GroupQueryAttention and the shared buffer; the same greedy ids as the plain pack quantized alike', async () => {
+    for (const layout of ['plain', 'fused'] as const) await quantizePack({ input: PACKS[layout], output: `${PACKS[layout]}-q4`, dtype: 'q4' });
+    const ops = Object.fromEntries(inspectPath(`${PACKS.fused}-q4`)[0]!.opCounts.map((o) => [o.opType, o.count]));
+    expect(ops['com.microsoft.GroupQueryAttention']).toBe(2);
+    expect(ops['com.microsoft.SkipSimplifiedLayerNormalization']).toBe(4);
+    expect(ops['com.microsoft.MatMulNBits']).toBe(15);
+    expect(ops.MatMul).toBeUndefined();
+    const models = await Promise.all(['plain', 'fused'].map((l) => DecoderModel.load(loadModelPack(`${PACKS[l as 'plain' | 'fused']}-q4`), { threads: 1 })));
+    try {
+      expect(models[1]!.io.layout).toBe('fused');
+      const seqs = models.map((m) => m.newSequence());
+      let results = await Promise.all(seqs.map((s) => s.append(tokenizer.encode(PROMPTS[1]!))));
+      for (let step = 0; step < 16; step++) {
+        expect(maxAbsDiff(results[0]!.logits, results[1]!.logits)).toBeLessThan(LOGIT_TOLERANCE);
+        const next = argmax(results[0]!.logits);
+        expect(argmax(results[1]!.logits)).toBe(next);
+        results = await Promise.all(seqs.map((s) => s.append([next])));
+      }
+      for (const s of seqs) s.dispose();
+    } finally {
+      for (const m of models) await m.release();
+    }
   });
 });
 
