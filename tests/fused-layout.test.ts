@@ -15,6 +15,7 @@ import { ort } from '../src/shared/ort.ts';
 import { DEMO } from '../src/shared/paths.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { profileDecode } from '../src/tools/bench/decode-profile.ts';
+import { weightTraffic } from '../src/tools/bench/decode-weights.ts';
 import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { inspectPath } from '../src/tools/models/inspect-model.ts';
@@ -238,5 +239,18 @@ describe('bench decode --profile on the fused layout', () => {
     expect(fused.perStep.kvCopyBytes).toBe(0);
     expect(fused.byOpType.find((o) => o.op === 'GroupQueryAttention')?.nodes).toBe(2);
     expect(fused.perStep.nodes).toBeLessThan(plain.perStep.nodes / 2);
+  });
+});
+
+describe('bytes read per token on the fused layout', () => {
+  test("GroupQueryAttention's cos/sin tables count as lookups (one row per step), so fused and plain read the same weights", () => {
+    const plain = weightTraffic(join(PACKS.plain, 'model.onnx'));
+    const fused = weightTraffic(join(PACKS.fused, 'model.onnx'));
+    expect(fused.lookups).toEqual(['const.cos_cache', 'const.sin_cache']);
+    const { maxPositions, headDim } = loadModelPack(PACKS.fused);
+    const tables = 2 * maxPositions * (headDim / 2) * 4;
+    // The plain graph's extra constants (mask, shapes, inverse frequencies) are a few hundred bytes.
+    expect(Math.abs(fused.perToken - 2 * (headDim / 2) * 4 - plain.perToken)).toBeLessThan(1024);
+    expect(fused.total - tables).toBeLessThan(plain.total);
   });
 });
