@@ -14,8 +14,11 @@ import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax } from '../../shared/logits.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
-import { promptIds } from './decode.ts';
-import { type DecodeProfileSummary, type ProfileEvent, summarizeDecodeProfile } from './decode-profile-summary.ts';
+import { integerFlag, UsageError } from '../cli-support.ts';
+import { DECODER_LAYOUTS, type DecoderLayout } from '../models/decoder-graph.ts';
+import { ensureDtypePack, parseDtypes } from './decode-packs.ts';
+import { promptIds, resolvePack } from './decode-target.ts';
+import { type DecodeProfileSummary, formatDecodeProfile, type ProfileEvent, summarizeDecodeProfile } from './decode-profile-summary.ts';
 
 export interface DecodeProfileOptions {
   dir: string;
@@ -69,4 +72,32 @@ export function decodeProfileJson(s: DecodeProfileSummary): Record<string, unkno
     between_kernels_share: s.betweenKernelsShare,
     by_op_type: s.byOpType.map((o) => ({ op: o.op, nodes: o.nodes, us: o.us })),
   };
+}
+
+export function parseLayout(value: string): DecoderLayout {
+  if (!(DECODER_LAYOUTS as readonly string[]).includes(value)) throw new UsageError(`--layout must be ${DECODER_LAYOUTS.join(' or ')}, got ${value}`);
+  return value as DecoderLayout;
+}
+
+/** `--profile`: one pack (--pack, or the preset), or each --dtype pack of the preset in turn. */
+export async function profileCommand(values: Record<string, string | boolean | undefined>, threads: number, layout: DecoderLayout | undefined): Promise<void> {
+  if (values.peer !== undefined) throw new UsageError('--profile does not run llama.cpp');
+  const steps = integerFlag(values, 'steps', 16)!;
+  const promptTokens = integerFlag(values, 'prompt-tokens', 100)!;
+  if (steps < 1 || promptTokens < 1 || threads < 1) throw new UsageError('--steps, --prompt-tokens and --threads must be at least 1');
+  const log = (line: string) => console.error(line);
+  const preset = values.preset as string | undefined;
+  let packs: [string, string][];
+  if (typeof values.dtype === 'string') {
+    if (values.pack) throw new UsageError('--dtype works on a --preset (its quantized packs are built under models/bench/)');
+    packs = [];
+    for (const dtype of parseDtypes(values.dtype)) packs.push([dtype, await ensureDtypePack(preset ?? 'qwen2.5-0.5b', dtype, log, layout)]);
+  } else {
+    packs = [['pack', (await resolvePack({ preset, pack: values.pack as string | undefined, layout, log })).dir]];
+  }
+  for (const [label, dir] of packs) {
+    const summary = await profileDecode({ dir, promptTokens, steps, threads, log });
+    console.log(formatDecodeProfile(summary));
+    if (values.json) console.log(JSON.stringify({ ...(label === 'pack' ? {} : { dtype: label }), pack: dir, threads, prompt_tokens: promptTokens, ...decodeProfileJson(summary) }));
+  }
 }

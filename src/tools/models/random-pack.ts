@@ -39,14 +39,20 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
 }
 
 /**
- * The benchmarks' random-weight pack of `preset` (seed 0, with hidden_states) under models/bench/,
- * built on first use and reused while its recorded source matches; returns its folder.
+ * The benchmarks' random-weight pack of `preset` (seed 0, with hidden_states) under models/bench/
+ * (`<preset>-fused` for the fused layout), built on first use and reused while its recorded source
+ * matches; returns its folder.
  */
-export async function ensureBenchPack(preset: string, log: (line: string) => void): Promise<string> {
-  const dir = join(MODELS_DIR, 'bench', preset);
-  if (!packIsUpToDate(dir, { tool: 'random', preset, seed: 0 })) {
+export async function ensureBenchPack(preset: string, log: (line: string) => void, layout: DecoderLayout = 'plain'): Promise<string> {
+  const dir = join(MODELS_DIR, 'bench', layout === 'plain' ? preset : `${preset}-${layout}`);
+  if (!packIsUpToDate(dir, benchPackSource(preset, layout))) {
     log(`building ${dir} (random weights, once)`);
-    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true });
+    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true, layout });
   }
   return dir;
+}
+
+/** What writeRandomPack records for a bench pack. */
+export function benchPackSource(preset: string, layout: DecoderLayout = 'plain'): Record<string, unknown> {
+  return { tool: 'random', preset, seed: 0, ...(layout === 'plain' ? {} : { layout }) };
 }
