@@ -65,6 +65,8 @@ describe('bun run bench decode --profile', () => {
     // Steps 1..4 after the prompt and one untimed step write present caches of 22..25 positions: K and V, float32.
     const perPosition = 2 * pack.numLayers * pack.numKvHeads * pack.headDim * 4;
     expect(json.kv_copy_bytes).toBe(perPosition * (22 + 23 + 24 + 25) / 4);
+    // onnxruntime-node copies every output out: the present caches again, the logits and the hidden states.
+    expect(json.output_bytes).toBe(json.kv_copy_bytes + (pack.vocabSize + pack.hiddenSize) * 4);
     expect(json.steps).toBe(4);
     expect(Number.isInteger(json.nodes_per_step)).toBe(true);
     expect(json.nodes_per_step).toBe(json.by_op_type.reduce((n: number, o: { nodes: number }) => n + o.nodes, 0));

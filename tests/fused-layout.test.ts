@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { readDecoderIo } from '../src/shared/decoder-io.ts';
-import { MIN_KV_CAPACITY, kvCapacity } from '../src/shared/kv-buffer.ts';
+import { KV_CAPACITY_STEP, kvCapacity } from '../src/shared/kv-buffer.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { ort } from '../src/shared/ort.ts';
 import { DEMO } from '../src/shared/paths.ts';
@@ -149,16 +149,16 @@ describe('the shared KV buffer', () => {
     });
   });
 
-  test('outgrowing the capacity copies the cache once, into a buffer twice as long; a rollback across it stays exact', async () => {
+  test('outgrowing the capacity copies the cache once, into a buffer one step longer; a rollback across it stays exact', async () => {
     await withModels(async (plain, fused) => {
       const pack = fused.pack;
       const seqs = [plain.newSequence(), fused.newSequence()] as const;
-      const prompt = Array.from({ length: MIN_KV_CAPACITY - 2 }, (_, i) => 3 + ((i * 97) % 5000));
+      const prompt = Array.from({ length: KV_CAPACITY_STEP - 2 }, (_, i) => 3 + ((i * 97) % 5000));
       await Promise.all(seqs.map((s) => s.append(prompt)));
       expect(fused.stats.kvBytesCopied).toBe(0);
       for (const s of seqs) s.checkpoint();
       await Promise.all(seqs.map((s) => s.append([5, 6, 7, 8])));
-      const copied = 2 * pack.numLayers * pack.numKvHeads * (MIN_KV_CAPACITY - 2) * pack.headDim * 4;
+      const copied = 2 * pack.numLayers * pack.numKvHeads * (KV_CAPACITY_STEP - 2) * pack.headDim * 4;
       expect(fused.stats.kvBytesCopied).toBe(copied);
       for (const s of seqs) s.rollback();
       const after = await Promise.all(seqs.map((s) => s.append([9, 10, 11])));
@@ -202,11 +202,13 @@ describe('the shared KV buffer', () => {
     }
   });
 
-  test('capacity: at least MIN_KV_CAPACITY, doubled until it fits, never above the model limit', () => {
-    expect(kvCapacity(10, 0, 512)).toBe(MIN_KV_CAPACITY);
-    expect(kvCapacity(257, 256, 512)).toBe(512);
-    expect(kvCapacity(600, 256, 4096)).toBe(1024);
-    expect(kvCapacity(100, 0, 64)).toBe(64);
+  test('capacity: the current one while it fits, else whole steps of KV_CAPACITY_STEP, never above the model limit', () => {
+    expect(KV_CAPACITY_STEP).toBe(256);
+    expect(kvCapacity(10, 0, 512)).toBe(256);
+    expect(kvCapacity(200, 256, 512)).toBe(256);
+    expect(kvCapacity(257, 256, 4096)).toBe(512);
+    expect(kvCapacity(600, 256, 4096)).toBe(768);
+    expect(kvCapacity(600, 256, 700)).toBe(700);
     expect(kvCapacity(5, 0, 64)).toBe(64);
   });
 });
@@ -237,6 +239,9 @@ describe('bench decode --profile on the fused layout', () => {
     const fused = await profileDecode({ ...common, dir: PACKS.fused });
     expect(plain.perStep.kvCopyBytes).toBeGreaterThan(0);
     expect(fused.perStep.kvCopyBytes).toBe(0);
+    // onnxruntime-node still copies the fetched present.* buffers out, whole: KV_CAPACITY_STEP positions here.
+    const { numLayers, numKvHeads, headDim, vocabSize, hiddenSize } = loadModelPack(PACKS.fused);
+    expect(fused.perStep.outputBytes).toBe(2 * numLayers * numKvHeads * KV_CAPACITY_STEP * headDim * 4 + (vocabSize + hiddenSize) * 4);
     expect(fused.byOpType.find((o) => o.op === 'GroupQueryAttention')?.nodes).toBe(2);
     expect(fused.perStep.nodes).toBeLessThan(plain.perStep.nodes / 2);
   });

@@ -56,10 +56,12 @@ export interface DecoderStats {
   liveSequences: number;
   /** KV-cache bytes copied by the fused layout's buffers when they grew (checkpoints and rollbacks copy none). */
   kvBytesCopied: number;
+  /** Bytes of the outputs onnxruntime-node returned, each copied into a new JavaScript buffer (KV cache included). */
+  outputBytes: number;
 }
 
 export class DecoderModel {
-  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0 };
+  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0 };
   readonly hasHiddenStates: boolean;
 
   private constructor(
@@ -107,7 +109,9 @@ export class DecoderModel {
   async forward(feeds: Record<string, OrtTensor>, tokens: number, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
     this.stats.runs++;
     this.stats.tokensFed += tokens;
-    return runSession(this.session, feeds, fetches);
+    const out = await runSession(this.session, feeds, fetches);
+    for (const t of Object.values(out)) this.stats.outputBytes += (t.data as ArrayBufferView).byteLength;
+    return out;
   }
 }
 
@@ -234,8 +238,8 @@ export class DecoderSequence {
   }
 
   /**
-   * Makes the fused layout's buffers hold `total` positions: made on the first append, grown by doubling
-   * (copying the cache once) when outgrown. A checkpoint keeps the old buffers, whose first positions are
+   * Makes the fused layout's buffers hold `total` positions: made on the first append, grown (copying the
+   * cache once) when outgrown. A checkpoint keeps the old buffers, whose first positions are
    * still valid, so a rollback across a growth stays correct.
    */
   private fitBuffers(total: number): void {

@@ -1,23 +1,26 @@
 /**
  * The KV cache of the fused layout: per cache tensor one float32 buffer `[1, kv_heads, capacity, head_dim]`
  * that onnxruntime's GroupQueryAttention reads as past and writes as present in place (it compares the
- * two pointers). The capacity doubles when a sequence outgrows it, so a long generation copies its cache
- * a logarithmic number of times instead of once per step, and a rollback only shortens the length fed.
+ * two pointers). A rollback only shortens the length fed.
+ *
+ * The capacity grows in steps of KV_CAPACITY_STEP positions rather than doubling: onnxruntime-node copies
+ * every fetched output into a new JavaScript buffer after the run, the preallocated present.* included,
+ * so each step copies the whole capacity once; keeping it within a step of the length keeps that copy
+ * close to the plain layout's, while a growth (a copy of the cache) happens once every step's worth of tokens.
  *
  * @example
- * const capacity = kvCapacity(130, 128, 2048); // 256
- * const buffers = growKvBuffers(old, names, 2, 64, capacity, 128);
+ * const capacity = kvCapacity(300, 256, 2048); // 512
+ * const buffers = growKvBuffers(old, names, 2, 64, capacity, 256);
  */
 import { ort, type OrtTensor } from './ort.ts';
 
-/** The smallest capacity a fresh buffer gets: small prompts never grow it. */
-export const MIN_KV_CAPACITY = 256;
+/** Positions a buffer grows by (and its smallest capacity). */
+export const KV_CAPACITY_STEP = 256;
 
-/** The capacity for `needed` positions: `current` while it fits, else doubled until it does, at most `maxPositions`. */
+/** The capacity for `needed` positions: `current` while it fits, else `needed` rounded up to a whole step, at most `maxPositions`. */
 export function kvCapacity(needed: number, current: number, maxPositions: number): number {
-  let capacity = Math.max(current, Math.min(MIN_KV_CAPACITY, maxPositions));
-  while (capacity < needed) capacity *= 2;
-  return Math.min(capacity, maxPositions);
+  if (needed <= current) return current;
+  return Math.min(Math.ceil(needed / KV_CAPACITY_STEP) * KV_CAPACITY_STEP, maxPositions);
 }
 
 /** New buffers of `capacity` positions holding the first `length` positions of `old` (absent: all zeros). */

@@ -42,6 +42,11 @@ export interface DecodeProfileSummary {
     matrixUs: number;
     /** Bytes written by the Concats that append this step's K/V to the past cache (a full copy of it). */
     kvCopyBytes: number;
+    /**
+     * Bytes of the outputs onnxruntime-node copied into new JavaScript buffers (logits, hidden states and
+     * the present KV cache); not in the profile, filled in by whoever ran the steps.
+     */
+    outputBytes?: number;
   };
   /** Most expensive first. */
   byOpType: OpTypeCost[];
@@ -113,7 +118,8 @@ export function formatDecodeProfile(s: DecodeProfileSummary, topOps = 16): strin
     `profile of ${s.steps} decode steps (onnxruntime's profiler; times under the profiler, per step):`,
     `nodes run: ${p.nodes.toFixed(0)}; run ${(p.runUs / 1000).toFixed(2)} ms, kernels ${(p.kernelUs / 1000).toFixed(2)} ms, matrix products ${(p.matrixUs / 1000).toFixed(2)} ms`,
     `outside the matrix products: ${pct(s.nonMatrixShare)} of the run; between kernels: ${pct(s.betweenKernelsShare)}`,
-    `KV cache copied past → present: ${(p.kvCopyBytes / 2 ** 10).toFixed(1)} KiB per step`,
+    `KV cache copied past → present: ${(p.kvCopyBytes / 2 ** 10).toFixed(1)} KiB per step` +
+      (p.outputBytes === undefined ? '' : `; outputs copied out by onnxruntime-node: ${(p.outputBytes / 2 ** 10).toFixed(1)} KiB per step`),
     `${'op type'.padEnd(width)} nodes   ms/step   share of kernels`,
     ...shown.map((o) => `${o.op.padEnd(width)} ${o.nodes.toFixed(0).padStart(5)} ${(o.us / 1000).toFixed(3).padStart(9)}   ${pct(p.kernelUs > 0 ? o.us / p.kernelUs : 0)}`),
   ].join('\n');

@@ -40,10 +40,13 @@ export async function profileDecode(o: DecodeProfileOptions): Promise<DecodeProf
     o.log(`profiling ${o.steps} decode steps of ${o.dir} after a ${o.promptTokens}-token prefill, ${o.threads} threads`);
     const model = await DecoderModel.load(pack, { threads: o.threads, profileFilePrefix: join(folder, 'decode') });
     const sequence = model.newSequence();
+    let outputBytes = 0;
     try {
       let { logits } = await sequence.append(ids);
       ({ logits } = await sequence.append([argmax(logits)]));
+      const before = model.stats.outputBytes;
       for (let i = 0; i < o.steps; i++) ({ logits } = await sequence.append([argmax(logits)]));
+      outputBytes = (model.stats.outputBytes - before) / o.steps;
     } finally {
       sequence.dispose();
       model.endProfiling();
@@ -53,7 +56,8 @@ export async function profileDecode(o: DecodeProfileOptions): Promise<DecodeProf
     if (!file) throw new AppError('INTERNAL', `onnxruntime wrote no profile into ${folder}`);
     const events = JSON.parse(readFileSync(join(folder, file), 'utf8')) as ProfileEvent[];
     // The profiled steps start after the prompt and the untimed step.
-    return summarizeDecodeProfile(events, Array.from({ length: o.steps }, (_, i) => o.promptTokens + 1 + i));
+    const summary = summarizeDecodeProfile(events, Array.from({ length: o.steps }, (_, i) => o.promptTokens + 1 + i));
+    return { ...summary, perStep: { ...summary.perStep, outputBytes } };
   } finally {
     rmSync(folder, { recursive: true, force: true });
   }
@@ -68,6 +72,7 @@ export function decodeProfileJson(s: DecodeProfileSummary): Record<string, unkno
     kernel_us: s.perStep.kernelUs,
     matrix_us: s.perStep.matrixUs,
     kv_copy_bytes: s.perStep.kvCopyBytes,
+    output_bytes: s.perStep.outputBytes ?? null,
     non_matrix_share: s.nonMatrixShare,
     between_kernels_share: s.betweenKernelsShare,
     by_op_type: s.byOpType.map((o) => ({ op: o.op, nodes: o.nodes, us: o.us })),
