@@ -5,7 +5,8 @@
  * per-column symmetric 8-bit weights (quantize-integer.ts).
  * Inputs, outputs (`hidden_states` included) and every other node stay as they are, so the edge, the
  * shim and router training load the result like any pack. The embedding table a Gather reads stays
- * float32 (only one row of it is read per token).
+ * float32 (only one row of it is read per token), unless `embedding` (q4) points the lookup of a tied
+ * embedding at the LM head's 4-bit blocks (quantize-embedding.ts).
  *
  * Both choices come from `bench int8-kernels` (README, "Measured figures"): onnxruntime's CPU kernels run
  * MatMulInteger faster than MatMulNBits bits=8, and MatMulNBits with accuracy_level 4 several times faster
