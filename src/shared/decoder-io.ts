@@ -27,6 +27,12 @@ export interface DecoderIo {
   hidden?: FloatType;
   /** The cache input names, `past_key_values.{layer}.{key|value}`, in layer order. */
   pastNames: string[];
+  /**
+   * `plain`: the cache grows, `present.*` comes back one position longer than `past_key_values.*`.
+   * `fused`: the graph takes `seqlens_k` and `total_sequence_length` (onnxruntime's GroupQueryAttention):
+   * one preallocated buffer per cache tensor is fed as both past and present and written in place.
+   */
+  layout: 'plain' | 'fused';
 }
 
 /** Inputs some exporters add that the edge does not feed, with what feeding them would take. */
@@ -86,7 +92,16 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
   const cacheTypes = new Set([...pastNames.map((n) => floatType(inputs, n, 'input')), ...pastNames.map((n) => floatType(outputs, n.replace('past_key_values', 'present'), 'output'))]);
   if (cacheTypes.size > 1) refuse('the KV cache mixes float32 and float16 tensors; the edge keeps one type between steps');
 
-  const known = new Set(['input_ids', 'attention_mask', 'position_ids', ...pastNames]);
+  const fusedInputs = ['seqlens_k', 'total_sequence_length'];
+  const fused = fusedInputs.some((n) => inputs.has(n));
+  if (fused) {
+    for (const name of fusedInputs) {
+      const type = inputs.get(name)?.type;
+      if (type !== 'int32') refuse(`input ${name} is ${type ?? 'missing'}; GroupQueryAttention's layout takes seqlens_k and total_sequence_length, both int32`);
+    }
+    if (cacheTypes.has('float16')) refuse('the shared KV buffer of the fused layout is float32 only on the edge');
+  }
+  const known = new Set(['input_ids', 'attention_mask', 'position_ids', ...(fused ? fusedInputs : []), ...pastNames]);
   for (const name of inputs.keys()) {
     if (known.has(name)) continue;
     const need = UNSUPPORTED_INPUTS[name] ?? 'an input the edge does not know how to fill';
@@ -100,6 +115,7 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
     logits: floatType(outputs, 'logits', 'output'),
     ...(outputs.has('hidden_states') ? { hidden: floatType(outputs, 'hidden_states', 'output') } : {}),
     pastNames,
+    layout: fused ? 'fused' : 'plain',
   };
 }
 
@@ -109,7 +125,7 @@ export function formatDecoderIo(io: DecoderIo): string {
     `ids ${io.ids}`,
     `attention_mask ${io.mask ?? 'none'}`,
     `position_ids ${io.positions ?? 'none (the model computes positions)'}`,
-    `KV cache ${io.cache} (${io.pastNames.length / 2} layers, kept in ${io.cache} between steps)`,
+    `KV cache ${io.cache} (${io.pastNames.length / 2} layers, kept in ${io.cache} between steps)${io.layout === 'fused' ? '; one buffer shared by past and present (seqlens_k, total_sequence_length)' : ''}`,
     `logits ${io.logits}${io.logits === 'float16' ? ' (converted to float32 once per step)' : ''}`,
     `hidden_states ${io.hidden ?? 'none (run models expose-hidden to add it)'}${io.hidden === 'float16' ? ' (converted to float32 once per step)' : ''}`,
   ].join('\n');

@@ -15,7 +15,8 @@ import { createSessionOn } from './execution-providers.ts';
 import { emptyTensor, feedable, float32Rows, indexTensor, toFloat32 } from './float-tensors.ts';
 import type { Logger } from './logger.ts';
 import type { ModelPack } from './model-pack.ts';
-import type { InferenceSession, OrtTensor } from './ort.ts';
+import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
+import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
 import { runSession } from './run-session.ts';
 
 export interface DecoderLoadOptions {
@@ -25,6 +26,11 @@ export interface DecoderLoadOptions {
   executionProviders?: readonly string[];
   /** Where a provider fallback is reported. */
   log?: Logger;
+  /**
+   * Turns on onnxruntime's profiler: every run's kernels are timed and written, when `endProfiling` is
+   * called, to a JSON file whose name starts with this prefix (onnxruntime appends the date and time).
+   */
+  profileFilePrefix?: string;
 }
 
 export interface AppendResult {
@@ -48,10 +54,14 @@ export interface DecoderStats {
   tokensFed: number;
   /** Sequences created and not yet disposed: each holds a KV cache. */
   liveSequences: number;
+  /** KV-cache bytes copied by the fused layout's buffers when they grew (checkpoints and rollbacks copy none). */
+  kvBytesCopied: number;
+  /** Bytes of the outputs onnxruntime-node returned, each copied into a new JavaScript buffer (KV cache included). */
+  outputBytes: number;
 }
 
 export class DecoderModel {
-  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0 };
+  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0 };
   readonly hasHiddenStates: boolean;
 
   private constructor(
@@ -66,7 +76,11 @@ export class DecoderModel {
   }
 
   static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
-    const sessionOptions = { graphOptimizationLevel: 'all', ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}) } as const;
+    const sessionOptions = {
+      graphOptimizationLevel: 'all',
+      ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
+      ...(options.profileFilePrefix ? { enableProfiling: true, profileFilePrefix: options.profileFilePrefix } : {}),
+    } as const;
     const { session, executionProviders } = await createSessionOn(pack.modelPath, sessionOptions, options.executionProviders ?? ['cpu'], options.log);
     try {
       const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
@@ -86,11 +100,18 @@ export class DecoderModel {
     await this.session.release();
   }
 
-  /** @internal one forward pass; used by DecoderSequence. */
-  async forward(feeds: Record<string, OrtTensor>, tokens: number): Promise<Record<string, OrtTensor>> {
+  /** Writes the profile of the runs so far (only when loaded with `profileFilePrefix`). */
+  endProfiling(): void {
+    this.session.endProfiling();
+  }
+
+  /** @internal one forward pass; used by DecoderSequence. `fetches` as in runSession. */
+  async forward(feeds: Record<string, OrtTensor>, tokens: number, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
     this.stats.runs++;
     this.stats.tokensFed += tokens;
-    return runSession(this.session, feeds);
+    const out = await runSession(this.session, feeds, fetches);
+    for (const t of Object.values(out)) this.stats.outputBytes += (t.data as ArrayBufferView).byteLength;
+    return out;
   }
 }
 
@@ -108,8 +129,9 @@ export class DecoderSequence {
   constructor(private readonly model: DecoderModel) {
     const { numKvHeads, headDim } = model.pack;
     this.past = {};
-    // The cache stays in the export's own type: present.* outputs are fed back as they come.
-    for (const name of model.io.pastNames) this.past[name] = emptyTensor(model.io.cache, [1, numKvHeads, 0, headDim]);
+    // The cache stays in the export's own type: present.* outputs are fed back as they come. The fused
+    // layout's buffers are made on the first append, at the capacity it needs.
+    if (model.io.layout === 'plain') for (const name of model.io.pastNames) this.past[name] = emptyTensor(model.io.cache, [1, numKvHeads, 0, headDim]);
     this.lastHidden = new Float32Array(model.hasHiddenStates ? model.pack.hiddenSize : 0);
   }
 
@@ -146,12 +168,22 @@ export class DecoderSequence {
     const n = tokens.length;
     const start = this.ids.length;
     const { io } = this.model;
+    const fused = io.layout === 'fused';
+    if (fused) this.fitBuffers(total);
     const feeds: Record<string, OrtTensor> = { ...this.past, input_ids: indexTensor(io.ids, tokens, [1, n]) };
     if (io.mask) feeds.attention_mask = indexTensor(io.mask, { length: total }, [1, total], () => 1);
     if (io.positions) feeds.position_ids = indexTensor(io.positions, { length: n }, [1, n], (i) => start + i);
-    const out = await this.model.forward(feeds, n);
-    this.releasePast();
-    for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
+    if (fused) {
+      feeds.seqlens_k = new ort.Tensor('int32', Int32Array.of(total - 1), [1]);
+      feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
+    }
+    // The fused layout's present.* are the past buffers themselves: onnxruntime writes the new positions in place.
+    const fetches = fused ? this.sharedFetches() : undefined;
+    const out = await this.model.forward(feeds, n, fetches);
+    if (!fused) {
+      this.releasePast();
+      for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
+    }
     this.ids.push(...tokens);
 
     // float16 outputs are converted here, once, and only the rows asked for (a prefill's last position).
@@ -203,6 +235,29 @@ export class DecoderSequence {
     const oldest = this.saved.shift();
     if (!oldest) return;
     for (const t of Object.values(oldest.past)) if (!this.held(t)) t.dispose();
+  }
+
+  /**
+   * Makes the fused layout's buffers hold `total` positions: made on the first append, grown (copying the
+   * cache once) when outgrown. A checkpoint keeps the old buffers, whose first positions are
+   * still valid, so a rollback across a growth stays correct.
+   */
+  private fitBuffers(total: number): void {
+    const { pack, io } = this.model;
+    const current = this.past[io.pastNames[0]!]?.dims[2] ?? 0;
+    if (total <= current) return;
+    const grown = growKvBuffers(this.past, io.pastNames, pack.numKvHeads, pack.headDim, kvCapacity(total, current, pack.maxPositions), this.ids.length);
+    this.model.stats.kvBytesCopied += io.pastNames.length * pack.numKvHeads * this.ids.length * pack.headDim * 4;
+    this.releasePast();
+    this.past = grown;
+  }
+
+  /** The outputs of a fused-layout run: logits and hidden states allocated by onnxruntime, present.* the past buffers. */
+  private sharedFetches(): Record<string, OrtTensor | null> {
+    const fetches: Record<string, OrtTensor | null> = { logits: null };
+    if (this.model.hasHiddenStates) fetches.hidden_states = null;
+    for (const [name, buffer] of Object.entries(this.past)) fetches[name.replace('past_key_values', 'present')] = buffer;
+    return fetches;
   }
 
   /** Whether the current cache or a checkpoint still uses `t`. */

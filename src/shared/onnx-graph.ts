@@ -31,6 +31,9 @@ export { DataType };
 /** Opset of the default domain the builder's graphs are written for. */
 export const OPSET = 17n;
 
+/** onnxruntime's own operators (GroupQueryAttention, SkipSimplifiedLayerNormalization, MatMulNBits, ...). */
+export const CONTRIB_DOMAIN = 'com.microsoft';
+
 export type Dim = number | string;
 export type AttributeValue = number | bigint | string | number[] | bigint[] | Float32Array | TensorProto;
 
@@ -99,6 +102,8 @@ export class GraphBuilder {
   private readonly initializers: TensorProto[] = [];
   private readonly usedNames = new Set<string>();
   private counter = 0;
+  /** Whether a node of onnxruntime's contrib domain was added: the model then imports that opset too. */
+  private usesContribOps = false;
 
   constructor(private readonly name: string) {}
 
@@ -133,14 +138,18 @@ export class GraphBuilder {
     inputs: readonly string[],
     attributes: Record<string, AttributeValue | FloatAttr> = {},
     outputs: number | readonly string[] = 1,
+    domain = '',
   ): string[] {
     const id = this.counter++;
+    if (domain === CONTRIB_DOMAIN) this.usesContribOps = true;
     const outNames =
       typeof outputs === 'number' ? Array.from({ length: outputs }, (_, i) => `/${opType}_${id}/out${i}`) : [...outputs];
-    for (const n of outNames) this.claim(n);
+    // An empty name leaves an optional output out, as ONNX allows.
+    for (const n of outNames) if (n !== '') this.claim(n);
     this.nodes.push(
       create(NodeProtoSchema, {
         opType,
+        domain,
         name: `/${opType}_${id}`,
         input: [...inputs],
         output: outNames,
@@ -159,11 +168,16 @@ export class GraphBuilder {
     return this.ops(opType, inputs, attributes, outputs ?? 1)[0]!;
   }
 
+  /** Adds a node of onnxruntime's contrib domain (`com.microsoft`); returns its output names. */
+  contribOps(opType: string, inputs: readonly string[], attributes: Record<string, AttributeValue | FloatAttr>, outputs: number | readonly string[]): string[] {
+    return this.ops(opType, inputs, attributes, outputs, CONTRIB_DOMAIN);
+  }
+
   toModel(metadata: Record<string, string> = {}): ModelProto {
     return create(ModelProtoSchema, {
       irVersion: 8n,
       producerName: 'edge-token-router',
-      opsetImport: [{ domain: '', version: OPSET }],
+      opsetImport: [{ domain: '', version: OPSET }, ...(this.usesContribOps ? [{ domain: CONTRIB_DOMAIN, version: 1n }] : [])],
       metadataProps: Object.entries(metadata).map(([key, value]) => ({ key, value })),
       graph: create(GraphProtoSchema, {
         name: this.name,

@@ -11,11 +11,12 @@ function describe(feeds: Record<string, OrtTensor>): string {
     .join('; ');
 }
 
-export async function runSession(session: InferenceSession, feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
+/** `fetches` names every output wanted: `null` lets onnxruntime allocate it, a tensor is written in place. */
+export async function runSession(session: InferenceSession, feeds: Record<string, OrtTensor>, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
   const missing = session.inputNames.filter((n) => !(n in feeds));
   if (missing.length) throw new AppError('INTERNAL', `model inputs not fed: ${missing.join(', ')}`);
   try {
-    return (await session.run(feeds)) as Record<string, OrtTensor>;
+    return (await (fetches ? session.run(feeds, fetches) : session.run(feeds))) as Record<string, OrtTensor>;
   } catch (e) {
     throw new AppError('INTERNAL', `onnxruntime run failed: ${errorMessage(e)} (inputs: ${describe(feeds)})`, { cause: e });
   }

@@ -9,9 +9,12 @@ import { percentile } from '../../shared/statistics.ts';
 import { AppError } from '../../shared/errors.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandwidth.ts';
 import { type BenchDtype, ensureDtypePack } from './decode-packs.ts';
+import type { DecoderLayout } from '../models/decoder-graph.ts';
 
 export interface DtypeRunOptions {
   preset: string;
+  /** The preset's graph layout; `plain` when omitted. */
+  layout?: DecoderLayout;
   dtypes: BenchDtype[];
   /** Flags passed on to each child (prompt tokens, steps, warm-up, rounds, threads). */
   childArgs: string[];
@@ -41,7 +44,7 @@ export async function measureBandwidth(copyBytes: number, threads: number): Prom
 
 export async function runDtypes(o: DtypeRunOptions): Promise<DtypeResult[]> {
   const packs: [BenchDtype, string][] = [];
-  for (const dtype of o.dtypes) packs.push([dtype, await ensureDtypePack(o.preset, dtype, o.log)]);
+  for (const dtype of o.dtypes) packs.push([dtype, await ensureDtypePack(o.preset, dtype, o.log, o.layout)]);
   const bandwidth = await measureBandwidth(o.copyBytes, o.threads);
   o.log(`copy bandwidth ${bandwidth.toFixed(1)} GB/s (read + written), used for every type's bound`);
   const results: DtypeResult[] = [];

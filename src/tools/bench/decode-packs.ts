@@ -1,14 +1,15 @@
 /**
  * The benchmarks' packs per weight type: fp32 is the random-weight preset pack (random-pack.ts), q4 and
- * int8 are made from it by `models quantize` under models/bench/<preset>-<dtype>, once, and reused while
- * their recorded source matches.
+ * int8 are made from it by `models quantize` under models/bench/<preset>-<dtype> (<preset>-fused-<dtype>
+ * for the fused layout), once, and reused while their recorded source matches.
  */
 import { join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { MODELS_DIR } from '../../shared/paths.ts';
 import { packIsUpToDate } from '../models/pack-writer.ts';
 import { QUANTIZED_DTYPES, quantizePack, type QuantizedDtype } from '../models/quantize.ts';
-import { ensureBenchPack } from '../models/random-pack.ts';
+import type { DecoderLayout } from '../models/decoder-graph.ts';
+import { benchPackSource, ensureBenchPack } from '../models/random-pack.ts';
 
 export type BenchDtype = 'fp32' | QuantizedDtype;
 export const BENCH_DTYPES: readonly BenchDtype[] = ['fp32', ...QUANTIZED_DTYPES];
@@ -22,13 +23,13 @@ export function parseDtypes(list: string): BenchDtype[] {
   return dtypes as BenchDtype[];
 }
 
-export async function ensureDtypePack(preset: string, dtype: BenchDtype, log: (line: string) => void): Promise<string> {
-  const fp32 = await ensureBenchPack(preset, log);
+export async function ensureDtypePack(preset: string, dtype: BenchDtype, log: (line: string) => void, layout: DecoderLayout = 'plain'): Promise<string> {
+  const fp32 = await ensureBenchPack(preset, log, layout);
   if (dtype === 'fp32') return fp32;
-  const dir = join(MODELS_DIR, 'bench', `${preset}-${dtype}`);
+  const dir = join(MODELS_DIR, 'bench', layout === 'plain' ? `${preset}-${dtype}` : `${preset}-${layout}-${dtype}`);
   // What quantizePack records in pack-source.json for the defaults used here.
   const quantization = dtype === 'q4' ? { dtype, blockSize: 32, accuracyLevel: 4 } : { dtype };
-  if (!packIsUpToDate(dir, { tool: 'quantize', ...quantization, from: { tool: 'random', preset, seed: 0 } })) {
+  if (!packIsUpToDate(dir, { tool: 'quantize', ...quantization, from: benchPackSource(preset, layout) })) {
     log(`quantizing ${fp32} → ${dir} (${dtype}, once)`);
     await quantizePack({ input: fp32, output: dir, dtype });
   }

@@ -1,8 +1,9 @@
 /**
  * Bytes a decoder reads per generated token, from the pack's own initializers: every weight once (a
  * tied embedding that is also the LM head is read whole by the head), except weights used only as
- * lookup tables by Gather (the token embedding of an untied model), of which one row is read; plus the
- * KV cache, which attention reads whole at every step.
+ * lookup tables by Gather (the token embedding of an untied model), of which one row is read, and
+ * GroupQueryAttention's cos/sin tables, of which the row of the new position is read; plus the KV
+ * cache, which attention reads whole at every step.
  */
 import type { TensorProto } from 'onnx-buf';
 import type { ModelPack } from '../../shared/model-pack.ts';
@@ -14,7 +15,7 @@ export interface WeightTraffic {
   perToken: number;
   /** Bytes of all initializers. */
   total: number;
-  /** Initializers read one row at a time (Gather-only lookups). */
+  /** Initializers read one row at a time (Gather-only lookups, GroupQueryAttention's rotary tables). */
   lookups: string[];
 }
 
@@ -39,7 +40,8 @@ export function weightTraffic(modelPath: string): WeightTraffic {
     const bytes = bytesOf(t);
     total += bytes;
     const u = uses.get(t.name) ?? [];
-    if (u.length > 0 && t.dims.length >= 2 && u.every((x) => x.opType === 'Gather' && x.slot === 0)) {
+    const isLookup = (x: { opType: string; slot: number }) => (x.opType === 'Gather' && x.slot === 0) || (x.opType === 'GroupQueryAttention' && (x.slot === 7 || x.slot === 8));
+    if (u.length > 0 && t.dims.length >= 2 && u.every(isLookup)) {
       lookups.push(t.name);
       perToken += bytes / Number(t.dims[0]);
     } else {

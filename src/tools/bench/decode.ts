@@ -14,27 +14,37 @@ import { median, percentile } from '../../shared/statistics.ts';
 import { DecoderModel, type DecoderSequence } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax } from '../../shared/logits.ts';
-import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { loadModelPack } from '../../shared/model-pack.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandwidth.ts';
 import { kvCacheBytes, weightTraffic } from './decode-weights.ts';
 import { formatDtypeResults, runDtypes } from './decode-dtypes.ts';
 import { type BenchDtype, parseDtypes } from './decode-packs.ts';
+import type { DecoderLayout } from '../models/decoder-graph.ts';
 import { formatPeerResults, PEER_TYPES, runLlamaCppPeer } from '../llama-cpp-peer/llama-cpp-peer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { ensureBenchPack } from '../models/random-pack.ts';
+import { parseLayout, profileCommand } from './decode-profile.ts';
+import { promptIds, resolvePack } from './decode-target.ts';
+
+export { promptIds } from './decode-target.ts';
 import { decodeBenchJson, formatDecodeBench, type DecodeBenchResult, type DecodeRound } from './decode-report.ts';
 
-export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--json]
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layout plain|fused] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--profile] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
       read per token / measured copy bandwidth); a preset is built once under models/bench/; --dtype
       runs each weight type of the preset (quantized once with models quantize) in its own process and
       adds its peak RSS; --bandwidth-gb-s skips the copy measurement and uses the given figure;
       --peer llama.cpp (with --dtype) also times llama.cpp on the same weights as GGUF (F32, Q8_0, Q4_0)
-      through node-llama-cpp under node, installed on first use into ~/.cache/edge-token-router`;
+      through node-llama-cpp under node, installed on first use into ~/.cache/edge-token-router;
+      --profile runs --steps decode steps under onnxruntime's profiler instead and prints nodes per
+      step, time per op type, the share outside the matrix products and the KV bytes copied per step
+      (with --dtype: each type's pack in turn); --layout fused builds the preset in onnxruntime's fused
+      layout (models/bench/<preset>-fused[-<dtype>])`;
 
 export interface DecodeBenchOptions {
   preset?: string;
+  /** The preset's graph layout; `plain` when omitted. */
+  layout?: DecoderLayout;
   pack?: string;
   promptTokens: number;
   /** Decode steps measured in all, spread over `rounds`. */
@@ -52,28 +62,6 @@ export interface DecodeBenchOptions {
   bandwidthGbS?: number;
   log: (line: string) => void;
 }
-
-const PROMPT_TEXT =
-  'The little robot walked along the quiet beach at sunrise, counting shells and listening to the waves. ' +
-  'Every morning it wrote down what it found: a blue stone, a piece of glass worn smooth by the sea, a feather. ';
-
-async function resolvePack(o: DecodeBenchOptions): Promise<{ target: string; dir: string }> {
-  if (o.pack) {
-    if (o.preset) throw new UsageError('--preset and --pack are alternatives');
-    return { target: 'pack', dir: o.pack };
-  }
-  const preset = o.preset ?? 'qwen2.5-0.5b';
-  return { target: `preset:${preset}`, dir: await ensureBenchPack(preset, o.log) };
-}
-
-/** `count` real token ids of an English text (repeated as needed). */
-export async function promptIds(pack: ModelPack, count: number): Promise<number[]> {
-  const tokenizer = await TextTokenizer.fromPack(pack.dir);
-  const ids: number[] = [];
-  while (ids.length < count) ids.push(...tokenizer.encode(PROMPT_TEXT, { addBos: false, parseSpecialTokens: false }));
-  return ids.slice(0, count);
-}
-
 
 /**
  * The process's peak resident set so far, in MiB: Linux's VmHWM, since getrusage's ru_maxrss survives
@@ -185,10 +173,17 @@ export async function main(args: string[]): Promise<void> {
     'bandwidth-gb-s': { type: 'string' },
     dtype: { type: 'string' },
     peer: { type: 'string' },
+    profile: { type: 'boolean' },
+    layout: { type: 'string' },
     json: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const threads = integerFlag(values, 'threads', availableParallelism())!;
+  const layout = values.layout === undefined ? undefined : parseLayout(values.layout);
+  if (values.profile) {
+    await profileCommand(values, threads, layout);
+    return;
+  }
   const copyBytes = integerFlag(values, 'copy-mib', 1024)! * 2 ** 20;
   if (values.peer !== undefined && values.peer !== 'llama.cpp') throw new UsageError(`--peer: only llama.cpp is known, got ${JSON.stringify(values.peer)}`);
   if (values.peer !== undefined && values.dtype === undefined) throw new UsageError('--peer needs --dtype (the types to compare)');
@@ -197,6 +192,7 @@ export async function main(args: string[]): Promise<void> {
     const passOn = (['prompt-tokens', 'steps', 'warmup', 'rounds'] as const).flatMap((f) => (values[f] === undefined ? [] : [`--${f}`, values[f]!]));
     const results = await runDtypes({
       preset: values.preset ?? 'qwen2.5-0.5b',
+      layout,
       dtypes: parseDtypes(values.dtype),
       childArgs: [...passOn, '--threads', String(threads)],
       threads,
@@ -219,6 +215,7 @@ export async function main(args: string[]): Promise<void> {
   if (bandwidth !== undefined && !(bandwidth > 0)) throw new UsageError(`--bandwidth-gb-s must be a positive number, got ${values['bandwidth-gb-s']}`);
   const r = await benchDecode({
     preset: values.preset,
+    layout,
     pack: values.pack,
     promptTokens: integerFlag(values, 'prompt-tokens', 100)!,
     steps: integerFlag(values, 'steps', 32)!,

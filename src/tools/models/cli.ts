@@ -1,6 +1,7 @@
 /** `bun run models <command>`: build, convert, patch and inspect model packs. */
 import { parseFlags, requireFlag, integerFlag, runSubcommands, UsageError } from '../cli-support.ts';
 import { convertLlama2c } from './convert-llama2c.ts';
+import { DECODER_LAYOUTS, type DecoderLayout } from './decoder-graph.ts';
 import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { buildAllDemoPacks, buildDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
@@ -10,16 +11,18 @@ import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
 
-  convert-llama2c --checkpoint F --tokenizer F [--layers K] --out DIR
+  convert-llama2c --checkpoint F --tokenizer F [--layers K] [--layout plain|fused] --out DIR
       a llama2.c checkpoint → decoder pack; --layers keeps the first K layers (an edge model)
-  random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--no-hidden-states]
-      a random-weight Qwen2-style pack with the real Qwen tokenizer
+  random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--layout plain|fused] [--no-hidden-states]
+      a random-weight Qwen2-style pack with the real Qwen tokenizer; --layout fused writes onnxruntime's
+      contrib ops (GroupQueryAttention with a KV buffer shared by past and present, SkipSimplifiedLayerNormalization)
   expose-hidden --in model.onnx|PACK --out model.onnx|FOLDER [--node TENSOR]
       add the hidden_states output (the LM head's input) to an existing export (fp32, fp16, q4 MatMulNBits,
       int8 MatMulInteger); a pack folder as --in means its model.onnx, a folder as --out keeps the file name
-  quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32] [--accuracy-level 4]
+  quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32] [--accuracy-level 4] [--embedding]
       MatMul weights (the LM head included): q4 as symmetric block-wise MatMulNBits (accuracy_level 4 =
-      int8 compute, 0 = fp32), int8 as per-column symmetric DynamicQuantizeLinear + MatMulInteger
+      int8 compute, 0 = fp32), int8 as per-column symmetric DynamicQuantizeLinear + MatMulInteger;
+      --embedding (q4): the tied embedding's lookup reads the LM head's 4-bit blocks (GatherBlockQuantized)
   inspect model.onnx|PACK
       inputs, outputs, op counts, candidate hidden-state tensors and how the edge would run the file
       (every .onnx file of a pack folder)
@@ -30,15 +33,23 @@ const USAGE = `usage: bun run models <command> [flags]
       3 layers, untrained) and models/router-stories260k-3l. Routers train on the first 80% of the
       TinyStories excerpt; a no-op when up to date. --pair builds one pair only (default all)`;
 
+function layoutFlag(value: string | undefined): DecoderLayout {
+  const layout = value ?? 'plain';
+  if (!(DECODER_LAYOUTS as readonly string[]).includes(layout)) throw new UsageError(`--layout must be ${DECODER_LAYOUTS.join(' or ')}, got ${layout}`);
+  return layout as DecoderLayout;
+}
+
 async function convertCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, {
     checkpoint: { type: 'string' },
     tokenizer: { type: 'string' },
     layers: { type: 'string' },
+    layout: { type: 'string' },
     out: { type: 'string' },
   });
   const out = requireFlag(values, 'out');
   await convertLlama2c({
+    layout: layoutFlag(values.layout),
     checkpoint: requireFlag(values, 'checkpoint'),
     tokenizer: requireFlag(values, 'tokenizer'),
     layers: integerFlag(values, 'layers'),
@@ -53,6 +64,7 @@ async function randomCommand(args: string[]): Promise<void> {
     out: { type: 'string' },
     seed: { type: 'string' },
     head: { type: 'string' },
+    layout: { type: 'string' },
     'no-hidden-states': { type: 'boolean' },
   });
   const head = values.head ?? 'default';
@@ -64,6 +76,7 @@ async function randomCommand(args: string[]): Promise<void> {
     seed: integerFlag(values, 'seed', 0)!,
     head: head === 'default' ? undefined : (head as 'matmul' | 'gemm'),
     hiddenStatesOutput: !values['no-hidden-states'],
+    layout: layoutFlag(values.layout),
   });
   console.log(`wrote ${out}`);
 }
@@ -75,14 +88,14 @@ async function exposeHiddenCommand(args: string[]): Promise<void> {
 }
 
 async function quantizeCommand(args: string[]): Promise<void> {
-  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' } });
+  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' }, embedding: { type: 'boolean' } });
   const dtype = requireFlag(values, 'dtype');
   if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
   if (dtype === 'int8' && (values['block-size'] !== undefined || values['accuracy-level'] !== undefined)) {
     throw new UsageError('--block-size and --accuracy-level apply to q4 only (int8 scales whole columns)');
   }
   const out = requireFlag(values, 'out');
-  const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]) });
+  const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]), embedding: values.embedding === true });
   console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
 }
 

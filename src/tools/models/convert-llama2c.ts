@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { readLlama2cCheckpoint } from './llama2c-checkpoint.ts';
 import { convertLlama2cTokenizer } from './llama2c-tokenizer.ts';
+import type { DecoderLayout } from './decoder-graph.ts';
 import { writeDecoderPack } from './pack-writer.ts';
 
 export interface ConvertLlama2cOptions {
@@ -12,6 +13,8 @@ export interface ConvertLlama2cOptions {
   /** Keep only the first K layers (then the final norm and the classifier): a weaker edge model. */
   layers?: number;
   out: string;
+  /** The graph's layout (decoder-graph.ts); `plain` when omitted. */
+  layout?: DecoderLayout;
 }
 
 /** Bump when the converter's output changes, so `demo` rebuilds packs made by older code. */
@@ -28,6 +31,8 @@ export function llama2cSource(options: ConvertLlama2cOptions): Record<string, un
     checkpointSha256: sha256File(options.checkpoint),
     tokenizerSha256: sha256File(options.tokenizer),
     layers: options.layers ?? null,
+    // Recorded only when not the default, so packs built before the option existed stay up to date.
+    ...(options.layout && options.layout !== 'plain' ? { layout: options.layout } : {}),
   };
 }
 
@@ -54,7 +59,7 @@ export async function convertLlama2c(options: ConvertLlama2cOptions): Promise<vo
   await writeDecoderPack(options.out, {
     spec,
     weights,
-    graph: { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true },
+    graph: { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout: options.layout ?? 'plain' },
     tokenizerJson: tokenizer.tokenizerJson,
     tokenizerConfig: tokenizer.tokenizerConfig,
     externalData: false,

@@ -6,7 +6,11 @@
  */
 import type { ModelProto } from 'onnx-buf';
 import { checkSpec, type DecoderSpec, type DecoderWeights } from './decoder-spec.ts';
-import { DataType, FloatAttr, GraphBuilder } from '../../shared/onnx-graph.ts';
+import { addDecoderOutputs, addLmHead } from './decoder-graph-head.ts';
+import { buildFusedDecoderGraph } from './decoder-graph-fused.ts';
+import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
+
+export { transpose } from './decoder-graph-head.ts';
 
 export interface DecoderGraphOptions {
   /**
@@ -16,12 +20,21 @@ export interface DecoderGraphOptions {
   head: 'matmul' | 'gemm';
   /** Adds the `hidden_states` output. Off only to make models like third-party exports. */
   hiddenStatesOutput: boolean;
+  /**
+   * `plain` (the default): standard ONNX ops, a KV cache that grows by a Concat per step.
+   * `fused`: onnxruntime's contrib ops (decoder-graph-fused.ts), a KV buffer shared by past and present.
+   */
+  layout?: DecoderLayout;
 }
+
+export type DecoderLayout = 'plain' | 'fused';
+export const DECODER_LAYOUTS: readonly DecoderLayout[] = ['plain', 'fused'];
 
 const MASKED = -1e9;
 
 export function buildDecoderGraph(spec: DecoderSpec, weights: DecoderWeights, options: DecoderGraphOptions): ModelProto {
   checkSpec(spec);
+  if (options.layout === 'fused') return buildFusedDecoderGraph(spec, weights, options);
   const { hiddenSize: d, numHeads: h, numKvHeads: kv, headDim: hd, vocabSize: vocab } = spec;
   const g = new GraphBuilder(`${spec.modelType}-decoder`);
 
@@ -123,33 +136,8 @@ export function buildDecoderGraph(spec: DecoderSpec, weights: DecoderWeights, op
   });
 
   const hidden = rmsNorm(x, g.floats('model.norm.weight', weights.finalNorm, [d]));
-  let logits: string;
-  if (options.head === 'gemm') {
-    if (!spec.tieEmbeddings) throw new Error('the gemm head is written for tied embeddings');
-    const flat = g.op('Reshape', [hidden, g.ints('const.shape_flat', [-1, d])]);
-    const rows = g.op('Gemm', [flat, embed], { transB: 1, alpha: new FloatAttr(1), beta: new FloatAttr(1) });
-    const outShape = g.op('Concat', [g.op('Shape', [hidden], { start: 0, end: 2 }), g.ints('const.vocab', [vocab])], { axis: 0 });
-    logits = g.op('Reshape', [rows, outShape], {}, ['logits']);
-  } else {
-    const head = weights.lmHead ?? transpose(weights.embed, vocab, d);
-    logits = g.op('MatMul', [hidden, g.floats('lm_head.weight', head, [d, vocab])], {}, ['logits']);
-  }
-
-  g.output(logits, 'logits', DataType.FLOAT, ['batch_size', 'sequence_length', vocab]);
-  weights.layers.forEach((_, i) => {
-    for (const kind of ['key', 'value'] as const) {
-      g.output(`present.${i}.${kind}`, `present.${i}.${kind}`, DataType.FLOAT, ['batch_size', kv, 'total_sequence_length', hd]);
-    }
-  });
-  if (options.hiddenStatesOutput) {
-    g.output(hidden, 'hidden_states', DataType.FLOAT, ['batch_size', 'sequence_length', d]);
-  }
+  const logits = addLmHead(g, spec, weights, embed, hidden, options.head);
+  addDecoderOutputs(g, spec, logits, hidden, options.hiddenStatesOutput);
   return g.toModel({ model_type: spec.modelType });
 }
 
-/** `[rows, cols]` → `[cols, rows]`. */
-export function transpose(m: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(m.length);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = m[r * cols + c]!;
-  return out;
-}

@@ -5,7 +5,8 @@
  * per-column symmetric 8-bit weights (quantize-integer.ts).
  * Inputs, outputs (`hidden_states` included) and every other node stay as they are, so the edge, the
  * shim and router training load the result like any pack. The embedding table a Gather reads stays
- * float32 (only one row of it is read per token).
+ * float32 (only one row of it is read per token), unless `embedding` (q4) points the lookup of a tied
+ * embedding at the LM head's 4-bit blocks (quantize-embedding.ts).
  *
  * Both choices come from `bench int8-kernels` (README, "Measured figures"): onnxruntime's CPU kernels run
  * MatMulInteger faster than MatMulNBits bits=8, and MatMulNBits with accuracy_level 4 several times faster
@@ -28,6 +29,7 @@ import { DataType } from '../../shared/onnx-graph.ts';
 import { PACK_SOURCE_FILE } from './pack-writer.ts';
 import { isValidBlockSize, quantizeBlocks, type WeightBits } from './quantize-blocks.ts';
 import { quantizeColumns, WEIGHT_ZERO_POINT } from './quantize-integer.ts';
+import { quantizeTiedEmbedding } from './quantize-embedding.ts';
 
 export type QuantizedDtype = 'q4' | 'int8';
 export const QUANTIZED_DTYPES: readonly QuantizedDtype[] = ['q4', 'int8'];
@@ -45,6 +47,8 @@ export interface QuantizeOptions {
   blockSize?: number;
   /** q4 only: MatMulNBits' accuracy_level; default 4 (int8 compute, see `bench int8-kernels`), 0 writes none. */
   accuracyLevel?: number;
+  /** q4 only: the tied embedding's lookup reads the LM head's 4-bit blocks (quantize-embedding.ts) instead of a float32 table. */
+  embedding?: boolean;
 }
 
 export interface QuantizeResult {
@@ -65,14 +69,15 @@ export async function quantizePack(options: QuantizeOptions): Promise<QuantizeRe
   if (![0, 1, 2, 3, 4].includes(accuracyLevel)) throw new AppError('INVALID_ARGUMENT', `--accuracy-level must be 0 to 4, got ${accuracyLevel}`);
   const scheme: QuantizationScheme =
     options.dtype === 'int8' ? { kind: 'integer' } : { kind: 'nbits', bits: 4, blockSize, ...(accuracyLevel ? { accuracyLevel } : {}) };
-  const quantized = quantizeModel(model, modelPath, scheme);
+  if (options.embedding && options.dtype !== 'q4') throw new AppError('INVALID_ARGUMENT', '--embedding applies to q4 only');
+  const quantized = quantizeModel(model, modelPath, scheme, options.embedding === true);
   if (quantized === 0) throw new AppError('FAILED_PRECONDITION', `${modelPath}: no MatMul or Gemm with a constant float32 weight to quantize`);
   // Weights kept as they were (a tied embedding, norms) must not point into the input's data file.
   for (const t of model.graph!.initializer) loadExternalData(t, modelPath);
   const weightBytes = model.graph!.initializer.reduce((a, t) => a + t.rawData.byteLength, 0);
   await writeFolderAtomically(options.output, (dir) => {
     writeModel(model, join(dir, 'model.onnx'), { externalData: weightBytes > EXTERNAL_DATA_ABOVE_BYTES });
-    if (isFolder) copyPackFiles(options.input, dir, options.dtype === 'q4' ? { dtype: 'q4', blockSize, accuracyLevel } : { dtype: 'int8' });
+    if (isFolder) copyPackFiles(options.input, dir, options.dtype === 'q4' ? { dtype: 'q4', blockSize, accuracyLevel, ...(options.embedding ? { embedding: 'q4' } : {}) } : { dtype: 'int8' });
   });
   return { quantized, weightBytes };
 }
@@ -85,8 +90,8 @@ export async function quantizePack(options: QuantizeOptions): Promise<QuantizeRe
  */
 export type QuantizationScheme = { kind: 'nbits'; bits: WeightBits; blockSize: number; accuracyLevel?: number } | { kind: 'integer' };
 
-/** Rewrites `model` in place; returns how many MatMul/Gemm nodes were quantized. */
-export function quantizeModel(model: ModelProto, modelPath: string, scheme: QuantizationScheme): number {
+/** Rewrites `model` in place; returns how many MatMul/Gemm nodes were quantized. `embedding`: see QuantizeOptions. */
+export function quantizeModel(model: ModelProto, modelPath: string, scheme: QuantizationScheme, embedding = false): number {
   const graph = model.graph!;
   const initializers = new Map(graph.initializer.map((t) => [t.name, t]));
   const made = new Map<string, QuantizedWeight>();
@@ -104,6 +109,10 @@ export function quantizeModel(model: ModelProto, modelPath: string, scheme: Quan
     count++;
     return scheme.kind === 'nbits' ? [nbitsNode(node, q, scheme)] : integerNodes(node, q, initializers);
   });
+  if (embedding && scheme.kind === 'nbits') {
+    const tied = new Map([...made].filter(([key]) => key.endsWith('/n-major')).map(([key, q]) => [key.slice(0, -'/n-major'.length), q]));
+    quantizeTiedEmbedding(graph, tied, initializers, scheme.blockSize);
+  }
   // Weights no node reads any more go; a tied embedding still read by its Gather stays.
   const used = new Set(graph.node.flatMap((n) => n.input));
   for (const o of graph.output) used.add(o.name);

@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { MODELS_DIR } from '../../shared/paths.ts';
+import type { DecoderLayout } from './decoder-graph.ts';
 import { parameterCount } from './decoder-spec.ts';
 import { packIsUpToDate, writeDecoderPack } from './pack-writer.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from './random-model.ts';
@@ -13,6 +14,8 @@ export interface RandomPackOptions {
   /** Defaults to `gemm` (the tied embedding stored once). */
   head?: 'matmul' | 'gemm';
   hiddenStatesOutput: boolean;
+  /** The graph's layout (decoder-graph.ts); `plain` when omitted. */
+  layout?: DecoderLayout;
 }
 
 /** Above this many bytes of weights a pack keeps them in `model.onnx_data`. */
@@ -27,23 +30,29 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
   await writeDecoderPack(options.out, {
     spec,
     weights: randomWeights(spec, options.seed),
-    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput },
+    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain' },
     tokenizerJson,
     tokenizerConfig,
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
-    source: { tool: 'random', preset: options.preset, seed: options.seed },
+    source: { tool: 'random', preset: options.preset, seed: options.seed, ...(options.layout && options.layout !== 'plain' ? { layout: options.layout } : {}) },
   });
 }
 
 /**
- * The benchmarks' random-weight pack of `preset` (seed 0, with hidden_states) under models/bench/,
- * built on first use and reused while its recorded source matches; returns its folder.
+ * The benchmarks' random-weight pack of `preset` (seed 0, with hidden_states) under models/bench/
+ * (`<preset>-fused` for the fused layout), built on first use and reused while its recorded source
+ * matches; returns its folder.
  */
-export async function ensureBenchPack(preset: string, log: (line: string) => void): Promise<string> {
-  const dir = join(MODELS_DIR, 'bench', preset);
-  if (!packIsUpToDate(dir, { tool: 'random', preset, seed: 0 })) {
+export async function ensureBenchPack(preset: string, log: (line: string) => void, layout: DecoderLayout = 'plain'): Promise<string> {
+  const dir = join(MODELS_DIR, 'bench', layout === 'plain' ? preset : `${preset}-${layout}`);
+  if (!packIsUpToDate(dir, benchPackSource(preset, layout))) {
     log(`building ${dir} (random weights, once)`);
-    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true });
+    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true, layout });
   }
   return dir;
+}
+
+/** What writeRandomPack records for a bench pack. */
+export function benchPackSource(preset: string, layout: DecoderLayout = 'plain'): Record<string, unknown> {
+  return { tool: 'random', preset, seed: 0, ...(layout === 'plain' ? {} : { layout }) };
 }

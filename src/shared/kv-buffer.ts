@@ -1,0 +1,47 @@
+/**
+ * The KV cache of the fused layout: per cache tensor one float32 buffer `[1, kv_heads, capacity, head_dim]`
+ * that onnxruntime's GroupQueryAttention reads as past and writes as present in place (it compares the
+ * two pointers). A rollback only shortens the length fed.
+ *
+ * The capacity grows in steps of KV_CAPACITY_STEP positions rather than doubling: onnxruntime-node copies
+ * every fetched output into a new JavaScript buffer after the run, the preallocated present.* included,
+ * so each step copies the whole capacity once; keeping it within a step of the length keeps that copy
+ * close to the plain layout's, while a growth (a copy of the cache) happens once every step's worth of tokens.
+ *
+ * @example
+ * const capacity = kvCapacity(300, 256, 2048); // 512
+ * const buffers = growKvBuffers(old, names, 2, 64, capacity, 256);
+ */
+import { ort, type OrtTensor } from './ort.ts';
+
+/** Positions a buffer grows by (and its smallest capacity). */
+export const KV_CAPACITY_STEP = 256;
+
+/** The capacity for `needed` positions: `current` while it fits, else `needed` rounded up to a whole step, at most `maxPositions`. */
+export function kvCapacity(needed: number, current: number, maxPositions: number): number {
+  if (needed <= current) return current;
+  return Math.min(Math.ceil(needed / KV_CAPACITY_STEP) * KV_CAPACITY_STEP, maxPositions);
+}
+
+/** New buffers of `capacity` positions holding the first `length` positions of `old` (absent: all zeros). */
+export function growKvBuffers(
+  old: Record<string, OrtTensor> | undefined,
+  names: readonly string[],
+  kvHeads: number,
+  headDim: number,
+  capacity: number,
+  length: number,
+): Record<string, OrtTensor> {
+  const buffers: Record<string, OrtTensor> = {};
+  for (const name of names) {
+    const data = new Float32Array(kvHeads * capacity * headDim);
+    const previous = old?.[name];
+    if (previous && length > 0) {
+      const from = previous.data as Float32Array;
+      const oldCapacity = previous.dims[2]!;
+      for (let h = 0; h < kvHeads; h++) data.set(from.subarray(h * oldCapacity * headDim, (h * oldCapacity + length) * headDim), h * capacity * headDim);
+    }
+    buffers[name] = new ort.Tensor('float32', data, [1, kvHeads, capacity, headDim]);
+  }
+  return buffers;
+}

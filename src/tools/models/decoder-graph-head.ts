@@ -1,0 +1,46 @@
+/**
+ * What both decoder layouts end with: the LM head on the final-norm output, and the graph outputs
+ * `logits`, `present.{i}.key|value` and (for routing) `hidden_states`.
+ *
+ * @example
+ * const logits = addLmHead(g, spec, weights, embed, hidden, 'gemm');
+ * addDecoderOutputs(g, spec, logits, hidden, true, 'total_sequence_length');
+ */
+import type { DecoderSpec, DecoderWeights } from './decoder-spec.ts';
+import { DataType, FloatAttr, type GraphBuilder } from '../../shared/onnx-graph.ts';
+
+/**
+ * `matmul` multiplies by a `[hidden, vocab]` matrix; `gemm` uses `Gemm(transB=1)` directly on the
+ * `[vocab, hidden]` embedding, so a tied head stores its weights once. Returns the `logits` value.
+ */
+export function addLmHead(g: GraphBuilder, spec: DecoderSpec, weights: DecoderWeights, embed: string, hidden: string, head: 'matmul' | 'gemm'): string {
+  const { hiddenSize: d, vocabSize: vocab } = spec;
+  if (head === 'gemm') {
+    if (!spec.tieEmbeddings) throw new Error('the gemm head is written for tied embeddings');
+    const flat = g.op('Reshape', [hidden, g.ints('const.shape_flat', [-1, d])]);
+    const rows = g.op('Gemm', [flat, embed], { transB: 1, alpha: new FloatAttr(1), beta: new FloatAttr(1) });
+    const outShape = g.op('Concat', [g.op('Shape', [hidden], { start: 0, end: 2 }), g.ints('const.vocab', [vocab])], { axis: 0 });
+    return g.op('Reshape', [rows, outShape], {}, ['logits']);
+  }
+  const matrix = weights.lmHead ?? transpose(weights.embed, vocab, d);
+  return g.op('MatMul', [hidden, g.floats('lm_head.weight', matrix, [d, vocab])], {}, ['logits']);
+}
+
+/** Declares the outputs; the `present.*` values must already be named so. `cacheLength` names their axis 2. */
+export function addDecoderOutputs(g: GraphBuilder, spec: DecoderSpec, logits: string, hidden: string, hiddenStatesOutput: boolean, cacheLength = 'total_sequence_length'): void {
+  const { hiddenSize: d, numKvHeads: kv, headDim: hd, vocabSize: vocab } = spec;
+  g.output(logits, 'logits', DataType.FLOAT, ['batch_size', 'sequence_length', vocab]);
+  for (let i = 0; i < spec.numLayers; i++) {
+    for (const kind of ['key', 'value'] as const) {
+      g.output(`present.${i}.${kind}`, `present.${i}.${kind}`, DataType.FLOAT, ['batch_size', kv, cacheLength, hd]);
+    }
+  }
+  if (hiddenStatesOutput) g.output(hidden, 'hidden_states', DataType.FLOAT, ['batch_size', 'sequence_length', d]);
+}
+
+/** `[rows, cols]` → `[cols, rows]`. */
+export function transpose(m: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(m.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = m[r * cols + c]!;
+  return out;
+}

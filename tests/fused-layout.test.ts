@@ -1,0 +1,261 @@
+/**
+ * The fused layout (GroupQueryAttention + SkipSimplifiedLayerNormalization, a KV buffer shared by past
+ * and present) against the plain one: the same weights built both ways give the same greedy ids
+ * and logits within LOGIT_TOLERANCE; the buffer is written in place; checkpoints and rollbacks copy nothing.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DecoderModel } from '../src/shared/decoder-model.ts';
+import { readDecoderIo } from '../src/shared/decoder-io.ts';
+import { KV_CAPACITY_STEP, kvCapacity } from '../src/shared/kv-buffer.ts';
+import { loadModelPack } from '../src/shared/model-pack.ts';
+import { ort } from '../src/shared/ort.ts';
+import { DEMO } from '../src/shared/paths.ts';
+import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { profileDecode } from '../src/tools/bench/decode-profile.ts';
+import { weightTraffic } from '../src/tools/bench/decode-weights.ts';
+import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
+import { writeRandomPack } from '../src/tools/models/random-pack.ts';
+import { inspectPath } from '../src/tools/models/inspect-model.ts';
+import { quantizePack } from '../src/tools/models/quantize.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+
+/**
+ * fp32 fused vs plain, largest absolute logit difference allowed: both run the same float32 arithmetic
+ * in a different order (fused kernels, rotary tables computed in JS instead of by Cos/Sin nodes); the
+ * measured differences are below 1e-6.
+ */
+const LOGIT_TOLERANCE = 1e-4;
+const PROMPTS = ['Once upon a time', 'Tom and his dog went to the park. They', 'The little bird was sad because'];
+const STEPS = 40;
+
+const work = mkdtempSync(join(tmpdir(), 'fused-layout-'));
+/**
+ * tiny-qwen2 (random weights, the real Qwen tokenizer) in both layouts: the stories260K demo packs cannot
+ * be fused, their head_dim of 8 is below what onnxruntime's CPU GroupQueryAttention takes.
+ */
+const PACKS = { plain: join(work, 'plain'), fused: join(work, 'fused') };
+let tokenizer: TextTokenizer;
+
+beforeAll(async () => {
+  for (const layout of ['plain', 'fused'] as const) await writeRandomPack({ preset: 'tiny-qwen2', out: PACKS[layout], seed: 7, hiddenStatesOutput: true, layout });
+  tokenizer = await TextTokenizer.fromPack(PACKS.plain);
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function argmax(x: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < x.length; i++) if (x[i]! > x[best]!) best = i;
+  return best;
+}
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+async function withModels<T>(body: (plain: DecoderModel, fused: DecoderModel) => Promise<T>): Promise<T> {
+  const plain = await DecoderModel.load(loadModelPack(PACKS.plain), { threads: 1 });
+  const fused = await DecoderModel.load(loadModelPack(PACKS.fused), { threads: 1 });
+  try {
+    return await body(plain, fused);
+  } finally {
+    await plain.release();
+    await fused.release();
+  }
+}
+
+describe('fp32 fused vs plain', () => {
+  test(`the same greedy ids on the test prompts, logits and hidden states within ${LOGIT_TOLERANCE}`, async () => {
+    await withModels(async (plain, fused) => {
+      expect(plain.io.layout).toBe('plain');
+      expect(fused.io.layout).toBe('fused');
+      let worst = 0;
+      for (const prompt of PROMPTS) {
+        const seqs = [plain.newSequence(), fused.newSequence()] as const;
+        const ids: number[][] = [[], []];
+        let results = await Promise.all(seqs.map((s) => s.append(tokenizer.encode(prompt, { addBos: false }))));
+        for (let step = 0; step < STEPS; step++) {
+          worst = Math.max(worst, maxAbsDiff(results[0].logits, results[1].logits), maxAbsDiff(results[0].hidden, results[1].hidden));
+          const next = results.map((r) => argmax(r.logits));
+          ids[0]!.push(next[0]!);
+          ids[1]!.push(next[1]!);
+          results = await Promise.all(seqs.map((s, i) => s.append([next[i]!])));
+        }
+        expect(ids[1]).toEqual(ids[0]!);
+        for (const s of seqs) s.dispose();
+      }
+      expect(worst).toBeLessThan(LOGIT_TOLERANCE);
+      expect(fused.stats.liveSequences).toBe(0);
+    });
+  });
+
+  test('a head_dim onnxruntime cannot fuse (stories260K: 8) is refused when the pack is built', async () => {
+    await ensureDemoPacks();
+    const out = join(work, 'stories-fused');
+    await expect(convertLlama2c({ checkpoint: DEMO.checkpoint, tokenizer: DEMO.tokenizer, out, layout: 'fused' })).rejects.toThrow(
+      'the fused layout needs a head_dim that is a multiple of 16',
+    );
+    expect(existsSync(out)).toBe(false);
+  });
+});
+
+describe('models quantize on a fused pack', () => {
+  test('q4 keeps GroupQueryAttention and the shared buffer; the same greedy ids as the plain pack quantized alike', async () => {
+    for (const layout of ['plain', 'fused'] as const) await quantizePack({ input: PACKS[layout], output: `${PACKS[layout]}-q4`, dtype: 'q4' });
+    const ops = Object.fromEntries(inspectPath(`${PACKS.fused}-q4`)[0]!.opCounts.map((o) => [o.opType, o.count]));
+    expect(ops['com.microsoft.GroupQueryAttention']).toBe(2);
+    expect(ops['com.microsoft.SkipSimplifiedLayerNormalization']).toBe(4);
+    expect(ops['com.microsoft.MatMulNBits']).toBe(15);
+    expect(ops.MatMul).toBeUndefined();
+    const models = await Promise.all(['plain', 'fused'].map((l) => DecoderModel.load(loadModelPack(`${PACKS[l as 'plain' | 'fused']}-q4`), { threads: 1 })));
+    try {
+      expect(models[1]!.io.layout).toBe('fused');
+      const seqs = models.map((m) => m.newSequence());
+      let results = await Promise.all(seqs.map((s) => s.append(tokenizer.encode(PROMPTS[1]!))));
+      for (let step = 0; step < 16; step++) {
+        expect(maxAbsDiff(results[0]!.logits, results[1]!.logits)).toBeLessThan(LOGIT_TOLERANCE);
+        const next = argmax(results[0]!.logits);
+        expect(argmax(results[1]!.logits)).toBe(next);
+        results = await Promise.all(seqs.map((s) => s.append([next])));
+      }
+      for (const s of seqs) s.dispose();
+    } finally {
+      for (const m of models) await m.release();
+    }
+  });
+});
+
+describe('the shared KV buffer', () => {
+  test('checkpoint, append, rollback: nothing copied, and the next append matches the plain layout', async () => {
+    await withModels(async (plain, fused) => {
+      const prompt = tokenizer.encode(PROMPTS[0]!, { addBos: false });
+      const seqs = [plain.newSequence(), fused.newSequence()] as const;
+      await Promise.all(seqs.map((s) => s.append(prompt)));
+      for (const s of seqs) s.checkpoint();
+      await Promise.all(seqs.map((s) => s.append([100, 200, 300])));
+      for (const s of seqs) s.checkpoint();
+      await Promise.all(seqs.map((s) => s.append([7])));
+      for (const s of seqs) s.rollback();
+      expect(seqs[1].length).toBe(prompt.length);
+      const after = await Promise.all(seqs.map((s) => s.append([42])));
+      expect(maxAbsDiff(after[0].logits, after[1].logits)).toBeLessThan(LOGIT_TOLERANCE);
+      expect(fused.stats.kvBytesCopied).toBe(0);
+      for (const s of seqs) s.dispose();
+    });
+  });
+
+  test('outgrowing the capacity copies the cache once, into a buffer one step longer; a rollback across it stays exact', async () => {
+    await withModels(async (plain, fused) => {
+      const pack = fused.pack;
+      const seqs = [plain.newSequence(), fused.newSequence()] as const;
+      const prompt = Array.from({ length: KV_CAPACITY_STEP - 2 }, (_, i) => 3 + ((i * 97) % 5000));
+      await Promise.all(seqs.map((s) => s.append(prompt)));
+      expect(fused.stats.kvBytesCopied).toBe(0);
+      for (const s of seqs) s.checkpoint();
+      await Promise.all(seqs.map((s) => s.append([5, 6, 7, 8])));
+      const copied = 2 * pack.numLayers * pack.numKvHeads * (KV_CAPACITY_STEP - 2) * pack.headDim * 4;
+      expect(fused.stats.kvBytesCopied).toBe(copied);
+      for (const s of seqs) s.rollback();
+      const after = await Promise.all(seqs.map((s) => s.append([9, 10, 11])));
+      expect(maxAbsDiff(after[0].logits, after[1].logits)).toBeLessThan(LOGIT_TOLERANCE);
+      expect(fused.stats.kvBytesCopied).toBe(2 * copied);
+      for (const s of seqs) s.dispose();
+    });
+  });
+
+  test('onnxruntime writes the new positions into the tensor fed as both past and present', async () => {
+    const pack = loadModelPack(PACKS.fused);
+    const session = await ort.InferenceSession.create(pack.modelPath, { intraOpNumThreads: 1 });
+    try {
+      const capacity = 8;
+      const buffer = (): InstanceType<typeof ort.Tensor> => new ort.Tensor('float32', new Float32Array(pack.numKvHeads * capacity * pack.headDim), [1, pack.numKvHeads, capacity, pack.headDim]);
+      const key = buffer();
+      const value = buffer();
+      // Layer 1's buffers are fed and fetched too; only layer 0's are inspected.
+      const layer1 = { key: buffer(), value: buffer() };
+      const otherLayers = { 'present.1.key': layer1.key, 'present.1.value': layer1.value };
+      const tokens = [785, 2632, 11];
+      const out = await session.run(
+        {
+          input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, 3]),
+          seqlens_k: new ort.Tensor('int32', Int32Array.of(tokens.length - 1), [1]),
+          total_sequence_length: new ort.Tensor('int32', Int32Array.of(tokens.length), []),
+          'past_key_values.0.key': key,
+          'past_key_values.0.value': value,
+          'past_key_values.1.key': layer1.key,
+          'past_key_values.1.value': layer1.value,
+        },
+        { logits: null, hidden_states: null, 'present.0.key': key, 'present.0.value': value, ...otherLayers },
+      );
+      const data = key.data as Float32Array;
+      const written = (position: number) => data.subarray(position * pack.headDim, (position + 1) * pack.headDim).some((x) => x !== 0);
+      expect([0, 1, 2, 3].map(written)).toEqual([true, true, true, false]);
+      expect((value.data as Float32Array).some((x) => x !== 0)).toBe(true);
+      expect(out['present.0.key']!.dims).toEqual([1, pack.numKvHeads, capacity, pack.headDim]);
+    } finally {
+      await session.release();
+    }
+  });
+
+  test('capacity: the current one while it fits, else whole steps of KV_CAPACITY_STEP, never above the model limit', () => {
+    expect(KV_CAPACITY_STEP).toBe(256);
+    expect(kvCapacity(10, 0, 512)).toBe(256);
+    expect(kvCapacity(200, 256, 512)).toBe(256);
+    expect(kvCapacity(257, 256, 4096)).toBe(512);
+    expect(kvCapacity(600, 256, 4096)).toBe(768);
+    expect(kvCapacity(600, 256, 700)).toBe(700);
+    expect(kvCapacity(5, 0, 64)).toBe(64);
+  });
+});
+
+describe('reading the layout from the inputs', () => {
+  const cache = ['past_key_values.0.key', 'past_key_values.0.value'];
+  const outputs = [{ name: 'logits', type: 'float32' }, ...cache.map((n) => ({ name: n.replace('past_key_values', 'present'), type: 'float32' }))];
+  const inputs = (seqlens: string) => [
+    { name: 'input_ids', type: 'int64' },
+    { name: 'seqlens_k', type: seqlens },
+    { name: 'total_sequence_length', type: 'int32' },
+    ...cache.map((name) => ({ name, type: 'float32' })),
+  ];
+
+  test('seqlens_k and total_sequence_length (int32) make it fused', () => {
+    expect(readDecoderIo({ where: 'm.onnx', numLayers: 1, inputs: inputs('int32'), outputs }).layout).toBe('fused');
+  });
+
+  test('an int64 seqlens_k is refused, naming it', () => {
+    expect(() => readDecoderIo({ where: 'm.onnx', numLayers: 1, inputs: inputs('int64'), outputs })).toThrow('m.onnx: input seqlens_k is int64');
+  });
+});
+
+describe('bench decode --profile on the fused layout', () => {
+  test('no KV bytes copied per step, and fewer nodes than the plain graph', async () => {
+    const common = { promptTokens: 20, steps: 3, threads: 1, log: () => {} };
+    const plain = await profileDecode({ ...common, dir: PACKS.plain });
+    const fused = await profileDecode({ ...common, dir: PACKS.fused });
+    expect(plain.perStep.kvCopyBytes).toBeGreaterThan(0);
+    expect(fused.perStep.kvCopyBytes).toBe(0);
+    // onnxruntime-node still copies the fetched present.* buffers out, whole: KV_CAPACITY_STEP positions here.
+    const { numLayers, numKvHeads, headDim, vocabSize, hiddenSize } = loadModelPack(PACKS.fused);
+    expect(fused.perStep.outputBytes).toBe(2 * numLayers * numKvHeads * KV_CAPACITY_STEP * headDim * 4 + (vocabSize + hiddenSize) * 4);
+    expect(fused.byOpType.find((o) => o.op === 'GroupQueryAttention')?.nodes).toBe(2);
+    expect(fused.perStep.nodes).toBeLessThan(plain.perStep.nodes / 2);
+  });
+});
+
+describe('bytes read per token on the fused layout', () => {
+  test("GroupQueryAttention's cos/sin tables count as lookups (one row per step), so fused and plain read the same weights", () => {
+    const plain = weightTraffic(join(PACKS.plain, 'model.onnx'));
+    const fused = weightTraffic(join(PACKS.fused, 'model.onnx'));
+    expect(fused.lookups).toEqual(['const.cos_cache', 'const.sin_cache']);
+    const { maxPositions, headDim } = loadModelPack(PACKS.fused);
+    const tables = 2 * maxPositions * (headDim / 2) * 4;
+    // The plain graph's extra constants (mask, shapes, inverse frequencies) are a few hundred bytes.
+    expect(Math.abs(fused.perToken - 2 * (headDim / 2) * 4 - plain.perToken)).toBeLessThan(1024);
+    expect(fused.total - tables).toBeLessThan(plain.total);
+  });
+});
