@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { interceptSteps, type CloudClient, type CloudStepReply } from '../src/edge/cloud-client.ts';
+import type { CloudClient } from '../src/edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/router.ts';
 import { SpeculationPolicy } from '../src/edge/speculation-policy.ts';
-import { argmax } from '../src/shared/logits.ts';
+import { edgeEcho, late } from './helpers/scripted-clouds.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 
 const PROMPTS = ['Once upon a time, there was a little dog', 'Lily went to the park', 'The sun was hot and', 'Tom had a big red ball. One day', 'Mom said', 'There was a tree'];
@@ -14,28 +14,9 @@ let pair: DemoPairModels;
 beforeAll(async () => (pair = await loadDemoPairModels({ record: false })));
 afterAll(() => pair.release());
 
-function late(inner: CloudClient, ms: number): CloudClient {
-  return interceptSteps(inner, async (request, next) => (await Bun.sleep(ms), next(request)));
-}
 
-/** A cloud that answers the edge model's own greedy token plus `offset` after `delayMs`: 0 always agrees, 1 never does. */
-function edgeEcho(offset: number, delayMs: number): CloudClient {
-  return {
-    openConversation: () => ({
-      async next(request): Promise<CloudStepReply> {
-        await Bun.sleep(delayMs);
-        const seq = pair.edge.newSequence();
-        const { logits } = await seq.append(request.context);
-        seq.dispose();
-        const token = (argmax(logits.subarray(0, pair.tokenizer.vocabSize)) + offset) % pair.tokenizer.vocabSize;
-        return { tokens: [token], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0 };
-      },
-      close: async () => {},
-    }),
-    state: () => 'ready',
-    close: async () => {},
-  };
-}
+
+const echo = (offset: number, delayMs: number) => edgeEcho(pair.edge, pair.tokenizer, offset, delayMs);
 
 async function run(engine: EdgeEngine, raw: RawGenerationRequest) {
   const tokens: TokenEvent[] = [];
@@ -76,8 +57,8 @@ describe('speculate auto', () => {
   test('it turns itself off after misses and on again when hits come; the decision and its figures are in the done metrics', async () => {
     const settings = { byDefault: 'auto' as const, policy: new SpeculationPolicy() };
     const engine = (cloud: CloudClient): EdgeEngine => ({ edgeModel: pair.edge, router, tokenizer: pair.tokenizer, cloud, speculation: settings });
-    const agreeing = edgeEcho(0, 20);
-    const disagreeing = edgeEcho(1, 20);
+    const agreeing = echo(0, 20);
+    const disagreeing = echo(1, 20);
 
     // The prior (0.3) waits; the first reply measures the round trip, and hits turn it on within the generation.
     const first = await run(engine(agreeing), { threshold: 0.9 });

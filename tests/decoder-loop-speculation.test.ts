@@ -6,8 +6,8 @@ import { readGenerationRequest } from '../src/edge/generation-request-fields.ts'
 import { TopProbabilityScorer } from '../src/edge/router.ts';
 import { AppError } from '../src/shared/errors.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
-import { argmax } from '../src/shared/logits.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { edgeEcho, late } from './helpers/scripted-clouds.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 import { recordingSteps } from './helpers/step-recording.ts';
 import type { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
@@ -34,29 +34,9 @@ beforeAll(async () => {
 
 afterAll(() => pair.release());
 
-/** The cloud with every step held `ms` first: the round trip speculation hides. */
-function late(inner: CloudClient, ms: number): CloudClient {
-  return interceptSteps(inner, async (request, next) => (await Bun.sleep(ms), next(request)));
-}
 
-/** A cloud that answers the edge model's own greedy token plus `offset`: 0 always agrees, 1 never does. */
-function edgeEcho(offset: number, delayMs: number): CloudClient {
-  return {
-    openConversation: () => ({
-      async next(request): Promise<CloudStepReply> {
-        await Bun.sleep(delayMs);
-        const seq = edge.newSequence();
-        const { logits } = await seq.append(request.context);
-        seq.dispose();
-        const token = (argmax(logits.subarray(0, tokenizer.vocabSize)) + offset) % tokenizer.vocabSize;
-        return { tokens: [token], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0 };
-      },
-      close: async () => {},
-    }),
-    state: () => 'ready',
-    close: async () => {},
-  };
-}
+
+const echo = (offset: number, delayMs: number) => edgeEcho(edge, tokenizer, offset, delayMs);
 
 async function run(raw: RawGenerationRequest, overrides: Partial<EdgeEngine> = {}, signal?: AbortSignal) {
   const eng: EdgeEngine = { edgeModel: edge, router, tokenizer, cloud: late(cloud, 5), ...overrides };
@@ -108,7 +88,7 @@ describe('the policy is unchanged by speculation (greedy)', () => {
   });
 
   test('a cloud that always agrees: every routed token is a hit and no step is wasted', async () => {
-    const { on } = await same({ mode: 'joint', threshold: 0.9, maxNewTokens: 30 }, { cloud: edgeEcho(0, 20) });
+    const { on } = await same({ mode: 'joint', threshold: 0.9, maxNewTokens: 30 }, { cloud: echo(0, 20) });
     expect(on.done.metrics.routed).toBeGreaterThan(0);
     expect(on.done.metrics.speculationHits).toBe(on.done.metrics.speculated);
     expect(on.done.metrics.speculated).toBeGreaterThan(0);
@@ -118,7 +98,7 @@ describe('the policy is unchanged by speculation (greedy)', () => {
   });
 
   test('a cloud that always disagrees: nothing is kept, every speculative step is wasted', async () => {
-    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: edgeEcho(1, 20) });
+    const { on } = await same({ mode: 'joint', threshold: 0.6, maxNewTokens: 30 }, { cloud: echo(1, 20) });
     expect(on.done.metrics.speculated).toBeGreaterThan(0);
     expect(on.done.metrics.speculationHits).toBe(0);
     expect(on.done.metrics.wastedSteps).toBeGreaterThan(0);
@@ -165,7 +145,7 @@ function jittery(inner: CloudClient): CloudClient {
  * before it returned is answered `skipped`. Steps are answered in order.
  */
 function echoingShim(offset: number, delayMs: number): CloudClient {
-  const inner = edgeEcho(offset, 0);
+  const inner = echo(offset, 0);
   return {
     openConversation: (options) => {
       const conversation = inner.openConversation(options);
