@@ -20,8 +20,10 @@ import { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { availableExecutionProviders } from '../../src/shared/execution-providers.ts';
 import { silentLogger } from '../../src/shared/logger.ts';
 import { loadModelPack } from '../../src/shared/model-pack.ts';
+import { argmax } from '../../src/shared/logits.ts';
 import { DEMO } from '../../src/shared/paths.ts';
 import { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import { nextTokenFigures } from '../../src/tools/models/next-token-figures.ts';
 import type { DecodedRun, PackMeasures, PlatformReport } from './report-types.ts';
 
 const PROMPT = 'Once upon a time';
@@ -69,24 +71,8 @@ async function decodeDemoPair(): Promise<Record<'smallOnly' | 'joint', DecodedRu
 
 async function measurePack(dir: string, paragraphs: string[], tokenizer: TextTokenizer): Promise<PackMeasures> {
   const model = await DecoderModel.load(loadModelPack(dir), { threads: 1 });
-  const argmax = (row: Float32Array) => row.reduce((best, v, i) => (v > row[best]! ? i : best), 0);
   try {
-    const argmaxes: number[] = [];
-    let nll = 0;
-    for (const paragraph of paragraphs) {
-      const ids = tokenizer.encode(paragraph, { addBos: true });
-      const seq = model.newSequence();
-      const { allLogits } = await seq.append(ids, { allPositions: true });
-      seq.dispose();
-      const vocab = model.pack.vocabSize;
-      for (let pos = 0; pos + 1 < ids.length; pos++) {
-        const row = allLogits!.subarray(pos * vocab, (pos + 1) * vocab);
-        const best = argmax(row);
-        const logSum = Math.log(row.reduce((sum, v) => sum + Math.exp(v - row[best]!), 0));
-        nll -= row[ids[pos + 1]!]! - row[best]! - logSum;
-        argmaxes.push(best);
-      }
-    }
+    const { argmaxes, perplexity } = await nextTokenFigures(model, tokenizer, paragraphs);
     const seq = model.newSequence();
     const greedy: number[] = [];
     let { logits } = await seq.append(tokenizer.encode(PROMPT, { addBos: true }));
@@ -95,7 +81,7 @@ async function measurePack(dir: string, paragraphs: string[], tokenizer: TextTok
       ({ logits } = await seq.append([greedy.at(-1)!]));
     }
     seq.dispose();
-    return { argmaxes, perplexity: Math.exp(nll / argmaxes.length), greedy };
+    return { argmaxes, perplexity, greedy };
   } finally {
     await model.release();
   }
