@@ -28,6 +28,11 @@ export interface DecoderIo {
   /** The cache input names, `past_key_values.{layer}.{key|value}`, in layer order. */
   pastNames: string[];
   /**
+   * The last axis of every cache tensor, as the export declares it; absent when it is symbolic (then the
+   * config's head_dim). A fused graph pads small heads (see decoder-graph-fused.ts), so its cache can be wider.
+   */
+  cacheHeadDim?: number;
+  /**
    * `plain`: the cache grows, `present.*` comes back one position longer than `past_key_values.*`.
    * `fused`: the graph takes `seqlens_k` and `total_sequence_length` (onnxruntime's GroupQueryAttention):
    * one preallocated buffer per cache tensor is fed as both past and present and written in place.
@@ -47,6 +52,8 @@ export interface DeclaredValue {
   name: string;
   /** `float32`, `float16`, `int64`, ...; absent for non-tensor values. */
   type?: string;
+  /** Fixed axes as numbers, symbolic ones as names; absent when not known. */
+  shape?: readonly (number | string)[];
 }
 
 export interface DecoderDeclarations {
@@ -58,10 +65,10 @@ export interface DecoderDeclarations {
   outputs: readonly DeclaredValue[];
 }
 
-type Declared = Map<string, { type: string }>;
+type Declared = Map<string, { type: string; shape?: readonly (number | string)[] }>;
 
 function declared(list: readonly DeclaredValue[]): Declared {
-  return new Map(list.map((m) => [m.name, { type: m.type ?? 'non-tensor' }]));
+  return new Map(list.map((m) => [m.name, { type: m.type ?? 'non-tensor', ...(m.shape ? { shape: m.shape } : {}) }]));
 }
 
 export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
@@ -107,7 +114,9 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
     const need = UNSUPPORTED_INPUTS[name] ?? 'an input the edge does not know how to fill';
     refuse(`input ${name} is not fed by the edge (${need})`);
   }
+  const lastAxis = inputs.get(pastNames[0]!)?.shape?.[3];
   return {
+    ...(typeof lastAxis === 'number' && lastAxis > 0 ? { cacheHeadDim: lastAxis } : {}),
     ids: indexType('input_ids'),
     ...(inputs.has('attention_mask') ? { mask: indexType('attention_mask') } : {}),
     ...(inputs.has('position_ids') ? { positions: indexType('position_ids') } : {}),

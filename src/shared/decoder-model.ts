@@ -63,6 +63,8 @@ export interface DecoderStats {
 export class DecoderModel {
   readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0 };
   readonly hasHiddenStates: boolean;
+  /** The last axis of the KV cache: the config's head_dim, or the padded head size of a fused graph. */
+  readonly cacheHeadDim: number;
 
   private constructor(
     readonly pack: ModelPack,
@@ -73,6 +75,7 @@ export class DecoderModel {
     readonly executionProviders: readonly string[],
   ) {
     this.hasHiddenStates = io.hidden !== undefined;
+    this.cacheHeadDim = io.cacheHeadDim ?? pack.headDim;
   }
 
   static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
@@ -127,7 +130,8 @@ export class DecoderSequence {
   private lastHidden: Float32Array;
 
   constructor(private readonly model: DecoderModel) {
-    const { numKvHeads, headDim } = model.pack;
+    const { numKvHeads } = model.pack;
+    const headDim = model.cacheHeadDim;
     this.past = {};
     // The cache stays in the export's own type: present.* outputs are fed back as they come. The fused
     // layout's buffers are made on the first append, at the capacity it needs.
@@ -246,8 +250,9 @@ export class DecoderSequence {
     const { pack, io } = this.model;
     const current = this.past[io.pastNames[0]!]?.dims[2] ?? 0;
     if (total <= current) return;
-    const grown = growKvBuffers(this.past, io.pastNames, pack.numKvHeads, pack.headDim, kvCapacity(total, current, pack.maxPositions), this.ids.length);
-    this.model.stats.kvBytesCopied += io.pastNames.length * pack.numKvHeads * this.ids.length * pack.headDim * 4;
+    const headDim = this.model.cacheHeadDim;
+    const grown = growKvBuffers(this.past, io.pastNames, pack.numKvHeads, headDim, kvCapacity(total, current, pack.maxPositions), this.ids.length);
+    this.model.stats.kvBytesCopied += io.pastNames.length * pack.numKvHeads * this.ids.length * headDim * 4;
     this.releasePast();
     this.past = grown;
   }

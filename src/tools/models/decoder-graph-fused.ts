@@ -4,7 +4,14 @@
  * - `GroupQueryAttention` (com.microsoft) with the rotary embedding inside (`do_rotary=1`, half-split
  *   rotation as in Hugging Face exports: `rotary_interleaved=0`, cos/sin tables as initializers);
  * - `SimplifiedLayerNormalization` for the first RMSNorm and `SkipSimplifiedLayerNormalization` for
- *   every later one, which adds the residual in the same kernel.
+ *   every later one, which adds the residual in the same kernel;
+ * - q, k and v as one matrix product (GroupQueryAttention's packed input), gate and up as another: per
+ *   layer four matrix products instead of seven, so fewer kernels per step (and, quantized, fewer MatMulNBits).
+ *
+ * onnxruntime's CPU GroupQueryAttention only runs head sizes that are multiples of 16, so smaller heads
+ * (the 8-wide heads of stories260K) are zero-padded to the next multiple: exact, since zero dimensions add
+ * nothing to q·k or to the output, with the rotary halves kept as halves and the scores scaled by the
+ * model's own head size. The KV cache then holds the padded size (the `past_key_values.*` declarations say it).
  *
  * Inputs: `input_ids`, `seqlens_k` (int32 `[batch]`: tokens in the cache after this run, minus one),
  * `total_sequence_length` (int32 scalar) and `past_key_values.{i}.key|value`. When the caller passes
@@ -15,15 +22,68 @@ import type { ModelProto } from 'onnx-buf';
 import type { DecoderSpec, DecoderWeights } from './decoder-spec.ts';
 import type { DecoderGraphOptions } from './decoder-graph.ts';
 import { addDecoderOutputs, addLmHead } from './decoder-graph-head.ts';
-import { AppError } from '../../shared/errors.ts';
 import { DataType, FloatAttr, GraphBuilder } from '../../shared/onnx-graph.ts';
 
-/** cos and sin of position × frequency, `[maxPositions, headDim / 2]`, computed in float32 as the plain graph does. */
-export function rotaryTables(spec: DecoderSpec): { cos: Float32Array; sin: Float32Array } {
-  const half = spec.headDim / 2;
-  const cos = new Float32Array(spec.maxPositions * half);
+/** onnxruntime's CPU GroupQueryAttention refuses other head sizes at run time ("head_size shall be a multiple of 16"). */
+export const GQA_HEAD_DIM_MULTIPLE = 16;
+
+/** The head size the fused graph computes with: `headDim`, or the next multiple of 16 with zero padding. */
+export function paddedHeadDim(headDim: number): number {
+  return Math.ceil(headDim / GQA_HEAD_DIM_MULTIPLE) * GQA_HEAD_DIM_MULTIPLE;
+}
+
+/**
+ * Where a head's dimension `c` goes in a padded head of `padded` dimensions. The two rotary halves stay
+ * halves: `[0, hd/2)` at the start, `[hd/2, hd)` at `padded/2`, so GroupQueryAttention's half-split
+ * rotation pairs the same dimensions as the model's; the padding dimensions stay zero in q, k and v.
+ */
+function paddedColumn(c: number, headDim: number, padded: number): number {
+  const half = headDim / 2;
+  return c < half ? c : padded / 2 + (c - half);
+}
+
+/** `[rows, heads * headDim]` → `[rows, heads * padded]`, each head's columns placed by paddedColumn, zeros elsewhere. */
+export function padHeadColumns(w: Float32Array, rows: number, heads: number, headDim: number, padded: number): Float32Array {
+  if (padded === headDim) return w;
+  const out = new Float32Array(rows * heads * padded);
+  for (let r = 0; r < rows; r++) {
+    for (let h = 0; h < heads; h++) {
+      for (let c = 0; c < headDim; c++) out[r * heads * padded + h * padded + paddedColumn(c, headDim, padded)] = w[r * heads * headDim + h * headDim + c]!;
+    }
+  }
+  return out;
+}
+
+/** `[heads * headDim, cols]` → `[heads * padded, cols]`: the output projection reads the padded attention output. */
+function padHeadRows(w: Float32Array, cols: number, heads: number, headDim: number, padded: number): Float32Array {
+  if (padded === headDim) return w;
+  const out = new Float32Array(heads * padded * cols);
+  for (let h = 0; h < heads; h++) {
+    for (let c = 0; c < headDim; c++) out.set(w.subarray((h * headDim + c) * cols, (h * headDim + c + 1) * cols), (h * padded + paddedColumn(c, headDim, padded)) * cols);
+  }
+  return out;
+}
+
+/** Column-wise concatenation of `[rows, n_i]` matrices. */
+function concatColumns(rows: number, parts: readonly { m: Float32Array; cols: number }[]): Float32Array {
+  const total = parts.reduce((sum, p) => sum + p.cols, 0);
+  const out = new Float32Array(rows * total);
+  for (let r = 0; r < rows; r++) {
+    let at = r * total;
+    for (const { m, cols } of parts) {
+      out.set(m.subarray(r * cols, (r + 1) * cols), at);
+      at += cols;
+    }
+  }
+  return out;
+}
+
+/** cos and sin of position × frequency, `[maxPositions, padded / 2]`, computed in float32 as the plain graph does; padding pairs rotate by 0. */
+export function rotaryTables(spec: DecoderSpec, padded = spec.headDim): { cos: Float32Array; sin: Float32Array } {
+  const half = padded / 2;
+  const cos = new Float32Array(spec.maxPositions * half).fill(1);
   const sin = new Float32Array(spec.maxPositions * half);
-  for (let j = 0; j < half; j++) {
+  for (let j = 0; j < spec.headDim / 2; j++) {
     const invFreq = Math.fround(spec.ropeTheta ** (-(2 * j) / spec.headDim));
     for (let p = 0; p < spec.maxPositions; p++) {
       const angle = Math.fround(p * invFreq);
@@ -34,27 +94,24 @@ export function rotaryTables(spec: DecoderSpec): { cos: Float32Array; sin: Float
   return { cos, sin };
 }
 
-/** onnxruntime's CPU GroupQueryAttention refuses other head sizes at run time ("head_size shall be a multiple of 16"). */
-export const GQA_HEAD_DIM_MULTIPLE = 16;
-
 export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeights, options: DecoderGraphOptions): ModelProto {
-  const { hiddenSize: d, numHeads: h, numKvHeads: kv, headDim: hd, vocabSize: vocab } = spec;
-  if (hd % GQA_HEAD_DIM_MULTIPLE !== 0) {
-    throw new AppError('INVALID_ARGUMENT', `the fused layout needs a head_dim that is a multiple of ${GQA_HEAD_DIM_MULTIPLE} (onnxruntime's CPU GroupQueryAttention), got ${hd}; use --layout plain`);
-  }
+  const { hiddenSize: d, numHeads: h, numKvHeads: kv, headDim: hd, vocabSize: vocab, intermediateSize: ffn } = spec;
+  const hdp = paddedHeadDim(hd);
   const g = new GraphBuilder(`${spec.modelType}-decoder-fused`);
   const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
   const seqlensK = g.input('seqlens_k', DataType.INT32, ['batch_size']);
   const totalLength = g.input('total_sequence_length', DataType.INT32, []);
   const past = weights.layers.map((_, i) => ({
-    key: g.input(`past_key_values.${i}.key`, DataType.FLOAT, ['batch_size', kv, 'past_sequence_length', hd]),
-    value: g.input(`past_key_values.${i}.value`, DataType.FLOAT, ['batch_size', kv, 'past_sequence_length', hd]),
+    key: g.input(`past_key_values.${i}.key`, DataType.FLOAT, ['batch_size', kv, 'past_sequence_length', hdp]),
+    value: g.input(`past_key_values.${i}.value`, DataType.FLOAT, ['batch_size', kv, 'past_sequence_length', hdp]),
   }));
   const embed = g.floats('model.embed_tokens.weight', weights.embed, [vocab, d]);
-  const tables = rotaryTables(spec);
-  const cos = g.floats('const.cos_cache', tables.cos, [spec.maxPositions, hd / 2]);
-  const sin = g.floats('const.sin_cache', tables.sin, [spec.maxPositions, hd / 2]);
+  const tables = rotaryTables(spec, hdp);
+  const cos = g.floats('const.cos_cache', tables.cos, [spec.maxPositions, hdp / 2]);
+  const sin = g.floats('const.sin_cache', tables.sin, [spec.maxPositions, hdp / 2]);
   const epsilon = new FloatAttr(spec.rmsNormEps);
+  // Padding must not change the softmax temperature: the scores are scaled by the model's own head size.
+  const scale = new FloatAttr(1 / Math.sqrt(hd));
   // SkipSimplifiedLayerNormalization(x, residual): [norm(x + residual), -, -, x + residual].
   const skipNorm = (x: string, residual: string, weight: string): [string, string] => {
     const [normed, , , sum] = g.contribOps('SkipSimplifiedLayerNormalization', [x, residual, weight], { epsilon }, [`${weight}/normed`, '', '', `${weight}/residual`]);
@@ -67,29 +124,40 @@ export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeight
   weights.layers.forEach((layer, i) => {
     const p = `model.layers.${i}`;
     if (pending !== undefined) [normed, residual] = skipNorm(pending, residual, g.floats(`${p}.input_layernorm.weight`, layer.attnNorm, [d]));
-    const project = (input: string, w: Float32Array, b: Float32Array | undefined, name: string, rows: number, out: number) => {
-      const y = g.op('MatMul', [input, g.floats(`${p}.${name}.weight`, w, [rows, out])]);
-      return b ? g.op('Add', [y, g.floats(`${p}.${name}.bias`, b, [out])]) : y;
-    };
-    const q = project(normed, layer.wq, layer.bq, 'self_attn.q_proj', d, h * hd);
-    const k = project(normed, layer.wk, layer.bk, 'self_attn.k_proj', d, kv * hd);
-    const v = project(normed, layer.wv, layer.bv, 'self_attn.v_proj', d, kv * hd);
+    // q, k and v in one matrix product (GroupQueryAttention takes them packed), each head padded to hdp.
+    const qkvColumns = [
+      { m: padHeadColumns(layer.wq, d, h, hd, hdp), cols: h * hdp },
+      { m: padHeadColumns(layer.wk, d, kv, hd, hdp), cols: kv * hdp },
+      { m: padHeadColumns(layer.wv, d, kv, hd, hdp), cols: kv * hdp },
+    ];
+    const qkvWidth = (h + 2 * kv) * hdp;
+    let qkv = g.op('MatMul', [normed, g.floats(`${p}.self_attn.qkv_proj.weight`, concatColumns(d, qkvColumns), [d, qkvWidth])]);
+    if (layer.bq && layer.bk && layer.bv) {
+      const bias = concatColumns(1, [
+        { m: padHeadColumns(layer.bq, 1, h, hd, hdp), cols: h * hdp },
+        { m: padHeadColumns(layer.bk, 1, kv, hd, hdp), cols: kv * hdp },
+        { m: padHeadColumns(layer.bv, 1, kv, hd, hdp), cols: kv * hdp },
+      ]);
+      qkv = g.op('Add', [qkv, g.floats(`${p}.self_attn.qkv_proj.bias`, bias, [qkvWidth])]);
+    }
     const [attn] = g.contribOps(
       'GroupQueryAttention',
-      [q, k, v, past[i]!.key, past[i]!.value, seqlensK, totalLength, cos, sin],
-      { num_heads: h, kv_num_heads: kv, do_rotary: 1, rotary_interleaved: 0 },
+      [qkv, '', '', past[i]!.key, past[i]!.value, seqlensK, totalLength, cos, sin],
+      { num_heads: h, kv_num_heads: kv, do_rotary: 1, rotary_interleaved: 0, scale },
       [`${p}.self_attn/output`, `present.${i}.key`, `present.${i}.value`],
     );
-    const attnOut = project(attn!, layer.wo, undefined, 'self_attn.o_proj', h * hd, d);
+    const attnOut = g.op('MatMul', [attn!, g.floats(`${p}.self_attn.o_proj.weight`, padHeadRows(layer.wo, d, h, hd, hdp), [h * hdp, d])]);
     const [ffnIn, sum] = skipNorm(attnOut, residual, g.floats(`${p}.post_attention_layernorm.weight`, layer.ffnNorm, [d]));
     residual = sum;
-    const gate = project(ffnIn, layer.wGate, undefined, 'mlp.gate_proj', d, spec.intermediateSize);
-    const up = project(ffnIn, layer.wUp, undefined, 'mlp.up_proj', d, spec.intermediateSize);
-    const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
-    pending = project(act, layer.wDown, undefined, 'mlp.down_proj', spec.intermediateSize, d);
+    // gate and up in one matrix product, split after it.
+    const gateUpWeight = concatColumns(d, [{ m: layer.wGate, cols: ffn }, { m: layer.wUp, cols: ffn }]);
+    const gateUp = g.op('MatMul', [ffnIn, g.floats(`${p}.mlp.gate_up_proj.weight`, gateUpWeight, [d, 2 * ffn])]);
+    const [gate, up] = g.ops('Split', [gateUp], { axis: -1 }, 2);
+    const act = g.op('Mul', [g.op('Mul', [gate!, g.op('Sigmoid', [gate!])]), up!]);
+    pending = g.op('MatMul', [act, g.floats(`${p}.mlp.down_proj.weight`, layer.wDown, [ffn, d])]);
   });
   const [hidden] = skipNorm(pending!, residual, g.floats('model.norm.weight', weights.finalNorm, [d]));
   const logits = addLmHead(g, spec, weights, embed, hidden, options.head);
-  addDecoderOutputs(g, spec, logits, hidden, options.hiddenStatesOutput, 'present_sequence_length');
+  addDecoderOutputs(g, spec, logits, hidden, options.hiddenStatesOutput, 'present_sequence_length', hdp);
   return g.toModel({ model_type: spec.modelType, decoder_layout: 'fused' });
 }

@@ -26,9 +26,10 @@ export function addLmHead(g: GraphBuilder, spec: DecoderSpec, weights: DecoderWe
   return g.op('MatMul', [hidden, g.floats('lm_head.weight', matrix, [d, vocab])], {}, ['logits']);
 }
 
-/** Declares the outputs; the `present.*` values must already be named so. `cacheLength` names their axis 2. */
-export function addDecoderOutputs(g: GraphBuilder, spec: DecoderSpec, logits: string, hidden: string, hiddenStatesOutput: boolean, cacheLength = 'total_sequence_length'): void {
-  const { hiddenSize: d, numKvHeads: kv, headDim: hd, vocabSize: vocab } = spec;
+/** Declares the outputs; the `present.*` values must already be named so. `cacheLength` names their axis 2, `cacheHeadDim` is their axis 3. */
+export function addDecoderOutputs(g: GraphBuilder, spec: DecoderSpec, logits: string, hidden: string, hiddenStatesOutput: boolean, cacheLength = 'total_sequence_length', cacheHeadDim = spec.headDim): void {
+  const { hiddenSize: d, numKvHeads: kv, vocabSize: vocab } = spec;
+  const hd = cacheHeadDim;
   g.output(logits, 'logits', DataType.FLOAT, ['batch_size', 'sequence_length', vocab]);
   for (let i = 0; i < spec.numLayers; i++) {
     for (const kind of ['key', 'value'] as const) {
