@@ -58,10 +58,12 @@ export interface DecoderStats {
   kvBytesCopied: number;
   /** Bytes of the outputs onnxruntime-node returned, each copied into a new JavaScript buffer (KV cache included). */
   outputBytes: number;
+  /** Milliseconds inside onnxruntime's run (kernels, and the binding's copies of the outputs). */
+  runMs: number;
 }
 
 export class DecoderModel {
-  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0 };
+  readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0, runMs: 0 };
   readonly hasHiddenStates: boolean;
   /** The last axis of the KV cache: the config's head_dim, or the padded head size of a fused graph. */
   readonly cacheHeadDim: number;
@@ -112,7 +114,9 @@ export class DecoderModel {
   async forward(feeds: Record<string, OrtTensor>, tokens: number, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
     this.stats.runs++;
     this.stats.tokensFed += tokens;
+    const start = performance.now();
     const out = await runSession(this.session, feeds, fetches);
+    this.stats.runMs += performance.now() - start;
     for (const t of Object.values(out)) this.stats.outputBytes += (t.data as ArrayBufferView).byteLength;
     return out;
   }

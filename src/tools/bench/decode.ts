@@ -24,12 +24,13 @@ import { formatPeerResults, PEER_TYPES, runLlamaCppPeer } from '../llama-cpp-pee
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { ensureBenchPack } from '../models/random-pack.ts';
 import { parseLayout, profileCommand } from './decode-profile.ts';
+import { decodeBreakdown, formatBreakdown } from './decode-breakdown.ts';
 import { promptIds, resolvePack } from './decode-target.ts';
 
 export { promptIds } from './decode-target.ts';
 import { decodeBenchJson, formatDecodeBench, type DecodeBenchResult, type DecodeRound } from './decode-report.ts';
 
-export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layout plain|fused] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--profile] [--json]
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layout plain|fused] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--profile] [--breakdown] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
       read per token / measured copy bandwidth); a preset is built once under models/bench/; --dtype
       runs each weight type of the preset (quantized once with models quantize) in its own process and
@@ -39,7 +40,9 @@ export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layou
       --profile runs --steps decode steps under onnxruntime's profiler instead and prints nodes per
       step, time per op type, the share outside the matrix products and the KV bytes copied per step
       (with --dtype: each type's pack in turn); --layout fused builds the preset in onnxruntime's fused
-      layout (models/bench/<preset>-fused[-<dtype>])`;
+      layout (models/bench/<preset>-fused[-<dtype>]); --breakdown times, for 1 up to --threads intra-op
+      threads, the step inside and outside onnxruntime's run, and the loop's per-token work after it
+      (argmax over the logits, a sampled pick, a router call)`;
 
 export interface DecodeBenchOptions {
   preset?: string;
@@ -174,6 +177,7 @@ export async function main(args: string[]): Promise<void> {
     dtype: { type: 'string' },
     peer: { type: 'string' },
     profile: { type: 'boolean' },
+    breakdown: { type: 'boolean' },
     layout: { type: 'string' },
     json: { type: 'boolean' },
   });
@@ -182,6 +186,10 @@ export async function main(args: string[]): Promise<void> {
   const layout = values.layout === undefined ? undefined : parseLayout(values.layout);
   if (values.profile) {
     await profileCommand(values, threads, layout);
+    return;
+  }
+  if (values.breakdown) {
+    await breakdownCommand(values, threads, layout);
     return;
   }
   const copyBytes = integerFlag(values, 'copy-mib', 1024)! * 2 ** 20;
@@ -230,6 +238,22 @@ export async function main(args: string[]): Promise<void> {
   if (values.json) {
     console.log(JSON.stringify(decodeBenchJson(r)));
   }
+}
+
+/** `--breakdown`: one pack (a --pack, or the preset in its layout), each thread count from 1 to `threads`. */
+async function breakdownCommand(values: Record<string, string | boolean | undefined>, threads: number, layout: DecoderLayout | undefined): Promise<void> {
+  if (values.dtype !== undefined) throw new UsageError('--breakdown runs one pack: give --pack (a quantized one, for instance) instead of --dtype');
+  const log = (line: string) => console.error(line);
+  const { target, dir } = await resolvePack({ preset: values.preset as string | undefined, pack: values.pack as string | undefined, layout, log });
+  const rows = await decodeBreakdown({
+    dir,
+    threadCounts: Array.from({ length: threads }, (_, i) => i + 1),
+    promptTokens: integerFlag(values, 'prompt-tokens', 100)!,
+    steps: integerFlag(values, 'steps', 32)!,
+    log,
+  });
+  console.log(formatBreakdown(rows));
+  if (values.json) console.log(JSON.stringify({ target, pack: dir, breakdown: rows }));
 }
 
 /** llama.cpp on the preset's weights, with the prompt, warm-up and step counts our children used. */
