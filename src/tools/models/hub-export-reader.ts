@@ -85,17 +85,23 @@ class ExportReader {
     this.checkRotary();
     const { hiddenSize: d, vocabSize: vocab } = this.spec;
     const layers = Array.from({ length: this.spec.numLayers }, (_, i) => this.layer(i));
-    const withBias = layers.filter((l) => l.bq && l.bk && l.bv).length;
-    const anyBias = layers.filter((l) => l.bq || l.bk || l.bv).length;
-    if (anyBias && withBias !== layers.length) this.refuse(`q/k/v biases must be on all three projections of every layer; found them on ${withBias} of ${layers.length} layers complete`);
+    const qkvBias = this.qkvBias(layers);
     const embedGather = this.single('model/embed_tokens', 'Gather', 'the token embedding');
     const embed = this.weight(embedGather, 0, [vocab, d], 'model/embed_tokens');
     const headMatMul = this.single('lm_head', 'MatMul', 'the LM head');
     const head = this.weight(headMatMul, 1, [d, vocab], 'lm_head');
     const tied = isTransposeOf(head, embed, vocab, d);
     const weights: DecoderWeights = { embed, layers, finalNorm: this.norm('model/norm'), ...(tied ? {} : { lmHead: head }) };
-    const spec = { ...this.spec, qkvBias: anyBias > 0, tieEmbeddings: tied };
+    const spec = { ...this.spec, qkvBias, tieEmbeddings: tied };
     return { spec, weights, weightType: this.types.has('float16') ? 'float16' : 'float32' };
+  }
+
+  /** True when every layer has q, k and v biases, false when none has any; anything between is refused. */
+  private qkvBias(layers: LayerWeights[]): boolean {
+    const found = layers.map((l) => (['q', 'k', 'v'] as const).filter((x) => l[`b${x}`]).map((x) => `${x}_proj`).join(', ') || 'none');
+    if (found.every((f) => f === 'none')) return false;
+    if (found.every((f) => f === 'q_proj, k_proj, v_proj')) return true;
+    return this.refuse(`q/k/v biases must be on all three projections of every layer, or on none; found ${found.map((f, i) => `layer ${i}: ${f}`).join('; ')}`);
   }
 
   private refuse(what: string): never {
