@@ -27,7 +27,7 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { buildFusedDecoderGraph } from '../src/tools/models/decoder-graph-fused.ts';
 import { readHubExport } from '../src/tools/models/hub-export-reader.ts';
 import { inspectPath } from '../src/tools/models/inspect-model.ts';
-import { writeModel } from '../src/tools/models/onnx-file.ts';
+import { readModel, writeModel } from '../src/tools/models/onnx-file.ts';
 import { optimizeHubExport, type OptimizeOptions } from '../src/tools/models/optimize.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { addProjectionBiases, editedHub, untieLmHead } from './helpers/edited-hub-exports.ts';
@@ -229,6 +229,23 @@ test(`a Qwen2 export (q/k/v biases) with an untied LM head: read as such, the ex
   expect(rebuilt.ids).toEqual(edited.ids);
   expect(maxAbsDiff(rebuilt.logits, edited.logits)).toBeLessThan(LOGIT_TOLERANCE);
   expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'))).toMatchObject({ model_type: 'qwen2', attention_bias: true, tie_word_embeddings: false });
+});
+
+test('a hub repository as laid out: onnx/model.onnx with its weights in model.onnx_data, config and tokenizer one folder up', async () => {
+  await ensureDemoPacks();
+  const hub = join(work, 'hub-repository');
+  mkdirSync(join(hub, 'onnx'), { recursive: true });
+  writeModel(readModel(join(HF_EXPORTS, 'stories260k-3l-hf', 'model.onnx')), join(hub, 'onnx', 'model.onnx'), { externalData: true });
+  expect(existsSync(join(hub, 'onnx', 'model.onnx_data'))).toBe(true);
+  for (const f of ['config.json', 'generation_config.json']) copyFileSync(join(HF_EXPORTS, 'stories260k-3l-hf', f), join(hub, f));
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(DEMO.cloudPack, f), join(hub, f));
+  const out = join(work, 'hub-repository-pack');
+  const result = await optimizeHubExport({ input: hub, output: out, layout: 'plain' });
+  expect(result.modelPath).toBe(join(hub, 'onnx', 'model.onnx'));
+  expect(result.copied).toEqual(['generation_config.json', 'tokenizer.json', 'tokenizer_config.json']);
+  const [exported, rebuilt] = [await exportRun('stories260k-3l-hf'), await greedy(out)];
+  expect(rebuilt.ids).toEqual(exported.ids);
+  expect(maxAbsDiff(rebuilt.logits, exported.logits)).toBeLessThan(LOGIT_TOLERANCE);
 });
 
 /** A folder with the 5-layer config.json and a graph that is no hub export: y = x + 1, or one GroupQueryAttention node. */
