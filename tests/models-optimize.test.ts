@@ -261,7 +261,7 @@ function foreignGraph(name: string, fused: boolean): string {
   return dir;
 }
 
-describe('refusals: INVALID_ARGUMENT naming what was expected and found, and no output', () => {
+describe('refusals (INVALID_ARGUMENT naming what was expected and found) and failures leave no output', () => {
   const q = '/m/model/layers.0';
   const cases: [string, () => string, string][] = [
     ['a q4 export', () => join(HF_EXPORTS, 'stories260k-hf', 'model_q4.onnx'), `a quantized export (com.microsoft MatMulNBits at ${q}/self_attn/q_proj/MatMul_Q4); optimize the fp32 export, then \`models quantize\``],
@@ -294,6 +294,15 @@ describe('refusals: INVALID_ARGUMENT naming what was expected and found, and no 
     const q4: OptimizeOptions = { input: join(HF_EXPORTS, 'stories260k-3l-hf', 'model_q4.onnx'), output, layout: 'plain' };
     await expect(optimizeHubExport(q4)).rejects.toThrow('a quantized export');
     expect(readFileSync(join(output, 'model.onnx'))).toEqual(bytes);
+    expect(readdirSync(work).filter((f) => f.includes('.partial-'))).toEqual([]);
+  });
+
+  test('a failure while the pack is being written (a tokenizer.json that is a folder) leaves neither the pack nor its temporary folder', async () => {
+    const hub = editedHub(work, 'unreadable-tokenizer', { modelFrom: 'stories260k-3l-hf' });
+    mkdirSync(join(hub, 'tokenizer.json'));
+    const output = join(work, 'unreadable-tokenizer-pack');
+    await expect(optimizeHubExport({ input: hub, output, layout: 'plain' })).rejects.toMatchObject({ code: 'NOT_FOUND', message: expect.stringContaining(`${join(hub, 'tokenizer.json')}: cannot read (EISDIR`) });
+    expect(existsSync(output)).toBe(false);
     expect(readdirSync(work).filter((f) => f.includes('.partial-'))).toEqual([]);
   });
 

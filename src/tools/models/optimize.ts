@@ -15,7 +15,7 @@
  */
 import { existsSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { AppError } from '../../shared/errors.ts';
+import { AppError, errorMessage } from '../../shared/errors.ts';
 import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model-pack.ts';
 import { writeFolderAtomically } from './atomic-output.ts';
 import { sha256File } from './convert-llama2c.ts';
@@ -77,13 +77,21 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
     delete kept.dtype;
     writeFileSync(join(dir, 'config.json'), json({ ...kept, ...hfConfig(spec) }));
     // Read and written rather than copied, so the pack's files are writable even when the hub folder's are not.
-    for (const f of copied) writeFileSync(join(dir, f), readFileSync(join(packFolder, f)));
+    for (const f of copied) writeFileSync(join(dir, f), readHubFile(join(packFolder, f)));
     if (!copied.includes('generation_config.json')) {
       writeFileSync(join(dir, 'generation_config.json'), json({ bos_token_id: spec.bosTokenId, eos_token_id: spec.eosTokenIds, do_sample: false }));
     }
     writeFileSync(join(dir, PACK_SOURCE_FILE), json({ tool: 'optimize', model: resolve(modelPath), modelSha256: sha256File(modelPath), layout }));
   });
   return { modelPath, spec, weightType, layout, copied };
+}
+
+function readHubFile(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new AppError('NOT_FOUND', `${path}: cannot read (${errorMessage(e)})`);
+  }
 }
 
 /** The summary `models optimize` prints. */
