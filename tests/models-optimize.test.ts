@@ -306,9 +306,13 @@ describe('refusals (INVALID_ARGUMENT naming what was expected and found) and fai
     expect(readdirSync(work).filter((f) => f.includes('.partial-'))).toEqual([]);
   });
 
-  test('--out naming the hub folder itself is refused before anything is read', async () => {
-    const hub = editedHub(work, 'own-output', { modelFrom: 'stories260k-3l-hf' });
-    await expect(optimizeHubExport({ input: hub, output: hub })).rejects.toThrow('is the hub folder itself; write the pack to a new folder');
+  test('--out naming the hub folder, or a folder above it, is refused before anything is read', async () => {
+    const parent = join(work, 'own-output');
+    mkdirSync(parent);
+    const hub = editedHub(parent, 'hub', { modelFrom: 'stories260k-3l-hf' });
+    for (const output of [hub, parent]) {
+      await expect(optimizeHubExport({ input: hub, output })).rejects.toThrow(`--out ${output} holds the export being read; write the pack to a new folder`);
+    }
     expect(readdirSync(hub).sort()).toEqual(['config.json', 'model.onnx']);
   });
 });

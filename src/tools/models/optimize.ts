@@ -14,7 +14,7 @@
  * console.log(r.spec.numLayers, r.weightType, r.copied);
  */
 import { existsSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model-pack.ts';
 import { writeFolderAtomically } from './atomic-output.ts';
@@ -61,9 +61,9 @@ export function resolveHubModel(input: string): string {
 export async function optimizeHubExport(options: OptimizeOptions): Promise<OptimizeResult> {
   const layout = options.layout ?? 'fused';
   const modelPath = resolveHubModel(options.input);
-  const hubFolder = realpathSync(dirname(modelPath));
-  if (existsSync(options.output) && realpathSync(options.output) === hubFolder) {
-    throw new AppError('INVALID_ARGUMENT', `--out ${options.output} is the hub folder itself; write the pack to a new folder (it replaces what is there)`);
+  // The output folder is replaced whole: one that holds the export would lose it.
+  if (existsSync(options.output) && realpathSync(modelPath).startsWith(`${realpathSync(options.output)}${sep}`)) {
+    throw new AppError('INVALID_ARGUMENT', `--out ${options.output} holds the export being read; write the pack to a new folder (it replaces what is there)`);
   }
   const { spec, weights, weightType, config, configPath } = readHubExport(modelPath);
   const packFolder = dirname(configPath);
