@@ -6,6 +6,7 @@ import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { buildAllDemoPacks, buildDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
 import { formatInspection, inspectPath } from './inspect-model.ts';
+import { formatOptimizeResult, optimizeHubExport } from './optimize.ts';
 import { writeRandomPack } from './random-pack.ts';
 import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
@@ -23,6 +24,12 @@ const USAGE = `usage: bun run models <command> [flags]
       MatMul weights (the LM head included): q4 as symmetric block-wise MatMulNBits (accuracy_level 4 =
       int8 compute, 0 = fp32), int8 as per-column symmetric DynamicQuantizeLinear + MatMulInteger;
       --embedding (q4): the tied embedding's lookup reads the LM head's 4-bit blocks (GatherBlockQuantized)
+  optimize --in HUB_FOLDER|model.onnx --out PACK [--layout fused|plain]
+      a Hugging Face hub export of a Llama/Qwen2 decoder (the plain graph of transformers' exporter or
+      optimum, fp32 or fp16) rebuilt as a pack in the fused layout (default) with hidden_states: its
+      weights are read from the graph and checked against config.json (beside the file or one folder up);
+      fp16 weights are widened to float32; quantized exports are refused (optimize the fp32 export, then
+      quantize); generation_config.json and tokenizer files are copied when the hub folder has them
   inspect model.onnx|PACK
       inputs, outputs, op counts, candidate hidden-state tensors and how the edge would run the file
       (every .onnx file of a pack folder)
@@ -99,6 +106,13 @@ async function quantizeCommand(args: string[]): Promise<void> {
   console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
 }
 
+async function optimizeCommand(args: string[]): Promise<void> {
+  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' } });
+  const out = requireFlag(values, 'out');
+  const result = await optimizeHubExport({ input: requireFlag(values, 'in'), output: out, layout: values.layout === undefined ? 'fused' : layoutFlag(values.layout) });
+  console.log(formatOptimizeResult(result, out));
+}
+
 async function inspectCommand(args: string[]): Promise<void> {
   const { positionals } = parseFlags(args, {});
   if (positionals.length !== 1) throw new UsageError('inspect takes exactly one model file or pack folder');
@@ -125,6 +139,7 @@ await runSubcommands(
     random: randomCommand,
     'expose-hidden': exposeHiddenCommand,
     quantize: quantizeCommand,
+    optimize: optimizeCommand,
     inspect: inspectCommand,
     demo: demoCommand,
   },
