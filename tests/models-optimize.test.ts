@@ -4,10 +4,8 @@
  * rebuilt by the project's builder give the export's greedy ids (and transformers' for the 5-layer model)
  * with logits within LOGIT_TOLERANCE of the export's; quantized, foreign and inconsistent exports are
  * refused with what was expected and found, and leave no output behind.
- *
- * The fused rebuild needs `buildFusedDecoderGraph` to take head_dim 8 (onnxruntime's CPU
- * GroupQueryAttention wants a multiple of 16; the builder is to zero-pad small heads): until it does,
- * the fused tests are skipped and their names say why (FUSED_REFUSAL).
+ * The exports' head_dim of 8 runs fused because the builder zero-pads heads to 16 (onnxruntime's CPU
+ * GroupQueryAttention takes multiples of 16 only).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,13 +16,11 @@ import type { GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
 import { DEFAULT_LIMITS } from '../src/edge/generation-request.ts';
 import { loadRouter } from '../src/edge/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { errorMessage } from '../src/shared/errors.ts';
 import { argmax } from '../src/shared/logits.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { DataType, GraphBuilder } from '../src/shared/onnx-graph.ts';
 import { DEMO, PROJECT_ROOT } from '../src/shared/paths.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
-import { buildFusedDecoderGraph } from '../src/tools/models/decoder-graph-fused.ts';
 import { readHubExport } from '../src/tools/models/hub-export-reader.ts';
 import { inspectPath } from '../src/tools/models/inspect-model.ts';
 import { readModel, writeModel } from '../src/tools/models/onnx-file.ts';
@@ -53,18 +49,6 @@ const FOLDERS = [['stories260k-hf', 5], ['stories260k-3l-hf', 3]] as const;
 
 const work = mkdtempSync(join(tmpdir(), 'models-optimize-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-/** Why the fused tests are skipped: buildFusedDecoderGraph's refusal of the exports' head_dim, or undefined when it builds. */
-const FUSED_REFUSAL = (() => {
-  const { spec, weights } = readHubExport(join(HF_EXPORTS, 'stories260k-3l-hf', 'model.onnx'));
-  try {
-    buildFusedDecoderGraph(spec, weights, { head: 'gemm', hiddenStatesOutput: true, layout: 'fused' });
-    return undefined;
-  } catch (e) {
-    return errorMessage(e);
-  }
-})();
-const fusedSkipNote = FUSED_REFUSAL ? ` [skipped until buildFusedDecoderGraph takes head_dim 8: ${FUSED_REFUSAL}]` : '';
 
 interface Greedy {
   ids: number[];
@@ -130,12 +114,8 @@ describe.each(FOLDERS)('%s rebuilt by the plain builder', (folder, layers) => {
   });
 });
 
-test('the fused probe either builds or is refused for the head_dim alone (any other failure is a bug, not a skip)', () => {
-  if (FUSED_REFUSAL !== undefined) expect(FUSED_REFUSAL).toContain('head_dim');
-});
-
 describe.each(FOLDERS)('%s rebuilt in the fused layout', (folder, layers) => {
-  test.skipIf(FUSED_REFUSAL !== undefined)(`GroupQueryAttention per layer; the export's greedy ids, logits within ${LOGIT_TOLERANCE}${fusedSkipNote}`, async () => {
+  test(`GroupQueryAttention per layer; the export's greedy ids, logits within ${LOGIT_TOLERANCE}`, async () => {
     const out = join(work, `${folder}-fused`);
     expect((await optimizeHubExport({ input: join(HF_EXPORTS, folder), output: out })).layout).toBe('fused');
     const ops = Object.fromEntries(inspectPath(out)[0]!.opCounts.map((o) => [o.opType, o.count]));
