@@ -17,6 +17,7 @@ import type { Logger } from './logger.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
+import { copyKvPositions, takeKvSnapshot, type KvSnapshot } from './kv-snapshot.ts';
 import { runSession } from './run-session.ts';
 
 export interface DecoderLoadOptions {
@@ -122,9 +123,12 @@ export class DecoderSequence {
   private ids: number[] = [];
   private disposed = false;
   /** The cache as it was at each `checkpoint()`, oldest first: the same tensors, kept alive until `rollback` or `commit`. */
-  private saved: { past: Record<string, OrtTensor>; length: number; lastHidden: Float32Array }[] = [];
-  /** `hidden_states` of the cache's last position (zeros while empty): the next append's `previousHidden`. */
-  private lastHidden: Float32Array;
+  private saved: { past: Record<string, OrtTensor>; length: number; lastHidden: Float32Array | undefined }[] = [];
+  /**
+   * `hidden_states` of the cache's last position (zeros while empty): the next append's `previousHidden`.
+   * Undefined after a restore to fewer positions than a snapshot held: the next append then feeds two or more.
+   */
+  private lastHidden: Float32Array | undefined;
 
   constructor(private readonly model: DecoderModel) {
     const { numKvHeads, headDim } = model.pack;
@@ -166,6 +170,7 @@ export class DecoderSequence {
       );
     }
     const n = tokens.length;
+    if (n === 1 && this.lastHidden === undefined) throw new AppError('FAILED_PRECONDITION', 'a sequence restored short of its snapshot needs two or more tokens on its first append');
     const start = this.ids.length;
     const { io } = this.model;
     const fused = io.layout === 'fused';
@@ -188,7 +193,7 @@ export class DecoderSequence {
 
     // float16 outputs are converted here, once, and only the rows asked for (a prefill's last position).
     const hidden = out.hidden_states ? float32Rows(out.hidden_states, (n - 1) * hiddenSize, n * hiddenSize) : new Float32Array(0);
-    const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (n - 2) * hiddenSize, (n - 1) * hiddenSize) : this.lastHidden;
+    const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (n - 2) * hiddenSize, (n - 1) * hiddenSize) : this.lastHidden!;
     this.lastHidden = hidden;
     const result: AppendResult = { logits: float32Rows(out.logits!, (n - 1) * vocabSize, n * vocabSize), hidden, previousHidden };
     if (options.allPositions) {
@@ -235,6 +240,45 @@ export class DecoderSequence {
     const oldest = this.saved.shift();
     if (!oldest) return;
     for (const t of Object.values(oldest.past)) if (!this.held(t)) t.dispose();
+  }
+
+  /**
+   * A copy of the cache as it is now (its ids, KV tensors truncated to its length, last hidden state),
+   * for the prefix cache; the sequence goes on unchanged. Undefined when there is nothing sound to copy:
+   * disposed, empty, or restored short of a snapshot and not fed since (its last hidden state unknown).
+   *
+   * @example
+   * const snapshot = seq.snapshot();
+   * if (snapshot) promptCache.insert(snapshot);
+   */
+  snapshot(): KvSnapshot | undefined {
+    if (this.disposed || this.ids.length === 0 || this.lastHidden === undefined) return undefined;
+    return takeKvSnapshot(this.past, this.ids, this.lastHidden);
+  }
+
+  /**
+   * Starts this new, empty sequence from the first `length` positions of `snapshot` (copied: the snapshot
+   * stays usable). Short of the whole snapshot, the hidden state before the next position is unknown, so
+   * the first append must then feed two tokens or more (see restorableLength in kv-snapshot.ts).
+   *
+   * @example
+   * const seq = model.newSequence();
+   * seq.restore(snapshot, 90); // then append(ids.slice(90)), at least two ids
+   */
+  restore(snapshot: KvSnapshot, length: number): void {
+    if (this.disposed || this.ids.length > 0) throw new AppError('FAILED_PRECONDITION', 'only a new, empty sequence can start from a snapshot');
+    if (!Number.isInteger(length) || length < 0 || length > snapshot.tokens.length) {
+      throw new AppError('INVALID_ARGUMENT', `cannot restore ${length} positions of a snapshot holding ${snapshot.tokens.length}`);
+    }
+    if (length === 0) return;
+    const { pack, io } = this.model;
+    this.releasePast();
+    this.past =
+      io.layout === 'fused'
+        ? growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, pack.headDim, kvCapacity(length, 0, pack.maxPositions), length)
+        : Object.fromEntries(io.pastNames.map((name) => [name, copyKvPositions(snapshot.kv[name]!, length)]));
+    this.ids = snapshot.tokens.slice(0, length);
+    this.lastHidden = length === snapshot.tokens.length || !this.model.hasHiddenStates ? snapshot.lastHidden : undefined;
   }
 
   /**
