@@ -106,6 +106,20 @@ describe('generations with and without the prompt cache', () => {
     }
   });
 
+  test("a running generation's prompt is cached once prefilled: a concurrent request with the same head restores it", async () => {
+    const system = 'Lily and Ben lived in a small house next to a big green forest full of birds.\n';
+    const systemTokens = runtimes.cached.engine.tokenizer.encode(system, { addBos: true, parseSpecialTokens: false }).length;
+    const long = runtimes.cached.start({ ...request(`${system}One day`), maxNewTokens: 200 }).events() as AsyncGenerator<GenerationEvent>;
+    // Its first token: its prompt is prefilled, and it is still running.
+    expect((await long.next()).value.type).toBe('token');
+    expect(runtimes.cached.activeCount).toBe(1);
+    const reference = await run(runtimes.plain, request(`${system}The sun`));
+    const concurrent = await run(runtimes.cached, request(`${system}The sun`));
+    expect({ ...concurrent, cachedTokens: 0 }).toEqual({ ...reference, cachedTokens: 0 });
+    expect(concurrent.cachedTokens).toBeGreaterThanOrEqual(systemTokens - 1);
+    await long.return(undefined);
+  });
+
   test("a chat's next turn through /v1/chat/completions: the earlier turn restored, the same answer, cached_tokens in usage", async () => {
     const chat = async (runtime: EdgeRuntime, messages: { role: string; content: string }[]) => {
       const app = createEdgeApp(runtime, { maxBodyBytes: 1 << 20 });
@@ -133,7 +147,7 @@ describe('generations with and without the prompt cache', () => {
     // Each turn restores the whole previous prompt. The answer after it is not reused with this test's
     // template: the prompt ends 'assistant:' while the re-rendered history has 'assistant: ' + the answer,
     // which tokenizes differently from the generated ids (a template that renders the history as it
-    // prompted, as Qwen's does, reuses the answer too). The first turn may restore the BOS an earlier test left.
+    // prompted, as Qwen's does, can reuse the answer too). The first turn may restore the BOS an earlier test left.
     expect(cachedPerTurn[0]).toBeLessThanOrEqual(1);
     expect(cachedPerTurn.slice(1)).toEqual(promptPerTurn.slice(0, -1));
   });
