@@ -17,7 +17,7 @@ import type { Logger } from './logger.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
-import { copyKvPositions, takeKvSnapshot, type KvSnapshot } from './kv-snapshot.ts';
+import { restoredKv, takeKvSnapshot, type KvSnapshot } from './kv-snapshot.ts';
 import { runSession } from './run-session.ts';
 
 export interface DecoderLoadOptions {
@@ -124,10 +124,7 @@ export class DecoderSequence {
   private disposed = false;
   /** The cache as it was at each `checkpoint()`, oldest first: the same tensors, kept alive until `rollback` or `commit`. */
   private saved: { past: Record<string, OrtTensor>; length: number; lastHidden: Float32Array | undefined }[] = [];
-  /**
-   * `hidden_states` of the cache's last position (zeros while empty): the next append's `previousHidden`.
-   * Undefined after a restore to fewer positions than a snapshot held: the next append then feeds two or more.
-   */
+  /** `hidden_states` of the cache's last position (zeros while empty; undefined after a short restore): the next append's `previousHidden`. */
   private lastHidden: Float32Array | undefined;
 
   constructor(private readonly model: DecoderModel) {
@@ -242,42 +239,19 @@ export class DecoderSequence {
     for (const t of Object.values(oldest.past)) if (!this.held(t)) t.dispose();
   }
 
-  /**
-   * A copy of the cache as it is now (its ids, KV tensors truncated to its length, last hidden state),
-   * for the prefix cache; the sequence goes on unchanged. Undefined when there is nothing sound to copy:
-   * disposed, empty, or restored short of a snapshot and not fed since (its last hidden state unknown).
-   *
-   * @example
-   * const snapshot = seq.snapshot();
-   * if (snapshot) promptCache.insert(snapshot);
-   */
+  /** A copy of the cache for the prefix cache; undefined when disposed, empty, or restored short and not fed since. */
   snapshot(): KvSnapshot | undefined {
     if (this.disposed || this.ids.length === 0 || this.lastHidden === undefined) return undefined;
     return takeKvSnapshot(this.past, this.ids, this.lastHidden);
   }
 
-  /**
-   * Starts this new, empty sequence from the first `length` positions of `snapshot` (copied: the snapshot
-   * stays usable). Short of the whole snapshot, the hidden state before the next position is unknown, so
-   * the first append must then feed two tokens or more (see restorableLength in kv-snapshot.ts).
-   *
-   * @example
-   * const seq = model.newSequence();
-   * seq.restore(snapshot, 90); // then append(ids.slice(90)), at least two ids
-   */
+  /** Starts this new, empty sequence from a copy of `snapshot`'s first `length` positions (see restorableLength). */
   restore(snapshot: KvSnapshot, length: number): void {
     if (this.disposed || this.ids.length > 0) throw new AppError('FAILED_PRECONDITION', 'only a new, empty sequence can start from a snapshot');
-    if (!Number.isInteger(length) || length < 0 || length > snapshot.tokens.length) {
-      throw new AppError('INVALID_ARGUMENT', `cannot restore ${length} positions of a snapshot holding ${snapshot.tokens.length}`);
-    }
-    if (length === 0) return;
-    const { pack, io } = this.model;
     this.releasePast();
-    this.past =
-      io.layout === 'fused'
-        ? growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, pack.headDim, kvCapacity(length, 0, pack.maxPositions), length)
-        : Object.fromEntries(io.pastNames.map((name) => [name, copyKvPositions(snapshot.kv[name]!, length)]));
+    this.past = restoredKv(snapshot, length, this.model.io, this.model.pack);
     this.ids = snapshot.tokens.slice(0, length);
+    // Short of the whole snapshot the hidden state before the next position is unknown: the next append feeds two or more.
     this.lastHidden = length === snapshot.tokens.length || !this.model.hasHiddenStates ? snapshot.lastHidden : undefined;
   }
 

@@ -15,7 +15,11 @@
  * const next = model.newSequence();
  * next.restore(snapshot, restorableLength(snapshot.tokens.length, matched, ids.length));
  */
+import type { DecoderIo } from './decoder-io.ts';
+import { AppError } from './errors.ts';
 import { feedable } from './float-tensors.ts';
+import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
+import type { ModelPack } from './model-pack.ts';
 import { ort, type OrtTensor } from './ort.ts';
 
 export interface KvSnapshot {
@@ -50,6 +54,19 @@ export function takeKvSnapshot(past: Readonly<Record<string, OrtTensor>>, tokens
     bytes += (kv[name].data as CacheData).byteLength;
   }
   return { tokens: [...tokens], kv, lastHidden: lastHidden.slice(), bytes };
+}
+
+/**
+ * The cache tensors a sequence starts from, holding a copy of the first `length` positions of `snapshot`
+ * (the snapshot stays usable): compact tensors for the plain layout, buffers of the capacity the fused
+ * layout would have made for `length` positions.
+ */
+export function restoredKv(snapshot: KvSnapshot, length: number, io: DecoderIo, pack: Pick<ModelPack, 'numKvHeads' | 'headDim' | 'maxPositions'>): Record<string, OrtTensor> {
+  if (!Number.isInteger(length) || length < 0 || length > snapshot.tokens.length) {
+    throw new AppError('INVALID_ARGUMENT', `cannot restore ${length} positions of a snapshot holding ${snapshot.tokens.length}`);
+  }
+  if (io.layout === 'fused') return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, pack.headDim, kvCapacity(length, 0, pack.maxPositions), length);
+  return Object.fromEntries(io.pastNames.map((name) => [name, copyKvPositions(snapshot.kv[name]!, length)]));
 }
 
 /**
