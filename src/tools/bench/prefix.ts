@@ -5,6 +5,7 @@
  * - the same prompt with 95% of it cached (an earlier request sent its first 95%);
  * - a chat's 5th turn (each turn resends the history: earlier prompts, the model's answers, new user
  *   text), without the cache and with the cache the first four turns left.
+ * Each ratio is the median over the runs of with / without, the two measured back to back.
  * Then `mixed` requests of random heads and tails through one cache, with the resident set after the
  * first 20 and after all of them (the cache is bounded; RSS must settle), and the cache's bytes.
  *
@@ -108,13 +109,14 @@ export async function benchPrefix(o: PrefixBenchOptions): Promise<PrefixBenchRes
       cold_ttft_ms: coldMs,
       cached95_ttft_ms: cachedMs,
       cached95_tokens: cached95[0]!.cachedTokens,
-      cached95_ratio: cachedMs / coldMs,
+      // Each pair is measured back to back, under the same load: the median of their ratios.
+      cached95_ratio: median(cold.map((ms, i) => cached95[i]!.ttftMs / ms)),
       chat_turn: CHAT.turns,
       chat_prompt_tokens: chatPrompt.length,
       chat_ttft_ms_without_cache: chatWithoutMs,
       chat_ttft_ms_with_cache: chatWithMs,
       chat_cached_tokens: chatWith[0]!.cachedTokens,
-      chat_ratio: chatWithMs / chatWithoutMs,
+      chat_ratio: median(chatWithout.map((ms, i) => chatWith[i]!.ttftMs / ms)),
       mixed_requests: o.mixed,
       rss_after_20_mb: rss.rssAfter20Mb,
       rss_after_all_mb: rss.rssAfterAllMb,
@@ -131,7 +133,7 @@ export function formatPrefixBench(r: PrefixBenchResult): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   return [
     `${r.target}, ${r.threads} threads`,
-    `${r.prompt_tokens}-token prompt, time to first token: cold ${ms(r.cold_ttft_ms)}; ${r.cached95_tokens} tokens cached ${ms(r.cached95_ttft_ms)} (${pct(r.cached95_ratio)} of cold)`,
+    `${r.prompt_tokens}-token prompt, time to first token (medians): cold ${ms(r.cold_ttft_ms)}; ${r.cached95_tokens} tokens cached ${ms(r.cached95_ttft_ms)} (${pct(r.cached95_ratio)} of cold, median of the runs' ratios)`,
     `chat turn ${r.chat_turn} (${r.chat_prompt_tokens} tokens): ${ms(r.chat_ttft_ms_without_cache)} without the cache; ${ms(r.chat_ttft_ms_with_cache)} with ${r.chat_cached_tokens} tokens cached (${pct(r.chat_ratio)})`,
     `${r.mixed_requests} mixed requests: RSS ${r.rss_after_20_mb.toFixed(0)} MiB after 20, ${r.rss_after_all_mb.toFixed(0)} MiB after all (${pct(r.rss_after_all_mb / r.rss_after_20_mb - 1)}); cache ${(r.cache_bytes / 2 ** 20).toFixed(1)} of ${(r.cache_limit_bytes / 2 ** 20).toFixed(0)} MiB`,
   ].join('\n');
