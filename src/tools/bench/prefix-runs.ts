@@ -59,15 +59,23 @@ export function rssMb(): number {
 /**
  * `count` requests through `engine`'s cache, mixed as a shared box sees them: a random head of `ids`
  * (a repeated system prompt, a resent context, or little of it) with a random tail after it, a few tokens
- * generated each. Returns the resident set after the first 20 and after all.
+ * generated each. Returns the resident set after the first 20, after half and after all: whether it settles
+ * once the cache is full (onnxruntime's and the allocator's pools also grow with the first shapes seen).
  */
-export async function mixedRequests(engine: EdgeEngine, ids: readonly number[], count: number, random: () => number): Promise<{ rssAfter20Mb: number; rssAfterAllMb: number }> {
+export async function mixedRequests(
+  engine: EdgeEngine,
+  ids: readonly number[],
+  count: number,
+  random: () => number,
+): Promise<{ rssAfter20Mb: number; rssAtHalfMb: number; rssAfterAllMb: number }> {
   let rssAfter20Mb = rssMb();
+  let rssAtHalfMb = rssAfter20Mb;
   for (let i = 0; i < count; i++) {
     const head = ids.slice(0, Math.floor(random() * ids.length));
     const tail = Array.from({ length: 1 + Math.floor(random() * 48) }, () => ids[Math.floor(random() * ids.length)]!);
     await runIds(engine, [...head, ...tail].slice(0, ids.length), 4);
     if (i === 19) rssAfter20Mb = rssMb();
+    if (i === Math.floor(count / 2) - 1) rssAtHalfMb = rssMb();
   }
-  return { rssAfter20Mb, rssAfterAllMb: rssMb() };
+  return { rssAfter20Mb, rssAtHalfMb, rssAfterAllMb: rssMb() };
 }

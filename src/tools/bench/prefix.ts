@@ -27,7 +27,7 @@ export const USAGE = `bench prefix [--pack DIR | --preset qwen2.5-0.5b] [--promp
       time to first token through the decoding loop: a --prompt-tokens prompt cold and with 95% of it
       in the prompt cache, a chat's 5th turn (60 new tokens a turn, 24-token answers) without and with
       the cache; then --mixed requests through one cache of --cache-mb, with the resident set after the
-      first 20 and after all; default the demo edge pack (its window caps the prompt at 496 tokens);
+      first 20, after half and after all; default the demo edge pack (its window caps the prompt at 496 tokens);
       --preset builds a random-weight pack of that shape once under models/bench/`;
 
 const CHAT = { turns: 5, turnTokens: 60, answerTokens: 24 };
@@ -50,6 +50,7 @@ export interface PrefixBenchResult {
   chat_ratio: number;
   mixed_requests: number;
   rss_after_20_mb: number;
+  rss_at_half_mb: number;
   rss_after_all_mb: number;
   cache_bytes: number;
   cache_limit_bytes: number;
@@ -119,6 +120,7 @@ export async function benchPrefix(o: PrefixBenchOptions): Promise<PrefixBenchRes
       chat_ratio: median(chatWithout.map((ms, i) => chatWith[i]!.ttftMs / ms)),
       mixed_requests: o.mixed,
       rss_after_20_mb: rss.rssAfter20Mb,
+      rss_at_half_mb: rss.rssAtHalfMb,
       rss_after_all_mb: rss.rssAfterAllMb,
       cache_bytes: mixedEngine.promptCache!.stats.bytes,
       cache_limit_bytes: o.cacheBytes,
@@ -135,7 +137,7 @@ export function formatPrefixBench(r: PrefixBenchResult): string {
     `${r.target}, ${r.threads} threads`,
     `${r.prompt_tokens}-token prompt, time to first token (medians): cold ${ms(r.cold_ttft_ms)}; ${r.cached95_tokens} tokens cached ${ms(r.cached95_ttft_ms)} (${pct(r.cached95_ratio)} of cold, median of the runs' ratios)`,
     `chat turn ${r.chat_turn} (${r.chat_prompt_tokens} tokens): ${ms(r.chat_ttft_ms_without_cache)} without the cache; ${ms(r.chat_ttft_ms_with_cache)} with ${r.chat_cached_tokens} tokens cached (${pct(r.chat_ratio)})`,
-    `${r.mixed_requests} mixed requests: RSS ${r.rss_after_20_mb.toFixed(0)} MiB after 20, ${r.rss_after_all_mb.toFixed(0)} MiB after all (${pct(r.rss_after_all_mb / r.rss_after_20_mb - 1)}); cache ${(r.cache_bytes / 2 ** 20).toFixed(1)} of ${(r.cache_limit_bytes / 2 ** 20).toFixed(0)} MiB`,
+    `${r.mixed_requests} mixed requests: RSS ${r.rss_after_20_mb.toFixed(0)} MiB after 20, ${r.rss_at_half_mb.toFixed(0)} after half, ${r.rss_after_all_mb.toFixed(0)} after all (${pct(r.rss_after_all_mb / r.rss_after_20_mb - 1)} since 20, ${pct(r.rss_after_all_mb / r.rss_at_half_mb - 1)} since half); cache ${(r.cache_bytes / 2 ** 20).toFixed(1)} of ${(r.cache_limit_bytes / 2 ** 20).toFixed(0)} MiB`,
   ].join('\n');
 }
 
