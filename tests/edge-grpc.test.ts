@@ -18,6 +18,7 @@ beforeAll(async () => {
     cloud: (inProcess) => interceptSteps(inProcess, async (request, next) => (await Bun.sleep(20), next(request))),
     // As `bun run edge` by default: a request that does not say speculates.
     speculateByDefault: true,
+    promptCacheBytes: 16 * 2 ** 20,
   });
   server = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, accessToken: 'tok', maxReceiveBytes: 64 * 1024 });
   address = `127.0.0.1:${await server.start()}`;
@@ -58,6 +59,14 @@ test('Generate streams the same events as the loop: tokens then done', async () 
   expect(done.metrics!.routed).toBeGreaterThan(0);
   expect(done.text).toBe(tokens.map((t) => t.text).join(''));
   for (const t of tokens) expect(t.source).toBe(t.score! < 0.6 ? 'llm' : 'slm');
+});
+
+test("Done's metrics carry the prompt tokens restored from the prompt cache", async () => {
+  const request = { prompt: 'The cat sat on the warm mat and', mode: 'joint', threshold: 0.6, maxNewTokens: 4 };
+  const promptTokens = edge.runtime.engine.tokenizer.encode(request.prompt, { addBos: true, parseSpecialTokens: false }).length;
+  await collect(request);
+  const again = await collect(request);
+  expect(again.events.at(-1)!.done!.metrics).toMatchObject({ promptTokens, cachedTokens: promptTokens - 2 });
 });
 
 test('speculate over gRPC: the edge default (on) unless the request says off; the same tokens, and the speculation figures in done', async () => {

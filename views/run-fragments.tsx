@@ -84,6 +84,7 @@ export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) 
     ['Tokens', String(m.tokens), 'tokens'],
     ['Routed to cloud', `${m.routed} (${(m.routedRatio * 100).toFixed(1)}%)`, 'routed'],
     ['Fallback (cloud down)', String(m.fallback), 'fallback'],
+    ['Prompt tokens (cached: restored from the prompt cache, not prefilled)', `${m.promptTokens} (${m.cachedTokens} cached)`, 'cached'],
     ['Time to first token', ms(m.ttftMs), 'ttft'],
     tbt,
     ['Edge model time', ms(m.slmMs), 'slm'],

@@ -31,6 +31,8 @@ export interface ShimConfig {
   executionProvider: string;
   /** KV caches the embedded backend keeps; the least recently used session beyond it is re-prefilled later. */
   maxLiveSequences: number;
+  /** Megabytes of KV the embedded backend keeps from ended sessions for new ones whose context starts alike; 0 = off. */
+  prefixCacheMb: number;
   /** Base URL of the SGLang or OpenAI-compatible server. */
   backendUrl: string | undefined;
   /** `model` field of OpenAI-compatible requests. */
@@ -79,6 +81,11 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads per forward pass (0 = default)' },
   executionProvider: { kind: 'string', help: 'onnxruntime execution providers of the embedded backend in order of preference, e.g. cuda,cpu (ending in cpu = fall back to it)' },
   maxLiveSequences: { kind: 'int', min: 1, help: 'KV caches the embedded backend keeps' },
+  prefixCacheMb: {
+    kind: 'int',
+    min: 0,
+    help: "megabytes of KV cache the embedded backend keeps from ended sessions, so a new session whose context starts like an earlier one (a chat's next turn, a shared system prompt) prefills only the rest; 0 = off",
+  },
   backendUrl: { kind: 'string', help: 'base URL of the SGLang / OpenAI-compatible server' },
   backendModel: { kind: 'string', help: 'model name sent to OpenAI-compatible servers' },
   backendApiKey: { kind: 'string', help: 'bearer token for the backend server' },
@@ -111,6 +118,8 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   threads: 0,
   executionProvider: 'cpu',
   maxLiveSequences: 32,
+  // A cloud host has memory to spare next to its model; 512 MB is half a GB of reuse at any model size.
+  prefixCacheMb: 512,
   backendUrl: undefined,
   backendModel: 'default',
   backendApiKey: undefined,

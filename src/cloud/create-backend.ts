@@ -20,6 +20,7 @@ export async function createBackend(config: Readonly<ShimConfig>, tokenizer: Tex
       executionProviders: parseExecutionProviders(config.executionProvider),
       log,
       maxLiveSequences: config.maxLiveSequences,
+      prefixCacheBytes: config.prefixCacheMb * 2 ** 20,
       tokenVocabSize: tokenizer?.vocabSize,
     });
   }

@@ -5,6 +5,11 @@
  * length. At most `maxLiveSequences` caches stay alive; the least recently used idle one is dropped
  * beyond that and rebuilt from the session's context (one prefill) when its session steps again.
  *
+ * With `prefixCacheBytes`, a session's cache outlives it in a prefix cache (src/shared/prefix-cache.ts,
+ * the edge's): a cache dropped or closed is kept there, and a new (or rebuilt) one starts from the longest
+ * kept prefix of its context, so a new generation whose context starts like an earlier one (a chat's next
+ * turn, a shared system prompt) prefills only the rest. `cachedTokens` reports what was reused.
+ *
  * @example
  * const backend = await EmbeddedBackend.load({ modelPack: 'models/stories260k', maxLiveSequences: 32 });
  * const session = backend.openSequence('s1');
@@ -13,6 +18,7 @@
 import { randomInt } from 'node:crypto';
 import { basename } from 'node:path';
 import { DecoderModel, type DecoderSequence } from '../shared/decoder-model.ts';
+import { PrefixCache } from '../shared/prefix-cache.ts';
 import { AppError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { logSoftmax, logSumExp, topK } from '../shared/logits.ts';
@@ -39,6 +45,8 @@ export interface EmbeddedBackendOptions {
    * the tokenizer (Qwen: 151,936 rows, 151,669 tokens), and a padding row names no token.
    */
   tokenVocabSize?: number;
+  /** Bytes of ended sessions' caches kept for new sessions (see the header); 0 or omitted = none. */
+  prefixCacheBytes?: number;
 }
 
 /** Counters for tests and benchmarks. */
@@ -54,20 +62,24 @@ export class EmbeddedBackend implements Backend {
   readonly stats: EmbeddedStats = { evictions: 0, rebuilds: 0 };
   /** Sessions holding a live KV cache, least recently used first. */
   private readonly live = new Set<EmbeddedSequence>();
+  /** Ended sessions' caches, for new sessions starting alike; absent when off. */
+  readonly prefixCache: PrefixCache | undefined;
 
   private constructor(
     readonly model: DecoderModel,
     private readonly maxLive: number,
     /** @internal */ readonly tokenVocabSize: number | undefined,
+    prefixCacheBytes: number | undefined,
   ) {
     const { pack } = model;
+    this.prefixCache = prefixCacheBytes ? new PrefixCache(model, { maxBytes: prefixCacheBytes }) : undefined;
     this.info = { name: `embedded:${basename(pack.dir)}`, vocabSize: pack.vocabSize, maxContext: pack.maxPositions };
   }
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
     const { threads, executionProviders, log } = options;
     const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, log });
-    return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
+    return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
 
   /**
@@ -75,7 +87,7 @@ export class EmbeddedBackend implements Backend {
    * caller). `close` still releases the model.
    */
   static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log'>): EmbeddedBackend {
-    return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize);
+    return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
 
   openSequence(): BackendSequence {
@@ -84,6 +96,7 @@ export class EmbeddedBackend implements Backend {
 
   async close(): Promise<void> {
     for (const session of [...this.live]) session.dispose();
+    this.prefixCache?.clear();
     await this.model.release();
   }
 
@@ -168,7 +181,7 @@ class EmbeddedSequence implements BackendSequence {
       return { ids, logprobs, top, cachedTokens, backendMs: performance.now() - start, finish };
     } catch (e) {
       // The cache may now hold tokens the session's context will never have: start over next time.
-      this.evict();
+      this.evict({ keep: false });
       throw e;
     } finally {
       this.busy = false;
@@ -179,7 +192,8 @@ class EmbeddedSequence implements BackendSequence {
   private acquire(context: readonly number[]): DecoderSequence {
     if (this.sequence && !isPrefix(this.sequence.tokens, context)) this.evict();
     if (!this.sequence) {
-      this.sequence = this.backend.model.newSequence();
+      const { prefixCache, model } = this.backend;
+      this.sequence = prefixCache ? prefixCache.newSequence(context).sequence : model.newSequence();
       this.logits = undefined;
       if (this.everBuilt) this.backend.stats.rebuilds++;
       this.everBuilt = true;
@@ -196,8 +210,12 @@ class EmbeddedSequence implements BackendSequence {
     return this.random;
   }
 
-  /** Drops the KV cache; the next step re-prefills from the context. */
-  evict(): void {
+  /**
+   * Drops the KV cache, leaving it to the prefix cache unless `keep` is false (a failed step); the next
+   * step starts again from the context (and the longest prefix kept).
+   */
+  evict(options: { keep: boolean } = { keep: true }): void {
+    if (this.sequence && options.keep) this.backend.prefixCache?.keep(this.sequence);
     this.sequence?.dispose();
     this.sequence = undefined;
     this.logits = undefined;

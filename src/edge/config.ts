@@ -48,6 +48,8 @@ export interface EdgeConfig {
   /** HTTP requests in progress at once (event streams included); more get 503 and are closed. */
   maxOpenRequests: number;
   maxNewTokens: number;
+  /** Megabytes of KV cache the prompt cache keeps for later generations with the same prompt head; 0 = off. */
+  promptCacheMb: number;
   /** onnxruntime threads for the edge model; 0 = onnxruntime's choice. */
   threads: number;
   /** onnxruntime execution providers for the edge model, in order of preference, e.g. `cuda,cpu`. */
@@ -84,6 +86,12 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   },
   maxOpenRequests: { kind: 'int', min: 1, help: 'HTTP requests in progress at once, streams included; more get 503 and their connection is closed' },
   maxNewTokens: { kind: 'int', min: 1, help: 'largest max_new_tokens a request may ask for' },
+  promptCacheMb: {
+    kind: 'int',
+    min: 0,
+    help:
+      "megabytes of KV cache kept from finished and running generations, so a prompt that starts like an earlier one (a chat's next turn, a fixed system prompt) prefills only the rest; least recently used dropped first; 0 = off. The default holds about 10,000 tokens of Qwen2.5-0.5B's fp32 cache (24 KB a token), ten 1,000-token chats, beside its 2 GB of weights on an 8 GB board",
+  },
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads for the edge model (0 = default)' },
   executionProvider: { kind: 'string', help: 'onnxruntime execution providers for the edge model in order of preference, e.g. coreml,cpu or cuda,cpu (ending in cpu = fall back to it)' },
   logLevel: { kind: 'enum', values: ['debug', 'info', 'warn', 'error'], help: 'log verbosity' },
@@ -115,6 +123,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   // The page and API use a handful each; far below the process's file descriptor limit.
   maxOpenRequests: 256,
   maxNewTokens: 1024,
+  // See the help: ten 1,000-token Qwen2.5-0.5B chats; a small share of an 8 GB board next to the model.
+  promptCacheMb: 256,
   threads: 0,
   executionProvider: 'cpu',
   logLevel: 'info',

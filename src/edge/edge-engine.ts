@@ -4,6 +4,7 @@
  * entry points that count prompt tokens.
  */
 import type { DecoderModel } from '../shared/decoder-model.ts';
+import type { PrefixCache } from '../shared/prefix-cache.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { CloudClient } from './cloud-client.ts';
 import type { GenerationRequest } from './generation-request.ts';
@@ -45,6 +46,11 @@ export interface EdgeEngine {
   /** Send the edge model's hidden state with routed steps (off by default: large and private). */
   sendHiddenState?: boolean;
   speculation?: SpeculationSettings;
+  /**
+   * KV caches of earlier generations (over `edgeModel`), which a new one whose prompt starts the same way
+   * starts from; absent: every prompt is prefilled whole.
+   */
+  promptCache?: PrefixCache;
 }
 
 /** The prompt's token ids as the loop feeds them: BOS first only when both the pack and its tokenizer have one (Qwen's has none). */

@@ -1,5 +1,6 @@
 /** Prometheus metrics of the edge process (prom-client), one registry per runtime. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { PrefixCache } from '../shared/prefix-cache.ts';
 import type { GenerationEvent } from './decoder-loop.ts';
 
 export class EdgeMetrics {
@@ -56,6 +57,49 @@ export class EdgeMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Reports the prompt cache's size and hit rate, read from the cache at each scrape: bytes and entries
+   * held, prompt tokens looked up and those restored (hit rate = hit / looked up).
+   */
+  describePromptCache(cache: PrefixCache): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'edge_prompt_cache_bytes',
+      help: 'Bytes the prompt cache holds (KV tensors and hidden states of earlier generations), never above --prompt-cache-mb',
+      registers,
+      collect() {
+        this.set(cache.stats.bytes);
+      },
+    });
+    new Gauge({
+      name: 'edge_prompt_cache_entries',
+      help: "Cached prefixes (earlier generations' prompts and outputs) the prompt cache holds",
+      registers,
+      collect() {
+        this.set(cache.stats.entries);
+      },
+    });
+    // Counters kept by the cache itself: each scrape reports its running total.
+    new Counter({
+      name: 'edge_prompt_cache_lookup_tokens_total',
+      help: 'Prompt tokens of the generations that looked in the prompt cache',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(cache.stats.lookedUpTokens);
+      },
+    });
+    new Counter({
+      name: 'edge_prompt_cache_hit_tokens_total',
+      help: 'Prompt tokens restored from the prompt cache instead of prefilled (hit rate: this / edge_prompt_cache_lookup_tokens_total)',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(cache.stats.hitTokens);
+      },
+    });
   }
 
   /** Records the providers the edge model's session was created with. */

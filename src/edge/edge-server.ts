@@ -13,6 +13,7 @@
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { listenError } from '../shared/listen-error.ts';
+import { PrefixCache } from '../shared/prefix-cache.ts';
 import type { EdgeConfig } from './config.ts';
 import { EdgeRuntime } from './edge-runtime.ts';
 import { GrpcCloudClient } from './grpc-cloud-client.ts';
@@ -68,8 +69,9 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
         backoff: { failureThreshold: config.cloudFailureThreshold },
       })
     : undefined;
+  const promptCache = config.promptCacheMb > 0 ? new PrefixCache(parts.edgeModel, { maxBytes: config.promptCacheMb * 2 ** 20 }) : undefined;
   const runtime = new EdgeRuntime(
-    { ...parts, cloud, sendHiddenState: config.sendHiddenState, speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
+    { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
     log,
   );
@@ -94,6 +96,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   } catch (e) {
     await http?.stop(true);
     await runtime.shutdown();
+    promptCache?.clear();
     await parts.release();
     throw e;
   }
@@ -113,6 +116,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     await grpcServer?.shutdown();
     // Drained: every stream has written its final event and the close is clean. Otherwise cut what is left.
     await server.stop(!drained);
+    promptCache?.clear();
     await parts.release();
     log.info('edge stopped', { drained, abandoned: runtime.activeCount });
   };

@@ -8,6 +8,8 @@ export type SpeculateSetting = 'on' | 'off' | 'auto';
 
 export interface GenerationMetrics {
   promptTokens: number;
+  /** Prompt tokens the edge restored from its prompt cache instead of prefilling (0 without one). */
+  cachedTokens: number;
   tokens: number;
   routed: number;
   fallback: number;
@@ -51,6 +53,7 @@ export class MetricsRecorder {
   private firstTokenAt: number | undefined;
   private readonly edgeStepMs: number[] = [];
   tokens = 0;
+  cachedTokens = 0;
   routed = 0;
   fallback = 0;
   slmMs = 0;
@@ -95,6 +98,7 @@ export class MetricsRecorder {
     const now = performance.now();
     return {
       promptTokens: this.promptTokens,
+      cachedTokens: this.cachedTokens,
       tokens: this.tokens,
       routed: this.routed,
       fallback: this.fallback,

@@ -115,11 +115,19 @@ export class GenerationState {
     return Math.min(this.request.maxNewTokens - this.metrics.tokens, this.maxPositions - this.context.length);
   }
 
-  /** Prefill: a new edge sequence fed the whole context in one forward pass. */
+  /**
+   * Prefill: a new edge sequence fed the context in one forward pass; with a prompt cache, the sequence
+   * starts from the longest cached prefix and only the rest is fed. The prompt's cache is then kept at
+   * once, so a concurrent request with the same head finds it while this one runs.
+   */
   async startEdge(): Promise<void> {
-    this.sequence = this.engine.edgeModel.newSequence();
+    const { promptCache, edgeModel } = this.engine;
     const t = performance.now();
-    await this.feedEdge(this.context);
+    const start = promptCache ? promptCache.newSequence(this.context) : { sequence: edgeModel.newSequence(), cachedTokens: 0 };
+    this.sequence = start.sequence;
+    this.metrics.cachedTokens = start.cachedTokens;
+    await this.feedEdge(this.context.slice(start.cachedTokens));
+    promptCache?.keep(this.sequence);
     this.metrics.prefillMs += elapsed(t);
   }
 
@@ -219,7 +227,9 @@ export class GenerationState {
     return { type: 'done', finishReason, text: this.text, metrics: this.metrics.finish(), requestId: this.requestId, router: this.engine.router.info.name };
   }
 
+  /** Leaves the edge cache (prompt and output) to the prompt cache, then releases it and the cloud conversation. */
   async release(): Promise<void> {
+    if (this.sequence) this.engine.promptCache?.keep(this.sequence);
     this.sequence?.dispose();
     await this.conversation?.close().catch(() => {});
   }

@@ -17,6 +17,7 @@ import type { Logger } from './logger.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
+import { restoredKv, takeKvSnapshot, type KvSnapshot } from './kv-snapshot.ts';
 import { runSession } from './run-session.ts';
 
 export interface DecoderLoadOptions {
@@ -129,9 +130,9 @@ export class DecoderSequence {
   private ids: number[] = [];
   private disposed = false;
   /** The cache as it was at each `checkpoint()`, oldest first: the same tensors, kept alive until `rollback` or `commit`. */
-  private saved: { past: Record<string, OrtTensor>; length: number; lastHidden: Float32Array }[] = [];
-  /** `hidden_states` of the cache's last position (zeros while empty): the next append's `previousHidden`. */
-  private lastHidden: Float32Array;
+  private saved: { past: Record<string, OrtTensor>; length: number; lastHidden: Float32Array | undefined }[] = [];
+  /** `hidden_states` of the cache's last position (zeros while empty; undefined after a short restore): the next append's `previousHidden`. */
+  private lastHidden: Float32Array | undefined;
 
   constructor(private readonly model: DecoderModel) {
     const { numKvHeads } = model.pack;
@@ -174,6 +175,7 @@ export class DecoderSequence {
       );
     }
     const n = tokens.length;
+    if (n === 1 && this.lastHidden === undefined) throw new AppError('FAILED_PRECONDITION', 'a sequence restored short of its snapshot needs two or more tokens on its first append');
     const start = this.ids.length;
     const { io } = this.model;
     const fused = io.layout === 'fused';
@@ -196,7 +198,7 @@ export class DecoderSequence {
 
     // float16 outputs are converted here, once, and only the rows asked for (a prefill's last position).
     const hidden = out.hidden_states ? float32Rows(out.hidden_states, (n - 1) * hiddenSize, n * hiddenSize) : new Float32Array(0);
-    const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (n - 2) * hiddenSize, (n - 1) * hiddenSize) : this.lastHidden;
+    const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (n - 2) * hiddenSize, (n - 1) * hiddenSize) : this.lastHidden!;
     this.lastHidden = hidden;
     const result: AppendResult = { logits: float32Rows(out.logits!, (n - 1) * vocabSize, n * vocabSize), hidden, previousHidden };
     if (options.allPositions) {
@@ -243,6 +245,22 @@ export class DecoderSequence {
     const oldest = this.saved.shift();
     if (!oldest) return;
     for (const t of Object.values(oldest.past)) if (!this.held(t)) t.dispose();
+  }
+
+  /** A copy of the cache for the prefix cache; undefined when disposed, empty, or restored short and not fed since. */
+  snapshot(): KvSnapshot | undefined {
+    if (this.disposed || this.ids.length === 0 || this.lastHidden === undefined) return undefined;
+    return takeKvSnapshot(this.past, this.ids, this.lastHidden);
+  }
+
+  /** Starts this new, empty sequence from a copy of `snapshot`'s first `length` positions (see restorableLength). */
+  restore(snapshot: KvSnapshot, length: number): void {
+    if (this.disposed || this.ids.length > 0) throw new AppError('FAILED_PRECONDITION', 'only a new, empty sequence can start from a snapshot');
+    this.releasePast();
+    this.past = restoredKv(snapshot, length, this.model.io, this.model.pack);
+    this.ids = snapshot.tokens.slice(0, length);
+    // Short of the whole snapshot the hidden state before the next position is unknown: the next append feeds two or more.
+    this.lastHidden = length === snapshot.tokens.length || !this.model.hasHiddenStates ? snapshot.lastHidden : undefined;
   }
 
   /**

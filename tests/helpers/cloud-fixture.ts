@@ -25,9 +25,13 @@ export async function loadCloudModel(): Promise<{ model: DecoderModel; tokenizer
   return { model, tokenizer, dir };
 }
 
+/**
+ * A shim on a loopback port over the embedded cloud pack. Its prefix cache is off unless `overrides` says
+ * otherwise: the tests that count `cachedTokens` check what a session's own cache and its stream carried.
+ */
 export async function startTestShim(overrides: Partial<ShimConfig> = {}, deps: ShimDependencies = {}): Promise<ShimServer> {
   const modelPack = await cloudPackDir();
-  return startShim(shimConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', modelPack, ...overrides }), { log: silentLogger, ...deps });
+  return startShim(shimConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', modelPack, prefixCacheMb: 0, ...overrides }), { log: silentLogger, ...deps });
 }
 
 /** Greedy continuation of `context` by `count` tokens, on a fresh KV cache (no shim involved). */

@@ -4,6 +4,7 @@ import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
 import { DEFAULT_LIMITS } from '../../src/edge/generation-request.ts';
 import { loadRouter } from '../../src/edge/router.ts';
 import { DecoderModel } from '../../src/shared/decoder-model.ts';
+import { PrefixCache } from '../../src/shared/prefix-cache.ts';
 import { loadModelPack } from '../../src/shared/model-pack.ts';
 import { TextTokenizer } from '../../src/shared/tokenizer.ts';
 import { ensureDemoPacks } from './demo-packs.ts';
@@ -24,6 +25,8 @@ export async function startTestEdge(
     router?: 'builtin' | 'trained';
     /** The edge's --speculate setting (what requests that do not say get). */
     speculateByDefault?: boolean | 'auto';
+    /** Bytes of the edge's prompt cache; none when omitted. */
+    promptCacheBytes?: number;
   } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
@@ -34,7 +37,14 @@ export async function startTestEdge(
     options.cloud === 'none' ? undefined : typeof options.cloud === 'function' ? options.cloud(inProcess) : inProcess;
   const router = await loadRouter(options.router === 'trained' ? demo.routerPack : undefined);
   const runtime = new EdgeRuntime(
-    { edgeModel, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud, speculation: { byDefault: options.speculateByDefault } },
+    {
+      edgeModel,
+      router,
+      tokenizer: await TextTokenizer.fromPack(demo.edgePack),
+      cloud,
+      speculation: { byDefault: options.speculateByDefault },
+      promptCache: options.promptCacheBytes ? new PrefixCache(edgeModel, { maxBytes: options.promptCacheBytes }) : undefined,
+    },
     { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4 },
   );
   return {

@@ -23,6 +23,8 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** As OpenAI reports it: prompt tokens served from the prompt cache (the edge's, restored instead of prefilled). */
+  prompt_tokens_details: { cached_tokens: number };
   routed_tokens: number;
   fallback_tokens: number;
 }
@@ -80,6 +82,7 @@ export function usage(metrics: GenerationMetrics): Usage {
     prompt_tokens: metrics.promptTokens,
     completion_tokens: metrics.tokens,
     total_tokens: metrics.promptTokens + metrics.tokens,
+    prompt_tokens_details: { cached_tokens: metrics.cachedTokens },
     routed_tokens: metrics.routed,
     fallback_tokens: metrics.fallback,
   };

@@ -33,6 +33,11 @@ export interface Metrics {
    */
   'conditionalSteps'?: (number);
   'conditionalSkipped'?: (number);
+  /**
+   * Prompt tokens restored from the edge's prompt cache (a cached prefix of an earlier generation's
+   * tokens) instead of prefilled; 0 when the cache is off or held no prefix of this prompt.
+   */
+  'cachedTokens'?: (number);
 }
 
 export interface Metrics__Output {
@@ -67,4 +72,9 @@ export interface Metrics__Output {
    */
   'conditionalSteps': (number);
   'conditionalSkipped': (number);
+  /**
+   * Prompt tokens restored from the edge's prompt cache (a cached prefix of an earlier generation's
+   * tokens) instead of prefilled; 0 when the cache is off or held no prefix of this prompt.
+   */
+  'cachedTokens': (number);
 }

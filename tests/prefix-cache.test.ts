@@ -1,0 +1,192 @@
+/**
+ * The prefix cache (src/shared/prefix-cache.ts) and the sequence snapshots it keeps: a restored cache
+ * is the same KV bit for bit, in both decoder layouts; a sequence restored from it gives the logits and
+ * hidden states of one that prefilled everything (exactly when the same forward passes follow, within
+ * LOGIT_TOLERANCE when the prefill was split differently); the longest usable prefix is chosen; the
+ * bytes held never exceed the bound under many inserts.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DecoderModel, type AppendResult } from '../src/shared/decoder-model.ts';
+import { copyKvPositions, restorableLength } from '../src/shared/kv-snapshot.ts';
+import { loadModelPack } from '../src/shared/model-pack.ts';
+import { ort } from '../src/shared/ort.ts';
+import { PrefixCache } from '../src/shared/prefix-cache.ts';
+import { writeRandomPack } from '../src/tools/models/random-pack.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+
+/**
+ * A prefill split in two (cached prefix, then the rest) against one pass over everything: the same
+ * float32 arithmetic over different matrix shapes, so the sums may round differently (measured: below 1e-5).
+ */
+const LOGIT_TOLERANCE = 1e-4;
+
+const work = mkdtempSync(join(tmpdir(), 'prefix-cache-'));
+const models: Record<'plain' | 'fused', DecoderModel> = {} as never;
+
+beforeAll(async () => {
+  const demo = await ensureDemoPacks();
+  models.plain = await DecoderModel.load(loadModelPack(demo.edgePack), { threads: 1 });
+  // The fused layout needs a head_dim onnxruntime's GroupQueryAttention takes: tiny-qwen2 with random weights.
+  await writeRandomPack({ preset: 'tiny-qwen2', out: join(work, 'fused'), seed: 7, hiddenStatesOutput: true, layout: 'fused' });
+  models.fused = await DecoderModel.load(loadModelPack(join(work, 'fused')), { threads: 1 });
+}, 120_000);
+afterAll(async () => {
+  await models.plain?.release();
+  await models.fused?.release();
+  rmSync(work, { recursive: true, force: true });
+});
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+function ids(n: number, offset = 0): number[] {
+  return Array.from({ length: n }, (_, i) => 3 + ((i * 37 + offset) % 200));
+}
+
+describe('restorableLength', () => {
+  test('leaves one id to feed, two when restored short of the snapshot', () => {
+    expect(restorableLength(10, 10, 12)).toBe(10);
+    expect(restorableLength(10, 10, 11)).toBe(10);
+    expect(restorableLength(10, 10, 10)).toBe(8); // restored to 9, the one id fed would need position 8's hidden state
+    expect(restorableLength(10, 8, 9)).toBe(7);
+    expect(restorableLength(10, 8, 20)).toBe(8);
+    expect(restorableLength(10, 0, 20)).toBe(0);
+    expect(restorableLength(10, 1, 2)).toBe(0);
+  });
+});
+
+describe('copyKvPositions', () => {
+  test('the first positions of every head, float32 and float16 bits alike', () => {
+    // [1, 2 heads, capacity 3, head_dim 2]: element value = head * 100 + position * 10 + dim.
+    const values = [0, 1, 10, 11, 20, 21, 100, 101, 110, 111, 120, 121];
+    const f32 = copyKvPositions(new ort.Tensor('float32', Float32Array.from(values), [1, 2, 3, 2]), 2);
+    expect(f32.dims).toEqual([1, 2, 2, 2]);
+    expect([...(f32.data as Float32Array)]).toEqual([0, 1, 10, 11, 100, 101, 110, 111]);
+    const f16 = copyKvPositions(new ort.Tensor('float16', Uint16Array.from(values), [1, 2, 3, 2]), 1);
+    expect(f16.type).toBe('float16');
+    expect([...(f16.data as Uint16Array)]).toEqual([0, 1, 100, 101]);
+    expect(() => copyKvPositions(f16, 2)).toThrow('cannot copy 2 positions');
+  });
+});
+
+for (const layout of ['plain', 'fused'] as const) {
+  describe(`snapshot and restore, ${layout} layout`, () => {
+    test('a whole snapshot restored continues exactly like the sequence it came from', async () => {
+      const model = models[layout];
+      const source = model.newSequence();
+      await source.append(ids(40));
+      await source.append([7]);
+      const snapshot = source.snapshot()!;
+      expect(snapshot.tokens).toEqual([...ids(40), 7]);
+      const copy = model.newSequence();
+      copy.restore(snapshot, snapshot.tokens.length);
+      const [a, b] = [await source.append([9]), await copy.append([9])];
+      expect(b.logits).toEqual(a.logits);
+      expect(b.hidden).toEqual(a.hidden);
+      expect(b.previousHidden).toEqual(a.previousHidden);
+      // The snapshot is a copy: what the source appended since did not change it.
+      expect(snapshot.tokens.length).toBe(41);
+      for (const s of [source, copy]) s.dispose();
+    });
+
+    test('restored short of the snapshot: the rest fed on top equals one prefill of everything', async () => {
+      const model = models[layout];
+      const prompt = ids(300, 5); // past one KV_CAPACITY_STEP: the fused buffers grow on restore's append
+      const source = model.newSequence();
+      await source.append(prompt.slice(0, 280));
+      const snapshot = source.snapshot()!;
+      source.dispose();
+
+      const whole = model.newSequence();
+      const expected = await whole.append(prompt);
+      const restored = model.newSequence();
+      restored.restore(snapshot, 250);
+      expect(restored.length).toBe(250);
+      await expect(restored.append([prompt[250]!])).rejects.toThrow('needs two or more tokens');
+      const got = await restored.append(prompt.slice(250));
+      expect(maxAbsDiff(got.logits, expected.logits)).toBeLessThan(LOGIT_TOLERANCE);
+      expect(maxAbsDiff(got.hidden, expected.hidden)).toBeLessThan(LOGIT_TOLERANCE);
+      expect(maxAbsDiff(got.previousHidden, expected.previousHidden)).toBeLessThan(LOGIT_TOLERANCE);
+      for (const s of [whole, restored]) s.dispose();
+      expect(model.stats.liveSequences).toBe(0);
+    });
+  });
+}
+
+describe('PrefixCache', () => {
+  async function prefill(cache: PrefixCache, tokens: number[]): Promise<{ cachedTokens: number; result: AppendResult }> {
+    const { sequence, cachedTokens } = cache.newSequence(tokens);
+    try {
+      const result = await sequence.append(tokens.slice(cachedTokens));
+      cache.keep(sequence);
+      return { cachedTokens, result };
+    } finally {
+      sequence.dispose();
+    }
+  }
+
+  test('the longest usable prefix: a next turn reuses the whole earlier one, a shared head reuses the head', async () => {
+    const cache = new PrefixCache(models.plain, { maxBytes: 64 * 2 ** 20 });
+    const system = ids(60, 1);
+    const turn1 = [...system, ...ids(20, 2)];
+    expect((await prefill(cache, turn1)).cachedTokens).toBe(0);
+    const turn2 = [...turn1, ...ids(15, 3)];
+    expect((await prefill(cache, turn2)).cachedTokens).toBe(turn1.length);
+    // turn2 supersedes turn1 (it starts with it): one entry.
+    expect(cache.stats.entries).toBe(1);
+    const other = [...system, ...ids(30, 4)];
+    expect((await prefill(cache, other)).cachedTokens).toBe(system.length);
+    // The same ids again: all but the last two, fed for the logits and the hidden state before them.
+    const again = await prefill(cache, other);
+    expect(again.cachedTokens).toBe(other.length - 2);
+    const { result: fresh } = await prefill(new PrefixCache(models.plain, { maxBytes: 0 }), other);
+    expect(maxAbsDiff(again.result.logits, fresh.logits)).toBeLessThan(LOGIT_TOLERANCE);
+    expect(cache.stats).toMatchObject({ entries: 2, lookedUpTokens: turn1.length + turn2.length + 2 * other.length, hitTokens: turn1.length + system.length + other.length - 2 });
+  });
+
+  test('a sequence an entry already holds is not copied again', async () => {
+    const cache = new PrefixCache(models.plain, { maxBytes: 64 * 2 ** 20 });
+    const seq = models.plain.newSequence();
+    await seq.append(ids(30));
+    expect(cache.keep(seq)).toBe(true);
+    expect(cache.keep(seq)).toBe(false);
+    expect(cache.stats.insertions).toBe(1);
+    seq.dispose();
+  });
+
+  test('never above its bound under many inserts; least recently used evicted first', async () => {
+    const probe = models.plain.newSequence();
+    await probe.append(ids(50));
+    const entryBytes = probe.snapshot()!.bytes;
+    probe.dispose();
+    const maxBytes = Math.floor(entryBytes * 3.5);
+    const cache = new PrefixCache(models.plain, { maxBytes });
+    const prompts = Array.from({ length: 40 }, (_, i) => ids(50, 1000 + i * 7));
+    for (const [i, prompt] of prompts.entries()) {
+      await prefill(cache, prompt);
+      // Keep the first prompt in use: it must survive while the others come and go.
+      if (i % 2 === 1) expect((await prefill(cache, prompts[0]!)).cachedTokens).toBe(48);
+      expect(cache.stats.bytes).toBeLessThanOrEqual(maxBytes);
+    }
+    expect(cache.stats.entries).toBe(3);
+    expect(cache.stats.bytes).toBe(3 * entryBytes);
+    expect(cache.stats.evictions).toBe(37);
+    expect((await prefill(cache, prompts[0]!)).cachedTokens).toBe(48);
+    expect((await prefill(cache, prompts[1]!)).cachedTokens).toBe(0);
+    expect(models.plain.stats.liveSequences).toBe(0);
+  });
+
+  test('a snapshot larger than the whole bound is not kept', async () => {
+    const cache = new PrefixCache(models.plain, { maxBytes: 1024 });
+    await prefill(cache, ids(50));
+    expect(cache.stats).toMatchObject({ entries: 0, bytes: 0, insertions: 0 });
+    expect(() => new PrefixCache(models.plain, { maxBytes: -1 })).toThrow('maxBytes must be a non-negative number');
+  });
+});
