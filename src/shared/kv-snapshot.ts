@@ -65,7 +65,7 @@ export function restoredKv(snapshot: KvSnapshot, length: number, io: DecoderIo, 
   if (!Number.isInteger(length) || length < 0 || length > snapshot.tokens.length) {
     throw new AppError('INVALID_ARGUMENT', `cannot restore ${length} positions of a snapshot holding ${snapshot.tokens.length}`);
   }
-  if (io.layout === 'fused') return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, pack.headDim, kvCapacity(length, 0, pack.maxPositions), length);
+  if (io.layout === 'fused') return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, io.cacheHeadDim ?? pack.headDim, kvCapacity(length, 0, pack.maxPositions), length);
   return Object.fromEntries(io.pastNames.map((name) => [name, copyKvPositions(snapshot.kv[name]!, length)]));
 }
 
