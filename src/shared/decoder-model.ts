@@ -18,6 +18,7 @@ import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
 import { runSession } from './run-session.ts';
+import { DecodeBatcher, type BatchingOptions } from './decode-batcher.ts';
 
 export interface DecoderLoadOptions {
   /** Threads for one session run; onnxruntime picks when omitted. */
@@ -31,6 +32,8 @@ export interface DecoderLoadOptions {
    * called, to a JSON file whose name starts with this prefix (onnxruntime appends the date and time).
    */
   profileFilePrefix?: string;
+  /** Runs concurrent sequences' one-token appends as one forward pass (decode-batcher.ts); off when omitted. */
+  batching?: BatchingOptions;
 }
 
 export interface AppendResult {
@@ -46,6 +49,8 @@ export interface AppendResult {
   /** Per-position logits `[n, vocab]` and hidden states `[n, hidden]`, only with `allPositions`. */
   allLogits?: Float32Array;
   allHidden?: Float32Array;
+  /** Sequences in the forward pass that produced it: 1 when it ran alone, more when batched. */
+  batchSize?: number;
 }
 
 /** Counters that let tests and benchmarks prove how much work the model did. */
@@ -63,6 +68,8 @@ export interface DecoderStats {
 export class DecoderModel {
   readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0 };
   readonly hasHiddenStates: boolean;
+  /** Present when loaded with `batching` and the export can take a batch (see DecodeBatcher.refusal). */
+  batcher?: DecodeBatcher;
 
   private constructor(
     readonly pack: ModelPack,
@@ -84,7 +91,9 @@ export class DecoderModel {
     const { session, executionProviders } = await createSessionOn(pack.modelPath, sessionOptions, options.executionProviders ?? ['cpu'], options.log);
     try {
       const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
-      return new DecoderModel(pack, session, io, executionProviders);
+      const model = new DecoderModel(pack, session, io, executionProviders);
+      if (options.batching) model.batcher = DecodeBatcher.over(model, options.batching, options.log);
+      return model;
     } catch (e) {
       await session.release();
       throw e;
@@ -151,20 +160,28 @@ export class DecoderSequence {
    */
   async append(tokens: readonly number[], options: { allPositions?: boolean } = {}): Promise<AppendResult> {
     if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
-    const { vocabSize, maxPositions, hiddenSize } = this.model.pack;
+    const { vocabSize, maxPositions } = this.model.pack;
     if (tokens.length === 0) throw new AppError('INVALID_ARGUMENT', 'append needs at least one token');
     for (const t of tokens) {
       if (!Number.isInteger(t) || t < 0 || t >= vocabSize) {
         throw new AppError('INVALID_ARGUMENT', `token id ${t} is outside the vocabulary [0, ${vocabSize})`);
       }
     }
-    const total = this.ids.length + tokens.length;
-    if (total > maxPositions) {
+    if (this.ids.length + tokens.length > maxPositions) {
       throw new AppError(
         'OUT_OF_RANGE',
         `context window exceeded: ${this.ids.length} tokens in cache + ${tokens.length} new > ${maxPositions} (model limit)`,
       );
     }
+    const { batcher } = this.model;
+    return batcher && !options.allPositions ? batcher.append(this, tokens) : this.appendAlone(tokens, options);
+  }
+
+  /** @internal `append` as one forward pass of this sequence alone; the batcher runs prefill chunks through it. */
+  async appendAlone(tokens: readonly number[], options: { allPositions?: boolean } = {}): Promise<AppendResult> {
+    if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
+    const { hiddenSize, vocabSize } = this.model.pack;
+    const total = this.ids.length + tokens.length;
     const n = tokens.length;
     const start = this.ids.length;
     const { io } = this.model;
@@ -198,6 +215,26 @@ export class DecoderSequence {
     out.logits!.dispose();
     out.hidden_states?.dispose();
     return result;
+  }
+
+  /** @internal the cache tensors a batched step reads (the fused layout's buffers, written in place). */
+  get cache(): Readonly<Record<string, OrtTensor>> {
+    return this.past;
+  }
+
+  /**
+   * @internal records a token a batched step fed: `present` is the plain layout's new cache (the fused
+   * layout's buffers were written in place). Returns the `previousHidden` of the step.
+   */
+  acceptStep(token: number, present: Record<string, OrtTensor> | undefined, hidden: Float32Array): Float32Array {
+    if (present) {
+      this.releasePast();
+      this.past = present;
+    }
+    this.ids.push(token);
+    const previousHidden = this.lastHidden;
+    this.lastHidden = hidden;
+    return previousHidden;
   }
 
   /**
@@ -240,9 +277,9 @@ export class DecoderSequence {
   /**
    * Makes the fused layout's buffers hold `total` positions: made on the first append, grown (copying the
    * cache once) when outgrown. A checkpoint keeps the old buffers, whose first positions are
-   * still valid, so a rollback across a growth stays correct.
+   * still valid, so a rollback across a growth stays correct. @internal also called by a batched step.
    */
-  private fitBuffers(total: number): void {
+  fitBuffers(total: number): void {
     const { pack, io } = this.model;
     const current = this.past[io.pastNames[0]!]?.dims[2] ?? 0;
     if (total <= current) return;
@@ -275,6 +312,7 @@ export class DecoderSequence {
     if (this.disposed) return;
     this.disposed = true;
     this.model.stats.liveSequences--;
+    this.model.batcher?.forget(this);
     while (this.saved.length > 0) this.commit();
     this.releasePast();
     this.past = {};
