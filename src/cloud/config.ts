@@ -31,6 +31,8 @@ export interface ShimConfig {
   executionProvider: string;
   /** KV caches the embedded backend keeps; the least recently used session beyond it is re-prefilled later. */
   maxLiveSequences: number;
+  /** Most sessions whose steps share one forward pass of the embedded model; 1 = each alone. */
+  maxBatch: number;
   /** Base URL of the SGLang or OpenAI-compatible server. */
   backendUrl: string | undefined;
   /** `model` field of OpenAI-compatible requests. */
@@ -79,6 +81,7 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads per forward pass (0 = default)' },
   executionProvider: { kind: 'string', help: 'onnxruntime execution providers of the embedded backend in order of preference, e.g. cuda,cpu (ending in cpu = fall back to it)' },
   maxLiveSequences: { kind: 'int', min: 1, help: 'KV caches the embedded backend keeps' },
+  maxBatch: { kind: 'int', min: 1, help: "most sessions whose one-token steps share one forward pass of the embedded model (1 = each alone)" },
   backendUrl: { kind: 'string', help: 'base URL of the SGLang / OpenAI-compatible server' },
   backendModel: { kind: 'string', help: 'model name sent to OpenAI-compatible servers' },
   backendApiKey: { kind: 'string', help: 'bearer token for the backend server' },
@@ -111,6 +114,7 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   threads: 0,
   executionProvider: 'cpu',
   maxLiveSequences: 32,
+  maxBatch: 8,
   backendUrl: undefined,
   backendModel: 'default',
   backendApiKey: undefined,

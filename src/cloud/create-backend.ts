@@ -20,6 +20,7 @@ export async function createBackend(config: Readonly<ShimConfig>, tokenizer: Tex
       executionProviders: parseExecutionProviders(config.executionProvider),
       log,
       maxLiveSequences: config.maxLiveSequences,
+      maxBatch: config.maxBatch,
       tokenVocabSize: tokenizer?.vocabSize,
     });
   }

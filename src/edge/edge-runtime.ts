@@ -30,6 +30,7 @@ export class EdgeRuntime {
     private readonly log: Logger = silentLogger,
   ) {
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
+    this.metrics.describeBatching(engine.edgeModel.batcher?.stats);
   }
 
   /** Generations in progress (each holds an edge KV cache and maybe a cloud conversation). */

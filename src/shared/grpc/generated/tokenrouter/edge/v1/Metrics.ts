@@ -33,6 +33,11 @@ export interface Metrics {
    */
   'conditionalSteps'?: (number);
   'conditionalSkipped'?: (number);
+  /**
+   * Mean rows of the edge forward passes behind the generation's one-token steps: 1 when each ran alone,
+   * more when batched with other generations' steps (--max-batch).
+   */
+  'meanBatchSize'?: (number | string);
 }
 
 export interface Metrics__Output {
@@ -67,4 +72,9 @@ export interface Metrics__Output {
    */
   'conditionalSteps': (number);
   'conditionalSkipped': (number);
+  /**
+   * Mean rows of the edge forward passes behind the generation's one-token steps: 1 when each ran alone,
+   * more when batched with other generations' steps (--max-batch).
+   */
+  'meanBatchSize': (number);
 }
