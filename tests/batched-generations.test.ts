@@ -55,7 +55,7 @@ async function run(edgeModel: DecoderModel, prompt: string, startAfterMs: number
 }
 
 test('batched generations emit what each emits alone (routing, speculation, one cancelled)', async () => {
-  const alone = [];
+  const alone: Awaited<ReturnType<typeof run>>[] = [];
   for (const prompt of PROMPTS) alone.push(await run(pair.edge, prompt, 0));
   const batched = await Promise.all(PROMPTS.map((prompt, i) => run(batchedEdge, prompt, i * 15, i === CANCELLED ? CANCEL_AFTER : undefined)));
   let worstScore = 0;
