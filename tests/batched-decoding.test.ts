@@ -132,3 +132,88 @@ describe('batched vs alone: the same greedy ids, logits within tolerance', () =>
     });
   }
 });
+
+describe('the batcher', () => {
+  test("a newcomer's long prefill runs in pieces between the others' steps", async () => {
+    const pack = loadModelPack(demoCloud);
+    const model = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4, prefillChunk: 16 } });
+    try {
+      const runners = [model.newSequence(), model.newSequence()];
+      const steps = [0, 0];
+      let stop = false;
+      const decoding = runners.map(async (seq, r) => {
+        let out = await seq.append([1, 5 + r]);
+        while (!stop) {
+          out = await seq.append([argmax(out.logits)]);
+          steps[r]!++;
+        }
+      });
+      while (steps[0]! < 3) await new Promise((r) => setImmediate(r));
+      const newcomer = model.newSequence();
+      const before = [...steps];
+      const runsBefore = model.stats.runs;
+      await newcomer.append(prompts(20, pack.vocabSize)[19]!.slice(0, 130)); // 130 tokens: 9 pieces of at most 16
+      const during = steps.map((s, r) => s - before[r]!);
+      stop = true;
+      await Promise.all(decoding);
+      // Each runner stepped between the pieces: at least once per piece after the first.
+      for (const d of during) expect(d).toBeGreaterThanOrEqual(8);
+      expect(model.stats.runs - runsBefore).toBeGreaterThanOrEqual(9 + 8);
+      for (const s of [...runners, newcomer]) s.dispose();
+    } finally {
+      await model.release();
+    }
+  });
+
+  test('checkpoints and rollbacks inside batched steps restore each sequence alone', async () => {
+    for (const dir of [demoEdge, QWEN.fused]) {
+      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1, batching: { maxBatch: 4 } });
+      try {
+        const [a, b] = [model.newSequence(), model.newSequence()];
+        const [first, second] = await Promise.all([a.append([1, 7, 9]), b.append([1, 4])]);
+        a.checkpoint();
+        // Both step together twice; then `a` returns to its checkpoint and takes another token.
+        await Promise.all([a.append([argmax(first.logits)]), b.append([argmax(second.logits)])]);
+        await Promise.all([a.append([11]), b.append([12])]);
+        a.rollback();
+        expect(a.length).toBe(3);
+        const [again] = await Promise.all([a.append([13]), b.append([14])]);
+        const lone = model.newSequence();
+        await lone.appendAlone([1, 7, 9]);
+        const expected = await lone.appendAlone([13]);
+        expect(maxAbsDiff(again.logits, expected.logits)).toBeLessThan(LOGIT_TOLERANCE);
+        expect(again.batchSize).toBe(2);
+        for (const s of [a, b, lone]) s.dispose();
+      } finally {
+        await model.release();
+      }
+    }
+  });
+
+  test('a sequence disposed while its append waits: that append fails, the others run', async () => {
+    const model = await DecoderModel.load(loadModelPack(demoEdge), { threads: 1, batching: { maxBatch: 4 } });
+    try {
+      const [a, b] = [model.newSequence(), model.newSequence()];
+      await Promise.all([a.append([1]), b.append([1])]);
+      const pendingA = a.append([5]);
+      const pendingB = b.append([6]);
+      a.dispose();
+      await expect(pendingA).rejects.toThrow('sequence disposed while its append was queued');
+      expect((await pendingB).batchSize).toBe(1);
+      expect(b.length).toBe(2);
+      b.dispose();
+      expect(model.stats.liveSequences).toBe(0);
+    } finally {
+      await model.release();
+    }
+  });
+
+  test('bad settings are refused; maxBatch 1 turns batching off', async () => {
+    const pack = loadModelPack(demoEdge);
+    await expect(DecoderModel.load(pack, { batching: { maxBatch: 0 } })).rejects.toThrow('batching.maxBatch must be a whole number ≥ 1, got 0');
+    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, prefillChunk: 2.5 } })).rejects.toThrow('batching.prefillChunk must be a whole number ≥ 1, got 2.5');
+    const off = await DecoderModel.load(pack, { batching: { maxBatch: 1 } });
+    expect(off.batcher).toBeUndefined();
+    await off.release();
+  });
+});
