@@ -16,6 +16,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   latency: () => import('./latency.ts'),
   load: () => import('./load.ts'),
   'int8-kernels': () => import('./decode-int8-kernels.ts'),
+  concurrency: () => import('./concurrency.ts'),
 };
 
 /** A target as a subcommand: `--help` after it prints that target's own usage. */
