@@ -18,6 +18,7 @@
  */
 import type { AppendResult, DecoderModel, DecoderSequence } from './decoder-model.ts';
 import { float32Rows, indexTensor } from './float-tensors.ts';
+import { sharedFetches } from './kv-buffer.ts';
 import { ort, type OrtTensor } from './ort.ts';
 
 export interface BatchRow {
@@ -61,10 +62,7 @@ export async function runBatchedStep(model: DecoderModel, rows: readonly BatchRo
     Object.assign(feeds, buffers);
     feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths), [batch]);
     feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(longest + 1), []);
-    const fetches: Record<string, OrtTensor | null> = { logits: null };
-    if (model.hasHiddenStates) fetches.hidden_states = null;
-    for (const [name, buffer] of Object.entries(buffers)) fetches[name.replace('past_key_values', 'present')] = buffer;
-    out = await model.forward(feeds, batch, fetches);
+    out = await model.forward(feeds, batch, sharedFetches(buffers, model.hasHiddenStates));
     scatterNewPositions(model, rows, buffers, lengths, longest + 1);
   }
   const { vocabSize, hiddenSize } = pack;

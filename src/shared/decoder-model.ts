@@ -16,8 +16,9 @@ import { emptyTensor, feedable, float32Rows, indexTensor, toFloat32 } from './fl
 import type { Logger } from './logger.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
-import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
+import { growKvBuffers, kvCapacity, sharedFetches } from './kv-buffer.ts';
 import { runSession } from './run-session.ts';
+import { checkAppend } from './append-checks.ts';
 import { DecodeBatcher, type BatchingOptions } from './decode-batcher.ts';
 
 export interface DecoderLoadOptions {
@@ -160,19 +161,7 @@ export class DecoderSequence {
    */
   async append(tokens: readonly number[], options: { allPositions?: boolean } = {}): Promise<AppendResult> {
     if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
-    const { vocabSize, maxPositions } = this.model.pack;
-    if (tokens.length === 0) throw new AppError('INVALID_ARGUMENT', 'append needs at least one token');
-    for (const t of tokens) {
-      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) {
-        throw new AppError('INVALID_ARGUMENT', `token id ${t} is outside the vocabulary [0, ${vocabSize})`);
-      }
-    }
-    if (this.ids.length + tokens.length > maxPositions) {
-      throw new AppError(
-        'OUT_OF_RANGE',
-        `context window exceeded: ${this.ids.length} tokens in cache + ${tokens.length} new > ${maxPositions} (model limit)`,
-      );
-    }
+    checkAppend(this.model.pack, this.ids.length, tokens);
     const { batcher } = this.model;
     return batcher && !options.allPositions ? batcher.append(this, tokens) : this.appendAlone(tokens, options);
   }
@@ -195,7 +184,7 @@ export class DecoderSequence {
       feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
     }
     // The fused layout's present.* are the past buffers themselves: onnxruntime writes the new positions in place.
-    const fetches = fused ? this.sharedFetches() : undefined;
+    const fetches = fused ? sharedFetches(this.past, this.model.hasHiddenStates) : undefined;
     const out = await this.model.forward(feeds, n, fetches);
     if (!fused) {
       this.releasePast();
@@ -222,10 +211,7 @@ export class DecoderSequence {
     return this.past;
   }
 
-  /**
-   * @internal records a token a batched step fed: `present` is the plain layout's new cache (the fused
-   * layout's buffers were written in place). Returns the `previousHidden` of the step.
-   */
+  /** @internal records a batched step's token: `present` is the plain layout's new cache (fused: written in place). Returns its previousHidden. */
   acceptStep(token: number, present: Record<string, OrtTensor> | undefined, hidden: Float32Array): Float32Array {
     if (present) {
       this.releasePast();
@@ -287,14 +273,6 @@ export class DecoderSequence {
     this.model.stats.kvBytesCopied += io.pastNames.length * pack.numKvHeads * this.ids.length * pack.headDim * 4;
     this.releasePast();
     this.past = grown;
-  }
-
-  /** The outputs of a fused-layout run: logits and hidden states allocated by onnxruntime, present.* the past buffers. */
-  private sharedFetches(): Record<string, OrtTensor | null> {
-    const fetches: Record<string, OrtTensor | null> = { logits: null };
-    if (this.model.hasHiddenStates) fetches.hidden_states = null;
-    for (const [name, buffer] of Object.entries(this.past)) fetches[name.replace('past_key_values', 'present')] = buffer;
-    return fetches;
   }
 
   /** Whether the current cache or a checkpoint still uses `t`. */

@@ -9,6 +9,7 @@
  * them) or the demo edge model (`--demo`), or any pack (`--pack`).
  */
 import { availableParallelism } from 'node:os';
+import { basename } from 'node:path';
 import { TopProbabilityScorer } from '../../edge/router.ts';
 import { DecodeBatcher } from '../../shared/decode-batcher.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
@@ -123,7 +124,7 @@ export async function main(args: string[]): Promise<void> {
   };
   const targets: { target: string; dir: string }[] = [];
   if (values.demo) targets.push({ target: 'demo edge', dir: DEMO.edgePack });
-  else if (values.pack) targets.push({ target: 'pack', dir: values.pack });
+  else if (values.pack) targets.push({ target: basename(values.pack), dir: values.pack });
   else {
     const preset = values.preset ?? 'qwen2.5-0.5b';
     for (const dtype of parseDtypes(values.dtype ?? 'fp32')) targets.push({ target: `${preset} ${dtype}`, dir: await ensureDtypePack(preset, dtype, log) });
