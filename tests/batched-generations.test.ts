@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/router.ts';
+import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
@@ -84,3 +85,29 @@ test('batched generations emit what each emits alone (routing, speculation, one 
   expect(batchedEdge.batcher!.stats.sizes.slice(2).some((n) => n > 0)).toBe(true);
   expect(batchedEdge.stats.liveSequences).toBe(0);
 }, 120_000);
+
+test("the cloud's embedded backend batches concurrent sessions' spans: the same ids as one at a time", async () => {
+  const options = { modelPack: pair.cloudModel.pack.dir, maxLiveSequences: 8 };
+  const alone = await EmbeddedBackend.load(options);
+  const batched = await EmbeddedBackend.load({ ...options, maxBatch: 4 });
+  try {
+    const contexts = PROMPTS.slice(0, 4).map((p) => pair.tokenizer.encode(p, { addBos: true, parseSpecialTokens: false }));
+    const step = (backend: EmbeddedBackend, context: number[], i: number) =>
+      backend.openSequence(`s${i}`).step({
+        context,
+        maxTokens: 12,
+        sampling: { temperature: 0, topP: 1, seed: undefined, stopTokenIds: [], topLogprobs: 0 },
+        requestId: `r${i}`,
+        signal: new AbortController().signal,
+      });
+    const reference: number[][] = [];
+    for (const [i, context] of contexts.entries()) reference.push((await step(alone, context, i)).ids);
+    const together = await Promise.all(contexts.map((context, i) => step(batched, context, i)));
+    expect(together.map((r) => r.ids)).toEqual(reference);
+    const { sizes } = batched.model.batcher!.stats;
+    expect(sizes.slice(2).reduce((a, b) => a + (b ?? 0), 0)).toBeGreaterThan(0);
+  } finally {
+    await alone.close();
+    await batched.close();
+  }
+}, 60_000);
