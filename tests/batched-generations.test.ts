@@ -93,7 +93,7 @@ test("the cloud's embedded backend batches concurrent sessions' spans: the same 
   try {
     const contexts = PROMPTS.slice(0, 4).map((p) => pair.tokenizer.encode(p, { addBos: true, parseSpecialTokens: false }));
     const step = (backend: EmbeddedBackend, context: number[], i: number) =>
-      backend.openSequence(`s${i}`).step({
+      backend.openSequence().step({
         context,
         maxTokens: 12,
         sampling: { temperature: 0, topP: 1, seed: undefined, stopTokenIds: [], topLogprobs: 0 },
