@@ -14,6 +14,7 @@ import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { makeHubExportPacks, VARIANTS, type HubExportPacks } from './helpers/hub-export-packs.ts';
 
 /**
  * Largest |Δ| allowed between a row's logits batched and alone. Batching changes the shapes the kernels
@@ -27,14 +28,19 @@ const work = mkdtempSync(join(tmpdir(), 'batched-decoding-'));
 const QWEN = { plain: join(work, 'plain'), fused: join(work, 'fused') };
 let demoEdge: string;
 let demoCloud: string;
+let hub: HubExportPacks;
 
 beforeAll(async () => {
   const demo = await ensureDemoPacks();
   demoEdge = demo.edgePack;
   demoCloud = demo.cloudPack;
   for (const layout of ['plain', 'fused'] as const) await writeRandomPack({ preset: 'tiny-qwen2', out: QWEN[layout], seed: 11, hiddenStatesOutput: true, layout });
+  hub = await makeHubExportPacks();
 });
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+  rmSync(hub.root, { recursive: true, force: true });
+});
 
 function argmax(x: Float32Array): number {
   let best = 0;
@@ -79,8 +85,8 @@ async function greedy(sequence: DecoderSequence, prompt: number[], delay: number
   return trace;
 }
 
-async function compareAloneAndBatched(packDir: string, count: number, prefillChunk?: number): Promise<{ worst: number; meanBatch: number }> {
-  const pack = loadModelPack(packDir);
+async function compareAloneAndBatched(packDir: string, count: number, prefillChunk?: number, modelFile?: string): Promise<{ worst: number; meanBatch: number }> {
+  const pack = loadModelPack(packDir, modelFile);
   const alone = await DecoderModel.load(pack, { threads: 1 });
   const batched = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 8, prefillChunk } });
   try {
@@ -125,6 +131,12 @@ describe('batched vs alone: the same greedy ids, logits within tolerance', () =>
     const { worst, meanBatch } = await compareAloneAndBatched(demoCloud, 6, 8);
     console.log(`demo cloud: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
   });
+  for (const variant of VARIANTS.filter((v) => v !== 'model_quantized.onnx')) {
+    test(`Hugging Face export of stories260K (3 layers), ${variant}: left padding honoured by the exported graph`, async () => {
+      const { worst, meanBatch } = await compareAloneAndBatched(hub.edge, 5, undefined, variant);
+      console.log(`hub export ${variant}: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
+    });
+  }
   for (const layout of ['plain', 'fused'] as const) {
     test(`tiny-qwen2 ${layout}, 5 prompts`, async () => {
       const { worst, meanBatch } = await compareAloneAndBatched(QWEN[layout], 5);
@@ -206,6 +218,15 @@ describe('the batcher', () => {
     } finally {
       await model.release();
     }
+  });
+
+  test('an export that quantizes activations per tensor (int8 MatMulInteger) runs each step alone, and says why', async () => {
+    const warnings: string[] = [];
+    const log = { debug() {}, info() {}, error() {}, warn: (line: string) => warnings.push(line) };
+    const model = await DecoderModel.load(loadModelPack(hub.edge, 'model_quantized.onnx'), { batching: { maxBatch: 4 }, log });
+    expect(model.batcher).toBeUndefined();
+    expect(warnings).toEqual([`${hub.edge}: decode steps run one sequence at a time: the export quantizes activations with one scale per tensor (DynamicQuantizeLinear), which would mix the rows of a batch`]);
+    await model.release();
   });
 
   test('bad settings are refused; maxBatch 1 turns batching off', async () => {

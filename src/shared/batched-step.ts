@@ -17,7 +17,7 @@
  * results[1].logits; // b's next-token logits
  */
 import type { AppendResult, DecoderModel, DecoderSequence } from './decoder-model.ts';
-import { float32Rows, indexTensor } from './float-tensors.ts';
+import { feedable, float32Rows, indexTensor } from './float-tensors.ts';
 import { sharedFetches } from './kv-buffer.ts';
 import { ort, type OrtTensor } from './ort.ts';
 
@@ -37,7 +37,7 @@ function cacheData(tensor: OrtTensor): CacheData {
 
 function cacheTensor(like: CacheData, dims: readonly number[]): OrtTensor {
   const size = dims.reduce((a, b) => a * b, 1);
-  return like instanceof Float32Array ? new ort.Tensor('float32', new Float32Array(size), dims) : new ort.Tensor('float16', new Uint16Array(size), dims);
+  return like instanceof Float32Array ? new ort.Tensor('float32', new Float32Array(size), dims) : feedable(new ort.Tensor('float16', new Uint16Array(size), dims));
 }
 
 /** Runs the step and records each row's token in its sequence; results in the order of `rows`. */

@@ -20,6 +20,7 @@
  * const [a, b] = [model.newSequence(), model.newSequence()];
  * await Promise.all([a.append([1]), b.append([1])]); // one forward pass of two rows
  */
+import { readFileSync } from 'node:fs';
 import type { AppendResult, DecoderModel, DecoderSequence } from './decoder-model.ts';
 import { AppError, errorMessage } from './errors.ts';
 import type { Logger } from './logger.ts';
@@ -88,10 +89,13 @@ export class DecodeBatcher {
     this.gatherMs = options.gatherMs ?? DEFAULT_GATHER_MS;
   }
 
-  /** Why `model`'s export cannot run a batch; undefined when it can. */
+  /** Why `model`'s export cannot run a batch that gives each row what it gives alone; undefined when it can. */
   static refusal(model: DecoderModel): string | undefined {
     const { io } = model;
     if (io.layout === 'plain' && !(io.mask && io.positions)) return 'the export takes no attention_mask or no position_ids, which left-padded rows need';
+    // The op's name in the graph file (weights kept outside it are not read). Its one scale per tensor
+    // would be shared by every row of a batch: a row's rounding would depend on its batch mates.
+    if (readFileSync(model.pack.modelPath).includes('DynamicQuantizeLinear')) return 'the export quantizes activations with one scale per tensor (DynamicQuantizeLinear), which would mix the rows of a batch';
     return undefined;
   }
 
