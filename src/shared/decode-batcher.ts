@@ -149,6 +149,7 @@ export class DecodeBatcher {
   private async decodePass(): Promise<void> {
     await this.gather();
     const pass = this.steps.splice(0, this.maxBatch);
+    if (pass.length === 0) return; // all of them were disposed while it waited
     this.lastPass = new Set(pass.map((s) => s.sequence));
     this.stats.passes++;
     this.stats.rows += pass.length;
