@@ -102,7 +102,8 @@ export class DecodeBatcher {
   /** A batcher for `model`, or undefined when `maxBatch` is 1 or the export cannot take a batch (logged). */
   static over(model: DecoderModel, options: BatchingOptions, log?: Logger): DecodeBatcher | undefined {
     for (const [name, value] of Object.entries(options)) {
-      if (value !== undefined && (!Number.isInteger(value) || value < (name === 'gatherMs' ? 0 : 1))) throw new AppError('INVALID_ARGUMENT', `batching.${name} must be a whole number ≥ ${name === 'gatherMs' ? 0 : 1}, got ${value}`);
+      const least = name === 'gatherMs' ? 0 : 1;
+      if (value !== undefined && (!Number.isInteger(value) || value < least)) throw new AppError('INVALID_ARGUMENT', `batching.${name} must be a whole number ≥ ${least}, got ${value}`);
     }
     if (options.maxBatch <= 1) return undefined;
     const refusal = DecodeBatcher.refusal(model);
