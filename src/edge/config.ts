@@ -79,7 +79,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
-  maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens either way" },
+  maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4) may flip a near-tie (docs/operations.md)" },
   idleTimeout: {
     kind: 'int',
     min: 1,
