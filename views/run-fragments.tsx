@@ -72,6 +72,12 @@ function speculationDecision(m: GenerationMetrics): string {
   return `auto: ${ahead} / ${waited}; hit rate ${(f.hitRate * 100).toFixed(0)}%, round trip ${rtt}, edge step ${step}: saves ${ms(f.savingMs)}, costs ${ms(f.costMs)}`;
 }
 
+/** `meanBatchSize` as the page says it: a run alone, or batched with others. */
+function batchText(meanBatchSize: number): string {
+  if (meanBatchSize === 0) return 'no edge decode steps';
+  return meanBatchSize > 1 ? `yes, ${meanBatchSize.toFixed(2)} rows per step` : 'no, each step ran alone';
+}
+
 export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) {
   const m = props.metrics;
   // In llm_only the edge only appends the cloud's tokens, so its time between tokens says nothing; what
@@ -88,6 +94,7 @@ export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) 
     ['Time to first token', ms(m.ttftMs), 'ttft'],
     tbt,
     ['Edge model time', ms(m.slmMs), 'slm'],
+    ['Batched with other runs (mean rows per edge decode step)', batchText(m.meanBatchSize), 'batch'],
     ['Router time', ms(m.routerMs), 'router'],
     ['Communication + cloud model', ms(m.cloudMs), 'cloud'],
     [

@@ -33,6 +33,8 @@ export interface ShimConfig {
   maxLiveSequences: number;
   /** Megabytes of KV the embedded backend keeps from ended sessions for new ones whose context starts alike; 0 = off. */
   prefixCacheMb: number;
+  /** Most sessions whose steps share one forward pass of the embedded model; 1 = each alone. */
+  maxBatch: number;
   /** Base URL of the SGLang or OpenAI-compatible server. */
   backendUrl: string | undefined;
   /** `model` field of OpenAI-compatible requests. */
@@ -86,6 +88,7 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
     min: 0,
     help: "megabytes of KV cache the embedded backend keeps from ended sessions, so a new session whose context starts like an earlier one (a chat's next turn, a shared system prompt) prefills only the rest; 0 = off",
   },
+  maxBatch: { kind: 'int', min: 1, help: "most sessions whose one-token steps share one forward pass of the embedded model (1 = each alone)" },
   backendUrl: { kind: 'string', help: 'base URL of the SGLang / OpenAI-compatible server' },
   backendModel: { kind: 'string', help: 'model name sent to OpenAI-compatible servers' },
   backendApiKey: { kind: 'string', help: 'bearer token for the backend server' },
@@ -120,6 +123,7 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   maxLiveSequences: 32,
   // A cloud host has memory to spare next to its model; 512 MB is half a GB of reuse at any model size.
   prefixCacheMb: 512,
+  maxBatch: 8,
   backendUrl: undefined,
   backendModel: 'default',
   backendApiKey: undefined,

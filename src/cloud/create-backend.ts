@@ -21,6 +21,7 @@ export async function createBackend(config: Readonly<ShimConfig>, tokenizer: Tex
       log,
       maxLiveSequences: config.maxLiveSequences,
       prefixCacheBytes: config.prefixCacheMb * 2 ** 20,
+      maxBatch: config.maxBatch,
       tokenVocabSize: tokenizer?.vocabSize,
     });
   }

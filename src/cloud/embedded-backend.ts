@@ -35,6 +35,8 @@ export interface EmbeddedBackendOptions {
   modelFile?: string;
   /** onnxruntime threads per forward pass; 0 = onnxruntime's choice. */
   threads?: number;
+  /** Most sessions whose steps share one forward pass (decode-batcher.ts); 1 or omitted runs each alone. */
+  maxBatch?: number;
   /** onnxruntime execution providers in order of preference; `['cpu']` when omitted. */
   executionProviders?: readonly string[];
   /** Where a provider fallback is reported. */
@@ -77,8 +79,9 @@ export class EmbeddedBackend implements Backend {
   }
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
-    const { threads, executionProviders, log } = options;
-    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, log });
+    const { threads, executionProviders, log, maxBatch } = options;
+    const batching = maxBatch ? { maxBatch } : undefined;
+    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, log, batching });
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
 
@@ -86,7 +89,7 @@ export class EmbeddedBackend implements Backend {
    * A backend over a model that is already loaded (the evaluation's in-process cloud shares one with its
    * caller). `close` still releases the model.
    */
-  static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log'>): EmbeddedBackend {
+  static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log' | 'maxBatch'>): EmbeddedBackend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
 

@@ -43,6 +43,8 @@ export interface EdgeConfig {
   /** When set, the page and APIs require it. */
   accessToken: string | undefined;
   maxConcurrent: number;
+  /** Most running generations whose decode steps share one forward pass of the edge model; 1 = each alone. */
+  maxBatch: number;
   /** Seconds an HTTP connection may stay silent: no request in progress, or an upload that stopped. */
   idleTimeout: number;
   /** HTTP requests in progress at once (event streams included); more get 503 and are closed. */
@@ -79,6 +81,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
+  maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4) may flip a near-tie (docs/operations.md)" },
   idleTimeout: {
     kind: 'int',
     min: 1,
@@ -117,6 +120,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   speculate: 'auto',
   accessToken: undefined,
   maxConcurrent: 8,
+  // As many as may run: a step of 8 rows costs little more than one where reading the weights bounds it.
+  maxBatch: 8,
   // Long enough for a phone on a weak Wi-Fi to finish sending, short enough that a crowd of silent
   // connections goes away before it matters; browsers open a new keep-alive connection when needed.
   idleTimeout: 30,

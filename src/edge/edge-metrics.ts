@@ -1,6 +1,7 @@
 /** Prometheus metrics of the edge process (prom-client), one registry per runtime. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PrefixCache } from '../shared/prefix-cache.ts';
+import type { BatcherStats } from '../shared/decode-batcher.ts';
 import type { GenerationEvent } from './decoder-loop.ts';
 
 export class EdgeMetrics {
@@ -45,6 +46,23 @@ export class EdgeMetrics {
     help: 'Routed positions where speculate auto decided to decode ahead (ahead) or only to wait (waited)',
     labelNames: ['decision'] as const,
     registers: [this.registry],
+  });
+  readonly decodeBatchSize = new Histogram({
+    name: 'edge_generation_batch_size',
+    help: "Finished generations by the mean rows of their edge decode steps (1: ran alone; more: batched with others, --max-batch)",
+    buckets: [1, 1.5, 2, 3, 4, 6, 8, 12, 16],
+    registers: [this.registry],
+  });
+  /** The edge model's batcher, read at each scrape; undefined when every step runs alone. */
+  private batching: BatcherStats | undefined;
+  readonly decodeRowsPerPass = new Gauge({
+    name: 'edge_decode_rows_per_pass',
+    help: 'Mean rows of the edge decode passes since start (1 when --max-batch is 1 or nothing ran yet)',
+    registers: [this.registry],
+    collect: () => {
+      const stats = this.batching;
+      this.decodeRowsPerPass.set(stats && stats.passes > 0 ? stats.rows / stats.passes : 1);
+    },
   });
   readonly active = new Gauge({ name: 'edge_active_generations', help: 'Generations running now', registers: [this.registry] });
   /** An info gauge, always 1: its labels say which onnxruntime execution providers run the edge model. */
@@ -108,9 +126,15 @@ export class EdgeMetrics {
     this.executionProvider.set({ provider: providers[0] ?? 'cpu', providers: providers.join(',') }, 1);
   }
 
+  /** Reports the mean rows per pass of `stats` (the edge model's batcher) from now on. */
+  describeBatching(stats: BatcherStats | undefined): void {
+    this.batching = stats;
+  }
+
   observe(event: GenerationEvent, mode: string): void {
     if (event.type === 'done') {
       this.requests.inc({ mode, finish: event.finishReason });
+      if (event.metrics.meanBatchSize > 0) this.decodeBatchSize.observe(event.metrics.meanBatchSize);
       const { ahead, waited } = event.metrics.speculationDecisions;
       if (ahead > 0) this.speculationDecisions.inc({ decision: 'ahead' }, ahead);
       if (waited > 0) this.speculationDecisions.inc({ decision: 'waited' }, waited);

@@ -31,6 +31,7 @@ export class EdgeRuntime {
   ) {
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
     if (engine.promptCache) this.metrics.describePromptCache(engine.promptCache);
+    this.metrics.describeBatching(engine.edgeModel.batcher?.stats);
   }
 
   /** Generations in progress (each holds an edge KV cache and maybe a cloud conversation). */

@@ -55,6 +55,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     edgeModel: config.edgeModel,
     edgeModelFile: config.edgeModelFile,
     threads: config.threads,
+    maxBatch: config.maxBatch,
     executionProviders: parseExecutionProviders(config.executionProvider),
     log,
     router: config.router,

@@ -20,6 +20,11 @@ export interface GenerationMetrics {
   tbtMeanMs: number;
   tbtP50Ms: number;
   tbtP95Ms: number;
+  /**
+   * Mean rows of the edge forward passes behind this generation's one-token steps: 1 when each ran alone,
+   * more when batched with other generations' steps (the edge's --max-batch); 0 before any such step.
+   */
+  meanBatchSize: number;
   /** Edge model time (prefill included), router time, and communication + cloud model time. */
   slmMs: number;
   prefillMs: number;
@@ -52,6 +57,8 @@ export class MetricsRecorder {
   private readonly start = performance.now();
   private firstTokenAt: number | undefined;
   private readonly edgeStepMs: number[] = [];
+  private decodePasses = 0;
+  private decodeRows = 0;
   tokens = 0;
   cachedTokens = 0;
   routed = 0;
@@ -76,6 +83,12 @@ export class MetricsRecorder {
   /** The edge time of the last step after the first (undefined before one): what one more edge step costs. */
   get lastStepMs(): number | undefined {
     return this.edgeStepMs.at(-1);
+  }
+
+  /** Records one one-token edge forward pass and the rows it ran (AppendResult.batchSize). */
+  decodePass(batchSize: number | undefined): void {
+    this.decodePasses++;
+    this.decodeRows += batchSize ?? 1;
   }
 
   /** Records one emitted token. */
@@ -103,6 +116,7 @@ export class MetricsRecorder {
       routed: this.routed,
       fallback: this.fallback,
       routedRatio: this.tokens ? this.routed / this.tokens : 0,
+      meanBatchSize: this.decodePasses ? this.decodeRows / this.decodePasses : 0,
       ttftMs: (this.firstTokenAt ?? now) - this.start,
       tbtMeanMs: mean(this.edgeStepMs),
       tbtP50Ms: percentile(this.edgeStepMs, 50),

@@ -135,6 +135,7 @@ export class GenerationState {
   async feedEdge(ids: number[]): Promise<void> {
     const t = performance.now();
     this.last = await this.sequence!.append(ids);
+    if (ids.length === 1) this.metrics.decodePass(this.last.batchSize);
     const ms = elapsed(t);
     this.metrics.slmMs += ms;
     this.pendingSlmMs += ms;

@@ -41,6 +41,8 @@ export interface EdgeEngineSources {
    * A router pack's folder; the built-in top-1 scorer when omitted; or a router the caller built (a
    * benchmark's synthetic one), which is checked like a loaded one and released with the parts.
    */
+  /** Most sequences in one batched decode step (decode-batcher.ts); 1 or omitted runs each step alone. */
+  maxBatch?: number;
   router?: string | Router;
   /** Aborts loading (a stop signal during start-up): what was loaded is released and the reason thrown. */
   signal?: AbortSignal;
@@ -65,7 +67,8 @@ export async function loadEdgeEngine(sources: EdgeEngineSources): Promise<Loaded
     signal?.throwIfAborted();
     const pack = typeof sources.edgeModel === 'string' ? loadModelPack(sources.edgeModel, sources.edgeModelFile) : sources.edgeModel;
     const tokenizer = await TextTokenizer.fromPack(pack.dir);
-    edgeModel = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders: sources.executionProviders, log: sources.log });
+    const batching = sources.maxBatch ? { maxBatch: sources.maxBatch } : undefined;
+    edgeModel = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders: sources.executionProviders, log: sources.log, batching });
     router = typeof given === 'object' ? given : await loadRouter(given);
     checkRouterFits(router, typeof given === 'string' ? given : undefined, pack, edgeModel.hasHiddenStates);
     signal?.throwIfAborted();

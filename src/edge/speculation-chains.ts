@@ -197,6 +197,7 @@ export class SpeculationChains implements Speculation {
         feed: async (token) => {
           const t = performance.now();
           const result = await state.sequence!.append([token]);
+          state.metrics.decodePass(result.batchSize);
           chain.ids.push(token);
           chain.idSources.push(guessing ? 'llm' : 'slm');
           guessing = false;

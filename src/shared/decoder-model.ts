@@ -13,61 +13,24 @@ import { type DecoderIo, readDecoderIo } from './decoder-io.ts';
 import { AppError } from './errors.ts';
 import { createSessionOn } from './execution-providers.ts';
 import { emptyTensor, feedable, float32Rows, indexTensor, toFloat32 } from './float-tensors.ts';
-import type { Logger } from './logger.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
-import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
+import { growKvBuffers, kvCapacity, sharedFetches } from './kv-buffer.ts';
 import { restoredKv, takeKvSnapshot, type KvSnapshot } from './kv-snapshot.ts';
 import { runSession } from './run-session.ts';
+import { checkAppend } from './append-checks.ts';
+import { DecodeBatcher } from './decode-batcher.ts';
+import type { AppendResult, DecoderLoadOptions, DecoderStats } from './decoder-types.ts';
 
-export interface DecoderLoadOptions {
-  /** Threads for one session run; onnxruntime picks when omitted. */
-  threads?: number;
-  /** onnxruntime execution providers in order of preference (see execution-providers.ts); `['cpu']` when omitted. */
-  executionProviders?: readonly string[];
-  /** Where a provider fallback is reported. */
-  log?: Logger;
-  /**
-   * Turns on onnxruntime's profiler: every run's kernels are timed and written, when `endProfiling` is
-   * called, to a JSON file whose name starts with this prefix (onnxruntime appends the date and time).
-   */
-  profileFilePrefix?: string;
-}
-
-export interface AppendResult {
-  /** Logits of the last appended position, `[vocab]`. */
-  logits: Float32Array;
-  /** `hidden_states` of the last appended position, `[hidden]`; empty when the pack has no such output. */
-  hidden: Float32Array;
-  /**
-   * `hidden_states` of the position before it (the second-to-last appended, or the cache's last before
-   * this append); zeros at the sequence's first position, empty when the pack has no such output.
-   */
-  previousHidden: Float32Array;
-  /** Per-position logits `[n, vocab]` and hidden states `[n, hidden]`, only with `allPositions`. */
-  allLogits?: Float32Array;
-  allHidden?: Float32Array;
-}
-
-/** Counters that let tests and benchmarks prove how much work the model did. */
-export interface DecoderStats {
-  runs: number;
-  tokensFed: number;
-  /** Sequences created and not yet disposed: each holds a KV cache. */
-  liveSequences: number;
-  /** KV-cache bytes copied by the fused layout's buffers when they grew (checkpoints and rollbacks copy none). */
-  kvBytesCopied: number;
-  /** Bytes of the outputs onnxruntime-node returned, each copied into a new JavaScript buffer (KV cache included). */
-  outputBytes: number;
-  /** Milliseconds inside onnxruntime's run (kernels, and the binding's copies of the outputs). */
-  runMs: number;
-}
+export type { AppendResult, DecoderLoadOptions, DecoderStats } from './decoder-types.ts';
 
 export class DecoderModel {
   readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0, runMs: 0 };
   readonly hasHiddenStates: boolean;
   /** The last axis of the KV cache: the config's head_dim, or the padded head size of a fused graph. */
   readonly cacheHeadDim: number;
+  /** Present when loaded with `batching` and the export can take a batch (see DecodeBatcher.refusal). */
+  batcher?: DecodeBatcher;
 
   private constructor(
     readonly pack: ModelPack,
@@ -90,7 +53,9 @@ export class DecoderModel {
     const { session, executionProviders } = await createSessionOn(pack.modelPath, sessionOptions, options.executionProviders ?? ['cpu'], options.log);
     try {
       const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
-      return new DecoderModel(pack, session, io, executionProviders);
+      const model = new DecoderModel(pack, session, io, executionProviders);
+      if (options.batching) model.batcher = DecodeBatcher.over(model, options.batching, options.log);
+      return model;
     } catch (e) {
       await session.release();
       throw e;
@@ -160,22 +125,18 @@ export class DecoderSequence {
    */
   async append(tokens: readonly number[], options: { allPositions?: boolean } = {}): Promise<AppendResult> {
     if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
-    const { vocabSize, maxPositions, hiddenSize } = this.model.pack;
-    if (tokens.length === 0) throw new AppError('INVALID_ARGUMENT', 'append needs at least one token');
-    for (const t of tokens) {
-      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) {
-        throw new AppError('INVALID_ARGUMENT', `token id ${t} is outside the vocabulary [0, ${vocabSize})`);
-      }
-    }
+    checkAppend(this.model.pack, this.ids.length, tokens);
+    if (tokens.length === 1 && this.lastHidden === undefined) throw new AppError('FAILED_PRECONDITION', 'a sequence restored short of its snapshot needs two or more tokens on its first append');
+    const { batcher } = this.model;
+    return batcher && !options.allPositions ? batcher.append(this, tokens) : this.appendAlone(tokens, options);
+  }
+
+  /** @internal `append` as one forward pass of this sequence alone; the batcher runs prefill chunks through it. */
+  async appendAlone(tokens: readonly number[], options: { allPositions?: boolean } = {}): Promise<AppendResult> {
+    if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
+    const { hiddenSize, vocabSize } = this.model.pack;
     const total = this.ids.length + tokens.length;
-    if (total > maxPositions) {
-      throw new AppError(
-        'OUT_OF_RANGE',
-        `context window exceeded: ${this.ids.length} tokens in cache + ${tokens.length} new > ${maxPositions} (model limit)`,
-      );
-    }
     const n = tokens.length;
-    if (n === 1 && this.lastHidden === undefined) throw new AppError('FAILED_PRECONDITION', 'a sequence restored short of its snapshot needs two or more tokens on its first append');
     const start = this.ids.length;
     const { io } = this.model;
     const fused = io.layout === 'fused';
@@ -188,7 +149,7 @@ export class DecoderSequence {
       feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
     }
     // The fused layout's present.* are the past buffers themselves: onnxruntime writes the new positions in place.
-    const fetches = fused ? this.sharedFetches() : undefined;
+    const fetches = fused ? sharedFetches(this.past, this.model.hasHiddenStates) : undefined;
     const out = await this.model.forward(feeds, n, fetches);
     if (!fused) {
       this.releasePast();
@@ -208,6 +169,24 @@ export class DecoderSequence {
     out.logits!.dispose();
     out.hidden_states?.dispose();
     return result;
+  }
+
+  /** @internal the cache tensors a batched step reads (the fused layout's buffers, written in place). */
+  get cache(): Readonly<Record<string, OrtTensor>> {
+    return this.past;
+  }
+
+  /** @internal records a batched step's token: `present` is the plain layout's new cache (fused: written in place). Returns its previousHidden. */
+  acceptStep(token: number, present: Record<string, OrtTensor> | undefined, hidden: Float32Array): Float32Array {
+    if (present) {
+      this.releasePast();
+      this.past = present;
+    }
+    this.ids.push(token);
+    // append() refused a one-token step while lastHidden is unknown (a short restore).
+    const previousHidden = this.lastHidden!;
+    this.lastHidden = hidden;
+    return previousHidden;
   }
 
   /**
@@ -266,9 +245,9 @@ export class DecoderSequence {
   /**
    * Makes the fused layout's buffers hold `total` positions: made on the first append, grown (copying the
    * cache once) when outgrown. A checkpoint keeps the old buffers, whose first positions are
-   * still valid, so a rollback across a growth stays correct.
+   * still valid, so a rollback across a growth stays correct. @internal also called by a batched step.
    */
-  private fitBuffers(total: number): void {
+  fitBuffers(total: number): void {
     const { pack, io } = this.model;
     const current = this.past[io.pastNames[0]!]?.dims[2] ?? 0;
     if (total <= current) return;
@@ -277,14 +256,6 @@ export class DecoderSequence {
     this.model.stats.kvBytesCopied += io.pastNames.length * pack.numKvHeads * this.ids.length * headDim * 4;
     this.releasePast();
     this.past = grown;
-  }
-
-  /** The outputs of a fused-layout run: logits and hidden states allocated by onnxruntime, present.* the past buffers. */
-  private sharedFetches(): Record<string, OrtTensor | null> {
-    const fetches: Record<string, OrtTensor | null> = { logits: null };
-    if (this.model.hasHiddenStates) fetches.hidden_states = null;
-    for (const [name, buffer] of Object.entries(this.past)) fetches[name.replace('past_key_values', 'present')] = buffer;
-    return fetches;
   }
 
   /** Whether the current cache or a checkpoint still uses `t`. */
@@ -302,6 +273,7 @@ export class DecoderSequence {
     if (this.disposed) return;
     this.disposed = true;
     this.model.stats.liveSequences--;
+    this.model.batcher?.forget(this);
     while (this.saved.length > 0) this.commit();
     this.releasePast();
     this.past = {};

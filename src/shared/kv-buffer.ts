@@ -45,3 +45,11 @@ export function growKvBuffers(
   }
   return buffers;
 }
+
+/** The outputs of a fused-layout run: logits and hidden states allocated by onnxruntime, present.* the past `buffers`. */
+export function sharedFetches(buffers: Record<string, OrtTensor>, hasHiddenStates: boolean): Record<string, OrtTensor | null> {
+  const fetches: Record<string, OrtTensor | null> = { logits: null };
+  if (hasHiddenStates) fetches.hidden_states = null;
+  for (const [name, buffer] of Object.entries(buffers)) fetches[name.replace('past_key_values', 'present')] = buffer;
+  return fetches;
+}

@@ -17,6 +17,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   load: () => import('./load.ts'),
   'int8-kernels': () => import('./decode-int8-kernels.ts'),
   prefix: () => import('./prefix.ts'),
+  concurrency: () => import('./concurrency.ts'),
 };
 
 /** A target as a subcommand: `--help` after it prints that target's own usage. */

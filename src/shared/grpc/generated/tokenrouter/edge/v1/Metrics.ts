@@ -38,6 +38,11 @@ export interface Metrics {
    * tokens) instead of prefilled; 0 when the cache is off or held no prefix of this prompt.
    */
   'cachedTokens'?: (number);
+  /**
+   * Mean rows of the edge forward passes behind the generation's one-token steps: 1 when each ran alone,
+   * more when batched with other generations' steps (--max-batch).
+   */
+  'meanBatchSize'?: (number | string);
 }
 
 export interface Metrics__Output {
@@ -77,4 +82,9 @@ export interface Metrics__Output {
    * tokens) instead of prefilled; 0 when the cache is off or held no prefix of this prompt.
    */
   'cachedTokens': (number);
+  /**
+   * Mean rows of the edge forward passes behind the generation's one-token steps: 1 when each ran alone,
+   * more when batched with other generations' steps (--max-batch).
+   */
+  'meanBatchSize': (number);
 }

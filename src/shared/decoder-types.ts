@@ -1,0 +1,52 @@
+/**
+ * What loading a decoder takes and what its appends and counters report (decoder-model.ts re-exports them).
+ */
+import type { BatchingOptions } from './decode-batcher.ts';
+import type { Logger } from './logger.ts';
+
+export interface DecoderLoadOptions {
+  /** Threads for one session run; onnxruntime picks when omitted. */
+  threads?: number;
+  /** onnxruntime execution providers in order of preference (see execution-providers.ts); `['cpu']` when omitted. */
+  executionProviders?: readonly string[];
+  /** Where a provider fallback is reported. */
+  log?: Logger;
+  /**
+   * Turns on onnxruntime's profiler: every run's kernels are timed and written, when `endProfiling` is
+   * called, to a JSON file whose name starts with this prefix (onnxruntime appends the date and time).
+   */
+  profileFilePrefix?: string;
+  /** Runs concurrent sequences' one-token appends as one forward pass (decode-batcher.ts); off when omitted. */
+  batching?: BatchingOptions;
+}
+
+export interface AppendResult {
+  /** Logits of the last appended position, `[vocab]`. */
+  logits: Float32Array;
+  /** `hidden_states` of the last appended position, `[hidden]`; empty when the pack has no such output. */
+  hidden: Float32Array;
+  /**
+   * `hidden_states` of the position before it (the second-to-last appended, or the cache's last before
+   * this append); zeros at the sequence's first position, empty when the pack has no such output.
+   */
+  previousHidden: Float32Array;
+  /** Per-position logits `[n, vocab]` and hidden states `[n, hidden]`, only with `allPositions`. */
+  allLogits?: Float32Array;
+  allHidden?: Float32Array;
+  /** Sequences in the forward pass that produced it: 1 when it ran alone, more when batched. */
+  batchSize?: number;
+}
+
+/** Counters that let tests and benchmarks prove how much work the model did. */
+export interface DecoderStats {
+  runs: number;
+  tokensFed: number;
+  /** Sequences created and not yet disposed: each holds a KV cache. */
+  liveSequences: number;
+  /** KV-cache bytes copied by the fused layout's buffers when they grew (checkpoints and rollbacks copy none). */
+  kvBytesCopied: number;
+  /** Bytes of the outputs onnxruntime-node returned, each copied into a new JavaScript buffer (KV cache included). */
+  outputBytes: number;
+  /** Milliseconds inside onnxruntime's run (kernels, and the binding's copies of the outputs). */
+  runMs: number;
+}

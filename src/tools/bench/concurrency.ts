@@ -1,0 +1,160 @@
+/**
+ * `bench concurrency`: several users generating at once on one edge box. For 1, 2, 4 and 8 users started
+ * together (the edge alone, small_only, greedy) it measures the aggregate tokens/s, each user's time
+ * between tokens (p50, p99) and time to first token, with each decode step run alone and batched
+ * (decode-batcher.ts) on the same loaded model in the same run, and checks that both give every user the
+ * same tokens.
+ *
+ * Targets: the Qwen2.5-0.5B shape (a random-weight preset, `--dtype fp32,q4` as `bench decode` builds
+ * them) or the demo edge model (`--demo`), or any pack (`--pack`).
+ */
+import { availableParallelism } from 'node:os';
+import { basename } from 'node:path';
+import { TopProbabilityScorer } from '../../edge/router.ts';
+import { DecodeBatcher } from '../../shared/decode-batcher.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { loadModelPack } from '../../shared/model-pack.ts';
+import { createLogger } from '../../shared/logger.ts';
+import { DEMO } from '../../shared/paths.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { type ConcurrencyRound, runConcurrentUsers } from './concurrency-run.ts';
+import { ensureDtypePack, parseDtypes } from './decode-packs.ts';
+import { promptIds } from './decode-target.ts';
+
+export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,q4] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--threads N] [--json]
+      users generating at once on one edge model (small_only, greedy, no cloud): aggregate tokens/s, each
+      user's time between tokens p50/p99 and time to first token, every decode step alone vs batched
+      (--max-batch) in the same run, and whether both gave every user the same tokens; --demo runs the
+      demo edge model; --json prints one object on the last line`;
+
+export interface ConcurrencyTargetResult {
+  target: string;
+  pack: string;
+  rounds: Omit<ConcurrencyRound, 'ids'>[];
+  /**
+   * Per user count: of the users' tokens, how many batched and alone agree on before a user's first
+   * difference (a flipped near-tie changes what follows), over all tokens; 1 when every user got the same.
+   */
+  sameTokens: Record<number, number>;
+}
+
+interface Settings {
+  users: number[];
+  promptTokens: number;
+  newTokens: number;
+  maxBatch: number;
+  /** The batcher's wait for the last pass's sequences (BatchingOptions.gatherMs); its default when omitted. */
+  gatherMs?: number;
+  threads: number;
+  log: (line: string) => void;
+}
+
+export async function benchConcurrencyOn(target: string, dir: string, s: Settings): Promise<ConcurrencyTargetResult> {
+  const pack = loadModelPack(dir);
+  const most = Math.max(...s.users);
+  const ids = await promptIds(pack, s.promptTokens + most);
+  const prompts = Array.from({ length: most }, (_, u) => ids.slice(u, u + s.promptTokens));
+  s.log(`loading ${dir} (${s.threads} threads)`);
+  const model = await DecoderModel.load(pack, { threads: s.threads });
+  const batcher = DecodeBatcher.over(model, { maxBatch: s.maxBatch, gatherMs: s.gatherMs }, createLogger('bench', 'warn'));
+  if (!batcher) throw new UsageError(`${dir}: its export cannot run a batch (see the warning above)`);
+  try {
+    const engine = { edgeModel: model, router: new TopProbabilityScorer(), tokenizer: await TextTokenizer.fromPack(dir) };
+    await runConcurrentUsers(engine, { users: 1, prompts, newTokens: 4 });
+    const rounds: ConcurrencyRound[] = [];
+    const sameTokens: Record<number, number> = {};
+    for (const users of s.users) {
+      const pair: ConcurrencyRound[] = [];
+      for (const batched of [false, true]) {
+        model.batcher = batched ? batcher : undefined;
+        const round = await runConcurrentUsers(engine, { users, prompts, newTokens: s.newTokens });
+        s.log(`${target}: ${users} users ${batched ? 'batched' : 'alone  '}: ${round.tokensPerSecond.toFixed(1)} tokens/s, gap p50 ${round.gapP50Ms.toFixed(0)} ms`);
+        pair.push(round);
+      }
+      sameTokens[users] = agreement(pair[0]!.ids, pair[1]!.ids);
+      rounds.push(...pair);
+    }
+    return { target, pack: dir, rounds: rounds.map(({ ids: _ids, ...r }) => r), sameTokens };
+  } finally {
+    model.batcher = undefined;
+    await model.release();
+  }
+}
+
+/** The share of `alone`'s tokens that `batched` repeats before each user's first difference. */
+function agreement(alone: readonly number[][], batched: readonly number[][]): number {
+  let same = 0;
+  let all = 0;
+  alone.forEach((ids, u) => {
+    const first = ids.findIndex((id, i) => batched[u]![i] !== id);
+    same += first === -1 ? ids.length : first;
+    all += ids.length;
+  });
+  return all ? same / all : 1;
+}
+
+export function formatConcurrency(results: readonly ConcurrencyTargetResult[]): string {
+  const lines = ['| target | users | steps | tokens/s | × first row | gap p50 / p99 ms | TTFT p50 / max ms | rows per step | same tokens batched and alone |', '|---|---|---|---|---|---|---|---|---|'];
+  for (const r of results) {
+    // The first round runs each step alone with the fewest users (1 by default).
+    const one = r.rounds[0]!.tokensPerSecond;
+    for (const x of r.rounds) {
+      lines.push(
+        `| ${r.target} | ${x.users} | ${x.batched ? 'batched' : 'alone'} | ${x.tokensPerSecond.toFixed(1)} | ${(x.tokensPerSecond / one).toFixed(2)}× | ${x.gapP50Ms.toFixed(0)} / ${x.gapP99Ms.toFixed(0)} | ${x.ttftP50Ms.toFixed(0)} / ${x.ttftMaxMs.toFixed(0)} | ${x.meanBatchSize.toFixed(2)} | ${sameText(r.sameTokens[x.users]!)} |`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+function sameText(share: number): string {
+  return share === 1 ? 'yes' : `${(share * 100).toFixed(0)}% before a difference`;
+}
+
+function userCounts(list: string): number[] {
+  const counts = list.split(',').map((u) => Number(u.trim()));
+  if (counts.some((u) => !Number.isInteger(u) || u < 1 || u > 64)) throw new UsageError(`--users: whole numbers from 1 to 64, got ${JSON.stringify(list)}`);
+  return counts;
+}
+
+export async function main(args: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(args, {
+    preset: { type: 'string' },
+    dtype: { type: 'string' },
+    demo: { type: 'boolean' },
+    pack: { type: 'string' },
+    users: { type: 'string' },
+    'prompt-tokens': { type: 'string' },
+    'new-tokens': { type: 'string' },
+    'max-batch': { type: 'string' },
+    'gather-ms': { type: 'string' },
+    threads: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  if ([values.preset !== undefined || values.dtype !== undefined, values.demo, values.pack !== undefined].filter(Boolean).length > 1) {
+    throw new UsageError('--preset/--dtype, --demo and --pack are alternatives');
+  }
+  const log = (line: string) => console.error(line);
+  const settings: Settings = {
+    users: userCounts(values.users ?? '1,2,4,8'),
+    promptTokens: integerFlag(values, 'prompt-tokens', 32, [1, 4096])!,
+    newTokens: integerFlag(values, 'new-tokens', 16, [2, 4096])!,
+    maxBatch: integerFlag(values, 'max-batch', 8, [2, 64])!,
+    gatherMs: integerFlag(values, 'gather-ms', undefined, [0, 1000]),
+    threads: integerFlag(values, 'threads', availableParallelism(), [1, 1024])!,
+    log,
+  };
+  const targets: { target: string; dir: string }[] = [];
+  if (values.demo) targets.push({ target: 'demo edge', dir: DEMO.edgePack });
+  else if (values.pack) targets.push({ target: basename(values.pack), dir: values.pack });
+  else {
+    const preset = values.preset ?? 'qwen2.5-0.5b';
+    for (const dtype of parseDtypes(values.dtype ?? 'fp32')) targets.push({ target: `${preset} ${dtype}`, dir: await ensureDtypePack(preset, dtype, log) });
+  }
+  const results: ConcurrencyTargetResult[] = [];
+  for (const t of targets) results.push(await benchConcurrencyOn(t.target, t.dir, settings));
+  console.log(formatConcurrency(results));
+  if (values.json) console.log(JSON.stringify({ threads: settings.threads, promptTokens: settings.promptTokens, newTokens: settings.newTokens, maxBatch: settings.maxBatch, results }));
+}

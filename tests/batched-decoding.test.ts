@@ -1,0 +1,240 @@
+/**
+ * Batched decode steps (decode-batcher.ts, batched-step.ts) against the same sequences run alone: many
+ * prompts of different lengths, joining at different steps, greedy; the same ids, logits within
+ * LOGIT_TOLERANCE. On the demo packs (plain layout, from llama2.c) and a tiny random Qwen pack built in
+ * both layouts. Checkpoints, rollbacks and disposal mid-batch keep working per sequence.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DecodeBatcher } from '../src/shared/decode-batcher.ts';
+import { DecoderModel, type DecoderSequence } from '../src/shared/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model-pack.ts';
+import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { writeRandomPack } from '../src/tools/models/random-pack.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { makeHubExportPacks, VARIANTS, type HubExportPacks } from './helpers/hub-export-packs.ts';
+
+/**
+ * Largest |Δ| allowed between a row's logits batched and alone. Batching changes the shapes the kernels
+ * see (matrix products of B rows instead of one, softmax over padded rows), hence the order of float32
+ * sums; the differences measured on these packs are reported by the test (below 1e-5).
+ */
+const LOGIT_TOLERANCE = 1e-4;
+const STEPS = 24;
+
+const work = mkdtempSync(join(tmpdir(), 'batched-decoding-'));
+const QWEN = { plain: join(work, 'plain'), fused: join(work, 'fused') };
+let demoEdge: string;
+let demoCloud: string;
+let hub: HubExportPacks;
+
+beforeAll(async () => {
+  const demo = await ensureDemoPacks();
+  demoEdge = demo.edgePack;
+  demoCloud = demo.cloudPack;
+  for (const layout of ['plain', 'fused'] as const) await writeRandomPack({ preset: 'tiny-qwen2', out: QWEN[layout], seed: 11, hiddenStatesOutput: true, layout });
+  hub = await makeHubExportPacks();
+});
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+  rmSync(hub.root, { recursive: true, force: true });
+});
+
+function argmax(x: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < x.length; i++) if (x[i]! > x[best]!) best = i;
+  return best;
+}
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+/** Deterministic prompts of lengths 3, 10, 17, ... (ids in [3, vocab)). */
+function prompts(count: number, vocab: number): number[][] {
+  return Array.from({ length: count }, (_, p) => Array.from({ length: 3 + 7 * p }, (_, i) => 3 + ((p * 131 + i * 17) % (vocab - 3))));
+}
+
+interface Trace {
+  ids: number[];
+  logits: Float32Array[];
+  hidden: Float32Array[];
+  previousHidden: Float32Array[];
+  batchSizes: number[];
+}
+
+/** Greedy decoding of `prompt`, starting after `delay` event-loop turns; the sequence is left for the caller to dispose. */
+async function greedy(sequence: DecoderSequence, prompt: number[], delay: number): Promise<Trace> {
+  for (let i = 0; i < delay; i++) await new Promise((r) => setImmediate(r));
+  const trace: Trace = { ids: [], logits: [], hidden: [], previousHidden: [], batchSizes: [] };
+  let out = await sequence.append(prompt);
+  for (let step = 0; step < STEPS; step++) {
+    const id = argmax(out.logits);
+    trace.ids.push(id);
+    out = await sequence.append([id]);
+    trace.logits.push(out.logits);
+    trace.hidden.push(out.hidden);
+    trace.previousHidden.push(out.previousHidden);
+    trace.batchSizes.push(out.batchSize ?? 1);
+  }
+  return trace;
+}
+
+async function compareAloneAndBatched(packDir: string, count: number, prefillChunk?: number, modelFile?: string): Promise<{ worst: number; meanBatch: number }> {
+  const pack = loadModelPack(packDir, modelFile);
+  const alone = await DecoderModel.load(pack, { threads: 1 });
+  const batched = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 8, prefillChunk } });
+  try {
+    expect(batched.batcher).toBeInstanceOf(DecodeBatcher);
+    const inputs = prompts(count, pack.vocabSize);
+    const reference: Trace[] = [];
+    for (const prompt of inputs) {
+      const seq = alone.newSequence();
+      reference.push(await greedy(seq, prompt, 0));
+      seq.dispose();
+    }
+    const seqs = inputs.map(() => batched.newSequence());
+    // Joining at different steps: each starts some turns after the one before.
+    const traces = await Promise.all(inputs.map((prompt, p) => greedy(seqs[p]!, prompt, p * 5)));
+    for (const s of seqs) s.dispose();
+    let worst = 0;
+    traces.forEach((trace, p) => {
+      expect(trace.ids).toEqual(reference[p]!.ids);
+      trace.logits.forEach((l, i) => (worst = Math.max(worst, maxAbsDiff(l, reference[p]!.logits[i]!))));
+      trace.hidden.forEach((h, i) => expect(maxAbsDiff(h, reference[p]!.hidden[i]!)).toBeLessThan(LOGIT_TOLERANCE));
+      trace.previousHidden.forEach((h, i) => expect(maxAbsDiff(h, reference[p]!.previousHidden[i]!)).toBeLessThan(LOGIT_TOLERANCE));
+    });
+    expect(worst).toBeLessThan(LOGIT_TOLERANCE);
+    const all = traces.flatMap((t) => t.batchSizes);
+    const meanBatch = all.reduce((a, b) => a + b, 0) / all.length;
+    // The sequences did run together: most steps were in passes of more than one row.
+    expect(meanBatch).toBeGreaterThan(2);
+    expect(batched.stats.liveSequences).toBe(0);
+    return { worst, meanBatch };
+  } finally {
+    await alone.release();
+    await batched.release();
+  }
+}
+
+describe('batched vs alone: the same greedy ids, logits within tolerance', () => {
+  test('demo edge pack (plain, llama2.c), 6 prompts joining at different steps', async () => {
+    const { worst, meanBatch } = await compareAloneAndBatched(demoEdge, 6);
+    console.log(`demo edge: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
+  });
+  test('demo cloud pack (plain, 5 layers), prefill in pieces of 8', async () => {
+    const { worst, meanBatch } = await compareAloneAndBatched(demoCloud, 6, 8);
+    console.log(`demo cloud: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
+  });
+  for (const variant of VARIANTS.filter((v) => v !== 'model_quantized.onnx')) {
+    test(`Hugging Face export of stories260K (3 layers), ${variant}: left padding honoured by the exported graph`, async () => {
+      const { worst, meanBatch } = await compareAloneAndBatched(hub.edge, 5, undefined, variant);
+      console.log(`hub export ${variant}: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
+    });
+  }
+  for (const layout of ['plain', 'fused'] as const) {
+    test(`tiny-qwen2 ${layout}, 5 prompts`, async () => {
+      const { worst, meanBatch } = await compareAloneAndBatched(QWEN[layout], 5);
+      console.log(`tiny-qwen2 ${layout}: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
+    });
+  }
+});
+
+describe('the batcher', () => {
+  test("a newcomer's long prefill runs in pieces between the others' steps", async () => {
+    const pack = loadModelPack(demoCloud);
+    const model = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4, prefillChunk: 16 } });
+    try {
+      const runners = [model.newSequence(), model.newSequence()];
+      const steps = [0, 0];
+      let stop = false;
+      const decoding = runners.map(async (seq, r) => {
+        let out = await seq.append([1, 5 + r]);
+        while (!stop) {
+          out = await seq.append([argmax(out.logits)]);
+          steps[r]!++;
+        }
+      });
+      while (steps[0]! < 3) await new Promise((r) => setImmediate(r));
+      const newcomer = model.newSequence();
+      const before = [...steps];
+      const runsBefore = model.stats.runs;
+      await newcomer.append(prompts(20, pack.vocabSize)[19]!.slice(0, 130)); // 130 tokens: 9 pieces of at most 16
+      const during = steps.map((s, r) => s - before[r]!);
+      stop = true;
+      await Promise.all(decoding);
+      // Each runner stepped between the pieces: at least once per piece after the first.
+      for (const d of during) expect(d).toBeGreaterThanOrEqual(8);
+      expect(model.stats.runs - runsBefore).toBeGreaterThanOrEqual(9 + 8);
+      for (const s of [...runners, newcomer]) s.dispose();
+    } finally {
+      await model.release();
+    }
+  });
+
+  test('checkpoints and rollbacks inside batched steps restore each sequence alone', async () => {
+    for (const dir of [demoEdge, QWEN.fused]) {
+      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1, batching: { maxBatch: 4 } });
+      try {
+        const [a, b] = [model.newSequence(), model.newSequence()];
+        const [first, second] = await Promise.all([a.append([1, 7, 9]), b.append([1, 4])]);
+        a.checkpoint();
+        // Both step together twice; then `a` returns to its checkpoint and takes another token.
+        await Promise.all([a.append([argmax(first.logits)]), b.append([argmax(second.logits)])]);
+        await Promise.all([a.append([11]), b.append([12])]);
+        a.rollback();
+        expect(a.length).toBe(3);
+        const [again] = await Promise.all([a.append([13]), b.append([14])]);
+        const lone = model.newSequence();
+        await lone.appendAlone([1, 7, 9]);
+        const expected = await lone.appendAlone([13]);
+        expect(maxAbsDiff(again.logits, expected.logits)).toBeLessThan(LOGIT_TOLERANCE);
+        expect(again.batchSize).toBe(2);
+        for (const s of [a, b, lone]) s.dispose();
+      } finally {
+        await model.release();
+      }
+    }
+  });
+
+  test('a sequence disposed while its append waits: that append fails, the others run', async () => {
+    const model = await DecoderModel.load(loadModelPack(demoEdge), { threads: 1, batching: { maxBatch: 4 } });
+    try {
+      const [a, b] = [model.newSequence(), model.newSequence()];
+      await Promise.all([a.append([1]), b.append([1])]);
+      const pendingA = a.append([5]);
+      const pendingB = b.append([6]);
+      a.dispose();
+      await expect(pendingA).rejects.toThrow('sequence disposed while its append was queued');
+      expect((await pendingB).batchSize).toBe(1);
+      expect(b.length).toBe(2);
+      b.dispose();
+      expect(model.stats.liveSequences).toBe(0);
+    } finally {
+      await model.release();
+    }
+  });
+
+  test('an export that quantizes activations per tensor (int8 MatMulInteger) runs each step alone, and says why', async () => {
+    const warnings: string[] = [];
+    const log = { debug() {}, info() {}, error() {}, warn: (line: string) => warnings.push(line) };
+    const model = await DecoderModel.load(loadModelPack(hub.edge, 'model_quantized.onnx'), { batching: { maxBatch: 4 }, log });
+    expect(model.batcher).toBeUndefined();
+    expect(warnings).toEqual([`${hub.edge}: decode steps run one sequence at a time: the export quantizes activations with one scale per tensor (DynamicQuantizeLinear), which would mix the rows of a batch`]);
+    await model.release();
+  });
+
+  test('bad settings are refused; maxBatch 1 turns batching off', async () => {
+    const pack = loadModelPack(demoEdge);
+    await expect(DecoderModel.load(pack, { batching: { maxBatch: 0 } })).rejects.toThrow('batching.maxBatch must be a whole number ≥ 1, got 0');
+    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, prefillChunk: 2.5 } })).rejects.toThrow('batching.prefillChunk must be a whole number ≥ 1, got 2.5');
+    const off = await DecoderModel.load(pack, { batching: { maxBatch: 1 } });
+    expect(off.batcher).toBeUndefined();
+    await off.release();
+  });
+});
