@@ -59,6 +59,15 @@ describe('sampleToken', () => {
     });
   }
 
+  test('a flat distribution over a Qwen-sized vocabulary (151,936 ids): the same ids as the reference', () => {
+    const logits = logitsOf('flat', 151_936, 11);
+    for (const topP of [0.5, 0.9]) {
+      const a = seededRandom(5);
+      const b = seededRandom(5);
+      for (let draw = 0; draw < 3; draw++) expect(sampleToken(logits, { temperature: 0.7, topP, random: a })).toBe(referenceSample(logits, 0.7, topP, b));
+    }
+  });
+
   test('only ids inside the nucleus are drawn', () => {
     // Probabilities 0.5, 0.3, 0.15, 0.05: top-p 0.7 keeps the first two.
     const logits = Float32Array.from([0.5, 0.3, 0.15, 0.05].map(Math.log));

@@ -23,7 +23,7 @@ export function sampleToken(allLogits: Float32Array, options: SamplingOptions): 
   if (options.temperature === 0) return argmax(logits);
   const inv = 1 / options.temperature;
   let max = -Infinity;
-  for (const v of logits) max = Math.max(max, v);
+  for (let i = 0; i < logits.length; i++) max = Math.max(max, logits[i]!);
   const weights = new Float64Array(logits.length);
   let sum = 0;
   for (let i = 0; i < logits.length; i++) {
@@ -31,42 +31,89 @@ export function sampleToken(allLogits: Float32Array, options: SamplingOptions): 
     sum += weights[i]!;
   }
   if (options.topP >= 1) return drawFrom(weights, sum, options.random);
-  const order = nucleus(weights, options.topP * sum);
-  let mass = 0;
-  for (const id of order) mass += weights[id]!;
-  let r = options.random() * mass;
-  for (const id of order) {
-    r -= weights[id]!;
-    if (r < 0) return id;
-  }
-  return order[order.length - 1]!;
+  const kept = nucleus(weights, options.topP * sum);
+  const r = options.random() * kept.mass;
+  // The draw walks the nucleus in descending weight: the id where the running mass first exceeds r.
+  return descendingPrefix(kept.ids.slice(0, kept.count), weights, (mass) => mass > r).last;
 }
 
 /**
  * The smallest prefix of the ids in descending weight (ties by id) whose mass reaches `target`. The
  * nucleus is a prefix of that order, so it lies among the ids of weight ≥ t for any t at which those
- * ids already hold `target`: only they are sorted (a handful, not a 151,936-entry vocabulary).
+ * ids already hold `target`: only they are searched (a handful for a peaked distribution).
  */
-function nucleus(weights: Float64Array, target: number): number[] {
+function nucleus(weights: Float64Array, target: number): Prefix {
   let max = 0;
-  for (const w of weights) max = Math.max(max, w);
-  let candidates: number[] = [];
+  for (let i = 0; i < weights.length; i++) max = Math.max(max, weights[i]!);
+  const candidates = new Int32Array(weights.length);
+  let count = 0;
   for (let bound = max * 1e-2; ; bound = bound > max * 1e-12 ? bound * 1e-2 : 0) {
-    candidates = [];
+    count = 0;
     let mass = 0;
     for (let i = 0; i < weights.length; i++) {
       if (weights[i]! >= bound) {
-        candidates.push(i);
+        candidates[count++] = i;
         mass += weights[i]!;
       }
     }
     if (mass >= target || bound === 0) break;
   }
-  candidates.sort((a, b) => weights[b]! - weights[a]! || a - b);
-  let kept = 0;
+  return descendingPrefix(candidates.subarray(0, count), weights, (mass) => mass >= target);
+}
+
+interface Prefix {
+  /** The ids searched, reordered: the prefix is `ids[0, count)`. */
+  ids: Int32Array;
+  count: number;
+  mass: number;
+  /** The prefix's last id in descending-weight order. */
+  last: number;
+}
+
+/**
+ * The smallest prefix of `ids` in descending weight order, ties by id, whose mass satisfies `reached`
+ * (or all of them), moved to the front of `ids`. Found by three-way partitions around a pivot weight, in
+ * place, as quickselect does, instead of sorting: a flat distribution's nucleus holds most of a
+ * 151,936-id vocabulary, and sorting it took longer than the model's decode step. Only a group of equal
+ * weights is sorted, by id.
+ */
+function descendingPrefix(ids: Int32Array, weights: Float64Array, reached: (mass: number) => boolean): Prefix {
+  let lo = 0;
+  let hi = ids.length;
   let mass = 0;
-  while (kept < candidates.length && (kept === 0 || mass < target)) mass += weights[candidates[kept++]!]!;
-  return candidates.slice(0, kept);
+  let last = ids[hi - 1]!;
+  while (lo < hi) {
+    const pivot = weights[ids[(lo + hi) >> 1]!]!;
+    // [lo, above) heavier than the pivot, [above, below) equal to it, [below, hi) lighter.
+    let above = lo;
+    let below = hi;
+    let aboveMass = 0;
+    for (let i = lo; i < below; ) {
+      const id = ids[i]!;
+      const w = weights[id]!;
+      if (w > pivot) {
+        ids[i++] = ids[above]!;
+        ids[above++] = id;
+        aboveMass += w;
+      } else if (w < pivot) {
+        ids[i] = ids[--below]!;
+        ids[below] = id;
+      } else i++;
+    }
+    if (above > lo && reached(mass + aboveMass)) {
+      hi = above;
+      continue;
+    }
+    mass += aboveMass;
+    const equal = ids.subarray(above, below).sort();
+    for (let k = 0; k < equal.length; k++) {
+      mass += weights[equal[k]!]!;
+      last = equal[k]!;
+      if (reached(mass)) return { ids, count: above + k + 1, mass, last };
+    }
+    lo = below;
+  }
+  return { ids, count: lo, mass, last };
 }
 
 function drawFrom(weights: Float64Array, sum: number, random: () => number): number {

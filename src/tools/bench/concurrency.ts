@@ -19,14 +19,18 @@ import { DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { type ConcurrencyRound, runConcurrentUsers } from './concurrency-run.ts';
-import { ensureDtypePack, parseDtypes } from './decode-packs.ts';
+import { type BenchDtype, ensureDtypePack, parseDtypes } from './decode-packs.ts';
+import { parseLayout } from './decode-profile.ts';
+import { type ParallelPeerRound, runLlamaCppParallel } from '../llama-cpp-peer/llama-cpp-parallel.ts';
 import { promptIds } from './decode-target.ts';
 
-export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,q4] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--threads N] [--json]
+export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,q4] [--layout plain|fused] [--peer llama.cpp] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--threads N] [--json]
       users generating at once on one edge model (small_only, greedy, no cloud): aggregate tokens/s, each
       user's time between tokens p50/p99 and time to first token, every decode step alone vs batched
       (--max-batch) in the same run, and whether both gave every user the same tokens; --demo runs the
-      demo edge model; --json prints one object on the last line`;
+      demo edge model; --peer llama.cpp (with a preset) also runs llama.cpp decoding the same number of
+      sequences at once on the same weights as GGUF (F32, Q4_0; see bench decode --peer); --json prints
+      one object on the last line`;
 
 export interface ConcurrencyTargetResult {
   target: string;
@@ -50,11 +54,16 @@ interface Settings {
   log: (line: string) => void;
 }
 
+/** One prompt per user: windows of a real text shifted by one token, so no two users share a prompt. */
+async function userPrompts(dir: string, s: Pick<Settings, 'users' | 'promptTokens'>): Promise<number[][]> {
+  const most = Math.max(...s.users);
+  const ids = await promptIds(loadModelPack(dir), s.promptTokens + most);
+  return Array.from({ length: most }, (_, u) => ids.slice(u, u + s.promptTokens));
+}
+
 export async function benchConcurrencyOn(target: string, dir: string, s: Settings): Promise<ConcurrencyTargetResult> {
   const pack = loadModelPack(dir);
-  const most = Math.max(...s.users);
-  const ids = await promptIds(pack, s.promptTokens + most);
-  const prompts = Array.from({ length: most }, (_, u) => ids.slice(u, u + s.promptTokens));
+  const prompts = await userPrompts(dir, s);
   s.log(`loading ${dir} (${s.threads} threads)`);
   const model = await DecoderModel.load(pack, { threads: s.threads });
   const batcher = DecodeBatcher.over(model, { maxBatch: s.maxBatch, gatherMs: s.gatherMs }, createLogger('bench', 'warn'));
@@ -130,12 +139,18 @@ export async function main(args: string[]): Promise<void> {
     'max-batch': { type: 'string' },
     'gather-ms': { type: 'string' },
     threads: { type: 'string' },
+    layout: { type: 'string' },
+    peer: { type: 'string' },
     json: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if ([values.preset !== undefined || values.dtype !== undefined, values.demo, values.pack !== undefined].filter(Boolean).length > 1) {
     throw new UsageError('--preset/--dtype, --demo and --pack are alternatives');
   }
+  const usesPreset = !values.demo && values.pack === undefined;
+  if (!usesPreset && (values.layout !== undefined || values.peer !== undefined)) throw new UsageError('--layout and --peer work on a --preset');
+  if (values.peer !== undefined && values.peer !== 'llama.cpp') throw new UsageError(`--peer: only llama.cpp is known, got ${JSON.stringify(values.peer)}`);
+  const layout = values.layout === undefined ? 'plain' : parseLayout(values.layout);
   const log = (line: string) => console.error(line);
   const settings: Settings = {
     users: userCounts(values.users ?? '1,2,4,8'),
@@ -146,15 +161,32 @@ export async function main(args: string[]): Promise<void> {
     threads: integerFlag(values, 'threads', availableParallelism(), [1, 1024])!,
     log,
   };
-  const targets: { target: string; dir: string }[] = [];
+  const targets: { target: string; dir: string; dtype?: BenchDtype }[] = [];
   if (values.demo) targets.push({ target: 'demo edge', dir: DEMO.edgePack });
   else if (values.pack) targets.push({ target: basename(values.pack), dir: values.pack });
   else {
     const preset = values.preset ?? 'qwen2.5-0.5b';
-    for (const dtype of parseDtypes(values.dtype ?? 'fp32')) targets.push({ target: `${preset} ${dtype}`, dir: await ensureDtypePack(preset, dtype, log) });
+    for (const dtype of parseDtypes(values.dtype ?? 'fp32')) {
+      const name = layout === 'plain' ? `${preset} ${dtype}` : `${preset} ${layout} ${dtype}`;
+      targets.push({ target: name, dir: await ensureDtypePack(preset, dtype, log, layout), dtype });
+    }
   }
   const results: ConcurrencyTargetResult[] = [];
-  for (const t of targets) results.push(await benchConcurrencyOn(t.target, t.dir, settings));
+  const peer: ParallelPeerRound[] = [];
+  for (const t of targets) {
+    results.push(await benchConcurrencyOn(t.target, t.dir, settings));
+    if (values.peer && t.dtype) {
+      const prompts = await userPrompts(t.dir, settings);
+      peer.push(...(await runLlamaCppParallel({ preset: values.preset ?? 'qwen2.5-0.5b', dtype: t.dtype, users: settings.users, prompts, newTokens: settings.newTokens, threads: settings.threads, log })));
+    }
+  }
   console.log(formatConcurrency(results));
-  if (values.json) console.log(JSON.stringify({ threads: settings.threads, promptTokens: settings.promptTokens, newTokens: settings.newTokens, maxBatch: settings.maxBatch, results }));
+  if (peer.length) console.log(formatPeerRounds(peer));
+  if (values.json) console.log(JSON.stringify({ threads: settings.threads, promptTokens: settings.promptTokens, newTokens: settings.newTokens, maxBatch: settings.maxBatch, results, ...(peer.length ? { peer } : {}) }));
+}
+
+function formatPeerRounds(rounds: readonly ParallelPeerRound[]): string {
+  const lines = ['| peer | sequences | tokens/s | gap p50 / p99 ms | TTFT p50 / max ms |', '|---|---|---|---|---|'];
+  for (const r of rounds) lines.push(`| ${r.peer} | ${r.users} | ${r.tokensPerSecond.toFixed(1)} | ${r.gapP50Ms.toFixed(0)} / ${r.gapP99Ms.toFixed(0)} | ${r.ttftP50Ms.toFixed(0)} / ${r.ttftMaxMs.toFixed(0)} |`);
+  return lines.join('\n');
 }

@@ -57,6 +57,12 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv, log: (line
   });
 }
 
+/** Runs one of the runner scripts under node with node-llama-cpp's folder; returns the last line it printed. */
+export async function runNodeScript(script: string, request: unknown, dir: string, log: (line: string) => void): Promise<string> {
+  const out = await run('node', [script, JSON.stringify(request)], { ...process.env, NODE_LLAMA_CPP_DIR: dir }, log);
+  return out.trim().split('\n').at(-1)!;
+}
+
 /** node-llama-cpp in the cache folder, installed with npm the first time. */
 export async function ensureNodeLlamaCpp(log: (line: string) => void): Promise<string> {
   if (!existsSync(join(NODE_LLAMA_CPP_DIR, 'node_modules', 'node-llama-cpp', 'package.json'))) {
@@ -102,8 +108,7 @@ export async function runLlamaCppPeer(o: PeerRunOptions): Promise<PeerResult[]> 
     const gguf = ggufs.get(dtype)!;
     o.log(`llama.cpp ${PEER_TYPES[dtype]}: ${gguf} under node`);
     const request = { modelPath: gguf, threads: o.threads, promptIds: o.promptIds, warmup: o.warmup, steps: o.steps };
-    const out = await run('node', [join(import.meta.dir, 'llama-cpp-runner.mjs'), JSON.stringify(request)], { ...process.env, NODE_LLAMA_CPP_DIR: dir }, o.log);
-    const r = JSON.parse(out.trim().split('\n').at(-1)!) as { prefillMs: number; stepsMs: number[]; threads: number };
+    const r = JSON.parse(await runNodeScript(join(import.meta.dir, 'llama-cpp-runner.mjs'), request, dir, o.log)) as { prefillMs: number; stepsMs: number[]; threads: number };
     const ms = median(r.stepsMs);
     results.push({
       dtype: PEER_TYPES[dtype].toLowerCase() as PeerResult['dtype'],
