@@ -147,6 +147,30 @@ describe('models quantize on a fused pack', () => {
   });
 });
 
+describe('num_logits_to_keep', () => {
+  test('a prefill returns the last position\'s logits only, equal to the last row of every position\'s', async () => {
+    await withModels(async (plain, fused) => {
+      for (const model of [plain, fused]) {
+        expect(model.io.logitsToKeep).toBe(true);
+        const prompt = tokenizer.encode(PROMPTS[1]!, { addBos: false });
+        const [last, all] = [model.newSequence(), model.newSequence()];
+        const bytesBefore = model.stats.outputBytes;
+        const lastOnly = await last.append(prompt);
+        const lastOnlyBytes = model.stats.outputBytes - bytesBefore;
+        const every = await all.append(prompt, { allPositions: true });
+        const everyBytes = model.stats.outputBytes - bytesBefore - lastOnlyBytes;
+        expect(every.allLogits!.length).toBe(prompt.length * model.pack.vocabSize);
+        // The logits output shrinks from one row per fed position to one row.
+        expect(everyBytes - lastOnlyBytes).toBe((prompt.length - 1) * model.pack.vocabSize * 4);
+        expect(maxAbsDiff(lastOnly.logits, every.logits)).toBeLessThan(1e-5);
+        expect(argmax(lastOnly.logits)).toBe(argmax(every.logits));
+        last.dispose();
+        all.dispose();
+      }
+    });
+  });
+});
+
 describe('the shared KV buffer', () => {
   test('checkpoint, append, rollback: nothing copied, and the next append matches the plain layout', async () => {
     await withModels(async (plain, fused) => {
@@ -202,6 +226,7 @@ describe('the shared KV buffer', () => {
           input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, 3]),
           seqlens_k: new ort.Tensor('int32', Int32Array.of(tokens.length - 1), [1]),
           total_sequence_length: new ort.Tensor('int32', Int32Array.of(tokens.length), []),
+          num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(1n), []),
           'past_key_values.0.key': key,
           'past_key_values.0.value': value,
           'past_key_values.1.key': layer1.key,

@@ -245,12 +245,20 @@ describe('reading a decoder export\'s declarations', () => {
   const read = (d: { inputs: DeclaredValue[]; outputs: DeclaredValue[] }) => readDecoderIo({ where: 'm.onnx', numLayers: 1, ...d });
 
   test('int32 ids, no mask, no position_ids, a float16 cache', () => {
-    expect(read(base())).toEqual({ ids: 'int32', cache: 'float16', logits: 'float32', pastNames: ['past_key_values.0.key', 'past_key_values.0.value'], layout: 'plain' });
+    expect(read(base())).toEqual({ ids: 'int32', logitsToKeep: false, cache: 'float16', logits: 'float32', pastNames: ['past_key_values.0.key', 'past_key_values.0.value'], layout: 'plain' });
+  });
+
+  test('num_logits_to_keep: an int64 scalar is fed (logits of the last position), another type refused', () => {
+    const keep = base();
+    keep.inputs.push({ name: 'num_logits_to_keep', type: 'int64' });
+    expect(read(keep).logitsToKeep).toBe(true);
+    const int32 = base();
+    int32.inputs.push({ name: 'num_logits_to_keep', type: 'int32' });
+    expect(() => read(int32)).toThrow('m.onnx: input num_logits_to_keep is int32; the edge feeds it as an int64 scalar');
   });
 
   test.each([
     ['use_cache_branch', 'bool', /m\.onnx: input use_cache_branch is not fed by the edge \(a bool choosing the merged decoder's branch/],
-    ['num_logits_to_keep', 'int64', /input num_logits_to_keep is not fed by the edge \(a scalar int64 per run/],
     ['pixel_values', 'float32', /input pixel_values is not fed by the edge \(an input the edge does not know how to fill\)/],
   ])('an input the edge does not feed (%s) is refused by name', (name, type, message) => {
     const d = base();

@@ -47,6 +47,7 @@ export async function runBatchedStep(model: DecoderModel, rows: readonly BatchRo
   const lengths = rows.map((r) => r.sequence.length);
   const longest = Math.max(...lengths);
   const feeds: Record<string, OrtTensor> = { input_ids: indexTensor(io.ids, rows.map((r) => r.token), [batch, 1]) };
+  if (io.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(1n), []);
   let out: Record<string, OrtTensor>;
   let present: Record<string, OrtTensor>[] | undefined;
   if (io.layout === 'plain') {

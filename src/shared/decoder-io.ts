@@ -20,6 +20,11 @@ export interface DecoderIo {
   mask?: IndexType;
   /** Absent when the export computes positions itself. */
   positions?: IndexType;
+  /**
+   * The export takes `num_logits_to_keep` (int64 scalar, Hugging Face's `logits_to_keep`): logits come
+   * back for the last that many positions only, 0 = all. The edge feeds 1 unless every position is asked for.
+   */
+  logitsToKeep: boolean;
   /** Element type of every `past_key_values.*` input and `present.*` output. */
   cache: FloatType;
   logits: FloatType;
@@ -42,7 +47,6 @@ export interface DecoderIo {
 
 /** Inputs some exporters add that the edge does not feed, with what feeding them would take. */
 const UNSUPPORTED_INPUTS: Record<string, string> = {
-  num_logits_to_keep: 'a scalar int64 per run; re-export without it (the edge slices the last position itself)',
   use_cache_branch: 'a bool choosing the merged decoder\'s branch; export the "with past" decoder alone instead',
   cache_position: 'an int64 index per new token; re-export without it (positions come from position_ids)',
 };
@@ -108,7 +112,10 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
     }
     if (cacheTypes.has('float16')) refuse('the shared KV buffer of the fused layout is float32 only on the edge');
   }
-  const known = new Set(['input_ids', 'attention_mask', 'position_ids', ...(fused ? fusedInputs : []), ...pastNames]);
+  if (inputs.has('num_logits_to_keep') && inputs.get('num_logits_to_keep')!.type !== 'int64') {
+    refuse(`input num_logits_to_keep is ${inputs.get('num_logits_to_keep')!.type}; the edge feeds it as an int64 scalar`);
+  }
+  const known = new Set(['input_ids', 'attention_mask', 'position_ids', 'num_logits_to_keep', ...(fused ? fusedInputs : []), ...pastNames]);
   for (const name of inputs.keys()) {
     if (known.has(name)) continue;
     const need = UNSUPPORTED_INPUTS[name] ?? 'an input the edge does not know how to fill';
@@ -120,6 +127,7 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
     ids: indexType('input_ids'),
     ...(inputs.has('attention_mask') ? { mask: indexType('attention_mask') } : {}),
     ...(inputs.has('position_ids') ? { positions: indexType('position_ids') } : {}),
+    logitsToKeep: inputs.has('num_logits_to_keep'),
     cache: [...cacheTypes][0] ?? 'float32',
     logits: floatType(outputs, 'logits', 'output'),
     ...(outputs.has('hidden_states') ? { hidden: floatType(outputs, 'hidden_states', 'output') } : {}),
@@ -134,6 +142,7 @@ export function formatDecoderIo(io: DecoderIo): string {
     `ids ${io.ids}`,
     `attention_mask ${io.mask ?? 'none'}`,
     `position_ids ${io.positions ?? 'none (the model computes positions)'}`,
+    `num_logits_to_keep ${io.logitsToKeep ? 'int64 (1: logits of the last position only, 0 with every position asked for)' : 'none (logits for every fed position)'}`,
     `KV cache ${io.cache} (${io.pastNames.length / 2} layers, kept in ${io.cache} between steps)${io.layout === 'fused' ? '; one buffer shared by past and present (seqlens_k, total_sequence_length)' : ''}`,
     `logits ${io.logits}${io.logits === 'float16' ? ' (converted to float32 once per step)' : ''}`,
     `hidden_states ${io.hidden ?? 'none (run models expose-hidden to add it)'}${io.hidden === 'float16' ? ' (converted to float32 once per step)' : ''}`,

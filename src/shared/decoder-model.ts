@@ -144,6 +144,7 @@ export class DecoderSequence {
     const feeds: Record<string, OrtTensor> = { ...this.past, input_ids: indexTensor(io.ids, tokens, [1, n]) };
     if (io.mask) feeds.attention_mask = indexTensor(io.mask, { length: total }, [1, total], () => 1);
     if (io.positions) feeds.position_ids = indexTensor(io.positions, { length: n }, [1, n], (i) => start + i);
+    if (io.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(options.allPositions ? 0n : 1n), []);
     if (fused) {
       feeds.seqlens_k = new ort.Tensor('int32', Int32Array.of(total - 1), [1]);
       feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
@@ -161,7 +162,9 @@ export class DecoderSequence {
     const hidden = out.hidden_states ? float32Rows(out.hidden_states, (n - 1) * hiddenSize, n * hiddenSize) : new Float32Array(0);
     const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (n - 2) * hiddenSize, (n - 1) * hiddenSize) : this.lastHidden!;
     this.lastHidden = hidden;
-    const result: AppendResult = { logits: float32Rows(out.logits!, (n - 1) * vocabSize, n * vocabSize), hidden, previousHidden };
+    // Logits come for every fed position, or for the last only (num_logits_to_keep 1).
+    const rows = out.logits!.dims[1]!;
+    const result: AppendResult = { logits: float32Rows(out.logits!, (rows - 1) * vocabSize, rows * vocabSize), hidden, previousHidden };
     if (options.allPositions) {
       result.allLogits = toFloat32(out.logits!);
       result.allHidden = out.hidden_states ? toFloat32(out.hidden_states) : new Float32Array(0);

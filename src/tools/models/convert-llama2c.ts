@@ -18,7 +18,7 @@ export interface ConvertLlama2cOptions {
 }
 
 /** Bump when the converter's output changes, so `demo` rebuilds packs made by older code. */
-export const CONVERTER_VERSION = 2;
+export const CONVERTER_VERSION = 3;
 
 export function sha256File(path: string): string {
   return createHash('sha256').update(readFileSync(path)).digest('hex');

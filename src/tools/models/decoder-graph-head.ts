@@ -12,9 +12,17 @@ import { DataType, FloatAttr, type GraphBuilder } from '../../shared/onnx-graph.
 /**
  * `matmul` multiplies by a `[hidden, vocab]` matrix; `gemm` uses `Gemm(transB=1)` directly on the
  * `[vocab, hidden]` embedding, so a tied head stores its weights once. Returns the `logits` value.
+ *
+ * The head runs on the last `num_logits_to_keep` positions only (an int64 scalar input, as in Hugging
+ * Face's `logits_to_keep`; 0 keeps them all): a prefill needs one row of logits, and the head over a
+ * 151,936-token vocabulary costs as much per position as a quarter of a 0.5B model's layers.
  */
-export function addLmHead(g: GraphBuilder, spec: DecoderSpec, weights: DecoderWeights, embed: string, hidden: string, head: 'matmul' | 'gemm'): string {
+export function addLmHead(g: GraphBuilder, spec: DecoderSpec, weights: DecoderWeights, embed: string, allHidden: string, head: 'matmul' | 'gemm'): string {
   const { hiddenSize: d, vocabSize: vocab } = spec;
+  const keep = g.input('num_logits_to_keep', DataType.INT64, []);
+  // Slice from -keep to the end of the positions: -0 = 0 keeps every position.
+  const start = g.op('Neg', [g.op('Unsqueeze', [keep, g.ints('const.keep_axes', [0])])]);
+  const hidden = g.op('Slice', [allHidden, start, g.ints('const.keep_end', [2 ** 53 - 1]), g.ints('const.keep_axis', [1])]);
   if (head === 'gemm') {
     if (!spec.tieEmbeddings) throw new Error('the gemm head is written for tied embeddings');
     const flat = g.op('Reshape', [hidden, g.ints('const.shape_flat', [-1, d])]);

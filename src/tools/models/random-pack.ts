@@ -54,5 +54,6 @@ export async function ensureBenchPack(preset: string, log: (line: string) => voi
 
 /** What writeRandomPack records for a bench pack. */
 export function benchPackSource(preset: string, layout: DecoderLayout = 'plain'): Record<string, unknown> {
-  return { tool: 'random', preset, seed: 0, ...(layout === 'plain' ? {} : { layout }) };
+  // graph 2: the LM head on the last num_logits_to_keep positions only.
+  return { tool: 'random', preset, seed: 0, graph: 2, ...(layout === 'plain' ? {} : { layout }) };
 }
