@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { AppError, type ErrorCode } from '../src/shared/errors.ts';
+import { loadModelPack } from '../src/shared/model-pack.ts';
 import { ort, type OrtTensor } from '../src/shared/ort.ts';
 import { exposeHiddenStates } from '../src/tools/models/expose-hidden.ts';
 import { formatInspection, inspectModel } from '../src/tools/models/inspect-model.ts';
@@ -55,6 +57,8 @@ async function run(path: string): Promise<Outputs> {
     for (const name of session.inputNames.filter((i) => i.startsWith('past_key_values.'))) {
       feeds[name] = new ort.Tensor('float32', new Float32Array(0), [1, 2, 0, 16]);
     }
+    // Every position's logits (and the LM head's input for all of them).
+    if (session.inputNames.includes('num_logits_to_keep')) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(0n), []);
     const out = await session.run(feeds);
     const hidden = out.hidden_states;
     return {
@@ -121,6 +125,23 @@ describe('exposeHiddenStates', () => {
     expect(result.head).toContain('MatMul');
     expect(result.type).toEqual({ elemType: DataType.FLOAT, dims: ['batch_size', 'sequence_length', HIDDEN] });
     await expectMatchesReference(model('matmul'), out);
+  });
+
+  test('an exposed head input cut by num_logits_to_keep: the edge still gets the last hidden state and the one before it', async () => {
+    await exposeHiddenStates({ input: model('matmul'), output: join(dir, 'matmul', 'model_hidden.onnx') });
+    const [patched, reference] = await Promise.all([
+      DecoderModel.load(loadModelPack(join(dir, 'matmul'), 'model_hidden.onnx')),
+      DecoderModel.load(loadModelPack(join(dir, 'reference'))),
+    ]);
+    try {
+      const [a, b] = await Promise.all([patched.newSequence().append(TOKENS), reference.newSequence().append(TOKENS)]);
+      expect(maxAbsDiff(a.hidden, b.hidden)).toBe(0);
+      expect(maxAbsDiff(a.previousHidden, b.previousHidden)).toBe(0);
+      expect(maxAbsDiff(a.logits, b.logits)).toBe(0);
+    } finally {
+      await patched.release();
+      await reference.release();
+    }
   });
 
   test('Gemm head: exposes the 3-D tensor before the flattening Reshape', async () => {
@@ -231,6 +252,7 @@ describe('inspectModel', () => {
       'past_key_values.0.value',
       'past_key_values.1.key',
       'past_key_values.1.value',
+      'num_logits_to_keep',
     ]);
     expect(d.outputs.map((o) => o.name)).toEqual(['logits', 'present.0.key', 'present.0.value', 'present.1.key', 'present.1.value']);
     expect(d.outputs[0]).toEqual({ name: 'logits', elemType: 'float32', shape: ['batch_size', 'sequence_length', VOCAB] });

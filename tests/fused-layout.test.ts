@@ -148,7 +148,7 @@ describe('models quantize on a fused pack', () => {
 });
 
 describe('num_logits_to_keep', () => {
-  test('a prefill returns the last position\'s logits only, equal to the last row of every position\'s', async () => {
+  test('a prefill returns the last two positions\' logits, the last equal to the last row of every position\'s', async () => {
     await withModels(async (plain, fused) => {
       for (const model of [plain, fused]) {
         expect(model.io.logitsToKeep).toBe(true);
@@ -160,8 +160,8 @@ describe('num_logits_to_keep', () => {
         const every = await all.append(prompt, { allPositions: true });
         const everyBytes = model.stats.outputBytes - bytesBefore - lastOnlyBytes;
         expect(every.allLogits!.length).toBe(prompt.length * model.pack.vocabSize);
-        // The logits output shrinks from one row per fed position to one row.
-        expect(everyBytes - lastOnlyBytes).toBe((prompt.length - 1) * model.pack.vocabSize * 4);
+        // The logits output shrinks from one row per fed position to two (the last two: see decoder-model.ts).
+        expect(everyBytes - lastOnlyBytes).toBe((prompt.length - 2) * model.pack.vocabSize * 4);
         expect(maxAbsDiff(lastOnly.logits, every.logits)).toBeLessThan(1e-5);
         expect(argmax(lastOnly.logits)).toBe(argmax(every.logits));
         last.dispose();

@@ -22,7 +22,8 @@ export interface DecoderIo {
   positions?: IndexType;
   /**
    * The export takes `num_logits_to_keep` (int64 scalar, Hugging Face's `logits_to_keep`): logits come
-   * back for the last that many positions only, 0 = all. The edge feeds 1 unless every position is asked for.
+   * back for the last that many positions only, 0 = all. The edge feeds 2 (the last logits, and the hidden
+   * state before them where hidden_states is the sliced head input) unless every position is asked for.
    */
   logitsToKeep: boolean;
   /** Element type of every `past_key_values.*` input and `present.*` output. */

@@ -144,7 +144,8 @@ export class DecoderSequence {
     const feeds: Record<string, OrtTensor> = { ...this.past, input_ids: indexTensor(io.ids, tokens, [1, n]) };
     if (io.mask) feeds.attention_mask = indexTensor(io.mask, { length: total }, [1, total], () => 1);
     if (io.positions) feeds.position_ids = indexTensor(io.positions, { length: n }, [1, n], (i) => start + i);
-    if (io.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(options.allPositions ? 0n : 1n), []);
+    // The last two positions: where hidden_states is the LM head's input (models expose-hidden) it is cut alike, and previousHidden needs the row before the last.
+    if (io.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(options.allPositions ? 0n : BigInt(Math.min(n, 2))), []);
     if (fused) {
       feeds.seqlens_k = new ort.Tensor('int32', Int32Array.of(total - 1), [1]);
       feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
@@ -159,10 +160,12 @@ export class DecoderSequence {
     this.ids.push(...tokens);
 
     // float16 outputs are converted here, once, and only the rows asked for (a prefill's last position).
-    const hidden = out.hidden_states ? float32Rows(out.hidden_states, (n - 1) * hiddenSize, n * hiddenSize) : new Float32Array(0);
-    const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (n - 2) * hiddenSize, (n - 1) * hiddenSize) : this.lastHidden!;
+    // hidden_states holds every fed position, or the last two when it is the sliced LM head input.
+    const hiddenRows = out.hidden_states?.dims[1] ?? 0;
+    const hidden = out.hidden_states ? float32Rows(out.hidden_states, (hiddenRows - 1) * hiddenSize, hiddenRows * hiddenSize) : new Float32Array(0);
+    const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (hiddenRows - 2) * hiddenSize, (hiddenRows - 1) * hiddenSize) : this.lastHidden!;
     this.lastHidden = hidden;
-    // Logits come for every fed position, or for the last only (num_logits_to_keep 1).
+    // Logits come for every fed position, or for the last ones kept (num_logits_to_keep).
     const rows = out.logits!.dims[1]!;
     const result: AppendResult = { logits: float32Rows(out.logits!, (rows - 1) * vocabSize, rows * vocabSize), hidden, previousHidden };
     if (options.allPositions) {
