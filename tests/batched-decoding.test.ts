@@ -15,6 +15,8 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { makeHubExportPacks, VARIANTS, type HubExportPacks } from './helpers/hub-export-packs.ts';
+import { maxAbsDiff } from './helpers/max-abs-diff.ts';
+import { argmax } from '../src/shared/logits.ts';
 
 /**
  * Largest |Δ| allowed between a row's logits batched and alone. Batching changes the shapes the kernels
@@ -41,19 +43,6 @@ afterAll(() => {
   rmSync(work, { recursive: true, force: true });
   rmSync(hub.root, { recursive: true, force: true });
 });
-
-function argmax(x: Float32Array): number {
-  let best = 0;
-  for (let i = 1; i < x.length; i++) if (x[i]! > x[best]!) best = i;
-  return best;
-}
-
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
 
 /** Deterministic prompts of lengths 3, 10, 17, ... (ids in [3, vocab)). */
 function prompts(count: number, vocab: number): number[][] {

@@ -16,6 +16,7 @@ import { formatInspection, inspectModel } from '../src/tools/models/inspect-mode
 import { readModel, writeModel } from '../src/tools/models/onnx-file.ts';
 import { DataType, GraphBuilder } from '../src/shared/onnx-graph.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
+import { maxAbsDiff } from './helpers/max-abs-diff.ts';
 
 const SEED = 11;
 const HIDDEN = 64;
@@ -68,13 +69,6 @@ async function run(path: string): Promise<Outputs> {
   } finally {
     await session.release();
   }
-}
-
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-  return worst;
 }
 
 /** The patched model computes the reference pack's hidden states and the original's logits. */

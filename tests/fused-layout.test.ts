@@ -21,6 +21,8 @@ import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { inspectPath } from '../src/tools/models/inspect-model.ts';
 import { quantizePack } from '../src/tools/models/quantize.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { maxAbsDiff } from './helpers/max-abs-diff.ts';
+import { argmax } from '../src/shared/logits.ts';
 
 /**
  * fp32 fused vs plain, largest absolute logit difference allowed: both run the same float32 arithmetic
@@ -41,19 +43,6 @@ beforeAll(async () => {
   tokenizer = await TextTokenizer.fromPack(PACKS.plain);
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-function argmax(x: Float32Array): number {
-  let best = 0;
-  for (let i = 1; i < x.length; i++) if (x[i]! > x[best]!) best = i;
-  return best;
-}
-
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
 
 async function withModels<T>(body: (plain: DecoderModel, fused: DecoderModel) => Promise<T>): Promise<T> {
   const plain = await DecoderModel.load(loadModelPack(PACKS.plain), { threads: 1 });

@@ -5,6 +5,8 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { Llama2cReference } from './helpers/llama2c-reference-model.ts';
+import { maxAbsDiff } from './helpers/max-abs-diff.ts';
+import { argmax } from '../src/shared/logits.ts';
 
 const MANIFEST_TEXT =
   'Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high';
@@ -29,19 +31,6 @@ const CHECKPOINTS: Record<PackName, { checkpoint: string; layers?: number; dir: 
  * file's reference forward pass over the same protocol.
  */
 const PERPLEXITY: Record<PackName, number> = { cloud: 4.544, 'truncated-3l': 47.51, 'distilled-1l': 8.245 };
-
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
-
-function argmax(x: Float32Array): number {
-  let best = 0;
-  for (let i = 1; i < x.length; i++) if (x[i]! > x[best]!) best = i;
-  return best;
-}
 
 function logSoftmaxAt(logits: Float32Array, index: number): number {
   let max = -Infinity;

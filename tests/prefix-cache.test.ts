@@ -16,6 +16,7 @@ import { ort } from '../src/shared/ort.ts';
 import { PrefixCache } from '../src/shared/prefix-cache.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { maxAbsDiff } from './helpers/max-abs-diff.ts';
 
 /**
  * A prefill split in two (cached prefix, then the rest) against one pass over everything: the same
@@ -38,13 +39,6 @@ afterAll(async () => {
   await models.fused?.release();
   rmSync(work, { recursive: true, force: true });
 });
-
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
 
 function ids(n: number, offset = 0): number[] {
   return Array.from({ length: n }, (_, i) => 3 + ((i * 37 + offset) % 200));

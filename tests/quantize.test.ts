@@ -16,6 +16,7 @@ import { dequantizeColumns, quantizeColumns, WEIGHT_ZERO_POINT } from '../src/to
 import { quantizeModel, quantizePack } from '../src/tools/models/quantize.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { nextTokenFigures } from '../src/tools/models/next-token-figures.ts';
+import { maxAbsDiff } from './helpers/max-abs-diff.ts';
 
 const HF_EXPORT = join(import.meta.dir, '../../shared/assets/models/hf-exports/stories260k-hf');
 let work: string;
@@ -42,13 +43,6 @@ function matmul(a: Float32Array, w: Float32Array, m: number, k: number, n: numbe
     out[i * n + j] = acc;
   }
   return out;
-}
-
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
 }
 
 describe('block quantization', () => {
