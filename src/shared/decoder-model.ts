@@ -242,7 +242,7 @@ export class DecoderSequence {
   restore(snapshot: KvSnapshot, length: number): void {
     if (this.disposed || this.ids.length > 0) throw new AppError('FAILED_PRECONDITION', 'only a new, empty sequence can start from a snapshot');
     this.releasePast();
-    this.past = restoredKv(snapshot, length, this.model.io, this.model.pack);
+    this.past = restoredKv(snapshot, length, this.model.io, this.model.pack, this.model.cacheHeadDim);
     this.ids = snapshot.tokens.slice(0, length);
     // Short of the whole snapshot the hidden state before the next position is unknown: the next append feeds two or more.
     this.lastHidden = length === snapshot.tokens.length || !this.model.hasHiddenStates ? snapshot.lastHidden : undefined;

@@ -59,13 +59,19 @@ export function takeKvSnapshot(past: Readonly<Record<string, OrtTensor>>, tokens
 /**
  * The cache tensors a sequence starts from, holding a copy of the first `length` positions of `snapshot`
  * (the snapshot stays usable): compact tensors for the plain layout, buffers of the capacity the fused
- * layout would have made for `length` positions.
+ * layout would have made for `length` positions, their last axis `cacheHeadDim` (DecoderModel.cacheHeadDim: padded heads included).
  */
-export function restoredKv(snapshot: KvSnapshot, length: number, io: DecoderIo, pack: Pick<ModelPack, 'numKvHeads' | 'headDim' | 'maxPositions'>): Record<string, OrtTensor> {
+export function restoredKv(
+  snapshot: KvSnapshot,
+  length: number,
+  io: DecoderIo,
+  pack: Pick<ModelPack, 'numKvHeads' | 'maxPositions'>,
+  cacheHeadDim: number,
+): Record<string, OrtTensor> {
   if (!Number.isInteger(length) || length < 0 || length > snapshot.tokens.length) {
     throw new AppError('INVALID_ARGUMENT', `cannot restore ${length} positions of a snapshot holding ${snapshot.tokens.length}`);
   }
-  if (io.layout === 'fused') return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, io.cacheHeadDim ?? pack.headDim, kvCapacity(length, 0, pack.maxPositions), length);
+  if (io.layout === 'fused') return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, cacheHeadDim, kvCapacity(length, 0, pack.maxPositions), length);
   return Object.fromEntries(io.pastNames.map((name) => [name, copyKvPositions(snapshot.kv[name]!, length)]));
 }
 

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { OnnxRouter } from '../../edge/router.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { argmax } from '../../shared/logits.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
 import { sampleToken } from '../../shared/sampling.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { median } from '../../shared/statistics.ts';
@@ -65,7 +65,7 @@ export async function decodeBreakdown(o: BreakdownOptions): Promise<BreakdownRow
   }
 }
 
-async function measure(o: BreakdownOptions, pack: ReturnType<typeof loadModelPack>, ids: number[], router: OnnxRouter, threads: number): Promise<BreakdownRow> {
+async function measure(o: BreakdownOptions, pack: ModelPack, ids: number[], router: OnnxRouter, threads: number): Promise<BreakdownRow> {
   o.log(`threads ${threads}: loading ${o.dir}, prefill ${ids.length} tokens, ${WARMUP} + ${o.steps} decode steps`);
   const model = await DecoderModel.load(pack, { threads });
   const sequence = model.newSequence();
