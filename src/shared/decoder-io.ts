@@ -143,7 +143,7 @@ export function formatDecoderIo(io: DecoderIo): string {
     `ids ${io.ids}`,
     `attention_mask ${io.mask ?? 'none'}`,
     `position_ids ${io.positions ?? 'none (the model computes positions)'}`,
-    `num_logits_to_keep ${io.logitsToKeep ? 'int64 (1: logits of the last position only, 0 with every position asked for)' : 'none (logits for every fed position)'}`,
+    `num_logits_to_keep ${io.logitsToKeep ? 'int64 (fed 2: logits of the last two positions only; 0 when every position is asked for)' : 'none (logits for every fed position)'}`,
     `KV cache ${io.cache} (${io.pastNames.length / 2} layers, kept in ${io.cache} between steps)${io.layout === 'fused' ? '; one buffer shared by past and present (seqlens_k, total_sequence_length)' : ''}`,
     `logits ${io.logits}${io.logits === 'float16' ? ' (converted to float32 once per step)' : ''}`,
     `hidden_states ${io.hidden ?? 'none (run models expose-hidden to add it)'}${io.hidden === 'float16' ? ' (converted to float32 once per step)' : ''}`,
