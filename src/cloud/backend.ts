@@ -24,6 +24,11 @@ export interface BackendStepRequest {
   sampling: Readonly<SamplingSettings>;
   /** Unique per step: the backend's request id (SGLang `rid`). */
   requestId: string;
+  /**
+   * The same for every step of a generation (and every turn of a named conversation): a backend of several
+   * workers keeps the requests that share it on one worker, where their prefix is in cache. Absent: no key.
+   */
+  routingKey?: string;
   /** Aborts on cancellation and at the step's deadline; its reason is an AppError. */
   signal: AbortSignal;
 }

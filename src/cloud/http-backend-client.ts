@@ -9,6 +9,7 @@
 import { AppError, errorMessage } from '../shared/errors.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
 import { isRecord } from '../shared/is-record.ts';
+import { ROUTING_KEY_HEADER } from '../shared/routing-key.ts';
 
 export interface HttpBackendClientOptions {
   /** `sglang` or `openai`: prefixes every error message. */
@@ -26,10 +27,12 @@ export class HttpBackendClient {
     this.base = options.baseUrl.replace(/\/+$/, '');
   }
 
-  /** POSTs `body` as JSON; resolves with a 2xx response, rejects with an AppError otherwise. */
-  async post(path: string, body: unknown, signal: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+  /**
+   * POSTs `body` as JSON; resolves with a 2xx response, rejects with an AppError otherwise. `routingKey`
+   * goes out as the `X-SMG-Routing-Key` header, by which SGLang's model gateway keeps requests on one worker.
+   */
+  async post(path: string, body: unknown, signal: AbortSignal, routingKey?: string): Promise<Response> {
+    const headers = this.headers(routingKey);
     const payload = JSON.stringify(body);
     for (let attempt = 0; ; attempt++) {
       if (signal.aborted) throw abortReason(signal);
@@ -51,11 +54,11 @@ export class HttpBackendClient {
   }
 
   /** POST with its own short deadline that never throws: resolves whether the server answered 2xx. */
-  async postBestEffort(path: string, body: unknown, timeoutMs: number): Promise<boolean> {
+  async postBestEffort(path: string, body: unknown, timeoutMs: number, routingKey?: string): Promise<boolean> {
     try {
       const response = await fetch(`${this.base}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}) },
+        headers: this.headers(routingKey),
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
       });
@@ -64,6 +67,13 @@ export class HttpBackendClient {
     } catch {
       return false;
     }
+  }
+
+  private headers(routingKey: string | undefined): Record<string, string> {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    if (routingKey) headers[ROUTING_KEY_HEADER] = routingKey;
+    return headers;
   }
 
   /** Reads a JSON body, naming the backend when it is not JSON. */

@@ -57,7 +57,8 @@ export class OpenAiBackend implements Backend {
       ...(this.options.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
     };
     const start = performance.now();
-    const response = await this.http.post('/v1/completions', body, signal);
+    // The routing key as a header only: it costs nothing, and sgl-model-gateway fronts OpenAI routes too.
+    const response = await this.http.post('/v1/completions', body, signal, request.routingKey);
     const output = new CompletionOutput();
     if (this.options.stream) {
       for await (const chunk of this.http.events(response, signal)) output.add(chunk);

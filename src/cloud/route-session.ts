@@ -14,6 +14,7 @@ import type { Backend, BackendStepResult, SamplingSettings } from './backend.ts'
 import type { ShimConfig } from './config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { SessionExpiredError, type RoutingSession, type SessionStore } from './session-store.ts';
+import { sessionRoutingKey } from './session-routing-key.ts';
 import { spanText } from './span-text.ts';
 
 export interface ShimContext {
@@ -59,7 +60,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
     const stepTimeoutMs = open.stepTimeoutMs > 0 ? Math.min(open.stepTimeoutMs, config.backendTimeoutMs) : config.backendTimeoutMs;
     live = AbortSignal.any([signal, session.signal]);
     backendSequence = backend.openSequence(session.id);
-    log.debug('session opened', { session: session.id, requestId: session.requestId, context: session.ids.length });
+    log.debug('session opened', { session: session.id, requestId: session.requestId, routingKey: session.routingKey, context: session.ids.length });
     yield {
       opened: { sessionId: session.id, backend: backend.info.name, vocabSize: backend.info.vocabSize ?? 0, maxContext: backend.info.maxContext ?? 0 },
     };
@@ -81,7 +82,14 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
           continue;
         }
         const result = await withDeadline(live, stepTimeoutMs, (stepSignal) =>
-          backendSequence!.step({ context: session!.ids, maxTokens, sampling, requestId: `${session!.id}-${session!.steps}`, signal: stepSignal }),
+          backendSequence!.step({
+            context: session!.ids,
+            maxTokens,
+            sampling,
+            requestId: `${session!.id}-${session!.steps}`,
+            ...(session!.routingKey ? { routingKey: session!.routingKey } : {}),
+            signal: stepSignal,
+          }),
         );
         checkIds(result.ids, backend.info.vocabSize, 'the backend returned');
         const before = session.ids.length;
@@ -121,6 +129,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
 function openSession(open: OpenSession__Output, ctx: ShimContext): { session: RoutingSession; sampling: SamplingSettings } {
   const { store, backend, config } = ctx;
   if (open.requestId.length > 200) throw new AppError('INVALID_ARGUMENT', 'request_id is longer than 200 characters');
+  const routingKey = sessionRoutingKey(open);
   if (open.contextIds.length === 0) throw new AppError('INVALID_ARGUMENT', 'open needs the context: at least one token id');
   if (open.contextSources.length !== 0 && open.contextSources.length !== open.contextIds.length) {
     throw new AppError('INVALID_ARGUMENT', `context_sources has ${open.contextSources.length} entries for ${open.contextIds.length} ids`);
@@ -129,7 +138,7 @@ function openSession(open: OpenSession__Output, ctx: ShimContext): { session: Ro
   checkContext(open.contextIds.length, backend.info.maxContext);
   const sampling = validateSampling(open.sampling, config, backend.info.vocabSize);
   const sources = open.contextSources.length ? fromWireSources(open.contextSources, 'context_sources') : [];
-  return { session: store.open(open.requestId, open.contextIds, sources), sampling };
+  return { session: store.open(open.requestId, open.contextIds, sources, routingKey), sampling };
 }
 
 /**

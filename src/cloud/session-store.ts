@@ -42,7 +42,11 @@ export class RoutingSession {
   skippedLast = false;
   private readonly controller = new AbortController();
 
-  constructor(readonly requestId: string) {}
+  constructor(
+    readonly requestId: string,
+    /** The key every backend request of this session carries (open.routing_key, or else the request id); empty = none. */
+    readonly routingKey = requestId,
+  ) {}
 
   /** Aborts (with an AppError reason) when the session expires or the store shuts down. */
   get signal(): AbortSignal {
@@ -74,13 +78,13 @@ export class SessionStore {
     return this.tokens;
   }
 
-  open(requestId: string, ids: readonly number[], sources: readonly TokenSource[]): RoutingSession {
+  open(requestId: string, ids: readonly number[], sources: readonly TokenSource[], routingKey = requestId): RoutingSession {
     if (this.sweeper === undefined) throw new AppError('UNAVAILABLE', 'the shim is shutting down');
     if (this.sessions.size >= this.limits.maxSessions) {
       throw new AppError('RESOURCE_EXHAUSTED', `too many sessions: the shim serves at most ${this.limits.maxSessions} at once`);
     }
     this.reserve(ids.length);
-    const session = new RoutingSession(requestId);
+    const session = new RoutingSession(requestId, routingKey);
     this.sessions.add(session);
     this.push(session, ids, sources);
     return session;

@@ -5,7 +5,9 @@
  * `output_ids`, `token_ids`, or only `output_token_logprobs` (older builds); streaming with cumulative
  * or incremental chunks (told apart by `completion_tokens`); errors as HTTP bodies, as `data: {"error"}`
  * events, or as an `abort` finish reason. A cancelled or timed-out step closes the HTTP connection and
- * also sends `POST /abort_request` (best-effort).
+ * also sends `POST /abort_request` (best-effort). The session's routing key goes with every request, as the
+ * `X-SMG-Routing-Key` header and the body's `routing_key`: behind sgl-model-gateway (`consistent_hashing`
+ * or `manual` policy) all of a generation's steps then reach the worker whose radix cache holds its context.
  */
 import { AppError } from '../shared/errors.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
@@ -58,11 +60,14 @@ export class SglangBackend implements Backend {
       return_logprob: true,
       ...(sampling.topLogprobs > 0 ? { top_logprobs_num: sampling.topLogprobs } : {}),
       rid: request.requestId,
+      // The routing key in the body too: SGLang's GenerateReqInput takes it (for its routing-key scheduling
+      // policy), and a gateway that reads bodies rather than headers finds it there.
+      ...(request.routingKey ? { routing_key: request.routingKey } : {}),
       stream: this.options.stream,
     };
     const start = performance.now();
     try {
-      const response = await this.http.post('/generate', body, signal);
+      const response = await this.http.post('/generate', body, signal, request.routingKey);
       const output = new SglangOutput();
       if (this.options.stream) {
         for await (const chunk of this.http.events(response, signal)) output.add(chunk);
@@ -73,13 +78,14 @@ export class SglangBackend implements Backend {
       }
       return output.result(request, performance.now() - start);
     } catch (e) {
-      if (signal.aborted) this.abortRemote(request.requestId);
+      if (signal.aborted) this.abortRemote(request.requestId, request.routingKey);
       throw e;
     }
   }
 
-  private abortRemote(rid: string): void {
-    const pending = this.http.postBestEffort('/abort_request', { rid }, ABORT_TIMEOUT_MS);
+  /** With the step's routing key, so a gateway sends the abort to the worker that runs the request. */
+  private abortRemote(rid: string, routingKey: string | undefined): void {
+    const pending = this.http.postBestEffort('/abort_request', { rid }, ABORT_TIMEOUT_MS, routingKey);
     this.pendingAborts.add(pending);
     void pending.finally(() => this.pendingAborts.delete(pending));
   }

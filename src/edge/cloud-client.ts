@@ -75,9 +75,18 @@ export interface CloudConversation {
 
 export type CloudConnectionState = 'idle' | 'connecting' | 'ready' | 'unavailable' | 'circuit-open';
 
+/** Who a conversation is: the generation's id, and the key that keeps its cloud steps on one worker. */
+export interface ConversationOptions {
+  /** The generation's id, the same on every stream the conversation opens. */
+  requestId: string;
+  /** The routing key when the caller named a conversation; absent, the shim uses `requestId`. */
+  routingKey?: string;
+  signal?: AbortSignal;
+}
+
 export interface CloudClient {
   /** Opens a conversation lazily: nothing is sent until the first `next`. */
-  openConversation(options: { requestId: string; signal?: AbortSignal }): CloudConversation;
+  openConversation(options: ConversationOptions): CloudConversation;
   state(): CloudConnectionState;
   close(): Promise<void>;
 }

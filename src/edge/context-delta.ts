@@ -11,7 +11,7 @@
  *
  * @example
  * const shim = new ShimContextCopy();
- * const [open, first] = shim.open(request, 'r1', 10_000); // the whole context, then an empty step
+ * const [open, first] = shim.open(request, 'r1', 10_000, 'chat-42'); // the whole context, then an empty step
  * shim.answered(result);                                  // false: the shim disagrees, drop the stream
  * const next = shim.step(laterRequest);                   // only the ids the shim lacks
  */
@@ -37,13 +37,13 @@ export class ShimContextCopy {
    * The messages that open a stream: `open` with the whole context and the sampling settings, then the
    * step that asks for the next token (no ids: the context came with `open`). The copy starts over from it.
    */
-  open(request: CloudStepRequest, requestId: string, stepTimeoutMs: number): RouteRequest[] {
+  open(request: CloudStepRequest, requestId: string, stepTimeoutMs: number, routingKey = ''): RouteRequest[] {
     const sampling = wireSampling(request);
     this.ids = [...request.context];
     this.verified = this.ids.length;
     this.samplingKey = JSON.stringify(sampling);
     return [
-      { open: { requestId, sampling, contextIds: [...this.ids], contextSources: toWireSources(request.sources), stepTimeoutMs } },
+      { open: { requestId, ...(routingKey ? { routingKey } : {}), sampling, contextIds: [...this.ids], contextSources: toWireSources(request.sources), stepTimeoutMs } },
       { step: stepMessage(request, this.ids.length, [], []) },
     ];
   }

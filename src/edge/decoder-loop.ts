@@ -58,7 +58,7 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
   let edgeFailure: { error: unknown } | undefined;
   try {
     if (!engine.cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
-    const conversation = (state.conversation ??= engine.cloud.openConversation({ requestId: state.requestId, signal: state.signal }));
+    const conversation = (state.conversation ??= engine.cloud.openConversation({ requestId: state.requestId, routingKey: request.conversation, signal: state.signal }));
     const budget = Math.min(request.routeSpan, state.room);
     const stepRequest = state.stepRequest(state.context, state.sources, { tokenIndex: metrics.tokens, maxTokens: budget, score, hidden: state.last?.hidden });
     const { reply } = await speculation.send(conversation, stepRequest);

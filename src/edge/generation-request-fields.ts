@@ -29,6 +29,7 @@ const FIELDS = new Map<string, { key: keyof GenerationRequest; kind: 'text' | 'n
   ['stop', { key: 'stop', kind: 'texts' }],
   ['route_span', { key: 'routeSpan', kind: 'number' }],
   ['speculate', { key: 'speculate', kind: 'boolean' }],
+  ['conversation', { key: 'conversation', kind: 'text' }],
 ]);
 
 export const REQUEST_FIELD_NAMES: readonly string[] = [...FIELDS.keys()];

@@ -4,6 +4,7 @@
  * documents it (`max_new_tokens`, `top_p`, `route_span`).
  */
 import { AppError } from '../shared/errors.ts';
+import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../shared/routing-key.ts';
 
 export const MODES = ['joint', 'small_only', 'llm_only'] as const;
 export type Mode = (typeof MODES)[number];
@@ -28,6 +29,11 @@ export interface GenerationRequest {
    * either way): forced on or off, or `auto`, decided at each routed position from measured figures.
    */
   speculate: boolean | 'auto';
+  /**
+   * The chat this generation belongs to, when the caller names one: the cloud sees it as the routing key,
+   * so a chat's turns reach the worker that holds their shared prefix. Absent: the generation's request id.
+   */
+  conversation?: string;
 }
 
 export interface GenerationLimits {
@@ -86,6 +92,15 @@ function speculateField(raw: unknown, fallback: boolean | 'auto'): boolean | 'au
   return raw as boolean | 'auto';
 }
 
+/** `conversation`: absent, or a routing key the cloud can pass on as a header value (routing-key.ts). */
+function conversationField(raw: unknown): string | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw !== 'string') invalid(`conversation must be a string, got ${show(raw)}`);
+  const problem = routingKeyProblem(raw, 'conversation', CONVERSATION_MAX_CHARS);
+  if (problem) invalid(problem);
+  return raw;
+}
+
 /**
  * `defaultThreshold` is what a request without a threshold gets: the edge passes its router's.
  * `defaultSpeculate` likewise: the edge passes its `--speculate` setting (tools that say nothing get off).
@@ -116,6 +131,7 @@ export function parseGenerationRequest(
   const empty = stop.indexOf('');
   if (empty >= 0) invalid(`stop[${empty}] is empty: a stop string needs at least one character`);
   if (stop.some((s) => LONE_SURROGATE.test(s))) invalid('stop is not valid Unicode text (it holds a lone surrogate)');
+  const conversation = conversationField(raw.conversation);
   return {
     prompt,
     mode: mode as Mode,
@@ -127,5 +143,7 @@ export function parseGenerationRequest(
     stop,
     routeSpan: integerField(raw.routeSpan, 'route_span', 1, 1, limits.maxRouteSpan),
     speculate: speculateField(raw.speculate, defaultSpeculate),
+    // Only when named: a request without one compares equal to one from before the field existed.
+    ...(conversation === undefined ? {} : { conversation }),
   };
 }

@@ -10,7 +10,7 @@
  *
  * @example
  * const cloud = new GrpcCloudClient({ address: 'cloud.example:50061', authToken, tls: { caFile: 'ca.pem' } });
- * const conversation = cloud.openConversation({ requestId: 'r1', signal });
+ * const conversation = cloud.openConversation({ requestId: 'r1', routingKey: 'chat-42', signal });
  * const reply = await conversation.next(stepRequest);
  * await conversation.close(); await cloud.close();
  */
@@ -21,7 +21,7 @@ import { CLOUD_ROUTER_SERVICE_NAME, CloudRouterClient, HealthClient, type CloudR
 import { clientTls, type ClientTlsFiles } from '../shared/grpc/tls.ts';
 import { CloudBackoff } from './cloud-backoff.ts';
 import { CloudHealthProbe, realProbeClock, type ProbeClock } from './cloud-health-probe.ts';
-import type { CloudClient, CloudConnectionState, CloudConversation } from './cloud-client.ts';
+import type { CloudClient, CloudConnectionState, CloudConversation, ConversationOptions } from './cloud-client.ts';
 import { GrpcCloudConversation, type RouteStream, type RouteStreamHost, type StepFailure } from './grpc-cloud-conversation.ts';
 
 export interface GrpcCloudClientOptions {
@@ -78,9 +78,9 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     this.probe = new CloudHealthProbe(this.backoff, (signal) => this.checkHealth(signal), clock);
   }
 
-  openConversation(options: { requestId: string; signal?: AbortSignal }): CloudConversation {
+  openConversation(options: ConversationOptions): CloudConversation {
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud client is closed');
-    const conversation = new GrpcCloudConversation(this, options.requestId, options.signal);
+    const conversation = new GrpcCloudConversation(this, options.requestId, options.signal, options.routingKey);
     this.conversations.add(conversation);
     return conversation;
   }

@@ -12,7 +12,7 @@
  * channel behind the circuit breaker; the lab's in-process cloud over an in-memory pipe to the shim's core.
  *
  * @example
- * const conversation = new GrpcCloudConversation(host, 'r1', signal);
+ * const conversation = new GrpcCloudConversation(host, 'r1', signal, 'chat-42');
  * const reply = await conversation.next(stepRequest);
  * await conversation.close();
  */
@@ -68,6 +68,8 @@ export class GrpcCloudConversation implements CloudConversation {
     private readonly host: RouteStreamHost,
     private readonly requestId: string,
     private readonly signal: AbortSignal | undefined,
+    /** Sent in every `open`, reopened streams included: the shim's backend keeps the generation on one worker by it. */
+    private readonly routingKey = '',
   ) {
     signal?.addEventListener('abort', this.onAbort, { once: true });
   }
@@ -175,7 +177,7 @@ export class GrpcCloudConversation implements CloudConversation {
       this.stream = this.host.startStream();
       this.reader = new StreamReader<RouteResponse__Output>(this.stream);
       this.steps = 0;
-      messages = this.shim.open(request, this.requestId, this.host.stepTimeoutMs);
+      messages = this.shim.open(request, this.requestId, this.host.stepTimeoutMs, this.routingKey);
     } else {
       messages = [this.shim.step(request)];
     }

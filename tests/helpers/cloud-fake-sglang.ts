@@ -1,7 +1,8 @@
 /**
  * A small HTTP server that speaks SGLang's native API as SGLANG_API.md describes it (`POST /generate`,
  * `POST /abort_request`, `GET /health`, `GET /get_model_info`) and computes its answers with the real
- * cloud model. Options select the build variant: which field carries the ids, streaming chunks
+ * cloud model. It records each request's body and its `X-SMG-Routing-Key` header (the routing key a
+ * gateway in front of several workers would hash). Options select the build variant: which field carries the ids, streaming chunks
  * cumulative or incremental, and failures (a hanging request, error bodies, a mid-stream error, an
  * abort finish reason).
  */
@@ -46,12 +47,17 @@ const REQUEST_SPEC = {
   return_text_in_logprobs: is.bool,
   stream: is.bool,
   rid: is.string,
+  routing_key: is.string,
 };
 
 export class FakeSglang {
   readonly requests: Record<string, unknown>[] = [];
+  /** The `X-SMG-Routing-Key` header of each of `requests` (null when absent). */
+  readonly routingKeys: (string | null)[] = [];
   /** rids received by /abort_request. */
   readonly aborts: string[] = [];
+  /** The `X-SMG-Routing-Key` header of each of `aborts`. */
+  readonly abortRoutingKeys: (string | null)[] = [];
   /** Requests whose client closed the connection before the answer. */
   disconnects = 0;
   private readonly cache = new RadixCacheSim();
@@ -83,6 +89,7 @@ export class FakeSglang {
       const body = (await request.json()) as { rid?: unknown };
       if (typeof body.rid !== 'string') return badRequest('rid must be a string');
       this.aborts.push(body.rid);
+      this.abortRoutingKeys.push(request.headers.get('x-smg-routing-key'));
       return Response.json({});
     }
     if (request.method === 'POST' && path === '/generate') return this.generate(request);
@@ -92,6 +99,7 @@ export class FakeSglang {
   private async generate(request: Request): Promise<Response> {
     const body = (await request.json()) as Record<string, unknown>;
     this.requests.push(body);
+    this.routingKeys.push(request.headers.get('x-smg-routing-key'));
     const problems = checkFields(body, REQUEST_SPEC, 'body');
     const sampling = (body.sampling_params ?? {}) as Record<string, unknown>;
     if (is.object(sampling)) problems.push(...checkFields(sampling, SAMPLING_SPEC, 'sampling_params'));

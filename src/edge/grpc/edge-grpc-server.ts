@@ -39,6 +39,7 @@ function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
       stop: r.stop,
       route_span: r.routeSpan,
       speculate: r.speculate,
+      conversation: r.conversation,
     },
     'typed',
   );

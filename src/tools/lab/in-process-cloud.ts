@@ -19,7 +19,7 @@ import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
 import { openInMemoryRoute } from '../../cloud/in-memory-route.ts';
 import type { ShimContext } from '../../cloud/route-session.ts';
 import { SessionStore } from '../../cloud/session-store.ts';
-import type { CloudClient, CloudConversation, CloudStepReply, CloudStepRequest } from '../../edge/cloud-client.ts';
+import type { CloudClient, CloudConversation, CloudStepReply, CloudStepRequest, ConversationOptions } from '../../edge/cloud-client.ts';
 import { GrpcCloudConversation, type RouteStreamHost } from '../../edge/grpc-cloud-conversation.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
@@ -78,8 +78,8 @@ export class InProcessCloud implements CloudClient {
     };
   }
 
-  openConversation(options: { requestId?: string; signal?: AbortSignal } = {}): CloudConversation {
-    const conversation = new GrpcCloudConversation(this.host, options.requestId ?? randomUUID(), options.signal);
+  openConversation(options: Partial<ConversationOptions> = {}): CloudConversation {
+    const conversation = new GrpcCloudConversation(this.host, options.requestId ?? randomUUID(), options.signal, options.routingKey);
     this.openConversations++;
     let closed = false;
     return {

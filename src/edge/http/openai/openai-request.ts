@@ -2,7 +2,8 @@
  * OpenAI's `/v1/completions` and `/v1/chat/completions` request bodies, validated field by field with
  * OpenAI's names and ranges, and mapped onto the edge's own generation request. The routing fields are
  * vendor extensions (as vLLM documents its extra parameters): `routing_mode`, `routing_threshold` (τ) and
- * `route_span`; without them a request gets the edge's defaults (joint routing at the default τ).
+ * `route_span`; without them a request gets the edge's defaults (joint routing at the default τ). OpenAI's
+ * `prompt_cache_key` names the conversation (the cloud's routing key); `user` is checked and unused.
  *
  * @example
  * const request = parseCompletionRequest({ model: 'stories260k-3l', prompt: 'Once', max_tokens: 8 }, runtime.limits);
@@ -10,6 +11,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { ChatMessage } from '../../../shared/chat-template.ts';
+import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/routing-key.ts';
 import { MODES, type GenerationLimits, type RawGenerationRequest } from '../../generation-request.ts';
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';
@@ -38,7 +40,7 @@ const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 /** OpenAI's documented limit on stop sequences. */
 const MAX_STOP = 4;
 
-const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'routing_mode', 'routing_threshold', 'route_span'];
+const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'prompt_cache_key', 'routing_mode', 'routing_threshold', 'route_span'];
 const NEUTRAL = { presence_penalty: [0], frequency_penalty: [0] };
 
 export function parseCompletionRequest(body: Record<string, unknown>, limits: GenerationLimits): CompletionRequest {
@@ -63,6 +65,7 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
   // Checked, then unused: it identifies an end user to OpenAI's abuse monitoring, which an edge box has none of.
   fields.string('user');
   const stream = fields.boolean('stream') ?? false;
+  const conversation = parseConversation(fields.string('prompt_cache_key'));
   return {
     model,
     stream,
@@ -77,8 +80,20 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
       topP: fields.number('top_p', 0, 1, true),
       seed: fields.integer('seed', 0, 2 ** 32 - 1) ?? randomInt(2 ** 32 - 1),
       stop: parseStop(fields.get('stop')),
+      ...(conversation === undefined ? {} : { conversation }),
     },
   };
+}
+
+/**
+ * OpenAI's `prompt_cache_key`: the key it documents for requests that share a prefix, which is what the
+ * edge's `conversation` is. It becomes the cloud's routing key, so a chat's turns reach one cloud worker.
+ */
+function parseConversation(key: string | undefined): string | undefined {
+  if (key === undefined) return undefined;
+  const problem = routingKeyProblem(key, 'prompt_cache_key', CONVERSATION_MAX_CHARS);
+  if (problem) throw new OpenAIParamError('prompt_cache_key', problem);
+  return key;
 }
 
 function parseStreamOptions(value: unknown, stream: boolean): boolean {

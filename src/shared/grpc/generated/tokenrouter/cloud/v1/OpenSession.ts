@@ -24,6 +24,14 @@ export interface OpenSession {
    * The edge's deadline for one step; the shim bounds its backend calls by it (0 = the shim's default).
    */
   'stepTimeoutMs'?: (number);
+  /**
+   * A stable key the shim passes to a backend of several workers, so that a gateway keeps every request with
+   * this key on one worker, where the context is in cache (SGLang: the `X-SMG-Routing-Key` header and the
+   * `/generate` body's `routing_key`). The edge sends the conversation the caller named, so a chat's turns
+   * share it; empty = the shim uses request_id, which the edge keeps for the whole generation, reopened
+   * streams included. At most 200 printable ASCII characters (it travels as an HTTP header value).
+   */
+  'routingKey'?: (string);
 }
 
 /**
@@ -47,4 +55,12 @@ export interface OpenSession__Output {
    * The edge's deadline for one step; the shim bounds its backend calls by it (0 = the shim's default).
    */
   'stepTimeoutMs': (number);
+  /**
+   * A stable key the shim passes to a backend of several workers, so that a gateway keeps every request with
+   * this key on one worker, where the context is in cache (SGLang: the `X-SMG-Routing-Key` header and the
+   * `/generate` body's `routing_key`). The edge sends the conversation the caller named, so a chat's turns
+   * share it; empty = the shim uses request_id, which the edge keeps for the whole generation, reopened
+   * streams included. At most 200 printable ASCII characters (it travels as an HTTP header value).
+   */
+  'routingKey': (string);
 }

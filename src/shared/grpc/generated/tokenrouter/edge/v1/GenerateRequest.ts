@@ -25,6 +25,12 @@ export interface GenerateRequest {
    * It never changes the tokens, only how long the edge waits.
    */
   'speculate'?: (boolean);
+  /**
+   * Names the chat this generation belongs to: its routed steps reach the cloud under this key, so a cloud of
+   * several workers keeps the chat's turns on the worker that holds their shared prefix in cache. Unset:
+   * the generation's own request id. At most 128 printable ASCII characters.
+   */
+  'conversation'?: (string);
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";
@@ -32,6 +38,7 @@ export interface GenerateRequest {
   '_seed'?: "seed";
   '_routeSpan'?: "routeSpan";
   '_speculate'?: "speculate";
+  '_conversation'?: "conversation";
 }
 
 export interface GenerateRequest__Output {
@@ -58,6 +65,12 @@ export interface GenerateRequest__Output {
    * It never changes the tokens, only how long the edge waits.
    */
   'speculate'?: (boolean);
+  /**
+   * Names the chat this generation belongs to: its routed steps reach the cloud under this key, so a cloud of
+   * several workers keeps the chat's turns on the worker that holds their shared prefix in cache. Unset:
+   * the generation's own request id. At most 128 printable ASCII characters.
+   */
+  'conversation'?: (string);
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";
@@ -65,4 +78,5 @@ export interface GenerateRequest__Output {
   '_seed'?: "seed";
   '_routeSpan'?: "routeSpan";
   '_speculate'?: "speculate";
+  '_conversation'?: "conversation";
 }
