@@ -69,6 +69,9 @@ describe('openai backend', () => {
         return_token_ids: true,
         stop_token_ids: [2],
       });
+      // The routing key (the request id here) as a header, for a gateway in front of several servers; not in the body.
+      expect(fake.routingKeys).toEqual(['oa', 'oa']);
+      expect(fake.requests[0]!.routing_key).toBeUndefined();
       expect(replies[0]!.reply.text).toBe(' time, there');
       expect(replies[1]!.reply.cachedTokens).toBe(replies[1]!.context.length - 1);
       const expected = logSoftmax(await referenceLogits(model, replies[0]!.context));

@@ -36,6 +36,14 @@ describe('a plain stream', () => {
     expect(shim.length).toBe(6);
   });
 
+  test('open carries the routing key when the generation has one, and only then', () => {
+    const edge = new EdgeContext([1, 403]);
+    const [keyed] = new ShimContextCopy().open(edge.step(), 'r1', 1_000, 'chat-42');
+    expect(keyed!.open).toMatchObject({ requestId: 'r1', routingKey: 'chat-42' });
+    const [plain] = new ShimContextCopy().open(edge.step(), 'r1', 1_000);
+    expect(Object.keys(plain!.open!)).not.toContain('routingKey');
+  });
+
   test('sampling goes out again only when it changed, and then once', () => {
     const edge = new EdgeContext([1, 403]);
     const shim = new ShimContextCopy();

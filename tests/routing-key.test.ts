@@ -6,11 +6,14 @@
  * it, a generation without one is keyed by its request id, and a reopened stream keeps the key.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import * as grpc from '@grpc/grpc-js';
 import type { Hono } from 'hono';
 import type { ShimConfig } from '../src/cloud/config.ts';
 import { sessionRoutingKey } from '../src/cloud/session-routing-key.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
+import { EdgeGeneratorClient, type GenerateEvent__Output } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { AppError } from '../src/shared/errors.ts';
@@ -231,5 +234,22 @@ describe('edge APIs → shim → SGLang', () => {
     expect(new Set(requestIds).size).toBe(2);
     expect(unnamed.header).toEqual([requestIds[0], requestIds[0], requestIds[1], requestIds[1]]);
     expect(unnamed.body).toEqual(unnamed.header);
+  });
+
+  test("gRPC Generate's conversation is the key", async () => {
+    const server = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, maxReceiveBytes: 64 * 1024 });
+    const client = new EdgeGeneratorClient(`127.0.0.1:${await server.start()}`, grpc.credentials.createInsecure());
+    try {
+      const seen = await keysDuring(async () => {
+        const call = client.Generate({ prompt: 'Once upon a time', mode: 'llm_only', maxNewTokens: 2, conversation: 'lan-app:7' }, { deadline: Date.now() + 30_000 });
+        const events: GenerateEvent__Output[] = [];
+        for await (const event of call) events.push(event as GenerateEvent__Output);
+        expect(events.map((e) => e.event)).toEqual(['token', 'token', 'done']);
+      });
+      expect(seen).toEqual({ header: ['lan-app:7', 'lan-app:7'], body: ['lan-app:7', 'lan-app:7'] });
+    } finally {
+      client.close();
+      await server.shutdown(1000);
+    }
   });
 });

@@ -47,6 +47,8 @@ const REQUEST_SPEC = {
 
 export class FakeOpenAi {
   readonly requests: Record<string, unknown>[] = [];
+  /** The `X-SMG-Routing-Key` header of each of `requests` (null when absent). */
+  readonly routingKeys: (string | null)[] = [];
   /** Hanging requests whose client went away. */
   disconnects = 0;
   private readonly cache = new RadixCacheSim();
@@ -74,6 +76,7 @@ export class FakeOpenAi {
     if (request.method !== 'POST' || path !== '/v1/completions') return this.error(404, `no route ${path}`);
     const body = (await request.json()) as Record<string, unknown>;
     this.requests.push(body);
+    this.routingKeys.push(request.headers.get('x-smg-routing-key'));
     const problems = checkFields(body, REQUEST_SPEC, 'body');
     if (typeof body.model !== 'string') problems.push('body: model is required');
     if (problems.length) return this.error(400, problems.join('; '));
