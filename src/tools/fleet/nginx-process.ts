@@ -45,6 +45,7 @@ export class NginxProcess {
    */
   static async start(templatePath: string, upstreams: readonly string[], options: NginxStartOptions = {}): Promise<NginxProcess> {
     const binary = options.binary ?? findNginx();
+    if (!existsSync(binary)) throw new AppError('FAILED_PRECONDITION', `nginx is not installed at ${binary} (${NGINX_INSTALL_HINT})`);
     const template = await readFile(templatePath, 'utf8');
     let lastError: unknown;
     for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
