@@ -5,6 +5,7 @@
  * trained router and gRPC cloud client in this process, and two SGLang fakes answering with the real model.
  * nginx missing fails these tests with the install hint (CI installs it: scripts/setup.sh).
  */
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { DoneEvent, GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
@@ -12,6 +13,7 @@ import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/generatio
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
 import { loadRouter, type Router } from '../src/edge/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
+import { CLOUD_ROUTER_SERVICE_NAME, HealthClient } from '../src/shared/grpc/proto.ts';
 import { AppError } from '../src/shared/errors.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
@@ -152,6 +154,22 @@ describe('an edge through nginx to two shims', () => {
     }
     expect(runtime.cloudState()).toBe('ready');
   }, 120_000);
+
+  test('the gRPC health check passes through the balancer: SERVING while one shim is still up', async () => {
+    // After the previous test one shim is dead: nginx skips it (or tries it, fails, and moves on).
+    expect(shims.filter((shim) => shim.child.exitCode === null && shim.child.signalCode === null)).toHaveLength(1);
+    const health = new HealthClient(nginx.address, grpc.credentials.createInsecure());
+    try {
+      for (const service of ['', CLOUD_ROUTER_SERVICE_NAME, '', CLOUD_ROUTER_SERVICE_NAME]) {
+        const status = await new Promise<string | undefined>((resolve, reject) =>
+          health.Check({ service }, { deadline: Date.now() + 5_000 }, (e, reply) => (e ? reject(e) : resolve(reply?.status))),
+        );
+        expect(status).toBe('SERVING');
+      }
+    } finally {
+      health.close();
+    }
+  }, 30_000);
 });
 
 describe('nginx in front of two SGLang fakes, hashing X-SMG-Routing-Key', () => {
