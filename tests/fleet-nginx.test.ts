@@ -7,6 +7,10 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { DoneEvent, GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
 import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/generation-request.ts';
@@ -29,14 +33,17 @@ const routed = (prompt: string): RawGenerationRequest => ({ prompt, mode: 'joint
 
 let demo: Awaited<ReturnType<typeof ensureDemoPacks>>;
 let prompts: string[];
+/** nginx temp dirs that other runs on this machine hold: ours must come and go without adding to them. */
+let nginxDirsBefore: string[];
 
 beforeAll(async () => {
   findNginx();
+  nginxDirsBefore = readdirSync(tmpdir()).filter((name) => name.startsWith('edge-router-nginx-'));
   demo = await ensureDemoPacks();
   prompts = (await tinyStoriesParagraphs(8)).map((p) => p.split(/\s+/).slice(0, 8).join(' '));
 }, 120_000);
 
-describe('the renderer', () => {
+describe('rendering and starting nginx', () => {
   test('sets the marked listen and upstream lines and keeps everything else as shipped', async () => {
     const template = await Bun.file(GRPC_SHIMS_CONFIG).text();
     const text = renderNginxConfig(template, { listen: '127.0.0.1:7000', upstreams: ['10.0.0.1:50051', '10.0.0.2:50051', '10.0.0.3:50051'] });
@@ -62,6 +69,21 @@ describe('the renderer', () => {
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).code).toBe('FAILED_PRECONDITION');
     expect((error as AppError).message).toBe('nginx is not installed at /nonexistent/nginx (install nginx-light: scripts/setup.sh does)');
+  });
+
+  test('a configuration nginx refuses: UNAVAILABLE with nginx’s own message, and its temp dir removed', async () => {
+    const shipped = await Bun.file(GRPC_SHIMS_CONFIG).text();
+    const dir = await mkdtemp(join(tmpdir(), 'fleet-nginx-test-'));
+    try {
+      const template = join(dir, 'broken.conf');
+      await Bun.write(template, shipped.replace('grpc_read_timeout 1h;', 'grpc_read_timeout forever;'));
+      const error = await NginxProcess.start(template, ['127.0.0.1:1']).catch((e: unknown) => e);
+      expect((error as AppError).code).toBe('UNAVAILABLE');
+      expect((error as AppError).message).toMatch(/^nginx exited \(1\) at start:\n[^]*"grpc_read_timeout" directive invalid value/);
+      expect(readdirSync(tmpdir()).filter((name) => name.startsWith('edge-router-nginx-'))).toEqual(nginxDirsBefore);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
