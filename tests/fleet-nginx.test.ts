@@ -92,6 +92,7 @@ describe('an edge through nginx to two shims', () => {
   let router: Router;
   let tokenizer: TextTokenizer;
   let shims: ShimProcess[] = [];
+  let ports: number[] = [];
   let nginx: NginxProcess;
   let cloud: GrpcCloudClient;
   let runtime: EdgeRuntime;
@@ -100,11 +101,11 @@ describe('an edge through nginx to two shims', () => {
     edgeModel = await DecoderModel.load(loadModelPack(demo.edgePack));
     router = await loadRouter(demo.routerPack);
     tokenizer = await TextTokenizer.fromPack(demo.edgePack);
-    const ports = [await freePort(), await freePort()];
+    ports = [await freePort(), await freePort()];
     shims = await Promise.all(ports.map((port) => ShimProcess.start(port, demo.cloudPack, { logLevel: 'debug' })));
     nginx = await NginxProcess.start(GRPC_SHIMS_CONFIG, ports.map((port) => `127.0.0.1:${port}`));
     cloud = new GrpcCloudClient({ address: nginx.address, stepTimeoutMs: 5_000, backoff: { initialMs: 100, maxMs: 400, failureThreshold: 3 } });
-    runtime = new EdgeRuntime({ edgeModel, router, tokenizer, cloud }, { ...DEFAULT_LIMITS, maxConcurrent: 2 });
+    runtime = new EdgeRuntime({ edgeModel, router, tokenizer, cloud }, { ...DEFAULT_LIMITS, maxConcurrent: 4 });
   }, 120_000);
 
   afterAll(async () => {
@@ -192,6 +193,49 @@ describe('an edge through nginx to two shims', () => {
       health.close();
     }
   }, 30_000);
+
+  test('four generations running when a shim dies at any moment: all complete, each goes on routing', async () => {
+    // The dead shim comes back on its port; a fresh nginx, since the old one skips it for fail_timeout.
+    const dead = shims.findIndex((shim) => shim.child.exitCode !== null || shim.child.signalCode !== null);
+    shims[dead] = await ShimProcess.start(ports[dead]!, demo.cloudPack, { logLevel: 'debug' });
+    const balancer = await NginxProcess.start(GRPC_SHIMS_CONFIG, ports.map((port) => `127.0.0.1:${port}`));
+    const fleetCloud = new GrpcCloudClient({ address: balancer.address, stepTimeoutMs: 5_000, backoff: { initialMs: 100, maxMs: 400 } });
+    const fleetEdge = new EdgeRuntime({ edgeModel, router, tokenizer, cloud: fleetCloud }, { ...DEFAULT_LIMITS, maxConcurrent: 4 });
+    const sessionsOnSurvivor = () => shims[1]!.logRecords().filter((r) => r.msg === 'session opened').length;
+    const survivorBefore = sessionsOnSurvivor();
+    try {
+      let routedSoFar = 0;
+      const tokensAtKill: number[] = [];
+      let kill: Promise<void> | undefined;
+      const runs = prompts.slice(0, 4).map((prompt, i) =>
+        generateAll(fleetEdge, { ...routed(prompt), maxNewTokens: 64 }, async (token, seen) => {
+          if (token.source === 'llm') routedSoFar++;
+          // Not awaited: the other generations' steps stay on the wire while the shim dies.
+          if (!kill && routedSoFar >= 12) {
+            kill = shims[0]!.kill();
+            tokensAtKill[i] = seen.length;
+          }
+        }),
+      );
+      const results = await Promise.all(runs);
+      await kill;
+      expect(kill).toBeDefined();
+      for (const { tokens, done } of results) {
+        expect(['length', 'eos']).toContain(done.finishReason);
+        expect(done.text).toBe(tokens.map((t) => t.text).join(''));
+        const fallback = bySource(tokens, 'fallback');
+        if (fallback.length) console.log(`fallback tokens: ${fallback.map((t) => t.cloudError).join('; ')}`);
+        expect(fallback.length).toBeLessThanOrEqual(3);
+        // Routed tokens in the last half: every generation went on routing after the kill.
+        expect(bySource(tokens.slice(tokens.length / 2), 'llm').length).toBeGreaterThan(0);
+      }
+      // Every generation ended on the survivor: a session there for each (the pipe may lag a little).
+      await waitFor(() => sessionsOnSurvivor() - survivorBefore >= 4, 5_000, 'the survivor to log a session per generation');
+    } finally {
+      await fleetEdge.shutdown();
+      await balancer.stop();
+    }
+  }, 120_000);
 });
 
 describe('nginx in front of two SGLang fakes, hashing X-SMG-Routing-Key', () => {
