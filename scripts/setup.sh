@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian/Ubuntu machine, and nothing twice:
 # Debian's chromium (browser tests, kiosk) and openssl (TLS tests), bun from the npm registry, node modules,
-# and Debian's protoc, gRPC Python plugin and python3-grpcio (the README's Python client and its test; about
-# 7 MB to download).
+# Debian's protoc, gRPC Python plugin and python3-grpcio (the README's Python client and its test; about
+# 7 MB to download), and Debian's nginx-light (the fleet tests' load balancer; our code runs its own
+# instance in a temp dir, the package's system service is never used).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ONNXRUNTIME_NODE_INSTALL=skip DEBIAN_FRONTEND=noninteractive
@@ -13,6 +14,7 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 command -v grpc_python_plugin >/dev/null || need+=(protobuf-compiler-grpc)
 /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null || need+=(python3-grpcio python3-protobuf)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || need+=(nginx-light)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"

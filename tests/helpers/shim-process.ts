@@ -29,9 +29,11 @@ export class ShimProcess {
     })();
   }
 
-  static async start(port: number, modelPack: string): Promise<ShimProcess> {
+  /** `logLevel` debug logs every step (see logRecords); default error. */
+  static async start(port: number, modelPack: string, options: { logLevel?: 'error' | 'debug' } = {}): Promise<ShimProcess> {
+    const logLevel = options.logLevel ?? 'error';
     const child = Bun.spawn(
-      ['bun', join(PROJECT_ROOT, 'src/cloud/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--model-pack', modelPack, '--log-level', 'error'],
+      ['bun', join(PROJECT_ROOT, 'src/cloud/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--model-pack', modelPack, '--log-level', logLevel],
       { stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' },
     );
     const shim = new ShimProcess(child);
@@ -42,6 +44,12 @@ export class ShimProcess {
       throw e;
     }
     return shim;
+  }
+
+  /** The complete JSON log lines the shim has written to stderr so far. */
+  logRecords(): Record<string, unknown>[] {
+    const lines = this.stderr.split('\n').slice(0, -1);
+    return lines.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
   }
 
   /** Polls the gRPC health service (a fresh channel each time, so no channel backoff slows the poll). */
