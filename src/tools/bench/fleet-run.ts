@@ -62,6 +62,8 @@ export interface FleetRow {
   errors: number;
   generations: number;
   shim_cpu_ms_per_step: number;
+  /** The same for this process (the edges' gRPC clients; the fake has its own process): is the load generator the limit? */
+  load_cpu_ms_per_step: number;
   /** Shim RSS mid-row minus its RSS before the row (after a GC), per session open then. */
   rss_per_session_kb: number | null;
   sessions_open: number;
@@ -165,9 +167,11 @@ async function measureRow(o: FleetOptions, corpus: Corpus, shim: ShimChild, clie
   const edges = Promise.all(clients.map((client, i) => fleetEdge(client, corpus, i, run, tally)));
   await Bun.sleep(warmUpMs);
   const start = await shim.stats({ collect: false });
+  const loadStart = process.cpuUsage();
   await Bun.sleep((o.durationS * 1000) / 2);
   const loaded = await shim.stats({ collect: false });
   await edges;
+  const loadCpu = process.cpuUsage(loadStart);
   const end = await shim.stats({ collect: false });
   return {
     edges: clients.length,
@@ -183,6 +187,7 @@ async function measureRow(o: FleetOptions, corpus: Corpus, shim: ShimChild, clie
     errors: tally.errors,
     generations: tally.generations,
     shim_cpu_ms_per_step: tally.steps ? round((end.cpuMs - start.cpuMs) / tally.steps) : 0,
+    load_cpu_ms_per_step: tally.steps ? round((loadCpu.user + loadCpu.system) / 1000 / tally.steps) : 0,
     rss_per_session_kb: loaded.sessions ? round(((loaded.rssMb - idle.rssMb) * 1024) / loaded.sessions, 1) : null,
     sessions_open: loaded.sessions,
     cached_share: tally.contextTokens ? round(tally.cachedTokens / tally.contextTokens) : 0,
