@@ -32,8 +32,8 @@ test('a short sweep: every row served without errors, the fake finds contexts ca
     ['fake', null, 4],
     ['embedded', 1, 1],
     ['embedded', 1, 4],
-    ['embedded', 64, 1],
-    ['embedded', 64, 4],
+    ['embedded', 8, 1],
+    ['embedded', 8, 4],
   ]);
   for (const row of result.rows) {
     expect(row.errors).toBe(0);
@@ -60,14 +60,14 @@ test('a short sweep: every row served without errors, the fake finds contexts ca
     expect(row.closed_loop).toBe(true);
     expect(row.offered_steps_per_s).toBeNull();
   }
-  expect(Object.keys(result.knee).sort()).toEqual(['embedded max-batch 1', 'embedded max-batch 64', 'fake']);
+  expect(Object.keys(result.knee).sort()).toEqual(['embedded max-batch 1', 'embedded max-batch 8', 'fake']);
   for (const knee of Object.values(result.knee) as { edges: number | null; base_p99_added_ms: number }[]) {
     expect(knee.edges === null || knee.edges === 4).toBe(true);
     expect(knee.base_p99_added_ms).toBeGreaterThan(0);
   }
   expect(result.batching.map((b: { edges: number; max_batch: number }) => [b.edges, b.max_batch])).toEqual([
-    [1, 64],
-    [4, 64],
+    [1, 8],
+    [4, 8],
   ]);
   expect(result.settings.pace).toEqual({ tokenMs: 5, share: 0.1, span: 1, genTokens: 128 });
   expect(result.plot).toBe(plot);
@@ -75,7 +75,7 @@ test('a short sweep: every row served without errors, the fake finds contexts ca
   expect(svg).toStartWith('<svg');
   expect(svg).toContain('Routed steps served per second by one shim');
   expect(svg).toContain('p99 latency the shim and the network add to a step');
-  expect(svg).toContain('embedded max-batch 64');
+  expect(svg).toContain('embedded max-batch 8');
 }, 90_000);
 
 test('bad flags are usage errors', () => {

@@ -5,7 +5,7 @@
  *
  * - `fake`: the SGLang service fake (sglang-service-fake.ts: a modelled service time, a real prefix
  *   cache), so the rows show the shim's own cost: added latency, CPU per step, memory per session.
- * - `embedded`: the demo cloud pack inside the shim, once per `--max-batch` (1 and 64 by default), so
+ * - `embedded`: the demo cloud pack inside the shim, once per `--max-batch` (1 and the shim's default 8, by default), so
  *   the rows show what batching steps of concurrent sessions into one forward pass gains. These rows are
  *   closed-loop by default (`--embedded-token-ms 0`: each edge sends its next routed step as soon as the
  *   last reply is in), so steps/s is the shim's capacity rather than the offered load.
@@ -24,7 +24,7 @@ import { isCpuList } from './cpu-pinning.ts';
 import { fleetKnees, runFleetBench, setupLabel, type FleetBackend, type FleetKnee, type FleetOptions, type FleetRow } from './fleet-run.ts';
 
 export const USAGE = `bench fleet [--edges 1,4,16,64,128,256] [--duration S] [--backend fake,embedded] [--token-ms 25] [--share 0.1]
-      [--span 1] [--gen-tokens 128] [--service-ms 2] [--max-batch 1,64] [--embedded-token-ms 0] [--shim-cpus 1]
+      [--span 1] [--gen-tokens 128] [--service-ms 2] [--max-batch 1,8] [--embedded-token-ms 0] [--shim-cpus 1]
       [--load-cpus 0] [--seed 1] [--plot FILE] [--json]
       N simulated edges (one gRPC connection each, one stream per generation) against one shim on its own
       core, to an SGLang fake and to the embedded model: steps/s, p50/p99 latency the shim adds, shim CPU
@@ -127,7 +127,7 @@ export function parseFleetFlags(args: string[]): { options: Omit<FleetOptions, '
     backends: [...new Set(backends)] as FleetBackend[],
     pace: { tokenMs: numberFlag(values, 'token-ms', 25, [0, 10_000])!, share, span: integerFlag(values, 'span', 1, [1, 64])!, genTokens: integerFlag(values, 'gen-tokens', 128, [1, 256])! },
     embeddedTokenMs: numberFlag(values, 'embedded-token-ms', 0, [0, 10_000])!,
-    maxBatches: integerList(values, 'max-batch', [1, 64], [1, 256]),
+    maxBatches: integerList(values, 'max-batch', [1, 8], [1, 256]),
     serviceMs: numberFlag(values, 'service-ms', 2, [0, 10_000])!,
     prefillMsPerToken: numberFlag(values, 'prefill-ms-per-token', 0.01, [0, 100])!,
     shimCpus: cpuFlag(values, 'shim-cpus', '1'),
