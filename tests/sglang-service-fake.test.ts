@@ -3,6 +3,7 @@
  * its prefix cache as a session's context grows, the service time, and clear 400s for bad requests.
  */
 import { afterAll, expect, test } from 'bun:test';
+import { SglangBackend } from '../src/cloud/sglang-backend.ts';
 import { nextFakeId, serveSglangFake } from '../src/tools/bench/sglang-service-fake.ts';
 
 const fake = serveSglangFake({ vocabSize: 512, maxContext: 64, serviceMs: 5, prefillMsPerToken: 0, cacheTokens: 1_000 });
@@ -66,4 +67,25 @@ test('bad requests get SGLang-style 400s with a message; the health and model-in
   expect((await fetch(`${fake.url}/health`)).status).toBe(200);
   expect(await (await fetch(`${fake.url}/get_model_info`)).json()).toMatchObject({ is_generation: true });
   expect((await fetch(`${fake.url}/abort_request`, { method: 'POST', body: JSON.stringify({ rid: 'r1' }) })).status).toBe(200);
+});
+
+test("the shim's SGLang backend reads the fake's replies, streaming and not, alike", async () => {
+  // A first token no other test of this file sends: nothing of it is cached before.
+  const input = [30, 20, 21, 22];
+  const expected = [nextFakeId(input, 512)];
+  expected.push(nextFakeId([...input, expected[0]!], 512));
+  for (const stream of [false, true]) {
+    const backend = new SglangBackend({ baseUrl: fake.url, apiKey: undefined, retries: 0, stream, vocabSize: 512, maxContext: 64 });
+    const sequence = backend.openSequence();
+    const sampling = { temperature: 0, topP: 1, seed: undefined, stopTokenIds: [], topLogprobs: 1 };
+    const result = await sequence.step({ context: input, maxTokens: 2, sampling, requestId: `s-${stream}`, signal: new AbortController().signal });
+    expect(result.ids).toEqual(expected);
+    expect(result.logprobs).toEqual([-0.25, -0.25]);
+    expect(result.top).toEqual(expected.map((id) => [{ id, logprob: -0.25 }]));
+    expect(result.finish).toBe('length');
+    // Asked twice: the second time all but the last input token is cached.
+    expect(result.cachedTokens).toBe(stream ? 3 : 0);
+    sequence.dispose();
+    await backend.close();
+  }
 });
