@@ -115,7 +115,7 @@ export async function runFleetBench(o: FleetOptions): Promise<FleetRow[]> {
       const fakeOptions: SglangFakeOptions = { vocabSize: pack.vocabSize, maxContext: pack.maxPositions, serviceMs: o.serviceMs, prefillMsPerToken: o.prefillMsPerToken, cacheTokens: CACHE_TOKENS };
       const { child, ready } = await startIpcChild<SglangFakeReply>({ script: new URL('./sglang-service-fake.ts', import.meta.url).pathname, options: fakeOptions, name: 'the SGLang fake' });
       try {
-        o.log(`fake: SGLang service fake at ${ready.type === 'ready' ? ready.url : ''} (decode step ${o.serviceMs} ms, prefill ${o.prefillMsPerToken} ms per uncached token)`);
+        o.log(`fake: SGLang service fake at ${ready.url} (decode step ${o.serviceMs} ms, prefill ${o.prefillMsPerToken} ms per uncached token)`);
         const config: Partial<ShimConfig> = { ...sessions, backend: 'sglang', backendUrl: ready.url };
         rows.push(...(await sweep(o, corpus, config, { backend, max_batch: null }, o.pace)));
       } finally {

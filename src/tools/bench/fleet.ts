@@ -13,6 +13,10 @@
  * Per setup, the knee is the first fleet size whose p99 added latency exceeds twice the smallest size's
  * and 5 ms. `--json` prints one object last; `--plot FILE` writes steps/s and p99 added against fleet
  * size (log x), one line per setup, as SVG.
+ *
+ * @example
+ * // bun run bench fleet --edges 1,8,64 --duration 5 --backend fake --json
+ * await main(['--edges', '1,8,64', '--duration', '5', '--backend', 'fake', '--json']);
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
