@@ -3,9 +3,10 @@
  * generator's: a real shim (`startShim`, embedded backend) on 127.0.0.1 port 0, driven over IPC.
  *
  * Protocol (JSON over Bun's IPC channel): the child sends `{type: 'ready', address}` once it listens
- * (or `{type: 'failed', message}` and exits); `{type: 'stats', id, collect}` is answered with a ShimStats,
- * after a forced garbage collection when `collect`; `{type: 'stop'}` shuts the shim down and exits. The child also exits when
- * its parent goes away (the IPC channel disconnects), so a killed benchmark leaves no shim behind.
+ * (or `{type: 'failed', message}` and exits); `{type: 'stats', id, collect}` is answered with a
+ * ShimStats, after a forced garbage collection when `collect`; `{type: 'stop'}` shuts the shim down and
+ * exits. The child also exits when its parent goes away (the IPC channel disconnects), so a killed
+ * benchmark leaves no shim behind.
  *
  * Started by `load-shim-child.ts` as `bun load-shim.ts '<json of ShimConfig overrides>'`.
  */
