@@ -18,6 +18,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   'int8-kernels': () => import('./decode-int8-kernels.ts'),
   prefix: () => import('./prefix.ts'),
   concurrency: () => import('./concurrency.ts'),
+  fleet: () => import('./fleet.ts'),
 };
 
 /** A target as a subcommand: `--help` after it prints that target's own usage. */

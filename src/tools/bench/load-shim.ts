@@ -3,9 +3,10 @@
  * generator's: a real shim (`startShim`, embedded backend) on 127.0.0.1 port 0, driven over IPC.
  *
  * Protocol (JSON over Bun's IPC channel): the child sends `{type: 'ready', address}` once it listens
- * (or `{type: 'failed', message}` and exits); `{type: 'stats', id}` is answered with a ShimStats after a
- * forced garbage collection; `{type: 'stop'}` shuts the shim down and exits. The child also exits when
- * its parent goes away (the IPC channel disconnects), so a killed benchmark leaves no shim behind.
+ * (or `{type: 'failed', message}` and exits); `{type: 'stats', id, collect}` is answered with a
+ * ShimStats, after a forced garbage collection when `collect`; `{type: 'stop'}` shuts the shim down and
+ * exits. The child also exits when its parent goes away (the IPC channel disconnects), so a killed
+ * benchmark leaves no shim behind.
  *
  * Started by `load-shim-child.ts` as `bun load-shim.ts '<json of ShimConfig overrides>'`.
  */
@@ -15,10 +16,12 @@ import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { createLogger } from '../../shared/logger.ts';
 
-/** What the shim process holds at one moment, after `Bun.gc(true)`. */
+/** What the shim process holds at one moment (after `Bun.gc(true)` when asked). */
 export interface ShimStats {
   rssMb: number;
   heapMb: number;
+  /** CPU time the shim process has used since it started, user plus system (process.cpuUsage()). */
+  cpuMs: number;
   /** Sessions in the store, context tokens they hold, and Route streams in flight. */
   sessions: number;
   contextTokens: number;
@@ -28,18 +31,20 @@ export interface ShimStats {
   rebuilds: number;
 }
 
-export type ShimChildRequest = { type: 'stats'; id: number } | { type: 'stop' };
+export type ShimChildRequest = { type: 'stats'; id: number; collect: boolean } | { type: 'stop' };
 export type ShimChildReply = { type: 'ready'; address: string } | { type: 'failed'; message: string } | ({ type: 'stats'; id: number } & ShimStats);
 
 const MB = 1024 * 1024;
 
-function stats(shim: ShimServer): ShimStats {
-  Bun.gc(true);
+function stats(shim: ShimServer, collect: boolean): ShimStats {
+  if (collect) Bun.gc(true);
   const memory = process.memoryUsage();
+  const cpu = process.cpuUsage();
   const backendStats = shim.backend instanceof EmbeddedBackend ? shim.backend.stats : { evictions: 0, rebuilds: 0 };
   return {
     rssMb: memory.rss / MB,
     heapMb: memory.heapUsed / MB,
+    cpuMs: (cpu.user + cpu.system) / 1000,
     sessions: shim.store.count,
     contextTokens: shim.store.totalTokens,
     streams: shim.streams.size,
@@ -67,7 +72,7 @@ async function serve(): Promise<void> {
     process.exit(0);
   };
   process.on('message', (message: ShimChildRequest) => {
-    if (message.type === 'stats') send({ type: 'stats', id: message.id, ...stats(shim) });
+    if (message.type === 'stats') send({ type: 'stats', id: message.id, ...stats(shim, message.collect) });
     else if (message.type === 'stop') void stop();
   });
   process.on('disconnect', () => void stop());

@@ -66,17 +66,27 @@ export async function loadCorpus(pack: string): Promise<Corpus> {
 }
 
 /**
+ * The prompt of session `session` of edge stream `index`: BOS and a window of the text, of a length and
+ * at a place that vary with both, leaving `after` tokens of text after it for the edge's own tokens.
+ * `next` is the position in `corpus.ids` of the first of those.
+ */
+export function promptWindow(corpus: Corpus, index: number, session: number, after: number): { context: number[]; next: number } {
+  const room = corpus.ids.length - MIN_PROMPT_TOKENS - PROMPT_SPREAD - after;
+  const length = MIN_PROMPT_TOKENS + ((index * 7 + session) % PROMPT_SPREAD);
+  const start = (index * 997 + session * 131) % room;
+  return { context: [corpus.bos, ...corpus.ids.slice(start, start + length)], next: start + length };
+}
+
+/**
  * One edge stream: sessions of STEPS_PER_SESSION routed steps each until `deadline` or `maxSessions`.
  * Between steps the context grows by the shim's token and the next token of the text (the edge's).
  */
 export async function streamWorker(client: GrpcCloudClient, corpus: Corpus, index: number, deadline: number, maxSessions: number, steps: number, tally: Tally): Promise<void> {
-  const room = corpus.ids.length - MIN_PROMPT_TOKENS - PROMPT_SPREAD - steps;
   for (let s = 0; s < maxSessions && performance.now() < deadline; s++) {
-    const promptLength = MIN_PROMPT_TOKENS + ((index * 7 + s) % PROMPT_SPREAD);
-    const start = (index * 997 + s * 131) % room;
-    const context = [corpus.bos, ...corpus.ids.slice(start, start + promptLength)];
+    const window = promptWindow(corpus, index, s, steps);
+    const { context } = window;
     const sources: TokenSource[] = context.map(() => 'prompt');
-    let edgeAt = start + promptLength;
+    let edgeAt = window.next;
     const conversation = client.openConversation({ requestId: `load-${index}-${s}` });
     try {
       for (let k = 0; k < steps; k++) {

@@ -25,29 +25,43 @@ export interface LineChart {
   unitY?: boolean;
   /** A logarithmic y axis (perplexities). */
   logY?: boolean;
+  /** A logarithmic x axis (a sweep over powers of two); else x is fixed at [0, 1] (thresholds). */
+  logX?: boolean;
 }
 
 /** One line (with points) per series, colour by series, dashed where asked. */
 export async function lineChartSvg(chart: LineChart): Promise<string> {
+  return renderSvg({ $schema: VEGA_LITE_SCHEMA, background: 'white', ...lineChartSpec(chart) });
+}
+
+/** Several line charts one above the other in one SVG (a benchmark's figures against one x). */
+export async function lineChartsSvg(charts: LineChart[]): Promise<string> {
+  return renderSvg({ $schema: VEGA_LITE_SCHEMA, background: 'white', vconcat: charts.map(lineChartSpec) } as TopLevelSpec);
+}
+
+const VEGA_LITE_SCHEMA = 'https://vega.github.io/schema/vega-lite/v6.json';
+
+function lineChartSpec(chart: LineChart) {
   const values = chart.series.flatMap((s) =>
     s.points.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y)).map((p) => ({ ...p, series: s.name, dashed: s.dashed ? 'yes' : 'no' })),
   );
-  const spec: TopLevelSpec = {
-    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+  return {
     title: chart.title,
     width: 480,
     height: 300,
-    background: 'white',
     data: { values },
-    mark: { type: 'line', point: true, strokeWidth: 1.5 },
+    mark: { type: 'line' as const, point: true, strokeWidth: 1.5 },
     encoding: {
-      x: { field: 'x', type: 'quantitative', title: chart.xTitle, scale: { domain: [0, 1] } },
-      y: { field: 'y', type: 'quantitative', title: chart.yTitle, scale: chart.unitY ? { domain: [0, 1] } : chart.logY ? { type: 'log' } : { zero: false } },
-      color: { field: 'series', type: 'nominal', title: null, sort: chart.series.map((s) => s.name), legend: { orient: 'bottom', columns: 1, labelLimit: 0 } },
-      strokeDash: { field: 'dashed', type: 'nominal', legend: null, scale: { domain: ['no', 'yes'], range: [[1, 0], [5, 3]] } },
-      order: { field: 'x', type: 'quantitative' },
+      x: { field: 'x', type: 'quantitative' as const, title: chart.xTitle, scale: chart.logX ? { type: 'log' as const } : { domain: [0, 1] } },
+      y: { field: 'y', type: 'quantitative' as const, title: chart.yTitle, scale: chart.unitY ? { domain: [0, 1] } : chart.logY ? { type: 'log' as const } : { zero: false } },
+      color: { field: 'series', type: 'nominal' as const, title: null, sort: chart.series.map((s) => s.name), legend: { orient: 'bottom' as const, columns: 1, labelLimit: 0 } },
+      strokeDash: { field: 'dashed', type: 'nominal' as const, legend: null, scale: { domain: ['no', 'yes'], range: [[1, 0], [5, 3]] } },
+      order: { field: 'x', type: 'quantitative' as const },
     },
   };
+}
+
+async function renderSvg(spec: TopLevelSpec): Promise<string> {
   const view = new View(parse(compile(spec).spec), { renderer: 'none' });
   try {
     return await view.toSVG();
