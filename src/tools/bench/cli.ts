@@ -19,6 +19,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   prefix: () => import('./prefix.ts'),
   concurrency: () => import('./concurrency.ts'),
   fleet: () => import('./fleet.ts'),
+  affinity: () => import('./affinity.ts'),
 };
 
 /** A target as a subcommand: `--help` after it prints that target's own usage. */

@@ -49,6 +49,9 @@ export class FleetTally {
   /** Over counted steps: prompt tokens the backend had cached, and context tokens sent. */
   cachedTokens = 0;
   contextTokens = 0;
+  /** The same over the steps after each generation's first (whose prompt no cache has seen yet). */
+  followUpCachedTokens = 0;
+  followUpContextTokens = 0;
   readonly messages = new Set<string>();
 
   fail(e: unknown): void {
@@ -85,6 +88,7 @@ export async function fleetEdge(client: GrpcCloudClient, corpus: Corpus, index: 
     const conversation = client.openConversation({ requestId: `fleet-${index}-${g}` });
     try {
       let produced = 0;
+      let steps = 0;
       let due = performance.now();
       while (produced < pace.genTokens) {
         if (random() >= pace.share) {
@@ -117,7 +121,12 @@ export async function fleetEdge(client: GrpcCloudClient, corpus: Corpus, index: 
           tally.addedMs.push(finished - started - reply.backendMs);
           tally.cachedTokens += reply.cachedTokens;
           tally.contextTokens += context.length;
+          if (steps > 0) {
+            tally.followUpCachedTokens += reply.cachedTokens;
+            tally.followUpContextTokens += context.length;
+          }
         }
+        steps++;
         for (const id of reply.tokens) {
           context.push(id);
           sources.push('llm');

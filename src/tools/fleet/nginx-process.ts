@@ -24,6 +24,8 @@ export interface NginxStartOptions {
   binary?: string;
   /** How long nginx may take to accept connections. Default 10 s. */
   readyTimeoutMs?: number;
+  /** A change to the rendered configuration (a bench's variant of the shipped file); none by default. */
+  edit?: (config: string) => string;
 }
 
 /** How often a start is tried again when another process took the free port first. */
@@ -50,7 +52,8 @@ export class NginxProcess {
     let lastError: unknown;
     for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
       const listen = `127.0.0.1:${await freeLoopbackPort()}`;
-      const config = renderNginxConfig(template, { listen, upstreams });
+      const rendered = renderNginxConfig(template, { listen, upstreams });
+      const config = options.edit ? options.edit(rendered) : rendered;
       const dir = await mkdtemp(join(tmpdir(), 'edge-router-nginx-'));
       // Run as root, nginx's workers drop to `nobody`: they must reach the temp files under the prefix.
       await chmod(dir, 0o755);
