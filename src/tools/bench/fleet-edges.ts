@@ -46,6 +46,8 @@ export class FleetTally {
   /** Round trip of each counted step, and that minus the backend time the shim reported for it. */
   readonly roundTripMs: number[] = [];
   readonly addedMs: number[] = [];
+  /** The shim's own time per counted step as it reports it (StepResult.shim_ms): no network, no client. */
+  readonly shimMs: number[] = [];
   /** Over counted steps: prompt tokens the backend had cached, and context tokens sent. */
   cachedTokens = 0;
   contextTokens = 0;
@@ -119,6 +121,7 @@ export async function fleetEdge(client: GrpcCloudClient, corpus: Corpus, index: 
           tally.steps++;
           tally.roundTripMs.push(finished - started);
           tally.addedMs.push(finished - started - reply.backendMs);
+          tally.shimMs.push(reply.shimMs);
           tally.cachedTokens += reply.cachedTokens;
           tally.contextTokens += context.length;
           if (steps > 0) {

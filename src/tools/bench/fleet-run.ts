@@ -57,6 +57,9 @@ export interface FleetRow {
   /** The edge's step round trip minus the backend time the shim reported: what the shim and the network add. */
   p50_added_ms: number;
   p99_added_ms: number;
+  /** The shim's own time per step as it reports it: added latency without the network and the edges' event loop. */
+  p50_shim_ms: number;
+  p99_shim_ms: number;
   p50_round_trip_ms: number;
   p99_round_trip_ms: number;
   errors: number;
@@ -182,6 +185,8 @@ async function measureRow(o: FleetOptions, corpus: Corpus, shim: ShimChild, clie
     steps_per_s: round(tally.steps / o.durationS, 1),
     p50_added_ms: round(percentile(tally.addedMs, 50)),
     p99_added_ms: round(percentile(tally.addedMs, 99)),
+    p50_shim_ms: round(percentile(tally.shimMs, 50)),
+    p99_shim_ms: round(percentile(tally.shimMs, 99)),
     p50_round_trip_ms: round(percentile(tally.roundTripMs, 50)),
     p99_round_trip_ms: round(percentile(tally.roundTripMs, 99)),
     errors: tally.errors,
