@@ -11,8 +11,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Backend, BackendSequence } from '../src/cloud/backend.ts';
 import { createBackend } from '../src/cloud/create-backend.ts';
 import { shimConfig } from '../src/cloud/config.ts';
-import type { DoneEvent, GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
+import type { TokenEvent } from '../src/edge/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
+import { generateAll } from './helpers/generate-all.ts';
 import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/grpc-cloud-client.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
@@ -60,23 +61,6 @@ function startEdge(cloud: GrpcCloudClient) {
       return /cloud: ([a-z-]+)/.exec(html)?.[1] ?? `unparsed: ${html}`;
     },
   };
-}
-
-/** Runs one generation to its end; `onToken` may act between tokens (the loop waits for it). */
-async function generateAll(runtime: EdgeRuntime, raw: RawGenerationRequest, onToken?: (token: TokenEvent, tokens: TokenEvent[]) => Promise<void>) {
-  const events: GenerationEvent[] = [];
-  const tokens: TokenEvent[] = [];
-  for await (const event of runtime.start(raw).events()) {
-    events.push(event);
-    if (event.type === 'token') {
-      tokens.push(event);
-      await onToken?.(event, tokens);
-    }
-  }
-  const done = events.at(-1) as DoneEvent;
-  expect(done.type).toBe('done');
-  expect(events.filter((e) => e.type === 'done')).toHaveLength(1);
-  return { tokens, done };
 }
 
 /** Plain greedy decoding with the edge pack: what a generation on the edge's own tokens must produce. */

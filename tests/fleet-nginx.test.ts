@@ -11,8 +11,9 @@ import { readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DoneEvent, GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
+import type { TokenEvent } from '../src/edge/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
+import { generateAll } from './helpers/generate-all.ts';
 import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/generation-request.ts';
 import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
 import { loadRouter, type Router } from '../src/edge/router.ts';
@@ -305,22 +306,6 @@ describe('nginx in front of two SGLang fakes, hashing X-SMG-Routing-Key', () => 
     expect(served.size).toBe(2);
   }, 60_000);
 });
-
-/** Runs one generation to its end; `onToken` may act between tokens (the loop waits for it). */
-async function generateAll(runtime: EdgeRuntime, raw: RawGenerationRequest, onToken?: (token: TokenEvent, tokens: TokenEvent[]) => Promise<void>) {
-  const events: GenerationEvent[] = [];
-  const tokens: TokenEvent[] = [];
-  for await (const event of runtime.start(raw).events()) {
-    events.push(event);
-    if (event.type === 'token') {
-      tokens.push(event);
-      await onToken?.(event, tokens);
-    }
-  }
-  const done = events.at(-1) as DoneEvent;
-  expect(done.type).toBe('done');
-  return { tokens, done };
-}
 
 const bySource = (tokens: TokenEvent[], source: TokenEvent['source']) => tokens.filter((t) => t.source === source);
 
