@@ -21,6 +21,11 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "setup: apt-get install ${need[*]}"
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # Debian starts the package's own nginx on port 80 where systemd runs; nothing here uses it.
+  if [[ " ${need[*]} " == *" nginx-light "* ]] && command -v systemctl >/dev/null && systemctl is-active --quiet nginx 2>/dev/null; then
+    echo "setup: systemctl disable --now nginx (the package's server on port 80; the project runs its own)"
+    $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
+  fi
 fi
 
 if ! command -v bun >/dev/null; then
