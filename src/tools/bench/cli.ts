@@ -20,6 +20,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   concurrency: () => import('./concurrency.ts'),
   fleet: () => import('./fleet.ts'),
   affinity: () => import('./affinity.ts'),
+  'embedded-batching': () => import('./embedded-batching.ts'),
 };
 
 /** A target as a subcommand: `--help` after it prints that target's own usage. */

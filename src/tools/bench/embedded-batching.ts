@@ -1,0 +1,102 @@
+/**
+ * `bench embedded-batching`: what batching concurrent sessions' steps gains inside the embedded backend,
+ * without gRPC. Sessions step as `bench fleet`'s edges do (a prompt window of real text, then routed steps
+ * that each append the edge's tokens since the last step and ask for one token), all in this process, so
+ * the figures are the backend's own: steps/s, forward passes per step, and the sizes of the batched passes.
+ * Set beside `bench fleet --backend embedded` (the same through the shim), the difference is the shim's
+ * own cost per step.
+ *
+ * @example
+ * // bun run bench embedded-batching --sessions 64 --share 0.1,1 --max-batch 1,8 --duration 5 --json
+ * await main(['--sessions', '64', '--share', '0.1,1', '--json']);
+ */
+import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
+import { DEMO } from '../../shared/paths.ts';
+import { round } from '../../shared/statistics.ts';
+import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { buildDemoPacks } from '../models/demo.ts';
+import { loadCorpus, promptWindow, type Corpus } from './load-workers.ts';
+
+export const USAGE = `bench embedded-batching [--sessions 64] [--share 0.1,1] [--max-batch 1,8] [--duration S] [--json]
+      the embedded backend alone (no gRPC): sessions stepping as bench fleet's edges do, per routed share and
+      --max-batch: steps/s, forward passes per step, batched pass sizes`;
+
+export interface EmbeddedBatchingRow {
+  share: number;
+  max_batch: number;
+  sessions: number;
+  steps: number;
+  steps_per_s: number;
+  /** Forward passes of the model per step: 1 when every step runs alone, 1/8 with full passes of 8. */
+  passes_per_step: number;
+  /** Batched decode passes by their number of rows (`{"8": 120}`); empty when nothing was batched. */
+  pass_sizes: Record<string, number>;
+}
+
+const GEN_TOKENS = 128;
+const SAMPLING = { temperature: 0, topP: 1, seed: undefined, stopTokenIds: [], topLogprobs: 0 };
+
+/** One session slot: generations back to back until `until`, each one backend sequence. */
+async function sessionSlot(backend: EmbeddedBackend, corpus: Corpus, index: number, share: number, until: number): Promise<number> {
+  let steps = 0;
+  // Each routed step carries the edge's tokens since the last one: 1/share − 1 of them, then asks for one.
+  const edgeTokens = Math.max(0, Math.round(1 / share) - 1);
+  for (let g = 0; performance.now() < until; g++) {
+    const window = promptWindow(corpus, index, g, GEN_TOKENS);
+    const context = [...window.context];
+    let next = window.next;
+    const sequence = backend.openSequence();
+    try {
+      for (let produced = 0; produced < GEN_TOKENS && performance.now() < until; produced++) {
+        for (let k = 0; k < edgeTokens && produced < GEN_TOKENS - 1; k++, produced++) context.push(corpus.ids[next++]!);
+        const result = await sequence.step({ context, maxTokens: 1, sampling: SAMPLING, requestId: `batching-${index}-${g}`, signal: new AbortController().signal });
+        context.push(...result.ids);
+        steps++;
+      }
+    } finally {
+      sequence.dispose();
+    }
+  }
+  return steps;
+}
+
+async function measure(corpus: Corpus, share: number, maxBatch: number, sessions: number, durationS: number): Promise<EmbeddedBatchingRow> {
+  const backend = await EmbeddedBackend.load({ modelPack: DEMO.cloudPack, threads: 1, maxLiveSequences: 2 * sessions, maxBatch });
+  try {
+    const runsBefore = backend.model.stats.runs;
+    const started = performance.now();
+    const until = started + durationS * 1000;
+    const steps = (await Promise.all(Array.from({ length: sessions }, (_, i) => sessionSlot(backend, corpus, i, share, until)))).reduce((a, b) => a + b, 0);
+    const seconds = (performance.now() - started) / 1000;
+    const sizes = backend.model.batcher?.stats.sizes ?? [];
+    const passSizes = Object.fromEntries(sizes.flatMap((count, rows) => (count && rows > 1 ? [[String(rows), count]] : [])));
+    return { share, max_batch: maxBatch, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: steps ? round((backend.model.stats.runs - runsBefore) / steps, 3) : 0, pass_sizes: passSizes };
+  } finally {
+    await backend.close();
+  }
+}
+
+function numberList(raw: unknown, name: string, fallback: number[], valid: (n: number) => boolean): number[] {
+  if (raw === undefined) return fallback;
+  const list = String(raw).split(',').map((v) => Number(v.trim()));
+  if (list.some((n) => !Number.isFinite(n) || !valid(n))) throw new UsageError(`--${name}: ${JSON.stringify(raw)} is not a comma-separated list of valid values`);
+  return list;
+}
+
+export async function main(args: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(args, { sessions: { type: 'string' }, share: { type: 'string' }, 'max-batch': { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const sessions = integerFlag(values, 'sessions', 64, [1, 256])!;
+  const durationS = integerFlag(values, 'duration', 5, [1, 300])!;
+  const shares = numberList(values.share, 'share', [0.1, 1], (n) => n > 0 && n <= 1);
+  const maxBatches = numberList(values['max-batch'], 'max-batch', [1, 8], (n) => Number.isInteger(n) && n >= 1 && n <= 256);
+  await buildDemoPacks();
+  const corpus = await loadCorpus(DEMO.cloudPack);
+  const rows: EmbeddedBatchingRow[] = [];
+  for (const share of shares) for (const maxBatch of maxBatches) rows.push(await measure(corpus, share, maxBatch, sessions, durationS));
+  console.log(`embedded backend alone (${DEMO.cloudPack}, one thread), ${sessions} sessions for ${durationS} s per row`);
+  console.log('| routed share | max-batch | steps/s | passes per step | batched passes by rows |');
+  console.log('|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.steps_per_s} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} |`);
+  if (values.json) console.log(JSON.stringify({ rows }));
+}
