@@ -6,6 +6,7 @@ import { beforeAll, expect, test } from 'bun:test';
 import { affinityOf, stepsByKey, withoutKeyHash } from '../src/tools/bench/affinity.ts';
 import { SGLANG_AFFINITY_CONFIG } from '../src/tools/fleet/nginx-config.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { lastJsonLine, runBench } from './helpers/run-bench.ts';
 
 beforeAll(async () => {
   await ensureDemoPacks();
@@ -47,14 +48,10 @@ test('the keyless variant removes exactly the hash line of the shipped file, and
 });
 
 test("with the key every step stays on its generation's first worker and finds its context cached; without it steps scatter and the workers prefill more", () => {
-  const r = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', 'affinity', '--edges', '6', '--duration', '2', '--token-ms', '5', '--share', '0.3', '--json'], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    timeout: 90_000,
-  });
-  expect(r.stderr.toString()).not.toContain('error');
-  expect(r.exitCode).toBe(0);
-  const { rows } = JSON.parse(r.stdout.toString().trim().split('\n').at(-1)!);
+  const r = runBench(['affinity', '--edges', '6', '--duration', '2', '--token-ms', '5', '--share', '0.3', '--json']);
+  expect(r.stderr).not.toContain('error');
+  expect(r.code).toBe(0);
+  const { rows } = lastJsonLine(r.stdout);
   const [key, noKey] = rows;
   expect([key.arm, noKey.arm]).toEqual(['key', 'no key']);
   for (const row of rows) {

@@ -1,20 +1,17 @@
 /** `bun run bench embedded-batching`: the embedded backend's own batching, per routed share, no gRPC. */
 import { beforeAll, expect, test } from 'bun:test';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { lastJsonLine, runBench } from './helpers/run-bench.ts';
 
 beforeAll(async () => {
   await ensureDemoPacks();
 }, 180_000);
 
 test('one-token steps share passes; the ten-token steps of a 10% routed share run one pass each, never batched', () => {
-  const r = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', 'embedded-batching', '--sessions', '8', '--duration', '1', '--share', '0.1,1', '--max-batch', '1,8', '--json'], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    timeout: 90_000,
-  });
-  expect(r.stderr.toString()).not.toContain('error');
-  expect(r.exitCode).toBe(0);
-  const { rows } = JSON.parse(r.stdout.toString().trim().split('\n').at(-1)!);
+  const r = runBench(['embedded-batching', '--sessions', '8', '--duration', '1', '--share', '0.1,1', '--max-batch', '1,8', '--json']);
+  expect(r.stderr).not.toContain('error');
+  expect(r.code).toBe(0);
+  const { rows } = lastJsonLine(r.stdout);
   expect(rows.map((row: { share: number; max_batch: number }) => [row.share, row.max_batch])).toEqual([
     [0.1, 1],
     [0.1, 8],

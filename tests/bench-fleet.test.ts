@@ -4,13 +4,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { lastJsonLine, runBench } from './helpers/run-bench.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-fleet-'));
 
-function bench(...args: string[]) {
-  const r = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', 'fleet', ...args], { stdout: 'pipe', stderr: 'pipe', timeout: 90_000 });
-  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
-}
+const bench = (...args: string[]) => runBench(['fleet', ...args]);
 
 beforeAll(async () => {
   await ensureDemoPacks();
@@ -26,7 +24,7 @@ test('a short sweep: every row served without errors, the fake finds contexts ca
   expect(r.code).toBe(0);
   const lines = r.stdout.trim().split('\n');
   expect(lines.slice(0, -1).join('\n')).toMatch(/\| fake \| 4 \| 88\.9 \| [\d.]+ \| [\d.]+ \/ [\d.]+ \|/);
-  const result = JSON.parse(lines.at(-1)!);
+  const result = lastJsonLine(r.stdout);
   expect(result.rows.map((row: { backend: string; max_batch: number | null; edges: number }) => [row.backend, row.max_batch, row.edges])).toEqual([
     ['fake', null, 1],
     ['fake', null, 4],
