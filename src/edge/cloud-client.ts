@@ -60,6 +60,24 @@ export interface CloudStepReply {
   shimMs: number;
   /** A conditional step whose assumption failed: nothing was computed and `tokens` is empty. */
   skipped?: boolean;
+  /**
+   * The shim refused the step because its backend is saturated (it would have waited past the step's
+   * deadline): nothing was computed and `tokens` is empty. The edge decides the position itself; this is
+   * not a cloud failure (the breaker does not count it).
+   */
+  overloaded?: boolean;
+  /** The shim's load when it answered (absent from a shim that does not report it). */
+  load?: CloudLoad;
+}
+
+/** The cloud's load as the shim reports it with every step result (proto `ShimLoad`). */
+export interface CloudLoad {
+  /** Steps the shim's backend is computing now, this one included. */
+  stepsInFlight: number;
+  /** Steps waiting for a backend slot behind them. */
+  stepsQueued: number;
+  /** Recent backend time of one step (a moving average), in milliseconds; 0 before the first. */
+  backendMs: number;
 }
 
 /** The reply to a conditional step whose assumed token was not the previous step's. */
@@ -81,6 +99,12 @@ export interface ConversationOptions {
   requestId: string;
   /** The routing key when the caller named a conversation; absent, the shim uses `requestId`. */
   routingKey?: string;
+  /**
+   * Deadline of each step of this conversation, when it is shorter than the client's: a generation under a
+   * wait budget gives the cloud no longer than the budget (the shim refuses a step it could not start in
+   * time as overloaded instead of queuing it).
+   */
+  stepTimeoutMs?: number;
   signal?: AbortSignal;
 }
 

@@ -34,7 +34,23 @@ export interface GenerationRequest {
    * so a chat's turns reach the worker that holds their shared prefix. Absent: the generation's request id.
    */
   conversation?: string;
+  /**
+   * Budgets the edge holds instead of a fixed τ (routing-budget.ts); each is present only when given. With
+   * a share or token budget the cut on the router's scores moves to hold it; a wait budget lowers whatever
+   * cut applies as the round trip or the cloud's load grows. Absent all three, τ decides exactly as before.
+   */
+  /** Target share of generated tokens routed to the cloud, in (0, 1]. */
+  routeShare?: number;
+  /** Most cloud tokens the edge box spends per minute, over all its generations. */
+  routeTokensPerMinute?: number;
+  /** Most milliseconds a token may wait for the cloud. */
+  routeWaitMs?: number;
 }
+
+/** The routing budgets of a request or of the edge's settings (the defaults of requests that name neither τ nor a budget). */
+export type RouteBudget = Pick<GenerationRequest, 'routeShare' | 'routeTokensPerMinute' | 'routeWaitMs'>;
+
+export const ROUTE_BUDGET_KEYS = ['routeShare', 'routeTokensPerMinute', 'routeWaitMs'] as const;
 
 export interface GenerationLimits {
   maxPromptChars: number;
@@ -102,14 +118,30 @@ function conversationField(raw: unknown): string | undefined {
 }
 
 /**
+ * The request's budgets, checked; the edge's `defaults` apply only to a request that names neither a
+ * threshold nor any budget: one that names τ gets exactly τ, as before budgets existed.
+ */
+function budgetFields(raw: RawGenerationRequest, defaults: RouteBudget): RouteBudget {
+  const named = raw.threshold != null || ROUTE_BUDGET_KEYS.some((key) => raw[key] != null);
+  const source: Partial<Record<keyof RouteBudget, unknown>> = named ? raw : defaults;
+  const budget: RouteBudget = {};
+  if (source.routeShare != null) budget.routeShare = rangeField(source.routeShare, 'route_share', 0, 0, 1, true);
+  if (source.routeTokensPerMinute != null) budget.routeTokensPerMinute = integerField(source.routeTokensPerMinute, 'route_tokens_per_minute', 0, 1, 10_000_000);
+  if (source.routeWaitMs != null) budget.routeWaitMs = integerField(source.routeWaitMs, 'route_wait_ms', 0, 1, 600_000);
+  return budget;
+}
+
+/**
  * `defaultThreshold` is what a request without a threshold gets: the edge passes its router's.
  * `defaultSpeculate` likewise: the edge passes its `--speculate` setting (tools that say nothing get off).
+ * `defaultBudget`: the edge's `--route-*` settings, for requests that name neither τ nor a budget.
  */
 export function parseGenerationRequest(
   raw: RawGenerationRequest,
   limits: GenerationLimits = DEFAULT_LIMITS,
   defaultThreshold = 0.5,
   defaultSpeculate: boolean | 'auto' = false,
+  defaultBudget: RouteBudget = {},
 ): GenerationRequest {
   const prompt = raw.prompt;
   if (typeof prompt !== 'string') invalid('prompt must be a string');
@@ -145,5 +177,6 @@ export function parseGenerationRequest(
     speculate: speculateField(raw.speculate, defaultSpeculate),
     // Only when named: a request without one compares equal to one from before the field existed.
     ...(conversation === undefined ? {} : { conversation }),
+    ...budgetFields(raw, defaultBudget),
   };
 }
