@@ -5,12 +5,13 @@
 import { expect, test } from 'bun:test';
 import { EdgeMetrics } from '../src/edge/edge-metrics.ts';
 import { MetricsRecorder } from '../src/edge/generation-metrics.ts';
+import { thresholdReport } from '../src/edge/routing-budget-report.ts';
 import { MetricsPanel } from '../views/run-fragments.tsx';
 
 function metricsWith(batchSizes: number[]) {
   const recorder = new MetricsRecorder(3);
   for (const rows of batchSizes) recorder.decodePass(rows);
-  return recorder.finish();
+  return recorder.finish(thresholdReport(0.5));
 }
 
 test('meanBatchSize: the mean rows of the decode passes, 0 before any', () => {

@@ -15,6 +15,8 @@ export interface SpeculativeStep {
   /** Absent when the reply came before the router saw this position. */
   score?: number;
   routerMs: number;
+  /** Whether the position routes, decided when it was scored (absent when the reply came first). */
+  routed?: boolean;
   /** The edge's token here; absent when the position routes (nested routing) or the reply came first. */
   token?: number;
   pickMs: number;
@@ -25,6 +27,7 @@ export interface SpeculationHooks {
   feed(token: number): Promise<{ result: AppendResult; ms: number }>;
   /** The router's score of a position (the loop's one router call). */
   score(result: AppendResult): Promise<{ score: number; ms: number }>;
+  /** Decides whether a speculative position routes (and records it, as the loop records a decided one). */
   routes(score: number): boolean;
   /** The token the edge picks at a position it keeps (draws from the loop's random stream). */
   pick(result: AppendResult): number;
@@ -57,7 +60,8 @@ export async function decodeAhead(guess: number, maxSteps: number, hooks: Specul
     const scored = await hooks.score(result);
     step.score = scored.score;
     step.routerMs = scored.ms;
-    if (hooks.routes(scored.score)) {
+    step.routed = hooks.routes(scored.score);
+    if (step.routed) {
       const next = hooks.branch?.(step);
       if (next === undefined) break;
       token = next;

@@ -11,6 +11,7 @@
  * (speculation.ts); without it those calls do nothing.
  */
 import { AppError, errorMessage, isAbortError } from '../shared/errors.ts';
+import type { CloudLoad } from './cloud-client.ts';
 import type { LoopRequest, EdgeEngine } from './edge-engine.ts';
 import type { GenerationEvent, TokenEvent } from './generation-events.ts';
 import { checkCloudReply, elapsed, GenerationState, type Decision } from './generation-state.ts';
@@ -32,6 +33,13 @@ interface CloudOutcome {
    */
   fed?: boolean;
   cancelled?: boolean;
+}
+
+/** The shim refused a routed step because its backend is saturated: the edge decides the position itself. */
+class CloudOverloadedError extends AppError {
+  constructor() {
+    super('RESOURCE_EXHAUSTED', 'the cloud is overloaded (the shim refused the step at once): the edge decided this token');
+  }
 }
 
 /** The router's score at the position being decided: a kept position's was taken while decoding ahead. */
@@ -56,10 +64,13 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
   let source: TokenEvent['source'] = 'slm';
   let cloudError: string | undefined;
   let edgeFailure: { error: unknown } | undefined;
+  let load: CloudLoad | undefined;
+  let overloaded = false;
   try {
     if (!engine.cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
-    const conversation = (state.conversation ??= engine.cloud.openConversation({ requestId: state.requestId, routingKey: request.conversation, signal: state.signal }));
-    const budget = Math.min(request.routeSpan, state.room);
+    const opening = { requestId: state.requestId, routingKey: request.conversation, signal: state.signal, stepTimeoutMs: state.cut.waitMs };
+    const conversation = (state.conversation ??= engine.cloud.openConversation(opening));
+    const budget = Math.min(state.cut.maxTokens(request.routeSpan), state.room);
     const stepRequest = state.stepRequest(state.context, state.sources, { tokenIndex: metrics.tokens, maxTokens: budget, score, hidden: state.last?.hidden });
     const { reply } = await speculation.send(conversation, stepRequest);
     // Awaited below unless the edge fails first; a rejection then must not go unhandled.
@@ -68,16 +79,21 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
       edgeFailure = { error };
       throw error;
     });
-    chosen = checkCloudReply(await reply, budget, state.vocabSize);
+    const answer = await reply;
+    load = answer.load;
+    if (answer.overloaded) throw new CloudOverloadedError();
+    chosen = checkCloudReply(answer, budget, state.vocabSize);
     source = 'llm';
   } catch (e) {
     if (edgeFailure) throw edgeFailure.error;
     if (state.signal?.aborted || isAbortError(e)) return { source, cloudMs: 0, cancelled: true };
     cloudError = errorMessage(e);
+    overloaded = e instanceof CloudOverloadedError;
     source = 'fallback';
   }
   const cloudMs = elapsed(t);
   metrics.cloudMs += cloudMs;
+  state.cut.observeStep({ waitMs: cloudMs, overloaded, failed: source === 'fallback' && !overloaded, load });
   const settled = speculation.settle(chosen);
   return { chosen: settled ? settled.chosen : chosen, source, cloudMs, cloudError, fed: settled?.fed };
 }
@@ -102,7 +118,7 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
       const stepStart = performance.now();
       const kept = speculation.replayKept();
       const { score, routerMs } = await scorePosition(state, kept);
-      const routed = request.mode === 'llm_only' || state.routes(score);
+      const routed = state.decideRoute(score, kept?.step.routed);
 
       const outcome: CloudOutcome = routed ? await askCloud(state, speculation, score) : { source: 'slm', cloudMs: 0 };
       if (outcome.cancelled) return yield state.finish('cancelled');

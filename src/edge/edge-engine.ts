@@ -6,6 +6,7 @@
 import type { DecoderModel } from '../shared/decoder-model.ts';
 import type { PrefixCache } from '../shared/prefix-cache.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
+import type { BoxRouting } from './box-routing.ts';
 import type { CloudClient } from './cloud-client.ts';
 import type { GenerationRequest } from './generation-request.ts';
 import type { Router } from './router.ts';
@@ -51,6 +52,11 @@ export interface EdgeEngine {
    * starts from; absent: every prompt is prefilled whole.
    */
   promptCache?: PrefixCache;
+  /**
+   * Routing state shared by the box's generations: budgets' spending, measured waits, the cloud's load
+   * (box-routing.ts). Made on the first generation when absent.
+   */
+  routing?: BoxRouting;
 }
 
 /** The prompt's token ids as the loop feeds them: BOS first only when both the pack and its tokenizer have one (Qwen's has none). */

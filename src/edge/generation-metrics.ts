@@ -1,4 +1,5 @@
 import { mean, percentile } from '../shared/statistics.ts';
+import type { RoutingBudgetReport } from './routing-budget-report.ts';
 import type { SpeculationFigures } from './speculation-policy.ts';
 
 /** The speculate setting a generation ran with: forced by the request, or decided per routed position (`auto`). */
@@ -51,6 +52,8 @@ export interface GenerationMetrics {
   speculationDecisions: { ahead: number; waited: number };
   /** In `auto`: the figures of the last decision (null when it made none). */
   speculationFigures: SpeculationFigures | null;
+  /** The cut that decided the routing: τ, or the budgets and how much of them was used. */
+  budget: RoutingBudgetReport;
 }
 
 export class MetricsRecorder {
@@ -107,7 +110,7 @@ export class MetricsRecorder {
     if (!first) this.edgeStepMs.push(edgeMs);
   }
 
-  finish(): GenerationMetrics {
+  finish(budget: RoutingBudgetReport): GenerationMetrics {
     const now = performance.now();
     return {
       promptTokens: this.promptTokens,
@@ -137,6 +140,7 @@ export class MetricsRecorder {
       speculateSetting: this.speculateSetting,
       speculationDecisions: { ...this.speculationDecisions },
       speculationFigures: this.speculationFigures,
+      budget,
     };
   }
 }

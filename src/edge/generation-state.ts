@@ -8,11 +8,13 @@ import type { AppendResult, DecoderSequence } from '../shared/decoder-model.ts';
 import { AppError } from '../shared/errors.ts';
 import { sampleToken } from '../shared/sampling.ts';
 import type { TokenSource } from '../shared/contract-vocabulary.ts';
+import { BoxRouting } from './box-routing.ts';
 import type { CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
 import { promptIdsOf, type EdgeEngine, type LoopRequest } from './edge-engine.ts';
 import type { DoneEvent, FinishReason, TokenEvent } from './generation-events.ts';
 import { MetricsRecorder } from './generation-metrics.ts';
 import { ReplayableRandom } from './replayable-random.ts';
+import { RoutingCut } from './routing-cut.ts';
 import { StopStringFilter } from './stop-strings.ts';
 import type { TokenStreamDecoder } from '../shared/tokenizer.ts';
 
@@ -68,6 +70,8 @@ export class GenerationState {
   readonly sources: TokenSource[];
   readonly metrics: MetricsRecorder;
   readonly random: ReplayableRandom;
+  /** Where this generation's routing is cut: τ, or what its budgets make of the box's state. */
+  readonly cut: RoutingCut;
   private readonly textDecoder: TokenStreamDecoder;
   private readonly stopFilter: StopStringFilter;
   text = '';
@@ -98,6 +102,7 @@ export class GenerationState {
     this.sources = promptIds.map(() => 'prompt');
     this.metrics = new MetricsRecorder(promptIds.length);
     this.random = new ReplayableRandom(request.seed);
+    this.cut = RoutingCut.for(request, (engine.routing ??= new BoxRouting()));
     this.textDecoder = tokenizer.createStreamDecoder({ context: promptIds });
     this.stopFilter = new StopStringFilter(request.stop);
   }
@@ -156,8 +161,18 @@ export class GenerationState {
     return { score, ms: elapsed(t) };
   }
 
-  routes(score: number | null): boolean {
-    return this.request.mode === 'joint' && score !== null && score < this.request.threshold;
+  /**
+   * Whether the position being decided routes, recorded in the cut: `llm_only` routes every position, `joint`
+   * those below the cut. A position decoded ahead and kept was decided then (`kept`, by the cut's fork, which
+   * decides as the cut does), so its decision is taken rather than made again.
+   */
+  decideRoute(score: number | null, kept: boolean | undefined): boolean {
+    if (this.request.mode === 'llm_only') return true;
+    if (this.request.mode !== 'joint' || score === null) return false;
+    const decision = this.cut.decide(score);
+    const routed = kept ?? decision.routed;
+    this.cut.record(score, routed, decision);
+    return routed;
   }
 
   /** The edge's own token at a position: the request's sampling, drawing from the generation's random stream. */
@@ -204,6 +219,9 @@ export class GenerationState {
       this.context.push(id);
       this.sources.push(source);
       this.metrics.token(source);
+      this.engine.routing?.spend.emitted(1, source === 'llm' ? 1 : 0);
+      // A span's later tokens had no decision of their own; a share budget counts them all the same.
+      if (i > 0) this.cut.addTokens(1, source === 'llm');
       const piece = this.stopFilter.push(this.textDecoder.push(id));
       this.text += piece.text;
       yield {
@@ -225,7 +243,8 @@ export class GenerationState {
   finish(finishReason: FinishReason): DoneEvent {
     this.text += this.stopFilter.push(this.textDecoder.flush()).text;
     this.text += finishReason === 'stop' ? '' : this.stopFilter.flush();
-    return { type: 'done', finishReason, text: this.text, metrics: this.metrics.finish(), requestId: this.requestId, router: this.engine.router.info.name };
+    const metrics = this.metrics.finish(this.cut.report());
+    return { type: 'done', finishReason, text: this.text, metrics, requestId: this.requestId, router: this.engine.router.info.name };
   }
 
   /** Leaves the edge cache (prompt and output) to the prompt cache, then releases it and the cloud conversation. */

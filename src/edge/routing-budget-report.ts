@@ -28,6 +28,8 @@ export interface RoutingBudgetReport {
   tokensLastMinute?: number;
   /** The wait a routed token was expected to cost at the last decision (with a wait budget), in ms. */
   expectedWaitMs?: number;
+  /** Positions the share budget's guard decided against its quantile cut (share-cut.ts), with a share or token budget. */
+  guarded?: number;
   /** Routed steps the shim refused because its backend was saturated (decided on the edge instead). */
   overloaded: number;
 }

@@ -15,6 +15,7 @@ import type { CloudConversation, CloudStepReply, CloudStepRequest } from './clou
 import { decodeAhead, type SpeculativeStep } from './decode-ahead.ts';
 import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from './edge-engine.ts';
 import { elapsed, type GenerationState } from './generation-state.ts';
+import type { RoutingCut } from './routing-cut.ts';
 import type { SpeculationPolicy } from './speculation-policy.ts';
 import type { KeptPosition, Settled, Speculation } from './speculation.ts';
 
@@ -37,6 +38,11 @@ interface Chain {
   idSources: TokenSource[];
   behind?: { index: number; chain: Chain };
   replied: boolean;
+  /**
+   * The generation's cut as it will stand at the chain's end: a fork taken at the routed position, fed every
+   * position decoded ahead, so each is decided as the loop would decide it. The chain behind continues it.
+   */
+  cut: RoutingCut;
 }
 
 /**
@@ -117,7 +123,7 @@ export class SpeculationChains implements Speculation {
     if (ahead <= 0 || state.engine.cloud?.state() === 'circuit-open') return;
     if (!this.current) {
       if (this.auto && !this.pays()) return;
-      this.current = this.open(reply, state.last!, state.metrics.tokens, [...state.context], [...state.sources]);
+      this.current = this.open(reply, state.last!, state.metrics.tokens, [...state.context], [...state.sources], state.cut.fork());
     }
     await this.extend(this.current, ahead);
   }
@@ -146,10 +152,10 @@ export class SpeculationChains implements Speculation {
   }
 
   /** Starts a chain from the edge's top-1 guess at the routed position whose step is `step`; the cache can return here. */
-  private open(step: Promise<CloudStepReply>, from: AppendResult, tokenIndex: number, ids: number[], idSources: TokenSource[]): Chain {
+  private open(step: Promise<CloudStepReply>, from: AppendResult, tokenIndex: number, ids: number[], idSources: TokenSource[], cut: RoutingCut): Chain {
     const { random, sequence } = this.state;
     const guess = this.state.guess(from);
-    const chain: Chain = { step, tokenIndex, guess, from, draws: random.draws, steps: [], ids, idSources, replied: false };
+    const chain: Chain = { step, tokenIndex, guess, from, draws: random.draws, steps: [], ids, idSources, replied: false, cut };
     // Handled here so a failure during speculation is not an unhandled rejection; the loop awaits `step` itself.
     step.then(
       () => (chain.replied = true),
@@ -172,7 +178,7 @@ export class SpeculationChains implements Speculation {
     const request = state.stepRequest([...chain.ids], [...chain.idSources], { tokenIndex, maxTokens: 1, score: at.score ?? 0, hidden: at.result.hidden });
     const step = state.conversation.next({ ...request, conditional: true });
     state.metrics.conditionalSteps++;
-    const behind = this.open(step, at.result, tokenIndex, chain.ids, chain.idSources);
+    const behind = this.open(step, at.result, tokenIndex, chain.ids, chain.idSources, chain.cut);
     chain.behind = { index, chain: behind };
     return state.eos.has(behind.guess) ? undefined : behind.guess;
   }
@@ -185,7 +191,7 @@ export class SpeculationChains implements Speculation {
     if (!tail) token = chain.guess;
     else if (tail.token !== undefined) token = state.eos.has(tail.token) ? undefined : tail.token;
     // The chain ended at a routed position while another step was in flight: its step can go out now.
-    else if (tail.score !== undefined && state.routes(tail.score)) token = this.branch(chain, tail);
+    else if (tail.routed) token = this.branch(chain, tail);
     if (token === undefined || chain.replied) return;
     // The next token fed is a guess for a routed position (source `llm` in the context a conditional step
     // sends, as it will be if the guess holds) rather than the edge's pick.
@@ -204,7 +210,11 @@ export class SpeculationChains implements Speculation {
           return { result, ms: elapsed(t) };
         },
         score: (result) => state.score(result, chain.ids),
-        routes: (score) => state.routes(score),
+        routes: (score) => {
+          const decision = chain.cut.decide(score);
+          chain.cut.record(score, decision.routed, decision);
+          return decision.routed;
+        },
         pick: (result) => state.pick(result),
         isEos: (token) => state.eos.has(token),
         replied: () => chain.replied,

@@ -1,0 +1,93 @@
+/**
+ * The routing state the edge box shares across its generations: what budgets need to know beyond one
+ * generation. The token budget's spending over the last minute (token-spend.ts), the wait budget's
+ * measured waits and share cap (wait-budget.ts), the box's recent router scores (the wait cap is a quantile
+ * of them), the steps the shim refused as overloaded, and the last cut any generation used, for the page and
+ * Prometheus. One per engine; generations read it through their RoutingCut (routing-cut.ts).
+ *
+ * @example
+ * const box = new BoxRouting({ routeWaitMs: 300 });
+ * box.observeStep({ waitMs: 40, overloaded: false, failed: false }, 300);
+ * box.status().expectedWaitMs; // 40
+ */
+import type { CloudLoad } from './cloud-client.ts';
+import type { RouteBudget } from './generation-request.ts';
+import { ScoreWindow } from './score-window.ts';
+import { TokenSpend } from './token-spend.ts';
+import { WaitBudget, type StepOutcome, type WaitBudgetOptions } from './wait-budget.ts';
+
+/** Scores the wait cap's quantile is read over: a few seconds of a busy box's positions. */
+const BOX_SCORE_WINDOW = 500;
+/** Weight of one decided position in the box's running routed share. */
+const SHARE_WEIGHT = 0.02;
+
+/** The box's routing now, for the page's metrics panel and Prometheus. */
+export interface BoxRoutingStatus {
+  /** The cut the last decided position of any generation was held to (null before one). */
+  cut: number | null;
+  /** The edge's default budgets (its --route-* settings). */
+  waitBudgetMs?: number;
+  tokensPerMinuteBudget?: number;
+  shareBudget?: number;
+  /** The wait a routed token should expect now (null before any was measured). */
+  expectedWaitMs: number | null;
+  /** The wait budget's cap on the share of positions routed. */
+  waitShareCap: number;
+  tokensLastMinute: number;
+  overloadedTotal: number;
+  /** Running share of the box's decided positions that routed. */
+  routedShareRecent: number;
+  /** The shim's last load report. */
+  cloudLoad: CloudLoad | null;
+}
+
+export class BoxRouting {
+  readonly spend: TokenSpend;
+  readonly wait: WaitBudget;
+  readonly scores = new ScoreWindow(BOX_SCORE_WINDOW);
+  overloadedTotal = 0;
+  lastCut: number | null = null;
+  routedShareRecent = 0;
+  private lastLoad: CloudLoad | null = null;
+
+  constructor(
+    /** The edge's --route-* settings: reported, and the defaults the entry points give requests. */
+    readonly defaults: RouteBudget = {},
+    readonly now: () => number = () => performance.now(),
+    waitOptions: WaitBudgetOptions = {},
+  ) {
+    this.spend = new TokenSpend(now);
+    this.wait = new WaitBudget(now, waitOptions);
+  }
+
+  /** A generation decided a position (not a speculative one): its score and decision join the box's. */
+  observeDecision(score: number, routed: boolean, cut: number | null): void {
+    this.scores.push(score);
+    this.routedShareRecent += SHARE_WEIGHT * ((routed ? 1 : 0) - this.routedShareRecent);
+    this.lastCut = cut;
+  }
+
+  /** A routed step came back, was refused or failed, after `waitMs`; `waitBudgetMs` is its generation's, if any. */
+  observeStep(step: StepOutcome, waitBudgetMs: number | undefined): void {
+    if (step.overloaded) this.overloadedTotal++;
+    if (step.load) this.lastLoad = step.load;
+    // Without a wait budget the waits still inform the estimate; congestion is judged against the default budget or none.
+    this.wait.observe(step, waitBudgetMs ?? this.defaults.routeWaitMs ?? Number.POSITIVE_INFINITY, this.routedShareRecent);
+  }
+
+  status(): BoxRoutingStatus {
+    const { routeWaitMs, routeTokensPerMinute, routeShare } = this.defaults;
+    return {
+      cut: this.lastCut,
+      ...(routeWaitMs === undefined ? {} : { waitBudgetMs: routeWaitMs }),
+      ...(routeTokensPerMinute === undefined ? {} : { tokensPerMinuteBudget: routeTokensPerMinute }),
+      ...(routeShare === undefined ? {} : { shareBudget: routeShare }),
+      expectedWaitMs: this.wait.expectedWaitMs(),
+      waitShareCap: this.wait.currentCap(),
+      tokensLastMinute: this.spend.cloudTokensLastMinute(),
+      overloadedTotal: this.overloadedTotal,
+      routedShareRecent: this.routedShareRecent,
+      cloudLoad: this.lastLoad,
+    };
+  }
+}
