@@ -133,7 +133,8 @@ export class RoutingCut {
       ...(expectedWaitMs === null ? {} : { expectedWaitMs }),
       threshold,
       cut: this.lastCut,
-      meanCut: this.decided ? this.cutSum / this.decided : this.lastCut,
+      // Under τ the cut never moves: τ itself, not a sum of τs divided back (0.6 · 60 / 60 ≠ 0.6 in floats).
+      meanCut: this.decided && this.policy !== 'threshold' ? this.cutSum / this.decided : this.lastCut,
       decided: this.decided,
       routedPositions: this.routedPositions,
       realizedShare: this.decided ? this.routedPositions / this.decided : 0,

@@ -56,7 +56,8 @@ export class WaitBudget {
   private deviationMs = 0;
   private load: { value: CloudLoad; at: number } | undefined;
   private clearSince: number | undefined;
-  private lastDecreaseAt = Number.NEGATIVE_INFINITY;
+  /** No second decrease before this: the replies of that round trip report the same congestion. */
+  private holdUntil = Number.NEGATIVE_INFINITY;
   private lastObservedAt: number;
   private readonly o: Required<WaitBudgetOptions>;
 
@@ -80,8 +81,8 @@ export class WaitBudget {
       return;
     }
     this.clearSince = undefined;
-    if (now - this.lastDecreaseAt < (this.meanMs ?? 0)) return;
-    this.lastDecreaseAt = now;
+    if (now < this.holdUntil) return;
+    this.holdUntil = now + (this.meanMs ?? 0);
     this.cap = Math.max(this.o.minShare, this.o.decrease * Math.min(this.cap, routedShare));
   }
 
