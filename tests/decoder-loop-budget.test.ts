@@ -41,7 +41,7 @@ async function referenceLoop(prompt: string, threshold: number, count: number) {
   const cloud = pair.cloudModel.newSequence();
   let edgeOut = await edge.append(ids);
   let cloudOut = await cloud.append(ids);
-  const out: { id: number; source: string }[] = [];
+  const out: { id: number; source: TokenEvent['source'] }[] = [];
   while (out.length < count) {
     const routed = topProbability(edgeOut.logits) < threshold;
     const id = argmax(routed ? cloudOut.logits : edgeOut.logits);
@@ -57,7 +57,7 @@ async function referenceLoop(prompt: string, threshold: number, count: number) {
 
 /** Routed share of every `size`-token window starting after `skip` tokens. */
 function windowShares(tokens: TokenEvent[], size: number, skip: number): number[] {
-  const routed = tokens.map((t) => (t.source === 'llm' || t.source === 'fallback' ? 1 : 0));
+  const routed: number[] = tokens.map((t) => (t.source === 'llm' || t.source === 'fallback' ? 1 : 0));
   const shares: number[] = [];
   for (let start = skip; start + size <= routed.length; start++) shares.push(routed.slice(start, start + size).reduce((a, b) => a + b, 0) / size);
   return shares;

@@ -25,6 +25,7 @@ import { integerFlag, numberFlag, parseFlags, UsageError } from '../cli-support.
 import { lineChartsSvg } from '../eval/eval-plots.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 import { isCpuList } from './cpu-pinning.ts';
+import { formatOverload, runOverloadBench, type OverloadOptions } from './fleet-overload.ts';
 import { fleetKnees, runFleetBench, setupLabel, type FleetBackend, type FleetKnee, type FleetOptions, type FleetRow } from './fleet-run.ts';
 
 export const USAGE = `bench fleet [--edges 1,4,16,64,128,256] [--duration S] [--backend fake,embedded] [--token-ms 25] [--share 0.1]
@@ -32,7 +33,12 @@ export const USAGE = `bench fleet [--edges 1,4,16,64,128,256] [--duration S] [--
       [--load-cpus 0] [--seed 1] [--plot FILE] [--json]
       N simulated edges (one gRPC connection each, one stream per generation) against one shim on its own
       core, to an SGLang fake and to the embedded model: steps/s, p50/p99 latency the shim adds, shim CPU
-      per step, RSS per session, the knee; a plot of steps/s and p99 added against N`;
+      per step, RSS per session, the knee; a plot of steps/s and p99 added against N
+bench fleet --overload F [--slots 2] [--service-ms 10] [--route-wait-ms MS] [--cloud-deadline-ms 2000] [--duration S]
+      [--token-ms 25] [--share 0.1] [--span 1] [--gen-tokens 128] [--shim-cpus 1] [--load-cpus 0] [--seed 1] [--json]
+      F × the cloud's measured capacity (the fake with --slots requests at once) offered by edges deciding with the
+      real routing cut: fixed τ beside a wait budget (default twice the unloaded p99): wait p50/p99 per routed
+      position against the unloaded p99, failed generations, realized share per edge, fallback tokens`;
 
 export interface FleetResult {
   rows: FleetRow[];
@@ -102,7 +108,7 @@ function cpuFlag(values: Record<string, unknown>, name: string, fallback: string
   return v;
 }
 
-export function parseFleetFlags(args: string[]): { options: Omit<FleetOptions, 'log'>; json: boolean; plot: string } {
+export function parseFleetFlags(args: string[]): { options: Omit<FleetOptions, 'log'>; json: boolean; plot: string; overload: OverloadOptions | undefined } {
   const { values, positionals } = parseFlags(args, {
     edges: { type: 'string' },
     duration: { type: 'string' },
@@ -120,6 +126,10 @@ export function parseFleetFlags(args: string[]): { options: Omit<FleetOptions, '
     seed: { type: 'string' },
     plot: { type: 'string' },
     json: { type: 'boolean' },
+    overload: { type: 'string' },
+    slots: { type: 'string' },
+    'route-wait-ms': { type: 'string' },
+    'cloud-deadline-ms': { type: 'string' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const backends = ((values.backend as string | undefined) ?? 'fake,embedded').split(',').map((b) => b.trim());
@@ -138,12 +148,34 @@ export function parseFleetFlags(args: string[]): { options: Omit<FleetOptions, '
     loadCpus: cpuFlag(values, 'load-cpus', '0'),
     seed: integerFlag(values, 'seed', 1, [0, 2 ** 31 - 1])!,
   };
-  return { options, json: values.json === true, plot: resolve((values.plot as string | undefined) ?? 'bench-fleet.svg') };
+  const factor = numberFlag(values, 'overload', undefined, [0.1, 20]);
+  const overload: OverloadOptions | undefined =
+    factor === undefined
+      ? undefined
+      : {
+          factor,
+          durationS: options.durationS,
+          pace: options.pace,
+          serviceMs: numberFlag(values, 'service-ms', 10, [0.1, 10_000])!,
+          slots: integerFlag(values, 'slots', 2, [1, 1024])!,
+          waitMs: integerFlag(values, 'route-wait-ms', undefined, [1, 600_000]),
+          stepTimeoutMs: integerFlag(values, 'cloud-deadline-ms', 2_000, [1, 600_000])!,
+          shimCpus: options.shimCpus,
+          loadCpus: options.loadCpus,
+          seed: options.seed,
+        };
+  return { options, json: values.json === true, plot: resolve((values.plot as string | undefined) ?? 'bench-fleet.svg'), overload };
 }
 
 export async function main(args: string[]): Promise<void> {
-  const { options, json, plot } = parseFleetFlags(args);
+  const { options, json, plot, overload } = parseFleetFlags(args);
   await buildDemoPacks();
+  if (overload) {
+    const result = await runOverloadBench(overload, (line) => console.error(line));
+    console.log(formatOverload(result, overload));
+    if (json) console.log(JSON.stringify({ ...result, settings: { ...overload, cores: availableParallelism() } }));
+    return;
+  }
   const rows = await runFleetBench({ ...options, log: (line) => console.error(line) });
   const result: FleetResult = { rows, knee: fleetKnees(rows), batching: batchingFactors(rows), settings: { ...options, cores: availableParallelism() } };
   console.log(formatFleet(result));
