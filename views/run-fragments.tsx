@@ -7,6 +7,8 @@
 import type { FinishReason } from '../src/edge/decoder-loop.ts';
 import type { GenerationMetrics } from '../src/edge/generation-metrics.ts';
 import type { GenerationRequest, Mode } from '../src/edge/generation-request.ts';
+import { budgetReportOf } from '../src/edge/generation-budget.ts';
+import { budgetRows } from './routing-budget-rows.ts';
 
 /** `waitingFor`: the run this one starts after (Compare), named in its status until it starts. */
 export function RunPanel(props: { id: string; request: GenerationRequest; title: string; waitingFor?: string }) {
@@ -86,9 +88,12 @@ export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) 
     props.mode === 'llm_only'
       ? ['Time per token (cloud round trip, mean)', ms(m.tokens ? m.cloudMs / m.tokens : 0), 'tbt']
       : ['Time between tokens (edge, mean / p50 / p95)', `${ms(m.tbtMeanMs)} / ${ms(m.tbtP50Ms)} / ${ms(m.tbtP95Ms)}`, 'tbt'];
+  // The routing cut means nothing when one model makes every token.
+  const budget = props.mode === 'joint' ? budgetReportOf(m) : undefined;
   const rows: [string, string, string][] = [
     ['Tokens', String(m.tokens), 'tokens'],
     ['Routed to cloud', `${m.routed} (${(m.routedRatio * 100).toFixed(1)}%)`, 'routed'],
+    ...(budget ? budgetRows(budget) : []),
     ['Fallback (cloud down)', String(m.fallback), 'fallback'],
     ['Prompt tokens (cached: restored from the prompt cache, not prefilled)', `${m.promptTokens} (${m.cachedTokens} cached)`, 'cached'],
     ['Time to first token', ms(m.ttftMs), 'ttft'],

@@ -9,6 +9,7 @@ import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { CloudClient } from './cloud-client.ts';
 import type { GenerationRequest } from './generation-request.ts';
 import type { Router } from './router.ts';
+import type { RoutingStatusSource } from './routing-status.ts';
 import type { SpeculationPolicy } from './speculation-policy.ts';
 
 /**
@@ -51,6 +52,8 @@ export interface EdgeEngine {
    * starts from; absent: every prompt is prefilled whole.
    */
   promptCache?: PrefixCache;
+  /** The box-level routing cut and budgets (routing-budget.ts), read by Prometheus; absent: fixed τ only. */
+  routing?: RoutingStatusSource;
 }
 
 /** The prompt's token ids as the loop feeds them: BOS first only when both the pack and its tokenizer have one (Qwen's has none). */

@@ -95,6 +95,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     maxNewTokens: 64,
     maxNewTokensLimit: runtime.limits.maxNewTokens,
     speculate: runtime.engine.speculation?.byDefault ?? false,
+    budget: runtime.limits.defaultBudget ?? {},
     executionProviders: runtime.engine.edgeModel.executionProviders,
   };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} />));
