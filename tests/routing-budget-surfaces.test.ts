@@ -92,10 +92,13 @@ describe("the edge's default budgets", () => {
 describe('the page', () => {
   test("offers the three budgets, filled with the edge's defaults, blank where unset", async () => {
     const html = await (await app.request('/')).text();
-    expect(html).toContain('<legend>Routing budgets</legend>');
-    expect(html).toMatch(/<input id="route_share" name="route_share" type="number" value="0.1" placeholder="unset" min="0" max="1" step="0.01"\/>/);
-    expect(html).toMatch(/<input id="route_tokens_per_minute" name="route_tokens_per_minute" type="number" value="" placeholder="unset" min="1" step="1"\/>/);
-    expect(html).toMatch(/<input id="route_wait_ms" name="route_wait_ms" type="number" value="300" placeholder="unset" min="1" step="1"\/>/);
+    const input = (name: string, value: string, range: string) =>
+      `<input id="${name}" name="${name}" type="number" value="${value}" placeholder="blank = unset" aria-describedby="${name}-help" ${range}/>`;
+    expect(html).toContain('<label for="route_share">Routed share budget</label>');
+    expect(html).toContain(input('route_share', '0.1', 'min="0" max="1" step="0.01"'));
+    expect(html).toContain(input('route_tokens_per_minute', '', 'min="1" step="1"'));
+    expect(html).toContain(input('route_wait_ms', '300', 'min="1" step="1"'));
+    expect(html).toContain('<small id="route_wait_ms-help" class="legend">fewer tokens routed as the round trip grows</small>');
   });
 
   test("the metrics panel shows the policy, the effective cut, each budget and its use", async () => {

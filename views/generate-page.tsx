@@ -90,27 +90,29 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
   );
 }
 
-/** The three optional budgets; blank = unset. Any one set moves the cut on the router's scores to hold it. */
+/**
+ * The three optional budgets, one grid cell each like the other controls; blank = unset. Any one set
+ * moves the cut on the router's scores to hold it instead of routing at a fixed τ.
+ */
 function BudgetInputs(props: { budget: RouteBudget }) {
   const { budget } = props;
   const inputs: [string, string, string, number | undefined, Record<string, string>][] = [
-    ['route_share', 'Routed share', 'e.g. 0.10: one token in ten to the cloud', budget.routeShare, { min: '0', max: '1', step: '0.01' }],
+    ['route_share', 'Routed share budget', 'e.g. 0.10: one token in ten to the cloud; the cut moves to hold it', budget.routeShare, { min: '0', max: '1', step: '0.01' }],
     ['route_tokens_per_minute', 'Cloud tokens per minute', 'for this box, all runs together', budget.routeTokensPerMinute, { min: '1', step: '1' }],
-    ['route_wait_ms', 'Wait per token (ms)', 'fewer routed tokens as the round trip grows', budget.routeWaitMs, { min: '1', step: '1' }],
+    ['route_wait_ms', 'Wait per token budget (ms)', 'fewer tokens routed as the round trip grows', budget.routeWaitMs, { min: '1', step: '1' }],
   ];
   return (
-    <fieldset class="wide" aria-describedby="budget-help">
-      <legend>Routing budgets</legend>
+    <>
       {inputs.map(([name, label, hint, value, range]) => (
-        <label>
-          {label} <input id={name} name={name} type="number" value={value === undefined ? '' : String(value)} placeholder="unset" {...range} />
-          <small class="legend">{hint}</small>
-        </label>
+        <div>
+          <label for={name}>{label}</label>
+          <input id={name} name={name} type="number" value={value === undefined ? '' : String(value)} placeholder="blank = unset" aria-describedby={`${name}-help`} {...range} />
+          <small id={`${name}-help`} class="legend">
+            {hint}
+          </small>
+        </div>
       ))}
-      <small id="budget-help" class="legend">
-        optional, blank = unset: the edge moves the cut on the router's scores to hold them instead of routing at a fixed τ
-      </small>
-    </fieldset>
+    </>
   );
 }
 
