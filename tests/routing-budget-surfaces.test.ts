@@ -101,6 +101,19 @@ describe('the page', () => {
     expect(html).toContain('<small id="route_wait_ms-help" class="legend">fewer tokens routed as the round trip grows</small>');
   });
 
+  test("a run's title names its budgets in place of τ", async () => {
+    const title = async (fields: Record<string, string>) => {
+      const body = new URLSearchParams({ prompt: 'Once', max_new_tokens: '2', ...fields });
+      const panel = await (await app.request('/runs', { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })).text();
+      // Read the run's events so it finishes and gives its slot back.
+      await (await app.request(`/runs/${panel.match(/\/runs\/([0-9a-f-]+)\/events/)![1]}/events`)).text();
+      return panel.match(/<h2>(.*?)<\/h2>/s)![1];
+    };
+    expect(await title({ threshold: '0.7' })).toBe('joint<small class="legend"> τ=0.70</small>');
+    expect(await title({ threshold: '0.7', route_share: '0.2', route_tokens_per_minute: '', route_wait_ms: '300' })).toBe('joint<small class="legend"> share 0.2, wait ≤ 300 ms</small>');
+    expect(await title({ route_tokens_per_minute: '600' })).toBe('joint<small class="legend"> 600 cloud tokens/min</small>');
+  });
+
   test("the metrics panel shows the policy, the effective cut, each budget and its use", async () => {
     const render = async (budget: RoutingBudgetReport, mode: 'joint' | 'small_only' = 'joint') => String(await MetricsPanel({ metrics: metricsWith(budget), mode }).toString());
     const shareAndWait = await render(SHARE_AND_WAIT);

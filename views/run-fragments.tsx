@@ -19,7 +19,7 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
         <h2>
           {props.title}
           {/* τ decides nothing when every token comes from one model. */}
-          {request.mode === 'joint' ? <small class="legend"> τ={request.threshold.toFixed(2)}</small> : null}
+          {request.mode === 'joint' ? <small class="legend"> {routingTitle(request)}</small> : null}
         </h2>
         <button id={`stop-${id}`} class="secondary" type="button" hx-post={`/runs/${id}/stop`} hx-swap="none">
           Stop
@@ -39,6 +39,16 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
       <dl class="metrics" sse-swap="metrics" hx-swap="innerHTML" data-testid="metrics"></dl>
     </article>
   );
+}
+
+/** τ, or the budgets that move the cut in its place (a wait budget caps whichever applies). */
+function routingTitle(request: GenerationRequest): string {
+  const budgets = [
+    request.routeShare === undefined ? '' : `share ${request.routeShare}`,
+    request.routeTokensPerMinute === undefined ? '' : `${request.routeTokensPerMinute} cloud tokens/min`,
+    request.routeWaitMs === undefined ? '' : `wait ≤ ${request.routeWaitMs} ms`,
+  ].filter(Boolean);
+  return budgets.length ? budgets.join(', ') : `τ=${request.threshold.toFixed(2)}`;
 }
 
 /**
