@@ -41,7 +41,7 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
   );
 }
 
-/** τ, or the budgets that move the cut in its place (a wait budget caps whichever applies). */
+/** τ, or the budgets given: under a budget the cut moves, so τ alone would misname it. */
 function routingTitle(request: GenerationRequest): string {
   const budgets = [
     request.routeShare === undefined ? '' : `share ${request.routeShare}`,

@@ -106,7 +106,8 @@ export class EdgeRuntime {
   check(raw: RawGenerationRequest, promptIds?: readonly number[]): LoopRequest {
     try {
       if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
-      // A request that names no threshold gets the router's own (router.json's default_threshold), or the edge's budgets.
+      // A request that names no threshold gets the router's own (router.json's default_threshold); one that
+      // names neither τ nor a budget also gets the edge's --route-* budgets.
       const { defaultThreshold } = this.engine.router.info;
       const request: LoopRequest = parseGenerationRequest(raw, this.limits, defaultThreshold, this.engine.speculation?.byDefault, this.limits.defaultBudget);
       if (promptIds) {

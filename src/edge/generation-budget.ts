@@ -1,8 +1,9 @@
 /**
- * A finished generation's routing report, as the entry points read it from its done event's metrics. The
- * loop fills `GenerationMetrics.budget` on every done event (routing-budget.ts); this reader is the one
- * place that also accepts metrics without it (events built before budgets existed), so each surface
- * omits the report rather than inventing one.
+ * A finished generation's routing report, as the entry points (page, OpenAI usage, Prometheus) read it
+ * from its done event's metrics. The loop fills `GenerationMetrics.budget` on every done event
+ * (routing-budget.ts); this reader is the one place that also accepts metrics without it (a loop or a
+ * hand-built event from before budgets), so each surface then omits the report rather than inventing one.
+ * Once every done event carries it, callers may read `metrics.budget` directly.
  *
  * @example
  * const report = budgetReportOf(done.metrics);
