@@ -89,6 +89,12 @@ describe("the edge's default budgets", () => {
   });
 });
 
+test('/api/info names the default budgets as the request fields do', async () => {
+  const info = (await (await app.request('/api/info')).json()) as Record<string, unknown>;
+  expect(info.default_budget).toEqual({ route_share: 0.1, route_wait_ms: 300 });
+  expect(info.limits).toEqual({ max_prompt_chars: 16_384, max_new_tokens: 1024, max_route_span: 16, max_concurrent: 4 });
+});
+
 describe('the page', () => {
   test("offers the three budgets, filled with the edge's defaults, blank where unset", async () => {
     const html = await (await app.request('/')).text();
