@@ -8,7 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Hono } from 'hono';
+import { parseEdgeConfig } from '../src/edge/config.ts';
 import { EdgeMetrics } from '../src/edge/edge-metrics.ts';
+import { startEdge } from '../src/edge/edge-server.ts';
 import { toWireEvent } from '../src/edge/grpc/edge-grpc-server.ts';
 import { edgeGeneratorService } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
@@ -93,6 +95,19 @@ test('/api/info names the default budgets as the request fields do', async () =>
   const info = (await (await app.request('/api/info')).json()) as Record<string, unknown>;
   expect(info.default_budget).toEqual({ route_share: 0.1, route_wait_ms: 300 });
   expect(info.limits).toEqual({ max_prompt_chars: 16_384, max_new_tokens: 1024, max_route_span: 16, max_concurrent: 4 });
+});
+
+test("the started edge's --route-* settings become its requests' defaults", async () => {
+  const config = parseEdgeConfig(['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--log-level', 'error', '--route-share', '0.15'], {
+    EDGE_ROUTE_TOKENS_PER_MINUTE: '600',
+  });
+  const running = await startEdge(config);
+  try {
+    const info = (await (await fetch(new URL('/api/info', running.url))).json()) as Record<string, unknown>;
+    expect(info.default_budget).toEqual({ route_share: 0.15, route_tokens_per_minute: 600 });
+  } finally {
+    await running.stop();
+  }
 });
 
 describe('the page', () => {
