@@ -2,7 +2,7 @@ import { afterAll, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_EDGE_CONFIG, EDGE_USAGE, parseEdgeConfig } from '../src/edge/config.ts';
+import { DEFAULT_EDGE_CONFIG, EDGE_USAGE, parseEdgeConfig, routeBudgetOf } from '../src/edge/config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'edge-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -70,4 +70,26 @@ test('--speculate auto|on|off (EDGE_SPECULATE): auto by default, anything else r
   expect(parseEdgeConfig([], { EDGE_SPECULATE: 'on' }).speculate).toBe('on');
   expect(EDGE_USAGE).toContain('--speculate auto|on|off');
   expect(() => parseEdgeConfig(['--speculate', 'true'], {})).toThrow('--speculate');
+});
+
+test('--route-share, --route-tokens-per-minute, --route-wait-ms: unset by default, from every source, checked', () => {
+  expect([DEFAULT_EDGE_CONFIG.routeShare, DEFAULT_EDGE_CONFIG.routeTokensPerMinute, DEFAULT_EDGE_CONFIG.routeWaitMs]).toEqual([undefined, undefined, undefined]);
+  expect(routeBudgetOf(parseEdgeConfig([], {}))).toEqual({});
+  const file = join(dir, 'budget.json');
+  writeFileSync(file, JSON.stringify({ routeWaitMs: 300 }));
+  const config = parseEdgeConfig(['--config', file, '--route-share', '0.1'], { EDGE_ROUTE_TOKENS_PER_MINUTE: '20000' });
+  expect(routeBudgetOf(config)).toEqual({ routeShare: 0.1, routeTokensPerMinute: 20_000, routeWaitMs: 300 });
+  expect(EDGE_USAGE).toContain('--route-share N');
+  expect(EDGE_USAGE).toContain('--route-tokens-per-minute N');
+  expect(EDGE_USAGE).toContain('--route-wait-ms N');
+  const cases: [string[], Record<string, string>, string][] = [
+    [['--route-share', '0'], {}, '--route-share must be in (0, 1], got 0'],
+    [['--route-share', '1.5'], {}, '--route-share must be in (0, 1], got 1.5'],
+    [['--route-share', 'ten'], {}, '--route-share: routeShare must be a number ≥ 0, got "ten"'],
+    [[], { EDGE_ROUTE_TOKENS_PER_MINUTE: '0' }, 'EDGE_ROUTE_TOKENS_PER_MINUTE: routeTokensPerMinute must be an integer ≥ 1, got "0"'],
+    [['--route-tokens-per-minute', '20000000'], {}, '--route-tokens-per-minute must be ≤ 10000000, got 20000000'],
+    [['--route-wait-ms', '2.5'], {}, '--route-wait-ms: routeWaitMs must be an integer ≥ 1, got "2.5"'],
+    [['--route-wait-ms', '600001'], {}, '--route-wait-ms must be ≤ 600000, got 600001'],
+  ];
+  for (const [argv, env, message] of cases) expect(() => parseEdgeConfig(argv, env)).toThrow(message);
 });

@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
 /** The generate and compare pages: the same controls, one or two output panels. */
+import type { RouteBudget } from '../src/edge/generation-request.ts';
 import { Layout } from './layout.tsx';
 
 export interface FormDefaults {
@@ -8,6 +9,8 @@ export interface FormDefaults {
   maxNewTokensLimit: number;
   /** The edge's speculate setting, which a request that does not say gets. */
   speculate: boolean | 'auto';
+  /** The edge's routing budgets (--route-*), filled in so the page's runs hold them too; none when unset. */
+  budget: RouteBudget;
   /** onnxruntime's execution providers the edge model runs on, in order of preference. */
   executionProviders: readonly string[];
 }
@@ -57,6 +60,7 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
           </label>
         </fieldset>
       )}
+      <BudgetInputs budget={defaults.budget} />
       <div>
         <label for="max_new_tokens">Max new tokens</label>
         <input id="max_new_tokens" name="max_new_tokens" type="number" min="1" max={String(defaults.maxNewTokensLimit)} value={String(defaults.maxNewTokens)} />
@@ -83,6 +87,32 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
         <button type="submit">{props.compare ? 'Compare' : 'Generate'}</button>
       </div>
     </form>
+  );
+}
+
+/**
+ * The three optional budgets, one grid cell each like the other controls; blank = unset. Any one set
+ * moves the cut on the router's scores to hold it instead of routing at a fixed τ.
+ */
+function BudgetInputs(props: { budget: RouteBudget }) {
+  const { budget } = props;
+  const inputs: [string, string, string, number | undefined, Record<string, string>][] = [
+    ['route_share', 'Routed share budget', 'e.g. 0.10: one token in ten to the cloud; the cut moves to hold it', budget.routeShare, { min: '0', max: '1', step: '0.01' }],
+    ['route_tokens_per_minute', 'Cloud tokens per minute', 'for this box, all runs together', budget.routeTokensPerMinute, { min: '1', step: '1' }],
+    ['route_wait_ms', 'Wait per token budget (ms)', 'fewer tokens routed as the round trip grows', budget.routeWaitMs, { min: '1', step: '1' }],
+  ];
+  return (
+    <>
+      {inputs.map(([name, label, hint, value, range]) => (
+        <div>
+          <label for={name}>{label}</label>
+          <input id={name} name={name} type="number" value={value === undefined ? '' : String(value)} placeholder="blank = unset" aria-describedby={`${name}-help`} {...range} />
+          <small id={`${name}-help`} class="legend">
+            {hint}
+          </small>
+        </div>
+      ))}
+    </>
   );
 }
 

@@ -7,6 +7,7 @@
 import type { FinishReason } from '../src/edge/decoder-loop.ts';
 import type { GenerationMetrics } from '../src/edge/generation-metrics.ts';
 import type { GenerationRequest, Mode } from '../src/edge/generation-request.ts';
+import { budgetRows } from './routing-budget-rows.ts';
 
 /** `waitingFor`: the run this one starts after (Compare), named in its status until it starts. */
 export function RunPanel(props: { id: string; request: GenerationRequest; title: string; waitingFor?: string }) {
@@ -17,7 +18,7 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
         <h2>
           {props.title}
           {/* τ decides nothing when every token comes from one model. */}
-          {request.mode === 'joint' ? <small class="legend"> τ={request.threshold.toFixed(2)}</small> : null}
+          {request.mode === 'joint' ? <small class="legend"> {routingTitle(request)}</small> : null}
         </h2>
         <button id={`stop-${id}`} class="secondary" type="button" hx-post={`/runs/${id}/stop`} hx-swap="none">
           Stop
@@ -37,6 +38,16 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
       <dl class="metrics" sse-swap="metrics" hx-swap="innerHTML" data-testid="metrics"></dl>
     </article>
   );
+}
+
+/** τ, or the budgets given: under a budget the cut moves, so τ alone would misname it. */
+function routingTitle(request: GenerationRequest): string {
+  const budgets = [
+    request.routeShare === undefined ? '' : `share ${request.routeShare}`,
+    request.routeTokensPerMinute === undefined ? '' : `${request.routeTokensPerMinute} cloud tokens/min`,
+    request.routeWaitMs === undefined ? '' : `wait ≤ ${request.routeWaitMs} ms`,
+  ].filter(Boolean);
+  return budgets.length ? budgets.join(', ') : `τ=${request.threshold.toFixed(2)}`;
 }
 
 /**
@@ -86,9 +97,12 @@ export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) 
     props.mode === 'llm_only'
       ? ['Time per token (cloud round trip, mean)', ms(m.tokens ? m.cloudMs / m.tokens : 0), 'tbt']
       : ['Time between tokens (edge, mean / p50 / p95)', `${ms(m.tbtMeanMs)} / ${ms(m.tbtP50Ms)} / ${ms(m.tbtP95Ms)}`, 'tbt'];
+  // The routing cut means nothing when one model makes every token.
+  const budget = props.mode === 'joint' ? m.budget : undefined;
   const rows: [string, string, string][] = [
     ['Tokens', String(m.tokens), 'tokens'],
     ['Routed to cloud', `${m.routed} (${(m.routedRatio * 100).toFixed(1)}%)`, 'routed'],
+    ...(budget ? budgetRows(budget) : []),
     ['Fallback (cloud down)', String(m.fallback), 'fallback'],
     ['Prompt tokens (cached: restored from the prompt cache, not prefilled)', `${m.promptTokens} (${m.cachedTokens} cached)`, 'cached'],
     ['Time to first token', ms(m.ttftMs), 'ttft'],

@@ -12,6 +12,7 @@
  */
 import type { CloudLoad } from './cloud-client.ts';
 import type { RouteBudget } from './generation-request.ts';
+import type { RoutingStatus, RoutingStatusSource } from './routing-status.ts';
 import { ScoreWindow } from './score-window.ts';
 import { TokenSpend } from './token-spend.ts';
 import { WaitBudget, type StepOutcome, type WaitBudgetOptions } from './wait-budget.ts';
@@ -21,27 +22,17 @@ const BOX_SCORE_WINDOW = 500;
 /** Weight of one decided position in the box's running routed share. */
 const SHARE_WEIGHT = 0.02;
 
-/** The box's routing now, for the page's metrics panel and Prometheus. */
-export interface BoxRoutingStatus {
-  /** The cut the last decided position of any generation was held to (null before one). */
-  cut: number | null;
-  /** The edge's default budgets (its --route-* settings). */
-  waitBudgetMs?: number;
-  tokensPerMinuteBudget?: number;
+/** The box's routing now (routing-status.ts, read by Prometheus), and more for the logs. */
+export interface BoxRoutingStatus extends RoutingStatus {
+  /** The edge's default share budget (its --route-share). */
   shareBudget?: number;
-  /** The wait a routed token should expect now (null before any was measured). */
-  expectedWaitMs: number | null;
   /** The wait budget's cap on the share of positions routed. */
   waitShareCap: number;
-  tokensLastMinute: number;
-  overloadedTotal: number;
-  /** Running share of the box's decided positions that routed. */
-  routedShareRecent: number;
   /** The shim's last load report. */
   cloudLoad: CloudLoad | null;
 }
 
-export class BoxRouting {
+export class BoxRouting implements RoutingStatusSource {
   readonly spend: TokenSpend;
   readonly wait: WaitBudget;
   readonly scores = new ScoreWindow(BOX_SCORE_WINDOW);
@@ -77,12 +68,13 @@ export class BoxRouting {
 
   status(): BoxRoutingStatus {
     const { routeWaitMs, routeTokensPerMinute, routeShare } = this.defaults;
+    const expectedWaitMs = this.wait.expectedWaitMs();
     return {
       cut: this.lastCut,
       ...(routeWaitMs === undefined ? {} : { waitBudgetMs: routeWaitMs }),
       ...(routeTokensPerMinute === undefined ? {} : { tokensPerMinuteBudget: routeTokensPerMinute }),
       ...(routeShare === undefined ? {} : { shareBudget: routeShare }),
-      expectedWaitMs: this.wait.expectedWaitMs(),
+      ...(expectedWaitMs === null ? {} : { expectedWaitMs }),
       waitShareCap: this.wait.currentCap(),
       tokensLastMinute: this.spend.cloudTokensLastMinute(),
       overloadedTotal: this.overloadedTotal,

@@ -10,6 +10,7 @@ import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loa
 import { AppError } from '../shared/errors.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { DEMO } from '../shared/paths.ts';
+import type { RouteBudget } from './generation-request.ts';
 
 export interface EdgeConfig {
   /** Address the web page and HTTP API listen on (the LAN). */
@@ -40,6 +41,13 @@ export interface EdgeConfig {
    * (on), never (off), or where the measured hit rate, round trip and edge step say it pays (auto).
    */
   speculate: 'auto' | 'on' | 'off';
+  /**
+   * The routing budgets of requests that name neither τ nor a budget (each unset by default): a target
+   * share of generated tokens routed, cloud tokens per minute for the box, a wait per token in ms.
+   */
+  routeShare: number | undefined;
+  routeTokensPerMinute: number | undefined;
+  routeWaitMs: number | undefined;
   /** When set, the page and APIs require it. */
   accessToken: string | undefined;
   maxConcurrent: number;
@@ -79,6 +87,13 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
     values: ['auto', 'on', 'off'],
     help: "default of requests' speculate: decode ahead from the edge's guess while a routed token is on the network (the same tokens either way); auto does it where the measured hit rate and round trip say the time saved is above the edge's thrown-away steps",
   },
+  routeShare: {
+    kind: 'number',
+    min: 0,
+    help: 'target share of generated tokens routed to the cloud, in (0, 1]: the cut on the router scores moves to hold it, for requests that name neither threshold nor a budget',
+  },
+  routeTokensPerMinute: { kind: 'int', min: 1, help: 'most cloud tokens this box spends per minute over all generations, for requests that name neither threshold nor a budget' },
+  routeWaitMs: { kind: 'int', min: 1, help: 'most milliseconds a token may wait for the cloud: the cut falls as the round trip or the cloud load grows, for requests that name neither threshold nor a budget' },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
   maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4) may flip a near-tie (docs/operations.md)" },
@@ -118,6 +133,10 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   // Auto: decoding ahead gains where the edge's guesses at routed positions hit (the 0.5B shape, docs/results.md
   // section 5) and only wastes edge steps where they miss (every demo page run: 0% of its guesses).
   speculate: 'auto',
+  // Unset: a request that names nothing is routed at the router's default τ, as before budgets existed.
+  routeShare: undefined,
+  routeTokensPerMinute: undefined,
+  routeWaitMs: undefined,
   accessToken: undefined,
   maxConcurrent: 8,
   // As many as may run: a step of 8 rows costs little more than one where reading the weights bounds it.
@@ -137,6 +156,10 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
 
 const ENV_PREFIX = 'EDGE_';
 
+/** The request fields' own upper bounds (generation-request.ts), so a default is one a request could give. */
+const MAX_ROUTE_TOKENS_PER_MINUTE = 10_000_000;
+const MAX_ROUTE_WAIT_MS = 600_000;
+
 export const EDGE_USAGE = optionsUsage(OPTIONS, DEFAULT_EDGE_CONFIG, ENV_PREFIX, 'bun run edge');
 
 export function parseEdgeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Readonly<EdgeConfig> {
@@ -155,6 +178,26 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
   const cloud = config.cloud === 'none' ? undefined : config.cloud;
   if (!/^[^/\\]+\.onnx$/.test(config.edgeModelFile)) fail(`--edge-model-file must be a .onnx file name inside the pack folder, got ${config.edgeModelFile}`);
   if (cloud !== undefined && !/^\S+:\d+$/.test(cloud)) fail(`--cloud must be host:port or 'none', got ${cloud}`);
+  if (config.routeShare !== undefined && (config.routeShare <= 0 || config.routeShare > 1)) fail(`--route-share must be in (0, 1], got ${config.routeShare}`);
+  if (config.routeTokensPerMinute !== undefined && config.routeTokensPerMinute > MAX_ROUTE_TOKENS_PER_MINUTE) {
+    fail(`--route-tokens-per-minute must be ≤ ${MAX_ROUTE_TOKENS_PER_MINUTE}, got ${config.routeTokensPerMinute}`);
+  }
+  if (config.routeWaitMs !== undefined && config.routeWaitMs > MAX_ROUTE_WAIT_MS) fail(`--route-wait-ms must be ≤ ${MAX_ROUTE_WAIT_MS}, got ${config.routeWaitMs}`);
   const executionProvider = parseExecutionProviders(config.executionProvider).join(',');
   return Object.freeze({ ...config, cloud, executionProvider, router: config.router === 'builtin' ? undefined : config.router });
+}
+
+/**
+ * The settings' routing budgets, only those set: the defaults of requests that name neither τ nor a budget.
+ *
+ * @example
+ * routeBudgetOf(parseEdgeConfig(['--route-share', '0.1'], {})); // { routeShare: 0.1 }
+ */
+export function routeBudgetOf(config: Pick<EdgeConfig, 'routeShare' | 'routeTokensPerMinute' | 'routeWaitMs'>): RouteBudget {
+  const { routeShare, routeTokensPerMinute, routeWaitMs } = config;
+  return {
+    ...(routeShare === undefined ? {} : { routeShare }),
+    ...(routeTokensPerMinute === undefined ? {} : { routeTokensPerMinute }),
+    ...(routeWaitMs === undefined ? {} : { routeWaitMs }),
+  };
 }

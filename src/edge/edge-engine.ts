@@ -10,6 +10,7 @@ import type { BoxRouting } from './box-routing.ts';
 import type { CloudClient } from './cloud-client.ts';
 import type { GenerationRequest } from './generation-request.ts';
 import type { Router } from './router.ts';
+import type { RoutingStatusSource } from './routing-status.ts';
 import type { SpeculationPolicy } from './speculation-policy.ts';
 
 /**

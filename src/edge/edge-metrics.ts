@@ -3,6 +3,10 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { PrefixCache } from '../shared/prefix-cache.ts';
 import type { BatcherStats } from '../shared/decode-batcher.ts';
 import type { GenerationEvent } from './decoder-loop.ts';
+import type { RoutingStatus, RoutingStatusSource } from './routing-status.ts';
+
+/** A gauge's value for a figure the status may lack: NaN (Prometheus's "no value") rather than a misleading 0. */
+const orNaN = (value: number | null | undefined) => value ?? NaN;
 
 export class EdgeMetrics {
   readonly registry = new Registry();
@@ -73,8 +77,58 @@ export class EdgeMetrics {
     registers: [this.registry],
   });
 
+  readonly routingGenerations = new Counter({
+    name: 'edge_routing_generations_total',
+    help: 'Finished generations by the routing policy that cut them: threshold (a fixed τ) or the budgets given, e.g. share, share+wait',
+    labelNames: ['policy'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    this.registerRoutingStatus();
+  }
+
+  /** The engine's routing controller, read at each scrape; undefined when the edge routes by a fixed τ only. */
+  private routing: RoutingStatusSource | undefined;
+
+  /** Reports the box's routing cut, budgets and their use from `source` (engine.routing) from now on. */
+  describeRouting(source: RoutingStatusSource | undefined): void {
+    this.routing = source;
+  }
+
+  /**
+   * The routing status as gauges, each read from `status()` at its scrape (a handful of numbers: cheap).
+   * Without a controller, or for a budget not set, the figure is NaN: there is no cut or budget to report,
+   * which 0 would misstate.
+   */
+  private registerRoutingStatus(): void {
+    const status = () => this.routing?.status();
+    const gauge = (name: string, help: string, value: (s: RoutingStatus | undefined) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(value(status()));
+        },
+      });
+    gauge('edge_routing_cut', 'The cut on the router scores now in force (a position is routed when its score is below it); NaN before any budgeted decision', (s) => orNaN(s?.cut));
+    gauge('edge_routing_routed_share_recent', 'Share of recently decided positions that were routed to the cloud, all generations together', (s) => orNaN(s?.routedShareRecent));
+    gauge('edge_routing_wait_budget_ms', 'The wait budget per token (--route-wait-ms or the requests); NaN when none', (s) => orNaN(s?.waitBudgetMs));
+    gauge('edge_routing_expected_wait_ms', 'The wait a routed token is expected to cost now (round trip and cloud load), under a wait budget', (s) => orNaN(s?.expectedWaitMs));
+    gauge('edge_routing_tokens_per_minute_budget', 'Most cloud tokens the box spends per minute (--route-tokens-per-minute or the requests); NaN when none', (s) => orNaN(s?.tokensPerMinuteBudget));
+    gauge('edge_routing_cloud_tokens_last_minute', 'Cloud tokens the box spent over the last minute, all generations together', (s) => s?.tokensLastMinute ?? 0);
+    // A counter kept by the controller itself: each scrape reports its running total.
+    new Counter({
+      name: 'edge_routing_overloaded_steps_total',
+      help: 'Routed steps the cloud refused as overloaded, decided on the edge instead (not counted as cloud failures)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(status()?.overloadedTotal ?? 0);
+      },
+    });
   }
 
   /**
@@ -138,6 +192,8 @@ export class EdgeMetrics {
       const { ahead, waited } = event.metrics.speculationDecisions;
       if (ahead > 0) this.speculationDecisions.inc({ decision: 'ahead' }, ahead);
       if (waited > 0) this.speculationDecisions.inc({ decision: 'waited' }, waited);
+      const budget = event.metrics.budget;
+      if (budget) this.routingGenerations.inc({ policy: budget.policy });
       return;
     }
     this.tokens.inc({ source: event.source });

@@ -7,11 +7,18 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../shared/errors.ts';
 import { silentLogger, type Logger } from '../shared/logger.ts';
+import { BoxRouting } from './box-routing.ts';
 import type { CloudConnectionState } from './cloud-client.ts';
 import { generate, promptIdsOf, type EdgeEngine, type GenerationEvent, type LoopRequest } from './decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
-import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest } from './generation-request.ts';
+import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest, type RouteBudget } from './generation-request.ts';
+
+/**
+ * What the runtime admits: the request limits, the generations at once, and the edge's routing budgets
+ * (--route-*), which requests naming neither τ nor a budget get; none when omitted.
+ */
+export type RuntimeLimits = GenerationLimits & { maxConcurrent: number; defaultBudget?: RouteBudget };
 
 export interface RunningGeneration {
   id: string;
@@ -26,12 +33,15 @@ export class EdgeRuntime {
 
   constructor(
     readonly engine: EdgeEngine,
-    readonly limits: GenerationLimits & { maxConcurrent: number },
+    readonly limits: RuntimeLimits,
     private readonly log: Logger = silentLogger,
   ) {
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
     if (engine.promptCache) this.metrics.describePromptCache(engine.promptCache);
     this.metrics.describeBatching(engine.edgeModel.batcher?.stats);
+    // The box's routing state, made here so Prometheus reads it (and its default budgets) from the start.
+    engine.routing ??= new BoxRouting(limits.defaultBudget);
+    this.metrics.describeRouting(engine.routing);
   }
 
   /** Generations in progress (each holds an edge KV cache and maybe a cloud conversation). */
@@ -99,8 +109,10 @@ export class EdgeRuntime {
   check(raw: RawGenerationRequest, promptIds?: readonly number[]): LoopRequest {
     try {
       if (this.closing) throw new AppError('UNAVAILABLE', 'the edge is shutting down');
-      // A request that names no threshold gets the router's own (router.json's default_threshold).
-      const request: LoopRequest = parseGenerationRequest(raw, this.limits, this.engine.router.info.defaultThreshold, this.engine.speculation?.byDefault);
+      // A request that names no threshold gets the router's own (router.json's default_threshold); one that
+      // names neither τ nor a budget also gets the edge's --route-* budgets.
+      const { defaultThreshold } = this.engine.router.info;
+      const request: LoopRequest = parseGenerationRequest(raw, this.limits, defaultThreshold, this.engine.speculation?.byDefault, this.limits.defaultBudget);
       if (promptIds) {
         this.checkPromptIds(promptIds);
         request.promptIds = promptIds;

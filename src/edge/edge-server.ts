@@ -14,7 +14,7 @@ import { createLogger, type Logger } from '../shared/logger.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { listenError } from '../shared/listen-error.ts';
 import { PrefixCache } from '../shared/prefix-cache.ts';
-import type { EdgeConfig } from './config.ts';
+import { routeBudgetOf, type EdgeConfig } from './config.ts';
 import { EdgeRuntime } from './edge-runtime.ts';
 import { GrpcCloudClient } from './grpc-cloud-client.ts';
 import { EdgeGrpcServer } from './grpc/edge-grpc-server.ts';
@@ -73,7 +73,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   const promptCache = config.promptCacheMb > 0 ? new PrefixCache(parts.edgeModel, { maxBytes: config.promptCacheMb * 2 ** 20 }) : undefined;
   const runtime = new EdgeRuntime(
     { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
-    { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent },
+    { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent, defaultBudget: routeBudgetOf(config) },
     log,
   );
   let phase: Phase = 'starting';

@@ -28,6 +28,9 @@ const FIELDS = new Map<string, { key: keyof GenerationRequest; kind: 'text' | 'n
   ['seed', { key: 'seed', kind: 'number' }],
   ['stop', { key: 'stop', kind: 'texts' }],
   ['route_span', { key: 'routeSpan', kind: 'number' }],
+  ['route_share', { key: 'routeShare', kind: 'number' }],
+  ['route_tokens_per_minute', { key: 'routeTokensPerMinute', kind: 'number' }],
+  ['route_wait_ms', { key: 'routeWaitMs', kind: 'number' }],
   ['speculate', { key: 'speculate', kind: 'boolean' }],
   ['conversation', { key: 'conversation', kind: 'text' }],
 ]);

@@ -1,7 +1,7 @@
 /** An edge runtime over the real demo packs, with the cloud pack served in process. */
 import type { CloudClient } from '../../src/edge/cloud-client.ts';
 import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
-import { DEFAULT_LIMITS } from '../../src/edge/generation-request.ts';
+import { DEFAULT_LIMITS, type RouteBudget } from '../../src/edge/generation-request.ts';
 import { loadRouter } from '../../src/edge/router.ts';
 import { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { PrefixCache } from '../../src/shared/prefix-cache.ts';
@@ -27,6 +27,8 @@ export async function startTestEdge(
     speculateByDefault?: boolean | 'auto';
     /** Bytes of the edge's prompt cache; none when omitted. */
     promptCacheBytes?: number;
+    /** The edge's --route-* budgets (what requests naming neither τ nor a budget get); none when omitted. */
+    defaultBudget?: RouteBudget;
   } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
@@ -45,7 +47,7 @@ export async function startTestEdge(
       speculation: { byDefault: options.speculateByDefault },
       promptCache: options.promptCacheBytes ? new PrefixCache(edgeModel, { maxBytes: options.promptCacheBytes }) : undefined,
     },
-    { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4 },
+    { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4, defaultBudget: options.defaultBudget },
   );
   return {
     runtime,

@@ -40,6 +40,9 @@ function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
       route_span: r.routeSpan,
       speculate: r.speculate,
       conversation: r.conversation,
+      route_share: r.routeShare,
+      route_tokens_per_minute: r.routeTokensPerMinute,
+      route_wait_ms: r.routeWaitMs,
     },
     'typed',
   );

@@ -95,6 +95,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     maxNewTokens: 64,
     maxNewTokensLimit: runtime.limits.maxNewTokens,
     speculate: runtime.engine.speculation?.byDefault ?? false,
+    budget: runtime.limits.defaultBudget ?? {},
     executionProviders: runtime.engine.edgeModel.executionProviders,
   };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} />));
@@ -147,6 +148,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
       await streamRunAsJson(stream, run.events(abortOn(stream)));
     });
   });
+  const { defaultBudget = {}, ...limits } = runtime.limits;
   app.get('/api/info', (c) =>
     c.json(
       snakeCaseKeys({
@@ -156,7 +158,9 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
         executionProviders: runtime.engine.edgeModel.executionProviders,
         router: runtime.engine.router.info.name,
         cloud: runtime.cloudState(),
-        limits: runtime.limits,
+        limits,
+        // The --route-* budgets under the request fields' names: what a request naming neither τ nor a budget gets.
+        defaultBudget,
       }),
     ),
   );

@@ -1,8 +1,10 @@
 /**
  * OpenAI's `/v1/completions` and `/v1/chat/completions` request bodies, validated field by field with
  * OpenAI's names and ranges, and mapped onto the edge's own generation request. The routing fields are
- * vendor extensions (as vLLM documents its extra parameters): `routing_mode`, `routing_threshold` (τ) and
- * `route_span`; without them a request gets the edge's defaults (joint routing at the default τ). OpenAI's
+ * vendor extensions (as vLLM documents its extra parameters): `routing_mode`, `routing_threshold` (τ),
+ * `route_span` and the routing budgets `route_share`, `route_tokens_per_minute` and `route_wait_ms`;
+ * without them a request gets the edge's defaults (joint routing at the default τ, or the edge's
+ * --route-* budgets). OpenAI's
  * `prompt_cache_key` names the conversation (the cloud's routing key); `user` is checked and unused.
  *
  * @example
@@ -40,7 +42,8 @@ const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 /** OpenAI's documented limit on stop sequences. */
 const MAX_STOP = 4;
 
-const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'prompt_cache_key', 'routing_mode', 'routing_threshold', 'route_span'];
+const ROUTE_BUDGET_FIELDS = ['route_share', 'route_tokens_per_minute', 'route_wait_ms'];
+const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'prompt_cache_key', 'routing_mode', 'routing_threshold', 'route_span', ...ROUTE_BUDGET_FIELDS];
 const NEUTRAL = { presence_penalty: [0], frequency_penalty: [0] };
 
 export function parseCompletionRequest(body: Record<string, unknown>, limits: GenerationLimits): CompletionRequest {
@@ -74,6 +77,10 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
       mode: fields.oneOf('routing_mode', MODES),
       threshold: fields.number('routing_threshold', 0, 1),
       routeSpan: fields.integer('route_span', 1, limits.maxRouteSpan),
+      // The JSON API's own bounds (generation-request.ts), checked here to name the field OpenAI's way.
+      routeShare: fields.number('route_share', 0, 1, true),
+      routeTokensPerMinute: fields.integer('route_tokens_per_minute', 1, 10_000_000),
+      routeWaitMs: fields.integer('route_wait_ms', 1, 600_000),
       maxNewTokens,
       // OpenAI's defaults: temperature 1, and a fresh seed for every request that names none.
       temperature: fields.number('temperature', 0, 2) ?? 1,

@@ -3,14 +3,16 @@
  * `chat.completion`, or the chunks of a stream. Each streamed token is one chunk (its text may be empty
  * while a multi-byte character or a possible stop string is held back), and its choice carries the
  * vendor extension `routing`: the token's id, its source (`slm`, `llm` or `fallback`) and the router's
- * score. `usage` adds `routed_tokens` (chosen by the cloud model) and `fallback_tokens` (routed, but
- * decided by the edge model because the cloud could not answer).
+ * score. `usage` adds `routed_tokens` (chosen by the cloud model), `fallback_tokens` (routed, but
+ * decided by the edge model because the cloud could not answer) and `routing`: the cut that decided the
+ * routing (its policy, the budgets given, the cut and the realized share; the done event's report).
  *
  * @example
  * for await (const chunk of streamChunks(CHAT, meta, run.events(signal), true)) write(JSON.stringify(chunk));
  */
 import type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from '../../decoder-loop.ts';
 import type { GenerationMetrics } from '../../generation-metrics.ts';
+import { snakeCaseKeys } from '../snake-case-json.ts';
 
 export interface ResponseMeta {
   id: string;
@@ -27,6 +29,8 @@ export interface Usage {
   prompt_tokens_details: { cached_tokens: number };
   routed_tokens: number;
   fallback_tokens: number;
+  /** The generation's routing report in snake_case (`policy`, `cut`, `realized_share`, `share`, ...). */
+  routing?: Record<string, unknown>;
 }
 
 export interface RoutingExtension {
@@ -78,6 +82,7 @@ export function finishReason(reason: FinishReason): OpenAIFinish {
 }
 
 export function usage(metrics: GenerationMetrics): Usage {
+  const report = metrics.budget;
   return {
     prompt_tokens: metrics.promptTokens,
     completion_tokens: metrics.tokens,
@@ -85,6 +90,7 @@ export function usage(metrics: GenerationMetrics): Usage {
     prompt_tokens_details: { cached_tokens: metrics.cachedTokens },
     routed_tokens: metrics.routed,
     fallback_tokens: metrics.fallback,
+    ...(report ? { routing: snakeCaseKeys(report) as Record<string, unknown> } : {}),
   };
 }
 

@@ -7,6 +7,7 @@ import type { Error as _tokenrouter_edge_v1_Error, Error__Output as _tokenrouter
 import type { GenerateEvent as _tokenrouter_edge_v1_GenerateEvent, GenerateEvent__Output as _tokenrouter_edge_v1_GenerateEvent__Output } from './tokenrouter/edge/v1/GenerateEvent';
 import type { GenerateRequest as _tokenrouter_edge_v1_GenerateRequest, GenerateRequest__Output as _tokenrouter_edge_v1_GenerateRequest__Output } from './tokenrouter/edge/v1/GenerateRequest';
 import type { Metrics as _tokenrouter_edge_v1_Metrics, Metrics__Output as _tokenrouter_edge_v1_Metrics__Output } from './tokenrouter/edge/v1/Metrics';
+import type { RoutingBudget as _tokenrouter_edge_v1_RoutingBudget, RoutingBudget__Output as _tokenrouter_edge_v1_RoutingBudget__Output } from './tokenrouter/edge/v1/RoutingBudget';
 import type { Token as _tokenrouter_edge_v1_Token, Token__Output as _tokenrouter_edge_v1_Token__Output } from './tokenrouter/edge/v1/Token';
 import type { TokenTimings as _tokenrouter_edge_v1_TokenTimings, TokenTimings__Output as _tokenrouter_edge_v1_TokenTimings__Output } from './tokenrouter/edge/v1/TokenTimings';
 
@@ -24,6 +25,7 @@ export interface ProtoGrpcType {
         GenerateEvent: MessageTypeDefinition<_tokenrouter_edge_v1_GenerateEvent, _tokenrouter_edge_v1_GenerateEvent__Output>
         GenerateRequest: MessageTypeDefinition<_tokenrouter_edge_v1_GenerateRequest, _tokenrouter_edge_v1_GenerateRequest__Output>
         Metrics: MessageTypeDefinition<_tokenrouter_edge_v1_Metrics, _tokenrouter_edge_v1_Metrics__Output>
+        RoutingBudget: MessageTypeDefinition<_tokenrouter_edge_v1_RoutingBudget, _tokenrouter_edge_v1_RoutingBudget__Output>
         Token: MessageTypeDefinition<_tokenrouter_edge_v1_Token, _tokenrouter_edge_v1_Token__Output>
         TokenTimings: MessageTypeDefinition<_tokenrouter_edge_v1_TokenTimings, _tokenrouter_edge_v1_TokenTimings__Output>
       }

@@ -31,6 +31,16 @@ export interface GenerateRequest {
    * the generation's own request id. At most 128 printable ASCII characters.
    */
   'conversation'?: (string);
+  /**
+   * Routing budgets the edge holds instead of a fixed threshold (each unset unless given): the target share of
+   * generated tokens routed, in (0, 1]; the cloud tokens the edge box spends per minute, over all its generations;
+   * the most milliseconds a token may wait for the cloud. The router still orders positions (the lowest scores
+   * go first); only the cut on its scores moves. A request that names neither threshold nor a budget gets the
+   * edge's --route-* settings; one that names only threshold gets exactly that threshold.
+   */
+  'routeShare'?: (number | string);
+  'routeTokensPerMinute'?: (number);
+  'routeWaitMs'?: (number);
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";
@@ -39,6 +49,9 @@ export interface GenerateRequest {
   '_routeSpan'?: "routeSpan";
   '_speculate'?: "speculate";
   '_conversation'?: "conversation";
+  '_routeShare'?: "routeShare";
+  '_routeTokensPerMinute'?: "routeTokensPerMinute";
+  '_routeWaitMs'?: "routeWaitMs";
 }
 
 export interface GenerateRequest__Output {
@@ -71,6 +84,16 @@ export interface GenerateRequest__Output {
    * the generation's own request id. At most 128 printable ASCII characters.
    */
   'conversation'?: (string);
+  /**
+   * Routing budgets the edge holds instead of a fixed threshold (each unset unless given): the target share of
+   * generated tokens routed, in (0, 1]; the cloud tokens the edge box spends per minute, over all its generations;
+   * the most milliseconds a token may wait for the cloud. The router still orders positions (the lowest scores
+   * go first); only the cut on its scores moves. A request that names neither threshold nor a budget gets the
+   * edge's --route-* settings; one that names only threshold gets exactly that threshold.
+   */
+  'routeShare'?: (number);
+  'routeTokensPerMinute'?: (number);
+  'routeWaitMs'?: (number);
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";
@@ -79,4 +102,7 @@ export interface GenerateRequest__Output {
   '_routeSpan'?: "routeSpan";
   '_speculate'?: "speculate";
   '_conversation'?: "conversation";
+  '_routeShare'?: "routeShare";
+  '_routeTokensPerMinute'?: "routeTokensPerMinute";
+  '_routeWaitMs'?: "routeWaitMs";
 }

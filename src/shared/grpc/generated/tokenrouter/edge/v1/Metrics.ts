@@ -1,5 +1,6 @@
 // Original file: proto/edge_generator.proto
 
+import type { RoutingBudget as _tokenrouter_edge_v1_RoutingBudget, RoutingBudget__Output as _tokenrouter_edge_v1_RoutingBudget__Output } from '../../../tokenrouter/edge/v1/RoutingBudget';
 
 export interface Metrics {
   'promptTokens'?: (number);
@@ -43,6 +44,10 @@ export interface Metrics {
    * more when batched with other generations' steps (--max-batch).
    */
   'meanBatchSize'?: (number | string);
+  /**
+   * The cut that decided this generation's routing: its policy, the budgets, and how much of them was used.
+   */
+  'budget'?: (_tokenrouter_edge_v1_RoutingBudget | null);
 }
 
 export interface Metrics__Output {
@@ -87,4 +92,8 @@ export interface Metrics__Output {
    * more when batched with other generations' steps (--max-batch).
    */
   'meanBatchSize': (number);
+  /**
+   * The cut that decided this generation's routing: its policy, the budgets, and how much of them was used.
+   */
+  'budget': (_tokenrouter_edge_v1_RoutingBudget__Output | null);
 }
