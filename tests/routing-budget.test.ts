@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { BoxRouting } from '../src/edge/box-routing.ts';
+import type { CloudClient } from '../src/edge/cloud-client.ts';
 import { RoutingCut } from '../src/edge/routing-cut.ts';
 import { ScoreWindow } from '../src/edge/score-window.ts';
 import { ShareCut } from '../src/edge/share-cut.ts';
@@ -206,5 +207,34 @@ describe('RoutingCut', () => {
     expect(routing.scores.size).toBe(4);
     cut.record(0.2, cut.routes(0.2));
     expect(fork.decide(0.25)).toEqual(cut.decide(0.25));
+  });
+});
+
+describe('BoxRouting probes', () => {
+  test('a closed wait budget measures the round trip again after two seconds, one probe at a time, and reopens when the link recovers', async () => {
+    const clock = fakeClock();
+    const routing = new BoxRouting({}, clock.now, { weight: 1 });
+    let calls = 0;
+    let answer!: (ms: number) => void;
+    const cloud = { roundTrip: () => (calls++, new Promise<number>((resolve) => (answer = resolve))) } as unknown as CloudClient;
+    routing.observeStep({ waitMs: 500, overloaded: false, failed: false }, 100);
+    expect(routing.wait.allows(100)).toBe(false);
+    routing.probeIfDue(100, cloud);
+    expect(calls).toBe(0); // not yet: two seconds without a measurement first
+    clock.t += 2_000;
+    routing.probeIfDue(100, cloud);
+    routing.probeIfDue(100, cloud);
+    expect(calls).toBe(1);
+    answer(30);
+    await Bun.sleep(0);
+    // weight 1: the mean is the probe's 30 ms, the deviation |30 − 500| = 470 → 30 + 940: still closed
+    expect(routing.wait.expectedWaitMs()).toBe(970);
+    clock.t += 2_000;
+    routing.probeIfDue(100, cloud);
+    answer(30);
+    await Bun.sleep(0);
+    expect(routing.wait.expectedWaitMs()).toBe(30); // deviation 0 now
+    expect(routing.wait.allows(100)).toBe(true);
+    expect(calls).toBe(2);
   });
 });

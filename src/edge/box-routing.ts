@@ -10,7 +10,7 @@
  * box.observeStep({ waitMs: 40, overloaded: false, failed: false }, 300);
  * box.status().expectedWaitMs; // 40
  */
-import type { CloudLoad } from './cloud-client.ts';
+import type { CloudClient, CloudLoad } from './cloud-client.ts';
 import type { RouteBudget } from './generation-request.ts';
 import type { RoutingStatus, RoutingStatusSource } from './routing-status.ts';
 import { ScoreWindow } from './score-window.ts';
@@ -40,6 +40,7 @@ export class BoxRouting implements RoutingStatusSource {
   lastCut: number | null = null;
   routedShareRecent = 0;
   private lastLoad: CloudLoad | null = null;
+  private probing = false;
 
   constructor(
     /** The edge's --route-* settings: reported, and the defaults the entry points give requests. */
@@ -59,6 +60,22 @@ export class BoxRouting implements RoutingStatusSource {
   }
 
   /** A routed step came back, was refused or failed, after `waitMs`; `waitBudgetMs` is its generation's, if any. */
+  /**
+   * Under a wait budget that has kept every step back for a while, measures the round trip again in the
+   * background (one probe at a time) with the cloud's health check, so routing resumes when the link does.
+   */
+  probeIfDue(waitBudgetMs: number, cloud: CloudClient | undefined): void {
+    if (this.probing || !cloud?.roundTrip || !this.wait.needsProbe(waitBudgetMs)) return;
+    this.probing = true;
+    cloud
+      .roundTrip()
+      .then(
+        (ms) => this.wait.observeProbe(ms),
+        () => this.wait.probeFailed(),
+      )
+      .finally(() => (this.probing = false));
+  }
+
   observeStep(step: StepOutcome, waitBudgetMs: number | undefined): void {
     if (step.overloaded) this.overloadedTotal++;
     if (step.load) this.lastLoad = step.load;

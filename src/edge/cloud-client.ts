@@ -112,6 +112,11 @@ export interface CloudClient {
   /** Opens a conversation lazily: nothing is sent until the first `next`. */
   openConversation(options: ConversationOptions): CloudConversation;
   state(): CloudConnectionState;
+  /**
+   * Times one round trip to the shim without a step (its health check): how a wait budget that routes
+   * nothing measures the link again. Rejects when the shim does not answer SERVING. Absent: not measurable.
+   */
+  roundTrip?(): Promise<number>;
   close(): Promise<void>;
 }
 

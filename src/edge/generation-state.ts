@@ -169,6 +169,7 @@ export class GenerationState {
   decideRoute(score: number | null, kept: boolean | undefined): boolean {
     if (this.request.mode === 'llm_only') return true;
     if (this.request.mode !== 'joint' || score === null) return false;
+    if (this.cut.waitMs !== undefined) this.engine.routing?.probeIfDue(this.cut.waitMs, this.engine.cloud);
     const decision = this.cut.decide(score);
     const routed = kept ?? decision.routed;
     this.cut.record(score, routed, decision);

@@ -110,6 +110,13 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     }
   }
 
+  async roundTrip(): Promise<number> {
+    const started = performance.now();
+    const serving = await this.checkHealth(AbortSignal.timeout(this.stepTimeoutMs));
+    if (!serving) throw new AppError('UNAVAILABLE', 'the shim is not serving');
+    return performance.now() - started;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.probe.close();

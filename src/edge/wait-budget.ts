@@ -91,6 +91,11 @@ export class WaitBudget {
     this.observeWait(ms);
   }
 
+  /** The health check failed: nothing learned, but the next probe waits its turn. */
+  probeFailed(): void {
+    this.lastObservedAt = this.now();
+  }
+
   /** The wait a routed token should expect now, in ms; null before anything was measured. */
   expectedWaitMs(): number | null {
     if (this.meanMs === null) return null;
