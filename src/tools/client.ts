@@ -16,7 +16,7 @@ import { integerFlag, numberFlag, parseFlags, runCli, UsageError } from './cli-s
 
 const USAGE = `usage: bun run client -- "prompt" [--address host:port] [--mode joint|small_only|llm_only]
        [--threshold T] [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--route-span N] [--speculate on|off]
-       [--token BEARER] [--deadline-ms MS] [--json]
+       [--route-share S] [--route-tokens-per-minute N] [--route-wait-ms MS] [--token BEARER] [--deadline-ms MS] [--json]
 --address defaults to this machine's edge: 127.0.0.1 and EDGE_GRPC_PORT (50061 when unset), as the edge reads them.`;
 
 const RED = '\x1b[31m';
@@ -33,6 +33,9 @@ async function main(): Promise<void> {
     'top-p': { type: 'string' },
     seed: { type: 'string' },
     'route-span': { type: 'string' },
+    'route-share': { type: 'string' },
+    'route-tokens-per-minute': { type: 'string' },
+    'route-wait-ms': { type: 'string' },
     speculate: { type: 'string' },
     token: { type: 'string' },
     'deadline-ms': { type: 'string', default: '120000' },
@@ -51,6 +54,9 @@ async function main(): Promise<void> {
     topP: numberFlag(values, 'top-p'),
     seed: integerFlag(values, 'seed'),
     routeSpan: integerFlag(values, 'route-span'),
+    routeShare: numberFlag(values, 'route-share'),
+    routeTokensPerMinute: integerFlag(values, 'route-tokens-per-minute'),
+    routeWaitMs: integerFlag(values, 'route-wait-ms'),
     // Absent: the edge's own setting.
     speculate: values.speculate === undefined ? undefined : values.speculate === 'on',
   };
@@ -74,7 +80,9 @@ async function main(): Promise<void> {
         process.stdout.write(
           `\n\n${m.tokens} tokens, ${m.routed} routed (${(m.routedRatio * 100).toFixed(1)}%), ${m.fallback} fallback · ` +
             `TTFT ${m.ttftMs.toFixed(1)} ms · TBT ${m.tbtMeanMs.toFixed(2)} ms · cloud ${m.cloudMs.toFixed(1)} ms · ` +
-            `total ${m.totalMs.toFixed(1)} ms · finished: ${event.done.finishReason}\n`,
+            `total ${m.totalMs.toFixed(1)} ms · finished: ${event.done.finishReason}` +
+            (m.budget && m.budget.policy !== 'threshold' ? ` · ${m.budget.policy}: cut ${m.budget.cut.toFixed(3)}, ${(m.budget.realizedShare * 100).toFixed(1)}% of positions routed` : '') +
+            '\n',
         );
       } else if (event.error) {
         throw new AppError('INTERNAL', `${event.error.code}: ${event.error.message}`);
