@@ -10,7 +10,7 @@ import { EdgeContext } from './helpers/cloud-fixture.ts';
 
 /** A step result as the wire delivers it (defaults filled in). */
 function result(ids: number[], contextLength: number, extra: Partial<StepResult__Output> = {}): StepResult__Output {
-  return { ids, text: '', logprobs: ids.map(() => -0.5), top: [], cachedTokens: 0, backendMs: 1, shimMs: 0.5, finishReason: 'FINISH_REASON_UNSPECIFIED', contextLength, skipped: false, ...extra };
+  return { ids, text: '', logprobs: ids.map(() => -0.5), top: [], cachedTokens: 0, backendMs: 1, shimMs: 0.5, finishReason: 'FINISH_REASON_UNSPECIFIED', contextLength, skipped: false, load: null, overloaded: false, ...extra };
 }
 
 const SAMPLING = { temperature: 0, topP: 1, stopTokenIds: [2], topLogprobs: 0 };
