@@ -64,7 +64,8 @@ describe('step admission', () => {
     const d = admission.acquire(1_000, never).then((s) => (order.push('d'), slotOf(s)));
     expect(admission.load()).toMatchObject({ stepsInFlight: 2, stepsQueued: 2 });
     await clock.advanceTo(40);
-    b.release(true);
+    // The load as b's call ended: its 40 ms in the average, itself still in flight.
+    expect(b.release(true)).toEqual({ stepsInFlight: 2, stepsQueued: 2, backendMs: 40, maxInFlight: 2 });
     const cSlot = await c;
     expect(order).toEqual(['c']);
     expect(cSlot.waitedMs).toBe(40);

@@ -107,8 +107,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
               signal: stepSignal,
             }),
           );
-          load = admission.load();
-          slot.release(true);
+          load = slot.release(true);
         } catch (e) {
           slot.release(false);
           throw e;

@@ -18,7 +18,7 @@
  * const admission = new StepAdmission(8);
  * const slot = await admission.acquire(1_000, signal);
  * if (slot === 'overloaded') return overloadedReply(admission.load());
- * try { result = await backend.step(request); slot.release(true); } catch (e) { slot.release(false); throw e; }
+ * try { result = await backend.step(request); load = slot.release(true); } catch (e) { slot.release(false); throw e; }
  */
 import { AppError } from '../shared/errors.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
@@ -49,7 +49,11 @@ export interface AdmissionLoad {
 export interface AdmissionSlot {
   /** Milliseconds the step waited for the slot. */
   readonly waitedMs: number;
-  release(succeeded: boolean): void;
+  /**
+   * Frees the slot for the oldest waiter. Returns the load as the call ended: its own time in the average
+   * (when it succeeded) and itself still in flight, which is what its result reports.
+   */
+  release(succeeded: boolean): AdmissionLoad;
 }
 
 /** Weight of the newest backend time in the moving average: about the last ten steps count. */
@@ -144,12 +148,14 @@ export class StepAdmission {
     return {
       waitedMs: started - arrived,
       release: (succeeded) => {
-        if (released) return;
+        if (released) return this.load();
         released = true;
         if (succeeded) this.record(this.clock.now() - started);
+        const load = this.load();
         this.inFlight--;
         const next = this.queue[0];
         if (next) next.grant(this.take(next.enqueuedAt));
+        return load;
       },
     };
   }
