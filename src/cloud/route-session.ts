@@ -97,7 +97,8 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
         let result: BackendStepResult;
         let load: AdmissionLoad;
         try {
-          result = await withDeadline(live, Math.max(1, stepTimeoutMs - (performance.now() - received)), (stepSignal) =>
+          // What the step spent waiting for its slot comes off its deadline.
+          result = await withDeadline(live, Math.max(1, Math.round(stepTimeoutMs - slot.waitedMs)), (stepSignal) =>
             backendSequence!.step({
               context: session!.ids,
               maxTokens,

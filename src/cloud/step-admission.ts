@@ -47,7 +47,7 @@ export interface AdmissionLoad {
 
 /** A backend slot: `release` exactly once, saying whether the call succeeded (only those feed the average). */
 export interface AdmissionSlot {
-  /** Milliseconds the step waited for the slot. */
+  /** Milliseconds the step waited for the slot; exactly 0 when one was free. */
   readonly waitedMs: number;
   /**
    * Frees the slot for the oldest waiter. Returns the load as the call ended: its own time in the average
@@ -104,7 +104,7 @@ export class StepAdmission {
   acquire(deadlineMs: number, signal: AbortSignal): Promise<AdmissionSlot | 'overloaded'> {
     if (signal.aborted) return Promise.reject(abortReason(signal));
     const arrived = this.clock.now();
-    if (this.inFlight < this.maxInFlight && this.queue.length === 0) return Promise.resolve(this.take(arrived));
+    if (this.inFlight < this.maxInFlight && this.queue.length === 0) return Promise.resolve(this.take(arrived, arrived));
     const latestStart = this.latestStartMs(deadlineMs);
     const position = this.queue.length + 1;
     if ((position * this.averageMs) / this.maxInFlight > latestStart) return Promise.resolve(this.refuse());
@@ -141,9 +141,8 @@ export class StepAdmission {
     return 'overloaded';
   }
 
-  private take(arrived: number): AdmissionSlot {
+  private take(arrived: number, started = this.clock.now()): AdmissionSlot {
     this.inFlight++;
-    const started = this.clock.now();
     let released = false;
     return {
       waitedMs: started - arrived,
