@@ -11,12 +11,10 @@
  * Where streams come from is the host's business (RouteStreamHost): GrpcCloudClient opens them on its
  * channel behind the circuit breaker; the lab's in-process cloud over an in-memory pipe to the shim's core.
  *
- * A step the shim refused as overloaded (its backend too busy to answer within the deadline) is answered,
- * not failed: the reply says `overloaded` and the loop decides the position itself. It counts as a success
- * for the breaker, like any reply: the shim is up and answering (a half-open circuit's probe that gets one
- * closes the circuit), and a busy cloud that refuses quickly is exactly what the breaker must not trip on.
- * A conversation's own step deadline (`stepTimeoutMs`, when shorter than the host's) is sent in `open`, so
- * that the shim refuses by it, and bounds the wait for each reply on the edge.
+ * A step the shim refused as overloaded is answered, not failed (the reply says `overloaded`, the loop decides
+ * the position), and counts as a success for the breaker like any reply: the shim is up and answering, and a
+ * busy cloud that refuses quickly is what the breaker must not trip on. A conversation's own, shorter step
+ * deadline is sent in `open` (the shim refuses by it) and bounds the wait for each reply.
  *
  * @example
  * const conversation = new GrpcCloudConversation(host, 'r1', signal, 'chat-42');
