@@ -138,6 +138,22 @@ describe('step admission', () => {
     expect(admission.load()).toEqual({ stepsInFlight: 0, stepsQueued: 0, backendMs: 450, maxInFlight: 1 });
   });
 
+  test('a freed slot goes to the oldest waiter that can still start in time by the average as it now stands', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(1, clock);
+    // Nothing measured yet: both may wait (latest starts 630 and 4500).
+    const held = slotOf(await admission.acquire(10_000, never));
+    const short = admission.acquire(700, never);
+    const long = admission.acquire(5_000, never);
+    await clock.advanceTo(400);
+    // The first measurement, 400 ms: the short one would have had to start by 700 − 400 = 300.
+    expect(held.release(true)).toMatchObject({ backendMs: 400 });
+    expect(await short).toBe('overloaded');
+    expect(slotOf(await long).waitedMs).toBe(400);
+    expect(admission.load()).toEqual({ stepsInFlight: 1, stepsQueued: 0, backendMs: 400, maxInFlight: 1 });
+    expect(clock.timers).toHaveLength(0);
+  });
+
   test('a waiting step whose session ends leaves the queue with the reason; N must be a positive integer', async () => {
     const clock = new ManualClock();
     const admission = new StepAdmission(1, clock);

@@ -6,7 +6,7 @@
  * When a step has to wait, its start is predicted from its place in the queue: position × the recent backend
  * time of one step / maxInFlight (the slots free up at that rate when they are all busy). It is refused at
  * once when that is later than its latest useful start, and otherwise refused when it is still waiting at
- * that moment. The latest useful start is the deadline minus the recent backend time (a step that starts
+ * that moment, or when a slot frees up later than that by the average as it then stands. The latest useful start is the deadline minus the recent backend time (a step that starts
  * later would not finish in time), and at least a tenth of the deadline before it: the edge's deadline
  * runs from its send and includes the link, so a refusal that leaves the shim at the deadline would reach the
  * edge after it gave up, as a missed deadline (which opens its breaker) rather than as an overloaded step.
@@ -65,6 +65,7 @@ interface Waiter {
   grant(slot: AdmissionSlot): void;
   refuse(): void;
   enqueuedAt: number;
+  deadlineMs: number;
 }
 
 export class StepAdmission {
@@ -117,6 +118,7 @@ export class StepAdmission {
       };
       const waiter: Waiter = {
         enqueuedAt: arrived,
+        deadlineMs,
         grant: (slot) => {
           settle();
           resolve(slot);
@@ -152,11 +154,22 @@ export class StepAdmission {
         if (succeeded) this.record(this.clock.now() - started);
         const load = this.load();
         this.inFlight--;
-        const next = this.queue[0];
-        if (next) next.grant(this.take(next.enqueuedAt));
+        this.admitNext();
         return load;
       },
     };
+  }
+
+  /**
+   * Hands the free slot to the oldest waiter that can still start in time by the current average (which may
+   * have grown since it queued: before the first measurement nothing could be predicted); the others are refused.
+   */
+  private admitNext(): void {
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+      const next = this.queue[0]!;
+      if (this.clock.now() - next.enqueuedAt > this.latestStartMs(next.deadlineMs)) next.refuse();
+      else next.grant(this.take(next.enqueuedAt));
+    }
   }
 
   private record(ms: number): void {
