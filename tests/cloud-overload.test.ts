@@ -94,6 +94,28 @@ test('a step that could not finish within its deadline is refused at once as ove
   }
 });
 
+test('a conditional step sent behind an overloaded one assumed its token: it is skipped, and the stream goes on', async () => {
+  const holding = rawRouteStream(shim.address, [
+    { open: { requestId: 'holder-raw', contextIds: [1, 303], sampling: { temperature: 0, topP: 1 } } },
+    { step: { offset: 2, maxTokens: 1, threshold: 0.5 } },
+  ]);
+  await waitFor(() => shim.admission.load().stepsInFlight === 1, 5_000, 'the holder step to reach the backend');
+  const guess = 44;
+  const { responses, status } = await rawRouteStream(shim.address, [
+    { open: { requestId: 'refused-raw', contextIds: [1, 304], sampling: { temperature: 0, topP: 1 }, stepTimeoutMs: 700 } },
+    { step: { offset: 2, maxTokens: 1, threshold: 0.5 } },
+    { step: { offset: 2, ids: [guess, 45], sources: ['TOKEN_SOURCE_SLM', 'TOKEN_SOURCE_SLM'], maxTokens: 1, threshold: 0.5, conditional: true } },
+  ]);
+  expect(status.code).toBe(0);
+  const steps = responses.flatMap((r) => (r.step ? [r.step] : []));
+  expect(steps.map((s) => [s.ids, s.overloaded, s.skipped, s.contextLength, s.load?.maxInFlight])).toEqual([
+    [[], true, false, 2, 1],
+    [[], false, true, 2, 1],
+  ]);
+  expect(responses.at(-1)?.end).toMatchObject({ code: 0, steps: 2, generatedTokens: 0, contextTokens: 2 });
+  expect((await holding).status.code).toBe(0);
+});
+
 test("a conversation's own step deadline bounds its step on the edge, far below the client's", async () => {
   const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 10_000, healthProbe: false });
   try {
