@@ -2,8 +2,9 @@
  * The shim's core: one routing session as an async generator, knowing nothing of gRPC. It reads the
  * stream's requests (open, then steps), keeps the context in the session store, asks the backend for each
  * span under a deadline once the shim's admission control lets it (step-admission.ts: a step that would
- * miss its deadline waiting for the backend is answered `overloaded` instead), and yields the responses: `opened`, one `step` per step, and always a final
- * `end` (code 0, or the error's status code, after which the error is rethrown for the transport).
+ * miss its deadline waiting for the backend is answered `overloaded` instead), and yields the responses:
+ * `opened`, one `step` per step (each with the shim's load), and always a final `end` (code 0, or the
+ * error's status code, after which the error is rethrown for the transport).
  */
 import { AppError } from '../shared/errors.ts';
 import { grpcCode, toAppError } from '../shared/grpc/errors.ts';
