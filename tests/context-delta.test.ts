@@ -130,6 +130,25 @@ describe('the wire mapping', () => {
     });
   });
 
+  test("an overloaded result is a reply without tokens that says so; the shim's load comes with any reply that carries it", () => {
+    const load = { stepsInFlight: 8, stepsQueued: 3, backendMs: 41.5, maxInFlight: 8 };
+    expect(toReply(result([], 9, { overloaded: true, load }))).toEqual({
+      tokens: [],
+      text: '',
+      logprobs: [],
+      topAlternatives: [],
+      cachedTokens: 0,
+      backendMs: 1,
+      shimMs: 0.5,
+      overloaded: true,
+      load: { stepsInFlight: 8, stepsQueued: 3, backendMs: 41.5 },
+    });
+    expect(toReply(result([261], 9, { load })).load).toEqual({ stepsInFlight: 8, stepsQueued: 3, backendMs: 41.5 });
+    expect('overloaded' in toReply(result([261], 9, { load }))).toBe(false);
+    // A shim older than the field sends none.
+    expect('load' in toReply(result([261], 9))).toBe(false);
+  });
+
   test('every id needs its source', () => {
     expect(() => checkSources({ ...new EdgeContext([1, 403]).step(), sources: ['prompt'] })).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT', message: 'context has 2 ids but 1 sources' }),
