@@ -92,4 +92,7 @@ test('bad flags are usage errors', () => {
   const share = bench('--share', '2');
   expect(share.code).toBe(2);
   expect(share.stderr).toStartWith('error: --share must be in [0.001, 1], got 2');
+  const slots = bench('--slots', '0');
+  expect(slots.code).toBe(2);
+  expect(slots.stderr).toStartWith('error: --slots must be in [1, 100000], got 0');
 });

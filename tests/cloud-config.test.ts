@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_SHIM_CONFIG, parseShimConfig, SHIM_USAGE } from '../src/cloud/config.ts';
+import { DEFAULT_SHIM_CONFIG, HTTP_BACKEND_INFLIGHT_STEPS, maxInflightStepsFor, parseShimConfig, SHIM_USAGE } from '../src/cloud/config.ts';
 import { DEMO } from '../src/shared/paths.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'shim-config-'));
@@ -53,6 +53,9 @@ describe('shim config', () => {
       [['--tls-cert', 'c.pem'], {}, /both --tls-cert and --tls-key/],
       [['--tls-client-ca', 'ca.pem'], {}, /needs --tls-cert/],
       [['--no-such-flag'], {}, /Unknown option/],
+      [['--max-inflight-steps=-1'], {}, /--max-inflight-steps: maxInflightSteps must be an integer ≥ 0/],
+      [['--max-inflight-steps', 'many'], {}, /--max-inflight-steps: maxInflightSteps must be an integer/],
+      [[], { SHIM_MAX_INFLIGHT_STEPS: '2.5' }, /SHIM_MAX_INFLIGHT_STEPS: maxInflightSteps must be an integer/],
       [[], { SHIM_CONFIG: join(dir, 'missing.json') }, /config file .*missing.json/],
     ];
     for (const [argv, env, message] of cases) {
@@ -67,6 +70,14 @@ describe('shim config', () => {
     }
     expect(() => parseShimConfig(['--config', file({ bogus: 1 })], {})).toThrow(/unknown key "bogus"/);
     expect(() => parseShimConfig(['--config', file('not json')], {})).toThrow(/config file/);
+  });
+
+  test('--max-inflight-steps: as given, else one forward pass of the embedded batcher, else the HTTP default', () => {
+    expect(maxInflightStepsFor(parseShimConfig(['--max-inflight-steps', '3'], {}))).toBe(3);
+    expect(maxInflightStepsFor(parseShimConfig(['--max-batch', '16'], {}))).toBe(16);
+    expect(maxInflightStepsFor(parseShimConfig([], {}))).toBe(DEFAULT_SHIM_CONFIG.maxBatch);
+    expect(maxInflightStepsFor(parseShimConfig(['--backend', 'sglang', '--backend-url', 'http://sglang:30000'], {}))).toBe(HTTP_BACKEND_INFLIGHT_STEPS);
+    expect(SHIM_USAGE).toContain('--max-inflight-steps');
   });
 
   test('usage lists every flag with its environment spelling rule', () => {

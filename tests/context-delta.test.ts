@@ -10,7 +10,7 @@ import { EdgeContext } from './helpers/cloud-fixture.ts';
 
 /** A step result as the wire delivers it (defaults filled in). */
 function result(ids: number[], contextLength: number, extra: Partial<StepResult__Output> = {}): StepResult__Output {
-  return { ids, text: '', logprobs: ids.map(() => -0.5), top: [], cachedTokens: 0, backendMs: 1, shimMs: 0.5, finishReason: 'FINISH_REASON_UNSPECIFIED', contextLength, skipped: false, ...extra };
+  return { ids, text: '', logprobs: ids.map(() => -0.5), top: [], cachedTokens: 0, backendMs: 1, shimMs: 0.5, finishReason: 'FINISH_REASON_UNSPECIFIED', contextLength, skipped: false, load: null, overloaded: false, ...extra };
 }
 
 const SAMPLING = { temperature: 0, topP: 1, stopTokenIds: [2], topLogprobs: 0 };
@@ -128,6 +128,25 @@ describe('the wire mapping', () => {
       backendMs: 1,
       shimMs: 0.5,
     });
+  });
+
+  test("an overloaded result is a reply without tokens that says so; the shim's load comes with any reply that carries it", () => {
+    const load = { stepsInFlight: 8, stepsQueued: 3, backendMs: 41.5, maxInFlight: 8 };
+    expect(toReply(result([], 9, { overloaded: true, load }))).toEqual({
+      tokens: [],
+      text: '',
+      logprobs: [],
+      topAlternatives: [],
+      cachedTokens: 0,
+      backendMs: 1,
+      shimMs: 0.5,
+      overloaded: true,
+      load: { stepsInFlight: 8, stepsQueued: 3, backendMs: 41.5 },
+    });
+    expect(toReply(result([261], 9, { load })).load).toEqual({ stepsInFlight: 8, stepsQueued: 3, backendMs: 41.5 });
+    expect('overloaded' in toReply(result([261], 9, { load }))).toBe(false);
+    // A shim older than the field sends none.
+    expect('load' in toReply(result([261], 9))).toBe(false);
   });
 
   test('every id needs its source', () => {

@@ -4,7 +4,7 @@
  */
 import { afterAll, expect, test } from 'bun:test';
 import { SglangBackend } from '../src/cloud/sglang-backend.ts';
-import { nextFakeId, serveSglangFake } from '../src/tools/bench/sglang-service-fake.ts';
+import { nextFakeId, serveSglangFake, ServiceSlots } from '../src/tools/bench/sglang-service-fake.ts';
 
 const fake = serveSglangFake({ vocabSize: 512, maxContext: 64, serviceMs: 5, prefillMsPerToken: 0, cacheTokens: 1_000 });
 afterAll(() => fake.stop());
@@ -87,5 +87,46 @@ test("the shim's SGLang backend reads the fake's replies, streaming and not, ali
     expect(result.cachedTokens).toBe(stream ? 3 : 0);
     sequence.dispose();
     await backend.close();
+  }
+});
+
+test('ServiceSlots: at most N at once, the rest granted in arrival order as slots free up', async () => {
+  const slots = new ServiceSlots(2);
+  const granted: string[] = [];
+  const take = (name: string) => slots.acquire().then((release) => (granted.push(name), release));
+  const [a, b] = await Promise.all([take('a'), take('b')]);
+  const c = take('c');
+  const d = take('d');
+  await Bun.sleep(0);
+  expect(granted).toEqual(['a', 'b']);
+  expect(slots.load).toEqual({ serving: 2, waiting: 2 });
+  b();
+  b();
+  await c;
+  expect(granted).toEqual(['a', 'b', 'c']);
+  expect(slots.load).toEqual({ serving: 2, waiting: 1 });
+  a();
+  (await d)();
+  (await c)();
+  expect(granted).toEqual(['a', 'b', 'c', 'd']);
+  expect(slots.load).toEqual({ serving: 0, waiting: 0 });
+  expect(() => new ServiceSlots(0)).toThrow('slots must be an integer ≥ 1, got 0');
+});
+
+test('with slots 1, concurrent requests are served one after another, each waiting for those before it', async () => {
+  const limited = serveSglangFake({ vocabSize: 512, maxContext: 64, serviceMs: 40, prefillMsPerToken: 0, cacheTokens: 1_000, slots: 1 });
+  try {
+    const sent = performance.now();
+    const requests = [0, 1, 2].map(async (i) => {
+      const response = await fetch(`${limited.url}/generate`, { method: 'POST', body: JSON.stringify({ input_ids: [1, 60 + i], sampling_params: { max_new_tokens: 1 }, stream: i === 1 }) });
+      expect(response.status).toBe(200);
+      await response.text();
+      return performance.now() - sent;
+    });
+    const finished = (await Promise.all(requests)).sort((x, y) => x - y);
+    // One decode step of 40 ms each, one at a time: the k-th to finish does so after k + 1 steps (timers never fire early).
+    finished.forEach((ms, k) => expect(ms).toBeGreaterThanOrEqual(40 * (k + 1) - 1));
+  } finally {
+    await limited.stop();
   }
 });

@@ -61,6 +61,11 @@ export interface ShimConfig {
   maxSpanTokens: number;
   /** Most alternatives per token one session may ask for. */
   maxTopLogprobs: number;
+  /**
+   * Most backend calls at once over all sessions; further steps wait in arrival order, and one that would miss
+   * its deadline is refused as overloaded (step-admission.ts). 0 = the backend's default (`maxInflightStepsFor`).
+   */
+  maxInflightSteps: number;
   /** gRPC message size limit, both directions. */
   maxMessageBytes: number;
   /** When set, every CloudRouter call must carry `authorization: Bearer <token>`. */
@@ -73,6 +78,9 @@ export interface ShimConfig {
   shutdownGraceMs: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
 }
+
+/** The default of --max-inflight-steps for HTTP backends: the default --max-sessions, one step in flight per session. */
+export const HTTP_BACKEND_INFLIGHT_STEPS = 64;
 
 const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
   host: { kind: 'string', help: 'address to listen on' },
@@ -103,6 +111,11 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
   sessionIdleMs: { kind: 'int', min: 1, help: 'idle time after which a session expires' },
   maxSpanTokens: { kind: 'int', min: 1, help: 'most tokens one step may ask for' },
   maxTopLogprobs: { kind: 'int', min: 0, help: 'most alternatives per token' },
+  maxInflightSteps: {
+    kind: 'int',
+    min: 0,
+    help: `most backend calls at once over all sessions; more steps wait in order, and one that would miss its deadline is answered "overloaded" at once. 0 = the backend's default: embedded, --max-batch (one forward pass runs at a time, so a step beyond a pass would wait for the next one inside the batcher, where it cannot be refused); sglang/openai, ${HTTP_BACKEND_INFLIGHT_STEPS} (their servers batch many requests per pass and the shim cannot know their capacity: set the measured one)`,
+  },
   maxMessageBytes: { kind: 'int', min: 1024, help: 'gRPC message size limit' },
   authToken: { kind: 'string', help: 'required bearer token (prefer SHIM_AUTH_TOKEN or the config file)' },
   tlsCert: { kind: 'string', help: 'server certificate (PEM)' },
@@ -138,6 +151,7 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   sessionIdleMs: 5 * 60_000,
   maxSpanTokens: 64,
   maxTopLogprobs: 20,
+  maxInflightSteps: 0,
   maxMessageBytes: 4 << 20,
   authToken: undefined,
   tlsCert: undefined,
@@ -186,6 +200,17 @@ export function validateShimConfig(config: ShimConfig): Readonly<ShimConfig> {
 /** A config for code that builds one directly (tests, benchmarks): defaults, overrides, validation. */
 export function shimConfig(overrides: Partial<ShimConfig> = {}): Readonly<ShimConfig> {
   return validateShimConfig({ ...DEFAULT_SHIM_CONFIG, ...overrides });
+}
+
+/**
+ * The most backend calls the shim runs at once: `--max-inflight-steps`, or its backend's default when 0.
+ *
+ * @example
+ * maxInflightStepsFor(shimConfig({ maxBatch: 8 })); // 8
+ */
+export function maxInflightStepsFor(config: Readonly<ShimConfig>): number {
+  if (config.maxInflightSteps > 0) return config.maxInflightSteps;
+  return config.backend === 'embedded' ? config.maxBatch : HTTP_BACKEND_INFLIGHT_STEPS;
 }
 
 /** The config with secrets masked, for the startup log line. */

@@ -8,7 +8,7 @@
  * message. What grpc-service.ts adds for the network (bearer token, message size limit) is not here.
  *
  * @example
- * const stream = openInMemoryRoute({ config, store, backend, tokenizer, log }, shutdown.signal);
+ * const stream = openInMemoryRoute({ config, store, backend, admission, tokenizer, log }, shutdown.signal);
  * const reader = new StreamReader<RouteResponse__Output>(stream);
  * await writeMessage(stream, { open: { requestId: 'r1', contextIds: [1, 403], sampling: { temperature: 0, topP: 1 } } });
  * await writeMessage(stream, { step: { offset: 2, maxTokens: 1, threshold: 0.5 } });

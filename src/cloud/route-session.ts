@@ -1,8 +1,10 @@
 /**
  * The shim's core: one routing session as an async generator, knowing nothing of gRPC. It reads the
  * stream's requests (open, then steps), keeps the context in the session store, asks the backend for each
- * span under a deadline, and yields the responses: `opened`, one `step` per step, and always a final
- * `end` (code 0, or the error's status code, after which the error is rethrown for the transport).
+ * span under a deadline once the shim's admission control lets it (step-admission.ts: a step that would
+ * miss its deadline waiting for the backend is answered `overloaded` instead), and yields the responses:
+ * `opened`, one `step` per step (each with the shim's load), and always a final `end` (code 0, or the
+ * error's status code, after which the error is rethrown for the transport).
  */
 import { AppError } from '../shared/errors.ts';
 import { grpcCode, toAppError } from '../shared/grpc/errors.ts';
@@ -16,11 +18,14 @@ import type { Logger } from '../shared/logger.ts';
 import { SessionExpiredError, type RoutingSession, type SessionStore } from './session-store.ts';
 import { sessionRoutingKey } from './session-routing-key.ts';
 import { spanText } from './span-text.ts';
+import type { AdmissionLoad, StepAdmission } from './step-admission.ts';
 
 export interface ShimContext {
   config: Readonly<ShimConfig>;
   store: SessionStore;
   backend: Backend;
+  /** The backend's admission control, shared by all sessions of the shim. */
+  admission: StepAdmission;
   /** Decodes reply text when the backend returns none. */
   tokenizer: TextTokenizer | undefined;
   log: Logger;
@@ -44,7 +49,7 @@ export function endMessage(error: unknown, totals: Totals = { steps: 0, generate
 }
 
 export async function* routeSession(requests: RequestSource, ctx: ShimContext, signal: AbortSignal): AsyncGenerator<RouteResponse> {
-  const { store, backend, config, log } = ctx;
+  const { store, backend, config, log, admission } = ctx;
   let session: RoutingSession | undefined;
   let backendSequence: ReturnType<Backend['openSequence']> | undefined;
   let live = signal;
@@ -78,19 +83,37 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
         if (maxTokens === 'skipped') {
           session.steps++;
           log.debug('step skipped', { session: session.id, tokenIndex: step.tokenIndex, offset: step.offset, contextLength: session.ids.length });
-          yield skippedResponse(session, performance.now() - received);
+          yield skippedResponse(session, performance.now() - received, admission.load());
           continue;
         }
-        const result = await withDeadline(live, stepTimeoutMs, (stepSignal) =>
-          backendSequence!.step({
-            context: session!.ids,
-            maxTokens,
-            sampling,
-            requestId: `${session!.id}-${session!.steps}`,
-            ...(session!.routingKey ? { routingKey: session!.routingKey } : {}),
-            signal: stepSignal,
-          }),
-        );
+        const slot = await admission.acquire(stepTimeoutMs - (performance.now() - received), live);
+        if (slot === 'overloaded') {
+          session.steps++;
+          // A conditional step behind this one assumed the token it did not return: it is skipped.
+          session.skippedLast = true;
+          log.debug('step overloaded', { session: session.id, tokenIndex: step.tokenIndex, contextLength: session.ids.length, ...admission.load() });
+          yield overloadedResponse(session, performance.now() - received, admission.load());
+          continue;
+        }
+        let result: BackendStepResult;
+        let load: AdmissionLoad;
+        try {
+          // What the step spent waiting for its slot comes off its deadline.
+          result = await withDeadline(live, Math.max(1, Math.round(stepTimeoutMs - slot.waitedMs)), (stepSignal) =>
+            backendSequence!.step({
+              context: session!.ids,
+              maxTokens,
+              sampling,
+              requestId: `${session!.id}-${session!.steps}`,
+              ...(session!.routingKey ? { routingKey: session!.routingKey } : {}),
+              signal: stepSignal,
+            }),
+          );
+          load = slot.release(true);
+        } catch (e) {
+          slot.release(false);
+          throw e;
+        }
         checkIds(result.ids, backend.info.vocabSize, 'the backend returned');
         const before = session.ids.length;
         store.appendGenerated(session, result.ids);
@@ -107,7 +130,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
           cachedTokens: result.cachedTokens,
           backendMs: result.backendMs,
         });
-        yield stepResponse(result, ctx, session, before, performance.now() - received);
+        yield stepResponse(result, ctx, session, before, performance.now() - received, load);
       } finally {
         session.busy = false;
         store.touch(session);
@@ -170,11 +193,16 @@ function appendStep(step: RouteStep__Output, session: RoutingSession, ctx: ShimC
 }
 
 /** The result of a skipped conditional step: nothing generated, the context length unchanged. */
-function skippedResponse(session: RoutingSession, elapsedMs: number): RouteResponse {
-  return { step: { ids: [], text: '', logprobs: [], top: [], cachedTokens: 0, backendMs: 0, shimMs: elapsedMs, contextLength: session.ids.length, skipped: true } };
+function skippedResponse(session: RoutingSession, elapsedMs: number, load: AdmissionLoad): RouteResponse {
+  return { step: { ids: [], text: '', logprobs: [], top: [], cachedTokens: 0, backendMs: 0, shimMs: elapsedMs, contextLength: session.ids.length, skipped: true, load } };
 }
 
-function stepResponse(result: BackendStepResult, ctx: ShimContext, session: RoutingSession, before: number, elapsedMs: number): RouteResponse {
+/** The result of a step refused for the backend's load: nothing generated, the step's delta appended. */
+function overloadedResponse(session: RoutingSession, elapsedMs: number, load: AdmissionLoad): RouteResponse {
+  return { step: { ids: [], text: '', logprobs: [], top: [], cachedTokens: 0, backendMs: 0, shimMs: elapsedMs, contextLength: session.ids.length, overloaded: true, load } };
+}
+
+function stepResponse(result: BackendStepResult, ctx: ShimContext, session: RoutingSession, before: number, elapsedMs: number, load: AdmissionLoad): RouteResponse {
   const text = result.text ?? (ctx.tokenizer ? spanText(ctx.tokenizer, session.ids.slice(Math.max(0, before - 8), before), result.ids) : '');
   return {
     step: {
@@ -187,6 +215,7 @@ function stepResponse(result: BackendStepResult, ctx: ShimContext, session: Rout
       shimMs: Math.max(0, elapsedMs - result.backendMs),
       finishReason: toWireFinish(result.finish),
       contextLength: session.ids.length,
+      load,
     },
   };
 }

@@ -19,10 +19,11 @@ import { listenError } from '../shared/listen-error.ts';
 import { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend } from './backend.ts';
 import { createBackend } from './create-backend.ts';
-import type { ShimConfig } from './config.ts';
+import { maxInflightStepsFor, type ShimConfig } from './config.ts';
 import { ActiveStreams, cloudRouterHandlers } from './grpc-service.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { SessionStore } from './session-store.ts';
+import { StepAdmission } from './step-admission.ts';
 
 export interface ShimServer {
   readonly port: number;
@@ -33,6 +34,8 @@ export interface ShimServer {
   readonly backend: Backend;
   readonly health: HealthService;
   readonly streams: ActiveStreams;
+  /** The backend's admission control: its load, and how many steps it refused as overloaded. */
+  readonly admission: StepAdmission;
   /** Ends every stream with UNAVAILABLE (after a final message), stops the server, releases the backend. */
   shutdown(graceMs?: number): Promise<void>;
 }
@@ -57,6 +60,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
   const store = new SessionStore({ maxSessions: config.maxSessions, maxContextTokens: config.maxContextTokens, idleMs: config.sessionIdleMs });
   const health = new HealthService({ '': 'NOT_SERVING', [CLOUD_ROUTER_SERVICE_NAME]: 'NOT_SERVING' });
   const streams = new ActiveStreams();
+  const admission = new StepAdmission(maxInflightStepsFor(config));
 
   const server = new Server({
     'grpc.max_receive_message_length': config.maxMessageBytes,
@@ -65,7 +69,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
     'grpc.keepalive_time_ms': 60_000,
     'grpc.keepalive_timeout_ms': 20_000,
   });
-  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, tokenizer, log }, streams));
+  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, admission, tokenizer, log }, streams));
   server.addService(healthService, health.handlers);
 
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -83,7 +87,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
   }
   health.set('', 'SERVING');
   health.set(CLOUD_ROUTER_SERVICE_NAME, 'SERVING');
-  log.info('shim listening', { address: `${host}:${port}`, backend: backend.info.name, tls: Boolean(config.tlsCert), mtls: Boolean(config.tlsClientCa) });
+  log.info('shim listening', { address: `${host}:${port}`, backend: backend.info.name, maxInflightSteps: admission.maxInFlight, tls: Boolean(config.tlsCert), mtls: Boolean(config.tlsClientCa) });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (graceMs = config.shutdownGraceMs): Promise<void> =>
@@ -102,5 +106,5 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
       log.info('shim stopped', { forced: timedOut });
     })());
 
-  return { port, address: `${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`, config, store, backend, health, streams, shutdown };
+  return { port, address: `${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`, config, store, backend, health, streams, admission, shutdown };
 }

@@ -18,7 +18,7 @@
 import { AppError } from '../shared/errors.ts';
 import type { RouteRequest, RouteStep, Sampling, StepResult__Output } from '../shared/grpc/proto.ts';
 import { toWireSources } from '../shared/grpc/wire.ts';
-import type { CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+import type { CloudLoad, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
 
 /** The edge's copy of one stream's context on the shim: what was sent plus what the shim returned. */
 export class ShimContextCopy {
@@ -161,7 +161,8 @@ export function stepMessage(request: CloudStepRequest, offset: number, ids: numb
 }
 
 /**
- * A step result from the wire as the decoding loop reads it.
+ * A step result from the wire as the decoding loop reads it: an overloaded one is a reply without tokens
+ * that says so, and the shim's load comes with every reply of a shim that reports it.
  *
  * @example
  * toReply(response.step!).tokens; // the ids the cloud generated
@@ -175,5 +176,19 @@ export function toReply(result: StepResult__Output): CloudStepReply {
     cachedTokens: result.cachedTokens,
     backendMs: result.backendMs,
     shimMs: result.shimMs,
+    ...(result.overloaded ? { overloaded: true } : {}),
+    ...loadOf(result),
   };
+}
+
+/**
+ * `{ load }` from a step result that carries the shim's load, else nothing (a shim older than the field).
+ *
+ * @example
+ * loadOf(result); // { load: { stepsInFlight: 1, stepsQueued: 0, backendMs: 4.5 } }
+ */
+export function loadOf(result: StepResult__Output): { load?: CloudLoad } {
+  if (!result.load) return {};
+  const { stepsInFlight, stepsQueued, backendMs } = result.load;
+  return { load: { stepsInFlight, stepsQueued, backendMs } };
 }

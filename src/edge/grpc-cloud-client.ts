@@ -80,7 +80,7 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
 
   openConversation(options: ConversationOptions): CloudConversation {
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud client is closed');
-    const conversation = new GrpcCloudConversation(this, options.requestId, options.signal, options.routingKey);
+    const conversation = new GrpcCloudConversation(this, options.requestId, options.signal, options.routingKey, options.stepTimeoutMs);
     this.conversations.add(conversation);
     return conversation;
   }

@@ -11,6 +11,11 @@
  * Where streams come from is the host's business (RouteStreamHost): GrpcCloudClient opens them on its
  * channel behind the circuit breaker; the lab's in-process cloud over an in-memory pipe to the shim's core.
  *
+ * A step the shim refused as overloaded is answered, not failed (the reply says `overloaded`, the loop decides
+ * the position), and counts as a success for the breaker like any reply: the shim is up and answering, and a
+ * busy cloud that refuses quickly is what the breaker must not trip on. A conversation's own, shorter step
+ * deadline is sent in `open` (the shim refuses by it) and bounds the wait for each reply.
+ *
  * @example
  * const conversation = new GrpcCloudConversation(host, 'r1', signal, 'chat-42');
  * const reply = await conversation.next(stepRequest);
@@ -24,7 +29,7 @@ import { abortReason, StreamReader, writeMessage } from '../shared/grpc/stream.t
 import { CircuitOpenError } from './cloud-backoff.ts';
 import { skippedReply, type CloudConversation, type CloudStepReply, type CloudStepRequest } from './cloud-client.ts';
 import { withPlainReason } from './cloud-failure-reason.ts';
-import { checkSources, ShimContextCopy, toReply } from './context-delta.ts';
+import { checkSources, loadOf, ShimContextCopy, toReply } from './context-delta.ts';
 
 /** A Route stream as the conversation uses it: grpc-js's ClientDuplexStream, or an in-memory one. */
 export type RouteStream = Readable & Writable & { cancel(): void };
@@ -70,8 +75,16 @@ export class GrpcCloudConversation implements CloudConversation {
     private readonly signal: AbortSignal | undefined,
     /** Sent in every `open`, reopened streams included: the shim's backend keeps the generation on one worker by it. */
     private readonly routingKey = '',
+    /** This conversation's step deadline when shorter than the host's (a wait budget); the host's otherwise. */
+    private readonly ownStepTimeoutMs?: number,
   ) {
     signal?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  /** The deadline of each step: sent in `open` (the shim refuses by it) and enforced on the reply. */
+  get stepTimeoutMs(): number {
+    const own = this.ownStepTimeoutMs;
+    return own !== undefined && own > 0 ? Math.min(own, this.host.stepTimeoutMs) : this.host.stepTimeoutMs;
   }
 
   private readonly onAbort = () => this.dropStream();
@@ -113,7 +126,7 @@ export class GrpcCloudConversation implements CloudConversation {
       if (this.stream !== stream) throw new PredecessorFailed();
       const result = await this.awaitResult(signal, reader!);
       this.steps++;
-      if (result.skipped) return skippedReply();
+      if (result.skipped) return { ...skippedReply(), ...loadOf(result) };
       this.host.stepSucceeded();
       if (!this.shim.answeredConditional(request, result)) this.dropStream();
       return toReply(result);
@@ -177,7 +190,7 @@ export class GrpcCloudConversation implements CloudConversation {
       this.stream = this.host.startStream();
       this.reader = new StreamReader<RouteResponse__Output>(this.stream);
       this.steps = 0;
-      messages = this.shim.open(request, this.requestId, this.host.stepTimeoutMs, this.routingKey);
+      messages = this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey);
     } else {
       messages = [this.shim.step(request)];
     }
@@ -231,7 +244,7 @@ export class GrpcCloudConversation implements CloudConversation {
 
   /** Reads until this step's result, under the step deadline. */
   private async awaitResult(signal: AbortSignal | undefined, reader: StreamReader<RouteResponse__Output>): Promise<StepResult__Output> {
-    const ms = this.host.stepTimeoutMs;
+    const ms = this.stepTimeoutMs;
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new AppError('DEADLINE_EXCEEDED', `cloud did not answer within ${ms} ms`)), ms);
     const wait = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;

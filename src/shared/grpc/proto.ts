@@ -56,6 +56,7 @@ export type * from './generated/tokenrouter/cloud/v1/RouteStep.ts';
 export type * from './generated/tokenrouter/cloud/v1/OpenSession.ts';
 export type * from './generated/tokenrouter/cloud/v1/Sampling.ts';
 export type * from './generated/tokenrouter/cloud/v1/StepResult.ts';
+export type * from './generated/tokenrouter/cloud/v1/ShimLoad.ts';
 export type * from './generated/tokenrouter/cloud/v1/SessionEnd.ts';
 export type * from './generated/tokenrouter/cloud/v1/SessionOpened.ts';
 export type * from './generated/tokenrouter/cloud/v1/TopAlternatives.ts';

@@ -37,6 +37,8 @@ export interface FleetOptions {
   /** The fake's decode step, and its prefill cost per uncached token. */
   serviceMs: number;
   prefillMsPerToken: number;
+  /** The fake's capacity: most requests served at once (the rest wait in order); undefined = no limit. */
+  slots?: number;
   /** taskset CPU lists: the shim's, and the load generator's and the fake's; no pinning when undefined. */
   shimCpus: string | undefined;
   loadCpus: string | undefined;
@@ -115,7 +117,7 @@ export async function runFleetBench(o: FleetOptions): Promise<FleetRow[]> {
   const sessions = { maxSessions: 2 * maxEdges + 8, threads: ORT_THREADS, modelPack: DEMO.cloudPack };
   for (const backend of o.backends) {
     if (backend === 'fake') {
-      const fakeOptions: SglangFakeOptions = { vocabSize: pack.vocabSize, maxContext: pack.maxPositions, serviceMs: o.serviceMs, prefillMsPerToken: o.prefillMsPerToken, cacheTokens: CACHE_TOKENS };
+      const fakeOptions: SglangFakeOptions = { vocabSize: pack.vocabSize, maxContext: pack.maxPositions, serviceMs: o.serviceMs, prefillMsPerToken: o.prefillMsPerToken, cacheTokens: CACHE_TOKENS, ...(o.slots === undefined ? {} : { slots: o.slots }) };
       const { child, ready } = await startIpcChild<SglangFakeReply>({ script: new URL('./sglang-service-fake.ts', import.meta.url).pathname, options: fakeOptions, name: 'the SGLang fake' });
       try {
         o.log(`fake: SGLang service fake at ${ready.url} (decode step ${o.serviceMs} ms, prefill ${o.prefillMsPerToken} ms per uncached token)`);

@@ -29,11 +29,12 @@ import { formatOverload, runOverloadBench, type OverloadOptions } from './fleet-
 import { fleetKnees, runFleetBench, setupLabel, type FleetBackend, type FleetKnee, type FleetOptions, type FleetRow } from './fleet-run.ts';
 
 export const USAGE = `bench fleet [--edges 1,4,16,64,128,256] [--duration S] [--backend fake,embedded] [--token-ms 25] [--share 0.1]
-      [--span 1] [--gen-tokens 128] [--service-ms 2] [--max-batch 1,8] [--embedded-token-ms 0] [--shim-cpus 1]
+      [--span 1] [--gen-tokens 128] [--service-ms 2] [--slots N] [--max-batch 1,8] [--embedded-token-ms 0] [--shim-cpus 1]
       [--load-cpus 0] [--seed 1] [--plot FILE] [--json]
       N simulated edges (one gRPC connection each, one stream per generation) against one shim on its own
       core, to an SGLang fake and to the embedded model: steps/s, p50/p99 latency the shim adds, shim CPU
-      per step, RSS per session, the knee; a plot of steps/s and p99 added against N
+      per step, RSS per session, the knee; a plot of steps/s and p99 added against N. --slots gives the fake a
+      capacity: at most N requests served at once, the rest queued in order (default: no limit)
 bench fleet --overload F [--slots 2] [--service-ms 10] [--route-wait-ms MS] [--cloud-deadline-ms 2000] [--duration S]
       [--token-ms 25] [--share 0.1] [--span 1] [--gen-tokens 128] [--shim-cpus 1] [--load-cpus 0] [--seed 1] [--json]
       F × the cloud's measured capacity (the fake with --slots requests at once) offered by edges deciding with the
@@ -65,7 +66,7 @@ export function formatFleet(result: FleetResult): string {
   const lines = [
     `fleet benchmark over loopback gRPC (${s.cores} cores; shim on CPUs ${s.shimCpus ?? 'any'}, edges and fake on ${s.loadCpus ?? 'any'})`,
     `  edges: ${s.pace.share} of tokens routed, ${s.pace.span} per step, ${s.pace.genTokens} tokens per generation; fake rows ${s.pace.tokenMs} ms per edge token, embedded rows ${s.embeddedTokenMs === 0 ? 'closed loop (token-ms 0)' : `${s.embeddedTokenMs} ms per edge token`}`,
-    `  fake: decode step ${s.serviceMs} ms, prefill ${s.prefillMsPerToken} ms per uncached token, requests served concurrently`,
+    `  fake: decode step ${s.serviceMs} ms, prefill ${s.prefillMsPerToken} ms per uncached token, ${s.slots === undefined ? 'requests served concurrently' : `at most ${s.slots} requests served at once, the rest queued`}`,
     '',
     '| setup | edges | offered/s | steps/s | added p50 / p99 ms | in the shim p50 / p99 ms | round trip p50 / p99 ms | errors | CPU ms/step shim / load | RSS KB/session | cached |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
@@ -143,6 +144,7 @@ export function parseFleetFlags(args: string[]): { options: Omit<FleetOptions, '
     embeddedTokenMs: numberFlag(values, 'embedded-token-ms', 0, [0, 10_000])!,
     maxBatches: integerList(values, 'max-batch', [1, 8], [1, 256]),
     serviceMs: numberFlag(values, 'service-ms', 2, [0, 10_000])!,
+    slots: integerFlag(values, 'slots', undefined, [1, 100_000]),
     prefillMsPerToken: numberFlag(values, 'prefill-ms-per-token', 0.01, [0, 100])!,
     shimCpus: cpuFlag(values, 'shim-cpus', '1'),
     loadCpus: cpuFlag(values, 'load-cpus', '0'),

@@ -8,8 +8,11 @@
  *
  * The service-time model, per request: `prefillMsPerToken` × the tokens not found in the prefix cache,
  * then `serviceMs` per generated token (one decode step each). Requests are served concurrently, as
- * SGLang's continuous batching puts every running request into each forward pass: the fake never queues,
- * so latency that climbs with the fleet is the shim's or the network's. `cached_tokens` comes from a real
+ * SGLang's continuous batching puts every running request into each forward pass: by default the fake never
+ * queues, so latency that climbs with the fleet is the shim's or the network's. With `slots` it has a real
+ * capacity, as a server whose running batch is full (SGLang's `--max-running-requests`): at most `slots`
+ * requests are served at once and the rest wait in arrival order, so it serves `slots` / service time
+ * requests per second and a request beyond that waits for one to finish. `cached_tokens` comes from a real
  * prefix cache (token-trie.ts, bounded, LRU), as RadixAttention reports it: a session that resends its
  * growing context finds all but its new tokens cached. The next id is a hash of the last three ids into
  * the vocabulary: deterministic, and the same for the same context.
@@ -36,6 +39,8 @@ export interface SglangFakeOptions {
   prefillMsPerToken: number;
   /** Tokens the prefix cache holds (SGLang: its KV pool). */
   cacheTokens: number;
+  /** Most requests served at once, the rest waiting in arrival order; absent = no limit. */
+  slots?: number;
 }
 
 export interface SglangFake {
@@ -69,8 +74,45 @@ export function nextFakeId(ids: readonly number[], vocabSize: number): number {
   return (hash >>> 0) % vocabSize;
 }
 
+/**
+ * A counting semaphore with a FIFO: `acquire` resolves with the release once one of `slots` is free.
+ *
+ * @example
+ * const slots = new ServiceSlots(1);
+ * const release = await slots.acquire(); // later callers wait until release()
+ */
+export class ServiceSlots {
+  private busy = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly slots: number) {
+    if (!Number.isInteger(slots) || slots < 1) throw new Error(`slots must be an integer ≥ 1, got ${slots}`);
+  }
+
+  /** Requests being served and waiting. */
+  get load(): { serving: number; waiting: number } {
+    return { serving: this.busy, waiting: this.waiting.length };
+  }
+
+  async acquire(): Promise<() => void> {
+    if (this.busy < this.slots) this.busy++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      // The slot passes straight to the oldest waiter, so `busy` stays counted for it.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.busy--;
+    };
+  }
+}
+
 export function serveSglangFake(options: SglangFakeOptions): SglangFake {
   const cache = new TokenTrie({ capacity: options.cacheTokens, evictTo: Math.floor(options.cacheTokens * 0.9) });
+  const slots = options.slots === undefined ? undefined : new ServiceSlots(options.slots);
+  const serving = async (): Promise<() => void> => (slots ? slots.acquire() : () => {});
 
   async function generate(request: Request): Promise<Response> {
     const started = performance.now();
@@ -130,16 +172,26 @@ export function serveSglangFake(options: SglangFakeOptions): SglangFake {
     };
 
     if (body.stream !== true) {
-      while (!(await decode()));
+      const release = await serving();
+      try {
+        while (!(await decode()));
+      } finally {
+        release();
+      }
       return Response.json(chunk(0, true));
     }
     const encoder = new TextEncoder();
     const stream = new ReadableStream<Uint8Array>({
       async start(controller) {
-        // Cumulative chunks, as current builds send without --incremental-streaming-output.
-        for (let last = false; !last && !request.signal.aborted; ) {
-          last = await decode();
-          controller.enqueue(encoder.encode(`data: ${JSON.stringify(chunk(0, last))}\n\n`));
+        const release = await serving();
+        try {
+          // Cumulative chunks, as current builds send without --incremental-streaming-output.
+          for (let last = false; !last && !request.signal.aborted; ) {
+            last = await decode();
+            controller.enqueue(encoder.encode(`data: ${JSON.stringify(chunk(0, last))}\n\n`));
+          }
+        } finally {
+          release();
         }
         controller.enqueue(encoder.encode('data: [DONE]\n\n'));
         controller.close();

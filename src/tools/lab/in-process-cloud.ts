@@ -19,6 +19,7 @@ import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
 import { openInMemoryRoute } from '../../cloud/in-memory-route.ts';
 import type { ShimContext } from '../../cloud/route-session.ts';
 import { SessionStore } from '../../cloud/session-store.ts';
+import { StepAdmission } from '../../cloud/step-admission.ts';
 import type { CloudClient, CloudConversation, CloudStepReply, CloudStepRequest, ConversationOptions } from '../../edge/cloud-client.ts';
 import { GrpcCloudConversation, type RouteStreamHost } from '../../edge/grpc-cloud-conversation.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
@@ -64,7 +65,9 @@ export class InProcessCloud implements CloudClient {
     // The shim's defaults, except what only a network shim serving many edges needs bounded.
     const config = shimConfig({ maxSessions: MAX_LIVE, maxContextTokens: Number.MAX_SAFE_INTEGER, sessionIdleMs: stepTimeoutMs, backendTimeoutMs: stepTimeoutMs });
     this.store = new SessionStore({ maxSessions: config.maxSessions, maxContextTokens: config.maxContextTokens, idleMs: config.sessionIdleMs });
-    const shim: ShimContext = { config, store: this.store, backend: this.backend, tokenizer: options.tokenizer, log: silentLogger };
+    // As many backend calls at once as there may be sessions: a step is never refused as overloaded here.
+    const admission = new StepAdmission(MAX_LIVE);
+    const shim: ShimContext = { config, store: this.store, backend: this.backend, admission, tokenizer: options.tokenizer, log: silentLogger };
     this.host = {
       stepTimeoutMs,
       closeTimeoutMs: 2_000,

@@ -9,6 +9,7 @@ import type { RouteStep as _tokenrouter_cloud_v1_RouteStep, RouteStep__Output as
 import type { Sampling as _tokenrouter_cloud_v1_Sampling, Sampling__Output as _tokenrouter_cloud_v1_Sampling__Output } from './tokenrouter/cloud/v1/Sampling';
 import type { SessionEnd as _tokenrouter_cloud_v1_SessionEnd, SessionEnd__Output as _tokenrouter_cloud_v1_SessionEnd__Output } from './tokenrouter/cloud/v1/SessionEnd';
 import type { SessionOpened as _tokenrouter_cloud_v1_SessionOpened, SessionOpened__Output as _tokenrouter_cloud_v1_SessionOpened__Output } from './tokenrouter/cloud/v1/SessionOpened';
+import type { ShimLoad as _tokenrouter_cloud_v1_ShimLoad, ShimLoad__Output as _tokenrouter_cloud_v1_ShimLoad__Output } from './tokenrouter/cloud/v1/ShimLoad';
 import type { StepResult as _tokenrouter_cloud_v1_StepResult, StepResult__Output as _tokenrouter_cloud_v1_StepResult__Output } from './tokenrouter/cloud/v1/StepResult';
 import type { TopAlternatives as _tokenrouter_cloud_v1_TopAlternatives, TopAlternatives__Output as _tokenrouter_cloud_v1_TopAlternatives__Output } from './tokenrouter/cloud/v1/TopAlternatives';
 
@@ -29,6 +30,7 @@ export interface ProtoGrpcType {
         Sampling: MessageTypeDefinition<_tokenrouter_cloud_v1_Sampling, _tokenrouter_cloud_v1_Sampling__Output>
         SessionEnd: MessageTypeDefinition<_tokenrouter_cloud_v1_SessionEnd, _tokenrouter_cloud_v1_SessionEnd__Output>
         SessionOpened: MessageTypeDefinition<_tokenrouter_cloud_v1_SessionOpened, _tokenrouter_cloud_v1_SessionOpened__Output>
+        ShimLoad: MessageTypeDefinition<_tokenrouter_cloud_v1_ShimLoad, _tokenrouter_cloud_v1_ShimLoad__Output>
         StepResult: MessageTypeDefinition<_tokenrouter_cloud_v1_StepResult, _tokenrouter_cloud_v1_StepResult__Output>
         TokenSource: EnumTypeDefinition
         TopAlternatives: MessageTypeDefinition<_tokenrouter_cloud_v1_TopAlternatives, _tokenrouter_cloud_v1_TopAlternatives__Output>

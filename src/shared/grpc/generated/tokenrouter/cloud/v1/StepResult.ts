@@ -2,6 +2,7 @@
 
 import type { TopAlternatives as _tokenrouter_cloud_v1_TopAlternatives, TopAlternatives__Output as _tokenrouter_cloud_v1_TopAlternatives__Output } from '../../../tokenrouter/cloud/v1/TopAlternatives';
 import type { FinishReason as _tokenrouter_cloud_v1_FinishReason, FinishReason__Output as _tokenrouter_cloud_v1_FinishReason__Output } from '../../../tokenrouter/cloud/v1/FinishReason';
+import type { ShimLoad as _tokenrouter_cloud_v1_ShimLoad, ShimLoad__Output as _tokenrouter_cloud_v1_ShimLoad__Output } from '../../../tokenrouter/cloud/v1/ShimLoad';
 
 /**
  * The cloud model's state after a step.
@@ -38,6 +39,15 @@ export interface StepResult {
    * A conditional step whose assumption failed: nothing was computed or appended, and ids is empty.
    */
   'skipped'?: (boolean);
+  /**
+   * The shim's load when it answered (see the top of this file).
+   */
+  'load'?: (_tokenrouter_cloud_v1_ShimLoad | null);
+  /**
+   * The backend was saturated and the step could not have been answered within its deadline: nothing was
+   * computed, ids is empty, and context_length says where the shim's context is (see the top of this file).
+   */
+  'overloaded'?: (boolean);
 }
 
 /**
@@ -75,4 +85,13 @@ export interface StepResult__Output {
    * A conditional step whose assumption failed: nothing was computed or appended, and ids is empty.
    */
   'skipped': (boolean);
+  /**
+   * The shim's load when it answered (see the top of this file).
+   */
+  'load': (_tokenrouter_cloud_v1_ShimLoad__Output | null);
+  /**
+   * The backend was saturated and the step could not have been answered within its deadline: nothing was
+   * computed, ids is empty, and context_length says where the shim's context is (see the top of this file).
+   */
+  'overloaded': (boolean);
 }

@@ -1,0 +1,173 @@
+/**
+ * The shim's admission control with a clock that moves only when told: the slot limit, the FIFO, the moving
+ * average of the backend time, the at-once and the timed refusals (exact times), and cancellation.
+ */
+import { describe, expect, test } from 'bun:test';
+import { StepAdmission, type AdmissionClock, type AdmissionSlot } from '../src/cloud/step-admission.ts';
+
+class ManualClock implements AdmissionClock {
+  time = 0;
+  readonly timers: { at: number; fn: () => void }[] = [];
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    const timer = { at: this.time + ms, fn };
+    this.timers.push(timer);
+    return timer;
+  }
+
+  clearTimeout(timer: unknown): void {
+    const i = this.timers.indexOf(timer as (typeof this.timers)[number]);
+    if (i >= 0) this.timers.splice(i, 1);
+  }
+
+  /** Moves the clock to `time`, running the timers due by then in order. */
+  async advanceTo(time: number): Promise<void> {
+    this.timers.sort((a, b) => a.at - b.at);
+    while (this.timers[0] && this.timers[0].at <= time) {
+      const timer = this.timers.shift()!;
+      this.time = timer.at;
+      timer.fn();
+    }
+    this.time = time;
+    await Bun.sleep(0);
+  }
+}
+
+const never = new AbortController().signal;
+
+/** A slot, or a failed test. */
+function slotOf(outcome: AdmissionSlot | 'overloaded'): AdmissionSlot {
+  if (outcome === 'overloaded') throw new Error('refused as overloaded');
+  return outcome;
+}
+
+/** Runs one step of `ms` through the admission at the clock's time, to feed its average. */
+async function runStep(admission: StepAdmission, clock: ManualClock, ms: number): Promise<void> {
+  const slot = slotOf(await admission.acquire(10_000, never));
+  await clock.advanceTo(clock.time + ms);
+  slot.release(true);
+}
+
+describe('step admission', () => {
+  test('starts up to N at once, queues the rest in order, and hands each freed slot to the oldest waiter', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(2, clock);
+    const a = slotOf(await admission.acquire(1_000, never));
+    const b = slotOf(await admission.acquire(1_000, never));
+    expect(admission.load()).toEqual({ stepsInFlight: 2, stepsQueued: 0, backendMs: 0, maxInFlight: 2 });
+    const order: string[] = [];
+    const c = admission.acquire(1_000, never).then((s) => (order.push('c'), slotOf(s)));
+    const d = admission.acquire(1_000, never).then((s) => (order.push('d'), slotOf(s)));
+    expect(admission.load()).toMatchObject({ stepsInFlight: 2, stepsQueued: 2 });
+    await clock.advanceTo(40);
+    // The load as b's call ended: its 40 ms in the average, itself still in flight.
+    expect(b.release(true)).toEqual({ stepsInFlight: 2, stepsQueued: 2, backendMs: 40, maxInFlight: 2 });
+    const cSlot = await c;
+    expect(order).toEqual(['c']);
+    expect(cSlot.waitedMs).toBe(40);
+    expect(admission.load()).toMatchObject({ stepsInFlight: 2, stepsQueued: 1, backendMs: 40 });
+    await clock.advanceTo(60);
+    a.release(true);
+    const dSlot = await d;
+    expect(order).toEqual(['c', 'd']);
+    expect(dSlot.waitedMs).toBe(60);
+    // The average: 40, then 40 + 0.2 × (60 − 40).
+    expect(admission.load()).toEqual({ stepsInFlight: 2, stepsQueued: 0, backendMs: 44, maxInFlight: 2 });
+    cSlot.release(false);
+    dSlot.release(true);
+    dSlot.release(true);
+    // A failed call does not feed the average; a second release changes nothing. d held its slot 0 ms.
+    expect(admission.load()).toEqual({ stepsInFlight: 0, stepsQueued: 0, backendMs: 35.2, maxInFlight: 2 });
+  });
+
+  test('a step whose predicted start (position × backend time / N) is past its latest start is refused at once', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(2, clock);
+    await runStep(admission, clock, 300);
+    const busy = [slotOf(await admission.acquire(1_000, never)), slotOf(await admission.acquire(1_000, never))];
+    // Deadline 1000, backend 300: the latest start is 700. Position 1 → 150, … position 4 → 600, position 5 → 750.
+    expect(admission.latestStartMs(1_000)).toBe(700);
+    const waiting = [1, 2, 3, 4].map(() => admission.acquire(1_000, never));
+    expect(admission.load().stepsQueued).toBe(4);
+    expect(await admission.acquire(1_000, never)).toBe('overloaded');
+    expect(admission.overloaded).toBe(1);
+    expect(admission.load().stepsQueued).toBe(4);
+    // A longer deadline lets it queue: position 5 → 750 ≤ 2000 − 300.
+    void admission.acquire(2_000, never);
+    expect(admission.load().stepsQueued).toBe(5);
+    for (const slot of busy) slot.release(true);
+    // The two oldest waiters take the freed slots.
+    expect((await Promise.all(waiting.slice(0, 2))).map((s) => slotOf(s).waitedMs)).toEqual([0, 0]);
+    expect(admission.load()).toMatchObject({ stepsInFlight: 2, stepsQueued: 3 });
+  });
+
+  test('a waiting step is refused when it is still waiting at its latest start; the steps behind it move up', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(1, clock);
+    await runStep(admission, clock, 100);
+    const start = clock.time;
+    const held = slotOf(await admission.acquire(1_000, never));
+    // Predicted 100 ≤ 1000 − 100: it waits, with a refusal armed at 900.
+    const first = admission.acquire(1_000, never);
+    const second = admission.acquire(5_000, never);
+    let outcome: unknown;
+    void first.then((o) => (outcome = o));
+    await clock.advanceTo(start + 899);
+    expect(outcome).toBeUndefined();
+    await clock.advanceTo(start + 900);
+    expect(outcome).toBe('overloaded');
+    expect(admission.load()).toMatchObject({ stepsInFlight: 1, stepsQueued: 1 });
+    held.release(true);
+    expect(slotOf(await second).waitedMs).toBe(900);
+    expect(admission.overloaded).toBe(1);
+  });
+
+  test('before any backend time is known, a waiting step keeps a tenth of its deadline for the way back', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(1, clock);
+    const held = slotOf(await admission.acquire(500, never));
+    expect(admission.latestStartMs(500)).toBe(450);
+    const waiting = admission.acquire(500, never);
+    await clock.advanceTo(450);
+    expect(await waiting).toBe('overloaded');
+    held.release(true);
+    expect(admission.load()).toEqual({ stepsInFlight: 0, stepsQueued: 0, backendMs: 450, maxInFlight: 1 });
+  });
+
+  test('a freed slot goes to the oldest waiter that can still start in time by the average as it now stands', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(1, clock);
+    // Nothing measured yet: both may wait (latest starts 630 and 4500).
+    const held = slotOf(await admission.acquire(10_000, never));
+    const short = admission.acquire(700, never);
+    const long = admission.acquire(5_000, never);
+    await clock.advanceTo(400);
+    // The first measurement, 400 ms: the short one would have had to start by 700 − 400 = 300.
+    expect(held.release(true)).toMatchObject({ backendMs: 400 });
+    expect(await short).toBe('overloaded');
+    expect(slotOf(await long).waitedMs).toBe(400);
+    expect(admission.load()).toEqual({ stepsInFlight: 1, stepsQueued: 0, backendMs: 400, maxInFlight: 1 });
+    expect(clock.timers).toHaveLength(0);
+  });
+
+  test('a waiting step whose session ends leaves the queue with the reason; N must be a positive integer', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(1, clock);
+    const held = slotOf(await admission.acquire(1_000, never));
+    const controller = new AbortController();
+    const waiting = admission.acquire(1_000, controller.signal);
+    const behind = admission.acquire(1_000, never);
+    controller.abort(new Error('the edge cancelled the stream'));
+    await expect(waiting).rejects.toThrow('the edge cancelled the stream');
+    expect(admission.load().stepsQueued).toBe(1);
+    held.release(true);
+    expect(slotOf(await behind).waitedMs).toBe(0);
+    expect(clock.timers).toHaveLength(0);
+    await expect(admission.acquire(1_000, controller.signal)).rejects.toThrow('the edge cancelled the stream');
+    for (const n of [0, -1, 1.5, Number.NaN]) expect(() => new StepAdmission(n, clock)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});
