@@ -18,13 +18,14 @@ function fakeClock(start = 1_000) {
 }
 
 describe('ScoreWindow', () => {
-  test('the cut is the ⌈q·n⌉-th smallest recent score; ±∞ at the ends; null when empty', () => {
+  test('the cut is the ⌊q·n⌋-th smallest recent score; ±∞ at the ends; null when empty', () => {
     const window = new ScoreWindow(4);
     expect(window.cutAt(0.5)).toBeNull();
     for (const s of [0.9, 0.2, 0.5, 0.7, 0.1]) window.push(s); // 0.9 dropped: [0.1, 0.2, 0.5, 0.7]
     expect(window.size).toBe(4);
     expect(window.cutAt(0.25)).toBe(0.2);
-    expect(window.cutAt(0.3)).toBe(0.5);
+    expect(window.cutAt(0.3)).toBe(0.2); // ⌊1.2⌋: at most 30% of the window below the cut
+    expect(window.values()).toEqual([0.2, 0.5, 0.7, 0.1]);
     expect(window.cutAt(0.5)).toBe(0.5);
     expect(window.cutAt(1)).toBe(Number.POSITIVE_INFINITY);
     expect(window.cutAt(0)).toBe(Number.NEGATIVE_INFINITY);
@@ -71,6 +72,21 @@ describe('ShareCut', () => {
       expect(count).toBeLessThanOrEqual(3);
     }
     expect(cut.guarded).toBeGreaterThan(0);
+  });
+
+  test("a generation's first positions: a quantile of the box's scores before it, never whatever comes first", () => {
+    const alone = new ShareCut(0.1);
+    const decided = [0.2, 0.99, 0.98, 0.97].map((s) => {
+      const d = alone.decide(s);
+      alone.record(s, d.routed, d.by);
+      return d.routed;
+    });
+    expect(decided).toEqual([false, false, false, false]); // the surest positions never route for want of scores
+    const seeded = new ShareCut(0.1, {}, Array.from({ length: 300 }, (_, i) => (i % 100) / 100)); // the last 200 kept
+    expect(seeded.cut()).toBe(0.1); // ⌊0.1 · 200⌋ = the 20th smallest of 0.00..0.99 twice
+    expect(seeded.decide(0.05).routed).toBe(true);
+    expect(seeded.decide(0.5).routed).toBe(false);
+    expect(seeded.tokens).toBe(0);
   });
 
   test('a fork decides exactly as the original from there on', () => {
@@ -211,30 +227,43 @@ describe('RoutingCut', () => {
 });
 
 describe('BoxRouting probes', () => {
+  /** A cloud whose health check answers when the test says. */
+  function probedCloud() {
+    const cloud = { calls: 0, answer: (_ms: number) => {}, roundTrip: () => (cloud.calls++, new Promise<number>((resolve) => (cloud.answer = resolve))) };
+    return cloud;
+  }
+
   test('a closed wait budget measures the round trip again after two seconds, one probe at a time, and reopens when the link recovers', async () => {
     const clock = fakeClock();
-    const routing = new BoxRouting({}, clock.now, { weight: 1 });
-    let calls = 0;
-    let answer!: (ms: number) => void;
-    const cloud = { roundTrip: () => (calls++, new Promise<number>((resolve) => (answer = resolve))) } as unknown as CloudClient;
-    routing.observeStep({ waitMs: 500, overloaded: false, failed: false }, 100);
+    const routing = new BoxRouting({}, clock.now);
+    const cloud = probedCloud();
+    routing.observeStep({ waitMs: 480, overloaded: false, failed: false, load: { stepsInFlight: 1, stepsQueued: 0, backendMs: 12 } }, 100);
     expect(routing.wait.allows(100)).toBe(false);
-    routing.probeIfDue(100, cloud);
-    expect(calls).toBe(0); // not yet: two seconds without a measurement first
+    routing.probeIfDue(100, cloud as unknown as CloudClient);
+    expect(cloud.calls).toBe(0); // not yet: two seconds without a measurement first
     clock.t += 2_000;
-    routing.probeIfDue(100, cloud);
-    routing.probeIfDue(100, cloud);
-    expect(calls).toBe(1);
-    answer(30);
+    routing.probeIfDue(100, cloud as unknown as CloudClient);
+    routing.probeIfDue(100, cloud as unknown as CloudClient);
+    expect(cloud.calls).toBe(1);
+    cloud.answer(30);
     await Bun.sleep(0);
-    // weight 1: the mean is the probe's 30 ms, the deviation |30 − 500| = 470 → 30 + 940: still closed
-    expect(routing.wait.expectedWaitMs()).toBe(970);
-    clock.t += 2_000;
-    routing.probeIfDue(100, cloud);
-    answer(30);
-    await Bun.sleep(0);
-    expect(routing.wait.expectedWaitMs()).toBe(30); // deviation 0 now
+    // A step costs the probe's round trip plus the last reported backend time.
+    expect(routing.wait.expectedWaitMs()).toBe(42);
     expect(routing.wait.allows(100)).toBe(true);
-    expect(calls).toBe(2);
+  });
+
+  test("before a wait budget's first decision the box measures the round trip once, shared by the generations that ask", async () => {
+    const routing = new BoxRouting({}, fakeClock().now);
+    const cloud = probedCloud();
+    const first = routing.measureFirst(cloud as unknown as CloudClient);
+    const second = routing.measureFirst(cloud as unknown as CloudClient);
+    expect(second).toBe(first!);
+    expect(cloud.calls).toBe(1);
+    cloud.answer(250);
+    await first;
+    expect(routing.wait.expectedWaitMs()).toBe(250);
+    expect(routing.wait.allows(200)).toBe(false); // the first routed token would have waited past a 200 ms budget
+    expect(routing.measureFirst(cloud as unknown as CloudClient)).toBe(first!);
+    expect(cloud.calls).toBe(1);
   });
 });

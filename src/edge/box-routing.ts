@@ -41,6 +41,7 @@ export class BoxRouting implements RoutingStatusSource {
   routedShareRecent = 0;
   private lastLoad: CloudLoad | null = null;
   private probing = false;
+  private firstProbe: Promise<void> | undefined;
 
   constructor(
     /** The edge's --route-* settings: reported, and the defaults the entry points give requests. */
@@ -74,6 +75,20 @@ export class BoxRouting implements RoutingStatusSource {
         () => this.wait.probeFailed(),
       )
       .finally(() => (this.probing = false));
+  }
+
+  /**
+   * Before a wait budget's first decision on this box: measures the round trip once (the health check), so
+   * the first routed token does not find out the hard way that the link is slower than the budget. The
+   * generation awaits it after its prefill, which it overlaps. Undefined once anything was measured, or
+   * when the cloud cannot be probed.
+   */
+  measureFirst(cloud: CloudClient | undefined): Promise<void> | undefined {
+    if (this.wait.expectedWaitMs() !== null || !cloud?.roundTrip) return this.firstProbe;
+    return (this.firstProbe ??= cloud.roundTrip().then(
+      (ms) => this.wait.observeProbe(ms),
+      () => this.wait.probeFailed(),
+    ));
   }
 
   observeStep(step: StepOutcome, waitBudgetMs: number | undefined): void {

@@ -128,11 +128,13 @@ export class GenerationState {
   async startEdge(): Promise<void> {
     const { promptCache, edgeModel } = this.engine;
     const t = performance.now();
+    const measuring = this.cut.waitMs === undefined ? undefined : this.engine.routing?.measureFirst(this.engine.cloud);
     const start = promptCache ? promptCache.newSequence(this.context) : { sequence: edgeModel.newSequence(), cachedTokens: 0 };
     this.sequence = start.sequence;
     this.metrics.cachedTokens = start.cachedTokens;
     await this.feedEdge(this.context.slice(start.cachedTokens));
     promptCache?.keep(this.sequence);
+    await measuring;
     this.metrics.prefillMs += elapsed(t);
   }
 

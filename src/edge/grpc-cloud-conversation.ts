@@ -177,7 +177,10 @@ export class GrpcCloudConversation implements CloudConversation {
     // A refusal by the breaker tried nothing, so it says nothing about the cloud; an attempt that was
     // cancelled or refused as a bad request says nothing either, but may have been the half-open probe.
     if (e instanceof CircuitOpenError) return error;
-    if (signal?.aborted || !TRANSPORT_FAILURES.has(error.code)) this.host.stepFailed('abandoned');
+    // Past a deadline shorter than the host's (a wait budget's), the edge gave up on the step by its own choice:
+    // a cloud slower than the budget is not a broken one, and the budget itself backs off (wait-budget.ts).
+    const budgetMissed = error.code === 'DEADLINE_EXCEEDED' && this.stepTimeoutMs < this.host.stepTimeoutMs;
+    if (signal?.aborted || budgetMissed || !TRANSPORT_FAILURES.has(error.code)) this.host.stepFailed('abandoned');
     else this.host.stepFailed(error.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'error');
     return withPlainReason(error);
   }

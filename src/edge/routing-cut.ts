@@ -52,7 +52,7 @@ export class RoutingCut {
 
   static for(request: CutRequest, box: BoxRouting): RoutingCut {
     const holdsShare = request.routeShare !== undefined || request.routeTokensPerMinute !== undefined;
-    return new RoutingCut(request, box, holdsShare ? new ShareCut(request.routeShare ?? 1) : undefined, true);
+    return new RoutingCut(request, box, holdsShare ? new ShareCut(request.routeShare ?? 1, {}, box.scores.values()) : undefined, true);
   }
 
   /** `threshold`, or the budgets given joined by `+` (`share`, `tokens`, `wait`). */

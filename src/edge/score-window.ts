@@ -26,17 +26,23 @@ export class ScoreWindow {
   }
 
   /**
-   * The cut routing a share `q` of the window: the ⌈q·n⌉-th smallest score (0-based), so that a score below
-   * it is below at most ⌈q·n⌉ of the window. Null when the window is empty: no share can be read yet.
-   * q ≥ 1 gives +∞ (every score routes), q ≤ 0 gives −∞ (none does).
+   * The cut routing a share `q` of the window: the ⌊q·n⌋-th smallest score (0-based), so that at most a
+   * share q of the window lies below it (rounding up instead would let a window of a few scores route
+   * everything: one score and q = 0.1 would give +∞). Null when the window is empty: no share can be read
+   * yet. q ≥ 1 gives +∞ (every score routes), q ≤ 0 gives −∞ (none does).
    */
   cutAt(q: number): number | null {
     const n = this.scores.length;
     if (n === 0) return null;
     if (q <= 0) return Number.NEGATIVE_INFINITY;
-    const k = Math.ceil(q * n);
+    const k = Math.floor(q * n);
     if (k >= n) return Number.POSITIVE_INFINITY;
     return [...this.scores].sort((a, b) => a - b)[k]!;
+  }
+
+  /** The scores, oldest first. */
+  values(): number[] {
+    return this.scores.length < this.capacity ? [...this.scores] : [...this.scores.slice(this.next), ...this.scores.slice(0, this.next)];
   }
 
   copy(): ScoreWindow {

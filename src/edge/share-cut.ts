@@ -48,11 +48,18 @@ export class ShareCut {
     /** The target share; may change between positions (a token budget turns a rate into a share). */
     public share: number,
     options: ShareCutOptions = {},
+    /**
+     * Scores from before this generation (the box's latest), oldest first: the first positions' quantile is
+     * read over them rather than over the generation's first few scores alone, which would route whatever
+     * scores came first. They fill the score window only; the counts start at zero.
+     */
+    seedScores: readonly number[] = [],
   ) {
     this.window = options.window ?? 200;
     this.horizon = options.horizon ?? 20;
     this.tolerance = options.tolerance ?? 0.02;
     this.scores = new ScoreWindow(this.window);
+    for (const score of seedScores.slice(-this.window)) this.scores.push(score);
   }
 
   /** Tokens recorded so far. */

@@ -10,7 +10,8 @@
  *   `probeAfterMs` the edge measures the round trip again with the shim's health check (`needsProbe`).
  * - a cap on the share of positions routed, moved as TCP moves its window (additive increase,
  *   multiplicative decrease), which is what lets a thousand edges share one cloud without talking to each
- *   other. A congested reply (the shim refused it as overloaded, had steps queued, or it waited past the
+ *   other. A congested reply (the shim refused it as overloaded, reported a queue that would take half the
+ *   budget to drain, or it waited past the
  *   budget, or it failed) halves the share routed (of the cap, or of the share actually routed if lower, so
  *   the cut acts at once); after that the cap grows by `increasePerSecond` while replies come back clear.
  *   One decrease per round trip: the replies already on their way report the same congestion.
@@ -49,6 +50,11 @@ export interface StepOutcome {
   load?: CloudLoad;
 }
 
+/** The time the shim's queue takes to drain at its recent backend time: queued × backend time / in flight. */
+function queueMs(load: CloudLoad | undefined): number {
+  return load && load.stepsQueued > 0 ? (load.stepsQueued * load.backendMs) / Math.max(1, load.stepsInFlight) : 0;
+}
+
 export class WaitBudget {
   /** Cap on the share of positions routed, in [minShare, 1]. */
   cap = 1;
@@ -74,7 +80,9 @@ export class WaitBudget {
     const now = this.now();
     this.observeWait(step.waitMs);
     if (step.load) this.load = { value: step.load, at: now };
-    const congested = step.overloaded || step.failed || step.waitMs > budgetMs || (step.load?.stepsQueued ?? 0) > 0;
+    // Queued steps alone are no congestion (arrivals are bursty: a queue forms well below capacity); a queue
+    // that would take half the budget to drain is.
+    const congested = step.overloaded || step.failed || step.waitMs > budgetMs || queueMs(step.load) > budgetMs / 2;
     if (!congested) {
       this.grow(now);
       this.clearSince ??= now;
@@ -86,9 +94,17 @@ export class WaitBudget {
     this.cap = Math.max(this.o.minShare, this.o.decrease * Math.min(this.cap, routedShare));
   }
 
-  /** The shim's health check answered after `ms`: a round trip without a step (the budget was closed). */
+  /**
+   * The shim's health check answered after `ms`: a round trip without a step. A step costs that plus the
+   * backend's time (the last load report's), so that is the estimate now, unless the running mean is already
+   * lower; the deviation is halved. Averaging it in instead would take many probes, seconds apart, to bring
+   * back an edge that one burst of slow replies closed.
+   */
   observeProbe(ms: number): void {
-    this.observeWait(ms);
+    this.lastObservedAt = this.now();
+    const estimate = ms + (this.load?.value.backendMs ?? 0);
+    this.meanMs = this.meanMs === null ? estimate : Math.min(this.meanMs, estimate);
+    this.deviationMs /= 2;
   }
 
   /** The health check failed: nothing learned, but the next probe waits its turn. */
@@ -100,8 +116,7 @@ export class WaitBudget {
   expectedWaitMs(): number | null {
     if (this.meanMs === null) return null;
     const load = this.load && this.now() - this.load.at <= this.o.loadTtlMs ? this.load.value : undefined;
-    const queue = load && load.stepsQueued > 0 ? (load.stepsQueued * load.backendMs) / Math.max(1, load.stepsInFlight) : 0;
-    return this.meanMs + 2 * this.deviationMs + queue;
+    return this.meanMs + 2 * this.deviationMs + queueMs(load);
   }
 
   /** Whether a routed token is expected to wait within `budgetMs` (true before any measurement). */

@@ -70,6 +70,8 @@ export interface OverloadRow {
   realized_share_max: number;
   fallback_tokens: number;
   overloaded_steps: number;
+  /** Steps past the wait budget, decided on the edge (not failures: the budget's own deadline). */
+  late_steps: number;
   failed_steps: number;
   error_messages?: string[];
 }
@@ -172,8 +174,9 @@ async function measureRow(
       realized_share: tokens ? round(cloud / tokens, 4) : 0,
       realized_share_min: shares.length ? round(Math.min(...shares), 4) : 0,
       realized_share_max: shares.length ? round(Math.max(...shares), 4) : 0,
-      fallback_tokens: tally.overloaded + tally.failed,
+      fallback_tokens: tally.overloaded + tally.late + tally.failed,
       overloaded_steps: tally.overloaded,
+      late_steps: tally.late,
       failed_steps: tally.failed,
       ...(tally.messages.size ? { error_messages: [...tally.messages] } : {}),
     };
@@ -187,11 +190,11 @@ export function formatOverload(result: OverloadResult, o: OverloadOptions): stri
   return [
     `overload: the fake serves ${result.capacity_steps_per_s} steps/s (${o.slots} slots of ${o.serviceMs} ms); edges route ${o.pace.share} of uniform scores, ${o.pace.tokenMs} ms per edge token; the edges' step deadline ${o.stepTimeoutMs} ms`,
     '',
-    '| policy | load | edges | offered/s | served/s | wait budget ms | wait p50 / p99 ms | p99 / unloaded p99 | failed generations | realized share (min–max per edge) | fallback tokens (overloaded / failed) |',
+    '| policy | load | edges | offered/s | served/s | wait budget ms | wait p50 / p99 ms | p99 / unloaded p99 | failed generations | realized share (min–max per edge) | fallback tokens (overloaded / late / failed) |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
     ...result.rows.map(
       (r) =>
-        `| ${r.policy} | ${r.load} | ${r.edges} | ${r.offered_steps_per_s} | ${r.steps_per_s} | ${r.wait_budget_ms ?? '-'} | ${ms(r.p50_wait_ms)} / ${ms(r.p99_wait_ms)} | ${r.p99_over_unloaded.toFixed(2)}× | ${r.failed_generations} of ${r.generations} | ${r.realized_share} (${r.realized_share_min}–${r.realized_share_max}) | ${r.fallback_tokens} (${r.overloaded_steps} / ${r.failed_steps}) |`,
+        `| ${r.policy} | ${r.load} | ${r.edges} | ${r.offered_steps_per_s} | ${r.steps_per_s} | ${r.wait_budget_ms ?? '-'} | ${ms(r.p50_wait_ms)} / ${ms(r.p99_wait_ms)} | ${r.p99_over_unloaded.toFixed(2)}× | ${r.failed_generations} of ${r.generations} | ${r.realized_share} (${r.realized_share_min}–${r.realized_share_max}) | ${r.fallback_tokens} (${r.overloaded_steps} / ${r.late_steps} / ${r.failed_steps}) |`,
     ),
     ...result.rows.flatMap((r) => (r.error_messages ?? []).map((m) => `  error (${r.policy}, ${r.load}): ${m}`)),
   ].join('\n');

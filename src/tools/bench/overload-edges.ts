@@ -7,8 +7,10 @@
  * its own box: its own BoxRouting (budgets' state), its own gRPC client and breaker.
  *
  * A routed position's wait is from sending the step to its reply, refusal or failure: what the edge's user
- * waits for that token. A generation fails when one of its routed steps ended in an error rather than a
- * reply or a refusal: that is what a user of today's edge sees as the cloud failing.
+ * waits for that token. A step past a wait budget is `late`: the edge gave up on it by its own budget and
+ * decided the token (the breaker does not count it). A generation fails when one of its routed steps ended
+ * in any other error (the edges' own deadline, a broken stream, an open circuit): what a user of today's
+ * edge sees as the cloud failing.
  *
  * @example
  * const tally = new OverloadTally();
@@ -18,6 +20,7 @@ import type { TokenSource } from '../../shared/contract-vocabulary.ts';
 import { BoxRouting } from '../../edge/box-routing.ts';
 import type { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
 import { RoutingCut } from '../../edge/routing-cut.ts';
+import { errorMessage, isAppError } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import type { EdgePace } from './fleet-edges.ts';
 import { promptWindow, type Corpus } from './load-workers.ts';
@@ -44,6 +47,7 @@ export class OverloadTally {
   readonly waitMs: number[] = [];
   served = 0;
   overloaded = 0;
+  late = 0;
   failed = 0;
   generations = 0;
   failedGenerations = 0;
@@ -95,7 +99,7 @@ export async function overloadEdge(client: GrpcCloudClient, corpus: Corpus, inde
         await sleepUntil(due);
         const started = performance.now();
         let ids: number[] = [];
-        let outcome: 'served' | 'overloaded' | 'failed' = 'served';
+        let outcome: 'served' | 'overloaded' | 'late' | 'failed' = 'served';
         let load;
         try {
           const reply = await conversation.next({
@@ -114,11 +118,11 @@ export async function overloadEdge(client: GrpcCloudClient, corpus: Corpus, inde
           if (reply.overloaded) outcome = 'overloaded';
           else ids = reply.tokens;
         } catch (e) {
-          outcome = 'failed';
-          if (tally.messages.size < 5) tally.messages.add(e instanceof Error ? e.message : String(e));
+          outcome = policy.waitMs !== undefined && isAppError(e) && e.code === 'DEADLINE_EXCEEDED' ? 'late' : 'failed';
+          if (outcome === 'failed' && tally.messages.size < 5) tally.messages.add(errorMessage(e));
         }
         const waitMs = performance.now() - started;
-        cut.observeStep({ waitMs, overloaded: outcome === 'overloaded', failed: outcome === 'failed', load });
+        cut.observeStep({ waitMs, overloaded: outcome === 'overloaded', failed: outcome === 'failed' || outcome === 'late', load });
         if (outcome === 'failed') failedHere = true;
         if (counted) {
           tally.waitMs.push(waitMs);
