@@ -40,17 +40,30 @@ const KEYS: (keyof LatencyRow)[] = [
   'hit_rate',
   'wasted_steps',
   'conditional_steps',
+  'route_wait_ms',
+  'wait_p50_ms',
+  'wait_p99_ms',
+  'wait_max_ms',
 ];
 
 /** What must hold for any run, whatever the machine's speed. */
-function checkRows(result: LatencyBenchResult, thresholds: number[], speculate = [true]) {
+function checkRows(result: LatencyBenchResult, thresholds: number[], speculate = [true], waits: number[] = []) {
   const { rows, rtt_ms: rtt } = result;
-  const settings: [string, number | null, boolean][] = [
-    ['small_only', null, false],
-    ...thresholds.flatMap((t) => speculate.map((on): [string, number, boolean] => ['joint', t, on])),
-    ['llm_only', null, false],
+  type Row = [string, number | null, boolean, number | null];
+  const settings: Row[] = [
+    ['small_only', null, false, null],
+    ...thresholds.flatMap((t) => speculate.flatMap((on) => [null, ...waits].map((w): Row => ['joint', t, on, w]))),
+    ['llm_only', null, false, null],
   ];
-  expect(rows.map((r): [string, number | null, boolean] => [r.mode, r.threshold, r.speculate])).toEqual(settings);
+  expect(rows.map((r): Row => [r.mode, r.threshold, r.speculate, r.route_wait_ms])).toEqual(settings);
+  for (const row of rows) {
+    expect(row.wait_p50_ms).toBeGreaterThanOrEqual(0);
+    expect(row.wait_p99_ms).toBeGreaterThanOrEqual(row.wait_p50_ms);
+    expect(row.wait_max_ms).toBeGreaterThanOrEqual(row.wait_p99_ms);
+    // A routed step goes through the proxy: its token waits at least the injected round trip.
+    if (row.routed_count > 0 && !row.speculate) expect(row.wait_max_ms).toBeGreaterThanOrEqual(rtt);
+    if (row.routed_count === 0) expect(row.wait_max_ms).toBe(0);
+  }
   for (const row of rows) {
     expect(row.overall_ms).toBe(row.total_ms);
     if (!row.speculate) expect(row.wasted_steps).toBe(0);
@@ -80,9 +93,10 @@ function checkRows(result: LatencyBenchResult, thresholds: number[], speculate =
   expect(cloudOnly.tbt_ratio).toBeNull();
   // More routing as τ grows: in tokens up to the last joint row (llm_only may stop earlier at the cloud's
   // end of text, with fewer tokens in all), and in share over every row.
-  const routed = rows.slice(0, -1).map((r) => r.routed_count);
+  // (Fixed τ only: a wait budget routes less than its τ.)
+  const routed = rows.slice(0, -1).filter((r) => r.route_wait_ms === null).map((r) => r.routed_count);
   for (let i = 1; i < routed.length; i++) expect(routed[i]!).toBeGreaterThanOrEqual(routed[i - 1]!);
-  const ratios = rows.map((r) => r.routed_ratio);
+  const ratios = rows.filter((r) => r.route_wait_ms === null).map((r) => r.routed_ratio);
   for (let i = 1; i < ratios.length; i++) expect(ratios[i]!).toBeGreaterThanOrEqual(ratios[i - 1]!);
 }
 
@@ -110,6 +124,23 @@ test('bench latency with a 20 ms round trip: a Markdown table, then one JSON lin
   // Something is routed between the ends, and llm_only routes every token.
   expect(result.rows.at(-2)!.routed_count).toBeGreaterThan(0);
   expect(result.rows.at(-1)!.routed_count).toBe(result.rows.at(-1)!.tokens);
+}, 60_000);
+
+test('--route-wait-ms: each τ again under each wait budget, with the per-token wait in the table and the JSON', () => {
+  const r = bench('--prompts', '1', '--max-new-tokens', '12', '--rtt-ms', '10', '--thresholds', '0.8', '--route-wait-ms', '300,5', '--json');
+  expect(r.code).toBe(0);
+  const lines = r.stdout.trim().split('\n');
+  const table = lines.slice(0, -1).join('\n');
+  expect(table).toContain('| wait p50 / p99 / max (ms) |');
+  for (const name of ['joint τ=0.8', 'joint τ=0.8 wait≤5', 'joint τ=0.8 wait≤300']) expect(table).toContain(`| ${name} |`);
+  const result = JSON.parse(lines.at(-1)!) as LatencyBenchResult;
+  expect(result.route_span).toBe(1);
+  checkRows(result, [0.8], [false], [5, 300]);
+  // Every routed token waits at least the 10 ms round trip, over a 5 ms budget: after its box's first
+  // routed step, the budget routes nothing more.
+  const [, , tight] = result.rows;
+  expect(tight!.route_wait_ms).toBe(5);
+  expect(tight!.routed_count).toBeLessThanOrEqual(1);
 }, 60_000);
 
 test('--edge-cpus/--shim-cpus: the shim runs as a separate, pinned process and the bench behaves as with the in-process one', () => {
@@ -205,6 +236,9 @@ test('bench latency: bad flags are usage errors', () => {
     [['--edge-cpus', '0', '--shim-cpus', '1', '--cloud', 'h:1'], 'error: --shim-cpus starts a shim here: it excludes --cloud'],
     [['--frobnicate'], 'error: Unknown option'],
     [['--conditional-steps', 'maybe'], 'error: --conditional-steps must be on or off, got "maybe"'],
+    [['--route-wait-ms', '300,soon'], 'error: --route-wait-ms must be comma-separated integers in [1, 600000], got "300,soon"'],
+    [['--route-wait-ms', '0'], 'error: --route-wait-ms must be comma-separated integers in [1, 600000], got "0"'],
+    [['--route-span', '17'], 'error: --route-span must be in [1, 16], got 17'],
   ];
   for (const [args, message] of cases) {
     const r = bench(...args);

@@ -45,6 +45,16 @@ describe('bun run eval', () => {
     expect(Object.keys(row).sort()).toEqual(['entropy', 'large_only_accuracy', 'oracle', 'random', 'routed', 'router', 'share', 'small_only_accuracy', 'top1']);
     expect(row.share).toBe(0.3);
     expect(row.small_only_accuracy).toBe(json.small_only_accuracy);
+    // The share budget at its default 0.1, per document and as one stream, and route spans at that share.
+    expect(stdout).toContain('| budget | scope | realized | full windows |');
+    const budgets = json.teacher_forcing.share_budget;
+    expect(budgets.map((b: { share: number; scope: string }) => `${b.scope}@${b.share}`)).toEqual(['document@0.1', 'stream@0.1']);
+    expect(Object.keys(budgets[0]).sort()).toEqual([
+      'budget_recovered', 'early_window_max', 'early_window_min', 'early_windows', 'full_window_max', 'full_window_min', 'full_windows',
+      'guarded', 'realized_share', 'routed', 'scope', 'share', 'tau', 'tau_recovered', 'tau_share',
+    ]);
+    for (const b of budgets) expect(Math.abs(b.tau_share - b.realized_share) * json.positions).toBeLessThanOrEqual(1);
+    expect(json.teacher_forcing.spans.map((r: { span: number }) => r.span)).toEqual([1, 2, 4]);
     expect(json.generation.settings.map((g: { method: string; target_share: number | null }) => `${g.method}@${g.target_share}`)).toEqual([
       'small_only@null', 'llm_only@null', 'router@0.3', 'random@0.3', 'top1@0.3', 'entropy@0.3',
     ]);
@@ -116,6 +126,9 @@ describe('bun run eval', () => {
     const bad = await evalCli(['--dataset', DEMO.tinyStories, '--thresholds', '0,2']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--thresholds must be comma-separated numbers in [0, 1]');
+    const share = await evalCli(['--dataset', DEMO.tinyStories, '--route-share', '0.1,1.5']);
+    expect(share.code).toBe(2);
+    expect(share.stderr).toContain('--route-share must be comma-separated numbers in (0, 1), or none, got "0.1,1.5"');
     const absent = await evalCli(['--dataset', join(work, 'nope.txt')]);
     expect(absent.code).toBe(1);
     expect(absent.stderr).toContain('nope.txt: cannot read');

@@ -6,6 +6,7 @@
  * const { options, json } = parseLatencyFlags(['--rtt-ms', '0', '--prompts', '2']);
  */
 import { join } from 'node:path';
+import { DEFAULT_LIMITS } from '../../edge/generation-request.ts';
 import type { ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
@@ -28,6 +29,10 @@ export interface LatencyBenchOptions {
   maxNewTokens: number;
   rttMs: number;
   thresholds: readonly number[];
+  /** Wait budgets (route_wait_ms): each τ's joint rows again under each, beside fixed τ; empty = none. */
+  routeWaitMs?: readonly number[];
+  /** Tokens a routed step asks the cloud for (route_span); 1 when omitted. */
+  routeSpan?: number;
   /** Joint rows for each value, in this order: without and/or with speculative continuation. */
   speculate: readonly boolean[];
   /** Speculating rows send a routed speculative position's step at once (EdgeEngine.speculation.conditionalSteps); default on. */
@@ -59,6 +64,15 @@ export function parseAddress(address: string): { host: string; port: number } {
   return { host, port };
 }
 
+/** Comma-separated wait budgets in ms (route_wait_ms), each once, ascending. */
+export function parseWaitBudgets(raw: string): number[] {
+  const numbers = raw.split(',').map((p) => Number(p.trim()));
+  if (raw.trim() === '' || numbers.some((n) => !Number.isInteger(n) || n < 1 || n > 600_000)) {
+    throw new UsageError(`--route-wait-ms must be comma-separated integers in [1, 600000], got ${JSON.stringify(raw)}`);
+  }
+  return [...new Set(numbers)].sort((a, b) => a - b);
+}
+
 /** `off`, `on` or both (comma-separated, each once), in the order given. */
 export function parseSpeculate(raw: string): boolean[] {
   const parts = raw.split(',').map((p) => p.trim());
@@ -75,6 +89,8 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
     'max-new-tokens': { type: 'string' },
     'rtt-ms': { type: 'string' },
     thresholds: { type: 'string' },
+    'route-wait-ms': { type: 'string' },
+    'route-span': { type: 'string' },
     speculate: { type: 'string' },
     'conditional-steps': { type: 'string' },
     dataset: { type: 'string' },
@@ -96,6 +112,8 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
   const maxNewTokens = integerFlag(values, 'max-new-tokens', 100, [1, 1024])!;
   const rttMs = integerFlag(values, 'rtt-ms', 170, [0, 5000])!;
   const threads = integerFlag(values, 'threads', undefined, [1, 256]);
+  const routeSpan = integerFlag(values, 'route-span', 1, [1, DEFAULT_LIMITS.maxRouteSpan])!;
+  const routeWaitMs = values['route-wait-ms'] === undefined ? [] : parseWaitBudgets(values['route-wait-ms']);
   if (values.cloud !== undefined && values['cloud-model'] !== undefined) throw new UsageError('--cloud (a running shim) and --cloud-model (the in-process shim) exclude each other');
   if (values.cloud !== undefined) parseAddress(values.cloud);
   const cloudFlags = (['cloud-token', 'cloud-tls-ca', 'cloud-tls-cert', 'cloud-tls-key'] as const).filter((f) => values[f] !== undefined);
@@ -122,6 +140,8 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
       maxNewTokens,
       rttMs,
       thresholds,
+      routeWaitMs,
+      routeSpan,
       speculate,
       conditionalSteps: conditional === 'on',
       edgeModel: values['edge-model'] ?? DEMO.edgePack,

@@ -7,7 +7,7 @@
  */
 import type { GenerationMetrics } from '../../edge/generation-metrics.ts';
 import type { Mode } from '../../edge/generation-request.ts';
-import { mean } from '../../shared/statistics.ts';
+import { mean, percentile } from '../../shared/statistics.ts';
 
 /** One routing setting: means per prompt unless the name says otherwise. */
 export interface LatencyRow {
@@ -16,6 +16,8 @@ export interface LatencyRow {
   threshold: number | null;
   /** Speculative continuation on (joint rows only: the other modes never speculate). */
   speculate: boolean;
+  /** The wait budget a joint row ran under (route_wait_ms); null for fixed τ and the other modes. */
+  route_wait_ms: number | null;
   tokens: number;
   routed_count: number;
   /** Routed tokens / generated tokens, over all prompts. */
@@ -33,6 +35,10 @@ export interface LatencyRow {
   /** tbt_ms / small_only's tbt_ms; null for llm_only, where the edge model does not run. */
   tbt_ratio: number | null;
   comm_llm_ms: number;
+  /** Per-token cloud wait over every token of every prompt (a routed step's wait; 0 for a token that did not route). */
+  wait_p50_ms: number;
+  wait_p99_ms: number;
+  wait_max_ms: number;
   /** Backend compute time reported by the shim with each reply. */
   backend_ms: number;
   /** cloud_calls × RTT + backend_ms. */
@@ -58,6 +64,8 @@ export interface LatencyBenchResult {
   rtt_ms: number;
   prompts: number;
   max_new_tokens: number;
+  /** Tokens each routed step asks the cloud for. */
+  route_span: number;
   dataset: string;
   slm: string;
   router: string;
@@ -78,11 +86,15 @@ export interface Setting {
   mode: Mode;
   threshold: number | null;
   speculate: boolean;
+  /** A joint row's wait budget; null: fixed τ. */
+  routeWaitMs: number | null;
 }
 
 export interface PromptRun {
   /** The generated token ids, to compare settings that must agree. */
   ids: number[];
+  /** Each token's cloud wait (TokenEvent.timings.cloudMs): 0 for a token that did not route. */
+  waits: number[];
   metrics: GenerationMetrics;
   cloud: CloudTally;
   /** Why the cloud failed a routed token, the first time it did. */
@@ -99,10 +111,12 @@ export function summarize(setting: Setting, runs: PromptRun[], rttMs: number): L
   const predicted = m((r) => r.cloud.calls * rttMs + r.cloud.backendMs);
   const speculated = runs.reduce((s, r) => s + r.metrics.speculated, 0);
   const hits = runs.reduce((s, r) => s + r.metrics.speculationHits, 0);
+  const waits = runs.flatMap((r) => r.waits);
   return {
     mode: setting.mode,
     threshold: setting.threshold,
     speculate: setting.speculate,
+    route_wait_ms: setting.routeWaitMs,
     tokens: m((r) => r.metrics.tokens),
     routed_count: m((r) => r.metrics.routed),
     routed_ratio: tokens ? routed / tokens : 0,
@@ -115,6 +129,9 @@ export function summarize(setting: Setting, runs: PromptRun[], rttMs: number): L
     tbt_p50_ms: m((r) => r.metrics.tbtP50Ms),
     tbt_ratio: null,
     comm_llm_ms: comm,
+    wait_p50_ms: percentile(waits, 50),
+    wait_p99_ms: percentile(waits, 99),
+    wait_max_ms: waits.reduce((a, b) => Math.max(a, b), 0),
     backend_ms: m((r) => r.cloud.backendMs),
     predicted_comm_llm_ms: predicted,
     residual_per_call_ms: calls ? ((comm - predicted) * runs.length) / calls : null,
@@ -134,7 +151,7 @@ export function identicalOutputs(settings: Setting[], runs: PromptRun[][]): bool
   let compared = false;
   for (const [s, setting] of settings.entries()) {
     if (setting.mode !== 'joint' || !setting.speculate) continue;
-    const t = settings.findIndex((x) => x.mode === 'joint' && x.threshold === setting.threshold && !x.speculate);
+    const t = settings.findIndex((x) => x.mode === 'joint' && x.threshold === setting.threshold && x.routeWaitMs === setting.routeWaitMs && !x.speculate);
     if (t < 0) continue;
     compared = true;
     for (const [p, run] of runs[s]!.entries()) if (run.ids.join(',') !== runs[t]![p]!.ids.join(',')) return false;
@@ -142,8 +159,9 @@ export function identicalOutputs(settings: Setting[], runs: PromptRun[][]): bool
   return compared ? true : null;
 }
 
-export function label(s: Pick<Setting, 'mode' | 'threshold' | 'speculate'>): string {
-  return s.mode === 'joint' ? `joint τ=${s.threshold}${s.speculate ? ' spec' : ''}` : s.mode;
+export function label(s: { mode: Mode; threshold: number | null; speculate: boolean; routeWaitMs?: number | null; route_wait_ms?: number | null }): string {
+  const wait = s.routeWaitMs ?? s.route_wait_ms ?? null;
+  return s.mode === 'joint' ? `joint τ=${s.threshold}${wait === null ? '' : ` wait≤${wait}`}${s.speculate ? ' spec' : ''}` : s.mode;
 }
 
 /** The result as a Markdown table with a line saying what was measured. */
@@ -159,6 +177,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     'TBT edge (ms)',
     'TBT / small_only',
     'comm + cloud model (ms)',
+    'wait p50 / p99 / max (ms)',
     'predicted (ms)',
     'residual / call (ms)',
     'overall (ms)',
@@ -177,6 +196,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     row.tbt_ms.toFixed(3),
     row.tbt_ratio === null ? '–' : row.tbt_ratio.toFixed(2),
     ms(row.comm_llm_ms),
+    `${ms(row.wait_p50_ms)} / ${ms(row.wait_p99_ms)} / ${ms(row.wait_max_ms)}`,
     ms(row.predicted_comm_llm_ms),
     row.residual_per_call_ms === null ? '–' : row.residual_per_call_ms.toFixed(2),
     ms(row.total_ms),
@@ -187,7 +207,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
   ]);
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [
-    `${r.prompts} prompts from ${r.dataset}, up to ${r.max_new_tokens} new tokens (greedy), RTT ${r.rtt_ms} ms injected; edge ${r.slm}, router ${r.router}, cloud: ${r.cloud}. Means per prompt; predicted = cloud calls × RTT + backend compute.`,
+    `${r.prompts} prompts from ${r.dataset}, up to ${r.max_new_tokens} new tokens (greedy), RTT ${r.rtt_ms} ms injected${r.route_span > 1 ? `, route span ${r.route_span}` : ''}; edge ${r.slm}, router ${r.router}, cloud: ${r.cloud}. Means per prompt; predicted = cloud calls × RTT + backend compute; wait = each token's cloud wait over all prompts (0 when not routed).`,
     '',
     line(header),
     line(header.map((_, i) => (i === 0 ? '---' : '---:'))),

@@ -14,6 +14,7 @@
  */
 import { shimConfig } from '../../cloud/config.ts';
 import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
+import { BoxRouting } from '../../edge/box-routing.ts';
 import { interceptSteps, type CloudClient } from '../../edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine } from '../../edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../../edge/generation-request.ts';
@@ -31,7 +32,8 @@ import { parseAddress, parseLatencyFlags, UNIFORM_ROUTER, type LatencyBenchOptio
 import { formatLatencyTable, identicalOutputs, label, summarize, type CloudTally, type LatencyBenchResult, type PromptRun, type Setting } from './latency-report.ts';
 import { UniformShareRouter } from './uniform-share-router.ts';
 
-export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--speculate off,on] [--conditional-steps on|off] [--dataset FILE]
+export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--route-wait-ms LIST] [--route-span N]
+                [--speculate off,on] [--conditional-steps on|off] [--dataset FILE]
                 [--edge-model PACK] [--router DIR|builtin|uniform] [--cloud-model PACK | --cloud HOST:PORT] [--threads T] [--json]
                 [--edge-cpus LIST --shim-cpus LIST]
                 [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
@@ -40,6 +42,9 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
       default: 5 CommonsenseQA prompts, up to 100 greedy tokens, the demo pair (about 4 minutes);
       --router uniform: route a share τ of positions spread at random (uniform-share-router.ts), for packs
       whose router routes whole prompts alike (random weights);
+      --route-wait-ms: each joint row again under each wait budget (route_wait_ms; e.g. 300), beside fixed τ;
+      every row reports the per-token cloud wait (p50, p99, max; a token that did not route waits 0);
+      --route-span: tokens a routed step asks the cloud for (default 1);
       --speculate: joint rows without and/or with speculative continuation (default off), on the same prompts;
       --conditional-steps off: a speculative position that routes waits for the first reply instead of being
       sent at once as a conditional step (default on);
@@ -72,33 +77,38 @@ class CloudMeter {
   }
 }
 
-async function runOnce(engine: EdgeEngine, meter: CloudMeter, prompt: string, setting: Setting, maxNewTokens: number): Promise<PromptRun> {
+async function runOnce(engine: EdgeEngine, meter: CloudMeter, prompt: string, setting: Setting, maxNewTokens: number, routeSpan = 1): Promise<PromptRun> {
   // Thresholds outside joint mode are ignored by the loop; 0 / 1 say what the mode means.
   const threshold = setting.threshold ?? (setting.mode === 'llm_only' ? 1 : 0);
-  const request = parseGenerationRequest({ prompt, mode: setting.mode, threshold, maxNewTokens, temperature: 0, speculate: setting.speculate });
+  const budget = setting.routeWaitMs === null ? {} : { routeWaitMs: setting.routeWaitMs };
+  const request = parseGenerationRequest({ prompt, mode: setting.mode, threshold, maxNewTokens, temperature: 0, speculate: setting.speculate, routeSpan, ...budget });
   meter.take();
   let done: DoneEvent | undefined;
   let cloudError: string | undefined;
   const ids: number[] = [];
+  const waits: number[] = [];
   for await (const event of generate(engine, request)) {
     if (event.type === 'done') done = event;
     else if (event.type === 'token') {
       ids.push(event.id);
+      // The loop times the step on a span's first token; the rest arrived with it and waited nothing more.
+      waits.push(event.timings.cloudMs);
       cloudError ??= event.cloudError;
     }
   }
   if (!done) throw new AppError('INTERNAL', 'the decoding loop ended without a done event');
-  return { ids, metrics: done.metrics, cloud: meter.take(), cloudError };
+  return { ids, waits, metrics: done.metrics, cloud: meter.take(), cloudError };
 }
 
 export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBenchResult> {
   const dataset = readEvalDataset(o.dataset);
   if (dataset.kind !== 'multiple-choice') throw new AppError('INVALID_ARGUMENT', `${o.dataset}: not a CommonsenseQA JSONL file`);
   const prompts = dataset.questions.slice(0, o.prompts).map(buildChoicePrompt);
+  const waits = [null, ...(o.routeWaitMs ?? [])];
   const settings: Setting[] = [
-    { mode: 'small_only', threshold: null, speculate: false },
-    ...o.thresholds.flatMap((threshold) => o.speculate.map((speculate) => ({ mode: 'joint' as const, threshold, speculate }))),
-    { mode: 'llm_only', threshold: null, speculate: false },
+    { mode: 'small_only', threshold: null, speculate: false, routeWaitMs: null },
+    ...o.thresholds.flatMap((threshold) => o.speculate.flatMap((speculate) => waits.map((routeWaitMs) => ({ mode: 'joint' as const, threshold, speculate, routeWaitMs })))),
+    { mode: 'llm_only', threshold: null, speculate: false, routeWaitMs: null },
   ];
 
   let shim: ShimServer | undefined;
@@ -131,15 +141,18 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     // Warm-up, not measured: onnxruntime's first runs, and the gRPC connection through the proxy (its
     // TCP and HTTP/2 handshakes would otherwise land in the first routed prompt's TTFT).
     o.log('warm-up');
-    await runOnce(engine, meter, prompts[0]!, { mode: 'small_only', threshold: null, speculate: false }, 8);
-    const warm = await runOnce(engine, meter, prompts[0]!, { mode: 'llm_only', threshold: null, speculate: false }, 2);
+    await runOnce(engine, meter, prompts[0]!, { mode: 'small_only', threshold: null, speculate: false, routeWaitMs: null }, 8);
+    const warm = await runOnce(engine, meter, prompts[0]!, { mode: 'llm_only', threshold: null, speculate: false, routeWaitMs: null }, 2);
     if (warm.metrics.fallback > 0) throw new AppError('UNAVAILABLE', `the cloud at ${o.cloud ?? shim!.address} did not answer: ${warm.cloudError}`);
 
+    // Each setting is its own edge box: a wait budget learns the round trip from its own steps only, from
+    // nothing at the first prompt (a fresh box routes until it has measured a wait), across the prompts after.
+    const engines = settings.map((): EdgeEngine => ({ ...engine, routing: new BoxRouting() }));
     // Prompt by prompt, every setting in turn, so that drifts in machine load touch all rows alike.
     const runs: PromptRun[][] = settings.map(() => []);
     for (const [p, prompt] of prompts.entries()) {
       for (const [s, setting] of settings.entries()) {
-        const run = await runOnce(engine, meter, prompt, setting, o.maxNewTokens);
+        const run = await runOnce(engines[s]!, meter, prompt, setting, o.maxNewTokens, o.routeSpan);
         runs[s]!.push(run);
         const { tokens, routed, totalMs } = run.metrics;
         o.log(`prompt ${p + 1}/${prompts.length} ${label(setting)}: ${tokens} tokens, ${routed} routed, ${(totalMs / 1000).toFixed(2)} s`);
@@ -158,6 +171,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       slm: parts.edgeModel.pack.dir,
       router: parts.router.info.name,
       cloud: o.cloud ?? (o.shimCpus ? `shim process on CPUs ${o.shimCpus} (edge on ${o.edgeCpus}), embedded ${o.cloudModel}` : `in-process shim, embedded ${o.cloudModel}`),
+      route_span: o.routeSpan ?? 1,
       rows,
       identical_outputs: identicalOutputs(settings, runs),
     };

@@ -35,6 +35,9 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
   --prefix-tokens N       text: a continuation's prompt, in tokens (default 16)
   --max-new-tokens N      tokens generated per answer / continuation (default 16 / 64)
   --shares LIST           text: routed shares of the fixed-share tables (default 0.1,0.2,0.3,0.5; "none")
+  --route-share LIST      text: share budgets driven over the teacher-forced positions in order (the edge's
+                          ShareCut), beside fixed τ at the share they realize, and route spans 1, 2, 4 at
+                          that share of cloud tokens (default 0.1; "none")
   --dump FILE.jsonl       text: write per-position router scores and correctness
   --calibration-runs N    most runs spent matching the top-1 baseline's routed share along generations,
                           per threshold (default 8)
@@ -58,6 +61,8 @@ export interface EvalOptions {
   fromFraction: number | undefined;
   split: TextSplit;
   shares: readonly number[];
+  /** Share budgets of the text eval's budget and span tables. */
+  routeShares: readonly number[];
   dump: string | undefined;
   continuations: number;
   prefixTokens: number;
@@ -72,6 +77,9 @@ export interface EvalOptions {
   json: boolean;
 }
 
+/** The share budget of issue #26's target: 10% of tokens. */
+export const DEFAULT_ROUTE_SHARES: readonly number[] = [0.1];
+
 export const DEFAULT_MAX_NEW_TOKENS = { 'multiple-choice': 16, text: 64 } as const;
 
 export function parseThresholds(raw: string): number[] {
@@ -82,10 +90,10 @@ export function parseThresholds(raw: string): number[] {
   return [...new Set(numbers)].sort((a, b) => a - b);
 }
 
-function parseShares(raw: string): number[] {
+function parseShares(raw: string, flag = '--shares'): number[] {
   const numbers = raw.split(',').map((s) => parseDecimal(s.trim()) ?? Number.NaN);
   if (numbers.some((n) => !(n > 0 && n < 1))) {
-    throw new UsageError(`--shares must be comma-separated numbers in (0, 1), or none, got ${JSON.stringify(raw)}`);
+    throw new UsageError(`${flag} must be comma-separated numbers in (0, 1), or none, got ${JSON.stringify(raw)}`);
   }
   return [...new Set(numbers)].sort((a, b) => a - b);
 }
@@ -103,6 +111,7 @@ export function parseEvalOptions(args: string[]): EvalOptions {
     'from-fraction': { type: 'string' },
     split: { type: 'string' },
     shares: { type: 'string' },
+    'route-share': { type: 'string' },
     dump: { type: 'string' },
     continuations: { type: 'string' },
     'prefix-tokens': { type: 'string' },
@@ -122,6 +131,8 @@ export function parseEvalOptions(args: string[]): EvalOptions {
   const split = values.split ?? 'auto';
   if (!(TEXT_SPLITS as readonly string[]).includes(split)) throw new UsageError(`--split must be one of ${TEXT_SPLITS.join(', ')}, got ${JSON.stringify(split)}`);
   const shares = values.shares === undefined ? DEFAULT_SHARES : values.shares === 'none' ? [] : parseShares(values.shares);
+  const routeShare = values['route-share'];
+  const routeShares = routeShare === undefined ? DEFAULT_ROUTE_SHARES : routeShare === 'none' ? [] : parseShares(routeShare, '--route-share');
   const router = values.router ?? DEMO.routerPack;
   return Object.freeze({
     dataset: values.dataset,
@@ -135,6 +146,7 @@ export function parseEvalOptions(args: string[]): EvalOptions {
     fromFraction,
     split: split as TextSplit,
     shares: Object.freeze([...shares]),
+    routeShares: Object.freeze([...routeShares]),
     dump: values.dump,
     continuations: integerFlag(values, 'continuations', 50, [0, 2 ** 31 - 1])!,
     prefixTokens: integerFlag(values, 'prefix-tokens', 16, [1, 2 ** 31 - 1])!,

@@ -2,7 +2,9 @@
  * What `bun run eval` prints: Markdown tables for people, and one JSON object (snake_case keys) for
  * programs: `{dataset, points: [{threshold, routed_ratio, quality, rep4, stuck, ...}], baselines: {random, top1},
  * teacher_forcing: {at_share: [{share, router, random, top1, entropy, oracle, small_only_accuracy,
- * large_only_accuracy}]}, generation: {settings: [{method, tau, routed_share, rep4, stuck, ppl_cloud,
+ * large_only_accuracy}], share_budget: [{share, scope, realized_share, full_window_min, full_window_max, guarded,
+ * budget_recovered, tau, tau_share, tau_recovered, ...}], spans: [{share, span, tau, cloud_share,
+ * round_trips_per_100, recovered}]}, generation: {settings: [{method, tau, routed_share, rep4, stuck, ppl_cloud,
  * lcp_llm_only, examples, ...}]}}` for text.
  */
 import type { ChoiceEvalResult } from './choice-eval.ts';
@@ -70,6 +72,29 @@ function textMarkdown(r: TextEvalResult): string {
     ['share', 'router', 'random', 'top-1 prob.', 'entropy', 'oracle'],
     r.atShare.map((row) => [pct(row.share), pct(row.router), pct(row.random), pct(row.top1), pct(row.entropy), pct(row.oracle)]),
   );
+  const budgets = table(
+    ['budget', 'scope', 'realized', 'full windows', 'window min', 'window max', 'windows 50–199 min', 'max', 'guarded', 'budget recovered', 'τ', 'τ share', 'τ recovered', 'budget − τ (points)'],
+    r.shareBudget.map((b) => [
+      pct(b.share),
+      b.scope,
+      f3(b.realized_share),
+      String(b.full_windows),
+      f3(b.full_window_min ?? NaN),
+      f3(b.full_window_max ?? NaN),
+      f3(b.early_window_min ?? NaN),
+      f3(b.early_window_max ?? NaN),
+      String(b.guarded),
+      pct(b.budget_recovered),
+      f3(b.tau),
+      f3(b.tau_share),
+      pct(b.tau_recovered),
+      f2(100 * (b.budget_recovered - b.tau_recovered)),
+    ]),
+  );
+  const spans = table(
+    ['target share', 'span', 'τ', 'cloud tokens', 'round trips / 100 tokens', 'recovered'],
+    r.spans.map((s) => [pct(s.share), String(s.span), f3(s.tau), f3(s.cloud_share), f2(s.round_trips_per_100), pct(s.recovered)]),
+  );
   const settings = table(
     ['method', 'target share', 'τ', 'routed', 'rep4', 'stuck', 'cloud PPL', 'LCP with llm_only'],
     r.settings.map((g) => [
@@ -100,6 +125,18 @@ function textMarkdown(r: TextEvalResult): string {
   ];
   if (r.atShare.length) {
     sections.push('', 'Teacher forcing at fixed routed shares: recovered fraction of the edge→cloud accuracy gap (every method routes exactly as many positions):', '', shares);
+  }
+  if (r.shareBudget.length) {
+    sections.push(
+      '',
+      "Share budgets under teacher forcing: the edge's ShareCut driven over the positions in order with the router's scores (scope document: a fresh cut per document, as per generation; stream: one cut over all). Windows: the share routed among the last 200 tokens (full), and among all tokens so far from token 50 to 199. Recovered fraction of the edge→cloud gap beside fixed τ at the quantile of the same scores routing as many positions:",
+      '',
+      budgets,
+      '',
+      'Route spans at the same share of cloud tokens (teacher forcing: a score below τ routes that position and the next span − 1 of its document in one round trip):',
+      '',
+      spans,
+    );
   }
   if (r.settings.length) {
     sections.push(
@@ -169,8 +206,8 @@ export function toJson(report: EvalReport): Record<string, unknown> {
   const result =
     report.result.kind === 'text'
       ? (() => {
-          const { atShare, settings, ...others } = rest as Omit<TextEvalResult, 'kind'>;
-          return { ...others, teacherForcing: { atShare }, generation: { settings } };
+          const { atShare, shareBudget, spans, settings, ...others } = rest as Omit<TextEvalResult, 'kind'>;
+          return { ...others, teacherForcing: { atShare, shareBudget, spans }, generation: { settings } };
         })()
       : rest;
   return snakeKeys({

@@ -7,6 +7,9 @@
  *    where the edge model's own top-1 probability is lowest.
  *    At fixed shares (10/20/30/50%) every method, the entropy baseline and an oracle included, routes
  *    exactly as many positions, reported as the recovered fraction of the edge→cloud gap (share-table.ts).
+ *    At each share budget (`routeShares`) the edge's ShareCut is driven over the positions in order, beside
+ *    fixed τ at its realized share (share-budget-table.ts), and spans of 1, 2 and 4 tokens route that share
+ *    of cloud tokens (span-table.ts).
  * 2. Generation: from the first `prefixTokens` tokens of a paragraph the decoding loop generates
  *    `maxNewTokens` greedily at τ; the cloud model then scores what was generated (perplexity), and the
  *    outputs are checked for loops (rep4, stuck). The baselines generate from the same prompts with a
@@ -30,6 +33,8 @@ import type { EvalEdge } from '../lab/generation-runs.ts';
 import { continuationPrompts } from '../lab/continuation-prompts.ts';
 import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from '../lab/ratio-matching.ts';
 import { atShare, type ShareRow } from './share-table.ts';
+import { shareBudgetRows, type ShareBudgetRow } from './share-budget-table.ts';
+import { spanRows, type SpanRow } from './span-table.ts';
 
 export interface TextEvalOptions {
   edge: EvalEdge;
@@ -50,6 +55,8 @@ export interface TextEvalOptions {
   tolerance: number;
   /** Shares of the fixed-share tables (teacher forcing and generation settings); empty = none. */
   shares: readonly number[];
+  /** Share budgets driven over the teacher-forced positions (share-budget-table.ts), and route spans at those shares (span-table.ts); none when omitted. */
+  routeShares?: readonly number[];
   /** Write per-position scores and correctness here (JSONL). */
   dump?: string;
   progress?: ProgressReporter;
@@ -95,6 +102,8 @@ export interface TextEvalResult {
   points: TextPoint[];
   baselines: { random: TextBaselinePoint[]; top1: TextBaselinePoint[] };
   atShare: ShareRow[];
+  shareBudget: ShareBudgetRow[];
+  spans: SpanRow[];
   settings: GenerationSetting[];
 }
 
@@ -233,6 +242,8 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
     points,
     baselines: { random, top1: top1Points },
     atShare: atShare(forced, { router: scores, top1, entropy }, o.shares, o.seed),
+    shareBudget: shareBudgetRows(forced, scores, o.routeShares ?? []),
+    spans: spanRows(forced, scores, o.routeShares ?? []),
     settings,
   };
 }
