@@ -44,13 +44,13 @@ describe('windows', () => {
 });
 
 describe('the share budget over positions in order', () => {
-  test('drives the edge ShareCut exactly: a fresh cut per scope, decisions as decide() gives them', () => {
+  test('drives the edge ShareCut exactly: a fresh cut per scope seeded with the 200 scores before it, decisions as decide() gives them', () => {
     const scores = scrambled(450);
     const { routed, guarded } = driveShareCut(scores, [[0, 250], [250, 450]], 0.1);
     const expected: number[] = [];
     let expectedGuarded = 0;
     for (const [start, end] of [[0, 250], [250, 450]] as const) {
-      const cut = new ShareCut(0.1);
+      const cut = new ShareCut(0.1, {}, scores.slice(Math.max(0, start - 200), start));
       for (let i = start; i < end; i++) {
         const d = cut.decide(scores[i]!);
         cut.record(scores[i]!, d.routed, d.by);

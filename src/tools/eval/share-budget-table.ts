@@ -3,7 +3,8 @@
  * held-out positions in order with the real router's scores, against fixed τ at the same overall share.
  *
  * Document boundaries: a generation holds its own ShareCut, so each document (paragraph) gets a fresh one,
- * as a generation would; its windows never reach across documents. A second row per budget drives one
+ * as a generation would, seeded as the edge seeds it with the box's latest scores (here the 200 positions
+ * before the document: the documents before it, read in order); its windows never reach across documents. A second row per budget drives one
  * ShareCut over every position in order (`stream`), as if the documents were one long generation: there
  * the 200-token windows are many, where most documents are shorter than a window.
  *
@@ -106,12 +107,15 @@ export function windowShares(routed: ArrayLike<number>, window: number, warmup =
   return { full, early };
 }
 
-/** The ShareCut's decisions over `scores` in order, a fresh cut per scope range; and how often its guard decided. */
+/**
+ * The ShareCut's decisions over `scores` in order, a fresh cut per scope range seeded with the scores before
+ * the range (as RoutingCut seeds it with the box's); and how often its guard decided.
+ */
 export function driveShareCut(scores: ArrayLike<number>, ranges: [number, number][], share: number): { routed: Uint8Array; guarded: number } {
   const routed = new Uint8Array(scores.length);
   let guarded = 0;
   for (const [start, end] of ranges) {
-    const cut = new ShareCut(share);
+    const cut = new ShareCut(share, {}, Array.from(scores).slice(Math.max(0, start - 200), start));
     for (let i = start; i < end; i++) {
       const { routed: r, by } = cut.decide(scores[i]!);
       cut.record(scores[i]!, r, by);
