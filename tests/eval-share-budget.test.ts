@@ -50,7 +50,7 @@ describe('the share budget over positions in order', () => {
     const expected: number[] = [];
     let expectedGuarded = 0;
     for (const [start, end] of [[0, 250], [250, 450]] as const) {
-      const cut = new ShareCut(0.1, {}, scores.slice(Math.max(0, start - 200), start));
+      const cut = new ShareCut(0.1, {}, Array.from(scores).slice(Math.max(0, start - 200), start));
       for (let i = start; i < end; i++) {
         const d = cut.decide(scores[i]!);
         cut.record(scores[i]!, d.routed, d.by);

@@ -74,6 +74,18 @@ describe('ShareCut', () => {
     expect(cut.guarded).toBeGreaterThan(0);
   });
 
+  test('the first window is held under the band too: falling scores cannot fill it before it is full', () => {
+    const cut = new ShareCut(0.1, { window: 20, horizon: 5, tolerance: 0.05 });
+    let routed = 0;
+    for (let i = 0; i < 20; i++) {
+      const score = 1 - i / 20; // each below every score before it: the quantile routes it whenever anything is owed
+      const d = cut.decide(score);
+      cut.record(score, d.routed, d.by);
+      if (d.routed) routed++;
+    }
+    expect(routed).toBe(3); // floor(0.15 · 20)
+  });
+
   test("a generation's first positions: a quantile of the box's scores before it, never whatever comes first", () => {
     const alone = new ShareCut(0.1);
     const decided = [0.2, 0.99, 0.98, 0.97].map((s) => {

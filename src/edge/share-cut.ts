@@ -8,7 +8,11 @@
  *   positions, only how many of them route changes.
  * - Which quantile: the share the window still owes. If the last `window − horizon` tokens routed r, the
  *   next `horizon` must route `share·window − r` for the window to end on target, so the quantile is that
- *   over `horizon` (clamped to [0, 1]). Before the window fills, the tokens seen so far stand for it. A
+ *   over `horizon` (clamped to [0, 1]). Before the window fills, the tokens seen so far stand for it. The
+ *   horizon trades the band for the order: a short one follows the count closely and routes more positions
+ *   out of the router's order. Measured on held-out text at 0.10 (`bun run eval --route-share`), fixed τ at
+ *   the same share recovered 2.0 points more than a horizon of 20, 1.5 more than 35 and 1.6 more than 50 per
+ *   generation, 2.3 / 2.5 / 2.4 in one long stream; at 0.05, 0.2 and 0.3, 50 was the best of the three. A
  *   quantile of fixed τ's scores alone would wander: at 10% of 200 tokens a binomial count varies by ±4
  *   tokens (±0.02) at one standard deviation, so feedback on the count is what holds the band.
  * - A guard keeps every full window inside `share ± tolerance`: a position is routed whatever its score
@@ -25,7 +29,7 @@ import { ScoreWindow } from './score-window.ts';
 export interface ShareCutOptions {
   /** Tokens a budget is held over; 200 when omitted. */
   window?: number;
-  /** Tokens over which a deficit or surplus is made up; 20 when omitted. */
+  /** Tokens over which a deficit or surplus is made up; 50 when omitted. */
   horizon?: number;
   /** How far any full window's share may stray from the target; 0.02 when omitted. */
   tolerance?: number;
@@ -56,7 +60,7 @@ export class ShareCut {
     seedScores: readonly number[] = [],
   ) {
     this.window = options.window ?? 200;
-    this.horizon = options.horizon ?? 20;
+    this.horizon = options.horizon ?? 50;
     this.tolerance = options.tolerance ?? 0.02;
     this.scores = new ScoreWindow(this.window);
     for (const score of seedScores.slice(-this.window)) this.scores.push(score);
@@ -88,14 +92,14 @@ export class ShareCut {
 
   /** Whether a position with this score routes, and what decided it. */
   decide(score: number): { routed: boolean; by: ShareDecision } {
-    if (this.tokens >= this.window - 1) {
-      const before = this.routedInLast(this.window - 1);
-      // Integer bounds of the band, with a margin for float error in share·window (0.08·200 = 16.000000000000004).
-      const lowest = Math.ceil((this.share - this.tolerance) * this.window - 1e-9);
-      const highest = Math.floor((this.share + this.tolerance) * this.window + 1e-9);
-      if (before + 1 > highest) return { routed: false, by: 'guard-hold' };
-      if (before < lowest) return { routed: true, by: 'guard-route' };
-    }
+    // Integer bounds of the band, with a margin for float error in share·window (0.08·200 = 16.000000000000004).
+    // The upper one holds from the first token (the first window must not fill up early); the lower one
+    // once a full window can be reached.
+    const before = this.routedInLast(this.window - 1);
+    const highest = Math.floor((this.share + this.tolerance) * this.window + 1e-9);
+    if (before + 1 > highest) return { routed: false, by: 'guard-hold' };
+    const lowest = Math.ceil((this.share - this.tolerance) * this.window - 1e-9);
+    if (this.tokens >= this.window - 1 && before < lowest) return { routed: true, by: 'guard-route' };
     const cut = this.cut();
     return { routed: cut !== null && score < cut, by: 'cut' };
   }
