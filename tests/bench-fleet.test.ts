@@ -79,6 +79,39 @@ test('a short sweep: every row served without errors, the fake finds contexts ca
   expect(svg).toContain('embedded max-batch 8');
 }, 90_000);
 
+test('--overload 2: capacity measured, an unloaded row, then fixed τ and a wait budget at twice the capacity', () => {
+  const r = bench('--overload', '2', '--duration', '2', '--json');
+  expect(r.code).toBe(0);
+  const result = lastJsonLine(r.stdout);
+  const capacity = result.capacity_steps_per_s;
+  expect(capacity).toBeGreaterThan(0);
+  expect(result.rows.map((row: { policy: string; load: string }) => [row.policy, row.load])).toEqual([
+    ['threshold', 'unloaded'],
+    ['threshold', 'overloaded'],
+    ['wait-budget', 'overloaded'],
+  ]);
+  const [unloaded, fixed, budget] = result.rows;
+  // Offered load per edge: 1000 / (9 edge tokens per routed step × 25 ms); as many edges as make 2 × capacity.
+  const perEdge = 1000 / (9 * 25);
+  expect(fixed.edges).toBe(Math.ceil((2 * capacity) / perEdge));
+  expect(budget.edges).toBe(fixed.edges);
+  expect(unloaded.edges).toBe(Math.max(1, Math.round((0.25 * capacity) / perEdge)));
+  // Without --route-wait-ms the budget is twice the unloaded p99, rounded up.
+  expect(budget.wait_budget_ms).toBe(Math.ceil(2 * unloaded.p99_wait_ms));
+  expect(fixed.wait_budget_ms).toBeNull();
+  for (const row of result.rows) {
+    expect(row.unloaded_p99_wait_ms).toBe(unloaded.p99_wait_ms);
+    expect(row.p50_wait_ms).toBeLessThanOrEqual(row.p99_wait_ms);
+    expect(row.fallback_tokens).toBe(row.overloaded_steps + row.late_steps + row.failed_steps);
+    expect(row.failed_generations).toBeLessThanOrEqual(row.generations);
+    expect(row.realized_share_min).toBeLessThanOrEqual(row.realized_share);
+    expect(row.realized_share).toBeLessThanOrEqual(row.realized_share_max);
+    expect(row.realized_share_max).toBeLessThanOrEqual(1);
+  }
+  expect(result.settings).toMatchObject({ factor: 2, slots: 2, serviceMs: 10 });
+  expect(r.stdout).toContain('| wait-budget | overloaded |');
+}, 90_000);
+
 test('bad flags are usage errors', () => {
   const edges = bench('--edges', '1,x');
   expect(edges.code).toBe(2);
@@ -92,6 +125,9 @@ test('bad flags are usage errors', () => {
   const share = bench('--share', '2');
   expect(share.code).toBe(2);
   expect(share.stderr).toStartWith('error: --share must be in [0.001, 1], got 2');
+  const overload = bench('--overload', 'lots');
+  expect(overload.code).toBe(2);
+  expect(overload.stderr).toStartWith('error: --overload must be a number, got "lots"');
   const slots = bench('--slots', '0');
   expect(slots.code).toBe(2);
   expect(slots.stderr).toStartWith('error: --slots must be in [1, 100000], got 0');

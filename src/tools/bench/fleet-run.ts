@@ -114,7 +114,8 @@ export async function runFleetBench(o: FleetOptions): Promise<FleetRow[]> {
   const rows: FleetRow[] = [];
   const maxEdges = Math.max(...o.edges);
   // Closing a stream frees its session a moment later: room for a second fleet's worth meanwhile.
-  const sessions = { maxSessions: 2 * maxEdges + 8, threads: ORT_THREADS, modelPack: DEMO.cloudPack };
+  // As many backend calls at once as sessions: the sweep measures the shim, not its admission control (--overload does).
+  const sessions = { maxSessions: 2 * maxEdges + 8, maxInflightSteps: 2 * maxEdges + 8, threads: ORT_THREADS, modelPack: DEMO.cloudPack };
   for (const backend of o.backends) {
     if (backend === 'fake') {
       const fakeOptions: SglangFakeOptions = { vocabSize: pack.vocabSize, maxContext: pack.maxPositions, serviceMs: o.serviceMs, prefillMsPerToken: o.prefillMsPerToken, cacheTokens: CACHE_TOKENS, ...(o.slots === undefined ? {} : { slots: o.slots }) };
