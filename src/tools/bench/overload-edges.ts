@@ -79,11 +79,14 @@ export async function overloadEdge(client: GrpcCloudClient, corpus: Corpus, inde
     const conversation = client.openConversation({ requestId: `overload-${index}-${g}`, stepTimeoutMs: cut.waitMs });
     let failedHere = false;
     let measured = false;
+    // As the edge's generation does (generation-state.ts): a wait budget's box measures the round trip before its first decision.
+    if (cut.waitMs !== undefined) await box.measureFirst(client);
     try {
       let due = performance.now();
       // An edge token takes `tokenMs`; the edge only sleeps before a routed step (fleet-edges.ts does the same).
       for (let produced = 0; produced < pace.genTokens && due < deadline; ) {
         const score = scores();
+        if (cut.waitMs !== undefined) box.probeIfDue(cut.waitMs, client);
         const decision = cut.decide(score);
         cut.record(score, decision.routed, decision);
         const counted = due >= measureFrom;
