@@ -154,6 +154,8 @@ export function interceptSteps(
       };
     },
     state: () => inner.state(),
+    // Not a step: a wait budget's round-trip probe goes to `inner` as it is.
+    ...(inner.roundTrip ? { roundTrip: () => inner.roundTrip!() } : {}),
     close: () => inner.close(),
   };
 }
