@@ -13,6 +13,7 @@
  * await Promise.all(clients.map((client, i) => fleetEdge(client, corpus, i, { pace, seed: 1, measureFrom, deadline }, tally)));
  */
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { CloudStepRequest } from '../../edge/cloud-client.ts';
 import type { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
@@ -70,7 +71,13 @@ export function offeredStepsPerS(edges: number, pace: EdgePace): number | null {
   return (edges * 1000) / edgeMsPerStep;
 }
 
-function sleepUntil(time: number): Promise<void> | undefined {
+/** A simulated edge's routed step: greedy, `pace.span` tokens at most, within the generation's length. */
+export function simulatedStep(context: number[], sources: TokenSource[], produced: number, pace: EdgePace, at: { score: number; cut: number }): CloudStepRequest {
+  const maxTokens = Math.min(pace.span, pace.genTokens - produced);
+  return { context, sources, tokenIndex: produced, maxTokens, temperature: 0, topP: 1, stopTokenIds: [], routerScore: at.score, threshold: at.cut, topLogprobs: 0 };
+}
+
+export function sleepUntil(time: number): Promise<void> | undefined {
   const wait = time - performance.now();
   return wait > 0 ? Bun.sleep(wait) : undefined;
 }
@@ -103,18 +110,7 @@ export async function fleetEdge(client: GrpcCloudClient, corpus: Corpus, index: 
         await sleepUntil(due);
         const started = performance.now();
         if (started >= deadline) break;
-        const reply = await conversation.next({
-          context,
-          sources,
-          tokenIndex: produced,
-          maxTokens: Math.min(pace.span, pace.genTokens - produced),
-          temperature: 0,
-          topP: 1,
-          stopTokenIds: [],
-          routerScore: 0.2,
-          threshold: 0.5,
-          topLogprobs: 0,
-        });
+        const reply = await conversation.next(simulatedStep(context, sources, produced, pace, { score: 0.2, cut: 0.5 }));
         const finished = performance.now();
         if (reply.tokens.length === 0) throw new AppError('INTERNAL', 'a routed step returned no token');
         if (started >= measureFrom) {

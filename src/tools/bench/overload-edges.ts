@@ -22,7 +22,7 @@ import type { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
 import { RoutingCut } from '../../edge/routing-cut.ts';
 import { errorMessage, isAppError } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
-import type { EdgePace } from './fleet-edges.ts';
+import { simulatedStep, sleepUntil, type EdgePace } from './fleet-edges.ts';
 import { promptWindow, type Corpus } from './load-workers.ts';
 
 /** How the simulated edges route: τ = the pace's share of uniform scores, optionally under a wait budget. */
@@ -105,18 +105,7 @@ export async function overloadEdge(client: GrpcCloudClient, corpus: Corpus, inde
         let outcome: 'served' | 'overloaded' | 'late' | 'failed' = 'served';
         let load;
         try {
-          const reply = await conversation.next({
-            context,
-            sources,
-            tokenIndex: produced,
-            maxTokens: Math.min(pace.span, pace.genTokens - produced),
-            temperature: 0,
-            topP: 1,
-            stopTokenIds: [],
-            routerScore: score,
-            threshold: decision.cut,
-            topLogprobs: 0,
-          });
+          const reply = await conversation.next(simulatedStep(context, sources, produced, pace, { score, cut: decision.cut }));
           load = reply.load;
           if (reply.overloaded) outcome = 'overloaded';
           else ids = reply.tokens;
@@ -152,7 +141,3 @@ export async function overloadEdge(client: GrpcCloudClient, corpus: Corpus, inde
   }
 }
 
-function sleepUntil(time: number): Promise<void> | undefined {
-  const wait = time - performance.now();
-  return wait > 0 ? Bun.sleep(wait) : undefined;
-}
