@@ -86,6 +86,21 @@ describe('ShareCut', () => {
     expect(routed).toBe(3); // floor(0.15 · 20)
   });
 
+  test('a short generation keeps near its budget while its window grows: at most ⌈(share + tolerance) · tokens so far⌉', () => {
+    const cut = new ShareCut(0.2);
+    const counts: number[] = [];
+    let routed = 0;
+    for (let i = 0; i < 40; i++) {
+      const score = 1 - i / 40; // falling: every new score is the lowest yet
+      const d = cut.decide(score);
+      cut.record(score, d.routed, d.by);
+      if (d.routed) routed++;
+      counts.push(routed);
+    }
+    counts.forEach((count, i) => expect(count).toBeLessThanOrEqual(Math.max(1, Math.ceil(0.22 * (i + 1) - 1e-9))));
+    expect(routed).toBe(9); // ⌈0.22 · 40⌉
+  });
+
   test("a generation's first positions: a quantile of the box's scores before it, never whatever comes first", () => {
     const alone = new ShareCut(0.1);
     const decided = [0.2, 0.99, 0.98, 0.97].map((s) => {

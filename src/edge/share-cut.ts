@@ -16,7 +16,8 @@
  *   quantile of fixed τ's scores alone would wander: at 10% of 200 tokens a binomial count varies by ±4
  *   tokens (±0.02) at one standard deviation, so feedback on the count is what holds the band.
  * - A guard keeps every full window inside `share ± tolerance`: a position is routed whatever its score
- *   when the window would otherwise fall below the band, and held when routing would take it above.
+ *   when the window would otherwise fall below the band, and held when routing would take it above (and,
+ *   while too few scores were seen to trust a quantile, above the band over the tokens so far).
  *   The quantile keeps the guard rare; `guarded` counts the positions it decided.
  *
  * @example
@@ -93,10 +94,14 @@ export class ShareCut {
   /** Whether a position with this score routes, and what decided it. */
   decide(score: number): { routed: boolean; by: ShareDecision } {
     // Integer bounds of the band, with a margin for float error in share·window (0.08·200 = 16.000000000000004).
-    // The upper one holds from the first token (the first window must not fill up early); the lower one
-    // once a full window can be reached.
-    const before = this.routedInLast(this.window - 1);
-    const highest = Math.floor((this.share + this.tolerance) * this.window + 1e-9);
+    // The upper one holds from the first token. While the quantile is read over fewer scores than a window
+    // (a box's first generation, with no scores to seed it), it cannot be trusted: the bound then holds over
+    // the tokens so far (rounded up, so the first token may route), so a short generation stays near its
+    // budget. The lower one holds once a full window can be reached.
+    const length = this.scores.size < this.window ? Math.min(this.tokens + 1, this.window) : this.window;
+    const before = this.routedInLast(length - 1);
+    const ceiling = (this.share + this.tolerance) * length;
+    const highest = length < this.window ? Math.max(1, Math.ceil(ceiling - 1e-9)) : Math.floor(ceiling + 1e-9);
     if (before + 1 > highest) return { routed: false, by: 'guard-hold' };
     const lowest = Math.ceil((this.share - this.tolerance) * this.window - 1e-9);
     if (this.tokens >= this.window - 1 && before < lowest) return { routed: true, by: 'guard-route' };
