@@ -10,7 +10,7 @@ import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loa
 import { AppError } from '../shared/errors.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { DEMO } from '../shared/paths.ts';
-import type { RouteBudget } from './generation-request.ts';
+import { ROUTE_BUDGET_BOUNDS, type RouteBudget } from './generation-request.ts';
 
 export interface EdgeConfig {
   /** Address the web page and HTTP API listen on (the LAN). */
@@ -156,10 +156,6 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
 
 const ENV_PREFIX = 'EDGE_';
 
-/** The request fields' own upper bounds (generation-request.ts), so a default is one a request could give. */
-const MAX_ROUTE_TOKENS_PER_MINUTE = 10_000_000;
-const MAX_ROUTE_WAIT_MS = 600_000;
-
 export const EDGE_USAGE = optionsUsage(OPTIONS, DEFAULT_EDGE_CONFIG, ENV_PREFIX, 'bun run edge');
 
 export function parseEdgeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Readonly<EdgeConfig> {
@@ -179,10 +175,12 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
   if (!/^[^/\\]+\.onnx$/.test(config.edgeModelFile)) fail(`--edge-model-file must be a .onnx file name inside the pack folder, got ${config.edgeModelFile}`);
   if (cloud !== undefined && !/^\S+:\d+$/.test(cloud)) fail(`--cloud must be host:port or 'none', got ${cloud}`);
   if (config.routeShare !== undefined && (config.routeShare <= 0 || config.routeShare > 1)) fail(`--route-share must be in (0, 1], got ${config.routeShare}`);
-  if (config.routeTokensPerMinute !== undefined && config.routeTokensPerMinute > MAX_ROUTE_TOKENS_PER_MINUTE) {
-    fail(`--route-tokens-per-minute must be ≤ ${MAX_ROUTE_TOKENS_PER_MINUTE}, got ${config.routeTokensPerMinute}`);
+  // The request fields' own bounds, so a default is one a request could give.
+  const { maxTokensPerMinute, maxWaitMs } = ROUTE_BUDGET_BOUNDS;
+  if (config.routeTokensPerMinute !== undefined && config.routeTokensPerMinute > maxTokensPerMinute) {
+    fail(`--route-tokens-per-minute must be ≤ ${maxTokensPerMinute}, got ${config.routeTokensPerMinute}`);
   }
-  if (config.routeWaitMs !== undefined && config.routeWaitMs > MAX_ROUTE_WAIT_MS) fail(`--route-wait-ms must be ≤ ${MAX_ROUTE_WAIT_MS}, got ${config.routeWaitMs}`);
+  if (config.routeWaitMs !== undefined && config.routeWaitMs > maxWaitMs) fail(`--route-wait-ms must be ≤ ${maxWaitMs}, got ${config.routeWaitMs}`);
   const executionProvider = parseExecutionProviders(config.executionProvider).join(',');
   return Object.freeze({ ...config, cloud, executionProvider, router: config.router === 'builtin' ? undefined : config.router });
 }

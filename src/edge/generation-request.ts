@@ -52,6 +52,9 @@ export type RouteBudget = Pick<GenerationRequest, 'routeShare' | 'routeTokensPer
 
 export const ROUTE_BUDGET_KEYS = ['routeShare', 'routeTokensPerMinute', 'routeWaitMs'] as const;
 
+/** The largest token rate and wait budget a request or the edge's settings may give (a share is in (0, 1]). */
+export const ROUTE_BUDGET_BOUNDS = { maxTokensPerMinute: 10_000_000, maxWaitMs: 600_000 } as const;
+
 export interface GenerationLimits {
   maxPromptChars: number;
   maxNewTokens: number;
@@ -126,8 +129,9 @@ function budgetFields(raw: RawGenerationRequest, defaults: RouteBudget): RouteBu
   const source: Partial<Record<keyof RouteBudget, unknown>> = named ? raw : defaults;
   const budget: RouteBudget = {};
   if (source.routeShare != null) budget.routeShare = rangeField(source.routeShare, 'route_share', 0, 0, 1, true);
-  if (source.routeTokensPerMinute != null) budget.routeTokensPerMinute = integerField(source.routeTokensPerMinute, 'route_tokens_per_minute', 0, 1, 10_000_000);
-  if (source.routeWaitMs != null) budget.routeWaitMs = integerField(source.routeWaitMs, 'route_wait_ms', 0, 1, 600_000);
+  const { maxTokensPerMinute, maxWaitMs } = ROUTE_BUDGET_BOUNDS;
+  if (source.routeTokensPerMinute != null) budget.routeTokensPerMinute = integerField(source.routeTokensPerMinute, 'route_tokens_per_minute', 0, 1, maxTokensPerMinute);
+  if (source.routeWaitMs != null) budget.routeWaitMs = integerField(source.routeWaitMs, 'route_wait_ms', 0, 1, maxWaitMs);
   return budget;
 }
 

@@ -20,6 +20,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { ROUTE_BUDGET_BOUNDS } from '../../edge/generation-request.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { integerFlag, numberFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { lineChartsSvg } from '../eval/eval-plots.ts';
@@ -160,7 +161,7 @@ export function parseFleetFlags(args: string[]): { options: Omit<FleetOptions, '
           pace: options.pace,
           serviceMs: numberFlag(values, 'service-ms', 10, [0.1, 10_000])!,
           slots: integerFlag(values, 'slots', 2, [1, 1024])!,
-          waitMs: integerFlag(values, 'route-wait-ms', undefined, [1, 600_000]),
+          waitMs: integerFlag(values, 'route-wait-ms', undefined, [1, ROUTE_BUDGET_BOUNDS.maxWaitMs]),
           stepTimeoutMs: integerFlag(values, 'cloud-deadline-ms', 2_000, [1, 600_000])!,
           shimCpus: options.shimCpus,
           loadCpus: options.loadCpus,

@@ -6,7 +6,7 @@
  * const { options, json } = parseLatencyFlags(['--rtt-ms', '0', '--prompts', '2']);
  */
 import { join } from 'node:path';
-import { DEFAULT_LIMITS } from '../../edge/generation-request.ts';
+import { DEFAULT_LIMITS, ROUTE_BUDGET_BOUNDS } from '../../edge/generation-request.ts';
 import type { ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
@@ -67,8 +67,9 @@ export function parseAddress(address: string): { host: string; port: number } {
 /** Comma-separated wait budgets in ms (route_wait_ms), each once, ascending. */
 export function parseWaitBudgets(raw: string): number[] {
   const numbers = raw.split(',').map((p) => Number(p.trim()));
-  if (raw.trim() === '' || numbers.some((n) => !Number.isInteger(n) || n < 1 || n > 600_000)) {
-    throw new UsageError(`--route-wait-ms must be comma-separated integers in [1, 600000], got ${JSON.stringify(raw)}`);
+  const max = ROUTE_BUDGET_BOUNDS.maxWaitMs;
+  if (raw.trim() === '' || numbers.some((n) => !Number.isInteger(n) || n < 1 || n > max)) {
+    throw new UsageError(`--route-wait-ms must be comma-separated integers in [1, ${max}], got ${JSON.stringify(raw)}`);
   }
   return [...new Set(numbers)].sort((a, b) => a - b);
 }

@@ -14,7 +14,7 @@
 import { randomInt } from 'node:crypto';
 import type { ChatMessage } from '../../../shared/chat-template.ts';
 import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/routing-key.ts';
-import { MODES, type GenerationLimits, type RawGenerationRequest } from '../../generation-request.ts';
+import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../generation-request.ts';
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';
 
@@ -79,8 +79,8 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
       routeSpan: fields.integer('route_span', 1, limits.maxRouteSpan),
       // The JSON API's own bounds (generation-request.ts), checked here to name the field OpenAI's way.
       routeShare: fields.number('route_share', 0, 1, true),
-      routeTokensPerMinute: fields.integer('route_tokens_per_minute', 1, 10_000_000),
-      routeWaitMs: fields.integer('route_wait_ms', 1, 600_000),
+      routeTokensPerMinute: fields.integer('route_tokens_per_minute', 1, ROUTE_BUDGET_BOUNDS.maxTokensPerMinute),
+      routeWaitMs: fields.integer('route_wait_ms', 1, ROUTE_BUDGET_BOUNDS.maxWaitMs),
       maxNewTokens,
       // OpenAI's defaults: temperature 1, and a fresh seed for every request that names none.
       temperature: fields.number('temperature', 0, 2) ?? 1,
