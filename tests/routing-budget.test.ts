@@ -244,11 +244,11 @@ describe('RoutingCut', () => {
   test('a fork decides as the cut does but the box never sees its decisions', () => {
     const routing = new BoxRouting({}, fakeClock().now);
     const cut = RoutingCut.for({ threshold: 0.5, routeShare: 0.2 }, routing);
-    for (const s of [0.3, 0.6, 0.1, 0.9]) cut.record(s, cut.routes(s));
+    for (const s of [0.3, 0.6, 0.1, 0.9]) cut.record(s, cut.decide(s).routed);
     const fork = cut.fork();
-    fork.record(0.2, fork.routes(0.2));
+    fork.record(0.2, fork.decide(0.2).routed);
     expect(routing.scores.size).toBe(4);
-    cut.record(0.2, cut.routes(0.2));
+    cut.record(0.2, cut.decide(0.2).routed);
     expect(fork.decide(0.25)).toEqual(cut.decide(0.25));
   });
 });

@@ -60,7 +60,6 @@ export class BoxRouting implements RoutingStatusSource {
     this.lastCut = cut;
   }
 
-  /** A routed step came back, was refused or failed, after `waitMs`; `waitBudgetMs` is its generation's, if any. */
   /**
    * Under a wait budget that has kept every step back for a while, measures the round trip again in the
    * background (one probe at a time) with the cloud's health check, so routing resumes when the link does.
@@ -68,13 +67,7 @@ export class BoxRouting implements RoutingStatusSource {
   probeIfDue(waitBudgetMs: number, cloud: CloudClient | undefined): void {
     if (this.probing || !cloud?.roundTrip || !this.wait.needsProbe(waitBudgetMs)) return;
     this.probing = true;
-    cloud
-      .roundTrip()
-      .then(
-        (ms) => this.wait.observeProbe(ms),
-        () => this.wait.probeFailed(),
-      )
-      .finally(() => (this.probing = false));
+    this.probe(cloud).finally(() => (this.probing = false));
   }
 
   /**
@@ -85,12 +78,18 @@ export class BoxRouting implements RoutingStatusSource {
    */
   measureFirst(cloud: CloudClient | undefined): Promise<void> | undefined {
     if (this.wait.expectedWaitMs() !== null || !cloud?.roundTrip) return this.firstProbe;
-    return (this.firstProbe ??= cloud.roundTrip().then(
-      (ms) => this.wait.observeProbe(ms),
-      () => this.wait.probeFailed(),
-    ));
+    return (this.firstProbe ??= this.probe(cloud));
   }
 
+  /** One health-check round trip, fed to the wait budget (a failure only resets its probe schedule). */
+  private probe(cloud: CloudClient): Promise<void> {
+    return cloud.roundTrip!().then(
+      (ms) => this.wait.observeProbe(ms),
+      () => this.wait.probeFailed(),
+    );
+  }
+
+  /** A routed step came back, was refused or failed, after `waitMs`; `waitBudgetMs` is its generation's, if any. */
   observeStep(step: StepOutcome, waitBudgetMs: number | undefined): void {
     if (step.overloaded) this.overloadedTotal++;
     if (step.load) this.lastLoad = step.load;

@@ -89,7 +89,7 @@ export class EdgeMetrics {
     this.registerRoutingStatus();
   }
 
-  /** The engine's routing controller, read at each scrape; undefined when the edge routes by a fixed τ only. */
+  /** The engine's routing state (box-routing.ts), read at each scrape; undefined until the runtime describes it. */
   private routing: RoutingStatusSource | undefined;
 
   /** Reports the box's routing cut, budgets and their use from `source` (engine.routing) from now on. */

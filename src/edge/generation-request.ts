@@ -34,11 +34,9 @@ export interface GenerationRequest {
    * so a chat's turns reach the worker that holds their shared prefix. Absent: the generation's request id.
    */
   conversation?: string;
-  /**
-   * Budgets the edge holds instead of a fixed τ (routing-budget.ts); each is present only when given. With
-   * a share or token budget the cut on the router's scores moves to hold it; a wait budget lowers whatever
-   * cut applies as the round trip or the cloud's load grows. Absent all three, τ decides exactly as before.
-   */
+  // Budgets the edge holds instead of a fixed τ (routing-cut.ts); each is present only when given. With a
+  // share or token budget the cut on the router's scores moves to hold it; a wait budget lowers whatever cut
+  // applies as the round trip or the cloud's load grows. Absent all three, τ decides exactly as before.
   /** Target share of generated tokens routed to the cloud, in (0, 1]. */
   routeShare?: number;
   /** Most cloud tokens the edge box spends per minute, over all its generations. */

@@ -1,7 +1,7 @@
 /**
  * What a generation's `done` event, the OpenAI `usage`, the page and Prometheus say about the cut that
  * decided its routing: which policy, the budgets as given, the cut where it ended, and how much of each
- * budget was used. Filled by the routing cut (routing-budget.ts); serialized by the entry points.
+ * budget was used. Filled by the routing cut (routing-cut.ts); serialized by the entry points.
  */
 
 /** Which cut decided: the fixed τ, or the budgets given, joined by `+` (e.g. `share+wait`). */

@@ -13,8 +13,8 @@
  *
  * @example
  * const cut = RoutingCut.for(request, box);
- * const { routed, cut: at } = cut.decide(score);
- * cut.record(score, routed);
+ * const decision = cut.decide(score);
+ * cut.record(score, decision.routed, decision);
  */
 import type { BoxRouting } from './box-routing.ts';
 import type { GenerationRequest } from './generation-request.ts';
@@ -67,7 +67,10 @@ export class RoutingCut {
     return this.request.routeWaitMs;
   }
 
-  /** Whether a position with this score routes now, and the cut it is held to. Reads state only. */
+  /**
+   * Whether a position with this score routes now, and the cut it is held to. Records nothing (`record`
+   * does); under a token budget it sets the share that budget holds from the box's current rate.
+   */
   decide(score: number): CutDecision {
     const { threshold, routeTokensPerMinute: perMinute, routeWaitMs: waitMs } = this.request;
     let decision: CutDecision;
@@ -81,10 +84,6 @@ export class RoutingCut {
     if (!this.box.wait.allows(waitMs)) return { routed: false, cut: 0 };
     const waitCut = this.box.scores.cutAt(this.box.wait.currentCap()) ?? Number.POSITIVE_INFINITY;
     return { routed: decision.routed && score < waitCut, by: decision.by, cut: Math.min(decision.cut, clampCut(waitCut)) };
-  }
-
-  routes(score: number): boolean {
-    return this.decide(score).routed;
   }
 
   /** A decided position; `decision` is what `decide` said, when the caller has it (for the report's cut). */

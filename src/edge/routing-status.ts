@@ -1,5 +1,5 @@
 /**
- * The box-level state of the routing cut, as the engine's routing controller reports it (routing-budget.ts)
+ * The box-level state of the routing cut, as the engine's routing state reports it (box-routing.ts)
  * and Prometheus shows it at each scrape: the cut now in force, the budgets the box holds and how much of
  * each is used. A generation's own figures are its done event's `RoutingBudgetReport`.
  *

@@ -22,8 +22,8 @@
  *
  * @example
  * const cut = new ShareCut(0.1);
- * const routed = cut.routes(score); // the router's score at this position
- * cut.record(score, routed);
+ * const { routed, by } = cut.decide(score); // the router's score at this position
+ * cut.record(score, routed, by);
  */
 import { ScoreWindow } from './score-window.ts';
 
@@ -107,10 +107,6 @@ export class ShareCut {
     if (this.tokens >= this.window - 1 && before < lowest) return { routed: true, by: 'guard-route' };
     const cut = this.cut();
     return { routed: cut !== null && score < cut, by: 'cut' };
-  }
-
-  routes(score: number): boolean {
-    return this.decide(score).routed;
   }
 
   /** A decided position: its score joins the window and its token the count. */
