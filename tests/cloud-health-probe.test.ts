@@ -10,43 +10,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloudBackoff } from '../src/edge/cloud-backoff.ts';
-import { CloudHealthProbe, realProbeClock, type ProbeClock } from '../src/edge/cloud-health-probe.ts';
+import { CloudHealthProbe, realProbeClock } from '../src/edge/cloud-health-probe.ts';
 import { parseEdgeConfig } from '../src/edge/config.ts';
 import { startEdge } from '../src/edge/edge-server.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { ManualClock } from './helpers/manual-clock.ts';
 import { freePort, ShimProcess } from './helpers/shim-process.ts';
-
-/** A clock that moves only when told: `fireNext` jumps to the earliest timer and runs it. */
-class ManualClock implements ProbeClock {
-  time = 0;
-  readonly timers: { at: number; fn: () => void }[] = [];
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimeout(fn: () => void, ms: number): unknown {
-    const timer = { at: this.time + ms, fn };
-    this.timers.push(timer);
-    return timer;
-  }
-
-  clearTimeout(timer: unknown): void {
-    const i = this.timers.indexOf(timer as (typeof this.timers)[number]);
-    if (i >= 0) this.timers.splice(i, 1);
-  }
-
-  async fireNext(): Promise<void> {
-    this.timers.sort((a, b) => a.at - b.at);
-    const timer = this.timers.shift();
-    if (!timer) throw new Error('no timer is armed');
-    this.time = timer.at;
-    timer.fn();
-    await Bun.sleep(0); // the probe's health check and its report
-  }
-}
 
 /** A health check answering from `answers` in turn, recording when it was asked and with which signal. */
 function scriptedCheck(clock: ManualClock, answers: (boolean | Promise<boolean>)[]) {

@@ -3,39 +3,8 @@
  * average of the backend time, the at-once and the timed refusals (exact times), and cancellation.
  */
 import { describe, expect, test } from 'bun:test';
-import { StepAdmission, type AdmissionClock, type AdmissionSlot } from '../src/cloud/step-admission.ts';
-
-class ManualClock implements AdmissionClock {
-  time = 0;
-  readonly timers: { at: number; fn: () => void }[] = [];
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimeout(fn: () => void, ms: number): unknown {
-    const timer = { at: this.time + ms, fn };
-    this.timers.push(timer);
-    return timer;
-  }
-
-  clearTimeout(timer: unknown): void {
-    const i = this.timers.indexOf(timer as (typeof this.timers)[number]);
-    if (i >= 0) this.timers.splice(i, 1);
-  }
-
-  /** Moves the clock to `time`, running the timers due by then in order. */
-  async advanceTo(time: number): Promise<void> {
-    this.timers.sort((a, b) => a.at - b.at);
-    while (this.timers[0] && this.timers[0].at <= time) {
-      const timer = this.timers.shift()!;
-      this.time = timer.at;
-      timer.fn();
-    }
-    this.time = time;
-    await Bun.sleep(0);
-  }
-}
+import { StepAdmission, type AdmissionSlot } from '../src/cloud/step-admission.ts';
+import { ManualClock } from './helpers/manual-clock.ts';
 
 const never = new AbortController().signal;
 
