@@ -87,12 +87,14 @@ describe('a share budget', () => {
   test('holds 0.10 ± 0.02 over every 200-token window after the first 50, and repeats exactly', async () => {
     for (const prompt of PROMPTS) {
       const first = await run({ prompt, routeShare: 0.1, maxNewTokens: 480 });
-      expect(first.tokens.length).toBe(480);
+      // Greedy text from onnxruntime's floats: another CPU may flip a near-tie and end the story sooner, so
+      // the test asks for enough text to hold many full windows rather than for all 480 tokens.
+      expect(first.tokens.length).toBeGreaterThanOrEqual(350);
       const shares = windowShares(first.tokens, 200, 50);
-      expect(shares.length).toBeGreaterThan(200);
+      expect(shares.length).toBe(first.tokens.length - 250 + 1);
       expect(Math.min(...shares)).toBeGreaterThanOrEqual(0.08);
       expect(Math.max(...shares)).toBeLessThanOrEqual(0.12);
-      expect(first.done.metrics.budget).toMatchObject({ policy: 'share', share: 0.1, decided: 480 });
+      expect(first.done.metrics.budget).toMatchObject({ policy: 'share', share: 0.1, decided: first.tokens.length });
       expect(first.done.metrics.budget.realizedShare).toBeCloseTo(first.done.metrics.routedRatio, 10);
       const again = await run({ prompt, routeShare: 0.1, maxNewTokens: 480 });
       expect(again.ids).toEqual(first.ids);
