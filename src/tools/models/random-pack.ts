@@ -34,7 +34,7 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
     tokenizerJson,
     tokenizerConfig,
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
-    source: { tool: 'random', preset: options.preset, seed: options.seed, ...(options.layout && options.layout !== 'plain' ? { layout: options.layout } : {}) },
+    source: randomPackSource(options.preset, options.seed, options.layout),
   });
 }
 
@@ -52,8 +52,15 @@ export async function ensureBenchPack(preset: string, log: (line: string) => voi
   return dir;
 }
 
-/** What writeRandomPack records for a bench pack. */
+/**
+ * What writeRandomPack records in pack-source.json, and what a bench pack must match to be reused.
+ * graph 2: the LM head on the last num_logits_to_keep positions only.
+ */
+function randomPackSource(preset: string, seed: number, layout: DecoderLayout = 'plain'): Record<string, unknown> {
+  return { tool: 'random', preset, seed, graph: 2, ...(layout === 'plain' ? {} : { layout }) };
+}
+
+/** What writeRandomPack records for a bench pack (seed 0). */
 export function benchPackSource(preset: string, layout: DecoderLayout = 'plain'): Record<string, unknown> {
-  // graph 2: the LM head on the last num_logits_to_keep positions only.
-  return { tool: 'random', preset, seed: 0, graph: 2, ...(layout === 'plain' ? {} : { layout }) };
+  return randomPackSource(preset, 0, layout);
 }
