@@ -81,13 +81,60 @@ for (const layout of ['plain', 'fused'] as const) {
       expect(snapshot.tokens).toEqual([...ids(40), 7]);
       const copy = model.newSequence();
       copy.restore(snapshot, snapshot.tokens.length);
+      // The plain layout never writes its past tensors, so a whole restore shares them; the fused buffers are written in place, so they are copied.
+      const name = model.io.pastNames[0]!;
+      const sharesSnapshot = (copy.cache[name]!.data as Float32Array).buffer === (snapshot.kv[name]!.data as Float32Array).buffer;
+      expect(sharesSnapshot).toBe(layout === 'plain');
       const [a, b] = [await source.append([9]), await copy.append([9])];
       expect(b.logits).toEqual(a.logits);
       expect(b.hidden).toEqual(a.hidden);
       expect(b.previousHidden).toEqual(a.previousHidden);
-      // The snapshot is a copy: what the source appended since did not change it.
+      // What the source and the copy appended since, and their disposal, did not change the snapshot.
       expect(snapshot.tokens.length).toBe(41);
       for (const s of [source, copy]) s.dispose();
+      const again = model.newSequence();
+      again.restore(snapshot, snapshot.tokens.length);
+      expect((await again.append([9])).logits).toEqual(b.logits);
+      again.dispose();
+    });
+
+    test('a snapshot shares the cache it was taken from when that fills half its buffers, and nothing the sequence does after changes it', async () => {
+      const model = models[layout];
+      const source = model.newSequence();
+      await source.append(ids(200, 3)); // fused: 200 of 256 positions; plain: exactly 200
+      const snapshot = source.snapshot()!;
+      const name = model.io.pastNames[0]!;
+      expect((snapshot.kv[name]!.data as Float32Array).buffer).toBe((source.cache[name]!.data as Float32Array).buffer);
+      const before = Object.fromEntries(model.io.pastNames.map((n) => [n, copyKvPositions(snapshot.kv[n]!, 200).data as Float32Array]));
+      // Appends after the snapshot's positions, a rollback over some of them, a growth past the buffers, disposal.
+      source.checkpoint();
+      await source.append(ids(10, 50));
+      source.rollback();
+      await source.append(ids(70, 90));
+      source.dispose();
+      for (const n of model.io.pastNames) expect(copyKvPositions(snapshot.kv[n]!, 200).data as Float32Array).toEqual(before[n]!);
+      // Restored, it continues exactly like a sequence that prefilled the same ids.
+      const [fresh, restored] = [model.newSequence(), model.newSequence()];
+      await fresh.append(ids(200, 3));
+      restored.restore(snapshot, 200);
+      const [a, b] = [await fresh.append([9]), await restored.append([9])];
+      expect(b.logits).toEqual(a.logits);
+      expect(b.hidden).toEqual(a.hidden);
+      for (const s of [fresh, restored]) s.dispose();
+    });
+
+    test('a short cache in a mostly free buffer is copied compact, so the bound counts only its positions', async () => {
+      const model = models[layout];
+      const source = model.newSequence();
+      await source.append(ids(40));
+      const snapshot = source.snapshot()!;
+      const name = model.io.pastNames[0]!;
+      const held = snapshot.kv[name]!;
+      expect(held.dims[2]).toBe(40);
+      if (layout === 'fused') expect((held.data as Float32Array).buffer).not.toBe((source.cache[name]!.data as Float32Array).buffer);
+      const perTensor = (held.data as Float32Array).byteLength;
+      expect(snapshot.bytes).toBe(perTensor * model.io.pastNames.length + snapshot.lastHidden.byteLength);
+      source.dispose();
     });
 
     test('restored short of the snapshot: the rest fed on top equals one prefill of everything', async () => {
