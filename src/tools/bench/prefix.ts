@@ -52,6 +52,9 @@ export interface PrefixBenchResult {
   rss_after_20_mb: number;
   rss_at_half_mb: number;
   rss_after_all_mb: number;
+  /** The resident set less the prompt cache's bytes at the same moment: what the box holds beyond the cache it was told to keep. */
+  rss_less_cache_after_20_mb: number;
+  rss_less_cache_after_all_mb: number;
   cache_bytes: number;
   cache_limit_bytes: number;
 }
@@ -119,9 +122,11 @@ export async function benchPrefix(o: PrefixBenchOptions): Promise<PrefixBenchRes
       chat_cached_tokens: chatWith[0]!.cachedTokens,
       chat_ratio: median(chatWithout.map((ms, i) => chatWith[i]!.ttftMs / ms)),
       mixed_requests: o.mixed,
-      rss_after_20_mb: rss.rssAfter20Mb,
-      rss_at_half_mb: rss.rssAtHalfMb,
-      rss_after_all_mb: rss.rssAfterAllMb,
+      rss_after_20_mb: rss.after20.rssMb,
+      rss_at_half_mb: rss.atHalf.rssMb,
+      rss_after_all_mb: rss.afterAll.rssMb,
+      rss_less_cache_after_20_mb: rss.after20.rssMb - rss.after20.cacheMb,
+      rss_less_cache_after_all_mb: rss.afterAll.rssMb - rss.afterAll.cacheMb,
       cache_bytes: mixedEngine.promptCache!.stats.bytes,
       cache_limit_bytes: o.cacheBytes,
     };
@@ -138,6 +143,7 @@ export function formatPrefixBench(r: PrefixBenchResult): string {
     `${r.prompt_tokens}-token prompt, time to first token (medians): cold ${ms(r.cold_ttft_ms)}; ${r.cached95_tokens} tokens cached ${ms(r.cached95_ttft_ms)} (${pct(r.cached95_ratio)} of cold, median of the runs' ratios)`,
     `chat turn ${r.chat_turn} (${r.chat_prompt_tokens} tokens): ${ms(r.chat_ttft_ms_without_cache)} without the cache; ${ms(r.chat_ttft_ms_with_cache)} with ${r.chat_cached_tokens} tokens cached (${pct(r.chat_ratio)})`,
     `${r.mixed_requests} mixed requests: RSS ${r.rss_after_20_mb.toFixed(0)} MiB after 20, ${r.rss_at_half_mb.toFixed(0)} after half, ${r.rss_after_all_mb.toFixed(0)} after all (${pct(r.rss_after_all_mb / r.rss_after_20_mb - 1)} since 20, ${pct(r.rss_after_all_mb / r.rss_at_half_mb - 1)} since half); cache ${(r.cache_bytes / 2 ** 20).toFixed(1)} of ${(r.cache_limit_bytes / 2 ** 20).toFixed(0)} MiB`,
+    `  less the cache: ${r.rss_less_cache_after_20_mb.toFixed(0)} MiB after 20, ${r.rss_less_cache_after_all_mb.toFixed(0)} after all (${pct(r.rss_less_cache_after_all_mb / r.rss_less_cache_after_20_mb - 1)})`,
   ].join('\n');
 }
 
