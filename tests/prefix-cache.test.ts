@@ -115,12 +115,17 @@ for (const layout of ['plain', 'fused'] as const) {
       for (const n of model.io.pastNames) expect(copyKvPositions(snapshot.kv[n]!, 200).data as Float32Array).toEqual(before[n]!);
       // Restored, it continues exactly like a sequence that prefilled the same ids.
       const [fresh, restored] = [model.newSequence(), model.newSequence()];
-      await fresh.append(ids(200, 3));
+      await fresh.append(ids(70, 40)); // the released buffers go back to the model's pool: never the pinned ones the snapshot shares
+      await fresh.append(ids(130, 41));
+      for (const n of model.io.pastNames) expect(copyKvPositions(snapshot.kv[n]!, 200).data as Float32Array).toEqual(before[n]!);
+      fresh.dispose();
+      const again = model.newSequence();
+      await again.append(ids(200, 3));
       restored.restore(snapshot, 200);
-      const [a, b] = [await fresh.append([9]), await restored.append([9])];
+      const [a, b] = [await again.append([9]), await restored.append([9])];
       expect(b.logits).toEqual(a.logits);
       expect(b.hidden).toEqual(a.hidden);
-      for (const s of [fresh, restored]) s.dispose();
+      for (const s of [again, restored]) s.dispose();
     });
 
     test('a short cache in a mostly free buffer is copied compact, so the bound counts only its positions', async () => {

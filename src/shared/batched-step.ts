@@ -10,7 +10,8 @@
  * - `fused` layout (GroupQueryAttention): one buffer `[batch, kv_heads, capacity, head_dim]` per cache
  *   tensor holds each row's positions from the left, the free space on the right; `seqlens_k` gives each
  *   row its length. onnxruntime writes each row's new position in place; it is copied back into the row's
- *   own buffer, where a lone step would have written it.
+ *   own buffer, where a lone step would have written it. The batch buffers come from and go back to the
+ *   model's KvBufferPool, so a pass writes into memory already mapped.
  *
  * @example
  * const results = await runBatchedStep(model, [{ sequence: a, token: 17 }, { sequence: b, token: 4 }]);
@@ -27,6 +28,12 @@ export interface BatchRow {
 }
 
 type CacheData = Float32Array | Uint16Array;
+
+/**
+ * The fused batch buffers' capacity grows in steps of this many positions: one size serves 32 passes
+ * in a row from the pool, while onnxruntime-node's copy of the buffer after each pass grows by at most 31 positions.
+ */
+const BATCH_CAPACITY_STEP = 32;
 
 /** A cache tensor's elements as stored: float32, or float16 as raw bits (see float-tensors.ts's `feedable`). */
 function cacheData(tensor: OrtTensor): CacheData {
@@ -59,12 +66,15 @@ export async function runBatchedStep(model: DecoderModel, rows: readonly BatchRo
     out = await model.forward(feeds, batch);
     present = splitLeftPadded(model, out, lengths, longest);
   } else {
-    const buffers = gatherRightFree(model, rows, longest + 1);
+    // A whole number of BATCH_CAPACITY_STEPs, so the pool's buffer of the previous pass fits the next ones.
+    const capacity = Math.ceil((longest + 1) / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP;
+    const buffers = gatherRightFree(model, rows, capacity);
     Object.assign(feeds, buffers);
     feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths), [batch]);
     feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(longest + 1), []);
     out = await model.forward(feeds, batch, sharedFetches(buffers, model.hasHiddenStates));
-    scatterNewPositions(model, rows, buffers, lengths, longest + 1);
+    scatterNewPositions(model, rows, buffers, lengths, capacity);
+    for (const buffer of Object.values(buffers)) model.kvPool.release(buffer.data as Float32Array);
   }
   const { vocabSize, hiddenSize } = pack;
   const results = rows.map((row, b): AppendResult => {
@@ -123,7 +133,7 @@ function gatherRightFree(model: DecoderModel, rows: readonly BatchRow[], capacit
   for (const row of rows) row.sequence.fitBuffers(row.sequence.length + 1);
   const buffers: Record<string, OrtTensor> = {};
   for (const name of model.io.pastNames) {
-    const data = new Float32Array(rows.length * heads * capacity * headDim);
+    const data = model.kvPool.take(rows.length * heads * capacity * headDim);
     rows.forEach((row, b) => {
       const own = row.sequence.cache[name]!;
       const from = own.data as Float32Array;

@@ -16,6 +16,7 @@ import { emptyTensor, feedable, float32Rows, indexTensor, toFloat32 } from './fl
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { growKvBuffers, kvCapacity, sharedFetches } from './kv-buffer.ts';
+import { KvBufferPool } from './kv-buffer-pool.ts';
 import { restoredKv, takeKvSnapshot, type KvSnapshot } from './kv-snapshot.ts';
 import { runSession } from './run-session.ts';
 import { checkAppend } from './append-checks.ts';
@@ -24,8 +25,16 @@ import type { AppendResult, DecoderLoadOptions, DecoderStats } from './decoder-t
 
 export type { AppendResult, DecoderLoadOptions, DecoderStats } from './decoder-types.ts';
 
+/**
+ * Released fused KV buffers kept for reuse (kv-buffer-pool.ts): about one long sequence's cache at the
+ * Qwen2.5-0.5B shape (25 MB at 1,024 positions in float32) and two more of a few hundred positions.
+ */
+const KV_POOL_BYTES = 64 * 2 ** 20;
+
 export class DecoderModel {
   readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0, runMs: 0 };
+  /** @internal the fused layout's released KV buffers, for its sequences and batched steps. */
+  readonly kvPool = new KvBufferPool(KV_POOL_BYTES);
   readonly hasHiddenStates: boolean;
   /** The last axis of the KV cache: the config's head_dim, or the padded head size of a fused graph. */
   readonly cacheHeadDim: number;
@@ -218,7 +227,7 @@ export class DecoderSequence {
     const oldest = this.saved[0];
     if (!oldest) throw new AppError('FAILED_PRECONDITION', 'the sequence has no checkpoint');
     const keep = new Set(Object.values(oldest.past));
-    for (const t of new Set([...Object.values(this.past), ...this.saved.slice(1).flatMap((c) => Object.values(c.past))])) if (!keep.has(t)) t.dispose();
+    for (const t of new Set([...Object.values(this.past), ...this.saved.slice(1).flatMap((c) => Object.values(c.past))])) if (!keep.has(t)) this.drop(t);
     this.saved = [];
     this.past = oldest.past;
     this.ids.length = oldest.length;
@@ -229,20 +238,26 @@ export class DecoderSequence {
   commit(): void {
     const oldest = this.saved.shift();
     if (!oldest) return;
-    for (const t of Object.values(oldest.past)) if (!this.held(t)) t.dispose();
+    for (const t of Object.values(oldest.past)) if (!this.held(t)) this.drop(t);
   }
 
   /** A copy of the cache for the prefix cache; undefined when disposed, empty, or restored short and not fed since. */
   snapshot(): KvSnapshot | undefined {
     if (this.disposed || this.ids.length === 0 || this.lastHidden === undefined) return undefined;
-    return takeKvSnapshot(this.past, this.ids, this.lastHidden);
+    const snapshot = takeKvSnapshot(this.past, this.ids, this.lastHidden);
+    // A buffer the snapshot shares must outlive this sequence untouched: never back to the pool.
+    for (const [name, tensor] of Object.entries(snapshot.kv)) {
+      const data = tensor.data as ArrayBufferView;
+      if (data.buffer === (this.past[name]!.data as ArrayBufferView).buffer) this.model.kvPool.pin(data);
+    }
+    return snapshot;
   }
 
   /** Starts this new, empty sequence from a copy of `snapshot`'s first `length` positions (see restorableLength). */
   restore(snapshot: KvSnapshot, length: number): void {
     if (this.disposed || this.ids.length > 0) throw new AppError('FAILED_PRECONDITION', 'only a new, empty sequence can start from a snapshot');
     this.releasePast();
-    this.past = restoredKv(snapshot, length, this.model.io, this.model.pack, this.model.cacheHeadDim);
+    this.past = restoredKv(snapshot, length, this.model.io, this.model.pack, this.model.cacheHeadDim, this.allocate);
     this.ids = snapshot.tokens.slice(0, length);
     // Short of the whole snapshot the hidden state before the next position is unknown: the next append feeds two or more.
     this.lastHidden = length === snapshot.tokens.length || !this.model.hasHiddenStates ? snapshot.lastHidden : undefined;
@@ -258,10 +273,18 @@ export class DecoderSequence {
     const current = this.past[io.pastNames[0]!]?.dims[2] ?? 0;
     if (total <= current) return;
     const headDim = this.model.cacheHeadDim;
-    const grown = growKvBuffers(this.past, io.pastNames, pack.numKvHeads, headDim, kvCapacity(total, current, pack.maxPositions), this.ids.length);
+    const grown = growKvBuffers(this.past, io.pastNames, pack.numKvHeads, headDim, kvCapacity(total, current, pack.maxPositions), this.ids.length, this.allocate);
     this.model.stats.kvBytesCopied += io.pastNames.length * pack.numKvHeads * this.ids.length * headDim * 4;
     this.releasePast();
     this.past = grown;
+  }
+
+  private readonly allocate = (elements: number): Float32Array => this.model.kvPool.take(elements);
+
+  /** Releases a cache tensor nothing holds any more; a fused buffer goes back to the model's pool. */
+  private drop(t: OrtTensor): void {
+    if (this.model.io.layout === 'fused' && t.data instanceof Float32Array) this.model.kvPool.release(t.data);
+    t.dispose();
   }
 
   /** Whether the current cache or a checkpoint still uses `t`. */
@@ -271,7 +294,7 @@ export class DecoderSequence {
 
   /** Releases the current cache tensors, except those a checkpoint still holds. */
   private releasePast(): void {
-    for (const t of Object.values(this.past)) if (!this.saved.some((c) => Object.values(c.past).includes(t))) t.dispose();
+    for (const t of Object.values(this.past)) if (!this.saved.some((c) => Object.values(c.past).includes(t))) this.drop(t);
   }
 
   /** Releases the KV cache; the sequence cannot be used afterwards. */

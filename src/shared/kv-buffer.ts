@@ -23,7 +23,10 @@ export function kvCapacity(needed: number, current: number, maxPositions: number
   return Math.min(Math.ceil(needed / KV_CAPACITY_STEP) * KV_CAPACITY_STEP, maxPositions);
 }
 
-/** New buffers of `capacity` positions holding the first `length` positions of `old` (absent: all zeros). */
+/**
+ * New buffers of `capacity` positions holding the first `length` positions of `old` (absent: all zeros),
+ * from `allocate` (zeros of the given element count: a KvBufferPool's `take`, or fresh memory).
+ */
 export function growKvBuffers(
   old: Record<string, OrtTensor> | undefined,
   names: readonly string[],
@@ -31,10 +34,11 @@ export function growKvBuffers(
   headDim: number,
   capacity: number,
   length: number,
+  allocate: (elements: number) => Float32Array = (elements) => new Float32Array(elements),
 ): Record<string, OrtTensor> {
   const buffers: Record<string, OrtTensor> = {};
   for (const name of names) {
-    const data = new Float32Array(kvHeads * capacity * headDim);
+    const data = allocate(kvHeads * capacity * headDim);
     const previous = old?.[name];
     if (previous && length > 0) {
       const from = previous.data as Float32Array;

@@ -1,0 +1,111 @@
+/**
+ * The pool of released fused KV buffers (src/shared/kv-buffer-pool.ts): what it hands out is zeros of the
+ * size asked for, recycled memory first; pinned memory (a snapshot's) and views are never recycled; it
+ * never holds more than its bound. With a real fused model: sequences that reuse released buffers, alone
+ * and batched, give exactly the outputs of a model that never recycled anything.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DecoderModel } from '../src/shared/decoder-model.ts';
+import { KvBufferPool } from '../src/shared/kv-buffer-pool.ts';
+import { loadModelPack } from '../src/shared/model-pack.ts';
+import { writeRandomPack } from '../src/tools/models/random-pack.ts';
+
+describe('KvBufferPool', () => {
+  test('recycles released buffers of the asked size, most recent first, zeroed', () => {
+    const pool = new KvBufferPool(1024);
+    const [a, b] = [pool.take(8), pool.take(8)];
+    a.fill(3);
+    b.fill(4);
+    pool.release(a);
+    pool.release(b);
+    expect(pool.heldBytes).toBe(64);
+    const again = pool.take(8);
+    expect(again).toBe(b);
+    expect([...again]).toEqual(new Array(8).fill(0));
+    expect(pool.take(4)).not.toBe(a); // no buffer of 4 elements was released
+    expect(pool.take(8)).toBe(a);
+    expect(pool.stats).toEqual({ taken: 5, reused: 2 });
+    expect(pool.heldBytes).toBe(0);
+  });
+
+  test('never recycles pinned memory, views into larger memory, or a buffer twice', () => {
+    const pool = new KvBufferPool(1024);
+    const pinned = new Float32Array(8);
+    pool.pin(pinned);
+    pool.release(pinned);
+    pool.release(new Float32Array(new ArrayBuffer(64), 0, 8));
+    expect(pool.heldBytes).toBe(0);
+    const once = new Float32Array(8);
+    pool.release(once);
+    pool.release(once);
+    expect(pool.heldBytes).toBe(32);
+  });
+
+  test('holds at most its bound, dropping the least recently released', () => {
+    const pool = new KvBufferPool(100);
+    const [a, b, c] = [new Float32Array(10), new Float32Array(10), new Float32Array(5)];
+    pool.release(a);
+    pool.release(b); // 80 bytes
+    pool.release(c); // 100 bytes: at the bound
+    expect(pool.heldBytes).toBe(100);
+    pool.release(new Float32Array(1)); // over: a goes
+    expect(pool.heldBytes).toBe(64);
+    expect(pool.take(10)).toBe(b);
+    expect(pool.take(10)).not.toBe(a);
+    expect(() => new KvBufferPool(-1)).toThrow('maxBytes must be a non-negative number');
+  });
+});
+
+describe('recycled buffers in a fused model', () => {
+  const work = mkdtempSync(join(tmpdir(), 'kv-pool-'));
+  let recycling: DecoderModel;
+  let reference: DecoderModel;
+  beforeAll(async () => {
+    await writeRandomPack({ preset: 'tiny-qwen2', out: join(work, 'fused'), seed: 11, hiddenStatesOutput: true, layout: 'fused' });
+    const pack = loadModelPack(join(work, 'fused'));
+    recycling = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
+    reference = await DecoderModel.load(pack, { threads: 1 });
+  }, 120_000);
+  afterAll(async () => {
+    await recycling?.release();
+    await reference?.release();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  const prompt = (n: number, offset: number) => Array.from({ length: n }, (_, i) => 3 + ((i * 29 + offset) % 180));
+
+  test('sequences on released buffers, alone and batched, give exactly the outputs of fresh memory', async () => {
+    // Leave released buffers behind: a long sequence (it grows past one buffer) and a short one.
+    for (const n of [300, 40]) {
+      const s = recycling.newSequence();
+      await s.append(prompt(n, n));
+      await s.append([5]);
+      s.dispose();
+    }
+    const before = recycling.kvPool.stats.reused;
+    const steps = [7, 11, 13, 17, 19];
+    const expected = [];
+    for (const offset of [1, 2, 3]) {
+      const s = reference.newSequence();
+      await s.append(prompt(30 + offset * 20, offset));
+      const logits = [];
+      for (const t of steps) logits.push((await s.append([t])).logits);
+      expected.push(logits);
+      s.dispose();
+    }
+    const sequences = [1, 2, 3].map(() => recycling.newSequence());
+    await Promise.all(sequences.map((s, i) => s.append(prompt(30 + (i + 1) * 20, i + 1))));
+    const got: Float32Array[][] = [[], [], []];
+    for (const t of steps) {
+      const results = await Promise.all(sequences.map((s) => s.append([t]))); // one batched pass each step
+      results.forEach((r, i) => got[i]!.push(r.logits));
+    }
+    expect(recycling.batcher!.stats.sizes[3]).toBeGreaterThan(0);
+    expect(recycling.kvPool.stats.reused).toBeGreaterThan(before);
+    got.forEach((logits, i) => logits.forEach((l, k) => expect(l).toEqual(expected[i]![k]!)));
+    for (const s of sequences) s.dispose();
+  });
+});
