@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { alternateRounds, roundStepCounts, summarizeRounds, type RoundSide } from '../src/tools/bench/alternating-rounds.ts';
+import { benchConcurrencyOn } from '../src/tools/bench/concurrency.ts';
 import { lineSide } from '../src/tools/bench/decode-peer.ts';
 import { DECODE_ROUND_CHILD } from '../src/tools/bench/decode-round-child.ts';
 import { LineProcess } from '../src/tools/bench/line-process.ts';
@@ -104,3 +105,21 @@ describe('the line protocol', () => {
     expect(lines.some((l) => l.includes(`loading ${dir}`))).toBe(true);
   }, 120_000);
 });
+
+test("bench concurrency: the peer's row for each user count runs right after ours, with our prompts", async () => {
+  const dir = await ensureBenchPack('tiny-qwen2', () => {});
+  const order: string[] = [];
+  const result = await benchConcurrencyOn('tiny', dir, {
+    users: [1, 2],
+    promptTokens: 4,
+    newTokens: 2,
+    maxBatch: 2,
+    threads: 1,
+    log: (line) => order.push(line.replace(/:.*tokens\/s.*$/, '').replace(/^loading .*/, 'loading')),
+    afterUsers: async (users, prompts) => {
+      order.push(`peer ${users} users on ${prompts.slice(0, users).map((p) => p.length).join(',')} prompt tokens`);
+    },
+  });
+  expect(order).toEqual(['loading', 'tiny', 'tiny', 'peer 1 users on 4 prompt tokens', 'tiny', 'tiny', 'peer 2 users on 4,4 prompt tokens']);
+  expect(result.rounds.map((r) => `${r.users} ${r.batched}`)).toEqual(['1 false', '1 true', '2 false', '2 true']);
+}, 120_000);

@@ -54,6 +54,8 @@ export async function compareWithLlamaCpp(o: PeerComparisonOptions): Promise<{ r
   const ggufs = ensurePeerGgufs(o.preset, o.dtypes, o.log);
   const ids = await promptIds(loadModelPack(packs.get(o.dtypes[0]!)!), o.promptTokens);
   const bandwidth = await measureBandwidth(o.copyBytes, o.threads);
+  // Its copy buffers (2 × --copy-mib) are garbage now; freed before two models share the machine's memory.
+  Bun.gc(true);
   o.log(`copy bandwidth ${bandwidth.toFixed(1)} GB/s (read + written), used for every type's bound`);
   const plannedSteps = o.warmup + o.steps;
   const results: ComparedResult[] = [];
