@@ -123,3 +123,9 @@ test("bench concurrency: the peer's row for each user count runs right after our
   expect(order).toEqual(['loading', 'tiny', 'tiny', 'peer 1 users on 4 prompt tokens', 'tiny', 'tiny', 'peer 2 users on 4,4 prompt tokens']);
   expect(result.rounds.map((r) => `${r.users} ${r.batched}`)).toEqual(['1 false', '1 true', '2 false', '2 true']);
 }, 120_000);
+
+test('bench decode --peer: more rounds than steps is refused before anything is loaded or installed', () => {
+  const r = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', 'decode', '--preset', 'tiny-qwen2', '--dtype', 'q4', '--peer', 'llama.cpp', '--steps', '2', '--rounds', '3'], { stdout: 'pipe', stderr: 'pipe' });
+  expect(r.exitCode).toBe(2);
+  expect(r.stderr.toString()).toContain('--rounds must be in [1, 2], got 3');
+});

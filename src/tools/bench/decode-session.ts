@@ -68,10 +68,11 @@ export class DecodeSession {
     const team = given === undefined ? await CopyTeam.start(o.threads, o.copyBytes / o.threads) : undefined;
     o.log(`loading ${o.dir} (${(traffic.total / 2 ** 20).toFixed(0)} MiB of weights, ${o.threads} threads)`);
     const loadStart = performance.now();
-    const model = await DecoderModel.load(pack, { threads: o.threads });
-    const loadMs = performance.now() - loadStart;
+    let model: DecoderModel | undefined;
     let sequence: DecoderSequence | undefined;
     try {
+      model = await DecoderModel.load(pack, { threads: o.threads });
+      const loadMs = performance.now() - loadStart;
       const prefills: number[] = [];
       let logits: Float32Array = new Float32Array(0);
       for (let run = 0; run < 4; run++) {
@@ -85,7 +86,7 @@ export class DecodeSession {
       return new DecodeSession(o, pack, traffic, model, sequence!, logits, loadMs, median(prefills), buffers, team);
     } catch (e) {
       sequence?.dispose();
-      await model.release();
+      await model?.release();
       team?.close();
       throw e;
     }
