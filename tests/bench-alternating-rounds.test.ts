@@ -64,11 +64,14 @@ describe('the round scheduler', () => {
 });
 
 describe('the line protocol', () => {
-  test('a helper that exits before it is ready, or says it failed, is a clear error', async () => {
+  test('a helper that exits before it answers, says it failed or stays silent is a clear error', async () => {
     const log = () => {};
     await expect(LineProcess.start({ command: [process.execPath, '-e', 'process.exit(3)'], name: 'the quitter', log })).rejects.toThrow('the quitter exited with code 3 before answering "ready"');
     const failing = `console.log(JSON.stringify({ type: 'failed', message: 'no such model' }))`;
     await expect(LineProcess.start({ command: [process.execPath, '-e', failing], name: 'the failing one', log })).rejects.toThrow('the failing one failed: no such model');
+    const gone = await LineProcess.start({ command: [process.execPath, '-e', `console.log(JSON.stringify({ type: 'ready' }))`], name: 'the short-lived one', log });
+    await expect(gone.helper.request({ type: 'round', steps: 1 })).rejects.toThrow('the short-lived one exited with code 0 before answering "round"');
+    await gone.helper.close();
     const silent = 'setTimeout(() => {}, 60_000)';
     await expect(LineProcess.start({ command: [process.execPath, '-e', silent], name: 'the silent one', log, timeoutMs: 300 })).rejects.toThrow('the silent one did not answer "ready" within 300 ms');
   });

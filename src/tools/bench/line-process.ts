@@ -56,8 +56,12 @@ export class LineProcess {
 
   /** Sends one request and waits for its reply (of the request's type). One request at a time. */
   async request<T>(message: { type: string } & Record<string, unknown>): Promise<T & Reply> {
-    this.child.stdin.write(`${JSON.stringify(message)}\n`);
-    this.child.stdin.flush();
+    try {
+      this.child.stdin.write(`${JSON.stringify(message)}\n`);
+      this.child.stdin.flush();
+    } catch {
+      // The helper has exited: the reply below says so, with its exit code.
+    }
     return (await this.reply(message.type)) as T & Reply;
   }
 
