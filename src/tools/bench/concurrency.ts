@@ -21,7 +21,7 @@ import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { type ConcurrencyRound, runConcurrentUsers } from './concurrency-run.ts';
 import { type BenchDtype, ensureDtypePack, parseDtypes } from './decode-packs.ts';
 import { parseLayout } from './decode-profile.ts';
-import { type ParallelPeerRound, runLlamaCppParallel } from '../llama-cpp-peer/llama-cpp-parallel.ts';
+import { type ParallelPeerRound, startLlamaCppParallel } from '../llama-cpp-peer/llama-cpp-parallel.ts';
 import { promptIds } from './decode-target.ts';
 
 export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,q4] [--layout plain|fused] [--peer llama.cpp] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--threads N] [--json]
@@ -29,8 +29,8 @@ export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,q4]
       user's time between tokens p50/p99 and time to first token, every decode step alone vs batched
       (--max-batch) in the same run, and whether both gave every user the same tokens; --demo runs the
       demo edge model; --peer llama.cpp (with a preset) also runs llama.cpp decoding the same number of
-      sequences at once on the same weights as GGUF (F32, Q4_0; see bench decode --peer); --json prints
-      one object on the last line`;
+      sequences at once on the same weights as GGUF (F32, Q4_0; see bench decode --peer), each user count
+      right after ours with both models loaded; --json prints one object on the last line`;
 
 export interface ConcurrencyTargetResult {
   target: string;
@@ -52,6 +52,8 @@ interface Settings {
   gatherMs?: number;
   threads: number;
   log: (line: string) => void;
+  /** Runs right after ours for each user count (the peer's row, under --peer), so both see the same moment. */
+  afterUsers?: (users: number, prompts: readonly (readonly number[])[]) => Promise<void>;
 }
 
 /** One prompt per user: windows of a real text shifted by one token, so no two users share a prompt. */
@@ -83,6 +85,7 @@ export async function benchConcurrencyOn(target: string, dir: string, s: Setting
       }
       sameTokens[users] = agreement(pair[0]!.ids, pair[1]!.ids);
       rounds.push(...pair);
+      await s.afterUsers?.(users, prompts);
     }
     return { target, pack: dir, rounds: rounds.map(({ ids: _ids, ...r }) => r), sameTokens };
   } finally {
@@ -174,10 +177,17 @@ export async function main(args: string[]): Promise<void> {
   const results: ConcurrencyTargetResult[] = [];
   const peer: ParallelPeerRound[] = [];
   for (const t of targets) {
-    results.push(await benchConcurrencyOn(t.target, t.dir, settings));
-    if (values.peer && t.dtype) {
-      const prompts = await userPrompts(t.dir, settings);
-      peer.push(...(await runLlamaCppParallel({ preset: values.preset ?? 'qwen2.5-0.5b', dtype: t.dtype, users: settings.users, prompts, newTokens: settings.newTokens, threads: settings.threads, log })));
+    if (!(values.peer && t.dtype)) {
+      results.push(await benchConcurrencyOn(t.target, t.dir, settings));
+      continue;
+    }
+    // Both stay loaded; each user count runs ours (alone, batched), then llama.cpp's, before the next count.
+    const llama = await startLlamaCppParallel({ preset: values.preset ?? 'qwen2.5-0.5b', dtype: t.dtype, threads: settings.threads, log });
+    try {
+      const afterUsers = async (users: number, prompts: readonly (readonly number[])[]) => void peer.push(await llama.runUsers(users, prompts, settings.newTokens));
+      results.push(await benchConcurrencyOn(t.target, t.dir, { ...settings, afterUsers }));
+    } finally {
+      await llama.close();
     }
   }
   console.log(formatConcurrency(results));

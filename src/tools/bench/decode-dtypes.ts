@@ -74,12 +74,13 @@ function runChild(args: string[], log: (line: string) => void): Promise<string> 
 
 export function formatDtypeResults(results: readonly DtypeResult[]): string {
   const num = (v: unknown, digits: number) => (typeof v === 'number' ? v.toFixed(digits) : '-');
-  const header = 'dtype  ms/token  p90     tok/s  weights MiB/token  bound ms  of bound  prefill ms  peak RSS MiB';
+  const header = 'dtype  ms/token  p90     fastest  tok/s  weights MiB/token  bound ms  of bound  prefill ms  peak RSS MiB';
   const rows = results.map((r) =>
     [
       r.dtype.padEnd(5),
       num(r.ms_per_token, 1).padStart(9),
       num(r.ms_per_token_p90, 1).padStart(6),
+      num(r.min_ms_per_token, 1).padStart(8),
       num(r.tokens_per_second, 1).padStart(8),
       num(Number(r.weight_bytes) / 2 ** 20, 1).padStart(18),
       num(r.bound_ms_per_token, 1).padStart(9),

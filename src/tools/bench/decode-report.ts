@@ -24,6 +24,8 @@ export interface DecodeBenchResult {
   /** Median over all measured steps. */
   msPerToken: number;
   msPerTokenP90: number;
+  /** The fastest step: the machine's quietest moment. */
+  minMsPerToken: number;
   tokensPerSecond: number;
   /** Weight bytes read per token, KV-cache bytes read per token (mean over the measured steps). */
   weightBytes: number;
@@ -43,7 +45,7 @@ export function formatDecodeBench(r: DecodeBenchResult): string {
   return [
     `target ${r.target} (${r.pack}), ${r.threads} threads`,
     `prefill ${r.promptTokens} tokens: ${r.prefillMs.toFixed(1)} ms`,
-    `decode: ${r.msPerToken.toFixed(2)} ms/token median (p90 ${r.msPerTokenP90.toFixed(2)}) over ${r.steps} steps = ${r.tokensPerSecond.toFixed(1)} tokens/s`,
+    `decode: ${r.msPerToken.toFixed(2)} ms/token median (p90 ${r.msPerTokenP90.toFixed(2)}, fastest ${r.minMsPerToken.toFixed(2)}) over ${r.steps} steps = ${r.tokensPerSecond.toFixed(1)} tokens/s`,
     `read per token: weights ${mib(r.weightBytes)} + KV cache ${mib(r.kvBytes)}`,
     `copy bandwidth (read + write, median of ${r.rounds.length} rounds): ${r.bandwidth.singleThread.toFixed(1)} GB/s on 1 thread, ${r.bandwidth.allThreads.toFixed(1)} GB/s on ${r.threads}; bound uses ${r.bandwidth.used.toFixed(1)} GB/s`,
     `rounds (ms/token, GB/s 1 thread, GB/s all): ${r.rounds.map((x) => `${x.msPerToken.toFixed(1)}/${x.singleThreadGbS.toFixed(1)}/${x.allThreadsGbS.toFixed(1)}`).join('  ')}`,
@@ -58,6 +60,7 @@ export function decodeBenchJson(r: DecodeBenchResult): Record<string, unknown> {
     threads: r.threads,
     ms_per_token: r.msPerToken,
     ms_per_token_p90: r.msPerTokenP90,
+    min_ms_per_token: r.minMsPerToken,
     bound_ms_per_token: r.boundMsPerToken,
     fraction_of_bound: r.fractionOfBound,
     tokens_per_second: r.tokensPerSecond,

@@ -1,6 +1,7 @@
 /**
  * `bench decode --peer llama.cpp`: the same random weights as GGUF (F32, Q8_0, Q4_0), decoded by llama.cpp
- * through node-llama-cpp under node, with our thread count, prompt and step counts. node-llama-cpp is a
+ * through node-llama-cpp under node, with our thread count, prompt and step counts, in rounds alternating
+ * with ours (bench/decode-peer.ts). node-llama-cpp is a
  * benchmark-only peer, not a dependency: it is installed on first use into a cache folder (about 700 MB),
  * and its prebuilt CPU binary is loaded (`build: "never"`), so nothing is compiled here.
  */
@@ -10,9 +11,9 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { MODELS_DIR } from '../../shared/paths.ts';
-import { median, percentile } from '../../shared/statistics.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from '../models/random-model.ts';
 import type { BenchDtype } from '../bench/decode-packs.ts';
+import { LineProcess } from '../bench/line-process.ts';
 import { writeQwen2Gguf } from './gguf-qwen2.ts';
 import type { GgmlTypeName } from './gguf-writer.ts';
 
@@ -29,20 +30,23 @@ export interface PeerResult {
   dtype: 'f32' | 'q8_0' | 'q4_0';
   ms_per_token: number;
   ms_per_token_p90: number;
+  /** The fastest step. */
+  min_ms_per_token: number;
   tokens_per_second: number;
   /** Prompt evaluation plus the first token. */
   prefill_ms: number;
   threads: number;
   gguf: string;
+  /** Each round's median, in the order the rounds ran. */
+  rounds_ms_per_token: number[];
 }
 
-export interface PeerRunOptions {
-  preset: string;
-  dtypes: BenchDtype[];
+export interface LlamaCppDecodeOptions {
+  gguf: string;
   threads: number;
   promptIds: number[];
-  warmup: number;
-  steps: number;
+  /** Warm-up and measured steps that will be asked for: the context holds the prompt and them. */
+  plannedSteps: number;
   log: (line: string) => void;
 }
 
@@ -96,44 +100,20 @@ export function ensurePeerGgufs(preset: string, dtypes: BenchDtype[], log: (line
 }
 
 /**
- * Times llama.cpp's decode of each type's GGUF in a node child process of its own.
+ * llama.cpp loaded on one GGUF in a node child process, the prompt evaluated, waiting for the rounds that
+ * `bench decode --peer` alternates with ours (llama-cpp-runner.mjs, over line-process.ts's protocol).
  * @example
- * const peer = await runLlamaCppPeer({ preset: 'qwen2.5-0.5b', dtypes: ['q4'], threads: 2, promptIds, warmup: 4, steps: 32, log });
+ * const { helper, ready } = await startLlamaCppDecode({ gguf, threads: 2, promptIds, plannedSteps: 36, log });
+ * const { stepsMs } = await helper.request<{ stepsMs: number[] }>({ type: 'round', steps: 8 });
  */
-export async function runLlamaCppPeer(o: PeerRunOptions): Promise<PeerResult[]> {
+export async function startLlamaCppDecode(o: LlamaCppDecodeOptions): Promise<{ helper: LineProcess; ready: { prefillMs: number; threads: number } }> {
   const dir = await ensureNodeLlamaCpp(o.log);
-  const ggufs = ensurePeerGgufs(o.preset, o.dtypes, o.log);
-  const results: PeerResult[] = [];
-  for (const dtype of o.dtypes) {
-    const gguf = ggufs.get(dtype)!;
-    o.log(`llama.cpp ${PEER_TYPES[dtype]}: ${gguf} under node`);
-    const request = { modelPath: gguf, threads: o.threads, promptIds: o.promptIds, warmup: o.warmup, steps: o.steps };
-    const r = JSON.parse(await runNodeScript(join(import.meta.dir, 'llama-cpp-runner.mjs'), request, dir, o.log)) as { prefillMs: number; stepsMs: number[]; threads: number };
-    const ms = median(r.stepsMs);
-    results.push({
-      dtype: PEER_TYPES[dtype].toLowerCase() as PeerResult['dtype'],
-      ms_per_token: ms,
-      ms_per_token_p90: percentile(r.stepsMs, 90),
-      tokens_per_second: 1000 / ms,
-      prefill_ms: r.prefillMs,
-      threads: r.threads,
-      gguf,
-    });
-  }
-  return results;
-}
-
-export function formatPeerResults(ours: readonly { dtype: BenchDtype; ms_per_token: number }[], peer: readonly PeerResult[]): string {
-  const rows = peer.map((p) => {
-    const mine = ours.find((r) => PEER_TYPES[r.dtype].toLowerCase() === p.dtype);
-    return [
-      `llama.cpp ${p.dtype}`.padEnd(15),
-      p.ms_per_token.toFixed(1).padStart(9),
-      p.ms_per_token_p90.toFixed(1).padStart(6),
-      p.tokens_per_second.toFixed(1).padStart(8),
-      p.prefill_ms.toFixed(0).padStart(11),
-      (mine ? (mine.ms_per_token / p.ms_per_token).toFixed(2) : '-').padStart(14),
-    ].join(' ');
+  const request = { modelPath: o.gguf, threads: o.threads, promptIds: o.promptIds, plannedSteps: o.plannedSteps };
+  const { helper, ready } = await LineProcess.start({
+    command: ['node', join(import.meta.dir, 'llama-cpp-runner.mjs'), JSON.stringify(request)],
+    name: `llama.cpp on ${o.gguf}`,
+    env: { ...process.env, NODE_LLAMA_CPP_DIR: dir },
+    log: o.log,
   });
-  return ['peer            ms/token  p90     tok/s  prefill ms  ours/llama.cpp', ...rows].join('\n');
+  return { helper, ready: { prefillMs: Number(ready.prefillMs), threads: Number(ready.threads) } };
 }
