@@ -87,11 +87,11 @@ describe('recycled buffers in a fused model', () => {
     }
     const before = recycling.kvPool.stats.reused;
     const steps = [7, 11, 13, 17, 19];
-    const expected = [];
+    const expected: Float32Array[][] = [];
     for (const offset of [1, 2, 3]) {
       const s = reference.newSequence();
       await s.append(prompt(30 + offset * 20, offset));
-      const logits = [];
+      const logits: Float32Array[] = [];
       for (const t of steps) logits.push((await s.append([t])).logits);
       expected.push(logits);
       s.dispose();
