@@ -1,8 +1,9 @@
 /**
  * `bench int8-kernels`: which 8-bit form onnxruntime's CPU kernels run faster at batch 1, the choice
- * behind `models quantize --dtype int8`: MatMulNBits with bits=8 (block-wise weights, fp32 activations)
- * or DynamicQuantizeLinear + MatMulInteger (uint8 activations quantized per call, per-column int8
- * weights), each as `models quantize` writes them, and MatMulNBits with and without accuracy_level 4. All run the same chain of Qwen2.5-0.5B MLP
+ * behind `models quantize --dtype int8`: MatMulNBits with bits=8 (block-wise weights; `models quantize`
+ * writes it with accuracy_level 4, activations quantized per row and block) or DynamicQuantizeLinear +
+ * MatMulInteger (uint8 activations quantized per call over the whole tensor, per-column 8-bit weights,
+ * the earlier int8 form), and MatMulNBits with and without accuracy_level 4. All run the same chain of Qwen2.5-0.5B MLP
  * matrices (896 → 4864 → 896, `pairs` times, so the weights do not fit in cache), next to fp32 MatMul.
  */
 import { availableParallelism } from 'node:os';
@@ -16,7 +17,7 @@ import { quantizeModel, type QuantizationScheme } from '../models/quantize.ts';
 
 export const USAGE = `int8-kernels [--pairs 4] [--runs 40] [--threads N] [--json]
       ms per batch-1 pass through 896→4864→896 weight pairs: fp32 MatMul, MatMulNBits bits=8 and bits=4,
-      DynamicQuantizeLinear + MatMulInteger (the evidence for models quantize --dtype int8)`;
+      DynamicQuantizeLinear + MatMulInteger (the evidence for models quantize --dtype int8: bits=8 accuracy_level=4)`;
 
 const [HIDDEN, INTERMEDIATE] = [896, 4864];
 
