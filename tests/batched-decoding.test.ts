@@ -12,6 +12,7 @@ import { DecodeBatcher } from '../src/shared/decode-batcher.ts';
 import { DecoderModel, type DecoderSequence } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { quantizePack } from '../src/tools/models/quantize.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { makeHubExportPacks, VARIANTS, type HubExportPacks } from './helpers/hub-export-packs.ts';
@@ -28,6 +29,7 @@ const STEPS = 24;
 
 const work = mkdtempSync(join(tmpdir(), 'batched-decoding-'));
 const QWEN = { plain: join(work, 'plain'), fused: join(work, 'fused') };
+const QWEN_INT8 = { plain: join(work, 'plain-int8'), fused: join(work, 'fused-int8') };
 let demoEdge: string;
 let demoCloud: string;
 let hub: HubExportPacks;
@@ -36,7 +38,10 @@ beforeAll(async () => {
   const demo = await ensureDemoPacks();
   demoEdge = demo.edgePack;
   demoCloud = demo.cloudPack;
-  for (const layout of ['plain', 'fused'] as const) await writeRandomPack({ preset: 'tiny-qwen2', out: QWEN[layout], seed: 11, hiddenStatesOutput: true, layout });
+  for (const layout of ['plain', 'fused'] as const) {
+    await writeRandomPack({ preset: 'tiny-qwen2', out: QWEN[layout], seed: 11, hiddenStatesOutput: true, layout });
+    await quantizePack({ input: QWEN[layout], output: QWEN_INT8[layout], dtype: 'int8' });
+  }
   hub = await makeHubExportPacks();
 });
 afterAll(() => {
@@ -130,6 +135,18 @@ describe('batched vs alone: the same greedy ids, logits within tolerance', () =>
     test(`tiny-qwen2 ${layout}, 5 prompts`, async () => {
       const { worst, meanBatch } = await compareAloneAndBatched(QWEN[layout], 5);
       console.log(`tiny-qwen2 ${layout}: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
+    });
+  }
+});
+
+describe('int8 packs of ours (MatMulNBits bits=8, activations quantized per row and block)', () => {
+  for (const layout of ['plain', 'fused'] as const) {
+    test(`tiny-qwen2 ${layout} int8: the batcher takes it; batched and alone give the same ids and logits`, async () => {
+      const model = await DecoderModel.load(loadModelPack(QWEN_INT8[layout]), { threads: 1 });
+      expect(DecodeBatcher.refusal(model)).toBeUndefined();
+      await model.release();
+      const { worst, meanBatch } = await compareAloneAndBatched(QWEN_INT8[layout], 5);
+      console.log(`tiny-qwen2 ${layout} int8: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
     });
   }
 });

@@ -1,7 +1,8 @@
 import { expect, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MODELS_DIR } from '../src/shared/paths.ts';
+import { ensureDtypePack } from '../src/tools/bench/decode-packs.ts';
 import { readModel } from '../src/tools/models/onnx-file.ts';
 
 function bench(...args: string[]) {
@@ -42,6 +43,23 @@ test('bench decode --dtype: one result per weight type, each from its own proces
   // Every projection and the Gemm head of the tied embedding: 7 per layer + 1.
   expect(ops.filter((op) => op === 'MatMulNBits').length).toBe(7 * 2 + 1);
   expect(ops).not.toContain('Gemm');
+}, 120_000);
+
+test('the int8 bench pack is MatMulNBits bits=8; one recorded as the earlier int8 form (DynamicQuantizeLinear) is rebuilt, not reused', async () => {
+  const lines: string[] = [];
+  const dir = await ensureDtypePack('tiny-qwen2', 'int8', (line) => lines.push(line));
+  const sourceFile = join(dir, 'pack-source.json');
+  const source = JSON.parse(readFileSync(sourceFile, 'utf8'));
+  expect(source).toEqual({ tool: 'quantize', dtype: 'int8', blockSize: 32, accuracyLevel: 4, from: { tool: 'random', preset: 'tiny-qwen2', seed: 0, graph: 2 } });
+  const nbits = readModel(join(dir, 'model.onnx')).graph!.node.filter((n) => n.opType === 'MatMulNBits');
+  expect(nbits.length).toBe(7 * 2 + 1);
+  expect(nbits.every((n) => Number(n.attribute.find((a) => a.name === 'bits')!.i) === 8)).toBe(true);
+  // What a pack made before the switch records.
+  writeFileSync(sourceFile, JSON.stringify({ tool: 'quantize', dtype: 'int8', from: source.from }));
+  lines.length = 0;
+  await ensureDtypePack('tiny-qwen2', 'int8', (line) => lines.push(line));
+  expect(lines).toEqual([`quantizing ${join(MODELS_DIR, 'bench', 'tiny-qwen2')} → ${dir} (int8, once)`]);
+  expect(JSON.parse(readFileSync(sourceFile, 'utf8'))).toEqual(source);
 }, 120_000);
 
 test('bench decode --dtype: unknown types and --pack are refused with a message', () => {

@@ -96,7 +96,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   routeWaitMs: { kind: 'int', min: 1, help: 'most milliseconds a token may wait for the cloud: the cut falls as the round trip or the cloud load grows, for requests that name neither threshold nor a budget' },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
-  maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4) may flip a near-tie (docs/operations.md)" },
+  maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4, int8) may flip a near-tie (docs/operations.md)" },
   idleTimeout: {
     kind: 'int',
     min: 1,

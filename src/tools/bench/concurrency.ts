@@ -24,7 +24,7 @@ import { parseLayout } from './decode-profile.ts';
 import { type ParallelPeerRound, startLlamaCppParallel } from '../llama-cpp-peer/llama-cpp-parallel.ts';
 import { promptIds } from './decode-target.ts';
 
-export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,q4] [--layout plain|fused] [--peer llama.cpp] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--threads N] [--json]
+export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,int8,q4] [--layout plain|fused] [--peer llama.cpp] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--threads N] [--json]
       users generating at once on one edge model (small_only, greedy, no cloud): aggregate tokens/s, each
       user's time between tokens p50/p99 and time to first token, every decode step alone vs batched
       (--max-batch) in the same run, and whether both gave every user the same tokens; --demo runs the

@@ -28,7 +28,8 @@ export async function ensureDtypePack(preset: string, dtype: BenchDtype, log: (l
   if (dtype === 'fp32') return fp32;
   const dir = join(MODELS_DIR, 'bench', layout === 'plain' ? `${preset}-${dtype}` : `${preset}-${layout}-${dtype}`);
   // What quantizePack records in pack-source.json for the defaults used here.
-  const quantization = dtype === 'q4' ? { dtype, blockSize: 32, accuracyLevel: 4 } : { dtype };
+  // int8 packs recorded as `{ dtype }` alone were DynamicQuantizeLinear + MatMulInteger: they no longer match, so are rebuilt.
+  const quantization = { dtype, blockSize: 32, accuracyLevel: 4 };
   if (!packIsUpToDate(dir, { tool: 'quantize', ...quantization, from: benchPackSource(preset, layout) })) {
     log(`quantizing ${fp32} → ${dir} (${dtype}, once)`);
     await quantizePack({ input: fp32, output: dir, dtype });

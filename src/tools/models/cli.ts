@@ -21,8 +21,8 @@ const USAGE = `usage: bun run models <command> [flags]
       add the hidden_states output (the LM head's input) to an existing export (fp32, fp16, q4 MatMulNBits,
       int8 MatMulInteger); a pack folder as --in means its model.onnx, a folder as --out keeps the file name
   quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32] [--accuracy-level 4] [--embedding]
-      MatMul weights (the LM head included): q4 as symmetric block-wise MatMulNBits (accuracy_level 4 =
-      int8 compute, 0 = fp32), int8 as per-column symmetric DynamicQuantizeLinear + MatMulInteger;
+      MatMul weights (the LM head included) as symmetric block-wise MatMulNBits, 4-bit (q4) or 8-bit (int8)
+      (accuracy_level 4 = int8 compute with activations quantized per row and block, 0 = fp32);
       --embedding (q4): the tied embedding's lookup reads the LM head's 4-bit blocks (GatherBlockQuantized)
   optimize --in HUB_FOLDER|model.onnx --out PACK [--layout fused|plain]
       a Hugging Face hub export of a Llama/Qwen2 decoder (the plain graph of transformers' exporter or
@@ -98,9 +98,6 @@ async function quantizeCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' }, embedding: { type: 'boolean' } });
   const dtype = requireFlag(values, 'dtype');
   if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
-  if (dtype === 'int8' && (values['block-size'] !== undefined || values['accuracy-level'] !== undefined)) {
-    throw new UsageError('--block-size and --accuracy-level apply to q4 only (int8 scales whole columns)');
-  }
   const out = requireFlag(values, 'out');
   const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]), embedding: values.embedding === true });
   console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);

@@ -4,7 +4,8 @@
  * activations that DynamicQuantizeLinear turns into uint8 on every call. The weights are uint8, not
  * int8: onnxruntime's u8×s8 kernel on CPUs without VNNI adds pairs of products in 16 bits, which
  * saturate (255·127·2 > 32767) and cost the demo pack 11 points of next-token agreement; u8×u8 widens
- * first. It runs faster here than MatMulNBits with bits=8 (`bench int8-kernels`), hence `--dtype int8`.
+ * first. `--dtype int8` used this form until MatMulNBits bits=8 with accuracy_level 4 proved at least as
+ * fast (`bench int8-kernels`) and batchable; `bench int8-kernels` still times it against that.
  *
  * @example
  * const q = quantizeColumns(weightKxN, 896, 4864, 'k-major'); // q.data [K, N] uint8, q.scales [N]

@@ -1,16 +1,17 @@
 /**
  * `models quantize`: a pack whose constant-weight MatMuls (and the Gemm(transB=1) LM head on a tied
- * embedding) get quantized weights: `q4` as com.microsoft `MatMulNBits` with symmetric block-wise 4-bit
- * weights (accuracy_level 4 by default), `int8` as DynamicQuantizeLinear + MatMulInteger with
- * per-column symmetric 8-bit weights (quantize-integer.ts).
+ * embedding) get quantized weights: com.microsoft `MatMulNBits` with symmetric block-wise weights, 4-bit
+ * (`q4`) or 8-bit (`int8`), block 32 and accuracy_level 4 by default.
  * Inputs, outputs (`hidden_states` included) and every other node stay as they are, so the edge, the
  * shim and router training load the result like any pack. The embedding table a Gather reads stays
  * float32 (only one row of it is read per token), unless `embedding` (q4) points the lookup of a tied
  * embedding at the LM head's 4-bit blocks (quantize-embedding.ts).
  *
- * Both choices come from `bench int8-kernels` (README, "Measured figures"): onnxruntime's CPU kernels run
- * MatMulInteger faster than MatMulNBits bits=8, and MatMulNBits with accuracy_level 4 several times faster
- * than with its fp32 default.
+ * Why MatMulNBits for int8 too (`bench int8-kernels`, docs/model-packs.md): with accuracy_level 4 its
+ * bits=8 kernel is at least as fast as DynamicQuantizeLinear + MatMulInteger (the earlier int8 form, still
+ * written by the `integer` scheme for that bench), and it quantizes activations per row and block, so
+ * the rows of a batch do not change each other's rounding and int8 packs batch (decode-batcher.ts).
+ * accuracy_level 4 runs several times faster than MatMulNBits' fp32 default.
  *
  * @example
  * const r = await quantizePack({ input: 'models/qwen', output: 'models/qwen-q4', dtype: 'q4', blockSize: 32 });
@@ -43,9 +44,9 @@ export interface QuantizeOptions {
   /** The output pack folder. */
   output: string;
   dtype: QuantizedDtype;
-  /** q4 only (int8 scales whole columns). Default 32. */
+  /** Weights per block (and per activation block at accuracy_level 4). Default 32. */
   blockSize?: number;
-  /** q4 only: MatMulNBits' accuracy_level; default 4 (int8 compute, see `bench int8-kernels`), 0 writes none. */
+  /** MatMulNBits' accuracy_level; default 4 (int8 compute, see `bench int8-kernels`), 0 writes none. */
   accuracyLevel?: number;
   /** q4 only: the tied embedding's lookup reads the LM head's 4-bit blocks (quantize-embedding.ts) instead of a float32 table. */
   embedding?: boolean;
@@ -67,8 +68,7 @@ export async function quantizePack(options: QuantizeOptions): Promise<QuantizeRe
   const model = readModel(modelPath);
   const accuracyLevel = options.accuracyLevel ?? 4;
   if (![0, 1, 2, 3, 4].includes(accuracyLevel)) throw new AppError('INVALID_ARGUMENT', `--accuracy-level must be 0 to 4, got ${accuracyLevel}`);
-  const scheme: QuantizationScheme =
-    options.dtype === 'int8' ? { kind: 'integer' } : { kind: 'nbits', bits: 4, blockSize, ...(accuracyLevel ? { accuracyLevel } : {}) };
+  const scheme: QuantizationScheme = { kind: 'nbits', bits: options.dtype === 'int8' ? 8 : 4, blockSize, ...(accuracyLevel ? { accuracyLevel } : {}) };
   if (options.embedding && options.dtype !== 'q4') throw new AppError('INVALID_ARGUMENT', '--embedding applies to q4 only');
   const quantized = quantizeModel(model, modelPath, scheme, options.embedding === true);
   if (quantized === 0) throw new AppError('FAILED_PRECONDITION', `${modelPath}: no MatMul or Gemm with a constant float32 weight to quantize`);
@@ -77,7 +77,7 @@ export async function quantizePack(options: QuantizeOptions): Promise<QuantizeRe
   const weightBytes = model.graph!.initializer.reduce((a, t) => a + t.rawData.byteLength, 0);
   await writeFolderAtomically(options.output, (dir) => {
     writeModel(model, join(dir, 'model.onnx'), { externalData: weightBytes > EXTERNAL_DATA_ABOVE_BYTES });
-    if (isFolder) copyPackFiles(options.input, dir, options.dtype === 'q4' ? { dtype: 'q4', blockSize, accuracyLevel, ...(options.embedding ? { embedding: 'q4' } : {}) } : { dtype: 'int8' });
+    if (isFolder) copyPackFiles(options.input, dir, { dtype: options.dtype, blockSize, accuracyLevel, ...(options.embedding ? { embedding: 'q4' } : {}) });
   });
   return { quantized, weightBytes };
 }
@@ -86,7 +86,8 @@ export async function quantizePack(options: QuantizeOptions): Promise<QuantizeRe
  * How weights are quantized: `nbits` writes MatMulNBits (`accuracyLevel` is its `accuracy_level`, the
  * minimum precision of its computation: 4 lets onnxruntime quantize the activations to int8 per block
  * and use integer dot products; absent, the attribute is not written, as onnxruntime's quantizer does,
- * and it computes in fp32); `integer` writes DynamicQuantizeLinear + MatMulInteger with per-column 8-bit weights.
+ * and it computes in fp32); `integer` writes DynamicQuantizeLinear + MatMulInteger with per-column 8-bit weights,
+ * the int8 form before MatMulNBits, kept for `bench int8-kernels` to compare against.
  */
 export type QuantizationScheme = { kind: 'nbits'; bits: WeightBits; blockSize: number; accuracyLevel?: number } | { kind: 'integer' };
 
