@@ -234,13 +234,13 @@ describe('the shared KV buffer', () => {
   });
 
   test('capacity: the current one while it fits, else whole steps of KV_CAPACITY_STEP, never above the model limit', () => {
-    expect(KV_CAPACITY_STEP).toBe(256);
-    expect(kvCapacity(10, 0, 512)).toBe(256);
+    expect(KV_CAPACITY_STEP).toBe(32);
+    expect(kvCapacity(10, 0, 512)).toBe(32);
     expect(kvCapacity(200, 256, 512)).toBe(256);
-    expect(kvCapacity(257, 256, 4096)).toBe(512);
-    expect(kvCapacity(600, 256, 4096)).toBe(768);
-    expect(kvCapacity(600, 256, 700)).toBe(700);
-    expect(kvCapacity(5, 0, 64)).toBe(64);
+    expect(kvCapacity(257, 256, 4096)).toBe(288);
+    expect(kvCapacity(600, 256, 4096)).toBe(608);
+    expect(kvCapacity(690, 256, 700)).toBe(700);
+    expect(kvCapacity(5, 0, 16)).toBe(16);
   });
 });
 

@@ -101,7 +101,7 @@ for (const layout of ['plain', 'fused'] as const) {
     test('a snapshot shares the cache it was taken from when that fills half its buffers, and nothing the sequence does after changes it', async () => {
       const model = models[layout];
       const source = model.newSequence();
-      await source.append(ids(200, 3)); // fused: 200 of 256 positions; plain: exactly 200
+      await source.append(ids(200, 3)); // fused: 200 of 224 positions; plain: exactly 200
       const snapshot = source.snapshot()!;
       const name = model.io.pastNames[0]!;
       expect((snapshot.kv[name]!.data as Float32Array).buffer).toBe((source.cache[name]!.data as Float32Array).buffer);
@@ -131,11 +131,11 @@ for (const layout of ['plain', 'fused'] as const) {
     test('a short cache in a mostly free buffer is copied compact, so the bound counts only its positions', async () => {
       const model = models[layout];
       const source = model.newSequence();
-      await source.append(ids(40));
+      await source.append(ids(10)); // fused: 10 of 32 positions
       const snapshot = source.snapshot()!;
       const name = model.io.pastNames[0]!;
       const held = snapshot.kv[name]!;
-      expect(held.dims[2]).toBe(40);
+      expect(held.dims[2]).toBe(10);
       if (layout === 'fused') expect((held.data as Float32Array).buffer).not.toBe((source.cache[name]!.data as Float32Array).buffer);
       const perTensor = (held.data as Float32Array).byteLength;
       expect(snapshot.bytes).toBe(perTensor * model.io.pastNames.length + snapshot.lastHidden.byteLength);
@@ -144,7 +144,7 @@ for (const layout of ['plain', 'fused'] as const) {
 
     test('restored short of the snapshot: the rest fed on top equals one prefill of everything', async () => {
       const model = models[layout];
-      const prompt = ids(300, 5); // past one KV_CAPACITY_STEP: the fused buffers grow on restore's append
+      const prompt = ids(300, 5); // past several KV_CAPACITY_STEPs: the fused buffers grow on restore's append
       const source = model.newSequence();
       await source.append(prompt.slice(0, 280));
       const snapshot = source.snapshot()!;
