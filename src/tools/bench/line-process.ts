@@ -13,6 +13,7 @@
  */
 import type { Subprocess } from 'bun';
 import { AppError, errorMessage } from '../../shared/errors.ts';
+import { exitOrKill } from '../child-exit.ts';
 
 export interface LineProcessOptions {
   command: string[];
@@ -72,13 +73,7 @@ export class LineProcess {
     } catch {
       // Already closed: the helper has exited or the kill below ends it.
     }
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const exited = await Promise.race([this.child.exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
-    clearTimeout(timer);
-    if (!exited) {
-      this.child.kill('SIGKILL');
-      await this.child.exited;
-    }
+    await exitOrKill(this.child, graceMs);
   }
 
   private async reply(type: string): Promise<Reply> {

@@ -15,6 +15,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppError, errorMessage } from '../../shared/errors.ts';
+import { exitOrKill } from '../child-exit.ts';
 import { renderNginxConfig } from './nginx-config.ts';
 
 export const NGINX_INSTALL_HINT = 'install nginx-light: scripts/setup.sh does';
@@ -87,13 +88,7 @@ export class NginxProcess {
   async stop(graceMs = 5_000): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) {
       this.child.kill('SIGTERM');
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const exited = await Promise.race([this.child.exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
-      clearTimeout(timer);
-      if (!exited) {
-        this.child.kill('SIGKILL');
-        await this.child.exited;
-      }
+      await exitOrKill(this.child, graceMs);
     }
     await rm(this.dir, { recursive: true, force: true });
   }
