@@ -253,14 +253,27 @@ export class DecoderSequence {
     return snapshot;
   }
 
-  /** Starts this new, empty sequence from a copy of `snapshot`'s first `length` positions (see restorableLength). */
-  restore(snapshot: KvSnapshot, length: number): void {
+  /**
+   * Starts this new, empty sequence from a copy of `snapshot`'s first `length` positions (see
+   * restorableLength), with room for `reserve` positions in all (see `reserve`).
+   */
+  restore(snapshot: KvSnapshot, length: number, reserve = length): void {
     if (this.disposed || this.ids.length > 0) throw new AppError('FAILED_PRECONDITION', 'only a new, empty sequence can start from a snapshot');
     this.releasePast();
-    this.past = restoredKv(snapshot, length, this.model.io, this.model.pack, this.model.cacheHeadDim, this.allocate);
+    this.past = restoredKv(snapshot, length, this.model.io, this.model.pack, this.model.cacheHeadDim, this.allocate, reserve);
     this.ids = snapshot.tokens.slice(0, length);
     // Short of the whole snapshot the hidden state before the next position is unknown: the next append feeds two or more.
     this.lastHidden = length === snapshot.tokens.length || !this.model.hasHiddenStates ? snapshot.lastHidden : undefined;
+  }
+
+  /**
+   * Makes room for `positions` in all before a long append (a prompt fed in the batcher's pieces), so
+   * the fused buffers are made once at that size instead of growing, and copying the cache, piece after
+   * piece. The plain layout has nothing to reserve.
+   */
+  reserve(positions: number): void {
+    if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
+    if (this.model.io.layout === 'fused') this.fitBuffers(Math.min(positions, this.model.pack.maxPositions));
   }
 
   /**

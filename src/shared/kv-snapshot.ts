@@ -79,7 +79,7 @@ function sharedKvTensor(tensor: OrtTensor): OrtTensor {
  * snapshot stays usable): compact tensors for the plain layout (the snapshot's own memory when it is
  * restored whole, a copy otherwise), copies in buffers of the capacity the fused
  * layout would have made for `length` positions, their last axis `cacheHeadDim` (DecoderModel.cacheHeadDim: padded heads included),
- * from `allocate` (see growKvBuffers).
+ * from `allocate` (see growKvBuffers), with room for `reserve` positions (the ids about to be fed too).
  */
 export function restoredKv(
   snapshot: KvSnapshot,
@@ -88,11 +88,12 @@ export function restoredKv(
   pack: Pick<ModelPack, 'numKvHeads' | 'maxPositions'>,
   cacheHeadDim: number,
   allocate?: (elements: number) => Float32Array,
+  reserve = length,
 ): Record<string, OrtTensor> {
   if (!Number.isInteger(length) || length < 0 || length > snapshot.tokens.length) {
     throw new AppError('INVALID_ARGUMENT', `cannot restore ${length} positions of a snapshot holding ${snapshot.tokens.length}`);
   }
-  if (io.layout === 'fused') return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, cacheHeadDim, kvCapacity(length, 0, pack.maxPositions), length, allocate);
+  if (io.layout === 'fused') return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, cacheHeadDim, kvCapacity(Math.max(length, reserve), 0, pack.maxPositions), length, allocate);
   // The plain layout only ever reads its past tensors (each pass returns new ones), so a whole one is shared.
   return Object.fromEntries(io.pastNames.map((name) => {
     const held = snapshot.kv[name]!;
