@@ -1,6 +1,6 @@
 /**
- * Stopping a child process the tools started (nginx for the fleet, a bench's helper): it is given
- * `graceMs` to exit after it was asked to (a signal, a closed stdin), and killed outright after that, so
+ * Stopping a child process the tools started (nginx for the fleet, a bench's helper or IPC child): it is
+ * given `graceMs` to exit after it was asked to (a signal, a closed stdin or channel), and killed outright after that, so
  * a stuck child never hangs the caller.
  *
  * @example

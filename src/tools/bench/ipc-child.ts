@@ -10,6 +10,7 @@
  * await stopIpcChild(child);
  */
 import { AppError } from '../../shared/errors.ts';
+import { exitOrKill } from '../child-exit.ts';
 import { isCpuList } from './cpu-pinning.ts';
 
 export type IpcChild = ReturnType<typeof Bun.spawn>;
@@ -71,11 +72,5 @@ export async function stopIpcChild(child: IpcChild, stop?: unknown, graceMs = 5_
       // The channel is already gone: the kill below ends it.
     }
   }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const exited = await Promise.race([child.exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
-  clearTimeout(timer);
-  if (!exited) {
-    child.kill('SIGKILL');
-    await child.exited;
-  }
+  await exitOrKill(child, graceMs);
 }
