@@ -5,12 +5,7 @@
 // [{stamps, tokens}],"wallMs"}: one context with a sequence per prompt, every user's evaluation started together,
 // so node-llama-cpp puts their tokens into shared batches (its "maximumParallelism" strategy); stamps are ms after
 // the start. Exits when its stdin closes.
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { pathToFileURL } from 'node:url';
-
-const say = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
+import { answerLines, loadLlamaModel, runHelper, say } from './llama-cpp-helper.mjs';
 
 async function runUsers(model, threads, prompts, newTokens) {
   const longest = Math.max(...prompts.map((p) => p.length));
@@ -43,29 +38,17 @@ async function runUsers(model, threads, prompts, newTokens) {
   }
 }
 
-try {
+await runHelper(async () => {
   const request = JSON.parse(process.argv[2]);
-  const require = createRequire(join(process.env.NODE_LLAMA_CPP_DIR, 'package.json'));
-  const { getLlama } = await import(pathToFileURL(require.resolve('node-llama-cpp')).href);
-  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
-  const model = await llama.loadModel({ modelPath: request.modelPath });
+  const { llama, model } = await loadLlamaModel(request.modelPath);
   say({ type: 'ready' });
-  for await (const line of createInterface({ input: process.stdin })) {
-    if (!line.trim()) continue;
-    try {
-      const message = JSON.parse(line);
-      if (message.type !== 'users') throw new Error(`unknown request ${JSON.stringify(message.type)} (known: users)`);
-      const { prompts, newTokens } = message;
-      if (!Array.isArray(prompts) || prompts.length === 0 || !prompts.every((p) => Array.isArray(p) && p.length > 0)) throw new Error('"prompts" must be a non-empty list of non-empty token id lists');
-      if (!(Number.isInteger(newTokens) && newTokens >= 1)) throw new Error(`"newTokens" must be a whole number ≥ 1, got ${JSON.stringify(newTokens)}`);
-      say({ type: 'users', ...(await runUsers(model, request.threads, prompts, newTokens)) });
-    } catch (e) {
-      say({ type: 'failed', message: e instanceof Error ? e.message : String(e) });
-    }
-  }
+  await answerLines(async (message) => {
+    if (message.type !== 'users') throw new Error(`unknown request ${JSON.stringify(message.type)} (known: users)`);
+    const { prompts, newTokens } = message;
+    if (!Array.isArray(prompts) || prompts.length === 0 || !prompts.every((p) => Array.isArray(p) && p.length > 0)) throw new Error('"prompts" must be a non-empty list of non-empty token id lists');
+    if (!(Number.isInteger(newTokens) && newTokens >= 1)) throw new Error(`"newTokens" must be a whole number ≥ 1, got ${JSON.stringify(newTokens)}`);
+    return { type: 'users', ...(await runUsers(model, request.threads, prompts, newTokens)) };
+  });
   await model.dispose();
   await llama.dispose();
-} catch (e) {
-  say({ type: 'failed', message: e instanceof Error ? e.message : String(e) });
-  process.exitCode = 1;
-}
+});

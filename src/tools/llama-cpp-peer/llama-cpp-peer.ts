@@ -61,12 +61,6 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv, log: (line
   });
 }
 
-/** Runs one of the runner scripts under node with node-llama-cpp's folder; returns the last line it printed. */
-export async function runNodeScript(script: string, request: unknown, dir: string, log: (line: string) => void): Promise<string> {
-  const out = await run('node', [script, JSON.stringify(request)], { ...process.env, NODE_LLAMA_CPP_DIR: dir }, log);
-  return out.trim().split('\n').at(-1)!;
-}
-
 /** node-llama-cpp in the cache folder, installed with npm the first time. */
 export async function ensureNodeLlamaCpp(log: (line: string) => void): Promise<string> {
   if (!existsSync(join(NODE_LLAMA_CPP_DIR, 'node_modules', 'node-llama-cpp', 'package.json'))) {

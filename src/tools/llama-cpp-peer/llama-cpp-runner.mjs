@@ -5,20 +5,11 @@
 // Prints {"type":"ready","prefillMs","threads"} once the prompt and the first token are evaluated, then answers
 // {"type":"warmup","steps"} → {"type":"warmup"}, {"type":"round","steps"} → {"type":"round","stepsMs"},
 // {"type":"finish"} → {"type":"finish","tokens"} (the greedy tokens so far). Exits when its stdin closes.
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { pathToFileURL } from 'node:url';
+import { answerLines, loadLlamaModel, runHelper, say } from './llama-cpp-helper.mjs';
 
-const say = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
-
-try {
+await runHelper(async () => {
   const request = JSON.parse(process.argv[2]);
-  const require = createRequire(join(process.env.NODE_LLAMA_CPP_DIR, 'package.json'));
-  const { getLlama } = await import(pathToFileURL(require.resolve('node-llama-cpp')).href);
-  // build: "never" loads the prebuilt CPU binary and fails rather than compiling llama.cpp here.
-  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
-  const model = await llama.loadModel({ modelPath: request.modelPath });
+  const { llama, model } = await loadLlamaModel(request.modelPath);
   const context = await model.createContext({
     contextSize: request.promptIds.length + request.plannedSteps + 8,
     threads: request.threads,
@@ -37,30 +28,23 @@ try {
   };
   const prefillMs = await step();
   say({ type: 'ready', prefillMs, threads: context.currentThreads ?? request.threads });
-  for await (const line of createInterface({ input: process.stdin })) {
-    if (!line.trim()) continue;
-    try {
-      const message = JSON.parse(line);
-      const steps = message.steps;
-      if (message.type !== 'finish' && !(Number.isInteger(steps) && steps >= 1)) throw new Error(`"steps" must be a whole number ≥ 1, got ${JSON.stringify(steps)}`);
-      if (message.type === 'warmup') {
-        for (let i = 0; i < steps; i++) await step();
-        say({ type: 'warmup' });
-      } else if (message.type === 'round') {
-        const stepsMs = [];
-        for (let i = 0; i < steps; i++) stepsMs.push(await step());
-        say({ type: 'round', stepsMs });
-      } else if (message.type === 'finish') say({ type: 'finish', tokens: generated });
-      else throw new Error(`unknown request ${JSON.stringify(message.type)} (known: warmup, round, finish)`);
-    } catch (e) {
-      say({ type: 'failed', message: e instanceof Error ? e.message : String(e) });
+  await answerLines(async (message) => {
+    const steps = message.steps;
+    if (message.type !== 'finish' && !(Number.isInteger(steps) && steps >= 1)) throw new Error(`"steps" must be a whole number ≥ 1, got ${JSON.stringify(steps)}`);
+    if (message.type === 'warmup') {
+      for (let i = 0; i < steps; i++) await step();
+      return { type: 'warmup' };
     }
-  }
+    if (message.type === 'round') {
+      const stepsMs = [];
+      for (let i = 0; i < steps; i++) stepsMs.push(await step());
+      return { type: 'round', stepsMs };
+    }
+    if (message.type === 'finish') return { type: 'finish', tokens: generated };
+    throw new Error(`unknown request ${JSON.stringify(message.type)} (known: warmup, round, finish)`);
+  });
   await tokens.return();
   await context.dispose();
   await model.dispose();
   await llama.dispose();
-} catch (e) {
-  say({ type: 'failed', message: e instanceof Error ? e.message : String(e) });
-  process.exitCode = 1;
-}
+});
