@@ -178,23 +178,26 @@ describe('PrefixCache', () => {
     }
   }
 
-  test('a sequence from the cache has room for the ids it is about to be fed: feeding them, in pieces too, copies no cache', async () => {
-    const model = models.fused;
-    const cache = new PrefixCache(model, { maxBytes: 64 * 2 ** 20 });
-    const prompt = ids(300, 9);
-    const cold = cache.newSequence(prompt);
-    const copiedBefore = model.stats.kvBytesCopied;
-    for (let at = 0; at < prompt.length; at += 64) await cold.sequence.append(prompt.slice(at, at + 64)); // as the batcher's pieces
-    expect(model.stats.kvBytesCopied).toBe(copiedBefore);
-    cache.keep(cold.sequence);
-    cold.sequence.dispose();
-    const longer = [...ids(250, 9).slice(0, 250), ...ids(120, 77)]; // 250 cached of the 300, then 120 new
-    const warm = cache.newSequence(longer);
-    expect(warm.cachedTokens).toBe(250);
-    const restoredAt = model.stats.kvBytesCopied;
-    await warm.sequence.append(longer.slice(warm.cachedTokens));
-    expect(model.stats.kvBytesCopied).toBe(restoredAt);
-    warm.sequence.dispose();
+  test('feeding a prompt copies no cache: the batcher makes room for it before its first piece, a restore for the ids about to be fed', async () => {
+    const model = await DecoderModel.load(loadModelPack(join(work, 'fused')), { threads: 1, batching: { maxBatch: 2, prefillChunk: 64 } });
+    try {
+      const cache = new PrefixCache(model, { maxBytes: 64 * 2 ** 20 });
+      const prompt = ids(300, 9);
+      const cold = cache.newSequence(prompt);
+      await cold.sequence.append(prompt); // five pieces of at most 64
+      expect(model.stats.runs).toBe(5);
+      expect(model.stats.kvBytesCopied).toBe(0);
+      cache.keep(cold.sequence);
+      cold.sequence.dispose();
+      const longer = [...ids(250, 9).slice(0, 250), ...ids(120, 77)]; // 250 cached of the 300, then 120 new
+      const warm = cache.newSequence(longer);
+      expect(warm.cachedTokens).toBe(250);
+      await warm.sequence.append(longer.slice(warm.cachedTokens));
+      expect(model.stats.kvBytesCopied).toBe(0);
+      warm.sequence.dispose();
+    } finally {
+      await model.release();
+    }
   });
 
   test('the longest usable prefix: a next turn reuses the whole earlier one, a shared head reuses the head', async () => {

@@ -130,7 +130,6 @@ export class GenerationState {
     const t = performance.now();
     const measuring = this.cut.waitMs === undefined ? undefined : this.engine.routing?.measureFirst(this.engine.cloud);
     const start = promptCache ? promptCache.newSequence(this.context) : { sequence: edgeModel.newSequence(), cachedTokens: 0 };
-    if (!promptCache) start.sequence.reserve(this.context.length);
     this.sequence = start.sequence;
     this.metrics.cachedTokens = start.cachedTokens;
     await this.feedEdge(this.context.slice(start.cachedTokens));

@@ -181,6 +181,8 @@ export class DecodeBatcher {
     // A job is removed by identity: `forget` may have dropped it while its piece ran.
     const finish = () => (this.prefills = this.prefills.filter((p) => p !== job));
     try {
+      // Room for the whole append before its first piece, so the fused buffers do not grow piece after piece.
+      if (job.done === 0) job.sequence.reserve(job.sequence.length + job.tokens.length);
       const result = await job.sequence.appendAlone(piece);
       job.done += piece.length;
       if (job.done < job.tokens.length) return;

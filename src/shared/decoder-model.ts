@@ -267,7 +267,7 @@ export class DecoderSequence {
   }
 
   /**
-   * Makes room for `positions` in all before a long append (a prompt fed in the batcher's pieces), so
+   * Makes room for `positions` in all before a long append (the batcher feeds a prompt in pieces), so
    * the fused buffers are made once at that size instead of growing, and copying the cache, piece after
    * piece. The plain layout has nothing to reserve.
    */

@@ -54,7 +54,7 @@ export class PrefixCache {
   /**
    * A new sequence of the model holding the longest cached prefix of `ids` it may start from (at least
    * one id left to feed), and how many ids that is: the caller appends `ids.slice(cachedTokens)`, for
-   * which the sequence already has room.
+   * which a restored sequence already has room.
    */
   newSequence(ids: readonly number[]): { sequence: DecoderSequence; cachedTokens: number } {
     let best: { entry: KvSnapshot; length: number } | undefined;
@@ -64,10 +64,7 @@ export class PrefixCache {
     }
     const sequence = this.model.newSequence();
     this.counters.lookedUpTokens += ids.length;
-    if (!best) {
-      sequence.reserve(ids.length);
-      return { sequence, cachedTokens: 0 };
-    }
+    if (!best) return { sequence, cachedTokens: 0 };
     try {
       sequence.restore(best.entry, best.length, ids.length);
     } catch (e) {
