@@ -245,7 +245,7 @@ describe('reading a decoder export\'s declarations', () => {
   const read = (d: { inputs: DeclaredValue[]; outputs: DeclaredValue[] }) => readDecoderIo({ where: 'm.onnx', numLayers: 1, ...d });
 
   test('int32 ids, no mask, no position_ids, a float16 cache', () => {
-    expect(read(base())).toEqual({ ids: 'int32', logitsToKeep: false, cache: 'float16', logits: 'float32', pastNames: ['past_key_values.0.key', 'past_key_values.0.value'], layout: 'plain' });
+    expect(read(base())).toEqual({ ids: 'int32', logitsToKeep: false, cache: 'float16', logits: 'float32', pastNames: ['past_key_values.0.key', 'past_key_values.0.value'], layout: 'plain', newKeyValues: false });
   });
 
   test('num_logits_to_keep: an int64 scalar is fed (logits of the last position), another type refused', () => {

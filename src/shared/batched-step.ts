@@ -9,9 +9,10 @@
  *   without the padding.
  * - `fused` layout (GroupQueryAttention): one buffer `[batch, kv_heads, capacity, head_dim]` per cache
  *   tensor holds each row's positions from the left, the free space on the right; `seqlens_k` gives each
- *   row its length. onnxruntime writes each row's new position in place; it is copied back into the row's
- *   own buffer, where a lone step would have written it. The batch buffers come from and go back to the
- *   model's KvBufferPool, so a pass writes into memory already mapped.
+ *   row its length. Each row's new position is copied into the row's own buffer, where a lone step would
+ *   have written it: from `new_key_values.*` (only the new positions come back), or with an older graph
+ *   from the batch buffers, fetched back as present.* and written in place. The batch buffers come from
+ *   and go back to the model's KvBufferPool, so a pass writes into memory already mapped.
  *
  * @example
  * const results = await runBatchedStep(model, [{ sequence: a, token: 17 }, { sequence: b, token: 4 }]);
@@ -19,7 +20,8 @@
  */
 import type { AppendResult, DecoderModel, DecoderSequence } from './decoder-model.ts';
 import { feedable, float32Rows, indexTensor } from './float-tensors.ts';
-import { sharedFetches } from './kv-buffer.ts';
+import { newKeyValuesName } from './decoder-io.ts';
+import { newPositionFetches, sharedFetches, writeNewPositions } from './kv-buffer.ts';
 import { ort, type OrtTensor } from './ort.ts';
 
 export interface BatchRow {
@@ -72,8 +74,13 @@ export async function runBatchedStep(model: DecoderModel, rows: readonly BatchRo
     Object.assign(feeds, buffers);
     feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths), [batch]);
     feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(longest + 1), []);
-    out = await model.forward(feeds, batch, sharedFetches(buffers, model.hasHiddenStates));
-    scatterNewPositions(model, rows, buffers, lengths, capacity);
+    if (io.newKeyValues) {
+      out = await model.forward(feeds, batch, newPositionFetches(io.pastNames, model.hasHiddenStates));
+      for (const name of io.pastNames) rows.forEach((row, b) => writeNewPositions(row.sequence.cache[name]!, out[newKeyValuesName(name)]!, b, lengths[b]!));
+    } else {
+      out = await model.forward(feeds, batch, sharedFetches(buffers, model.hasHiddenStates));
+      scatterNewPositions(model, rows, buffers, lengths, capacity);
+    }
     for (const buffer of Object.values(buffers)) model.kvPool.release(buffer.data as Float32Array);
   }
   const { vocabSize, hiddenSize } = pack;

@@ -44,6 +44,12 @@ export interface DecoderIo {
    * one preallocated buffer per cache tensor is fed as both past and present and written in place.
    */
   layout: 'plain' | 'fused';
+  /**
+   * Fused layout only: the graph also outputs `new_key_values.{i}.*`, just the positions a run added
+   * (decoder-graph-fused.ts). The edge fetches those and writes them into its buffer itself, instead of
+   * fetching the whole buffer back as `present.*` (onnxruntime-node copies every fetched output).
+   */
+  newKeyValues: boolean;
 }
 
 /** Inputs some exporters add that the edge does not feed, with what feeding them would take. */
@@ -134,7 +140,13 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
     ...(outputs.has('hidden_states') ? { hidden: floatType(outputs, 'hidden_states', 'output') } : {}),
     pastNames,
     layout: fused ? 'fused' : 'plain',
+    newKeyValues: fused && pastNames.every((n) => outputs.has(newKeyValuesName(n))),
   };
+}
+
+/** The output holding the positions a run added to the cache tensor `pastName` (`past_key_values.3.key` → `new_key_values.3.key`). */
+export function newKeyValuesName(pastName: string): string {
+  return pastName.replace('past_key_values', 'new_key_values');
 }
 
 /** One line per fact, as `models inspect` prints it under "on the edge". */
@@ -144,7 +156,7 @@ export function formatDecoderIo(io: DecoderIo): string {
     `attention_mask ${io.mask ?? 'none'}`,
     `position_ids ${io.positions ?? 'none (the model computes positions)'}`,
     `num_logits_to_keep ${io.logitsToKeep ? 'int64 (fed 2: logits of the last two positions only; 0 when every position is asked for)' : 'none (logits for every fed position)'}`,
-    `KV cache ${io.cache} (${io.pastNames.length / 2} layers, kept in ${io.cache} between steps)${io.layout === 'fused' ? '; one buffer shared by past and present (seqlens_k, total_sequence_length)' : ''}`,
+    `KV cache ${io.cache} (${io.pastNames.length / 2} layers, kept in ${io.cache} between steps)${io.layout === 'fused' ? `; one buffer per tensor (seqlens_k, total_sequence_length), ${io.newKeyValues ? 'the new positions fetched alone (new_key_values.*) and written into it' : 'shared by past and present'}` : ''}`,
     `logits ${io.logits}${io.logits === 'float16' ? ' (converted to float32 once per step)' : ''}`,
     `hidden_states ${io.hidden ?? 'none (run models expose-hidden to add it)'}${io.hidden === 'float16' ? ' (converted to float32 once per step)' : ''}`,
   ].join('\n');

@@ -9,13 +9,13 @@
  * const { logits, hidden } = await seq.append([1]);
  * seq.dispose(); await model.release();
  */
-import { type DecoderIo, readDecoderIo } from './decoder-io.ts';
+import { type DecoderIo, newKeyValuesName, readDecoderIo } from './decoder-io.ts';
 import { AppError } from './errors.ts';
 import { createSessionOn } from './execution-providers.ts';
 import { emptyTensor, feedable, float32Rows, indexTensor, toFloat32 } from './float-tensors.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
-import { growKvBuffers, kvCapacity, sharedFetches } from './kv-buffer.ts';
+import { growKvBuffers, kvCapacity, newPositionFetches, sharedFetches, writeNewPositions } from './kv-buffer.ts';
 import { KvBufferPool } from './kv-buffer-pool.ts';
 import { restoredKv, takeKvSnapshot, type KvSnapshot } from './kv-snapshot.ts';
 import { runSession } from './run-session.ts';
@@ -159,10 +159,13 @@ export class DecoderSequence {
       feeds.seqlens_k = new ort.Tensor('int32', Int32Array.of(total - 1), [1]);
       feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
     }
-    // The fused layout's present.* are the past buffers themselves: onnxruntime writes the new positions in place.
-    const fetches = fused ? sharedFetches(this.past, this.model.hasHiddenStates) : undefined;
+    // The fused layout fetches only the new positions and writes them into its buffers (kv-buffer.ts),
+    // or, with an older graph, fetches the buffers themselves as present.*, written in place.
+    const fetches = fused ? (io.newKeyValues ? newPositionFetches(io.pastNames, this.model.hasHiddenStates) : sharedFetches(this.past, this.model.hasHiddenStates)) : undefined;
     const out = await this.model.forward(feeds, n, fetches);
-    if (!fused) {
+    if (fused && io.newKeyValues) {
+      for (const name of io.pastNames) writeNewPositions(this.past[name]!, out[newKeyValuesName(name)]!, 0, start);
+    } else if (!fused) {
       this.releasePast();
       for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
     }
@@ -183,6 +186,7 @@ export class DecoderSequence {
     }
     out.logits!.dispose();
     out.hidden_states?.dispose();
+    if (fused && io.newKeyValues) for (const name of io.pastNames) out[newKeyValuesName(name)]!.dispose();
     return result;
   }
 

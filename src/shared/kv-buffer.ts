@@ -15,6 +15,7 @@
  * const capacity = kvCapacity(300, 288, 2048); // 320
  * const buffers = growKvBuffers(old, names, 2, 64, capacity, 288);
  */
+import { newKeyValuesName } from './decoder-io.ts';
 import { ort, type OrtTensor } from './ort.ts';
 
 /** Positions a buffer grows by (and its smallest capacity). */
@@ -59,4 +60,27 @@ export function sharedFetches(buffers: Record<string, OrtTensor>, hasHiddenState
   if (hasHiddenStates) fetches.hidden_states = null;
   for (const [name, buffer] of Object.entries(buffers)) fetches[name.replace('past_key_values', 'present')] = buffer;
   return fetches;
+}
+
+/** The outputs of a fused-layout run whose graph has `new_key_values.*`: logits, hidden states and only the new positions. */
+export function newPositionFetches(pastNames: readonly string[], hasHiddenStates: boolean): Record<string, OrtTensor | null> {
+  const fetches: Record<string, OrtTensor | null> = { logits: null };
+  if (hasHiddenStates) fetches.hidden_states = null;
+  for (const name of pastNames) fetches[newKeyValuesName(name)] = null;
+  return fetches;
+}
+
+/**
+ * Copies row `row` of `rows` (`new_key_values.*`, `[batch, kv_heads, n, head_dim]`) into `buffer`
+ * (`[1, kv_heads, capacity, head_dim]`) at positions `at` to `at + n − 1`.
+ */
+export function writeNewPositions(buffer: OrtTensor, rows: OrtTensor, row: number, at: number): void {
+  const [, heads, n, headDim] = rows.dims as [number, number, number, number];
+  const from = rows.data as Float32Array;
+  const to = buffer.data as Float32Array;
+  const capacity = buffer.dims[2]!;
+  for (let h = 0; h < heads; h++) {
+    const start = ((row * heads + h) * n) * headDim;
+    to.set(from.subarray(start, start + n * headDim), (h * capacity + at) * headDim);
+  }
 }

@@ -25,6 +25,8 @@ export interface DecoderGraphOptions {
    * `fused`: onnxruntime's contrib ops (decoder-graph-fused.ts), a KV buffer shared by past and present.
    */
   layout?: DecoderLayout;
+  /** Fused layout: adds the `new_key_values.*` outputs (decoder-graph-fused.ts); on unless false. Off only to build the older graph. */
+  newKeyValuesOutputs?: boolean;
 }
 
 export type DecoderLayout = 'plain' | 'fused';

@@ -16,6 +16,8 @@ export interface RandomPackOptions {
   hiddenStatesOutput: boolean;
   /** The graph's layout (decoder-graph.ts); `plain` when omitted. */
   layout?: DecoderLayout;
+  /** Fused layout: false builds the older graph without `new_key_values.*` (tests of that path). */
+  newKeyValuesOutputs?: boolean;
 }
 
 /** Above this many bytes of weights a pack keeps them in `model.onnx_data`. */
@@ -30,7 +32,7 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
   await writeDecoderPack(options.out, {
     spec,
     weights: randomWeights(spec, options.seed),
-    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain' },
+    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain', newKeyValuesOutputs: options.newKeyValuesOutputs },
     tokenizerJson,
     tokenizerConfig,
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
@@ -54,10 +56,11 @@ export async function ensureBenchPack(preset: string, log: (line: string) => voi
 
 /**
  * What writeRandomPack records in pack-source.json, and what a bench pack must match to be reused.
- * graph 2: the LM head on the last num_logits_to_keep positions only.
+ * graph 2: the LM head on the last num_logits_to_keep positions only; graph 3 (fused only): the
+ * new_key_values.* outputs.
  */
 function randomPackSource(preset: string, seed: number, layout: DecoderLayout = 'plain'): Record<string, unknown> {
-  return { tool: 'random', preset, seed, graph: 2, ...(layout === 'plain' ? {} : { layout }) };
+  return { tool: 'random', preset, seed, graph: layout === 'fused' ? 3 : 2, ...(layout === 'plain' ? {} : { layout }) };
 }
 
 /** What writeRandomPack records for a bench pack (seed 0). */
