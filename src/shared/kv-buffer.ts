@@ -1,15 +1,18 @@
 /**
- * The KV cache of the fused layout: per cache tensor one float32 buffer `[1, kv_heads, capacity, head_dim]`
- * that onnxruntime's GroupQueryAttention reads as past and writes as present in place (it compares the
- * two pointers). A rollback only shortens the length fed.
+ * The KV cache of the fused layout: per cache tensor one float32 buffer `[1, kv_heads, capacity, head_dim]`,
+ * fed to onnxruntime's GroupQueryAttention as past. The run's new positions come back alone, as
+ * `new_key_values.*`, and are written into the buffer here (writeNewPositions); with a graph built before
+ * those outputs the buffer is also fetched as present and written in place (the op compares the two
+ * pointers). A rollback only shortens the length fed.
  *
- * The capacity grows in steps of KV_CAPACITY_STEP positions rather than doubling: onnxruntime-node copies
- * every fetched output into a new JavaScript buffer after the run, the preallocated present.* included,
- * so each step copies the whole capacity once (into fresh memory, whose pages fault in). A small step keeps
- * that copy within 31 positions of the length; a growth copies the cache once every 32 tokens, into a
- * released buffer of that size from the model's KvBufferPool where one is free. At the Qwen2.5-0.5B shape,
- * q4, about 130 positions: steps of 32 against 256 faulted ~400 pages a step instead of ~600 and ran at a
- * median of 20.7–26.8 ms instead of 22.6–30.1 ms (two runs each, alternating, on a noisy 2-core VM).
+ * Why not always in place: onnxruntime-node copies every fetched output into a new JavaScript buffer after
+ * the run, a preallocated present.* included, so fetching the buffer copies the whole capacity once a step
+ * into fresh memory, whose pages fault in. That is also why the capacity grows in steps of KV_CAPACITY_STEP
+ * positions rather than doubling: for older graphs a small step keeps that copy within 31 positions of the
+ * length, and a growth copies the cache once every 32 tokens, into a released buffer of that size from the
+ * model's KvBufferPool where one is free. At the Qwen2.5-0.5B shape, q4, about 130 positions, an older
+ * graph with steps of 32 against 256 faulted ~400 pages a step instead of ~600 and ran at a median of
+ * 20.7–26.8 ms instead of 22.6–30.1 ms (two runs each, alternating, on a noisy 2-core VM).
  *
  * @example
  * const capacity = kvCapacity(300, 288, 2048); // 320

@@ -16,7 +16,7 @@ const USAGE = `usage: bun run models <command> [flags]
       a llama2.c checkpoint → decoder pack; --layers keeps the first K layers (an edge model)
   random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--layout plain|fused] [--no-hidden-states]
       a random-weight Qwen2-style pack with the real Qwen tokenizer; --layout fused writes onnxruntime's
-      contrib ops (GroupQueryAttention with a KV buffer shared by past and present, SkipSimplifiedLayerNormalization)
+      contrib ops (GroupQueryAttention over a preallocated KV buffer, SkipSimplifiedLayerNormalization)
   expose-hidden --in model.onnx|PACK --out model.onnx|FOLDER [--node TENSOR]
       add the hidden_states output (the LM head's input) to an existing export (fp32, fp16, q4 MatMulNBits,
       int8 MatMulInteger); a pack folder as --in means its model.onnx, a folder as --out keeps the file name

@@ -22,7 +22,7 @@ export interface DecoderGraphOptions {
   hiddenStatesOutput: boolean;
   /**
    * `plain` (the default): standard ONNX ops, a KV cache that grows by a Concat per step.
-   * `fused`: onnxruntime's contrib ops (decoder-graph-fused.ts), a KV buffer shared by past and present.
+   * `fused`: onnxruntime's contrib ops (decoder-graph-fused.ts) over a preallocated KV buffer.
    */
   layout?: DecoderLayout;
   /** Fused layout: adds the `new_key_values.*` outputs (decoder-graph-fused.ts); on unless false. Off only to build the older graph. */

@@ -2,7 +2,7 @@
  * `models optimize`: a Hugging Face hub export of a Llama/Qwen2 decoder (the plain graph transformers'
  * exporter and optimum write) rebuilt as a model pack in this project's layout: its weights are read back
  * (hub-export-reader.ts) and the decoder is built again by `buildDecoderGraph`, fused (onnxruntime's
- * GroupQueryAttention and SkipSimplifiedLayerNormalization, a KV buffer shared by past and present) by
+ * GroupQueryAttention and SkipSimplifiedLayerNormalization over a preallocated KV buffer) by
  * default, with the `hidden_states` output a router reads. float16 exports are widened to float32.
  *
  * The pack gets config.json (the export's, with the fields the builder defines rewritten), the export's
