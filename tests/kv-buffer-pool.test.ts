@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { KvBufferPool } from '../src/shared/kv-buffer-pool.ts';
+import { KvBufferPool, SPARE_MIN_BYTES, type SpareMaker } from '../src/shared/kv-buffer-pool.ts';
+import { prefaultedBuffers } from '../src/shared/prefaulted-buffers.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 
@@ -27,7 +28,7 @@ describe('KvBufferPool', () => {
     expect([...again]).toEqual(new Array(8).fill(0));
     expect(pool.take(4)).not.toBe(a); // no buffer of 4 elements was released
     expect(pool.take(8)).toBe(a);
-    expect(pool.stats).toEqual({ taken: 5, reused: 2 });
+    expect(pool.stats).toEqual({ taken: 5, reused: 2, sparesAsked: 0 });
     expect(pool.heldBytes).toBe(0);
   });
 
@@ -56,6 +57,68 @@ describe('KvBufferPool', () => {
     expect(pool.take(10)).toBe(b);
     expect(pool.take(10)).not.toBe(a);
     expect(() => new KvBufferPool(-1)).toThrow('maxBytes must be a non-negative number');
+  });
+
+  describe('spares', () => {
+    const large = SPARE_MIN_BYTES / 4; // elements of the smallest size that gets a spare
+    /** A maker that records what it was asked and hands out buffers only when told to. */
+    function heldMaker() {
+      const asked: number[] = [];
+      const pending: (() => void)[] = [];
+      const make: SpareMaker = (elements, count) =>
+        new Promise((resolve) => {
+          asked.push(elements);
+          pending.push(() => resolve(Array.from({ length: count }, () => new Float32Array(elements))));
+        });
+      return { make, asked, deliver: async () => { for (const go of pending.splice(0)) go(); await Promise.resolve(); } };
+    }
+
+    test('a take that finds nothing of a large size asks for one spare of it; the next take of that size gets it', async () => {
+      const maker = heldMaker();
+      const pool = new KvBufferPool(4 * SPARE_MIN_BYTES, maker.make);
+      const first = pool.take(large);
+      expect(maker.asked).toEqual([large]);
+      await maker.deliver();
+      expect(pool.heldBytes).toBe(SPARE_MIN_BYTES);
+      const second = pool.take(large);
+      expect(second).not.toBe(first);
+      expect(second.length).toBe(large);
+      expect(pool.stats).toEqual({ taken: 2, reused: 1, sparesAsked: 1 });
+      // A hit asks for nothing; small sizes never get a spare.
+      expect(maker.asked).toEqual([large]);
+      pool.take(large - 1);
+      expect(maker.asked).toEqual([large]);
+    });
+
+    test('spares being made count towards the bound: no more are asked for than it holds', async () => {
+      const maker = heldMaker();
+      const pool = new KvBufferPool(2 * SPARE_MIN_BYTES, maker.make);
+      for (let i = 0; i < 4; i++) pool.take(large);
+      expect(maker.asked).toEqual([large, large]);
+      await maker.deliver();
+      expect(pool.heldBytes).toBe(2 * SPARE_MIN_BYTES);
+    });
+
+    test('a maker that fails costs only the spare: takes go on allocating, and later misses ask again', async () => {
+      let calls = 0;
+      const pool = new KvBufferPool(4 * SPARE_MIN_BYTES, () => (calls++, Promise.reject(new Error('no worker'))));
+      expect(pool.take(large).length).toBe(large);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(pool.take(large).length).toBe(large);
+      expect(calls).toBe(2);
+      expect(pool.heldBytes).toBe(0);
+    });
+
+    test('the worker-made buffers are zeros of the asked size, transferred whole', async () => {
+      const buffers = await prefaultedBuffers(large, 3);
+      expect(buffers.map((b) => b.length)).toEqual([large, large, large]);
+      for (const b of buffers) {
+        expect(b.byteOffset).toBe(0);
+        expect(b.buffer.byteLength).toBe(SPARE_MIN_BYTES);
+        expect(b.every((x) => x === 0)).toBe(true);
+      }
+      expect(new Set(buffers.map((b) => b.buffer)).size).toBe(3);
+    });
   });
 });
 

@@ -6,23 +6,40 @@
  * KV_CAPACITY_STEPs), so a restore, a growth, a new generation's first append and a batched step's
  * batch buffer mostly find one here.
  *
+ * Where a take finds nothing of its size and the size is large (SPARE_MIN_BYTES), the pool asks `makeSpares`
+ * for one spare of it, made off the decoding thread (prefaulted-buffers.ts), so the next take of that size
+ * finds memory already mapped: a prompt cache's snapshot keeps its sequence's buffer for good, so
+ * without spares every restore and every new long prompt would write into fresh pages. Spares count
+ * towards the bound while they are being made.
+ *
  * A buffer is recycled only when nothing can read it again: its sequence's checkpoints are handled by the
  * caller (it releases only what no checkpoint holds), and a buffer a prefix-cache snapshot shares is
  * pinned and never recycled. The pool holds at most `maxBytes`, dropping the least recently released.
  *
  * @example
- * const pool = new KvBufferPool(64 * 2 ** 20);
- * const data = pool.take(2 * 256 * 64); // zeros, recycled or new
+ * const pool = new KvBufferPool(64 * 2 ** 20, prefaultedBuffers);
+ * const data = pool.take(2 * 256 * 64); // zeros, recycled or new (and a spare of that size on its way)
  * pool.release(data); // back for the next take of that size
  */
+
+/** Makes `count` zeroed buffers of `elements` float32s, their memory already written. */
+export type SpareMaker = (elements: number, count: number) => Promise<Float32Array[]>;
+
+/** Sizes below this are not worth a spare: small arrays come from memory the allocator already holds. */
+export const SPARE_MIN_BYTES = 256 * 1024;
 export class KvBufferPool {
   /** Released buffers, least recently released first. */
   private readonly free: Float32Array[] = [];
   private readonly pinned = new WeakSet<ArrayBufferLike>();
   private bytes = 0;
-  readonly stats = { taken: 0, reused: 0 };
+  /** Bytes of spares asked for and not yet arrived. */
+  private pendingBytes = 0;
+  readonly stats = { taken: 0, reused: 0, sparesAsked: 0 };
 
-  constructor(readonly maxBytes: number) {
+  constructor(
+    readonly maxBytes: number,
+    private readonly makeSpares?: SpareMaker,
+  ) {
     if (!Number.isFinite(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative number, got ${maxBytes}`);
   }
 
@@ -30,11 +47,29 @@ export class KvBufferPool {
   take(elements: number): Float32Array {
     this.stats.taken++;
     const at = this.free.findLastIndex((data) => data.length === elements);
-    if (at === -1) return new Float32Array(elements);
+    if (at === -1) {
+      this.askSpare(elements);
+      return new Float32Array(elements);
+    }
     const [recycled] = this.free.splice(at, 1) as [Float32Array];
     this.bytes -= recycled.byteLength;
     this.stats.reused++;
     return recycled.fill(0);
+  }
+
+  /** Asks for one spare of a large size, while the bound leaves room for it; a failed maker costs nothing but the spare. */
+  private askSpare(elements: number): void {
+    const bytes = elements * Float32Array.BYTES_PER_ELEMENT;
+    if (!this.makeSpares || bytes < SPARE_MIN_BYTES || this.bytes + this.pendingBytes + bytes > this.maxBytes) return;
+    this.pendingBytes += bytes;
+    this.stats.sparesAsked++;
+    this.makeSpares(elements, 1).then(
+      (spares) => {
+        this.pendingBytes -= bytes;
+        for (const spare of spares) this.release(spare);
+      },
+      () => (this.pendingBytes -= bytes),
+    );
   }
 
   /** Marks `data`'s memory as read elsewhere (a snapshot shares it): it is never recycled. */
