@@ -15,6 +15,13 @@
  * whole prompt. Pieces are cut the same way whoever else is running, so a generation's outputs do not
  * depend on its company.
  *
+ * Why short appends (a cloud step's ten-odd tokens) do not share a pass either: that was built (rows
+ * padded on the right to the longest) and measured on 2 cores. Eight rows of ten tokens in one pass
+ * were no faster than eight lone passes: 0.5B fp32 1.07–1.22×, q4 0.82×, the demo cloud model slower
+ * still, since a ten-token pass already reads each weight once for ten rows and the plain layout's
+ * gather and split copy every row's cache. onnxruntime's GroupQueryAttention refuses such a batch
+ * outright once a cache exists ("batch_size must be 1 when sequence_length > 1 and past context is given").
+ *
  * @example
  * const model = await DecoderModel.load(pack, { batching: { maxBatch: 8 } });
  * const [a, b] = [model.newSequence(), model.newSequence()];
