@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { alternateRounds, roundStepCounts, summarizeRounds, type RoundSide } from '../src/tools/bench/alternating-rounds.ts';
-import { benchConcurrencyOn } from '../src/tools/bench/concurrency.ts';
+import { benchConcurrencyOn, formatConcurrency, repeatRatios } from '../src/tools/bench/concurrency.ts';
 import { lineSide } from '../src/tools/bench/decode-peer.ts';
 import { DECODE_ROUND_CHILD } from '../src/tools/bench/decode-round-child.ts';
 import { LineProcess } from '../src/tools/bench/line-process.ts';
@@ -125,6 +125,32 @@ test("bench concurrency: the peer's row for each user count runs right after our
   });
   expect(order).toEqual(['loading', 'tiny', 'tiny', 'peer 1 users on 4 prompt tokens', 'tiny', 'tiny', 'peer 2 users on 4,4 prompt tokens']);
   expect(result.rounds.map((r) => `${r.users} ${r.batched}`)).toEqual(['1 false', '1 true', '2 false', '2 true']);
+}, 120_000);
+
+test('bench concurrency --repeat: each row over its own repeat\'s first row, median and range per user count', () => {
+  const row = (repeat: number, users: number, batched: boolean, tokensPerSecond: number) => ({ repeat, users, batched, tokensPerSecond });
+  const ratios = repeatRatios([
+    row(0, 1, false, 10), row(0, 1, true, 12), row(0, 4, false, 11), row(0, 4, true, 25),
+    row(1, 1, false, 20), row(1, 1, true, 20), row(1, 4, false, 30), row(1, 4, true, 60),
+    row(2, 1, false, 8), row(2, 1, true, 10), row(2, 4, false, 8), row(2, 4, true, 20),
+  ]);
+  expect(ratios).toEqual([
+    { users: 1, batched: false, median: 1, min: 1, max: 1 },
+    { users: 1, batched: true, median: 1.2, min: 1, max: 1.25 },
+    { users: 4, batched: false, median: 1.1, min: 1, max: 1.5 },
+    { users: 4, batched: true, median: 2.5, min: 2.5, max: 3 },
+  ]);
+});
+
+test('bench concurrency --repeat 2: the user counts run twice over, each repeat\'s rows together', async () => {
+  const dir = await ensureBenchPack('tiny-qwen2', () => {});
+  const result = await benchConcurrencyOn('tiny', dir, { users: [1, 2], repeats: 2, promptTokens: 4, newTokens: 2, maxBatch: 2, threads: 1, log: () => {} });
+  expect(result.rounds.map((r) => `${r.repeat} ${r.users} ${r.batched}`)).toEqual(['0 1 false', '0 1 true', '0 2 false', '0 2 true', '1 1 false', '1 1 true', '1 2 false', '1 2 true']);
+  expect(result.byRepeat.map((r) => `${r.users} ${r.batched}`)).toEqual(['1 false', '1 true', '2 false', '2 true']);
+  expect(result.byRepeat[0]).toEqual({ users: 1, batched: false, median: 1, min: 1, max: 1 });
+  const table = formatConcurrency([result]);
+  expect(table).toContain('× first row of the same repeat, median (min–max) of 2');
+  expect(table).toContain('| tiny | 1 | alone | 1.00× (1.00–1.00) |');
 }, 120_000);
 
 test('bench decode --peer: more rounds than steps is refused before anything is loaded or installed', () => {

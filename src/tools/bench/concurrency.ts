@@ -3,7 +3,9 @@
  * together (the edge alone, small_only, greedy) it measures the aggregate tokens/s, each user's time
  * between tokens (p50, p99) and time to first token, with each decode step run alone and batched
  * (decode-batcher.ts) on the same loaded model in the same run, and checks that both give every user the
- * same tokens.
+ * same tokens. `--repeat N` runs the whole set N times over (1 user, 4 users, 1 user, 4 users, ...): each
+ * repeat's ratios compare rows taken seconds apart, and their median moves less with the machine's load than
+ * one pass's rows taken minutes apart.
  *
  * Targets: the Qwen2.5-0.5B shape (a random-weight preset, `--dtype fp32,q4` as `bench decode` builds
  * them) or the demo edge model (`--demo`), or any pack (`--pack`).
@@ -23,19 +25,25 @@ import { type BenchDtype, ensureDtypePack, parseDtypes } from './decode-packs.ts
 import { parseLayout } from './decode-profile.ts';
 import { type ParallelPeerRound, startLlamaCppParallel } from '../llama-cpp-peer/llama-cpp-parallel.ts';
 import { promptIds } from './decode-target.ts';
+import { median } from '../../shared/statistics.ts';
 
-export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,int8,q4] [--layout plain|fused] [--peer llama.cpp] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--threads N] [--json]
+export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,int8,q4] [--layout plain|fused] [--peer llama.cpp] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--repeat 1] [--threads N] [--json]
       users generating at once on one edge model (small_only, greedy, no cloud): aggregate tokens/s, each
       user's time between tokens p50/p99 and time to first token, every decode step alone vs batched
       (--max-batch) in the same run, and whether both gave every user the same tokens; --demo runs the
       demo edge model; --peer llama.cpp (with a preset) also runs llama.cpp decoding the same number of
       sequences at once on the same weights as GGUF (F32, Q4_0; see bench decode --peer), each user count
-      right after ours with both models loaded; --json prints one object on the last line`;
+      right after ours with both models loaded; --repeat runs the user counts that many times over and
+      reports each count's ratio to the first row of the same repeat, median (min-max); --json prints one
+      object on the last line`;
 
 export interface ConcurrencyTargetResult {
   target: string;
   pack: string;
-  rounds: Omit<ConcurrencyRound, 'ids'>[];
+  /** Every row, in the order run; `repeat` says which pass over the user counts it belongs to. */
+  rounds: (Omit<ConcurrencyRound, 'ids'> & { repeat: number })[];
+  /** Per user count and mode: tokens/s over the same repeat's first row (fewest users, alone), median and range over the repeats. */
+  byRepeat: RepeatRatio[];
   /**
    * Per user count: of the users' tokens, how many batched and alone agree on before a user's first
    * difference (a flipped near-tie changes what follows), over all tokens; 1 when every user got the same.
@@ -43,8 +51,18 @@ export interface ConcurrencyTargetResult {
   sameTokens: Record<number, number>;
 }
 
+export interface RepeatRatio {
+  users: number;
+  batched: boolean;
+  median: number;
+  min: number;
+  max: number;
+}
+
 interface Settings {
   users: number[];
+  /** Passes over the user counts; 1 when omitted. */
+  repeats?: number;
   promptTokens: number;
   newTokens: number;
   maxBatch: number;
@@ -73,25 +91,43 @@ export async function benchConcurrencyOn(target: string, dir: string, s: Setting
   try {
     const engine = { edgeModel: model, router: new TopProbabilityScorer(), tokenizer: await TextTokenizer.fromPack(dir) };
     await runConcurrentUsers(engine, { users: 1, prompts, newTokens: 4 });
-    const rounds: ConcurrencyRound[] = [];
+    const rounds: (ConcurrencyRound & { repeat: number })[] = [];
     const sameTokens: Record<number, number> = {};
-    for (const users of s.users) {
-      const pair: ConcurrencyRound[] = [];
-      for (const batched of [false, true]) {
-        model.batcher = batched ? batcher : undefined;
-        const round = await runConcurrentUsers(engine, { users, prompts, newTokens: s.newTokens });
-        s.log(`${target}: ${users} users ${batched ? 'batched' : 'alone  '}: ${round.tokensPerSecond.toFixed(1)} tokens/s, gap p50 ${round.gapP50Ms.toFixed(0)} ms`);
-        pair.push(round);
+    for (let repeat = 0; repeat < (s.repeats ?? 1); repeat++) {
+      for (const users of s.users) {
+        const pair: ConcurrencyRound[] = [];
+        for (const batched of [false, true]) {
+          model.batcher = batched ? batcher : undefined;
+          const round = await runConcurrentUsers(engine, { users, prompts, newTokens: s.newTokens });
+          s.log(`${target}: ${users} users ${batched ? 'batched' : 'alone  '}: ${round.tokensPerSecond.toFixed(1)} tokens/s, gap p50 ${round.gapP50Ms.toFixed(0)} ms`);
+          pair.push(round);
+        }
+        // The worst agreement over the repeats.
+        sameTokens[users] = Math.min(sameTokens[users] ?? 1, agreement(pair[0]!.ids, pair[1]!.ids));
+        rounds.push(...pair.map((r) => ({ ...r, repeat })));
+        await s.afterUsers?.(users, prompts);
       }
-      sameTokens[users] = agreement(pair[0]!.ids, pair[1]!.ids);
-      rounds.push(...pair);
-      await s.afterUsers?.(users, prompts);
     }
-    return { target, pack: dir, rounds: rounds.map(({ ids: _ids, ...r }) => r), sameTokens };
+    const kept = rounds.map(({ ids: _ids, ...r }) => r);
+    return { target, pack: dir, rounds: kept, byRepeat: repeatRatios(kept), sameTokens };
   } finally {
     model.batcher = undefined;
     await model.release();
   }
+}
+
+/** Each row's tokens/s over its repeat's first row, gathered per user count and mode: median, least and most. */
+export function repeatRatios(rounds: readonly { repeat: number; users: number; batched: boolean; tokensPerSecond: number }[]): RepeatRatio[] {
+  const firsts = new Map<number, number>();
+  for (const r of rounds) if (!firsts.has(r.repeat)) firsts.set(r.repeat, r.tokensPerSecond);
+  const groups = new Map<string, { users: number; batched: boolean; ratios: number[] }>();
+  for (const r of rounds) {
+    const key = `${r.users} ${r.batched}`;
+    const group = groups.get(key) ?? { users: r.users, batched: r.batched, ratios: [] };
+    group.ratios.push(r.tokensPerSecond / firsts.get(r.repeat)!);
+    groups.set(key, group);
+  }
+  return [...groups.values()].map(({ users, batched, ratios }) => ({ users, batched, median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) }));
 }
 
 /** The share of `alone`'s tokens that `batched` repeats before each user's first difference. */
@@ -109,13 +145,18 @@ function agreement(alone: readonly number[][], batched: readonly number[][]): nu
 export function formatConcurrency(results: readonly ConcurrencyTargetResult[]): string {
   const lines = ['| target | users | steps | tokens/s | × first row | gap p50 / p99 ms | TTFT p50 / max ms | rows per step | same tokens batched and alone |', '|---|---|---|---|---|---|---|---|---|'];
   for (const r of results) {
-    // The first round runs each step alone with the fewest users (1 by default).
-    const one = r.rounds[0]!.tokensPerSecond;
     for (const x of r.rounds) {
+      // Each repeat's first row runs each step alone with the fewest users (1 by default).
+      const one = r.rounds.find((y) => y.repeat === x.repeat)!.tokensPerSecond;
       lines.push(
         `| ${r.target} | ${x.users} | ${x.batched ? 'batched' : 'alone'} | ${x.tokensPerSecond.toFixed(1)} | ${(x.tokensPerSecond / one).toFixed(2)}× | ${x.gapP50Ms.toFixed(0)} / ${x.gapP99Ms.toFixed(0)} | ${x.ttftP50Ms.toFixed(0)} / ${x.ttftMaxMs.toFixed(0)} | ${x.meanBatchSize.toFixed(2)} | ${sameText(r.sameTokens[x.users]!)} |`,
       );
     }
+  }
+  const repeats = Math.max(...results.flatMap((r) => r.rounds.map((x) => x.repeat + 1)));
+  if (repeats > 1) {
+    lines.push('', `| target | users | steps | × first row of the same repeat, median (min–max) of ${repeats} |`, '|---|---|---|---|');
+    for (const r of results) for (const x of r.byRepeat) lines.push(`| ${r.target} | ${x.users} | ${x.batched ? 'batched' : 'alone'} | ${x.median.toFixed(2)}× (${x.min.toFixed(2)}–${x.max.toFixed(2)}) |`);
   }
   return lines.join('\n');
 }
@@ -141,6 +182,7 @@ export async function main(args: string[]): Promise<void> {
     'new-tokens': { type: 'string' },
     'max-batch': { type: 'string' },
     'gather-ms': { type: 'string' },
+    repeat: { type: 'string' },
     threads: { type: 'string' },
     layout: { type: 'string' },
     peer: { type: 'string' },
@@ -161,6 +203,7 @@ export async function main(args: string[]): Promise<void> {
     newTokens: integerFlag(values, 'new-tokens', 16, [2, 4096])!,
     maxBatch: integerFlag(values, 'max-batch', 8, [2, 64])!,
     gatherMs: integerFlag(values, 'gather-ms', undefined, [0, 1000]),
+    repeats: integerFlag(values, 'repeat', 1, [1, 100])!,
     threads: integerFlag(values, 'threads', availableParallelism(), [1, 1024])!,
     log,
   };
@@ -192,7 +235,7 @@ export async function main(args: string[]): Promise<void> {
   }
   console.log(formatConcurrency(results));
   if (peer.length) console.log(formatPeerRounds(peer));
-  if (values.json) console.log(JSON.stringify({ threads: settings.threads, promptTokens: settings.promptTokens, newTokens: settings.newTokens, maxBatch: settings.maxBatch, results, ...(peer.length ? { peer } : {}) }));
+  if (values.json) console.log(JSON.stringify({ threads: settings.threads, promptTokens: settings.promptTokens, newTokens: settings.newTokens, maxBatch: settings.maxBatch, repeats: settings.repeats, results, ...(peer.length ? { peer } : {}) }));
 }
 
 function formatPeerRounds(rounds: readonly ParallelPeerRound[]): string {
