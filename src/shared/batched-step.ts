@@ -32,8 +32,9 @@ export interface BatchRow {
 type CacheData = Float32Array | Uint16Array;
 
 /**
- * The fused batch buffers' capacity grows in steps of this many positions: one size serves 32 passes
- * in a row from the pool, while onnxruntime-node's copy of the buffer after each pass grows by at most 31 positions.
+ * The fused batch buffers' capacity grows in steps of this many positions, so one size serves 32 passes
+ * in a row from the pool (and a graph without new_key_values.*, whose buffers onnxruntime-node copies out
+ * after each pass, copies at most 31 positions more than the longest row holds).
  */
 const BATCH_CAPACITY_STEP = 32;
 

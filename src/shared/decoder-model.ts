@@ -17,7 +17,7 @@ import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { growKvBuffers, kvCapacity, newPositionFetches, sharedFetches, writeNewPositions } from './kv-buffer.ts';
 import { KvBufferPool } from './kv-buffer-pool.ts';
-import { prefaultedBuffers } from './prefaulted-buffers.ts';
+import { prefaultedBuffer } from './prefaulted-buffers.ts';
 import { restoredKv, takeKvSnapshot, type KvSnapshot } from './kv-snapshot.ts';
 import { runSession } from './run-session.ts';
 import { checkAppend } from './append-checks.ts';
@@ -35,7 +35,7 @@ const KV_POOL_BYTES = 64 * 2 ** 20;
 export class DecoderModel {
   readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0, runMs: 0 };
   /** @internal the fused layout's released KV buffers, for its sequences and batched steps. */
-  readonly kvPool = new KvBufferPool(KV_POOL_BYTES, prefaultedBuffers);
+  readonly kvPool = new KvBufferPool(KV_POOL_BYTES, prefaultedBuffer);
   readonly hasHiddenStates: boolean;
   /** The last axis of the KV cache: the config's head_dim, or the padded head size of a fused graph. */
   readonly cacheHeadDim: number;

@@ -17,13 +17,13 @@
  * pinned and never recycled. The pool holds at most `maxBytes`, dropping the least recently released.
  *
  * @example
- * const pool = new KvBufferPool(64 * 2 ** 20, prefaultedBuffers);
+ * const pool = new KvBufferPool(64 * 2 ** 20, prefaultedBuffer);
  * const data = pool.take(2 * 256 * 64); // zeros, recycled or new (and a spare of that size on its way)
  * pool.release(data); // back for the next take of that size
  */
 
-/** Makes `count` zeroed buffers of `elements` float32s, their memory already written. */
-export type SpareMaker = (elements: number, count: number) => Promise<Float32Array[]>;
+/** Makes a zeroed buffer of `elements` float32s, its memory already written. */
+export type SpareMaker = (elements: number) => Promise<Float32Array>;
 
 /** Sizes below this are not worth a spare: small arrays come from memory the allocator already holds. */
 export const SPARE_MIN_BYTES = 256 * 1024;
@@ -63,10 +63,10 @@ export class KvBufferPool {
     if (!this.makeSpares || bytes < SPARE_MIN_BYTES || this.bytes + this.pendingBytes + bytes > this.maxBytes) return;
     this.pendingBytes += bytes;
     this.stats.sparesAsked++;
-    this.makeSpares(elements, 1).then(
-      (spares) => {
+    this.makeSpares(elements).then(
+      (spare) => {
         this.pendingBytes -= bytes;
-        for (const spare of spares) this.release(spare);
+        this.release(spare);
       },
       () => (this.pendingBytes -= bytes),
     );

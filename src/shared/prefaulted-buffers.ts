@@ -10,18 +10,18 @@
  * alive. Where no worker can start, requests fail and the pool simply allocates as before.
  *
  * @example
- * const [buffer] = await prefaultedBuffers(131072, 1); // 512 KiB of zeros, pages mapped
+ * const buffer = await prefaultedBuffer(131072); // 512 KiB of zeros, pages mapped
  */
 let worker: Worker | undefined;
 let nextId = 0;
-const waiting = new Map<number, { resolve: (buffers: Float32Array[]) => void; reject: (error: Error) => void }>();
+const waiting = new Map<number, { resolve: (buffer: Float32Array) => void; reject: (error: Error) => void }>();
 
 function theWorker(): Worker {
   if (worker) return worker;
   const started = new Worker(new URL('./prefault-worker.ts', import.meta.url).href);
   started.unref();
-  started.onmessage = (event: MessageEvent<{ id: number; buffers: Float32Array[] }>) => {
-    waiting.get(event.data.id)?.resolve(event.data.buffers);
+  started.onmessage = (event: MessageEvent<{ id: number; buffer: Float32Array }>) => {
+    waiting.get(event.data.id)?.resolve(event.data.buffer);
     waiting.delete(event.data.id);
   };
   started.onerror = (event) => {
@@ -33,13 +33,13 @@ function theWorker(): Worker {
   return started;
 }
 
-/** `count` buffers of `elements` zeros, made and written on the worker thread. */
-export function prefaultedBuffers(elements: number, count: number): Promise<Float32Array[]> {
+/** A buffer of `elements` zeros, made and written on the worker thread. */
+export function prefaultedBuffer(elements: number): Promise<Float32Array> {
   return new Promise((resolve, reject) => {
     const id = nextId++;
     waiting.set(id, { resolve, reject });
     try {
-      theWorker().postMessage({ id, elements, count });
+      theWorker().postMessage({ id, elements });
     } catch (e) {
       waiting.delete(id);
       reject(e instanceof Error ? e : new Error(String(e)));
