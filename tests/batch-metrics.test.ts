@@ -26,15 +26,18 @@ test('the page says whether a run was batched', async () => {
   expect(await render([1, 1])).toContain('<dd data-metric="batch">no, each step ran alone</dd>');
 });
 
-test('Prometheus: the generations by mean batch size, and the rows per pass of the batcher', async () => {
+test('Prometheus: the generations by mean batch size, the rows per pass of the batcher and the prompts it fed together', async () => {
   const metrics = new EdgeMetrics();
-  const stats = { passes: 4, rows: 10, sizes: [0, 1, 0, 3] };
+  const stats = { passes: 4, rows: 10, sizes: [0, 1, 0, 3], prompts: { passes: 2, rows: 5 } };
   metrics.describeBatching(stats);
   metrics.observe({ type: 'done', finishReason: 'length', text: '', metrics: metricsWith([3, 3]), requestId: 'r1', router: 'builtin' }, 'small_only');
   const text = await metrics.registry.metrics();
   expect(text).toContain('edge_decode_rows_per_pass 2.5');
+  expect(text).toContain('edge_prompts_fed_together 5');
   expect(text).toContain('edge_generation_batch_size_bucket{le="3"} 1');
   expect(text).toContain('edge_generation_batch_size_bucket{le="2"} 0');
   metrics.describeBatching(undefined);
-  expect(await metrics.registry.metrics()).toContain('edge_decode_rows_per_pass 1');
+  const off = await metrics.registry.metrics();
+  expect(off).toContain('edge_decode_rows_per_pass 1');
+  expect(off).toContain('edge_prompts_fed_together 0');
 });

@@ -281,7 +281,7 @@ describe('the shared KV buffer', () => {
     }
   });
 
-  test('a graph without new_key_values.* (built before them) still runs, fetching the buffers: the same logits, batched too', async () => {
+  test('a graph without new_key_values.* (built before them) still runs, fetching the buffers: the same logits, batched too (prompts and steps)', async () => {
     const older = join(work, 'fused-older');
     await writeRandomPack({ preset: 'tiny-qwen2', out: older, seed: 7, hiddenStatesOutput: true, layout: 'fused', newKeyValuesOutputs: false });
     const models = [await DecoderModel.load(loadModelPack(PACKS.fused), { threads: 1, batching: { maxBatch: 4 } }), await DecoderModel.load(loadModelPack(older), { threads: 1, batching: { maxBatch: 4 } })] as const;
@@ -303,6 +303,8 @@ describe('the shared KV buffer', () => {
       // The same kernels on the same inputs: only how the new positions reach the buffer differs.
       expect(traces[1]).toEqual(traces[0]);
       expect(models[0].batcher!.stats.rows).toBeGreaterThan(models[0].batcher!.stats.passes);
+      // The prompts arrived together: their first pieces shared a pass, in both graphs.
+      for (const m of models) expect(m.batcher!.stats.prompts.rows).toBeGreaterThan(1);
     } finally {
       for (const m of models) await m.release();
     }

@@ -68,6 +68,14 @@ export class EdgeMetrics {
       this.decodeRowsPerPass.set(stats && stats.passes > 0 ? stats.rows / stats.passes : 1);
     },
   });
+  readonly promptsFedTogether: Gauge = new Gauge({
+    name: 'edge_prompts_fed_together',
+    help: "New generations' first prompts fed in a pass shared with other newcomers, since start (0 when --max-batch is 1)",
+    registers: [this.registry],
+    collect: () => {
+      this.promptsFedTogether.set(this.batching?.prompts.rows ?? 0);
+    },
+  });
   readonly active = new Gauge({ name: 'edge_active_generations', help: 'Generations running now', registers: [this.registry] });
   /** An info gauge, always 1: its labels say which onnxruntime execution providers run the edge model. */
   readonly executionProvider = new Gauge({

@@ -1,21 +1,24 @@
 /**
- * One forward pass that feeds one token to each of several sequences (a batched decode step). Each
- * sequence keeps its own KV cache; the step gathers them into one batch and gives each row its part of
- * the outputs back.
+ * One forward pass over several sequences. Each row feeds the same number of tokens: one (a batched
+ * decode step, each sequence at its own length), or several into sequences that are still empty (their
+ * first prompts, cut to one length: onnxruntime's GroupQueryAttention takes several positions for several
+ * rows only as a first prompt, and rows of one length need no padding, so the head's last positions are
+ * every row's last). Each sequence keeps its own KV cache; the pass gathers them into one batch and gives
+ * each row its part of the outputs back.
  *
- * - `plain` layout (attention_mask, position_ids; present one position longer than past): the caches are
- *   LEFT-padded to the longest, the padded slots get attention_mask 0 and each row its own position id,
- *   as Hugging Face's batched generation feeds them. Each row's new cache is its slice of `present.*`,
- *   without the padding.
+ * - `plain` layout (attention_mask, position_ids; present as long as past and the new positions): the
+ *   caches are LEFT-padded to the longest, the padded slots get attention_mask 0 and each row its own
+ *   position ids, as Hugging Face's batched generation feeds them. Each row's new cache is its slice of
+ *   `present.*`, without the padding.
  * - `fused` layout (GroupQueryAttention): one buffer `[batch, kv_heads, capacity, head_dim]` per cache
  *   tensor holds each row's positions from the left, the free space on the right; `seqlens_k` gives each
- *   row its length. Each row's new position is copied into the row's own buffer, where a lone step would
- *   have written it: from `new_key_values.*` (only the new positions come back), or with an older graph
- *   from the batch buffers, fetched back as present.* and written in place. The batch buffers come from
- *   and go back to the model's KvBufferPool, so a pass writes into memory already mapped.
+ *   row its length. Each row's new positions are copied into the row's own buffer, where a lone append
+ *   would have written them: from `new_key_values.*` (only the new positions come back), or with an older
+ *   graph from the batch buffers, fetched back as present.* and written in place. The batch buffers come
+ *   from and go back to the model's KvBufferPool, so a pass writes into memory already mapped.
  *
  * @example
- * const results = await runBatchedStep(model, [{ sequence: a, token: 17 }, { sequence: b, token: 4 }]);
+ * const results = await runBatchedPass(model, [{ sequence: a, tokens: [17] }, { sequence: b, tokens: [4] }]);
  * results[1].logits; // b's next-token logits
  */
 import type { AppendResult, DecoderModel, DecoderSequence } from './decoder-model.ts';
@@ -23,10 +26,12 @@ import { feedable, float32Rows, indexTensor } from './float-tensors.ts';
 import { newKeyValuesName } from './decoder-io.ts';
 import { newPositionFetches, sharedFetches, writeNewPositions } from './kv-buffer.ts';
 import { ort, type OrtTensor } from './ort.ts';
+import { AppError } from './errors.ts';
 
 export interface BatchRow {
   sequence: DecoderSequence;
-  token: number;
+  /** One token, or a first prompt's tokens (the same count on every row). */
+  tokens: readonly number[];
 }
 
 type CacheData = Float32Array | Uint16Array;
@@ -50,45 +55,53 @@ function cacheTensor(like: CacheData, dims: readonly number[]): OrtTensor {
   return like instanceof Float32Array ? new ort.Tensor('float32', new Float32Array(size), dims) : feedable(new ort.Tensor('float16', new Uint16Array(size), dims));
 }
 
-/** Runs the step and records each row's token in its sequence; results in the order of `rows`. */
-export async function runBatchedStep(model: DecoderModel, rows: readonly BatchRow[]): Promise<AppendResult[]> {
+/** Runs the pass and records each row's tokens in its sequence; results in the order of `rows`. */
+export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRow[]): Promise<AppendResult[]> {
   const { io, pack } = model;
   const batch = rows.length;
+  const n = rows[0]!.tokens.length;
   const lengths = rows.map((r) => r.sequence.length);
+  if (rows.some((r) => r.tokens.length !== n) || (n > 1 && lengths.some((l) => l > 0))) throw new AppError('INTERNAL', 'a batched pass feeds one token to each row, or as many to each of several empty sequences');
   const longest = Math.max(...lengths);
-  const feeds: Record<string, OrtTensor> = { input_ids: indexTensor(io.ids, rows.map((r) => r.token), [batch, 1]) };
-  if (io.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(1n), []);
+  const total = longest + n;
+  const feeds: Record<string, OrtTensor> = { input_ids: indexTensor(io.ids, rows.flatMap((r) => r.tokens), [batch, n]) };
+  // As a lone append keeps them: the last position, and the one before for previousHidden.
+  if (io.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(BigInt(Math.min(n, 2))), []);
   let out: Record<string, OrtTensor>;
   let present: Record<string, OrtTensor>[] | undefined;
   if (io.layout === 'plain') {
     Object.assign(feeds, gatherLeftPadded(model, rows, longest));
-    const total = longest + 1;
     // Row b's cache sits in the last lengths[b] of the `longest` past slots: the slots before are padding.
     feeds.attention_mask = indexTensor(io.mask!, { length: batch * total }, [batch, total], (i) => (i % total >= longest - lengths[Math.floor(i / total)]! ? 1 : 0));
-    feeds.position_ids = indexTensor(io.positions!, lengths, [batch, 1]);
-    out = await model.forward(feeds, batch);
-    present = splitLeftPadded(model, out, lengths, longest);
+    feeds.position_ids = indexTensor(io.positions!, { length: batch * n }, [batch, n], (i) => lengths[Math.floor(i / n)]! + (i % n));
+    out = await model.forward(feeds, batch * n);
+    present = splitLeftPadded(model, out, lengths, longest, n);
   } else {
     // A whole number of BATCH_CAPACITY_STEPs, so the pool's buffer of the previous pass fits the next ones.
-    const capacity = Math.ceil((longest + 1) / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP;
-    const buffers = gatherRightFree(model, rows, capacity);
+    const capacity = Math.ceil(total / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP;
+    const buffers = gatherRightFree(model, rows, capacity, n);
     Object.assign(feeds, buffers);
-    feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths), [batch]);
-    feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(longest + 1), []);
+    feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths, (l) => l + n - 1), [batch]);
+    feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
     if (io.newKeyValues) {
-      out = await model.forward(feeds, batch, newPositionFetches(io.pastNames, model.hasHiddenStates));
+      out = await model.forward(feeds, batch * n, newPositionFetches(io.pastNames, model.hasHiddenStates));
       for (const name of io.pastNames) rows.forEach((row, b) => writeNewPositions(row.sequence.cache[name]!, out[newKeyValuesName(name)]!, b, lengths[b]!));
     } else {
-      out = await model.forward(feeds, batch, sharedFetches(buffers, model.hasHiddenStates));
-      scatterNewPositions(model, rows, buffers, lengths, capacity);
+      out = await model.forward(feeds, batch * n, sharedFetches(buffers, model.hasHiddenStates));
+      scatterNewPositions(model, rows, buffers, lengths, capacity, n);
     }
     for (const buffer of Object.values(buffers)) model.kvPool.release(buffer.data as Float32Array);
   }
   const { vocabSize, hiddenSize } = pack;
+  // Positions kept per row: every fed one, or the last num_logits_to_keep (hidden_states is cut alike where it is the head's input).
+  const logitRows = out.logits!.dims[1]!;
+  const hiddenRows = out.hidden_states?.dims[1] ?? 0;
+  const hiddenRow = (b: number, back: number) => float32Rows(out.hidden_states!, ((b + 1) * hiddenRows - back) * hiddenSize, ((b + 1) * hiddenRows - back + 1) * hiddenSize);
   const results = rows.map((row, b): AppendResult => {
-    const hidden = out.hidden_states ? float32Rows(out.hidden_states, b * hiddenSize, (b + 1) * hiddenSize) : new Float32Array(0);
-    const previousHidden = row.sequence.acceptStep(row.token, present?.[b], hidden);
-    return { logits: float32Rows(out.logits!, b * vocabSize, (b + 1) * vocabSize), hidden, previousHidden, batchSize: batch };
+    const hidden = out.hidden_states ? hiddenRow(b, 1) : new Float32Array(0);
+    const previousHidden = row.sequence.acceptAppend(row.tokens, present?.[b], hidden, out.hidden_states && n >= 2 ? hiddenRow(b, 2) : undefined);
+    const logits = float32Rows(out.logits!, ((b + 1) * logitRows - 1) * vocabSize, (b + 1) * logitRows * vocabSize);
+    return { logits, hidden, previousHidden, batchSize: batch };
   });
   for (const t of Object.values(out)) t.dispose();
   return results;
@@ -113,20 +126,20 @@ function gatherLeftPadded(model: DecoderModel, rows: readonly BatchRow[], longes
   return feeds;
 }
 
-/** Each row's new cache `[1, kv_heads, length + 1, head_dim]`: its slice of `present.*` without the padding. */
-function splitLeftPadded(model: DecoderModel, out: Record<string, OrtTensor>, lengths: readonly number[], longest: number): Record<string, OrtTensor>[] {
+/** Each row's new cache `[1, kv_heads, length + n, head_dim]`: its slice of `present.*`, without the padding. */
+function splitLeftPadded(model: DecoderModel, out: Record<string, OrtTensor>, lengths: readonly number[], longest: number, n: number): Record<string, OrtTensor>[] {
   const { numKvHeads: heads } = model.pack;
   const headDim = model.cacheHeadDim;
-  const total = longest + 1;
+  const total = longest + n;
   const caches = lengths.map(() => ({}) as Record<string, OrtTensor>);
   for (const name of model.io.pastNames) {
     const data = cacheData(out[name.replace('past_key_values', 'present')]!);
     lengths.forEach((length, b) => {
-      const tensor = cacheTensor(data, [1, heads, length + 1, headDim]);
+      const tensor = cacheTensor(data, [1, heads, length + n, headDim]);
       const to = cacheData(tensor);
       for (let h = 0; h < heads; h++) {
         const start = ((b * heads + h) * total + longest - length) * headDim;
-        to.set(data.subarray(start, start + (length + 1) * headDim), h * (length + 1) * headDim);
+        to.set(data.subarray(start, start + (length + n) * headDim), h * (length + n) * headDim);
       }
       caches[b]![name] = tensor;
     });
@@ -135,10 +148,10 @@ function splitLeftPadded(model: DecoderModel, out: Record<string, OrtTensor>, le
 }
 
 /** The fused layout's batch buffers `[batch, kv_heads, capacity, head_dim]`, each row's positions from the left. */
-function gatherRightFree(model: DecoderModel, rows: readonly BatchRow[], capacity: number): Record<string, OrtTensor> {
+function gatherRightFree(model: DecoderModel, rows: readonly BatchRow[], capacity: number, n: number): Record<string, OrtTensor> {
   const { numKvHeads: heads } = model.pack;
   const headDim = model.cacheHeadDim;
-  for (const row of rows) row.sequence.fitBuffers(row.sequence.length + 1);
+  for (const row of rows) row.sequence.fitBuffers(row.sequence.length + n);
   const buffers: Record<string, OrtTensor> = {};
   for (const name of model.io.pastNames) {
     const data = model.kvPool.take(rows.length * heads * capacity * headDim);
@@ -154,8 +167,8 @@ function gatherRightFree(model: DecoderModel, rows: readonly BatchRow[], capacit
   return buffers;
 }
 
-/** Copies each row's new position from the batch buffers into its own buffer, where a lone step writes it. */
-function scatterNewPositions(model: DecoderModel, rows: readonly BatchRow[], buffers: Record<string, OrtTensor>, lengths: readonly number[], capacity: number): void {
+/** Copies each row's `n` new positions from the batch buffers into its own buffer, where a lone append writes them. */
+function scatterNewPositions(model: DecoderModel, rows: readonly BatchRow[], buffers: Record<string, OrtTensor>, lengths: readonly number[], capacity: number, n: number): void {
   const { numKvHeads: heads } = model.pack;
   const headDim = model.cacheHeadDim;
   for (const name of model.io.pastNames) {
@@ -167,7 +180,7 @@ function scatterNewPositions(model: DecoderModel, rows: readonly BatchRow[], buf
       const at = lengths[b]!;
       for (let h = 0; h < heads; h++) {
         const start = ((b * heads + h) * capacity + at) * headDim;
-        to.set(data.subarray(start, start + headDim), (h * ownCapacity + at) * headDim);
+        to.set(data.subarray(start, start + n * headDim), (h * ownCapacity + at) * headDim);
       }
     });
   }

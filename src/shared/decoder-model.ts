@@ -141,7 +141,7 @@ export class DecoderSequence {
     return batcher && !options.allPositions ? batcher.append(this, tokens) : this.appendAlone(tokens, options);
   }
 
-  /** @internal `append` as one forward pass of this sequence alone; the batcher runs prefill chunks through it. */
+  /** @internal `append` as one forward pass of this sequence alone; the batcher runs prefill pieces through it. */
   async appendAlone(tokens: readonly number[], options: { allPositions?: boolean } = {}): Promise<AppendResult> {
     if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
     const { hiddenSize, vocabSize } = this.model.pack;
@@ -196,17 +196,21 @@ export class DecoderSequence {
     return this.past;
   }
 
-  /** @internal records a batched step's token: `present` is the plain layout's new cache (fused: written in place). Returns its previousHidden. */
-  acceptStep(token: number, present: Record<string, OrtTensor> | undefined, hidden: Float32Array): Float32Array {
+  /**
+   * @internal records a batched pass's tokens: `present` is the plain layout's new cache (fused: written
+   * in place); `previousHidden` the row before the last when the pass fed two or more tokens and has
+   * hidden_states. Returns the append's previousHidden.
+   */
+  acceptAppend(tokens: readonly number[], present: Record<string, OrtTensor> | undefined, hidden: Float32Array, previousHidden?: Float32Array): Float32Array {
     if (present) {
       this.releasePast();
       this.past = present;
     }
-    this.ids.push(token);
+    this.ids.push(...tokens);
     // append() refused a one-token step while lastHidden is unknown (a short restore).
-    const previousHidden = this.lastHidden!;
+    const before = previousHidden ?? this.lastHidden!;
     this.lastHidden = hidden;
-    return previousHidden;
+    return before;
   }
 
   /**
