@@ -63,6 +63,15 @@ export function float32Rows(tensor: OrtTensor, from: number, to: number): Float3
   throw new TypeError(`expected a float32 or float16 tensor, got ${tensor.type}`);
 }
 
+/**
+ * Elements [from, to) of a float32 or float16 tensor as float32: a view of float32 data (it keeps the
+ * whole tensor alive), a converted copy of float16 data. For a step's logits: copying a row of Qwen's
+ * vocabulary (608 KB) into fresh memory cost up to 12 ms of a 4-row batched pass at the 0.5B shape.
+ */
+export function float32View(tensor: OrtTensor, from: number, to: number): Float32Array {
+  return tensor.data instanceof Float32Array ? tensor.data.subarray(from, to) : float32Rows(tensor, from, to);
+}
+
 /** The tensor's data as float32: a view of float32 data, a converted copy of float16 data. */
 export function toFloat32(tensor: OrtTensor): Float32Array {
   const data = tensor.data;
