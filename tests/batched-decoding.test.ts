@@ -269,6 +269,45 @@ describe('the batcher', () => {
     }
   });
 
+  test('a sequence disposed after its pass was put together, before onnxruntime ran it: the other rows stand', async () => {
+    for (const dir of [demoEdge, QWEN.fused]) {
+      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1, batching: { maxBatch: 4 } });
+      try {
+        // onnxruntime-node runs a session on a later turn of the event loop: a cancelled generation can dispose its sequence in between.
+        const disposeBeforeNextRun = (victim: DecoderSequence) => {
+          const forward = model.forward.bind(model);
+          model.forward = async (...args) => {
+            model.forward = forward;
+            victim.dispose();
+            return forward(...args);
+          };
+        };
+        const logitsOf = (settled: PromiseSettledResult<AppendResult>) => {
+          expect(settled.status).toBe('fulfilled');
+          return (settled as PromiseFulfilledResult<AppendResult>).value.logits;
+        };
+        const lone = model.newSequence();
+        const [a, b] = [model.newSequence(), model.newSequence()];
+        disposeBeforeNextRun(a);
+        const [, prompt] = await Promise.allSettled([a.append([1, 7, 9]), b.append([1, 4, 2])]);
+        expect(model.batcher!.stats.prompts.rows).toBe(2);
+        expect(maxAbsDiff(logitsOf(prompt!), (await lone.appendAlone([1, 4, 2])).logits)).toBeLessThan(LOGIT_TOLERANCE);
+
+        const c = model.newSequence();
+        await c.append([1, 3]);
+        disposeBeforeNextRun(c);
+        const [, step] = await Promise.allSettled([c.append([8]), b.append([5])]);
+        expect(model.batcher!.stats.sizes[2]).toBe(1);
+        expect(maxAbsDiff(logitsOf(step!), (await lone.appendAlone([5])).logits)).toBeLessThan(LOGIT_TOLERANCE);
+        expect(b.length).toBe(4);
+        for (const s of [b, lone]) s.dispose();
+        expect(model.stats.liveSequences).toBe(0);
+      } finally {
+        await model.release();
+      }
+    }
+  });
+
   test('an export that quantizes activations per tensor (int8 MatMulInteger) runs each step alone, and says why', async () => {
     const warnings: string[] = [];
     const log = { debug() {}, info() {}, error() {}, warn: (line: string) => warnings.push(line) };

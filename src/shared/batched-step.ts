@@ -85,7 +85,7 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
     feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
     if (io.newKeyValues) {
       out = await model.forward(feeds, batch * n, newPositionFetches(io.pastNames, model.hasHiddenStates));
-      for (const name of io.pastNames) rows.forEach((row, b) => writeNewPositions(row.sequence.cache[name]!, out[newKeyValuesName(name)]!, b, lengths[b]!));
+      for (const name of io.pastNames) rows.forEach((row, b) => row.sequence.isDisposed || writeNewPositions(row.sequence.cache[name]!, out[newKeyValuesName(name)]!, b, lengths[b]!));
     } else {
       out = await model.forward(feeds, batch * n, sharedFetches(buffers, model.hasHiddenStates));
       scatterNewPositions(model, rows, buffers, lengths, capacity, n);
@@ -101,9 +101,16 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
   const hiddenRow = (b: number, back: number) => float32Rows(out.hidden_states!, ((b + 1) * hiddenRows - back) * hiddenSize, ((b + 1) * hiddenRows - back + 1) * hiddenSize);
   const results = rows.map((row, b): AppendResult => {
     const hidden = out.hidden_states ? hiddenRow(b, 1) : new Float32Array(0);
-    const previousHidden = row.sequence.acceptAppend(row.tokens, present?.[b], hidden, out.hidden_states && n >= 2 ? hiddenRow(b, 2) : undefined);
+    const previousHidden = out.hidden_states && n >= 2 ? hiddenRow(b, 2) : undefined;
+    // onnxruntime-node starts a run on a later turn of the event loop, so a row's sequence may have been
+    // disposed (its generation cancelled) meanwhile: the others' results stand, that row's are not kept.
+    if (row.sequence.isDisposed) {
+      for (const t of Object.values(present?.[b] ?? {})) t.dispose();
+      return { logits: new Float32Array(0), hidden, previousHidden: previousHidden ?? hidden, batchSize: batch };
+    }
+    const before = row.sequence.acceptAppend(row.tokens, present?.[b], hidden, previousHidden);
     const logits = rowsOf(out.logits!, ((b + 1) * logitRows - 1) * vocabSize, (b + 1) * logitRows * vocabSize);
-    return { logits, hidden, previousHidden, batchSize: batch };
+    return { logits, hidden, previousHidden: before, batchSize: batch };
   });
   for (const t of Object.values(out)) t.dispose();
   return results;
@@ -176,6 +183,7 @@ function scatterNewPositions(model: DecoderModel, rows: readonly BatchRow[], buf
   for (const name of model.io.pastNames) {
     const data = buffers[name]!.data as Float32Array;
     rows.forEach((row, b) => {
+      if (row.sequence.isDisposed) return;
       const own = row.sequence.cache[name]!;
       const to = own.data as Float32Array;
       const ownCapacity = own.dims[2]!;

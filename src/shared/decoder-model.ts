@@ -119,6 +119,11 @@ export class DecoderSequence {
     this.lastHidden = new Float32Array(model.hasHiddenStates ? model.pack.hiddenSize : 0);
   }
 
+  /** Whether `dispose` was called: a batched pass then leaves the sequence alone (it may be disposed while the pass runs). */
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
   /** Tokens in the KV cache. */
   get length(): number {
     return this.ids.length;
