@@ -7,7 +7,7 @@ beforeAll(async () => {
   await ensureDemoPacks();
 }, 180_000);
 
-test('one-token steps share passes; the ten-token steps of a 10% routed share run one pass each, never batched', () => {
+test('one-token steps share passes; the ten-token steps of a 10% routed share run one pass each at most, never batched', () => {
   const r = runBench(['embedded-batching', '--sessions', '8', '--duration', '1', '--share', '0.1,1', '--max-batch', '1,8', '--json']);
   expect(r.stderr).not.toContain('error');
   expect(r.code).toBe(0);
@@ -20,11 +20,11 @@ test('one-token steps share passes; the ten-token steps of a 10% routed share ru
   ]);
   for (const row of rows) expect(row.steps).toBeGreaterThan(50);
   const [tenAlone, tenBatched, oneAlone, oneBatched] = rows;
-  // Every step is one append, hence one pass, unless the batcher puts one-token appends together.
-  for (const row of [tenAlone, tenBatched, oneAlone]) {
-    expect(row.passes_per_step).toBe(1);
-    expect(row.pass_sizes).toEqual({});
-  }
+  // Every step is one append, hence one pass, unless the batcher puts one-token appends together, or the
+  // first prompts of sessions opening together (never more passes than alone).
+  for (const row of [tenAlone, oneAlone]) expect(row.passes_per_step).toBe(1);
+  expect(tenBatched.passes_per_step).toBeLessThanOrEqual(1);
+  for (const row of [tenAlone, tenBatched, oneAlone]) expect(row.pass_sizes).toEqual({});
   expect(oneBatched.passes_per_step).toBeLessThan(0.9);
   expect(Object.keys(oneBatched.pass_sizes).length).toBeGreaterThan(0);
 }, 120_000);
