@@ -22,7 +22,7 @@
  * results[1].logits; // b's next-token logits
  */
 import type { AppendResult, DecoderModel, DecoderSequence } from './decoder-model.ts';
-import { feedable, float32Rows, float32View, indexTensor } from './float-tensors.ts';
+import { feedable, float32Rows, indexTensor, logitRows } from './float-tensors.ts';
 import { newKeyValuesName } from './decoder-io.ts';
 import { newPositionFetches, sharedFetches, writeNewPositions } from './kv-buffer.ts';
 import { ort, type OrtTensor } from './ort.ts';
@@ -94,10 +94,8 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
   }
   const { vocabSize, hiddenSize } = pack;
   // Positions kept per row: every fed one, or the last num_logits_to_keep (hidden_states is cut alike where it is the head's input).
-  const logitRows = out.logits!.dims[1]!;
+  const logitPositions = out.logits!.dims[1]!;
   const hiddenRows = out.hidden_states?.dims[1] ?? 0;
-  // Views of the logits, not copies, unless the tensor holds every position of long prompts (a view keeps it all alive).
-  const rowsOf = logitRows <= 2 ? float32View : float32Rows;
   const hiddenRow = (b: number, back: number) => float32Rows(out.hidden_states!, ((b + 1) * hiddenRows - back) * hiddenSize, ((b + 1) * hiddenRows - back + 1) * hiddenSize);
   const results = rows.map((row, b): AppendResult => {
     const hidden = out.hidden_states ? hiddenRow(b, 1) : new Float32Array(0);
@@ -109,7 +107,7 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
       return { logits: new Float32Array(0), hidden, previousHidden: previousHidden ?? hidden, batchSize: batch };
     }
     const before = row.sequence.acceptAppend(row.tokens, present?.[b], hidden, previousHidden);
-    const logits = rowsOf(out.logits!, ((b + 1) * logitRows - 1) * vocabSize, (b + 1) * logitRows * vocabSize);
+    const logits = logitRows(out.logits!, ((b + 1) * logitPositions - 1) * vocabSize, (b + 1) * logitPositions * vocabSize);
     return { logits, hidden, previousHidden: before, batchSize: batch };
   });
   for (const t of Object.values(out)) t.dispose();

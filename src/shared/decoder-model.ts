@@ -12,7 +12,7 @@
 import { type DecoderIo, newKeyValuesName, readDecoderIo } from './decoder-io.ts';
 import { AppError } from './errors.ts';
 import { createSessionOn } from './execution-providers.ts';
-import { emptyTensor, feedable, float32Rows, float32View, indexTensor, toFloat32 } from './float-tensors.ts';
+import { emptyTensor, feedable, float32Rows, indexTensor, logitRows, toFloat32 } from './float-tensors.ts';
 import type { ModelPack } from './model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from './ort.ts';
 import { growKvBuffers, kvCapacity, newPositionFetches, sharedFetches, writeNewPositions } from './kv-buffer.ts';
@@ -183,10 +183,9 @@ export class DecoderSequence {
     const hidden = out.hidden_states ? float32Rows(out.hidden_states, (hiddenRows - 1) * hiddenSize, hiddenRows * hiddenSize) : new Float32Array(0);
     const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (hiddenRows - 2) * hiddenSize, (hiddenRows - 1) * hiddenSize) : this.lastHidden!;
     this.lastHidden = hidden;
-    // Logits come for every fed position, or for the last ones kept (num_logits_to_keep): a view of the
-    // last row, unless the tensor holds every position of a long prompt (a view keeps it all alive).
+    // Logits come for every fed position, or for the last ones kept (num_logits_to_keep).
     const rows = out.logits!.dims[1]!;
-    const result: AppendResult = { logits: (rows <= 2 ? float32View : float32Rows)(out.logits!, (rows - 1) * vocabSize, rows * vocabSize), hidden, previousHidden };
+    const result: AppendResult = { logits: logitRows(out.logits!, (rows - 1) * vocabSize, rows * vocabSize), hidden, previousHidden };
     if (options.allPositions) {
       result.allLogits = toFloat32(out.logits!);
       result.allHidden = out.hidden_states ? toFloat32(out.hidden_states) : new Float32Array(0);

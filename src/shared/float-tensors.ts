@@ -64,12 +64,13 @@ export function float32Rows(tensor: OrtTensor, from: number, to: number): Float3
 }
 
 /**
- * Elements [from, to) of a float32 or float16 tensor as float32: a view of float32 data (it keeps the
- * whole tensor alive), a converted copy of float16 data. For a step's logits: copying a row of Qwen's
- * vocabulary (608 KB) into fresh memory cost up to 12 ms of a 4-row batched pass at the 0.5B shape.
+ * Elements [from, to) of a logits tensor `[batch, positions, vocab]` as float32. Where it holds at most
+ * two positions a row (decode steps, a head that keeps the last two), float32 data comes as a view: copying
+ * a row of Qwen's vocabulary (608 KB) into fresh memory cost up to 12 ms of a 4-row batched pass at the
+ * 0.5B shape. Where it holds every position of a long prompt, a copy: a view would keep all of it alive.
  */
-export function float32View(tensor: OrtTensor, from: number, to: number): Float32Array {
-  return tensor.data instanceof Float32Array ? tensor.data.subarray(from, to) : float32Rows(tensor, from, to);
+export function logitRows(tensor: OrtTensor, from: number, to: number): Float32Array {
+  return tensor.data instanceof Float32Array && tensor.dims[1]! <= 2 ? tensor.data.subarray(from, to) : float32Rows(tensor, from, to);
 }
 
 /** The tensor's data as float32: a view of float32 data, a converted copy of float16 data. */
