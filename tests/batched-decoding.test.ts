@@ -132,7 +132,7 @@ async function compareAloneAndBatched(packDir: string, count: number, options: C
     // The sequences did run together: most steps were in passes of more than one row.
     expect(meanBatch).toBeGreaterThan(2);
     expect(batched.stats.liveSequences).toBe(0);
-    return { worst, meanBatch, promptsTogether: batched.batcher!.stats.prompts.rows };
+    return { worst, meanBatch, promptsTogether: batched.batcher!.stats.promptsTogether };
   } finally {
     await alone.release();
     await batched.release();
@@ -291,7 +291,7 @@ describe('the batcher', () => {
         const [a, b] = [model.newSequence(), model.newSequence()];
         disposeBeforeNextRun(a);
         const [, prompt] = await Promise.allSettled([a.append([1, 7, 9]), b.append([1, 4, 2])]);
-        expect(model.batcher!.stats.prompts.rows).toBe(2);
+        expect(model.batcher!.stats.promptsTogether).toBe(2);
         expect(maxAbsDiff(logitsOf(prompt!), (await lone.appendAlone([1, 4, 2])).logits)).toBeLessThan(LOGIT_TOLERANCE);
 
         const c = model.newSequence();

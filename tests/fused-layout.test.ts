@@ -304,7 +304,7 @@ describe('the shared KV buffer', () => {
       expect(traces[1]).toEqual(traces[0]);
       expect(models[0].batcher!.stats.rows).toBeGreaterThan(models[0].batcher!.stats.passes);
       // The prompts arrived together: their first pieces shared a pass, in both graphs.
-      for (const m of models) expect(m.batcher!.stats.prompts.rows).toBeGreaterThan(1);
+      for (const m of models) expect(m.batcher!.stats.promptsTogether).toBeGreaterThan(1);
     } finally {
       for (const m of models) await m.release();
     }

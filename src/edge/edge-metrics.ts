@@ -73,7 +73,7 @@ export class EdgeMetrics {
     help: "New generations' first prompts fed in a pass shared with other newcomers, since start (0 when --max-batch is 1)",
     registers: [this.registry],
     collect: () => {
-      this.promptsFedTogether.set(this.batching?.prompts.rows ?? 0);
+      this.promptsFedTogether.set(this.batching?.promptsTogether ?? 0);
     },
   });
   readonly active = new Gauge({ name: 'edge_active_generations', help: 'Generations running now', registers: [this.registry] });

@@ -62,12 +62,12 @@ export const DEFAULT_PREFILL_CHUNK = 128;
  */
 export const DEFAULT_GATHER_MS = 4;
 
-/** Decode passes and their rows, for metrics: `sizes[n]` counts passes of n rows; `prompts`: first prompts fed together. */
+/** Decode passes and their rows, for metrics: `sizes[n]` counts passes of n rows; `promptsTogether`: first prompts fed in a shared pass. */
 export interface BatcherStats {
   passes: number;
   rows: number;
   sizes: number[];
-  prompts: { passes: number; rows: number };
+  promptsTogether: number;
 }
 
 interface Waiting {
@@ -86,7 +86,7 @@ interface Prefill extends Waiting {
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class DecodeBatcher {
-  readonly stats: BatcherStats = { passes: 0, rows: 0, sizes: [], prompts: { passes: 0, rows: 0 } };
+  readonly stats: BatcherStats = { passes: 0, rows: 0, sizes: [], promptsTogether: 0 };
   readonly prefillChunk: number;
   readonly gatherMs: number;
   private steps: DecodeStep[] = [];
@@ -223,8 +223,7 @@ export class DecodeBatcher {
   /** Feeds `jobs` (shortest first) the shortest's tokens each in one pass; the longer ones go on alone. */
   private async firstPromptsPass(jobs: Prefill[]): Promise<void> {
     const n = jobs[0]!.tokens.length;
-    this.stats.prompts.passes++;
-    this.stats.prompts.rows += jobs.length;
+    this.stats.promptsTogether += jobs.length;
     try {
       for (const job of jobs) job.sequence.reserve(job.tokens.length);
       const results = await runBatchedPass(this.model, jobs.map((j) => ({ sequence: j.sequence, tokens: j.tokens.slice(0, n) })));

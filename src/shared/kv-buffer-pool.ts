@@ -6,7 +6,7 @@
  * KV_CAPACITY_STEPs), so a restore, a growth, a new generation's first append and a batched step's
  * batch buffer mostly find one here.
  *
- * Where a take finds nothing of its size and the size is large (SPARE_MIN_BYTES), the pool asks `makeSpares`
+ * Where a take finds nothing of its size and the size is large (SPARE_MIN_BYTES), the pool asks `makeSpare`
  * for one spare of it, made off the decoding thread (prefaulted-buffers.ts), so the next take of that size
  * finds memory already mapped: a prompt cache's snapshot keeps its sequence's buffer for good, so
  * without spares every restore and every new long prompt would write into fresh pages. Spares count
@@ -38,7 +38,7 @@ export class KvBufferPool {
 
   constructor(
     readonly maxBytes: number,
-    private readonly makeSpares?: SpareMaker,
+    private readonly makeSpare?: SpareMaker,
   ) {
     if (!Number.isFinite(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative number, got ${maxBytes}`);
   }
@@ -60,10 +60,10 @@ export class KvBufferPool {
   /** Asks for one spare of a large size, while the bound leaves room for it; a failed maker costs nothing but the spare. */
   private askSpare(elements: number): void {
     const bytes = elements * Float32Array.BYTES_PER_ELEMENT;
-    if (!this.makeSpares || bytes < SPARE_MIN_BYTES || this.bytes + this.pendingBytes + bytes > this.maxBytes) return;
+    if (!this.makeSpare || bytes < SPARE_MIN_BYTES || this.bytes + this.pendingBytes + bytes > this.maxBytes) return;
     this.pendingBytes += bytes;
     this.stats.sparesAsked++;
-    this.makeSpares(elements).then(
+    this.makeSpare(elements).then(
       (spare) => {
         this.pendingBytes -= bytes;
         this.release(spare);
