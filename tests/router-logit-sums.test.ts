@@ -1,6 +1,6 @@
 /**
  * The router call's logit statistics at a large vocabulary: the one-pass extremes, the exponential sums
- * computed by onnxruntime, and a whole OnnxRouter call, each against a straightforward reference
+ * computed by onnxruntime, a whole OnnxRouter call and the built-in top-1 scorer, each against a straightforward reference
  * (softmax written out in float64, sorting for the top two) on 151,936 logits, the Qwen2.5-0.5B row.
  */
 import { afterAll, describe, expect, test } from 'bun:test';
@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LogitSums, ONNX_SUMS_MIN_LENGTH } from '../src/edge/logit-sums.ts';
-import { OnnxRouter } from '../src/edge/router.ts';
+import { OnnxRouter, TopProbabilityScorer } from '../src/edge/router.ts';
 import { logitExtremes, logitStats, statsFromSums } from '../src/edge/router-features.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 import { MlpRouter } from '../src/tools/router/mlp-router.ts';
@@ -79,6 +79,21 @@ describe('logit statistics of a 151,936-entry row', () => {
     const got = logitStats(cases.tie!);
     expect(got.argmax).toBe(500);
     expect(got.margin).toBe(0);
+  });
+
+  test('the built-in scorer gives the top-1 probability of a long row (onnxruntime sums) and of a short one (exact)', async () => {
+    const scorer = new TopProbabilityScorer();
+    try {
+      for (const logits of Object.values(cases)) {
+        const want = reference(logits).top1;
+        const got = await scorer.score(new Float32Array(0), logits);
+        expect(Math.abs(got - want)).toBeLessThan(1e-4 * want);
+      }
+      const short = cases.wide!.slice(0, ONNX_SUMS_MIN_LENGTH - 1);
+      expect(await scorer.score(new Float32Array(0), short)).toBeCloseTo(reference(short).top1, 12);
+    } finally {
+      await scorer.release();
+    }
   });
 
   test('a whole router call scores as the TypeScript MLP over the reference features does', async () => {

@@ -152,15 +152,28 @@ export class OnnxRouter implements Router {
   }
 }
 
-/** The edge model's top-1 probability: needs no training, and is what "confidence" means by default. */
+/**
+ * The edge model's top-1 probability: needs no training, and is what "confidence" means by default. It
+ * is 1 / Σ exp(x − max); over a long row (a 151,936-token vocabulary) the exponentials go to onnxruntime
+ * (logit-sums.ts), made on the first such row: in JavaScript they cost about 1 ms a token, which at
+ * four users batched was a fifth of a q4 decode step spent outside the pass.
+ */
 export class TopProbabilityScorer implements Router {
   readonly info: RouterInfo = { name: 'builtin:top1-probability', hiddenSize: null, defaultThreshold: 0.5 };
+  private sums: Promise<LogitSums> | undefined;
 
   async score(_hidden: Float32Array, logits: Float32Array): Promise<number> {
-    return topProbability(logits);
+    if (logits.length < ONNX_SUMS_MIN_LENGTH) return topProbability(logits);
+    this.sums ??= LogitSums.create();
+    const { z } = await (await this.sums).compute(logits, logitExtremes(logits).max);
+    return 1 / z;
   }
 
-  async release(): Promise<void> {}
+  async release(): Promise<void> {
+    const sums = this.sums;
+    this.sums = undefined;
+    await (await sums)?.release();
+  }
 }
 
 /** A trained router from `dir`, or the built-in scorer when no folder is configured. */
