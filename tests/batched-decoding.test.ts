@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { DecodeBatcher } from '../src/shared/decode-batcher.ts';
 import { type AppendResult, DecoderModel, type DecoderSequence } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
+import { MIN_RESTORED_TOKENS, PrefixCache } from '../src/shared/prefix-cache.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { quantizePack } from '../src/tools/models/quantize.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
@@ -303,6 +304,33 @@ describe('the batcher', () => {
         expect(b.length).toBe(4);
         for (const s of [b, lone]) s.dispose();
         expect(model.stats.liveSequences).toBe(0);
+      } finally {
+        await model.release();
+      }
+    }
+  });
+
+  test('new prompts that share only their first ids with a cached one still share a pass; a longer shared head is restored', async () => {
+    for (const dir of [demoEdge, QWEN.fused]) {
+      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1, batching: { maxBatch: 4 } });
+      const cache = new PrefixCache(model, { maxBytes: 64 * 2 ** 20 });
+      try {
+        const head = prompts(3, model.pack.vocabSize)[2]!; // 17 ids
+        const earlier = model.newSequence();
+        await earlier.append(head);
+        cache.keep(earlier);
+        earlier.dispose();
+        // Three prompts opening with the cached prompt's first four ids (a BOS and a few words): not worth restoring.
+        const opening = head.slice(0, 4);
+        expect(opening.length).toBeLessThan(MIN_RESTORED_TOKENS);
+        const started = [3, 4, 5].map((t) => cache.newSequence([...opening, t, t + 1]));
+        expect(started.map((s) => s.cachedTokens)).toEqual([0, 0, 0]);
+        await Promise.all(started.map(({ sequence }, i) => sequence.append([...opening, 3 + i, 4 + i])));
+        expect(model.batcher!.stats.promptsTogether).toBe(3);
+        // One opening with the cached prompt's first 12 ids restores them.
+        const longer = cache.newSequence([...head.slice(0, 12), 7, 8]);
+        expect(longer.cachedTokens).toBe(12);
+        for (const s of [...started, longer]) s.sequence.dispose();
       } finally {
         await model.release();
       }

@@ -14,6 +14,12 @@
  * and at least one id is always fed (see restorableLength), so the logits and hidden states come from a
  * forward pass as before.
  *
+ * A prefix shorter than MIN_RESTORED_TOKENS is not restored. It saves a few positions of a prefill pass
+ * whose cost is mostly reading the weights, while the sequence it would fill is no longer empty, and only
+ * empty sequences share their first pass with other new prompts (decode-batcher.ts). Prompts that share
+ * only their first ids (a BOS token, a common opening word) are common: restoring them kept every user
+ * arriving after the first from sharing a pass.
+ *
  * @example
  * const cache = new PrefixCache(model, { maxBytes: 256 * 2 ** 20 });
  * const { sequence, cachedTokens } = cache.newSequence(ids);
@@ -22,6 +28,9 @@
  */
 import type { DecoderModel, DecoderSequence } from './decoder-model.ts';
 import { restorableLength, sharedPrefixLength, type KvSnapshot } from './kv-snapshot.ts';
+
+/** The shortest prefix worth restoring (see the header). */
+export const MIN_RESTORED_TOKENS = 8;
 
 export interface PrefixCacheStats {
   /** Bytes held now (KV tensors and hidden states); never above `maxBytes`. */
@@ -53,14 +62,14 @@ export class PrefixCache {
 
   /**
    * A new sequence of the model holding the longest cached prefix of `ids` it may start from (at least
-   * one id left to feed), and how many ids that is: the caller appends `ids.slice(cachedTokens)`, for
-   * which a restored sequence already has room.
+   * one id left to feed, at least MIN_RESTORED_TOKENS restored), and how many ids that is: the caller
+   * appends `ids.slice(cachedTokens)`, for which a restored sequence already has room.
    */
   newSequence(ids: readonly number[]): { sequence: DecoderSequence; cachedTokens: number } {
     let best: { entry: KvSnapshot; length: number } | undefined;
     for (const entry of this.entries) {
       const length = restorableLength(entry.tokens.length, sharedPrefixLength(entry.tokens, ids), ids.length);
-      if (length > 0 && length >= (best?.length ?? 0)) best = { entry, length };
+      if (length >= MIN_RESTORED_TOKENS && length >= (best?.length ?? 0)) best = { entry, length };
     }
     const sequence = this.model.newSequence();
     this.counters.lookedUpTokens += ids.length;
