@@ -96,7 +96,7 @@ function halfFloats(t: TensorProto, modelPath: string): Float32Array {
   loadExternalData(t, modelPath);
   const count = t.dims.reduce((a, d) => a * Number(d), 1);
   // float16 values sit in raw_data, or one per int32_data entry when the writer did not use raw bytes.
-  const bits = t.rawData.byteLength ? new Uint16Array(Uint8Array.from(t.rawData).buffer) : Uint16Array.from(t.int32Data);
+  const bits = t.rawData.byteLength ? new Uint16Array(new Uint8Array(t.rawData).buffer) : Uint16Array.from(t.int32Data);
   if (bits.length !== count) throw new AppError('INVALID_ARGUMENT', `${modelPath}: ${t.name} holds ${bits.length} float16 values for ${count}`);
   return halfBitsToFloat32(bits);
 }

@@ -15,7 +15,7 @@ export function initializerFloats(t: TensorProto, modelPath: string): Float32Arr
   if (t.rawData.byteLength) {
     if (t.rawData.byteLength !== count * 4) throw new AppError('INVALID_ARGUMENT', `${modelPath}: ${t.name} holds ${t.rawData.byteLength} bytes for ${count} floats`);
     // A copy: raw_data may be a view into the file (Buffer.slice does not copy) at any alignment.
-    return new Float32Array(Uint8Array.from(t.rawData).buffer);
+    return new Float32Array(new Uint8Array(t.rawData).buffer);
   }
   if (t.floatData.length !== count) throw new AppError('INVALID_ARGUMENT', `${modelPath}: ${t.name} holds ${t.floatData.length} floats, expected ${count}`);
   return Float32Array.from(t.floatData);
