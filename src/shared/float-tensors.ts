@@ -58,7 +58,7 @@ export function indexTensor(
 export function float32Rows(tensor: OrtTensor, from: number, to: number): Float32Array {
   const data = tensor.data;
   if (data instanceof Float32Array) return data.slice(from, to);
-  if (typeof Float16Array !== 'undefined' && data instanceof Float16Array) return Float32Array.from(data.subarray(from, to));
+  if (typeof Float16Array !== 'undefined' && data instanceof Float16Array) return new Float32Array(data.subarray(from, to));
   if (tensor.type === 'float16' && data instanceof Uint16Array) return halfBitsToFloat32(data.subarray(from, to));
   throw new TypeError(`expected a float32 or float16 tensor, got ${tensor.type}`);
 }
@@ -77,7 +77,7 @@ export function logitRows(tensor: OrtTensor, from: number, to: number): Float32A
 export function toFloat32(tensor: OrtTensor): Float32Array {
   const data = tensor.data;
   if (data instanceof Float32Array) return data;
-  if (typeof Float16Array !== 'undefined' && data instanceof Float16Array) return Float32Array.from(data);
+  if (typeof Float16Array !== 'undefined' && data instanceof Float16Array) return new Float32Array(data);
   if (tensor.type === 'float16' && data instanceof Uint16Array) return halfBitsToFloat32(data);
   throw new TypeError(`expected a float32 or float16 tensor, got ${tensor.type}`);
 }
