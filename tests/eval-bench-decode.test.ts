@@ -54,6 +54,20 @@ describe('bytes read per token', () => {
       team.close();
     }
   });
+
+  test('20,000 start signals in a row: both workers answer every round, then still copy (a worker that reread the flag for its wait hung)', async () => {
+    // Zero-length windows make the rounds follow each other as fast as they can, which is when the next round's
+    // number could be stored between a worker's check and its wait. A hang fails the test by its time limit;
+    // before the fix it hung in 1 run of 4 here.
+    const team = await CopyTeam.start(2, 4096);
+    try {
+      for (let round = 0; round < 20_000; round++) await team.measure(0);
+      // And they still copy when given a window.
+      expect(await team.measure(50)).toBeGreaterThan(0.1);
+    } finally {
+      team.close();
+    }
+  }, 60_000);
 });
 
 describe('bun run bench decode', () => {

@@ -19,9 +19,11 @@ self.onmessage = (event: MessageEvent<Command>) => {
     postMessage({ ready: true });
     return;
   }
-  // Wait until the flag holds this round's number.
+  // Wait until the flag holds this round's number. The wait is on the value just compared: reading the flag
+  // again for it could read the new round, stored (and notified) in between, and then wait for a change that
+  // never comes (this hung the bench now and then).
   const flag = new Int32Array(message.start);
-  while (Atomics.load(flag, 0) !== message.round) Atomics.wait(flag, 0, Atomics.load(flag, 0));
+  for (let seen = Atomics.load(flag, 0); seen !== message.round; seen = Atomics.load(flag, 0)) Atomics.wait(flag, 0, seen);
   const t = performance.now();
   let copies = 0;
   while (performance.now() - t < message.durationMs) {
