@@ -38,7 +38,7 @@ test('bench decode --dtype: one result per weight type, each from its own proces
   });
   // "Once": a second run finds both packs up to date (the recorded source matches what the bench asks for).
   const again = bench('decode', '--preset', 'tiny-qwen2', '--dtype', 'fp32,q4', '--steps', '2', '--rounds', '1', '--warmup', '1', '--prompt-tokens', '4', '--copy-mib', '16');
-  expect(again.code).toBe(0);
+  expect({ code: again.code, log: again.stderr }).toEqual({ code: 0, log: expect.any(String) });
   expect(again.stdout + again.stderr).not.toMatch(/building|quantizing/);
   const ops = readModel(join(q4Pack, 'model.onnx')).graph!.node.map((n) => n.opType);
   // Every projection and the Gemm head of the tied embedding: 7 per layer + 1.

@@ -1,7 +1,8 @@
 /**
  * The router call's logit statistics at a large vocabulary: the one-pass extremes, the exponential sums
- * computed by onnxruntime, a whole OnnxRouter call and the built-in top-1 scorer, each against a straightforward reference
- * (softmax written out in float64, sorting for the top two) on 151,936 logits, the Qwen2.5-0.5B row.
+ * computed by onnxruntime, a whole OnnxRouter call and the built-in top-1 scorer, each against a
+ * straightforward reference (softmax written out in float64, sorting for the top two) on 151,936 logits,
+ * the Qwen2.5-0.5B row.
  */
 import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
