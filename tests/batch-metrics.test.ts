@@ -28,12 +28,13 @@ test('the page says whether a run was batched', async () => {
 
 test('Prometheus: the generations by mean batch size, the rows per pass of the batcher and the prompts it fed together', async () => {
   const metrics = new EdgeMetrics();
-  const stats = { passes: 4, rows: 10, sizes: [0, 1, 0, 3], promptsTogether: 5 };
+  const stats = { passes: 4, rows: 10, sizes: [0, 1, 0, 3], promptsTogether: 5, keptBuffersReused: 2 };
   metrics.describeBatching(stats);
   metrics.observe({ type: 'done', finishReason: 'length', text: '', metrics: metricsWith([3, 3]), requestId: 'r1', router: 'builtin' }, 'small_only');
   const text = await metrics.registry.metrics();
   expect(text).toContain('edge_decode_rows_per_pass 2.5');
   expect(text).toContain('edge_prompts_fed_together 5');
+  expect(text).toContain('edge_decode_passes_on_kept_buffers 2');
   expect(text).toContain('edge_generation_batch_size_bucket{le="3"} 1');
   expect(text).toContain('edge_generation_batch_size_bucket{le="2"} 0');
   metrics.describeBatching(undefined);

@@ -253,6 +253,66 @@ describe('the batcher', () => {
     }
   });
 
+  test("passes over the last pass's sequences feed its batch buffers again; what changed a row is copied again; the logits stay those of each sequence alone", async () => {
+    for (const layout of ['fused', 'plain'] as const) {
+      const pack = loadModelPack(QWEN[layout]);
+      const model = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
+      const alone = await DecoderModel.load(pack, { threads: 1 });
+      try {
+        const seqs = [model.newSequence(), model.newSequence(), model.newSequence()];
+        // The same operations on a lone twin of each sequence: every logits row must match the twin's.
+        const twins = seqs.map(() => alone.newSequence());
+        let worst = 0;
+        const next = seqs.map(() => 0);
+        const compare = async (i: number, result: AppendResult, tokens: number[]) => {
+          const expected = await twins[i]!.appendAlone(tokens);
+          worst = Math.max(worst, maxAbsDiff(result.logits, expected.logits));
+          next[i] = argmax(result.logits);
+        };
+        const stepAll = async (members = [0, 1, 2], token = (i: number) => next[i]!) => {
+          const tokens = members.map(token);
+          const results = await Promise.all(members.map((i, k) => seqs[i]!.append([tokens[k]!])));
+          for (const [k, i] of members.entries()) await compare(i, results[k]!, [tokens[k]!]);
+          return results;
+        };
+        const inputs = prompts(3, pack.vocabSize);
+        const prefills = await Promise.all(seqs.map((s, i) => s.append(inputs[i]!)));
+        for (const [i, r] of prefills.entries()) await compare(i, r, inputs[i]!);
+        const reused = () => model.batcher!.stats.keptBuffersReused;
+
+        // 40 steps together. The first feeds the buffers of the prompts' shared pass (the two longer prompts'
+        // rest, fed alone after it, copied again); one gathers anew, where the rows outgrow those buffers' 32 positions.
+        for (let step = 0; step < 40; step++) expect((await stepAll()).every((r) => r.batchSize === 3)).toBe(true);
+        expect(reused()).toBe(layout === 'fused' ? 39 : 0);
+
+        // A rollback, then another token at that position: the row is copied again, not fed stale.
+        for (const s of [seqs[0]!, twins[0]!]) s.checkpoint();
+        await stepAll();
+        for (const s of [seqs[0]!, twins[0]!]) s.rollback();
+        const before = reused();
+        await stepAll([0, 1, 2], (i) => (i === 0 ? (next[i]! + 1) % pack.vocabSize : next[i]!));
+        // A multi-token append runs alone; the next pass copies that row again.
+        await compare(1, await seqs[1]!.append([5, 6]), [5, 6]);
+        await stepAll();
+        expect(reused() - before).toBe(layout === 'fused' ? 2 : 0);
+
+        // Another set of sequences gathers; then the two left step on their new buffers.
+        seqs[2]!.dispose();
+        for (let step = 0; step < 3; step++) await stepAll([0, 1]);
+        expect(reused() - before).toBe(layout === 'fused' ? 4 : 0);
+        expect(model.batcher!.stats.sizes[2]).toBe(3);
+        expect(worst).toBeLessThan(LOGIT_TOLERANCE);
+        // The fused layout: batched and alone run the same kernels on the same rows, bit for bit.
+        if (layout === 'fused') expect(worst).toBe(0);
+        for (const s of [...seqs, ...twins]) s.dispose();
+        expect(model.stats.liveSequences).toBe(0);
+      } finally {
+        await model.release();
+        await alone.release();
+      }
+    }
+  });
+
   test('a sequence disposed while its append waits: that append fails, the others run', async () => {
     const model = await DecoderModel.load(loadModelPack(demoEdge), { threads: 1, batching: { maxBatch: 4 } });
     try {

@@ -76,6 +76,14 @@ export class EdgeMetrics {
       this.promptsFedTogether.set(this.batching?.promptsTogether ?? 0);
     },
   });
+  readonly passesOnKeptBuffers: Gauge = new Gauge({
+    name: 'edge_decode_passes_on_kept_buffers',
+    help: "Batched edge decode passes that fed the previous pass's batch buffers instead of copying each row's cache into new ones, since start",
+    registers: [this.registry],
+    collect: () => {
+      this.passesOnKeptBuffers.set(this.batching?.keptBuffersReused ?? 0);
+    },
+  });
   readonly active = new Gauge({ name: 'edge_active_generations', help: 'Generations running now', registers: [this.registry] });
   /** An info gauge, always 1: its labels say which onnxruntime execution providers run the edge model. */
   readonly executionProvider = new Gauge({

@@ -27,6 +27,7 @@ import { newKeyValuesName } from './decoder-io.ts';
 import { newPositionFetches, sharedFetches, writeNewPositions } from './kv-buffer.ts';
 import { ort, type OrtTensor } from './ort.ts';
 import { AppError } from './errors.ts';
+import type { KeptBatch } from './kept-batch.ts';
 
 export interface BatchRow {
   sequence: DecoderSequence;
@@ -56,7 +57,7 @@ function cacheTensor(like: CacheData, dims: readonly number[]): OrtTensor {
 }
 
 /** Runs the pass and records each row's tokens in its sequence; results in the order of `rows`. */
-export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRow[]): Promise<AppendResult[]> {
+export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRow[], kept?: KeptBatch): Promise<AppendResult[]> {
   const { io, pack } = model;
   const batch = rows.length;
   const n = rows[0]!.tokens.length;
@@ -69,6 +70,8 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
   if (io.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(BigInt(Math.min(n, 2))), []);
   let out: Record<string, OrtTensor>;
   let present: Record<string, OrtTensor>[] | undefined;
+  /** The fused layout's batch buffers, kept for the next pass or back to the pool once the rows have their results. */
+  let keepAfter: Record<string, OrtTensor> | undefined;
   if (io.layout === 'plain') {
     Object.assign(feeds, gatherLeftPadded(model, rows, longest));
     // Row b's cache sits in the last lengths[b] of the `longest` past slots: the slots before are padding.
@@ -77,20 +80,34 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
     out = await model.forward(feeds, batch * n);
     present = splitLeftPadded(model, out, lengths, longest, n);
   } else {
-    // A whole number of BATCH_CAPACITY_STEPs, so the pool's buffer of the previous pass fits the next ones.
-    const capacity = Math.ceil(total / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP;
-    const buffers = gatherRightFree(model, rows, capacity, n);
+    for (const row of rows) row.sequence.fitBuffers(row.sequence.length + n);
+    // The last pass's buffers when it ran these sequences (kept-batch.ts); else each row's cache gathered, in
+    // a whole number of BATCH_CAPACITY_STEPs so that the pool's buffers of one pass fit the next ones.
+    const reused = kept?.buffersFor(rows.map((r) => r.sequence), total, model.kvPool);
+    for (const b of reused?.stale ?? []) copyRowCache(reused!.buffers, b, rows[b]!.sequence);
+    const buffers = reused?.buffers ?? gatherRightFree(model, rows, Math.ceil(total / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP);
     Object.assign(feeds, buffers);
     feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths, (l) => l + n - 1), [batch]);
     feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
-    if (io.newKeyValues) {
-      out = await model.forward(feeds, batch * n, newPositionFetches(io.pastNames, model.hasHiddenStates));
-      for (const name of io.pastNames) rows.forEach((row, b) => row.sequence.isDisposed || writeNewPositions(row.sequence.cache[name]!, out[newKeyValuesName(name)]!, b, lengths[b]!));
-    } else {
-      out = await model.forward(feeds, batch * n, sharedFetches(buffers, model.hasHiddenStates));
-      scatterNewPositions(model, rows, buffers, lengths, capacity, n);
+    try {
+      if (io.newKeyValues) {
+        out = await model.forward(feeds, batch * n, newPositionFetches(io.pastNames, model.hasHiddenStates));
+        for (const name of io.pastNames) {
+          const added = out[newKeyValuesName(name)]!;
+          rows.forEach((row, b) => row.sequence.isDisposed || writeNewPositions(row.sequence.cache[name]!, added, b, lengths[b]!));
+          // The batch buffers too, where a next pass over the same sequences reads them.
+          if (kept) rows.forEach((_, b) => writeNewPositions(buffers[name]!, added, b, lengths[b]!, b));
+        }
+      } else {
+        // The batch buffers were written in place: only the rows' own buffers need the new positions.
+        out = await model.forward(feeds, batch * n, sharedFetches(buffers, model.hasHiddenStates));
+        scatterNewPositions(model, rows, buffers, lengths, n);
+      }
+    } catch (e) {
+      kept?.drop();
+      throw e;
     }
-    for (const buffer of Object.values(buffers)) model.kvPool.release(buffer.data as Float32Array);
+    keepAfter = buffers;
   }
   const { vocabSize, hiddenSize } = pack;
   // Positions kept per row: every fed one, or the last num_logits_to_keep (hidden_states is cut alike where it is the head's input).
@@ -111,7 +128,15 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
     return { logits, hidden, previousHidden: before, batchSize: batch };
   });
   for (const t of Object.values(out)) t.dispose();
+  if (keepAfter) keepOrRelease(model, rows, keepAfter, kept);
   return results;
+}
+
+/** Keeps a pass's batch buffers for the next pass over the same sequences; with no `kept`, or a row disposed meanwhile, they go back to the pool. */
+function keepOrRelease(model: DecoderModel, rows: readonly BatchRow[], buffers: Record<string, OrtTensor>, kept: KeptBatch | undefined): void {
+  if (kept && rows.every((r) => !r.sequence.isDisposed)) return kept.keep(rows.map((r) => r.sequence), buffers);
+  kept?.drop();
+  for (const buffer of Object.values(buffers)) model.kvPool.release(buffer.data as Float32Array);
 }
 
 /** `past_key_values.*` of the batch `[batch, kv_heads, longest, head_dim]`, each row's cache at the right end. */
@@ -155,31 +180,34 @@ function splitLeftPadded(model: DecoderModel, out: Record<string, OrtTensor>, le
 }
 
 /** The fused layout's batch buffers `[batch, kv_heads, capacity, head_dim]`, each row's positions from the left. */
-function gatherRightFree(model: DecoderModel, rows: readonly BatchRow[], capacity: number, n: number): Record<string, OrtTensor> {
+function gatherRightFree(model: DecoderModel, rows: readonly BatchRow[], capacity: number): Record<string, OrtTensor> {
   const { numKvHeads: heads } = model.pack;
   const headDim = model.cacheHeadDim;
-  for (const row of rows) row.sequence.fitBuffers(row.sequence.length + n);
   const buffers: Record<string, OrtTensor> = {};
-  for (const name of model.io.pastNames) {
-    const data = model.kvPool.take(rows.length * heads * capacity * headDim);
-    rows.forEach((row, b) => {
-      const own = row.sequence.cache[name]!;
-      const from = own.data as Float32Array;
-      const ownCapacity = own.dims[2]!;
-      const length = row.sequence.length;
-      for (let h = 0; h < heads; h++) data.set(from.subarray(h * ownCapacity * headDim, (h * ownCapacity + length) * headDim), (b * heads + h) * capacity * headDim);
-    });
-    buffers[name] = new ort.Tensor('float32', data, [rows.length, heads, capacity, headDim]);
-  }
+  for (const name of model.io.pastNames) buffers[name] = new ort.Tensor('float32', model.kvPool.take(rows.length * heads * capacity * headDim), [rows.length, heads, capacity, headDim]);
+  rows.forEach((row, b) => copyRowCache(buffers, b, row.sequence));
   return buffers;
 }
 
+/** Copies `sequence`'s cache (its positions, from the left) into row `b` of the batch buffers. */
+function copyRowCache(buffers: Record<string, OrtTensor>, b: number, sequence: DecoderSequence): void {
+  for (const [name, buffer] of Object.entries(buffers)) {
+    const [, heads, capacity, headDim] = buffer.dims as [number, number, number, number];
+    const data = buffer.data as Float32Array;
+    const own = sequence.cache[name]!;
+    const from = own.data as Float32Array;
+    const ownCapacity = own.dims[2]!;
+    for (let h = 0; h < heads; h++) data.set(from.subarray(h * ownCapacity * headDim, (h * ownCapacity + sequence.length) * headDim), (b * heads + h) * capacity * headDim);
+  }
+}
+
 /** Copies each row's `n` new positions from the batch buffers into its own buffer, where a lone append writes them. */
-function scatterNewPositions(model: DecoderModel, rows: readonly BatchRow[], buffers: Record<string, OrtTensor>, lengths: readonly number[], capacity: number, n: number): void {
+function scatterNewPositions(model: DecoderModel, rows: readonly BatchRow[], buffers: Record<string, OrtTensor>, lengths: readonly number[], n: number): void {
   const { numKvHeads: heads } = model.pack;
   const headDim = model.cacheHeadDim;
   for (const name of model.io.pastNames) {
     const data = buffers[name]!.data as Float32Array;
+    const capacity = buffers[name]!.dims[2]!;
     rows.forEach((row, b) => {
       if (row.sequence.isDisposed) return;
       const own = row.sequence.cache[name]!;

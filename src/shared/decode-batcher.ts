@@ -39,6 +39,7 @@ import type { AppendResult, DecoderModel, DecoderSequence } from './decoder-mode
 import { AppError, errorMessage } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { runBatchedPass } from './batched-step.ts';
+import { KeptBatch } from './kept-batch.ts';
 
 export interface BatchingOptions {
   /** Most sequences in one decode pass; 1 runs every step alone. */
@@ -62,12 +63,17 @@ export const DEFAULT_PREFILL_CHUNK = 128;
  */
 export const DEFAULT_GATHER_MS = 4;
 
-/** Decode passes and their rows, for metrics: `sizes[n]` counts passes of n rows; `promptsTogether`: first prompts fed in a shared pass. */
+/**
+ * Decode passes and their rows, for metrics: `sizes[n]` counts passes of n rows; `promptsTogether`: first
+ * prompts fed in a shared pass; `keptBuffersReused`: batched passes that fed the previous pass's batch
+ * buffers instead of gathering the rows' caches (kept-batch.ts).
+ */
 export interface BatcherStats {
   passes: number;
   rows: number;
   sizes: number[];
   promptsTogether: number;
+  keptBuffersReused: number;
 }
 
 interface Waiting {
@@ -86,7 +92,7 @@ interface Prefill extends Waiting {
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class DecodeBatcher {
-  readonly stats: BatcherStats = { passes: 0, rows: 0, sizes: [], promptsTogether: 0 };
+  readonly stats: BatcherStats = { passes: 0, rows: 0, sizes: [], promptsTogether: 0, keptBuffersReused: 0 };
   readonly prefillChunk: number;
   readonly gatherMs: number;
   private steps: DecodeStep[] = [];
@@ -94,6 +100,8 @@ export class DecodeBatcher {
   /** The sequences of the last decode pass: the next one waits a moment for them. */
   private lastPass = new Set<DecoderSequence>();
   private running = false;
+  /** The fused layout's batch buffers of the last batched pass, for the next one over the same sequences. */
+  private readonly kept = new KeptBatch();
 
   private constructor(
     private readonly model: DecoderModel,
@@ -148,6 +156,7 @@ export class DecodeBatcher {
     this.steps = this.steps.filter((w) => w.sequence !== sequence);
     this.prefills = this.prefills.filter((w) => w.sequence !== sequence);
     this.lastPass.delete(sequence);
+    this.kept.forget(sequence);
   }
 
   /** Alternates decode passes and prefill pieces until nothing waits. */
@@ -164,7 +173,8 @@ export class DecodeBatcher {
 
   private async decodePass(): Promise<void> {
     await this.gather();
-    const pass = this.steps.splice(0, this.maxBatch);
+    // In the kept buffers' row order when it is the same sequences as the last pass, so they can be fed again.
+    const pass = this.kept.inKeptOrder(this.steps.splice(0, this.maxBatch));
     if (pass.length === 0) return; // all of them were disposed while it waited
     this.lastPass = new Set(pass.map((s) => s.sequence));
     this.stats.passes++;
@@ -172,7 +182,9 @@ export class DecodeBatcher {
     this.stats.sizes[pass.length] = (this.stats.sizes[pass.length] ?? 0) + 1;
     try {
       // A pass of one runs as a lone step: the same computation as without the batcher.
-      const results = pass.length === 1 ? [await pass[0]!.sequence.appendAlone([pass[0]!.token])] : await runBatchedPass(this.model, pass.map((s) => ({ sequence: s.sequence, tokens: [s.token] })));
+      const reusedBefore = this.kept.stats.reused;
+      const results = pass.length === 1 ? [await pass[0]!.sequence.appendAlone([pass[0]!.token])] : await runBatchedPass(this.model, pass.map((s) => ({ sequence: s.sequence, tokens: [s.token] })), this.kept);
+      this.stats.keptBuffersReused += this.kept.stats.reused - reusedBefore;
       pass.forEach((s, i) => s.resolve({ batchSize: pass.length, ...results[i]! }));
     } catch (e) {
       const error = e instanceof AppError ? e : new AppError('INTERNAL', `batched decode step failed: ${errorMessage(e)}`, { cause: e });
@@ -226,7 +238,7 @@ export class DecodeBatcher {
     this.stats.promptsTogether += jobs.length;
     try {
       for (const job of jobs) job.sequence.reserve(job.tokens.length);
-      const results = await runBatchedPass(this.model, jobs.map((j) => ({ sequence: j.sequence, tokens: j.tokens.slice(0, n) })));
+      const results = await runBatchedPass(this.model, jobs.map((j) => ({ sequence: j.sequence, tokens: j.tokens.slice(0, n) })), this.kept);
       jobs.forEach((job, i) => {
         job.done = n;
         if (n < job.tokens.length) return;

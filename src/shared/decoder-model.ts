@@ -108,6 +108,8 @@ export class DecoderSequence {
   private saved: { past: Record<string, OrtTensor>; length: number; lastHidden: Float32Array | undefined }[] = [];
   /** `hidden_states` of the cache's last position (zeros while empty; undefined after a short restore): the next append's `previousHidden`. */
   private lastHidden: Float32Array | undefined;
+  /** Changes counted: appends, rollbacks, restores, disposal (see `revision`). */
+  private changes = 0;
 
   constructor(private readonly model: DecoderModel) {
     const { numKvHeads } = model.pack;
@@ -132,6 +134,14 @@ export class DecoderSequence {
   /** The token ids the cache holds, oldest first. */
   get tokens(): readonly number[] {
     return this.ids;
+  }
+
+  /**
+   * @internal a count that moves whenever the cache's positions may change (an append, a rollback, a
+   * restore, disposal): kept batch buffers (kept-batch.ts) are fed again only while it has not moved.
+   */
+  get revision(): number {
+    return this.changes;
   }
 
   /**
@@ -176,6 +186,7 @@ export class DecoderSequence {
       for (const name of Object.keys(this.past)) this.past[name] = feedable(out[name.replace('past_key_values', 'present')]!);
     }
     this.ids.push(...tokens);
+    this.changes++;
 
     // float16 outputs are converted here, once, and only the rows asked for (a prefill's last position).
     // hidden_states holds every fed position, or the last two when it is the sliced LM head input.
@@ -212,6 +223,7 @@ export class DecoderSequence {
       this.past = present;
     }
     this.ids.push(...tokens);
+    this.changes++;
     // append() refused a one-token step while lastHidden is unknown (a short restore).
     const before = previousHidden ?? this.lastHidden!;
     this.lastHidden = hidden;
@@ -246,6 +258,7 @@ export class DecoderSequence {
     this.past = oldest.past;
     this.ids.length = oldest.length;
     this.lastHidden = oldest.lastHidden;
+    this.changes++;
   }
 
   /** Keeps what was appended since the oldest checkpoint and releases its tensors; newer checkpoints stay. */
@@ -276,6 +289,7 @@ export class DecoderSequence {
     this.releasePast();
     this.past = restoredKv(snapshot, length, this.model.io, this.model.pack, this.model.cacheHeadDim, this.allocate, reserve);
     this.ids = snapshot.tokens.slice(0, length);
+    this.changes++;
     // Short of the whole snapshot the hidden state before the next position is unknown: the next append feeds two or more.
     this.lastHidden = length === snapshot.tokens.length || !this.model.hasHiddenStates ? snapshot.lastHidden : undefined;
   }
@@ -328,6 +342,7 @@ export class DecoderSequence {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.changes++;
     this.model.stats.liveSequences--;
     this.model.batcher?.forget(this);
     while (this.saved.length > 0) this.commit();

@@ -74,16 +74,17 @@ export function newPositionFetches(pastNames: readonly string[], hasHiddenStates
 }
 
 /**
- * Copies row `row` of `rows` (`new_key_values.*`, `[batch, kv_heads, n, head_dim]`) into `buffer`
- * (`[1, kv_heads, capacity, head_dim]`) at positions `at` to `at + n − 1`.
+ * Copies row `row` of `rows` (`new_key_values.*`, `[batch, kv_heads, n, head_dim]`) into row `intoRow` of
+ * `buffer` (`[rows, kv_heads, capacity, head_dim]`: a sequence's own buffer, or kept batch buffers) at
+ * positions `at` to `at + n − 1`.
  */
-export function writeNewPositions(buffer: OrtTensor, rows: OrtTensor, row: number, at: number): void {
+export function writeNewPositions(buffer: OrtTensor, rows: OrtTensor, row: number, at: number, intoRow = 0): void {
   const [, heads, n, headDim] = rows.dims as [number, number, number, number];
   const from = rows.data as Float32Array;
   const to = buffer.data as Float32Array;
   const capacity = buffer.dims[2]!;
   for (let h = 0; h < heads; h++) {
     const start = ((row * heads + h) * n) * headDim;
-    to.set(from.subarray(start, start + n * headDim), (h * capacity + at) * headDim);
+    to.set(from.subarray(start, start + n * headDim), ((intoRow * heads + h) * capacity + at) * headDim);
   }
 }
