@@ -1,11 +1,21 @@
 /** `bun run bench embedded-batching`: the embedded backend's own batching, per routed share, no gRPC. */
-import { beforeAll, expect, test } from 'bun:test';
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEMO } from '../src/shared/paths.ts';
+import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { lastJsonLine, runBench } from './helpers/run-bench.ts';
 
+const work = mkdtempSync(join(tmpdir(), 'bench-embedded-batching-'));
+const fusedCloud = join(work, 'cloud-fused');
+
 beforeAll(async () => {
   await ensureDemoPacks();
+  await convertLlama2c({ checkpoint: DEMO.checkpoint, tokenizer: DEMO.tokenizer, out: fusedCloud, layout: 'fused' });
 }, 180_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 test('one-token steps share passes; the ten-token steps of a 10% routed share run one pass each at most, never batched', () => {
   const r = runBench(['embedded-batching', '--sessions', '8', '--duration', '1', '--share', '0.1,1', '--max-batch', '1,8', '--json']);
@@ -27,4 +37,19 @@ test('one-token steps share passes; the ten-token steps of a 10% routed share ru
   for (const row of [tenAlone, tenBatched, oneAlone]) expect(row.pass_sizes).toEqual({});
   expect(oneBatched.passes_per_step).toBeLessThan(0.9);
   expect(Object.keys(oneBatched.pass_sizes).length).toBeGreaterThan(0);
+  // The demo cloud pack is the plain layout: its passes gather every row's cache.
+  for (const row of rows) expect(row.passes_on_kept_buffers).toBe(0);
+}, 120_000);
+
+test('--pack: a fused cloud pack; passes over the sessions of the pass before feed its batch buffers again', () => {
+  const r = runBench(['embedded-batching', '--pack', fusedCloud, '--sessions', '8', '--duration', '1', '--share', '1', '--max-batch', '8', '--json']);
+  expect(r.stderr).not.toContain('error');
+  expect(r.code).toBe(0);
+  expect(r.stdout).toContain(`(${fusedCloud}, one thread)`);
+  const [row] = lastJsonLine(r.stdout).rows;
+  expect(row.steps).toBeGreaterThan(50);
+  const batchedPasses = Object.values(row.pass_sizes as Record<string, number>).reduce((a, b) => a + b, 0);
+  // Eight sessions stepping together come back together: most passes run the rows of the pass before.
+  expect(row.passes_on_kept_buffers).toBeGreaterThan(batchedPasses / 2);
+  expect(row.passes_on_kept_buffers).toBeLessThanOrEqual(batchedPasses);
 }, 120_000);

@@ -17,9 +17,10 @@ import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 import { loadCorpus, promptWindow, type Corpus } from './load-workers.ts';
 
-export const USAGE = `bench embedded-batching [--sessions 64] [--share 0.1,1] [--max-batch 1,8] [--duration S] [--json]
+export const USAGE = `bench embedded-batching [--pack DIR] [--sessions 64] [--share 0.1,1] [--max-batch 1,8] [--duration S] [--json]
       the embedded backend alone (no gRPC): sessions stepping as bench fleet's edges do, per routed share and
-      --max-batch: steps/s, forward passes per step, batched pass sizes`;
+      --max-batch: steps/s, forward passes per step, batched pass sizes; --pack runs another cloud pack than
+      the demo's (models convert-llama2c --layout fused makes the demo cloud model's fused one)`;
 
 export interface EmbeddedBatchingRow {
   share: number;
@@ -31,6 +32,8 @@ export interface EmbeddedBatchingRow {
   passes_per_step: number;
   /** Batched decode passes by their number of rows (`{"8": 120}`); empty when nothing was batched. */
   pass_sizes: Record<string, number>;
+  /** Batched passes that fed the previous pass's batch buffers (a fused pack; kept-batch.ts). */
+  passes_on_kept_buffers: number;
 }
 
 const GEN_TOKENS = 128;
@@ -60,8 +63,8 @@ async function sessionSlot(backend: EmbeddedBackend, corpus: Corpus, index: numb
   return steps;
 }
 
-async function measure(corpus: Corpus, share: number, maxBatch: number, sessions: number, durationS: number): Promise<EmbeddedBatchingRow> {
-  const backend = await EmbeddedBackend.load({ modelPack: DEMO.cloudPack, threads: 1, maxLiveSequences: 2 * sessions, maxBatch });
+async function measure(pack: string, corpus: Corpus, share: number, maxBatch: number, sessions: number, durationS: number): Promise<EmbeddedBatchingRow> {
+  const backend = await EmbeddedBackend.load({ modelPack: pack, threads: 1, maxLiveSequences: 2 * sessions, maxBatch });
   try {
     const runsBefore = backend.model.stats.runs;
     const started = performance.now();
@@ -70,7 +73,9 @@ async function measure(corpus: Corpus, share: number, maxBatch: number, sessions
     const seconds = (performance.now() - started) / 1000;
     const sizes = backend.model.batcher?.stats.sizes ?? [];
     const passSizes = Object.fromEntries(sizes.flatMap((count, rows) => (count && rows > 1 ? [[String(rows), count]] : [])));
-    return { share, max_batch: maxBatch, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: steps ? round((backend.model.stats.runs - runsBefore) / steps, 3) : 0, pass_sizes: passSizes };
+    const passesPerStep = steps ? round((backend.model.stats.runs - runsBefore) / steps, 3) : 0;
+    const onKeptBuffers = backend.model.batcher?.stats.keptBuffersReused ?? 0;
+    return { share, max_batch: maxBatch, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: passesPerStep, pass_sizes: passSizes, passes_on_kept_buffers: onKeptBuffers };
   } finally {
     await backend.close();
   }
@@ -84,19 +89,20 @@ function numberList(raw: unknown, name: string, fallback: number[], valid: (n: n
 }
 
 export async function main(args: string[]): Promise<void> {
-  const { values, positionals } = parseFlags(args, { sessions: { type: 'string' }, share: { type: 'string' }, 'max-batch': { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parseFlags(args, { pack: { type: 'string' }, sessions: { type: 'string' }, share: { type: 'string' }, 'max-batch': { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const sessions = integerFlag(values, 'sessions', 64, [1, 256])!;
   const durationS = integerFlag(values, 'duration', 5, [1, 300])!;
   const shares = numberList(values.share, 'share', [0.1, 1], (n) => n > 0 && n <= 1);
   const maxBatches = numberList(values['max-batch'], 'max-batch', [1, 8], (n) => Number.isInteger(n) && n >= 1 && n <= 256);
-  await buildDemoPacks();
-  const corpus = await loadCorpus(DEMO.cloudPack);
+  const pack = values.pack === undefined ? DEMO.cloudPack : String(values.pack);
+  if (values.pack === undefined) await buildDemoPacks();
+  const corpus = await loadCorpus(pack);
   const rows: EmbeddedBatchingRow[] = [];
-  for (const share of shares) for (const maxBatch of maxBatches) rows.push(await measure(corpus, share, maxBatch, sessions, durationS));
-  console.log(`embedded backend alone (${DEMO.cloudPack}, one thread), ${sessions} sessions for ${durationS} s per row`);
-  console.log('| routed share | max-batch | steps/s | passes per step | batched passes by rows |');
-  console.log('|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.steps_per_s} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} |`);
+  for (const share of shares) for (const maxBatch of maxBatches) rows.push(await measure(pack, corpus, share, maxBatch, sessions, durationS));
+  console.log(`embedded backend alone (${pack}, one thread), ${sessions} sessions for ${durationS} s per row`);
+  console.log('| routed share | max-batch | steps/s | passes per step | batched passes by rows | on kept buffers |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.steps_per_s} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} | ${r.passes_on_kept_buffers} |`);
   if (values.json) console.log(JSON.stringify({ rows }));
 }
