@@ -28,7 +28,7 @@ test('the page says whether a run was batched', async () => {
 
 test('Prometheus: the generations by mean batch size, the rows per pass of the batcher and the prompts it fed together', async () => {
   const metrics = new EdgeMetrics();
-  const stats = { passes: 4, rows: 10, sizes: [0, 1, 0, 3], promptsTogether: 5, keptBuffersReused: 2 };
+  const stats = { passes: 4, rows: 10, sizes: [0, 1, 0, 3], promptsTogether: 5, keptBuffersReused: 2, keptRowsCopied: 1 };
   metrics.describeBatching(stats);
   metrics.observe({ type: 'done', finishReason: 'length', text: '', metrics: metricsWith([3, 3]), requestId: 'r1', router: 'builtin' }, 'small_only');
   const text = await metrics.registry.metrics();

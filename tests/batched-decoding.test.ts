@@ -279,28 +279,40 @@ describe('the batcher', () => {
         const prefills = await Promise.all(seqs.map((s, i) => s.append(inputs[i]!)));
         for (const [i, r] of prefills.entries()) await compare(i, r, inputs[i]!);
         const reused = () => model.batcher!.stats.keptBuffersReused;
+        const copied = () => model.batcher!.stats.keptRowsCopied;
+        const fused = layout === 'fused';
 
-        // 40 steps together. The first feeds the buffers of the prompts' shared pass (the two longer prompts'
-        // rest, fed alone after it, copied again); one gathers anew, where the rows outgrow those buffers' 32 positions.
+        // 40 steps together: the first gathers, and one more where the rows outgrow the first buffers' 32
+        // positions; every other pass feeds the kept buffers and copies nothing.
         for (let step = 0; step < 40; step++) expect((await stepAll()).every((r) => r.batchSize === 3)).toBe(true);
-        expect(reused()).toBe(layout === 'fused' ? 39 : 0);
+        expect([reused(), copied()]).toEqual(fused ? [38, 0] : [0, 0]);
 
-        // A rollback, then another token at that position: the row is copied again, not fed stale.
+        // A rollback, then another token at that position: that row is copied again, not fed stale.
         for (const s of [seqs[0]!, twins[0]!]) s.checkpoint();
         await stepAll();
         for (const s of [seqs[0]!, twins[0]!]) s.rollback();
-        const before = reused();
         await stepAll([0, 1, 2], (i) => (i === 0 ? (next[i]! + 1) % pack.vocabSize : next[i]!));
         // A multi-token append runs alone; the next pass copies that row again.
         await compare(1, await seqs[1]!.append([5, 6]), [5, 6]);
         await stepAll();
-        expect(reused() - before).toBe(layout === 'fused' ? 2 : 0);
+        expect([reused(), copied()]).toEqual(fused ? [41, 2] : [0, 0]);
 
-        // Another set of sequences gathers; then the two left step on their new buffers.
+        // A sequence sitting a pass out (its routed token on the network). The last row's: the others feed
+        // the first two rows, and it finds its own unchanged on return.
+        await stepAll([0, 1]);
+        await stepAll();
+        expect([reused(), copied()]).toEqual(fused ? [43, 2] : [0, 0]);
+        // The first row's: the last row's sequence moves into it, and the one that sat out takes the last.
+        await stepAll([1, 2]);
+        await stepAll();
+        expect([reused(), copied()]).toEqual(fused ? [45, 4] : [0, 0]);
+
+        // A sequence leaving for good (the first row's): the last row's sequence moves into its row, and the
+        // two left feed the first two rows of the kept buffers.
         seqs[2]!.dispose();
         for (let step = 0; step < 3; step++) await stepAll([0, 1]);
-        expect(reused() - before).toBe(layout === 'fused' ? 4 : 0);
-        expect(model.batcher!.stats.sizes[2]).toBe(3);
+        expect(model.batcher!.stats.sizes[2]).toBe(5);
+        expect([reused(), copied()]).toEqual(fused ? [48, 5] : [0, 0]);
         expect(worst).toBeLessThan(LOGIT_TOLERANCE);
         // The fused layout: batched and alone run the same kernels on the same rows, bit for bit.
         if (layout === 'fused') expect(worst).toBe(0);

@@ -81,10 +81,11 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
     present = splitLeftPadded(model, out, lengths, longest, n);
   } else {
     for (const row of rows) row.sequence.fitBuffers(row.sequence.length + n);
-    // The last pass's buffers when it ran these sequences (kept-batch.ts); else each row's cache gathered, in
-    // a whole number of BATCH_CAPACITY_STEPs so that the pool's buffers of one pass fit the next ones.
+    // The kept batch buffers, with the rows that do not hold their sequence as it is copied in (kept-batch.ts);
+    // else each row's cache gathered, in a whole number of BATCH_CAPACITY_STEPs so that the pool's buffers of
+    // one pass fit the next ones.
     const reused = kept?.buffersFor(rows.map((r) => r.sequence), total, model.kvPool);
-    for (const b of reused?.stale ?? []) copyRowCache(reused!.buffers, b, rows[b]!.sequence);
+    for (const b of reused?.copy ?? []) copyRowCache(reused!.buffers, b, rows[b]!.sequence);
     const buffers = reused?.buffers ?? gatherRightFree(model, rows, Math.ceil(total / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP);
     Object.assign(feeds, buffers);
     feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths, (l) => l + n - 1), [batch]);
@@ -95,7 +96,7 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
         for (const name of io.pastNames) {
           const added = out[newKeyValuesName(name)]!;
           rows.forEach((row, b) => row.sequence.isDisposed || writeNewPositions(row.sequence.cache[name]!, added, b, lengths[b]!));
-          // The batch buffers too, where a next pass over the same sequences reads them.
+          // The batch buffers too, where the next passes read them.
           if (kept) rows.forEach((_, b) => writeNewPositions(buffers[name]!, added, b, lengths[b]!, b));
         }
       } else {
@@ -132,10 +133,9 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
   return results;
 }
 
-/** Keeps a pass's batch buffers for the next pass over the same sequences; with no `kept`, or a row disposed meanwhile, they go back to the pool. */
+/** Keeps a pass's batch buffers for the passes after it (kept-batch.ts); without `kept` they go back to the pool. */
 function keepOrRelease(model: DecoderModel, rows: readonly BatchRow[], buffers: Record<string, OrtTensor>, kept: KeptBatch | undefined): void {
-  if (kept && rows.every((r) => !r.sequence.isDisposed)) return kept.keep(rows.map((r) => r.sequence), buffers);
-  kept?.drop();
+  if (kept) return kept.keep(rows.map((r) => r.sequence), buffers);
   for (const buffer of Object.values(buffers)) model.kvPool.release(buffer.data as Float32Array);
 }
 

@@ -65,8 +65,8 @@ export const DEFAULT_GATHER_MS = 4;
 
 /**
  * Decode passes and their rows, for metrics: `sizes[n]` counts passes of n rows; `promptsTogether`: first
- * prompts fed in a shared pass; `keptBuffersReused`: batched passes that fed the previous pass's batch
- * buffers instead of gathering the rows' caches (kept-batch.ts).
+ * prompts fed in a shared pass; `keptBuffersReused`: batched passes that fed the kept batch buffers
+ * instead of gathering every row's cache (kept-batch.ts), `keptRowsCopied` the rows they copied in.
  */
 export interface BatcherStats {
   passes: number;
@@ -74,6 +74,7 @@ export interface BatcherStats {
   sizes: number[];
   promptsTogether: number;
   keptBuffersReused: number;
+  keptRowsCopied: number;
 }
 
 interface Waiting {
@@ -92,7 +93,7 @@ interface Prefill extends Waiting {
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class DecodeBatcher {
-  readonly stats: BatcherStats = { passes: 0, rows: 0, sizes: [], promptsTogether: 0, keptBuffersReused: 0 };
+  readonly stats: BatcherStats = { passes: 0, rows: 0, sizes: [], promptsTogether: 0, keptBuffersReused: 0, keptRowsCopied: 0 };
   readonly prefillChunk: number;
   readonly gatherMs: number;
   private steps: DecodeStep[] = [];
@@ -173,8 +174,8 @@ export class DecodeBatcher {
 
   private async decodePass(): Promise<void> {
     await this.gather();
-    // In the kept buffers' row order when it is the same sequences as the last pass, so they can be fed again.
-    const pass = this.kept.inKeptOrder(this.steps.splice(0, this.maxBatch));
+    // Each sequence in the row of the kept batch buffers that already holds it, where it can be.
+    const pass = this.kept.arrange(this.steps.splice(0, this.maxBatch));
     if (pass.length === 0) return; // all of them were disposed while it waited
     this.lastPass = new Set(pass.map((s) => s.sequence));
     this.stats.passes++;
@@ -182,9 +183,10 @@ export class DecodeBatcher {
     this.stats.sizes[pass.length] = (this.stats.sizes[pass.length] ?? 0) + 1;
     try {
       // A pass of one runs as a lone step: the same computation as without the batcher.
-      const reusedBefore = this.kept.stats.reused;
+      const kept = { ...this.kept.stats };
       const results = pass.length === 1 ? [await pass[0]!.sequence.appendAlone([pass[0]!.token])] : await runBatchedPass(this.model, pass.map((s) => ({ sequence: s.sequence, tokens: [s.token] })), this.kept);
-      this.stats.keptBuffersReused += this.kept.stats.reused - reusedBefore;
+      this.stats.keptBuffersReused += this.kept.stats.reused - kept.reused;
+      this.stats.keptRowsCopied += this.kept.stats.rowsCopied - kept.rowsCopied;
       pass.forEach((s, i) => s.resolve({ batchSize: pass.length, ...results[i]! }));
     } catch (e) {
       const error = e instanceof AppError ? e : new AppError('INTERNAL', `batched decode step failed: ${errorMessage(e)}`, { cause: e });
@@ -238,7 +240,8 @@ export class DecodeBatcher {
     this.stats.promptsTogether += jobs.length;
     try {
       for (const job of jobs) job.sequence.reserve(job.tokens.length);
-      const results = await runBatchedPass(this.model, jobs.map((j) => ({ sequence: j.sequence, tokens: j.tokens.slice(0, n) })), this.kept);
+      // Not into the kept batch buffers: their rows hold the sequences decoding now.
+      const results = await runBatchedPass(this.model, jobs.map((j) => ({ sequence: j.sequence, tokens: j.tokens.slice(0, n) })));
       jobs.forEach((job, i) => {
         job.done = n;
         if (n < job.tokens.length) return;

@@ -5,81 +5,129 @@
  * Qwen2.5-0.5B shape, q4, 2 cores, four rows of 1,000 positions copy about 100 MB a pass, and a pass took
  * 170–215 ms where onnxruntime's run took 61–79 ms (the four steps one after another: 80 ms).
  *
- * So after a pass its buffers stay here, each row's new positions written into them as into the row's own
- * buffer (batched-step.ts). The next pass over the same sequences in the same order, within the buffers'
- * capacity, feeds them again; only a row whose sequence something else changed since (a rollback, a lone
- * append: its `revision` moved) is copied again. Another set of sequences gathers anew, and the old buffers
- * go back to the model's pool. What a pass feeds is the same either way: each row's positions from the
- * left, and beyond them zeros or positions the row held before a rollback, which seqlens_k keeps the
- * attention from reading.
+ * So the buffers stay, each row holding one sequence's positions, as llama.cpp's server keeps a slot per
+ * sequence. After a pass each row's new positions are written into them as into the row's own buffer
+ * (batched-step.ts). A pass feeds its first rows: a sequence already in one of them stays there, the others
+ * take the rows left, and only a row that does not hold its sequence as it is now is copied, from the
+ * sequence's own buffer: a sequence new to the buffers, or one whose row another took, or one something
+ * else changed since (a rollback, a lone append: its `revision` moved). A user who sits out a pass (its
+ * routed token on the network) costs one row's copy on return, not a gather of every row. A pass of more
+ * rows than the buffers have, or past their capacity, gathers new ones, and the old go back to the pool.
+ * What a pass feeds is the same either way: each row's positions from the left, and beyond them zeros or
+ * positions the row held before, which seqlens_k keeps the attention from reading.
  *
  * The cost is memory: between passes the buffers hold a second copy of the rows' caches, as gathered
- * buffers did during each pass.
+ * buffers did during each pass, until the sequences are gone or a gather replaces them.
  *
  * @example
- * const pass = kept.inKeptOrder(steps);        // the kept rows' order, when it is the same sequences
- * const reused = kept.buffersFor(pass.map((s) => s.sequence), total, pool); // undefined: gather them
+ * const pass = kept.arrange(steps);                                             // row order for the pass
+ * const reused = kept.buffersFor(pass.map((s) => s.sequence), total, pool);     // undefined: gather new ones
+ * if (reused) for (const b of reused.copy) copyRowCache(reused.buffers, b, pass[b].sequence);
  */
 import type { DecoderSequence } from './decoder-model.ts';
 import type { KvBufferPool } from './kv-buffer-pool.ts';
-import type { OrtTensor } from './ort.ts';
+import { ort, type OrtTensor } from './ort.ts';
 
-interface KeptRow {
+interface Row {
   sequence: DecoderSequence;
-  /** The sequence's revision right after the pass: any change since makes the row stale. */
+  /** The sequence's revision when the row last matched it; -1 while it does not (a copy is due). */
   revision: number;
 }
 
 export class KeptBatch {
-  private rows: KeptRow[] = [];
+  /** What each row of the buffers holds; undefined where nothing does. */
+  private rows: (Row | undefined)[] = [];
   private buffers: Record<string, OrtTensor> | undefined;
-  /** Passes that fed the kept buffers, and passes that gathered theirs. */
-  readonly stats = { reused: 0, gathered: 0 };
+  /** The views of `buffers` the last `buffersFor` handed out: `keep` knows them from newly gathered buffers. */
+  private lastFed: Record<string, OrtTensor> | undefined;
+  /** Passes that fed kept buffers, passes that gathered new ones, and rows copied into kept buffers. */
+  readonly stats = { reused: 0, gathered: 0, rowsCopied: 0 };
 
-  /** `steps` in the kept buffers' row order when they are the same sequences; else as they are. */
-  inKeptOrder<T extends { sequence: DecoderSequence }>(steps: T[]): T[] {
-    if (steps.length !== this.rows.length) return steps;
-    const slot = new Map(this.rows.map((r, i) => [r.sequence, i]));
-    if (steps.some((s) => !slot.has(s.sequence))) return steps;
-    return [...steps].sort((a, b) => slot.get(a.sequence)! - slot.get(b.sequence)!);
+  /**
+   * `steps` in the row order of the next pass: a sequence whose row is among the first `steps.length`
+   * keeps it, the others fill the rows left (in their order).
+   */
+  arrange<T extends { sequence: DecoderSequence }>(steps: readonly T[]): T[] {
+    const placed: (T | undefined)[] = new Array(steps.length).fill(undefined);
+    const rest: T[] = [];
+    for (const step of steps) {
+      const row = this.rows.findIndex((r) => r?.sequence === step.sequence);
+      if (row !== -1 && row < steps.length) placed[row] = step;
+      else rest.push(step);
+    }
+    return placed.map((step) => step ?? rest.shift()!);
   }
 
   /**
-   * The kept buffers when `sequences` are the kept rows in their order and the buffers hold `total`
-   * positions, with the rows whose sequence changed since (a rollback, a lone append) to copy again; else
-   * undefined, and the kept buffers go back to `pool` (the caller gathers new ones).
+   * The kept buffers' first `sequences.length` rows for a pass over `sequences` (row b for sequences[b])
+   * of `total` positions, with the rows to copy from their sequences first (`copy`); undefined when the
+   * buffers have too few rows or too little room, and then the kept buffers go back to `pool`.
    */
-  buffersFor(sequences: readonly DecoderSequence[], total: number, pool: KvBufferPool): { buffers: Record<string, OrtTensor>; stale: number[] } | undefined {
-    const buffers = this.buffers;
-    const fits = buffers !== undefined && Object.values(buffers)[0]!.dims[2]! >= total;
-    if (fits && sequences.length === this.rows.length && sequences.every((s, b) => this.rows[b]!.sequence === s)) {
-      this.stats.reused++;
-      return { buffers, stale: sequences.flatMap((s, b) => (s.revision === this.rows[b]!.revision ? [] : [b])) };
+  buffersFor(sequences: readonly DecoderSequence[], total: number, pool: KvBufferPool): { buffers: Record<string, OrtTensor>; copy: number[] } | undefined {
+    const [rowsHeld, , capacity] = this.buffers ? Object.values(this.buffers)[0]!.dims : [];
+    if (!this.buffers || rowsHeld! < sequences.length || capacity! < total) {
+      this.stats.gathered++;
+      this.drop(pool);
+      return undefined;
     }
-    this.stats.gathered++;
-    this.drop(pool);
-    return undefined;
+    const copy: number[] = [];
+    sequences.forEach((sequence, b) => {
+      const row = this.rows[b];
+      if (row?.sequence === sequence && row.revision === sequence.revision) return;
+      // Moving here: the row it held before no longer has its positions.
+      this.rows = this.rows.map((r, j) => (r?.sequence === sequence && j !== b ? undefined : r));
+      this.rows[b] = { sequence, revision: -1 };
+      copy.push(b);
+    });
+    this.stats.reused++;
+    this.stats.rowsCopied += copy.length;
+    this.lastFed = sequences.length === rowsHeld ? this.buffers : firstRows(this.buffers, sequences.length);
+    return { buffers: this.lastFed, copy };
   }
 
-  /** Keeps `buffers` after a pass over `sequences` (their revisions read now, after the pass recorded its tokens). */
+  /**
+   * After a pass over `sequences` (their revisions read now, after the pass recorded its tokens): the rows
+   * hold them as they are. `buffers` are what the pass fed: the kept ones, or newly gathered ones that
+   * replace them.
+   */
   keep(sequences: readonly DecoderSequence[], buffers: Record<string, OrtTensor>): void {
-    this.buffers = buffers;
-    this.rows = sequences.map((sequence) => ({ sequence, revision: sequence.revision }));
+    if (buffers !== this.lastFed) {
+      this.buffers = buffers;
+      this.rows = [];
+    }
+    this.lastFed = undefined;
+    sequences.forEach((sequence, b) => (this.rows[b] = sequence.isDisposed ? undefined : { sequence, revision: sequence.revision }));
   }
 
   /** Lets go of the kept buffers: back to `pool`, or, without one, to the garbage collector (a failed pass may have left them half written). */
   drop(pool?: KvBufferPool): void {
     if (pool) for (const buffer of Object.values(this.buffers ?? {})) pool.release(buffer.data as Float32Array);
     this.buffers = undefined;
+    this.lastFed = undefined;
     this.rows = [];
   }
 
   /**
-   * Forgets the kept rows when `sequence` is one of them (it was disposed). The buffers stay until the
-   * next pass gathers anew or the pass now running ends: onnxruntime-node starts a run on a later turn of
-   * the event loop, so a pass may still read them.
+   * Frees `sequence`'s row (it was disposed); the buffers go to the garbage collector once no row holds a
+   * sequence. Never to the pool here: onnxruntime-node starts a run on a later turn of the event loop, so
+   * a pass may still read them.
    */
   forget(sequence: DecoderSequence): void {
-    if (this.rows.some((r) => r.sequence === sequence)) this.rows = [];
+    this.rows = this.rows.map((r) => (r?.sequence === sequence ? undefined : r));
+    if (this.rows.every((r) => r === undefined)) {
+      this.buffers = undefined;
+      this.rows = [];
+    }
   }
+}
+
+/** Views of the first `count` rows of `[rows, kv_heads, capacity, head_dim]` buffers: rows are contiguous, nothing is copied. */
+function firstRows(buffers: Record<string, OrtTensor>, count: number): Record<string, OrtTensor> {
+  const views: Record<string, OrtTensor> = {};
+  for (const [name, buffer] of Object.entries(buffers)) {
+    const [rows, heads, capacity, headDim] = buffer.dims as [number, number, number, number];
+    const data = buffer.data as Float32Array;
+    views[name] = new ort.Tensor('float32', data.subarray(0, (data.length / rows) * count), [count, heads, capacity, headDim]);
+  }
+  return views;
 }
