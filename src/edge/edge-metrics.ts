@@ -78,7 +78,7 @@ export class EdgeMetrics {
   });
   readonly passesOnKeptBuffers: Gauge = new Gauge({
     name: 'edge_decode_passes_on_kept_buffers',
-    help: "Batched edge decode passes that fed the previous pass's batch buffers instead of copying each row's cache into new ones, since start",
+    help: "Batched edge decode passes that fed the batch buffers kept from the passes before (a row per generation) instead of copying every row's cache into new ones, since start",
     registers: [this.registry],
     collect: () => {
       this.passesOnKeptBuffers.set(this.batching?.keptBuffersReused ?? 0);

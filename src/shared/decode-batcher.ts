@@ -101,7 +101,7 @@ export class DecodeBatcher {
   /** The sequences of the last decode pass: the next one waits a moment for them. */
   private lastPass = new Set<DecoderSequence>();
   private running = false;
-  /** The fused layout's batch buffers of the last batched pass, for the next one over the same sequences. */
+  /** The fused layout's batch buffers, kept from pass to pass with a row per sequence. */
   private readonly kept = new KeptBatch();
 
   private constructor(
