@@ -1,18 +1,23 @@
 /**
  * Generations batched on one edge model (DecoderModel.load with `batching`) against the same generations
- * run one at a time on an unbatched one: routing on, speculation on (guesses kept and thrown away, so
+ * run one at a time on an unbatched one, the demo edge model in both layouts: routing on, speculation on (guesses kept and thrown away, so
  * checkpoints and rollbacks run inside batches), prompts of different lengths starting at different
  * times, one cancelled midway. Greedy: every token and source is identical, and each router score agrees
  * within SCORE_TOLERANCE (the plain layout's batched logits differ from the lone ones in the last bits:
  * batched-decoding.test.ts).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest } from '../src/edge/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/router.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
+import { DEMO } from '../src/shared/paths.ts';
+import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 import { late } from './helpers/scripted-clouds.ts';
 
@@ -31,14 +36,20 @@ const CANCELLED = 2;
 const CANCEL_AFTER = 6;
 
 let pair: DemoPairModels;
-let batchedEdge: DecoderModel;
+/** The demo edge model, alone and batched: as the demo builds it (plain layout), and converted to the fused layout. */
+const edges: Record<'plain' | 'fused', { alone: DecoderModel; batched: DecoderModel }> = {} as never;
+const work = mkdtempSync(join(tmpdir(), 'batched-generations-'));
 beforeAll(async () => {
   pair = await loadDemoPairModels({ record: false });
-  batchedEdge = await DecoderModel.load(loadModelPack(pair.edge.pack.dir), { batching: { maxBatch: 4 } });
+  const fusedPack = join(work, 'edge-fused');
+  await convertLlama2c({ checkpoint: DEMO.edgeCheckpoint, tokenizer: DEMO.tokenizer, out: fusedPack, layout: 'fused' });
+  edges.plain = { alone: pair.edge, batched: await DecoderModel.load(loadModelPack(pair.edge.pack.dir), { batching: { maxBatch: 4 } }) };
+  edges.fused = { alone: await DecoderModel.load(loadModelPack(fusedPack)), batched: await DecoderModel.load(loadModelPack(fusedPack), { batching: { maxBatch: 4 } }) };
 });
 afterAll(async () => {
   await pair.release();
-  await batchedEdge.release();
+  for (const model of [edges.plain.batched, edges.fused.alone, edges.fused.batched]) await model.release();
+  rmSync(work, { recursive: true, force: true });
 });
 
 async function run(edgeModel: DecoderModel, prompt: string, startAfterMs: number, cancelAfter?: number) {
@@ -55,9 +66,10 @@ async function run(edgeModel: DecoderModel, prompt: string, startAfterMs: number
   return { decisions: tokens.map((t) => `${t.id}:${t.source}`), scores: tokens.map((t) => t.score), done: events.at(-1) as DoneEvent };
 }
 
-test('batched generations emit what each emits alone (routing, speculation, one cancelled)', async () => {
+test.each(['plain', 'fused'] as const)('%s layout: batched generations emit what each emits alone (routing, speculation, one cancelled)', async (layout) => {
+  const { alone: aloneEdge, batched: batchedEdge } = edges[layout];
   const alone: Awaited<ReturnType<typeof run>>[] = [];
-  for (const prompt of PROMPTS) alone.push(await run(pair.edge, prompt, 0));
+  for (const prompt of PROMPTS) alone.push(await run(aloneEdge, prompt, 0));
   const batched = await Promise.all(PROMPTS.map((prompt, i) => run(batchedEdge, prompt, i * 15, i === CANCELLED ? CANCEL_AFTER : undefined)));
   let worstScore = 0;
   batched.forEach((b, i) => {
@@ -84,6 +96,11 @@ test('batched generations emit what each emits alone (routing, speculation, one 
   expect(Math.max(...batched.map((b) => b.done.metrics.meanBatchSize))).toBeGreaterThan(1.5);
   expect(batchedEdge.batcher!.stats.sizes.slice(2).some((n) => n > 0)).toBe(true);
   expect(batchedEdge.stats.liveSequences).toBe(0);
+  // The fused layout keeps its batch buffers from pass to pass, copying in the rows that rollbacks and
+  // newcomers changed; the plain layout gathers every pass.
+  const { keptBuffersReused, keptRowsCopied } = batchedEdge.batcher!.stats;
+  if (layout === 'fused') expect(Math.min(keptBuffersReused, keptRowsCopied)).toBeGreaterThan(0);
+  else expect(keptBuffersReused + keptRowsCopied).toBe(0);
 }, 120_000);
 
 test("the cloud's embedded backend batches concurrent sessions' spans: the same ids as one at a time", async () => {
