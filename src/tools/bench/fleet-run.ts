@@ -20,6 +20,7 @@ import { fleetEdge, FleetTally, offeredStepsPerS, type EdgePace } from './fleet-
 import { startIpcChild, stopIpcChild } from './ipc-child.ts';
 import { ShimChild } from './load-shim-child.ts';
 import { loadCorpus, type Corpus } from './load-workers.ts';
+import { startLoopLagProbe } from './loop-lag.ts';
 import type { SglangFakeOptions, SglangFakeReply } from './sglang-service-fake.ts';
 
 export type FleetBackend = 'fake' | 'embedded';
@@ -69,6 +70,13 @@ export interface FleetRow {
   shim_cpu_ms_per_step: number;
   /** The same for this process (the edges' gRPC clients; the fake has its own process): is the load generator the limit? */
   load_cpu_ms_per_step: number;
+  /**
+   * How late this process's event loop ran a 2 ms timer over the measured window, p99 (loop-lag.ts): a
+   * reply waits about as long before the edge sees it, and that wait counts in `p99_added_ms`.
+   */
+  load_loop_lag_p99_ms: number;
+  /** The same in the shim's process: the larger p99 of the row's two halves (the shim reports its lag per stats call). */
+  shim_loop_lag_p99_ms: number;
   /** Shim RSS mid-row minus its RSS before the row (after a GC), per session open then. */
   rss_per_session_kb: number | null;
   sessions_open: number;
@@ -174,9 +182,11 @@ async function measureRow(o: FleetOptions, corpus: Corpus, shim: ShimChild, clie
   await Bun.sleep(warmUpMs);
   const start = await shim.stats({ collect: false });
   const loadStart = process.cpuUsage();
+  const loopLag = startLoopLagProbe();
   await Bun.sleep((o.durationS * 1000) / 2);
   const loaded = await shim.stats({ collect: false });
   await edges;
+  const loadLag = loopLag.stop();
   const loadCpu = process.cpuUsage(loadStart);
   const end = await shim.stats({ collect: false });
   return {
@@ -196,6 +206,8 @@ async function measureRow(o: FleetOptions, corpus: Corpus, shim: ShimChild, clie
     generations: tally.generations,
     shim_cpu_ms_per_step: tally.steps ? round((end.cpuMs - start.cpuMs) / tally.steps) : 0,
     load_cpu_ms_per_step: tally.steps ? round((loadCpu.user + loadCpu.system) / 1000 / tally.steps) : 0,
+    load_loop_lag_p99_ms: round(loadLag.p99Ms),
+    shim_loop_lag_p99_ms: round(Math.max(loaded.loopLagP99Ms, end.loopLagP99Ms)),
     rss_per_session_kb: loaded.sessions ? round(((loaded.rssMb - idle.rssMb) * 1024) / loaded.sessions, 1) : null,
     sessions_open: loaded.sessions,
     cached_share: tally.contextTokens ? round(tally.cachedTokens / tally.contextTokens) : 0,

@@ -4,7 +4,7 @@
  *
  * Protocol (JSON over Bun's IPC channel): the child sends `{type: 'ready', address}` once it listens
  * (or `{type: 'failed', message}` and exits); `{type: 'stats', id, collect}` is answered with a
- * ShimStats, after a forced garbage collection when `collect`; `{type: 'stop'}` shuts the shim down and
+ * ShimStats (its event-loop lag since the stats before), after a forced garbage collection when `collect`; `{type: 'stop'}` shuts the shim down and
  * exits. The child also exits when its parent goes away (the IPC channel disconnects), so a killed
  * benchmark leaves no shim behind.
  *
@@ -15,6 +15,7 @@ import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
 import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { createLogger } from '../../shared/logger.ts';
+import { startLoopLagProbe } from './loop-lag.ts';
 
 /** What the shim process holds at one moment (after `Bun.gc(true)` when asked). */
 export interface ShimStats {
@@ -29,6 +30,8 @@ export interface ShimStats {
   /** KV caches the embedded backend dropped to stay within its cap, and rebuilt later. */
   evictions: number;
   rebuilds: number;
+  /** How late the shim's event loop ran a 2 ms timer since the stats before, p99 (loop-lag.ts): steps wait as long to be read. */
+  loopLagP99Ms: number;
 }
 
 export type ShimChildRequest = { type: 'stats'; id: number; collect: boolean } | { type: 'stop' };
@@ -36,7 +39,12 @@ export type ShimChildReply = { type: 'ready'; address: string } | { type: 'faile
 
 const MB = 1024 * 1024;
 
+/** The event-loop lag probe since the last stats reply. */
+let loopLag = startLoopLagProbe();
+
 function stats(shim: ShimServer, collect: boolean): ShimStats {
+  const lag = loopLag.stop();
+  loopLag = startLoopLagProbe();
   if (collect) Bun.gc(true);
   const memory = process.memoryUsage();
   const cpu = process.cpuUsage();
@@ -50,6 +58,7 @@ function stats(shim: ShimServer, collect: boolean): ShimStats {
     streams: shim.streams.size,
     evictions: backendStats.evictions,
     rebuilds: backendStats.rebuilds,
+    loopLagP99Ms: lag.p99Ms,
   };
 }
 
