@@ -11,10 +11,11 @@
  * take the rows left, and only a row that does not hold its sequence as it is now is copied, from the
  * sequence's own buffer: a sequence new to the buffers, or one whose row another took, or one something
  * else changed since (a rollback, a lone append: its `revision` moved). A user who sits out a pass (its
- * routed token on the network) costs one row's copy on return, not a gather of every row. A pass of more
- * rows than the buffers have, or past their capacity, gathers new ones, and the old go back to the pool.
- * What a pass feeds is the same either way: each row's positions from the left, and beyond them zeros or
- * positions the row held before, which seqlens_k keeps the attention from reading.
+ * routed token on the network) costs at most two rows' copies (none when it held the last row), not a gather
+ * of every row. A pass of more rows than the buffers have, or past their capacity, gathers new ones, and the
+ * old go back to the pool. What a pass feeds is the same either way: each row's positions from the left,
+ * and beyond them zeros or positions the row held before (of its sequence or an earlier one), which
+ * seqlens_k keeps the attention from reading.
  *
  * The cost is memory: between passes the buffers hold a second copy of the rows' caches, as gathered
  * buffers did during each pass, until the sequences are gone or a gather replaces them.
