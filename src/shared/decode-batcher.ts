@@ -101,8 +101,8 @@ export class DecodeBatcher {
   /** The sequences of the last decode pass: the next one waits a moment for them. */
   private lastPass = new Set<DecoderSequence>();
   private running = false;
-  /** The fused layout's batch buffers, kept from pass to pass with a row per sequence. */
-  private readonly kept = new KeptBatch();
+  /** The fused layout's batch buffers, kept from pass to pass with a row per sequence; it counts into `stats`. */
+  private readonly kept = new KeptBatch(this.stats);
 
   private constructor(
     private readonly model: DecoderModel,
@@ -183,10 +183,7 @@ export class DecodeBatcher {
     this.stats.sizes[pass.length] = (this.stats.sizes[pass.length] ?? 0) + 1;
     try {
       // A pass of one runs as a lone step: the same computation as without the batcher.
-      const kept = { ...this.kept.stats };
       const results = pass.length === 1 ? [await pass[0]!.sequence.appendAlone([pass[0]!.token])] : await runBatchedPass(this.model, pass.map((s) => ({ sequence: s.sequence, tokens: [s.token] })), this.kept);
-      this.stats.keptBuffersReused += this.kept.stats.reused - kept.reused;
-      this.stats.keptRowsCopied += this.kept.stats.rowsCopied - kept.rowsCopied;
       pass.forEach((s, i) => s.resolve({ batchSize: pass.length, ...results[i]! }));
     } catch (e) {
       const error = e instanceof AppError ? e : new AppError('INTERNAL', `batched decode step failed: ${errorMessage(e)}`, { cause: e });

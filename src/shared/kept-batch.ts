@@ -35,14 +35,20 @@ interface Row {
   revision: number;
 }
 
+/** Where a KeptBatch counts the passes that fed its buffers and the rows it copied in (the batcher's stats). */
+export interface KeptBatchCounts {
+  keptBuffersReused: number;
+  keptRowsCopied: number;
+}
+
 export class KeptBatch {
   /** What each row of the buffers holds; undefined where nothing does. */
   private rows: (Row | undefined)[] = [];
   private buffers: Record<string, OrtTensor> | undefined;
   /** The views of `buffers` the last `buffersFor` handed out: `keep` knows them from newly gathered buffers. */
   private lastFed: Record<string, OrtTensor> | undefined;
-  /** Passes that fed kept buffers, passes that gathered new ones, and rows copied into kept buffers. */
-  readonly stats = { reused: 0, gathered: 0, rowsCopied: 0 };
+
+  constructor(private readonly counts: KeptBatchCounts = { keptBuffersReused: 0, keptRowsCopied: 0 }) {}
 
   /**
    * `steps` in the row order of the next pass: a sequence whose row is among the first `steps.length`
@@ -67,7 +73,6 @@ export class KeptBatch {
   buffersFor(sequences: readonly DecoderSequence[], total: number, pool: KvBufferPool): { buffers: Record<string, OrtTensor>; copy: number[] } | undefined {
     const [rowsHeld, , capacity] = this.buffers ? Object.values(this.buffers)[0]!.dims : [];
     if (!this.buffers || rowsHeld! < sequences.length || capacity! < total) {
-      this.stats.gathered++;
       this.drop(pool);
       return undefined;
     }
@@ -80,8 +85,8 @@ export class KeptBatch {
       this.rows[b] = { sequence, revision: -1 };
       copy.push(b);
     });
-    this.stats.reused++;
-    this.stats.rowsCopied += copy.length;
+    this.counts.keptBuffersReused++;
+    this.counts.keptRowsCopied += copy.length;
     this.lastFed = sequences.length === rowsHeld ? this.buffers : firstRows(this.buffers, sequences.length);
     return { buffers: this.lastFed, copy };
   }

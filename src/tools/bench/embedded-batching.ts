@@ -32,7 +32,7 @@ export interface EmbeddedBatchingRow {
   passes_per_step: number;
   /** Batched decode passes by their number of rows (`{"8": 120}`); empty when nothing was batched. */
   pass_sizes: Record<string, number>;
-  /** Batched passes that fed the previous pass's batch buffers (a fused pack; kept-batch.ts). */
+  /** Batched passes that fed the batch buffers kept from the passes before (a fused pack; kept-batch.ts). */
   passes_on_kept_buffers: number;
 }
 

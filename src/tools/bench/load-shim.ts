@@ -4,9 +4,9 @@
  *
  * Protocol (JSON over Bun's IPC channel): the child sends `{type: 'ready', address}` once it listens
  * (or `{type: 'failed', message}` and exits); `{type: 'stats', id, collect}` is answered with a
- * ShimStats (its event-loop lag since the stats before), after a forced garbage collection when `collect`; `{type: 'stop'}` shuts the shim down and
- * exits. The child also exits when its parent goes away (the IPC channel disconnects), so a killed
- * benchmark leaves no shim behind.
+ * ShimStats (its event-loop lag since the stats before), after a forced garbage collection when `collect`;
+ * `{type: 'stop'}` shuts the shim down and exits. The child also exits when its parent goes away (the IPC
+ * channel disconnects), so a killed benchmark leaves no shim behind.
  *
  * Started by `load-shim-child.ts` as `bun load-shim.ts '<json of ShimConfig overrides>'`.
  */
@@ -15,7 +15,7 @@ import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
 import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { createLogger } from '../../shared/logger.ts';
-import { startLoopLagProbe } from './loop-lag.ts';
+import { startLoopLagProbe, type LoopLag } from './loop-lag.ts';
 
 /** What the shim process holds at one moment (after `Bun.gc(true)` when asked). */
 export interface ShimStats {
@@ -39,12 +39,7 @@ export type ShimChildReply = { type: 'ready'; address: string } | { type: 'faile
 
 const MB = 1024 * 1024;
 
-/** The event-loop lag probe since the last stats reply. */
-let loopLag = startLoopLagProbe();
-
-function stats(shim: ShimServer, collect: boolean): ShimStats {
-  const lag = loopLag.stop();
-  loopLag = startLoopLagProbe();
+function stats(shim: ShimServer, collect: boolean, lag: LoopLag): ShimStats {
   if (collect) Bun.gc(true);
   const memory = process.memoryUsage();
   const cpu = process.cpuUsage();
@@ -80,9 +75,14 @@ async function serve(): Promise<void> {
     await shim.shutdown(1_000).catch(() => {});
     process.exit(0);
   };
+  // Each stats reply carries the loop's lag since the one before.
+  let loopLag = startLoopLagProbe();
   process.on('message', (message: ShimChildRequest) => {
-    if (message.type === 'stats') send({ type: 'stats', id: message.id, ...stats(shim, message.collect) });
-    else if (message.type === 'stop') void stop();
+    if (message.type === 'stats') {
+      const lag = loopLag.stop();
+      loopLag = startLoopLagProbe();
+      send({ type: 'stats', id: message.id, ...stats(shim, message.collect, lag) });
+    } else if (message.type === 'stop') void stop();
   });
   process.on('disconnect', () => void stop());
   send({ type: 'ready', address: shim.address });
