@@ -36,8 +36,10 @@ const FLOAT16_TOLERANCE = 2 ** -6;
 const STEPS = 24;
 
 const work = mkdtempSync(join(tmpdir(), 'batched-decoding-'));
-const QWEN = { plain: join(work, 'plain'), fused: join(work, 'fused') };
-const QWEN_INT8 = { plain: join(work, 'plain-int8'), fused: join(work, 'fused-int8') };
+/** tiny-qwen2 in the plain layout, the fused one, and the fused one with decode steps through standard ops (decoder-graph-attention.ts). */
+const LAYOUTS = ['plain', 'fused', 'fused-matmul'] as const;
+const QWEN = { plain: join(work, 'plain'), fused: join(work, 'fused'), 'fused-matmul': join(work, 'fused-matmul') };
+const QWEN_INT8 = { plain: join(work, 'plain-int8'), fused: join(work, 'fused-int8'), 'fused-matmul': join(work, 'fused-matmul-int8') };
 let demoEdge: string;
 let demoCloud: string;
 let hub: HubExportPacks;
@@ -46,8 +48,9 @@ beforeAll(async () => {
   const demo = await ensureDemoPacks();
   demoEdge = demo.edgePack;
   demoCloud = demo.cloudPack;
-  for (const layout of ['plain', 'fused'] as const) {
-    await writeRandomPack({ preset: 'tiny-qwen2', out: QWEN[layout], seed: 11, hiddenStatesOutput: true, layout });
+  for (const layout of LAYOUTS) {
+    const graph = layout === 'fused-matmul' ? { layout: 'fused', decodeAttention: 'matmul' } as const : { layout };
+    await writeRandomPack({ preset: 'tiny-qwen2', out: QWEN[layout], seed: 11, hiddenStatesOutput: true, ...graph });
     await quantizePack({ input: QWEN[layout], output: QWEN_INT8[layout], dtype: 'int8' });
   }
   hub = await makeHubExportPacks();
@@ -155,7 +158,7 @@ describe('batched vs alone: the same greedy ids, logits within tolerance', () =>
       console.log(`hub export ${variant}: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
     });
   }
-  for (const layout of ['plain', 'fused'] as const) {
+  for (const layout of LAYOUTS) {
     test(`tiny-qwen2 ${layout}, 5 prompts`, async () => {
       const { worst, meanBatch } = await compareAloneAndBatched(QWEN[layout], 5);
       console.log(`tiny-qwen2 ${layout}: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
@@ -164,7 +167,7 @@ describe('batched vs alone: the same greedy ids, logits within tolerance', () =>
 });
 
 describe('int8 packs of ours (MatMulNBits bits=8, activations quantized per row and block)', () => {
-  for (const layout of ['plain', 'fused'] as const) {
+  for (const layout of LAYOUTS) {
     test(`tiny-qwen2 ${layout} int8: the batcher takes it; batched and alone give the same ids and logits`, async () => {
       const model = await DecoderModel.load(loadModelPack(QWEN_INT8[layout]), { threads: 1 });
       expect(DecodeBatcher.refusal(model)).toBeUndefined();
@@ -185,6 +188,7 @@ describe('first prompts arriving together share a pass: the same ids, logits wit
     ['tiny-qwen2 plain', () => QWEN.plain, {}],
     ['tiny-qwen2 fused', () => QWEN.fused, {}],
     ['tiny-qwen2 fused int8', () => QWEN_INT8.fused, {}],
+    ['tiny-qwen2 fused, decode steps through standard ops, int8', () => QWEN_INT8['fused-matmul'], {}],
   ] as const;
   for (const [name, dir, options] of cases) {
     test(name, async () => {
@@ -254,7 +258,7 @@ describe('the batcher', () => {
   });
 
   test("passes over the last pass's sequences feed its batch buffers again; what changed a row is copied again; the logits stay those of each sequence alone", async () => {
-    for (const layout of ['fused', 'plain'] as const) {
+    for (const layout of ['fused', 'fused-matmul', 'plain'] as const) {
       const pack = loadModelPack(QWEN[layout]);
       const model = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
       const alone = await DecoderModel.load(pack, { threads: 1 });
@@ -280,7 +284,7 @@ describe('the batcher', () => {
         for (const [i, r] of prefills.entries()) await compare(i, r, inputs[i]!);
         const reused = () => model.batcher!.stats.keptBuffersReused;
         const copied = () => model.batcher!.stats.keptRowsCopied;
-        const fused = layout === 'fused';
+        const fused = layout !== 'plain';
 
         // 40 steps together: the first gathers, and one more where the rows outgrow the first buffers' 32
         // positions; every other pass feeds the kept buffers and copies nothing.

@@ -1,7 +1,8 @@
 /**
- * The fused layout (GroupQueryAttention + SkipSimplifiedLayerNormalization, a KV buffer shared by past
- * and present) against the plain one: the same weights built both ways give the same greedy ids
- * and logits within LOGIT_TOLERANCE; the buffer is written in place; checkpoints and rollbacks copy nothing.
+ * The fused layout (GroupQueryAttention + SkipSimplifiedLayerNormalization over a preallocated KV buffer;
+ * decode steps attending with standard ops on that buffer, or with GroupQueryAttention too) against the
+ * plain one: the same weights built these ways give the same greedy ids and logits within LOGIT_TOLERANCE;
+ * the buffer is written in place; checkpoints and rollbacks copy nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -20,6 +21,8 @@ import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { inspectPath } from '../src/tools/models/inspect-model.ts';
 import { quantizePack } from '../src/tools/models/quantize.ts';
+import { readModel } from '../src/tools/models/onnx-file.ts';
+import { allNodes } from '../src/shared/onnx-graph.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { maxAbsDiff } from './helpers/max-abs-diff.ts';
 import { argmax } from '../src/shared/logits.ts';
@@ -34,19 +37,23 @@ const PROMPTS = ['Once upon a time', 'Tom and his dog went to the park. They', '
 const STEPS = 40;
 
 const work = mkdtempSync(join(tmpdir(), 'fused-layout-'));
-/** tiny-qwen2 (random weights, the real Qwen tokenizer, head_dim 16) in both layouts. */
-const PACKS = { plain: join(work, 'plain'), fused: join(work, 'fused') };
+/**
+ * tiny-qwen2 (random weights, the real Qwen tokenizer, head_dim 16) in both layouts; `fused` as built by
+ * default (GroupQueryAttention for every run), `matmul` with decode steps through standard ops.
+ */
+const PACKS = { plain: join(work, 'plain'), fused: join(work, 'fused'), matmul: join(work, 'fused-matmul') };
 let tokenizer: TextTokenizer;
 
 beforeAll(async () => {
   for (const layout of ['plain', 'fused'] as const) await writeRandomPack({ preset: 'tiny-qwen2', out: PACKS[layout], seed: 7, hiddenStatesOutput: true, layout });
+  await writeRandomPack({ preset: 'tiny-qwen2', out: PACKS.matmul, seed: 7, hiddenStatesOutput: true, layout: 'fused', decodeAttention: 'matmul' });
   tokenizer = await TextTokenizer.fromPack(PACKS.plain);
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-async function withModels<T>(body: (plain: DecoderModel, fused: DecoderModel) => Promise<T>): Promise<T> {
+async function withModels<T>(body: (plain: DecoderModel, fused: DecoderModel) => Promise<T>, fusedPack = PACKS.fused): Promise<T> {
   const plain = await DecoderModel.load(loadModelPack(PACKS.plain), { threads: 1 });
-  const fused = await DecoderModel.load(loadModelPack(PACKS.fused), { threads: 1 });
+  const fused = await DecoderModel.load(loadModelPack(fusedPack), { threads: 1 });
   try {
     return await body(plain, fused);
   } finally {
@@ -56,7 +63,10 @@ async function withModels<T>(body: (plain: DecoderModel, fused: DecoderModel) =>
 }
 
 describe('fp32 fused vs plain', () => {
-  test(`the same greedy ids on the test prompts, logits and hidden states within ${LOGIT_TOLERANCE}`, async () => {
+  test.each([
+    ['GroupQueryAttention throughout', 'fused'],
+    ['decode steps through standard ops', 'matmul'],
+  ] as const)(`%s: the same greedy ids on the test prompts, logits and hidden states within ${LOGIT_TOLERANCE}`, async (_, pack) => {
     await withModels(async (plain, fused) => {
       expect(plain.io.layout).toBe('plain');
       expect(fused.io.layout).toBe('fused');
@@ -77,7 +87,7 @@ describe('fp32 fused vs plain', () => {
       }
       expect(worst).toBeLessThan(LOGIT_TOLERANCE);
       expect(fused.stats.liveSequences).toBe(0);
-    });
+    }, PACKS[pack]);
   });
 
   test('stories260K (head_dim 8, padded to 16 in the fused graph): the same greedy ids and logits as the demo cloud pack', async () => {
@@ -110,15 +120,22 @@ describe('fp32 fused vs plain', () => {
 });
 
 describe('models quantize on a fused pack', () => {
-  test('q4 keeps GroupQueryAttention and the shared buffer; the same greedy ids as the plain pack quantized alike', async () => {
-    for (const layout of ['plain', 'fused'] as const) await quantizePack({ input: PACKS[layout], output: `${PACKS[layout]}-q4`, dtype: 'q4' });
-    const ops = Object.fromEntries(inspectPath(`${PACKS.fused}-q4`)[0]!.opCounts.map((o) => [o.opType, o.count]));
+  test.each(['fused', 'matmul'] as const)('%s: q4 keeps the attention, quantizes every weight and no attention constant; the same greedy ids as the plain pack quantized alike', async (pack) => {
+    if (!existsSync(`${PACKS.plain}-q4`)) await quantizePack({ input: PACKS.plain, output: `${PACKS.plain}-q4`, dtype: 'q4' });
+    await quantizePack({ input: PACKS[pack], output: `${PACKS[pack]}-q4`, dtype: 'q4' });
+    const ops = Object.fromEntries(inspectPath(`${PACKS[pack]}-q4`)[0]!.opCounts.map((o) => [o.opType, o.count]));
+    // Counted in If branches too: with matmul decode steps, per layer one GroupQueryAttention (prefills) beside the steps' ops.
     expect(ops['com.microsoft.GroupQueryAttention']).toBe(2);
+    expect(ops.If ?? 0).toBe(pack === 'matmul' ? 2 + 1 : 0);
     expect(ops['com.microsoft.SkipSimplifiedLayerNormalization']).toBe(4);
     // Per layer q/k/v packed, o, gate/up packed and down; plus the LM head.
     expect(ops['com.microsoft.MatMulNBits']).toBe(2 * 4 + 1);
-    expect(ops.MatMul).toBeUndefined();
-    const models = await Promise.all(['plain', 'fused'].map((l) => DecoderModel.load(loadModelPack(`${PACKS[l as 'plain' | 'fused']}-q4`), { threads: 1 })));
+    // What MatMul is left multiplies activations, or by the exact ±1 rotation matrix, which stays float32.
+    const graph = readModel(join(`${PACKS[pack]}-q4`, 'model.onnx')).graph!;
+    const initializers = new Set(graph.initializer.map((t) => t.name));
+    const constantOperands = [...allNodes(graph)].filter((n) => n.opType === 'MatMul').flatMap((n) => n.input.filter((i) => initializers.has(i)));
+    expect(constantOperands).toEqual(pack === 'matmul' ? ['const.attn.rotate_half', 'const.attn.rotate_half'] : []);
+    const models = await Promise.all([PACKS.plain, PACKS[pack]].map((dir) => DecoderModel.load(loadModelPack(`${dir}-q4`), { threads: 1 })));
     try {
       expect(models[1]!.io.layout).toBe('fused');
       const seqs = models.map((m) => m.newSequence());
@@ -338,33 +355,52 @@ describe('reading the layout from the inputs', () => {
   test('an int64 seqlens_k is refused, naming it', () => {
     expect(() => readDecoderIo({ where: 'm.onnx', numLayers: 1, inputs: inputs('int64'), outputs })).toThrow('m.onnx: input seqlens_k is int64');
   });
+
+  test('a fused graph may return its cache as the new positions alone (new_key_values.*); a plain one may not', () => {
+    const newPositions = [{ name: 'logits', type: 'float32' }, ...cache.map((n) => ({ name: n.replace('past_key_values', 'new_key_values'), type: 'float32' }))];
+    const io = readDecoderIo({ where: 'm.onnx', numLayers: 1, inputs: inputs('int32'), outputs: newPositions });
+    expect([io.layout, io.newKeyValues, io.cache]).toEqual(['fused', true, 'float32']);
+    const plainInputs = [{ name: 'input_ids', type: 'int64' }, { name: 'attention_mask', type: 'int64' }, ...cache.map((name) => ({ name, type: 'float32' }))];
+    expect(() => readDecoderIo({ where: 'm.onnx', numLayers: 1, inputs: plainInputs, outputs: newPositions })).toThrow('or their present.* outputs');
+  });
 });
 
 describe('bench decode --profile on the fused layout', () => {
-  test('no KV bytes copied per step, and fewer nodes than the plain graph', async () => {
+  test('no KV bytes copied per step, only the new positions fetched; decode steps run no GroupQueryAttention unless built to', async () => {
     const common = { promptTokens: 20, steps: 3, threads: 1, log: () => {} };
     const plain = await profileDecode({ ...common, dir: PACKS.plain });
     const fused = await profileDecode({ ...common, dir: PACKS.fused });
+    const matmul = await profileDecode({ ...common, dir: PACKS.matmul });
     expect(plain.perStep.kvCopyBytes).toBeGreaterThan(0);
-    expect(fused.perStep.kvCopyBytes).toBe(0);
     // Out come the logits, the hidden state and the one new position of each cache tensor (new_key_values.*),
     // not the whole KV buffer (KV_CAPACITY_STEP positions here) that fetching present.* copies out.
     const { numLayers, numKvHeads, headDim, vocabSize, hiddenSize } = loadModelPack(PACKS.fused);
-    expect(fused.perStep.outputBytes).toBe(2 * numLayers * numKvHeads * 1 * headDim * 4 + (vocabSize + hiddenSize) * 4);
-    expect(fused.byOpType.find((o) => o.op === 'GroupQueryAttention')?.nodes).toBe(2);
+    for (const profile of [fused, matmul]) {
+      expect(profile.perStep.kvCopyBytes).toBe(0);
+      expect(profile.perStep.outputBytes).toBe(2 * numLayers * numKvHeads * 1 * headDim * 4 + (vocabSize + hiddenSize) * 4);
+      expect(profile.perStep.nodes).toBeLessThan(plain.perStep.nodes);
+    }
+    const attentionNodes = (p: typeof fused) => p.byOpType.find((o) => o.op === 'GroupQueryAttention')?.nodes ?? 0;
+    expect([attentionNodes(fused), attentionNodes(matmul)]).toEqual([numLayers, 0]);
+    // The If nodes are not counted: their time is their branch's nodes'.
+    expect(matmul.byOpType.find((o) => o.op === 'If')).toBeUndefined();
     expect(fused.perStep.nodes).toBeLessThan(plain.perStep.nodes / 2);
   });
 });
 
 describe('bytes read per token on the fused layout', () => {
-  test("GroupQueryAttention's cos/sin tables count as lookups (one row per step), so fused and plain read the same weights", () => {
+  test.each(['fused', 'matmul'] as const)('%s: the rotary cos/sin tables count as lookups (one row per step), so fused and plain read the same weights', (pack) => {
     const plain = weightTraffic(join(PACKS.plain, 'model.onnx'));
-    const fused = weightTraffic(join(PACKS.fused, 'model.onnx'));
+    const fused = weightTraffic(join(PACKS[pack], 'model.onnx'));
     expect(fused.lookups).toEqual(['const.cos_cache', 'const.sin_cache']);
-    const { maxPositions, headDim } = loadModelPack(PACKS.fused);
+    const { maxPositions, headDim, hiddenSize, numKvHeads } = loadModelPack(PACKS[pack]);
     const tables = 2 * maxPositions * (headDim / 2) * 4;
-    // The plain graph's extra constants (mask, shapes, inverse frequencies) are a few hundred bytes.
-    expect(Math.abs(fused.perToken - 2 * (headDim / 2) * 4 - plain.perToken)).toBeLessThan(1024);
-    expect(fused.total - tables).toBeLessThan(plain.total);
+    // The decode steps' standard-op attention adds its rotation matrix and per-head factors, [head_dim, head_dim] and 3 × [heads, head_dim].
+    const heads = hiddenSize / headDim + 2 * numKvHeads;
+    const attentionConstants = pack === 'matmul' ? 4 * (headDim * headDim + 3 * heads * headDim) : 0;
+    // Besides those, each graph holds only shape constants (the plain one its mask and inverse frequencies too): a few hundred bytes.
+    expect(Math.abs(fused.perToken - 2 * (headDim / 2) * 4 - attentionConstants - plain.perToken)).toBeLessThan(1024);
+    expect(Math.abs(fused.total - tables - attentionConstants - plain.total)).toBeLessThan(1024);
   });
+
 });

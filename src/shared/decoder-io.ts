@@ -103,15 +103,17 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
 
   const pastNames: string[] = [];
   for (let i = 0; i < numLayers; i++) for (const kind of ['key', 'value']) pastNames.push(`past_key_values.${i}.${kind}`);
-  const absent = pastNames.filter((n) => !inputs.has(n) || !outputs.has(n.replace('past_key_values', 'present')));
+  const fusedInputs = ['seqlens_k', 'total_sequence_length'];
+  const fused = fusedInputs.some((n) => inputs.has(n));
+  // The cache comes back whole (present.*) or, from a fused graph, as its new positions alone (new_key_values.*).
+  const returned = (n: string) => [n.replace('past_key_values', 'present'), ...(fused ? [newKeyValuesName(n)] : [])].find((o) => outputs.has(o));
+  const absent = pastNames.filter((n) => !inputs.has(n) || !returned(n));
   if (absent.length) {
     refuse(`expected a KV cache of ${numLayers} layers (config.json num_hidden_layers); missing ${absent.slice(0, 4).join(', ')}${absent.length > 4 ? ', ...' : ''} or their present.* outputs`);
   }
-  const cacheTypes = new Set([...pastNames.map((n) => floatType(inputs, n, 'input')), ...pastNames.map((n) => floatType(outputs, n.replace('past_key_values', 'present'), 'output'))]);
+  const cacheTypes = new Set([...pastNames.map((n) => floatType(inputs, n, 'input')), ...pastNames.map((n) => floatType(outputs, returned(n)!, 'output'))]);
   if (cacheTypes.size > 1) refuse('the KV cache mixes float32 and float16 tensors; the edge keeps one type between steps');
 
-  const fusedInputs = ['seqlens_k', 'total_sequence_length'];
-  const fused = fusedInputs.some((n) => inputs.has(n));
   if (fused) {
     for (const name of fusedInputs) {
       const type = inputs.get(name)?.type;

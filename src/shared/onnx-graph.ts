@@ -20,6 +20,7 @@ import {
   TypeProtoSchema,
   ValueInfoProtoSchema,
   type AttributeProto,
+  type GraphProto,
   type ModelProto,
   type NodeProto,
   type TensorProto,
@@ -35,33 +36,32 @@ export const OPSET = 17n;
 export const CONTRIB_DOMAIN = 'com.microsoft';
 
 export type Dim = number | string;
-export type AttributeValue = number | bigint | string | number[] | bigint[] | Float32Array | TensorProto;
+export type AttributeValue = number | bigint | string | number[] | bigint[] | Float32Array | TensorProto | GraphProto;
 
 /** Float attributes must be marked, since a JS number cannot say whether it is an int or a float. */
 export class FloatAttr {
   constructor(readonly value: number) {}
 }
 
-export function valueInfo(name: string, elemType: DataType, dims: readonly Dim[]): ValueInfoProto {
-  return create(ValueInfoProtoSchema, {
-    name,
-    type: create(TypeProtoSchema, {
-      value: {
-        case: 'tensorType',
-        value: {
-          elemType,
-          shape: {
-            dim: dims.map((d) => ({
-              value:
-                typeof d === 'number'
-                  ? { case: 'dimValue' as const, value: BigInt(d) }
-                  : { case: 'dimParam' as const, value: d },
-            })),
-          },
-        },
-      },
-    }),
-  });
+/** A typed value; `dims` omitted leaves its shape unstated (an If branch's outputs, whose shapes vary). */
+export function valueInfo(name: string, elemType: DataType, dims?: readonly Dim[]): ValueInfoProto {
+  const shape = dims && {
+    dim: dims.map((d) => ({
+      value: typeof d === 'number' ? { case: 'dimValue' as const, value: BigInt(d) } : { case: 'dimParam' as const, value: d },
+    })),
+  };
+  return create(ValueInfoProtoSchema, { name, type: create(TypeProtoSchema, { value: { case: 'tensorType', value: { elemType, ...(shape ? { shape } : {}) } } }) });
+}
+
+/** Every node of `graph`, those of its subgraphs (an If's branches) included. */
+export function* allNodes(graph: GraphProto): Generator<NodeProto> {
+  for (const node of graph.node) {
+    yield node;
+    for (const a of node.attribute) {
+      if (a.g) yield* allNodes(a.g);
+      for (const sub of a.graphs) yield* allNodes(sub);
+    }
+  }
 }
 
 function attribute(name: string, value: AttributeValue | FloatAttr): AttributeProto {
@@ -76,6 +76,7 @@ function attribute(name: string, value: AttributeValue | FloatAttr): AttributePr
   if (Array.isArray(value)) {
     return create(AttributeProtoSchema, { name, type: AttributeType.INTS, ints: (value as (number | bigint)[]).map(BigInt) });
   }
+  if (value.$typeName === 'onnx.GraphProto') return create(AttributeProtoSchema, { name, type: AttributeType.GRAPH, g: value });
   return create(AttributeProtoSchema, { name, type: AttributeType.TENSOR, t: value });
 }
 
@@ -99,13 +100,21 @@ export class GraphBuilder {
   private readonly nodes: NodeProto[] = [];
   private readonly inputs: ValueInfoProto[] = [];
   private readonly outputs: ValueInfoProto[] = [];
-  private readonly initializers: TensorProto[] = [];
-  private readonly usedNames = new Set<string>();
-  private counter = 0;
-  /** Whether a node of onnxruntime's contrib domain was added: the model then imports that opset too. */
-  private usesContribOps = false;
+  /** Shared with subgraphs (subgraph()): one namespace, one counter, the initializers all in the main graph. */
+  private readonly model: {
+    initializers: TensorProto[];
+    usedNames: Set<string>;
+    counter: number;
+    /** Whether a node of onnxruntime's contrib domain was added: the model then imports that opset too. */
+    usesContribOps: boolean;
+  };
 
-  constructor(private readonly name: string) {}
+  constructor(
+    private readonly name: string,
+    parent?: GraphBuilder,
+  ) {
+    this.model = parent?.model ?? { initializers: [], usedNames: new Set(), counter: 0, usesContribOps: false };
+  }
 
   input(name: string, elemType: DataType, dims: readonly Dim[]): string {
     this.claim(name);
@@ -113,8 +122,8 @@ export class GraphBuilder {
     return name;
   }
 
-  /** Declares `value` as a graph output called `name` (through an Identity when the names differ). */
-  output(value: string, name: string, elemType: DataType, dims: readonly Dim[]): string {
+  /** Declares `value` as a graph output called `name` (through an Identity when the names differ); `dims` omitted: shape unstated. */
+  output(value: string, name: string, elemType: DataType, dims?: readonly Dim[]): string {
     if (value !== name) this.op('Identity', [value], {}, [name]);
     this.outputs.push(valueInfo(name, elemType, dims));
     return name;
@@ -122,13 +131,13 @@ export class GraphBuilder {
 
   floats(name: string, data: Float32Array | number[], dims: readonly number[]): string {
     this.claim(name);
-    this.initializers.push(tensor(name, data instanceof Float32Array ? data : Float32Array.from(data), dims));
+    this.model.initializers.push(tensor(name, data instanceof Float32Array ? data : Float32Array.from(data), dims));
     return name;
   }
 
   ints(name: string, data: readonly number[], dims: readonly number[] = [data.length]): string {
     this.claim(name);
-    this.initializers.push(tensor(name, BigInt64Array.from(data.map(BigInt)), dims));
+    this.model.initializers.push(tensor(name, BigInt64Array.from(data.map(BigInt)), dims));
     return name;
   }
 
@@ -140,8 +149,8 @@ export class GraphBuilder {
     outputs: number | readonly string[] = 1,
     domain = '',
   ): string[] {
-    const id = this.counter++;
-    if (domain === CONTRIB_DOMAIN) this.usesContribOps = true;
+    const id = this.model.counter++;
+    if (domain === CONTRIB_DOMAIN) this.model.usesContribOps = true;
     const outNames =
       typeof outputs === 'number' ? Array.from({ length: outputs }, (_, i) => `/${opType}_${id}/out${i}`) : [...outputs];
     // An empty name leaves an optional output out, as ONNX allows.
@@ -173,24 +182,36 @@ export class GraphBuilder {
     return this.ops(opType, inputs, attributes, outputs, CONTRIB_DOMAIN);
   }
 
+  /**
+   * A graph for a control-flow attribute (an If's `then_branch` / `else_branch`): `build` adds nodes to a
+   * builder that reads this graph's values from the outer scope and shares its names and initializers
+   * (they stay in the main graph, where the quantizer and the weight files find them), and declares the
+   * branch's outputs with `output`.
+   */
+  subgraph(name: string, build: (branch: GraphBuilder) => void): GraphProto {
+    const branch = new GraphBuilder(name, this);
+    build(branch);
+    return create(GraphProtoSchema, { name, node: branch.nodes, output: branch.outputs });
+  }
+
   toModel(metadata: Record<string, string> = {}): ModelProto {
     return create(ModelProtoSchema, {
       irVersion: 8n,
       producerName: 'edge-token-router',
-      opsetImport: [{ domain: '', version: OPSET }, ...(this.usesContribOps ? [{ domain: CONTRIB_DOMAIN, version: 1n }] : [])],
+      opsetImport: [{ domain: '', version: OPSET }, ...(this.model.usesContribOps ? [{ domain: CONTRIB_DOMAIN, version: 1n }] : [])],
       metadataProps: Object.entries(metadata).map(([key, value]) => ({ key, value })),
       graph: create(GraphProtoSchema, {
         name: this.name,
         node: this.nodes,
         input: this.inputs,
         output: this.outputs,
-        initializer: this.initializers,
+        initializer: this.model.initializers,
       }),
     });
   }
 
   private claim(name: string): void {
-    if (this.usedNames.has(name)) throw new Error(`graph ${this.name}: value name ${name} used twice`);
-    this.usedNames.add(name);
+    if (this.model.usedNames.has(name)) throw new Error(`graph ${this.name}: value name ${name} used twice`);
+    this.model.usedNames.add(name);
   }
 }

@@ -57,6 +57,7 @@ export interface DecodeProfileSummary {
 }
 
 const KERNEL_SUFFIX = '_kernel_time';
+const CONTROL_FLOW_OPS = new Set(['If', 'Loop', 'Scan']);
 
 /**
  * Summarises the decode runs of a profile. `pastLengths[i]` is the number of cached tokens when the
@@ -80,6 +81,8 @@ export function summarizeDecodeProfile(events: readonly ProfileEvent[], pastLeng
     for (const k of kernels) {
       if (k.ts < run.ts || k.ts > run.ts + run.dur) continue;
       const op = k.args?.op_name ?? k.name.slice(0, -KERNEL_SUFFIX.length);
+      // An If's time is that of the branch it ran, whose nodes are counted themselves.
+      if (CONTROL_FLOW_OPS.has(op)) continue;
       const cost = ops.get(op) ?? { nodes: 0, us: 0 };
       cost.nodes++;
       cost.us += k.dur;
@@ -103,9 +106,10 @@ export function summarizeDecodeProfile(events: readonly ProfileEvent[], pastLeng
 
 /** A Concat whose first input is a 4-D cache of `past` positions on axis 2: `present = Concat(past, new)`. */
 function appendsToPast(kernel: ProfileEvent, past: number): boolean {
-  const first = kernel.args?.input_type_shape?.[0];
-  const shape = first ? Object.values(first)[0] : undefined;
-  return past > 0 && shape !== undefined && shape.length === 4 && shape[2] === past;
+  const [first, second] = (kernel.args?.input_type_shape ?? []).map((input) => Object.values(input)[0]);
+  // [batch, heads, past, head_dim] and [batch, heads, new, head_dim]: a cache grown along its positions.
+  const sameRows = first && second && first.length === 4 && second.length === 4 && [0, 1, 3].every((axis) => first[axis] === second[axis]);
+  return past > 0 && sameRows === true && first![2] === past;
 }
 
 /** The summary as text lines, op types most expensive first (the top `topOps`). */

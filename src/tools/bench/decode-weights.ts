@@ -9,6 +9,7 @@ import type { TensorProto } from 'onnx-buf';
 import type { ModelPack } from '../../shared/model-pack.ts';
 import { elemBits } from '../models/graph-index.ts';
 import { readModel } from '../models/onnx-file.ts';
+import { allNodes } from '../../shared/onnx-graph.ts';
 
 export interface WeightTraffic {
   /** Bytes of weights read per decode step. */
@@ -27,7 +28,7 @@ function bytesOf(t: TensorProto): number {
 export function weightTraffic(modelPath: string): WeightTraffic {
   const graph = readModel(modelPath).graph!;
   const uses = new Map<string, { opType: string; slot: number }[]>();
-  for (const node of graph.node) {
+  for (const node of allNodes(graph)) {
     node.input.forEach((name, slot) => {
       if (!uses.has(name)) uses.set(name, []);
       uses.get(name)!.push({ opType: node.opType, slot });

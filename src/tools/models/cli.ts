@@ -2,6 +2,7 @@
 import { parseFlags, requireFlag, integerFlag, runSubcommands, UsageError } from '../cli-support.ts';
 import { convertLlama2c } from './convert-llama2c.ts';
 import { DECODER_LAYOUTS, type DecoderLayout } from './decoder-graph.ts';
+import { DEFAULT_DECODE_ATTENTION, parseDecodeAttention, type DecodeAttention } from './decoder-graph-attention.ts';
 import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { buildAllDemoPacks, buildDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
@@ -12,11 +13,14 @@ import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
 
-  convert-llama2c --checkpoint F --tokenizer F [--layers K] [--layout plain|fused] --out DIR
+  convert-llama2c --checkpoint F --tokenizer F [--layers K] [--layout plain|fused [--decode-attention gqa|matmul]] --out DIR
       a llama2.c checkpoint → decoder pack; --layers keeps the first K layers (an edge model)
-  random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--layout plain|fused] [--no-hidden-states]
+  random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--layout plain|fused [--decode-attention gqa|matmul]] [--no-hidden-states]
       a random-weight Qwen2-style pack with the real Qwen tokenizer; --layout fused writes onnxruntime's
-      contrib ops (GroupQueryAttention over a preallocated KV buffer, SkipSimplifiedLayerNormalization)
+      contrib ops (GroupQueryAttention over a preallocated KV buffer, SkipSimplifiedLayerNormalization);
+      --decode-attention ${DEFAULT_DECODE_ATTENTION} (the default) attends with GroupQueryAttention at every run, matmul
+      has decode steps attend with standard ops on the buffer in place: slower on short caches, faster from
+      a few hundred cached positions (docs/model-packs.md)
   expose-hidden --in model.onnx|PACK --out model.onnx|FOLDER [--node TENSOR]
       add the hidden_states output (the LM head's input) to an existing export (fp32, fp16, q4 MatMulNBits,
       int8 MatMulInteger); a pack folder as --in means its model.onnx, a folder as --out keeps the file name
@@ -24,7 +28,7 @@ const USAGE = `usage: bun run models <command> [flags]
       MatMul weights (the LM head included) as symmetric block-wise MatMulNBits, 4-bit (q4) or 8-bit (int8)
       (accuracy_level 4 = int8 compute with activations quantized per row and block, 0 = fp32);
       --embedding (q4): the tied embedding's lookup reads the LM head's 4-bit blocks (GatherBlockQuantized)
-  optimize --in HUB_FOLDER|model.onnx --out PACK [--layout fused|plain]
+  optimize --in HUB_FOLDER|model.onnx --out PACK [--layout fused|plain] [--decode-attention gqa|matmul]
       a Hugging Face hub export of a Llama/Qwen2 decoder (the plain graph of transformers' exporter or
       optimum, fp32 or fp16) rebuilt as a pack in the fused layout (default) with hidden_states: its
       weights are read from the graph and checked against config.json (beside the file or one folder up);
@@ -40,6 +44,12 @@ const USAGE = `usage: bun run models <command> [flags]
       3 layers, untrained) and models/router-stories260k-3l. Routers train on the first 80% of the
       TinyStories excerpt; a no-op when up to date. --pair builds one pair only (default all)`;
 
+/** `--decode-attention` for `layout`: it chooses between the fused layout's attentions, so it needs that layout. */
+function decodeAttentionFlag(value: string | undefined, layout: DecoderLayout): DecodeAttention | undefined {
+  if (value !== undefined && layout !== 'fused') throw new UsageError('--decode-attention applies to --layout fused only');
+  return layout === 'fused' ? parseDecodeAttention(value) : undefined;
+}
+
 function layoutFlag(value: string | undefined): DecoderLayout {
   const layout = value ?? 'plain';
   if (!(DECODER_LAYOUTS as readonly string[]).includes(layout)) throw new UsageError(`--layout must be ${DECODER_LAYOUTS.join(' or ')}, got ${layout}`);
@@ -52,11 +62,13 @@ async function convertCommand(args: string[]): Promise<void> {
     tokenizer: { type: 'string' },
     layers: { type: 'string' },
     layout: { type: 'string' },
+    'decode-attention': { type: 'string' },
     out: { type: 'string' },
   });
   const out = requireFlag(values, 'out');
   await convertLlama2c({
     layout: layoutFlag(values.layout),
+    decodeAttention: decodeAttentionFlag(values['decode-attention'], layoutFlag(values.layout)),
     checkpoint: requireFlag(values, 'checkpoint'),
     tokenizer: requireFlag(values, 'tokenizer'),
     layers: integerFlag(values, 'layers'),
@@ -72,6 +84,7 @@ async function randomCommand(args: string[]): Promise<void> {
     seed: { type: 'string' },
     head: { type: 'string' },
     layout: { type: 'string' },
+    'decode-attention': { type: 'string' },
     'no-hidden-states': { type: 'boolean' },
   });
   const head = values.head ?? 'default';
@@ -84,6 +97,7 @@ async function randomCommand(args: string[]): Promise<void> {
     head: head === 'default' ? undefined : (head as 'matmul' | 'gemm'),
     hiddenStatesOutput: !values['no-hidden-states'],
     layout: layoutFlag(values.layout),
+    decodeAttention: decodeAttentionFlag(values['decode-attention'], layoutFlag(values.layout)),
   });
   console.log(`wrote ${out}`);
 }
@@ -104,9 +118,10 @@ async function quantizeCommand(args: string[]): Promise<void> {
 }
 
 async function optimizeCommand(args: string[]): Promise<void> {
-  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' } });
+  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, 'decode-attention': { type: 'string' } });
   const out = requireFlag(values, 'out');
-  const result = await optimizeHubExport({ input: requireFlag(values, 'in'), output: out, layout: values.layout === undefined ? 'fused' : layoutFlag(values.layout) });
+  const layout = values.layout === undefined ? 'fused' : layoutFlag(values.layout);
+  const result = await optimizeHubExport({ input: requireFlag(values, 'in'), output: out, layout, decodeAttention: decodeAttentionFlag(values['decode-attention'], layout) });
   console.log(formatOptimizeResult(result, out));
 }
 

@@ -5,6 +5,7 @@ import { AppError, errorMessage } from '../../shared/errors.ts';
 import { readLlama2cCheckpoint } from './llama2c-checkpoint.ts';
 import { convertLlama2cTokenizer } from './llama2c-tokenizer.ts';
 import type { DecoderLayout } from './decoder-graph.ts';
+import type { DecodeAttention } from './decoder-graph-attention.ts';
 import { writeDecoderPack } from './pack-writer.ts';
 
 export interface ConvertLlama2cOptions {
@@ -15,6 +16,8 @@ export interface ConvertLlama2cOptions {
   out: string;
   /** The graph's layout (decoder-graph.ts); `plain` when omitted. */
   layout?: DecoderLayout;
+  /** Fused layout: how decode steps attend (DecoderGraphOptions); the default when omitted. */
+  decodeAttention?: DecodeAttention;
 }
 
 /** Bump when the converter's output changes, so `demo` rebuilds packs made by older code. */
@@ -33,6 +36,7 @@ export function llama2cSource(options: ConvertLlama2cOptions): Record<string, un
     layers: options.layers ?? null,
     // Recorded only when not the default, so packs built before the option existed stay up to date.
     ...(options.layout && options.layout !== 'plain' ? { layout: options.layout } : {}),
+    ...(options.layout === 'fused' && options.decodeAttention === 'matmul' ? { decodeAttention: options.decodeAttention } : {}),
   };
 }
 
@@ -59,7 +63,7 @@ export async function convertLlama2c(options: ConvertLlama2cOptions): Promise<vo
   await writeDecoderPack(options.out, {
     spec,
     weights,
-    graph: { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout: options.layout ?? 'plain' },
+    graph: { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout: options.layout ?? 'plain', decodeAttention: options.decodeAttention },
     tokenizerJson: tokenizer.tokenizerJson,
     tokenizerConfig: tokenizer.tokenizerConfig,
     externalData: false,

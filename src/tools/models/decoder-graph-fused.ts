@@ -29,7 +29,9 @@
 import type { ModelProto } from 'onnx-buf';
 import type { DecoderSpec, DecoderWeights } from './decoder-spec.ts';
 import type { DecoderGraphOptions } from './decoder-graph.ts';
-import { addDecoderOutputs, addLmHead } from './decoder-graph-head.ts';
+import { addDecoderOutputs, addLmHead, addLogitsOutputs } from './decoder-graph-head.ts';
+import { DEFAULT_DECODE_ATTENTION, decodeStepAttention, decodeStepSwitch } from './decoder-graph-attention.ts';
+import { AppError } from '../../shared/errors.ts';
 import { DataType, FloatAttr, GraphBuilder } from '../../shared/onnx-graph.ts';
 
 /** onnxruntime's CPU GroupQueryAttention refuses other head sizes at run time ("head_size shall be a multiple of 16"). */
@@ -120,6 +122,13 @@ export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeight
   const epsilon = new FloatAttr(spec.rmsNormEps);
   // Padding must not change the softmax temperature: the scores are scaled by the model's own head size.
   const scale = new FloatAttr(1 / Math.sqrt(hd));
+  // Decode steps may attend with standard ops on the buffer in place (decoder-graph-attention.ts).
+  const decodeAttention = options.decodeAttention ?? (options.newKeyValuesOutputs === false ? 'gqa' : DEFAULT_DECODE_ATTENTION);
+  if (decodeAttention === 'matmul' && options.newKeyValuesOutputs === false) throw new AppError('INVALID_ARGUMENT', 'decode attention matmul returns the new positions only (new_key_values.*): it has no present.* to share');
+  const attentionShape = { numHeads: h, numKvHeads: kv, headDim: hdp, scale: scale.value };
+  const switched = decodeAttention === 'gqa' ? undefined : decodeStepSwitch(g, attentionShape, { inputIds, seqlensK, pastKey: past[0]!.key, cos, sin });
+  const newPositions = options.newKeyValuesOutputs === false ? undefined : newPositionsIndex(g, kv, hdp, inputIds, seqlensK);
+  const [outputDims, newDims] = [['batch_size', 'sequence_length', h * hdp], ['batch_size', kv, 'sequence_length', hdp]];
   // SkipSimplifiedLayerNormalization(x, residual): [norm(x + residual), -, -, x + residual].
   const skipNorm = (x: string, residual: string, weight: string): [string, string] => {
     const [normed, , , sum] = g.contribOps('SkipSimplifiedLayerNormalization', [x, residual, weight], { epsilon }, [`${weight}/normed`, '', '', `${weight}/residual`]);
@@ -148,13 +157,36 @@ export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeight
       ]);
       qkv = g.op('Add', [qkv, g.floats(`${p}.self_attn.qkv_proj.bias`, bias, [qkvWidth])]);
     }
-    const [attn] = g.contribOps(
-      'GroupQueryAttention',
-      [qkv, '', '', past[i]!.key, past[i]!.value, seqlensK, totalLength, cos, sin],
-      { num_heads: h, kv_num_heads: kv, do_rotary: 1, rotary_interleaved: 0, scale },
-      [`${p}.self_attn/output`, `present.${i}.key`, `present.${i}.value`],
-    );
-    const attnOut = g.op('MatMul', [attn!, g.floats(`${p}.self_attn.o_proj.weight`, padHeadRows(layer.wo, d, h, hd, hdp), [h * hdp, d])]);
+    const gqa = (b: GraphBuilder, names?: string[]) =>
+      b.contribOps(
+        'GroupQueryAttention',
+        [qkv, '', '', past[i]!.key, past[i]!.value, seqlensK, totalLength, cos, sin],
+        { num_heads: h, kv_num_heads: kv, do_rotary: 1, rotary_interleaved: 0, scale },
+        names ?? 3,
+      ) as [string, string, string];
+    let attn: string;
+    if (switched) {
+      const newNames = (['key', 'value'] as const).map((kind) => `new_key_values.${i}.${kind}`);
+      [attn] = g.ops('If', [switched.isDecodeStep], {
+        then_branch: g.subgraph(`${p}.self_attn/decode_step`, (b) => {
+          const r = decodeStepAttention(b, switched.inputs, qkv, past[i]!, `${p}.self_attn`);
+          b.output(r.output, r.output, DataType.FLOAT, outputDims);
+          for (const value of [r.newKey, r.newValue]) b.output(value, value, DataType.FLOAT, newDims);
+        }),
+        else_branch: g.subgraph(`${p}.self_attn/gqa`, (b) => {
+          const [output, presentKey, presentValue] = gqa(b);
+          b.output(output, output, DataType.FLOAT, outputDims);
+          for (const present of [presentKey, presentValue]) {
+            const added = b.op('GatherElements', [present, newPositions!], { axis: 2 });
+            b.output(added, added, DataType.FLOAT, newDims);
+          }
+        }),
+      }, [`${p}.self_attn/output`, ...newNames]) as [string];
+      for (const name of newNames) g.output(name, name, DataType.FLOAT, newDims);
+    } else {
+      [attn] = gqa(g, [`${p}.self_attn/output`, `present.${i}.key`, `present.${i}.value`]);
+    }
+    const attnOut = g.op('MatMul', [attn, g.floats(`${p}.self_attn.o_proj.weight`, padHeadRows(layer.wo, d, h, hd, hdp), [h * hdp, d])]);
     const [ffnIn, sum] = skipNorm(attnOut, residual, g.floats(`${p}.post_attention_layernorm.weight`, layer.ffnNorm, [d]));
     residual = sum;
     // gate and up in one matrix product, split after it.
@@ -166,16 +198,27 @@ export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeight
   });
   const [hidden] = skipNorm(pending!, residual, g.floats('model.norm.weight', weights.finalNorm, [d]));
   const logits = addLmHead(g, spec, weights, embed, hidden, options.head);
-  addDecoderOutputs(g, spec, logits, hidden, options.hiddenStatesOutput, 'present_sequence_length', hdp);
-  if (options.newKeyValuesOutputs !== false) addNewKeyValuesOutputs(g, spec.numLayers, kv, hdp, inputIds, seqlensK);
+  if (switched) {
+    addLogitsOutputs(g, spec, logits, hidden, options.hiddenStatesOutput);
+  } else {
+    addDecoderOutputs(g, spec, logits, hidden, options.hiddenStatesOutput, 'present_sequence_length', hdp);
+    if (newPositions) {
+      for (let i = 0; i < spec.numLayers; i++) {
+        for (const kind of ['key', 'value'] as const) {
+          g.output(g.op('GatherElements', [`present.${i}.${kind}`, newPositions], { axis: 2 }), `new_key_values.${i}.${kind}`, DataType.FLOAT, newDims);
+        }
+      }
+    }
+  }
   return g.toModel({ model_type: spec.modelType, decoder_layout: 'fused' });
 }
 
 /**
- * `new_key_values.{i}.*`: each row's positions `[seqlens_k + 1 − sequence_length, seqlens_k]` of
- * `present.{i}.*`, by one GatherElements per tensor on an index computed once.
+ * Where `new_key_values.{i}.*` come from in `present.{i}.*`: each row's positions `[seqlens_k + 1 −
+ * sequence_length, seqlens_k]`, as a GatherElements index `[batch, kv_heads, sequence_length, head_dim]`
+ * along axis 2, computed once for every layer.
  */
-function addNewKeyValuesOutputs(g: GraphBuilder, numLayers: number, kv: number, hdp: number, inputIds: string, seqlensK: string): void {
+function newPositionsIndex(g: GraphBuilder, kv: number, hdp: number, inputIds: string, seqlensK: string): string {
   const newLength = g.op('Shape', [inputIds], { start: 1, end: 2 });
   const zero = g.ints('const.new_kv.zero', [0], []);
   const one = g.ints('const.new_kv.one', [1], []);
@@ -184,11 +227,5 @@ function addNewKeyValuesOutputs(g: GraphBuilder, numLayers: number, kv: number, 
   const positions = g.op('Add', [g.op('Unsqueeze', [first, g.ints('const.new_kv.axis_1', [1])]), g.op('Range', [zero, g.op('Squeeze', [newLength]), one])]);
   const batch = g.op('Shape', [inputIds], { start: 0, end: 1 });
   const indexShape = g.op('Concat', [batch, g.ints('const.new_kv.heads', [kv]), newLength, g.ints('const.new_kv.head_dim', [hdp])], { axis: 0 });
-  const index = g.op('Expand', [g.op('Unsqueeze', [positions, g.ints('const.new_kv.axes_1_3', [1, 3])]), indexShape]);
-  for (let i = 0; i < numLayers; i++) {
-    for (const kind of ['key', 'value'] as const) {
-      const rows = g.op('GatherElements', [`present.${i}.${kind}`, index], { axis: 2 });
-      g.output(rows, `new_key_values.${i}.${kind}`, DataType.FLOAT, ['batch_size', kv, 'sequence_length', hdp]);
-    }
-  }
+  return g.op('Expand', [g.op('Unsqueeze', [positions, g.ints('const.new_kv.axes_1_3', [1, 3])]), indexShape]);
 }

@@ -8,6 +8,7 @@ import type { ModelProto } from 'onnx-buf';
 import { checkSpec, type DecoderSpec, type DecoderWeights } from './decoder-spec.ts';
 import { addDecoderOutputs, addLmHead } from './decoder-graph-head.ts';
 import { buildFusedDecoderGraph } from './decoder-graph-fused.ts';
+import type { DecodeAttention } from './decoder-graph-attention.ts';
 import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
 
 export { transpose } from './decoder-graph-head.ts';
@@ -25,6 +26,13 @@ export interface DecoderGraphOptions {
    * `fused`: onnxruntime's contrib ops (decoder-graph-fused.ts) over a preallocated KV buffer.
    */
   layout?: DecoderLayout;
+  /**
+   * Fused layout: how decode steps (one new position per row) attend. `gqa` (the default):
+   * GroupQueryAttention, as prefills. `matmul`: standard ops on the KV buffer in place, where
+   * GroupQueryAttention copies the cache first (decoder-graph-attention.ts); faster from a few hundred
+   * cached positions; the graph then returns the cache as `new_key_values.*` only.
+   */
+  decodeAttention?: DecodeAttention;
   /** Fused layout: adds the `new_key_values.*` outputs (decoder-graph-fused.ts); on unless false. Off only to build the older graph. */
   newKeyValuesOutputs?: boolean;
 }

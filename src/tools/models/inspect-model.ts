@@ -21,7 +21,7 @@ import { AppError, errorMessage } from '../../shared/errors.ts';
 import { modelFiles } from '../../shared/model-pack.ts';
 import { elemBits, elemTypeName, formatDims, GraphIndex, type TensorType } from './graph-index.ts';
 import { decideHead, HIDDEN_STATES, hiddenStateCandidates, LOGITS, nodeLabel, vocabSize } from './lm-head.ts';
-import type { Dim } from '../../shared/onnx-graph.ts';
+import { allNodes, type Dim } from '../../shared/onnx-graph.ts';
 import { externalDataFiles, readModel } from './onnx-file.ts';
 
 export interface TensorDescription {
@@ -105,8 +105,8 @@ export function inspectModel(path: string): ModelDescription {
     opsets: model.opsetImport.map((o) => ({ domain: o.domain || 'ai.onnx', version: Number(o.version) })),
     inputs,
     outputs,
-    nodeCount: graph.node.length,
-    opCounts: countOps(graph.node.map((n) => (n.domain && n.domain !== 'ai.onnx' ? `${n.domain}.${n.opType}` : n.opType))),
+    nodeCount: [...allNodes(graph)].length,
+    opCounts: countOps([...allNodes(graph)].map((n) => (n.domain && n.domain !== 'ai.onnx' ? `${n.domain}.${n.opType}` : n.opType))),
     initializers: { ...weightTotals(graph.initializer), external: dataFiles.length > 0, dataFiles },
     ...(vocab !== undefined ? { vocabSize: vocab } : {}),
     hasHiddenStates: graph.output.some((o) => o.name === HIDDEN_STATES),

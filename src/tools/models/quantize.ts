@@ -26,7 +26,7 @@ import { writeFolderAtomically } from './atomic-output.ts';
 import { intAttribute } from './graph-index.ts';
 import { initializerFloats, loadExternalData } from './initializer-data.ts';
 import { readModel, writeModel } from './onnx-file.ts';
-import { DataType } from '../../shared/onnx-graph.ts';
+import { allNodes, DataType } from '../../shared/onnx-graph.ts';
 import { PACK_SOURCE_FILE } from './pack-writer.ts';
 import { isValidBlockSize, quantizeBlocks, type WeightBits } from './quantize-blocks.ts';
 import { quantizeColumns, WEIGHT_ZERO_POINT } from './quantize-integer.ts';
@@ -114,8 +114,8 @@ export function quantizeModel(model: ModelProto, modelPath: string, scheme: Quan
     const tied = new Map([...made].filter(([key]) => key.endsWith('/n-major')).map(([key, q]) => [key.slice(0, -'/n-major'.length), q]));
     quantizeTiedEmbedding(graph, tied, initializers, scheme.blockSize);
   }
-  // Weights no node reads any more go; a tied embedding still read by its Gather stays.
-  const used = new Set(graph.node.flatMap((n) => n.input));
+  // Weights no node reads any more go (a subgraph's nodes read the main graph's too); a tied embedding still read by its Gather stays.
+  const used = new Set([...allNodes(graph)].flatMap((n) => n.input));
   for (const o of graph.output) used.add(o.name);
   graph.initializer = [...initializers.values()].filter((t) => used.has(t.name));
   graph.input = graph.input.filter((i) => !initializers.has(i.name) || used.has(i.name));

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { MODELS_DIR } from '../../shared/paths.ts';
 import type { DecoderLayout } from './decoder-graph.ts';
+import { DEFAULT_DECODE_ATTENTION, type DecodeAttention } from './decoder-graph-attention.ts';
 import { parameterCount } from './decoder-spec.ts';
 import { packIsUpToDate, writeDecoderPack } from './pack-writer.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from './random-model.ts';
@@ -16,6 +17,8 @@ export interface RandomPackOptions {
   hiddenStatesOutput: boolean;
   /** The graph's layout (decoder-graph.ts); `plain` when omitted. */
   layout?: DecoderLayout;
+  /** Fused layout: how decode steps attend (DecoderGraphOptions); the default when omitted. */
+  decodeAttention?: DecodeAttention;
   /** Fused layout: false builds the older graph without `new_key_values.*` (tests of that path). */
   newKeyValuesOutputs?: boolean;
 }
@@ -32,11 +35,11 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
   await writeDecoderPack(options.out, {
     spec,
     weights: randomWeights(spec, options.seed),
-    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain', newKeyValuesOutputs: options.newKeyValuesOutputs },
+    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain', decodeAttention: options.decodeAttention, newKeyValuesOutputs: options.newKeyValuesOutputs },
     tokenizerJson,
     tokenizerConfig,
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
-    source: randomPackSource(options.preset, options.seed, options.layout),
+    source: randomPackSource(options.preset, options.seed, options.layout, options.decodeAttention),
   });
 }
 
@@ -57,10 +60,11 @@ export async function ensureBenchPack(preset: string, log: (line: string) => voi
 /**
  * What writeRandomPack records in pack-source.json, and what a bench pack must match to be reused.
  * graph 2: the LM head on the last num_logits_to_keep positions only; graph 3 (fused only): the
- * new_key_values.* outputs.
+ * new_key_values.* outputs; `decodeAttention: 'matmul'` (fused only, recorded
+ * when chosen): decode steps attend with standard ops (decoder-graph-attention.ts).
  */
-function randomPackSource(preset: string, seed: number, layout: DecoderLayout = 'plain'): Record<string, unknown> {
-  return { tool: 'random', preset, seed, graph: layout === 'fused' ? 3 : 2, ...(layout === 'plain' ? {} : { layout }) };
+function randomPackSource(preset: string, seed: number, layout: DecoderLayout = 'plain', decodeAttention: DecodeAttention = DEFAULT_DECODE_ATTENTION): Record<string, unknown> {
+  return { tool: 'random', preset, seed, graph: layout === 'fused' ? 3 : 2, ...(layout === 'plain' ? {} : { layout }), ...(layout === 'fused' && decodeAttention === 'matmul' ? { decodeAttention } : {}) };
 }
 
 /** What writeRandomPack records for a bench pack (seed 0). */
