@@ -80,7 +80,7 @@ describe('bun run bench decode --profile', () => {
 describe('bench decode --layout', () => {
   test.each([
     [['--profile', '--pack', 'models/x', '--layout', 'fused'], '--layout builds a --preset; a --pack has its own layout'],
-    [['--layout', 'wide'], '--layout must be plain or fused, got wide'],
+    [['--layout', 'wide'], '--layout must be plain, fused, fused-matmul, got wide'],
     [['--profile', '--peer', 'llama.cpp'], '--profile does not run llama.cpp'],
   ])('%p is refused with a usage message', async (args, message) => {
     const proc = Bun.spawn(['bun', 'src/tools/bench/cli.ts', 'decode', ...args], { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' });

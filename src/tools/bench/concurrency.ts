@@ -27,11 +27,11 @@ import { type ParallelPeerRound, startLlamaCppParallel } from '../llama-cpp-peer
 import { promptIds } from './decode-target.ts';
 import { median } from '../../shared/statistics.ts';
 
-export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,int8,q4] [--layout plain|fused] [--peer llama.cpp] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--repeat 1] [--threads N] [--json]
+export const USAGE = `bench concurrency [--preset qwen2.5-0.5b [--dtype fp32,int8,q4] [--layout plain|fused|fused-matmul] [--peer llama.cpp] | --demo | --pack DIR] [--users 1,2,4,8] [--prompt-tokens 32] [--new-tokens 16] [--max-batch 8] [--gather-ms 4] [--repeat 1] [--threads N] [--json]
       users generating at once on one edge model (small_only, greedy, no cloud): aggregate tokens/s, each
       user's time between tokens p50/p99 and time to first token, every decode step alone vs batched
       (--max-batch) in the same run, and whether both gave every user the same tokens; --demo runs the
-      demo edge model; --peer llama.cpp (with a preset) also runs llama.cpp decoding the same number of
+      demo edge model; --layout builds the preset as bench decode does; --peer llama.cpp (with a preset) also runs llama.cpp decoding the same number of
       sequences at once on the same weights as GGUF (F32, Q4_0; see bench decode --peer), each user count
       right after ours with both models loaded; --repeat runs the user counts that many times over and
       reports each count's ratio to the first row of the same repeat, median (min-max); --json prints one

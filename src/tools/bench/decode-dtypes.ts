@@ -9,12 +9,12 @@ import { percentile } from '../../shared/statistics.ts';
 import { AppError } from '../../shared/errors.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandwidth.ts';
 import { type BenchDtype, ensureDtypePack } from './decode-packs.ts';
-import type { DecoderLayout } from '../models/decoder-graph.ts';
+import type { BenchLayout } from '../models/random-pack.ts';
 
 export interface DtypeRunOptions {
   preset: string;
   /** The preset's graph layout; `plain` when omitted. */
-  layout?: DecoderLayout;
+  layout?: BenchLayout;
   dtypes: BenchDtype[];
   /** Flags passed on to each child (prompt tokens, steps, warm-up, rounds, threads). */
   childArgs: string[];

@@ -8,8 +8,7 @@ import { AppError } from '../../shared/errors.ts';
 import { MODELS_DIR } from '../../shared/paths.ts';
 import { packIsUpToDate } from '../models/pack-writer.ts';
 import { QUANTIZED_DTYPES, quantizePack, type QuantizedDtype } from '../models/quantize.ts';
-import type { DecoderLayout } from '../models/decoder-graph.ts';
-import { benchPackSource, ensureBenchPack } from '../models/random-pack.ts';
+import { benchPackSource, ensureBenchPack, type BenchLayout } from '../models/random-pack.ts';
 
 export type BenchDtype = 'fp32' | QuantizedDtype;
 export const BENCH_DTYPES: readonly BenchDtype[] = ['fp32', ...QUANTIZED_DTYPES];
@@ -23,7 +22,7 @@ export function parseDtypes(list: string): BenchDtype[] {
   return dtypes as BenchDtype[];
 }
 
-export async function ensureDtypePack(preset: string, dtype: BenchDtype, log: (line: string) => void, layout: DecoderLayout = 'plain'): Promise<string> {
+export async function ensureDtypePack(preset: string, dtype: BenchDtype, log: (line: string) => void, layout: BenchLayout = 'plain'): Promise<string> {
   const fp32 = await ensureBenchPack(preset, log, layout);
   if (dtype === 'fp32') return fp32;
   const dir = join(MODELS_DIR, 'bench', layout === 'plain' ? `${preset}-${dtype}` : `${preset}-${layout}-${dtype}`);

@@ -11,7 +11,7 @@
  * console.log(formatPeerComparison(results, peer));
  */
 import { loadModelPack } from '../../shared/model-pack.ts';
-import type { DecoderLayout } from '../models/decoder-graph.ts';
+import type { BenchLayout } from '../models/random-pack.ts';
 import { ensurePeerGgufs, PEER_TYPES, type PeerResult, startLlamaCppDecode } from '../llama-cpp-peer/llama-cpp-peer.ts';
 import { type Alternation, alternateRounds, type RoundSide } from './alternating-rounds.ts';
 import { DECODE_ROUND_CHILD } from './decode-round-child.ts';
@@ -22,7 +22,7 @@ import { LineProcess } from './line-process.ts';
 
 export interface PeerComparisonOptions {
   preset: string;
-  layout?: DecoderLayout;
+  layout?: BenchLayout;
   dtypes: BenchDtype[];
   threads: number;
   copyBytes: number;

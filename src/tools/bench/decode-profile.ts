@@ -15,7 +15,7 @@ import { AppError } from '../../shared/errors.ts';
 import { argmax } from '../../shared/logits.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { integerFlag, UsageError } from '../cli-support.ts';
-import { DECODER_LAYOUTS, type DecoderLayout } from '../models/decoder-graph.ts';
+import { BENCH_LAYOUTS, type BenchLayout } from '../models/random-pack.ts';
 import { ensureDtypePack, parseDtypes } from './decode-packs.ts';
 import { promptIds, resolvePack } from './decode-target.ts';
 import { type DecodeProfileSummary, formatDecodeProfile, type ProfileEvent, summarizeDecodeProfile } from './decode-profile-summary.ts';
@@ -79,13 +79,14 @@ export function decodeProfileJson(s: DecodeProfileSummary): Record<string, unkno
   };
 }
 
-export function parseLayout(value: string): DecoderLayout {
-  if (!(DECODER_LAYOUTS as readonly string[]).includes(value)) throw new UsageError(`--layout must be ${DECODER_LAYOUTS.join(' or ')}, got ${value}`);
-  return value as DecoderLayout;
+/** A benchmark's `--layout`: plain, fused, or fused-matmul (fused with `--decode-attention matmul`). */
+export function parseLayout(value: string): BenchLayout {
+  if (!(BENCH_LAYOUTS as readonly string[]).includes(value)) throw new UsageError(`--layout must be ${BENCH_LAYOUTS.join(', ')}, got ${value}`);
+  return value as BenchLayout;
 }
 
 /** `--profile`: one pack (--pack, or the preset), or each --dtype pack of the preset in turn. */
-export async function profileCommand(values: Record<string, string | boolean | undefined>, threads: number, layout: DecoderLayout | undefined): Promise<void> {
+export async function profileCommand(values: Record<string, string | boolean | undefined>, threads: number, layout: BenchLayout | undefined): Promise<void> {
   if (values.peer !== undefined) throw new UsageError('--profile does not run llama.cpp');
   const steps = integerFlag(values, 'steps', 16)!;
   const promptTokens = integerFlag(values, 'prompt-tokens', 100)!;

@@ -9,8 +9,7 @@
 import type { ModelPack } from '../../shared/model-pack.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { UsageError } from '../cli-support.ts';
-import type { DecoderLayout } from '../models/decoder-graph.ts';
-import { ensureBenchPack } from '../models/random-pack.ts';
+import { ensureBenchPack, type BenchLayout } from '../models/random-pack.ts';
 
 const PROMPT_TEXT =
   'The little robot walked along the quiet beach at sunrise, counting shells and listening to the waves. ' +
@@ -20,7 +19,7 @@ export interface BenchTarget {
   preset?: string;
   pack?: string;
   /** The preset's graph layout; `plain` when omitted. A pack has its own. */
-  layout?: DecoderLayout;
+  layout?: BenchLayout;
   log: (line: string) => void;
 }
 

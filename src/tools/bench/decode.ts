@@ -11,7 +11,7 @@
 import { availableParallelism } from 'node:os';
 import { formatDtypeResults, runDtypes } from './decode-dtypes.ts';
 import { parseDtypes } from './decode-packs.ts';
-import type { DecoderLayout } from '../models/decoder-graph.ts';
+import type { BenchLayout } from '../models/random-pack.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { parseLayout, profileCommand } from './decode-profile.ts';
 import { decodeBreakdown, formatBreakdown } from './decode-breakdown.ts';
@@ -23,7 +23,7 @@ import { DecodeSession } from './decode-session.ts';
 export { promptIds } from './decode-target.ts';
 import { decodeBenchJson, formatDecodeBench, type DecodeBenchResult } from './decode-report.ts';
 
-export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layout plain|fused] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--profile] [--breakdown] [--json]
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layout plain|fused|fused-matmul] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--profile] [--breakdown] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
       read per token / measured copy bandwidth); a preset is built once under models/bench/; --dtype
       runs each weight type of the preset (quantized once with models quantize) in its own process and
@@ -35,14 +35,15 @@ export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layou
       --profile runs --steps decode steps under onnxruntime's profiler instead and prints nodes per
       step, time per op type, the share outside the matrix products and the KV bytes copied per step
       (with --dtype: each type's pack in turn); --layout fused builds the preset in onnxruntime's fused
-      layout (models/bench/<preset>-fused[-<dtype>]); --breakdown times, for 1 up to --threads intra-op
+      layout (models/bench/<preset>-fused[-<dtype>]), fused-matmul in it with decode steps through standard
+      ops (models random --decode-attention matmul); --breakdown times, for 1 up to --threads intra-op
       threads, the step inside and outside onnxruntime's run, and the loop's per-token work after it
       (argmax over the logits, a sampled pick, a router call)`;
 
 export interface DecodeBenchOptions {
   preset?: string;
   /** The preset's graph layout; `plain` when omitted. */
-  layout?: DecoderLayout;
+  layout?: BenchLayout;
   pack?: string;
   promptTokens: number;
   /** Decode steps measured in all, spread over `rounds`. */
@@ -151,7 +152,7 @@ export async function main(args: string[]): Promise<void> {
 }
 
 /** `--breakdown`: one pack (a --pack, or the preset in its layout), each thread count from 1 to `threads`. */
-async function breakdownCommand(values: Record<string, string | boolean | undefined>, threads: number, layout: DecoderLayout | undefined): Promise<void> {
+async function breakdownCommand(values: Record<string, string | boolean | undefined>, threads: number, layout: BenchLayout | undefined): Promise<void> {
   if (values.dtype !== undefined) throw new UsageError('--breakdown runs one pack: give --pack (a quantized one, for instance) instead of --dtype');
   const log = (line: string) => console.error(line);
   const { target, dir } = await resolvePack({ preset: values.preset as string | undefined, pack: values.pack as string | undefined, layout, log });

@@ -44,15 +44,26 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
 }
 
 /**
+ * The graphs a benchmark builds a preset in: the two layouts, and `fused-matmul`, the fused layout with
+ * decode steps through standard ops (`--decode-attention matmul`, decoder-graph-attention.ts).
+ */
+export type BenchLayout = DecoderLayout | 'fused-matmul';
+export const BENCH_LAYOUTS: readonly BenchLayout[] = ['plain', 'fused', 'fused-matmul'];
+
+function benchGraph(layout: BenchLayout): { layout: DecoderLayout; decodeAttention?: DecodeAttention } {
+  return layout === 'fused-matmul' ? { layout: 'fused', decodeAttention: 'matmul' } : { layout };
+}
+
+/**
  * The benchmarks' random-weight pack of `preset` (seed 0, with hidden_states) under models/bench/
- * (`<preset>-fused` for the fused layout), built on first use and reused while its recorded source
+ * (`<preset>-<layout>` for the fused ones), built on first use and reused while its recorded source
  * matches; returns its folder.
  */
-export async function ensureBenchPack(preset: string, log: (line: string) => void, layout: DecoderLayout = 'plain'): Promise<string> {
+export async function ensureBenchPack(preset: string, log: (line: string) => void, layout: BenchLayout = 'plain'): Promise<string> {
   const dir = join(MODELS_DIR, 'bench', layout === 'plain' ? preset : `${preset}-${layout}`);
   if (!packIsUpToDate(dir, benchPackSource(preset, layout))) {
     log(`building ${dir} (random weights, once)`);
-    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true, layout });
+    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true, ...benchGraph(layout) });
   }
   return dir;
 }
@@ -68,6 +79,7 @@ function randomPackSource(preset: string, seed: number, layout: DecoderLayout = 
 }
 
 /** What writeRandomPack records for a bench pack (seed 0). */
-export function benchPackSource(preset: string, layout: DecoderLayout = 'plain'): Record<string, unknown> {
-  return randomPackSource(preset, 0, layout);
+export function benchPackSource(preset: string, layout: BenchLayout = 'plain'): Record<string, unknown> {
+  const graph = benchGraph(layout);
+  return randomPackSource(preset, 0, graph.layout, graph.decodeAttention);
 }
