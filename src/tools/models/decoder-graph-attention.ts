@@ -12,10 +12,10 @@
  * price is some twenty small kernels a layer where the op is one, so it gains only once the cache is long.
  *
  * Measured on 2 cores at the Qwen2.5-0.5B shape (24 layers, 14 heads, 2 KV heads), the attention alone
- * (GroupQueryAttention ms → these ops ms, alternating in one process; see docs/model-packs.md for the
- * whole step): one row over 32 cached positions 0.73 → 1.34, 128: 1.17 → 1.54, 256: 2.36 → 1.94,
- * 1,000: 7.0 → 3.6; four rows over 32: 1.77 → 2.47, 128: 5.07 → 3.53, 1,000: 25.9 → 12.0. A 100-token
- * prefill: 11.4 ms through GroupQueryAttention, 23.8 through these ops, hence prefills stay with the op.
+ * (GroupQueryAttention ms → these ops ms, alternating in one process): one row over 32 cached positions
+ * 0.46 → 0.82, 128: 1.04 → 1.44, 256: 1.81 → 1.82, 1,000: 7.6 → 4.3; four rows over 32: 1.56 → 1.76,
+ * 128: 5.2 → 3.4, 1,000: 35.7 → 17.8. The whole step and prefills: docs/model-packs.md. Prefills stay
+ * with the op: these ops took 23.8 ms for a 100-token prefill's attention where it took 11.4.
  *
  * The rotary embedding is applied to q and k of every head at once, half-split as GroupQueryAttention does
  * (`rotary_interleaved=0`): x·cos + rotate_half(x)·sin, rotate_half as a product with a signed permutation
