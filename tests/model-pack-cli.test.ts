@@ -235,14 +235,14 @@ describe('random presets', () => {
     expect(r.stderr).toMatch(/unknown preset gpt-9 \(known: tiny-qwen2, qwen2.5-0.5b\)/);
   });
 
-  test('--decode-attention: matmul or gqa, for the fused layout only; nothing written otherwise', () => {
+  test('--decode-attention: gqa or matmul, for the fused layout only; nothing written otherwise', () => {
     const out = join(work, 'attention');
     const wrong = models('random', '--preset', 'tiny-qwen2', '--layout', 'fused', '--decode-attention', 'flash', '--out', out);
-    expect([wrong.code, wrong.stderr]).toEqual([1, expect.stringContaining('--decode-attention must be matmul or gqa, got flash')]);
+    expect([wrong.code, wrong.stderr]).toEqual([1, expect.stringContaining('--decode-attention must be gqa or matmul, got flash')]);
     const plain = models('random', '--preset', 'tiny-qwen2', '--decode-attention', 'gqa', '--out', out);
     expect([plain.code, plain.stderr]).toEqual([2, expect.stringContaining('--decode-attention applies to --layout fused only')]);
     expect(existsSync(out)).toBe(false);
-    expect(models('random', '--preset', 'tiny-qwen2', '--layout', 'fused', '--decode-attention', 'gqa', '--out', out).code).toBe(0);
-    expect(JSON.parse(readFileSync(join(out, 'pack-source.json'), 'utf8'))).toMatchObject({ layout: 'fused', decodeAttention: 'gqa' });
+    expect(models('random', '--preset', 'tiny-qwen2', '--layout', 'fused', '--decode-attention', 'matmul', '--out', out).code).toBe(0);
+    expect(JSON.parse(readFileSync(join(out, 'pack-source.json'), 'utf8'))).toMatchObject({ layout: 'fused', decodeAttention: 'matmul' });
   });
 });

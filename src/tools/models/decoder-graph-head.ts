@@ -38,12 +38,14 @@ export function addLmHead(g: GraphBuilder, spec: DecoderSpec, weights: DecoderWe
 export function addDecoderOutputs(g: GraphBuilder, spec: DecoderSpec, logits: string, hidden: string, hiddenStatesOutput: boolean, cacheLength = 'total_sequence_length', cacheHeadDim = spec.headDim): void {
   const { numKvHeads: kv } = spec;
   const hd = cacheHeadDim;
+  // In the order Hugging Face exports list them: logits, the cache, hidden_states.
+  g.output(logits, 'logits', DataType.FLOAT, ['batch_size', 'sequence_length', spec.vocabSize]);
   for (let i = 0; i < spec.numLayers; i++) {
     for (const kind of ['key', 'value'] as const) {
       g.output(`present.${i}.${kind}`, `present.${i}.${kind}`, DataType.FLOAT, ['batch_size', kv, cacheLength, hd]);
     }
   }
-  addLogitsOutputs(g, spec, logits, hidden, hiddenStatesOutput);
+  if (hiddenStatesOutput) g.output(hidden, 'hidden_states', DataType.FLOAT, ['batch_size', 'sequence_length', spec.hiddenSize]);
 }
 
 /** The outputs besides the cache: `logits` and, when asked, `hidden_states`. */
