@@ -66,9 +66,10 @@ async function convertCommand(args: string[]): Promise<void> {
     out: { type: 'string' },
   });
   const out = requireFlag(values, 'out');
+  const layout = layoutFlag(values.layout);
   await convertLlama2c({
-    layout: layoutFlag(values.layout),
-    decodeAttention: decodeAttentionFlag(values['decode-attention'], layoutFlag(values.layout)),
+    layout,
+    decodeAttention: decodeAttentionFlag(values['decode-attention'], layout),
     checkpoint: requireFlag(values, 'checkpoint'),
     tokenizer: requireFlag(values, 'tokenizer'),
     layers: integerFlag(values, 'layers'),
@@ -90,14 +91,15 @@ async function randomCommand(args: string[]): Promise<void> {
   const head = values.head ?? 'default';
   if (!['matmul', 'gemm', 'default'].includes(head)) throw new UsageError(`--head must be matmul or gemm, got ${head}`);
   const out = requireFlag(values, 'out');
+  const layout = layoutFlag(values.layout);
   await writeRandomPack({
     preset: requireFlag(values, 'preset'),
     out,
     seed: integerFlag(values, 'seed', 0)!,
     head: head === 'default' ? undefined : (head as 'matmul' | 'gemm'),
     hiddenStatesOutput: !values['no-hidden-states'],
-    layout: layoutFlag(values.layout),
-    decodeAttention: decodeAttentionFlag(values['decode-attention'], layoutFlag(values.layout)),
+    layout,
+    decodeAttention: decodeAttentionFlag(values['decode-attention'], layout),
   });
   console.log(`wrote ${out}`);
 }

@@ -5,7 +5,7 @@ import { AppError, errorMessage } from '../../shared/errors.ts';
 import { readLlama2cCheckpoint } from './llama2c-checkpoint.ts';
 import { convertLlama2cTokenizer } from './llama2c-tokenizer.ts';
 import type { DecoderLayout } from './decoder-graph.ts';
-import type { DecodeAttention } from './decoder-graph-attention.ts';
+import { decodeAttentionSource, type DecodeAttention } from './decoder-graph-attention.ts';
 import { writeDecoderPack } from './pack-writer.ts';
 
 export interface ConvertLlama2cOptions {
@@ -36,7 +36,7 @@ export function llama2cSource(options: ConvertLlama2cOptions): Record<string, un
     layers: options.layers ?? null,
     // Recorded only when not the default, so packs built before the option existed stay up to date.
     ...(options.layout && options.layout !== 'plain' ? { layout: options.layout } : {}),
-    ...(options.layout === 'fused' && options.decodeAttention === 'matmul' ? { decodeAttention: options.decodeAttention } : {}),
+    ...decodeAttentionSource(options.layout, options.decodeAttention),
   };
 }
 

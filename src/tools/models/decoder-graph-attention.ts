@@ -24,6 +24,7 @@
  */
 import { AppError } from '../../shared/errors.ts';
 import { DataType, type GraphBuilder } from '../../shared/onnx-graph.ts';
+import type { DecoderLayout } from './decoder-graph.ts';
 
 /** How the fused layout's decode steps attend: standard ops on the buffer in place, or GroupQueryAttention like prefills. */
 export type DecodeAttention = 'gqa' | 'matmul';
@@ -40,6 +41,14 @@ export function parseDecodeAttention(value: string | undefined): DecodeAttention
   if (value === undefined) return DEFAULT_DECODE_ATTENTION;
   if (!(DECODE_ATTENTIONS as readonly string[]).includes(value)) throw new AppError('INVALID_ARGUMENT', `--decode-attention must be ${DECODE_ATTENTIONS.join(' or ')}, got ${value}`);
   return value as DecodeAttention;
+}
+
+/**
+ * What a pack's pack-source.json records of the choice: `{ decodeAttention: 'matmul' }` for a fused
+ * graph built so, nothing for the default, so packs built before the option existed stay up to date.
+ */
+export function decodeAttentionSource(layout: DecoderLayout | undefined, decodeAttention: DecodeAttention | undefined): { decodeAttention?: 'matmul' } {
+  return layout === 'fused' && decodeAttention === 'matmul' ? { decodeAttention } : {};
 }
 
 export interface AttentionShape {

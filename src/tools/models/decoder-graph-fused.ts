@@ -123,7 +123,7 @@ export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeight
   // Padding must not change the softmax temperature: the scores are scaled by the model's own head size.
   const scale = new FloatAttr(1 / Math.sqrt(hd));
   // Decode steps may attend with standard ops on the buffer in place (decoder-graph-attention.ts).
-  const decodeAttention = options.decodeAttention ?? (options.newKeyValuesOutputs === false ? 'gqa' : DEFAULT_DECODE_ATTENTION);
+  const decodeAttention = options.decodeAttention ?? DEFAULT_DECODE_ATTENTION;
   if (decodeAttention === 'matmul' && options.newKeyValuesOutputs === false) throw new AppError('INVALID_ARGUMENT', 'decode attention matmul returns the new positions only (new_key_values.*): it has no present.* to share');
   const attentionShape = { numHeads: h, numKvHeads: kv, headDim: hdp, scale: scale.value };
   const switched = decodeAttention === 'gqa' ? undefined : decodeStepSwitch(g, attentionShape, { inputIds, seqlensK, pastKey: past[0]!.key, cos, sin });

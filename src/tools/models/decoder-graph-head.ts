@@ -36,16 +36,15 @@ export function addLmHead(g: GraphBuilder, spec: DecoderSpec, weights: DecoderWe
 
 /** Declares the outputs; the `present.*` values must already be named so. `cacheLength` names their axis 2, `cacheHeadDim` is their axis 3. */
 export function addDecoderOutputs(g: GraphBuilder, spec: DecoderSpec, logits: string, hidden: string, hiddenStatesOutput: boolean, cacheLength = 'total_sequence_length', cacheHeadDim = spec.headDim): void {
-  const { numKvHeads: kv } = spec;
+  const { hiddenSize: d, numKvHeads: kv, vocabSize: vocab } = spec;
   const hd = cacheHeadDim;
-  // In the order Hugging Face exports list them: logits, the cache, hidden_states.
-  g.output(logits, 'logits', DataType.FLOAT, ['batch_size', 'sequence_length', spec.vocabSize]);
+  g.output(logits, 'logits', DataType.FLOAT, ['batch_size', 'sequence_length', vocab]);
   for (let i = 0; i < spec.numLayers; i++) {
     for (const kind of ['key', 'value'] as const) {
       g.output(`present.${i}.${kind}`, `present.${i}.${kind}`, DataType.FLOAT, ['batch_size', kv, cacheLength, hd]);
     }
   }
-  if (hiddenStatesOutput) g.output(hidden, 'hidden_states', DataType.FLOAT, ['batch_size', 'sequence_length', spec.hiddenSize]);
+  if (hiddenStatesOutput) g.output(hidden, 'hidden_states', DataType.FLOAT, ['batch_size', 'sequence_length', d]);
 }
 
 /** The outputs besides the cache: `logits` and, when asked, `hidden_states`. */

@@ -20,7 +20,7 @@ import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model-pack.ts';
 import { writeFolderAtomically } from './atomic-output.ts';
 import { sha256File } from './convert-llama2c.ts';
 import { buildDecoderGraph, type DecoderLayout } from './decoder-graph.ts';
-import { DEFAULT_DECODE_ATTENTION, type DecodeAttention } from './decoder-graph-attention.ts';
+import { decodeAttentionSource, type DecodeAttention } from './decoder-graph-attention.ts';
 import { hfConfig, parameterCount, type DecoderSpec } from './decoder-spec.ts';
 import { readHubExport } from './hub-export-reader.ts';
 import type { WeightType } from './hub-export-tensors.ts';
@@ -63,7 +63,6 @@ export function resolveHubModel(input: string): string {
 
 export async function optimizeHubExport(options: OptimizeOptions): Promise<OptimizeResult> {
   const layout = options.layout ?? 'fused';
-  const decodeAttention = options.decodeAttention ?? DEFAULT_DECODE_ATTENTION;
   const modelPath = resolveHubModel(options.input);
   // The output folder is replaced whole: one that holds the export would lose it.
   if (existsSync(options.output) && realpathSync(modelPath).startsWith(`${realpathSync(options.output)}${sep}`)) {
@@ -73,7 +72,7 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
   const packFolder = dirname(configPath);
   const copied = COPIED_FILES.filter((f) => existsSync(join(packFolder, f)));
   await writeFolderAtomically(options.output, (dir) => {
-    const graph = buildDecoderGraph(spec, weights, { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout, decodeAttention });
+    const graph = buildDecoderGraph(spec, weights, { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout, decodeAttention: options.decodeAttention });
     writeModel(graph, join(dir, DEFAULT_MODEL_FILE), { externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES });
     // The export's own fields stay (chat settings, token ids, ...); what the rebuilt graph is, the builder says.
     const kept = { ...config };
@@ -85,7 +84,7 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
     if (!copied.includes('generation_config.json')) {
       writeFileSync(join(dir, 'generation_config.json'), json({ bos_token_id: spec.bosTokenId, eos_token_id: spec.eosTokenIds, do_sample: false }));
     }
-    writeFileSync(join(dir, PACK_SOURCE_FILE), json({ tool: 'optimize', model: resolve(modelPath), modelSha256: sha256File(modelPath), layout, ...(layout === 'fused' && decodeAttention === 'matmul' ? { decodeAttention } : {}) }));
+    writeFileSync(join(dir, PACK_SOURCE_FILE), json({ tool: 'optimize', model: resolve(modelPath), modelSha256: sha256File(modelPath), layout, ...decodeAttentionSource(layout, options.decodeAttention) }));
   });
   return { modelPath, spec, weightType, layout, copied };
 }

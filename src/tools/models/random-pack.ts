@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { MODELS_DIR } from '../../shared/paths.ts';
 import type { DecoderLayout } from './decoder-graph.ts';
-import { DEFAULT_DECODE_ATTENTION, type DecodeAttention } from './decoder-graph-attention.ts';
+import { decodeAttentionSource, type DecodeAttention } from './decoder-graph-attention.ts';
 import { parameterCount } from './decoder-spec.ts';
 import { packIsUpToDate, writeDecoderPack } from './pack-writer.ts';
 import { PRESETS, qwenTokenizerFiles, randomWeights } from './random-model.ts';
@@ -74,8 +74,8 @@ export async function ensureBenchPack(preset: string, log: (line: string) => voi
  * new_key_values.* outputs; `decodeAttention: 'matmul'` (fused only, recorded
  * when chosen): decode steps attend with standard ops (decoder-graph-attention.ts).
  */
-function randomPackSource(preset: string, seed: number, layout: DecoderLayout = 'plain', decodeAttention: DecodeAttention = DEFAULT_DECODE_ATTENTION): Record<string, unknown> {
-  return { tool: 'random', preset, seed, graph: layout === 'fused' ? 3 : 2, ...(layout === 'plain' ? {} : { layout }), ...(layout === 'fused' && decodeAttention === 'matmul' ? { decodeAttention } : {}) };
+function randomPackSource(preset: string, seed: number, layout: DecoderLayout = 'plain', decodeAttention?: DecodeAttention): Record<string, unknown> {
+  return { tool: 'random', preset, seed, graph: layout === 'fused' ? 3 : 2, ...(layout === 'plain' ? {} : { layout }), ...decodeAttentionSource(layout, decodeAttention) };
 }
 
 /** What writeRandomPack records for a bench pack (seed 0). */
