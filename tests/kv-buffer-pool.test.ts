@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { plainPassPoolBytes } from '../src/shared/batched-step.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { KvBufferPool, SPARE_MIN_BYTES, type SpareMaker } from '../src/shared/kv-buffer-pool.ts';
 import { prefaultedBuffer } from '../src/shared/prefaulted-buffers.ts';
@@ -43,6 +44,23 @@ describe('KvBufferPool', () => {
     pool.release(once);
     pool.release(once);
     expect(pool.heldBytes).toBe(32);
+  });
+
+  test('a view of a buffer it handed out brings the whole buffer back; views of other memory, pinned memory and a second release do not', () => {
+    const pool = new KvBufferPool(1024);
+    const taken = pool.take(16);
+    pool.releaseBufferOf(taken.subarray(0, 6));
+    expect(pool.heldBytes).toBe(64);
+    const again = pool.take(16);
+    expect(again.buffer).toBe(taken.buffer);
+    pool.releaseBufferOf(again.subarray(0, 6));
+    pool.releaseBufferOf(again.subarray(0, 2)); // the same buffer again
+    expect(pool.heldBytes).toBe(64);
+    pool.releaseBufferOf(new Float32Array(16).subarray(0, 6)); // onnxruntime's memory, say
+    const pinned = pool.take(8);
+    pool.pin(pinned);
+    pool.releaseBufferOf(pinned.subarray(0, 4));
+    expect(pool.heldBytes).toBe(64);
   });
 
   test('holds at most its bound, dropping the least recently released', () => {
@@ -169,5 +187,92 @@ describe('recycled buffers in a fused model', () => {
     expect(recycling.batcher!.stats.sizes[3]).toBeGreaterThan(0);
     expect(recycling.kvPool.stats.reused).toBeGreaterThan(before);
     got.forEach((logits, i) => logits.forEach((l, k) => expect(l).toEqual(expected[i]![k]!)));
+  });
+});
+
+describe('the plain layout\'s batched passes', () => {
+  const work = mkdtempSync(join(tmpdir(), 'kv-pool-plain-'));
+  let pack: ReturnType<typeof loadModelPack>;
+  beforeAll(async () => {
+    await writeRandomPack({ preset: 'tiny-qwen2', out: join(work, 'plain'), seed: 12, hiddenStatesOutput: true, layout: 'plain' });
+    pack = loadModelPack(join(work, 'plain'));
+  }, 120_000);
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  const prompt = (n: number, offset: number) => Array.from({ length: n }, (_, i) => 3 + ((i * 31 + offset) % 180));
+  const PROMPTS = [50, 70, 90].map((n, i) => prompt(n, i + 1));
+  const STEPS = 6;
+
+  /** The three prompts decoded greedily at once (batched passes); each one's ids and logits per step. */
+  async function decodeThree(model: DecoderModel): Promise<{ ids: number[][]; logits: Float32Array[][] }> {
+    const sequences = PROMPTS.map(() => model.newSequence());
+    let results = await Promise.all(sequences.map((s, i) => s.append(PROMPTS[i]!)));
+    const ids: number[][] = [[], [], []];
+    const logits: Float32Array[][] = [[], [], []];
+    for (let step = 0; step < STEPS; step++) {
+      const next = results.map((r) => r.logits.indexOf(Math.max(...r.logits)));
+      next.forEach((id, i) => ids[i]!.push(id));
+      results = await Promise.all(sequences.map((s, i) => s.append([next[i]!])));
+      results.forEach((r, i) => logits[i]!.push(r.logits));
+    }
+    for (const s of sequences) s.dispose();
+    return { ids, logits };
+  }
+
+  test('gathered batch buffers and each row\'s new cache come from the pool and go back to it; recycled memory gives exactly the logits of new memory', async () => {
+    const recycling = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
+    const fresh = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
+    try {
+      const expected = await decodeThree(fresh);
+      await decodeThree(recycling); // leaves the pool holding buffers of these sizes
+      const before = { ...recycling.kvPool.stats };
+      const together = recycling.batcher!.stats.promptsTogether;
+      const got = await decodeThree(recycling);
+      expect(recycling.batcher!.stats.sizes[3]).toBe(2 * STEPS);
+      // Every batched pass takes one buffer per cache tensor for the gather and one per row for its new
+      // cache: the decode passes of three rows, and the pass of the prompts that shared one (two here).
+      const prompts = recycling.batcher!.stats.promptsTogether - together;
+      expect(prompts).toBe(2);
+      const takes = recycling.kvPool.stats.taken - before.taken;
+      expect(takes).toBe(recycling.io.pastNames.length * (STEPS * (1 + 3) + (1 + prompts)));
+      // The run before left every size behind: each take finds memory already mapped.
+      expect(recycling.kvPool.stats.reused - before.reused).toBe(takes);
+      expect(recycling.kvPool.heldBytes).toBeGreaterThan(0);
+      expect(got.ids).toEqual(expected.ids);
+      got.logits.forEach((perStep, i) => perStep.forEach((l, k) => expect(l).toEqual(expected.logits[i]![k]!)));
+    } finally {
+      await recycling.release();
+      await fresh.release();
+    }
+  });
+
+  test('a pass whose buffers the pool cannot hold runs in smaller passes: the same ids, logits within 1e-4 of each sequence alone', async () => {
+    const alone = await DecoderModel.load(pack, { threads: 1 });
+    // Room for two rows of up to 94 cached positions (the longest prompt plus its steps), not for three.
+    const bound = plainPassPoolBytes(alone, [94, 94]);
+    expect(plainPassPoolBytes(alone, [50, 70, 90])).toBeGreaterThan(bound);
+    const bounded = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 }, kvPoolBytes: bound });
+    try {
+      const got = await decodeThree(bounded);
+      const sizes = bounded.batcher!.stats.sizes;
+      expect(sizes[3] ?? 0).toBe(0);
+      expect(sizes[2]).toBe(STEPS);
+      expect(sizes[1]).toBe(STEPS);
+      for (const [i, ids] of PROMPTS.entries()) {
+        const s = alone.newSequence();
+        let out = await s.append(ids);
+        for (let step = 0; step < STEPS; step++) {
+          const id = out.logits.indexOf(Math.max(...out.logits));
+          expect(id).toBe(got.ids[i]![step]!);
+          out = await s.append([id]);
+          const worst = out.logits.reduce((m, x, j) => Math.max(m, Math.abs(x - got.logits[i]![step]![j]!)), 0);
+          expect(worst).toBeLessThan(1e-4);
+        }
+        s.dispose();
+      }
+    } finally {
+      await alone.release();
+      await bounded.release();
+    }
   });
 });

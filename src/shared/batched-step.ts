@@ -51,9 +51,39 @@ function cacheData(tensor: OrtTensor): CacheData {
   return new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2);
 }
 
-function cacheTensor(like: CacheData, dims: readonly number[]): OrtTensor {
-  const size = dims.reduce((a, b) => a * b, 1);
-  return like instanceof Float32Array ? new ort.Tensor('float32', new Float32Array(size), dims) : feedable(new ort.Tensor('float16', new Uint16Array(size), dims));
+/**
+ * A zeroed `[rows, kv_heads, positions, head_dim]` cache tensor of the plain layout's batched pass. float32
+ * ones are the first part of a buffer from the model's pool with room for a whole number of
+ * BATCH_CAPACITY_STEPs, so the next passes, a position longer, find the same sizes there: memory already
+ * mapped, where fresh memory costs more than the copy into it (on the 2-core VM, 25 MB of fresh arrays
+ * took 15 to 82 ms to fill, 2 ms when reused). float16 ones are fresh arrays (the pool holds float32).
+ */
+function cacheTensor(model: DecoderModel, like: CacheData, dims: readonly [number, number, number, number]): OrtTensor {
+  const [rows, heads, positions, headDim] = dims;
+  const size = rows * heads * positions * headDim;
+  if (!(like instanceof Float32Array)) return feedable(new ort.Tensor('float16', new Uint16Array(size), dims));
+  const buffer = model.kvPool.take(rows * heads * Math.ceil(Math.max(positions, 1) / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP * headDim);
+  return new ort.Tensor('float32', buffer.subarray(0, size), dims);
+}
+
+/** Gives a cacheTensor's buffer back to the pool (nothing reads it any more). */
+function releaseCacheTensor(model: DecoderModel, tensor: OrtTensor): void {
+  if (tensor.data instanceof Float32Array) model.kvPool.releaseBufferOf(tensor.data);
+  tensor.dispose();
+}
+
+/**
+ * Bytes of the model's pool a plain-layout decode pass over sequences of `lengths` writes into: the batch
+ * buffers the rows' caches are gathered into, and each row's new cache split out of `present.*` (see
+ * cacheTensor). Between passes the pool holds both, one pass's gathered buffers and the caches the next
+ * pass replaces, so a pass needing more than the pool holds copies into fresh memory.
+ */
+export function plainPassPoolBytes(model: DecoderModel, lengths: readonly number[]): number {
+  const perPosition = model.io.pastNames.length * model.pack.numKvHeads * model.cacheHeadDim * Float32Array.BYTES_PER_ELEMENT;
+  const room = (positions: number) => Math.ceil(positions / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP;
+  const gathered = lengths.length * room(Math.max(...lengths));
+  const split = lengths.reduce((sum, length) => sum + room(length + 1), 0);
+  return perPosition * (gathered + split);
 }
 
 /** Runs the pass and records each row's tokens in its sequence; results in the order of `rows`. */
@@ -73,11 +103,16 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
   /** The fused layout's batch buffers, kept for the next pass or back to the pool once the rows have their results. */
   let keepAfter: Record<string, OrtTensor> | undefined;
   if (io.layout === 'plain') {
-    Object.assign(feeds, gatherLeftPadded(model, rows, longest));
+    const gathered = gatherLeftPadded(model, rows, longest);
+    Object.assign(feeds, gathered);
     // Row b's cache sits in the last lengths[b] of the `longest` past slots: the slots before are padding.
     feeds.attention_mask = indexTensor(io.mask!, { length: batch * total }, [batch, total], (i) => (i % total >= longest - lengths[Math.floor(i / total)]! ? 1 : 0));
     feeds.position_ids = indexTensor(io.positions!, { length: batch * n }, [batch, n], (i) => lengths[Math.floor(i / n)]! + (i % n));
-    out = await model.forward(feeds, batch * n);
+    try {
+      out = await model.forward(feeds, batch * n);
+    } finally {
+      for (const tensor of Object.values(gathered)) releaseCacheTensor(model, tensor);
+    }
     present = splitLeftPadded(model, out, lengths, longest, n);
   } else {
     for (const row of rows) row.sequence.fitBuffers(row.sequence.length + n);
@@ -121,7 +156,7 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
     // onnxruntime-node starts a run on a later turn of the event loop, so a row's sequence may have been
     // disposed (its generation cancelled) meanwhile: the others' results stand, that row's are not kept.
     if (row.sequence.isDisposed) {
-      for (const t of Object.values(present?.[b] ?? {})) t.dispose();
+      for (const t of Object.values(present?.[b] ?? {})) releaseCacheTensor(model, t);
       return { logits: new Float32Array(0), hidden, previousHidden: previousHidden ?? hidden, batchSize: batch };
     }
     const before = row.sequence.acceptAppend(row.tokens, present?.[b], hidden, previousHidden);
@@ -146,7 +181,7 @@ function gatherLeftPadded(model: DecoderModel, rows: readonly BatchRow[], longes
   const feeds: Record<string, OrtTensor> = {};
   for (const name of model.io.pastNames) {
     const first = cacheData(rows[0]!.sequence.cache[name]!);
-    const tensor = cacheTensor(first, [rows.length, heads, longest, headDim]);
+    const tensor = cacheTensor(model, first, [rows.length, heads, longest, headDim]);
     const data = cacheData(tensor);
     rows.forEach((row, b) => {
       const length = row.sequence.length;
@@ -167,7 +202,7 @@ function splitLeftPadded(model: DecoderModel, out: Record<string, OrtTensor>, le
   for (const name of model.io.pastNames) {
     const data = cacheData(out[name.replace('past_key_values', 'present')]!);
     lengths.forEach((length, b) => {
-      const tensor = cacheTensor(data, [1, heads, length + n, headDim]);
+      const tensor = cacheTensor(model, data, [1, heads, length + n, headDim]);
       const to = cacheData(tensor);
       for (let h = 0; h < heads; h++) {
         const start = ((b * heads + h) * total + longest - length) * headDim;

@@ -27,15 +27,16 @@ import type { AppendResult, DecoderLoadOptions, DecoderStats } from './decoder-t
 export type { AppendResult, DecoderLoadOptions, DecoderStats } from './decoder-types.ts';
 
 /**
- * Released fused KV buffers kept for reuse (kv-buffer-pool.ts): about one long sequence's cache at the
- * Qwen2.5-0.5B shape (25 MB at 1,024 positions in float32) and two more of a few hundred positions.
+ * Released KV buffers kept for reuse (kv-buffer-pool.ts): about one long sequence's cache at the
+ * Qwen2.5-0.5B shape (25 MB at 1,024 positions in float32) and two more of a few hundred positions; or a
+ * plain-layout batched pass of four rows at about 300 positions (batched-step.ts, plainPassPoolBytes).
  */
-const KV_POOL_BYTES = 64 * 2 ** 20;
+export const DEFAULT_KV_POOL_BYTES = 64 * 2 ** 20;
 
 export class DecoderModel {
   readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0, runMs: 0 };
-  /** @internal the fused layout's released KV buffers, for its sequences and batched steps. */
-  readonly kvPool = new KvBufferPool(KV_POOL_BYTES, prefaultedBuffer);
+  /** @internal released KV buffers: the fused layout's, and the plain layout's batched passes'. */
+  readonly kvPool: KvBufferPool;
   readonly hasHiddenStates: boolean;
   /** The last axis of the KV cache: the config's head_dim, or the padded head size of a fused graph. */
   readonly cacheHeadDim: number;
@@ -49,7 +50,9 @@ export class DecoderModel {
     readonly io: DecoderIo,
     /** The execution providers the session runs on, in order of preference (after any fallback). */
     readonly executionProviders: readonly string[],
+    kvPoolBytes: number,
   ) {
+    this.kvPool = new KvBufferPool(kvPoolBytes, prefaultedBuffer);
     this.hasHiddenStates = io.hidden !== undefined;
     this.cacheHeadDim = io.cacheHeadDim ?? pack.headDim;
   }
@@ -63,7 +66,7 @@ export class DecoderModel {
     const { session, executionProviders } = await createSessionOn(pack.modelPath, sessionOptions, options.executionProviders ?? ['cpu'], options.log);
     try {
       const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
-      const model = new DecoderModel(pack, session, io, executionProviders);
+      const model = new DecoderModel(pack, session, io, executionProviders, options.kvPoolBytes ?? DEFAULT_KV_POOL_BYTES);
       if (options.batching) model.batcher = DecodeBatcher.over(model, options.batching, options.log);
       return model;
     } catch (e) {
@@ -322,9 +325,16 @@ export class DecoderSequence {
 
   private readonly allocate = (elements: number): Float32Array => this.model.kvPool.take(elements);
 
-  /** Releases a cache tensor nothing holds any more; a fused buffer goes back to the model's pool. */
+  /**
+   * Releases a cache tensor nothing holds any more: a fused buffer goes back to the model's pool, and so
+   * does the pool's buffer under a plain-layout cache a batched pass wrote (batched-step.ts); onnxruntime's
+   * own outputs go to the garbage collector.
+   */
   private drop(t: OrtTensor): void {
-    if (this.model.io.layout === 'fused' && t.data instanceof Float32Array) this.model.kvPool.release(t.data);
+    if (t.data instanceof Float32Array) {
+      if (this.model.io.layout === 'fused') this.model.kvPool.release(t.data);
+      else this.model.kvPool.releaseBufferOf(t.data);
+    }
     t.dispose();
   }
 

@@ -18,6 +18,11 @@ export interface DecoderLoadOptions {
   profileFilePrefix?: string;
   /** Runs concurrent sequences' one-token appends as one forward pass (decode-batcher.ts); off when omitted. */
   batching?: BatchingOptions;
+  /**
+   * Bytes of released KV buffers kept for reuse (kv-buffer-pool.ts); DEFAULT_KV_POOL_BYTES when omitted.
+   * It also bounds a plain-layout batched pass: rows past it run in a pass of their own (decode-batcher.ts).
+   */
+  kvPoolBytes?: number;
 }
 
 export interface AppendResult {

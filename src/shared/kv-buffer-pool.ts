@@ -31,6 +31,8 @@ export class KvBufferPool {
   /** Released buffers, least recently released first. */
   private readonly free: Float32Array[] = [];
   private readonly pinned = new WeakSet<ArrayBufferLike>();
+  /** The memory of every buffer `take` handed out: a view of one can bring its whole buffer back (releaseBufferOf). */
+  private readonly issued = new WeakSet<ArrayBufferLike>();
   private bytes = 0;
   /** Bytes of spares asked for and not yet arrived. */
   private pendingBytes = 0;
@@ -49,11 +51,14 @@ export class KvBufferPool {
     const at = this.free.findLastIndex((data) => data.length === elements);
     if (at === -1) {
       this.askSpare(elements);
-      return new Float32Array(elements);
+      const fresh = new Float32Array(elements);
+      this.issued.add(fresh.buffer);
+      return fresh;
     }
     const [recycled] = this.free.splice(at, 1) as [Float32Array];
     this.bytes -= recycled.byteLength;
     this.stats.reused++;
+    this.issued.add(recycled.buffer);
     return recycled.fill(0);
   }
 
@@ -79,10 +84,19 @@ export class KvBufferPool {
 
   /** Hands back a buffer nothing will read again; pinned ones, and views into larger memory, are left to the garbage collector. */
   release(data: Float32Array): void {
-    if (this.pinned.has(data.buffer) || data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || this.free.includes(data)) return;
+    if (this.pinned.has(data.buffer) || data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || this.free.some((d) => d.buffer === data.buffer)) return;
     this.free.push(data);
     this.bytes += data.byteLength;
     while (this.bytes > this.maxBytes) this.bytes -= this.free.shift()!.byteLength;
+  }
+
+  /**
+   * Hands back the whole buffer `view` was cut from, where `take` handed that buffer out: a tensor over the
+   * first part of a larger buffer (the plain layout's batched caches, batched-step.ts) returns it all.
+   * Memory the pool never issued (onnxruntime's outputs) is left to the garbage collector.
+   */
+  releaseBufferOf(view: Float32Array): void {
+    if (this.issued.has(view.buffer)) this.release(new Float32Array(view.buffer));
   }
 
   /** Bytes held for reuse. */
