@@ -29,7 +29,13 @@ export type SpareMaker = (elements: number) => Promise<Float32Array>;
 export const SPARE_MIN_BYTES = 256 * 1024;
 export class KvBufferPool {
   /** Released buffers, least recently released first. */
-  private readonly free: Float32Array[] = [];
+  /**
+   * Released buffers by memory, least recently released first (a Map keeps insertion order), and the same
+   * by size, most recent last: a plain-layout batched pass of a small model takes and releases thousands of
+   * small buffers, so neither a take nor a release may scan them all.
+   */
+  private readonly free = new Map<ArrayBufferLike, Float32Array>();
+  private readonly freeBySize = new Map<number, Float32Array[]>();
   private readonly pinned = new WeakSet<ArrayBufferLike>();
   /** The memory of every buffer `take` handed out: a view of one can bring its whole buffer back (releaseBufferOf). */
   private readonly issued = new WeakSet<ArrayBufferLike>();
@@ -48,14 +54,14 @@ export class KvBufferPool {
   /** A buffer of `elements` zeros: the most recently released one of that size (zeroed here), or a new one. */
   take(elements: number): Float32Array {
     this.stats.taken++;
-    const at = this.free.findLastIndex((data) => data.length === elements);
-    if (at === -1) {
+    const recycled = this.freeBySize.get(elements)?.pop();
+    if (!recycled) {
       this.askSpare(elements);
       const fresh = new Float32Array(elements);
       this.issued.add(fresh.buffer);
       return fresh;
     }
-    const [recycled] = this.free.splice(at, 1) as [Float32Array];
+    this.free.delete(recycled.buffer);
     this.bytes -= recycled.byteLength;
     this.stats.reused++;
     this.issued.add(recycled.buffer);
@@ -84,10 +90,20 @@ export class KvBufferPool {
 
   /** Hands back a buffer nothing will read again; pinned ones, and views into larger memory, are left to the garbage collector. */
   release(data: Float32Array): void {
-    if (this.pinned.has(data.buffer) || data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || this.free.some((d) => d.buffer === data.buffer)) return;
-    this.free.push(data);
+    if (this.pinned.has(data.buffer) || data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || this.free.has(data.buffer)) return;
+    this.free.set(data.buffer, data);
+    const sameSize = this.freeBySize.get(data.length) ?? [];
+    sameSize.push(data);
+    this.freeBySize.set(data.length, sameSize);
     this.bytes += data.byteLength;
-    while (this.bytes > this.maxBytes) this.bytes -= this.free.shift()!.byteLength;
+    for (const [buffer, oldest] of this.free) {
+      if (this.bytes <= this.maxBytes) break;
+      this.free.delete(buffer);
+      const stack = this.freeBySize.get(oldest.length)!;
+      // The least recently released of its size sits at the bottom of its stack.
+      stack.splice(stack.indexOf(oldest), 1);
+      this.bytes -= oldest.byteLength;
+    }
   }
 
   /**
