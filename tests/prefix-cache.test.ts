@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runBatchedPass } from '../src/shared/batched-step.ts';
 import { DecoderModel, type AppendResult } from '../src/shared/decoder-model.ts';
 import { copyKvPositions, restorableLength } from '../src/shared/kv-snapshot.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
@@ -165,6 +166,34 @@ for (const layout of ['plain', 'fused'] as const) {
     });
   });
 }
+
+describe('snapshots of caches a plain-layout batched pass wrote', () => {
+  test('the first part of a pooled buffer: shared when it fills half of it, copied compact otherwise; bytes count the memory held', async () => {
+    const model = models.plain;
+    const name = model.io.pastNames[0]!;
+    for (const [length, shared] of [[5, false], [40, true]] as const) {
+      const [a, b] = [model.newSequence(), model.newSequence()];
+      await a.append(ids(length));
+      await b.append(ids(length + 1, 5));
+      await runBatchedPass(model, [{ sequence: a, tokens: [7] }, { sequence: b, tokens: [8] }]);
+      const data = a.cache[name]!.data as Float32Array;
+      // length + 1 positions at the start of a buffer with room for a whole number of 32-position steps.
+      const perPosition = data.byteLength / (length + 1);
+      expect(data.buffer.byteLength).toBe(perPosition * Math.ceil((length + 1) / 32) * 32);
+      const snapshot = a.snapshot()!;
+      const held = snapshot.kv[name]!.data as Float32Array;
+      expect(held.buffer === data.buffer).toBe(shared);
+      expect(snapshot.bytes).toBe(held.buffer.byteLength * model.io.pastNames.length + snapshot.lastHidden.byteLength);
+      expect(snapshot.bytes).toBe((shared ? 64 : length + 1) * perPosition * model.io.pastNames.length + snapshot.lastHidden.byteLength);
+      // Restored, it continues as the sequence does.
+      const restored = model.newSequence();
+      restored.restore(snapshot, snapshot.tokens.length);
+      const [x, y] = [await a.append([9]), await restored.append([9])];
+      expect(y.logits).toEqual(x.logits);
+      for (const s of [a, b, restored]) s.dispose();
+    }
+  });
+});
 
 describe('PrefixCache', () => {
   async function prefill(cache: PrefixCache, tokens: number[]): Promise<{ cachedTokens: number; result: AppendResult }> {

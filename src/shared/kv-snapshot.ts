@@ -8,7 +8,8 @@
  * disposed when it moves on). The plain layout's tensors are exactly the cache, `[1, kv_heads, length,
  * head_dim]`. The fused layout's buffers hold `capacity` positions of which the first `length` are the
  * cache: shared while at most half of them is free, copied compact otherwise, so a short prompt in a
- * fresh buffer does not hold a whole buffer's bytes of the cache's bound. At 1,000 tokens of the
+ * fresh buffer does not hold a whole buffer's bytes of the cache's bound (a plain-layout cache written by a
+batched pass is likewise the first part of a larger pooled buffer). At 1,000 tokens of the
  * Qwen2.5-0.5B shape the copy it saves was 25 MB and about 100 ms before the first token.
  *
  * A snapshot also holds the `hidden_states` of its last position: the `previousHidden` of the next
@@ -57,16 +58,23 @@ export function takeKvSnapshot(past: Readonly<Record<string, OrtTensor>>, tokens
   let bytes = lastHidden.byteLength;
   for (const [name, tensor] of Object.entries(past)) {
     kv[name] = sharesWell(tensor, tokens.length) ? sharedKvTensor(tensor) : copyKvPositions(tensor, tokens.length);
-    bytes += (kv[name].data as CacheData).byteLength;
+    // A shared tensor holds its whole memory, which may be larger than the tensor (see sharesWell).
+    bytes += (kv[name].data as CacheData).buffer.byteLength;
   }
   return { tokens: [...tokens], kv, lastHidden: lastHidden.slice(), bytes };
 }
 
-/** Whether a cache tensor holding `length` positions has at most as many free positions as used ones. */
+/**
+ * Whether the memory under a cache tensor holding `length` positions has at most as many bytes free as used:
+ * a fused buffer's free capacity, or the rest of a pooled buffer a plain-layout batched pass's cache is the
+ * first part of (batched-step.ts).
+ */
 function sharesWell(tensor: OrtTensor, length: number): boolean {
   const capacity = tensor.dims[2]!;
   if (length > capacity) throw new RangeError(`cannot keep ${length} positions of a cache tensor holding ${capacity}`);
-  return capacity - length <= length;
+  const data = feedable(tensor).data as CacheData;
+  const used = (data.byteLength / capacity) * length;
+  return data.buffer.byteLength - used <= used;
 }
 
 /** A tensor of its own over the same memory: disposing the sequence's tensor leaves this one readable. */
