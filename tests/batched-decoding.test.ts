@@ -166,6 +166,66 @@ describe('batched vs alone: the same greedy ids, logits within tolerance', () =>
   }
 });
 
+/**
+ * Four sequences with caches append chunks of 1, 3, 7 and 12 tokens at once, five rounds, each round
+ * rotating who feeds how many, on a model batching appends of up to 16 tokens (`appendTokens`) and on one
+ * running each alone: every append's logits, hidden and previous hidden states within `tolerance`.
+ * Returns the largest logit difference and how many multi-token appends ran in a shared pass.
+ */
+async function compareRaggedAppends(packDir: string, modelFile?: string, tolerance = LOGIT_TOLERANCE): Promise<{ worst: number; sharedAppends: number }> {
+  const pack = loadModelPack(packDir, modelFile);
+  const alone = await DecoderModel.load(pack, { threads: 1 });
+  const batched = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 8, appendTokens: 16 } });
+  try {
+    const heads = [5, 12, 20, 9].map((n, s) => Array.from({ length: n }, (_, i) => 3 + ((s * 53 + i * 19) % (pack.vocabSize - 3))));
+    const [a, b] = [heads.map(() => alone.newSequence()), heads.map(() => batched.newSequence())];
+    for (const [i, head] of heads.entries()) {
+      await a[i]!.append(head);
+      await b[i]!.append(head);
+    }
+    let worst = 0;
+    let sharedAppends = 0;
+    const sizes = [1, 3, 7, 12];
+    for (let round = 0; round < 5; round++) {
+      const chunks = heads.map((_, s) => Array.from({ length: sizes[(s + round) % 4]! }, (_, i) => 3 + ((round * 31 + s * 7 + i * 11) % (pack.vocabSize - 3))));
+      const expected: AppendResult[] = [];
+      for (const [i, chunk] of chunks.entries()) expected.push(await a[i]!.append(chunk));
+      const got = await Promise.all(chunks.map((chunk, i) => b[i]!.append(chunk)));
+      got.forEach((g, i) => {
+        worst = Math.max(worst, maxAbsDiff(g.logits, expected[i]!.logits));
+        expect(maxAbsDiff(g.hidden, expected[i]!.hidden)).toBeLessThan(tolerance);
+        expect(maxAbsDiff(g.previousHidden, expected[i]!.previousHidden)).toBeLessThan(tolerance);
+        if (chunks[i]!.length > 1 && (g.batchSize ?? 1) > 1) sharedAppends++;
+      });
+    }
+    expect(worst).toBeLessThan(tolerance);
+    for (const s of [...a, ...b]) s.dispose();
+    return { worst, sharedAppends };
+  } finally {
+    await alone.release();
+    await batched.release();
+  }
+}
+
+describe('appends of several tokens share decode passes in the plain layout (appendTokens), each row padded before its own tokens', () => {
+  test('demo cloud pack (plain, llama2.c): the same logits as each append alone', async () => {
+    const { worst, sharedAppends } = await compareRaggedAppends(demoCloud);
+    console.log(`demo cloud, ragged appends: max |Δlogit| ${worst.toExponential(2)}, ${sharedAppends} multi-token appends batched`);
+    expect(sharedAppends).toBeGreaterThanOrEqual(10);
+  });
+  test('Hugging Face export of stories260K (3 layers), fp32: padding between a row\'s cache and its tokens honoured by the exported graph', async () => {
+    const { worst, sharedAppends } = await compareRaggedAppends(hub.edge, 'model.onnx');
+    console.log(`hub export, ragged appends: max |Δlogit| ${worst.toExponential(2)}, ${sharedAppends} multi-token appends batched`);
+    expect(sharedAppends).toBeGreaterThanOrEqual(10);
+  });
+  test('tiny-qwen2 plain: the same; the fused layout runs such appends alone (GroupQueryAttention takes several positions per row only as first prompts)', async () => {
+    const plain = await compareRaggedAppends(QWEN.plain);
+    expect(plain.sharedAppends).toBeGreaterThanOrEqual(10);
+    const fused = await compareRaggedAppends(QWEN.fused);
+    expect(fused.sharedAppends).toBe(0);
+  });
+});
+
 describe('int8 packs of ours (MatMulNBits bits=8, activations quantized per row and block)', () => {
   for (const layout of LAYOUTS) {
     test(`tiny-qwen2 ${layout} int8: the batcher takes it; batched and alone give the same ids and logits`, async () => {
@@ -427,6 +487,7 @@ describe('the batcher', () => {
     const pack = loadModelPack(demoEdge);
     await expect(DecoderModel.load(pack, { batching: { maxBatch: 0 } })).rejects.toThrow('batching.maxBatch must be a whole number ≥ 1, got 0');
     await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, prefillChunk: 2.5 } })).rejects.toThrow('batching.prefillChunk must be a whole number ≥ 1, got 2.5');
+    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, appendTokens: 0 } })).rejects.toThrow('batching.appendTokens must be a whole number ≥ 1, got 0');
     const off = await DecoderModel.load(pack, { batching: { maxBatch: 1 } });
     expect(off.batcher).toBeUndefined();
     await off.release();

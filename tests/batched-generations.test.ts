@@ -128,3 +128,40 @@ test("the cloud's embedded backend batches concurrent sessions' spans: the same 
     await batched.close();
   }
 }, 60_000);
+
+test("the embedded backend's steps that append the edge's tokens since the last step share passes too (appendTokens): the same ids as one at a time", async () => {
+  const options = { modelPack: pair.cloudModel.pack.dir, maxLiveSequences: 8 };
+  const alone = await EmbeddedBackend.load(options);
+  const batched = await EmbeddedBackend.load({ ...options, maxBatch: 4, appendTokens: 16 });
+  try {
+    const prompts = PROMPTS.slice(0, 4).map((p) => pair.tokenizer.encode(p, { addBos: true, parseSpecialTokens: false }));
+    const sampling = { temperature: 0, topP: 1, seed: undefined, stopTokenIds: [], topLogprobs: 0 };
+    /** Six routed steps per session: each appends the cloud's token and 2 to 11 of the edge's (ids of the session's own prompt). */
+    async function sessions(backend: EmbeddedBackend): Promise<number[][]> {
+      const sequences = prompts.map(() => backend.openSequence());
+      const contexts = prompts.map((p) => [...p]);
+      const ids: number[][] = prompts.map(() => []);
+      for (let round = 0; round < 6; round++) {
+        const step = (i: number) => sequences[i]!.step({ context: contexts[i]!, maxTokens: 1, sampling, requestId: `s${i}-${round}`, signal: new AbortController().signal });
+        const results: { ids: number[] }[] = [];
+        if (backend === alone) for (let i = 0; i < prompts.length; i++) results.push(await step(i));
+        else results.push(...(await Promise.all(prompts.map((_, i) => step(i)))));
+        results.forEach((r, i) => {
+          ids[i]!.push(...r.ids);
+          const edge = prompts[i]!.slice(1, 1 + 2 + ((round * 3 + i) % 10));
+          contexts[i]!.push(...r.ids, ...edge);
+        });
+      }
+      for (const s of sequences) s.dispose();
+      return ids;
+    }
+    const reference = await sessions(alone);
+    expect(await sessions(batched)).toEqual(reference);
+    // Every step after the first appends 3 to 12 tokens: passes of several rows can only be those appends.
+    const { sizes } = batched.model.batcher!.stats;
+    expect(sizes.slice(2).reduce((a, b) => a + (b ?? 0), 0)).toBeGreaterThanOrEqual(4);
+  } finally {
+    await alone.close();
+    await batched.close();
+  }
+}, 60_000);

@@ -17,26 +17,31 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-test('one-token steps share passes; the ten-token steps of a 10% routed share run one pass each at most, never batched', () => {
-  const r = runBench(['embedded-batching', '--sessions', '8', '--duration', '1', '--share', '0.1,1', '--max-batch', '1,8', '--json']);
+test('one-token steps share passes; the ten-token steps of a 10% routed share do with --append-tokens 16, never with 1', () => {
+  const r = runBench(['embedded-batching', '--sessions', '8', '--duration', '1', '--share', '0.1,1', '--max-batch', '1,8', '--append-tokens', '1,16', '--json']);
   expect(r.stderr).not.toContain('error');
   expect(r.code).toBe(0);
   const { rows } = lastJsonLine(r.stdout);
-  expect(rows.map((row: { share: number; max_batch: number }) => [row.share, row.max_batch])).toEqual([
-    [0.1, 1],
-    [0.1, 8],
-    [1, 1],
-    [1, 8],
+  // --append-tokens matters only where passes can be shared.
+  expect(rows.map((row: { share: number; max_batch: number; append_tokens: number }) => [row.share, row.max_batch, row.append_tokens])).toEqual([
+    [0.1, 1, 1],
+    [0.1, 8, 1],
+    [0.1, 8, 16],
+    [1, 1, 1],
+    [1, 8, 1],
+    [1, 8, 16],
   ]);
   for (const row of rows) expect(row.steps).toBeGreaterThan(50);
-  const [tenAlone, tenBatched, oneAlone, oneBatched] = rows;
-  // Every step is one append, hence one pass, unless the batcher puts one-token appends together, or the
-  // first prompts of sessions opening together (never more passes than alone).
+  const [tenAlone, tenOneToken, tenAppends, oneAlone, ...oneBatched] = rows;
+  // Every step is one append, hence one pass, unless the batcher puts appends together, or the first
+  // prompts of sessions opening together (never more passes than alone).
   for (const row of [tenAlone, oneAlone]) expect(row.passes_per_step).toBe(1);
-  expect(tenBatched.passes_per_step).toBeLessThanOrEqual(1);
-  for (const row of [tenAlone, tenBatched, oneAlone]) expect(row.pass_sizes).toEqual({});
-  expect(oneBatched.passes_per_step).toBeLessThan(0.9);
-  expect(Object.keys(oneBatched.pass_sizes).length).toBeGreaterThan(0);
+  expect(tenOneToken.passes_per_step).toBeLessThanOrEqual(1);
+  for (const row of [tenAlone, tenOneToken, oneAlone]) expect(row.pass_sizes).toEqual({});
+  for (const row of [tenAppends, ...oneBatched]) {
+    expect(row.passes_per_step).toBeLessThan(0.9);
+    expect(Object.keys(row.pass_sizes).length).toBeGreaterThan(0);
+  }
   // The demo cloud pack is the plain layout: its passes gather every row's cache.
   for (const row of rows) expect(row.passes_on_kept_buffers).toBe(0);
 }, 120_000);

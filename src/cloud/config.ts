@@ -35,6 +35,8 @@ export interface ShimConfig {
   prefixCacheMb: number;
   /** Most sessions whose steps share one forward pass of the embedded model; 1 = each alone. */
   maxBatch: number;
+  /** Most context tokens a step may append and still share a pass of the embedded model (plain-layout packs); 1 = one-token steps only. */
+  batchAppendTokens: number;
   /** Base URL of the SGLang or OpenAI-compatible server. */
   backendUrl: string | undefined;
   /** `model` field of OpenAI-compatible requests. */
@@ -97,6 +99,11 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
     help: "megabytes of KV cache the embedded backend keeps from ended sessions, so a new session whose context starts like an earlier one (a chat's next turn, a shared system prompt) prefills only the rest; 0 = off",
   },
   maxBatch: { kind: 'int', min: 1, help: "most sessions whose one-token steps share one forward pass of the embedded model (1 = each alone)" },
+  batchAppendTokens: {
+    kind: 'int',
+    min: 1,
+    help: 'most context tokens a step may append (the edge\'s tokens since its last routed one) and still share a forward pass of the embedded model with other sessions\' steps, each row padded to the longest; plain-layout packs only (1 = one-token steps only)',
+  },
   backendUrl: { kind: 'string', help: 'base URL of the SGLang / OpenAI-compatible server' },
   backendModel: { kind: 'string', help: 'model name sent to OpenAI-compatible servers' },
   backendApiKey: { kind: 'string', help: 'bearer token for the backend server' },
@@ -137,6 +144,7 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   // A cloud host has memory to spare next to its model; 512 MB is half a GB of reuse at any model size.
   prefixCacheMb: 512,
   maxBatch: 8,
+  batchAppendTokens: 16,
   backendUrl: undefined,
   backendModel: 'default',
   backendApiKey: undefined,

@@ -22,6 +22,7 @@ export async function createBackend(config: Readonly<ShimConfig>, tokenizer: Tex
       maxLiveSequences: config.maxLiveSequences,
       prefixCacheBytes: config.prefixCacheMb * 2 ** 20,
       maxBatch: config.maxBatch,
+      appendTokens: config.batchAppendTokens,
       tokenVocabSize: tokenizer?.vocabSize,
     });
   }

@@ -37,6 +37,8 @@ export interface EmbeddedBackendOptions {
   threads?: number;
   /** Most sessions whose steps share one forward pass (decode-batcher.ts); 1 or omitted runs each alone. */
   maxBatch?: number;
+  /** Most context tokens of a step that shares a pass with others (BatchingOptions.appendTokens, plain layout); 1 when omitted. */
+  appendTokens?: number;
   /** onnxruntime execution providers in order of preference; `['cpu']` when omitted. */
   executionProviders?: readonly string[];
   /** Where a provider fallback is reported. */
@@ -79,8 +81,8 @@ export class EmbeddedBackend implements Backend {
   }
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
-    const { threads, executionProviders, log, maxBatch } = options;
-    const batching = maxBatch ? { maxBatch } : undefined;
+    const { threads, executionProviders, log, maxBatch, appendTokens } = options;
+    const batching = maxBatch ? { maxBatch, appendTokens } : undefined;
     const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, log, batching });
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
@@ -89,7 +91,7 @@ export class EmbeddedBackend implements Backend {
    * A backend over a model that is already loaded (the evaluation's in-process cloud shares one with its
    * caller). `close` still releases the model.
    */
-  static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log' | 'maxBatch'>): EmbeddedBackend {
+  static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log' | 'maxBatch' | 'appendTokens'>): EmbeddedBackend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
 

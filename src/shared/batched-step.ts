@@ -1,15 +1,17 @@
 /**
- * One forward pass over several sequences. Each row feeds the same number of tokens: one (a batched
- * decode step, each sequence at its own length), or several into sequences that are still empty (their
- * first prompts, cut to one length: onnxruntime's GroupQueryAttention takes several positions for several
- * rows only as a first prompt, and rows of one length need no padding, so the head's last positions are
- * every row's last). Each sequence keeps its own KV cache; the pass gathers them into one batch and gives
- * each row its part of the outputs back.
+ * One forward pass over several sequences. In the fused layout each row feeds the same number of tokens:
+ * one (a batched decode step, each sequence at its own length), or several into sequences that are still
+ * empty (their first prompts, cut to one length: onnxruntime's GroupQueryAttention takes several positions
+ * for several rows only as a first prompt, and rows of one length need no padding, so the head's last
+ * positions are every row's last). In the plain layout rows may also feed different numbers of tokens (a
+ * cloud step's ten-odd beside a decode step's one). Each sequence keeps its own KV cache; the pass gathers
+ * them into one batch and gives each row its part of the outputs back.
  *
  * - `plain` layout (attention_mask, position_ids; present as long as past and the new positions): the
- *   caches are LEFT-padded to the longest, the padded slots get attention_mask 0 and each row its own
- *   position ids, as Hugging Face's batched generation feeds them. Each row's new cache is its slice of
- *   `present.*`, without the padding.
+ *   caches are LEFT-padded to the longest, and each row's new tokens sit at the end of the new slots,
+ *   after padding of their own; padded slots get attention_mask 0 and each row its own position ids, as
+ *   Hugging Face's batched generation feeds them, so every row's last position is the pass's last. Each
+ *   row's new cache is its slices of `present.*`, without the padding.
  * - `fused` layout (GroupQueryAttention): one buffer `[batch, kv_heads, capacity, head_dim]` per cache
  *   tensor holds each row's positions from the left, the free space on the right; `seqlens_k` gives each
  *   row its length. Each row's new positions are copied into the row's own buffer, where a lone append
@@ -73,16 +75,17 @@ function releaseCacheTensor(model: DecoderModel, tensor: OrtTensor): void {
 }
 
 /**
- * Bytes of the model's pool a plain-layout decode pass over sequences of `lengths` writes into: the batch
- * buffers the rows' caches are gathered into, and each row's new cache split out of `present.*` (see
- * cacheTensor). Between passes the pool holds both, one pass's gathered buffers and the caches the next
- * pass replaces, so a pass needing more than the pool holds copies into fresh memory.
+ * Bytes of the model's pool a plain-layout pass over sequences of `lengths`, fed `counts` tokens each (one
+ * when omitted), writes into: the batch buffers the rows' caches are gathered into, and each row's new
+ * cache split out of `present.*` (see cacheTensor). Between passes the pool holds both, one pass's gathered
+ * buffers and the caches the next pass replaces, so a pass needing more than the pool holds copies into
+ * fresh memory.
  */
-export function plainPassPoolBytes(model: DecoderModel, lengths: readonly number[]): number {
+export function plainPassPoolBytes(model: DecoderModel, lengths: readonly number[], counts: readonly number[] = lengths.map(() => 1)): number {
   const perPosition = model.io.pastNames.length * model.pack.numKvHeads * model.cacheHeadDim * Float32Array.BYTES_PER_ELEMENT;
   const room = (positions: number) => Math.ceil(positions / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP;
   const gathered = lengths.length * room(Math.max(...lengths));
-  const split = lengths.reduce((sum, length) => sum + room(length + 1), 0);
+  const split = lengths.reduce((sum, length, b) => sum + room(length + counts[b]!), 0);
   return perPosition * (gathered + split);
 }
 
@@ -90,12 +93,16 @@ export function plainPassPoolBytes(model: DecoderModel, lengths: readonly number
 export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRow[], kept?: KeptBatch): Promise<AppendResult[]> {
   const { io, pack } = model;
   const batch = rows.length;
-  const n = rows[0]!.tokens.length;
+  const counts = rows.map((r) => r.tokens.length);
+  const n = Math.max(...counts);
   const lengths = rows.map((r) => r.sequence.length);
-  if (rows.some((r) => r.tokens.length !== n) || (n > 1 && lengths.some((l) => l > 0))) throw new AppError('INTERNAL', 'a batched pass feeds one token to each row, or as many to each of several empty sequences');
+  const refusal = io.layout === 'plain' ? raggedPlainRefusal(counts, lengths) : fusedRefusal(counts, lengths);
+  if (refusal) throw new AppError('INTERNAL', refusal);
   const longest = Math.max(...lengths);
   const total = longest + n;
-  const feeds: Record<string, OrtTensor> = { input_ids: indexTensor(io.ids, rows.flatMap((r) => r.tokens), [batch, n]) };
+  // Each row's tokens in the last of the n new slots; the slots before them (plain layout only) are masked.
+  const fed = rows.flatMap((r) => [...new Array<number>(n - r.tokens.length).fill(r.tokens[0]!), ...r.tokens]);
+  const feeds: Record<string, OrtTensor> = { input_ids: indexTensor(io.ids, fed, [batch, n]) };
   // As a lone append keeps them: the last position, and the one before for previousHidden.
   if (io.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(BigInt(Math.min(n, 2))), []);
   let out: Record<string, OrtTensor>;
@@ -105,15 +112,20 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
   if (io.layout === 'plain') {
     const gathered = gatherLeftPadded(model, rows, longest);
     Object.assign(feeds, gathered);
-    // Row b's cache sits in the last lengths[b] of the `longest` past slots: the slots before are padding.
-    feeds.attention_mask = indexTensor(io.mask!, { length: batch * total }, [batch, total], (i) => (i % total >= longest - lengths[Math.floor(i / total)]! ? 1 : 0));
-    feeds.position_ids = indexTensor(io.positions!, { length: batch * n }, [batch, n], (i) => lengths[Math.floor(i / n)]! + (i % n));
+    // Row b's cache sits in the last lengths[b] of the `longest` past slots, its tokens in the last counts[b]
+    // of the n new ones: the slots before each are padding, which the mask hides.
+    const seen = (b: number, column: number) => (column < longest ? column >= longest - lengths[b]! : column - longest >= n - counts[b]!);
+    feeds.attention_mask = indexTensor(io.mask!, { length: batch * total }, [batch, total], (i) => (seen(Math.floor(i / total), i % total) ? 1 : 0));
+    feeds.position_ids = indexTensor(io.positions!, { length: batch * n }, [batch, n], (i) => {
+      const b = Math.floor(i / n);
+      return lengths[b]! + Math.max(0, (i % n) - (n - counts[b]!));
+    });
     try {
       out = await model.forward(feeds, batch * n);
     } finally {
       for (const tensor of Object.values(gathered)) releaseCacheTensor(model, tensor);
     }
-    present = splitLeftPadded(model, out, lengths, longest, n);
+    present = splitLeftPadded(model, out, lengths, counts, longest);
   } else {
     for (const row of rows) row.sequence.fitBuffers(row.sequence.length + n);
     // The kept batch buffers, with the rows that do not hold their sequence as it is copied in (kept-batch.ts);
@@ -152,7 +164,7 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
   const hiddenRow = (b: number, back: number) => float32Rows(out.hidden_states!, ((b + 1) * hiddenRows - back) * hiddenSize, ((b + 1) * hiddenRows - back + 1) * hiddenSize);
   const results = rows.map((row, b): AppendResult => {
     const hidden = out.hidden_states ? hiddenRow(b, 1) : new Float32Array(0);
-    const previousHidden = out.hidden_states && n >= 2 ? hiddenRow(b, 2) : undefined;
+    const previousHidden = out.hidden_states && counts[b]! >= 2 ? hiddenRow(b, 2) : undefined;
     // onnxruntime-node starts a run on a later turn of the event loop, so a row's sequence may have been
     // disposed (its generation cancelled) meanwhile: the others' results stand, that row's are not kept.
     if (row.sequence.isDisposed) {
@@ -193,25 +205,55 @@ function gatherLeftPadded(model: DecoderModel, rows: readonly BatchRow[], longes
   return feeds;
 }
 
-/** Each row's new cache `[1, kv_heads, length + n, head_dim]`: its slice of `present.*`, without the padding. */
-function splitLeftPadded(model: DecoderModel, out: Record<string, OrtTensor>, lengths: readonly number[], longest: number, n: number): Record<string, OrtTensor>[] {
+/**
+ * Each row's new cache `[1, kv_heads, length + count, head_dim]`: its slices of `present.*` (its past, then
+ * its new positions), without the padding before either.
+ */
+function splitLeftPadded(model: DecoderModel, out: Record<string, OrtTensor>, lengths: readonly number[], counts: readonly number[], longest: number): Record<string, OrtTensor>[] {
   const { numKvHeads: heads } = model.pack;
   const headDim = model.cacheHeadDim;
+  const n = Math.max(...counts);
   const total = longest + n;
   const caches = lengths.map(() => ({}) as Record<string, OrtTensor>);
   for (const name of model.io.pastNames) {
     const data = cacheData(out[name.replace('past_key_values', 'present')]!);
     lengths.forEach((length, b) => {
-      const tensor = cacheTensor(model, data, [1, heads, length + n, headDim]);
+      const count = counts[b]!;
+      const tensor = cacheTensor(model, data, [1, heads, length + count, headDim]);
       const to = cacheData(tensor);
       for (let h = 0; h < heads; h++) {
-        const start = ((b * heads + h) * total + longest - length) * headDim;
-        to.set(data.subarray(start, start + (length + n) * headDim), h * (length + n) * headDim);
+        const row = (b * heads + h) * total;
+        const at = h * (length + count) * headDim;
+        if (count === n) {
+          to.set(data.subarray((row + longest - length) * headDim, (row + total) * headDim), at);
+          continue;
+        }
+        to.set(data.subarray((row + longest - length) * headDim, (row + longest) * headDim), at);
+        to.set(data.subarray((row + total - count) * headDim, (row + total) * headDim), at + length * headDim);
       }
       caches[b]![name] = tensor;
     });
   }
   return caches;
+}
+
+/**
+ * Why the plain layout cannot feed these rows in one pass: a row with fewer tokens than the longest needs a
+ * cache, since its padded slots must see something (an empty row's would see only masked columns).
+ */
+function raggedPlainRefusal(counts: readonly number[], lengths: readonly number[]): string | undefined {
+  const n = Math.max(...counts);
+  return counts.some((count, b) => count < n && lengths[b] === 0) ? 'a batched pass feeds fewer tokens than the longest row only to sequences with a cache' : undefined;
+}
+
+/**
+ * Why the fused layout cannot: onnxruntime's GroupQueryAttention takes several positions per row only as
+ * first prompts of one length.
+ */
+function fusedRefusal(counts: readonly number[], lengths: readonly number[]): string | undefined {
+  const n = counts[0]!;
+  if (counts.every((c) => c === n) && (n === 1 || lengths.every((l) => l === 0))) return undefined;
+  return 'a fused batched pass feeds one token to each row, or as many to each of several empty sequences';
 }
 
 /** The fused layout's batch buffers `[batch, kv_heads, capacity, head_dim]`, each row's positions from the left. */

@@ -22,12 +22,18 @@
  * after 392–547 ms instead of 763–824 (fp32). Cutting a prompt by its company changes its floats as
  * batching a step does (a float16 cache: by float16 roundings); tests/batched-decoding.test.ts says how much.
  *
- * Why short appends (a cloud step's ten-odd tokens) do not share a pass either: that was built (rows
- * padded on the right to the longest) and measured on 2 cores. Eight rows of ten tokens in one pass
- * were no faster than eight lone passes: 0.5B fp32 1.07–1.22×, q4 0.82×, the demo cloud model slower
- * still, since a ten-token pass already reads each weight once for ten rows and the plain layout's
- * gather and split copy every row's cache. onnxruntime's GroupQueryAttention refuses such a batch
- * outright once a cache exists ("batch_size must be 1 when sequence_length > 1 and past context is given").
+ * Short appends into sequences with a cache (a cloud step's ten-odd tokens, a routed span) share decode
+ * passes only where `appendTokens` allows it, in the plain layout: each row's tokens padded before to the
+ * longest (batched-step.ts), so every row computes the longest's positions. That pays where a pass costs
+ * little more than its fixed work: on the demo cloud model (1 thread, 200 cached positions) one 10-token
+ * append took 1.5 ms and a pass of eight 0.43 ms a row; `bench embedded-batching` at 10% routed served
+ * 1.33 and 1.35 times the steps/s of lone steps (the sessions' prompts, still fed alone, are much of the
+ * rest). Where the weights' arithmetic dominates it pays less or not at all: at the Qwen2.5-0.5B shape, q4,
+ * four rows of ten tokens took 0.88 of four lone appends' time, eight 1.15 (fp32: 0.64 and 0.83). The edge,
+ * whose multi-token appends are rare (routed spans, replays), keeps the default, one-token steps only; the
+ * cloud shim's embedded backend, where they are most steps below 100% routed, sets it (`--batch-append-tokens`).
+ * onnxruntime's GroupQueryAttention refuses such a batch outright once a cache exists ("batch_size must be
+ * 1 when sequence_length > 1 and past context is given"), so the fused layout runs them alone.
  *
  * @example
  * const model = await DecoderModel.load(pack, { batching: { maxBatch: 8 } });
@@ -48,6 +54,13 @@ export interface BatchingOptions {
   prefillChunk?: number;
   /** How long a decode pass waits for the sequences of the previous one; DEFAULT_GATHER_MS when omitted. */
   gatherMs?: number;
+  /**
+   * Most tokens of an append into a sequence with a cache that joins a decode pass (a cloud step's context
+   * since the step before, a routed span), plain layout only; 1 (decode steps only) when omitted. Every
+   * row of a pass computes as many positions as its longest, so this pays where a pass costs little more
+   * than its fixed work (a small model), not where the weights' arithmetic dominates.
+   */
+  appendTokens?: number;
 }
 
 /**
@@ -83,7 +96,8 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 interface DecodeStep extends Waiting {
-  token: number;
+  /** One token, or up to `appendTokens` into a sequence with a cache. */
+  tokens: readonly number[];
 }
 interface Prefill extends Waiting {
   tokens: readonly number[];
@@ -97,6 +111,7 @@ export class DecodeBatcher {
   readonly stats: BatcherStats = { passes: 0, rows: 0, sizes: [], promptsTogether: 0, keptBuffersReused: 0, keptRowsCopied: 0 };
   readonly prefillChunk: number;
   readonly gatherMs: number;
+  readonly appendTokens: number;
   private steps: DecodeStep[] = [];
   private prefills: Prefill[] = [];
   /** The sequences of the last decode pass: the next one waits a moment for them. */
@@ -112,6 +127,8 @@ export class DecodeBatcher {
   ) {
     this.prefillChunk = options.prefillChunk ?? DEFAULT_PREFILL_CHUNK;
     this.gatherMs = options.gatherMs ?? DEFAULT_GATHER_MS;
+    // GroupQueryAttention takes several positions per row only as first prompts (batched-step.ts).
+    this.appendTokens = model.io.layout === 'plain' ? (options.appendTokens ?? 1) : 1;
   }
 
   /** Why `model`'s export cannot run a batch that gives each row what it gives alone; undefined when it can. */
@@ -142,7 +159,7 @@ export class DecodeBatcher {
   /** Queues `tokens` (already checked by the sequence) for `sequence`; resolves as its append. */
   append(sequence: DecoderSequence, tokens: readonly number[]): Promise<AppendResult> {
     return new Promise((resolve, reject) => {
-      if (tokens.length === 1) this.steps.push({ sequence, token: tokens[0]!, resolve, reject });
+      if (tokens.length === 1 || (tokens.length <= this.appendTokens && sequence.length > 0)) this.steps.push({ sequence, tokens, resolve, reject });
       else this.prefills.push({ sequence, tokens, done: 0, resolve, reject });
       if (!this.running) {
         this.running = true;
@@ -190,7 +207,7 @@ export class DecodeBatcher {
       this.stats.sizes[pass.length] = (this.stats.sizes[pass.length] ?? 0) + 1;
       try {
         // A pass of one runs as a lone step: the same computation as without the batcher.
-        const results = pass.length === 1 ? [await pass[0]!.sequence.appendAlone([pass[0]!.token])] : await runBatchedPass(this.model, pass.map((s) => ({ sequence: s.sequence, tokens: [s.token] })), this.kept);
+        const results = pass.length === 1 ? [await pass[0]!.sequence.appendAlone(pass[0]!.tokens)] : await runBatchedPass(this.model, pass, this.kept);
         pass.forEach((s, i) => s.resolve({ batchSize: pass.length, ...results[i]! }));
       } catch (e) {
         const error = e instanceof AppError ? e : new AppError('INTERNAL', `batched decode step failed: ${errorMessage(e)}`, { cause: e });
@@ -212,8 +229,9 @@ export class DecodeBatcher {
     const passes: DecodeStep[][] = [];
     for (const step of steps) {
       const last = passes.at(-1);
-      const lengths = [...(last ?? []), step].map((s) => s.sequence.length);
-      if (last && plainPassPoolBytes(this.model, lengths) <= this.model.kvPool.maxBytes) last.push(step);
+      const rows = [...(last ?? []), step];
+      const bytes = plainPassPoolBytes(this.model, rows.map((s) => s.sequence.length), rows.map((s) => s.tokens.length));
+      if (last && bytes <= this.model.kvPool.maxBytes) last.push(step);
       else passes.push([step]);
     }
     return passes;

@@ -11,15 +11,17 @@
  * await main(['--sessions', '64', '--share', '0.1,1', '--json']);
  */
 import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
+import { DEFAULT_SHIM_CONFIG } from '../../cloud/config.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { round } from '../../shared/statistics.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 import { loadCorpus, promptWindow, type Corpus } from './load-workers.ts';
 
-export const USAGE = `bench embedded-batching [--pack DIR] [--sessions 64] [--share 0.1,1] [--max-batch 1,8] [--duration S] [--json]
-      the embedded backend alone (no gRPC): sessions stepping as bench fleet's edges do, per routed share and
-      --max-batch: steps/s, forward passes per step, batched pass sizes; --pack runs another cloud pack than
+export const USAGE = `bench embedded-batching [--pack DIR] [--sessions 64] [--share 0.1,1] [--max-batch 1,8] [--append-tokens 16] [--duration S] [--json]
+      the embedded backend alone (no gRPC): sessions stepping as bench fleet's edges do, per routed share,
+      --max-batch and --append-tokens (the shim's --batch-append-tokens; 1 = one-token steps only): steps/s,
+      forward passes per step, batched pass sizes; --pack runs another cloud pack than
       the demo's (models convert-llama2c --layout fused makes the demo cloud model's fused one)`;
 
 export interface EmbeddedBatchingRow {
@@ -32,6 +34,8 @@ export interface EmbeddedBatchingRow {
   passes_per_step: number;
   /** Batched decode passes by their number of rows (`{"8": 120}`); empty when nothing was batched. */
   pass_sizes: Record<string, number>;
+  /** Most context tokens of a step that shared a pass (BatchingOptions.appendTokens). */
+  append_tokens: number;
   /** Batched passes that fed the batch buffers kept from the passes before (a fused pack; kept-batch.ts). */
   passes_on_kept_buffers: number;
 }
@@ -63,8 +67,8 @@ async function sessionSlot(backend: EmbeddedBackend, corpus: Corpus, index: numb
   return steps;
 }
 
-async function measure(pack: string, corpus: Corpus, share: number, maxBatch: number, sessions: number, durationS: number): Promise<EmbeddedBatchingRow> {
-  const backend = await EmbeddedBackend.load({ modelPack: pack, threads: 1, maxLiveSequences: 2 * sessions, maxBatch });
+async function measure(pack: string, corpus: Corpus, share: number, maxBatch: number, appendTokens: number, sessions: number, durationS: number): Promise<EmbeddedBatchingRow> {
+  const backend = await EmbeddedBackend.load({ modelPack: pack, threads: 1, maxLiveSequences: 2 * sessions, maxBatch, appendTokens });
   try {
     const runsBefore = backend.model.stats.runs;
     const started = performance.now();
@@ -75,7 +79,7 @@ async function measure(pack: string, corpus: Corpus, share: number, maxBatch: nu
     const passSizes = Object.fromEntries(sizes.flatMap((count, rows) => (count && rows > 1 ? [[String(rows), count]] : [])));
     const passesPerStep = steps ? round((backend.model.stats.runs - runsBefore) / steps, 3) : 0;
     const onKeptBuffers = backend.model.batcher?.stats.keptBuffersReused ?? 0;
-    return { share, max_batch: maxBatch, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: passesPerStep, pass_sizes: passSizes, passes_on_kept_buffers: onKeptBuffers };
+    return { share, max_batch: maxBatch, append_tokens: appendTokens, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: passesPerStep, pass_sizes: passSizes, passes_on_kept_buffers: onKeptBuffers };
   } finally {
     await backend.close();
   }
@@ -89,20 +93,26 @@ function numberList(raw: unknown, name: string, fallback: number[], valid: (n: n
 }
 
 export async function main(args: string[]): Promise<void> {
-  const { values, positionals } = parseFlags(args, { pack: { type: 'string' }, sessions: { type: 'string' }, share: { type: 'string' }, 'max-batch': { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parseFlags(args, { pack: { type: 'string' }, sessions: { type: 'string' }, share: { type: 'string' }, 'max-batch': { type: 'string' }, 'append-tokens': { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const sessions = integerFlag(values, 'sessions', 64, [1, 256])!;
   const durationS = integerFlag(values, 'duration', 5, [1, 300])!;
   const shares = numberList(values.share, 'share', [0.1, 1], (n) => n > 0 && n <= 1);
   const maxBatches = numberList(values['max-batch'], 'max-batch', [1, 8], (n) => Number.isInteger(n) && n >= 1 && n <= 256);
+  const appendTokens = numberList(values['append-tokens'], 'append-tokens', [DEFAULT_SHIM_CONFIG.batchAppendTokens], (n) => Number.isInteger(n) && n >= 1 && n <= 1024);
   const pack = values.pack === undefined ? DEMO.cloudPack : String(values.pack);
   if (values.pack === undefined) await buildDemoPacks();
   const corpus = await loadCorpus(pack);
   const rows: EmbeddedBatchingRow[] = [];
-  for (const share of shares) for (const maxBatch of maxBatches) rows.push(await measure(pack, corpus, share, maxBatch, sessions, durationS));
+  for (const share of shares) {
+    for (const maxBatch of maxBatches) {
+      // Appends joining passes mean nothing without passes to join.
+      for (const tokens of maxBatch === 1 ? [1] : appendTokens) rows.push(await measure(pack, corpus, share, maxBatch, tokens, sessions, durationS));
+    }
+  }
   console.log(`embedded backend alone (${pack}, one thread), ${sessions} sessions for ${durationS} s per row`);
-  console.log('| routed share | max-batch | steps/s | passes per step | batched passes by rows | on kept buffers |');
-  console.log('|---|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.steps_per_s} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} | ${r.passes_on_kept_buffers} |`);
+  console.log('| routed share | max-batch | append-tokens | steps/s | passes per step | batched passes by rows | on kept buffers |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.append_tokens} | ${r.steps_per_s} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} | ${r.passes_on_kept_buffers} |`);
   if (values.json) console.log(JSON.stringify({ rows }));
 }
