@@ -46,6 +46,11 @@ type CacheData = Float32Array | Uint16Array;
  */
 const BATCH_CAPACITY_STEP = 32;
 
+/** Room for `positions` in whole BATCH_CAPACITY_STEPs (one at least). */
+function roundedCapacity(positions: number): number {
+  return Math.max(1, Math.ceil(positions / BATCH_CAPACITY_STEP)) * BATCH_CAPACITY_STEP;
+}
+
 /** A cache tensor's elements as stored: float32, or float16 as raw bits (see float-tensors.ts's `feedable`). */
 function cacheData(tensor: OrtTensor): CacheData {
   const data = tensor.data as ArrayBufferView;
@@ -64,7 +69,7 @@ function cacheTensor(model: DecoderModel, like: CacheData, dims: readonly [numbe
   const [rows, heads, positions, headDim] = dims;
   const size = rows * heads * positions * headDim;
   if (!(like instanceof Float32Array)) return feedable(new ort.Tensor('float16', new Uint16Array(size), dims));
-  const buffer = model.kvPool.take(rows * heads * Math.ceil(Math.max(positions, 1) / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP * headDim);
+  const buffer = model.kvPool.take(rows * heads * roundedCapacity(positions) * headDim);
   return new ort.Tensor('float32', buffer.subarray(0, size), dims);
 }
 
@@ -83,9 +88,8 @@ function releaseCacheTensor(model: DecoderModel, tensor: OrtTensor): void {
  */
 export function plainPassPoolBytes(model: DecoderModel, lengths: readonly number[], counts: readonly number[] = lengths.map(() => 1)): number {
   const perPosition = model.io.pastNames.length * model.pack.numKvHeads * model.cacheHeadDim * Float32Array.BYTES_PER_ELEMENT;
-  const room = (positions: number) => Math.ceil(positions / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP;
-  const gathered = lengths.length * room(Math.max(...lengths));
-  const split = lengths.reduce((sum, length, b) => sum + room(length + counts[b]!), 0);
+  const gathered = lengths.length * roundedCapacity(Math.max(...lengths));
+  const split = lengths.reduce((sum, length, b) => sum + roundedCapacity(length + counts[b]!), 0);
   return perPosition * (gathered + split);
 }
 
@@ -133,7 +137,7 @@ export async function runBatchedPass(model: DecoderModel, rows: readonly BatchRo
     // one pass fit the next ones.
     const reused = kept?.buffersFor(rows.map((r) => r.sequence), total, model.kvPool);
     for (const b of reused?.copy ?? []) copyRowCache(reused!.buffers, b, rows[b]!.sequence);
-    const buffers = reused?.buffers ?? gatherRightFree(model, rows, Math.ceil(total / BATCH_CAPACITY_STEP) * BATCH_CAPACITY_STEP);
+    const buffers = reused?.buffers ?? gatherRightFree(model, rows, roundedCapacity(total));
     Object.assign(feeds, buffers);
     feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths, (l) => l + n - 1), [batch]);
     feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);

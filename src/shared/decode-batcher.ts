@@ -28,10 +28,11 @@
  * little more than its fixed work: on the demo cloud model (1 thread, 200 cached positions) one 10-token
  * append took 1.5 ms and a pass of eight 0.43 ms a row; `bench embedded-batching` at 10% routed, where
  * no pass was shared before, served 1.13 to 1.44 times the steps/s (median 1.31 over six alternating
- * pairs; the sessions' prompts, still fed alone, are much of what is left). Where the weights' arithmetic dominates it pays less or not at all: at the Qwen2.5-0.5B shape, q4,
- * four rows of ten tokens took 0.88 of four lone appends' time, eight 1.15 (fp32: 0.64 and 0.83). The edge,
- * whose multi-token appends are rare (routed spans, replays), keeps the default, one-token steps only; the
- * cloud shim's embedded backend, where they are most steps below 100% routed, sets it (`--batch-append-tokens`).
+ * pairs; the sessions' prompts, still fed alone, are much of what is left). Where the weights' arithmetic
+ * dominates it pays less or not at all: at the Qwen2.5-0.5B shape, q4, four rows of ten tokens took 0.88
+ * of four lone appends' time, eight 1.15 (fp32: 0.64 and 0.83). The edge, whose multi-token appends are
+ * rare (routed spans, replays), keeps the default, one-token steps only; the cloud shim's embedded
+ * backend, where they are most steps below 100% routed, sets it (`--batch-append-tokens`).
  * onnxruntime's GroupQueryAttention refuses such a batch outright once a cache exists ("batch_size must be
  * 1 when sequence_length > 1 and past context is given"), so the fused layout runs them alone.
  *
