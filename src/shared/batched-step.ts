@@ -63,19 +63,21 @@ function cacheData(tensor: OrtTensor): CacheData {
  * ones are the first part of a buffer from the model's pool with room for a whole number of
  * BATCH_CAPACITY_STEPs, so the next passes, a position longer, find the same sizes there: memory already
  * mapped, where fresh memory costs more than the copy into it (on the 2-core VM, 25 MB of fresh arrays
- * took 15 to 82 ms to fill, 2 ms when reused). float16 ones are fresh arrays (the pool holds float32).
+ * took 15 to 82 ms to fill, 2 ms when reused). A float16 cache's bits sit in a float32 buffer of half the
+ * elements (the pool holds float32 arrays; the memory is what matters).
  */
 function cacheTensor(model: DecoderModel, like: CacheData, dims: readonly [number, number, number, number]): OrtTensor {
   const [rows, heads, positions, headDim] = dims;
   const size = rows * heads * positions * headDim;
-  if (!(like instanceof Float32Array)) return feedable(new ort.Tensor('float16', new Uint16Array(size), dims));
-  const buffer = model.kvPool.take(rows * heads * roundedCapacity(positions) * headDim);
-  return new ort.Tensor('float32', buffer.subarray(0, size), dims);
+  const room = rows * heads * roundedCapacity(positions) * headDim;
+  if (like instanceof Float32Array) return new ort.Tensor('float32', model.kvPool.take(room).subarray(0, size), dims);
+  const buffer = model.kvPool.take(Math.ceil(room / 2)).buffer;
+  return feedable(new ort.Tensor('float16', new Uint16Array(buffer, 0, size), dims));
 }
 
 /** Gives a cacheTensor's buffer back to the pool (nothing reads it any more). */
 function releaseCacheTensor(model: DecoderModel, tensor: OrtTensor): void {
-  if (tensor.data instanceof Float32Array) model.kvPool.releaseBufferOf(tensor.data);
+  model.kvPool.releaseBufferOf(tensor.data as ArrayBufferView);
   tensor.dispose();
 }
 

@@ -331,9 +331,10 @@ export class DecoderSequence {
    * own outputs go to the garbage collector.
    */
   private drop(t: OrtTensor): void {
-    if (t.data instanceof Float32Array) {
-      if (this.model.io.layout === 'fused') this.model.kvPool.release(t.data);
-      else this.model.kvPool.releaseBufferOf(t.data);
+    if (this.model.io.layout === 'fused') {
+      if (t.data instanceof Float32Array) this.model.kvPool.release(t.data);
+    } else if (ArrayBuffer.isView(t.data)) {
+      this.model.kvPool.releaseBufferOf(t.data);
     }
     t.dispose();
   }

@@ -111,7 +111,7 @@ export class KvBufferPool {
    * first part of a larger buffer (the plain layout's batched caches, batched-step.ts) returns it all.
    * Memory the pool never issued (onnxruntime's outputs) is left to the garbage collector.
    */
-  releaseBufferOf(view: Float32Array): void {
+  releaseBufferOf(view: ArrayBufferView): void {
     if (this.issued.has(view.buffer)) this.release(new Float32Array(view.buffer));
   }
 
