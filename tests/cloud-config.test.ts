@@ -4,7 +4,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_SHIM_CONFIG, HTTP_BACKEND_INFLIGHT_STEPS, maxInflightStepsFor, parseShimConfig, SHIM_USAGE } from '../src/cloud/config.ts';
+import { createBackend } from '../src/cloud/create-backend.ts';
+import type { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import { DEMO } from '../src/shared/paths.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'shim-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -55,6 +58,7 @@ describe('shim config', () => {
       [['--no-such-flag'], {}, /Unknown option/],
       [['--max-inflight-steps=-1'], {}, /--max-inflight-steps: maxInflightSteps must be an integer ≥ 0/],
       [['--max-inflight-steps', 'many'], {}, /--max-inflight-steps: maxInflightSteps must be an integer/],
+      [['--batch-append-tokens', '0'], {}, /--batch-append-tokens: batchAppendTokens must be an integer ≥ 1/],
       [[], { SHIM_MAX_INFLIGHT_STEPS: '2.5' }, /SHIM_MAX_INFLIGHT_STEPS: maxInflightSteps must be an integer/],
       [[], { SHIM_CONFIG: join(dir, 'missing.json') }, /config file .*missing.json/],
     ];
@@ -85,4 +89,17 @@ describe('shim config', () => {
     expect(SHIM_USAGE).toContain('SHIM_<NAME>');
     expect(SHIM_USAGE).toContain('--max-live-sequences');
   });
+
+  test('--max-batch and --batch-append-tokens reach the embedded backend\'s batcher (the demo cloud pack is the plain layout)', async () => {
+    await ensureDemoPacks();
+    for (const [argv, appendTokens] of [[[], DEFAULT_SHIM_CONFIG.batchAppendTokens], [['--batch-append-tokens', '5'], 5], [['--batch-append-tokens', '1'], 1]] as const) {
+      const backend = (await createBackend(parseShimConfig([...argv, '--max-batch', '4'], {}), undefined)) as EmbeddedBackend;
+      try {
+        expect(backend.model.batcher?.maxBatch).toBe(4);
+        expect(backend.model.batcher?.appendTokens).toBe(appendTokens);
+      } finally {
+        await backend.close();
+      }
+    }
+  }, 120_000);
 });
