@@ -30,8 +30,19 @@ export type { AppendResult, DecoderLoadOptions, DecoderStats } from './decoder-t
  * Released KV buffers kept for reuse (kv-buffer-pool.ts): about one long sequence's cache at the
  * Qwen2.5-0.5B shape (25 MB at 1,024 positions in float32) and two more of a few hundred positions; or a
  * plain-layout batched pass of four rows at about 300 positions (batched-step.ts, plainPassPoolBytes).
+ * A small model gets less (poolBytesFor): what a pass of eight rows at its full context uses.
  */
 export const DEFAULT_KV_POOL_BYTES = 64 * 2 ** 20;
+
+/**
+ * The pool's default bound for a model: DEFAULT_KV_POOL_BYTES, or 16 full-context caches where that is
+ * less (a plain-layout pass of eight rows gathers eight and splits out eight), so that the demo's 260K-
+ * parameter models hold a few megabytes of released buffers, not 64.
+ */
+function poolBytesFor(pack: ModelPack, io: DecoderIo, cacheHeadDim: number): number {
+  const perPosition = io.pastNames.length * pack.numKvHeads * cacheHeadDim * Float32Array.BYTES_PER_ELEMENT;
+  return Math.min(DEFAULT_KV_POOL_BYTES, 16 * pack.maxPositions * perPosition);
+}
 
 export class DecoderModel {
   readonly stats: DecoderStats = { runs: 0, tokensFed: 0, liveSequences: 0, kvBytesCopied: 0, outputBytes: 0, runMs: 0 };
@@ -50,11 +61,11 @@ export class DecoderModel {
     readonly io: DecoderIo,
     /** The execution providers the session runs on, in order of preference (after any fallback). */
     readonly executionProviders: readonly string[],
-    kvPoolBytes: number,
+    kvPoolBytes: number | undefined,
   ) {
-    this.kvPool = new KvBufferPool(kvPoolBytes, prefaultedBuffer);
     this.hasHiddenStates = io.hidden !== undefined;
     this.cacheHeadDim = io.cacheHeadDim ?? pack.headDim;
+    this.kvPool = new KvBufferPool(kvPoolBytes ?? poolBytesFor(pack, io, this.cacheHeadDim), prefaultedBuffer);
   }
 
   static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
@@ -66,7 +77,7 @@ export class DecoderModel {
     const { session, executionProviders } = await createSessionOn(pack.modelPath, sessionOptions, options.executionProviders ?? ['cpu'], options.log);
     try {
       const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
-      const model = new DecoderModel(pack, session, io, executionProviders, options.kvPoolBytes ?? DEFAULT_KV_POOL_BYTES);
+      const model = new DecoderModel(pack, session, io, executionProviders, options.kvPoolBytes);
       if (options.batching) model.batcher = DecodeBatcher.over(model, options.batching, options.log);
       return model;
     } catch (e) {

@@ -19,7 +19,8 @@ export interface DecoderLoadOptions {
   /** Runs concurrent sequences' one-token appends as one forward pass (decode-batcher.ts); off when omitted. */
   batching?: BatchingOptions;
   /**
-   * Bytes of released KV buffers kept for reuse (kv-buffer-pool.ts); DEFAULT_KV_POOL_BYTES when omitted.
+   * Bytes of released KV buffers kept for reuse (kv-buffer-pool.ts); when omitted DEFAULT_KV_POOL_BYTES,
+   * or less for a model whose full-context caches are small (decoder-model.ts).
    * It also bounds a plain-layout batched pass: rows past it run in a pass of their own (decode-batcher.ts).
    */
   kvPoolBytes?: number;
