@@ -89,10 +89,9 @@ function releaseCacheTensor(model: DecoderModel, tensor: OrtTensor): void {
  * fresh memory.
  */
 export function plainPassPoolBytes(model: DecoderModel, lengths: readonly number[], counts: readonly number[] = lengths.map(() => 1)): number {
-  const perPosition = model.io.pastNames.length * model.pack.numKvHeads * model.cacheHeadDim * Float32Array.BYTES_PER_ELEMENT;
   const gathered = lengths.length * roundedCapacity(Math.max(...lengths));
   const split = lengths.reduce((sum, length, b) => sum + roundedCapacity(length + counts[b]!), 0);
-  return perPosition * (gathered + split);
+  return model.kvBytesPerPosition * (gathered + split);
 }
 
 /** Runs the pass and records each row's tokens in its sequence; results in the order of `rows`. */

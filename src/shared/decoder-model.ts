@@ -39,9 +39,8 @@ export const DEFAULT_KV_POOL_BYTES = 64 * 2 ** 20;
  * less (a plain-layout pass of eight rows gathers eight and splits out eight), so that the demo's 260K-
  * parameter models hold a few megabytes of released buffers, not 64.
  */
-function poolBytesFor(pack: ModelPack, io: DecoderIo, cacheHeadDim: number): number {
-  const perPosition = io.pastNames.length * pack.numKvHeads * cacheHeadDim * Float32Array.BYTES_PER_ELEMENT;
-  return Math.min(DEFAULT_KV_POOL_BYTES, 16 * pack.maxPositions * perPosition);
+function poolBytesFor(pack: ModelPack, kvBytesPerPosition: number): number {
+  return Math.min(DEFAULT_KV_POOL_BYTES, 16 * pack.maxPositions * kvBytesPerPosition);
 }
 
 export class DecoderModel {
@@ -51,6 +50,8 @@ export class DecoderModel {
   readonly hasHiddenStates: boolean;
   /** The last axis of the KV cache: the config's head_dim, or the padded head size of a fused graph. */
   readonly cacheHeadDim: number;
+  /** Bytes of one position of the whole KV cache (every `past_key_values.*` tensor) in float32. */
+  readonly kvBytesPerPosition: number;
   /** Present when loaded with `batching` and the export can take a batch (see DecodeBatcher.refusal). */
   batcher?: DecodeBatcher;
 
@@ -65,7 +66,8 @@ export class DecoderModel {
   ) {
     this.hasHiddenStates = io.hidden !== undefined;
     this.cacheHeadDim = io.cacheHeadDim ?? pack.headDim;
-    this.kvPool = new KvBufferPool(kvPoolBytes ?? poolBytesFor(pack, io, this.cacheHeadDim), prefaultedBuffer);
+    this.kvBytesPerPosition = io.pastNames.length * pack.numKvHeads * this.cacheHeadDim * Float32Array.BYTES_PER_ELEMENT;
+    this.kvPool = new KvBufferPool(kvPoolBytes ?? poolBytesFor(pack, this.kvBytesPerPosition), prefaultedBuffer);
   }
 
   static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
@@ -329,7 +331,7 @@ export class DecoderSequence {
     if (total <= current) return;
     const headDim = this.model.cacheHeadDim;
     const grown = growKvBuffers(this.past, io.pastNames, pack.numKvHeads, headDim, kvCapacity(total, current, pack.maxPositions), this.ids.length, this.allocate);
-    this.model.stats.kvBytesCopied += io.pastNames.length * pack.numKvHeads * this.ids.length * headDim * 4;
+    this.model.stats.kvBytesCopied += this.ids.length * this.model.kvBytesPerPosition;
     this.releasePast();
     this.past = grown;
   }

@@ -9,8 +9,8 @@
  * head_dim]`. The fused layout's buffers hold `capacity` positions of which the first `length` are the
  * cache: shared while at most half of them is free, copied compact otherwise, so a short prompt in a
  * fresh buffer does not hold a whole buffer's bytes of the cache's bound (a plain-layout cache written by a
-batched pass is likewise the first part of a larger pooled buffer). At 1,000 tokens of the
- * Qwen2.5-0.5B shape the copy it saves was 25 MB and about 100 ms before the first token.
+ * batched pass is likewise the first part of a larger pooled buffer). At 1,000 tokens of the Qwen2.5-0.5B
+ * shape the copy it saves was 25 MB and about 100 ms before the first token.
  *
  * A snapshot also holds the `hidden_states` of its last position: the `previousHidden` of the next
  * append when exactly one token follows (AppendResult's semantics). Restored to fewer positions than it
