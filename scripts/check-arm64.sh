@@ -59,7 +59,32 @@ if [ ! -x "$bun_arm64" ]; then
 fi
 binding=node_modules/onnxruntime-node/bin/napi-v6/linux/arm64/onnxruntime_binding.node
 [ -f "$binding" ] || { echo "error: $binding is missing: run bun install" >&2; exit 1; }
-arm64() { QEMU_CPU="$CPU" qemu-aarch64-static -L / "$bun_arm64" "$@"; }
+# qemu-user 7.2 (Debian 12) passes the host's x86-64 /proc/cpuinfo through to the arm64 program. onnxruntime's
+# CPU detection (cpuinfo) reads it at load time for each core's MIDR, and on some hosts (an AMD EPYC Zen 5 here)
+# dereferences NULL and kills the process before any code of ours runs. A real board, and qemu from 8.1 on, show
+# an arm64 one, so each emulated run gets one in a private mount namespace: the processor count of this machine,
+# the MIDR of the emulated CPU. The features onnxruntime uses come from the auxiliary vector, which qemu fills
+# for the emulated CPU, not from this file.
+midr_part() {
+  case "$1" in
+    cortex-a53) echo 0xd03 ;; cortex-a55) echo 0xd05 ;; cortex-a57) echo 0xd07 ;; cortex-a72) echo 0xd08 ;;
+    cortex-a76) echo 0xd0b ;; cortex-a710) echo 0xd47 ;; neoverse-n1) echo 0xd0c ;; neoverse-n2) echo 0xd49 ;;
+    neoverse-v1) echo 0xd40 ;; *) echo 0xd40 ;;  # max, and any other: a Neoverse V1 (dot product, i8mm, SVE)
+  esac
+}
+arm64_cpuinfo="$WORK/cpuinfo-$CPU"
+for ((i = 0; i < $(nproc); i++)); do
+  printf 'processor\t: %d\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid\n' "$i"
+  printf 'CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: %s\nCPU revision\t: 1\n\n' "$(midr_part "$CPU")"
+done >"$arm64_cpuinfo"
+if unshare --mount -- sh -c 'mount --bind "$1" /proc/cpuinfo' sh "$arm64_cpuinfo" 2>/dev/null; then
+  # exec all the way down, so that a caller's $! is qemu's own pid.
+  arm64_exec() { exec unshare --mount -- sh -c 'mount --bind "$1" /proc/cpuinfo && shift && exec "$@"' sh "$arm64_cpuinfo" env QEMU_CPU="$CPU" qemu-aarch64-static -L / "$bun_arm64" "$@"; }
+else
+  echo "note: no private mount namespace here (unshare --mount needs root): the emulated programs see the host's /proc/cpuinfo"
+  arm64_exec() { exec env QEMU_CPU="$CPU" qemu-aarch64-static -L / "$bun_arm64" "$@"; }
+fi
+arm64() { (arm64_exec "$@"); }
 seen=$(arm64 -e 'console.log(`${process.arch} ${Bun.version}`)')
 [ "$seen" = "arm64 $version" ] || { echo "error: the arm64 Bun reports '$seen'" >&2; exit 1; }
 echo "arm64 Bun $version runs under qemu-aarch64-static -cpu $CPU"
@@ -79,8 +104,8 @@ arm64 scripts/arm64/platform-report.ts --quantized "$WORK/packs" --out "$WORK/re
 
 phase "bun run edge on arm64: the page and /v1/models"
 edge_log="$WORK/edge-arm64.log"
-# Started directly, not through the arm64 function, so that $! is qemu's own pid and the kill reaches the edge.
-QEMU_CPU="$CPU" qemu-aarch64-static -L / "$bun_arm64" src/edge/main.ts --host 127.0.0.1 --port 0 --grpc-port off --cloud none >"$edge_log" 2>&1 &
+# Through arm64_exec, which execs down to qemu, so that $! is qemu's own pid and the kill reaches the edge.
+(arm64_exec src/edge/main.ts --host 127.0.0.1 --port 0 --grpc-port off --cloud none) >"$edge_log" 2>&1 &
 edge_pid=$!
 trap 'kill "$edge_pid" 2>/dev/null || true' EXIT
 url=""
