@@ -24,7 +24,7 @@ export function sampleToken(allLogits: Float32Array, options: SamplingOptions): 
   const inv = 1 / options.temperature;
   let max = -Infinity;
   for (let i = 0; i < logits.length; i++) max = Math.max(max, logits[i]!);
-  const weights = new Float64Array(logits.length);
+  const weights = scratchWeights(logits.length);
   let sum = 0;
   for (let i = 0; i < logits.length; i++) {
     weights[i] = Math.exp((logits[i]! - max) * inv);
@@ -43,9 +43,9 @@ export function sampleToken(allLogits: Float32Array, options: SamplingOptions): 
  * ids already hold `target`: only they are searched (a handful for a peaked distribution).
  */
 function nucleus(weights: Float64Array, target: number): Prefix {
-  let max = 0;
-  for (let i = 0; i < weights.length; i++) max = Math.max(max, weights[i]!);
-  const candidates = new Int32Array(weights.length);
+  // The largest logit's weight is exp(0): exactly 1, and no weight exceeds it.
+  const max = 1;
+  const candidates = scratchCandidates(weights.length);
   let count = 0;
   for (let bound = max * 1e-2; ; bound = bound > max * 1e-12 ? bound * 1e-2 : 0) {
     count = 0;
@@ -114,6 +114,24 @@ function descendingPrefix(ids: Int32Array, weights: Float64Array, reached: (mass
     lo = below;
   }
   return { ids, count: lo, mass, last };
+}
+
+/**
+ * The weights and the candidate ids live in buffers kept from call to call: sampling runs once a token, and
+ * fresh arrays of the vocabulary's size (1.8 MB at 151,936 ids) cost their zero-fill and page faults every
+ * time. sampleToken is synchronous and returns an id, never these buffers, so one pair serves every caller.
+ */
+let weightsBuffer = new Float64Array(0);
+let candidatesBuffer = new Int32Array(0);
+
+function scratchWeights(size: number): Float64Array {
+  if (weightsBuffer.length < size) weightsBuffer = new Float64Array(size);
+  return weightsBuffer.subarray(0, size);
+}
+
+function scratchCandidates(size: number): Int32Array {
+  if (candidatesBuffer.length < size) candidatesBuffer = new Int32Array(size);
+  return candidatesBuffer.subarray(0, size);
 }
 
 function drawFrom(weights: Float64Array, sum: number, random: () => number): number {
