@@ -77,6 +77,13 @@ export interface FleetRow {
   load_loop_lag_p99_ms: number;
   /** The same in the shim's process: the larger p99 of the row's two halves (the shim reports its lag per stats call). */
   shim_loop_lag_p99_ms: number;
+  /**
+   * The longest each loop stalled over the window. Steps in flight during a stall all wait it out, so a stall
+   * of a few milliseconds once a second (a garbage collection's pause) sets the p99 added where the p99 lag,
+   * a share of time, stays low.
+   */
+  load_loop_lag_max_ms: number;
+  shim_loop_lag_max_ms: number;
   /** Shim RSS mid-row minus its RSS before the row (after a GC), per session open then. */
   rss_per_session_kb: number | null;
   sessions_open: number;
@@ -208,6 +215,8 @@ async function measureRow(o: FleetOptions, corpus: Corpus, shim: ShimChild, clie
     load_cpu_ms_per_step: tally.steps ? round((loadCpu.user + loadCpu.system) / 1000 / tally.steps) : 0,
     load_loop_lag_p99_ms: round(loadLag.p99Ms),
     shim_loop_lag_p99_ms: round(Math.max(loaded.loopLagP99Ms, end.loopLagP99Ms)),
+    load_loop_lag_max_ms: round(loadLag.maxMs),
+    shim_loop_lag_max_ms: round(Math.max(loaded.loopLagMaxMs, end.loopLagMaxMs)),
     rss_per_session_kb: loaded.sessions ? round(((loaded.rssMb - idle.rssMb) * 1024) / loaded.sessions, 1) : null,
     sessions_open: loaded.sessions,
     cached_share: tally.contextTokens ? round(tally.cachedTokens / tally.contextTokens) : 0,

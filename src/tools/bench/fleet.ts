@@ -69,11 +69,11 @@ export function formatFleet(result: FleetResult): string {
     `  edges: ${s.pace.share} of tokens routed, ${s.pace.span} per step, ${s.pace.genTokens} tokens per generation; fake rows ${s.pace.tokenMs} ms per edge token, embedded rows ${s.embeddedTokenMs === 0 ? 'closed loop (token-ms 0)' : `${s.embeddedTokenMs} ms per edge token`}`,
     `  fake: decode step ${s.serviceMs} ms, prefill ${s.prefillMsPerToken} ms per uncached token, ${s.slots === undefined ? 'requests served concurrently' : `at most ${s.slots} requests served at once, the rest queued`}`,
     '',
-    '| setup | edges | offered/s | steps/s | added p50 / p99 ms | in the shim p50 / p99 ms | round trip p50 / p99 ms | loop lag p99 ms shim / load | errors | CPU ms/step shim / load | RSS KB/session | cached |',
+    '| setup | edges | offered/s | steps/s | added p50 / p99 ms | in the shim p50 / p99 ms | round trip p50 / p99 ms | loop lag p99 (max) ms shim / load | errors | CPU ms/step shim / load | RSS KB/session | cached |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...result.rows.map(
       (r) =>
-        `| ${setupLabel(r)} | ${r.edges} | ${r.offered_steps_per_s ?? 'closed loop'} | ${r.steps_per_s} | ${ms(r.p50_added_ms)} / ${ms(r.p99_added_ms)} | ${ms(r.p50_shim_ms)} / ${ms(r.p99_shim_ms)} | ${ms(r.p50_round_trip_ms)} / ${ms(r.p99_round_trip_ms)} | ${ms(r.shim_loop_lag_p99_ms)} / ${ms(r.load_loop_lag_p99_ms)} | ${r.errors} | ${r.shim_cpu_ms_per_step.toFixed(3)} / ${r.load_cpu_ms_per_step.toFixed(3)} | ${r.rss_per_session_kb ?? '-'} | ${(r.cached_share * 100).toFixed(1)}% |`,
+        `| ${setupLabel(r)} | ${r.edges} | ${r.offered_steps_per_s ?? 'closed loop'} | ${r.steps_per_s} | ${ms(r.p50_added_ms)} / ${ms(r.p99_added_ms)} | ${ms(r.p50_shim_ms)} / ${ms(r.p99_shim_ms)} | ${ms(r.p50_round_trip_ms)} / ${ms(r.p99_round_trip_ms)} | ${ms(r.shim_loop_lag_p99_ms)} (${ms(r.shim_loop_lag_max_ms)}) / ${ms(r.load_loop_lag_p99_ms)} (${ms(r.load_loop_lag_max_ms)}) | ${r.errors} | ${r.shim_cpu_ms_per_step.toFixed(3)} / ${r.load_cpu_ms_per_step.toFixed(3)} | ${r.rss_per_session_kb ?? '-'} | ${(r.cached_share * 100).toFixed(1)}% |`,
     ),
     '',
     ...Object.entries(result.knee).map(([label, k]) =>

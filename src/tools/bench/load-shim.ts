@@ -32,6 +32,8 @@ export interface ShimStats {
   rebuilds: number;
   /** How late the shim's event loop ran a 2 ms timer since the stats before, p99 (loop-lag.ts): steps wait as long to be read. */
   loopLagP99Ms: number;
+  /** The latest it ran one over the same time: the longest stall, a garbage collection's pause or a long turn. */
+  loopLagMaxMs: number;
 }
 
 export type ShimChildRequest = { type: 'stats'; id: number; collect: boolean } | { type: 'stop' };
@@ -54,6 +56,7 @@ function stats(shim: ShimServer, collect: boolean, lag: LoopLag): ShimStats {
     evictions: backendStats.evictions,
     rebuilds: backendStats.rebuilds,
     loopLagP99Ms: lag.p99Ms,
+    loopLagMaxMs: lag.maxMs,
   };
 }
 
