@@ -45,7 +45,8 @@ export class OpenAiBackend implements Backend {
     const { sampling, signal } = request;
     const body: Record<string, unknown> = {
       model: this.options.model,
-      prompt: [...request.context],
+      // The session's own array, not a copy: HttpBackendClient.post serializes the body before its first await.
+      prompt: request.context,
       max_tokens: request.maxTokens,
       temperature: sampling.temperature,
       top_p: sampling.topP,

@@ -49,7 +49,8 @@ export class SglangBackend implements Backend {
   private async step(request: BackendStepRequest): Promise<BackendStepResult> {
     const { sampling, signal } = request;
     const body: Record<string, unknown> = {
-      input_ids: [...request.context],
+      // The session's own array, not a copy: HttpBackendClient.post serializes the body before its first await.
+      input_ids: request.context,
       sampling_params: {
         max_new_tokens: request.maxTokens,
         temperature: sampling.temperature,
