@@ -73,7 +73,8 @@ midr_part() {
   esac
 }
 arm64_cpuinfo="$WORK/cpuinfo-$CPU"
-for ((i = 0; i < $(nproc); i++)); do
+cpus=$(nproc)
+for ((i = 0; i < cpus; i++)); do
   printf 'processor\t: %d\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid\n' "$i"
   printf 'CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: %s\nCPU revision\t: 1\n\n' "$(midr_part "$CPU")"
 done >"$arm64_cpuinfo"
