@@ -19,6 +19,7 @@ import { type DtypeResult, measureBandwidth } from './decode-dtypes.ts';
 import { type BenchDtype, ensureDtypePack } from './decode-packs.ts';
 import { promptIds } from './decode-target.ts';
 import { LineProcess } from './line-process.ts';
+import { median } from '../../shared/statistics.ts';
 
 export interface PeerComparisonOptions {
   preset: string;
@@ -37,7 +38,9 @@ export interface PeerComparisonOptions {
 export type ComparedResult = DtypeResult & {
   ratio_to_peer: number;
   ratio_to_peer_by_round: { median: number; min: number; max: number };
-  rounds: (Record<string, unknown> & { ms_per_token: number; peer_ms_per_token: number; ratio_to_peer: number })[];
+  /** Median over the rounds of our weight products alone over llama.cpp's step of the same round. */
+  floor_to_peer_by_round?: number;
+  rounds: (Record<string, unknown> & { ms_per_token: number; peer_ms_per_token: number; ratio_to_peer: number; kernel_floor_ms?: number })[];
 };
 
 /** Drives a helper over the line protocol as one side of the alternation. */
@@ -62,7 +65,8 @@ export async function compareWithLlamaCpp(o: PeerComparisonOptions): Promise<{ r
   const peer: PeerResult[] = [];
   for (const dtype of o.dtypes) {
     o.log(`${dtype}: ${packs.get(dtype)} and llama.cpp ${PEER_TYPES[dtype]}, each in its own process, ${o.rounds} rounds each`);
-    const childOptions = { dir: packs.get(dtype)!, threads: o.threads, promptTokens: o.promptTokens, plannedSteps, bandwidthGbS: bandwidth };
+    // Each of our rounds ends with the weight products alone, so every round has its floor beside llama.cpp's step.
+    const childOptions = { dir: packs.get(dtype)!, threads: o.threads, promptTokens: o.promptTokens, plannedSteps, bandwidthGbS: bandwidth, kernelFloor: true };
     const ours = await LineProcess.start({ command: [process.execPath, DECODE_ROUND_CHILD, JSON.stringify(childOptions)], name: `our ${dtype} decode`, log: o.log });
     try {
       const theirs = await startLlamaCppDecode({ gguf: ggufs.get(dtype)!, threads: o.threads, promptIds: ids, plannedSteps, log: o.log });
@@ -82,13 +86,14 @@ export async function compareWithLlamaCpp(o: PeerComparisonOptions): Promise<{ r
 }
 
 function compared(ours: DtypeResult, a: Alternation): ComparedResult {
-  const rounds = (ours.rounds as Record<string, unknown>[]).map((r, i) => ({
+  const rounds = (ours.rounds as (Record<string, unknown> & { kernel_floor_ms?: number })[]).map((r, i) => ({
     ...r,
     ms_per_token: a.ours.roundMsPerToken[i]!,
     peer_ms_per_token: a.peer.roundMsPerToken[i]!,
     ratio_to_peer: a.roundRatios[i]!,
   }));
-  return { ...ours, ratio_to_peer: a.ratio, ratio_to_peer_by_round: a.ratioByRound, rounds };
+  const floors = rounds.flatMap((r) => (typeof r.kernel_floor_ms === 'number' ? [r.kernel_floor_ms / r.peer_ms_per_token] : []));
+  return { ...ours, ratio_to_peer: a.ratio, ratio_to_peer_by_round: a.ratioByRound, ...(floors.length ? { floor_to_peer_by_round: median(floors) } : {}), rounds };
 }
 
 function peerResult(dtype: BenchDtype, gguf: string, ready: { prefillMs: number; threads: number }, a: Alternation): PeerResult {
@@ -105,9 +110,13 @@ function peerResult(dtype: BenchDtype, gguf: string, ready: { prefillMs: number;
   };
 }
 
-/** Per type: both medians and fastest steps, the ratio of the medians and the per-round ratios. */
+/**
+ * Per type: both medians and fastest steps, the ratio of the medians and the per-round ratios, and our
+ * weight products alone (decode-kernel-floor.ts) over llama.cpp's whole step, median of the rounds: above 1,
+ * no graph on these kernels can match llama.cpp.
+ */
 export function formatPeerComparison(results: readonly ComparedResult[], peer: readonly PeerResult[]): string {
-  const header = 'dtype  peer  ours ms/token  fastest  llama.cpp ms/token  fastest  llama.cpp prefill ms  ours/llama.cpp  by round: median (min–max)';
+  const header = 'dtype  peer  ours ms/token  fastest  llama.cpp ms/token  fastest  llama.cpp prefill ms  ours/llama.cpp  by round: median (min–max)  kernel floor ms  floor/llama.cpp';
   const rows = results.map((r, i) => {
     const p = peer[i]!;
     const byRound = r.ratio_to_peer_by_round;
@@ -120,9 +129,12 @@ export function formatPeerComparison(results: readonly ComparedResult[], peer: r
       p.min_ms_per_token.toFixed(1).padStart(8),
       p.prefill_ms.toFixed(0).padStart(21),
       r.ratio_to_peer.toFixed(2).padStart(15),
-      `  ${byRound.median.toFixed(2)} (${byRound.min.toFixed(2)}–${byRound.max.toFixed(2)})`,
+      `  ${byRound.median.toFixed(2)} (${byRound.min.toFixed(2)}–${byRound.max.toFixed(2)})`.padEnd(27),
+      (typeof r.kernel_floor_ms === 'number' ? r.kernel_floor_ms.toFixed(1) : '-').padStart(16),
+      (r.floor_to_peer_by_round === undefined ? '-' : r.floor_to_peer_by_round.toFixed(2)).padStart(16),
     ].join(' ');
   });
-  const perRound = results.map((r) => `${r.dtype} rounds, ours/llama.cpp ms: ${r.rounds.map((x) => `${x.ms_per_token.toFixed(1)}/${x.peer_ms_per_token.toFixed(1)}`).join('  ')}`);
+  const floor = (x: { kernel_floor_ms?: unknown }) => (typeof x.kernel_floor_ms === 'number' ? `/${x.kernel_floor_ms.toFixed(1)}` : '');
+  const perRound = results.map((r) => `${r.dtype} rounds, ours/llama.cpp${r.floor_to_peer_by_round === undefined ? '' : '/floor'} ms: ${r.rounds.map((x) => `${x.ms_per_token.toFixed(1)}/${x.peer_ms_per_token.toFixed(1)}${floor(x)}`).join('  ')}`);
   return [header, ...rows, ...perRound].join('\n');
 }

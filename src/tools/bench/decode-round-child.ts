@@ -2,7 +2,7 @@
  * Our side of `bench decode --peer`: a child process holding one pack's DecodeSession (loaded and
  * prefilled) between the rounds its parent alternates with llama.cpp's, spoken to over line-process.ts's
  * protocol. Started as `bun decode-round-child.ts '{"dir", "threads", "promptTokens", "plannedSteps",
- * "bandwidthGbS"}'`; prints `{"type":"ready","prefill_ms","load_ms"}`, then answers one line per request:
+ * "bandwidthGbS", "kernelFloor"}'`; prints `{"type":"ready","prefill_ms","load_ms"}`, then answers one line per request:
  * `{"type":"warmup","steps":N}` → `{"type":"warmup"}`, `{"type":"round","steps":N}` →
  * `{"type":"round","stepsMs":[...]}`, `{"type":"finish"}` → `{"type":"finish","result":{...}}` (what
  * `bench decode --json` prints for the pack). Exits when its stdin closes.
@@ -17,7 +17,7 @@ import { DecodeSession, type DecodeSessionOptions } from './decode-session.ts';
 
 export const DECODE_ROUND_CHILD = import.meta.path;
 
-type ChildOptions = Pick<DecodeSessionOptions, 'dir' | 'threads' | 'promptTokens' | 'plannedSteps' | 'bandwidthGbS'>;
+type ChildOptions = Pick<DecodeSessionOptions, 'dir' | 'threads' | 'promptTokens' | 'plannedSteps' | 'bandwidthGbS' | 'kernelFloor'>;
 
 function say(message: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);

@@ -22,6 +22,7 @@ import type { DecodeBenchResult, DecodeRound } from './decode-report.ts';
 import { promptIds } from './decode-target.ts';
 import { peakRssMb } from './peak-rss.ts';
 import { kvCacheBytes, weightTraffic } from './decode-weights.ts';
+import { WeightKernels } from './decode-kernel-floor.ts';
 
 export interface DecodeSessionOptions {
   target: string;
@@ -34,8 +35,13 @@ export interface DecodeSessionOptions {
   copyBytes: number;
   /** Copy bandwidth measured elsewhere (GB/s, read + written): no copy buffers are made, so peak RSS is the model's. */
   bandwidthGbS?: number;
+  /** Also time the pack's weight products alone after each round's steps (decode-kernel-floor.ts). */
+  kernelFloor?: boolean;
   log: (line: string) => void;
 }
+
+/** Passes through the weight products timed after each round's steps (their median is the round's floor). */
+const FLOOR_RUNS = 8;
 
 export class DecodeSession {
   private readonly steps: number[] = [];
@@ -53,6 +59,7 @@ export class DecodeSession {
     readonly prefillMs: number,
     private readonly buffers: ReturnType<typeof copyBuffers> | undefined,
     private readonly team: CopyTeam | undefined,
+    private readonly floor: WeightKernels | undefined,
   ) {}
 
   static async open(o: DecodeSessionOptions): Promise<DecodeSession> {
@@ -70,9 +77,14 @@ export class DecodeSession {
     const loadStart = performance.now();
     let model: DecoderModel | undefined;
     let sequence: DecoderSequence | undefined;
+    let floor: WeightKernels | undefined;
     try {
       model = await DecoderModel.load(pack, { threads: o.threads });
       const loadMs = performance.now() - loadStart;
+      if (o.kernelFloor) {
+        floor = await WeightKernels.open(pack.modelPath, o.threads);
+        o.log(`kernel floor: the ${floor.nodes} weight products alone, ${FLOOR_RUNS} passes after each round`);
+      }
       const prefills: number[] = [];
       let logits: Float32Array = new Float32Array(0);
       for (let run = 0; run < 4; run++) {
@@ -83,9 +95,10 @@ export class DecodeSession {
         if (run > 0) prefills.push(performance.now() - t);
       }
       o.log(`prefill ${o.promptTokens} tokens: ${median(prefills).toFixed(1)} ms`);
-      return new DecodeSession(o, pack, traffic, model, sequence!, logits, loadMs, median(prefills), buffers, team);
+      return new DecodeSession(o, pack, traffic, model, sequence!, logits, loadMs, median(prefills), buffers, team, floor);
     } catch (e) {
       sequence?.dispose();
+      await floor?.release();
       await model?.release();
       team?.close();
       throw e;
@@ -97,14 +110,18 @@ export class DecodeSession {
     this.warmedUp += steps;
   }
 
-  /** Measures the copy bandwidth (unless given), then decodes `steps` tokens; returns each one's milliseconds. */
+  /**
+   * Measures the copy bandwidth (unless given), then decodes `steps` tokens, then (with `kernelFloor`) times
+   * the weight products alone; returns each step's milliseconds.
+   */
   async runRound(steps: number): Promise<number[]> {
     const singleThreadGbS = this.buffers ? singleThreadCopyBandwidth(this.buffers, 3) : this.o.bandwidthGbS!;
     const allThreadsGbS = this.team && this.o.threads > 1 ? await this.team.measure(600) : singleThreadGbS;
     const mine: number[] = [];
     for (let i = 0; i < steps; i++) mine.push(await this.decode());
     this.steps.push(...mine);
-    this.rounds.push({ msPerToken: median(mine), singleThreadGbS, allThreadsGbS });
+    const kernelFloorMs = this.floor ? await this.floor.time(FLOOR_RUNS) : undefined;
+    this.rounds.push({ msPerToken: median(mine), singleThreadGbS, allThreadsGbS, ...(kernelFloorMs === undefined ? {} : { kernelFloorMs }) });
     return mine;
   }
 
@@ -136,12 +153,14 @@ export class DecodeSession {
       rounds: this.rounds,
       boundMsPerToken,
       fractionOfBound: boundMsPerToken / msPerToken,
+      ...(this.floor ? { kernelFloorMs: median(this.rounds.map((r) => r.kernelFloorMs!)) } : {}),
       peakRssMb: peakRssMb(),
     };
   }
 
   async close(): Promise<void> {
     this.sequence.dispose();
+    await this.floor?.release();
     await this.model.release();
     this.team?.close();
   }

@@ -23,7 +23,7 @@ import { DecodeSession } from './decode-session.ts';
 export { promptIds } from './decode-target.ts';
 import { decodeBenchJson, formatDecodeBench, type DecodeBenchResult } from './decode-report.ts';
 
-export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layout plain|fused|fused-matmul] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--profile] [--breakdown] [--json]
+export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layout plain|fused|fused-matmul] [--dtype fp32,int8,q4] [--prompt-tokens 100] [--steps 32] [--warmup 4] [--rounds 4] [--threads N] [--copy-mib 1024] [--bandwidth-gb-s X] [--peer llama.cpp] [--kernel-floor] [--profile] [--breakdown] [--json]
       edge decode ms/token and prefill time next to the memory-bandwidth bound (weights + KV cache
       read per token / measured copy bandwidth); a preset is built once under models/bench/; --dtype
       runs each weight type of the preset (quantized once with models quantize) in its own process and
@@ -31,7 +31,10 @@ export const USAGE = `bench decode [--preset qwen2.5-0.5b | --pack DIR] [--layou
       --peer llama.cpp (with --dtype) also times llama.cpp on the same weights as GGUF (F32, Q8_0, Q4_0)
       through node-llama-cpp under node, installed on first use into ~/.cache/edge-token-router: both
       stay loaded in processes of their own and decode in alternating rounds (ours, llama.cpp, ours, ...),
-      reported as the ratio of the medians and the median (min-max) of the per-round ratios;
+      reported as the ratio of the medians and the median (min-max) of the per-round ratios, with our
+      kernel floor beside them; --kernel-floor (and --peer) ends each of our rounds by timing the pack's
+      weight products alone (every MatMulNBits, MatMul or Gemm on a weight, one row each): no graph on
+      these kernels decodes faster;
       --profile runs --steps decode steps under onnxruntime's profiler instead and prints nodes per
       step, time per op type, the share outside the matrix products and the KV bytes copied per step
       (with --dtype: each type's pack in turn); --layout fused builds the preset in onnxruntime's fused
@@ -51,6 +54,8 @@ export interface DecodeBenchOptions {
   warmup: number;
   /** Each round measures the copy bandwidth, then decodes its share of the steps, so both see the same machine. */
   rounds: number;
+  /** Each round ends with the pack's weight products alone (decode-kernel-floor.ts). */
+  kernelFloor?: boolean;
   threads: number;
   /** Bytes of each copy buffer: the main thread's, and all workers' together. */
   copyBytes: number;
@@ -93,6 +98,7 @@ export async function main(args: string[]): Promise<void> {
     peer: { type: 'string' },
     profile: { type: 'boolean' },
     breakdown: { type: 'boolean' },
+    'kernel-floor': { type: 'boolean' },
     layout: { type: 'string' },
     json: { type: 'boolean' },
   });
@@ -125,7 +131,8 @@ export async function main(args: string[]): Promise<void> {
       return;
     }
     const passOn = (['prompt-tokens', 'steps', 'warmup', 'rounds'] as const).flatMap((f) => (values[f] === undefined ? [] : [`--${f}`, values[f]!]));
-    const results = await runDtypes({ preset, layout, dtypes, childArgs: [...passOn, '--threads', String(threads)], threads, copyBytes, log });
+    const floorFlag = values['kernel-floor'] ? ['--kernel-floor'] : [];
+    const results = await runDtypes({ preset, layout, dtypes, childArgs: [...passOn, ...floorFlag, '--threads', String(threads)], threads, copyBytes, log });
     console.log(formatDtypeResults(results));
     if (values.json) console.log(JSON.stringify({ target: `preset:${preset}`, threads, results }));
     return;
@@ -143,6 +150,7 @@ export async function main(args: string[]): Promise<void> {
     threads,
     copyBytes,
     ...(bandwidth === undefined ? {} : { bandwidthGbS: bandwidth }),
+    kernelFloor: values['kernel-floor'] === true,
     log: (line) => console.error(line),
   });
   console.log(formatDecodeBench(r));
