@@ -1,5 +1,5 @@
 /**
- * The pool of released fused KV buffers (src/shared/kv-buffer-pool.ts): what `take` hands out is zeros of the
+ * The pool of released fused KV buffers (src/shared/kv-buffer-pool.ts): what it hands out is zeros of the
  * size asked for, recycled memory first; pinned memory (a snapshot's) and views are never recycled; it
  * never holds more than its bound. With a real fused model: sequences on released buffers give exactly the
  * logits of the same sequences on new memory, run the same way (batched) on a second model of the same pack.
@@ -61,24 +61,6 @@ describe('KvBufferPool', () => {
     pool.pin(pinned);
     pool.releaseBufferOf(pinned.subarray(0, 4));
     expect(pool.heldBytes).toBe(64);
-  });
-
-  test('takeAtLeast: the smallest released buffer within [min, max], contents kept; else a new one of the fresh size', () => {
-    const pool = new KvBufferPool(1024);
-    const [small, middle, large] = [pool.take(8), pool.take(12), pool.take(40)];
-    middle.fill(5);
-    for (const b of [small, middle, large]) pool.release(b);
-    const taken = pool.takeAtLeast(10, 20, 16);
-    expect(taken).toBe(middle); // 8 is too small, 40 too large
-    expect([...taken]).toEqual(new Array(12).fill(5)); // not zeroed: the caller overwrites it
-    const fresh = pool.takeAtLeast(10, 20, 16); // nothing left in range
-    expect(fresh.length).toBe(16);
-    expect(fresh).not.toBe(small);
-    expect(fresh).not.toBe(large);
-    pool.release(fresh);
-    expect(pool.takeAtLeast(14, 28, 30)).toBe(fresh); // the new one serves a later, larger request
-    expect(pool.takeForOverwrite(8)).toBe(small);
-    expect(pool.stats).toEqual({ taken: 7, reused: 3, sparesAsked: 0 });
   });
 
   test('holds at most its bound, dropping the least recently released', () => {

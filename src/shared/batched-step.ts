@@ -46,9 +46,6 @@ type CacheData = Float32Array | Uint16Array;
  */
 const BATCH_CAPACITY_STEP = 32;
 
-/** Steps of BATCH_CAPACITY_STEP a new plain-layout cache buffer holds beyond its first use (cacheTensor). */
-const PLAIN_ROOM_STEPS = 2;
-
 /** Room for `positions` in whole BATCH_CAPACITY_STEPs (one at least). */
 function roundedCapacity(positions: number): number {
   return Math.max(1, Math.ceil(positions / BATCH_CAPACITY_STEP)) * BATCH_CAPACITY_STEP;
@@ -62,25 +59,20 @@ function cacheData(tensor: OrtTensor): CacheData {
 }
 
 /**
- * A `[rows, kv_heads, positions, head_dim]` cache tensor of the plain layout's batched pass, which the
- * caller fills entirely (its contents are whatever the pool's buffer held). float32 ones are the first part
- * of a buffer from the model's pool with room for a whole number of BATCH_CAPACITY_STEPs, so the next
- * passes, a position longer, find the same sizes there: memory already mapped, where fresh memory costs
- * more than the copy into it (on the 2-core VM, 25 MB of fresh arrays took 15 to 82 ms to fill, 2 ms when
- * reused). A float16 cache's bits sit in a float32 buffer of half the elements (the pool holds float32
- * arrays; the memory is what matters).
+ * A zeroed `[rows, kv_heads, positions, head_dim]` cache tensor of the plain layout's batched pass. float32
+ * ones are the first part of a buffer from the model's pool with room for a whole number of
+ * BATCH_CAPACITY_STEPs, so the next passes, a position longer, find the same sizes there: memory already
+ * mapped, where fresh memory costs more than the copy into it (on the 2-core VM, 25 MB of fresh arrays
+ * took 15 to 82 ms to fill, 2 ms when reused). A float16 cache's bits sit in a float32 buffer of half the
+ * elements (the pool holds float32 arrays; the memory is what matters).
  */
 function cacheTensor(model: DecoderModel, like: CacheData, dims: readonly [number, number, number, number]): OrtTensor {
   const [rows, heads, positions, headDim] = dims;
   const size = rows * heads * positions * headDim;
-  // A released buffer with room for it (up to twice what a new one would take), else a new one with room for
-  // PLAIN_ROOM_STEPS more steps of growth, which the next passes' caches of these rows, a few positions
-  // longer, find released in turn.
-  const fresh = rows * heads * roundedCapacity(positions + PLAIN_ROOM_STEPS * BATCH_CAPACITY_STEP) * headDim;
-  const half = like instanceof Float32Array ? 1 : 2;
-  const buffer = model.kvPool.takeAtLeast(Math.ceil(size / half), Math.ceil((2 * fresh) / half), Math.ceil(fresh / half));
-  if (like instanceof Float32Array) return new ort.Tensor('float32', buffer.subarray(0, size), dims);
-  return feedable(new ort.Tensor('float16', new Uint16Array(buffer.buffer, 0, size), dims));
+  const room = rows * heads * roundedCapacity(positions) * headDim;
+  if (like instanceof Float32Array) return new ort.Tensor('float32', model.kvPool.take(room).subarray(0, size), dims);
+  const buffer = model.kvPool.take(Math.ceil(room / 2)).buffer;
+  return feedable(new ort.Tensor('float16', new Uint16Array(buffer, 0, size), dims));
 }
 
 /** Gives a cacheTensor's buffer back to the pool (nothing reads it any more). */
@@ -199,11 +191,7 @@ function keepOrRelease(model: DecoderModel, rows: readonly BatchRow[], buffers: 
   for (const buffer of Object.values(buffers)) model.kvPool.release(buffer.data as Float32Array);
 }
 
-/**
- * `past_key_values.*` of the batch `[batch, kv_heads, longest, head_dim]`, each row's cache at the right end
- * and zeros before it: the mask hides the padding, but only finite values multiply to zero there (a recycled
- * buffer may hold a float16 cache's bits, NaN as float32).
- */
+/** `past_key_values.*` of the batch `[batch, kv_heads, longest, head_dim]`, each row's cache at the right end. */
 function gatherLeftPadded(model: DecoderModel, rows: readonly BatchRow[], longest: number): Record<string, OrtTensor> {
   const { numKvHeads: heads } = model.pack;
   const headDim = model.cacheHeadDim;
@@ -215,11 +203,7 @@ function gatherLeftPadded(model: DecoderModel, rows: readonly BatchRow[], longes
     rows.forEach((row, b) => {
       const length = row.sequence.length;
       const from = cacheData(row.sequence.cache[name]!);
-      for (let h = 0; h < heads; h++) {
-        const start = (b * heads + h) * longest * headDim;
-        if (length < longest) data.fill(0, start, start + (longest - length) * headDim);
-        data.set(from.subarray(h * length * headDim, (h + 1) * length * headDim), start + (longest - length) * headDim);
-      }
+      for (let h = 0; h < heads; h++) data.set(from.subarray(h * length * headDim, (h + 1) * length * headDim), ((b * heads + h) * longest + longest - length) * headDim);
     });
     feeds[name] = tensor;
   }

@@ -53,44 +53,19 @@ export class KvBufferPool {
 
   /** A buffer of `elements` zeros: the most recently released one of that size (zeroed here), or a new one. */
   take(elements: number): Float32Array {
-    return this.takeForOverwrite(elements).fill(0);
-  }
-
-  /** A buffer of exactly `elements`, recycled ones keeping what they held: for a caller that writes every element it reads. */
-  takeForOverwrite(elements: number): Float32Array {
-    return this.takeAtLeast(elements, elements, elements);
-  }
-
-  /**
-   * A buffer of `min` to `max` elements, the smallest released one in that range, else a new one of `fresh`;
-   * recycled ones keep what they held, for a caller that writes every element it reads. Caches that grow a
-   * few positions a pass (a plain-layout batched pass splits each row's out anew, batched-step.ts) outgrow
-   * any one exact size, so their requests would find nothing released and copy into fresh memory: on the
-   * demo cloud model, two takes in three did. A new buffer with room to spare, taken again while it still
-   * fits, serves the passes after.
-   */
-  takeAtLeast(min: number, max: number, fresh: number): Float32Array {
     this.stats.taken++;
-    const size = this.freeBySize.get(min)?.length ? min : this.smallestFreeSize(min, max);
-    const recycled = size === undefined ? undefined : this.freeBySize.get(size)!.pop();
+    const recycled = this.freeBySize.get(elements)?.pop();
     if (!recycled) {
-      this.askSpare(fresh);
-      const made = new Float32Array(fresh);
-      this.issued.add(made.buffer);
-      return made;
+      this.askSpare(elements);
+      const fresh = new Float32Array(elements);
+      this.issued.add(fresh.buffer);
+      return fresh;
     }
     this.free.delete(recycled.buffer);
     this.bytes -= recycled.byteLength;
     this.stats.reused++;
     this.issued.add(recycled.buffer);
-    return recycled;
-  }
-
-  /** The smallest size in [min, max] with a released buffer: a scan of the sizes held (a few dozen), not of the buffers. */
-  private smallestFreeSize(min: number, max: number): number | undefined {
-    let best: number | undefined;
-    for (const [size, stack] of this.freeBySize) if (stack.length && size >= min && size <= max && (best === undefined || size < best)) best = size;
-    return best;
+    return recycled.fill(0);
   }
 
   /** Asks for one spare of a large size, while the bound leaves room for it; a failed maker costs nothing but the spare. */
