@@ -6,23 +6,23 @@
  * these kernels can decode faster than they run; set beside llama.cpp's whole step (`bench decode --peer`)
  * it says how much of a gap any graph could close, and how much is the kernels'.
  *
- * The graph is written beside the pack's model, under a hidden name gone once the session is made, so its
- * weights are the pack's external data file itself (onnxruntime refuses external data outside the model's
- * folder, links resolved).
+ * The graph goes to onnxruntime as bytes, its weights still references into the pack's external data file,
+ * which onnxruntime maps from the pack's folder (`session.model_external_initializers_file_folder_path`):
+ * nothing is written, so a read-only pack works, and the weights are not held twice.
  *
  * @example
  * const floor = await WeightKernels.open(pack.modelPath, 2);
  * const ms = await floor.time(8); // median ms of one pass through every weight product
  * await floor.release();
  */
-import { rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import type { NodeProto, TensorProto } from 'onnx-buf';
+import { dirname } from 'node:path';
+import { toBinary } from '@bufbuild/protobuf';
+import { ModelProtoSchema, type NodeProto, type TensorProto } from 'onnx-buf';
 import { AppError } from '../../shared/errors.ts';
 import { DataType, valueInfo } from '../../shared/onnx-graph.ts';
 import { median } from '../../shared/statistics.ts';
 import { ort, type InferenceSession, type OrtTensor } from '../../shared/ort.ts';
-import { readModel, writeModel } from '../models/onnx-file.ts';
+import { readModel } from '../models/onnx-file.ts';
 import { intAttribute } from '../models/graph-index.ts';
 
 /** A weight product of the model and the width of what it multiplies (K). */
@@ -74,15 +74,14 @@ export class WeightKernels {
 
   static async open(modelPath: string, threads: number): Promise<WeightKernels> {
     const { model, widths, nodes } = weightKernelsModel(modelPath);
-    const path = join(dirname(modelPath), `.kernel-floor-${process.pid}.onnx`);
-    try {
-      writeModel(model, path);
-      const session = await ort.InferenceSession.create(path, { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
-      const feeds = Object.fromEntries(widths.map((k) => [`x${k}`, new ort.Tensor('float32', Float32Array.from({ length: k }, (_, i) => Math.sin(i) / 8), [1, k])]));
-      return new WeightKernels(session, feeds, model.graph!.output[0]!.name, nodes);
-    } finally {
-      rmSync(path, { force: true });
-    }
+    const session = await ort.InferenceSession.create(toBinary(ModelProtoSchema, model), {
+      intraOpNumThreads: threads,
+      interOpNumThreads: 1,
+      graphOptimizationLevel: 'all',
+      extra: { session: { model_external_initializers_file_folder_path: dirname(modelPath) } },
+    });
+    const feeds = Object.fromEntries(widths.map((k) => [`x${k}`, new ort.Tensor('float32', Float32Array.from({ length: k }, (_, i) => Math.sin(i) / 8), [1, k])]));
+    return new WeightKernels(session, feeds, model.graph!.output[0]!.name, nodes);
   }
 
   /** Median milliseconds of `runs` passes through every weight product, after one untimed. */
