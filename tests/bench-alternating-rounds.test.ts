@@ -148,9 +148,19 @@ test('bench concurrency --repeat 2: the user counts run twice over, each repeat\
   expect(result.rounds.map((r) => `${r.repeat} ${r.users} ${r.batched}`)).toEqual(['0 1 false', '0 1 true', '0 2 false', '0 2 true', '1 1 false', '1 1 true', '1 2 false', '1 2 true']);
   expect(result.byRepeat.map((r) => `${r.users} ${r.batched}`)).toEqual(['1 false', '1 true', '2 false', '2 true']);
   expect(result.byRepeat[0]).toEqual({ users: 1, batched: false, median: 1, min: 1, max: 1 });
+  // Time inside onnxruntime's run is part of each round's wall time, and its ratios are taken the same way.
+  for (const r of result.rounds) {
+    expect(r.runMs).toBeGreaterThan(0);
+    expect(r.runMs).toBeLessThan(r.wallMs);
+  }
+  expect(result.byRepeatInsideRun.map((r) => `${r.users} ${r.batched}`)).toEqual(['1 false', '1 true', '2 false', '2 true']);
+  expect(result.byRepeatInsideRun[0]).toEqual({ users: 1, batched: false, median: 1, min: 1, max: 1 });
+  const second = result.rounds.filter((r) => r.repeat === 1);
+  const inside = (r: (typeof second)[number]) => (r.tokens / r.runMs) * 1000;
+  expect([result.byRepeatInsideRun[3]!.min, result.byRepeatInsideRun[3]!.max]).toContain(inside(second[3]!) / inside(second[0]!));
   const table = formatConcurrency([result]);
-  expect(table).toContain('× first row of the same repeat, median (min–max) of 2');
-  expect(table).toContain('| tiny | 1 | alone | 1.00× (1.00–1.00) |');
+  expect(table).toContain("× first row of the same repeat, median (min–max) of 2 | the same inside onnxruntime's run only (ceiling) |");
+  expect(table).toContain('| tiny | 1 | alone | 1.00× (1.00–1.00) | 1.00× (1.00–1.00) |');
 }, 120_000);
 
 test('bench decode --peer: more rounds than steps is refused before anything is loaded or installed', () => {

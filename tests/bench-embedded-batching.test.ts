@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { DEMO } from '../src/shared/paths.ts';
 import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { compareWithAlone, type EmbeddedBatchingRow } from '../src/tools/bench/embedded-batching.ts';
 import { lastJsonLine, runBench } from './helpers/run-bench.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'bench-embedded-batching-'));
@@ -44,7 +45,24 @@ test('one-token steps share passes; the ten-token steps of a 10% routed share do
   }
   // The demo cloud pack is the plain layout: its passes gather every row's cache.
   for (const row of rows) expect(row.passes_on_kept_buffers).toBe(0);
+  // Each row against its share's --max-batch 1 row, over all and inside onnxruntime's runs alone.
+  for (const row of rows) {
+    expect(row.run_ms_per_step).toBeGreaterThan(0);
+    expect(row.run_ms_per_step).toBeLessThan(1000 / row.steps_per_s);
+  }
+  for (const row of [tenAlone, oneAlone]) expect([row.x_alone, row.run_x_alone]).toEqual([1, 1]);
+  expect(oneBatched[0].x_alone).toBe(Math.round((oneBatched[0].steps_per_s / oneAlone.steps_per_s) * 100) / 100);
+  // One-token steps in passes of eight: fewer, fuller runs, so less time inside onnxruntime per step.
+  expect(oneBatched[0].run_x_alone).toBeGreaterThan(1);
+  expect(r.stdout).toContain('× max-batch 1 inside onnxruntime (ceiling)');
 }, 120_000);
+
+test('compareWithAlone: each row over its own share\'s --max-batch 1 row; none without one', () => {
+  const row = (share: number, maxBatch: number, stepsPerS: number, runMsPerStep: number): EmbeddedBatchingRow => ({ share, max_batch: maxBatch, append_tokens: 1, sessions: 8, steps: 100, steps_per_s: stepsPerS, passes_per_step: 1, pass_sizes: {}, passes_on_kept_buffers: 0, run_ms_per_step: runMsPerStep, x_alone: null, run_x_alone: null });
+  const rows = [row(0.1, 1, 1000, 0.5), row(0.1, 8, 1500, 0.2), row(1, 8, 3000, 0.1)];
+  compareWithAlone(rows);
+  expect(rows.map((r) => [r.x_alone, r.run_x_alone])).toEqual([[1, 1], [1.5, 2.5], [null, null]]);
+});
 
 test('--pack: a fused cloud pack; passes over the sessions of the pass before feed its batch buffers again', () => {
   const r = runBench(['embedded-batching', '--pack', fusedCloud, '--sessions', '8', '--duration', '1', '--share', '1', '--max-batch', '8', '--json']);

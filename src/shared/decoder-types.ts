@@ -53,6 +53,9 @@ export interface DecoderStats {
   kvBytesCopied: number;
   /** Bytes of the outputs onnxruntime-node returned, each copied into a new JavaScript buffer (KV cache included). */
   outputBytes: number;
-  /** Milliseconds inside onnxruntime's run (kernels, and the binding's copies of the outputs). */
+  /**
+   * Milliseconds inside onnxruntime's run (kernels, and the binding's copies of the outputs), from the moment
+   * each run starts: runs asked for together queue, and a run's wait behind the others is not counted.
+   */
   runMs: number;
 }

@@ -24,6 +24,12 @@ export interface ConcurrencyRound {
   wallMs: number;
   /** All users' tokens over the wall time. */
   tokensPerSecond: number;
+  /**
+   * Time inside the model's onnxruntime runs during the round (prefills and decode passes; DecoderStats.runMs).
+   * tokens / runMs is what the round would reach if nothing outside those runs (router, sampling, the loop)
+   * cost anything.
+   */
+  runMs: number;
   /** Gaps between a user's consecutive tokens, over all users. */
   gapP50Ms: number;
   gapP99Ms: number;
@@ -37,6 +43,7 @@ export interface ConcurrencyRound {
 }
 
 export async function runConcurrentUsers(engine: EdgeEngine, o: ConcurrencyRoundOptions): Promise<ConcurrencyRound> {
+  const runMsBefore = engine.edgeModel.stats.runMs;
   const start = performance.now();
   const users = Array.from({ length: o.users }, async (_, u) => {
     const request = { ...parseGenerationRequest({ prompt: `user ${u}`, mode: 'small_only', maxNewTokens: o.newTokens, temperature: 0 }), promptIds: o.prompts[u]! };
@@ -62,6 +69,7 @@ export async function runConcurrentUsers(engine: EdgeEngine, o: ConcurrencyRound
     tokens,
     wallMs,
     tokensPerSecond: (tokens / wallMs) * 1000,
+    runMs: engine.edgeModel.stats.runMs - runMsBefore,
     gapP50Ms: percentile(gaps, 50),
     gapP99Ms: percentile(gaps, 99),
     ttftP50Ms: percentile(ttfts, 50),

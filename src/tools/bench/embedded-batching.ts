@@ -38,6 +38,15 @@ export interface EmbeddedBatchingRow {
   append_tokens: number;
   /** Batched passes that fed the batch buffers kept from the passes before (a fused pack; kept-batch.ts). */
   passes_on_kept_buffers: number;
+  /** Time inside the model's onnxruntime runs, per step (DecoderStats.runMs). */
+  run_ms_per_step: number;
+  /** steps_per_s over the same share's `--max-batch 1` row (null without one). */
+  x_alone: number | null;
+  /**
+   * The `--max-batch 1` row's run_ms_per_step over this row's: what batching would gain if everything outside
+   * onnxruntime's runs (the batcher's gathers and splits, sampling, the sessions' own work) were free.
+   */
+  run_x_alone: number | null;
 }
 
 const GEN_TOKENS = 128;
@@ -71,6 +80,7 @@ async function measure(pack: string, corpus: Corpus, share: number, maxBatch: nu
   const backend = await EmbeddedBackend.load({ modelPack: pack, threads: 1, maxLiveSequences: 2 * sessions, maxBatch, appendTokens });
   try {
     const runsBefore = backend.model.stats.runs;
+    const runMsBefore = backend.model.stats.runMs;
     const started = performance.now();
     const until = started + durationS * 1000;
     const steps = (await Promise.all(Array.from({ length: sessions }, (_, i) => sessionSlot(backend, corpus, i, share, until)))).reduce((a, b) => a + b, 0);
@@ -79,9 +89,20 @@ async function measure(pack: string, corpus: Corpus, share: number, maxBatch: nu
     const passSizes = Object.fromEntries(sizes.flatMap((count, rows) => (count && rows > 1 ? [[String(rows), count]] : [])));
     const passesPerStep = steps ? round((backend.model.stats.runs - runsBefore) / steps, 3) : 0;
     const onKeptBuffers = backend.model.batcher?.stats.keptBuffersReused ?? 0;
-    return { share, max_batch: maxBatch, append_tokens: appendTokens, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: passesPerStep, pass_sizes: passSizes, passes_on_kept_buffers: onKeptBuffers };
+    const runMsPerStep = steps ? round((backend.model.stats.runMs - runMsBefore) / steps, 4) : 0;
+    return { share, max_batch: maxBatch, append_tokens: appendTokens, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: passesPerStep, pass_sizes: passSizes, passes_on_kept_buffers: onKeptBuffers, run_ms_per_step: runMsPerStep, x_alone: null, run_x_alone: null };
   } finally {
     await backend.close();
+  }
+}
+
+/** Fills each row's ratios to the `--max-batch 1` row of its routed share, where there is one. */
+export function compareWithAlone(rows: EmbeddedBatchingRow[]): void {
+  for (const r of rows) {
+    const alone = rows.find((a) => a.share === r.share && a.max_batch === 1);
+    if (!alone) continue;
+    r.x_alone = alone.steps_per_s ? round(r.steps_per_s / alone.steps_per_s, 2) : null;
+    r.run_x_alone = r.run_ms_per_step ? round(alone.run_ms_per_step / r.run_ms_per_step, 2) : null;
   }
 }
 
@@ -110,9 +131,11 @@ export async function main(args: string[]): Promise<void> {
       for (const tokens of maxBatch === 1 ? [1] : appendTokens) rows.push(await measure(pack, corpus, share, maxBatch, tokens, sessions, durationS));
     }
   }
+  compareWithAlone(rows);
+  const times = (x: number | null) => (x === null ? '-' : `${x}×`);
   console.log(`embedded backend alone (${pack}, one thread), ${sessions} sessions for ${durationS} s per row`);
-  console.log('| routed share | max-batch | append-tokens | steps/s | passes per step | batched passes by rows | on kept buffers |');
-  console.log('|---|---|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.append_tokens} | ${r.steps_per_s} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} | ${r.passes_on_kept_buffers} |`);
+  console.log('| routed share | max-batch | append-tokens | steps/s | × max-batch 1 | onnxruntime ms/step | × max-batch 1 inside onnxruntime (ceiling) | passes per step | batched passes by rows | on kept buffers |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.append_tokens} | ${r.steps_per_s} | ${times(r.x_alone)} | ${r.run_ms_per_step} | ${times(r.run_x_alone)} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} | ${r.passes_on_kept_buffers} |`);
   if (values.json) console.log(JSON.stringify({ rows }));
 }
