@@ -149,6 +149,21 @@ describe('TokenSpend', () => {
     expect(spend.cloudTokensLastMinute()).toBe(5);
     expect(spend.tokensPerMinute()).toBe(20);
   });
+
+  test('a box that never reads its spend (no token budget, no scrape) holds at most about a minute of entries', () => {
+    const clock = fakeClock();
+    const spend = new TokenSpend(clock.now);
+    // Ten tokens a second for an hour, one entry a token, nothing read.
+    for (let i = 0; i < 36_000; i++) {
+      clock.t += 100;
+      spend.emitted(1, i % 10 === 0 ? 1 : 0);
+      // A minute is 600 entries; dropped ones wait for compaction until they are half the array.
+      expect(spend.heldEntries).toBeLessThanOrEqual(2 * 600 + 1);
+    }
+    // The last minute exactly: entries at (t − 60 s, t], one in ten from the cloud.
+    expect(spend.cloudTokensLastMinute()).toBe(60);
+    expect(spend.tokensPerMinute()).toBe(600);
+  });
 });
 
 describe('WaitBudget', () => {

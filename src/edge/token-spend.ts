@@ -22,7 +22,9 @@ interface Entry {
 }
 
 export class TokenSpend {
+  /** Entries from `head` on are the last minute's (or newer than the last prune); those before are dropped. */
   private entries: Entry[] = [];
+  private head = 0;
   private readonly startedAt: number;
 
   constructor(private readonly now: () => number) {
@@ -31,25 +33,41 @@ export class TokenSpend {
 
   /** `tokens` emitted now, `cloud` of them returned by the cloud. */
   emitted(tokens: number, cloud: number): void {
+    // Every token of every generation comes through here, budget or not, and nothing may read the spend
+    // (no token budget, no Prometheus scrape): dropping old entries here keeps a box that runs for weeks at
+    // one minute of entries.
+    this.prune();
     this.entries.push({ at: this.now(), tokens, cloud });
   }
 
   cloudTokensLastMinute(): number {
-    return this.recent().reduce((sum, e) => sum + e.cloud, 0);
+    this.prune();
+    let sum = 0;
+    for (let i = this.head; i < this.entries.length; i++) sum += this.entries[i]!.cloud;
+    return sum;
   }
 
   /** The box's tokens per minute (all sources), over the last minute or since the box started if sooner. */
   tokensPerMinute(): number {
-    const tokens = this.recent().reduce((sum, e) => sum + e.tokens, 0);
+    this.prune();
+    let tokens = 0;
+    for (let i = this.head; i < this.entries.length; i++) tokens += this.entries[i]!.tokens;
     const span = Math.max(MIN_RATE_SPAN_MS, Math.min(MINUTE_MS, this.now() - this.startedAt));
     return (tokens * MINUTE_MS) / span;
   }
 
-  private recent(): Entry[] {
+  /** Entries held: at most the last minute's, plus as many dropped ones not yet compacted away. */
+  get heldEntries(): number {
+    return this.entries.length;
+  }
+
+  /** Drops entries a minute old; compacts once the dropped ones are half the array (amortized O(1) an entry). */
+  private prune(): void {
     const since = this.now() - MINUTE_MS;
-    let drop = 0;
-    while (drop < this.entries.length && this.entries[drop]!.at <= since) drop++;
-    if (drop > 0) this.entries = this.entries.slice(drop);
-    return this.entries;
+    while (this.head < this.entries.length && this.entries[this.head]!.at <= since) this.head++;
+    if (this.head > 0 && this.head * 2 >= this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
   }
 }
