@@ -164,6 +164,21 @@ describe('TokenSpend', () => {
     expect(spend.cloudTokensLastMinute()).toBe(60);
     expect(spend.tokensPerMinute()).toBe(600);
   });
+
+  test('a busy box: tokens within 100 ms share an entry, so the entries held do not grow with the rate', () => {
+    const clock = fakeClock();
+    const spend = new TokenSpend(clock.now);
+    // A thousand tokens a second for two minutes, a tenth of them from the cloud.
+    for (let i = 0; i < 120_000; i++) {
+      clock.t += 1;
+      spend.emitted(1, i % 10 === 0 ? 1 : 0);
+    }
+    expect(spend.heldEntries).toBeLessThanOrEqual(2 * 600 + 1);
+    // Entries of 100 tokens (first at t − 99 … t) dropped once their newest is a minute old: the last minute's
+    // 60,000 tokens, and none older than a minute and 100 ms.
+    expect(spend.tokensPerMinute()).toBe(60_000);
+    expect(spend.cloudTokensLastMinute()).toBe(6_000);
+  });
 });
 
 describe('WaitBudget', () => {
