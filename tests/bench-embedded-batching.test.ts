@@ -57,6 +57,16 @@ test('one-token steps share passes; the ten-token steps of a 10% routed share do
   expect(r.stdout).toContain('× max-batch 1 inside onnxruntime (ceiling)');
 }, 120_000);
 
+test('--threads: the backend runs with that many threads per pass, said in the header; a bad count is refused', () => {
+  const r = runBench(['embedded-batching', '--sessions', '4', '--duration', '1', '--share', '1', '--max-batch', '4', '--threads', '2', '--json']);
+  expect(r.code).toBe(0);
+  expect(r.stdout).toContain('2 threads), 4 sessions for 1 s per row');
+  expect(lastJsonLine(r.stdout).rows[0].steps).toBeGreaterThan(20);
+  const bad = runBench(['embedded-batching', '--threads', '-1']);
+  expect(bad.code).toBe(2);
+  expect(bad.stderr).toContain('--threads');
+}, 120_000);
+
 test('compareWithAlone: each row over its own share\'s --max-batch 1 row; none without one', () => {
   const row = (share: number, maxBatch: number, stepsPerS: number, runMsPerStep: number): EmbeddedBatchingRow => ({ share, max_batch: maxBatch, append_tokens: 1, sessions: 8, steps: 100, steps_per_s: stepsPerS, passes_per_step: 1, pass_sizes: {}, passes_on_kept_buffers: 0, run_ms_per_step: runMsPerStep, x_alone: null, run_x_alone: null });
   const rows = [row(0.1, 1, 1000, 0.5), row(0.1, 8, 1500, 0.2), row(1, 8, 3000, 0.1)];

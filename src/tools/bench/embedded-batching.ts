@@ -18,11 +18,12 @@ import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 import { loadCorpus, promptWindow, type Corpus } from './load-workers.ts';
 
-export const USAGE = `bench embedded-batching [--pack DIR] [--sessions 64] [--share 0.1,1] [--max-batch 1,8] [--append-tokens 16] [--duration S] [--json]
+export const USAGE = `bench embedded-batching [--pack DIR] [--sessions 64] [--share 0.1,1] [--max-batch 1,8] [--append-tokens 16] [--duration S] [--threads 1] [--json]
       the embedded backend alone (no gRPC): sessions stepping as bench fleet's edges do, per routed share,
       --max-batch and --append-tokens (the shim's --batch-append-tokens; 1 = one-token steps only): steps/s,
       forward passes per step, batched pass sizes; --pack runs another cloud pack than
-      the demo's (models convert-llama2c --layout fused makes the demo cloud model's fused one)`;
+      the demo's (models convert-llama2c --layout fused makes the demo cloud model's fused one); --threads per
+      pass, 1 by default, 0 for onnxruntime's choice (the shim's default)`;
 
 export interface EmbeddedBatchingRow {
   share: number;
@@ -76,8 +77,16 @@ async function sessionSlot(backend: EmbeddedBackend, corpus: Corpus, index: numb
   return steps;
 }
 
-async function measure(pack: string, corpus: Corpus, share: number, maxBatch: number, appendTokens: number, sessions: number, durationS: number): Promise<EmbeddedBatchingRow> {
-  const backend = await EmbeddedBackend.load({ modelPack: pack, threads: 1, maxLiveSequences: 2 * sessions, maxBatch, appendTokens });
+interface RowSettings {
+  sessions: number;
+  durationS: number;
+  /** onnxruntime threads per pass; 0 = onnxruntime's choice, as the shim's default. */
+  threads: number;
+}
+
+async function measure(pack: string, corpus: Corpus, share: number, maxBatch: number, appendTokens: number, o: RowSettings): Promise<EmbeddedBatchingRow> {
+  const { sessions, durationS } = o;
+  const backend = await EmbeddedBackend.load({ modelPack: pack, threads: o.threads, maxLiveSequences: 2 * sessions, maxBatch, appendTokens });
   try {
     const runsBefore = backend.model.stats.runs;
     const runMsBefore = backend.model.stats.runMs;
@@ -114,10 +123,12 @@ function numberList(raw: unknown, name: string, fallback: number[], valid: (n: n
 }
 
 export async function main(args: string[]): Promise<void> {
-  const { values, positionals } = parseFlags(args, { pack: { type: 'string' }, sessions: { type: 'string' }, share: { type: 'string' }, 'max-batch': { type: 'string' }, 'append-tokens': { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parseFlags(args, { pack: { type: 'string' }, sessions: { type: 'string' }, share: { type: 'string' }, 'max-batch': { type: 'string' }, 'append-tokens': { type: 'string' }, duration: { type: 'string' }, threads: { type: 'string' }, json: { type: 'boolean' } });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const sessions = integerFlag(values, 'sessions', 64, [1, 256])!;
   const durationS = integerFlag(values, 'duration', 5, [1, 300])!;
+  // One thread by default, as every figure in docs/deploy-fleet.md was measured; 0 is the shim's default.
+  const threads = integerFlag(values, 'threads', 1, [0, 64])!;
   const shares = numberList(values.share, 'share', [0.1, 1], (n) => n > 0 && n <= 1);
   const maxBatches = numberList(values['max-batch'], 'max-batch', [1, 8], (n) => Number.isInteger(n) && n >= 1 && n <= 256);
   const appendTokens = numberList(values['append-tokens'], 'append-tokens', [DEFAULT_SHIM_CONFIG.batchAppendTokens], (n) => Number.isInteger(n) && n >= 1 && n <= 1024);
@@ -128,12 +139,13 @@ export async function main(args: string[]): Promise<void> {
   for (const share of shares) {
     for (const maxBatch of maxBatches) {
       // Appends joining passes mean nothing without passes to join.
-      for (const tokens of maxBatch === 1 ? [1] : appendTokens) rows.push(await measure(pack, corpus, share, maxBatch, tokens, sessions, durationS));
+      for (const tokens of maxBatch === 1 ? [1] : appendTokens) rows.push(await measure(pack, corpus, share, maxBatch, tokens, { sessions, durationS, threads }));
     }
   }
   compareWithAlone(rows);
   const times = (x: number | null) => (x === null ? '-' : `${x}×`);
-  console.log(`embedded backend alone (${pack}, one thread), ${sessions} sessions for ${durationS} s per row`);
+  const threadText = threads === 0 ? "onnxruntime's choice of threads" : threads === 1 ? 'one thread' : `${threads} threads`;
+  console.log(`embedded backend alone (${pack}, ${threadText}), ${sessions} sessions for ${durationS} s per row`);
   console.log('| routed share | max-batch | append-tokens | steps/s | × max-batch 1 | onnxruntime ms/step | × max-batch 1 inside onnxruntime (ceiling) | passes per step | batched passes by rows | on kept buffers |');
   console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.append_tokens} | ${r.steps_per_s} | ${times(r.x_alone)} | ${r.run_ms_per_step} | ${times(r.run_x_alone)} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} | ${r.passes_on_kept_buffers} |`);
