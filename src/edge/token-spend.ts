@@ -57,17 +57,12 @@ export class TokenSpend {
   }
 
   cloudTokensLastMinute(): number {
-    this.prune();
-    let sum = 0;
-    for (let i = this.head; i < this.entries.length; i++) sum += this.entries[i]!.cloud;
-    return sum;
+    return this.lastMinute('cloud');
   }
 
   /** The box's tokens per minute (all sources), over the last minute or since the box started if sooner. */
   tokensPerMinute(): number {
-    this.prune();
-    let tokens = 0;
-    for (let i = this.head; i < this.entries.length; i++) tokens += this.entries[i]!.tokens;
+    const tokens = this.lastMinute('tokens');
     const span = Math.max(MIN_RATE_SPAN_MS, Math.min(MINUTE_MS, this.now() - this.startedAt));
     return (tokens * MINUTE_MS) / span;
   }
@@ -75,6 +70,14 @@ export class TokenSpend {
   /** Entries held: at most the last minute's, plus as many dropped ones not yet compacted away. */
   get heldEntries(): number {
     return this.entries.length;
+  }
+
+  /** The sum of one count over the last minute's entries. */
+  private lastMinute(count: 'tokens' | 'cloud'): number {
+    this.prune();
+    let sum = 0;
+    for (let i = this.head; i < this.entries.length; i++) sum += this.entries[i]![count];
+    return sum;
   }
 
   /** Drops entries a minute old; compacts once the dropped ones are half the array (amortized O(1) an entry). */
