@@ -4,7 +4,7 @@
  * prompt cache's lookup and restore, and the copy of the prompt's cache into it included.
  *
  * @example
- * const ttft = await firstTokenMs(engine, ids); // { ttftMs, cachedTokens }
+ * const first = await firstTokenMs(engine, ids); // { ttftMs, cachedTokens, runMs }
  */
 import { generate, type EdgeEngine } from '../../edge/decoder-loop.ts';
 import type { GenerationMetrics } from '../../edge/generation-metrics.ts';
@@ -23,10 +23,19 @@ export async function runIds(engine: EdgeEngine, ids: readonly number[], maxNewT
   throw new AppError('INTERNAL', 'the loop ended without a done event');
 }
 
-/** Time to first token of `ids` (one token generated), and the prompt tokens the cache restored. */
-export async function firstTokenMs(engine: EdgeEngine, ids: readonly number[]): Promise<{ ttftMs: number; cachedTokens: number }> {
+/** What one first token cost: its time, the prompt tokens the cache restored, and the time inside onnxruntime's runs. */
+export interface FirstToken {
+  ttftMs: number;
+  cachedTokens: number;
+  /** The time inside the edge model's onnxruntime runs for it (DecoderStats.runMs): the time to first token less the loop's, the cache's and the router's own work. */
+  runMs: number;
+}
+
+/** Time to first token of `ids` (one token generated). */
+export async function firstTokenMs(engine: EdgeEngine, ids: readonly number[]): Promise<FirstToken> {
+  const runMsBefore = engine.edgeModel.stats.runMs;
   const { metrics } = await runIds(engine, ids, 1);
-  return { ttftMs: metrics.ttftMs, cachedTokens: metrics.cachedTokens };
+  return { ttftMs: metrics.ttftMs, cachedTokens: metrics.cachedTokens, runMs: engine.edgeModel.stats.runMs - runMsBefore };
 }
 
 /** An engine over the same parts with an empty prompt cache of `maxBytes`. */
