@@ -28,7 +28,7 @@ import { argmax } from '../src/shared/logits.ts';
 const LOGIT_TOLERANCE = 1e-4;
 /**
  * A float16 export keeps its cache in float16 between passes, so a prompt fed in two pieces (cut by the
- * prompts it arrived with, as any prompt longer than prefillChunk is cut alone too) differs from the same
+ * prompts it arrived with, as a prompt longer than a piece is cut alone too) differs from the same
  * prompt in one piece by float16 roundings: measured here 4.9e-4 in the hidden states and 7.8e-3 in the
  * logits, one float16 step at their magnitudes (near 1, and 8 to 16). Two such steps of the logits.
  */
@@ -292,6 +292,50 @@ describe('the batcher', () => {
     } finally {
       await model.release();
     }
+  });
+
+  test('with nobody decoding for quietMs, prompts go in pieces of quietPrefillChunk: a 130-token one in one pass, as alone', async () => {
+    const pack = loadModelPack(demoCloud);
+    let clock = 0;
+    const model = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4, prefillChunk: 16, quietMs: 500, now: () => clock } });
+    const alone = await DecoderModel.load(pack, { threads: 1 });
+    const prompt = prompts(20, pack.vocabSize)[19]!.slice(0, 130);
+    const prefill = async () => {
+      const seq = model.newSequence();
+      const runsBefore = model.stats.runs;
+      const { logits } = await seq.append(prompt);
+      seq.dispose();
+      return { runs: model.stats.runs - runsBefore, logits };
+    };
+    try {
+      const expected = await alone.newSequence().append(prompt);
+      // No decode pass yet: quiet. One pass (pieces of 512 by default), the computation of an append without the batcher.
+      const first = await prefill();
+      expect(first.runs).toBe(1);
+      expect(Array.from(first.logits)).toEqual(Array.from(expected.logits));
+      // A decode step at 1,000 ms; 499 ms later the box is not quiet yet (9 pieces of at most 16), at 500 ms it is.
+      clock = 1000;
+      const stepping = model.newSequence();
+      await stepping.append([1]);
+      clock = 1499;
+      expect((await prefill()).runs).toBe(9);
+      clock = 1500;
+      expect((await prefill()).runs).toBe(1);
+      // Quiet pieces of 100: two passes.
+      model.batcher = DecodeBatcher.over(model, { maxBatch: 4, prefillChunk: 16, quietPrefillChunk: 100 });
+      expect((await prefill()).runs).toBe(2);
+      stepping.dispose();
+    } finally {
+      await model.release();
+      await alone.release();
+    }
+  });
+
+  test('batching options: quietMs a whole number ≥ 0, quietPrefillChunk ≥ 1', async () => {
+    const pack = loadModelPack(demoCloud);
+    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, quietMs: -1 } })).rejects.toThrow('batching.quietMs must be a whole number ≥ 0, got -1');
+    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, quietMs: 0.5 } })).rejects.toThrow('batching.quietMs must be a whole number ≥ 0, got 0.5');
+    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, quietPrefillChunk: 0 } })).rejects.toThrow('batching.quietPrefillChunk must be a whole number ≥ 1, got 0');
   });
 
   test('checkpoints and rollbacks inside batched steps restore each sequence alone', async () => {

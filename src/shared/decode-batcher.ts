@@ -12,7 +12,9 @@
  *
  * Multi-token appends (prefills, replays) run in pieces of at most `prefillChunk` tokens, one piece
  * between two decode passes: a newcomer's long prompt delays the others by one piece per step, not by the
- * whole prompt. A piece runs alone, except that the first prompts of several new sequences waiting
+ * whole prompt. Small pieces protect others only: once no decode pass has run for `quietMs` (nobody
+ * generating: a single user's next turn, a kiosk's next visitor), pieces of `quietPrefillChunk` tokens
+ * instead. A piece runs alone, except that the first prompts of several new sequences waiting
  * together (users arriving at once, a cache miss each) share one pass: as many tokens of each as the
  * shortest has, `prefillChunk` in all, the rest of each in lone pieces after (so never more passes than
  * alone: cutting every row short of the bound would add one). Measured at the
@@ -62,6 +64,12 @@ export interface BatchingOptions {
    * than its fixed work (a small model), not where the weights' arithmetic dominates.
    */
   appendTokens?: number;
+  /** How long after the last decode pass prefills still go in pieces of `prefillChunk`; DEFAULT_QUIET_MS when omitted. */
+  quietMs?: number;
+  /** Most tokens of a prefill piece once nobody has decoded for `quietMs`; DEFAULT_QUIET_PREFILL_CHUNK when omitted. */
+  quietPrefillChunk?: number;
+  /** The clock `quietMs` is measured on, in milliseconds; performance.now when omitted (tests pass their own). */
+  now?: () => number;
 }
 
 /**
@@ -76,6 +84,22 @@ export const DEFAULT_PREFILL_CHUNK = 128;
  * it right after the pass, on this thread); waited only while one of them is still missing.
  */
 export const DEFAULT_GATHER_MS = 4;
+/**
+ * A generation steps every few tens of milliseconds (a routed token's round trip included, or hidden by
+ * speculation); one that has not for a second is waiting on something slower (a failing cloud, a reader
+ * that stopped reading), and a whole prompt's pass before its next step costs it little by comparison.
+ */
+export const DEFAULT_QUIET_MS = 1000;
+/**
+ * Pieces of 512 tokens with nobody to protect. A 1,000-token prompt at the Qwen2.5-0.5B shape, 2 cores, in
+ * pieces of 128 / 256 / 512 / whole (one process, alternating, medians of three): fp32 2,053 / 1,904 /
+ * 1,871 / 1,906 ms, q4 1,694 / 1,703 / 1,724 / 1,771 ms. An fp32 pass pays for reading every weight
+ * again (47 ms), so fewer pieces win; a q4 pass reads a fraction of that, and its 4-bit products of many
+ * rows at once run slower than a few hundred at a time. Through the loop with the edge's batcher, whole
+ * prompts against pieces of 128 (fp32): 396 tokens 728–749 ms against 830–838, 1,000 tokens 1,836–1,941
+ * against 2,038–2,086.
+ */
+export const DEFAULT_QUIET_PREFILL_CHUNK = 512;
 
 /**
  * Decode passes and their rows, for metrics: `sizes[n]` counts passes of n rows; `promptsTogether`: first
@@ -113,6 +137,11 @@ export class DecodeBatcher {
   readonly prefillChunk: number;
   readonly gatherMs: number;
   readonly appendTokens: number;
+  readonly quietMs: number;
+  readonly quietPrefillChunk: number;
+  private readonly now: () => number;
+  /** When the last decode pass ended, on `now`'s clock; -Infinity before the first. */
+  private lastDecodeAt = -Infinity;
   private steps: DecodeStep[] = [];
   private prefills: Prefill[] = [];
   /** The sequences of the last decode pass: the next one waits a moment for them. */
@@ -128,6 +157,9 @@ export class DecodeBatcher {
   ) {
     this.prefillChunk = options.prefillChunk ?? DEFAULT_PREFILL_CHUNK;
     this.gatherMs = options.gatherMs ?? DEFAULT_GATHER_MS;
+    this.quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
+    this.quietPrefillChunk = options.quietPrefillChunk ?? DEFAULT_QUIET_PREFILL_CHUNK;
+    this.now = options.now ?? (() => performance.now());
     // GroupQueryAttention takes several positions per row only as first prompts (batched-step.ts).
     this.appendTokens = model.io.layout === 'plain' ? (options.appendTokens ?? 1) : 1;
   }
@@ -145,7 +177,8 @@ export class DecodeBatcher {
   /** A batcher for `model`, or undefined when `maxBatch` is 1 or the export cannot take a batch (logged). */
   static over(model: DecoderModel, options: BatchingOptions, log?: Logger): DecodeBatcher | undefined {
     for (const [name, value] of Object.entries(options)) {
-      const least = name === 'gatherMs' ? 0 : 1;
+      if (name === 'now') continue;
+      const least = name === 'gatherMs' || name === 'quietMs' ? 0 : 1;
       if (value !== undefined && (!Number.isInteger(value) || value < least)) throw new AppError('INVALID_ARGUMENT', `batching.${name} must be a whole number ≥ ${least}, got ${value}`);
     }
     if (options.maxBatch <= 1) return undefined;
@@ -215,6 +248,7 @@ export class DecodeBatcher {
         for (const s of pass) s.reject(error);
       }
     }
+    this.lastDecodeAt = this.now();
   }
 
   /**
@@ -252,7 +286,8 @@ export class DecodeBatcher {
     const together = this.firstPrompts();
     if (together.length > 1) return this.firstPromptsPass(together);
     const job = this.prefills[0]!;
-    const piece = job.tokens.slice(job.done, job.done + this.prefillChunk);
+    const quiet = this.steps.length === 0 && this.now() - this.lastDecodeAt >= this.quietMs;
+    const piece = job.tokens.slice(job.done, job.done + (quiet ? this.quietPrefillChunk : this.prefillChunk));
     try {
       // Room for the whole append before its first piece, so the fused buffers do not grow piece after piece.
       if (job.done === 0) job.sequence.reserve(job.sequence.length + job.tokens.length);
