@@ -95,9 +95,9 @@ export const DEFAULT_QUIET_MS = 1000;
  * pieces of 128 / 256 / 512 / whole (one process, alternating, medians of three): fp32 2,053 / 1,904 /
  * 1,871 / 1,906 ms, q4 1,694 / 1,703 / 1,724 / 1,771 ms. An fp32 pass pays for reading every weight
  * again (47 ms), so fewer pieces win; a q4 pass reads a fraction of that, and its 4-bit products of many
- * rows at once run slower than a few hundred at a time. Through the loop with the edge's batcher, whole
- * prompts against pieces of 128 (fp32): 396 tokens 728–749 ms against 830–838, 1,000 tokens 1,836–1,941
- * against 2,038–2,086.
+ * rows at once run slower than a few hundred at a time. Through the loop with the edge's batcher, a cold
+ * prompt's first token in pieces of 512 against 128 (alternating): fp32 396 tokens 736–743 ms against
+ * 837–866, 1,000 tokens 1.87–1.93 s against 2.06–2.12; q4 the same either way.
  */
 export const DEFAULT_QUIET_PREFILL_CHUNK = 512;
 

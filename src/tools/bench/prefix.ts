@@ -30,8 +30,9 @@ import { chatToLastTurn, firstTokenMs, mixedRequests, withFreshCache, type First
 export const USAGE = `bench prefix [--pack DIR | --preset qwen2.5-0.5b] [--prompt-tokens 1000] [--repeat 3] [--cache-mb 256] [--mixed 200] [--threads N] [--json]
       time to first token through the decoding loop: a --prompt-tokens prompt cold and with 95% of it
       in the prompt cache, a chat's 5th turn (60 new tokens a turn, 24-token answers) without and with
-      the cache, each also on the time inside onnxruntime's runs alone; then --mixed requests through one cache of --cache-mb, with the resident set after the
-      first 20, after half and after all; default the demo edge pack (its window caps the prompt at 496 tokens);
+      the cache, each also on the time inside onnxruntime's runs alone; then --mixed requests through
+      one cache of --cache-mb, with the resident set after the first 20, after half and after all;
+      default the demo edge pack (its window caps the prompt at 496 tokens);
       --preset builds a random-weight pack of that shape once under models/bench/`;
 
 const CHAT = { turns: 5, turnTokens: 60, answerTokens: 24 };
