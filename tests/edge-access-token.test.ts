@@ -52,6 +52,23 @@ describe('logging in through the 401 page', () => {
   });
 });
 
+describe('redirects stay on the box (issue 45, item 5)', () => {
+  test('a login link whose path names another host is sent to a path here, and its 401 form posts here too', async () => {
+    for (const path of ['//evil.example/', '/\\evil.example/', '///evil.example/x', '/\\/evil.example/']) {
+      const login = await guarded.request(`http://edge.local${path}?a=1&token=${TOKEN}`, { headers: BROWSER });
+      expect(login.status).toBe(303);
+      const location = login.headers.get('location')!;
+      expect(location).toMatch(/^\/[^/\\]/);
+      // Resolved as a browser resolves it against the page: still this box.
+      expect(new URL(location, 'http://edge.local/').host).toBe('edge.local');
+      const page = await guarded.request(`http://edge.local${path}`, { headers: BROWSER });
+      expect(page.status).toBe(401);
+      const action = (await page.text()).match(/action="([^"]*)"/)![1]!;
+      expect(new URL(action, 'http://edge.local/').host).toBe('edge.local');
+    }
+  });
+});
+
 describe('in chromium', () => {
   let browser: Browser;
   let server: ReturnType<typeof Bun.serve>;

@@ -164,3 +164,81 @@ describe('an event stream', () => {
     }
   }, 30_000);
 });
+
+describe('unauthenticated slow uploads (issue 45, item 1)', () => {
+  const TOKEN = 'lan-secret-token';
+  let edge: RunningEdge;
+  let port: number;
+  beforeAll(async () => {
+    // The shipped bound (256): 270 trickling uploads would have held every slot before the token was checked.
+    edge = await startTestEdgeServer(['--max-open-requests', '256', '--access-token', TOKEN]);
+    port = Number(new URL(edge.url).port);
+  }, 60_000);
+  afterAll(() => edge?.stop());
+
+  test('270 uploads that trickle a body without the token each get 401 within 5 s of their headers; /healthz and an authenticated generation are served meanwhile', async () => {
+    const paths = ['/api/generate', '/v1/completions', '/runs'];
+    const uploads = await Promise.all(
+      Array.from({ length: 270 }, (_, i) =>
+        rawConnection(port, `POST ${paths[i % paths.length]} HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"prompt":"`),
+      ),
+    );
+    const headersSentAt = Date.now();
+    let trickling = true;
+    const trickle = (async () => {
+      while (trickling) {
+        for (const u of uploads) if (!u.socket.destroyed) u.socket.write('a');
+        await Bun.sleep(500);
+      }
+    })();
+    try {
+      await waitUntil(() => uploads.every((u) => u.received().startsWith('HTTP/1.1 401')), 5_000, 'every upload to be answered 401');
+      expect(Date.now() - headersSentAt).toBeLessThan(5_000);
+      // Each refusal speaks its route's language, and says what is missing.
+      expect(uploads[0]!.received()).toContain('this edge requires an access token');
+      expect(uploads[1]!.received()).toContain('"type":"authentication_error"');
+      expect(uploads.every((u) => /connection: close/i.test(u.received()))).toBe(true);
+
+      const health = await fetch(`${edge.url}healthz`);
+      expect(health.status).toBe(200);
+      const res = await fetch(`${edge.url}api/generate`, { method: 'POST', body: GENERATE_BODY, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` } });
+      expect(res.status).toBe(200);
+      expect([...(await res.text()).matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['token', 'token', 'token', 'done']);
+      // The refused connections are closed by the edge, not left to the client.
+      const lifetimes = await Promise.all(uploads.map((u) => Promise.race([u.closed, Bun.sleep(5_000).then(() => Infinity)])));
+      expect(lifetimes.filter((ms) => ms === Infinity)).toEqual([]);
+    } finally {
+      trickling = false;
+      await trickle;
+      for (const u of uploads) u.socket.destroy();
+    }
+  }, 60_000);
+
+  test('a request without a Host (HTTP/1.0) or with an empty one is routed like any other: /healthz 200, the API 401 (issue 45, item 7)', async () => {
+    const cases: [string, string][] = [
+      ['GET /healthz HTTP/1.0\r\n\r\n', 'HTTP/1.1 200'],
+      ['GET /healthz HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n', 'HTTP/1.1 200'],
+      ['GET /api/info HTTP/1.0\r\n\r\n', 'HTTP/1.1 401'],
+      [`GET /api/info HTTP/1.0\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`, 'HTTP/1.1 200'],
+    ];
+    for (const [request, status] of cases) {
+      const c = await rawConnection(port, request);
+      await Promise.race([c.closed, Bun.sleep(5_000)]);
+      expect({ request, reply: c.received().slice(0, status.length) }).toEqual({ request, reply: status });
+      c.socket.destroy();
+    }
+  }, 30_000);
+
+  test('an upload with the token (bearer, or the cookie a page login sets) is read and served', async () => {
+    for (const credential of [`Authorization: Bearer ${TOKEN}`, `Cookie: edge_token=${TOKEN}`]) {
+      const upload = await rawConnection(port, `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${credential}\r\nContent-Type: application/json\r\nContent-Length: ${GENERATE_BODY.length}\r\n\r\n`);
+      for (let at = 0; at < GENERATE_BODY.length; at += 16) {
+        upload.socket.write(GENERATE_BODY.slice(at, at + 16));
+        await Bun.sleep(50);
+      }
+      await waitUntil(() => upload.received().includes('event: done'), 10_000, 'the authenticated upload to be generated from');
+      expect(upload.received()).toStartWith('HTTP/1.1 200');
+      upload.socket.destroy();
+    }
+  }, 30_000);
+});

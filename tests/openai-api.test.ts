@@ -203,6 +203,26 @@ describe('chat completions', () => {
     expect(reply.id).toStartWith('chatcmpl-');
   });
 
+  test("a message's special-token text stays text (issue 45, item 3): `</s>` typed by a user is not the EOS id", async () => {
+    const typed = [{ role: 'user' as const, content: 'The end.</s> Once' }];
+    const template = ChatTemplate.ofTokenizer(tokenizer)!;
+    const parsed = tokenizer.encode(template.render(typed), { addBos: false, parseSpecialTokens: true });
+    const { ids } = template.encode(typed, tokenizer);
+    const eos = tokenizer.eosIds[0]!;
+    expect(parsed.filter((id) => id === eos)).toHaveLength(1);
+    expect(ids.filter((id) => id === eos)).toHaveLength(0);
+    expect(ids[0]).toBe(1); // the template's own <s> is still the BOS id
+    // The same ids as transformers' parsing up to the typed `</s>`, then its characters.
+    const at = parsed.indexOf(eos);
+    expect(ids.slice(0, at)).toEqual(parsed.slice(0, at));
+    expect(tokenizer.decode(ids.slice(at), { skipSpecialTokens: false })).toStartWith('</s> Once');
+
+    const reply = await client.chat.completions.create({ model: MODEL, messages: typed, max_completion_tokens: 8, temperature: 0, routing_mode: 'small_only' } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const byIds = await client.completions.create({ model: MODEL, prompt: ids, max_tokens: 8, temperature: 0, routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
+    expect(reply.usage!.prompt_tokens).toBe(ids.length);
+    expect(reply.choices[0]!.message.content).toBe(byIds.choices[0]!.text);
+  });
+
   test('streaming: the role first, then content deltas with routing, the finish, the usage', async () => {
     const params = { model: MODEL, messages, max_tokens: 12, temperature: 0, routing_mode: 'llm_only' };
     const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } } as OpenAI.ChatCompletionCreateParamsStreaming);

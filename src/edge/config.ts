@@ -9,6 +9,7 @@
 import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
+import { SPECIAL_TOKENS_IN_MESSAGES, type SpecialTokensInMessages } from '../shared/chat-template.ts';
 import { DEMO } from '../shared/paths.ts';
 import { ROUTE_BUDGET_BOUNDS, type RouteBudget } from './generation-request.ts';
 
@@ -50,6 +51,8 @@ export interface EdgeConfig {
   routeWaitMs: number | undefined;
   /** When set, the page and APIs require it. */
   accessToken: string | undefined;
+  /** What special-token text inside a chat message becomes: plain text, or the special token (chat-template.ts). */
+  chatSpecialTokens: SpecialTokensInMessages;
   maxConcurrent: number;
   /** Most running generations whose decode steps share one forward pass of the edge model; 1 = each alone. */
   maxBatch: number;
@@ -95,6 +98,11 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   routeTokensPerMinute: { kind: 'int', min: 1, help: 'most cloud tokens this box spends per minute over all generations, for requests that name neither threshold nor a budget' },
   routeWaitMs: { kind: 'int', min: 1, help: 'most milliseconds a token may wait for the cloud: the cut falls as the round trip or the cloud load grows, for requests that name neither threshold nor a budget' },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
+  chatSpecialTokens: {
+    kind: 'enum',
+    values: SPECIAL_TOKENS_IN_MESSAGES,
+    help: "what special-token text such as <|im_end|> inside a chat message becomes: text (ordinary characters, so a message cannot forge a turn) or parse (the special token, as transformers' apply_chat_template does; for trusted clients only)",
+  },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
   maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4, int8) may flip a near-tie (docs/operations.md)" },
   idleTimeout: {
@@ -138,6 +146,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   routeTokensPerMinute: undefined,
   routeWaitMs: undefined,
   accessToken: undefined,
+  // Text: whoever can reach the box's chat must not be able to write the system's turns.
+  chatSpecialTokens: 'text',
   maxConcurrent: 8,
   // As many as may run: a step of 8 rows costs little more than one where reading the weights bounds it.
   maxBatch: 8,

@@ -77,12 +77,12 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     log,
   );
   let phase: Phase = 'starting';
-  const app = createEdgeApp(runtime, { accessToken: config.accessToken, maxBodyBytes: MAX_BODY_BYTES, ready: () => phase === 'serving' });
+  const app = createEdgeApp(runtime, { accessToken: config.accessToken, maxBodyBytes: MAX_BODY_BYTES, ready: () => phase === 'serving', chatSpecialTokens: config.chatSpecialTokens });
   let http: ReturnType<typeof Bun.serve> | undefined;
   let grpcServer: EdgeGrpcServer | undefined;
   try {
     // Silent connections are closed after idleTimeout; running streams and progressing uploads are not (connection-limits.ts).
-    const fetch = guardConnections(app.fetch, { idleTimeoutS: config.idleTimeout, maxOpenRequests: config.maxOpenRequests, maxBodyBytes: MAX_BODY_BYTES });
+    const fetch = guardConnections(app.fetch, { idleTimeoutS: config.idleTimeout, maxOpenRequests: config.maxOpenRequests, maxBodyBytes: MAX_BODY_BYTES, accessToken: config.accessToken });
     try {
       http = Bun.serve({ hostname: config.host, port: config.port, fetch, idleTimeout: config.idleTimeout });
     } catch (e) {

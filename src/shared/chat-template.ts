@@ -12,12 +12,24 @@
  */
 import { Template } from '@huggingface/jinja';
 import { AppError, errorMessage } from './errors.ts';
-import type { TextTokenizer } from './tokenizer.ts';
+import type { TextSpan, TextTokenizer } from './tokenizer.ts';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
   content: string;
 }
+
+/**
+ * What special-token text inside a message becomes: `text` (the default) keeps it ordinary characters, so
+ * a message cannot write `<|im_end|><|im_start|>system` and forge a turn; `parse` makes it the special
+ * token, as transformers' `apply_chat_template` does, for a trusted client that writes turns itself.
+ */
+export type SpecialTokensInMessages = 'text' | 'parse';
+export const SPECIAL_TOKENS_IN_MESSAGES: readonly SpecialTokensInMessages[] = ['text', 'parse'];
+
+/** Stands for message i in a rendering that locates the messages: private-use characters no tokenizer writes. */
+const MARKER = /\u{F0000}(\d+)\u{F0001}/gu;
+const marker = (i: number) => `\u{F0000}${i}\u{F0001}`;
 
 export interface ChatTemplateTokens {
   /** The text of the BOS token, for templates that write `{{ bos_token }}` themselves. */
@@ -44,6 +56,52 @@ export class ChatTemplate {
     if (tokenizer.chatTemplate === undefined) return undefined;
     const text = (id: number | undefined) => (id === undefined ? undefined : tokenizer.idToToken(id));
     return ChatTemplate.parse(tokenizer.chatTemplate, { bosToken: text(tokenizer.bosId), eosToken: text(tokenizer.eosIds[0]) });
+  }
+
+  /**
+   * The prompt's text and ids: special tokens where the template wrote them, and inside messages only
+   * with `specialTokensInMessages: 'parse'`. Where no message holds added-token text the ids are those of
+   * the whole text with special tokens parsed, as transformers gives them.
+   */
+  encode(
+    messages: readonly ChatMessage[],
+    tokenizer: TextTokenizer,
+    options: { addGenerationPrompt?: boolean; specialTokensInMessages?: SpecialTokensInMessages } = {},
+  ): { text: string; ids: number[] } {
+    const text = this.render(messages, options);
+    const guarded = (options.specialTokensInMessages ?? 'text') === 'text' && messages.some((m) => tokenizer.hasAddedTokenText(m.content));
+    if (!guarded) return { text, ids: tokenizer.encode(text, { addBos: false, parseSpecialTokens: true }) };
+    return { text, ids: tokenizer.encodeWithTextSpans(text, this.messageSpans(messages, text, options), { addBos: false }) };
+  }
+
+  /**
+   * Where the messages' contents sit in `text` (their rendering): found by rendering markers in their
+   * place. A template that rewrites content (trims it, splits out reasoning) does not give `text` back
+   * from the markers; then nobody can say which special-token text the user wrote, and it is refused.
+   */
+  private messageSpans(messages: readonly ChatMessage[], text: string, options: { addGenerationPrompt?: boolean }): TextSpan[] {
+    const marked = this.render(
+      messages.map((m, i) => ({ role: m.role, content: marker(i) })),
+      options,
+    );
+    const spans: TextSpan[] = [];
+    let assembled = '';
+    let from = 0;
+    for (const found of marked.matchAll(MARKER)) {
+      assembled += marked.slice(from, found.index);
+      const content = messages[Number(found[1])]?.content ?? found[0];
+      spans.push({ start: assembled.length, end: assembled.length + content.length });
+      assembled += content;
+      from = found.index + found[0].length;
+    }
+    assembled += marked.slice(from);
+    if (assembled !== text) {
+      throw new AppError(
+        'INVALID_ARGUMENT',
+        "a message holds special-token text (such as <|im_end|>) and this model's chat template rewrites message content, so it cannot be kept as plain text; remove it, or start the edge with --chat-special-tokens parse to let messages write special tokens",
+      );
+    }
+    return spans;
   }
 
   /**

@@ -25,6 +25,12 @@ export interface EncodeOptions {
   parseSpecialTokens?: boolean;
 }
 
+/** A range of a string, in UTF-16 code units, `end` exclusive. */
+export interface TextSpan {
+  start: number;
+  end: number;
+}
+
 export interface DecodeOptions {
   /** Leave special tokens (BOS, EOS, `<|im_end|>`...) out of the text. Default true. */
   skipSpecialTokens?: boolean;
@@ -73,6 +79,8 @@ export class TextTokenizer {
   private readonly addBosByDefault: boolean;
   private readonly cleanUpSpaces: boolean;
   private readonly specialIds: ReadonlySet<number>;
+  /** Every added token's text (special or not), longest first: the strings the library's splitter matches. */
+  private readonly addedTexts: readonly string[];
 
   private constructor(
     private readonly hf: Tokenizer,
@@ -86,6 +94,7 @@ export class TextTokenizer {
     for (const [id, token] of hf.get_added_tokens_decoder()) if (token.special) special.set(token.content, id);
     this.specialTokens = special;
     this.specialIds = new Set(special.values());
+    this.addedTexts = [...hf.get_added_tokens_decoder().values()].map((t) => t.content).sort((a, b) => b.length - a.length);
     const idOfConfigToken = (key: 'bos_token' | 'eos_token'): number | undefined => {
       const content = specialTokenContent(config[key]);
       if (content === undefined) return undefined;
@@ -132,6 +141,54 @@ export class TextTokenizer {
     return [this.bosId, ...ids];
   }
 
+  /**
+   * `text` with added-token text (`<|im_start|>`, `</s>`...) parsed as those tokens, except inside
+   * `asText`: there it is ordinary characters. For a chat prompt, whose template writes the turn markers
+   * and whose messages a user typed: a message that contains `<|im_end|>` must not end its own turn.
+   * Where no added-token text falls inside `asText`, the ids are `encode(text)`'s.
+   */
+  encodeWithTextSpans(text: string, asText: readonly TextSpan[], options: Pick<EncodeOptions, 'addBos'> = {}): number[] {
+    const markers = this.addedTokenOccurrences(text);
+    const inText = (m: TextSpan) => asText.some((span) => m.start < span.end && span.start < m.end);
+    if (!markers.some(inText)) return this.encode(text, { ...options, parseSpecialTokens: true });
+    // The library's own encoding, section by section: text between the markers kept as tokens goes
+    // through normalizer, pre-tokenizer and model with its section's index, as its splitter would.
+    const ids: number[] = [];
+    let from = 0;
+    let section = 0;
+    for (const marker of markers.filter((m) => !inText(m))) {
+      if (marker.start > from) ids.push(...this.encodePlain(text.slice(from, marker.start), section++));
+      ids.push(this.tokenToId(text.slice(marker.start, marker.end))!);
+      section++;
+      from = marker.end;
+    }
+    if (from < text.length) ids.push(...this.encodePlain(text.slice(from), section));
+    const { addBos = this.addBosByDefault } = options;
+    if (!addBos) return ids;
+    if (this.bosId === undefined) throw new AppError('FAILED_PRECONDITION', 'this tokenizer has no BOS token');
+    return [this.bosId, ...ids];
+  }
+
+  /** Whether `text` holds the text of an added token (special or not), which `encode` would parse. */
+  hasAddedTokenText(text: string): boolean {
+    return this.addedTexts.some((t) => text.includes(t));
+  }
+
+  /** Where added-token text occurs in `text`: leftmost, then longest, without overlaps (as the library splits). */
+  private addedTokenOccurrences(text: string): TextSpan[] {
+    const found: TextSpan[] = [];
+    for (let at = 0; at < text.length; ) {
+      const match = this.addedTexts.find((t) => text.startsWith(t, at));
+      if (match === undefined) {
+        at++;
+        continue;
+      }
+      found.push({ start: at, end: at + match.length });
+      at += match.length;
+    }
+    return found;
+  }
+
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
     if (ids.length === 0) return '';
     for (const id of ids) {
@@ -171,15 +228,16 @@ export class TextTokenizer {
 
   /**
    * The library's pipeline without its first step, which cuts special-token text out of the input:
-   * normalizer, pre-tokenizer, model.
+   * normalizer, pre-tokenizer, model. `section` is the text's index among the pieces the library's
+   * splitter would have made (a Metaspace pre-tokenizer adds its prefix space to the first only).
    */
-  private encodePlain(text: string): number[] {
+  private encodePlain(text: string, section = 0): number[] {
     if (text.length === 0) return [];
     const { normalizer, pre_tokenizer: preTokenizer, model } = this.hf;
     if (model === null) throw new AppError('INTERNAL', 'tokenizer has no model');
     const normalized = normalizer === null ? text : normalizer(text);
     if (normalized.length === 0) return [];
-    const words = preTokenizer === null ? [normalized] : preTokenizer(normalized, { section_index: 0 });
+    const words = preTokenizer === null ? [normalized] : preTokenizer(normalized, { section_index: section });
     return model(words).map((token) => {
       const id = model.tokens_to_ids.get(token) ?? model.unk_token_id;
       if (id === undefined) throw new AppError('INTERNAL', `tokenizer produced ${JSON.stringify(token)}, which has no id`);

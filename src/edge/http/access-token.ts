@@ -12,7 +12,8 @@
  * hasAccessToken(c, config.accessToken); // true without a token configured
  */
 import type { Context, MiddlewareHandler } from 'hono';
-import { getCookie, setCookie } from 'hono/cookie';
+import { setCookie } from 'hono/cookie';
+import { parse as parseCookies } from 'hono/utils/cookie';
 import { AppError } from '../../shared/errors.ts';
 import { sameToken } from '../../shared/grpc/auth.ts';
 
@@ -22,18 +23,30 @@ const BEARER = /^bearer +(\S+) *$/i;
 /** What every 401 says it wants (RFC 7235), the OpenAI API's included. */
 export const AUTHENTICATE_CHALLENGE = 'Bearer realm="edge"';
 
-/** The credentials a request presents: a bearer header ('' when malformed), a `?token=`, a cookie. */
-function presented(c: Context): { bearer: string | undefined; query: string | undefined; cookie: string | undefined } {
-  const header = c.req.header('authorization');
-  return { bearer: header === undefined ? undefined : (BEARER.exec(header)?.[1] ?? ''), query: c.req.query('token'), cookie: getCookie(c, COOKIE) };
+/**
+ * The credentials a request presents: a bearer header ('' when malformed), a `?token=`, a cookie. Read
+ * from the request's head alone, so the transport can check them before it reads a body.
+ */
+function presented(request: Request): { bearer: string | undefined; query: string | undefined; cookie: string | undefined } {
+  const header = request.headers.get('authorization') ?? undefined;
+  const cookies = request.headers.get('cookie');
+  return {
+    bearer: header === undefined ? undefined : (BEARER.exec(header)?.[1] ?? ''),
+    query: new URL(request.url).searchParams.get('token') ?? undefined,
+    cookie: cookies === null ? undefined : parseCookies(cookies, COOKIE)[COOKIE],
+  };
 }
 
 /** Whether the request carries the edge's token; always true when none is configured. */
-export function hasAccessToken(c: Context, token: string | undefined): boolean {
+export function requestHasAccessToken(request: Request, token: string | undefined): boolean {
   if (!token) return true;
-  const { bearer, query, cookie } = presented(c);
+  const { bearer, query, cookie } = presented(request);
   const shown = bearer ?? query ?? cookie;
   return shown !== undefined && sameToken(shown, token);
+}
+
+export function hasAccessToken(c: Context, token: string | undefined): boolean {
+  return requestHasAccessToken(c.req.raw, token);
 }
 
 export function accessTokenGuard(token: string | undefined): MiddlewareHandler {
@@ -42,15 +55,24 @@ export function accessTokenGuard(token: string | undefined): MiddlewareHandler {
     if (!hasAccessToken(c, token)) {
       throw new AppError('UNAUTHENTICATED', 'this edge requires an access token (Authorization: Bearer, or open the page with ?token=...)');
     }
-    const { bearer, query } = presented(c);
+    const { bearer, query } = presented(c.req.raw);
     if (query === undefined || bearer !== undefined) return next();
     setCookie(c, COOKIE, token, { httpOnly: true, sameSite: 'Strict', path: '/' });
     // A browser's navigation (it asks for HTML) goes on without the token; a program asking for data gets it at once.
     if (c.req.method === 'GET' && (c.req.header('accept') ?? '').includes('text/html')) {
       const url = new URL(c.req.url);
       url.searchParams.delete('token');
-      return c.redirect(`${url.pathname}${url.search}`, 303);
+      return c.redirect(`${pathOnThisBox(url.pathname)}${url.search}`, 303);
     }
     return next();
   };
+}
+
+/**
+ * A path that a browser resolves on this box: `//evil.example/` or `/\evil.example` in a Location header is
+ * another host (a scheme-relative address; browsers read `\` as `/`), so a run of leading slashes and
+ * backslashes becomes one slash.
+ */
+export function pathOnThisBox(path: string): string {
+  return path.replace(/^[/\\]+/, '/');
 }

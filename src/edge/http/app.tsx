@@ -13,6 +13,7 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { SpecialTokensInMessages } from '../../shared/chat-template.ts';
 import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
 import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
@@ -21,7 +22,7 @@ import { HeatBar, TokenSpan } from '../../../views/token-fragments.tsx';
 import type { GenerationEvent } from '../decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import { readGenerationRequest } from '../generation-request-fields.ts';
-import { accessTokenGuard, AUTHENTICATE_CHALLENGE, hasAccessToken } from './access-token.ts';
+import { accessTokenGuard, AUTHENTICATE_CHALLENGE, hasAccessToken, pathOnThisBox } from './access-token.ts';
 import { assets } from './assets.ts';
 import { httpStatus } from './http-errors.ts';
 import { createOpenAIRoutes } from './openai/openai-routes.ts';
@@ -36,6 +37,8 @@ export interface EdgeAppOptions {
   maxBodyBytes: number;
   /** Whether the engine is loaded and serving (readiness). */
   ready?: () => boolean;
+  /** What special-token text inside a chat message becomes; `text` when not given. */
+  chatSpecialTokens?: SpecialTokensInMessages;
 }
 
 const isApi = (c: Context) => c.req.path.startsWith('/api/');
@@ -54,7 +57,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     if (code === 'UNAUTHENTICATED') c.header('www-authenticate', AUTHENTICATE_CHALLENGE);
     if (isApi(c)) return c.json({ error: { code, message } }, status);
     if (code === 'UNAUTHENTICATED' && c.req.method === 'GET' && !isFragment(c)) {
-      return c.html(<UnauthorizedPage path={c.req.path} retried={c.req.query('token') !== undefined} />, status);
+      return c.html(<UnauthorizedPage path={pathOnThisBox(c.req.path)} retried={c.req.query('token') !== undefined} />, status);
     }
     return c.html(<ErrorMessage message={message} />, status);
   };
@@ -74,7 +77,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   // Open with a token set: the 401 page needs its style and icon.
   app.route('/assets', assets);
   // Before the page's guard and body limit: the OpenAI API applies its own, with OpenAI's error shape.
-  app.route('/v1', createOpenAIRoutes(runtime, { accessToken: options.accessToken, maxBodyBytes: options.maxBodyBytes }));
+  app.route('/v1', createOpenAIRoutes(runtime, { accessToken: options.accessToken, maxBodyBytes: options.maxBodyBytes, chatSpecialTokens: options.chatSpecialTokens }));
 
   app.use('*', accessTokenGuard(options.accessToken));
   // Behind the token: the counters tell anyone on the LAN when and how much the edge is used, and

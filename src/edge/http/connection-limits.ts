@@ -2,6 +2,10 @@
  * What keeps a LAN client from holding the edge's HTTP server open: wraps the app's `fetch` for
  * `Bun.serve`, which is given `idleTimeout: idleTimeoutS` alongside it.
  *
+ * A request that needs the access token and lacks it is answered from its head, before a byte of its
+ * body is read, and its connection closed: reading first would let anyone on the LAN hold one of
+ * `maxOpenRequests` for as long as they trickle a body, and a few hundred of them took the edge offline.
+ *
  * Bun's idle timeout alone closes a connection that sends nothing for that long while no request is in
  * progress (partial headers, an idle keep-alive connection), but it is one timer per connection that
  * received body bytes do not reset, so it would cut a slow upload that is still progressing, and a
@@ -22,6 +26,7 @@
  * Bun.serve({ port: 8080, idleTimeout: 30, fetch: guard });
  */
 import type { Server } from 'bun';
+import { requestHasAccessToken } from './access-token.ts';
 
 export interface ConnectionLimits {
   /** Seconds a connection may stay silent (no request in progress, or an upload that stopped). */
@@ -30,6 +35,8 @@ export interface ConnectionLimits {
   maxOpenRequests: number;
   /** Bodies above this are not read here: the app refuses them with its own 413. */
   maxBodyBytes: number;
+  /** The edge's access token, when it has one: a request without it is refused before its body is read. */
+  accessToken?: string;
 }
 
 type Fetch = (request: Request, server: Server<undefined>) => Response | Promise<Response>;
@@ -40,11 +47,21 @@ function refusal(status: number, code: string, message: string, extra: Record<st
 }
 
 export function guardConnections(fetch: Fetch, limits: ConnectionLimits): Fetch {
-  return async (request, server) => {
+  return async (received, server) => {
+    const request = withAbsoluteUrl(received, server);
     if (server.pendingRequests > limits.maxOpenRequests) {
       return refusal(503, 'UNAVAILABLE', `the edge has ${limits.maxOpenRequests} requests in progress, its limit; try again shortly`, { 'retry-after': '1' });
     }
-    server.timeout(request, 0);
+    if (request.body !== null && !requestHasAccessToken(request, limits.accessToken)) {
+      // The app writes the 401 in its route's shape (JSON, OpenAI's, a page); it never sees the body.
+      const headers = new Headers(request.headers);
+      headers.delete('content-length');
+      headers.delete('transfer-encoding');
+      const response = await fetch(new Request(request.url, { method: request.method, headers, signal: request.signal }), server);
+      response.headers.set('connection', 'close');
+      return response;
+    }
+    server.timeout(received, 0);
     let forApp = request;
     if (request.body !== null && !declaredTooLarge(request, limits.maxBodyBytes)) {
       const body = await readProgressing(request.body, limits);
@@ -58,16 +75,26 @@ export function guardConnections(fetch: Fetch, limits: ConnectionLimits): Fetch 
     try {
       response = await fetch(forApp, server);
     } catch (e) {
-      server.timeout(request, limits.idleTimeoutS);
+      server.timeout(received, limits.idleTimeoutS);
       throw e;
     }
     if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
       response.headers.set('connection', 'close');
       return response;
     }
-    server.timeout(request, limits.idleTimeoutS);
+    server.timeout(received, limits.idleTimeoutS);
     return response;
   };
+}
+
+/**
+ * The request with an absolute URL. Bun gives the bare path when the client sent no Host (HTTP/1.0 may
+ * omit it, RFC 9112 § 3.2.2 allows it empty); every URL parser downstream needs the authority, which for
+ * such a request is the server's own (RFC 9112 § 3.3).
+ */
+function withAbsoluteUrl(request: Request, server: Server<undefined>): Request {
+  if (!request.url.startsWith('/')) return request;
+  return new Request(new URL(request.url, `http://localhost:${server.port}`).href, request);
 }
 
 function declaredTooLarge(request: Request, maxBodyBytes: number): boolean {

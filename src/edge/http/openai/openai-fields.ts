@@ -24,7 +24,8 @@ export class OpenAIFields {
   ) {
     for (const [key, value] of Object.entries(body)) {
       if (allowed.includes(key) || value === null) continue;
-      const accepted = neutral[key];
+      // Own keys only: `neutral.constructor` would find Object's, and a body key named so became a 500.
+      const accepted = Object.hasOwn(neutral, key) ? neutral[key] : undefined;
       if (accepted?.includes(value)) continue;
       const only = accepted ? ` (only ${accepted.map(show).join(' or ')}, its default)` : '';
       throw new OpenAIParamError(key, `unsupported parameter: ${key}${only} is not supported by this edge`);
@@ -33,7 +34,7 @@ export class OpenAIFields {
 
   /** The value, with `null` as absent. */
   get(key: string): unknown {
-    const value = this.body[key];
+    const value = Object.hasOwn(this.body, key) ? this.body[key] : undefined;
     return value === null ? undefined : value;
   }
 

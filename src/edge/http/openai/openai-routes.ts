@@ -15,7 +15,7 @@ import { basename } from 'node:path';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import { ChatTemplate } from '../../../shared/chat-template.ts';
+import { ChatTemplate, type SpecialTokensInMessages } from '../../../shared/chat-template.ts';
 import { AppError, errorMessage } from '../../../shared/errors.ts';
 import type { EdgeRuntime } from '../../edge-runtime.ts';
 import { accessTokenGuard, AUTHENTICATE_CHALLENGE } from '../access-token.ts';
@@ -28,6 +28,8 @@ export interface OpenAIRoutesOptions {
   /** When set, the API key every request must carry. */
   accessToken?: string;
   maxBodyBytes: number;
+  /** What special-token text inside a message becomes; `text` when not given. */
+  chatSpecialTokens?: SpecialTokensInMessages;
 }
 
 type Run = ReturnType<EdgeRuntime['start']>;
@@ -85,9 +87,8 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
     const request = parseChatRequest(await readJsonObject(c), runtime.limits);
     checkModel(request.model);
     if (!chatTemplate) throw new OpenAIParamError('messages', templateProblem);
-    const prompt = chatTemplate.render(request.messages);
-    // The template wrote the special tokens (<|im_start|>, BOS...) as text: they become their ids here.
-    const ids = tokenizer.encode(prompt, { addBos: false, parseSpecialTokens: true });
+    // The template's special tokens (<|im_start|>, BOS...) become their ids; a message's stay text unless configured.
+    const { text: prompt, ids } = chatTemplate.encode(request.messages, tokenizer, { specialTokensInMessages: options.chatSpecialTokens });
     return respond(c, CHAT, request, runtime.start({ ...request.raw, prompt }, undefined, ids));
   });
 
