@@ -11,7 +11,7 @@
  * ```
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { decodeBenchSection, edgeBenchSection, latencyBenchSection, shimBenchSection } from './results/bench-sections.ts';
+import { decodeBenchSection, edgeBenchSection, latencyBenchSection, loadBenchSection, shimBenchSection } from './results/bench-sections.ts';
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
 import { RESULTS_DIR } from './record-result.ts';
@@ -71,6 +71,7 @@ const PAIRS: PairSection[] = [
       },
       { title: 'The edge ↔ cloud hop', file: 'demo-bench-shim', render: shimBenchSection, command: 'bun run bench shim --json', required: true },
       { title: 'Routing cost on the edge', file: 'demo-bench-edge', render: edgeBenchSection, command: 'bun run bench edge --json', required: true },
+      { title: 'The shim under sustained load, and its memory', file: 'demo-bench-load', render: loadBenchSection, command: 'bun run bench load --json', required: true },
       {
         title: 'Latency over a 170 ms round trip',
         file: 'demo-bench-latency',

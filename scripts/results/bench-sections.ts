@@ -1,7 +1,8 @@
 /**
  * docs/results.md's timing sections, from `bun run bench <target> --json` output: the edge ↔ cloud hop
  * (`shim`), the routing cost on the edge (`edge`), edge decode speed against its memory-bandwidth bound
- * (`decode`) and the reference paper's latency table over a delayed gRPC link (`latency`).
+ * (`decode`), the reference paper's latency table over a delayed gRPC link (`latency`) and the shim under
+ * sustained load, its memory included (`load`).
  *
  * @example
  * ```ts
@@ -49,6 +50,33 @@ export function edgeBenchSection(file: DataFile): string {
         ['router call', `${ms(d.num('router_ms'))} (${pct(d.num('router_share_of_step'))} of a step)`],
         ['time between tokens, no routing / routing', `${ms(d.num('tbt_ms_no_routing'))} / ${ms(d.num('tbt_ms_routing'))} (ratio ${f2(d.num('tbt_ratio'))})`],
         ['time between tokens recomputing the whole sequence per token (no KV cache)', `${ms(d.num('tbt_ms_reprefill'))} (the KV cache is ${f1(d.num('speedup_vs_reprefill'))}× faster)`],
+      ],
+    ),
+  ].join('\n');
+}
+
+export function loadBenchSection(file: DataFile): string {
+  const d = file.data;
+  const mb = (x: number) => `${f1(x)} MB`;
+  return [
+    provenance(file),
+    '',
+    `One shim (embedded backend, prefix cache on by default) under ${d.num('streams')} edge streams of one-token routed steps for ` +
+      `${d.num('duration_s')} s (sessions of 32 steps, opened and closed), then ${d.num('generations_concurrent')} concurrent joint ` +
+      "generations on one edge for as long. The shim's memory is measured after a warm-up and after the load, each after a forced GC once RSS stops falling; " +
+      "the prefix cache keeps closed sessions' KV caches on purpose, so the end is also shown net of it:",
+    '',
+    table(
+      ['what', 'figure'],
+      [
+        ['routed steps completed', `${d.num('routed_steps')} (${f1(d.num('steps_per_s'))}/s, ${d.num('sessions')} sessions)`],
+        ['routed step round trip, p50 / p99', `${ms(d.num('p50_ms'))} / ${ms(d.num('p99_ms'))}`],
+        ['generations completed', `${d.num('generations')} (${d.num('generation_tokens')} tokens, ${d.num('generation_routed_tokens')} routed)`],
+        ['errors', `${d.num('errors')}`],
+        ['shim RSS after warm-up → after load', `${mb(d.num('rss_start_mb'))} → ${mb(d.num('rss_end_mb'))}`],
+        ['of it the prefix cache', `${mb(d.num('prefix_cache_mb_start'))} → ${mb(d.num('prefix_cache_mb_end'))}`],
+        ['after load, net of the prefix cache (target ≤ 1.5× the start)', `${mb(d.num('rss_end_net_of_cache_mb'))}, ${f2(d.num('rss_net_growth'))}× the start`],
+        ['shim at the end: sessions, context tokens, streams', `${d.num('shim_sessions_end')}, ${d.num('shim_context_tokens_end')}, ${d.num('shim_streams_end')}`],
       ],
     ),
   ].join('\n');

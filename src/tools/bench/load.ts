@@ -17,9 +17,15 @@
  * error, so a broken shim shows as at most one error per worker instead of a flood.
  *
  * Memory: `rss_start_mb` / `rss_end_mb` are the shim process's resident set after a warm-up (every
- * stream and generation slot used once) and after both phases, each right after a forced GC in the
- * shim; the shim must then hold no session, no context token and no stream. The load generator's own
- * RSS (edge models, clients) is reported beside it as `load_rss_*`.
+ * stream and generation slot used once) and after both phases, each after a forced GC in the shim, once
+ * the allocator has returned the memory it freed (load-shim.ts, settledRss); the shim must then hold no
+ * session, no context token and no stream. Part of that RSS is meant to stay: the prefix cache
+ * (`--prefix-cache-mb`, 512 MB by default) keeps the KV caches of closed sessions, so
+ * `prefix_cache_mb_start` / `prefix_cache_mb_end` are its bytes at the same moments (its own count,
+ * `prefix_cache_bytes_*` exactly), and `rss_end_net_of_cache_mb` is the end's RSS less them: what would
+ * be a leak. Target: at most RSS_NET_GROWTH_TARGET (1.5) × `rss_start_mb`, the ratio being
+ * `rss_net_growth`. The load generator's own RSS (edge models, clients) is reported beside it as
+ * `load_rss_*`.
  */
 import { availableParallelism } from 'node:os';
 import { EdgeRuntime } from '../../edge/edge-runtime.ts';
@@ -35,7 +41,11 @@ import { generationWorker, GENERATION_MAX_NEW_TOKENS, loadCorpus, STEPS_PER_SESS
 
 export const USAGE = `bench load [--duration S] [--streams N] [--generations G] [--json]
       concurrent edge streams of routed steps against one shim (sessions churn) for S seconds, then G
-      concurrent joint generations on one edge; errors, step p50/p99, shim RSS before and after`;
+      concurrent joint generations on one edge; errors, step p50/p99, shim RSS before and after and
+      its prefix cache's share of it`;
+
+/** The most the shim's RSS at the end, less its prefix cache, may be as a multiple of its RSS after warm-up. */
+export const RSS_NET_GROWTH_TARGET = 1.5;
 
 /** onnxruntime threads per forward pass, shim and edge: concurrency comes from the many sessions. */
 const ORT_THREADS = 1;
@@ -60,6 +70,15 @@ export interface LoadResult {
   rss_start_mb: number;
   rss_end_mb: number;
   rss_process: 'shim';
+  /** The shim's prefix cache at the same two moments, in MB, and exactly as its PrefixCache counts it. */
+  prefix_cache_mb_start: number;
+  prefix_cache_mb_end: number;
+  prefix_cache_bytes_start: number;
+  prefix_cache_bytes_end: number;
+  /** rss_end_mb − prefix_cache_mb_end: what the shim holds beyond the cache it is meant to keep. */
+  rss_end_net_of_cache_mb: number;
+  /** rss_end_net_of_cache_mb / rss_start_mb; at most RSS_NET_GROWTH_TARGET. */
+  rss_net_growth: number;
   duration_s: number;
   streams: number;
   routed_steps: number;
@@ -130,7 +149,7 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
     await runGenerations(durationS, 1, 8, warmUp);
     const start = await shim.stats();
     const loadStart = loadRssMb();
-    log(`shim RSS after warm-up: ${start.rssMb.toFixed(1)} MB (load process ${loadStart.toFixed(1)} MB)`);
+    log(`shim RSS after warm-up: ${start.rssMb.toFixed(1)} MB, ${(start.prefixCacheBytes / MB).toFixed(1)} MB of it the prefix cache (load process ${loadStart.toFixed(1)} MB)`);
 
     log(`phase 1: ${streams} edge streams for ${durationS} s`);
     const phase1Start = performance.now();
@@ -144,14 +163,25 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
     const end = await shim.stats();
     const loadEnd = loadRssMb();
     const errors = warmUp.errors + streamTally.errors + generationTally.errors;
+    // The net figure comes from the rounded ones, so the JSON's fields add up exactly.
+    const rssStartMb = round(start.rssMb, 1);
+    const rssEndMb = round(end.rssMb, 1);
+    const cacheEndMb = round(end.prefixCacheBytes / MB, 1);
+    const netEndMb = round(rssEndMb - cacheEndMb, 1);
     return {
       completed: streamTally.completed + generationTally.completed,
       errors,
       p50_ms: round(percentile(streamTally.stepMs, 50)),
       p99_ms: round(percentile(streamTally.stepMs, 99)),
-      rss_start_mb: round(start.rssMb, 1),
-      rss_end_mb: round(end.rssMb, 1),
+      rss_start_mb: rssStartMb,
+      rss_end_mb: rssEndMb,
       rss_process: 'shim',
+      prefix_cache_mb_start: round(start.prefixCacheBytes / MB, 1),
+      prefix_cache_mb_end: cacheEndMb,
+      prefix_cache_bytes_start: start.prefixCacheBytes,
+      prefix_cache_bytes_end: end.prefixCacheBytes,
+      rss_end_net_of_cache_mb: netEndMb,
+      rss_net_growth: round(netEndMb / rssStartMb, 2),
       duration_s: durationS,
       streams,
       routed_steps: streamTally.completed,
@@ -193,6 +223,8 @@ export function formatLoadBench(r: LoadResult): string {
     ['  routed step in the loop p50 / p99', `${r.generation_step_p50_ms.toFixed(3)} / ${r.generation_step_p99_ms.toFixed(3)} ms`],
     ['errors (streams + generations)', `${r.errors} (${r.stream_errors} + ${r.generation_errors})`],
     ['shim RSS after warm-up → after load', `${r.rss_start_mb.toFixed(1)} → ${r.rss_end_mb.toFixed(1)} MB`],
+    ['  of it the prefix cache', `${r.prefix_cache_mb_start.toFixed(1)} → ${r.prefix_cache_mb_end.toFixed(1)} MB`],
+    ['  after load, net of the prefix cache', `${r.rss_end_net_of_cache_mb.toFixed(1)} MB, ${r.rss_net_growth.toFixed(2)}× the start (target ≤ ${RSS_NET_GROWTH_TARGET})`],
     ['load process RSS (edge, clients)', `${r.load_rss_start_mb.toFixed(1)} → ${r.load_rss_end_mb.toFixed(1)} MB`],
     ['shim at the end: sessions, tokens, streams', `${r.shim_sessions_end}, ${r.shim_context_tokens_end}, ${r.shim_streams_end}`],
   ];
