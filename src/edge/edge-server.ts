@@ -77,7 +77,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     log,
   );
   let phase: Phase = 'starting';
-  const app = createEdgeApp(runtime, { accessToken: config.accessToken, maxBodyBytes: MAX_BODY_BYTES, ready: () => phase === 'serving', chatSpecialTokens: config.chatSpecialTokens });
+  const app = createEdgeApp(runtime, { accessToken: config.accessToken, maxBodyBytes: MAX_BODY_BYTES, ready: () => phase === 'serving', chatSpecialTokens: config.chatSpecialTokens, log });
   let http: ReturnType<typeof Bun.serve> | undefined;
   let grpcServer: EdgeGrpcServer | undefined;
   try {

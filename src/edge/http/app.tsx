@@ -14,6 +14,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { SpecialTokensInMessages } from '../../shared/chat-template.ts';
+import type { Logger } from '../../shared/logger.ts';
 import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
 import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
@@ -39,6 +40,8 @@ export interface EdgeAppOptions {
   ready?: () => boolean;
   /** What special-token text inside a chat message becomes; `text` when not given. */
   chatSpecialTokens?: SpecialTokensInMessages;
+  /** Where an internal error (a 500: a bug) is written; a refusal of bad input is the client's business and is not. */
+  log?: Logger;
 }
 
 const isApi = (c: Context) => c.req.path.startsWith('/api/');
@@ -62,9 +65,11 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     return c.html(<ErrorMessage message={message} />, status);
   };
 
-  app.onError((err, c) =>
-    isAppError(err) ? errorResponse(c, err.code, err.message, httpStatus(err.code)) : errorResponse(c, 'INTERNAL', `internal error: ${errorMessage(err)}`, 500),
-  );
+  app.onError((err, c) => {
+    if (isAppError(err)) return errorResponse(c, err.code, err.message, httpStatus(err.code));
+    options.log?.error('internal error', { method: c.req.method, path: c.req.path, error: errorMessage(err) });
+    return errorResponse(c, 'INTERNAL', `internal error: ${errorMessage(err)}`, 500);
+  });
   app.notFound((c) => (isApi(c) ? c.json({ error: { code: 'NOT_FOUND', message: 'no such endpoint' } }, 404) : c.text('not found', 404)));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
@@ -77,7 +82,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   // Open with a token set: the 401 page needs its style and icon.
   app.route('/assets', assets);
   // Before the page's guard and body limit: the OpenAI API applies its own, with OpenAI's error shape.
-  app.route('/v1', createOpenAIRoutes(runtime, { accessToken: options.accessToken, maxBodyBytes: options.maxBodyBytes, chatSpecialTokens: options.chatSpecialTokens }));
+  app.route('/v1', createOpenAIRoutes(runtime, { accessToken: options.accessToken, maxBodyBytes: options.maxBodyBytes, chatSpecialTokens: options.chatSpecialTokens, log: options.log }));
 
   app.use('*', accessTokenGuard(options.accessToken));
   // Behind the token: the counters tell anyone on the LAN when and how much the edge is used, and

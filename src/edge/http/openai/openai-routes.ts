@@ -16,6 +16,7 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { ChatTemplate, type SpecialTokensInMessages } from '../../../shared/chat-template.ts';
+import type { Logger } from '../../../shared/logger.ts';
 import { AppError, errorMessage } from '../../../shared/errors.ts';
 import type { EdgeRuntime } from '../../edge-runtime.ts';
 import { accessTokenGuard, AUTHENTICATE_CHALLENGE } from '../access-token.ts';
@@ -30,6 +31,8 @@ export interface OpenAIRoutesOptions {
   maxBodyBytes: number;
   /** What special-token text inside a message becomes; `text` when not given. */
   chatSpecialTokens?: SpecialTokensInMessages;
+  /** Where an internal error (a 500) is written. */
+  log?: Logger;
 }
 
 type Run = ReturnType<EdgeRuntime['start']>;
@@ -50,6 +53,7 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
 
   api.onError((err, c) => {
     const { status, body } = openAIError(err);
+    if (status === 500) options.log?.error('internal error', { method: c.req.method, path: c.req.path, error: errorMessage(err) });
     if (status === 401) c.header('www-authenticate', AUTHENTICATE_CHALLENGE);
     return c.json(body, status);
   });
