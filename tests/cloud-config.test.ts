@@ -1,12 +1,12 @@
 /** The shim's configuration: sources, precedence, validation, immutability. */
 import { afterAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_SHIM_CONFIG, HTTP_BACKEND_INFLIGHT_STEPS, maxInflightStepsFor, parseShimConfig, SHIM_USAGE } from '../src/cloud/config.ts';
 import { createBackend } from '../src/cloud/create-backend.ts';
 import type { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
-import { DEMO } from '../src/shared/paths.ts';
+import { DEMO, PROJECT_ROOT } from '../src/shared/paths.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'shim-config-'));
@@ -88,6 +88,15 @@ describe('shim config', () => {
     expect(SHIM_USAGE).toContain('--backend-url');
     expect(SHIM_USAGE).toContain('SHIM_<NAME>');
     expect(SHIM_USAGE).toContain('--max-live-sequences');
+  });
+
+  test('usage names the default --model-pack, the one an embedded shim starts with', () => {
+    expect(SHIM_USAGE).toContain('--model-pack VALUE\n      model pack folder (embedded model; tokenizer for reply text) (default models/stories260k, the demo cloud pack, with --backend embedded; none with sglang or openai)');
+    expect(parseShimConfig([], {}).modelPack).toBe(join(PROJECT_ROOT, 'models/stories260k'));
+    expect(parseShimConfig(['--backend', 'openai', '--backend-url', 'http://openai:8000'], {}).modelPack).toBeUndefined();
+    // The README's table of shim settings says the same.
+    const row = readFileSync('README.md', 'utf8').split('\n').find((line) => line.startsWith('| `--model-pack`'));
+    expect(row).toContain('`models/stories260k` (the demo cloud pack) with `embedded`, none with `sglang` / `openai`');
   });
 
   test('--max-batch and --batch-append-tokens reach the embedded backend\'s batcher (the demo cloud pack is the plain layout)', async () => {

@@ -10,10 +10,11 @@
  * const config = parseShimConfig(process.argv.slice(2), process.env);
  * config.backend; // 'embedded'
  */
+import { relative } from 'node:path';
 import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
-import { DEMO } from '../shared/paths.ts';
+import { DEMO, PROJECT_ROOT } from '../shared/paths.ts';
 
 export type BackendKind = 'embedded' | 'sglang' | 'openai';
 
@@ -88,7 +89,11 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
   host: { kind: 'string', help: 'address to listen on' },
   port: { kind: 'int', min: 0, help: 'port (0 = any free port)' },
   backend: { kind: 'enum', values: ['embedded', 'sglang', 'openai'], help: 'where tokens come from' },
-  modelPack: { kind: 'string', help: 'model pack folder (embedded model; tokenizer for reply text)' },
+  modelPack: {
+    kind: 'string',
+    // Its default depends on --backend (validateShimConfig fills it in), so the usage cannot read it from DEFAULT_SHIM_CONFIG.
+    help: `model pack folder (embedded model; tokenizer for reply text) (default ${relative(PROJECT_ROOT, DEMO.cloudPack)}, the demo cloud pack, with --backend embedded; none with sglang or openai)`,
+  },
   modelFile: { kind: 'string', help: 'ONNX file of the pack the embedded backend runs, e.g. model_fp16.onnx' },
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads per forward pass (0 = default)' },
   executionProvider: { kind: 'string', help: 'onnxruntime execution providers of the embedded backend in order of preference, e.g. cuda,cpu (ending in cpu = fall back to it)' },
