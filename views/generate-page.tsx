@@ -116,6 +116,20 @@ function BudgetInputs(props: { budget: RouteBudget }) {
   );
 }
 
+/**
+ * After Generate or Compare, the new run (or the error) is scrolled to when it is not already in sight: on
+ * a phone the form fills the screen and the result would start below the fold, so nothing seemed to happen.
+ * In sight = its top and a few lines under it (6rem) showing; a desktop that shows them does not jump. Only
+ * the form's swap into #runs counts: each token streamed into a panel raises the same event, bubbling up here.
+ */
+const REVEAL_NEW_RUN = [
+  'const run = this.firstElementChild;',
+  'if (event.target !== this || !run) return;',
+  'const top = run.getBoundingClientRect().top;',
+  "if (top >= 0 && top <= innerHeight - 6 * parseFloat(getComputedStyle(document.documentElement).fontSize)) return;",
+  "run.scrollIntoView({ block: 'start', behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth' });",
+].join(' ');
+
 export function GeneratePage(props: { defaults: FormDefaults; compare: boolean }) {
   return (
     <Layout title={props.compare ? 'Compare · Edge token router' : 'Edge token router'}>
@@ -126,7 +140,7 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean }
         score and timings; the bars under the text show every token's score against τ.
       </p>
       <p class="runs-on">The edge model runs on onnxruntime with the {props.defaults.executionProviders.join(', then ')} execution provider.</p>
-      <section id="runs" class="runs" aria-live="polite"></section>
+      <section id="runs" class="runs" aria-live="polite" hx-on--after-swap={REVEAL_NEW_RUN}></section>
     </Layout>
   );
 }

@@ -7,7 +7,7 @@
 import type { FinishReason } from '../src/edge/decoder-loop.ts';
 import type { GenerationMetrics } from '../src/edge/generation-metrics.ts';
 import type { GenerationRequest, Mode } from '../src/edge/generation-request.ts';
-import { budgetRows } from './routing-budget-rows.ts';
+import { detailRows, summaryRows, type MetricRow } from './metrics-rows.ts';
 
 /** `waitingFor`: the run this one starts after (Compare), named in its status until it starts. */
 export function RunPanel(props: { id: string; request: GenerationRequest; title: string; waitingFor?: string }) {
@@ -35,7 +35,7 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
       <div class="status" sse-swap="status,end" hx-swap="innerHTML" role="status">
         {props.waitingFor ? `waits for ${props.waitingFor} to finish, so neither's timings include the other's load…` : 'generating…'}
       </div>
-      <dl class="metrics" sse-swap="metrics" hx-swap="innerHTML" data-testid="metrics"></dl>
+      <div class="metrics" sse-swap="metrics" hx-swap="innerHTML" data-testid="metrics"></div>
     </article>
   );
 }
@@ -71,64 +71,39 @@ function HeatLine(props: { threshold: number; mode: Mode }) {
   );
 }
 
-const ms = (v: number) => `${v.toFixed(1)} ms`;
-
-/** The speculate setting, and in auto what it decided and from which figures (hit rate, round trip, edge step, saving vs cost). */
-function speculationDecision(m: GenerationMetrics): string {
-  const f = m.speculationFigures;
-  if (m.speculateSetting !== 'auto' || !f) return m.speculateSetting;
-  const { ahead, waited } = m.speculationDecisions;
-  const rtt = f.roundTripMs === null ? '?' : ms(f.roundTripMs);
-  const step = f.stepMs === null ? '?' : ms(f.stepMs);
-  return `auto: ${ahead} / ${waited}; hit rate ${(f.hitRate * 100).toFixed(0)}%, round trip ${rtt}, edge step ${step}: saves ${ms(f.savingMs)}, costs ${ms(f.costMs)}`;
-}
-
-/** `meanBatchSize` as the page says it: a run alone, or batched with others. */
-function batchText(meanBatchSize: number): string {
-  if (meanBatchSize === 0) return 'no edge decode steps';
-  return meanBatchSize > 1 ? `yes, ${meanBatchSize.toFixed(2)} rows per step` : 'no, each step ran alone';
-}
-
-export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) {
-  const m = props.metrics;
-  // In llm_only the edge only appends the cloud's tokens, so its time between tokens says nothing; what
-  // a token costs there is the cloud's round trip (and the cloud model behind it).
-  const tbt: [string, string, string] =
-    props.mode === 'llm_only'
-      ? ['Time per token (cloud round trip, mean)', ms(m.tokens ? m.cloudMs / m.tokens : 0), 'tbt']
-      : ['Time between tokens (edge, mean / p50 / p95)', `${ms(m.tbtMeanMs)} / ${ms(m.tbtP50Ms)} / ${ms(m.tbtP95Ms)}`, 'tbt'];
-  // The routing cut means nothing when one model makes every token.
-  const budget = props.mode === 'joint' ? m.budget : undefined;
-  const rows: [string, string, string][] = [
-    ['Tokens', String(m.tokens), 'tokens'],
-    ['Routed to cloud', `${m.routed} (${(m.routedRatio * 100).toFixed(1)}%)`, 'routed'],
-    ...(budget ? budgetRows(budget) : []),
-    ['Fallback (cloud down)', String(m.fallback), 'fallback'],
-    ['Prompt tokens (cached: restored from the prompt cache, not prefilled)', `${m.promptTokens} (${m.cachedTokens} cached)`, 'cached'],
-    ['Time to first token', ms(m.ttftMs), 'ttft'],
-    tbt,
-    ['Edge model time', ms(m.slmMs), 'slm'],
-    ['Batched with other runs (mean rows per edge decode step)', batchText(m.meanBatchSize), 'batch'],
-    ['Router time', ms(m.routerMs), 'router'],
-    ['Communication + cloud model', ms(m.cloudMs), 'cloud'],
-    [
-      'Decoded ahead while waiting (hit rate, time saved, steps wasted)',
-      m.speculated ? `${(m.hitRate * 100).toFixed(0)}% of ${m.speculated}, ${ms(m.savedMs)} saved, ${m.wastedSteps} wasted` : 'none',
-      'speculation',
-    ],
-    ['Decode ahead setting (auto: positions decoded ahead / waited, last decision)', speculationDecision(m), 'speculate'],
-    ['Total', ms(m.totalMs), 'total'],
-  ];
+/** The routed count also rides as a bare number (data-value), for whoever reads the page by script. */
+function MetricRows(props: { rows: MetricRow[]; routed: number }) {
   return (
     <>
-      {rows.map(([label, value, key]) => (
+      {props.rows.map(([label, value, key]) => (
         <>
           <dt>{label}</dt>
-          <dd data-metric={key} data-value={key === 'routed' ? String(m.routed) : undefined}>
+          <dd data-metric={key} data-value={key === 'routed' ? String(props.routed) : undefined}>
             {value}
           </dd>
         </>
       ))}
+    </>
+  );
+}
+
+/**
+ * A run's figures: the summary first, the rest folded under a native <details> (no script, works by
+ * keyboard), so the panel under a run reads in a glance on a phone and nothing is lost.
+ */
+export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) {
+  const m = props.metrics;
+  return (
+    <>
+      <dl class="metrics-summary" data-testid="metrics-summary">
+        <MetricRows rows={summaryRows(m)} routed={m.routed} />
+      </dl>
+      <details class="metrics-more" data-testid="metrics-more">
+        <summary>More details</summary>
+        <dl>
+          <MetricRows rows={detailRows(m, props.mode)} routed={m.routed} />
+        </dl>
+      </details>
     </>
   );
 }
