@@ -96,4 +96,41 @@ describe('edge → shim with a bearer token and mutual TLS', () => {
       expect(tokens.find((t) => t.source === 'fallback')!.cloud_error).toContain('missing bearer token');
     });
   });
+
+  /** What the box says of its cloud: /readyz, the page header's fragment, Prometheus's gauge. */
+  async function cloudShown(edge: RunningEdge): Promise<{ readyz: string; header: string; prometheus: string | undefined }> {
+    const readyz = ((await (await fetch(`${edge.url}readyz`)).json()) as { cloud: string }).cloud;
+    const header = await (await fetch(`${edge.url}fragments/cloud-state`)).text();
+    const metrics = await (await fetch(`${edge.url}metrics`)).text();
+    const prometheus = metrics.match(/^edge_cloud_state\{state="([^"]+)"\} 1$/m)?.[1];
+    return { readyz, header: header.match(/cloud: ([\w-]+)/)![1]!, prometheus };
+  }
+
+  async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error('timed out');
+      await Bun.sleep(25);
+    }
+  }
+
+  test('a wrong token shows as `refused` on /readyz, the page header and Prometheus from start-up, before any routed token (issue 45, item 4)', async () => {
+    await withEdge(['--cloud-token', 'not-the-secret'], async (edge) => {
+      await until(async () => (await cloudShown(edge)).readyz === 'refused', 5_000);
+      expect(await cloudShown(edge)).toEqual({ readyz: 'refused', header: 'refused', prometheus: 'refused' });
+      // Routing does not clear it: every routed step is refused too.
+      await generate(edge);
+      expect(await cloudShown(edge)).toEqual({ readyz: 'refused', header: 'refused', prometheus: 'refused' });
+    });
+  });
+
+  test('the right token is never shown refused: ready once a routed token came back', async () => {
+    await withEdge(['--cloud-token', TOKEN], async (edge) => {
+      await Bun.sleep(300);
+      expect((await cloudShown(edge)).readyz).not.toBe('refused');
+      await generate(edge);
+      expect(await cloudShown(edge)).toEqual({ readyz: 'ready', header: 'ready', prometheus: 'ready' });
+    });
+    expect(shim.store.count).toBe(0);
+  });
 });

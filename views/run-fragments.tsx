@@ -143,5 +143,11 @@ export function ErrorMessage(props: { message: string }) {
 }
 
 export function CloudState(props: { state: string }) {
-  return <span class={`cloud-${props.state}`}>cloud: {props.state}</span>;
+  // `refused` is the one state an operator fixes by hand: say how.
+  const hint = props.state === 'refused' ? "the cloud shim refused this edge's token: check --cloud-token" : undefined;
+  return (
+    <span class={`cloud-${props.state}`} title={hint}>
+      cloud: {props.state}
+    </span>
+  );
 }

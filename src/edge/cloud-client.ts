@@ -91,7 +91,12 @@ export interface CloudConversation {
   close(): Promise<void>;
 }
 
-export type CloudConnectionState = 'idle' | 'connecting' | 'ready' | 'unavailable' | 'circuit-open';
+/**
+ * `refused`: the shim answers, but turned down this edge's token on its last routed step or credentials
+ * check (a wrong --cloud-token); every routed token falls back until a step is answered.
+ */
+export type CloudConnectionState = 'idle' | 'connecting' | 'ready' | 'unavailable' | 'circuit-open' | 'refused';
+export const CLOUD_CONNECTION_STATES: readonly CloudConnectionState[] = ['idle', 'connecting', 'ready', 'unavailable', 'circuit-open', 'refused'];
 
 /** Who a conversation is: the generation's id, and the key that keeps its cloud steps on one worker. */
 export interface ConversationOptions {

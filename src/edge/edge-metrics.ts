@@ -2,6 +2,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PrefixCache } from '../shared/prefix-cache.ts';
 import type { BatcherStats } from '../shared/decode-batcher.ts';
+import { CLOUD_CONNECTION_STATES } from './cloud-client.ts';
 import type { GenerationEvent } from './decoder-loop.ts';
 import type { RoutingStatus, RoutingStatusSource } from './routing-status.ts';
 
@@ -186,6 +187,26 @@ export class EdgeMetrics {
       collect() {
         this.reset();
         this.inc(cache.stats.hitTokens);
+      },
+    });
+  }
+
+  /**
+   * The cloud's state as the page header shows it, one series per state with 1 on the current one (read at
+   * each scrape): an alert on `edge_cloud_state{state="refused"} == 1` catches a wrong --cloud-token, which
+   * otherwise shows only as fallback tokens.
+   */
+  describeCloud(state: () => string): void {
+    new Gauge({
+      name: 'edge_cloud_state',
+      help: 'The cloud connection state (1 on the current one): idle, connecting, ready, unavailable, circuit-open, refused (the shim refused the token), none',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of CLOUD_CONNECTION_STATES) this.set({ state: s }, 0);
+        this.set({ state: 'none' }, 0);
+        this.set({ state: state() }, 1);
       },
     });
   }

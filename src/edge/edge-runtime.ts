@@ -38,6 +38,7 @@ export class EdgeRuntime {
   ) {
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
     if (engine.promptCache) this.metrics.describePromptCache(engine.promptCache);
+    this.metrics.describeCloud(() => this.cloudState());
     this.metrics.describeBatching(engine.edgeModel.batcher?.stats);
     // The box's routing state, made here so Prometheus reads it (and its default budgets) from the start.
     engine.routing ??= new BoxRouting(limits.defaultBudget);

@@ -103,6 +103,14 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   }
   const server = http;
   phase = 'serving';
+  // The shim's health check needs no token, so only a credentials check tells a wrong --cloud-token at start
+  // (later, a refused routed step does). Not awaited: a shim that is not up yet is the probe's business.
+  void cloud
+    ?.checkCredentials()
+    .then((state) => {
+      if (state === 'refused') log.warn('the cloud shim refused this edge\'s token: routed tokens fall back to the edge model until --cloud-token matches the shim\'s', { cloud: config.cloud });
+    })
+    .catch(() => {});
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost}:${server.port}/`;
   log.info('edge ready', { url, grpcPort: grpcServer?.port, edgeModel: config.edgeModel, edgeModelFile: config.edgeModelFile, executionProviders: parts.edgeModel.executionProviders, router: parts.router.info.name, cloud: config.cloud ?? 'none' });

@@ -17,12 +17,13 @@
 import { connectivityState, Metadata, type ChannelOptions } from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
 import { bearer } from '../shared/grpc/auth.ts';
+import { appErrorCode } from '../shared/grpc/errors.ts';
 import { CLOUD_ROUTER_SERVICE_NAME, CloudRouterClient, HealthClient, type CloudRouterClientType, type HealthClientType } from '../shared/grpc/proto.ts';
 import { clientTls, type ClientTlsFiles } from '../shared/grpc/tls.ts';
 import { CloudBackoff } from './cloud-backoff.ts';
 import { CloudHealthProbe, realProbeClock, type ProbeClock } from './cloud-health-probe.ts';
 import type { CloudClient, CloudConnectionState, CloudConversation, ConversationOptions } from './cloud-client.ts';
-import { GrpcCloudConversation, type RouteStream, type RouteStreamHost, type StepFailure } from './grpc-cloud-conversation.ts';
+import { CREDENTIAL_REFUSALS, GrpcCloudConversation, type RouteStream, type RouteStreamHost, type StepFailure } from './grpc-cloud-conversation.ts';
 
 export interface GrpcCloudClientOptions {
   /** `host:port` of the shim. */
@@ -70,6 +71,8 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
   private health: HealthClientType | undefined;
   private readonly conversations = new Set<GrpcCloudConversation>();
   private closed = false;
+  /** The shim turned down our credentials, and no step has been answered since. */
+  private credentialsRefused = false;
 
   constructor(readonly options: GrpcCloudClientOptions) {
     const { initialMs = 250, maxMs = 10_000, failureThreshold } = options.backoff ?? {};
@@ -94,6 +97,7 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
   }
 
   state(): CloudConnectionState {
+    if (this.credentialsRefused) return 'refused';
     if (this.backoff.state === 'open') return 'circuit-open';
     // The last attempt failed: whatever the channel says (a dropped connection leaves it IDLE, a slow shim
     // READY, a reconnection in the background CONNECTING), the cloud serves no tokens until one succeeds.
@@ -127,14 +131,38 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     this.health = undefined;
   }
 
-  /** @internal a step was answered: the breaker closes. */
+  /**
+   * Opens a Route stream and ends it at once, with nothing sent: the shim checks the token when a stream
+   * opens and answers an empty one with OK, so this tells a refused token apart without a session. The
+   * health service cannot: it is open to all. Resolves the state it leaves; a transport failure rejects.
+   */
+  async checkCredentials(): Promise<CloudConnectionState> {
+    const stream = this.startStream();
+    await new Promise<void>((resolve, reject) => {
+      stream.on('data', () => {});
+      stream.on('status', (status: { code: number; details: string }) => (status.code === 0 ? resolve() : reject(new AppError(appErrorCode(status.code), status.details))));
+      stream.on('error', () => {});
+      stream.end();
+    }).then(
+      () => (this.credentialsRefused = false),
+      (e: AppError) => {
+        if (CREDENTIAL_REFUSALS.has(e.code)) this.credentialsRefused = true;
+        else throw e;
+      },
+    );
+    return this.state();
+  }
+
+  /** @internal a step was answered: the breaker closes, and the credentials are evidently good. */
   stepSucceeded(): void {
+    this.credentialsRefused = false;
     this.backoff.success();
   }
 
   /** @internal a step failed or was abandoned: the breaker counts it, and the probe follows its new schedule. */
   stepFailed(failure: StepFailure): void {
-    if (failure === 'abandoned') this.backoff.abandon();
+    if (failure === 'refused') this.credentialsRefused = true;
+    if (failure === 'abandoned' || failure === 'refused') this.backoff.abandon();
     else this.backoff.failure(failure);
     if (this.options.healthProbe !== false) this.probe.schedule();
   }

@@ -34,8 +34,11 @@ import { checkSources, loadOf, ShimContextCopy, toReply } from './context-delta.
 /** A Route stream as the conversation uses it: grpc-js's ClientDuplexStream, or an in-memory one. */
 export type RouteStream = Readable & Writable & { cancel(): void };
 
-/** How a failed step ended, for the host's breaker: `abandoned` says nothing about the cloud. */
-export type StepFailure = 'abandoned' | 'error' | 'deadline';
+/**
+ * How a failed step ended, for the host's breaker: `abandoned` says nothing about the cloud; `refused` is
+ * the shim turning down this edge's credentials, which no retry mends and the box's state must show.
+ */
+export type StepFailure = 'abandoned' | 'error' | 'deadline' | 'refused';
 
 /** What a conversation needs from whoever carries its streams. */
 export interface RouteStreamHost {
@@ -53,6 +56,8 @@ export interface RouteStreamHost {
 
 /** Failures that say the shim is gone, broken or overloaded, rather than that the request was wrong. */
 const TRANSPORT_FAILURES = new Set<AppError['code']>(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'INTERNAL', 'RESOURCE_EXHAUSTED']);
+/** The shim's answers to a wrong or missing token (or a client certificate it does not accept). */
+export const CREDENTIAL_REFUSALS = new Set<AppError['code']>(['UNAUTHENTICATED', 'PERMISSION_DENIED']);
 
 export class GrpcCloudConversation implements CloudConversation {
   private stream: RouteStream | undefined;
@@ -180,7 +185,8 @@ export class GrpcCloudConversation implements CloudConversation {
     // Past a deadline shorter than the host's (a wait budget's), the edge gave up on the step by its own choice:
     // a cloud slower than the budget is not a broken one, and the budget itself backs off (wait-budget.ts).
     const budgetMissed = error.code === 'DEADLINE_EXCEEDED' && this.stepTimeoutMs < this.host.stepTimeoutMs;
-    if (signal?.aborted || budgetMissed || !TRANSPORT_FAILURES.has(error.code)) this.host.stepFailed('abandoned');
+    if (!signal?.aborted && CREDENTIAL_REFUSALS.has(error.code)) this.host.stepFailed('refused');
+    else if (signal?.aborted || budgetMissed || !TRANSPORT_FAILURES.has(error.code)) this.host.stepFailed('abandoned');
     else this.host.stepFailed(error.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'error');
     return withPlainReason(error);
   }
