@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
 import { interceptSteps, type CloudClient, type CloudStepReply } from '../src/edge/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
@@ -364,6 +365,14 @@ describe('request field', () => {
     expect(() => readGenerationRequest({ prompt: 'x', speculate: 'maybe' }, 'form')).toThrow('speculate must be on, off or auto, got "maybe"');
     expect(() => readGenerationRequest({ prompt: 'x', speculate: 'auto' }, 'typed')).toThrow('speculate must be true or false, got "auto"');
     expect(() => readGenerationRequest({ prompt: 'x', speculate: 'true' }, 'typed')).toThrow('speculate must be true or false, got "true"');
+  });
+
+  test('the README and docs/api.md give the values the readers take: true/false typed, on/off/auto in forms', () => {
+    const row = readFileSync('README.md', 'utf8').split('\n').find((line) => line.startsWith('| `speculate` |'));
+    expect(row).toContain('`true` or `false` in JSON and gRPC (left out, the edge\'s `--speculate`, which may be `auto`); `on`, `off` or `auto` in the page\'s forms');
+    expect(readFileSync('docs/api.md', 'utf8').replaceAll('\n', ' ')).toContain('`speculate` as `on`, `off` or `auto`, where JSON and gRPC take `true` or `false`');
+    for (const word of ['on', 'off', 'auto']) expect(() => readGenerationRequest({ prompt: 'x', speculate: word }, 'form')).not.toThrow();
+    for (const value of [true, false]) expect(readGenerationRequest({ prompt: 'x', speculate: value }, 'typed').speculate).toBe(value);
   });
 });
 
