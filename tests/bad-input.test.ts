@@ -334,6 +334,15 @@ describe('edge OpenAI API (/v1)', () => {
         `messages[0].role must be one of system, developer, user, assistant, got ${JSON.stringify(role)}`,
         'messages[0].role',
       ]),
+      // A top-level key named like an object property once answered 500 (issue 45, item 2); an own key, it is refused by name.
+      ...Object.getOwnPropertyNames(Object.prototype).flatMap((key): [string, () => Response | Promise<Response>, number, string, string][] => {
+        const withKey = (base: Record<string, unknown>) => `${JSON.stringify(base).slice(0, -1)},${JSON.stringify(key)}:1}`;
+        return [
+          [`completions: the key ${key}`, () => post('completions', withKey({ model: MODEL, prompt: 'x' })), 400, `unsupported parameter: ${key} is not supported by this edge`, key],
+          [`chat: the key ${key}`, () => post('chat/completions', withKey({ model: MODEL, messages: [{ role: 'user', content: 'x' }] })), 400, `unsupported parameter: ${key} is not supported by this edge`, key],
+          [`stream_options: the key ${key}`, () => post('completions', `{"model":"${MODEL}","prompt":"x","stream":true,"stream_options":${withKey({ include_usage: true })}}`), 400, `unsupported parameter: ${key}`, key],
+        ];
+      }),
       ['n 2', () => completion({ n: 2 }), 400, 'n must be 1: this edge generates one choice per request, got 2', 'n'],
       ['unsupported parameter', () => completion({ suffix: '!' }), 400, 'unsupported parameter: suffix is not supported by this edge', 'suffix'],
       ['logprobs asked for', () => completion({ logprobs: 5 }), 400, 'unsupported parameter: logprobs (only 0, its default) is not supported by this edge', 'logprobs'],
