@@ -22,6 +22,7 @@ class RecordingShim {
 
   async start(): Promise<void> {
     const handlers: CloudRouterHandlers = {
+      Score: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not this test shim' }),
       Route: (call) => {
         call.on('data', (m: RouteRequest__Output) => {
           this.messages.push(m);
@@ -165,6 +166,7 @@ describe('a session that ends while a step is on its way', () => {
     const streams: number[] = [];
     const server = new grpc.Server();
     const handlers: CloudRouterHandlers = {
+      Score: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not this test shim' }),
       Route: (call) => {
         let steps = 0;
         let context = 0;

@@ -4,6 +4,7 @@
  * next span of tokens with their log-probabilities.
  */
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
+import type { PositionScores } from '../shared/position-scores.ts';
 
 export interface SamplingSettings {
   /** 0 = greedy. */
@@ -62,9 +63,35 @@ export interface BackendInfo {
   maxContext: number | undefined;
 }
 
+/** Teacher forcing: the model reads `ids` once (score-sequence.ts checks the request before a backend sees it). */
+export interface BackendScoreRequest {
+  ids: readonly number[];
+  /** Per position i < ids.length - 1, an id whose log-probability to return; undefined = none. */
+  candidates: readonly number[] | undefined;
+  /** Alternatives per position, most likely first (0 = none). */
+  topK: number;
+  /** Ids at or above it are out of top-k and the normalisation, where the backend can do that; undefined = all. */
+  vocabLimit: number | undefined;
+  requestId: string;
+  signal: AbortSignal;
+}
+
+export interface BackendScoreResult {
+  /** One per position 0 .. ids.length - 2 (reading ids[0..i], predicting ids[i+1]). */
+  positions: PositionScores[];
+  /** False where a candidate's figure is a bound (only top-k came back); see the proto's ScoreResponse. */
+  exact: boolean;
+  backendMs: number;
+}
+
 export interface Backend {
   readonly info: BackendInfo;
   openSequence(sessionId: string): BackendSequence;
+  /**
+   * Prompt log-probabilities over a sequence, for the tools' teacher forcing. Absent where the backend has
+   * no way to get them; it throws UNIMPLEMENTED with the reason where the server it calls refuses them.
+   */
+  score?(request: BackendScoreRequest): Promise<BackendScoreResult>;
   /** Releases the model or waits for pending best-effort requests. */
   close(): Promise<void>;
 }

@@ -27,7 +27,8 @@ import { sampleToken } from '../shared/sampling.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
-import type { Backend, BackendInfo, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
+import { scoreRows } from '../shared/position-scores.ts';
+import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 
 export interface EmbeddedBackendOptions {
   modelPack: string;
@@ -93,6 +94,22 @@ export class EmbeddedBackend implements Backend {
    */
   static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log' | 'maxBatch' | 'appendTokens'>): EmbeddedBackend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
+  }
+
+  /** One forward pass over the whole sequence on a cache of its own, which is dropped after. */
+  async score(request: BackendScoreRequest): Promise<BackendScoreResult> {
+    const started = performance.now();
+    request.signal.throwIfAborted();
+    const sequence = this.model.newSequence();
+    try {
+      const out = await sequence.append(request.ids, { allPositions: true });
+      if (request.signal.aborted) throw abortReason(request.signal);
+      const { candidates, topK, vocabLimit } = request;
+      const positions = scoreRows(out.allLogits!, this.model.pack.vocabSize, request.ids, { candidates, topK, vocabLimit });
+      return { positions, exact: true, backendMs: performance.now() - started };
+    } finally {
+      sequence.dispose();
+    }
   }
 
   openSequence(): BackendSequence {

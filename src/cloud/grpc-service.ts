@@ -1,17 +1,18 @@
 /**
- * The CloudRouter gRPC service: thin. Per stream it checks the bearer token, turns the call into a
+ * The CloudRouter gRPC service: thin. Score calls go to the `scoreSequence` core the same way. Per stream it checks the bearer token, turns the call into a
  * StreamReader, runs the `routeSession` core and writes what it yields; an error becomes the stream's
  * status (after the core's final `end` message), and so does a reply too large to send. Client
  * cancellation and shim shutdown abort the core through one AbortController per stream.
  */
-import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall } from '@grpc/grpc-js';
 import { AppError } from '../shared/errors.ts';
 import { checkBearer } from '../shared/grpc/auth.ts';
 import { toGrpcStatus } from '../shared/grpc/errors.ts';
-import { serializeRouteResponse, type CloudRouterHandlers, type RouteRequest__Output, type RouteResponse } from '../shared/grpc/proto.ts';
+import { serializeRouteResponse, type CloudRouterHandlers, type RouteRequest__Output, type RouteResponse, type ScoreRequest__Output, type ScoreResponse } from '../shared/grpc/proto.ts';
 import { assertWellFormed } from '../shared/grpc/strict-decode.ts';
 import { StreamReader, writeMessage } from '../shared/grpc/stream.ts';
 import { endMessage, routeSession, type RequestSource, type ShimContext } from './route-session.ts';
+import { scoreSequence, type ScoreSlots } from './score-sequence.ts';
 
 /**
  * RESOURCE_EXHAUSTED when `response` serializes to more than the limit the server sends under (a span
@@ -44,10 +45,29 @@ export class ActiveStreams {
 
 type RouteCall = ServerDuplexStream<RouteRequest__Output, RouteResponse>;
 
-export function cloudRouterHandlers(ctx: ShimContext, streams: ActiveStreams): CloudRouterHandlers {
+type ScoreCall = ServerUnaryCall<ScoreRequest__Output, ScoreResponse>;
+
+export function cloudRouterHandlers(ctx: ShimContext, streams: ActiveStreams, scores: ScoreSlots): CloudRouterHandlers {
   return {
     Route: (call: RouteCall) => void serveRoute(call, ctx, streams),
+    Score: (call: ScoreCall, callback: sendUnaryData<ScoreResponse>) => void serveScore(call, callback, ctx, streams, scores),
   };
+}
+
+/** One Score call: the token, the strict decoder's verdict, then the core; cancellation and shutdown abort it. */
+async function serveScore(call: ScoreCall, callback: sendUnaryData<ScoreResponse>, ctx: ShimContext, streams: ActiveStreams, scores: ScoreSlots): Promise<void> {
+  const controller = new AbortController();
+  const untrack = streams.track(controller);
+  call.on('cancelled', () => controller.abort(new AppError('CANCELLED', 'the client cancelled the call')));
+  try {
+    checkBearer(call.metadata, ctx.config.authToken);
+    assertWellFormed(call.request);
+    callback(null, await scoreSequence(call.request, ctx, scores, controller.signal));
+  } catch (e) {
+    callback(toGrpcStatus(e));
+  } finally {
+    untrack();
+  }
 }
 
 async function serveRoute(call: RouteCall, ctx: ShimContext, streams: ActiveStreams): Promise<void> {

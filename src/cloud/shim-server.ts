@@ -21,6 +21,13 @@ import type { Backend } from './backend.ts';
 import { createBackend } from './create-backend.ts';
 import { maxInflightStepsFor, type ShimConfig } from './config.ts';
 import { ActiveStreams, cloudRouterHandlers } from './grpc-service.ts';
+import { ScoreSlots } from './score-sequence.ts';
+
+/**
+ * Scoring calls that reach the backend at once: a tool keeps a few windows in flight so the link's round
+ * trips overlap the model's work; more would only queue inside the backend.
+ */
+const SCORE_SLOTS = 2;
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { SessionStore } from './session-store.ts';
 import { StepAdmission } from './step-admission.ts';
@@ -69,7 +76,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
     'grpc.keepalive_time_ms': 60_000,
     'grpc.keepalive_timeout_ms': 20_000,
   });
-  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, admission, tokenizer, log }, streams));
+  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, admission, tokenizer, log }, streams, new ScoreSlots(SCORE_SLOTS)));
   server.addService(healthService, health.handlers);
 
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

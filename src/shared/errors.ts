@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'UNAVAILABLE'
   | 'DEADLINE_EXCEEDED'
   | 'CANCELLED'
+  | 'UNIMPLEMENTED'
   | 'INTERNAL';
 
 export class AppError extends Error {

@@ -12,6 +12,7 @@ const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   PERMISSION_DENIED: 403,
   RESOURCE_EXHAUSTED: 429,
   CANCELLED: 499 as ContentfulStatusCode,
+  UNIMPLEMENTED: 501 as ContentfulStatusCode,
   DEADLINE_EXCEEDED: 504,
   UNAVAILABLE: 503,
   INTERNAL: 500,

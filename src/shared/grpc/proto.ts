@@ -66,3 +66,6 @@ export type { CloudRouterClient as CloudRouterClientType, CloudRouterHandlers } 
 export type { HealthHandlers, HealthClient as HealthClientType } from './generated/grpc/health/v1/Health.ts';
 export type * from './generated/grpc/health/v1/HealthCheckRequest.ts';
 export type * from './generated/grpc/health/v1/HealthCheckResponse.ts';
+export type * from './generated/tokenrouter/cloud/v1/ScoreRequest.ts';
+export type * from './generated/tokenrouter/cloud/v1/ScoreResponse.ts';
+export type * from './generated/tokenrouter/cloud/v1/PositionScore.ts';

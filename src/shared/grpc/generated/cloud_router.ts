@@ -3,10 +3,13 @@ import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-load
 
 import type { CloudRouterClient as _tokenrouter_cloud_v1_CloudRouterClient, CloudRouterDefinition as _tokenrouter_cloud_v1_CloudRouterDefinition } from './tokenrouter/cloud/v1/CloudRouter';
 import type { OpenSession as _tokenrouter_cloud_v1_OpenSession, OpenSession__Output as _tokenrouter_cloud_v1_OpenSession__Output } from './tokenrouter/cloud/v1/OpenSession';
+import type { PositionScore as _tokenrouter_cloud_v1_PositionScore, PositionScore__Output as _tokenrouter_cloud_v1_PositionScore__Output } from './tokenrouter/cloud/v1/PositionScore';
 import type { RouteRequest as _tokenrouter_cloud_v1_RouteRequest, RouteRequest__Output as _tokenrouter_cloud_v1_RouteRequest__Output } from './tokenrouter/cloud/v1/RouteRequest';
 import type { RouteResponse as _tokenrouter_cloud_v1_RouteResponse, RouteResponse__Output as _tokenrouter_cloud_v1_RouteResponse__Output } from './tokenrouter/cloud/v1/RouteResponse';
 import type { RouteStep as _tokenrouter_cloud_v1_RouteStep, RouteStep__Output as _tokenrouter_cloud_v1_RouteStep__Output } from './tokenrouter/cloud/v1/RouteStep';
 import type { Sampling as _tokenrouter_cloud_v1_Sampling, Sampling__Output as _tokenrouter_cloud_v1_Sampling__Output } from './tokenrouter/cloud/v1/Sampling';
+import type { ScoreRequest as _tokenrouter_cloud_v1_ScoreRequest, ScoreRequest__Output as _tokenrouter_cloud_v1_ScoreRequest__Output } from './tokenrouter/cloud/v1/ScoreRequest';
+import type { ScoreResponse as _tokenrouter_cloud_v1_ScoreResponse, ScoreResponse__Output as _tokenrouter_cloud_v1_ScoreResponse__Output } from './tokenrouter/cloud/v1/ScoreResponse';
 import type { SessionEnd as _tokenrouter_cloud_v1_SessionEnd, SessionEnd__Output as _tokenrouter_cloud_v1_SessionEnd__Output } from './tokenrouter/cloud/v1/SessionEnd';
 import type { SessionOpened as _tokenrouter_cloud_v1_SessionOpened, SessionOpened__Output as _tokenrouter_cloud_v1_SessionOpened__Output } from './tokenrouter/cloud/v1/SessionOpened';
 import type { ShimLoad as _tokenrouter_cloud_v1_ShimLoad, ShimLoad__Output as _tokenrouter_cloud_v1_ShimLoad__Output } from './tokenrouter/cloud/v1/ShimLoad';
@@ -24,10 +27,13 @@ export interface ProtoGrpcType {
         CloudRouter: SubtypeConstructor<typeof grpc.Client, _tokenrouter_cloud_v1_CloudRouterClient> & { service: _tokenrouter_cloud_v1_CloudRouterDefinition }
         FinishReason: EnumTypeDefinition
         OpenSession: MessageTypeDefinition<_tokenrouter_cloud_v1_OpenSession, _tokenrouter_cloud_v1_OpenSession__Output>
+        PositionScore: MessageTypeDefinition<_tokenrouter_cloud_v1_PositionScore, _tokenrouter_cloud_v1_PositionScore__Output>
         RouteRequest: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteRequest, _tokenrouter_cloud_v1_RouteRequest__Output>
         RouteResponse: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteResponse, _tokenrouter_cloud_v1_RouteResponse__Output>
         RouteStep: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteStep, _tokenrouter_cloud_v1_RouteStep__Output>
         Sampling: MessageTypeDefinition<_tokenrouter_cloud_v1_Sampling, _tokenrouter_cloud_v1_Sampling__Output>
+        ScoreRequest: MessageTypeDefinition<_tokenrouter_cloud_v1_ScoreRequest, _tokenrouter_cloud_v1_ScoreRequest__Output>
+        ScoreResponse: MessageTypeDefinition<_tokenrouter_cloud_v1_ScoreResponse, _tokenrouter_cloud_v1_ScoreResponse__Output>
         SessionEnd: MessageTypeDefinition<_tokenrouter_cloud_v1_SessionEnd, _tokenrouter_cloud_v1_SessionEnd__Output>
         SessionOpened: MessageTypeDefinition<_tokenrouter_cloud_v1_SessionOpened, _tokenrouter_cloud_v1_SessionOpened__Output>
         ShimLoad: MessageTypeDefinition<_tokenrouter_cloud_v1_ShimLoad, _tokenrouter_cloud_v1_ShimLoad__Output>

@@ -1,0 +1,107 @@
+/**
+ * The shim's Score call without its transport: checks a teacher-forcing request against the backend (ids in
+ * its vocabulary, a sequence within its window, one candidate per position, a bounded top-k), waits for one
+ * of a few scoring slots, and asks the backend under the shim's backend deadline. Scoring is the tools'
+ * (router training, evaluation), so it has slots of its own: a window of hundreds of positions would
+ * otherwise sit in the routed steps' admission queue and skew the step time that queue predicts from.
+ *
+ * @example
+ * const scores = new ScoreSlots(2);
+ * const reply = await scoreSequence({ ids: [1, 403, 9], candidateIds: [403, 12], topK: 1, vocabLimit: 0, requestId: 'r1' }, ctx, scores, signal);
+ * reply.positions[1].candidateLogprob; // log p(12 | 1 403)
+ */
+import { AppError } from '../shared/errors.ts';
+import { abortReason } from '../shared/grpc/stream.ts';
+import type { ScoreRequest__Output, ScoreResponse } from '../shared/grpc/proto.ts';
+import type { ShimContext } from './route-session.ts';
+
+/** The most alternatives per position a call may ask for (SGLang's and OpenAI's APIs allow 20). */
+export const MAX_SCORE_TOP_K = 20;
+
+/** At most `limit` scoring calls reach the backend at once; the rest wait in arrival order. */
+export class ScoreSlots {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly limit: number) {}
+
+  async run<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) {
+      await new Promise<void>((resolve, reject) => {
+        const start = () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        const onAbort = () => {
+          this.waiting.splice(this.waiting.indexOf(start), 1);
+          reject(abortReason(signal));
+        };
+        this.waiting.push(start);
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+    } else this.running++;
+    try {
+      return await fn();
+    } finally {
+      // A waiter inherits the slot; with none, it is given back.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
+
+type ScoreContext = Pick<ShimContext, 'backend' | 'config' | 'log'>;
+
+function invalid(message: string): never {
+  throw new AppError('INVALID_ARGUMENT', message);
+}
+
+function checkRequest(request: ScoreRequest__Output, ctx: ScoreContext): void {
+  const { ids, candidateIds, topK } = request;
+  const { vocabSize, maxContext } = ctx.backend.info;
+  if (ids.length < 2) invalid(`a sequence to score needs 2 ids or more (one position predicting the next), got ${ids.length}`);
+  if (maxContext !== undefined && ids.length > maxContext) {
+    throw new AppError('OUT_OF_RANGE', `the sequence is ${ids.length} tokens, above the cloud model's window of ${maxContext}: score it in windows of at most ${maxContext}`);
+  }
+  if (candidateIds.length !== 0 && candidateIds.length !== ids.length - 1) {
+    invalid(`candidate_ids must hold one id per position (${ids.length - 1}) or none, got ${candidateIds.length}`);
+  }
+  if (topK > MAX_SCORE_TOP_K) invalid(`top_k must be at most ${MAX_SCORE_TOP_K}, got ${topK}`);
+  if (vocabSize === undefined) return;
+  for (const [what, list] of [['ids', ids], ['candidate_ids', candidateIds]] as const) {
+    const at = list.findIndex((id) => id >= vocabSize);
+    if (at >= 0) invalid(`${what}[${at}] is ${list[at]}, outside the cloud model's vocabulary [0, ${vocabSize})`);
+  }
+}
+
+export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreContext, slots: ScoreSlots, signal: AbortSignal): Promise<ScoreResponse> {
+  checkRequest(request, ctx);
+  const { backend, config, log } = ctx;
+  if (!backend.score) {
+    throw new AppError('UNIMPLEMENTED', `this shim's backend (${backend.info.name}) cannot score a sequence: it has no way to read prompt log-probabilities`);
+  }
+  const score = backend.score.bind(backend);
+  const started = performance.now();
+  const result = await slots.run(signal, async () => {
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(config.backendTimeoutMs)]);
+    try {
+      return await score({
+        ids: request.ids,
+        candidates: request.candidateIds.length > 0 ? request.candidateIds : undefined,
+        topK: request.topK,
+        vocabLimit: request.vocabLimit > 0 ? request.vocabLimit : undefined,
+        requestId: request.requestId || `score-${crypto.randomUUID()}`,
+        signal: deadline,
+      });
+    } catch (e) {
+      if (deadline.aborted && !signal.aborted) throw new AppError('DEADLINE_EXCEEDED', `the backend did not score ${request.ids.length} tokens within ${config.backendTimeoutMs} ms`);
+      throw e;
+    }
+  });
+  if (result.positions.length !== request.ids.length - 1) {
+    throw new AppError('INTERNAL', `the backend scored ${result.positions.length} positions of ${request.ids.length - 1}`);
+  }
+  log.debug('scored', { requestId: request.requestId, tokens: request.ids.length, topK: request.topK, exact: result.exact, ms: Math.round(performance.now() - started) });
+  return { positions: result.positions, backend: backend.info.name, exact: result.exact, maxContext: backend.info.maxContext ?? 0, backendMs: result.backendMs };
+}
