@@ -3,14 +3,16 @@
  * prompt. Ids come from `choices[0].token_ids` (asked for with `return_token_ids: true`), or from
  * `"token_id:<id>"` token strings (vLLM's `return_tokens_as_token_ids`). A server that answers with text
  * only is an error, unless `openaiRetokenize` is configured: then the text is re-encoded with the pack's
- * tokenizer, which is lossy (the ids may differ from what the model produced).
+ * tokenizer, which is lossy (the ids may differ from what the model produced). Score calls read the
+ * prompt's log-probabilities off one completion with no new tokens (openai-score.ts).
  */
 import { AppError } from '../shared/errors.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
-import type { Backend, BackendInfo, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 import { isRecord } from '../shared/is-record.ts';
 import { HttpBackendClient } from './http-backend-client.ts';
+import { openAiScoreBody, openAiScores, TextKeyIds } from './openai-score.ts';
 
 export interface OpenAiBackendOptions {
   baseUrl: string;
@@ -29,10 +31,21 @@ const TOKEN_ID_PREFIX = 'token_id:';
 export class OpenAiBackend implements Backend {
   readonly info: BackendInfo;
   private readonly http: HttpBackendClient;
+  /** Alternatives a server names by text, mapped back to ids only where that is unambiguous. */
+  private readonly textKeyIds: TextKeyIds;
 
   constructor(readonly options: OpenAiBackendOptions) {
     this.http = new HttpBackendClient({ name: 'openai', baseUrl: options.baseUrl, apiKey: options.apiKey, retries: options.retries });
     this.info = { name: `openai:${options.model}@${options.baseUrl}`, vocabSize: options.vocabSize, maxContext: options.maxContext };
+    this.textKeyIds = new TextKeyIds(options.retokenizer);
+  }
+
+  /** One completion per call, never streamed (vLLM refuses prompt_logprobs in a stream). */
+  async score(request: BackendScoreRequest): Promise<BackendScoreResult> {
+    const { body, asked } = openAiScoreBody(request, this.options.model);
+    const start = performance.now();
+    const reply = await this.http.json(await this.http.post('/v1/completions', body, request.signal), request.signal);
+    return { ...openAiScores(reply, request, asked, this.textKeyIds), backendMs: performance.now() - start };
   }
 
   openSequence(): BackendSequence {

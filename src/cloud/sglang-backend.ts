@@ -8,12 +8,14 @@
  * also sends `POST /abort_request` (best-effort). The session's routing key goes with every request, as the
  * `X-SMG-Routing-Key` header and the body's `routing_key`: behind sgl-model-gateway (`consistent_hashing`
  * or `manual` policy) all of a generation's steps then reach the worker whose radix cache holds its context.
+ * Score calls read the prompt's log-probabilities off one `/generate` with no new tokens (sglang-score.ts).
  */
 import { AppError } from '../shared/errors.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
-import type { Backend, BackendInfo, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 import { isRecord } from '../shared/is-record.ts';
 import { HttpBackendClient } from './http-backend-client.ts';
+import { sglangScoreBody, sglangScores, throwIfAborted } from './sglang-score.ts';
 
 export interface SglangBackendOptions {
   baseUrl: string;
@@ -44,6 +46,20 @@ export class SglangBackend implements Backend {
 
   async close(): Promise<void> {
     await Promise.allSettled([...this.pendingAborts]);
+  }
+
+  /** One `/generate` per call, never streamed; no routing key: a scored window shares no prefix worth a worker's cache. */
+  async score(request: BackendScoreRequest): Promise<BackendScoreResult> {
+    const { signal } = request;
+    const { body, asked } = sglangScoreBody(request);
+    const start = performance.now();
+    try {
+      const reply = await this.http.json(await this.http.post('/generate', body, signal), signal);
+      return { ...sglangScores(reply, request, asked), backendMs: performance.now() - start };
+    } catch (e) {
+      if (signal.aborted) this.abortRemote(request.requestId, undefined);
+      throw e;
+    }
   }
 
   private async step(request: BackendStepRequest): Promise<BackendStepResult> {
@@ -139,10 +155,7 @@ class SglangOutput {
     if (typeof meta.cached_tokens === 'number') this.cachedTokens = meta.cached_tokens;
     if (isRecord(meta.finish_reason)) {
       this.finishReason = meta.finish_reason;
-      if (meta.finish_reason.type === 'abort') {
-        const message = typeof meta.finish_reason.message === 'string' ? meta.finish_reason.message : 'request aborted by the server';
-        throw new AppError(/longer than|context length/i.test(message) ? 'OUT_OF_RANGE' : 'UNAVAILABLE', `sglang: ${message}`);
-      }
+      throwIfAborted(meta.finish_reason);
     }
   }
 
