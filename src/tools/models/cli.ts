@@ -9,6 +9,8 @@ import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
 import { formatInspection, inspectPath } from './inspect-model.ts';
 import { formatOptimizeResult, optimizeHubExport } from './optimize.ts';
 import { writeRandomPack } from './random-pack.ts';
+import { preparePack } from './prepare.ts';
+import { formatPrepareResult } from './prepare-summary.ts';
 import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
@@ -35,6 +37,13 @@ const USAGE = `usage: bun run models <command> [flags]
       fp16 weights are widened to float32; quantized exports are refused (optimize the fp32 export, then
       quantize); generation_config.json and tokenizer files are copied when the hub folder has them
   inspect model.onnx|PACK
+  prepare HUB_FOLDER --out PACK [--dtype q4|int8] [--cloud-only]
+      a hub download as it comes (onnx/ with any of model.onnx, model_fp16.onnx, model_q4.onnx,
+      model_quantized.onnx; config, generation config, tokenizer files, chat template) → an edge pack:
+      a decoder optimize knows is rebuilt fused (the fastest layout) from model.onnx and, with --dtype,
+      quantized; any other keeps its files with hidden_states exposed in each. Missing files are named
+      with where they come from. --cloud-only: the shim's pack for an HTTP backend (config and tokenizer
+      files, no ONNX)
       inputs, outputs, op counts, candidate hidden-state tensors and how the edge would run the file
       (every .onnx file of a pack folder)
   demo [--pair all|demo|truncated]
@@ -128,6 +137,15 @@ async function optimizeCommand(args: string[]): Promise<void> {
 }
 
 async function inspectCommand(args: string[]): Promise<void> {
+async function prepareCommand(args: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(args, { out: { type: 'string' }, dtype: { type: 'string' }, 'cloud-only': { type: 'boolean' } });
+  if (positionals.length !== 1) throw new UsageError('prepare takes exactly one hub folder');
+  const dtype = values.dtype;
+  if (dtype !== undefined && dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
+  const result = await preparePack({ input: positionals[0]!, output: requireFlag(values, 'out'), dtype, cloudOnly: values['cloud-only'] === true });
+  console.log(formatPrepareResult(result));
+}
+
   const { positionals } = parseFlags(args, {});
   if (positionals.length !== 1) throw new UsageError('inspect takes exactly one model file or pack folder');
   console.log(inspectPath(positionals[0]!).map(formatInspection).join('\n\n'));
@@ -157,5 +175,6 @@ await runSubcommands(
     inspect: inspectCommand,
     demo: demoCommand,
   },
+    prepare: prepareCommand,
   USAGE,
 );

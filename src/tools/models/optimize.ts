@@ -48,7 +48,7 @@ export interface OptimizeResult {
 }
 
 /** What a hub folder may hold besides the model and config.json that a pack keeps as it is. */
-const COPIED_FILES = ['generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'added_tokens.json', 'vocab.json', 'merges.txt', 'tokenizer.model', 'chat_template.jinja', 'chat_template.json'];
+export const HUB_METADATA_FILES = ['generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'added_tokens.json', 'vocab.json', 'merges.txt', 'tokenizer.model', 'chat_template.jinja', 'chat_template.json'];
 /** Above this many bytes of weights a pack keeps them in `model.onnx_data` (protobuf's limit is 2 GB). */
 const EXTERNAL_DATA_ABOVE_BYTES = 256 * 1024 * 1024;
 
@@ -70,7 +70,7 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
   }
   const { spec, weights, weightType, config, configPath } = readHubExport(modelPath);
   const packFolder = dirname(configPath);
-  const copied = COPIED_FILES.filter((f) => existsSync(join(packFolder, f)));
+  const copied = HUB_METADATA_FILES.filter((f) => existsSync(join(packFolder, f)));
   await writeFolderAtomically(options.output, (dir) => {
     const graph = buildDecoderGraph(spec, weights, { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout, decodeAttention: options.decodeAttention });
     writeModel(graph, join(dir, DEFAULT_MODEL_FILE), { externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES });
@@ -79,14 +79,19 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
     delete kept.torch_dtype;
     delete kept.dtype;
     writeFileSync(join(dir, 'config.json'), json({ ...kept, ...hfConfig(spec) }));
-    // Read and written rather than copied, so the pack's files are writable even when the hub folder's are not.
-    for (const f of copied) writeFileSync(join(dir, f), readHubFile(join(packFolder, f)));
+    copyHubFiles(packFolder, dir, copied);
     if (!copied.includes('generation_config.json')) {
       writeFileSync(join(dir, 'generation_config.json'), json({ bos_token_id: spec.bosTokenId, eos_token_id: spec.eosTokenIds, do_sample: false }));
     }
     writeFileSync(join(dir, PACK_SOURCE_FILE), json({ tool: 'optimize', model: resolve(modelPath), modelSha256: sha256File(modelPath), layout, ...decodeAttentionSource(layout, options.decodeAttention) }));
   });
   return { modelPath, spec, weightType, layout, copied };
+}
+
+/** Copies `files` of a hub folder into a pack folder, naming the one that cannot be read. */
+export function copyHubFiles(from: string, to: string, files: readonly string[]): void {
+  // Read and written rather than copied, so the pack's files are writable even when the hub folder's are not.
+  for (const f of files) writeFileSync(join(to, f), readHubFile(join(from, f)));
 }
 
 function readHubFile(path: string): Buffer {
