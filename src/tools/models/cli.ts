@@ -8,9 +8,9 @@ import { buildAllDemoPacks, buildDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
 import { formatInspection, inspectPath } from './inspect-model.ts';
 import { formatOptimizeResult, optimizeHubExport } from './optimize.ts';
-import { writeRandomPack } from './random-pack.ts';
 import { preparePack } from './prepare.ts';
 import { formatPrepareResult } from './prepare-summary.ts';
+import { writeRandomPack } from './random-pack.ts';
 import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
@@ -36,7 +36,6 @@ const USAGE = `usage: bun run models <command> [flags]
       weights are read from the graph and checked against config.json (beside the file or one folder up);
       fp16 weights are widened to float32; quantized exports are refused (optimize the fp32 export, then
       quantize); generation_config.json and tokenizer files are copied when the hub folder has them
-  inspect model.onnx|PACK
   prepare HUB_FOLDER --out PACK [--dtype q4|int8] [--cloud-only]
       a hub download as it comes (onnx/ with any of model.onnx, model_fp16.onnx, model_q4.onnx,
       model_quantized.onnx; config, generation config, tokenizer files, chat template) → an edge pack:
@@ -44,6 +43,7 @@ const USAGE = `usage: bun run models <command> [flags]
       quantized; any other keeps its files with hidden_states exposed in each. Missing files are named
       with where they come from. --cloud-only: the shim's pack for an HTTP backend (config and tokenizer
       files, no ONNX)
+  inspect model.onnx|PACK
       inputs, outputs, op counts, candidate hidden-state tensors and how the edge would run the file
       (every .onnx file of a pack folder)
   demo [--pair all|demo|truncated]
@@ -136,7 +136,6 @@ async function optimizeCommand(args: string[]): Promise<void> {
   console.log(formatOptimizeResult(result, out));
 }
 
-async function inspectCommand(args: string[]): Promise<void> {
 async function prepareCommand(args: string[]): Promise<void> {
   const { values, positionals } = parseFlags(args, { out: { type: 'string' }, dtype: { type: 'string' }, 'cloud-only': { type: 'boolean' } });
   if (positionals.length !== 1) throw new UsageError('prepare takes exactly one hub folder');
@@ -146,6 +145,7 @@ async function prepareCommand(args: string[]): Promise<void> {
   console.log(formatPrepareResult(result));
 }
 
+async function inspectCommand(args: string[]): Promise<void> {
   const { positionals } = parseFlags(args, {});
   if (positionals.length !== 1) throw new UsageError('inspect takes exactly one model file or pack folder');
   console.log(inspectPath(positionals[0]!).map(formatInspection).join('\n\n'));
@@ -172,9 +172,9 @@ await runSubcommands(
     'expose-hidden': exposeHiddenCommand,
     quantize: quantizeCommand,
     optimize: optimizeCommand,
+    prepare: prepareCommand,
     inspect: inspectCommand,
     demo: demoCommand,
   },
-    prepare: prepareCommand,
   USAGE,
 );
