@@ -14,12 +14,15 @@
  * so a crashed shim costs the edge only fallback tokens until it is back, never the page. A child that
  * dies before it ever served could not start (a bad setting, a port in use): then everything stops.
  *
- * Stopping: only SIGINT or SIGTERM to the launcher stops the system; each child gets one SIGTERM. The
- * handlers are installed before anything else, so a stop during start-up (while the packs build or the
- * children load) is as clean as a later one. Signals arrive more than once by design (a terminal's Ctrl-C
- * reaches the whole process group, and `bun run` forwards it to this process as well), so a repeated
- * signal is the same request; a third one, or children still running FORCE_AFTER_MS after their SIGTERM,
- * ends them with SIGKILL. The exit code is 0 when every child ended as asked (see ChildEnd.clean).
+ * Stopping: only SIGINT or SIGTERM to the launcher stops the system; each child gets one stop request
+ * per request the launcher gets, over its IPC channel (supervised-child.ts), and leaves the signals that
+ * reach the whole process group (a terminal's Ctrl-C) to the launcher, so a first Ctrl-C is one request
+ * everywhere. The handlers are installed before anything else, so a stop during start-up (while the packs
+ * build or the children load) is as clean as a later one. One Ctrl-C reaches this process twice (from the
+ * terminal, and from `bun run`, which forwards it): copies of a signal within SAME_REQUEST_MS are one
+ * request. The second request is passed on (the children log it); a third one, or children still
+ * running FORCE_AFTER_MS after the first, ends them with SIGKILL. The exit code is 0 when every child
+ * ended as asked (see ChildEnd.clean).
  */
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
@@ -32,8 +35,10 @@ import { wantsHelp } from './tools/cli-support.ts';
 
 /** How long the children get to shut down gracefully before they are killed. */
 const FORCE_AFTER_MS = 20_000;
-/** The signal that forces the end (the same count as the children's, see graceful-signals.ts). */
+/** The request that forces the end (the same count as the children's, see graceful-signals.ts). */
 const FORCE_AT = 3;
+/** Copies of one signal: `bun run` forwards the terminal's Ctrl-C within milliseconds of the terminal's own. */
+const SAME_REQUEST_MS = 200;
 
 const print = (line: string) => console.log(line);
 
@@ -52,7 +57,9 @@ const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${hos
 const running: { builder?: Subprocess; children: SupervisedChild[] } = { children: [] };
 let stopRequested: () => void = () => {};
 const stopped = new Promise<void>((resolve) => (stopRequested = resolve));
+/** Stop requests so far (copies of one signal count once). */
 let signals = 0;
+let lastSignal: { name: NodeJS.Signals; at: number } | undefined;
 let forceTimer: ReturnType<typeof setTimeout> | undefined;
 
 function killAll(): void {
@@ -60,18 +67,23 @@ function killAll(): void {
   for (const child of running.children) child.kill();
 }
 
-function stopAll(): void {
+function stopAll(signal: NodeJS.Signals = 'SIGTERM'): void {
   stopRequested();
   running.builder?.kill('SIGTERM');
-  for (const child of running.children) void child.stop();
+  for (const child of running.children) void child.stop(signal);
   forceTimer ??= setTimeout(() => {
-    console.error(`children still running ${FORCE_AFTER_MS} ms after SIGTERM: killing them`);
+    console.error(`children still running ${FORCE_AFTER_MS} ms after the stop request: killing them`);
     killAll();
   }, FORCE_AFTER_MS);
 }
 
-const onSignal = () => {
-  if (++signals < FORCE_AT) stopAll();
+const onSignal = (signal: NodeJS.Signals) => {
+  const at = performance.now();
+  if (lastSignal?.name === signal && at - lastSignal.at < SAME_REQUEST_MS) return;
+  lastSignal = { name: signal, at };
+  signals++;
+  if (signals === 1) stopAll(signal);
+  else if (signals < FORCE_AT) for (const child of running.children) child.repeatStop(signal);
   else killAll();
 };
 process.on('SIGINT', onSignal);

@@ -8,12 +8,18 @@
  * served for `stableMs`: a shim that crashes once an hour restarts at once each time, one that crashes
  * at every start slows down instead of spinning.
  *
+ * Stopping goes over the IPC channel too, as a StopRequest (graceful-signals.ts): a child with a launcher
+ * leaves the signals that reach its whole process group (a terminal's Ctrl-C) to the launcher, so each
+ * stop request reaches it once. `stop` sends the first, `repeatStop` each later one.
+ *
  * @example
  * const shim = new SupervisedChild({ name: 'cloud shim', command: ['bun', 'src/cloud/main.ts'], env }, print);
  * await shim.firstReady; // or shim.ended, when it could not start
  * await shim.stop();
  */
 import type { Subprocess } from 'bun';
+import { errorMessage } from './shared/errors.ts';
+import type { StopRequest } from './shared/graceful-signals.ts';
 import { isReadyNotice } from './shared/ready-notice.ts';
 
 export interface SupervisedChildOptions {
@@ -77,16 +83,25 @@ export class SupervisedChild {
     return this.process?.pid;
   }
 
-  /** Sends the child one SIGTERM (however often this is called) and waits for it; no restart follows. */
-  async stop(): Promise<void> {
+  /**
+   * Asks the child to stop, once however often this is called (`signal`: the one the launcher got, for the
+   * child's log), and waits for it; no restart follows.
+   */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     clearTimeout(this.restartTimer);
     if (!this.stopping) {
       this.stopping = true;
       const child = this.process;
-      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      if (child && isRunning(child)) this.requestStop(child, signal);
       else this.finish(child);
     }
     await this.ended;
+  }
+
+  /** A further stop request after `stop` (another Ctrl-C): the child logs it; its third forces its exit. */
+  repeatStop(signal: NodeJS.Signals): void {
+    const child = this.process;
+    if (this.stopping && child && isRunning(child)) this.requestStop(child, signal);
   }
 
   /** Ends the child at once (the launcher's forced exit). */
@@ -94,8 +109,18 @@ export class SupervisedChild {
     clearTimeout(this.restartTimer);
     this.stopping = true;
     const child = this.process;
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child && isRunning(child)) child.kill('SIGKILL');
     else this.finish(child);
+  }
+
+  private requestStop(child: Subprocess, signal: NodeJS.Signals): void {
+    try {
+      child.send({ type: 'stop', signal } satisfies StopRequest);
+    } catch (e) {
+      // The channel closes as the child exits; a SIGTERM asks the same of whatever is left of it.
+      this.print(`${this.options.name}: no IPC channel to send the stop over (${errorMessage(e)}); sending SIGTERM`);
+      child.kill('SIGTERM');
+    }
   }
 
   private spawn(): void {
@@ -142,6 +167,10 @@ export class SupervisedChild {
       served: this.served,
     });
   }
+}
+
+function isRunning(child: Subprocess): boolean {
+  return child.exitCode === null && child.signalCode === null;
 }
 
 export function describeExit(child: Pick<Subprocess, 'exitCode' | 'signalCode'>): string {

@@ -3,19 +3,25 @@ import * as grpc from '@grpc/grpc-js';
 import { interceptSteps } from '../src/edge/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
+import { shortestFloat32 } from '../src/shared/float32.ts';
 import { HealthClient } from '../src/shared/grpc/proto.ts';
+import { createLogger } from '../src/shared/logger.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
 let edge: TestEdge;
 let server: EdgeGrpcServer;
 let client: EdgeGeneratorClientType;
 let address: string;
+/** The τ of every routed step the edge sent its cloud, and its log lines: what a request's threshold became. */
+const stepThresholds: number[] = [];
+const logLines: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   // A cloud that answers after 20 ms, as over a network: long enough for the edge to decode past a routed token.
   edge = await startTestEdge({
     maxConcurrent: 2,
-    cloud: (inProcess) => interceptSteps(inProcess, async (request, next) => (await Bun.sleep(20), next(request))),
+    cloud: (inProcess) => interceptSteps(inProcess, async (request, next) => (stepThresholds.push(request.threshold), await Bun.sleep(20), next(request))),
+    log: createLogger('edge', 'info', (line) => logLines.push(JSON.parse(line))),
     // As `bun run edge` by default: a request that does not say speculates.
     speculateByDefault: true,
     promptCacheBytes: 16 * 2 ** 20,
@@ -85,6 +91,28 @@ test('speculate over gRPC: the edge default (on) unless the request says off; th
   expect(on.speculationHits).toBeLessThanOrEqual(on.speculated);
   expect(on.hitRate).toBeCloseTo(on.speculated ? on.speculationHits / on.speculated : 0, 5);
   expect(on.wastedSteps + on.speculationHits).toBeGreaterThan(0);
+});
+
+test('a float field reads as the decimal that was sent: τ 0.8 reaches the log and the cloud as 0.8, not 0.800000011920929', async () => {
+  stepThresholds.length = 0;
+  logLines.length = 0;
+  const { events, error } = await collect({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.8, temperature: 0.7, topP: 0.9, seed: 1, maxNewTokens: 16 });
+  expect(error).toBeUndefined();
+  expect(logLines.find((l) => l.msg === 'generation started')).toMatchObject({ threshold: 0.8 });
+  expect(stepThresholds.length).toBeGreaterThan(0);
+  expect(new Set(stepThresholds)).toEqual(new Set([0.8]));
+  // The done event goes back as a float again; what the edge put in it was 0.8.
+  expect(events.at(-1)!.done!.metrics!.budget).toMatchObject({ policy: 'threshold', threshold: Math.fround(0.8), cut: Math.fround(0.8) });
+});
+
+test('shortestFloat32: the shortest decimal that is the same float32', () => {
+  const cases: [number, number][] = [[0.8, 0.8], [0.1, 0.1], [0.95, 0.95], [1 / 3, 0.33333334], [0.5, 0.5], [1, 1], [0, 0], [123456.789, 123456.79], [16777217, 16777216]];
+  for (const [sent, read] of cases) expect([sent, shortestFloat32(Math.fround(sent))]).toEqual([sent, read]);
+  // Every value is the float32 it came as: nothing but the printing changes.
+  for (const [sent] of cases) expect(Math.fround(shortestFloat32(Math.fround(sent)))).toBe(Math.fround(sent));
+  expect(Object.is(shortestFloat32(-0), -0)).toBe(true);
+  expect(shortestFloat32(Number.NaN)).toBeNaN();
+  expect(shortestFloat32(Number.POSITIVE_INFINITY)).toBe(Number.POSITIVE_INFINITY);
 });
 
 test('small_only over gRPC equals small_only through the runtime directly', async () => {

@@ -4,10 +4,13 @@
  * a joint generation gets tokens from the shim's embedded model across real processes, and a SIGTERM
  * (to the launcher alone, or to the whole process group as systemd and a terminal's Ctrl-C do, which
  * signals every child twice) stops both children gracefully with exit code 0, also when it comes during
- * start-up. A shim killed mid-generation costs fallback tokens, not the page: the launcher restarts it
- * and routing resumes.
+ * start-up. A Ctrl-C (SIGINT to the process group) logs one plain stop per child, and the page's URL is
+ * printed once. A shim killed mid-generation costs fallback tokens, not the page: the launcher restarts
+ * it and routing resumes. The first start's router training says how long it takes and shows its progress,
+ * as plain lines where the output is not a terminal.
  */
 import { expect, test } from 'bun:test';
+import { lineProgress, progressFor } from '../src/tools/lab/progress.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { collectOutput, exitWithin, jsonLines, type ProcessOutput } from './helpers/process-output.ts';
 import { readSse } from './helpers/sse-client.ts';
@@ -72,6 +75,9 @@ test('the README command serves the page and routes tokens to the shim; SIGTERM 
   try {
     expect(system.url).toBe(`http://127.0.0.1:${system.ports.edge}/`);
     expect(system.stdout.text()).toContain(`(edge gRPC on :${system.ports.grpc}, cloud shim on 127.0.0.1:${system.ports.shim})`);
+    // Printed once, by the launcher: the edge under it leaves its own "edge page:" line out (its log keeps the field).
+    const printed = [...system.stdout.lines(), ...system.stderr.lines()].filter((l) => l.includes(system.url) && !l.startsWith('{'));
+    expect(printed).toEqual([`Edge token router is up: ${system.url}  (edge gRPC on :${system.ports.grpc}, cloud shim on 127.0.0.1:${system.ports.shim})`]);
     // The edge may be ready before the shim has loaded its model: wait for the shim's line too.
     const listening = JSON.parse(await system.stderr.waitForLine((l) => l.includes('"shim listening"'), 30_000, 'the shim'));
     expect(listening).toMatchObject({ address: `127.0.0.1:${system.ports.shim}`, backend: 'embedded:stories260k' });
@@ -114,6 +120,52 @@ test('a SIGTERM to the whole process group (each child signalled twice) still st
     stopGroup(system.launcher);
   }
 }, 150_000);
+
+test("a Ctrl-C (SIGINT to the process group, which `bun run` forwards to the launcher again) is one stop request: each child logs one plain 'stopping'", async () => {
+  const system = await startSystem();
+  try {
+    await system.stderr.waitForLine((l) => l.includes('"shim listening"'), 30_000, 'the shim');
+    process.kill(-system.launcher.pid, 'SIGINT');
+    await expectGracefulStop(system);
+    const logs = jsonLines(system.stderr);
+    for (const component of ['shim', 'edge']) {
+      const stops = logs.filter((l) => l.component === component && ['stopping', 'already shutting down; another signal forces the exit', 'signal received; shutting down'].includes(l.msg as string));
+      expect(stops).toEqual([expect.objectContaining({ msg: 'stopping', signal: 'SIGINT', from: 'launcher' })]);
+    }
+  } finally {
+    stopGroup(system.launcher);
+  }
+}, 150_000);
+
+test('the first start\'s progress: on a non-terminal, a line as each phase starts and then at most one per interval', () => {
+  let now = 0;
+  const lines: string[] = [];
+  const progress = lineProgress((line) => lines.push(line), { intervalMs: 5_000, now: () => now });
+  now = 1_000;
+  progress.start('teacher forcing', 400);
+  for (const [at, value] of [[2_000, 10], [5_900, 100], [6_000, 120], [9_000, 200], [11_400, 300]] as const) {
+    now = at;
+    progress.update(value);
+  }
+  progress.stop();
+  now = 12_000;
+  progress.start('training', 30);
+  progress.update(3, 'val loss 0.3702');
+  now = 17_000;
+  progress.update(9, 'val loss 0.3650');
+  expect(lines).toEqual([
+    '[1 s] teacher forcing: 0/400 (0%)',
+    '[6 s] teacher forcing: 120/400 (30%)',
+    '[11 s] teacher forcing: 300/400 (75%)',
+    '[12 s] training: 0/30 (0%)',
+    '[17 s] training: 9/30 (30%) val loss 0.3650',
+  ]);
+  // What `models demo` (the first start's builder) uses: a bar on a terminal, these lines on anything else.
+  const written: string[] = [];
+  const pipe = { isTTY: false, write: (text: string) => written.push(text) } as unknown as NodeJS.WriteStream;
+  progressFor(pipe).start('training', 30);
+  expect(written).toEqual(['[0 s] training: 0/30 (0%)\n']);
+});
 
 /** The pid the launcher printed for its latest start of `name`. */
 function childPid(system: RunningSystem, name: string): number {

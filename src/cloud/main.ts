@@ -2,7 +2,8 @@
  * `bun run shim`: the cloud shim's entry point. Installs its stop handling first, so that a SIGTERM that
  * comes while the model is still loading ends the process cleanly (see graceful-signals.ts); then parses
  * the config once, imports and starts the gRPC server, tells a launcher that it serves (ready-notice.ts),
- * and shuts down gracefully on SIGTERM / SIGINT (streams get a final UNAVAILABLE message).
+ * and shuts down gracefully on SIGTERM / SIGINT, or at a launcher's request (graceful-signals.ts); streams get
+ * a final UNAVAILABLE message.
  */
 import { AppError, errorMessage } from '../shared/errors.ts';
 import { handleStopSignals } from '../shared/graceful-signals.ts';

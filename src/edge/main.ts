@@ -2,7 +2,7 @@
  * `bun run edge`: the edge process. Installs its stop handling first, so that a SIGTERM that comes while
  * the models are still loading ends the process cleanly (see graceful-signals.ts); then parses the config
  * once, imports and starts the edge (edge-server.ts), tells a launcher that it serves (ready-notice.ts),
- * and stops gracefully on SIGTERM / SIGINT.
+ * and stops gracefully on SIGTERM / SIGINT (under a launcher, at its request: graceful-signals.ts).
  */
 import { errorMessage } from '../shared/errors.ts';
 import { handleStopSignals } from '../shared/graceful-signals.ts';
@@ -28,8 +28,8 @@ try {
   const { startEdge } = await import('./edge-server.ts');
   const edge = await startEdge(config, { log, signal: stop.signal });
   stop.whenStopped(() => edge.stop());
-  console.log(`edge page: ${edge.url}`);
-  notifyReady({ address: edge.url });
+  // A launcher prints the URL itself, once for the whole system.
+  if (!notifyReady({ address: edge.url })) console.log(`edge page: ${edge.url}`);
 } catch (e) {
   if (stop.requested) process.exit(0);
   console.error(`error: ${errorMessage(e)}`);

@@ -8,10 +8,13 @@
  * hands over its graceful shutdown. Whichever comes first, the process ends with exit code 0 and nothing
  * half-done.
  *
- * Repeated signals are normal and must not cut that shutdown short: Ctrl-C reaches every process of the
- * terminal's group while `bun run start` also sends its children a SIGTERM, and systemd signals the whole
- * control group. So a second signal is only logged; a third one forces an immediate exit (128 + the
- * signal's number), for an operator who wants the process gone now.
+ * Each stop request counts once: the first stops, a second is only logged (the shutdown must not be cut
+ * short), a third forces an immediate exit (128 + the signal's number) for an operator who wants the
+ * process gone now. A process under a launcher (`bun run start`, which holds its IPC channel,
+ * supervised-child.ts) takes its stop requests from the launcher alone, as StopRequest messages: a
+ * terminal's Ctrl-C, and systemd's stop, signal every process of the group or unit, so the same request
+ * would otherwise reach it twice (from the terminal and from the launcher) and log the first Ctrl-C as a
+ * second one. Once the launcher is gone (the channel closed), signals count again.
  *
  * @example
  * const stop = handleStopSignals(createLogger('shim', 'info'));
@@ -23,24 +26,54 @@ import { constants } from 'node:os';
 import { AppError, errorMessage } from './errors.ts';
 import type { Logger } from './logger.ts';
 
-/** Signals before the one that forces the exit. */
+/** Requests before the one that forces the exit. */
 const FORCE_AT = 3;
 
+/** What the first request logs, by where it came from and whether the process serves yet. */
+const FIRST_REQUEST_LOG = {
+  signal: { serving: 'signal received; shutting down', starting: 'signal received during start-up; stopping' },
+  launcher: { serving: 'stopping', starting: 'stopping during start-up' },
+} as const;
+
+/** What a launcher sends the process it supervises, once per stop request; `signal` is the one it got. */
+export interface StopRequest {
+  type: 'stop';
+  signal: NodeJS.Signals;
+}
+
+export function isStopRequest(message: unknown): message is StopRequest {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'stop' && typeof (message as { signal?: unknown }).signal === 'string';
+}
+
+/** The process as this module uses it (tests pass a stand-in). */
+export interface StopHost {
+  on(event: string, listener: (arg: unknown) => void): unknown;
+  /** Whether a launcher holds this process's IPC channel. */
+  readonly connected?: boolean;
+  exit(code?: number): never;
+}
+
 export interface StopSignals {
-  /** Aborts at the first signal, with a CANCELLED AppError as its reason; start-up checks it. */
+  /** Aborts at the first request, with a CANCELLED AppError as its reason; start-up checks it. */
   readonly signal: AbortSignal;
   /** Replaces the logger (the entry point knows its log level only once its config is parsed). */
   useLogger(log: Logger): void;
   /**
-   * The graceful shutdown of a process that is serving: runs at the first signal, or at once when one
+   * The graceful shutdown of a process that is serving: runs at the first request, or at once when one
    * already came during start-up; then the process exits 0 (1 when the shutdown failed).
    */
   whenStopped(shutdown: () => Promise<void>): void;
-  /** A signal came: a start-up that failed since then failed because it was stopped (exit 0, not 1). */
+  /** A request came: a start-up that failed since then failed because it was stopped (exit 0, not 1). */
   readonly requested: boolean;
 }
 
-export function handleStopSignals(initialLog: Logger, signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT']): StopSignals {
+export interface StopSignalsOptions {
+  signals?: readonly NodeJS.Signals[];
+  host?: StopHost;
+}
+
+export function handleStopSignals(initialLog: Logger, options: StopSignalsOptions = {}): StopSignals {
+  const { signals = ['SIGTERM', 'SIGINT'], host = process as StopHost } = options;
   let log = initialLog;
   let received = 0;
   let shutdown: (() => Promise<void>) | undefined;
@@ -48,27 +81,36 @@ export function handleStopSignals(initialLog: Logger, signals: readonly NodeJS.S
 
   const runShutdown = () => {
     shutdown!().then(
-      () => process.exit(0),
+      () => host.exit(0),
       (e: unknown) => {
         log.error('shutdown failed', { error: errorMessage(e) });
-        process.exit(1);
+        host.exit(1);
       },
     );
   };
-  const onSignal = (signal: NodeJS.Signals) => {
+  const onRequest = (signal: NodeJS.Signals, from: 'signal' | 'launcher') => {
     received++;
     if (received === 1) {
-      log.info(shutdown ? 'signal received; shutting down' : 'signal received during start-up; stopping', { signal });
+      log.info(FIRST_REQUEST_LOG[from][shutdown ? 'serving' : 'starting'], { signal, from });
       controller.abort(new AppError('CANCELLED', `stopped by ${signal} during start-up`));
       if (shutdown) runShutdown();
     } else if (received < FORCE_AT) {
-      log.info('already shutting down; another signal forces the exit', { signal });
+      log.info('already shutting down; another signal forces the exit', { signal, from });
     } else {
-      log.warn('forced exit before the shutdown finished', { signal });
-      process.exit(128 + (constants.signals[signal] ?? 0));
+      log.warn('forced exit before the shutdown finished', { signal, from });
+      host.exit(128 + (constants.signals[signal] ?? 0));
     }
   };
-  for (const signal of signals) process.on(signal, onSignal);
+  for (const name of signals) {
+    host.on(name, () => {
+      // The launcher got the same signal (or will get its own) and sends the request that counts.
+      if (host.connected) log.debug('signal left to the launcher', { signal: name });
+      else onRequest(name, 'signal');
+    });
+  }
+  host.on('message', (message) => {
+    if (isStopRequest(message)) onRequest(message.signal, 'launcher');
+  });
 
   return {
     signal: controller.signal,

@@ -4,7 +4,7 @@
  * with `ipc` (`bun run start` does). A process started any other way has no channel, and this does nothing.
  *
  * @example
- * notifyReady({ address: shim.address });
+ * if (!notifyReady({ address: edge.url })) console.log(`edge page: ${edge.url}`);
  */
 
 /** The message a child sends once it serves. */
@@ -18,6 +18,12 @@ export function isReadyNotice(message: unknown): message is ReadyNotice {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'ready';
 }
 
-export function notifyReady(details: Omit<ReadyNotice, 'type'>): void {
-  process.send?.({ type: 'ready', ...details } satisfies ReadyNotice);
+/**
+ * Tells the launcher, when there is one; returns whether there was. A process under a launcher leaves
+ * announcing its address to it (`bun run start` prints the page's URL once, for the whole system).
+ */
+export function notifyReady(details: Omit<ReadyNotice, 'type'>): boolean {
+  if (!process.send) return false;
+  process.send({ type: 'ready', ...details } satisfies ReadyNotice);
+  return true;
 }

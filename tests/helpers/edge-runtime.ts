@@ -4,6 +4,7 @@ import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
 import { DEFAULT_LIMITS, type RouteBudget } from '../../src/edge/generation-request.ts';
 import { loadRouter } from '../../src/edge/router.ts';
 import { DecoderModel } from '../../src/shared/decoder-model.ts';
+import type { Logger } from '../../src/shared/logger.ts';
 import { PrefixCache } from '../../src/shared/prefix-cache.ts';
 import { loadModelPack } from '../../src/shared/model-pack.ts';
 import { TextTokenizer } from '../../src/shared/tokenizer.ts';
@@ -29,6 +30,8 @@ export async function startTestEdge(
     promptCacheBytes?: number;
     /** The edge's --route-* budgets (what requests naming neither τ nor a budget get); none when omitted. */
     defaultBudget?: RouteBudget;
+    /** Where the runtime logs each generation (generation-log.ts); nowhere when omitted. */
+    log?: Logger;
   } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
@@ -48,6 +51,7 @@ export async function startTestEdge(
       promptCache: options.promptCacheBytes ? new PrefixCache(edgeModel, { maxBytes: options.promptCacheBytes }) : undefined,
     },
     { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4, defaultBudget: options.defaultBudget },
+    options.log,
   );
   return {
     runtime,

@@ -5,6 +5,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { AppError, errorMessage, isAppError } from '../../shared/errors.ts';
+import { shortestFloat32 } from '../../shared/float32.ts';
 import { checkBearer } from '../../shared/grpc/auth.ts';
 import { toGrpcStatus } from '../../shared/grpc/errors.ts';
 import { HealthService } from '../../shared/grpc/health.ts';
@@ -24,6 +25,11 @@ export interface EdgeGrpcOptions {
   maxReceiveBytes: number;
 }
 
+/** A `float` field as the decimal its sender wrote (float32.ts): τ 0.8, not 0.800000011920929. */
+function floatField(value: number | null | undefined): number | null | undefined {
+  return typeof value === 'number' ? shortestFloat32(value) : value;
+}
+
 /** The message under the documented names (the proto's own), read by the schema the HTTP API uses. */
 function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
   return readGenerationRequest(
@@ -31,10 +37,10 @@ function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
       prompt: r.prompt,
       // proto3 has no unset string: an empty mode means the default.
       mode: r.mode === '' ? undefined : r.mode,
-      threshold: r.threshold,
+      threshold: floatField(r.threshold),
       max_new_tokens: r.maxNewTokens,
-      temperature: r.temperature,
-      top_p: r.topP,
+      temperature: floatField(r.temperature),
+      top_p: floatField(r.topP),
       seed: r.seed,
       stop: r.stop,
       route_span: r.routeSpan,

@@ -4,6 +4,7 @@ import { convertLlama2c } from './convert-llama2c.ts';
 import { DECODER_LAYOUTS, type DecoderLayout } from './decoder-graph.ts';
 import { DEFAULT_DECODE_ATTENTION, parseDecodeAttention, type DecodeAttention } from './decoder-graph-attention.ts';
 import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
+import { progressFor } from '../lab/progress.ts';
 import { buildAllDemoPacks, buildDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
 import { formatInspection, inspectPath } from './inspect-model.ts';
@@ -154,10 +155,12 @@ async function inspectCommand(args: string[]): Promise<void> {
 async function demoCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, { pair: { type: 'string', default: 'all' } });
   const log = (line: string) => console.log(line);
+  // A bar on a terminal, a line every few seconds in a log: the router's training takes a while.
+  const progress = progressFor(process.stderr);
   const pairs: Record<string, () => Promise<string[]>> = {
-    all: () => buildAllDemoPacks(log),
-    demo: () => buildDemoPacks(DEMO, log),
-    truncated: () => buildDemoPacks(TRUNCATED_DEMO, log),
+    all: () => buildAllDemoPacks(log, progress),
+    demo: () => buildDemoPacks(DEMO, log, progress),
+    truncated: () => buildDemoPacks(TRUNCATED_DEMO, log, progress),
   };
   const build = Object.hasOwn(pairs, values.pair!) ? pairs[values.pair!]! : undefined;
   if (!build) throw new UsageError(`--pair must be one of all, demo, truncated, got ${JSON.stringify(values.pair)}`);

@@ -5,11 +5,16 @@
  * (TRUNCATED_DEMO): the first 3 layers of the 5-layer model, untrained, with its own router. A pack whose
  * recorded source matches is left alone, so re-running is a no-op.
  *
+ * Training a router is the long step (the first `bun run start` waits for it; converting a pack takes
+ * moments): `log` says so and about how long as it begins (TRAINING_ESTIMATE), and the training tells
+ * `progress` how far it is.
+ *
  * @example
  * await buildDemoPacks();                         // the demo pair only (what `bun run start` needs)
- * await buildAllDemoPacks((line) => console.log(line));   // both pairs (`bun run models demo`, the tests)
+ * await buildAllDemoPacks((line) => console.log(line), progressFor());   // both pairs (`bun run models demo`)
  */
 import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
+import type { ProgressReporter } from '../lab/progress.ts';
 import { routerSource } from '../router/router-source.ts';
 import { DEMO_ROUTER_TRAINING, type TrainRouterOptions } from '../router/train-router-options.ts';
 import { trainRouter } from '../router/train-router.ts';
@@ -52,8 +57,14 @@ export function demoRouterOptions(paths: DemoPaths): TrainRouterOptions {
   };
 }
 
+/**
+ * How long training a demo router takes, said as it begins so that a first start does not look stuck:
+ * the demo pair's on a 2-core machine without a GPU.
+ */
+export const TRAINING_ESTIMATE = 'about a minute on 2 cores; once: later runs reuse it';
+
 /** Builds whatever pack of one pair is missing or stale; returns the folders it (re)built. */
-export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}): Promise<string[]> {
+export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}, progress?: ProgressReporter): Promise<string[]> {
   const built: string[] = [];
   const packs: ConvertLlama2cOptions[] = [
     { checkpoint: paths.checkpoint, tokenizer: paths.tokenizer, out: paths.cloudPack },
@@ -72,14 +83,14 @@ export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string
   if (packIsUpToDate(router.out, await routerSource(router), 'router.onnx')) {
     log(`${router.out}: up to date`);
   } else {
-    log(`${router.out}: training`);
-    await trainRouter(router);
+    log(`${router.out}: training (${TRAINING_ESTIMATE})`);
+    await trainRouter(router, progress);
     built.push(router.out);
   }
   return built;
 }
 
 /** Both pairs: the demo pair, then the truncated 3-layer one (they share the cloud pack). */
-export async function buildAllDemoPacks(log: (line: string) => void = () => {}): Promise<string[]> {
-  return [...(await buildDemoPacks(DEMO, log)), ...(await buildDemoPacks(TRUNCATED_DEMO, log))];
+export async function buildAllDemoPacks(log: (line: string) => void = () => {}, progress?: ProgressReporter): Promise<string[]> {
+  return [...(await buildDemoPacks(DEMO, log, progress)), ...(await buildDemoPacks(TRUNCATED_DEMO, log, progress))];
 }
