@@ -59,9 +59,10 @@ export class TextKeyIds {
   }
 
   get why(): string {
+    const fix = 'ask a server that honours return_tokens_as_token_ids or prompt_logprobs (vLLM), or use the sglang backend';
     return this.tokenizer
-      ? 'and the shim cannot tell which id some of them are (several ids share the text): ask a server that honours return_tokens_as_token_ids or prompt_logprobs (vLLM), or use the sglang backend'
-      : 'which the shim does not map back to ids without --openai-retokenize: ask a server that honours return_tokens_as_token_ids or prompt_logprobs (vLLM), or use the sglang backend';
+      ? `and the shim cannot tell which id some of them are (several ids share the text): ${fix}`
+      : `which the shim does not map back to ids without --openai-retokenize: ${fix}`;
   }
 }
 

@@ -53,7 +53,8 @@ export function sglangScores(reply: unknown, request: BackendScoreRequest, asked
     );
   }
   if (tokens.length !== ids.length) {
-    throw new AppError('UNIMPLEMENTED', `sglang: the SGLang server returned prompt log-probabilities for ${tokens.length} of ${ids.length} input tokens (logprob_start_len 0 not honoured)`);
+    const counts = `${tokens.length} of ${ids.length} input tokens`;
+    throw new AppError('UNIMPLEMENTED', `sglang: the SGLang server returned prompt log-probabilities for ${counts} (logprob_start_len 0 not honoured)`);
   }
   const top = perPosition(meta.input_top_logprobs, ids.length, 'input_top_logprobs', asked > 0);
   const byId = candidates ? perPosition(meta.input_token_ids_logprobs, ids.length, 'input_token_ids_logprobs', false) : undefined;

@@ -1,7 +1,7 @@
 /**
  * What the fake SGLang and OpenAI servers compute their answers with: the real cloud model (a fresh KV
- * cache per request, as a server without our session would), and a radix-cache simulation for
- * `cached_tokens`.
+ * cache per request, as a server without our session would), its prompt log-probabilities from one forward
+ * pass over every position, and a radix-cache simulation for `cached_tokens`.
  */
 import type { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { logSoftmax, topK } from '../../src/shared/logits.ts';
@@ -34,6 +34,7 @@ export async function fakeGenerate(model: DecoderModel, tokenizer: TextTokenizer
   const sequence = model.newSequence();
   const random = seededRandom(o.seed);
   const out: FakeGeneration = { ids: [], logprobs: [], top: [], matched: undefined, pieces: [] };
+  if (o.maxNewTokens === 0) return out;
   try {
     let { logits } = await sequence.append(input);
     while (out.ids.length < o.maxNewTokens) {
@@ -59,6 +60,45 @@ export async function fakeGenerate(model: DecoderModel, tokenizer: TextTokenizer
     previous = text;
   }
   return out;
+}
+
+/** The model at input position j ≥ 1: what it thought of input[j] having read input[0..j-1]. */
+export interface FakePromptPosition {
+  /** log p(input[j] | input[<j]). */
+  logprob: number;
+  /** input[j]'s place in that distribution, 1 = most likely (vLLM's `rank`). */
+  rank: number;
+  top: { id: number; logprob: number }[];
+  /** The log-probabilities of `requestedIds`, in their order. */
+  requested: { id: number; logprob: number }[];
+}
+
+/**
+ * Prompt log-probabilities as a server computes them: one forward pass over every position, as
+ * src/shared/position-scores.ts does. Entry 0 is null (nothing predicts the first id).
+ */
+export async function fakePromptLogprobs(model: DecoderModel, input: readonly number[], topN: number, requestedIds: readonly number[] = []): Promise<(FakePromptPosition | null)[]> {
+  const sequence = model.newSequence();
+  try {
+    const { allLogits } = await sequence.append(input, { allPositions: true });
+    const width = model.pack.vocabSize;
+    const out: (FakePromptPosition | null)[] = [null];
+    for (let j = 1; j < input.length; j++) {
+      const log = logSoftmax(allLogits!.subarray((j - 1) * width, j * width));
+      const own = log[input[j]!]!;
+      let rank = 1;
+      for (const value of log) if (value > own) rank++;
+      out.push({
+        logprob: own,
+        rank,
+        top: topK(log, topN).map(({ id, value }) => ({ id, logprob: value })),
+        requested: requestedIds.map((id) => ({ id, logprob: log[id] ?? -Infinity })),
+      });
+    }
+    return out;
+  } finally {
+    sequence.dispose();
+  }
 }
 
 /** Longest prefix each request shares with anything served before: what a radix cache would reuse. */

@@ -2,16 +2,19 @@
  * A small OpenAI-compatible completions server (`POST /v1/completions`) in the shapes SGLang and vLLM
  * produce, answering with the real cloud model. Options choose whether `return_token_ids` is honoured
  * (older servers ignore it and return text only), vLLM's `token_id:<id>` token strings, vLLM's N+1
- * top entries, and the error body style.
+ * top entries, and the error body style. The prompt's log-probabilities come as vLLM's
+ * `prompt_logprobs` (`choices[0].prompt_logprobs`: null, then per position `{"<id>": {logprob, rank,
+ * decoded_token}}` of the top N and the prompt's own id) and as an echoed prompt (`echo` with `logprobs`,
+ * non-streaming), each of which an option turns off, as servers without them ignore the field.
  */
 import type { DecoderModel } from '../../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
-import { checkFields, disconnected, fakeGenerate, is, RadixCacheSim, sse, type FakeGeneration } from './cloud-fake-model.ts';
+import { checkFields, disconnected, fakeGenerate, fakePromptLogprobs, is, RadixCacheSim, sse, type FakeGeneration, type FakePromptPosition } from './cloud-fake-model.ts';
 
 export interface FakeOpenAiOptions {
   /** Honour `return_token_ids` (recent vLLM / SGLang). Default true. */
   tokenIds?: boolean;
-  /** Write tokens as `token_id:<id>` (vLLM `--return-tokens-as-token-ids`). */
+  /** Write tokens as `token_id:<id>` (vLLM `--return-tokens-as-token-ids`; per request: `return_tokens_as_token_ids`). */
   tokenIdStrings?: boolean;
   /** vLLM style: top_logprobs holds the sampled token too (N+1 entries). */
   extraTopEntry?: boolean;
@@ -23,6 +26,12 @@ export interface FakeOpenAiOptions {
   hang?: boolean;
   /** When streaming, send this error as `data: {"error": ...}` after the first chunk, then `[DONE]`. */
   streamError?: string;
+  /** Ignore vLLM's `prompt_logprobs` (SGLang's OpenAI API, llama.cpp). */
+  noPromptLogprobs?: boolean;
+  /** Ignore `echo` (servers that never echo the prompt). */
+  noEcho?: boolean;
+  /** Ignore the per-request `return_tokens_as_token_ids` (SGLang's OpenAI API): tokens come as text. */
+  noTokenIdsAsTokens?: boolean;
 }
 
 const REQUEST_SPEC = {
@@ -32,6 +41,8 @@ const REQUEST_SPEC = {
   temperature: (v: unknown) => is.number(v) && (v as number) >= 0,
   top_p: (v: unknown) => is.number(v) && (v as number) > 0 && (v as number) <= 1,
   logprobs: (v: unknown) => v === null || (is.nonNegInt(v) && (v as number) <= 20),
+  prompt_logprobs: (v: unknown) => v === null || (is.nonNegInt(v) && (v as number) <= 20),
+  return_tokens_as_token_ids: is.bool,
   echo: is.bool,
   stop: is.stop,
   stream: is.bool,
@@ -79,6 +90,9 @@ export class FakeOpenAi {
     this.routingKeys.push(request.headers.get('x-smg-routing-key'));
     const problems = checkFields(body, REQUEST_SPEC, 'body');
     if (typeof body.model !== 'string') problems.push('body: model is required');
+    // vLLM: no new tokens only as an echo of the prompt.
+    if (body.max_tokens === 0 && body.echo !== true) problems.push('max_tokens must be at least 1, got 0.');
+    if (body.echo === true && body.stream === true) problems.push('this fake does not echo while streaming');
     if (problems.length) return this.error(400, problems.join('; '));
     if (this.options.fail) return this.error(400, this.options.fail);
     if (this.options.hang) {
@@ -105,6 +119,7 @@ export class FakeOpenAi {
     this.cache.remember([...input, ...generation.ids]);
     const withIds = body.return_token_ids === true && this.options.tokenIds !== false;
     const withLogprobs = body.logprobs !== undefined && body.logprobs !== null;
+    const asTokenIds = this.options.tokenIdStrings === true || (body.return_tokens_as_token_ids === true && !this.options.noTokenIdsAsTokens);
     const usage = {
       prompt_tokens: input.length,
       completion_tokens: generation.ids.length,
@@ -115,11 +130,15 @@ export class FakeOpenAi {
     const base = { id: 'cmpl-fake', object: 'text_completion', created: 1730000000, model: body.model };
 
     if (body.stream !== true) {
-      return Response.json({
-        ...base,
-        choices: [{ index: 0, ...this.choice(generation, 0, generation.ids.length, withIds, withLogprobs, input), finish_reason: finish }],
-        usage,
-      });
+      const choice = this.choice(generation, 0, generation.ids.length, withIds, withLogprobs, asTokenIds, input);
+      const promptN = this.options.noPromptLogprobs ? null : ((body.prompt_logprobs as number | null | undefined) ?? null);
+      const echo = body.echo === true && !this.options.noEcho;
+      if (promptN !== null || echo) {
+        const prompt = await fakePromptLogprobs(this.model, input, Math.max(promptN ?? 0, topN));
+        if (promptN !== null) choice.prompt_logprobs = this.promptLogprobs(prompt, input, promptN);
+        if (echo) this.echo(choice, prompt, input, topN, asTokenIds);
+      }
+      return Response.json({ ...base, choices: [{ index: 0, ...choice, finish_reason: finish }], usage });
     }
     const includeUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
     const self = this;
@@ -131,17 +150,17 @@ export class FakeOpenAi {
             return;
           }
           const last = i === generation.ids.length - 1;
-          yield { ...base, choices: [{ index: 0, ...self.choice(generation, i, i + 1, withIds, withLogprobs, i === 0 ? input : undefined), finish_reason: last ? finish : null }] };
+          yield { ...base, choices: [{ index: 0, ...self.choice(generation, i, i + 1, withIds, withLogprobs, asTokenIds, i === 0 ? input : undefined), finish_reason: last ? finish : null }] };
         }
         if (includeUsage) yield { ...base, choices: [], usage };
       })(),
     );
   }
 
-  private choice(g: FakeGeneration, from: number, to: number, withIds: boolean, withLogprobs: boolean, prompt: number[] | undefined): Record<string, unknown> {
+  private choice(g: FakeGeneration, from: number, to: number, withIds: boolean, withLogprobs: boolean, asTokenIds: boolean, prompt: number[] | undefined): Record<string, unknown> {
     // The text leaves out a matched stop token, as both servers do by default.
     const pieces = g.pieces.slice(from, to).map((piece, i) => (g.matched !== undefined && from + i === g.ids.length - 1 ? '' : piece));
-    const token = (id: number, piece: string) => (this.options.tokenIdStrings ? `token_id:${id}` : piece);
+    const token = (id: number, piece: string) => (asTokenIds ? `token_id:${id}` : piece);
     const out: Record<string, unknown> = { text: pieces.join('') };
     if (withLogprobs) {
       out.logprobs = {
@@ -156,6 +175,38 @@ export class FakeOpenAi {
       if (prompt) out.prompt_token_ids = prompt;
     }
     return out;
+  }
+
+  /** vLLM's `prompt_logprobs`: per position the top `n` and the prompt's own id, keyed by id. */
+  private promptLogprobs(prompt: (FakePromptPosition | null)[], input: number[], n: number): unknown[] {
+    return prompt.map((p, j) => {
+      if (!p) return null;
+      const entries = [...p.top.slice(0, n).map((a, r) => [a.id, a.logprob, r + 1] as const), [input[j]!, p.logprob, p.rank] as const];
+      return Object.fromEntries(entries.map(([id, logprob, rank]) => [String(id), { logprob, rank, decoded_token: this.tokenizer.decode([id]) }]));
+    });
+  }
+
+  /** The legacy echo: the prompt's entries before the generated ones, the first with no log-probability. */
+  private echo(choice: Record<string, unknown>, prompt: (FakePromptPosition | null)[], input: number[], topN: number, asTokenIds: boolean): void {
+    const text = (id: number) => (asTokenIds ? `token_id:${id}` : this.tokenizer.decode([id]));
+    const promptText = this.tokenizer.decode(input);
+    choice.text = promptText + (choice.text as string);
+    const generated = choice.logprobs as Record<string, unknown[]> | null;
+    if (!generated) return;
+    // vLLM's dicts hold the prompt's own token too (N+1 entries); SGLang's exactly N.
+    const top = prompt.map((p, j) => {
+      if (!p) return null;
+      const alts = p.top.slice(0, topN).map((a) => [a.id, a.logprob] as const);
+      if (this.options.extraTopEntry) alts.push([input[j]!, p.logprob]);
+      return Object.fromEntries(alts.map(([id, logprob]) => [text(id), logprob]));
+    });
+    const offsets = input.map((_, j) => this.tokenizer.decode(input.slice(0, j)).length);
+    choice.logprobs = {
+      tokens: [...input.map(text), ...generated.tokens!],
+      token_logprobs: [...prompt.map((p) => p?.logprob ?? null), ...generated.token_logprobs!],
+      top_logprobs: [...top, ...generated.top_logprobs!],
+      text_offset: [...offsets, ...generated.text_offset!.map((o) => (o as number) + promptText.length)],
+    };
   }
 
   private error(status: number, message: string): Response {

@@ -4,11 +4,13 @@
  * cloud model. It records each request's body and its `X-SMG-Routing-Key` header (the routing key a
  * gateway in front of several workers would hash). Options select the build variant: which field carries the ids, streaming chunks
  * cumulative or incremental, and failures (a hanging request, error bodies, a mid-stream error, an
- * abort finish reason).
+ * abort finish reason). With `return_logprob` and `logprob_start_len` ≥ 0 it returns the prompt's
+ * log-probabilities as SGLang does (`input_token_logprobs`, `input_top_logprobs`, `input_token_ids_logprobs`:
+ * one entry per input position from `logprob_start_len`, null for position 0), from the model's logits.
  */
 import type { DecoderModel } from '../../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
-import { checkFields, disconnected, fakeGenerate, is, RadixCacheSim, sse, type FakeGeneration } from './cloud-fake-model.ts';
+import { checkFields, disconnected, fakeGenerate, fakePromptLogprobs, is, RadixCacheSim, sse, type FakeGeneration, type FakePromptPosition } from './cloud-fake-model.ts';
 
 export interface FakeSglangOptions {
   /** Where the ids are: `output_ids` (current), `token_ids` (some builds), `none` (before Aug 2025). */
@@ -25,6 +27,10 @@ export interface FakeSglangOptions {
   streamError?: string;
   /** End the output with an abort finish reason carrying this message. */
   abortFinish?: string;
+  /** A build before `token_ids_logprob`: the field is accepted and ignored (no `input_token_ids_logprobs`). */
+  noTokenIdsLogprob?: boolean;
+  /** No prompt log-probabilities at all: no `input_*` lists in `meta_info`, whatever was asked. */
+  noPromptLogprobs?: boolean;
 }
 
 const SAMPLING_SPEC = {
@@ -44,6 +50,7 @@ const REQUEST_SPEC = {
   return_logprob: is.bool,
   logprob_start_len: is.int,
   top_logprobs_num: is.nonNegInt,
+  token_ids_logprob: is.ints,
   return_text_in_logprobs: is.bool,
   stream: is.bool,
   rid: is.string,
@@ -136,7 +143,11 @@ export class FakeSglang {
     });
     const cached = this.cache.cachedTokens(input);
     this.cache.remember([...input, ...generation.ids]);
-    const reply = new ReplyBuilder(generation, input, rid, cached, body.return_logprob === true, topN, this.options);
+    const logprobStart = (body.logprob_start_len as number | undefined) ?? -1;
+    const tokenIds = this.options.noTokenIdsLogprob ? undefined : (body.token_ids_logprob as number[] | undefined);
+    const prompt = body.return_logprob === true && logprobStart >= 0 ? await fakePromptLogprobs(this.model, input, topN, tokenIds) : undefined;
+    const inputLogprobs = new InputLogprobs(input, prompt, logprobStart, topN, tokenIds !== undefined);
+    const reply = new ReplyBuilder(generation, inputLogprobs, rid, cached, body.return_logprob === true, topN, this.options);
     if (body.stream !== true) return Response.json(reply.chunk(generation.ids.length, 0, true));
 
     const mode = this.options.streamMode ?? 'cumulative';
@@ -158,10 +169,34 @@ export class FakeSglang {
   }
 }
 
+type Triple = [number | null, number, null];
+
+/** The `input_*` lists of meta_info: for the last input id only by default (logprob_start_len -1), as SGLang. */
+class InputLogprobs {
+  constructor(
+    readonly input: number[],
+    private readonly prompt: (FakePromptPosition | null)[] | undefined,
+    private readonly start: number,
+    private readonly topN: number,
+    private readonly withTokenIds: boolean,
+  ) {}
+
+  fields(): Record<string, unknown> {
+    if (!this.prompt) return { input_token_logprobs: [[null, this.input[this.input.length - 1], null]], input_top_logprobs: [null] };
+    const positions = this.prompt.slice(this.start);
+    const ids = this.input.slice(this.start);
+    const triples = (list: { id: number; logprob: number }[]): Triple[] => list.map((a) => [a.logprob, a.id, null]);
+    const fields: Record<string, unknown> = { input_token_logprobs: positions.map((p, i): Triple => [p ? p.logprob : null, ids[i]!, null]) };
+    if (this.topN > 0) fields.input_top_logprobs = positions.map((p) => (p ? triples(p.top) : null));
+    if (this.withTokenIds) fields.input_token_ids_logprobs = positions.map((p) => (p ? triples(p.requested) : null));
+    return fields;
+  }
+}
+
 class ReplyBuilder {
   constructor(
     private readonly g: FakeGeneration,
-    private readonly input: number[],
+    private readonly inputLogprobs: InputLogprobs,
     private readonly rid: string,
     private readonly cached: number,
     private readonly logprobs: boolean,
@@ -175,15 +210,14 @@ class ReplyBuilder {
     const meta: Record<string, unknown> = {
       id: this.rid,
       finish_reason: last ? this.finishReason() : null,
-      prompt_tokens: this.input.length,
+      prompt_tokens: this.inputLogprobs.input.length,
       completion_tokens: n,
       cached_tokens: this.cached,
       e2e_latency: 0.001,
       weight_version: 'default',
     };
     if (this.logprobs) {
-      meta.input_token_logprobs = [[null, this.input[this.input.length - 1], null]];
-      meta.input_top_logprobs = [null];
+      if (!this.options.noPromptLogprobs) Object.assign(meta, this.inputLogprobs.fields());
       meta.output_token_logprobs = this.g.ids.slice(from, n).map((id, i) => triple(this.g.logprobs[from + i]!, id));
       if (this.topN > 0) meta.output_top_logprobs = this.g.top.slice(from, n).map((alts) => alts.map((a) => triple(a.logprob, a.id)));
     }
