@@ -2,6 +2,7 @@
  * The evaluation on the real stories260K demo pair (distilled 1-layer edge, 5-layer cloud, the demo router), kept small:
  * a few held-out paragraphs and questions.
  */
+import { InProcessScorer } from '../src/tools/lab/cloud-scorer.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { OnnxRouter } from '../src/edge/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
@@ -38,7 +39,7 @@ beforeAll(async () => {
   heldOut = splitByParagraph(await tinyStoriesParagraphs(), 0.8).heldOut.slice(0, 8);
   text = await evaluateText({
     edge,
-    cloudModel,
+    scorer: new InProcessScorer(cloudModel),
     router,
     routerPack: demo.routerPack,
     paragraphs: heldOut,
@@ -165,7 +166,7 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
       }
       sequence.dispose();
     }
-    const measured = await cloudPerplexity(cloudModel, run.items);
+    const measured = await cloudPerplexity(new InProcessScorer(cloudModel), run.items);
     expect(measured.tokens).toBe(count);
     expect(measured.perplexity).toBeCloseTo(Math.exp(nll / count), 3);
   });

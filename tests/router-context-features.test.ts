@@ -1,5 +1,6 @@
 // The router's `previous_hidden` and `position` groups: teacher forcing records them as decoding sees
 // them, and router.onnx, the batch scorer, the runtime router and the training MLP agree on them.
+import { InProcessScorer } from '../src/tools/lab/cloud-scorer.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,7 +26,7 @@ let pair: DemoPairModels;
 let forced: TeacherForced;
 beforeAll(async () => {
   pair = await loadDemoPairModels({ record: false });
-  forced = await teacherForce({ edgeModel: pair.edge, cloudModel: pair.cloudModel, tokenizer: pair.tokenizer, paragraphs: PARAGRAPHS });
+  forced = await teacherForce({ edgeModel: pair.edge, cloud: new InProcessScorer(pair.cloudModel), tokenizer: pair.tokenizer, paragraphs: PARAGRAPHS });
 });
 afterAll(async () => {
   await pair.release();

@@ -28,6 +28,8 @@ export interface ShimContext {
   admission: StepAdmission;
   /** Decodes reply text when the backend returns none. */
   tokenizer: TextTokenizer | undefined;
+  /** The tokenizer's vocabulary digest (src/shared/vocabulary.ts), which Score replies carry; absent without one. */
+  vocabularySha256?: string;
   log: Logger;
 }
 

@@ -51,7 +51,7 @@ export class ScoreSlots {
   }
 }
 
-type ScoreContext = Pick<ShimContext, 'backend' | 'config' | 'log'>;
+type ScoreContext = Pick<ShimContext, 'backend' | 'config' | 'log' | 'vocabularySha256'>;
 
 function invalid(message: string): never {
   throw new AppError('INVALID_ARGUMENT', message);
@@ -103,5 +103,12 @@ export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreCon
     throw new AppError('INTERNAL', `the backend scored ${result.positions.length} positions of ${request.ids.length - 1}`);
   }
   log.debug('scored', { requestId: request.requestId, tokens: request.ids.length, topK: request.topK, exact: result.exact, ms: Math.round(performance.now() - started) });
-  return { positions: result.positions, backend: backend.info.name, exact: result.exact, maxContext: backend.info.maxContext ?? 0, backendMs: result.backendMs };
+  return {
+    positions: result.positions,
+    backend: backend.info.name,
+    exact: result.exact,
+    maxContext: backend.info.maxContext ?? 0,
+    backendMs: result.backendMs,
+    vocabularySha256: ctx.vocabularySha256 ?? '',
+  };
 }

@@ -4,6 +4,8 @@
 import { DEMO } from '../../shared/paths.ts';
 import { parseDecimal } from '../../shared/number-text.ts';
 import { integerFlag, numberFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { CLOUD_FLAGS, cloudSourceFlags } from '../cloud-flags.ts';
+import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
 import { DEFAULT_THRESHOLDS } from '../router/routing-curve.ts';
 import { TEXT_SPLITS, type TextSplit } from '../lab/text-corpus.ts';
 import { DEFAULT_SHARES } from './share-table.ts';
@@ -20,6 +22,9 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
 
   --edge-model PACK       edge model pack (default models/stories260k-distilled-1l) (old name: --slm)
   --cloud-model PACK      cloud model pack, run in process (default models/stories260k) (old name: --llm)
+  --cloud HOST:PORT       the cloud as deployed: a running shim, whatever its backend (SGLang, OpenAI-compatible,
+                          embedded), instead of --cloud-model; with --cloud-token T (or EDGE_CLOUD_TOKEN) and
+                          --cloud-tls-ca PEM as the edge takes them
   --edge-model-file F, --cloud-model-file F
                           the ONNX file of a pack to run, e.g. model_q4.onnx (default model.onnx)
                           (old names: --slm-file, --llm-file)
@@ -50,6 +55,8 @@ export interface EvalOptions {
   dataset: string;
   edgeModel: string;
   cloudModel: string;
+  /** A running shim to use instead of `cloudModel` (tool-cloud.ts). */
+  cloud?: ShimScorerOptions;
   /** The packs' ONNX files (a hub folder holds several variants); `model.onnx` when omitted. */
   edgeModelFile?: string;
   cloudModelFile?: string;
@@ -98,13 +105,12 @@ function parseShares(raw: string, flag = '--shares'): number[] {
   return [...new Set(numbers)].sort((a, b) => a - b);
 }
 
-export function parseEvalOptions(args: string[]): EvalOptions {
+export function parseEvalOptions(args: string[], env: Readonly<Record<string, string | undefined>> = process.env): EvalOptions {
   const { values, positionals } = parseFlags(args, {
     dataset: { type: 'string' },
     'edge-model': { type: 'string' },
-    'cloud-model': { type: 'string' },
+    ...CLOUD_FLAGS,
     'edge-model-file': { type: 'string' },
-    'cloud-model-file': { type: 'string' },
     router: { type: 'string' },
     thresholds: { type: 'string' },
     limit: { type: 'string' },
@@ -134,10 +140,12 @@ export function parseEvalOptions(args: string[]): EvalOptions {
   const routeShare = values['route-share'];
   const routeShares = routeShare === undefined ? DEFAULT_ROUTE_SHARES : routeShare === 'none' ? [] : parseShares(routeShare, '--route-share');
   const router = values.router ?? DEMO.routerPack;
+  const cloud = cloudSourceFlags(values, env, DEMO.cloudPack);
   return Object.freeze({
     dataset: values.dataset,
     edgeModel: values['edge-model'] ?? DEMO.edgePack,
     cloudModel: values['cloud-model'] ?? DEMO.cloudPack,
+    ...('shim' in cloud ? { cloud: cloud.shim } : {}),
     ...(values['edge-model-file'] ? { edgeModelFile: values['edge-model-file'] } : {}),
     ...(values['cloud-model-file'] ? { cloudModelFile: values['cloud-model-file'] } : {}),
     routerPack: router === 'builtin' ? undefined : router,

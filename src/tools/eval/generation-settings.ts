@@ -8,6 +8,7 @@
  * @example
  * const settings = await generationSettings({ runs, shares: [0.1, 0.3], routerGuess, calibrationRuns: 6, tolerance: 0.005, seed: 0 });
  */
+import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { EntropyRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
@@ -43,7 +44,7 @@ export class GenerationRuns {
 
   constructor(
     private readonly edge: EvalEdge,
-    private readonly cloudModel: DecoderModel,
+    private readonly scorer: CloudScorer,
     private readonly prompts: readonly string[],
     private readonly maxNewTokens: number,
     private readonly routers: Record<Exclude<GenerationMethod, 'small_only' | 'llm_only'>, () => Router>,
@@ -55,7 +56,7 @@ export class GenerationRuns {
     if (!run) {
       run = (async () => {
         const generated = await generateAll(this.edge, this.routers[method](), this.prompts, { threshold, maxNewTokens: this.maxNewTokens });
-        return { ...generated, perplexity: (await cloudPerplexity(this.cloudModel, generated.items)).perplexity };
+        return { ...generated, perplexity: (await cloudPerplexity(this.scorer, generated.items)).perplexity };
       })();
       this.cache.set(key, run);
     }

@@ -11,18 +11,16 @@ import { existsSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { loadEdgeEngine } from '../../edge/load-edge-engine.ts';
 import type { RouterJson } from '../../edge/router.ts';
-import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
 import { DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../../shared/paths.ts';
-import { checkSameVocabulary } from '../lab/teacher-forcing.ts';
 import { splitByParagraph } from '../lab/text-corpus.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { evaluateChoices } from './choice-eval.ts';
 import { readEvalDataset } from './eval-dataset.ts';
 import { DEFAULT_MAX_NEW_TOKENS, type EvalOptions } from './eval-options.ts';
 import type { EvalReport } from './eval-report.ts';
-import { InProcessCloud } from '../lab/in-process-cloud.ts';
+import { openToolCloud, type CloudSource } from '../lab/tool-cloud.ts';
 import { evaluateText } from './text-eval.ts';
 
 const DEMO_PATHS = new Set<string>([DEMO.edgePack, DEMO.cloudPack, DEMO.routerPack, TRUNCATED_DEMO.edgePack, TRUNCATED_DEMO.routerPack]);
@@ -68,22 +66,20 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
     throw new AppError('NOT_FOUND', `${o.routerPack} does not exist: build the demo packs first with \`bun run models demo\``);
   }
   const edgePack = loadPack(o.edgeModel, o.edgeModelFile);
-  const cloudPack = loadPack(o.cloudModel, o.cloudModelFile);
-  checkSameVocabulary(edgePack, cloudPack);
+  const cloudSource: CloudSource = o.cloud ? { shim: o.cloud } : { pack: loadPack(o.cloudModel, o.cloudModelFile) };
   const parts = await loadEdgeEngine({ edgeModel: edgePack, router: o.routerPack });
   const { edgeModel, tokenizer, router } = parts;
-  const cloudModel = await DecoderModel.load(cloudPack).catch(async (e) => {
+  const cloud = await openToolCloud(cloudSource, edgePack, tokenizer).catch(async (e: unknown) => {
     await parts.release();
     throw e;
   });
-  const cloud = new InProcessCloud(cloudModel, { record: false, tokenVocabSize: tokenizer.vocabSize, tokenizer });
-  const edge = { edgeModel, tokenizer, cloud };
+  const edge = { edgeModel, tokenizer, cloud: cloud.client };
   try {
     const common = {
       dataset: shown(dataset.path),
       format: dataset.format,
       edgeModel: shown(edgePack.dir),
-      cloudModel: shown(cloudPack.dir),
+      cloudModel: cloud.pack ? shown(cloud.pack.dir) : cloud.description,
       router: o.routerPack ? shown(o.routerPack) : router.info.name,
       seed: o.seed,
     };
@@ -97,7 +93,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
       log(`${shown(dataset.path)}: ${all.length} documents, split ${split}; ${part.why}`);
       const result = await evaluateText({
         edge,
-        cloudModel,
+        scorer: cloud.scorer,
         router,
         routerPack: o.routerPack,
         paragraphs,
@@ -133,6 +129,5 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
   } finally {
     await cloud.close();
     await parts.release();
-    await cloudModel.release();
   }
 }

@@ -17,6 +17,7 @@
  *    whose runs route the share closest to it. Then the settings at matched shares
  *    (generation-settings.ts).
  */
+import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { scoreWithRouterPack } from '../router/batch-scorer.ts';
@@ -38,7 +39,8 @@ import { spanRows, type SpanRow } from './span-table.ts';
 
 export interface TextEvalOptions {
   edge: EvalEdge;
-  cloudModel: DecoderModel;
+  /** The cloud model for teacher forcing and perplexity, in process or behind a shim (tool-cloud.ts). */
+  scorer: CloudScorer;
   router: Router;
   /** The trained router's pack, scored in batches under teacher forcing; absent = the built-in top-1 scorer. */
   routerPack?: string;
@@ -120,17 +122,17 @@ function share(values: Uint8Array): number {
 }
 
 export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> {
-  const { edge, cloudModel, progress } = o;
+  const { edge, scorer, progress } = o;
   let forced: TeacherForced;
   try {
     progress?.start('teacher forcing', o.paragraphs.length);
-    forced = await teacherForce({ edgeModel: edge.edgeModel, cloudModel, tokenizer: edge.tokenizer, paragraphs: o.paragraphs, onParagraph: (done) => progress?.update(done) });
+    forced = await teacherForce({ edgeModel: edge.edgeModel, cloud: scorer, tokenizer: edge.tokenizer, paragraphs: o.paragraphs, onParagraph: (done) => progress?.update(done) });
   } finally {
     progress?.stop();
   }
   if (forced.windowed > 0) {
     o.warn?.(
-      `${forced.windowed} of ${o.paragraphs.length} paragraphs are longer than the context window (${Math.min(edge.edgeModel.pack.maxPositions, cloudModel.pack.maxPositions)} tokens): scored in consecutive windows, every token once`,
+      `${forced.windowed} of ${o.paragraphs.length} paragraphs are longer than the context window (${Math.min(edge.edgeModel.pack.maxPositions, scorer.maxContext)} tokens): scored in consecutive windows, every token once`,
     );
   }
   const n = forced.count;
@@ -166,7 +168,7 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   });
 
   const prompts = continuationPrompts(edge, o.paragraphs, o.continuations, o.prefixTokens);
-  const runs = new GenerationRuns(edge, cloudModel, prompts, o.maxNewTokens, standardRouters(o.router, o.seed));
+  const runs = new GenerationRuns(edge, scorer, prompts, o.maxNewTokens, standardRouters(o.router, o.seed));
   const loops = (run: { items: { ids: number[] }[] }) => {
     const f = freeRunningFigures(run.items.map((i) => i.ids));
     return { rep4: f.rep4, stuck: f.stuck };

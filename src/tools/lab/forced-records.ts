@@ -5,13 +5,14 @@
  * and the router's on-policy rounds (which force generated trajectories) both collect them here.
  *
  * @example
- * const records = new ForcedRecords(edgeModel, cloudModel);
+ * const records = new ForcedRecords(edgeModel, new InProcessScorer(cloudModel)); // or a ShimScorer
  * await records.addSequence(ids, 0);
  * const forced = records.build(); // forced.count records
  */
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { argmax, logSoftmax } from '../../shared/logits.ts';
+import { argmax } from '../../shared/logits.ts';
+import type { CloudScorer } from './cloud-scorer.ts';
 import { logitStats, REPETITION_WINDOW, writeExtraFeatures } from '../../edge/router-features.ts';
 import { ALL_EXTRA_GROUPS, ALL_EXTRA_WIDTH } from './feature-matrix.ts';
 
@@ -67,7 +68,7 @@ export class ForcedRecords {
 
   constructor(
     readonly edgeModel: DecoderModel,
-    readonly cloudModel: DecoderModel,
+    readonly cloud: CloudScorer,
   ) {
     if (!edgeModel.hasHiddenStates) {
       throw new AppError('FAILED_PRECONDITION', `${edgeModel.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`);
@@ -80,29 +81,30 @@ export class ForcedRecords {
 
   /** Positions past the shorter window cannot be scored by both models in one pass. */
   get maxLength(): number {
-    return Math.min(this.edgeModel.pack.maxPositions, this.cloudModel.pack.maxPositions);
+    return Math.min(this.edgeModel.pack.maxPositions, this.cloud.maxContext);
   }
 
   /**
    * Forces both models along `ids` and records the positions from `first` on (each predicts the id after
    * it). A sequence longer than the window is read in consecutive windows, each starting where the last
    * one's final prediction was due, so every token is predicted exactly once. Each window is a sequence of
-   * its own for the models, so its first position has no previous hidden state and position 0.
+   * its own for the models, so its first position has no previous hidden state and position 0. The cloud
+   * reads each window once (one Score call through a shim), asked for the edge's proposals there.
    */
   async addSequence(ids: readonly number[], paragraph: number, first = 0): Promise<void> {
     const hiddenSize = this.edgeModel.pack.hiddenSize;
     // Each model's logits rows are as wide as its embedding; exports pad it differently (Qwen2.5-0.5B 151,936
     // rows, the 7B and 32B 152,064) over the same tokenizer, so top-1 is taken over the ids both have.
     const edgeRow = this.edgeModel.pack.vocabSize;
-    const cloudRow = this.cloudModel.pack.vocabSize;
-    const shared = Math.min(edgeRow, cloudRow);
+    const shared = Math.min(edgeRow, this.cloud.vocabSize ?? edgeRow);
     const window = this.maxLength;
     if (ids.length > window) this.windowed++;
     for (let start = 0; start + 1 < ids.length; start += window - 1) {
       const chunk = ids.slice(start, start + window);
       if (start + chunk.length - 1 <= first) continue;
       const edge = await forward(this.edgeModel, chunk);
-      const cloud = await forward(this.cloudModel, chunk);
+      const proposals = Array.from({ length: chunk.length - 1 }, (_, i) => argmax(edge.logits.subarray(i * edgeRow, i * edgeRow + shared)));
+      const cloud = await this.cloud.score(chunk, { candidates: proposals, topK: 1, vocabLimit: shared });
       if (edge.hidden.length !== chunk.length * hiddenSize) {
         throw new AppError(
           'FAILED_PRECONDITION',
@@ -114,10 +116,9 @@ export class ForcedRecords {
         if (position < first) continue;
         const next = chunk[i + 1]!;
         const edgeLogits = edge.logits.subarray(i * edgeRow, i * edgeRow + shared);
-        const cloudLogits = cloud.logits.subarray(i * cloudRow, i * cloudRow + shared);
-        const edgeTop = argmax(edgeLogits);
-        const cloudLog = logSoftmax(cloudLogits);
-        const cloudTop = argmax(cloudLogits);
+        const edgeTop = proposals[i]!;
+        const { topIds, topLogprobs, candidateLogprob } = cloud[i]!;
+        const cloudTop = topIds[0]!;
         this.hiddenRows.push(edge.hidden.slice(i * hiddenSize, (i + 1) * hiddenSize));
         this.previousHiddenRows.push(i > 0 ? edge.hidden.slice((i - 1) * hiddenSize, i * hiddenSize) : new Float32Array(hiddenSize));
         const context = ids.slice(Math.max(0, position + 1 - REPETITION_WINDOW), position + 1);
@@ -125,8 +126,8 @@ export class ForcedRecords {
         this.extraRows.push(writeExtraFeatures(new Float32Array(ALL_EXTRA_WIDTH), ALL_EXTRA_GROUPS, logitStats(edgeLogits), context, i));
         this.edgeCorrect.push(edgeTop === next ? 1 : 0);
         this.cloudCorrect.push(cloudTop === next ? 1 : 0);
-        this.cloudProbOfEdgeTop1.push(Math.exp(cloudLog[edgeTop]!));
-        this.cloudTopProb.push(Math.exp(cloudLog[cloudTop]!));
+        this.cloudProbOfEdgeTop1.push(Math.exp(candidateLogprob));
+        this.cloudTopProb.push(Math.exp(topLogprobs[0]!));
         this.proposed.push(edgeTop);
         this.nextId.push(next);
         this.paragraph.push(paragraph);

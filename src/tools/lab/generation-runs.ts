@@ -1,7 +1,7 @@
 /**
  * Real generations through the decoding loop for the evaluation and the router's on-policy rounds: joint
- * mode, one prompt after another, with whatever router is being measured or trained and the cloud pack
- * in process. Also the cloud model's perplexity of what was generated.
+ * mode, one prompt after another, with whatever router is being measured or trained and the cloud in
+ * process or behind a shim (tool-cloud.ts). Also the cloud model's perplexity of what was generated.
  *
  * @example
  * const run = await generateAll({ edgeModel, tokenizer, cloud }, router, prompts, { threshold: 0.5, maxNewTokens: 48, temperature: 0, seed: 0 });
@@ -13,7 +13,7 @@ import { parseGenerationRequest } from '../../edge/generation-request.ts';
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { logSoftmax } from '../../shared/logits.ts';
+import type { CloudScorer } from './cloud-scorer.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 
 /** The edge model, its tokenizer, and the cloud the loop routes to. */
@@ -80,7 +80,11 @@ export async function generateAll(
       if (event.type === 'token') events.push(event);
       else {
         if (event.finishReason === 'cancelled') throw new AppError('CANCELLED', 'evaluation cancelled');
-        if (event.metrics.fallback > 0) throw new AppError('UNAVAILABLE', 'the in-process cloud failed to serve a routed token');
+        // A tool must not quietly turn routed tokens into edge tokens: the figures would describe another system.
+        if (event.metrics.fallback > 0) {
+          const reason = events.find((e) => e.source === 'fallback')?.cloudError ?? 'no reason given';
+          throw new AppError('UNAVAILABLE', `the cloud failed to serve a routed token (${reason})`);
+        }
         text = event.text;
       }
     }
@@ -100,23 +104,20 @@ export interface Perplexity {
 }
 
 /** The cloud model's perplexity of the generated ids, each given its prompt and the ids before it. */
-export async function cloudPerplexity(cloudModel: DecoderModel, items: readonly GeneratedItem[]): Promise<Perplexity> {
-  const vocab = cloudModel.pack.vocabSize;
+export async function cloudPerplexity(scorer: CloudScorer, items: readonly GeneratedItem[]): Promise<Perplexity> {
   let nll = 0;
   let tokens = 0;
   for (const item of items) {
     if (item.ids.length === 0) continue;
     const all = [...item.promptIds, ...item.ids];
-    const sequence = cloudModel.newSequence();
-    try {
-      const { allLogits } = await sequence.append(all, { allPositions: true });
-      for (let j = item.promptIds.length; j < all.length; j++) {
-        // Position j - 1 predicts the id at j.
-        nll -= logSoftmax(allLogits!.subarray((j - 1) * vocab, j * vocab))[all[j]!]!;
-        tokens++;
-      }
-    } finally {
-      sequence.dispose();
+    // Generation stops at the edge's window, which may be longer than the cloud's: the last window's worth.
+    const window = all.slice(Math.max(0, all.length - scorer.maxContext));
+    const positions = await scorer.score(window);
+    const promptInWindow = item.promptIds.length - (all.length - window.length);
+    for (let j = Math.max(1, promptInWindow); j < window.length; j++) {
+      // Position j - 1 predicts the id at j.
+      nll -= positions[j - 1]!.nextLogprob;
+      tokens++;
     }
   }
   return { perplexity: tokens ? Math.exp(nll / tokens) : NaN, tokens };

@@ -10,17 +10,19 @@
  * const forced = await teacherForcePacks('models/stories260k-3l', 'models/stories260k', paragraphs);
  * const keep = citerLabels(forced); // 1 = keep the edge token, 0 = route
  */
-import { join } from 'node:path';
 import { encodePrompt } from '../../edge/decoder-loop.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
+import { vocabularyText } from '../../shared/vocabulary.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { InProcessScorer, type CloudScorer } from './cloud-scorer.ts';
 import { ForcedRecords, type TeacherForced } from './forced-records.ts';
 
 export interface TeacherForceOptions {
   edgeModel: DecoderModel;
-  cloudModel: DecoderModel;
+  /** The cloud model in process or behind a shim (tool-cloud.ts). */
+  cloud: CloudScorer;
   /** The edge tokenizer; the cloud model must share its vocabulary (checked by the caller). */
   tokenizer: TextTokenizer;
   paragraphs: readonly string[];
@@ -30,8 +32,8 @@ export interface TeacherForceOptions {
 
 /** Both models read each paragraph; every position with a next token becomes a record (forced-records.ts). */
 export async function teacherForce(options: TeacherForceOptions): Promise<TeacherForced> {
-  const { edgeModel, cloudModel, tokenizer, paragraphs } = options;
-  const records = new ForcedRecords(edgeModel, cloudModel);
+  const { edgeModel, cloud, tokenizer, paragraphs } = options;
+  const records = new ForcedRecords(edgeModel, cloud);
   for (const [p, text] of paragraphs.entries()) {
     // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
     await records.addSequence(encodePrompt({ edgeModel, tokenizer }, text), p);
@@ -40,22 +42,12 @@ export async function teacherForce(options: TeacherForceOptions): Promise<Teache
   return records.build();
 }
 
-/** The token → id map of a pack's tokenizer.json (plus its added tokens), as comparable text. */
-function vocabularyOf(pack: ModelPack): string {
-  const tokenizer = readJsonFile(join(pack.dir, 'tokenizer.json')) as {
-    model?: { vocab?: unknown };
-    added_tokens?: { id: number; content: string }[];
-  };
-  const added = (tokenizer.added_tokens ?? []).map((t) => [t.id, t.content]);
-  return JSON.stringify([tokenizer.model?.vocab ?? null, added]);
-}
-
 /**
  * Routing needs the two models to mean the same thing by every token id: the same tokenizer. Their
  * embeddings may still differ in padding rows beyond it (`vocab_size` in config.json), which name no token.
  */
 export function checkSameVocabulary(edgeModel: ModelPack, cloudModel: ModelPack): void {
-  if (vocabularyOf(edgeModel) !== vocabularyOf(cloudModel)) {
+  if (vocabularyText(edgeModel.dir) !== vocabularyText(cloudModel.dir)) {
     throw new AppError(
       'INVALID_ARGUMENT',
       `${edgeModel.dir} and ${cloudModel.dir} have different tokenizers (${edgeModel.vocabSize} vs ${cloudModel.vocabSize} embedding rows): routing needs a pair that shares its tokenizer`,
@@ -79,7 +71,7 @@ export async function teacherForcePacks(
   try {
     const cloudModel = await DecoderModel.load(cloudPack);
     try {
-      return await teacherForce({ edgeModel, cloudModel, tokenizer, paragraphs, onParagraph });
+      return await teacherForce({ edgeModel, cloud: new InProcessScorer(cloudModel), tokenizer, paragraphs, onParagraph });
     } finally {
       await cloudModel.release();
     }

@@ -1,6 +1,7 @@
 /** `bun run router <command>`: train a router pack, or evaluate one on held-out text. */
 import { integerFlag, numberFlag, parseFlags, requireFlag, runSubcommands, UsageError } from '../cli-support.ts';
 import { evaluateRouter } from './evaluate-router.ts';
+import { CLOUD_FLAGS, cloudSourceFlags } from '../cloud-flags.ts';
 import { terminalProgress } from '../lab/progress.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
@@ -22,7 +23,7 @@ import { trainRouter } from './train-router.ts';
 
 const USAGE = `usage: bun run router <command> [flags]
 
-  train --edge-model PACK --cloud-model PACK --text FILE --out DIR [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
+  train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
@@ -37,9 +38,14 @@ const USAGE = `usage: bun run router <command> [flags]
       retrain (--rounds 0: teacher forcing only); --members MLPs of --hidden-units each, with seeds seed,
       seed+1, …, are trained side by side and their logits averaged (one wider MLP in router.onnx);
       --edge-model-file / --cloud-model-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
-  eval --router DIR --text FILE [--edge-model PACK] [--cloud-model PACK] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--json]
+  eval --router DIR --text FILE [--edge-model PACK] [--cloud-model PACK | --cloud HOST:PORT] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
       (the packs default to the ones router.json names)
+
+  --cloud HOST:PORT uses a running shim for the cloud model instead of a pack in this process, whatever its
+  backend (SGLang, an OpenAI-compatible server, embedded): teacher forcing through its Score call, on-policy
+  rollouts through the real decoding loop routing to it; --cloud-token T (or EDGE_CLOUD_TOKEN) and
+  --cloud-tls-ca PEM as the edge takes them. The shim needs --model-pack (its tokenizer proves the pair shares one).
 
   --edge-model, --cloud-model, --edge-model-file and --cloud-model-file were --slm, --llm, --slm-file and
   --llm-file (old names, still accepted)`;
@@ -70,9 +76,8 @@ function featuresFlag(raw: string | undefined): FeatureGroup[] {
 async function trainCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, {
     'edge-model': { type: 'string' },
-    'cloud-model': { type: 'string' },
+    ...CLOUD_FLAGS,
     'edge-model-file': { type: 'string' },
-    'cloud-model-file': { type: 'string' },
     text: { type: 'string' },
     out: { type: 'string' },
     'train-fraction': { type: 'string' },
@@ -88,12 +93,12 @@ async function trainCommand(args: string[]): Promise<void> {
     'rollout-prompts': { type: 'string' },
     'rollout-tokens': { type: 'string' },
   });
+  const cloud = cloudSourceFlags(values, process.env);
   const report = await trainRouter(
     {
       edgeModel: requireFlag(values, 'edge-model'),
-      cloudModel: requireFlag(values, 'cloud-model'),
+      ...('shim' in cloud ? { cloud: cloud.shim } : { cloudModel: cloud.pack as string, cloudModelFile: cloud.file }),
       edgeModelFile: values['edge-model-file'],
-      cloudModelFile: values['cloud-model-file'],
       text: requireFlag(values, 'text'),
       out: requireFlag(values, 'out'),
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
@@ -119,20 +124,20 @@ async function evalCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, {
     router: { type: 'string' },
     'edge-model': { type: 'string' },
-    'cloud-model': { type: 'string' },
+    ...CLOUD_FLAGS,
     'edge-model-file': { type: 'string' },
-    'cloud-model-file': { type: 'string' },
     text: { type: 'string' },
     'train-fraction': { type: 'string' },
     json: { type: 'boolean' },
   });
+  // No fallback pack: router.json names the cloud pack a router was trained with.
+  const cloud = values['cloud-model'] === undefined && values.cloud === undefined ? undefined : cloudSourceFlags(values, process.env);
   const curve = await evaluateRouter(
     {
       router: requireFlag(values, 'router'),
       edgeModel: values['edge-model'],
-      cloudModel: values['cloud-model'],
+      ...(cloud === undefined ? { cloudModelFile: values['cloud-model-file'] } : 'shim' in cloud ? { cloud: cloud.shim } : { cloudModel: cloud.pack as string, cloudModelFile: cloud.file }),
       edgeModelFile: values['edge-model-file'],
-      cloudModelFile: values['cloud-model-file'],
       text: requireFlag(values, 'text'),
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
       thresholds: DEFAULT_THRESHOLDS,

@@ -1,6 +1,7 @@
 /**
  * `router eval`: the routing curve of a router pack on the held-out part of a text (the paragraphs after
- * the first `trainFraction`, which training never sees), by teacher forcing both models.
+ * the first `trainFraction`, which training never sees), by teacher forcing both models: the cloud in
+ * process, or a running shim (`cloud`) for a pair whose cloud model only runs there.
  */
 import { join, resolve } from 'node:path';
 import type { RouterJson } from '../../edge/router.ts';
@@ -9,7 +10,11 @@ import { loadModelPack, readJsonFile } from '../../shared/model-pack.ts';
 import { scoreWithRouterPack } from './batch-scorer.ts';
 import { routingCurve, type RoutingCurve } from './routing-curve.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
-import { teacherForcePacks } from '../lab/teacher-forcing.ts';
+import { teacherForce } from '../lab/teacher-forcing.ts';
+import { openToolCloud } from '../lab/tool-cloud.ts';
+import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { readTextCorpus, splitByParagraph } from '../lab/text-corpus.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 
@@ -18,6 +23,8 @@ export interface EvaluateRouterOptions {
   /** Default: the packs router.json names (relative to the router folder). */
   edgeModel?: string;
   cloudModel?: string;
+  /** A running shim instead of a cloud pack. */
+  cloud?: ShimScorerOptions;
   /** The packs' ONNX files; `model.onnx` when omitted. A router trained on one variant can be evaluated on another. */
   edgeModelFile?: string;
   cloudModelFile?: string;
@@ -34,20 +41,29 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   const meta = readJsonFile(join(root, 'router.json')) as RouterJson;
   const edgeModel = o.edgeModel ?? resolve(root, meta.slm);
   const cloudModel = o.cloudModel ?? (meta.llm ? resolve(root, meta.llm) : undefined);
-  if (!cloudModel) throw new AppError('INVALID_ARGUMENT', `${root}/router.json names no cloud model pack (its "llm" key); pass --cloud-model`);
+  if (!cloudModel && !o.cloud) {
+    throw new AppError('INVALID_ARGUMENT', `${root}/router.json names no cloud model pack (its "llm" key; a router trained through a shim has none): pass --cloud-model PACK or --cloud HOST:PORT`);
+  }
   const edgePack = loadModelPack(edgeModel, o.edgeModelFile);
-  const cloudPack = loadModelPack(cloudModel, o.cloudModelFile);
   if (meta.hidden_size !== edgePack.hiddenSize) {
     throw new AppError('INVALID_ARGUMENT', `router ${root} expects hidden size ${meta.hidden_size}; ${edgePack.modelPath} has ${edgePack.hiddenSize}`);
   }
   const { heldOut } = splitByParagraph(readTextCorpus(o.text).paragraphs, o.trainFraction);
   if (heldOut.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.text}: no paragraphs after the first ${o.trainFraction}`);
+  const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
+  const edge = await DecoderModel.load(edgePack);
   let forced: TeacherForced;
   try {
-    progress?.start('teacher forcing', heldOut.length);
-    forced = await teacherForcePacks(edgePack, cloudPack, heldOut, (done) => progress?.update(done));
+    const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer);
+    try {
+      progress?.start('teacher forcing', heldOut.length);
+      forced = await teacherForce({ edgeModel: edge, cloud: cloud.scorer, tokenizer, paragraphs: heldOut, onParagraph: (done) => progress?.update(done) });
+    } finally {
+      progress?.stop();
+      await cloud.close();
+    }
   } finally {
-    progress?.stop();
+    await edge.release();
   }
   const scores = await scoreWithRouterPack(root, forced);
   return routingCurve(forced, scores, o.thresholds);

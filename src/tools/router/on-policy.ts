@@ -2,22 +2,24 @@
  * One on-policy (DAgger) round's data: the system generates with the current router, joint mode, from
  * training prompts, once greedily and once sampled (temperature 1) at each of a few thresholds; then
  * both models are teacher-forced along those trajectories, so every position where the router decided
- * becomes a record in the states the system itself reaches (loops included), labelled by the cloud.
+ * becomes a record in the states the system itself reaches (loops included), labelled by the cloud. Both
+ * run against the cloud the tool was given (tool-cloud.ts): through a shim, the rollouts are the real
+ * decoding loop routing to it.
  *
  * @example
- * const round = await collectTrajectories({ edgeModel, cloudModel, tokenizer, router, prompts, thresholds: [0.3, 0.5], maxNewTokens: 48, seed: 0 });
+ * const round = await collectTrajectories({ edgeModel, cloud, tokenizer, router, prompts, thresholds: [0.3, 0.5], maxNewTokens: 48, seed: 0 });
  */
 import type { Router } from '../../edge/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { ToolCloud } from '../lab/tool-cloud.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 import { freeRunningFigures, type FreeRunningFigures } from '../lab/free-running-metrics.ts';
 import { generateAll } from '../lab/generation-runs.ts';
-import { InProcessCloud } from '../lab/in-process-cloud.ts';
 import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';
 
 export interface RolloutOptions {
   edgeModel: DecoderModel;
-  cloudModel: DecoderModel;
+  cloud: Pick<ToolCloud, 'client' | 'scorer'>;
   tokenizer: TextTokenizer;
   router: Router;
   prompts: readonly string[];
@@ -38,30 +40,25 @@ export interface Rollouts {
 }
 
 export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> {
-  const cloud = new InProcessCloud(o.cloudModel, { record: false, tokenVocabSize: o.tokenizer.vocabSize, tokenizer: o.tokenizer });
-  const edge = { edgeModel: o.edgeModel, tokenizer: o.tokenizer, cloud };
-  const records = new ForcedRecords(o.edgeModel, o.cloudModel);
+  const edge = { edgeModel: o.edgeModel, tokenizer: o.tokenizer, cloud: o.cloud.client };
+  const records = new ForcedRecords(o.edgeModel, o.cloud.scorer);
   const greedyIds: number[][] = [];
   let tokens = 0;
   let routed = 0;
   let trajectories = 0;
-  try {
-    for (const [i, prompt] of o.prompts.entries()) {
-      const threshold = o.thresholds[i % o.thresholds.length]!;
-      for (const temperature of [0, 1]) {
-        const run = await generateAll(edge, o.router, [prompt], { threshold, maxNewTokens: o.maxNewTokens, temperature, seed: o.seed + i });
-        const item = run.items[0]!;
-        if (temperature === 0) greedyIds.push(item.ids);
-        tokens += run.tokens;
-        routed += run.routed;
-        trajectories++;
-        // Records start at the prompt's last position: the first step the router decided.
-        await records.addSequence([...item.promptIds, ...item.ids], i, item.promptIds.length - 1);
-      }
-      o.onPrompt?.(i + 1, o.prompts.length);
+  for (const [i, prompt] of o.prompts.entries()) {
+    const threshold = o.thresholds[i % o.thresholds.length]!;
+    for (const temperature of [0, 1]) {
+      const run = await generateAll(edge, o.router, [prompt], { threshold, maxNewTokens: o.maxNewTokens, temperature, seed: o.seed + i });
+      const item = run.items[0]!;
+      if (temperature === 0) greedyIds.push(item.ids);
+      tokens += run.tokens;
+      routed += run.routed;
+      trajectories++;
+      // Records start at the prompt's last position: the first step the router decided.
+      await records.addSequence([...item.promptIds, ...item.ids], i, item.promptIds.length - 1);
     }
-  } finally {
-    await cloud.close();
+    o.onPrompt?.(i + 1, o.prompts.length);
   }
   return { forced: records.build(), trajectories, tokens, routedRatio: tokens ? routed / tokens : 0, greedy: freeRunningFigures(greedyIds) };
 }

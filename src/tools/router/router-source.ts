@@ -30,7 +30,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     tool: 'router-train',
     trainerVersion: TRAINER_VERSION,
     slmSha256: await packSha256(loadModelPack(o.edgeModel, o.edgeModelFile)),
-    llmSha256: await packSha256(loadModelPack(o.cloudModel, o.cloudModelFile)),
+    // A shim's model has no file here to hash: its address stands for it.
+    ...(o.cloud ? { cloud: o.cloud.address } : { llmSha256: await packSha256(loadModelPack(o.cloudModel!, o.cloudModelFile)) }),
     textSha256: readTextCorpus(o.text).sha256,
     trainFraction: o.trainFraction,
     seed: o.seed,

@@ -53,7 +53,7 @@ export interface TrainRouterReport {
 export function routerMeta(
   o: TrainRouterOptions,
   report: TrainRouterReport,
-  packs: { edgeModelDir: string; cloudModelDir: string; hiddenSize: number; corpus: TextCorpus; rolloutRule: RolloutLabelRule },
+  packs: { edgeModelDir: string; cloudModelDir: string | undefined; cloud: string; hiddenSize: number; corpus: TextCorpus; rolloutRule: RolloutLabelRule },
 ): RouterJson {
   const { corpus, rolloutRule } = packs;
   const { defaultThreshold, rounds } = report;
@@ -61,10 +61,13 @@ export function routerMeta(
 
     hidden_size: packs.hiddenSize,
     slm: relative(resolve(o.out), packs.edgeModelDir),
-    llm: relative(resolve(o.out), packs.cloudModelDir),
+    // A router trained through a shim names no pack: `router eval` then needs --cloud-model or --cloud.
+    ...(packs.cloudModelDir === undefined ? {} : { llm: relative(resolve(o.out), packs.cloudModelDir) }),
     default_threshold: defaultThreshold,
     features: [...o.features],
     training: {
+      // The shim it was trained through (the pack, when in process, is `llm` above).
+      ...(packs.cloudModelDir === undefined ? { cloud: packs.cloud } : {}),
       labels: LABEL_RULE_TEXT[o.labels],
       label_rule: o.labels,
       on_policy_labels: o.rounds > 0 ? LABEL_RULE_TEXT[rolloutRule] : null,

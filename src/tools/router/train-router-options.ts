@@ -5,6 +5,7 @@
  * @example
  * validateTrainOptions({ ...DEMO_ROUTER_TRAINING, edgeModel, cloudModel, text, out, trainFraction: 0.8, seed: 0, hiddenUnits: 64 });
  */
+import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
 import { resolve } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
@@ -73,7 +74,9 @@ export const ROLLOUT_PREFIX_TOKENS = 16;
 
 export interface TrainRouterOptions {
   edgeModel: string;
-  cloudModel: string;
+  /** The cloud pack, run in this process; or `cloud`, a running shim. Exactly one of the two. */
+  cloudModel?: string;
+  cloud?: ShimScorerOptions;
   /** The packs' ONNX files (hub folders hold several variants); `model.onnx` when omitted. */
   edgeModelFile?: string;
   cloudModelFile?: string;
@@ -128,7 +131,8 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }
+  if ((o.cloudModel === undefined) === (o.cloud === undefined)) bad('give the cloud as --cloud-model PACK or as --cloud HOST:PORT (one of them)');
   for (const pack of [o.edgeModel, o.cloudModel]) {
-    if (resolve(pack) === resolve(o.out)) bad(`--out ${o.out} would replace the model pack ${pack}`);
+    if (pack !== undefined && resolve(pack) === resolve(o.out)) bad(`--out ${o.out} would replace the model pack ${pack}`);
   }
 }

@@ -24,7 +24,8 @@ import type { TeacherForced } from '../lab/forced-records.ts';
 import { concatForced, selectParagraphs } from '../lab/forced-selection.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { quantileThreshold } from '../lab/ratio-matching.ts';
-import { checkSameVocabulary, teacherForce } from '../lab/teacher-forcing.ts';
+import { teacherForce } from '../lab/teacher-forcing.ts';
+import { openToolCloud } from '../lab/tool-cloud.ts';
 import { readTextCorpus, splitByParagraph } from '../lab/text-corpus.ts';
 import { accuracyAt, auc, labelBalance } from './classifier-metrics.ts';
 import { labelsBy, labelsFor, SOFT_LABEL_RULES, type LabelRule } from './labels.ts';
@@ -103,8 +104,6 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   validateTrainOptions(o);
   const corpus = readTextCorpus(o.text);
   const edgePack = loadModelPack(o.edgeModel, o.edgeModelFile);
-  const cloudPack = loadModelPack(o.cloudModel, o.cloudModelFile);
-  checkSameVocabulary(edgePack, cloudPack);
   const { train, heldOut } = splitByParagraph(corpus.paragraphs, o.trainFraction);
   if (train.length < 2) {
     throw new AppError('INVALID_ARGUMENT', `${o.text}: ${corpus.paragraphs.length} paragraph(s); training needs at least 2 in its first ${o.trainFraction} (blank-line separated)`);
@@ -115,7 +114,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
 
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
   const edgeModel = await DecoderModel.load(edgePack);
-  const cloudModel = await DecoderModel.load(cloudPack).catch(async (e) => {
+  const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: o.cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer).catch(async (e: unknown) => {
     await edgeModel.release();
     throw e;
   });
@@ -123,7 +122,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     let forced: TeacherForced;
     try {
       progress?.start('teacher forcing', train.length);
-      forced = await teacherForce({ edgeModel, cloudModel, tokenizer, paragraphs: train, onParagraph: (done) => progress?.update(done) });
+      forced = await teacherForce({ edgeModel, cloud: cloud.scorer, tokenizer, paragraphs: train, onParagraph: (done) => progress?.update(done) });
     } finally {
       progress?.stop();
     }
@@ -207,7 +206,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         progress?.start(phase, prompts.length);
         try {
           return await collectTrajectories({
-            edgeModel, cloudModel, tokenizer, router, prompts, thresholds,
+            edgeModel, cloud, tokenizer, router, prompts, thresholds,
             maxNewTokens: o.rolloutTokens,
             seed: o.seed + round * 100_003,
             onPrompt: (done) => progress?.update(done),
@@ -257,12 +256,12 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       rounds,
       seconds: 0,
     };
-    const meta = routerMeta(o, report, { edgeModelDir: edgePack.dir, cloudModelDir: cloudPack.dir, hiddenSize: forced.hiddenSize, corpus, rolloutRule });
+    const meta = routerMeta(o, report, { edgeModelDir: edgePack.dir, cloudModelDir: cloud.pack?.dir, cloud: cloud.description, hiddenSize: forced.hiddenSize, corpus, rolloutRule });
     await writeRouterPack(o.out, { weights: result.weights, meta, source });
     report.seconds = (performance.now() - started) / 1000;
     return report;
   } finally {
-    await cloudModel.release();
+    await cloud.close();
     await edgeModel.release();
   }
 }

@@ -22,6 +22,12 @@ export interface ScoreResponse {
    */
   'maxContext'?: (number);
   'backendMs'?: (number | string);
+  /**
+   * SHA-256 (hex) of the shim's tokenizer vocabulary: tokenizer.json's token → id map and added tokens as
+   * compact JSON `[vocab, [[id, content], ...]]`. A tool compares it with its edge pack's: routing needs a pair
+   * that means the same thing by every id. Empty when the shim has no tokenizer (no --model-pack).
+   */
+  'vocabularySha256'?: (string);
 }
 
 export interface ScoreResponse__Output {
@@ -44,4 +50,10 @@ export interface ScoreResponse__Output {
    */
   'maxContext': (number);
   'backendMs': (number);
+  /**
+   * SHA-256 (hex) of the shim's tokenizer vocabulary: tokenizer.json's token → id map and added tokens as
+   * compact JSON `[vocab, [[id, content], ...]]`. A tool compares it with its edge pack's: routing needs a pair
+   * that means the same thing by every id. Empty when the shim has no tokenizer (no --model-pack).
+   */
+  'vocabularySha256': (string);
 }
