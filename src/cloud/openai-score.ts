@@ -34,7 +34,7 @@ export function openAiScoreBody(request: BackendScoreRequest, model: string): { 
     temperature: 0,
     prompt_logprobs: asked,
     // Both ways in one request, so a call costs one round trip whichever the server knows; vLLM answers
-    // both from the same figures (its reply is then about half as large again).
+    // both from the same figures, so its reply carries them twice.
     echo: true,
     // SGLang leaves out the prompt's log-probabilities for `logprobs: 0`.
     logprobs: Math.max(1, asked),
