@@ -107,7 +107,8 @@ describe('Score through the sglang backend', () => {
       checkScores(reply, expected, TOP_K, true);
       expect(reply.exact).toBe(true);
       expect(reply.backend).toBe(`sglang:${fake.url}`);
-      expect(reply.maxContext).toBe(model.pack.maxPositions);
+      // One short of the context: SGLang refuses a prompt as long as it (BackendInfo.maxScoreTokens).
+      expect(reply.maxContext).toBe(model.pack.maxPositions - 1);
       expect(fake.requests).toHaveLength(1);
       expect(fake.requests[0]).toEqual({
         input_ids: ids,
@@ -173,10 +174,11 @@ describe('Score through the sglang backend', () => {
   test('a sequence longer than the window: OUT_OF_RANGE from the shim, nothing sent to the server', async () => {
     const fake = sglang();
     await withShim(fake, {}, async (score) => {
-      const long = Array.from({ length: model.pack.maxPositions + 1 }, (_, i) => (i === 0 ? 1 : 300 + (i % 50)));
+      // As long as the context: the server would refuse it, so the shim does first.
+      const long = Array.from({ length: model.pack.maxPositions }, (_, i) => (i === 0 ? 1 : 300 + (i % 50)));
       const error = await score({ ids: long, requestId: 'long' }).catch((e: grpc.ServiceError) => e);
       expect((error as grpc.ServiceError).code).toBe(grpc.status.OUT_OF_RANGE);
-      expect((error as grpc.ServiceError).details).toContain(`window of ${model.pack.maxPositions}`);
+      expect((error as grpc.ServiceError).details).toContain(`window of ${model.pack.maxPositions - 1}`);
       expect(fake.requests).toHaveLength(0);
     });
   });

@@ -61,6 +61,11 @@ export interface BackendInfo {
   /** Ids at or above it are rejected before reaching the backend; undefined when unknown. */
   vocabSize: number | undefined;
   maxContext: number | undefined;
+  /**
+   * The longest sequence one Score call may hold, when shorter than maxContext: SGLang and vLLM refuse a
+   * prompt as long as the context (they keep room for one generated token, even asked for none).
+   */
+  maxScoreTokens?: number;
 }
 
 /** Teacher forcing: the model reads `ids` once (score-sequence.ts checks the request before a backend sees it). */

@@ -6,6 +6,7 @@
  * tokenizer, which is lossy (the ids may differ from what the model produced). Score calls read the
  * prompt's log-probabilities off one completion with no new tokens (openai-score.ts).
  */
+import { roomForOneToken } from './remote-scores.ts';
 import { AppError } from '../shared/errors.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
@@ -36,7 +37,7 @@ export class OpenAiBackend implements Backend {
 
   constructor(readonly options: OpenAiBackendOptions) {
     this.http = new HttpBackendClient({ name: 'openai', baseUrl: options.baseUrl, apiKey: options.apiKey, retries: options.retries });
-    this.info = { name: `openai:${options.model}@${options.baseUrl}`, vocabSize: options.vocabSize, maxContext: options.maxContext };
+    this.info = { name: `openai:${options.model}@${options.baseUrl}`, vocabSize: options.vocabSize, maxContext: options.maxContext, ...roomForOneToken(options.maxContext) };
     this.textKeyIds = new TextKeyIds(options.retokenizer);
   }
 

@@ -88,3 +88,11 @@ function upperBound(serverTop: readonly number[], unnamed: readonly number[]): n
   if (serverTop.length === 0) return 0;
   return Math.max(Math.min(...serverTop), ...unnamed);
 }
+
+/**
+ * An HTTP backend's Score window: its context less one. SGLang refuses a prompt as long as its context and
+ * vLLM counts at least one generated token against it, even when none is asked for.
+ */
+export function roomForOneToken(maxContext: number | undefined): { maxScoreTokens?: number } {
+  return maxContext === undefined ? {} : { maxScoreTokens: maxContext - 1 };
+}

@@ -13,6 +13,7 @@
 import { AppError } from '../shared/errors.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
 import type { ScoreRequest__Output, ScoreResponse } from '../shared/grpc/proto.ts';
+import type { BackendInfo } from './backend.ts';
 import type { ShimContext } from './route-session.ts';
 
 /** The most alternatives per position a call may ask for (SGLang's and OpenAI's APIs allow 20). */
@@ -51,6 +52,11 @@ export class ScoreSlots {
   }
 }
 
+/** The longest sequence a Score call may hold: what ScoreResponse.max_context tells the tools to window by. */
+function scoreWindow(info: BackendInfo): number | undefined {
+  return info.maxScoreTokens ?? info.maxContext;
+}
+
 type ScoreContext = Pick<ShimContext, 'backend' | 'config' | 'log' | 'vocabularySha256'>;
 
 function invalid(message: string): never {
@@ -59,7 +65,8 @@ function invalid(message: string): never {
 
 function checkRequest(request: ScoreRequest__Output, ctx: ScoreContext): void {
   const { ids, candidateIds, topK } = request;
-  const { vocabSize, maxContext } = ctx.backend.info;
+  const { vocabSize } = ctx.backend.info;
+  const maxContext = scoreWindow(ctx.backend.info);
   if (ids.length < 2) invalid(`a sequence to score needs 2 ids or more (one position predicting the next), got ${ids.length}`);
   if (maxContext !== undefined && ids.length > maxContext) {
     throw new AppError('OUT_OF_RANGE', `the sequence is ${ids.length} tokens, above the cloud model's window of ${maxContext}: score it in windows of at most ${maxContext}`);
@@ -107,7 +114,7 @@ export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreCon
     positions: result.positions,
     backend: backend.info.name,
     exact: result.exact,
-    maxContext: backend.info.maxContext ?? 0,
+    maxContext: scoreWindow(backend.info) ?? 0,
     backendMs: result.backendMs,
     vocabularySha256: ctx.vocabularySha256 ?? '',
   };

@@ -10,6 +10,7 @@
  * or `manual` policy) all of a generation's steps then reach the worker whose radix cache holds its context.
  * Score calls read the prompt's log-probabilities off one `/generate` with no new tokens (sglang-score.ts).
  */
+import { roomForOneToken } from './remote-scores.ts';
 import { AppError } from '../shared/errors.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
 import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
@@ -37,7 +38,7 @@ export class SglangBackend implements Backend {
 
   constructor(readonly options: SglangBackendOptions) {
     this.http = new HttpBackendClient({ name: 'sglang', baseUrl: options.baseUrl, apiKey: options.apiKey, retries: options.retries });
-    this.info = { name: `sglang:${options.baseUrl}`, vocabSize: options.vocabSize, maxContext: options.maxContext };
+    this.info = { name: `sglang:${options.baseUrl}`, vocabSize: options.vocabSize, maxContext: options.maxContext, ...roomForOneToken(options.maxContext) };
   }
 
   openSequence(): BackendSequence {

@@ -21,6 +21,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   fleet: () => import('./fleet.ts'),
   affinity: () => import('./affinity.ts'),
   'embedded-batching': () => import('./embedded-batching.ts'),
+  scoring: () => import('./scoring.ts'),
 };
 
 /** A target as a subcommand: `--help` after it prints that target's own usage. */

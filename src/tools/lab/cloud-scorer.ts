@@ -37,14 +37,18 @@ export class InProcessScorer implements CloudScorer {
   readonly exact = true;
   calls = 0;
 
-  constructor(readonly model: DecoderModel) {}
+  constructor(
+    readonly model: DecoderModel,
+    /** A shorter window than the pack's: to read documents in the windows a remote backend of the same model would. */
+    private readonly window?: number,
+  ) {}
 
   get description(): string {
     return this.model.pack.dir;
   }
 
   get maxContext(): number {
-    return this.model.pack.maxPositions;
+    return Math.min(this.model.pack.maxPositions, this.window ?? Infinity);
   }
 
   get vocabSize(): number {
