@@ -58,6 +58,6 @@ test('bun run router train --help lists the new flags and says the old ones stil
   const child = Bun.spawnSync(['bun', 'src/tools/router/cli.ts', 'train', '--help'], { cwd: PROJECT_ROOT });
   const usage = child.stdout.toString();
   expect(child.exitCode).toBe(0);
-  expect(usage).toContain('train --edge-model PACK --cloud-model PACK --text FILE');
+  expect(usage).toContain('train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE');
   expect(usage).toContain('were --slm, --llm, --slm-file and\n  --llm-file (old names, still accepted)');
 });
