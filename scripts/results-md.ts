@@ -14,6 +14,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { decodeBenchSection, edgeBenchSection, latencyBenchSection, loadBenchSection, shimBenchSection } from './results/bench-sections.ts';
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
+import { scoringBenchSection, throughShimEvalSection } from './results/shim-sections.ts';
 import { RESULTS_DIR } from './record-result.ts';
 import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 
@@ -100,6 +101,23 @@ const PAIRS: PairSection[] = [
         render: (f) => choiceEvalSection(f, { plots: 'truncated-commonsenseqa' }),
         command: `bun run eval --dataset ${COMMONSENSEQA} ${TRUNCATED} --calibration-runs 3 --out docs/plots --name truncated-commonsenseqa --json`,
         required: true,
+      },
+    ],
+  },
+  {
+    title: 'The tools through a running shim',
+    about:
+      'Router training, `router eval`, `eval` and the latency bench take the cloud as a running shim (`--cloud HOST:PORT`), whatever its ' +
+      'backend, as well as a pack in process ([bring-your-own-pair.md](bring-your-own-pair.md)). The demo pair both ways: what teacher ' +
+      'forcing costs through the Score call, and one evaluation run twice, the second through `bun run shim` on loopback.',
+    measurements: [
+      { title: 'Teacher forcing through the Score call', file: 'demo-bench-scoring', render: scoringBenchSection, command: 'bun run bench scoring --json', required: false },
+      {
+        title: 'The same evaluation in process and through a shim',
+        file: 'demo-eval-tinystories-through-shim-200',
+        render: (f) => throughShimEvalSection(f, 'demo-eval-tinystories-in-process-200', RESULTS_DIR),
+        command: `bun run eval --dataset ${TINYSTORIES} --limit 200 --continuations 20 --calibration-runs 2 --cloud 127.0.0.1:50599 --json (beside bun run shim --port 50599; and the same without --cloud, saved as demo-eval-tinystories-in-process-200)`,
+        required: false,
       },
     ],
   },
