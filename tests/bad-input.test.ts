@@ -18,7 +18,17 @@ import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EDGE_GENERATOR_SERVICE_NAME, edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { MAX_SERVICE_NAME_CHARS } from '../src/shared/grpc/health.ts';
-import { CLOUD_ROUTER_SERVICE_NAME, cloudRouterService, HealthClient, serializeRouteRequest, type RouteRequest, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
+import {
+  CLOUD_ROUTER_SERVICE_NAME,
+  CloudRouterClient,
+  cloudRouterService,
+  HealthClient,
+  serializeRouteRequest,
+  type CloudRouterClientType,
+  type RouteRequest,
+  type RouteResponse__Output,
+  type ScoreRequest,
+} from '../src/shared/grpc/proto.ts';
 import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
@@ -583,6 +593,54 @@ describe('cloud shim Route', () => {
     expect(ok.responses.map((r) => r.message)).toEqual(['opened', 'step', 'end']);
     expect(ok.responses[1]!.step!.ids).toEqual([403, 407]);
     await waitFor(() => shim.store.count === 0, 5_000, 'sessions to close');
+  });
+});
+
+describe('cloud shim Score', () => {
+  const TOKEN = 'score-secret';
+  let shim: ShimServer;
+  let client: CloudRouterClientType;
+
+  beforeAll(async () => {
+    shim = await startTestShim({ authToken: TOKEN });
+    client = new CloudRouterClient(shim.address, grpc.credentials.createInsecure());
+  });
+
+  afterAll(async () => {
+    client.close();
+    await shim.shutdown();
+  });
+
+  /** `token` null: the call carries no authorization metadata. */
+  function score(request: Partial<ScoreRequest>, token: string | null = TOKEN): Promise<{ status: string; message: string; positions: number }> {
+    const metadata = new grpc.Metadata();
+    if (token !== null) metadata.set('authorization', `Bearer ${token}`);
+    return new Promise((resolve) => {
+      client.Score({ ids: [1, 403], ...request }, metadata, { deadline: Date.now() + 20_000 }, (error, reply) =>
+        resolve(error ? { status: grpc.status[error.code], message: error.details, positions: 0 } : { status: 'OK', message: '', positions: reply!.positions.length }),
+      );
+    });
+  }
+
+  test('the whole matrix gets specific statuses with messages; then a normal call succeeds', async () => {
+    const cases: [string, Partial<ScoreRequest>, string | null, keyof typeof grpc.status, string][] = [
+      ['no token', {}, null, 'UNAUTHENTICATED', 'missing bearer token'],
+      ['a wrong token', {}, 'nope', 'UNAUTHENTICATED', 'invalid bearer token'],
+      ['one id', { ids: [1] }, TOKEN, 'INVALID_ARGUMENT', 'a sequence to score needs 2 ids or more (one position predicting the next), got 1'],
+      ['no ids', { ids: [] }, TOKEN, 'INVALID_ARGUMENT', 'a sequence to score needs 2 ids or more'],
+      ['longer than the window', { ids: new Array(513).fill(1) }, TOKEN, 'OUT_OF_RANGE', "the sequence is 513 tokens, above the cloud model's window of 512: score it in windows of at most 512"],
+      ['an id outside the vocabulary', { ids: [1, 512] }, TOKEN, 'INVALID_ARGUMENT', "ids[1] is 512, outside the cloud model's vocabulary [0, 512)"],
+      ['candidates of the wrong length', { ids: [1, 403, 9], candidateIds: [5] }, TOKEN, 'INVALID_ARGUMENT', 'candidate_ids must hold one id per position (2) or none, got 1'],
+      ['a candidate outside the vocabulary', { ids: [1, 403], candidateIds: [9999] }, TOKEN, 'INVALID_ARGUMENT', "candidate_ids[0] is 9999, outside the cloud model's vocabulary [0, 512)"],
+      ['top_k above 20', { topK: 21 }, TOKEN, 'INVALID_ARGUMENT', 'top_k must be at most 20, got 21'],
+    ];
+    const seen: Outcome[] = [];
+    for (const [name, request, token] of cases) {
+      const r = await score(request, token);
+      seen.push({ name, status: r.status, message: r.message });
+    }
+    expect(seen).toEqual(cases.map(([name, , , status, message]) => expected(name, status, message)));
+    expect(await score({ ids: [1, 403, 9], candidateIds: [403, 9], topK: 3 })).toEqual({ status: 'OK', message: '', positions: 2 });
   });
 });
 
