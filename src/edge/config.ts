@@ -108,7 +108,7 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   idleTimeout: {
     kind: 'int',
     min: 1,
-    help: 'seconds an HTTP connection may stay silent (partial headers, idle keep-alive, an upload that stopped sending); never cuts a running stream or a progressing upload',
+    help: 'seconds an HTTP connection may stay silent (an idle keep-alive connection, closed; an upload that stopped sending, 408); never cuts a running stream or a progressing upload (partial headers are cut by Bun itself after about 10 s)',
   },
   maxOpenRequests: { kind: 'int', min: 1, help: 'HTTP requests in progress at once, streams included; more get 503 and their connection is closed' },
   maxNewTokens: { kind: 'int', min: 1, help: 'largest max_new_tokens a request may ask for' },
