@@ -7,6 +7,7 @@
  * The exports' head_dim of 8 runs fused because the builder zero-pads heads to 16 (onnxruntime's CPU
  * GroupQueryAttention takes multiples of 16 only).
  */
+import { greedyRunOfPack, type GreedyRun } from './helpers/greedy-run.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,6 @@ import type { GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
 import { DEFAULT_LIMITS } from '../src/edge/generation-request.ts';
 import { loadRouter } from '../src/edge/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { argmax } from '../src/shared/logits.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { DataType, GraphBuilder } from '../src/shared/onnx-graph.ts';
 import { DEMO, PROJECT_ROOT } from '../src/shared/paths.ts';
@@ -50,30 +50,11 @@ const FOLDERS = [['stories260k-hf', 5], ['stories260k-3l-hf', 3]] as const;
 const work = mkdtempSync(join(tmpdir(), 'models-optimize-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-interface Greedy {
-  ids: number[];
-  logits: Float32Array[];
-  hidden: Float32Array[];
-}
+type Greedy = GreedyRun;
 
 /** TOKENS greedy ids after PROMPT_IDS, with the logits and hidden state of every step. */
-async function greedy(packDir: string, file = 'model.onnx', tokens = TRANSFORMERS_5L.length): Promise<Greedy> {
-  const model = await DecoderModel.load(loadModelPack(packDir, file), { threads: 1 });
-  const seq = model.newSequence();
-  const out: Greedy = { ids: [], logits: [], hidden: [] };
-  try {
-    let step = await seq.append(PROMPT_IDS);
-    for (let i = 0; i < tokens; i++) {
-      out.logits.push(step.logits);
-      out.hidden.push(step.hidden);
-      out.ids.push(argmax(step.logits));
-      step = await seq.append([out.ids.at(-1)!]);
-    }
-    return out;
-  } finally {
-    seq.dispose();
-    await model.release();
-  }
+function greedy(packDir: string, file = 'model.onnx', tokens = TRANSFORMERS_5L.length): Promise<Greedy> {
+  return greedyRunOfPack(packDir, file, PROMPT_IDS, tokens);
 }
 
 function maxAbsDiff(a: Float32Array[], b: Float32Array[]): number {

@@ -11,6 +11,7 @@
  *   routing to the stand-in: validation AUC within 0.01;
  * - `eval` of held-out text through SGLang: the recovered-gap table within 1 point.
  */
+import { smallRouterTraining } from './helpers/small-router-training.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -137,20 +138,7 @@ describe('router training and evaluation through the SGLang stand-in', () => {
   test('the same seed trains to within 0.01 validation AUC; on-policy rollouts reach the server', async () => {
     const text = join(work, 'stories.txt');
     writeFileSync(text, paragraphs.join('\n\n'));
-    const common = {
-      edgeModel: demo.edgePack,
-      text,
-      trainFraction: 0.8,
-      seed: 0,
-      maxEpochs: 12,
-      hiddenUnits: 32,
-      members: 1,
-      labels: 'citer' as const,
-      features: ['hidden' as const],
-      rounds: 1,
-      rolloutPrompts: 3,
-      rolloutTokens: 12,
-    };
+    const common = smallRouterTraining(demo.edgePack, text);
     const inProcess = await trainRouter({ ...common, cloudModel: demo.cloudPack, out: join(work, 'router-local') });
     const fake = new FakeSglang(cloudModel, cloudTokenizer);
     await withShim(fake, async (shim) => {

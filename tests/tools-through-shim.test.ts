@@ -6,6 +6,7 @@
  * 0.01 validation AUC of one trained in process with the same seed; and every way the shim can be wrong for
  * the job is a clear error that leaves no router folder behind.
  */
+import { smallRouterTraining } from './helpers/small-router-training.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -91,21 +92,8 @@ describe('router training through --cloud', () => {
   test('the same seed trains to within 0.01 validation AUC of the in-process router; router.json names the shim', async () => {
     const text = join(work, 'stories.txt');
     writeFileSync(text, paragraphs.join('\n\n'));
-    const common = {
-      edgeModel: demo.edgePack,
-      text,
-      trainFraction: 0.8,
-      seed: 0,
-      maxEpochs: 12,
-      hiddenUnits: 32,
-      members: 1,
-      labels: 'citer' as const,
-      features: ['hidden'] as const,
-      rounds: 1,
-      rolloutPrompts: 3,
-      rolloutTokens: 12,
-    };
-    const local = await trainRouter({ ...common, features: [...common.features], cloudModel: demo.cloudPack, out: join(work, 'router-local') });
+    const common = smallRouterTraining(demo.edgePack, text);
+    const local = await trainRouter({ ...common, cloudModel: demo.cloudPack, out: join(work, 'router-local') });
     // The shim's backend counts the sessions the decoding loop opens on it (the on-policy rollouts).
     const embedded = await EmbeddedBackend.load({ modelPack: demo.cloudPack, maxLiveSequences: 8 });
     let sessions = 0;
@@ -117,7 +105,7 @@ describe('router training through --cloud', () => {
     };
     const counted = await startTestShim({}, { backend: counting });
     try {
-      const remote = await trainRouter({ ...common, features: [...common.features], cloud: { address: counted.address }, out: join(work, 'router-remote') });
+      const remote = await trainRouter({ ...common, cloud: { address: counted.address }, out: join(work, 'router-remote') });
       expect(Math.abs(remote.valAuc - local.valAuc)).toBeLessThanOrEqual(0.01);
       expect(remote.examples).toBe(local.examples);
       expect(remote.rounds[1]!.added).toBe(local.rounds[1]!.added);
