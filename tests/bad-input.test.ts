@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import type { Hono } from 'hono';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
+import { interceptSteps, type CloudClient } from '../src/edge/cloud/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EDGE_GENERATOR_SERVICE_NAME, edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';

@@ -4,8 +4,8 @@
  */
 import { expect, test } from 'bun:test';
 import { EdgeMetrics } from '../src/edge/edge-metrics.ts';
-import { MetricsRecorder } from '../src/edge/generation-metrics.ts';
-import { thresholdReport } from '../src/edge/routing-budget-report.ts';
+import { MetricsRecorder } from '../src/edge/loop/generation-metrics.ts';
+import { thresholdReport } from '../src/edge/routing/routing-budget-report.ts';
 import { MetricsPanel } from '../views/run-fragments.tsx';
 
 function metricsWith(batchSizes: number[]) {

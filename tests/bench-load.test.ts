@@ -2,7 +2,7 @@
 import { beforeAll, expect, test } from 'bun:test';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { shimStats } from '../src/tools/bench/load-shim.ts';
 import { startLoopLagProbe } from '../src/tools/bench/loop-lag.ts';
 import { startTestShim } from './helpers/cloud-fixture.ts';

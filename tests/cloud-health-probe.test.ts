@@ -9,8 +9,8 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CloudBackoff } from '../src/edge/cloud-backoff.ts';
-import { CloudHealthProbe, realProbeClock } from '../src/edge/cloud-health-probe.ts';
+import { CloudBackoff } from '../src/edge/cloud/cloud-backoff.ts';
+import { CloudHealthProbe, realProbeClock } from '../src/edge/cloud/cloud-health-probe.ts';
 import { parseEdgeConfig } from '../src/edge/config.ts';
 import { startEdge } from '../src/edge/edge-server.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
@@ -109,7 +109,7 @@ describe('real timers', () => {
       const script = join(dir, 'probe-exit.ts');
       writeFileSync(
         script,
-        `import { GrpcCloudClient } from ${JSON.stringify(join(PROJECT_ROOT, 'src/edge/grpc-cloud-client.ts'))};
+        `import { GrpcCloudClient } from ${JSON.stringify(join(PROJECT_ROOT, 'src/edge/cloud/grpc-cloud-client.ts'))};
 const client = new GrpcCloudClient({ address: '127.0.0.1:${await freePort()}', backoff: { initialMs: 50 } });
 const step = { context: [1], sources: ['prompt'], tokenIndex: 0, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0, threshold: 1, topLogprobs: 0 };
 await client.openConversation({ requestId: 'exit' }).next(step).catch(() => {});

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { ShimConfig } from '../src/cloud/config.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { logSoftmax, topK } from '../src/shared/logits.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { nextFakeId, serveSglangFake, type SglangFake } from '../src/tools/bench/sglang-service-fake.ts';
 import { EdgeContext, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { rawRouteStream } from './helpers/raw-route-stream.ts';

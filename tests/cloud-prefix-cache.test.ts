@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { BackendSequence, BackendStepRequest } from '../src/cloud/backend.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { FakeSglang } from './helpers/cloud-fake-sglang.ts';

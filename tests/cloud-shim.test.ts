@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import type { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { logSoftmax, topK } from '../src/shared/logits.ts';
 import { CloudRouterClient, HealthClient, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';

@@ -3,7 +3,7 @@
  * score and threshold) in its debug log, and logs only the size of a hidden state, never its values.
  */
 import { expect, test } from 'bun:test';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 

@@ -1,7 +1,7 @@
 /** TLS and mutual TLS between the edge's gRPC client and the shim, with certificates made by openssl. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/cloud-certs.ts';
 import { EdgeContext, rejectionCode, startTestShim } from './helpers/cloud-fixture.ts';
 

@@ -4,7 +4,7 @@
  * the conditional-step overlap rule, and the wire mapping.
  */
 import { describe, expect, test } from 'bun:test';
-import { checkSources, ShimContextCopy, stepMessage, toReply, wireSampling } from '../src/edge/context-delta.ts';
+import { checkSources, ShimContextCopy, stepMessage, toReply, wireSampling } from '../src/edge/cloud/context-delta.ts';
 import type { StepResult__Output } from '../src/shared/grpc/proto.ts';
 import { EdgeContext } from './helpers/cloud-fixture.ts';
 

@@ -4,10 +4,10 @@
  * each, and the context window ends a generation cleanly.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { interceptSteps, type CloudClient } from '../src/edge/cloud-client.ts';
-import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
-import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
-import { TopProbabilityScorer } from '../src/edge/router.ts';
+import { interceptSteps, type CloudClient } from '../src/edge/cloud/cloud-client.ts';
+import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
+import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';

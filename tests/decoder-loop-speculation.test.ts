@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { interceptSteps, type CloudClient, type CloudStepReply } from '../src/edge/cloud-client.ts';
-import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
-import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
-import { readGenerationRequest } from '../src/edge/generation-request-fields.ts';
-import { TopProbabilityScorer } from '../src/edge/router.ts';
+import { interceptSteps, type CloudClient, type CloudStepReply } from '../src/edge/cloud/cloud-client.ts';
+import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
+import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { readGenerationRequest } from '../src/edge/loop/generation-request-fields.ts';
+import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import { AppError } from '../src/shared/errors.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';

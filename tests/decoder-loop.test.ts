@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { CloudClient, CloudConversation, CloudStepRequest } from '../src/edge/cloud-client.ts';
-import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/decoder-loop.ts';
-import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/generation-request.ts';
-import { TopProbabilityScorer, type Router } from '../src/edge/router.ts';
+import type { CloudClient, CloudConversation, CloudStepRequest } from '../src/edge/cloud/cloud-client.ts';
+import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
+import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { TopProbabilityScorer, type Router } from '../src/edge/routing/router.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { argmax } from '../src/shared/logits.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';

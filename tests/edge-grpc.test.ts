@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
-import { interceptSteps } from '../src/edge/cloud-client.ts';
+import { interceptSteps } from '../src/edge/cloud/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { shortestFloat32 } from '../src/shared/float32.ts';

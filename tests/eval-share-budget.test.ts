@@ -4,7 +4,7 @@
  * same share of cloud tokens in fewer round trips.
  */
 import { describe, expect, test } from 'bun:test';
-import { ShareCut } from '../src/edge/share-cut.ts';
+import { ShareCut } from '../src/edge/routing/share-cut.ts';
 import { driveShareCut, recoveredFraction, scopeRanges, shareBudgetRows, windowShares, type BudgetOutcomes } from '../src/tools/eval/share-budget-table.ts';
 import { spanRouting, spanRows } from '../src/tools/eval/span-table.ts';
 

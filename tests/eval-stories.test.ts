@@ -4,7 +4,7 @@
  */
 import { InProcessScorer } from '../src/tools/lab/cloud-scorer.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { OnnxRouter } from '../src/edge/router.ts';
+import { OnnxRouter } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { logSoftmax } from '../src/shared/logits.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';

@@ -13,9 +13,9 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
-import type { GenerationEvent, TokenEvent } from '../src/edge/decoder-loop.ts';
-import { DEFAULT_LIMITS } from '../src/edge/generation-request.ts';
-import { loadRouter } from '../src/edge/router.ts';
+import type { GenerationEvent, TokenEvent } from '../src/edge/loop/decoder-loop.ts';
+import { DEFAULT_LIMITS } from '../src/edge/loop/generation-request.ts';
+import { loadRouter } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { DataType, GraphBuilder } from '../src/shared/onnx-graph.ts';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseShimConfig } from '../src/cloud/config.ts';
 import { startShim } from '../src/cloud/shim-server.ts';
-import { loadEdgeEngine } from '../src/edge/load-edge-engine.ts';
+import { loadEdgeEngine } from '../src/edge/loop/load-edge-engine.ts';
 import { DataType, GraphBuilder, valueInfo } from '../src/shared/onnx-graph.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';

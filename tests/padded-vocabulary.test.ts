@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { readLlama2cCheckpoint } from '../src/tools/models/llama2c-checkpoint.ts';
 import { writeDecoderPack } from '../src/tools/models/pack-writer.ts';

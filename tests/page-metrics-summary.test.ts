@@ -4,8 +4,8 @@
  * is in page-run-panel.test.ts.
  */
 import { expect, test } from 'bun:test';
-import { MetricsRecorder, type GenerationMetrics } from '../src/edge/generation-metrics.ts';
-import { thresholdReport } from '../src/edge/routing-budget-report.ts';
+import { MetricsRecorder, type GenerationMetrics } from '../src/edge/loop/generation-metrics.ts';
+import { thresholdReport } from '../src/edge/routing/routing-budget-report.ts';
 import { summaryRows } from '../views/metrics-rows.ts';
 import { MetricsPanel } from '../views/run-fragments.tsx';
 

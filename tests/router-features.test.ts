@@ -1,6 +1,6 @@
 /** The router's extra features, the loop measures, the fixed-share table and the text splits: exact values on hand-made inputs. */
 import { describe, expect, test } from 'bun:test';
-import { extraFeatures, extraWidth, logitStats, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/router-features.ts';
+import { extraFeatures, extraWidth, logitStats, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/routing/router-features.ts';
 import { commonPrefix, freeRunningFigures, isStuck, rep4 } from '../src/tools/lab/free-running-metrics.ts';
 import { atShare } from '../src/tools/eval/share-table.ts';
 import { pickExtraColumns, routerInputs } from '../src/tools/lab/feature-matrix.ts';

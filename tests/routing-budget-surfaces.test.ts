@@ -15,11 +15,11 @@ import { toWireEvent } from '../src/edge/grpc/edge-grpc-server.ts';
 import { edgeGeneratorService } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { usage } from '../src/edge/http/openai/openai-responses.ts';
-import type { DoneEvent } from '../src/edge/generation-events.ts';
-import { MetricsRecorder, type GenerationMetrics } from '../src/edge/generation-metrics.ts';
-import { readGenerationRequest } from '../src/edge/generation-request-fields.ts';
-import type { RoutingBudgetReport } from '../src/edge/routing-budget-report.ts';
-import type { RoutingStatus } from '../src/edge/routing-status.ts';
+import type { DoneEvent } from '../src/edge/loop/generation-events.ts';
+import { MetricsRecorder, type GenerationMetrics } from '../src/edge/loop/generation-metrics.ts';
+import { readGenerationRequest } from '../src/edge/loop/generation-request-fields.ts';
+import type { RoutingBudgetReport } from '../src/edge/routing/routing-budget-report.ts';
+import type { RoutingStatus } from '../src/edge/routing/routing-status.ts';
 import { MetricsPanel } from '../views/run-fragments.tsx';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 

@@ -4,13 +4,13 @@
  * cut combines them. The loop's use of them is tests/decoder-loop-budget.test.ts.
  */
 import { describe, expect, test } from 'bun:test';
-import { BoxRouting } from '../src/edge/box-routing.ts';
-import type { CloudClient } from '../src/edge/cloud-client.ts';
-import { RoutingCut } from '../src/edge/routing-cut.ts';
-import { ScoreWindow } from '../src/edge/score-window.ts';
-import { ShareCut } from '../src/edge/share-cut.ts';
-import { TokenSpend } from '../src/edge/token-spend.ts';
-import { WaitBudget } from '../src/edge/wait-budget.ts';
+import { BoxRouting } from '../src/edge/routing/box-routing.ts';
+import type { CloudClient } from '../src/edge/cloud/cloud-client.ts';
+import { RoutingCut } from '../src/edge/routing/routing-cut.ts';
+import { ScoreWindow } from '../src/edge/routing/score-window.ts';
+import { ShareCut } from '../src/edge/routing/share-cut.ts';
+import { TokenSpend } from '../src/edge/routing/token-spend.ts';
+import { WaitBudget } from '../src/edge/routing/wait-budget.ts';
 
 function fakeClock(start = 1_000) {
   const clock = { t: start, now: () => clock.t };

@@ -11,7 +11,7 @@ import type { Hono } from 'hono';
 import type { ShimConfig } from '../src/cloud/config.ts';
 import { sessionRoutingKey } from '../src/cloud/session-routing-key.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EdgeGeneratorClient, type GenerateEvent__Output } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';

@@ -14,7 +14,7 @@ import { Glob } from 'bun';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { GrpcCloudClient } from '../src/edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 

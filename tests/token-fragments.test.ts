@@ -1,6 +1,6 @@
 /** A token's span and heat-line bar as the page receives them: exact markup from a given token event. */
 import { expect, test } from 'bun:test';
-import type { TokenEvent } from '../src/edge/decoder-loop.ts';
+import type { TokenEvent } from '../src/edge/loop/decoder-loop.ts';
 import { HeatBar, splitLeadingSpace, TokenSpan, tokenDetail } from '../views/token-fragments.tsx';
 
 function token(fields: Partial<TokenEvent>): TokenEvent {

@@ -16,7 +16,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Backend } from '../src/cloud/backend.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { encodePrompt } from '../src/edge/decoder-loop.ts';
+import { encodePrompt } from '../src/edge/loop/decoder-loop.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';

@@ -2,9 +2,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PrefixCache } from '../shared/prefix-cache.ts';
 import type { BatcherStats } from '../shared/decode-batcher.ts';
-import { CLOUD_CONNECTION_STATES } from './cloud-client.ts';
-import type { GenerationEvent } from './decoder-loop.ts';
-import type { RoutingStatus, RoutingStatusSource } from './routing-status.ts';
+import { CLOUD_CONNECTION_STATES } from './cloud/cloud-client.ts';
+import type { GenerationEvent } from './loop/decoder-loop.ts';
+import type { RoutingStatus, RoutingStatusSource } from './routing/routing-status.ts';
 
 /** A gauge's value for a figure the status may lack: NaN (Prometheus's "no value") rather than a misleading 0. */
 const orNaN = (value: number | null | undefined) => value ?? NaN;

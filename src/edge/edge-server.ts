@@ -16,11 +16,11 @@ import { listenError } from '../shared/listen-error.ts';
 import { PrefixCache } from '../shared/prefix-cache.ts';
 import { routeBudgetOf, type EdgeConfig } from './config.ts';
 import { EdgeRuntime } from './edge-runtime.ts';
-import { GrpcCloudClient } from './grpc-cloud-client.ts';
+import { GrpcCloudClient } from './cloud/grpc-cloud-client.ts';
 import { EdgeGrpcServer } from './grpc/edge-grpc-server.ts';
 import { createEdgeApp } from './http/app.tsx';
 import { guardConnections } from './http/connection-limits.ts';
-import { loadEdgeEngine } from './load-edge-engine.ts';
+import { loadEdgeEngine } from './loop/load-edge-engine.ts';
 
 /** Bodies above this are refused; the prompt limit itself is checked after parsing. */
 const MAX_BODY_BYTES = 256 * 1024;

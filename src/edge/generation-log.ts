@@ -9,8 +9,8 @@
  */
 import { errorMessage, isAppError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
-import type { GenerationEvent } from './decoder-loop.ts';
-import type { GenerationRequest } from './generation-request.ts';
+import type { GenerationEvent } from './loop/decoder-loop.ts';
+import type { GenerationRequest } from './loop/generation-request.ts';
 
 export async function* logGeneration(
   log: Logger,

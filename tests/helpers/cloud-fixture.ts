@@ -7,7 +7,7 @@ import { shimConfig, type ShimConfig } from '../../src/cloud/config.ts';
 import { silentLogger } from '../../src/shared/logger.ts';
 import { startShim, type ShimDependencies, type ShimServer } from '../../src/cloud/shim-server.ts';
 import type { TokenSource } from '../../src/shared/contract-vocabulary.ts';
-import type { CloudStepRequest } from '../../src/edge/cloud-client.ts';
+import type { CloudStepRequest } from '../../src/edge/cloud/cloud-client.ts';
 import { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { argmax } from '../../src/shared/logits.ts';
 import { loadModelPack } from '../../src/shared/model-pack.ts';

@@ -1,8 +1,8 @@
 /** An edge runtime over the real demo packs, with the cloud pack served in process. */
-import type { CloudClient } from '../../src/edge/cloud-client.ts';
+import type { CloudClient } from '../../src/edge/cloud/cloud-client.ts';
 import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
-import { DEFAULT_LIMITS, type RouteBudget } from '../../src/edge/generation-request.ts';
-import { loadRouter } from '../../src/edge/router.ts';
+import { DEFAULT_LIMITS, type RouteBudget } from '../../src/edge/loop/generation-request.ts';
+import { loadRouter } from '../../src/edge/routing/router.ts';
 import { DecoderModel } from '../../src/shared/decoder-model.ts';
 import type { Logger } from '../../src/shared/logger.ts';
 import { PrefixCache } from '../../src/shared/prefix-cache.ts';

@@ -7,7 +7,7 @@
  * const cloud = late(pair.cloud, 5);
  * const disagreeing = edgeEcho(pair.edge, pair.tokenizer, 1, 5);
  */
-import { interceptSteps, type CloudClient, type CloudStepReply } from '../../src/edge/cloud-client.ts';
+import { interceptSteps, type CloudClient, type CloudStepReply } from '../../src/edge/cloud/cloud-client.ts';
 import type { DecoderModel } from '../../src/shared/decoder-model.ts';
 import { argmax } from '../../src/shared/logits.ts';
 import type { TextTokenizer } from '../../src/shared/tokenizer.ts';

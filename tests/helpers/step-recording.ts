@@ -3,7 +3,7 @@
  * another was in flight), the most in flight at once, and the replies that came back skipped. Steps are
  * counted as they reach `inner`, in order.
  */
-import { interceptSteps, type CloudClient } from '../../src/edge/cloud-client.ts';
+import { interceptSteps, type CloudClient } from '../../src/edge/cloud/cloud-client.ts';
 
 export function recordingSteps(inner: CloudClient) {
   const counts = { steps: 0, conditional: 0, skipped: 0, maxInFlight: 0, inFlight: 0 };

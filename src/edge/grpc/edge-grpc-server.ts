@@ -11,10 +11,10 @@ import { toGrpcStatus } from '../../shared/grpc/errors.ts';
 import { HealthService } from '../../shared/grpc/health.ts';
 import { healthService } from '../../shared/grpc/proto.ts';
 import { assertWellFormed, strictService } from '../../shared/grpc/strict-decode.ts';
-import type { GenerationEvent } from '../decoder-loop.ts';
+import type { GenerationEvent } from '../loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
-import type { RawGenerationRequest } from '../generation-request.ts';
-import { readGenerationRequest } from '../generation-request-fields.ts';
+import type { RawGenerationRequest } from '../loop/generation-request.ts';
+import { readGenerationRequest } from '../loop/generation-request-fields.ts';
 import { EDGE_GENERATOR_SERVICE_NAME, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output } from './edge-proto.ts';
 
 export interface EdgeGrpcOptions {

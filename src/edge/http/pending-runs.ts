@@ -13,7 +13,7 @@
  * const queued = pending.add(raw, { after: run }); // starts only once `run` is over
  */
 import type { EdgeRuntime } from '../edge-runtime.ts';
-import type { GenerationRequest, RawGenerationRequest } from '../generation-request.ts';
+import type { GenerationRequest, RawGenerationRequest } from '../loop/generation-request.ts';
 
 const STREAM_GRACE_MS = 30_000;
 const MAX_WAITING = 32;

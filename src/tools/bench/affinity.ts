@@ -19,7 +19,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';

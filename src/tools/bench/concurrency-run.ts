@@ -6,8 +6,8 @@
  * const round = await runConcurrentUsers(engine, { users: 4, prompts, newTokens: 16 });
  * round.tokensPerSecond; // all users' tokens over the wall time of the round
  */
-import { generate, type EdgeEngine } from '../../edge/decoder-loop.ts';
-import { parseGenerationRequest } from '../../edge/generation-request.ts';
+import { generate, type EdgeEngine } from '../../edge/loop/decoder-loop.ts';
+import { parseGenerationRequest } from '../../edge/loop/generation-request.ts';
 import { percentile } from '../../shared/statistics.ts';
 
 export interface ConcurrencyRoundOptions {

@@ -12,7 +12,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
-import { TopProbabilityScorer } from '../../edge/router.ts';
+import { TopProbabilityScorer } from '../../edge/routing/router.ts';
 import { DecodeBatcher } from '../../shared/decode-batcher.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';

@@ -13,7 +13,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OnnxRouter } from '../../edge/router.ts';
+import { OnnxRouter } from '../../edge/routing/router.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { argmax } from '../../shared/logits.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';

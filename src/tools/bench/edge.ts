@@ -9,12 +9,12 @@
  * pack of a real shape (`--preset qwen2.5-0.5b`, built once under models/bench/).
  */
 import { basename, join } from 'node:path';
-import type { CloudClient, CloudConversation, CloudStepRequest } from '../../edge/cloud-client.ts';
-import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/decoder-loop.ts';
+import type { CloudClient, CloudConversation, CloudStepRequest } from '../../edge/cloud/cloud-client.ts';
+import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
 import { median } from '../../shared/statistics.ts';
-import { parseGenerationRequest, type Mode } from '../../edge/generation-request.ts';
-import { loadEdgeEngine } from '../../edge/load-edge-engine.ts';
-import type { Router } from '../../edge/router.ts';
+import { parseGenerationRequest, type Mode } from '../../edge/loop/generation-request.ts';
+import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
+import type { Router } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { DEMO, MODELS_DIR } from '../../shared/paths.ts';

@@ -13,8 +13,8 @@
  * await Promise.all(clients.map((client, i) => fleetEdge(client, corpus, i, { pace, seed: 1, measureFrom, deadline }, tally)));
  */
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
-import type { CloudStepRequest } from '../../edge/cloud-client.ts';
-import type { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
+import type { CloudStepRequest } from '../../edge/cloud/cloud-client.ts';
+import type { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { promptWindow, type Corpus } from './load-workers.ts';

@@ -18,7 +18,7 @@
  * result.rows.find((r) => r.policy === 'wait-budget')!.p99_wait_ms;
  */
 import type { ShimConfig } from '../../cloud/config.ts';
-import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';

@@ -10,7 +10,7 @@
  * console.log(result.knee);
  */
 import type { ShimConfig } from '../../cloud/config.ts';
-import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
+import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';

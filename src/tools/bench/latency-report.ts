@@ -5,8 +5,8 @@
  * @example
  * console.log(formatLatencyTable(await runLatencyBench(options)));
  */
-import type { GenerationMetrics } from '../../edge/generation-metrics.ts';
-import type { Mode } from '../../edge/generation-request.ts';
+import type { GenerationMetrics } from '../../edge/loop/generation-metrics.ts';
+import type { Mode } from '../../edge/loop/generation-request.ts';
 import { mean, percentile } from '../../shared/statistics.ts';
 
 /** One routing setting: means per prompt unless the name says otherwise. */

@@ -14,12 +14,12 @@
  */
 import { shimConfig } from '../../cloud/config.ts';
 import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
-import { BoxRouting } from '../../edge/box-routing.ts';
-import { interceptSteps, type CloudClient } from '../../edge/cloud-client.ts';
-import { generate, type DoneEvent, type EdgeEngine } from '../../edge/decoder-loop.ts';
-import { parseGenerationRequest } from '../../edge/generation-request.ts';
-import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
-import { loadEdgeEngine } from '../../edge/load-edge-engine.ts';
+import { BoxRouting } from '../../edge/routing/box-routing.ts';
+import { interceptSteps, type CloudClient } from '../../edge/cloud/cloud-client.ts';
+import { generate, type DoneEvent, type EdgeEngine } from '../../edge/loop/decoder-loop.ts';
+import { parseGenerationRequest } from '../../edge/loop/generation-request.ts';
+import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
+import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
 import { AppError } from '../../shared/errors.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { DEMO } from '../../shared/paths.ts';

@@ -8,9 +8,9 @@
  * await Promise.all(clients.map((client, i) => streamWorker(client, corpus, i, deadline, 10, STEPS_PER_SESSION, tally)));
  */
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
-import type { DoneEvent } from '../../edge/decoder-loop.ts';
+import type { DoneEvent } from '../../edge/loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../../edge/edge-runtime.ts';
-import type { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
+import type { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';

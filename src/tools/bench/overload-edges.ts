@@ -1,7 +1,7 @@
 /**
  * The simulated edges of `bench fleet --overload`: like fleet-edges.ts, each plays an edge box decoding at
  * its pace against the shim, but it decides each position as the real edge does, with the real routing cut
- * (src/edge/routing-cut.ts) over a router score drawn uniformly (seeded), and with the real edge's answers
+ * (src/edge/routing/routing-cut.ts) over a router score drawn uniformly (seeded), and with the real edge's answers
  * to a cloud that cannot keep up: a step the shim refuses as overloaded, or that fails (deadline, broken
  * stream, open circuit), is decided on the edge (the text's next token) and decoding goes on. Each edge is
  * its own box: its own BoxRouting (budgets' state), its own gRPC client and breaker.
@@ -17,9 +17,9 @@
  * await Promise.all(clients.map((client, i) => overloadEdge(client, corpus, i, { pace, policy, seed: 1, measureFrom, deadline }, tally)));
  */
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
-import { BoxRouting } from '../../edge/box-routing.ts';
-import type { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
-import { RoutingCut } from '../../edge/routing-cut.ts';
+import { BoxRouting } from '../../edge/routing/box-routing.ts';
+import type { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
+import { RoutingCut } from '../../edge/routing/routing-cut.ts';
 import { errorMessage, isAppError } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { simulatedStep, sleepUntil, type EdgePace } from './fleet-edges.ts';

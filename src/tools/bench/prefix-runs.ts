@@ -6,9 +6,9 @@
  * @example
  * const first = await firstTokenMs(engine, ids); // { ttftMs, cachedTokens, runMs }
  */
-import { generate, type EdgeEngine } from '../../edge/decoder-loop.ts';
-import type { GenerationMetrics } from '../../edge/generation-metrics.ts';
-import { parseGenerationRequest } from '../../edge/generation-request.ts';
+import { generate, type EdgeEngine } from '../../edge/loop/decoder-loop.ts';
+import type { GenerationMetrics } from '../../edge/loop/generation-metrics.ts';
+import { parseGenerationRequest } from '../../edge/loop/generation-request.ts';
 import { AppError } from '../../shared/errors.ts';
 import { PrefixCache } from '../../shared/prefix-cache.ts';
 

@@ -17,8 +17,8 @@
  * qwen2.5-0.5b` the random-weight pack of that shape, built once under models/bench/.
  */
 import { availableParallelism } from 'node:os';
-import type { EdgeEngine } from '../../edge/decoder-loop.ts';
-import { loadEdgeEngine } from '../../edge/load-edge-engine.ts';
+import type { EdgeEngine } from '../../edge/loop/decoder-loop.ts';
+import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';

@@ -15,7 +15,7 @@ import { loadModelPack } from '../../shared/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { median, round } from '../../shared/statistics.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
-import { encodePrompt } from '../../edge/decoder-loop.ts';
+import { encodePrompt } from '../../edge/loop/decoder-loop.ts';
 import { integerFlag, parseFlags } from '../cli-support.ts';
 import { InProcessScorer, ShimScorer } from '../lab/cloud-scorer.ts';
 import { teacherForce } from '../lab/teacher-forcing.ts';

@@ -10,7 +10,7 @@
  * const router = new UniformShareRouter(1);
  * await router.score(hidden, logits, ids); // < 0.1 for about 10% of positions
  */
-import type { Router, RouterInfo } from '../../edge/router.ts';
+import type { Router, RouterInfo } from '../../edge/routing/router.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 
 export class UniformShareRouter implements Router {

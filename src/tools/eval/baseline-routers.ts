@@ -2,8 +2,8 @@
  * Routers the evaluation compares the trained router with, and a probe that watches what the edge model
  * was sure of along a run. They plug into the decoding loop like any other `Router`.
  */
-import { logitStats } from '../../edge/router-features.ts';
-import type { Router, RouterInfo } from '../../edge/router.ts';
+import { logitStats } from '../../edge/routing/router-features.ts';
+import type { Router, RouterInfo } from '../../edge/routing/router.ts';
 import { topProbability } from '../../shared/logits.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { MAX_SCORE } from '../router/mlp.ts';

@@ -6,7 +6,7 @@
  * share, and with the edge model's top-1 probability at the threshold whose runs route the share
  * closest to it.
  */
-import type { Router } from '../../edge/router.ts';
+import type { Router } from '../../edge/routing/router.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { ProbeRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
 import { generateAll, type EvalEdge, type GenerationRun } from '../lab/generation-runs.ts';

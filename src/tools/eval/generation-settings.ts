@@ -9,7 +9,7 @@
  * const settings = await generationSettings({ runs, shares: [0.1, 0.3], routerGuess, calibrationRuns: 6, tolerance: 0.005, seed: 0 });
  */
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
-import type { Router } from '../../edge/router.ts';
+import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { EntropyRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
 import { freeRunningFigures } from '../lab/free-running-metrics.ts';

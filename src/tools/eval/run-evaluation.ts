@@ -9,8 +9,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { loadEdgeEngine } from '../../edge/load-edge-engine.ts';
-import type { RouterJson } from '../../edge/router.ts';
+import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
+import type { RouterJson } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
 import { DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../../shared/paths.ts';

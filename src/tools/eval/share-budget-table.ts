@@ -1,5 +1,5 @@
 /**
- * A share budget under teacher forcing: the edge's ShareCut (src/edge/share-cut.ts) driven over the
+ * A share budget under teacher forcing: the edge's ShareCut (src/edge/routing/share-cut.ts) driven over the
  * held-out positions in order with the real router's scores, against fixed τ at the same overall share.
  *
  * Document boundaries: a generation holds its own ShareCut, so each document (paragraph) gets a fresh one,
@@ -19,7 +19,7 @@
  * const rows = shareBudgetRows({ count, edgeCorrect, cloudCorrect, paragraph }, scores, [0.1]);
  * rows[0].budget_recovered - rows[0].tau_recovered; // what the moving cut costs, as a fraction of the gap
  */
-import { ShareCut } from '../../edge/share-cut.ts';
+import { ShareCut } from '../../edge/routing/share-cut.ts';
 import { lowestSelection } from '../lab/ratio-matching.ts';
 
 /** Tokens seen before a window counts (the first 50: the cut has too few scores to read a share from). */

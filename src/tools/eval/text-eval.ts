@@ -18,7 +18,7 @@
  *    (generation-settings.ts).
  */
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
-import type { Router } from '../../edge/router.ts';
+import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { scoreWithRouterPack } from '../router/batch-scorer.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';

@@ -13,7 +13,7 @@ import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax } from '../../shared/logits.ts';
 import type { CloudScorer } from './cloud-scorer.ts';
-import { logitStats, REPETITION_WINDOW, writeExtraFeatures } from '../../edge/router-features.ts';
+import { logitStats, REPETITION_WINDOW, writeExtraFeatures } from '../../edge/routing/router-features.ts';
 import { ALL_EXTRA_GROUPS, ALL_EXTRA_WIDTH } from './feature-matrix.ts';
 
 export interface TeacherForced {

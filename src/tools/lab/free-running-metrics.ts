@@ -7,7 +7,7 @@
  * isStuck([...Array(16).fill(9)]); // true
  * commonPrefix([1, 2, 3], [1, 2, 4]); // 2
  */
-import { RECENT_SPAN } from '../../edge/router-features.ts';
+import { RECENT_SPAN } from '../../edge/routing/router-features.ts';
 
 /** Outputs whose last STUCK_SPAN ids use at most STUCK_DISTINCT distinct ids are stuck in a loop. */
 export const STUCK_SPAN = RECENT_SPAN;

@@ -7,10 +7,10 @@
  * const run = await generateAll({ edgeModel, tokenizer, cloud }, router, prompts, { threshold: 0.5, maxNewTokens: 48, temperature: 0, seed: 0 });
  * console.log(run.routed / run.tokens, (await cloudPerplexity(cloudModel, run.items)).perplexity);
  */
-import type { CloudClient } from '../../edge/cloud-client.ts';
-import { encodePrompt, generate, type TokenEvent } from '../../edge/decoder-loop.ts';
-import { parseGenerationRequest } from '../../edge/generation-request.ts';
-import type { Router } from '../../edge/router.ts';
+import type { CloudClient } from '../../edge/cloud/cloud-client.ts';
+import { encodePrompt, generate, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
+import { parseGenerationRequest } from '../../edge/loop/generation-request.ts';
+import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { CloudScorer } from './cloud-scorer.ts';

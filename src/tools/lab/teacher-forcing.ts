@@ -10,7 +10,7 @@
  * const forced = await teacherForcePacks('models/stories260k-3l', 'models/stories260k', paragraphs);
  * const keep = citerLabels(forced); // 1 = keep the edge token, 0 = route
  */
-import { encodePrompt } from '../../edge/decoder-loop.ts';
+import { encodePrompt } from '../../edge/loop/decoder-loop.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';

@@ -10,8 +10,8 @@
  * const cloud = await openToolCloud({ shim: { address: 'gpu-box:50051' } }, edgePack, tokenizer);
  * try { await teacherForce({ edgeModel, cloud: cloud.scorer, tokenizer, paragraphs }); } finally { await cloud.close(); }
  */
-import type { CloudClient } from '../../edge/cloud-client.ts';
-import { GrpcCloudClient } from '../../edge/grpc-cloud-client.ts';
+import type { CloudClient } from '../../edge/cloud/cloud-client.ts';
+import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';

@@ -10,11 +10,11 @@
  * const scores = await scoreWithRouterPack('models/router-stories260k-3l', forced); // one per record
  */
 import { join, resolve } from 'node:path';
-import type { RouterJson } from '../../edge/router.ts';
+import type { RouterJson } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';
 import { readJsonFile } from '../../shared/model-pack.ts';
 import { ort, type OrtTensor } from '../../shared/ort.ts';
-import { extraWidth, parseFeatureGroups, readsPreviousHidden, readsToken } from '../../edge/router-features.ts';
+import { extraWidth, parseFeatureGroups, readsPreviousHidden, readsToken } from '../../edge/routing/router-features.ts';
 import { pickExtraColumns } from '../lab/feature-matrix.ts';
 import { runSession } from '../../shared/run-session.ts';
 

@@ -4,7 +4,7 @@ import { evaluateRouter } from './evaluate-router.ts';
 import { CLOUD_FLAGS, cloudSourceFlags } from '../cloud-flags.ts';
 import { terminalProgress } from '../lab/progress.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
-import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
+import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import {
   DEFAULT_FEATURES,

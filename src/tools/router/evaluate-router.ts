@@ -4,7 +4,7 @@
  * process, or a running shim (`cloud`) for a pair whose cloud model only runs there.
  */
 import { join, resolve } from 'node:path';
-import type { RouterJson } from '../../edge/router.ts';
+import type { RouterJson } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, readJsonFile } from '../../shared/model-pack.ts';
 import { scoreWithRouterPack } from './batch-scorer.ts';

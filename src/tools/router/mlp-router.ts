@@ -11,7 +11,7 @@
  * @example
  * const router = new MlpRouter(weights, ['hidden', 'logit_stats', 'repetition']);
  */
-import type { Router, RouterInfo } from '../../edge/router.ts';
+import type { Router, RouterInfo } from '../../edge/routing/router.ts';
 import {
   extraWidth,
   logitExtremes,
@@ -21,7 +21,7 @@ import {
   statsFromSums,
   writeExtraFeatures,
   type FeatureGroup,
-} from '../../edge/router-features.ts';
+} from '../../edge/routing/router-features.ts';
 import { predict, type MlpWeights } from './mlp.ts';
 
 export class MlpRouter implements Router {

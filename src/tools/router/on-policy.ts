@@ -9,7 +9,7 @@
  * @example
  * const round = await collectTrajectories({ edgeModel, cloud, tokenizer, router, prompts, thresholds: [0.3, 0.5], maxNewTokens: 48, seed: 0 });
  */
-import type { Router } from '../../edge/router.ts';
+import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import type { ToolCloud } from '../lab/tool-cloud.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';

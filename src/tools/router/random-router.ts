@@ -2,7 +2,7 @@
  * A router pack with random weights of a given width, for speed measurements at a real model's shape
  * (the scores mean nothing; the work per call is exactly that of a trained router of that width).
  */
-import { FEATURE_GROUPS } from '../../edge/router-features.ts';
+import { FEATURE_GROUPS } from '../../edge/routing/router-features.ts';
 import { inputWidth } from '../lab/feature-matrix.ts';
 import { initialWeights, normalSampler } from './mlp.ts';
 import { writeRouterPack } from './router-pack.ts';

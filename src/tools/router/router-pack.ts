@@ -9,8 +9,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelProto } from 'onnx-buf';
-import type { RouterJson } from '../../edge/router.ts';
-import { extraWidth, readsPreviousHidden, type FeatureGroup } from '../../edge/router-features.ts';
+import type { RouterJson } from '../../edge/routing/router.ts';
+import { extraWidth, readsPreviousHidden, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { inputWidth } from '../lab/feature-matrix.ts';
 import { writeFolderAtomically } from '../models/atomic-output.ts';
 import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';

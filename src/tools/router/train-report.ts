@@ -6,8 +6,8 @@
  * console.log(formatTrainReport(await trainRouter(options)));
  */
 import { relative, resolve } from 'node:path';
-import type { RouterJson } from '../../edge/router.ts';
-import type { FeatureGroup } from '../../edge/router-features.ts';
+import type { RouterJson } from '../../edge/routing/router.ts';
+import type { FeatureGroup } from '../../edge/routing/router-features.ts';
 import type { TextCorpus } from '../lab/text-corpus.ts';
 import { LABEL_RULE_TEXT, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROUTER_LEARNING_RATE, VALIDATION_FRACTION, type TrainRouterOptions } from './train-router-options.ts';

@@ -8,7 +8,7 @@
 import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
 import { resolve } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
-import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/router-features.ts';
+import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { DEFAULT_LEARNING_RATE } from './train-mlp.ts';
 

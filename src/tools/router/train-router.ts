@@ -15,7 +15,7 @@ import { resolve } from 'node:path';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { AppError } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
-import { readsToken, type FeatureGroup } from '../../edge/router-features.ts';
+import { readsToken, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { continuationPrompts } from '../lab/continuation-prompts.ts';

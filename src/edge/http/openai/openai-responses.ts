@@ -10,8 +10,8 @@
  * @example
  * for await (const chunk of streamChunks(CHAT, meta, run.events(signal), true)) write(JSON.stringify(chunk));
  */
-import type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from '../../decoder-loop.ts';
-import type { GenerationMetrics } from '../../generation-metrics.ts';
+import type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from '../../loop/decoder-loop.ts';
+import type { GenerationMetrics } from '../../loop/generation-metrics.ts';
 import { snakeCaseKeys } from '../snake-case-json.ts';
 
 export interface ResponseMeta {

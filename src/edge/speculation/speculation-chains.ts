@@ -8,16 +8,16 @@
  * step that failed or came back skipped there is sent again as a plain step, so the cloud is asked at
  * every routed position exactly as without speculation.
  */
-import type { AppendResult } from '../shared/decoder-model.ts';
-import { isAbortError } from '../shared/errors.ts';
-import type { TokenSource } from '../shared/contract-vocabulary.ts';
-import type { CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+import type { AppendResult } from '../../shared/decoder-model.ts';
+import { isAbortError } from '../../shared/errors.ts';
+import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
 import { decodeAhead, type SpeculativeStep } from './decode-ahead.ts';
-import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from './edge-engine.ts';
-import { elapsed, type GenerationState } from './generation-state.ts';
-import type { RoutingCut } from './routing-cut.ts';
-import type { SpeculationPolicy } from './speculation-policy.ts';
-import type { KeptPosition, Settled, Speculation } from './speculation.ts';
+import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from '../loop/edge-engine.ts';
+import { elapsed, type GenerationState } from '../loop/generation-state.ts';
+import type { RoutingCut } from '../routing/routing-cut.ts';
+import { NO_SPECULATION, type KeptPosition, type Settled, type Speculation } from './speculation.ts';
+import { SpeculationPolicy } from './speculation-policy.ts';
 
 /**
  * A routed position whose step is in flight, and what the edge decoded past it from its guess. When a
@@ -264,4 +264,23 @@ export class SpeculationChains implements Speculation {
     state.last = chain.from;
     return false;
   }
+}
+
+/**
+ * The speculation a generation runs with. Only single-token joint steps are speculated past: a span is fed
+ * to the edge's cache as one forward pass, whose logits may differ in the last bits from feeding its tokens
+ * one by one, so decoding ahead past it could not reproduce the loop without speculation exactly. With
+ * `auto`, the engine's policy (made here on first use, then kept across generations) decides at each
+ * routed position; forced on, its figures are still fed.
+ *
+ * @example
+ * const speculation = speculationFor(state); // NO_SPECULATION unless the request speculates
+ */
+export function speculationFor(state: GenerationState): Speculation {
+  const { request, engine } = state;
+  state.metrics.speculateSetting = request.speculate === 'auto' ? 'auto' : request.speculate ? 'on' : 'off';
+  if (!request.speculate || request.mode !== 'joint' || request.routeSpan !== 1) return NO_SPECULATION;
+  const settings = (engine.speculation ??= {});
+  settings.policy ??= new SpeculationPolicy();
+  return new SpeculationChains(state, settings, settings.policy, request.speculate === 'auto');
 }

@@ -15,9 +15,9 @@
  * shim.answered(result);                                  // false: the shim disagrees, drop the stream
  * const next = shim.step(laterRequest);                   // only the ids the shim lacks
  */
-import { AppError } from '../shared/errors.ts';
-import type { RouteRequest, RouteStep, Sampling, StepResult__Output } from '../shared/grpc/proto.ts';
-import { toWireSources } from '../shared/grpc/wire.ts';
+import { AppError } from '../../shared/errors.ts';
+import type { RouteRequest, RouteStep, Sampling, StepResult__Output } from '../../shared/grpc/proto.ts';
+import { toWireSources } from '../../shared/grpc/wire.ts';
 import type { CloudLoad, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
 
 /** The edge's copy of one stream's context on the shim: what was sent plus what the shim returned. */

@@ -18,13 +18,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fromBinary } from '@bufbuild/protobuf';
 import { ModelProtoSchema } from 'onnx-buf';
-import { DecoderModel } from '../shared/decoder-model.ts';
-import { AppError } from '../shared/errors.ts';
-import type { Logger } from '../shared/logger.ts';
-import { loadModelPack, type ModelPack } from '../shared/model-pack.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
-import { loadRouter, type Router } from './router.ts';
-import { readsToken } from './router-features.ts';
+import { DecoderModel } from '../../shared/decoder-model.ts';
+import { AppError } from '../../shared/errors.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
+import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { loadRouter, type Router } from '../routing/router.ts';
+import { readsToken } from '../routing/router-features.ts';
 
 export interface EdgeEngineSources {
   /** The edge model pack's folder, or a pack the caller loaded (and checked) itself. */

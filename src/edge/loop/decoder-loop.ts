@@ -10,12 +10,13 @@
  * (decoding ahead while a routed step is on the network) is one object the loop calls at four points
  * (speculation.ts); without it those calls do nothing.
  */
-import { AppError, errorMessage, isAbortError } from '../shared/errors.ts';
-import type { CloudLoad } from './cloud-client.ts';
+import { AppError, errorMessage, isAbortError } from '../../shared/errors.ts';
+import type { CloudLoad } from '../cloud/cloud-client.ts';
 import type { LoopRequest, EdgeEngine } from './edge-engine.ts';
 import type { GenerationEvent, TokenEvent } from './generation-events.ts';
 import { checkCloudReply, elapsed, GenerationState, type Decision } from './generation-state.ts';
-import { speculationFor, type KeptPosition, type Speculation } from './speculation.ts';
+import type { KeptPosition, Speculation } from '../speculation/speculation.ts';
+import { speculationFor } from '../speculation/speculation-chains.ts';
 
 export { encodePrompt, promptIdsOf, type EdgeEngine, type LoopRequest, type SpeculationSettings } from './edge-engine.ts';
 export type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from './generation-events.ts';

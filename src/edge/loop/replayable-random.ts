@@ -1,4 +1,4 @@
-import { seededRandom } from '../shared/seeded-random.ts';
+import { seededRandom } from '../../shared/seeded-random.ts';
 
 /**
  * The loop's seeded random stream with a way back: speculative positions draw from it, and a rejected

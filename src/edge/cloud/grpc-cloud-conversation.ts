@@ -22,10 +22,10 @@
  * await conversation.close();
  */
 import type { Readable, Writable } from 'node:stream';
-import { AppError } from '../shared/errors.ts';
-import { appErrorCode, toAppError } from '../shared/grpc/errors.ts';
-import type { RouteRequest, RouteResponse__Output, StepResult__Output } from '../shared/grpc/proto.ts';
-import { abortReason, StreamReader, writeMessage } from '../shared/grpc/stream.ts';
+import { AppError } from '../../shared/errors.ts';
+import { appErrorCode, toAppError } from '../../shared/grpc/errors.ts';
+import type { RouteRequest, RouteResponse__Output, StepResult__Output } from '../../shared/grpc/proto.ts';
+import { abortReason, StreamReader, writeMessage } from '../../shared/grpc/stream.ts';
 import { CircuitOpenError } from './cloud-backoff.ts';
 import { skippedReply, type CloudConversation, type CloudStepReply, type CloudStepRequest } from './cloud-client.ts';
 import { withPlainReason } from './cloud-failure-reason.ts';

@@ -13,7 +13,7 @@
  * *inference session* is onnxruntime's.
  */
 
-import type { TokenAlternative, TokenSource } from '../shared/contract-vocabulary.ts';
+import type { TokenAlternative, TokenSource } from '../../shared/contract-vocabulary.ts';
 
 export interface CloudStepRequest {
   /** Every token id of the generation so far: prompt, then generated tokens. */

@@ -24,7 +24,7 @@
  * wait.observe({ waitMs: 40, overloaded: false, failed: false }, 300);
  * wait.expectedWaitMs(); // 40 after one reply
  */
-import type { CloudLoad } from './cloud-client.ts';
+import type { CloudLoad } from '../cloud/cloud-client.ts';
 
 export interface WaitBudgetOptions {
   /** Weight of a new wait in the running mean and deviation; 0.2 when omitted. */

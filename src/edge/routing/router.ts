@@ -12,11 +12,11 @@
  */
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { AppError } from '../shared/errors.ts';
-import { topProbability } from '../shared/logits.ts';
-import { readJsonFile } from '../shared/model-pack.ts';
-import { ort, type InferenceSession, type OrtTensor } from '../shared/ort.ts';
-import { runSession } from '../shared/run-session.ts';
+import { AppError } from '../../shared/errors.ts';
+import { topProbability } from '../../shared/logits.ts';
+import { readJsonFile } from '../../shared/model-pack.ts';
+import { ort, type InferenceSession, type OrtTensor } from '../../shared/ort.ts';
+import { runSession } from '../../shared/run-session.ts';
 import { LogitSums, ONNX_SUMS_MIN_LENGTH } from './logit-sums.ts';
 import {
   extraWidth,

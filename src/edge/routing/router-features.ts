@@ -24,7 +24,7 @@
  * const extra = extraFeatures(['logit_stats', 'repetition'], logits, context); // Float32Array(8)
  */
 
-import { AppError } from '../shared/errors.ts';
+import { AppError } from '../../shared/errors.ts';
 
 export const FEATURE_GROUPS = ['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position', 'token'] as const;
 export type FeatureGroup = (typeof FEATURE_GROUPS)[number];

@@ -3,15 +3,15 @@
  * the settings of decoding ahead (speculation). Also the prompt's encoding, shared by the loop and the
  * entry points that count prompt tokens.
  */
-import type { DecoderModel } from '../shared/decoder-model.ts';
-import type { PrefixCache } from '../shared/prefix-cache.ts';
-import type { TextTokenizer } from '../shared/tokenizer.ts';
-import type { BoxRouting } from './box-routing.ts';
-import type { CloudClient } from './cloud-client.ts';
+import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { PrefixCache } from '../../shared/prefix-cache.ts';
+import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { BoxRouting } from '../routing/box-routing.ts';
+import type { CloudClient } from '../cloud/cloud-client.ts';
 import type { GenerationRequest } from './generation-request.ts';
-import type { Router } from './router.ts';
-import type { RoutingStatusSource } from './routing-status.ts';
-import type { SpeculationPolicy } from './speculation-policy.ts';
+import type { Router } from '../routing/router.ts';
+import type { RoutingStatusSource } from '../routing/routing-status.ts';
+import type { SpeculationPolicy } from '../speculation/speculation-policy.ts';
 
 /**
  * How the edge decodes ahead while a routed step is on the network (requests with `speculate`). Every

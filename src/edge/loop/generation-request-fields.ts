@@ -13,8 +13,8 @@
  * readGenerationRequest({ prompt: 'Once', maxNewTokens: 8 }, 'typed');
  * // throws INVALID_ARGUMENT: unknown field "maxNewTokens" (did you mean "max_new_tokens"?); the fields are prompt, mode, ...
  */
-import { AppError } from '../shared/errors.ts';
-import { DECIMAL_NUMBER } from '../shared/number-text.ts';
+import { AppError } from '../../shared/errors.ts';
+import { DECIMAL_NUMBER } from '../../shared/number-text.ts';
 import type { GenerationRequest, RawGenerationRequest } from './generation-request.ts';
 
 /** Documented name → the request's own key, and what kind of value it takes. */

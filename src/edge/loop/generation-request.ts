@@ -3,8 +3,8 @@
  * gRPC). Anything out of range is an INVALID_ARGUMENT with a message that names the field as the API
  * documents it (`max_new_tokens`, `top_p`, `route_span`).
  */
-import { AppError } from '../shared/errors.ts';
-import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../shared/routing-key.ts';
+import { AppError } from '../../shared/errors.ts';
+import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../shared/routing-key.ts';
 
 export const MODES = ['joint', 'small_only', 'llm_only'] as const;
 export type Mode = (typeof MODES)[number];

@@ -3,14 +3,11 @@
  * plain path reads without it. While a routed step is on the network the edge decodes ahead from its own
  * guess; the reply keeps that work (the guess was right) or throws it away (the cache rolled back, the
  * random stream rewound), so the emitted tokens are exactly those of the loop without speculation. The
- * real one is SpeculationChains (speculation-chains.ts, with its conditional steps); `NO_SPECULATION` is
- * what a request that does not speculate gets.
+ * real one is SpeculationChains (speculation-chains.ts, with its conditional steps, and `speculationFor`,
+ * which picks); `NO_SPECULATION` is what a request that does not speculate gets.
  */
-import type { CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
 import type { SpeculativeStep } from './decode-ahead.ts';
-import type { GenerationState } from './generation-state.ts';
-import { SpeculationChains } from './speculation-chains.ts';
-import { SpeculationPolicy } from './speculation-policy.ts';
 
 /** A position the edge decoded ahead and kept: its forward pass, router score and pick are done. */
 export interface KeptPosition {
@@ -47,22 +44,3 @@ export const NO_SPECULATION: Speculation = {
   decodeAhead: async () => {},
   settle: () => undefined,
 };
-
-/**
- * The speculation a generation runs with. Only single-token joint steps are speculated past: a span is fed
- * to the edge's cache as one forward pass, whose logits may differ in the last bits from feeding its tokens
- * one by one, so decoding ahead past it could not reproduce the loop without speculation exactly. With
- * `auto`, the engine's policy (made here on first use, then kept across generations) decides at each
- * routed position; forced on, its figures are still fed.
- *
- * @example
- * const speculation = speculationFor(state); // NO_SPECULATION unless the request speculates
- */
-export function speculationFor(state: GenerationState): Speculation {
-  const { request, engine } = state;
-  state.metrics.speculateSetting = request.speculate === 'auto' ? 'auto' : request.speculate ? 'on' : 'off';
-  if (!request.speculate || request.mode !== 'joint' || request.routeSpan !== 1) return NO_SPECULATION;
-  const settings = (engine.speculation ??= {});
-  settings.policy ??= new SpeculationPolicy();
-  return new SpeculationChains(state, settings, settings.policy, request.speculate === 'auto');
-}

@@ -22,7 +22,7 @@
  * breaker.check();          // throws while open
  * breaker.failure('error'); breaker.success();
  */
-import { AppError } from '../shared/errors.ts';
+import { AppError } from '../../shared/errors.ts';
 
 export interface BackoffOptions {
   initialMs: number;

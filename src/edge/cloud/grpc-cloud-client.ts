@@ -15,11 +15,11 @@
  * await conversation.close(); await cloud.close();
  */
 import { connectivityState, Metadata, type ChannelOptions } from '@grpc/grpc-js';
-import { AppError } from '../shared/errors.ts';
-import { bearer } from '../shared/grpc/auth.ts';
-import { appErrorCode } from '../shared/grpc/errors.ts';
-import { CLOUD_ROUTER_SERVICE_NAME, CloudRouterClient, HealthClient, type CloudRouterClientType, type HealthClientType } from '../shared/grpc/proto.ts';
-import { clientTls, type ClientTlsFiles } from '../shared/grpc/tls.ts';
+import { AppError } from '../../shared/errors.ts';
+import { bearer } from '../../shared/grpc/auth.ts';
+import { appErrorCode } from '../../shared/grpc/errors.ts';
+import { CLOUD_ROUTER_SERVICE_NAME, CloudRouterClient, HealthClient, type CloudRouterClientType, type HealthClientType } from '../../shared/grpc/proto.ts';
+import { clientTls, type ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import { CloudBackoff } from './cloud-backoff.ts';
 import { CloudHealthProbe, realProbeClock, type ProbeClock } from './cloud-health-probe.ts';
 import type { CloudClient, CloudConnectionState, CloudConversation, ConversationOptions } from './cloud-client.ts';

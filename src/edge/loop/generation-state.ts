@@ -4,19 +4,19 @@
  * The loop (decoder-loop.ts) and speculation (speculation-chains.ts) both work on it.
  */
 import { randomUUID } from 'node:crypto';
-import type { AppendResult, DecoderSequence } from '../shared/decoder-model.ts';
-import { AppError } from '../shared/errors.ts';
-import { sampleToken } from '../shared/sampling.ts';
-import type { TokenSource } from '../shared/contract-vocabulary.ts';
-import { BoxRouting } from './box-routing.ts';
-import type { CloudConversation, CloudStepReply, CloudStepRequest } from './cloud-client.ts';
+import type { AppendResult, DecoderSequence } from '../../shared/decoder-model.ts';
+import { AppError } from '../../shared/errors.ts';
+import { sampleToken } from '../../shared/sampling.ts';
+import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import { BoxRouting } from '../routing/box-routing.ts';
+import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
 import { promptIdsOf, type EdgeEngine, type LoopRequest } from './edge-engine.ts';
 import type { DoneEvent, FinishReason, TokenEvent } from './generation-events.ts';
 import { MetricsRecorder } from './generation-metrics.ts';
 import { ReplayableRandom } from './replayable-random.ts';
-import { RoutingCut } from './routing-cut.ts';
+import { RoutingCut } from '../routing/routing-cut.ts';
 import { StopStringFilter } from './stop-strings.ts';
-import type { TokenStreamDecoder } from '../shared/tokenizer.ts';
+import type { TokenStreamDecoder } from '../../shared/tokenizer.ts';
 
 /** What the loop decided at one position, before its tokens are emitted. */
 export interface Decision {

@@ -10,7 +10,7 @@
  * plainCloudReason(new AppError('UNAVAILABLE', 'No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:50051. Resolution note: '));
  * // 'cloud unreachable (connection refused)'
  */
-import { AppError } from '../shared/errors.ts';
+import { AppError } from '../../shared/errors.ts';
 
 /** Socket errors → what they mean for reaching the cloud; a TLS failure keeps the reason a user can act on. */
 const SOCKET_ERRORS: [RegExp, (match: RegExpExecArray) => string][] = [

@@ -10,8 +10,8 @@
  * box.observeStep({ waitMs: 40, overloaded: false, failed: false }, 300);
  * box.status().expectedWaitMs; // 40
  */
-import type { CloudClient, CloudLoad } from './cloud-client.ts';
-import type { RouteBudget } from './generation-request.ts';
+import type { CloudClient, CloudLoad } from '../cloud/cloud-client.ts';
+import type { RouteBudget } from '../loop/generation-request.ts';
 import type { RoutingStatus, RoutingStatusSource } from './routing-status.ts';
 import { ScoreWindow } from './score-window.ts';
 import { TokenSpend } from './token-spend.ts';
