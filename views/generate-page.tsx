@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 /** The generate and compare pages: the same controls, one or two output panels. */
-import type { RouteBudget } from '../src/edge/loop/generation-request.ts';
+import type { ViewRouteBudget as RouteBudget } from './view-model.ts';
 import { Layout } from './layout.tsx';
 
 export interface FormDefaults {

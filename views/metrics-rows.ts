@@ -6,8 +6,7 @@
  * summaryRows(metrics).map(([label]) => label);
  * // ['Tokens written', 'From the cloud', 'Speed', 'Cloud time']
  */
-import type { GenerationMetrics } from '../src/edge/loop/generation-metrics.ts';
-import type { Mode } from '../src/edge/loop/generation-request.ts';
+import type { ViewMetrics as GenerationMetrics, ViewMode as Mode } from './view-model.ts';
 import { budgetRows } from './routing-budget-rows.ts';
 
 /** [label, value, data-metric key]: one row of the metrics panel. */

@@ -7,7 +7,7 @@
  * // [['Routing policy (cut at the last position, mean)', 'share: cut 0.430 (mean 0.420)', 'policy'],
  * //  ['Routing budget used', 'routed 20.0% of positions (10 / 50), target 20.0%', 'budget']]
  */
-import type { RoutingBudgetReport } from '../src/edge/routing/routing-budget-report.ts';
+import type { ViewBudgetReport as RoutingBudgetReport } from './view-model.ts';
 
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
 

@@ -4,9 +4,7 @@
  * `token` (one span, token-fragments.tsx), `heat` (the token's bar in the heat line), `metrics` (the
  * panel) and finally `end` (status), which also closes the stream.
  */
-import type { FinishReason } from '../src/edge/loop/decoder-loop.ts';
-import type { GenerationMetrics } from '../src/edge/loop/generation-metrics.ts';
-import type { GenerationRequest, Mode } from '../src/edge/loop/generation-request.ts';
+import type { ViewFinishReason as FinishReason, ViewMetrics as GenerationMetrics, ViewMode as Mode, ViewRequest as GenerationRequest } from './view-model.ts';
 import { detailRows, summaryRows, type MetricRow } from './metrics-rows.ts';
 
 /** `waitingFor`: the run this one starts after (Compare), named in its status until it starts. */

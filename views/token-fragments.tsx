@@ -9,8 +9,7 @@
  * // ' <span class="tok tok-llm" data-index="3" ... data-detail="cloud model · router score 0.412 (below τ 0.70) · …">cat</span>'
  * String(<HeatBar event={event} />) // '<span class="heat-bar heat-llm" data-index="3" style="--score:41.2%" …></span>'
  */
-import type { TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import type { GenerationRequest } from '../src/edge/loop/generation-request.ts';
+import type { ViewRequest as GenerationRequest, ViewTokenEvent as TokenEvent } from './view-model.ts';
 
 const SOURCE_LABEL = { slm: 'edge model', llm: 'cloud model', fallback: 'edge model (cloud unreachable)' } as const;
 

@@ -24,10 +24,11 @@
  */
 import { AppError } from '../../shared/errors.ts';
 import { DataType, type GraphBuilder } from '../../shared/onnx-graph.ts';
-import type { DecoderLayout } from './decoder-graph.ts';
+import type { DecodeAttention, DecoderLayout } from './decoder-graph-options.ts';
+
+export type { DecodeAttention } from './decoder-graph-options.ts';
 
 /** How the fused layout's decode steps attend: standard ops on the buffer in place, or GroupQueryAttention like prefills. */
-export type DecodeAttention = 'gqa' | 'matmul';
 export const DECODE_ATTENTIONS: readonly DecodeAttention[] = ['gqa', 'matmul'];
 /**
  * GroupQueryAttention by default: the standard ops cost more than they save below a few hundred cached

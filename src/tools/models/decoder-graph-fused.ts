@@ -28,7 +28,7 @@
  */
 import type { ModelProto } from 'onnx-buf';
 import type { DecoderSpec, DecoderWeights } from './decoder-spec.ts';
-import type { DecoderGraphOptions } from './decoder-graph.ts';
+import type { DecoderGraphOptions } from './decoder-graph-options.ts';
 import { addDecoderOutputs, addLmHead, addLogitsOutputs } from './decoder-graph-head.ts';
 import { DEFAULT_DECODE_ATTENTION, decodeStepAttention, decodeStepSwitch } from './decoder-graph-attention.ts';
 import { AppError } from '../../shared/errors.ts';

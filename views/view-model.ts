@@ -1,0 +1,84 @@
+/**
+ * What the views show, as the views need it: the page's whole contract with the edge. The edge's own types
+ * (src/edge/loop, src/edge/routing) carry more and are passed in as they are, since TypeScript checks them
+ * against these shapes at the one place that renders (src/edge/http/app.tsx); the views import nothing of
+ * the edge, so the page can be read, restyled and tested without it.
+ */
+
+export type ViewMode = 'joint' | 'small_only' | 'llm_only';
+export type ViewFinishReason = 'eos' | 'stop' | 'length' | 'context' | 'cancelled';
+
+/** The request a run panel describes. */
+export interface ViewRequest {
+  prompt: string;
+  mode: ViewMode;
+  threshold: number;
+  routeShare?: number;
+  routeTokensPerMinute?: number;
+  routeWaitMs?: number;
+}
+
+export type ViewRouteBudget = Pick<ViewRequest, 'routeShare' | 'routeTokensPerMinute' | 'routeWaitMs'>;
+
+/** One generated token: where it came from, its score, what it cost. */
+export interface ViewTokenEvent {
+  index: number;
+  text: string;
+  source: 'slm' | 'llm' | 'fallback';
+  score: number | null;
+  timings: { slmMs: number; routerMs: number; cloudMs: number };
+  cloudError?: string;
+}
+
+/** The cut that decided a run's routing, and how much of its budgets was used. */
+export interface ViewBudgetReport {
+  policy: string;
+  share?: number;
+  tokensPerMinute?: number;
+  waitMs?: number;
+  threshold: number;
+  cut: number;
+  meanCut: number;
+  decided: number;
+  routedPositions: number;
+  realizedShare: number;
+  tokensLastMinute?: number;
+  expectedWaitMs?: number;
+  overloaded: number;
+}
+
+/** The `auto` speculation decision's figures. */
+export interface ViewSpeculationFigures {
+  hitRate: number;
+  roundTripMs: number | null;
+  stepMs: number | null;
+  savingMs: number;
+  costMs: number;
+}
+
+/** A finished run's figures, as the metrics panel shows them. */
+export interface ViewMetrics {
+  promptTokens: number;
+  cachedTokens: number;
+  tokens: number;
+  routed: number;
+  fallback: number;
+  routedRatio: number;
+  ttftMs: number;
+  tbtMeanMs: number;
+  tbtP50Ms: number;
+  tbtP95Ms: number;
+  meanBatchSize: number;
+  slmMs: number;
+  routerMs: number;
+  cloudMs: number;
+  totalMs: number;
+  speculated: number;
+  hitRate: number;
+  wastedSteps: number;
+  savedMs: number;
+  speculateSetting: 'on' | 'off' | 'auto';
+  speculationDecisions: { ahead: number; waited: number };
+  speculationFigures: ViewSpeculationFigures | null;
+  budget: ViewBudgetReport;
+}
