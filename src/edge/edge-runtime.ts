@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../shared/errors.ts';
 import { silentLogger, type Logger } from '../shared/logger.ts';
 import { BoxRouting } from './routing/box-routing.ts';
+import { SpeculationPolicy } from './speculation/speculation-policy.ts';
 import type { CloudConnectionState } from './cloud/cloud-client.ts';
 import { generate, promptIdsOf, type EdgeEngine, type GenerationEvent, type LoopRequest } from './loop/decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
@@ -31,17 +32,25 @@ export class EdgeRuntime {
   private readonly running = new Map<string, RunningGeneration>();
   private closing = false;
 
+  /** The engine every generation of the box runs on, with the box-wide state the runtime made at start. */
+  readonly engine: EdgeEngine & Required<Pick<EdgeEngine, 'routing'>>;
+
   constructor(
-    readonly engine: EdgeEngine,
+    parts: EdgeEngine,
     readonly limits: RuntimeLimits,
     private readonly log: Logger = silentLogger,
   ) {
+    // Box-wide state, made once here and handed down: the routing state (budgets' spending, measured waits,
+    // the cloud's load) and the speculation policy's running figures, kept across generations.
+    const engine = (this.engine = {
+      ...parts,
+      routing: parts.routing ?? new BoxRouting(limits.defaultBudget),
+      speculation: { ...parts.speculation, policy: parts.speculation?.policy ?? new SpeculationPolicy() },
+    });
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
     if (engine.promptCache) this.metrics.describePromptCache(engine.promptCache);
     this.metrics.describeCloud(() => this.cloudState());
     this.metrics.describeBatching(engine.edgeModel.batcher?.stats);
-    // The box's routing state, made here so Prometheus reads it (and its default budgets) from the start.
-    engine.routing ??= new BoxRouting(limits.defaultBudget);
     this.metrics.describeRouting(engine.routing);
   }
 

@@ -96,6 +96,7 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
   metrics.cloudMs += cloudMs;
   state.cut.observeStep({ waitMs: cloudMs, overloaded, failed: source === 'fallback' && !overloaded, load });
   const settled = speculation.settle(chosen);
+  if (settled?.last) state.last = settled.last;
   return { chosen: settled ? settled.chosen : chosen, source, cloudMs, cloudError, fed: settled?.fed };
 }
 
@@ -118,6 +119,8 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
       if (end) return yield state.finish(end);
       const stepStart = performance.now();
       const kept = speculation.replayKept();
+      // A kept position's forward pass and pick were done while waiting: its outputs are the ones decided now.
+      if (kept) [state.last, state.pendingSlmMs] = [kept.step.result, kept.step.slmMs];
       const { score, routerMs } = await scorePosition(state, kept);
       const routed = state.decideRoute(score, kept?.step.routed);
 

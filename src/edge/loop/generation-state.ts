@@ -70,6 +70,8 @@ export class GenerationState {
   readonly sources: TokenSource[];
   readonly metrics: MetricsRecorder;
   readonly random: ReplayableRandom;
+  /** The box's routing state this generation spends from and measures into. */
+  readonly routing: BoxRouting;
   /** Where this generation's routing is cut: τ, or what its budgets make of the box's state. */
   readonly cut: RoutingCut;
   private readonly textDecoder: TokenStreamDecoder;
@@ -102,7 +104,9 @@ export class GenerationState {
     this.sources = promptIds.map(() => 'prompt');
     this.metrics = new MetricsRecorder(promptIds.length);
     this.random = new ReplayableRandom(request.seed);
-    this.cut = RoutingCut.for(request, (engine.routing ??= new BoxRouting()));
+    // The box's routing state, or one of this generation's own for an engine without a box (a tool's, a test's).
+    this.routing = engine.routing ?? new BoxRouting();
+    this.cut = RoutingCut.for(request, this.routing);
     this.textDecoder = tokenizer.createStreamDecoder({ context: promptIds });
     this.stopFilter = new StopStringFilter(request.stop);
   }
@@ -128,7 +132,7 @@ export class GenerationState {
   async startEdge(): Promise<void> {
     const { promptCache, edgeModel } = this.engine;
     const t = performance.now();
-    const measuring = this.cut.waitMs === undefined ? undefined : this.engine.routing?.measureFirst(this.engine.cloud);
+    const measuring = this.cut.waitMs === undefined ? undefined : this.routing.measureFirst(this.engine.cloud);
     const start = promptCache ? promptCache.newSequence(this.context) : { sequence: edgeModel.newSequence(), cachedTokens: 0 };
     this.sequence = start.sequence;
     this.metrics.cachedTokens = start.cachedTokens;
@@ -171,7 +175,7 @@ export class GenerationState {
   decideRoute(score: number | null, kept: boolean | undefined): boolean {
     if (this.request.mode === 'llm_only') return true;
     if (this.request.mode !== 'joint' || score === null) return false;
-    if (this.cut.waitMs !== undefined) this.engine.routing?.probeIfDue(this.cut.waitMs, this.engine.cloud);
+    if (this.cut.waitMs !== undefined) this.routing.probeIfDue(this.cut.waitMs, this.engine.cloud);
     const decision = this.cut.decide(score);
     const routed = kept ?? decision.routed;
     this.cut.record(score, routed, decision);
@@ -222,7 +226,7 @@ export class GenerationState {
       this.context.push(id);
       this.sources.push(source);
       this.metrics.token(source);
-      this.engine.routing?.spend.emitted(1, source === 'llm' ? 1 : 0);
+      this.routing.spend.emitted(1, source === 'llm' ? 1 : 0);
       // A span's later tokens had no decision of their own; a share budget counts them all the same.
       if (i > 0) this.cut.addTokens(1, source === 'llm');
       const piece = this.stopFilter.push(this.textDecoder.push(id));

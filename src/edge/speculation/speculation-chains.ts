@@ -78,8 +78,6 @@ export class SpeculationChains implements Speculation {
     if (!step) return undefined;
     const { metrics } = this.state;
     const replayMs = step.routerMs + step.pickMs;
-    this.state.last = step.result;
-    this.state.pendingSlmMs = step.slmMs;
     metrics.savedMs += step.slmMs + replayMs;
     metrics.slmMs += step.slmMs;
     return { step, replayMs, fed: this.kept.length > 0 };
@@ -137,7 +135,7 @@ export class SpeculationChains implements Speculation {
     if (!chain) return undefined;
     // A failed step falls back to the edge's own pick: with greedy decoding that is the guess itself.
     if (!chosen && this.state.request.temperature === 0) chosen = [chain.guess];
-    return { chosen, fed: this.resolve(chain, chosen) };
+    return { chosen, ...this.resolve(chain, chosen) };
   }
 
   /** `auto` at a routed position: the policy's decision from the figures so far, recorded in the metrics. */
@@ -230,11 +228,12 @@ export class SpeculationChains implements Speculation {
 
   /**
    * Keeps the chain's steps when the step's tokens are exactly the guess; otherwise returns the cache to
-   * the routed position and rewinds the random stream. True when the chosen token is already in the cache.
+   * the routed position and rewinds the random stream. `fed` when the chosen token is already in the cache;
+   * `last`, after a rollback, the outputs the loop continues from (the routed position's).
    * A kept chain with a conditional step behind it is kept up to that step's position, where the loop takes
    * the step in flight (`pending`) instead of sending one.
    */
-  private resolve(chain: Chain, chosen: number[] | undefined): boolean {
+  private resolve(chain: Chain, chosen: number[] | undefined): Pick<Settled, 'fed' | 'last'> {
     const { state } = this;
     const { metrics, sequence } = state;
     const { steps, behind } = chain;
@@ -247,7 +246,7 @@ export class SpeculationChains implements Speculation {
         behind.chain.steps = steps.slice(behind.index + 1);
         this.pending = behind.chain;
       }
-      return true;
+      return { fed: true };
     }
     sequence!.rollback();
     state.random.rewind(chain.draws);
@@ -261,8 +260,7 @@ export class SpeculationChains implements Speculation {
         () => {},
       );
     }
-    state.last = chain.from;
-    return false;
+    return { fed: false, last: chain.from };
   }
 }
 
@@ -280,7 +278,7 @@ export function speculationFor(state: GenerationState): Speculation {
   const { request, engine } = state;
   state.metrics.speculateSetting = request.speculate === 'auto' ? 'auto' : request.speculate ? 'on' : 'off';
   if (!request.speculate || request.mode !== 'joint' || request.routeSpan !== 1) return NO_SPECULATION;
-  const settings = (engine.speculation ??= {});
-  settings.policy ??= new SpeculationPolicy();
-  return new SpeculationChains(state, settings, settings.policy, request.speculate === 'auto');
+  // The box's policy (the runtime makes it at start), or one of this generation's own for an engine without one.
+  const settings = engine.speculation ?? {};
+  return new SpeculationChains(state, settings, settings.policy ?? new SpeculationPolicy(), request.speculate === 'auto');
 }

@@ -7,6 +7,7 @@
  * which picks); `NO_SPECULATION` is what a request that does not speculate gets.
  */
 import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
+import type { AppendResult } from '../../shared/decoder-model.ts';
 import type { SpeculativeStep } from './decode-ahead.ts';
 
 /** A position the edge decoded ahead and kept: its forward pass, router score and pick are done. */
@@ -24,10 +25,12 @@ export interface Settled {
   chosen: number[] | undefined;
   /** The chosen token is already in the edge's cache (the chain decoded ahead from it was kept). */
   fed: boolean;
+  /** After a rollback: the routed position's outputs, which the loop continues from (its `last`). */
+  last?: AppendResult;
 }
 
 export interface Speculation {
-  /** Start of a step: the next kept position, made the one being decided (`state.last`), or undefined. */
+  /** Start of a step: the next kept position, which the loop makes the one being decided (`state.last`), or undefined. */
   replayKept(): KeptPosition | undefined;
   /** A routed position: sends its step, or takes the one already in flight for it (a conditional step). */
   send(conversation: CloudConversation, request: CloudStepRequest): Promise<{ reply: Promise<CloudStepReply> }>;
