@@ -92,7 +92,8 @@ export class EdgeRuntime {
       signal?.addEventListener('abort', onAbort);
       let finished = false;
       try {
-        for await (const event of generate(runtime.engine, request, handle.controller.signal)) {
+        // One id from the page to the shim's logs: the run's is the loop's and the cloud conversation's.
+        for await (const event of generate(runtime.engine, request, handle.controller.signal, id)) {
           runtime.metrics.observe(event, request.mode);
           finished ||= event.type === 'done';
           // Stopped by shutdown, not by its client: end with the reason (UNAVAILABLE) rather than a `done`.

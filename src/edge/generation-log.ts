@@ -32,8 +32,8 @@ export async function* logGeneration(
       } else {
         const m = event.metrics;
         log.info('generation finished', {
+          // The run's id is also the cloud's request_id (one id per generation), so it is written once.
           run: runId,
-          requestId: event.requestId,
           mode,
           finishReason: event.finishReason,
           tokens: m.tokens,

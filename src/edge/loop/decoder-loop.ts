@@ -108,8 +108,8 @@ async function pickLocally(state: GenerationState, kept: KeptPosition | undefine
 }
 
 /** Runs one generation; always ends with a `done` event unless it throws (bad request, edge model failure). */
-export async function* generate(engine: EdgeEngine, request: LoopRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
-  const state = new GenerationState(engine, request, signal);
+export async function* generate(engine: EdgeEngine, request: LoopRequest, signal?: AbortSignal, requestId?: string): AsyncGenerator<GenerationEvent> {
+  const state = new GenerationState(engine, request, signal, requestId);
   const speculation = speculationFor(state);
   const { metrics } = state;
   try {

@@ -61,7 +61,8 @@ export function checkCloudReply(reply: CloudStepReply, maxTokens: number, vocabS
  * const { score } = await state.score(state.last!, state.context);
  */
 export class GenerationState {
-  readonly requestId = randomUUID();
+  /** The generation's one id: the runtime's (the page's run, the API's, the logs') and the cloud's `request_id`. */
+  readonly requestId: string;
   readonly maxPositions: number;
   readonly eos: Set<number>;
   /** Ids the edge can both feed its model and turn into text: the bound a cloud reply must respect. */
@@ -88,7 +89,9 @@ export class GenerationState {
     readonly engine: EdgeEngine,
     readonly request: LoopRequest,
     readonly signal: AbortSignal | undefined,
+    requestId: string = randomUUID(),
   ) {
+    this.requestId = requestId;
     const { edgeModel, tokenizer } = engine;
     const promptIds = promptIdsOf(engine, request);
     this.maxPositions = edgeModel.pack.maxPositions;
