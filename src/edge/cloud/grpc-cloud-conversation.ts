@@ -4,9 +4,11 @@
  * messages themselves are context-delta.ts's). A stream that broke, expired or disagrees with the edge's
  * context is dropped and the next step opens another with the whole context. One rule resends a step: the
  * shim ended the reused stream before looking at it (idle expiry, shutdown); any other failure answers the
- * step. A conditional step goes out behind the step in flight on the same stream and reads its result after
- * that one's; when the stream fails, both steps fail and neither is sent again. A failed step's error says
- * why in plain words (cloud-failure-reason.ts): that is what the page shows on a fallback token.
+ * step. A conditional step is a step with an assumption: it goes out behind the step in flight on the same
+ * stream and reads its result after that one's; when the stream fails, both steps fail and neither is sent
+ * again. A failed step's error says why in plain words (cloud-failure-reason.ts): that is what the page shows
+ * on a fallback token. Where the stream is and how many steps are in flight is one state
+ * (route-stream-states.ts), changed only through its transitions; the stream itself is a LiveRouteStream.
  *
  * Where streams come from is the host's business (RouteStreamHost): GrpcCloudClient opens them on its
  * channel behind the circuit breaker; the lab's in-process cloud over an in-memory pipe to the shim's core.
@@ -21,18 +23,18 @@
  * const reply = await conversation.next(stepRequest);
  * await conversation.close();
  */
-import type { Readable, Writable } from 'node:stream';
 import { AppError } from '../../shared/errors.ts';
-import { appErrorCode, toAppError } from '../../shared/grpc/errors.ts';
-import type { RouteRequest, RouteResponse__Output, StepResult__Output } from '../../shared/grpc/proto.ts';
-import { abortReason, StreamReader, writeMessage } from '../../shared/grpc/stream.ts';
+import { toAppError } from '../../shared/grpc/errors.ts';
+import type { RouteRequest } from '../../shared/grpc/proto.ts';
+import { abortReason } from '../../shared/grpc/stream.ts';
 import { CircuitOpenError } from './cloud-backoff.ts';
 import { skippedReply, type CloudConversation, type CloudStepReply, type CloudStepRequest } from './cloud-client.ts';
 import { withPlainReason } from './cloud-failure-reason.ts';
 import { checkSources, loadOf, ShimContextCopy, toReply } from './context-delta.ts';
+import { LiveRouteStream, PredecessorFailed, StreamEnded, type RouteStream, type SentStep } from './live-route-stream.ts';
+import { enterRouteStreamState, INITIAL_ROUTE_STREAM_STATE, isRefusal, mayResend, routeStreamTransition, type RouteStreamEvent } from './route-stream-states.ts';
 
-/** A Route stream as the conversation uses it: grpc-js's ClientDuplexStream, or an in-memory one. */
-export type RouteStream = Readable & Writable & { cancel(): void };
+export type { RouteStream } from './live-route-stream.ts';
 
 /**
  * How a failed step ended, for the host's breaker: `abandoned` says nothing about the cloud; `refused` is
@@ -59,20 +61,20 @@ const TRANSPORT_FAILURES = new Set<AppError['code']>(['UNAVAILABLE', 'DEADLINE_E
 /** The shim's answers to a wrong or missing token (or a client certificate it does not accept). */
 export const CREDENTIAL_REFUSALS = new Set<AppError['code']>(['UNAUTHENTICATED', 'PERMISSION_DENIED']);
 
+/** What a conditional step assumes: the step in flight, which it is written behind and read after. */
+interface Assumption {
+  readonly predecessor: Promise<unknown>;
+  /** Built when the step is asked for: it starts where the predecessor's reply will go. */
+  readonly message: RouteRequest;
+}
+
 export class GrpcCloudConversation implements CloudConversation {
-  private stream: RouteStream | undefined;
-  private reader: StreamReader<RouteResponse__Output> | undefined;
+  private state = INITIAL_ROUTE_STREAM_STATE;
+  /** The stream while the state is `opening` or `open`. */
+  private live: LiveRouteStream | undefined;
   private readonly shim = new ShimContextCopy();
-  /** Steps the current stream has answered. */
-  private steps = 0;
-  /** Steps sent and not answered: a conditional step may join one. */
-  private inFlight = 0;
-  /** Settle once the last step's messages are written, and once its result is read: a conditional step waits for both. */
-  private written: Promise<unknown> = Promise.resolve();
-  private answered: Promise<unknown> = Promise.resolve();
-  private closed = false;
-  /** The shim's id for the current stream's session (for logs). */
-  sessionId: string | undefined;
+  /** The last step's reply: a conditional step reads after it, and close waits for it. */
+  private lastReply: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly host: RouteStreamHost,
@@ -86,6 +88,16 @@ export class GrpcCloudConversation implements CloudConversation {
     signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
+  /** The shim's id for the current stream's session (for logs). */
+  get sessionId(): string | undefined {
+    return this.live?.sessionId;
+  }
+
+  /** The current stream's reader: tests wait on it for a final message that nothing public shows. */
+  private get reader() {
+    return this.live?.reader;
+  }
+
   /** The deadline of each step: sent in `open` (the shim refuses by it) and enforced on the reply. */
   get stepTimeoutMs(): number {
     const own = this.ownStepTimeoutMs;
@@ -95,85 +107,77 @@ export class GrpcCloudConversation implements CloudConversation {
   private readonly onAbort = () => this.dropStream();
 
   async next(request: CloudStepRequest): Promise<CloudStepReply> {
-    if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud conversation is closed');
-    const pipelined = request.conditional === true && this.inFlight === 1 && this.stream !== undefined;
-    if (this.inFlight > 0 && !pipelined) {
-      throw new AppError('FAILED_PRECONDITION', 'a step of this conversation is still in flight: only one conditional step may join it');
-    }
+    const pipelined = request.conditional === true && this.state.inFlight > 0;
     // A conditional step whose assumption is already answered: sent as a plain step, or skipped without asking.
-    if (request.conditional && !pipelined && this.stream && !this.shim.matches(request.context)) return skippedReply();
-    this.inFlight++;
-    const reply = pipelined ? this.conditionalStep(request) : this.step(request);
-    this.answered = reply;
+    if (request.conditional && !pipelined && this.live && !this.shim.matches(request.context)) return skippedReply();
+    this.enter(pipelined ? 'pipeline' : 'step');
+    const reply = this.step(request, pipelined);
+    this.lastReply = reply;
     try {
       return await reply;
     } finally {
-      this.inFlight--;
+      this.enter('settle');
     }
   }
 
-  /**
-   * Sends a step while the previous one is in flight, assuming its token (see the proto), and reads its
-   * result after the previous one's. It is never sent again: when the stream fails, both steps fail.
-   */
-  private async conditionalStep(request: CloudStepRequest): Promise<CloudStepReply> {
+  private async step(request: CloudStepRequest, pipelined: boolean): Promise<CloudStepReply> {
     const signal = this.signalFor(request);
-    const { stream, reader } = this;
-    const previous = { written: this.written, answered: this.answered };
+    // Refused before anything is sent: nothing for the breaker to count. So is a conditional step that does
+    // not extend the context of the step in flight (the loop's bug), whose message is built now, before that
+    // step's reply moves the copy on.
+    if (signal?.aborted) throw abortReason(signal);
     checkSources(request);
-    const message = this.shim.conditionalStep(request);
+    const assumes = pipelined ? { predecessor: this.lastReply, message: this.shim.conditionalStep(request) } : undefined;
     try {
-      if (signal?.aborted) throw abortReason(signal);
-      const writing = previous.written.catch(() => {}).then(() => writeMessage(stream!, message));
-      this.written = writing;
-      await writing;
-      await previous.answered.catch(() => {});
-      if (this.stream !== stream) throw new PredecessorFailed();
-      const result = await this.awaitResult(signal, reader!);
-      this.steps++;
-      if (result.skipped) return { ...skippedReply(), ...loadOf(result) };
-      this.host.stepSucceeded();
-      if (!this.shim.answeredConditional(request, result)) this.dropStream();
-      return toReply(result);
+      try {
+        return await this.attempt(request, signal, assumes);
+      } catch (e) {
+        if (assumes || !(e instanceof StreamEnded) || !e.resendable || !mayResend(this.state) || signal?.aborted) throw e;
+        return await this.attempt(request, signal, undefined);
+      }
     } catch (e) {
-      if (this.stream === stream) this.dropStream();
       // The step it assumed failed and said so to the breaker already; this one only follows it.
       if (e instanceof PredecessorFailed) throw e;
       throw this.failed(e, signal);
     }
   }
 
+  /** Sends the step once (on a new stream when there is none) and reads its result; a failure drops its stream. */
+  private async attempt(request: CloudStepRequest, signal: AbortSignal | undefined, assumes: Assumption | undefined): Promise<CloudStepReply> {
+    let sent: SentStep | undefined;
+    try {
+      sent = assumes ? this.live!.send([assumes.message], { reused: true, behind: true }) : this.send(request);
+      await sent.written;
+      if (assumes) {
+        await assumes.predecessor.catch(() => {});
+        if (this.live !== sent.live) throw new PredecessorFailed();
+      }
+      const result = await sent.live.result(sent, this.stepTimeoutMs, signal);
+      this.enter('answer');
+      if (result.skipped) return { ...skippedReply(), ...loadOf(result) };
+      this.host.stepSucceeded();
+      const agrees = assumes ? this.shim.answeredConditional(request, result) : this.shim.answered(result);
+      if (!agrees) this.dropStream();
+      return toReply(result);
+    } catch (e) {
+      if (sent === undefined || this.live === sent.live) this.dropStream();
+      throw e;
+    }
+  }
+
+  /** Writes a step on the open stream, or opens one with the whole context; the shim's copy takes it in. */
+  private send(request: CloudStepRequest): SentStep {
+    // A stream that ended between steps or whose context diverged from the edge's is replaced.
+    if (this.live && (this.live.endedBetweenSteps || !this.shim.matches(request.context))) this.dropStream();
+    if (this.live) return this.live.send([this.shim.step(request)], { reused: true });
+    this.enter('open');
+    this.live = new LiveRouteStream(this.host.startStream());
+    return this.live.send(this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey), { reused: false });
+  }
+
   private signalFor(request: CloudStepRequest): AbortSignal | undefined {
     const signals = [request.signal, this.signal].filter((s): s is AbortSignal => s !== undefined);
     return signals.length > 1 ? AbortSignal.any(signals) : signals[0];
-  }
-
-  private async step(request: CloudStepRequest): Promise<CloudStepReply> {
-    const signal = this.signalFor(request);
-    if (signal?.aborted) throw abortReason(signal);
-    checkSources(request);
-    // A stream that ended between steps (idle expiry, shim shutdown: the shim sends nothing between steps
-    // but its final message) or whose context diverged from the edge's is replaced by a new one carrying
-    // the whole context.
-    if (this.stream && (this.reader!.finished || this.reader!.buffered > 0 || !this.shim.matches(request.context))) this.dropStream();
-    try {
-      try {
-        return await this.attempt(request, signal);
-      } catch (e) {
-        // The shim ended the stream we were reusing while this step was on its way, without computing it:
-        // it expired the idle session (its final message crossed the step), or it ended as UNAVAILABLE
-        // (shutting down, backend unreachable: a retry fails fast if that persists). The step is retried
-        // once on a new stream. Any other end answers this step (the shim saw it and failed it, e.g. at its
-        // deadline): retrying would only make the edge wait again.
-        // Not when a conditional step was sent behind it on that stream: it fails with it (no resend of pipelined steps).
-        const resendable = e instanceof StreamEnded && (e.code === 'UNAVAILABLE' || e.expired) && this.inFlight === 1;
-        if (!resendable || !e.reused || e.steps !== e.stepsBefore || signal?.aborted) throw e;
-        return await this.attempt(request, signal);
-      }
-    } catch (e) {
-      this.dropStream();
-      throw this.failed(e, signal);
-    }
   }
 
   /** Reports a failed step to the host's breaker; returns the error to throw, in plain words. */
@@ -191,116 +195,35 @@ export class GrpcCloudConversation implements CloudConversation {
     return withPlainReason(error);
   }
 
-  /** Sends one step (opening a stream first when there is none) and waits for its result. */
-  private async attempt(request: CloudStepRequest, signal: AbortSignal | undefined): Promise<CloudStepReply> {
-    const reused = this.stream !== undefined;
-    let messages: RouteRequest[];
-    if (!this.stream) {
-      this.stream = this.host.startStream();
-      this.reader = new StreamReader<RouteResponse__Output>(this.stream);
-      this.steps = 0;
-      messages = this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey);
-    } else {
-      messages = [this.shim.step(request)];
-    }
-    const stepsBefore = this.steps;
-    const stream = this.stream;
-    try {
-      // A conditional step sent meanwhile is written after these (see conditionalStep).
-      const writing = (async () => {
-        for (const m of messages) await writeMessage(stream, m);
-      })();
-      this.written = writing;
-      await writing;
-      const result = await this.awaitResult(signal, this.reader!);
-      this.host.stepSucceeded();
-      this.steps++;
-      if (!this.shim.answered(result)) this.dropStream();
-      return toReply(result);
-    } catch (e) {
-      this.dropStream();
-      if (e instanceof StreamEnded) {
-        e.reused = reused;
-        e.stepsBefore = stepsBefore;
-      }
-      throw e;
-    }
-  }
-
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+    const closing = routeStreamTransition(this.state, 'close');
+    if (isRefusal(closing)) return; // closed already
+    this.state = closing;
     this.signal?.removeEventListener('abort', this.onAbort);
-    const { stream, reader } = this;
-    this.stream = undefined;
-    this.reader = undefined;
+    const live = this.live;
+    this.live = undefined;
     try {
-      if (stream && reader && !reader.finished) {
+      if (live && !live.reader.finished) {
         const deadline = AbortSignal.timeout(this.host.closeTimeoutMs);
         // A step still in flight (a conditional step the generation no longer needs, usually skipped) reads
-        // its own result first: the half-close below must be the stream's only reader.
-        if (this.inFlight > 0) await Promise.race([this.answered.catch(() => {}), new Promise((resolve) => deadline.addEventListener('abort', resolve, { once: true }))]);
-        // Half-close: the shim answers with its final message and frees the session.
-        stream.end();
-        while (!(await reader.next(deadline)).done);
+        // its own result first: the half-close must be the stream's only reader.
+        if (this.state.inFlight > 0) await Promise.race([this.lastReply.catch(() => {}), new Promise((resolve) => deadline.addEventListener('abort', resolve, { once: true }))]);
+        await live.halfClose(deadline);
       }
-    } catch {
-      stream?.cancel();
     } finally {
+      this.enter('closed');
       this.host.forget(this);
     }
   }
 
-  /** Reads until this step's result, under the step deadline. */
-  private async awaitResult(signal: AbortSignal | undefined, reader: StreamReader<RouteResponse__Output>): Promise<StepResult__Output> {
-    const ms = this.stepTimeoutMs;
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new AppError('DEADLINE_EXCEEDED', `cloud did not answer within ${ms} ms`)), ms);
-    const wait = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
-    try {
-      while (true) {
-        const next = await reader.next(wait);
-        if (next.done) throw new AppError('UNAVAILABLE', 'the cloud ended the stream without answering the step');
-        const response = next.value;
-        if (response.opened) this.sessionId = response.opened.sessionId;
-        else if (response.step) return response.step;
-        else if (response.end) {
-          const { code, message, steps, expired } = response.end;
-          throw new StreamEnded(code === 0 ? 'UNAVAILABLE' : appErrorCode(code), code === 0 ? 'the cloud ended the stream without answering the step' : message, steps, expired);
-        }
-      }
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   private dropStream(): void {
-    this.stream?.cancel();
-    this.stream = undefined;
-    this.reader = undefined;
+    this.live?.stream.cancel();
+    this.live = undefined;
     this.shim.reset();
+    this.enter('drop');
   }
-}
 
-/** A conditional step's predecessor failed, and with it the stream both were on. */
-class PredecessorFailed extends AppError {
-  constructor() {
-    super('UNAVAILABLE', 'the step this conditional step assumed failed; pipelined steps are not sent again');
-  }
-}
-
-/** The shim's final message arrived instead of a step result; `steps` is how many steps it had answered. */
-class StreamEnded extends AppError {
-  reused = false;
-  stepsBefore = 0;
-
-  constructor(
-    code: AppError['code'],
-    message: string,
-    readonly steps: number,
-    /** The shim expired the session for idleness before it looked at the step on its way. */
-    readonly expired: boolean,
-  ) {
-    super(code, message);
+  private enter(event: RouteStreamEvent): void {
+    this.state = enterRouteStreamState(this.state, event);
   }
 }
