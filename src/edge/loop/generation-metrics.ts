@@ -5,7 +5,10 @@ import type { SpeculationFigures } from '../speculation/speculation-policy.ts';
 /** The speculate setting a generation ran with: forced by the request, or decided per routed position (`auto`). */
 export type SpeculateSetting = 'on' | 'off' | 'auto';
 
-/** The per-request figures the final event carries (the reference paper's Table 1 columns and more). */
+/**
+ * The per-request figures the final event carries: the columns of the reference design's latency table
+ * (She et al., ACL 2025 demo; `bun run bench latency` gives it for this system) and more.
+ */
 
 export interface GenerationMetrics {
   promptTokens: number;

@@ -1,6 +1,7 @@
 /**
- * The reference design's decoding method as a baseline: its ONNX session got only `input_ids`, so every
- * token was computed by running the whole sequence (prompt + tokens so far) again, with no KV cache.
+ * The reference design's decoding method (She et al., ACL 2025 demo) as a baseline: its ONNX session got
+ * only `input_ids`, so every token was computed by running the whole sequence (prompt + tokens so far)
+ * again, with no KV cache.
  * Here each token gets a fresh sequence and one forward pass over that whole context, the same work.
  *
  * @example

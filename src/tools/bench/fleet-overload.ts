@@ -60,7 +60,7 @@ export interface OverloadRow {
   p50_wait_ms: number;
   p99_wait_ms: number;
   unloaded_p99_wait_ms: number;
-  /** p99 wait over the unloaded p99 (the target: ≤ 3 with a wait budget). */
+  /** p99 wait over the unloaded p99; a wait budget should keep it ≤ 3 at twice the cloud's capacity (docs/routing-budgets.md). */
   p99_over_unloaded: number;
   generations: number;
   failed_generations: number;

@@ -1,5 +1,5 @@
 /**
- * `bench latency`: the reference paper's Table 1 (She et al., ACL 2025 demo) on this system. One row per
+ * `bench latency`: the reference design's latency table (Table 1 of She et al., ACL 2025 demo) on this system. One row per
  * routing setting (`small_only`, `joint` at each τ, `llm_only`), each the mean over the same CommonsenseQA
  * prompts of the decoding loop's own final metrics: routed tokens, edge model time, TTFT, time between
  * tokens on the edge, communication + cloud model time, and the whole request.

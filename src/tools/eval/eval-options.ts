@@ -84,7 +84,7 @@ export interface EvalOptions {
   json: boolean;
 }
 
-/** The share budget of issue #26's target: 10% of tokens. */
+/** The share budget evaluated when none is given: 10% of tokens, the share docs/routing-budgets.md compares with fixed τ. */
 export const DEFAULT_ROUTE_SHARES: readonly number[] = [0.1];
 
 export const DEFAULT_MAX_NEW_TOKENS = { 'multiple-choice': 16, text: 64 } as const;

@@ -9,13 +9,10 @@
  * then runs two small matrix products per row and head. Here nothing is copied: the scores are taken
  * against the past buffer in place and against the new position apart, one softmax over both, and the
  * query heads that share a KV head go through one product (`[batch, kv_heads, group, head_dim]`). The
- * price is some twenty small kernels a layer where the op is one, so it gains only once the cache is long.
- *
- * Measured on 2 cores at the Qwen2.5-0.5B shape (24 layers, 14 heads, 2 KV heads), the attention alone
- * (GroupQueryAttention ms → these ops ms, alternating in one process): one row over 32 cached positions
- * 0.46 → 0.82, 128: 1.04 → 1.44, 256: 1.81 → 1.82, 1,000: 7.6 → 4.3; four rows over 32: 1.56 → 1.76,
- * 128: 5.2 → 3.4, 1,000: 35.7 → 17.8. The whole step and prefills: docs/model-packs.md. Prefills stay
- * with the op: these ops took 23.8 ms for a 100-token prefill's attention where it took 11.4.
+ * price is some twenty small kernels a layer where the op is one, so it gains only once the cache is long
+ * (at the Qwen2.5-0.5B shape, from about 300 cached positions for one row and 100 for four; the figures are
+ * in docs/model-packs.md, "Decode steps through standard ops"). Prefills stay with the op, which ran a
+ * 100-token prefill's attention in about half the time these ops took.
  *
  * The rotary embedding is applied to q and k of every head at once, half-split as GroupQueryAttention does
  * (`rotary_interleaved=0`): x·cos + rotate_half(x)·sin, rotate_half as a product with a signed permutation

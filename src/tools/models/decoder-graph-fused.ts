@@ -23,8 +23,8 @@
  * sequence_length positions. A caller that fetches these instead of `present.*` copies them into its own
  * buffer itself. Why: onnxruntime-node copies every fetched output into new JavaScript memory after the
  * run, a preallocated present buffer included, so fetching `present.*` costs a copy of the whole cache
- * into fresh pages each step; an unfetched present lives in onnxruntime's arena, whose memory is reused.
- * On the 0.5B q4 pack at 120 positions, a step's median went from 14.8–16.1 ms to 11.9–12.3 ms.
+ * into fresh pages each step; an unfetched present lives in onnxruntime's arena, whose memory is reused
+ * (what that saves a step: docs/model-packs.md, "Decoder layouts").
  */
 import type { ModelProto } from 'onnx-buf';
 import type { DecoderSpec, DecoderWeights } from './decoder-spec.ts';
