@@ -1,5 +1,5 @@
 /**
- * Batched decode steps (decode-batcher.ts, batched-step.ts) against the same sequences run alone: many
+ * Batched decode steps (scheduler/decode-scheduler.ts, batched-step.ts) against the same sequences run alone: many
  * prompts of different lengths, joining at different steps, greedy; the same ids, logits within
  * LOGIT_TOLERANCE. On the demo packs (plain layout, from llama2.c) and a tiny random Qwen pack built in
  * both layouts. Checkpoints, rollbacks and disposal mid-batch keep working per sequence.
@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DecodeBatcher } from '../src/shared/decode-batcher.ts';
-import { type AppendResult, DecoderModel, type DecoderSequence } from '../src/shared/decoder-model.ts';
+import { type AppendableSequence, type AppendResult, DecoderModel } from '../src/shared/decoder-model.ts';
+import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { MIN_RESTORED_TOKENS, PrefixCache } from '../src/shared/prefix-cache.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
@@ -76,7 +76,7 @@ interface Trace {
 }
 
 /** Greedy decoding of `prompt`, starting after `delay` event-loop turns; the sequence is left for the caller to dispose. */
-async function greedy(sequence: DecoderSequence, prompt: number[], delay: number): Promise<Trace> {
+async function greedy(sequence: AppendableSequence, prompt: number[], delay: number): Promise<Trace> {
   for (let i = 0; i < delay; i++) await new Promise((r) => setImmediate(r));
   let out = await sequence.append(prompt);
   const trace: Trace = { prefill: out, ids: [], logits: [], hidden: [], previousHidden: [], batchSizes: [] };
@@ -104,10 +104,11 @@ interface CompareOptions {
 async function compareAloneAndBatched(packDir: string, count: number, options: CompareOptions = {}): Promise<{ worst: number; meanBatch: number; promptsTogether: number; poolReused: number }> {
   const pack = loadModelPack(packDir, options.modelFile);
   const alone = await DecoderModel.load(pack, { threads: 1 });
-  const batched = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 8, prefillChunk: options.prefillChunk } });
+  const batched = await DecoderModel.load(pack, { threads: 1 });
+  const scheduler = DecodeScheduler.over(batched, { maxBatch: 8, prefillChunk: options.prefillChunk })!;
   const tolerance = options.tolerance ?? LOGIT_TOLERANCE;
   try {
-    expect(batched.batcher).toBeInstanceOf(DecodeBatcher);
+    expect(scheduler).toBeInstanceOf(DecodeScheduler);
     const inputs = prompts(count, pack.vocabSize);
     const reference: Trace[] = [];
     for (const prompt of inputs) {
@@ -115,7 +116,7 @@ async function compareAloneAndBatched(packDir: string, count: number, options: C
       reference.push(await greedy(seq, prompt, 0));
       seq.dispose();
     }
-    const seqs = inputs.map(() => batched.newSequence());
+    const seqs = inputs.map(() => scheduler.newSequence());
     // Joining at different steps: each starts some turns after the one before (or all at once).
     const traces = await Promise.all(inputs.map((prompt, p) => greedy(seqs[p]!, prompt, options.together ? 0 : p * 5)));
     for (const s of seqs) s.dispose();
@@ -136,7 +137,7 @@ async function compareAloneAndBatched(packDir: string, count: number, options: C
     // The sequences did run together: most steps were in passes of more than one row.
     expect(meanBatch).toBeGreaterThan(2);
     expect(batched.stats.liveSequences).toBe(0);
-    return { worst, meanBatch, promptsTogether: batched.batcher!.stats.promptsTogether, poolReused: batched.kvPool.stats.reused };
+    return { worst, meanBatch, promptsTogether: scheduler.stats.promptsTogether, poolReused: batched.kvPool.stats.reused };
   } finally {
     await alone.release();
     await batched.release();
@@ -177,10 +178,11 @@ describe('batched vs alone: the same greedy ids, logits within tolerance', () =>
 async function compareRaggedAppends(packDir: string, modelFile?: string, tolerance = LOGIT_TOLERANCE): Promise<{ worst: number; sharedAppends: number }> {
   const pack = loadModelPack(packDir, modelFile);
   const alone = await DecoderModel.load(pack, { threads: 1 });
-  const batched = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 8, appendTokens: 16 } });
+  const batched = await DecoderModel.load(pack, { threads: 1 });
+  const scheduler = DecodeScheduler.over(batched, { maxBatch: 8, appendTokens: 16 })!;
   try {
     const heads = [5, 12, 20, 9].map((n, s) => Array.from({ length: n }, (_, i) => 3 + ((s * 53 + i * 19) % (pack.vocabSize - 3))));
-    const [a, b] = [heads.map(() => alone.newSequence()), heads.map(() => batched.newSequence())];
+    const [a, b] = [heads.map(() => alone.newSequence()), heads.map(() => scheduler.newSequence())];
     for (const [i, head] of heads.entries()) {
       await a[i]!.append(head);
       await b[i]!.append(head);
@@ -230,9 +232,9 @@ describe('appends of several tokens share decode passes in the plain layout (app
 
 describe('int8 packs of ours (MatMulNBits bits=8, activations quantized per row and block)', () => {
   for (const layout of LAYOUTS) {
-    test(`tiny-qwen2 ${layout} int8: the batcher takes it; batched and alone give the same ids and logits`, async () => {
+    test(`tiny-qwen2 ${layout} int8: the scheduler takes it; batched and alone give the same ids and logits`, async () => {
       const model = await DecoderModel.load(loadModelPack(QWEN_INT8[layout]), { threads: 1 });
-      expect(DecodeBatcher.refusal(model)).toBeUndefined();
+      expect(DecodeScheduler.refusal(model)).toBeUndefined();
       await model.release();
       const { worst, meanBatch } = await compareAloneAndBatched(QWEN_INT8[layout], 5);
       console.log(`tiny-qwen2 ${layout} int8: max |Δlogit| ${worst.toExponential(2)}, mean batch ${meanBatch.toFixed(2)}`);
@@ -262,12 +264,13 @@ describe('first prompts arriving together share a pass: the same ids, logits wit
   }
 });
 
-describe('the batcher', () => {
+describe('the scheduler', () => {
   test("a newcomer's long prefill runs in pieces between the others' steps", async () => {
     const pack = loadModelPack(demoCloud);
-    const model = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4, prefillChunk: 16 } });
+    const model = await DecoderModel.load(pack, { threads: 1 });
+    const scheduler = DecodeScheduler.over(model, { maxBatch: 4, prefillChunk: 16 })!;
     try {
-      const runners = [model.newSequence(), model.newSequence()];
+      const runners = [scheduler.newSequence(), scheduler.newSequence()];
       const steps = [0, 0];
       let stop = false;
       const decoding = runners.map(async (seq, r) => {
@@ -278,7 +281,7 @@ describe('the batcher', () => {
         }
       });
       while (steps[0]! < 3) await new Promise((r) => setImmediate(r));
-      const newcomer = model.newSequence();
+      const newcomer = scheduler.newSequence();
       const before = [...steps];
       const runsBefore = model.stats.runs;
       await newcomer.append(prompts(20, pack.vocabSize)[19]!.slice(0, 130)); // 130 tokens: 9 pieces of at most 16
@@ -297,11 +300,12 @@ describe('the batcher', () => {
   test('with nobody decoding for quietMs, prompts go in pieces of quietPrefillChunk: a 130-token one in one pass, as alone', async () => {
     const pack = loadModelPack(demoCloud);
     let clock = 0;
-    const model = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4, prefillChunk: 16, quietMs: 500, now: () => clock } });
+    const model = await DecoderModel.load(pack, { threads: 1 });
+    let scheduler = DecodeScheduler.over(model, { maxBatch: 4, prefillChunk: 16, quietMs: 500, now: () => clock })!;
     const alone = await DecoderModel.load(pack, { threads: 1 });
     const prompt = prompts(20, pack.vocabSize)[19]!.slice(0, 130);
     const prefill = async () => {
-      const seq = model.newSequence();
+      const seq = scheduler.newSequence();
       const runsBefore = model.stats.runs;
       const { logits } = await seq.append(prompt);
       seq.dispose();
@@ -309,20 +313,20 @@ describe('the batcher', () => {
     };
     try {
       const expected = await alone.newSequence().append(prompt);
-      // No decode pass yet: quiet. One pass (pieces of 512 by default), the computation of an append without the batcher.
+      // No decode pass yet: quiet. One pass (pieces of 512 by default), the computation of an append without a scheduler.
       const first = await prefill();
       expect(first.runs).toBe(1);
       expect(Array.from(first.logits)).toEqual(Array.from(expected.logits));
       // A decode step at 1,000 ms; 499 ms later the box is not quiet yet (9 pieces of at most 16), at 500 ms it is.
       clock = 1000;
-      const stepping = model.newSequence();
+      const stepping = scheduler.newSequence();
       await stepping.append([1]);
       clock = 1499;
       expect((await prefill()).runs).toBe(9);
       clock = 1500;
       expect((await prefill()).runs).toBe(1);
       // Quiet pieces of 100: two passes.
-      model.batcher = DecodeBatcher.over(model, { maxBatch: 4, prefillChunk: 16, quietPrefillChunk: 100 });
+      scheduler = DecodeScheduler.over(model, { maxBatch: 4, prefillChunk: 16, quietPrefillChunk: 100 })!;
       expect((await prefill()).runs).toBe(2);
       stepping.dispose();
     } finally {
@@ -332,17 +336,19 @@ describe('the batcher', () => {
   });
 
   test('batching options: quietMs a whole number ≥ 0, quietPrefillChunk ≥ 1', async () => {
-    const pack = loadModelPack(demoCloud);
-    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, quietMs: -1 } })).rejects.toThrow('batching.quietMs must be a whole number ≥ 0, got -1');
-    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, quietMs: 0.5 } })).rejects.toThrow('batching.quietMs must be a whole number ≥ 0, got 0.5');
-    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, quietPrefillChunk: 0 } })).rejects.toThrow('batching.quietPrefillChunk must be a whole number ≥ 1, got 0');
+    const model = await DecoderModel.load(loadModelPack(demoCloud));
+    expect(() => DecodeScheduler.over(model, { maxBatch: 4, quietMs: -1 })).toThrow('batching.quietMs must be a whole number ≥ 0, got -1');
+    expect(() => DecodeScheduler.over(model, { maxBatch: 4, quietMs: 0.5 })).toThrow('batching.quietMs must be a whole number ≥ 0, got 0.5');
+    expect(() => DecodeScheduler.over(model, { maxBatch: 4, quietPrefillChunk: 0 })).toThrow('batching.quietPrefillChunk must be a whole number ≥ 1, got 0');
+    await model.release();
   });
 
   test('checkpoints and rollbacks inside batched steps restore each sequence alone', async () => {
     for (const dir of [demoEdge, QWEN.fused]) {
-      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1, batching: { maxBatch: 4 } });
+      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1 });
+      const scheduler = DecodeScheduler.over(model, { maxBatch: 4 })!;
       try {
-        const [a, b] = [model.newSequence(), model.newSequence()];
+        const [a, b] = [scheduler.newSequence(), scheduler.newSequence()];
         const [first, second] = await Promise.all([a.append([1, 7, 9]), b.append([1, 4])]);
         a.checkpoint();
         // Both step together twice; then `a` returns to its checkpoint and takes another token.
@@ -352,8 +358,8 @@ describe('the batcher', () => {
         expect(a.length).toBe(3);
         const [again] = await Promise.all([a.append([13]), b.append([14])]);
         const lone = model.newSequence();
-        await lone.appendAlone([1, 7, 9]);
-        const expected = await lone.appendAlone([13]);
+        await lone.append([1, 7, 9]);
+        const expected = await lone.append([13]);
         expect(maxAbsDiff(again.logits, expected.logits)).toBeLessThan(LOGIT_TOLERANCE);
         expect(again.batchSize).toBe(2);
         for (const s of [a, b, lone]) s.dispose();
@@ -366,16 +372,17 @@ describe('the batcher', () => {
   test("passes over the last pass's sequences feed its batch buffers again; what changed a row is copied again; the logits stay those of each sequence alone", async () => {
     for (const layout of ['fused', 'fused-matmul', 'plain'] as const) {
       const pack = loadModelPack(QWEN[layout]);
-      const model = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
+      const model = await DecoderModel.load(pack, { threads: 1 });
+      const scheduler = DecodeScheduler.over(model, { maxBatch: 4 })!;
       const alone = await DecoderModel.load(pack, { threads: 1 });
       try {
-        const seqs = [model.newSequence(), model.newSequence(), model.newSequence()];
+        const seqs = [scheduler.newSequence(), scheduler.newSequence(), scheduler.newSequence()];
         // The same operations on a lone twin of each sequence: every logits row must match the twin's.
         const twins = seqs.map(() => alone.newSequence());
         let worst = 0;
         const next = seqs.map(() => 0);
         const compare = async (i: number, result: AppendResult, tokens: number[]) => {
-          const expected = await twins[i]!.appendAlone(tokens);
+          const expected = await twins[i]!.append(tokens);
           worst = Math.max(worst, maxAbsDiff(result.logits, expected.logits));
           next[i] = argmax(result.logits);
         };
@@ -388,8 +395,8 @@ describe('the batcher', () => {
         const inputs = prompts(3, pack.vocabSize);
         const prefills = await Promise.all(seqs.map((s, i) => s.append(inputs[i]!)));
         for (const [i, r] of prefills.entries()) await compare(i, r, inputs[i]!);
-        const reused = () => model.batcher!.stats.keptBuffersReused;
-        const copied = () => model.batcher!.stats.keptRowsCopied;
+        const reused = () => scheduler.stats.keptBuffersReused;
+        const copied = () => scheduler.stats.keptRowsCopied;
         const fused = layout !== 'plain';
 
         // 40 steps together: the first gathers, and one more where the rows outgrow the first buffers' 32
@@ -421,7 +428,7 @@ describe('the batcher', () => {
         // two left feed the first two rows of the kept buffers.
         seqs[2]!.dispose();
         for (let step = 0; step < 3; step++) await stepAll([0, 1]);
-        expect(model.batcher!.stats.sizes[2]).toBe(5);
+        expect(scheduler.stats.sizes[2]).toBe(5);
         expect([reused(), copied()]).toEqual(fused ? [48, 5] : [0, 0]);
         // Within the tolerance every CPU's kernels keep (a stale row is off by 0.2 and more); on this project's
         // x64 machines the fused layout's came out bit for bit, which the line below reports.
@@ -437,9 +444,10 @@ describe('the batcher', () => {
   });
 
   test('a sequence disposed while its append waits: that append fails, the others run', async () => {
-    const model = await DecoderModel.load(loadModelPack(demoEdge), { threads: 1, batching: { maxBatch: 4 } });
+    const model = await DecoderModel.load(loadModelPack(demoEdge), { threads: 1 });
+    const scheduler = DecodeScheduler.over(model, { maxBatch: 4 })!;
     try {
-      const [a, b] = [model.newSequence(), model.newSequence()];
+      const [a, b] = [scheduler.newSequence(), scheduler.newSequence()];
       await Promise.all([a.append([1]), b.append([1])]);
       const pendingA = a.append([5]);
       const pendingB = b.append([6]);
@@ -456,10 +464,11 @@ describe('the batcher', () => {
 
   test('a sequence disposed after its pass was put together, before onnxruntime ran it: the other rows stand', async () => {
     for (const dir of [demoEdge, QWEN.fused]) {
-      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1, batching: { maxBatch: 4 } });
+      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1 });
+      const scheduler = DecodeScheduler.over(model, { maxBatch: 4 })!;
       try {
         // onnxruntime-node runs a session on a later turn of the event loop: a cancelled generation can dispose its sequence in between.
-        const disposeBeforeNextRun = (victim: DecoderSequence) => {
+        const disposeBeforeNextRun = (victim: AppendableSequence) => {
           const forward = model.forward.bind(model);
           model.forward = async (...args) => {
             model.forward = forward;
@@ -472,18 +481,18 @@ describe('the batcher', () => {
           return (settled as PromiseFulfilledResult<AppendResult>).value.logits;
         };
         const lone = model.newSequence();
-        const [a, b] = [model.newSequence(), model.newSequence()];
+        const [a, b] = [scheduler.newSequence(), scheduler.newSequence()];
         disposeBeforeNextRun(a);
         const [, prompt] = await Promise.allSettled([a.append([1, 7, 9]), b.append([1, 4, 2])]);
-        expect(model.batcher!.stats.promptsTogether).toBe(2);
-        expect(maxAbsDiff(logitsOf(prompt!), (await lone.appendAlone([1, 4, 2])).logits)).toBeLessThan(LOGIT_TOLERANCE);
+        expect(scheduler.stats.promptsTogether).toBe(2);
+        expect(maxAbsDiff(logitsOf(prompt!), (await lone.append([1, 4, 2])).logits)).toBeLessThan(LOGIT_TOLERANCE);
 
-        const c = model.newSequence();
+        const c = scheduler.newSequence();
         await c.append([1, 3]);
         disposeBeforeNextRun(c);
         const [, step] = await Promise.allSettled([c.append([8]), b.append([5])]);
-        expect(model.batcher!.stats.sizes[2]).toBe(1);
-        expect(maxAbsDiff(logitsOf(step!), (await lone.appendAlone([5])).logits)).toBeLessThan(LOGIT_TOLERANCE);
+        expect(scheduler.stats.sizes[2]).toBe(1);
+        expect(maxAbsDiff(logitsOf(step!), (await lone.append([5])).logits)).toBeLessThan(LOGIT_TOLERANCE);
         expect(b.length).toBe(4);
         for (const s of [b, lone]) s.dispose();
         expect(model.stats.liveSequences).toBe(0);
@@ -495,7 +504,8 @@ describe('the batcher', () => {
 
   test('new prompts that share only their first ids with a cached one still share a pass; a longer shared head is restored', async () => {
     for (const dir of [demoEdge, QWEN.fused]) {
-      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1, batching: { maxBatch: 4 } });
+      const model = await DecoderModel.load(loadModelPack(dir), { threads: 1 });
+      const scheduler = DecodeScheduler.over(model, { maxBatch: 4 })!;
       const cache = new PrefixCache(model, { maxBytes: 64 * 2 ** 20 });
       try {
         const head = prompts(3, model.pack.vocabSize)[2]!; // 17 ids
@@ -508,8 +518,8 @@ describe('the batcher', () => {
         expect(opening.length).toBeLessThan(MIN_RESTORED_TOKENS);
         const started = [3, 4, 5].map((t) => cache.newSequence([...opening, t, t + 1]));
         expect(started.map((s) => s.cachedTokens)).toEqual([0, 0, 0]);
-        await Promise.all(started.map(({ sequence }, i) => sequence.append([...opening, 3 + i, 4 + i])));
-        expect(model.batcher!.stats.promptsTogether).toBe(3);
+        await Promise.all(started.map(({ sequence }, i) => scheduler.sequence(sequence).append([...opening, 3 + i, 4 + i])));
+        expect(scheduler.stats.promptsTogether).toBe(3);
         // One opening with the cached prompt's first 12 ids restores them.
         const longer = cache.newSequence([...head.slice(0, 12), 7, 8]);
         expect(longer.cachedTokens).toBe(12);
@@ -523,19 +533,18 @@ describe('the batcher', () => {
   test('an export that quantizes activations per tensor (int8 MatMulInteger) runs each step alone, and says why', async () => {
     const warnings: string[] = [];
     const log = { debug() {}, info() {}, error() {}, warn: (line: string) => warnings.push(line) };
-    const model = await DecoderModel.load(loadModelPack(hub.edge, 'model_quantized.onnx'), { batching: { maxBatch: 4 }, log });
-    expect(model.batcher).toBeUndefined();
+    const model = await DecoderModel.load(loadModelPack(hub.edge, 'model_quantized.onnx'), { log });
+    expect(DecodeScheduler.over(model, { maxBatch: 4 }, log)).toBeUndefined();
     expect(warnings).toEqual([`${hub.edge}: decode steps run one sequence at a time: the export quantizes activations with one scale per tensor (DynamicQuantizeLinear), which would mix the rows of a batch`]);
     await model.release();
   });
 
   test('bad settings are refused; maxBatch 1 turns batching off', async () => {
-    const pack = loadModelPack(demoEdge);
-    await expect(DecoderModel.load(pack, { batching: { maxBatch: 0 } })).rejects.toThrow('batching.maxBatch must be a whole number ≥ 1, got 0');
-    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, prefillChunk: 2.5 } })).rejects.toThrow('batching.prefillChunk must be a whole number ≥ 1, got 2.5');
-    await expect(DecoderModel.load(pack, { batching: { maxBatch: 4, appendTokens: 0 } })).rejects.toThrow('batching.appendTokens must be a whole number ≥ 1, got 0');
-    const off = await DecoderModel.load(pack, { batching: { maxBatch: 1 } });
-    expect(off.batcher).toBeUndefined();
-    await off.release();
+    const model = await DecoderModel.load(loadModelPack(demoEdge));
+    expect(() => DecodeScheduler.over(model, { maxBatch: 0 })).toThrow('batching.maxBatch must be a whole number ≥ 1, got 0');
+    expect(() => DecodeScheduler.over(model, { maxBatch: 4, prefillChunk: 2.5 })).toThrow('batching.prefillChunk must be a whole number ≥ 1, got 2.5');
+    expect(() => DecodeScheduler.over(model, { maxBatch: 4, appendTokens: 0 })).toThrow('batching.appendTokens must be a whole number ≥ 1, got 0');
+    expect(DecodeScheduler.over(model, { maxBatch: 1 })).toBeUndefined();
+    await model.release();
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Generations batched on one edge model (DecoderModel.load with `batching`) against the same generations
+ * Generations batched on one edge model (its engine's DecodeScheduler) against the same generations
  * run one at a time on an unbatched one, the demo edge model in both layouts: routing on, speculation on (guesses kept and thrown away, so
  * checkpoints and rollbacks run inside batches), prompts of different lengths starting at different
  * times, one cancelled midway. Greedy: every token and source is identical, and each router score agrees
@@ -15,6 +15,7 @@ import { parseGenerationRequest } from '../src/edge/loop/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
+import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { DEMO } from '../src/shared/paths.ts';
 import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
@@ -37,14 +38,18 @@ const CANCEL_AFTER = 6;
 
 let pair: DemoPairModels;
 /** The demo edge model, alone and batched: as the demo builds it (plain layout), and converted to the fused layout. */
-const edges: Record<'plain' | 'fused', { alone: DecoderModel; batched: DecoderModel }> = {} as never;
+const edges: Record<'plain' | 'fused', { alone: DecoderModel; batched: DecoderModel; scheduler: DecodeScheduler }> = {} as never;
 const work = mkdtempSync(join(tmpdir(), 'batched-generations-'));
 beforeAll(async () => {
   pair = await loadDemoPairModels({ record: false });
   const fusedPack = join(work, 'edge-fused');
   await convertLlama2c({ checkpoint: DEMO.edgeCheckpoint, tokenizer: DEMO.tokenizer, out: fusedPack, layout: 'fused' });
-  edges.plain = { alone: pair.edge, batched: await DecoderModel.load(loadModelPack(pair.edge.pack.dir), { batching: { maxBatch: 4 } }) };
-  edges.fused = { alone: await DecoderModel.load(loadModelPack(fusedPack)), batched: await DecoderModel.load(loadModelPack(fusedPack), { batching: { maxBatch: 4 } }) };
+  const batched = async (dir: string) => {
+    const model = await DecoderModel.load(loadModelPack(dir));
+    return { batched: model, scheduler: DecodeScheduler.over(model, { maxBatch: 4 })! };
+  };
+  edges.plain = { alone: pair.edge, ...(await batched(pair.edge.pack.dir)) };
+  edges.fused = { alone: await DecoderModel.load(loadModelPack(fusedPack)), ...(await batched(fusedPack)) };
 });
 afterAll(async () => {
   await pair.release();
@@ -52,9 +57,9 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-async function run(edgeModel: DecoderModel, prompt: string, startAfterMs: number, cancelAfter?: number) {
+async function run(edgeModel: DecoderModel, prompt: string, startAfterMs: number, cancelAfter?: number, scheduler?: DecodeScheduler) {
   await Bun.sleep(startAfterMs);
-  const engine: EdgeEngine = { edgeModel, router: new TopProbabilityScorer(), tokenizer: pair.tokenizer, cloud: late(pair.cloud, 3) };
+  const engine: EdgeEngine = { edgeModel, scheduler, router: new TopProbabilityScorer(), tokenizer: pair.tokenizer, cloud: late(pair.cloud, 3) };
   const request = parseGenerationRequest({ prompt, mode: 'joint', threshold: 0.6, maxNewTokens: 24, speculate: true });
   const abort = new AbortController();
   const events: GenerationEvent[] = [];
@@ -67,10 +72,10 @@ async function run(edgeModel: DecoderModel, prompt: string, startAfterMs: number
 }
 
 test.each(['plain', 'fused'] as const)('%s layout: batched generations emit what each emits alone (routing, speculation, one cancelled)', async (layout) => {
-  const { alone: aloneEdge, batched: batchedEdge } = edges[layout];
+  const { alone: aloneEdge, batched: batchedEdge, scheduler } = edges[layout];
   const alone: Awaited<ReturnType<typeof run>>[] = [];
   for (const prompt of PROMPTS) alone.push(await run(aloneEdge, prompt, 0));
-  const batched = await Promise.all(PROMPTS.map((prompt, i) => run(batchedEdge, prompt, i * 15, i === CANCELLED ? CANCEL_AFTER : undefined)));
+  const batched = await Promise.all(PROMPTS.map((prompt, i) => run(batchedEdge, prompt, i * 15, i === CANCELLED ? CANCEL_AFTER : undefined, scheduler)));
   let worstScore = 0;
   batched.forEach((b, i) => {
     b.scores.forEach((s, k) => {
@@ -94,11 +99,11 @@ test.each(['plain', 'fused'] as const)('%s layout: batched generations emit what
   expect(alone.reduce((n, a) => n + a.done.metrics.wastedSteps, 0)).toBeGreaterThan(0);
   expect(batched.reduce((n, b) => n + b.done.metrics.speculated, 0)).toBeGreaterThan(0);
   expect(Math.max(...batched.map((b) => b.done.metrics.meanBatchSize))).toBeGreaterThan(1.5);
-  expect(batchedEdge.batcher!.stats.sizes.slice(2).some((n) => n > 0)).toBe(true);
+  expect(scheduler.stats.sizes.slice(2).some((n) => n > 0)).toBe(true);
   expect(batchedEdge.stats.liveSequences).toBe(0);
   // The fused layout keeps its batch buffers from pass to pass, copying in the rows that rollbacks and
   // newcomers changed; the plain layout gathers every pass.
-  const { keptBuffersReused, keptRowsCopied } = batchedEdge.batcher!.stats;
+  const { keptBuffersReused, keptRowsCopied } = scheduler.stats;
   if (layout === 'fused') expect(Math.min(keptBuffersReused, keptRowsCopied)).toBeGreaterThan(0);
   else expect(keptBuffersReused + keptRowsCopied).toBe(0);
 }, 120_000);
@@ -121,7 +126,7 @@ test("the cloud's embedded backend batches concurrent sessions' spans: the same 
     for (const [i, context] of contexts.entries()) reference.push((await step(alone, context, i)).ids);
     const together = await Promise.all(contexts.map((context, i) => step(batched, context, i)));
     expect(together.map((r) => r.ids)).toEqual(reference);
-    const { sizes } = batched.model.batcher!.stats;
+    const { sizes } = batched.scheduler!.stats;
     expect(sizes.slice(2).reduce((a, b) => a + (b ?? 0), 0)).toBeGreaterThan(0);
   } finally {
     await alone.close();
@@ -158,7 +163,7 @@ test("the embedded backend's steps that append the edge's tokens since the last 
     const reference = await sessions(alone);
     expect(await sessions(batched)).toEqual(reference);
     // Every step after the first appends 3 to 12 tokens: passes of several rows can only be those appends.
-    const { sizes } = batched.model.batcher!.stats;
+    const { sizes } = batched.scheduler!.stats;
     expect(sizes.slice(2).reduce((a, b) => a + (b ?? 0), 0)).toBeGreaterThanOrEqual(4);
   } finally {
     await alone.close();

@@ -104,8 +104,8 @@ describe('shim config', () => {
     for (const [argv, appendTokens] of [[[], DEFAULT_SHIM_CONFIG.batchAppendTokens], [['--batch-append-tokens', '5'], 5], [['--batch-append-tokens', '1'], 1]] as const) {
       const backend = (await createBackend(parseShimConfig([...argv, '--max-batch', '4'], {}), undefined)) as EmbeddedBackend;
       try {
-        expect(backend.model.batcher?.maxBatch).toBe(4);
-        expect(backend.model.batcher?.appendTokens).toBe(appendTokens);
+        expect(backend.scheduler?.maxBatch).toBe(4);
+        expect(backend.scheduler?.appendTokens).toBe(appendTokens);
       } finally {
         await backend.close();
       }

@@ -14,6 +14,7 @@ import { KV_CAPACITY_STEP, kvCapacity } from '../src/shared/kv-buffer.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { ort } from '../src/shared/ort.ts';
 import { DEMO } from '../src/shared/paths.ts';
+import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { profileDecode } from '../src/tools/bench/decode-profile.ts';
 import { weightTraffic } from '../src/tools/bench/decode-weights.ts';
@@ -301,12 +302,13 @@ describe('the shared KV buffer', () => {
   test('a graph without new_key_values.* (built before them) still runs, fetching the buffers: the same logits, batched too (prompts and steps)', async () => {
     const older = join(work, 'fused-older');
     await writeRandomPack({ preset: 'tiny-qwen2', out: older, seed: 7, hiddenStatesOutput: true, layout: 'fused', newKeyValuesOutputs: false });
-    const models = [await DecoderModel.load(loadModelPack(PACKS.fused), { threads: 1, batching: { maxBatch: 4 } }), await DecoderModel.load(loadModelPack(older), { threads: 1, batching: { maxBatch: 4 } })] as const;
+    const models = [await DecoderModel.load(loadModelPack(PACKS.fused), { threads: 1 }), await DecoderModel.load(loadModelPack(older), { threads: 1 })] as const;
+    const schedulers = models.map((model) => DecodeScheduler.over(model, { maxBatch: 4 })!);
     try {
       expect([models[0].io.newKeyValues, models[1].io.newKeyValues]).toEqual([true, false]);
       const traces = await Promise.all(
-        models.map(async (model) => {
-          const seqs = PROMPTS.map(() => model.newSequence());
+        schedulers.map(async (scheduler) => {
+          const seqs = PROMPTS.map(() => scheduler.newSequence());
           const logits: Float32Array[][] = [];
           let results = await Promise.all(seqs.map((s, p) => s.append(tokenizer.encode(PROMPTS[p]!, { addBos: false }))));
           for (let step = 0; step < 12; step++) {
@@ -319,9 +321,9 @@ describe('the shared KV buffer', () => {
       );
       // The same kernels on the same inputs: only how the new positions reach the buffer differs.
       expect(traces[1]).toEqual(traces[0]);
-      expect(models[0].batcher!.stats.rows).toBeGreaterThan(models[0].batcher!.stats.passes);
+      expect(schedulers[0]!.stats.rows).toBeGreaterThan(schedulers[0]!.stats.passes);
       // The prompts arrived together: their first pieces shared a pass, in both graphs.
-      for (const m of models) expect(m.batcher!.stats.promptsTogether).toBeGreaterThan(1);
+      for (const s of schedulers) expect(s.stats.promptsTogether).toBeGreaterThan(1);
     } finally {
       for (const m of models) await m.release();
     }

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { plainPassPoolBytes } from '../src/shared/batched-step.ts';
+import { plainPassPoolBytes } from '../src/shared/kv-plain-layout.ts';
+import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { KvBufferPool, SPARE_MIN_BYTES, type SpareMaker } from '../src/shared/kv-buffer-pool.ts';
 import { prefaultedBuffer } from '../src/shared/prefaulted-buffers.ts';
@@ -144,11 +145,13 @@ describe('recycled buffers in a fused model', () => {
   const work = mkdtempSync(join(tmpdir(), 'kv-pool-'));
   let recycling: DecoderModel;
   let fresh: DecoderModel;
+  let schedulers: Map<DecoderModel, DecodeScheduler>;
   beforeAll(async () => {
     await writeRandomPack({ preset: 'tiny-qwen2', out: join(work, 'fused'), seed: 11, hiddenStatesOutput: true, layout: 'fused' });
     const pack = loadModelPack(join(work, 'fused'));
-    recycling = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
-    fresh = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
+    recycling = await DecoderModel.load(pack, { threads: 1 });
+    fresh = await DecoderModel.load(pack, { threads: 1 });
+    schedulers = new Map([recycling, fresh].map((model) => [model, DecodeScheduler.over(model, { maxBatch: 4 })!]));
   }, 120_000);
   afterAll(async () => {
     await recycling?.release();
@@ -160,7 +163,7 @@ describe('recycled buffers in a fused model', () => {
 
   /** Three sequences prefilled, then decoded together (one batched pass a step); each one's logits per step. */
   async function decodeThree(model: DecoderModel): Promise<Float32Array[][]> {
-    const sequences = [1, 2, 3].map(() => model.newSequence());
+    const sequences = [1, 2, 3].map(() => schedulers.get(model)!.newSequence());
     await Promise.all(sequences.map((s, i) => s.append(prompt(30 + (i + 1) * 20, i + 1))));
     const logits: Float32Array[][] = [[], [], []];
     for (const t of [7, 11, 13, 17, 19]) {
@@ -184,7 +187,7 @@ describe('recycled buffers in a fused model', () => {
     // buffers come from differs (new memory on `fresh`, the released buffers on `recycling`).
     const expected = await decodeThree(fresh);
     const got = await decodeThree(recycling);
-    expect(recycling.batcher!.stats.sizes[3]).toBeGreaterThan(0);
+    expect(schedulers.get(recycling)!.stats.sizes[3]).toBeGreaterThan(0);
     expect(recycling.kvPool.stats.reused).toBeGreaterThan(before);
     got.forEach((logits, i) => logits.forEach((l, k) => expect(l).toEqual(expected[i]![k]!)));
   });
@@ -204,8 +207,8 @@ describe('the plain layout\'s batched passes', () => {
   const STEPS = 6;
 
   /** The three prompts decoded greedily at once (batched passes); each one's ids and logits per step. */
-  async function decodeThree(model: DecoderModel): Promise<{ ids: number[][]; logits: Float32Array[][] }> {
-    const sequences = PROMPTS.map(() => model.newSequence());
+  async function decodeThree(scheduler: DecodeScheduler): Promise<{ ids: number[][]; logits: Float32Array[][] }> {
+    const sequences = PROMPTS.map(() => scheduler.newSequence());
     let results = await Promise.all(sequences.map((s, i) => s.append(PROMPTS[i]!)));
     const ids: number[][] = [[], [], []];
     const logits: Float32Array[][] = [[], [], []];
@@ -220,18 +223,19 @@ describe('the plain layout\'s batched passes', () => {
   }
 
   test('gathered batch buffers and each row\'s new cache come from the pool and go back to it; recycled memory gives exactly the logits of new memory', async () => {
-    const recycling = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
-    const fresh = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 } });
+    const recycling = await DecoderModel.load(pack, { threads: 1 });
+    const fresh = await DecoderModel.load(pack, { threads: 1 });
+    const [onRecycling, onFresh] = [DecodeScheduler.over(recycling, { maxBatch: 4 })!, DecodeScheduler.over(fresh, { maxBatch: 4 })!];
     try {
-      const expected = await decodeThree(fresh);
-      await decodeThree(recycling); // leaves the pool holding buffers of these sizes
+      const expected = await decodeThree(onFresh);
+      await decodeThree(onRecycling); // leaves the pool holding buffers of these sizes
       const before = { ...recycling.kvPool.stats };
-      const together = recycling.batcher!.stats.promptsTogether;
-      const got = await decodeThree(recycling);
-      expect(recycling.batcher!.stats.sizes[3]).toBe(2 * STEPS);
+      const together = onRecycling.stats.promptsTogether;
+      const got = await decodeThree(onRecycling);
+      expect(onRecycling.stats.sizes[3]).toBe(2 * STEPS);
       // Every batched pass takes one buffer per cache tensor for the gather and one per row for its new
       // cache: the decode passes of three rows, and the pass of the prompts that shared one (two here).
-      const prompts = recycling.batcher!.stats.promptsTogether - together;
+      const prompts = onRecycling.stats.promptsTogether - together;
       expect(prompts).toBe(2);
       const takes = recycling.kvPool.stats.taken - before.taken;
       expect(takes).toBe(recycling.io.pastNames.length * (STEPS * (1 + 3) + (1 + prompts)));
@@ -251,10 +255,11 @@ describe('the plain layout\'s batched passes', () => {
     // Room for two rows of up to 94 cached positions (the longest prompt plus its steps), not for three.
     const bound = plainPassPoolBytes(alone, [94, 94]);
     expect(plainPassPoolBytes(alone, [50, 70, 90])).toBeGreaterThan(bound);
-    const bounded = await DecoderModel.load(pack, { threads: 1, batching: { maxBatch: 4 }, kvPoolBytes: bound });
+    const bounded = await DecoderModel.load(pack, { threads: 1, kvPoolBytes: bound });
+    const scheduler = DecodeScheduler.over(bounded, { maxBatch: 4 })!;
     try {
-      const got = await decodeThree(bounded);
-      const sizes = bounded.batcher!.stats.sizes;
+      const got = await decodeThree(scheduler);
+      const sizes = scheduler.stats.sizes;
       expect(sizes[3] ?? 0).toBe(0);
       expect(sizes[2]).toBe(STEPS);
       expect(sizes[1]).toBe(STEPS);

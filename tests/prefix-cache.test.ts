@@ -15,6 +15,7 @@ import { copyKvPositions, restorableLength } from '../src/shared/kv-snapshot.ts'
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { ort } from '../src/shared/ort.ts';
 import { PrefixCache } from '../src/shared/prefix-cache.ts';
+import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { maxAbsDiff } from './helpers/max-abs-diff.ts';
@@ -207,27 +208,29 @@ describe('PrefixCache', () => {
     }
   }
 
-  test('feeding a prompt copies no cache: the batcher makes room for it before its first piece, a restore for the ids about to be fed', async () => {
-    // A clock that stands still: after the one decode step below, the batcher never counts as quiet, so prompts go in pieces.
-    const model = await DecoderModel.load(loadModelPack(join(work, 'fused')), { threads: 1, batching: { maxBatch: 2, prefillChunk: 64, now: () => 0 } });
+  test('feeding a prompt copies no cache: the scheduler makes room for it before its first piece, a restore for the ids about to be fed', async () => {
+    // A clock that stands still: after the one decode step below, the scheduler never counts as quiet, so prompts go in pieces.
+    const model = await DecoderModel.load(loadModelPack(join(work, 'fused')), { threads: 1 });
+    const scheduler = DecodeScheduler.over(model, { maxBatch: 2, prefillChunk: 64, now: () => 0 })!;
     try {
-      const stepping = model.newSequence();
+      const stepping = scheduler.newSequence();
       await stepping.append([ids(1, 5)[0]!]);
       const runsBefore = model.stats.runs;
       const cache = new PrefixCache(model, { maxBytes: 64 * 2 ** 20 });
       const prompt = ids(300, 9);
-      const cold = cache.newSequence(prompt);
-      await cold.sequence.append(prompt); // five pieces of at most 64
+      const cold = scheduler.sequence(cache.newSequence(prompt).sequence);
+      await cold.append(prompt); // five pieces of at most 64
       expect(model.stats.runs - runsBefore).toBe(5);
       expect(model.stats.kvBytesCopied).toBe(0);
-      cache.keep(cold.sequence);
-      cold.sequence.dispose();
+      cache.keep(cold);
+      cold.dispose();
       const longer = [...ids(250, 9).slice(0, 250), ...ids(120, 77)]; // 250 cached of the 300, then 120 new
       const warm = cache.newSequence(longer);
       expect(warm.cachedTokens).toBe(250);
-      await warm.sequence.append(longer.slice(warm.cachedTokens));
+      const warmSequence = scheduler.sequence(warm.sequence);
+      await warmSequence.append(longer.slice(warm.cachedTokens));
       expect(model.stats.kvBytesCopied).toBe(0);
-      warm.sequence.dispose();
+      warmSequence.dispose();
       stepping.dispose();
     } finally {
       await model.release();

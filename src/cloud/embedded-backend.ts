@@ -17,8 +17,9 @@
  */
 import { randomInt } from 'node:crypto';
 import { basename } from 'node:path';
-import { DecoderModel, type DecoderSequence } from '../shared/decoder-model.ts';
+import { DecoderModel, type AppendableSequence } from '../shared/decoder-model.ts';
 import { PrefixCache } from '../shared/prefix-cache.ts';
+import { DecodeScheduler } from '../shared/scheduler/decode-scheduler.ts';
 import { AppError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { logSoftmax, logSumExp, topK } from '../shared/logits.ts';
@@ -36,9 +37,9 @@ export interface EmbeddedBackendOptions {
   modelFile?: string;
   /** onnxruntime threads per forward pass; 0 = onnxruntime's choice. */
   threads?: number;
-  /** Most sessions whose steps share one forward pass (decode-batcher.ts); 1 or omitted runs each alone. */
+  /** Most sessions whose steps share one forward pass (the backend's scheduler, decode-scheduler.ts); 1 or omitted runs each alone. */
   maxBatch?: number;
-  /** Most context tokens of a step that shares a pass with others (BatchingOptions.appendTokens, plain layout); 1 when omitted. */
+  /** Most context tokens of a step that shares a pass with others (SchedulerOptions.appendTokens, plain layout); 1 when omitted. */
   appendTokens?: number;
   /** onnxruntime execution providers in order of preference; `['cpu']` when omitted. */
   executionProviders?: readonly string[];
@@ -75,6 +76,8 @@ export class EmbeddedBackend implements Backend {
     private readonly maxLive: number,
     /** @internal */ readonly tokenVocabSize: number | undefined,
     prefixCacheBytes: number | undefined,
+    /** Runs the sessions' appends in shared passes; absent: each runs alone. */
+    readonly scheduler?: DecodeScheduler,
   ) {
     const { pack } = model;
     this.prefixCache = prefixCacheBytes ? new PrefixCache(model, { maxBytes: prefixCacheBytes }) : undefined;
@@ -83,9 +86,14 @@ export class EmbeddedBackend implements Backend {
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
     const { threads, executionProviders, log, maxBatch, appendTokens } = options;
-    const batching = maxBatch ? { maxBatch, appendTokens } : undefined;
-    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, log, batching });
-    return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
+    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, log });
+    try {
+      const scheduler = maxBatch ? DecodeScheduler.over(model, { maxBatch, appendTokens }, log) : undefined;
+      return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes, scheduler);
+    } catch (e) {
+      await model.release();
+      throw e;
+    }
   }
 
   /**
@@ -143,7 +151,7 @@ export class EmbeddedBackend implements Backend {
 
 class EmbeddedSequence implements BackendSequence {
   busy = false;
-  private sequence: DecoderSequence | undefined;
+  private sequence: AppendableSequence | undefined;
   /** Logits after the last token in the cache (reused when a step brings no new token). */
   private logits: Float32Array | undefined;
   private random: (() => number) | undefined;
@@ -211,11 +219,12 @@ class EmbeddedSequence implements BackendSequence {
   }
 
   /** The session's cache, rebuilt empty after an eviction; it always holds a prefix of `context`. */
-  private acquire(context: readonly number[]): DecoderSequence {
+  private acquire(context: readonly number[]): AppendableSequence {
     if (this.sequence && !isPrefix(this.sequence.tokens, context)) this.evict();
     if (!this.sequence) {
-      const { prefixCache, model } = this.backend;
-      this.sequence = prefixCache ? prefixCache.newSequence(context).sequence : model.newSequence();
+      const { prefixCache, model, scheduler } = this.backend;
+      const sequence = prefixCache ? prefixCache.newSequence(context).sequence : model.newSequence();
+      this.sequence = scheduler ? scheduler.sequence(sequence) : sequence;
       this.logits = undefined;
       if (this.everBuilt) this.backend.stats.rebuilds++;
       this.everBuilt = true;

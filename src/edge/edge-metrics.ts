@@ -1,7 +1,7 @@
 /** Prometheus metrics of the edge process (prom-client), one registry per runtime. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PrefixCache } from '../shared/prefix-cache.ts';
-import type { BatcherStats } from '../shared/decode-batcher.ts';
+import type { SchedulerStats } from '../shared/scheduler/decode-scheduler.ts';
 import { CLOUD_CONNECTION_STATES } from './cloud/cloud-client.ts';
 import type { GenerationEvent } from './loop/decoder-loop.ts';
 import type { RoutingStatus, RoutingStatusSource } from './routing/routing-status.ts';
@@ -58,8 +58,8 @@ export class EdgeMetrics {
     buckets: [1, 1.5, 2, 3, 4, 6, 8, 12, 16],
     registers: [this.registry],
   });
-  /** The edge model's batcher, read at each scrape; undefined when every step runs alone. */
-  private batching: BatcherStats | undefined;
+  /** The edge model's scheduler's counts, read at each scrape; undefined when every step runs alone. */
+  private batching: SchedulerStats | undefined;
   readonly decodeRowsPerPass = new Gauge({
     name: 'edge_decode_rows_per_pass',
     help: 'Mean rows of the edge decode passes since start (1 when --max-batch is 1 or nothing ran yet)',
@@ -217,8 +217,8 @@ export class EdgeMetrics {
     this.executionProvider.set({ provider: providers[0] ?? 'cpu', providers: providers.join(',') }, 1);
   }
 
-  /** Reports the mean rows per pass of `stats` (the edge model's batcher) from now on. */
-  describeBatching(stats: BatcherStats | undefined): void {
+  /** Reports the mean rows per pass of `stats` (the edge model's scheduler) from now on. */
+  describeBatching(stats: SchedulerStats | undefined): void {
     this.batching = stats;
   }
 

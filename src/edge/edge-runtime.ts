@@ -50,7 +50,7 @@ export class EdgeRuntime {
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
     if (engine.promptCache) this.metrics.describePromptCache(engine.promptCache);
     this.metrics.describeCloud(() => this.cloudState());
-    this.metrics.describeBatching(engine.edgeModel.batcher?.stats);
+    this.metrics.describeBatching(engine.scheduler?.stats);
     this.metrics.describeRouting(engine.routing);
   }
 

@@ -1,7 +1,8 @@
 /**
- * What loading a decoder takes and what its appends and counters report (decoder-model.ts re-exports them).
+ * What loading a decoder takes, what its appends and counters report (decoder-model.ts re-exports them),
+ * and what a generation holds of its sequence, whether its appends run alone or through a scheduler.
  */
-import type { BatchingOptions } from './decode-batcher.ts';
+import type { KvSnapshot } from './kv-snapshot.ts';
 import type { Logger } from './logger.ts';
 
 export interface DecoderLoadOptions {
@@ -16,12 +17,10 @@ export interface DecoderLoadOptions {
    * called, to a JSON file whose name starts with this prefix (onnxruntime appends the date and time).
    */
   profileFilePrefix?: string;
-  /** Runs concurrent sequences' one-token appends as one forward pass (decode-batcher.ts); off when omitted. */
-  batching?: BatchingOptions;
   /**
    * Bytes of released KV buffers kept for reuse (kv-buffer-pool.ts); when omitted DEFAULT_KV_POOL_BYTES,
    * or less for a model whose full-context caches are small (decoder-model.ts).
-   * It also bounds a plain-layout batched pass: rows past it run in a pass of their own (decode-batcher.ts).
+   * It also bounds a plain-layout batched pass: rows past it run in a pass of their own (scheduler/decode-policy.ts).
    */
   kvPoolBytes?: number;
 }
@@ -58,4 +57,29 @@ export interface DecoderStats {
    * each run starts: runs asked for together queue, and a run's wait behind the others is not counted.
    */
   runMs: number;
+}
+
+/**
+ * A sequence as a generation uses it: a DecoderSequence, whose appends each run as one forward pass of
+ * their own, or a ScheduledSequence over one, whose appends its scheduler runs, shared with others'
+ * (scheduler/decode-scheduler.ts). Either way each append resolves with the outputs of its last position.
+ *
+ * @example
+ * const sequence: AppendableSequence = scheduler ? scheduler.sequence(model.newSequence()) : model.newSequence();
+ * const { logits } = await sequence.append(promptIds);
+ */
+export interface AppendableSequence {
+  /** Tokens in the KV cache. */
+  readonly length: number;
+  /** The token ids the cache holds, oldest first. */
+  readonly tokens: readonly number[];
+  /** How many checkpoints are held. */
+  readonly checkpoints: number;
+  append(tokens: readonly number[], options?: { allPositions?: boolean }): Promise<AppendResult>;
+  checkpoint(): void;
+  rollback(): void;
+  commit(): void;
+  /** A copy of the cache for the prefix cache (kv-snapshot.ts); undefined when there is nothing to keep. */
+  snapshot(): KvSnapshot | undefined;
+  dispose(): void;
 }

@@ -7,9 +7,9 @@
  *
  * So the buffers stay, each row holding one sequence's positions, as llama.cpp's server keeps a slot per
  * sequence. After a pass each row's new positions are written into them as into the row's own buffer
- * (batched-step.ts). A pass feeds its first rows: a sequence already in one of them stays there, the others
- * take the rows left, and only a row that does not hold its sequence as it is now is copied, from the
- * sequence's own buffer: a sequence new to the buffers, or one whose row another took, or one something
+ * (kv-fused-layout.ts). A pass feeds its first rows: a sequence already in one of them stays there, the
+ * others take the rows left (the scheduler's policy orders them so, scheduler/decode-policy.ts), and only
+ * a row that does not hold its sequence as it is now is copied, from the sequence's own buffer: a sequence new to the buffers, or one whose row another took, or one something
  * else changed since (a rollback, a lone append: its `revision` moved). A user who sits out a pass (its
  * routed token on the network) costs at most two rows' copies (none when it held the last row), not a gather
  * of every row. A pass of more rows than the buffers have, or past their capacity, gathers new ones, and the
@@ -21,48 +21,43 @@
  * buffers did during each pass, until the sequences are gone or a gather replaces them.
  *
  * @example
- * const pass = kept.arrange(steps);                                             // row order for the pass
- * const reused = kept.buffersFor(pass.map((s) => s.sequence), total, pool);     // undefined: gather new ones
- * if (reused) for (const b of reused.copy) copyRowCache(reused.buffers, b, pass[b].sequence);
+ * const rows = inKeptRows(steps, kept.heldRows);                                // row order for the pass (scheduler/decode-policy.ts)
+ * const reused = kept.buffersFor(rows.map((s) => s.sequence), total, pool);     // undefined: gather new ones
+ * if (reused) for (const b of reused.copy) copyRowCache(reused.buffers, b, rows[b].sequence);
  */
-import type { DecoderSequence } from './decoder-model.ts';
 import type { KvBufferPool } from './kv-buffer-pool.ts';
 import { ort, type OrtTensor } from './ort.ts';
 
-interface Row {
-  sequence: DecoderSequence;
+/** What the rows hold: a sequence (DecoderSequence), known by identity, whose revision moves when its cache changes. */
+export interface KeptSequence {
+  readonly revision: number;
+  readonly isDisposed: boolean;
+}
+
+interface Row<S> {
+  sequence: S;
   /** The sequence's revision when the row last matched it; -1 while it does not (a copy is due). */
   revision: number;
 }
 
-/** Where a KeptBatch counts the passes that fed its buffers and the rows it copied in (the batcher's stats). */
+/** Where a KeptBatch counts the passes that fed its buffers and the rows it copied in (the scheduler's stats). */
 export interface KeptBatchCounts {
   keptBuffersReused: number;
   keptRowsCopied: number;
 }
 
-export class KeptBatch {
+export class KeptBatch<S extends KeptSequence> {
   /** What each row of the buffers holds; undefined where nothing does. */
-  private rows: (Row | undefined)[] = [];
+  private rows: (Row<S> | undefined)[] = [];
   private buffers: Record<string, OrtTensor> | undefined;
   /** The views of `buffers` the last `buffersFor` handed out: `keep` knows them from newly gathered buffers. */
   private lastFed: Record<string, OrtTensor> | undefined;
 
   constructor(private readonly counts: KeptBatchCounts = { keptBuffersReused: 0, keptRowsCopied: 0 }) {}
 
-  /**
-   * `steps` in the row order of the next pass: a sequence whose row is among the first `steps.length`
-   * keeps it, the others fill the rows left (in their order).
-   */
-  arrange<T extends { sequence: DecoderSequence }>(steps: readonly T[]): T[] {
-    const placed: (T | undefined)[] = new Array(steps.length).fill(undefined);
-    const rest: T[] = [];
-    for (const step of steps) {
-      const row = this.rows.findIndex((r) => r?.sequence === step.sequence);
-      if (row !== -1 && row < steps.length) placed[row] = step;
-      else rest.push(step);
-    }
-    return placed.map((step) => step ?? rest.shift()!);
+  /** The sequence each row holds, in row order (undefined where none does). */
+  get heldRows(): readonly (S | undefined)[] {
+    return this.rows.map((r) => r?.sequence);
   }
 
   /**
@@ -70,7 +65,7 @@ export class KeptBatch {
    * of `total` positions, with the rows to copy from their sequences first (`copy`); undefined when the
    * buffers have too few rows or too little room, and then the kept buffers go back to `pool`.
    */
-  buffersFor(sequences: readonly DecoderSequence[], total: number, pool: KvBufferPool): { buffers: Record<string, OrtTensor>; copy: number[] } | undefined {
+  buffersFor(sequences: readonly S[], total: number, pool: KvBufferPool): { buffers: Record<string, OrtTensor>; copy: number[] } | undefined {
     const [rowsHeld, , capacity] = this.buffers ? Object.values(this.buffers)[0]!.dims : [];
     if (!this.buffers || rowsHeld! < sequences.length || capacity! < total) {
       this.drop(pool);
@@ -96,7 +91,7 @@ export class KeptBatch {
    * hold them as they are. `buffers` are what the pass fed: the kept ones, or newly gathered ones that
    * replace them.
    */
-  keep(sequences: readonly DecoderSequence[], buffers: Record<string, OrtTensor>): void {
+  keep(sequences: readonly S[], buffers: Record<string, OrtTensor>): void {
     if (buffers !== this.lastFed) {
       this.buffers = buffers;
       this.rows = [];
@@ -118,7 +113,7 @@ export class KeptBatch {
    * sequence. Never to the pool here: onnxruntime-node starts a run on a later turn of the event loop, so
    * a pass may still read them.
    */
-  forget(sequence: DecoderSequence): void {
+  forget(sequence: S): void {
     this.rows = this.rows.map((r) => (r?.sequence === sequence ? undefined : r));
     if (this.rows.every((r) => r === undefined)) {
       this.buffers = undefined;

@@ -108,7 +108,7 @@ export class KvBufferPool {
 
   /**
    * Hands back the whole buffer `view` was cut from, where `take` handed that buffer out: a tensor over the
-   * first part of a larger buffer (the plain layout's batched caches, batched-step.ts) returns it all.
+   * first part of a larger buffer (the plain layout's batched caches, kv-plain-layout.ts) returns it all.
    * Memory the pool never issued (onnxruntime's outputs) is left to the garbage collector.
    */
   releaseBufferOf(view: ArrayBufferView): void {

@@ -10,7 +10,8 @@
  * cache: shared while at most half of them is free, copied compact otherwise, so a short prompt in a
  * fresh buffer does not hold a whole buffer's bytes of the cache's bound (a plain-layout cache written by a
  * batched pass is likewise the first part of a larger pooled buffer). At 1,000 tokens of the Qwen2.5-0.5B
- * shape the copy it saves was 25 MB and about 100 ms before the first token.
+ * shape the copy it saves was 25 MB and about 100 ms before the first token. Restoring is the layout's
+ * (kv-layout.ts): a plain cache restored whole shares the snapshot's memory, a fused one is copied.
  *
  * A snapshot also holds the `hidden_states` of its last position: the `previousHidden` of the next
  * append when exactly one token follows (AppendResult's semantics). Restored to fewer positions than it
@@ -22,11 +23,8 @@
  * const next = model.newSequence();
  * next.restore(snapshot, restorableLength(snapshot.tokens.length, matched, ids.length));
  */
-import type { DecoderIo } from './decoder-io.ts';
 import { AppError } from './errors.ts';
 import { feedable } from './float-tensors.ts';
-import { growKvBuffers, kvCapacity } from './kv-buffer.ts';
-import type { ModelPack } from './model-pack.ts';
 import { ort, type OrtTensor } from './ort.ts';
 
 export interface KvSnapshot {
@@ -67,7 +65,7 @@ export function takeKvSnapshot(past: Readonly<Record<string, OrtTensor>>, tokens
 /**
  * Whether the memory under a cache tensor holding `length` positions has at most as many bytes free as used:
  * a fused buffer's free capacity, or the rest of a pooled buffer a plain-layout batched pass's cache is the
- * first part of (batched-step.ts).
+ * first part of (kv-plain-layout.ts).
  */
 function sharesWell(tensor: OrtTensor, length: number): boolean {
   const capacity = tensor.dims[2]!;
@@ -78,35 +76,15 @@ function sharesWell(tensor: OrtTensor, length: number): boolean {
 }
 
 /** A tensor of its own over the same memory: disposing the sequence's tensor leaves this one readable. */
-function sharedKvTensor(tensor: OrtTensor): OrtTensor {
+export function sharedKvTensor(tensor: OrtTensor): OrtTensor {
   return feedable(new ort.Tensor(tensor.type as 'float32' | 'float16', feedable(tensor).data as CacheData, tensor.dims));
 }
 
-/**
- * The cache tensors a sequence starts from, holding the first `length` positions of `snapshot` (the
- * snapshot stays usable): compact tensors for the plain layout (the snapshot's own memory when it is
- * restored whole, a copy otherwise), copies in buffers of the capacity the fused
- * layout would have made for `length` positions, their last axis `cacheHeadDim` (DecoderModel.cacheHeadDim: padded heads included),
- * from `allocate` (see growKvBuffers), with room for `reserve` positions (the ids about to be fed too).
- */
-export function restoredKv(
-  snapshot: KvSnapshot,
-  length: number,
-  io: DecoderIo,
-  pack: Pick<ModelPack, 'numKvHeads' | 'maxPositions'>,
-  cacheHeadDim: number,
-  allocate?: (elements: number) => Float32Array,
-  reserve = length,
-): Record<string, OrtTensor> {
+/** Throws unless a sequence can start from the first `length` positions of `snapshot` (its layout makes the tensors: kv-layout.ts). */
+export function checkRestorable(snapshot: KvSnapshot, length: number): void {
   if (!Number.isInteger(length) || length < 0 || length > snapshot.tokens.length) {
     throw new AppError('INVALID_ARGUMENT', `cannot restore ${length} positions of a snapshot holding ${snapshot.tokens.length}`);
   }
-  if (io.layout === 'fused') return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, cacheHeadDim, kvCapacity(Math.max(length, reserve), 0, pack.maxPositions), length, allocate);
-  // The plain layout only ever reads its past tensors (each pass returns new ones), so a whole one is shared.
-  return Object.fromEntries(io.pastNames.map((name) => {
-    const held = snapshot.kv[name]!;
-    return [name, held.dims[2] === length ? sharedKvTensor(held) : copyKvPositions(held, length)];
-  }));
 }
 
 /**

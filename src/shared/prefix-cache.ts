@@ -16,7 +16,7 @@
  *
  * A prefix shorter than MIN_RESTORED_TOKENS is not restored. It saves a few positions of a prefill pass
  * whose cost is mostly reading the weights, while the sequence it would fill is no longer empty, and only
- * empty sequences share their first pass with other new prompts (decode-batcher.ts). Prompts that share
+ * empty sequences share their first pass with other new prompts (scheduler/decode-policy.ts). Prompts that share
  * only their first ids (a BOS token, a common opening word) are common: restoring them kept every user
  * arriving after the first from sharing a pass.
  *
@@ -27,6 +27,7 @@
  * cache.keep(sequence); // after its prefill, and again when it ends
  */
 import type { DecoderModel, DecoderSequence } from './decoder-model.ts';
+import type { AppendableSequence } from './decoder-types.ts';
 import { restorableLength, sharedPrefixLength, type KvSnapshot } from './kv-snapshot.ts';
 
 /** The shortest prefix worth restoring (see the header). */
@@ -89,7 +90,7 @@ export class PrefixCache {
    * Keeps a copy of `sequence`'s cache (it goes on unchanged), unless an entry already holds its ids;
    * returns whether a snapshot was taken.
    */
-  keep(sequence: DecoderSequence): boolean {
+  keep(sequence: AppendableSequence): boolean {
     if (this.options.maxBytes === 0 || sequence.length === 0) return false;
     const holder = [...this.entries].find((entry) => entry.tokens.length >= sequence.length && sharedPrefixLength(entry.tokens, sequence.tokens) === sequence.length);
     if (holder) {

@@ -5,6 +5,7 @@
  */
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import type { PrefixCache } from '../../shared/prefix-cache.ts';
+import type { DecodeScheduler } from '../../shared/scheduler/decode-scheduler.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 import type { BoxRouting } from '../routing/box-routing.ts';
 import type { CloudClient } from '../cloud/cloud-client.ts';
@@ -41,6 +42,8 @@ export const DEFAULT_SPECULATION_DEPTH = 16;
 
 export interface EdgeEngine {
   edgeModel: DecoderModel;
+  /** Runs the generations' appends on `edgeModel` in shared passes (decode-scheduler.ts); absent: each runs alone. */
+  scheduler?: DecodeScheduler;
   router: Router;
   tokenizer: TextTokenizer;
   /** Absent when the edge runs without a cloud: routed tokens then fall back to the edge model. */

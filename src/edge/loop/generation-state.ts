@@ -4,7 +4,7 @@
  * The loop (decoder-loop.ts) and speculation (speculation-chains.ts) both work on it.
  */
 import { randomUUID } from 'node:crypto';
-import type { AppendResult, DecoderSequence } from '../../shared/decoder-model.ts';
+import type { AppendableSequence, AppendResult } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { sampleToken } from '../../shared/sampling.ts';
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
@@ -79,7 +79,7 @@ export class GenerationState {
   private readonly stopFilter: StopStringFilter;
   text = '';
   conversation: CloudConversation | undefined;
-  sequence: DecoderSequence | undefined;
+  sequence: AppendableSequence | undefined;
   /** The edge model's outputs at the position being decided. */
   last: AppendResult | undefined;
   /** Edge model time not yet attributed to a token: the forward pass that produced the logits in use. */
@@ -133,11 +133,11 @@ export class GenerationState {
    * once, so a concurrent request with the same head finds it while this one runs.
    */
   async startEdge(): Promise<void> {
-    const { promptCache, edgeModel } = this.engine;
+    const { promptCache, edgeModel, scheduler } = this.engine;
     const t = performance.now();
     const measuring = this.cut.waitMs === undefined ? undefined : this.routing.measureFirst(this.engine.cloud);
     const start = promptCache ? promptCache.newSequence(this.context) : { sequence: edgeModel.newSequence(), cachedTokens: 0 };
-    this.sequence = start.sequence;
+    this.sequence = scheduler ? scheduler.sequence(start.sequence) : start.sequence;
     this.metrics.cachedTokens = start.cachedTokens;
     await this.feedEdge(this.context.slice(start.cachedTokens));
     promptCache?.keep(this.sequence);

@@ -22,6 +22,7 @@ import { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
+import { DecodeScheduler } from '../../shared/scheduler/decode-scheduler.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { loadRouter, type Router } from '../routing/router.ts';
 import { readsToken } from '../routing/router-features.ts';
@@ -41,7 +42,7 @@ export interface EdgeEngineSources {
    * A router pack's folder; the built-in top-1 scorer when omitted; or a router the caller built (a
    * benchmark's synthetic one), which is checked like a loaded one and released with the parts.
    */
-  /** Most sequences in one batched decode step (decode-batcher.ts); 1 or omitted runs each step alone. */
+  /** Most sequences in one batched decode step (the engine's scheduler, decode-scheduler.ts); 1 or omitted runs each step alone. */
   maxBatch?: number;
   router?: string | Router;
   /** Aborts loading (a stop signal during start-up): what was loaded is released and the reason thrown. */
@@ -51,6 +52,8 @@ export interface EdgeEngineSources {
 /** What `loadEdgeEngine` loaded: the fields of an `EdgeEngine` it owns, and their release. */
 export interface LoadedEdgeEngine {
   edgeModel: DecoderModel;
+  /** The generations' appends on `edgeModel`, in shared passes; absent without `maxBatch` above 1 (or where the export cannot batch). */
+  scheduler?: DecodeScheduler;
   tokenizer: TextTokenizer;
   router: Router;
   /** Releases the router and the edge model (each once; later calls do nothing). */
@@ -67,12 +70,12 @@ export async function loadEdgeEngine(sources: EdgeEngineSources): Promise<Loaded
     signal?.throwIfAborted();
     const pack = typeof sources.edgeModel === 'string' ? loadModelPack(sources.edgeModel, sources.edgeModelFile) : sources.edgeModel;
     const tokenizer = await TextTokenizer.fromPack(pack.dir);
-    const batching = sources.maxBatch ? { maxBatch: sources.maxBatch } : undefined;
-    edgeModel = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders: sources.executionProviders, log: sources.log, batching });
+    edgeModel = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders: sources.executionProviders, log: sources.log });
+    const scheduler = sources.maxBatch ? DecodeScheduler.over(edgeModel, { maxBatch: sources.maxBatch }, sources.log) : undefined;
     router = typeof given === 'object' ? given : await loadRouter(given);
     checkRouterFits(router, typeof given === 'string' ? given : undefined, pack, edgeModel.hasHiddenStates);
     signal?.throwIfAborted();
-    const parts = { edgeModel, tokenizer, router };
+    const parts = { edgeModel, scheduler, tokenizer, router };
     let released: Promise<void> | undefined;
     return { ...parts, release: () => (released ??= releaseParts(parts.router, parts.edgeModel)) };
   } catch (e) {

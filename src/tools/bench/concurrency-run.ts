@@ -65,7 +65,7 @@ export async function runConcurrentUsers(engine: EdgeEngine, o: ConcurrencyRound
   const tokens = done.reduce((n, u) => n + u.ids.length, 0);
   return {
     users: o.users,
-    batched: engine.edgeModel.batcher !== undefined,
+    batched: engine.scheduler !== undefined,
     tokens,
     wallMs,
     tokensPerSecond: (tokens / wallMs) * 1000,

@@ -2,7 +2,7 @@
  * `bench concurrency`: several users generating at once on one edge box. For 1, 2, 4 and 8 users started
  * together (the edge alone, small_only, greedy) it measures the aggregate tokens/s, each user's time
  * between tokens (p50, p99) and time to first token, with each decode step run alone and batched
- * (decode-batcher.ts) on the same loaded model in the same run, and checks that both give every user the
+ * (the engine's scheduler, decode-scheduler.ts) on the same loaded model in the same run, and checks that both give every user the
  * same tokens. `--repeat N` runs the whole set N times over (1 user, 4 users, 1 user, 4 users, ...): each
  * repeat's ratios compare rows taken seconds apart, and their median moves less with the machine's load than
  * one pass's rows taken minutes apart.
@@ -12,12 +12,13 @@
  */
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
+import type { EdgeEngine } from '../../edge/loop/edge-engine.ts';
 import { TopProbabilityScorer } from '../../edge/routing/router.ts';
-import { DecodeBatcher } from '../../shared/decode-batcher.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { loadModelPack } from '../../shared/model-pack.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { DEMO } from '../../shared/paths.ts';
+import { DecodeScheduler } from '../../shared/scheduler/decode-scheduler.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { type ConcurrencyRound, runConcurrentUsers } from './concurrency-run.ts';
@@ -72,7 +73,7 @@ interface Settings {
   promptTokens: number;
   newTokens: number;
   maxBatch: number;
-  /** The batcher's wait for the last pass's sequences (BatchingOptions.gatherMs); its default when omitted. */
+  /** The scheduler's wait for the last pass's sequences (SchedulerOptions.gatherMs); its default when omitted. */
   gatherMs?: number;
   threads: number;
   log: (line: string) => void;
@@ -92,10 +93,10 @@ export async function benchConcurrencyOn(target: string, dir: string, s: Setting
   const prompts = await userPrompts(dir, s);
   s.log(`loading ${dir} (${s.threads} threads)`);
   const model = await DecoderModel.load(pack, { threads: s.threads });
-  const batcher = DecodeBatcher.over(model, { maxBatch: s.maxBatch, gatherMs: s.gatherMs }, createLogger('bench', 'warn'));
-  if (!batcher) throw new UsageError(`${dir}: its export cannot run a batch (see the warning above)`);
+  const scheduler = DecodeScheduler.over(model, { maxBatch: s.maxBatch, gatherMs: s.gatherMs }, createLogger('bench', 'warn'));
+  if (!scheduler) throw new UsageError(`${dir}: its export cannot run a batch (see the warning above)`);
   try {
-    const engine = { edgeModel: model, router: new TopProbabilityScorer(), tokenizer: await TextTokenizer.fromPack(dir) };
+    const engine: EdgeEngine = { edgeModel: model, router: new TopProbabilityScorer(), tokenizer: await TextTokenizer.fromPack(dir) };
     await runConcurrentUsers(engine, { users: 1, prompts, newTokens: 4 });
     const rounds: (ConcurrencyRound & { repeat: number })[] = [];
     const sameTokens: Record<number, number> = {};
@@ -103,7 +104,7 @@ export async function benchConcurrencyOn(target: string, dir: string, s: Setting
       for (const users of s.users) {
         const pair: ConcurrencyRound[] = [];
         for (const batched of [false, true]) {
-          model.batcher = batched ? batcher : undefined;
+          engine.scheduler = batched ? scheduler : undefined;
           const round = await runConcurrentUsers(engine, { users, prompts, newTokens: s.newTokens });
           s.log(`${target}: ${users} users ${batched ? 'batched' : 'alone  '}: ${round.tokensPerSecond.toFixed(1)} tokens/s, gap p50 ${round.gapP50Ms.toFixed(0)} ms`);
           pair.push(round);
@@ -118,7 +119,6 @@ export async function benchConcurrencyOn(target: string, dir: string, s: Setting
     const insideRun = kept.map((r) => ({ ...r, tokensPerSecond: (r.tokens / r.runMs) * 1000 }));
     return { target, pack: dir, rounds: kept, byRepeat: repeatRatios(kept), byRepeatInsideRun: repeatRatios(insideRun), sameTokens };
   } finally {
-    model.batcher = undefined;
     await model.release();
   }
 }

@@ -35,7 +35,7 @@ export interface EmbeddedBatchingRow {
   passes_per_step: number;
   /** Batched decode passes by their number of rows (`{"8": 120}`); empty when nothing was batched. */
   pass_sizes: Record<string, number>;
-  /** Most context tokens of a step that shared a pass (BatchingOptions.appendTokens). */
+  /** Most context tokens of a step that shared a pass (SchedulerOptions.appendTokens). */
   append_tokens: number;
   /** Batched passes that fed the batch buffers kept from the passes before (a fused pack; kept-batch.ts). */
   passes_on_kept_buffers: number;
@@ -94,10 +94,10 @@ async function measure(pack: string, corpus: Corpus, share: number, maxBatch: nu
     const until = started + durationS * 1000;
     const steps = (await Promise.all(Array.from({ length: sessions }, (_, i) => sessionSlot(backend, corpus, i, share, until)))).reduce((a, b) => a + b, 0);
     const seconds = (performance.now() - started) / 1000;
-    const sizes = backend.model.batcher?.stats.sizes ?? [];
+    const sizes = backend.scheduler?.stats.sizes ?? [];
     const passSizes = Object.fromEntries(sizes.flatMap((count, rows) => (count && rows > 1 ? [[String(rows), count]] : [])));
     const passesPerStep = steps ? round((backend.model.stats.runs - runsBefore) / steps, 3) : 0;
-    const onKeptBuffers = backend.model.batcher?.stats.keptBuffersReused ?? 0;
+    const onKeptBuffers = backend.scheduler?.stats.keptBuffersReused ?? 0;
     const runMsPerStep = steps ? round((backend.model.stats.runMs - runMsBefore) / steps, 4) : 0;
     return { share, max_batch: maxBatch, append_tokens: appendTokens, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: passesPerStep, pass_sizes: passSizes, passes_on_kept_buffers: onKeptBuffers, run_ms_per_step: runMsPerStep, x_alone: null, run_x_alone: null };
   } finally {
