@@ -1,7 +1,11 @@
 /**
  * The threshold sweep on multiple-choice questions: every question's prompt (see multiple-choice.ts)
  * is answered by a real generation through the decoding loop at τ; the answer is read out of the
- * generated text. Quality is accuracy over all questions (no answer counts as wrong, and is reported on
+ * generated text. When the edge pack's tokenizer has a chat template, each question is one user message
+ * rendered through it with the generation prompt (its ids fed as they are, special tokens the template's,
+ * as the edge's chat endpoint feeds them), the generation ends with the assistant's turn (the loop stops
+ * at the end-of-turn token, an EOS id) and the answer is the reply's first standalone letter; otherwise
+ * the plain prompt ends at the end of the answer line. Quality is accuracy over all questions (no answer counts as wrong, and is reported on
  * its own too). The baselines answer the same prompts with a random router at p = the router's routed
  * share, and with the edge model's top-1 probability at the threshold whose runs route the share
  * closest to it.
@@ -9,8 +13,9 @@
 import type { Router } from '../../edge/routing/router.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { ProbeRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
-import { generateAll, type EvalEdge, type GenerationRun } from '../lab/generation-runs.ts';
-import { buildChoicePrompt, CHOICE_STOP, extractAnswer, type MultipleChoiceQuestion } from './multiple-choice.ts';
+import { ChatTemplate } from '../../shared/chat-template.ts';
+import { generateAll, type EvalEdge, type GenerationRun, type Prompt } from '../lab/generation-runs.ts';
+import { buildChoiceMessage, buildChoicePrompt, CHOICE_STOP, extractAnswer, extractChatAnswer, type Choice, type MultipleChoiceQuestion } from './multiple-choice.ts';
 import { matchRoutedRatio, quantileThreshold } from '../lab/ratio-matching.ts';
 
 export interface ChoiceEvalOptions {
@@ -50,9 +55,13 @@ export interface ChoiceExample {
   answerKey: string;
 }
 
+/** How the questions were asked: the plain prompt, or a user message through the edge pack's chat template. */
+export type ChoicePromptFormat = 'plain' | 'chat-template';
+
 export interface ChoiceEvalResult {
   kind: 'multiple-choice';
   qualityMetric: 'accuracy';
+  promptFormat: ChoicePromptFormat;
   questions: number;
   /** Expected accuracy of guessing uniformly among each question's choices. */
   chanceAccuracy: number;
@@ -64,9 +73,10 @@ export interface ChoiceEvalResult {
 }
 
 type ScoredRun = GenerationRun & { accuracy: number; noAnswerRate: number; answers: (string | null)[] };
+type Extract = (output: string, choices: readonly Choice[]) => string | null;
 
-function score(run: GenerationRun, questions: readonly MultipleChoiceQuestion[]): ScoredRun {
-  const answers = run.items.map((item, i) => extractAnswer(item.text, questions[i]!.choices));
+function score(run: GenerationRun, questions: readonly MultipleChoiceQuestion[], extract: Extract): ScoredRun {
+  const answers = run.items.map((item, i) => extract(item.text, questions[i]!.choices));
   const right = answers.filter((a, i) => a === questions[i]!.answerKey).length;
   const none = answers.filter((a) => a === null).length;
   const n = Math.max(questions.length, 1);
@@ -75,16 +85,27 @@ function score(run: GenerationRun, questions: readonly MultipleChoiceQuestion[])
 
 const EXAMPLES = 3;
 
+/** How each question is asked and its answer read (see the module comment). */
+export function choicePrompts(
+  edge: Pick<EvalEdge, 'tokenizer'>,
+  questions: readonly MultipleChoiceQuestion[],
+): { format: ChoicePromptFormat; prompts: Prompt[]; stop: string[]; extract: Extract } {
+  const template = ChatTemplate.ofTokenizer(edge.tokenizer);
+  if (!template) return { format: 'plain', prompts: questions.map(buildChoicePrompt), stop: CHOICE_STOP, extract: extractAnswer };
+  const prompts = questions.map((q) => template.encode([{ role: 'user', content: buildChoiceMessage(q) }], edge.tokenizer, { addGenerationPrompt: true }));
+  return { format: 'chat-template', prompts, stop: [], extract: extractChatAnswer };
+}
+
 export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalResult> {
   const { edge, questions, progress } = o;
-  const prompts = questions.map(buildChoicePrompt);
-  const settings = { maxNewTokens: o.maxNewTokens, stop: CHOICE_STOP };
+  const { format, prompts, stop, extract } = choicePrompts(edge, questions);
+  const settings = { maxNewTokens: o.maxNewTokens, stop };
   const measured = new Map<string, Promise<ScoredRun>>();
   const runWith = (key: string, router: () => Router, threshold: number) => {
     const id = `${key}@${threshold}`;
     let run = measured.get(id);
     if (!run) {
-      run = generateAll(edge, router(), prompts, { ...settings, threshold }).then((r) => score(r, questions));
+      run = generateAll(edge, router(), prompts, { ...settings, threshold }).then((r) => score(r, questions, extract));
       measured.set(id, run);
     }
     return run;
@@ -107,7 +128,7 @@ export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalR
     for (const [i, threshold] of o.thresholds.entries()) {
       progress?.update(i, `τ=${threshold} router`);
       const probe = new ProbeRouter(o.router);
-      const run = score(await generateAll(edge, probe, prompts, { ...settings, threshold }), questions);
+      const run = score(await generateAll(edge, probe, prompts, { ...settings, threshold }), questions, extract);
       points.push(point(threshold, run));
       if (ends.has(threshold)) {
         for (const [q, item] of run.items.slice(0, EXAMPLES).entries()) {
@@ -137,6 +158,7 @@ export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalR
   return {
     kind: 'multiple-choice',
     qualityMetric: 'accuracy',
+    promptFormat: format,
     questions: questions.length,
     chanceAccuracy: chance,
     maxNewTokens: o.maxNewTokens,

@@ -172,7 +172,9 @@ function choiceMarkdown(r: ChoiceEvalResult): string {
     ];
   });
   return [
-    `${r.questions} questions; chance accuracy ${f3(r.chanceAccuracy)}; up to ${r.maxNewTokens} new tokens per answer (greedy, ending at a newline).`,
+    r.promptFormat === 'chat-template'
+      ? `${r.questions} questions, each a user message through the edge pack's chat template; chance accuracy ${f3(r.chanceAccuracy)}; up to ${r.maxNewTokens} new tokens per answer (greedy, ending with the assistant's turn; the answer is the reply's first letter).`
+      : `${r.questions} questions; chance accuracy ${f3(r.chanceAccuracy)}; up to ${r.maxNewTokens} new tokens per answer (greedy, ending at a newline).`,
     '',
     table(
       ['τ', 'routed', 'accuracy', 'no answer', 'random routed', 'random acc.', 'random no ans.', 'top-1 τ', 'top-1 routed', 'top-1 acc.', 'top-1 no ans.'],

@@ -1,6 +1,8 @@
 /**
  * Multiple-choice questions (CommonsenseQA): one internal shape for both JSONL layouts, the prompt the
- * model answers, and how an answer is read back out of generated text.
+ * model answers, and how an answer is read back out of generated text. A pack with a chat template is
+ * asked through it instead (choice-eval.ts): one user message, the same question and choices lines and
+ * an instruction to answer with the letter (`buildChoiceMessage`), answered in the assistant's turn.
  *
  * Prompt (one line per part, no trailing space; the model continues after "Answer:"):
  *
@@ -12,7 +14,9 @@
  * case: a lower-case "a" is the English article, not choice A), not touching another letter or digit
  * ("B", "(B)", "B." and "B)" all count), and (b) the text of a choice, case-insensitive, on word
  * boundaries, any run of white space matching any other. When two matches start at the same place the
- * longer one wins. Nothing found: no answer (`null`), which is counted apart from a wrong answer.
+ * longer one wins. Nothing found: no answer (`null`), which is counted apart from a wrong answer. From
+ * a chat model's reply (`extractChatAnswer`): the first standalone label after any `<think>` block, since
+ * it was asked for the letter and may explain itself after it.
  *
  * @example
  * extractAnswer(' B. compile', question.choices); // 'B'
@@ -97,10 +101,28 @@ export function toQuestion(record: unknown, where: string): MultipleChoiceQuesti
   };
 }
 
+/** The question and its choices, one line each: how both prompts start. */
+function questionLines(question: MultipleChoiceQuestion): string {
+  const choices = question.choices.map((c) => `${c.label}. ${c.text}`).join(' ');
+  return `Question: ${question.stem}\nChoices: ${choices}`;
+}
+
 /** The prompt for one question (see the module comment). */
 export function buildChoicePrompt(question: MultipleChoiceQuestion): string {
-  const choices = question.choices.map((c) => `${c.label}. ${c.text}`).join(' ');
-  return `Question: ${question.stem}\nChoices: ${choices}\nAnswer:`;
+  return `${questionLines(question)}\nAnswer:`;
+}
+
+/**
+ * The user message that asks a chat model one question: the prompt's question and choices lines, then
+ * an instruction to answer with the letter.
+ *
+ * @example
+ * buildChoiceMessage(question);
+ * // 'Question: ...\nChoices: A. get mad B. compile ...\nAnswer with the letter of the correct choice (A, B, C, D or E).'
+ */
+export function buildChoiceMessage(question: MultipleChoiceQuestion): string {
+  const labels = question.choices.map((c) => c.label);
+  return `${questionLines(question)}\nAnswer with the letter of the correct choice (${labels.slice(0, -1).join(', ')} or ${labels.at(-1)}).`;
 }
 
 /** Generation stops at the end of the answer line. */
@@ -124,6 +146,25 @@ export function extractAnswer(output: string, choices: readonly Choice[]): strin
     consider(standalone(escapeRegExp(c.label), ''), c.label);
     const words = c.text.split(/\s+/).filter(Boolean).map(escapeRegExp);
     if (words.length) consider(standalone(words.join('\\s+'), 'i'), c.label);
+  }
+  return best?.label ?? null;
+}
+
+/** A chat model's reply without its reasoning: the text after a closed `<think>` block; none while one is open. */
+function replyText(output: string): string {
+  const closed = output.lastIndexOf('</think>');
+  const reply = closed >= 0 ? output.slice(closed + '</think>'.length) : output;
+  const open = reply.indexOf('<think>');
+  return open >= 0 ? reply.slice(0, open) : reply;
+}
+
+/** The label a chat model's reply names first, standalone (see the module comment), or null for no answer. */
+export function extractChatAnswer(output: string, choices: readonly Choice[]): string | null {
+  const reply = replyText(output);
+  let best: { index: number; label: string } | undefined;
+  for (const c of choices) {
+    const m = standalone(escapeRegExp(c.label), '').exec(reply);
+    if (m && (!best || m.index < best.index)) best = { index: m.index, label: c.label };
   }
   return best?.label ?? null;
 }

@@ -42,6 +42,12 @@ export interface TeacherForced {
   windowed: number;
 }
 
+/** One sequence to teacher-force: records at `positions` only when given, else at every position. */
+export interface ForcedSequence {
+  ids: readonly number[];
+  positions?: readonly number[];
+}
+
 async function forward(model: DecoderModel, ids: number[]): Promise<{ logits: Float32Array; hidden: Float32Array }> {
   const sequence = model.newSequence();
   try {
@@ -86,12 +92,17 @@ export class ForcedRecords {
 
   /**
    * Forces both models along `ids` and records the positions from `first` on (each predicts the id after
-   * it). A sequence longer than the window is read in consecutive windows, each starting where the last
-   * one's final prediction was due, so every token is predicted exactly once. Each window is a sequence of
-   * its own for the models, so its first position has no previous hidden state and position 0. The cloud
-   * reads each window once (one Score call through a shim), asked for the edge's proposals there.
+   * it), or only `positions` when given (a chat's assistant positions). A sequence longer than
+   * the window is read in consecutive windows, each starting where the last one's final prediction was
+   * due, so every token is predicted exactly once; a window with no position to record is not run. Each
+   * window is a sequence of its own for the models, so its first position has no previous hidden state and
+   * position 0. The cloud reads each window once (one Score call through a shim), asked for the edge's
+   * proposals there.
    */
-  async addSequence(ids: readonly number[], paragraph: number, first = 0): Promise<void> {
+  async addSequence(ids: readonly number[], paragraph: number, options: { first?: number; positions?: readonly number[] } = {}): Promise<void> {
+    const first = options.first ?? 0;
+    const wanted = options.positions ? new Set(options.positions) : undefined;
+    const recorded = (position: number) => position >= first && (wanted === undefined || wanted.has(position));
     const hiddenSize = this.edgeModel.pack.hiddenSize;
     // Each model's logits rows are as wide as its embedding; exports pad it differently (Qwen2.5-0.5B 151,936
     // rows, the 7B and 32B 152,064) over the same tokenizer, so top-1 is taken over the ids both have.
@@ -101,7 +112,7 @@ export class ForcedRecords {
     if (ids.length > window) this.windowed++;
     for (let start = 0; start + 1 < ids.length; start += window - 1) {
       const chunk = ids.slice(start, start + window);
-      if (start + chunk.length - 1 <= first) continue;
+      if (!chunk.some((_, i) => i + 1 < chunk.length && recorded(start + i))) continue;
       const edge = await forward(this.edgeModel, chunk);
       const proposals = Array.from({ length: chunk.length - 1 }, (_, i) => argmax(edge.logits.subarray(i * edgeRow, i * edgeRow + shared)));
       const cloud = await this.cloud.score(chunk, { candidates: proposals, topK: 1, vocabLimit: shared });
@@ -113,7 +124,7 @@ export class ForcedRecords {
       }
       for (let i = 0; i + 1 < chunk.length; i++) {
         const position = start + i;
-        if (position < first) continue;
+        if (!recorded(position)) continue;
         const next = chunk[i + 1]!;
         const edgeLogits = edge.logits.subarray(i * edgeRow, i * edgeRow + shared);
         const edgeTop = proposals[i]!;

@@ -8,8 +8,8 @@
  * console.log(run.routed / run.tokens, (await cloudPerplexity(cloudModel, run.items)).perplexity);
  */
 import type { CloudClient } from '../../edge/cloud/cloud-client.ts';
-import { encodePrompt, generate, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
-import { parseGenerationRequest } from '../../edge/loop/generation-request.ts';
+import { encodePrompt, generate, type LoopRequest, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
+import { DEFAULT_LIMITS, parseGenerationRequest, type GenerationLimits } from '../../edge/loop/generation-request.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
@@ -24,7 +24,7 @@ export interface EvalEdge {
 }
 
 export interface GeneratedItem {
-  /** The ids the loop encoded the prompt to (BOS included when the pack has one). */
+  /** The ids the loop encoded the prompt to (BOS included when the pack has one), or a chat prompt's own. */
   promptIds: number[];
   /** Every id the loop emitted (EOS excluded; the token that completed a stop string included). */
   ids: number[];
@@ -49,15 +49,24 @@ export interface GenerationSettings {
   seed?: number;
 }
 
-export function promptIdsOf(edge: Pick<EvalEdge, 'edgeModel' | 'tokenizer'>, prompt: string): number[] {
-  return encodePrompt(edge, prompt);
+/**
+ * Text to continue, encoded as the loop encodes a prompt; or a chat prompt its template rendered and
+ * encoded (`ChatTemplate.encode`), whose ids are fed as they are (the text only describes them).
+ */
+export type Prompt = string | { text: string; ids: readonly number[] };
+
+export function promptIdsOf(edge: Pick<EvalEdge, 'edgeModel' | 'tokenizer'>, prompt: Prompt): number[] {
+  return typeof prompt === 'string' ? encodePrompt(edge, prompt) : [...prompt.ids];
 }
+
+/** A chat prompt is as long as its conversation: the edge model's window bounds it, not the HTTP API's length limit. */
+const ID_PROMPT_LIMITS: GenerationLimits = { ...DEFAULT_LIMITS, maxPromptChars: Number.POSITIVE_INFINITY };
 
 /** Generates a continuation of every prompt at one threshold with `router`. */
 export async function generateAll(
   edge: EvalEdge,
   router: Router,
-  prompts: readonly string[],
+  prompts: readonly Prompt[],
   settings: GenerationSettings,
   signal?: AbortSignal,
 ): Promise<GenerationRun> {
@@ -65,15 +74,19 @@ export async function generateAll(
   let tokens = 0;
   let routed = 0;
   for (const [index, prompt] of prompts.entries()) {
-    const request = parseGenerationRequest({
-      prompt,
-      mode: 'joint',
-      threshold: settings.threshold,
-      maxNewTokens: settings.maxNewTokens,
-      temperature: settings.temperature ?? 0,
-      ...(settings.temperature ? { seed: (settings.seed ?? 0) + index } : {}),
-      stop: settings.stop ?? [],
-    });
+    const parsed = parseGenerationRequest(
+      {
+        prompt: typeof prompt === 'string' ? prompt : prompt.text,
+        mode: 'joint',
+        threshold: settings.threshold,
+        maxNewTokens: settings.maxNewTokens,
+        temperature: settings.temperature ?? 0,
+        ...(settings.temperature ? { seed: (settings.seed ?? 0) + index } : {}),
+        stop: settings.stop ?? [],
+      },
+      typeof prompt === 'string' ? DEFAULT_LIMITS : ID_PROMPT_LIMITS,
+    );
+    const request: LoopRequest = typeof prompt === 'string' ? parsed : { ...parsed, promptIds: prompt.ids };
     const events: TokenEvent[] = [];
     let text = '';
     for await (const event of generate({ edgeModel: edge.edgeModel, router, tokenizer: edge.tokenizer, cloud: edge.cloud }, request, signal)) {

@@ -17,7 +17,7 @@ import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
 import { vocabularyText } from '../../shared/vocabulary.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { InProcessScorer, type CloudScorer } from './cloud-scorer.ts';
-import { ForcedRecords, type TeacherForced } from './forced-records.ts';
+import { ForcedRecords, type ForcedSequence, type TeacherForced } from './forced-records.ts';
 
 export interface TeacherForceOptions {
   edgeModel: DecoderModel;
@@ -32,12 +32,26 @@ export interface TeacherForceOptions {
 
 /** Both models read each paragraph; every position with a next token becomes a record (forced-records.ts). */
 export async function teacherForce(options: TeacherForceOptions): Promise<TeacherForced> {
-  const { edgeModel, cloud, tokenizer, paragraphs } = options;
-  const records = new ForcedRecords(edgeModel, cloud);
-  for (const [p, text] of paragraphs.entries()) {
-    // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
-    await records.addSequence(encodePrompt({ edgeModel, tokenizer }, text), p);
-    options.onParagraph?.(p + 1, paragraphs.length);
+  const { edgeModel, tokenizer, paragraphs } = options;
+  // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
+  const sequences = paragraphs.map((text) => ({ ids: encodePrompt({ edgeModel, tokenizer }, text) }));
+  return teacherForceSequences({ edgeModel, cloud: options.cloud, sequences, onSequence: options.onParagraph });
+}
+
+/**
+ * Both models read each sequence; its positions (all with a next token, or the ones it names: a chat's
+ * assistant positions, training-documents.ts) become records whose paragraph is the sequence's index.
+ */
+export async function teacherForceSequences(options: {
+  edgeModel: DecoderModel;
+  cloud: CloudScorer;
+  sequences: readonly ForcedSequence[];
+  onSequence?: (done: number, total: number) => void;
+}): Promise<TeacherForced> {
+  const records = new ForcedRecords(options.edgeModel, options.cloud);
+  for (const [p, sequence] of options.sequences.entries()) {
+    await records.addSequence(sequence.ids, p, sequence.positions ? { positions: sequence.positions } : {});
+    options.onSequence?.(p + 1, options.sequences.length);
   }
   return records.build();
 }

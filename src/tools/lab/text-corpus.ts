@@ -59,8 +59,8 @@ export function readTextCorpus(path: string, split: TextSplit = 'auto'): TextCor
   return { path, sha256: createHash('sha256').update(bytes).digest('hex'), ...parts };
 }
 
-/** Paragraphs [0, k) for training and [k, n) held out, k = round(n · trainFraction). */
-export function splitByParagraph(paragraphs: readonly string[], trainFraction: number): { train: string[]; heldOut: string[] } {
+/** Paragraphs (or any documents: a chat dataset's conversations) [0, k) for training and [k, n) held out, k = round(n · trainFraction). */
+export function splitByParagraph<T>(paragraphs: readonly T[], trainFraction: number): { train: T[]; heldOut: T[] } {
   const k = Math.round(paragraphs.length * trainFraction);
   return { train: paragraphs.slice(0, k), heldOut: paragraphs.slice(k) };
 }

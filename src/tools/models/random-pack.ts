@@ -12,8 +12,15 @@ export interface RandomPackOptions {
   preset: string;
   out: string;
   seed: number;
-  /** Defaults to `gemm` (the tied embedding stored once). */
+  /** Defaults to `gemm` (the tied embedding stored once); `matmul` with `untiedHead`. */
   head?: 'matmul' | 'gemm';
+  /**
+   * An LM head of its own (random like the rest) instead of the preset's tied embedding. Tiny random
+   * models with a tied head echo their input token, so two of them always agree on the top-1; two with
+   * heads of their own (different seeds) disagree about as often as they agree, which is what a test of
+   * router training needs to see both labels.
+   */
+  untiedHead?: boolean;
   hiddenStatesOutput: boolean;
   /** The graph's layout (decoder-graph.ts); `plain` when omitted. */
   layout?: DecoderLayout;
@@ -27,19 +34,21 @@ export interface RandomPackOptions {
 const EXTERNAL_DATA_ABOVE_BYTES = 256 * 1024 * 1024;
 
 export async function writeRandomPack(options: RandomPackOptions): Promise<void> {
-  const spec = PRESETS[options.preset];
-  if (!spec) {
+  const preset = PRESETS[options.preset];
+  if (!preset) {
     throw new AppError('INVALID_ARGUMENT', `unknown preset ${options.preset} (known: ${Object.keys(PRESETS).join(', ')})`);
   }
+  if (options.untiedHead && options.head === 'gemm') throw new AppError('INVALID_ARGUMENT', 'the gemm head is the tied embedding; an untied head is a matmul head');
+  const spec = options.untiedHead ? { ...preset, tieEmbeddings: false } : preset;
   const { tokenizerJson, tokenizerConfig } = qwenTokenizerFiles();
   await writeDecoderPack(options.out, {
     spec,
     weights: randomWeights(spec, options.seed),
-    graph: { head: options.head ?? 'gemm', hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain', decodeAttention: options.decodeAttention, newKeyValuesOutputs: options.newKeyValuesOutputs },
+    graph: { head: options.head ?? (options.untiedHead ? 'matmul' : 'gemm'), hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain', decodeAttention: options.decodeAttention, newKeyValuesOutputs: options.newKeyValuesOutputs },
     tokenizerJson,
     tokenizerConfig,
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
-    source: randomPackSource(options.preset, options.seed, options.layout, options.decodeAttention),
+    source: { ...randomPackSource(options.preset, options.seed, options.layout, options.decodeAttention), ...(options.untiedHead ? { untiedHead: true } : {}) },
   });
 }
 

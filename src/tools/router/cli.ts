@@ -37,10 +37,13 @@ const USAGE = `usage: bun run router <command> [flags]
       trajectories against the cloud (--rollout-labels, divergence by default), add them to the data and
       retrain (--rounds 0: teacher forcing only); --members MLPs of --hidden-units each, with seeds seed,
       seed+1, …, are trained side by side and their logits averaged (one wider MLP in router.onnx);
-      --edge-model-file / --cloud-model-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx)
+      --edge-model-file / --cloud-model-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx);
+      a chat dataset (JSONL, one {"messages": [{"role", "content"}, ...]} per line) is rendered through the edge
+      pack's chat template and split by conversation, with records at the assistant's tokens only and rollouts
+      from the turns up to each user message
   eval --router DIR --text FILE [--edge-model PACK] [--cloud-model PACK | --cloud HOST:PORT] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--json]
-      routed ratio and next-token accuracy per threshold on the paragraphs after the first train-fraction
-      (the packs default to the ones router.json names)
+      routed ratio and next-token accuracy per threshold on the paragraphs (or a chat dataset's conversations,
+      at the assistant's tokens) after the first train-fraction (the packs default to the ones router.json names)
 
   --cloud HOST:PORT uses a running shim for the cloud model instead of a pack in this process, whatever its
   backend (SGLang, an OpenAI-compatible server, embedded): teacher forcing through its Score call, on-policy

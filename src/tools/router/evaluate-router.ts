@@ -1,7 +1,9 @@
 /**
  * `router eval`: the routing curve of a router pack on the held-out part of a text (the paragraphs after
  * the first `trainFraction`, which training never sees), by teacher forcing both models: the cloud in
- * process, or a running shim (`cloud`) for a pair whose cloud model only runs there.
+ * process, or a running shim (`cloud`) for a pair whose cloud model only runs there. A chat dataset is
+ * read as training reads it (training-documents.ts): the conversations after the first `trainFraction`,
+ * the assistant's positions only.
  */
 import { join, resolve } from 'node:path';
 import type { RouterJson } from '../../edge/routing/router.ts';
@@ -10,12 +12,14 @@ import { loadModelPack, readJsonFile } from '../../shared/model-pack.ts';
 import { scoreWithRouterPack } from './batch-scorer.ts';
 import { routingCurve, type RoutingCurve } from './routing-curve.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
-import { teacherForce } from '../lab/teacher-forcing.ts';
+import { teacherForceSequences } from '../lab/teacher-forcing.ts';
 import { openToolCloud } from '../lab/tool-cloud.ts';
 import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
-import { readTextCorpus, splitByParagraph } from '../lab/text-corpus.ts';
+import { splitByParagraph } from '../lab/text-corpus.ts';
+import { documentCount, readTrainingCorpus } from '../lab/training-corpus.ts';
+import { chatTemplateFor, trainingDocuments } from '../lab/training-documents.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 
 export interface EvaluateRouterOptions {
@@ -48,16 +52,20 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   if (meta.hidden_size !== edgePack.hiddenSize) {
     throw new AppError('INVALID_ARGUMENT', `router ${root} expects hidden size ${meta.hidden_size}; ${edgePack.modelPath} has ${edgePack.hiddenSize}`);
   }
-  const { heldOut } = splitByParagraph(readTextCorpus(o.text).paragraphs, o.trainFraction);
-  if (heldOut.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.text}: no paragraphs after the first ${o.trainFraction}`);
+  const corpus = readTrainingCorpus(o.text);
+  const { count, noun } = documentCount(corpus);
+  const { heldOut } = splitByParagraph(Array.from({ length: count }, (_, i) => i), o.trainFraction);
+  if (heldOut.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.text}: no ${noun}s after the first ${o.trainFraction}`);
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
+  const template = chatTemplateFor(corpus, tokenizer, edgePack.dir);
   const edge = await DecoderModel.load(edgePack);
   let forced: TeacherForced;
   try {
     const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer);
     try {
       progress?.start('teacher forcing', heldOut.length);
-      forced = await teacherForce({ edgeModel: edge, cloud: cloud.scorer, tokenizer, paragraphs: heldOut, onParagraph: (done) => progress?.update(done) });
+      const sequences = trainingDocuments(corpus, { edgeModel: edge, tokenizer }, template).sequences(heldOut);
+      forced = await teacherForceSequences({ edgeModel: edge, cloud: cloud.scorer, sequences, onSequence: (done) => progress?.update(done) });
     } finally {
       progress?.stop();
       await cloud.close();

@@ -14,7 +14,7 @@ import type { DecoderModel } from '../../shared/decoder-model.ts';
 import type { ToolCloud } from '../lab/tool-cloud.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 import { freeRunningFigures, type FreeRunningFigures } from '../lab/free-running-metrics.ts';
-import { generateAll } from '../lab/generation-runs.ts';
+import { generateAll, type Prompt } from '../lab/generation-runs.ts';
 import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';
 
 export interface RolloutOptions {
@@ -22,7 +22,8 @@ export interface RolloutOptions {
   cloud: Pick<ToolCloud, 'client' | 'scorer'>;
   tokenizer: TextTokenizer;
   router: Router;
-  prompts: readonly string[];
+  /** Text openings, or chat prompts (a conversation's turns up to a user message, with the generation prompt). */
+  prompts: readonly Prompt[];
   /** Each prompt is generated at one of these (in turn), greedily and sampled. */
   thresholds: readonly number[];
   maxNewTokens: number;
@@ -56,7 +57,7 @@ export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> 
       routed += run.routed;
       trajectories++;
       // Records start at the prompt's last position: the first step the router decided.
-      await records.addSequence([...item.promptIds, ...item.ids], i, item.promptIds.length - 1);
+      await records.addSequence([...item.promptIds, ...item.ids], i, { first: item.promptIds.length - 1 });
     }
     o.onPrompt?.(i + 1, o.prompts.length);
   }

@@ -31,7 +31,10 @@ export interface RoundReport {
 
 export interface TrainRouterReport {
   out: string;
+  /** Documents: the text's paragraphs, or a chat dataset's conversations (then `chat` is present). */
   paragraphs: { train: number; validation: number; heldOut: number };
+  /** A chat dataset: the lines of conversations without an assistant turn, left out. */
+  chat?: { skippedLines: number[] };
   examples: number;
   trainExamples: number;
   validationExamples: number;
@@ -53,7 +56,7 @@ export interface TrainRouterReport {
 export function routerMeta(
   o: TrainRouterOptions,
   report: TrainRouterReport,
-  packs: { edgeModelDir: string; cloudModelDir: string | undefined; cloud: string; hiddenSize: number; corpus: TextCorpus; rolloutRule: RolloutLabelRule },
+  packs: { edgeModelDir: string; cloudModelDir: string | undefined; cloud: string; hiddenSize: number; corpus: Pick<TextCorpus, 'path' | 'sha256'>; rolloutRule: RolloutLabelRule },
 ): RouterJson {
   const { corpus, rolloutRule } = packs;
   const { defaultThreshold, rounds } = report;
@@ -87,6 +90,8 @@ export function routerMeta(
       paragraphs: report.paragraphs,
       text: relative(resolve(o.out), resolve(corpus.path)),
       text_sha256: corpus.sha256,
+      // Only for a chat dataset, so routers trained on text keep the router.json they had.
+      ...(report.chat ? { text_format: 'chat', skipped_conversation_lines: report.chat.skippedLines } : {}),
       hidden_units: o.hiddenUnits,
       members: o.members ?? DEFAULT_MEMBERS,
       learning_rate: o.learningRate ?? DEFAULT_ROUTER_LEARNING_RATE,
@@ -124,7 +129,9 @@ function roundJson(r: RoundReport): Record<string, unknown> {
 
 export function formatTrainReport(r: TrainRouterReport): string {
   return [
-    `paragraphs: ${r.paragraphs.train} train, ${r.paragraphs.validation} validation, ${r.paragraphs.heldOut} held out (not used)`,
+    r.chat
+      ? `conversations: ${r.paragraphs.train} train, ${r.paragraphs.validation} validation, ${r.paragraphs.heldOut} held out (not used)${r.chat.skippedLines.length ? `; ${r.chat.skippedLines.length} without an assistant turn skipped` : ''}; records at the assistant's tokens only`
+      : `paragraphs: ${r.paragraphs.train} train, ${r.paragraphs.validation} validation, ${r.paragraphs.heldOut} held out (not used)`,
     `examples: ${r.examples} (${r.trainExamples} train, ${r.validationExamples} validation); label balance ${r.labelBalance.toFixed(4)} keep / ${(1 - r.labelBalance).toFixed(4)} route`,
     `validation: AUC ${r.valAuc.toFixed(4)}, accuracy@0.5 ${r.valAccuracy.toFixed(4)} (label balance ${r.validationLabelBalance.toFixed(4)})`,
     `labels: ${r.labels}; features: ${r.features.join(', ')}`,

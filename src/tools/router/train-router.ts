@@ -2,7 +2,9 @@
  * `router train`: teacher-forces an edge/cloud pair over the training part of a text, labels every
  * position (divergence or CITER rule, labels.ts), trains the MLP with early stopping on a validation
  * split (by paragraph), then runs on-policy rounds (DAgger): generate with the current router, label the
- * system's own trajectories against the cloud, aggregate, retrain. Writes the router pack with each
+ * system's own trajectories against the cloud, aggregate, retrain. A chat dataset (JSONL of `messages`)
+ * is read through the edge pack's chat template instead: records at the assistant's tokens only, split by
+ * conversation, rollouts from the turns up to each user message (training-documents.ts). Writes the router pack with each
  * round's figures. Bad input fails before anything is written. Its options and defaults are in
  * train-router-options.ts, the pack's recorded source in router-source.ts, its figures in train-report.ts.
  *
@@ -18,15 +20,17 @@ import { seededRandom } from '../../shared/seeded-random.ts';
 import { readsToken, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { DecoderModel } from '../../shared/decoder-model.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
-import { continuationPrompts } from '../lab/continuation-prompts.ts';
 import { inputWidth, routerInputs } from '../lab/feature-matrix.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
 import { concatForced, selectParagraphs } from '../lab/forced-selection.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { quantileThreshold } from '../lab/ratio-matching.ts';
-import { teacherForce } from '../lab/teacher-forcing.ts';
+import type { Prompt } from '../lab/generation-runs.ts';
+import { teacherForceSequences } from '../lab/teacher-forcing.ts';
 import { openToolCloud } from '../lab/tool-cloud.ts';
-import { readTextCorpus, splitByParagraph } from '../lab/text-corpus.ts';
+import { splitByParagraph } from '../lab/text-corpus.ts';
+import { documentCount, readTrainingCorpus } from '../lab/training-corpus.ts';
+import { chatTemplateFor, trainingDocuments } from '../lab/training-documents.ts';
 import { accuracyAt, auc, labelBalance } from './classifier-metrics.ts';
 import { labelsBy, labelsFor, SOFT_LABEL_RULES, type LabelRule } from './labels.ts';
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
@@ -102,27 +106,34 @@ function scored(weights: MlpWeights, set: Dataset): { auc: number; accuracy: num
 export async function trainRouter(o: TrainRouterOptions, progress?: ProgressReporter): Promise<TrainRouterReport> {
   const started = performance.now();
   validateTrainOptions(o);
-  const corpus = readTextCorpus(o.text);
+  const corpus = readTrainingCorpus(o.text);
   const edgePack = loadModelPack(o.edgeModel, o.edgeModelFile);
-  const { train, heldOut } = splitByParagraph(corpus.paragraphs, o.trainFraction);
+  const documentsIn = documentCount(corpus);
+  // Document indices: paragraphs of text, or a chat dataset's conversations (split by conversation).
+  const { train, heldOut } = splitByParagraph(Array.from({ length: documentsIn.count }, (_, i) => i), o.trainFraction);
   if (train.length < 2) {
-    throw new AppError('INVALID_ARGUMENT', `${o.text}: ${corpus.paragraphs.length} paragraph(s); training needs at least 2 in its first ${o.trainFraction} (blank-line separated)`);
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `${o.text}: ${documentsIn.count} ${documentsIn.noun}(s); training needs at least 2 in its first ${o.trainFraction}${corpus.kind === 'text' ? ' (blank-line separated)' : ''}`,
+    );
   }
   const source = await routerSource(o);
   const rolloutRule = o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS;
   const validation = validationParagraphs(train.length, o.seed);
 
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
+  const template = chatTemplateFor(corpus, tokenizer, edgePack.dir);
   const edgeModel = await DecoderModel.load(edgePack);
   const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: o.cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer).catch(async (e: unknown) => {
     await edgeModel.release();
     throw e;
   });
   try {
+    const documents = trainingDocuments(corpus, { edgeModel, tokenizer }, template);
     let forced: TeacherForced;
     try {
       progress?.start('teacher forcing', train.length);
-      forced = await teacherForce({ edgeModel, cloud: cloud.scorer, tokenizer, paragraphs: train, onParagraph: (done) => progress?.update(done) });
+      forced = await teacherForceSequences({ edgeModel, cloud: cloud.scorer, sequences: documents.sequences(train), onSequence: (done) => progress?.update(done) });
     } finally {
       progress?.stop();
     }
@@ -190,19 +201,19 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
 
     let result = fit(0);
     if (!Number.isFinite(scored(result.weights, tfValidationSet).auc)) {
-      throw new AppError('INVALID_ARGUMENT', `${o.text}: the validation paragraphs have only one label class; give more text`);
+      throw new AppError('INVALID_ARGUMENT', `${o.text}: the validation ${documentsIn.noun}s have only one label class; give more text`);
     }
     rounds.push(figures(0, result, 0));
-    const trainPrompts = continuationPrompts({ edgeModel, tokenizer }, train.filter((_, p) => !validation.has(p)), Infinity, ROLLOUT_PREFIX_TOKENS);
-    const validationPrompts = continuationPrompts({ edgeModel, tokenizer }, train.filter((_, p) => validation.has(p)), Infinity, ROLLOUT_PREFIX_TOKENS);
+    const trainPrompts = documents.rolloutPrompts(train.filter((p) => !validation.has(p)), ROLLOUT_PREFIX_TOKENS);
+    const validationPrompts = documents.rolloutPrompts(train.filter((p) => validation.has(p)), ROLLOUT_PREFIX_TOKENS);
     const validationPerRound = Math.max(1, Math.ceil(o.rolloutPrompts * VALIDATION_FRACTION));
     for (let round = 1; round <= o.rounds && trainPrompts.length > 0; round++) {
       const router = new MlpRouter(result.weights, o.features);
       const validationScores = scored(result.weights, tfValidationSet).scores;
       const thresholds = ROLLOUT_SHARES.map((share) => quantileThreshold(Array.from(validationScores), share));
       // Each round reads the next prompts (wrapping around), so the rounds see different stories.
-      const take = (list: string[], n: number) => Array.from({ length: Math.min(n, list.length) }, (_, k) => list[((round - 1) * n + k) % list.length]!);
-      const rolloutOf = async (prompts: string[], phase: string) => {
+      const take = (list: Prompt[], n: number) => Array.from({ length: Math.min(n, list.length) }, (_, k) => list[((round - 1) * n + k) % list.length]!);
+      const rolloutOf = async (prompts: Prompt[], phase: string) => {
         progress?.start(phase, prompts.length);
         try {
           return await collectTrajectories({
@@ -241,6 +252,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     const report: TrainRouterReport = {
       out: resolve(o.out),
       paragraphs: { train: train.length - validation.size, validation: validation.size, heldOut: heldOut.length },
+      ...(corpus.kind === 'chat' ? { chat: { skippedLines: corpus.skipped } } : {}),
       examples: forced.count,
       trainExamples: last.trainExamples,
       validationExamples: tfValidation.forced.count,
