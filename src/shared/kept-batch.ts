@@ -1,9 +1,8 @@
 /**
  * The fused layout's batch buffers, kept from one pass to the next. Consecutive decode passes mostly run
  * the same sequences (the same users, each a token further), and gathering every row's whole cache into
- * batch buffers again each pass costs more than the pass itself once contexts are long: at the
- * Qwen2.5-0.5B shape, q4, 2 cores, four rows of 1,000 positions copy about 100 MB a pass, and a pass took
- * 170–215 ms where onnxruntime's run took 61–79 ms (the four steps one after another: 80 ms).
+ * batch buffers again each pass costs more than the pass itself once contexts are long (docs/model-packs.md,
+ * "Batched decoding").
  *
  * So the buffers stay, each row holding one sequence's positions, as llama.cpp's server keeps a slot per
  * sequence. After a pass each row's new positions are written into them as into the row's own buffer

@@ -18,7 +18,7 @@
  * - A plain-layout pass whose batch buffers would not fit the model's KV pool runs as several: past it,
  *   every pass copies each row's cache into fresh memory, and page faults cost more than batching saves.
  *
- * Measurements behind the defaults and these rules: docs/results.md, "Batched decoding".
+ * Measurements behind the defaults and these rules: docs/model-packs.md, "Batched decoding".
  *
  * @example
  * const decision = decideNextPass(queue, clock(), settings);
