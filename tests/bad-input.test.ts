@@ -367,7 +367,7 @@ describe('edge OpenAI API (/v1)', () => {
       ['chat: a tool message', () => chat({ messages: [{ role: 'tool', content: 'x' }] }), 400, 'messages[0].role must be one of system, developer, user, assistant, got "tool"', 'messages[0].role'],
       ['chat: an image part', () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }), 400, 'messages[0].content[0]: only text parts are supported, got type "image_url"', 'messages[0].content[0]'],
       ['chat: tool calls', () => chat({ messages: [{ role: 'assistant', content: 'x', tool_calls: [] }] }), 400, 'unsupported parameter: messages[0].tool_calls', 'messages[0].tool_calls'],
-      ['chat: a model without a chat template', () => chat({}), 400, `model ${MODEL} has no chat template (its tokenizer_config.json has no chat_template); send a prompt to /v1/completions instead`, 'messages'],
+      ['chat: a model without a chat template', () => chat({}), 400, `model ${MODEL} has no chat template (no chat_template.jinja, no chat_template in its tokenizer_config.json; the edge's --chat-template can name one); send a prompt instead (to /v1/completions)`, 'messages'],
       ['unknown endpoint', () => app.request('/v1/embeddings', { method: 'POST', body: '{}' }), 404, 'no such endpoint: POST /v1/embeddings', null],
     ];
     const outcomes = [];

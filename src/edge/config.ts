@@ -53,6 +53,10 @@ export interface EdgeConfig {
   accessToken: string | undefined;
   /** What special-token text inside a chat message becomes: plain text, or the special token (chat-template.ts). */
   chatSpecialTokens: SpecialTokensInMessages;
+  /** A chat template (a Jinja file, or `chatml`) instead of the pack's own; undefined = the pack's. */
+  chatTemplate: string | undefined;
+  /** The model's name in the APIs (OpenAI's `model`, /v1/models); undefined = the edge pack's folder name. */
+  servedModelName: string | undefined;
   maxConcurrent: number;
   /** Most running generations whose decode steps share one forward pass of the edge model; 1 = each alone. */
   maxBatch: number;
@@ -103,6 +107,8 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
     values: SPECIAL_TOKENS_IN_MESSAGES,
     help: "what special-token text such as <|im_end|> inside a chat message becomes: text (ordinary characters, so a message cannot forge a turn) or parse (the special token, as transformers' apply_chat_template does; for trusted clients only)",
   },
+  chatTemplate: { kind: 'string', help: "the chat template: a Jinja file, or chatml (default: the pack's chat_template.jinja or its tokenizer_config.json's chat_template)" },
+  servedModelName: { kind: 'string', help: "the model's name in the APIs (OpenAI's model, /v1/models) (default: the edge pack's folder name)" },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
   maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4, int8) may flip a near-tie (docs/operations.md)" },
   idleTimeout: {
@@ -148,6 +154,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   accessToken: undefined,
   // Text: whoever can reach the box's chat must not be able to write the system's turns.
   chatSpecialTokens: 'text',
+  chatTemplate: undefined,
+  servedModelName: undefined,
   maxConcurrent: 8,
   // As many as may run: a step of 8 rows costs little more than one where reading the weights bounds it.
   maxBatch: 8,
@@ -191,6 +199,9 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
     fail(`--route-tokens-per-minute must be ≤ ${maxTokensPerMinute}, got ${config.routeTokensPerMinute}`);
   }
   if (config.routeWaitMs !== undefined && config.routeWaitMs > maxWaitMs) fail(`--route-wait-ms must be ≤ ${maxWaitMs}, got ${config.routeWaitMs}`);
+  if (config.servedModelName !== undefined && !/^[\x21-\x7e]{1,128}$/.test(config.servedModelName)) {
+    fail(`--served-model-name must be 1 to 128 printable ASCII characters without spaces, got ${JSON.stringify(config.servedModelName)}`);
+  }
   const executionProvider = parseExecutionProviders(config.executionProvider).join(',');
   return Object.freeze({ ...config, cloud, executionProvider, router: config.router === 'builtin' ? undefined : config.router });
 }

@@ -21,6 +21,8 @@ import { EdgeGrpcServer } from './grpc/edge-grpc-server.ts';
 import { createEdgeApp } from './http/app.tsx';
 import { guardConnections } from './http/connection-limits.ts';
 import { loadEdgeEngine } from './loop/load-edge-engine.ts';
+import { EdgeChat } from './chat/edge-chat.ts';
+import { basename } from 'node:path';
 
 /** Bodies above this are refused; the prompt limit itself is checked after parsing. */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -77,7 +79,18 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     log,
   );
   let phase: Phase = 'starting';
-  const app = createEdgeApp(runtime, { accessToken: config.accessToken, maxBodyBytes: MAX_BODY_BYTES, ready: () => phase === 'serving', chatSpecialTokens: config.chatSpecialTokens, log });
+  const modelName = config.servedModelName ?? basename(parts.edgeModel.pack.dir);
+  // One chat for every entry point; a --chat-template that cannot be used stops the start here.
+  let chat: EdgeChat;
+  try {
+    chat = EdgeChat.load(parts.tokenizer, { template: config.chatTemplate, specialTokens: config.chatSpecialTokens, modelName });
+  } catch (e) {
+    await runtime.shutdown();
+    promptCache?.clear();
+    await parts.release();
+    throw e;
+  }
+  const app = createEdgeApp(runtime, { accessToken: config.accessToken, maxBodyBytes: MAX_BODY_BYTES, ready: () => phase === 'serving', chat, modelName, log });
   let http: ReturnType<typeof Bun.serve> | undefined;
   let grpcServer: EdgeGrpcServer | undefined;
   try {
@@ -89,7 +102,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
       throw listenError(e, { what: "the edge's web page and HTTP API", host: config.host, port: config.port, flag: '--port', env: 'EDGE_PORT' });
     }
     if (config.grpcPort >= 0) {
-      grpcServer = new EdgeGrpcServer(runtime, { host: config.host, port: config.grpcPort, accessToken: config.accessToken, maxReceiveBytes: MAX_BODY_BYTES });
+      grpcServer = new EdgeGrpcServer(runtime, { host: config.host, port: config.grpcPort, accessToken: config.accessToken, maxReceiveBytes: MAX_BODY_BYTES, chat });
       await grpcServer.start().catch((e: unknown) => {
         throw listenError(e, { what: "the edge's gRPC Generate service", host: config.host, port: config.grpcPort, flag: '--grpc-port', env: 'EDGE_GRPC_PORT' });
       });

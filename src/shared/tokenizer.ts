@@ -9,11 +9,15 @@
  * for (const id of generated) process.stdout.write(stream.push(id));
  * process.stdout.write(stream.flush());
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { AppError, errorMessage } from './errors.ts';
 import { readJsonFile } from './model-pack.ts';
 import { isRecord } from './is-record.ts';
+import { TokenStreamDecoder, type DecodeOptions } from './token-stream-decoder.ts';
+
+export { TokenStreamDecoder, type DecodeOptions } from './token-stream-decoder.ts';
 
 export interface EncodeOptions {
   /** Put the BOS token first. Defaults to the config's `add_bos_token`. */
@@ -31,10 +35,6 @@ export interface TextSpan {
   end: number;
 }
 
-export interface DecodeOptions {
-  /** Leave special tokens (BOS, EOS, `<|im_end|>`...) out of the text. Default true. */
-  skipSpecialTokens?: boolean;
-}
 
 /** Special-token fields of tokenizer_config.json: a string, an AddedToken object, or null. */
 type SpecialTokenField = string | { content: string } | null | undefined;
@@ -48,7 +48,6 @@ interface TokenizerConfigFields {
   chat_template?: unknown;
 }
 
-const REPLACEMENT_CHARACTER = '\uFFFD';
 
 
 function specialTokenContent(field: SpecialTokenField): string | undefined {
@@ -112,12 +111,18 @@ export class TextTokenizer {
     this.cleanUpSpaces = config.clean_up_tokenization_spaces === true;
   }
 
-  /** Loads `tokenizer.json` and `tokenizer_config.json` from a model pack folder. */
+  /**
+   * Loads `tokenizer.json` and `tokenizer_config.json` from a model pack folder. A `chat_template.jinja`
+   * beside them (where current transformers writes the template) wins over the config's `chat_template`,
+   * as it does in transformers.
+   */
   static async fromPack(dir: string): Promise<TextTokenizer> {
     const root = resolve(dir);
     const tokenizerJson = readJsonFile(join(root, 'tokenizer.json'));
     const tokenizerConfig = readJsonFile(join(root, 'tokenizer_config.json'));
-    return TextTokenizer.fromJson(tokenizerJson, tokenizerConfig, root);
+    const jinja = join(root, 'chat_template.jinja');
+    const withTemplate = existsSync(jinja) && isRecord(tokenizerConfig) ? { ...tokenizerConfig, chat_template: readFileSync(jinja, 'utf8') } : tokenizerConfig;
+    return TextTokenizer.fromJson(tokenizerJson, withTemplate, root);
   }
 
   /** Builds a tokenizer from the parsed contents of the two files; `source` names them in errors. */
@@ -243,56 +248,5 @@ export class TextTokenizer {
       if (id === undefined) throw new AppError('INTERNAL', `tokenizer produced ${JSON.stringify(token)}, which has no id`);
       return id;
     });
-  }
-}
-
-/**
- * Turns generated ids into text pieces as they arrive. `push` returns only text that can no longer
- * change: while the text decoded so far ends in U+FFFD (a UTF-8 sequence still missing bytes) it waits.
- * The pieces from `push`, then `flush`, concatenate to `decode(allIds)`, or, for ids that continue a
- * context, to what they add to its text: `decode(context + ids)` less `decode(context)`.
- *
- * Each step decodes a short window: the ids emitted by the previous step (`window[0, readOffset)`) and
- * the new ones after them, and emits what the new ones added. Decoding the previous step's ids along
- * with the new ones keeps decoder steps that act on the start of the text (the Strip of llama2.c's
- * dummy-prefix space) off the new text, and the window never starts inside a UTF-8 sequence, so the
- * window's text always begins with the previous step's text.
- */
-export class TokenStreamDecoder {
-  /** The ids of the previous step and the ones pushed since; earlier ones are no longer needed. */
-  private window: number[] = [];
-  private readOffset = 0;
-  private finished = false;
-
-  constructor(
-    private readonly tokenizer: TextTokenizer,
-    private readonly options: DecodeOptions,
-    context: readonly number[],
-  ) {
-    // The context counts as already emitted: the first step decodes after it, not at the start of a text.
-    this.window = [...context];
-    this.readOffset = context.length;
-  }
-
-  push(id: number): string {
-    if (this.finished) throw new AppError('FAILED_PRECONDITION', 'stream decoder already flushed');
-    this.window.push(id);
-    return this.advance(false);
-  }
-
-  /** Ends the stream: emits what is held back (an incomplete UTF-8 sequence comes out as U+FFFD). */
-  flush(): string {
-    if (this.finished) return '';
-    this.finished = true;
-    return this.advance(true);
-  }
-
-  private advance(final: boolean): string {
-    const before = this.tokenizer.decode(this.window.slice(0, this.readOffset), this.options);
-    const after = this.tokenizer.decode(this.window, this.options);
-    if (after.length <= before.length || (!final && after.endsWith(REPLACEMENT_CHARACTER))) return '';
-    this.window = this.window.slice(this.readOffset);
-    this.readOffset = this.window.length;
-    return after.slice(before.length);
   }
 }

@@ -3,6 +3,7 @@
  * standard health service reports readiness. A client that cancels (or whose deadline passes) stops the
  * generation; the edge's access token, when set, is required as `authorization: Bearer <token>`.
  */
+import { basename } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { AppError, errorMessage, isAppError } from '../../shared/errors.ts';
 import { shortestFloat32 } from '../../shared/float32.ts';
@@ -15,6 +16,8 @@ import type { GenerationEvent } from '../loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { RawGenerationRequest } from '../loop/generation-request.ts';
 import { readGenerationRequest } from '../loop/generation-request-fields.ts';
+import { readChatMessages } from '../chat/chat-messages.ts';
+import { EdgeChat } from '../chat/edge-chat.ts';
 import { EDGE_GENERATOR_SERVICE_NAME, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output } from './edge-proto.ts';
 
 export interface EdgeGrpcOptions {
@@ -23,6 +26,8 @@ export interface EdgeGrpcOptions {
   accessToken?: string;
   /** Largest request message; bigger ones are refused by grpc-js with RESOURCE_EXHAUSTED. */
   maxReceiveBytes: number;
+  /** The edge's chat, for requests that send `messages`; the pack's own template when not given. */
+  chat?: EdgeChat;
 }
 
 /** A `float` field as the decimal its sender wrote (float32.ts): τ 0.8, not 0.800000011920929. */
@@ -65,6 +70,7 @@ export function toWireEvent(event: GenerationEvent): GenerateEvent {
 
 export class EdgeGrpcServer {
   private readonly server: grpc.Server;
+  private readonly chat: EdgeChat;
   readonly health = new HealthService({ '': 'NOT_SERVING', [EDGE_GENERATOR_SERVICE_NAME]: 'NOT_SERVING' });
   port = 0;
 
@@ -72,6 +78,7 @@ export class EdgeGrpcServer {
     private readonly runtime: EdgeRuntime,
     private readonly options: EdgeGrpcOptions,
   ) {
+    this.chat = options.chat ?? EdgeChat.load(runtime.engine.tokenizer, { modelName: basename(runtime.engine.edgeModel.pack.dir) });
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': options.maxReceiveBytes });
     const handlers: EdgeGeneratorHandlers = { Generate: (call) => void this.generate(call) };
     // Strict decoding: malformed bytes and invalid UTF-8 are INVALID_ARGUMENT, not INTERNAL or U+FFFD.
@@ -95,7 +102,7 @@ export class EdgeGrpcServer {
     try {
       checkBearer(call.metadata, this.options.accessToken || undefined);
       assertWellFormed(call.request);
-      run = this.runtime.start(toRawRequest(call.request));
+      run = this.startRun(call.request);
     } catch (e) {
       call.emit('error', toGrpcStatus(e));
       return;
@@ -114,6 +121,15 @@ export class EdgeGrpcServer {
       call.write({ error: { code, message: errorMessage(e) } });
       call.emit('error', toGrpcStatus(e));
     }
+  }
+
+  /** A prompt's generation, or a conversation's through the chat template: exactly one of the two. */
+  private startRun(request: GenerateRequest__Output): ReturnType<EdgeRuntime['start']> {
+    if (request.messages.length === 0) return this.runtime.start(toRawRequest(request));
+    if (request.prompt !== '') throw new AppError('INVALID_ARGUMENT', 'give either prompt or messages, not both');
+    const messages = readChatMessages(request.messages.map(({ role, content }) => ({ role, content })));
+    const { text, ids } = this.chat.prompt(messages);
+    return this.runtime.start({ ...toRawRequest({ ...request, prompt: text }), prompt: text }, undefined, ids);
   }
 
   /** Stops accepting calls, lets running streams finish with their final event, then closes. */

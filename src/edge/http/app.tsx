@@ -23,6 +23,9 @@ import { HeatBar, TokenSpan } from '../../../views/token-fragments.tsx';
 import type { GenerationEvent } from '../loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import { readGenerationRequest } from '../loop/generation-request-fields.ts';
+import { EdgeChat } from '../chat/edge-chat.ts';
+import { startFromBody } from './start-from-body.ts';
+import { tokenizeRoutes } from './tokenize-routes.ts';
 import { accessTokenGuard, AUTHENTICATE_CHALLENGE, hasAccessToken, pathOnThisBox } from './access-token.ts';
 import { assets } from './assets.ts';
 import { httpStatus } from './http-errors.ts';
@@ -40,6 +43,10 @@ export interface EdgeAppOptions {
   ready?: () => boolean;
   /** What special-token text inside a chat message becomes; `text` when not given. */
   chatSpecialTokens?: SpecialTokensInMessages;
+  /** The edge's chat (its template); the pack's own when not given. */
+  chat?: EdgeChat;
+  /** The model's name in the APIs; the edge pack's folder name when not given. */
+  modelName?: string;
   /** Where an internal error (a 500: a bug) is written; a refusal of bad input is the client's business and is not. */
   log?: Logger;
 }
@@ -51,6 +58,8 @@ const isFragment = (c: Context) => c.req.header('hx-request') === 'true';
 export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Hono {
   const app = new Hono();
   const pending = new PendingRuns(runtime);
+  const modelName = options.modelName ?? basename(runtime.engine.edgeModel.pack.dir);
+  const chat = options.chat ?? EdgeChat.load(runtime.engine.tokenizer, { specialTokens: options.chatSpecialTokens, modelName });
 
   /**
    * An error as the API (JSON) or the page (a fragment) shows it. A 401 says which scheme it wants
@@ -82,7 +91,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   // Open with a token set: the 401 page needs its style and icon.
   app.route('/assets', assets);
   // Before the page's guard and body limit: the OpenAI API applies its own, with OpenAI's error shape.
-  app.route('/v1', createOpenAIRoutes(runtime, { accessToken: options.accessToken, maxBodyBytes: options.maxBodyBytes, chatSpecialTokens: options.chatSpecialTokens, log: options.log }));
+  app.route('/v1', createOpenAIRoutes(runtime, { accessToken: options.accessToken, maxBodyBytes: options.maxBodyBytes, chat, modelName, log: options.log }));
 
   app.use('*', accessTokenGuard(options.accessToken));
   // Behind the token: the counters tell anyone on the LAN when and how much the edge is used, and
@@ -151,12 +160,13 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
 
   app.post('/api/generate', async (c) => {
     const { body, encoding } = await readJsonOrForm(c);
-    const run = runtime.start(readGenerationRequest(body, encoding));
+    const run = startFromBody(runtime, chat, body, encoding);
     return streamSSE(c, async (stream) => {
       await streamRunAsJson(stream, run.events(abortOn(stream)));
     });
   });
   const { defaultBudget = {}, ...limits } = runtime.limits;
+  app.route('/', tokenizeRoutes(runtime, chat));
   app.get('/api/info', (c) =>
     c.json(
       snakeCaseKeys({

@@ -11,11 +11,10 @@
  * app.route('/v1', createOpenAIRoutes(runtime, { accessToken: 'secret', maxBodyBytes: 262144 }));
  * // curl -H 'Authorization: Bearer secret' localhost:8080/v1/models
  */
-import { basename } from 'node:path';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import { ChatTemplate, type SpecialTokensInMessages } from '../../../shared/chat-template.ts';
+import type { EdgeChat } from '../../chat/edge-chat.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { AppError, errorMessage } from '../../../shared/errors.ts';
 import type { EdgeRuntime } from '../../edge-runtime.ts';
@@ -29,8 +28,10 @@ export interface OpenAIRoutesOptions {
   /** When set, the API key every request must carry. */
   accessToken?: string;
   maxBodyBytes: number;
-  /** What special-token text inside a message becomes; `text` when not given. */
-  chatSpecialTokens?: SpecialTokensInMessages;
+  /** The edge's chat (its template and how messages' special-token text is read). */
+  chat: EdgeChat;
+  /** The model's name (OpenAI's `model`): the edge's --served-model-name, or the edge pack's folder name. */
+  modelName: string;
   /** Where an internal error (a 500) is written. */
   log?: Logger;
 }
@@ -40,16 +41,8 @@ type Run = ReturnType<EdgeRuntime['start']>;
 export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOptions): Hono {
   const api = new Hono();
   const { edgeModel, tokenizer } = runtime.engine;
-  const modelId = basename(edgeModel.pack.dir);
+  const { chat, modelName: modelId } = options;
   const created = Math.floor(Date.now() / 1000);
-  // Parsed once; a template the engine cannot read costs the chat endpoint only, not the edge.
-  let chatTemplate: ChatTemplate | undefined;
-  let templateProblem = `model ${modelId} has no chat template (its tokenizer_config.json has no chat_template); send a prompt to /v1/completions instead`;
-  try {
-    chatTemplate = ChatTemplate.ofTokenizer(tokenizer);
-  } catch (e) {
-    templateProblem = `model ${modelId} has a chat template this edge cannot use: ${errorMessage(e)}`;
-  }
 
   api.onError((err, c) => {
     const { status, body } = openAIError(err);
@@ -90,9 +83,9 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
   api.post('/chat/completions', async (c) => {
     const request = parseChatRequest(await readJsonObject(c), runtime.limits);
     checkModel(request.model);
-    if (!chatTemplate) throw new OpenAIParamError('messages', templateProblem);
+    if (!chat.available) throw new OpenAIParamError('messages', `${chat.problem} (to /v1/completions)`);
     // The template's special tokens (<|im_start|>, BOS...) become their ids; a message's stay text unless configured.
-    const { text: prompt, ids } = chatTemplate.encode(request.messages, tokenizer, { specialTokensInMessages: options.chatSpecialTokens });
+    const { text: prompt, ids } = chat.prompt(request.messages);
     return respond(c, CHAT, request, runtime.start({ ...request.raw, prompt }, undefined, ids));
   });
 

@@ -1,7 +1,11 @@
 // Original file: proto/edge_generator.proto
 
+import type { ChatMessage as _tokenrouter_edge_v1_ChatMessage, ChatMessage__Output as _tokenrouter_edge_v1_ChatMessage__Output } from '../../../tokenrouter/edge/v1/ChatMessage';
 
 export interface GenerateRequest {
+  /**
+   * Text to continue. Or, instead, `messages`: exactly one of the two.
+   */
   'prompt'?: (string);
   /**
    * joint (default), small_only or llm_only. Words: this contract's older spelling says slm / small for the edge
@@ -41,6 +45,14 @@ export interface GenerateRequest {
   'routeShare'?: (number | string);
   'routeTokensPerMinute'?: (number);
   'routeWaitMs'?: (number);
+  /**
+   * A conversation instead of `prompt` (exactly one of the two): the edge renders it with its model's chat
+   * template (the pack's, or the edge's --chat-template) and generates the assistant's next turn, which ends
+   * at the model's end-of-turn token. Roles: system, user, assistant (developer = system). Special-token text
+   * inside a message stays text unless the edge runs with --chat-special-tokens parse. A model without a
+   * template answers INVALID_ARGUMENT. (A list cannot sit in a proto3 oneof, hence the rule in words.)
+   */
+  'messages'?: (_tokenrouter_edge_v1_ChatMessage)[];
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";
@@ -55,6 +67,9 @@ export interface GenerateRequest {
 }
 
 export interface GenerateRequest__Output {
+  /**
+   * Text to continue. Or, instead, `messages`: exactly one of the two.
+   */
   'prompt': (string);
   /**
    * joint (default), small_only or llm_only. Words: this contract's older spelling says slm / small for the edge
@@ -94,6 +109,14 @@ export interface GenerateRequest__Output {
   'routeShare'?: (number);
   'routeTokensPerMinute'?: (number);
   'routeWaitMs'?: (number);
+  /**
+   * A conversation instead of `prompt` (exactly one of the two): the edge renders it with its model's chat
+   * template (the pack's, or the edge's --chat-template) and generates the assistant's next turn, which ends
+   * at the model's end-of-turn token. Roles: system, user, assistant (developer = system). Special-token text
+   * inside a message stays text unless the edge runs with --chat-special-tokens parse. A model without a
+   * template answers INVALID_ARGUMENT. (A list cannot sit in a proto3 oneof, hence the rule in words.)
+   */
+  'messages': (_tokenrouter_edge_v1_ChatMessage__Output)[];
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";

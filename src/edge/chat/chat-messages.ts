@@ -1,0 +1,36 @@
+/**
+ * A conversation as a request carries it (the JSON API's and gRPC's `messages`): a non-empty list of
+ * `{role, content}`, roles system, user and assistant (`developer`, OpenAI's newer name for system, too).
+ * Checked strictly, with the index of what is wrong; the OpenAI API reads its own shape (openai-request.ts).
+ *
+ * @example
+ * readChatMessages([{ role: 'user', content: 'Hi' }]); // [{ role: 'user', content: 'Hi' }]
+ */
+import type { ChatMessage } from '../../shared/chat-template.ts';
+import { AppError } from '../../shared/errors.ts';
+
+/** A Map: a role named `constructor` or `__proto__` is a role like any other, and refused. */
+const ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([
+  ['system', 'system'],
+  ['developer', 'system'],
+  ['user', 'user'],
+  ['assistant', 'assistant'],
+]);
+
+function invalid(message: string): never {
+  throw new AppError('INVALID_ARGUMENT', message);
+}
+
+export function readChatMessages(value: unknown): ChatMessage[] {
+  if (!Array.isArray(value) || value.length === 0) invalid('messages must be a non-empty list of {role, content}');
+  return value.map((message: unknown, i) => {
+    if (typeof message !== 'object' || message === null || Array.isArray(message)) invalid(`messages[${i}] must be an object with role and content`);
+    const fields = message as Record<string, unknown>;
+    const extra = Object.keys(fields).filter((k) => k !== 'role' && k !== 'content');
+    if (extra.length > 0) invalid(`messages[${i}] has an unknown field ${JSON.stringify(extra[0])}; a message is {role, content}`);
+    const role = typeof fields.role === 'string' ? ROLES.get(fields.role) : undefined;
+    if (role === undefined) invalid(`messages[${i}].role must be one of ${[...ROLES.keys()].join(', ')}, got ${JSON.stringify(fields.role)}`);
+    if (typeof fields.content !== 'string') invalid(`messages[${i}].content must be a string, got ${JSON.stringify(fields.content) ?? 'nothing'}`);
+    return { role, content: fields.content };
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * The edge's chat: the edge pack's template as exports ship it (`chat_template.jinja`, or the
+ * tokenizer config's `chat_template`), or the one `--chat-template` names (a file, or `chatml`), turning a
+ * conversation into the prompt's text and ids for every entry point (the page, the JSON API, gRPC, the
+ * OpenAI API). A pack without a template still serves completions; a chat then gets a 400 that says why.
+ *
+ * @example
+ * const chat = EdgeChat.load(tokenizer, { modelName: 'qwen-0.5b' });
+ * const { text, ids } = chat.prompt([{ role: 'user', content: 'Hi' }]); // runtime.start({ ...raw, prompt: text }, id, ids)
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { ChatTemplate, type ChatMessage, type SpecialTokensInMessages } from '../../shared/chat-template.ts';
+import { AppError, errorMessage } from '../../shared/errors.ts';
+import type { TextTokenizer } from '../../shared/tokenizer.ts';
+
+/**
+ * ChatML as Qwen2.5-Instruct writes it, without its default system prompt: for `--chat-template chatml`,
+ * an instruct export that ships no template.
+ */
+export const CHATML_TEMPLATE =
+  "{% for message in messages %}{{ '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+export interface EdgeChatOptions {
+  /** `--chat-template`: a Jinja file, or `chatml`; the pack's own template when absent. */
+  template?: string;
+  specialTokens?: SpecialTokensInMessages;
+  /** How errors name the model (the served name). */
+  modelName: string;
+}
+
+export class EdgeChat {
+  private constructor(
+    readonly template: ChatTemplate | undefined,
+    private readonly tokenizer: TextTokenizer,
+    private readonly specialTokens: SpecialTokensInMessages,
+    /** Why there is no chat, in words for a 400; '' when there is one. */
+    readonly problem: string,
+  ) {}
+
+  /** A `--chat-template` that cannot be read or parsed stops the start (the operator asked for it); the pack's own costs only the chat. */
+  static load(tokenizer: TextTokenizer, options: EdgeChatOptions): EdgeChat {
+    const special = options.specialTokens ?? 'text';
+    const tokens = { bosToken: text(tokenizer, tokenizer.bosId), eosToken: text(tokenizer, tokenizer.eosIds[0]) };
+    if (options.template !== undefined) return new EdgeChat(ChatTemplate.parse(templateSource(options.template), tokens), tokenizer, special, '');
+    try {
+      const own = ChatTemplate.ofTokenizer(tokenizer);
+      if (own) return new EdgeChat(own, tokenizer, special, '');
+      return new EdgeChat(undefined, tokenizer, special, `model ${options.modelName} has no chat template (no chat_template.jinja, no chat_template in its tokenizer_config.json; the edge's --chat-template can name one); send a prompt instead`);
+    } catch (e) {
+      return new EdgeChat(undefined, tokenizer, special, `model ${options.modelName} has a chat template this edge cannot use: ${errorMessage(e)}`);
+    }
+  }
+
+  get available(): boolean {
+    return this.template !== undefined;
+  }
+
+  /** The prompt for `messages`, ending with the assistant's turn: INVALID_ARGUMENT naming the problem otherwise. */
+  prompt(messages: readonly ChatMessage[]): { text: string; ids: number[] } {
+    if (!this.template) throw new AppError('INVALID_ARGUMENT', this.problem);
+    if (messages.length === 0) throw new AppError('INVALID_ARGUMENT', 'messages must hold at least one message');
+    return this.template.encode(messages, this.tokenizer, { specialTokensInMessages: this.specialTokens });
+  }
+}
+
+function text(tokenizer: TextTokenizer, id: number | undefined): string | undefined {
+  return id === undefined ? undefined : tokenizer.idToToken(id);
+}
+
+function templateSource(option: string): string {
+  if (option === 'chatml') return CHATML_TEMPLATE;
+  if (!existsSync(option)) throw new AppError('INVALID_ARGUMENT', `--chat-template ${option}: no such file (give a Jinja file, or chatml)`);
+  return readFileSync(option, 'utf8');
+}
