@@ -2,9 +2,7 @@
  * The house's layering, checked by dependency-cruiser (`bun run deps`, run by .ci/run): the edge and the
  * cloud shim meet only in src/shared and proto/; product code never imports the tools; the page's views
  * import no edge module (they read view-model.ts); and nothing in src/ or views/ imports itself in a loop,
- * type-only imports included (a loop of types is still a loop a reader has to untie). Known violations
- * (.dependency-cruiser-known-violations.json, written by depcruise-baseline) are the loops still being
- * untied; a new one fails, and the file goes once it is empty.
+ * type-only imports included (a loop of types is still a loop a reader has to untie).
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
