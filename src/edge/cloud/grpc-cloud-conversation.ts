@@ -132,6 +132,8 @@ export class GrpcCloudConversation implements CloudConversation {
       try {
         return await this.attempt(request, signal, assumes);
       } catch (e) {
+        // The one resend: the shim ended the stream this step reused before looking at it, and nothing else
+        // rides on it (see StreamEnded.resendable, mayResend). A step with an assumption is never sent again.
         if (assumes || !(e instanceof StreamEnded) || !e.resendable || !mayResend(this.state) || signal?.aborted) throw e;
         return await this.attempt(request, signal, undefined);
       }
