@@ -35,7 +35,7 @@ export function chatTemplateFor(corpus: TrainingCorpus, tokenizer: TextTokenizer
   if (!template) {
     throw new AppError(
       'INVALID_ARGUMENT',
-      `${corpus.path} is a chat dataset, but the edge pack ${packDir} has no chat template (its tokenizer_config.json has no chat_template) to render its conversations with; use a pack with one, or train on plain text`,
+      `${corpus.path} is a chat dataset, but the edge pack ${packDir} has no chat template (no chat_template.jinja, no chat_template in its tokenizer_config.json) to render its conversations with; use a pack with one, or train on plain text`,
     );
   }
   return template;
