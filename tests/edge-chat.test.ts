@@ -187,3 +187,25 @@ describe('templates as exports ship them', () => {
     }
   }, 60_000);
 });
+
+describe('bun run client --chat', () => {
+  test('a conversation in the terminal: each turn streams, /reset starts over, /exit ends; the second turn finds the first in the prompt cache', async () => {
+    const child = Bun.spawn(['bun', 'src/tools/client.ts', '--chat', '--system', 'Tell stories.', '--mode', 'small_only', '--max-new-tokens', '4', '--address', `127.0.0.1:${edge.grpcPort}`], {
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    child.stdin.write('A story about a cat.\nAnd then?\n/reset\nA story about a cat.\n/exit\n');
+    await child.stdin.end();
+    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    const turns = [...stdout.matchAll(/4 tokens, 0 routed \(0\.0%\), 0 fallback · prompt (\d+) tokens \((\d+) cached\)/g)].map((m) => ({ prompt: Number(m[1]), cached: Number(m[2]) }));
+    expect(turns).toHaveLength(3);
+    // The second turn holds the first (its user message and reply): longer, and most of it cached.
+    expect(turns[1]!.prompt).toBeGreaterThan(turns[0]!.prompt);
+    expect(turns[1]!.cached).toBeGreaterThanOrEqual(turns[0]!.prompt - 1);
+    // After /reset the conversation is the first one again.
+    expect(turns[2]!.prompt).toBe(turns[0]!.prompt);
+    expect(stdout).toContain('(new conversation)');
+  }, 60_000);
+});

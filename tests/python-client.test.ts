@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EdgeChat } from '../src/edge/chat/edge-chat.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
@@ -95,4 +96,27 @@ test('refusals come back as the gRPC status with the documented field names', as
   const unreachable = await run([PYTHON, 'examples/python/edge_generate.py', 'Hi', '--address', '127.0.0.1:1'], { PYTHONPATH: generated, PYTHONDONTWRITEBYTECODE: '1' });
   expect(unreachable.code).toBe(1);
   expect(unreachable.stderr).toStartWith('error: UNAVAILABLE: ');
+});
+
+test("--chat sends a conversation: the same reply as the edge generates from the template's rendering of it", async () => {
+  // ChatML over the demo tokenizer: the edge's --chat-template chatml, rendered as plain text.
+  const chat = EdgeChat.load(edge.runtime.engine.tokenizer, { template: 'chatml', modelName: 'demo' });
+  const chatServer = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, maxReceiveBytes: 64 * 1024, chat });
+  const chatAddress = `127.0.0.1:${await chatServer.start()}`;
+  try {
+    const messages = [
+      { role: 'system' as const, content: 'You tell stories.' },
+      { role: 'user' as const, content: 'A story' },
+    ];
+    const { text, ids } = chat.prompt(messages);
+    let expected = '';
+    for await (const event of edge.runtime.start({ prompt: text, mode: 'small_only', maxNewTokens: 6 }, undefined, ids).events()) if (event.type === 'token') expected += event.text;
+    const result = await run(
+      [PYTHON, 'examples/python/edge_generate.py', 'A story', '--chat', '--system', 'You tell stories.', '--mode', 'small_only', '--max-new-tokens', '6', '--address', chatAddress],
+      { PYTHONPATH: generated, PYTHONDONTWRITEBYTECODE: '1' },
+    );
+    expect(result).toEqual({ code: 0, stderr: '', stdout: `health: SERVING\n${expected}\ndone: length, 6 tokens, 0 routed, 0 fallback\n` });
+  } finally {
+    await chatServer.shutdown(1000);
+  }
 });

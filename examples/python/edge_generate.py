@@ -4,8 +4,10 @@ Runs with Debian's python3-grpcio and python3-protobuf; the modules it imports a
 Debian's protoc (see "Calling the services from other languages" in the README):
 
     python3 examples/python/edge_generate.py "Once upon a time" --max-new-tokens 24
+    python3 examples/python/edge_generate.py "Tell me a story" --chat --system "You tell stories."
 
-Prints the generated text as it arrives (cloud tokens between [ and ] with --mark), then one line with
+With --chat the prompt is the user's message of a conversation (after --system, when given): the edge
+renders it with its model's chat template and generates the assistant's reply. Prints the generated text as it arrives (cloud tokens between [ and ] with --mark), then one line with
 how the generation finished. Exits 1 with the error's code and message when the edge refuses or fails.
 """
 import argparse
@@ -31,6 +33,8 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--token", help="the edge's access token, when it has one")
     parser.add_argument("--mark", action="store_true", help="put cloud tokens between [ and ]")
+    parser.add_argument("--chat", action="store_true", help="send the prompt as a user message (the model's chat template applies)")
+    parser.add_argument("--system", help="with --chat: a system message before it")
     args = parser.parse_args()
 
     metadata = [("authorization", f"Bearer {args.token}")] if args.token else []
@@ -42,7 +46,14 @@ def main() -> int:
             print("health:", health_pb2.HealthCheckResponse.ServingStatus.Name(status.status), flush=True)
 
             generator = edge_generator_pb2_grpc.EdgeGeneratorStub(channel)
-            request = edge_generator_pb2.GenerateRequest(prompt=args.prompt, mode=args.mode, max_new_tokens=args.max_new_tokens)
+            request = edge_generator_pb2.GenerateRequest(mode=args.mode, max_new_tokens=args.max_new_tokens)
+            if args.chat:
+                # A conversation instead of a prompt: exactly one of the two.
+                if args.system:
+                    request.messages.add(role="system", content=args.system)
+                request.messages.add(role="user", content=args.prompt)
+            else:
+                request.prompt = args.prompt
             if args.threshold is not None:
                 request.threshold = args.threshold
             # Every call has a deadline; the stream ends with `done` or `error` before its status.
