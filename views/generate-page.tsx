@@ -130,9 +130,10 @@ const REVEAL_NEW_RUN = [
   "run.scrollIntoView({ block: 'start', behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth' });",
 ].join(' ');
 
-export function GeneratePage(props: { defaults: FormDefaults; compare: boolean }) {
+/** `chat`: the edge's pack has a chat template, so the header offers the chat page too. */
+export function GeneratePage(props: { defaults: FormDefaults; compare: boolean; chat?: boolean }) {
   return (
-    <Layout title={props.compare ? 'Compare · Edge token router' : 'Edge token router'}>
+    <Layout title={props.compare ? 'Compare · Edge token router' : 'Edge token router'} chat={props.chat}>
       <Controls defaults={props.defaults} action={props.compare ? '/compare' : '/runs'} compare={props.compare} />
       <p class="legend">
         Tokens in <span class="tok-llm">red</span> came from the cloud model; <span class="tok-fallback">underlined</span> ones

@@ -13,8 +13,11 @@ const HTMX_CONFIG = JSON.stringify({
   ],
 });
 
-/** `signedOut`: a page for someone without the access token, so no links or polling that would need it. */
-export function Layout(props: { title: string; children: Child; signedOut?: boolean }) {
+/**
+ * `signedOut`: a page for someone without the access token, so no links or polling that would need it.
+ * `chat`: the edge's pack has a chat template, so the chat is offered.
+ */
+export function Layout(props: { title: string; children: Child; signedOut?: boolean; chat?: boolean }) {
   return (
     <>
       {/* Without a doctype the browser lays the page out in quirks mode. */}
@@ -39,6 +42,7 @@ export function Layout(props: { title: string; children: Child; signedOut?: bool
                 <nav aria-label="Views">
                   <a href="/">Generate</a>
                   <a href="/compare">Compare</a>
+                  {props.chat ? <a href="/chat">Chat</a> : null}
                 </nav>
                 <span class="cloud-state" hx-get="/fragments/cloud-state" hx-trigger="load, every 3s" hx-swap="innerHTML">
                   cloud: …

@@ -7,11 +7,14 @@
 import type { ViewFinishReason as FinishReason, ViewMetrics as GenerationMetrics, ViewMode as Mode, ViewRequest as GenerationRequest } from './view-model.ts';
 import { detailRows, summaryRows, type MetricRow } from './metrics-rows.ts';
 
-/** `waitingFor`: the run this one starts after (Compare), named in its status until it starts. */
-export function RunPanel(props: { id: string; request: GenerationRequest; title: string; waitingFor?: string }) {
+/**
+ * `waitingFor`: the run this one starts after (Compare), named in its status until it starts. `reply`: an
+ * assistant's turn in a chat, whose prompt (the conversation) shows as the turns above it, not in its text.
+ */
+export function RunPanel(props: { id: string; request: GenerationRequest; title: string; waitingFor?: string; reply?: boolean }) {
   const { id, request } = props;
   return (
-    <article class="run" id={`run-${id}`} hx-ext="sse" sse-connect={`/runs/${id}/events`} sse-close="end">
+    <article class={props.reply ? 'run reply' : 'run'} id={`run-${id}`} hx-ext="sse" sse-connect={`/runs/${id}/events`} sse-close="end">
       <div class="run-head">
         <h2>
           {props.title}
@@ -23,7 +26,7 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
         </button>
       </div>
       <p class="output" sse-swap="token" hx-swap="beforeend" data-testid="output">
-        <span class="prompt">{request.prompt}</span>
+        {props.reply ? null : <span class="prompt">{request.prompt}</span>}
       </p>
       {/* Every token comes from the cloud in llm_only: no router score to show. */}
       {request.mode === 'llm_only' ? null : <HeatLine threshold={request.threshold} mode={request.mode} />}

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 /**
  * The edge's web page and HTTP API (Hono). Pages and htmx fragments for people on the LAN; an SSE
- * JSON API and an OpenAI-compatible API (`/v1`) for programs; health, readiness and Prometheus metrics for operations. Generation itself is
+ * JSON API and an OpenAI-compatible API (`/v1`) for programs; a chat page (chat-routes.tsx) where the pack has a chat template; health, readiness and Prometheus metrics for operations. Generation itself is
  * the runtime's; this file only parses, streams and serializes.
  *
  * @example
@@ -18,19 +18,20 @@ import type { Logger } from '../../shared/logger.ts';
 import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
 import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
-import { CloudState, EndStatus, ErrorMessage, MetricsPanel, RunPanel } from '../../../views/run-fragments.tsx';
-import { HeatBar, TokenSpan } from '../../../views/token-fragments.tsx';
+import { CloudState, EndStatus, ErrorMessage, RunPanel } from '../../../views/run-fragments.tsx';
 import type { GenerationEvent } from '../loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import { readGenerationRequest } from '../loop/generation-request-fields.ts';
 import { EdgeChat } from '../chat/edge-chat.ts';
 import { startFromBody } from './start-from-body.ts';
 import { tokenizeRoutes } from './tokenize-routes.ts';
+import { chatRoutes } from './chat-routes.tsx';
 import { accessTokenGuard, AUTHENTICATE_CHALLENGE, hasAccessToken, pathOnThisBox } from './access-token.ts';
 import { assets } from './assets.ts';
 import { httpStatus } from './http-errors.ts';
 import { createOpenAIRoutes } from './openai/openai-routes.ts';
-import { PendingRuns, type PageRun } from './pending-runs.ts';
+import { streamPageRun } from './page-run-stream.tsx';
+import { PendingRuns } from './pending-runs.ts';
 import { readForm, readJsonOrForm } from './request-body.ts';
 import { snakeCaseJson, snakeCaseKeys } from './snake-case-json.ts';
 
@@ -115,8 +116,9 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     budget: runtime.limits.defaultBudget ?? {},
     executionProviders: runtime.engine.edgeModel.executionProviders,
   };
-  app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} />));
-  app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} />));
+  app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} chat={chat.available} />));
+  app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} chat={chat.available} />));
+  app.route('/', chatRoutes({ runtime, chat, pending, defaults }));
   app.get('/fragments/cloud-state', (c) => c.html(<CloudState state={runtime.cloudState()} />));
 
   app.post('/runs', async (c) => {
@@ -191,46 +193,6 @@ function abortOn(stream: SSEStreamingApi): AbortSignal {
   const controller = new AbortController();
   stream.onAbort(() => controller.abort());
   return controller.signal;
-}
-
-/** Resolves when `done` does or `signal` fires, whichever is first. */
-function untilOrAborted(done: Promise<void>, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    signal.addEventListener('abort', () => resolve(), { once: true });
-    void done.then(resolve);
-  });
-}
-
-/**
- * A page run's stream: waits for the run it is queued after, takes its slot (a refusal, such as a full
- * edge, ends the stream with the message), then sends token spans with their heat-line bars, the metrics
- * panel and the end status.
- */
-async function streamPageRun(stream: SSEStreamingApi, runtime: EdgeRuntime, run: PageRun, signal: AbortSignal): Promise<void> {
-  try {
-    if (run.after) {
-      await untilOrAborted(run.after.over, signal);
-      if (!signal.aborted) await stream.writeSSE({ event: 'status', data: 'generating…' });
-    }
-    // Checked right before the start, with no await in between: the runtime only hears of an abort
-    // that happens after it has started.
-    if (run.stopped.aborted) return void (await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} finish="cancelled" />) }));
-    if (signal.aborted) return;
-    const events = runtime.start(run.raw, run.id).events(signal);
-    for await (const event of events) {
-      if (event.type === 'token') {
-        await stream.writeSSE({ event: 'token', data: String(<TokenSpan event={event} request={run.request} />) });
-        // llm_only's panel has no heat line: the router scores nothing there.
-        if (run.request.mode !== 'llm_only') await stream.writeSSE({ event: 'heat', data: String(<HeatBar event={event} />) });
-      } else {
-        await stream.writeSSE({ event: 'metrics', data: String(<MetricsPanel metrics={event.metrics} mode={run.request.mode} />) });
-        await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} finish={event.finishReason} />) });
-      }
-    }
-  } catch (e) {
-    await stream.writeSSE({ event: 'end', data: String(<EndStatus id={run.id} error={errorMessage(e)} />) });
-  }
 }
 
 /**

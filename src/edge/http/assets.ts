@@ -17,6 +17,7 @@ const FILES = new Map<string, { path: string; type: string }>([
   ['app.css', { path: join(PROJECT_ROOT, 'views', 'app.css'), type: 'text/css; charset=utf-8' }],
   ['favicon.svg', { path: join(PROJECT_ROOT, 'views', 'favicon.svg'), type: 'image/svg+xml' }],
   ['token-details.js', { path: join(PROJECT_ROOT, 'views', 'token-details.js'), type: JS }],
+  ['chat.js', { path: join(PROJECT_ROOT, 'views', 'chat.js'), type: JS }],
 ]);
 
 export const assets = new Hono();

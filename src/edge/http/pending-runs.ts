@@ -11,6 +11,7 @@
  * const run = pending.add(raw);                   // on POST /runs: checked, no slot taken
  * const same = pending.take(run.id);              // on GET /runs/:id/events: once
  * const queued = pending.add(raw, { after: run }); // starts only once `run` is over
+ * const turn = pending.add({ ...raw, prompt: text }, { promptIds: ids, chatTurn }); // a chat's turn (chat-routes.tsx)
  */
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { GenerationRequest, RawGenerationRequest } from '../loop/generation-request.ts';
@@ -29,6 +30,20 @@ export interface PageRun {
   readonly over: Promise<void>;
   /** Another run this one starts after (Compare runs its two sides one after the other). */
   readonly after?: PageRun;
+  /** The prompt's ids, where the run starts from ids (a chat's turn: its template's rendering of the conversation). */
+  readonly promptIds?: readonly number[];
+  /** A chat's turn: given the reply at the run's done event, to keep it in the conversation (chat-store.ts). */
+  readonly chatTurn?: ChatTurn;
+}
+
+export interface ChatTurn {
+  commit(reply: string): void;
+}
+
+export interface PageRunOptions {
+  after?: PageRun;
+  promptIds?: readonly number[];
+  chatTurn?: ChatTurn;
 }
 
 interface Entry {
@@ -45,13 +60,13 @@ export class PendingRuns {
   constructor(private readonly runtime: EdgeRuntime) {}
 
   /** Checks `raw` (throwing the refusal) and keeps the run until its stream opens; takes no slot. */
-  add(raw: RawGenerationRequest, options: { after?: PageRun } = {}): PageRun {
-    const request = this.runtime.check(raw);
+  add(raw: RawGenerationRequest, options: PageRunOptions = {}): PageRun {
+    const request = this.runtime.check(raw, options.promptIds);
     this.dropOldestWaiting();
     const stop = new AbortController();
     let finish!: () => void;
     const over = new Promise<void>((resolve) => (finish = resolve));
-    const run: PageRun = { id: crypto.randomUUID(), raw, request, stopped: stop.signal, over, after: options.after };
+    const run: PageRun = { id: crypto.randomUUID(), raw, request, stopped: stop.signal, over, ...options };
     const timer = setTimeout(() => this.end(run.id), STREAM_GRACE_MS);
     timer.unref?.();
     this.runs.set(run.id, { run, stop, finish, timer });

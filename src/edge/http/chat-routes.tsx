@@ -1,0 +1,106 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * The page's chat (views/chat-page.tsx), for an edge whose pack has a chat template. A message posted to
+ * /chat/turns joins its chat's conversation (chat-store.ts), goes through the edge's chat template, and
+ * starts as a page run from the template's ids: the reply streams through /runs/:id/events like any run,
+ * and its text becomes the assistant's message of the next turn's prompt, which the prompt cache then
+ * mostly restores. A message the edge refuses (no template, a role the template refuses, an empty
+ * message, a conversation past the context window, a full edge) is answered with the reason in its
+ * place, and the conversation is unchanged. /chat/reset forgets a chat (New chat).
+ *
+ * @example
+ * app.route('/', chatRoutes({ runtime, chat, pending, defaults }));
+ * // POST /chat/turns  chat=&message=Hi&mode=joint&threshold=0.6  → the user's turn and the assistant's, streaming
+ */
+import { Hono } from 'hono';
+import type { ChatMessage } from '../../shared/chat-template.ts';
+import { AppError, isAppError } from '../../shared/errors.ts';
+import { AssistantTurn, ChatIdInput, EmptyChat, RefusedTurn, SendButton, UserTurn } from '../../../views/chat-fragments.tsx';
+import { ChatPage, ChatUnavailablePage } from '../../../views/chat-page.tsx';
+import type { FormDefaults } from '../../../views/generate-page.tsx';
+import type { EdgeChat } from '../chat/edge-chat.ts';
+import type { EdgeRuntime } from '../edge-runtime.ts';
+import { readGenerationRequest } from '../loop/generation-request-fields.ts';
+import { ChatStore } from './chat-store.ts';
+import { httpStatus } from './http-errors.ts';
+import type { PageRun, PendingRuns } from './pending-runs.ts';
+import { readForm } from './request-body.ts';
+
+export interface ChatRouteDeps {
+  runtime: EdgeRuntime;
+  chat: EdgeChat;
+  pending: PendingRuns;
+  defaults: FormDefaults;
+}
+
+/** The chat form's own fields; the rest are the generation request's (mode, threshold, max_new_tokens, ...). */
+const CHAT_FIELDS = new Set(['chat', 'message', 'system']);
+
+function invalid(message: string): never {
+  throw new AppError('INVALID_ARGUMENT', message);
+}
+
+/** A form field sent once, as text; '' when absent. */
+function formText(form: Record<string, string | string[]>, name: string): string {
+  const value = form[name] ?? '';
+  if (Array.isArray(value)) invalid(`${name} was sent ${value.length} times; send it once`);
+  return value;
+}
+
+export function chatRoutes(deps: ChatRouteDeps): Hono {
+  const { runtime, chat, pending } = deps;
+  const routes = new Hono();
+  const chats = new ChatStore();
+
+  routes.get('/chat', (c) => (chat.available ? c.html(<ChatPage defaults={deps.defaults} />) : c.html(<ChatUnavailablePage problem={chat.problem} />, 404)));
+
+  routes.post('/chat/turns', async (c) => {
+    const form = await readForm(c);
+    let message = '';
+    try {
+      message = formText(form, 'message').trim();
+      const chatId = formText(form, 'chat');
+      const system = formText(form, 'system').trim();
+      const known = chatId === '' ? undefined : chats.get(chatId);
+      if (chatId !== '' && !known) {
+        throw new AppError('NOT_FOUND', 'this chat is no longer kept on the edge (it restarted, or newer chats took its place); press New chat to start over');
+      }
+      if (known?.turn) throw new AppError('FAILED_PRECONDITION', 'the last message is still being answered; wait for its reply or stop it');
+      if (message === '') invalid('the message is empty; type something to send');
+      const id = known?.id ?? crypto.randomUUID();
+      const conversation: ChatMessage[] = [...(system === '' ? [] : [{ role: 'system' as const, content: system }]), ...(known?.messages ?? []), { role: 'user', content: message }];
+      const { text, ids } = chat.prompt(conversation);
+      // The chat's id is its routing key too: its turns reach the cloud worker that holds their prefix.
+      const fields = Object.fromEntries(Object.entries(form).filter(([name]) => !CHAT_FIELDS.has(name)));
+      const raw = readGenerationRequest({ ...fields, prompt: text, conversation: id }, 'form');
+      const run: PageRun = pending.add(raw, { promptIds: ids, chatTurn: { commit: (reply) => chats.commit(id, run.id, reply) } });
+      chats.begin(known ?? chats.create(id), run.id, message);
+      void run.over.then(() => chats.settle(id, run.id));
+      return c.html(
+        <>
+          <UserTurn message={message} />
+          <AssistantTurn id={run.id} request={run.request} />
+          <SendButton disabled oob />
+          {known ? null : <ChatIdInput id={id} oob />}
+        </>,
+      );
+    } catch (e) {
+      if (!isAppError(e)) throw e;
+      return c.html(<RefusedTurn message={message} error={e.message} />, httpStatus(e.code));
+    }
+  });
+
+  routes.post('/chat/reset', async (c) => {
+    const runId = chats.forget(formText(await readForm(c), 'chat'));
+    if (runId !== undefined && !pending.stop(runId)) runtime.stop(runId);
+    return c.html(
+      <>
+        <EmptyChat />
+        <ChatIdInput id="" oob />
+        <SendButton oob />
+      </>,
+    );
+  });
+
+  return routes;
+}

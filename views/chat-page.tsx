@@ -1,0 +1,119 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * The chat page, for an edge whose pack has a chat template: the turns, then the message box at the
+ * bottom of the screen with Send and a folded Settings (system prompt, mode, τ, length, temperature).
+ * Each message posts to /chat/turns, whose answer (the user's turn and the assistant's, streaming) is
+ * appended to the turns; New chat empties them and makes the edge forget the chat.
+ */
+import type { ViewRouteBudget as RouteBudget } from './view-model.ts';
+import { ChatIdInput, EmptyChat, SendButton } from './chat-fragments.tsx';
+import type { FormDefaults } from './generate-page.tsx';
+import { Layout } from './layout.tsx';
+import { ErrorMessage } from './run-fragments.tsx';
+
+export function ChatPage(props: { defaults: FormDefaults }) {
+  return (
+    <Layout title="Chat · Edge token router" chat>
+      <section class="chat" id="chat" aria-label="Chat">
+        <div class="chat-head">
+          <p class="legend">
+            Replies stream in token by token: <span class="tok-llm">red</span> tokens came from the cloud model,{' '}
+            <span class="tok-fallback">underlined</span> ones were routed while the cloud was unreachable. Earlier turns are
+            restored from the edge's prompt cache, not computed again.
+          </p>
+          <button id="new-chat" class="secondary" type="button" hx-post="/chat/reset" hx-include="#chat-id" hx-target="#turns" hx-swap="innerHTML">
+            New chat
+          </button>
+        </div>
+        <ol id="turns" class="turns" role="log" data-testid="turns">
+          <EmptyChat />
+        </ol>
+        <form id="composer" class="composer" hx-post="/chat/turns" hx-target="#turns" hx-swap="beforeend">
+          <ChatIdInput id="" />
+          <ChatSettings defaults={props.defaults} />
+          <div class="composer-row">
+            <label for="message" class="visually-hidden">
+              Message
+            </label>
+            <textarea id="message" name="message" rows={2} required placeholder="Message (Enter sends, Shift+Enter for a new line)"></textarea>
+            <SendButton />
+          </div>
+        </form>
+      </section>
+      <script src="/assets/chat.js" defer></script>
+    </Layout>
+  );
+}
+
+/** What a turn is generated with, folded: most people never open it. The edge's budgets ride along unseen, as on the Generate form. */
+function ChatSettings(props: { defaults: FormDefaults }) {
+  const { defaults } = props;
+  return (
+    <details class="chat-settings" data-testid="chat-settings">
+      <summary>Settings</summary>
+      <div class="chat-settings-grid">
+        <div class="wide">
+          <label for="system">System prompt</label>
+          <textarea id="system" name="system" rows={2} placeholder="none"></textarea>
+        </div>
+        <fieldset>
+          <legend>Mode</legend>
+          <label>
+            <input type="radio" name="mode" value="joint" checked /> joint
+          </label>
+          <label>
+            <input type="radio" name="mode" value="small_only" /> small_only
+          </label>
+          <label>
+            <input type="radio" name="mode" value="llm_only" /> llm_only
+          </label>
+        </fieldset>
+        <div>
+          <label for="chat-threshold">
+            Threshold τ: <output id="chat-threshold-value" for="chat-threshold">{defaults.threshold.toFixed(2)}</output>
+          </label>
+          <input
+            id="chat-threshold"
+            name="threshold"
+            type="range"
+            min="0"
+            max="1"
+            step="0.01"
+            value={String(defaults.threshold)}
+            oninput="document.getElementById('chat-threshold-value').value = Number(this.value).toFixed(2)"
+          />
+        </div>
+        <div>
+          <label for="chat-max-new-tokens">Max new tokens</label>
+          <input id="chat-max-new-tokens" name="max_new_tokens" type="number" min="1" max={String(defaults.maxNewTokensLimit)} value={String(defaults.maxNewTokens)} />
+        </div>
+        <div>
+          <label for="chat-temperature">Temperature</label>
+          <input id="chat-temperature" name="temperature" type="number" min="0" max="5" step="0.1" value="0" />
+        </div>
+        <BudgetFields budget={defaults.budget} />
+      </div>
+    </details>
+  );
+}
+
+function BudgetFields(props: { budget: RouteBudget }) {
+  const fields: [string, number | undefined][] = [
+    ['route_share', props.budget.routeShare],
+    ['route_tokens_per_minute', props.budget.routeTokensPerMinute],
+    ['route_wait_ms', props.budget.routeWaitMs],
+  ];
+  return <>{fields.map(([name, value]) => (value === undefined ? null : <input type="hidden" name={name} value={String(value)} />))}</>;
+}
+
+/** /chat on an edge whose pack has no chat template: why, and where the completion page is. */
+export function ChatUnavailablePage(props: { problem: string }) {
+  return (
+    <Layout title="Chat · Edge token router">
+      <ErrorMessage message={props.problem} />
+      <p>
+        <a href="/">Generate</a> continues a prompt with this model.
+      </p>
+    </Layout>
+  );
+}

@@ -1,0 +1,32 @@
+/**
+ * The chat's message box and scrolling (views/chat-page.tsx). Enter sends (Shift+Enter starts a new line,
+ * and an input method's Enter that completes a word sends nothing); a message the edge accepted leaves the
+ * box, one it refused stays to be edited. While a reply streams, the page follows its end, unless the
+ * reader has scrolled up to an earlier turn; a new turn always comes into view. Whether Send is enabled is
+ * the server's to say (it sends the button with the turn and with the turn's end), not this script's.
+ */
+(() => {
+  const composer = document.getElementById('composer');
+  const message = document.getElementById('message');
+  const turns = document.getElementById('turns');
+  if (!composer || !message || !turns) return;
+
+  message.addEventListener('keydown', (event) => {
+    if (event.key !== 'Enter' || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    if (!document.getElementById('chat-send')?.disabled) composer.requestSubmit();
+  });
+  composer.addEventListener('htmx:afterRequest', (event) => {
+    if (event.detail.elt === composer && event.detail.xhr.status < 300) message.value = '';
+  });
+
+  const atEnd = () => innerHeight + scrollY >= document.documentElement.scrollHeight - 48;
+  const toEnd = () => scrollTo({ top: document.documentElement.scrollHeight });
+  let following = true;
+  addEventListener('scroll', () => (following = atEnd()), { passive: true });
+  // The form's swap targets the list itself; each streamed token swaps inside a turn and bubbles up here.
+  turns.addEventListener('htmx:afterSwap', (event) => {
+    if (event.target === turns) following = true;
+    if (following) toEnd();
+  });
+})();
