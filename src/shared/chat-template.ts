@@ -80,28 +80,39 @@ export class ChatTemplate {
    * from the markers; then nobody can say which special-token text the user wrote, and it is refused.
    */
   private messageSpans(messages: readonly ChatMessage[], text: string, options: { addGenerationPrompt?: boolean }): TextSpan[] {
-    const marked = this.render(
-      messages.map((m, i) => ({ role: m.role, content: marker(i) })),
-      options,
-    );
-    const spans: TextSpan[] = [];
-    let assembled = '';
-    let from = 0;
-    for (const found of marked.matchAll(MARKER)) {
-      assembled += marked.slice(from, found.index);
-      const content = messages[Number(found[1])]?.content ?? found[0];
-      spans.push({ start: assembled.length, end: assembled.length + content.length });
-      assembled += content;
-      from = found.index + found[0].length;
-    }
-    assembled += marked.slice(from);
-    if (assembled !== text) {
+    const spans = this.locateMessages(messages, text, options);
+    if (!spans) {
       throw new AppError(
         'INVALID_ARGUMENT',
         "a message holds special-token text (such as <|im_end|>) and this model's chat template rewrites message content, so it cannot be kept as plain text; remove it, or start the edge with --chat-special-tokens parse to let messages write special tokens",
       );
     }
     return spans;
+  }
+
+  /**
+   * Each message's content in `text`, the rendering of `messages` with `options`, found by rendering
+   * markers in the contents' place (a content rendered twice gives two spans); undefined when the template
+   * rewrites content, so that the markers do not give `text` back.
+   */
+  locateMessages(messages: readonly ChatMessage[], text: string, options: { addGenerationPrompt?: boolean } = {}): (TextSpan & { message: number })[] | undefined {
+    const marked = this.render(
+      messages.map((m, i) => ({ role: m.role, content: marker(i) })),
+      options,
+    );
+    const spans: (TextSpan & { message: number })[] = [];
+    let assembled = '';
+    let from = 0;
+    for (const found of marked.matchAll(MARKER)) {
+      assembled += marked.slice(from, found.index);
+      const message = Number(found[1]);
+      const content = messages[message]?.content ?? found[0];
+      spans.push({ message, start: assembled.length, end: assembled.length + content.length });
+      assembled += content;
+      from = found.index + found[0].length;
+    }
+    assembled += marked.slice(from);
+    return assembled === text ? spans : undefined;
   }
 
   /**

@@ -21,10 +21,6 @@ import { AppError } from '../../shared/errors.ts';
 import type { ChatMessage, ChatTemplate } from '../../shared/chat-template.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 
-/** Stands for message i in a rendering that locates the messages: private-use characters no tokenizer writes. */
-const MARKER = /\u{F0000}(\d+)\u{F0001}/gu;
-const marker = (i: number) => `\u{F0000}${i}\u{F0001}`;
-
 interface Span {
   message: number;
   start: number;
@@ -40,23 +36,7 @@ export interface ChatSequence {
 
 /** Where each message's content sits in `text`, its rendering; undefined when the template rewrote content. */
 function contentSpans(template: ChatTemplate, messages: readonly ChatMessage[], text: string): Span[] | undefined {
-  const marked = template.render(
-    messages.map((m, i) => ({ role: m.role, content: marker(i) })),
-    { addGenerationPrompt: false },
-  );
-  const spans: Span[] = [];
-  let assembled = '';
-  let from = 0;
-  for (const found of marked.matchAll(MARKER)) {
-    assembled += marked.slice(from, found.index);
-    const message = Number(found[1]);
-    const content = messages[message]?.content ?? found[0];
-    spans.push({ message, start: assembled.length, end: assembled.length + content.length });
-    assembled += content;
-    from = found.index + found[0].length;
-  }
-  assembled += marked.slice(from);
-  return assembled === text ? spans : undefined;
+  return template.locateMessages(messages, text, { addGenerationPrompt: false });
 }
 
 /** Each token's [start, end) in the decoded text (a token that only begins a character ends where it starts). */
