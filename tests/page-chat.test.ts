@@ -5,7 +5,7 @@
  * the in-process cloud and the edge's prompt cache on. Through the app: each bad message (empty, a role the
  * template refuses, a conversation past the context window, a chat the edge no longer holds, a second
  * message while the first is answered, no template at all) is a 4xx naming the problem, never a 500, and the
- * next message is served. In a real browser (Debian's chromium through playwright-core) at 1280 and 390 px:
+ * next message is served; Stop keeps the reply so far. In a real browser (Debian's chromium through playwright-core) at 1280 and 390 px:
  * five turns typed and sent, each reply streamed token by token with colours, scores and a heat line, the
  * fifth turn's prompt at least 80% restored from the cache (read from the page), errors shown in place with
  * the next turn served, and New chat emptying the conversation; and the completion page of a pack without a
@@ -174,6 +174,27 @@ describe('a chat through the app', () => {
     expect(runtime.activeCount).toBe(0);
   });
 
+  test('Stop ends a reply; the text so far is kept as the reply, and the next turn follows it', async () => {
+    const first = await send({ message: 'Tell me a very long story.', max_new_tokens: '400' });
+    const chat = chatIdOf(first.html);
+    const stream = readSse(await app.request(`/runs/${runIdOf(first.html)}/events`));
+    await stream.waitFor((events) => events.filter((e) => e.event === 'token').length >= 3);
+    expect((await app.request(`/runs/${runIdOf(first.html)}/stop`, { method: 'POST' })).status).toBe(204);
+    await stream.ended;
+    expect(stream.events.at(-1)!.data).toContain('data-finish="cancelled"');
+    const partial = stream.events.filter((e) => e.event === 'token').map((e) => e.data.replace(/<[^>]+>/g, '')).join('');
+    expect(partial.length).toBeGreaterThan(0);
+    const next = await send({ chat, message: 'Shorter, please.' });
+    const prompt = Number((await reply(next.html)).find((e) => e.event === 'metrics')!.data.match(/data-prompt-tokens="(\d+)"/)![1]);
+    expect(prompt).toBe(
+      chatOf.prompt([
+        { role: 'user', content: 'Tell me a very long story.' },
+        { role: 'assistant', content: unescape(partial).trim() },
+        { role: 'user', content: 'Shorter, please.' },
+      ]).ids.length,
+    );
+  });
+
   test('a pack without a chat template: no chat in the header, /chat a 404 saying why, and a message a 400 saying the same', async () => {
     const plainApp = createEdgeApp(plain.runtime, { maxBodyBytes: 65536 });
     expect(await (await plainApp.request('/')).text()).not.toContain('href="/chat"');
@@ -212,10 +233,14 @@ interface Reply {
   line: string;
 }
 
-/** Types a message, sends it with Enter, and waits for the reply to end; what the page shows of it. */
+/**
+ * Types a message, sends it as that screen does (Enter with a keyboard and mouse, a tap on Send on a touch
+ * screen, where Enter is a new line), and waits for the reply to end; what the page shows of it.
+ */
 async function chatTurn(tab: Page, message: string, turn: number): Promise<Reply> {
   await tab.fill('#message', message);
-  await tab.press('#message', 'Enter');
+  if (tab.viewportSize()!.width < 500) await tab.tap('#chat-send');
+  else await tab.press('#message', 'Enter');
   const last = tab.locator('[data-testid=assistant-turn]').nth(turn);
   await last.locator('[data-finish]').waitFor();
   expect(await tab.inputValue('#message')).toBe('');
@@ -246,6 +271,12 @@ for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', P
         await tab.addInitScript(COUNT_TOKEN_SWAPS);
         await tab.goto(`${base}/chat`);
         expect(await tab.locator('[data-testid=empty-chat]').isVisible()).toBe(true);
+        await tab.screenshot({ path: join(ARTIFACTS_DIR, `page-chat-${name}-empty.png`) });
+        // A new line, not a message: Shift+Enter with a keyboard, Enter on a touch screen.
+        await tab.fill('#message', 'Hello');
+        await tab.press('#message', name === 'phone' ? 'Enter' : 'Shift+Enter');
+        expect(await tab.inputValue('#message')).toBe('Hello\n');
+        expect(await tab.locator('[data-testid=user-turn]').count()).toBe(0);
         const replies: Reply[] = [];
         const conversation: ChatMessage[] = [];
         for (const [i, message] of MESSAGES.entries()) {
@@ -314,6 +345,7 @@ for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', P
         await tab.click('#chat-send');
         await refused.nth(1).waitFor();
         expect(await refused.nth(1).textContent()).toBe("Not sent: the model's chat template refused these messages: System role not supported");
+        await tab.screenshot({ path: join(ARTIFACTS_DIR, `page-chat-${name}-error.png`) });
         await tab.fill('#system', '');
         const third = await chatTurn(tab, 'Another one, please.', 2);
         expect(third.tokens).toBeGreaterThan(0);
@@ -327,7 +359,6 @@ for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', P
             { role: 'user', content: 'Another one, please.' },
           ]).ids.length,
         );
-        await tab.screenshot({ path: join(ARTIFACTS_DIR, `page-chat-${name}-error.png`) });
       } finally {
         await context.close();
       }

@@ -35,7 +35,7 @@ export function ChatPage(props: { defaults: FormDefaults }) {
             <label for="message" class="visually-hidden">
               Message
             </label>
-            <textarea id="message" name="message" rows={2} required placeholder="Message (Enter sends, Shift+Enter for a new line)"></textarea>
+            <textarea id="message" name="message" rows={2} required placeholder="Message"></textarea>
             <SendButton />
           </div>
         </form>

@@ -1,6 +1,7 @@
 /**
- * The chat's message box and scrolling (views/chat-page.tsx). Enter sends (Shift+Enter starts a new line,
- * and an input method's Enter that completes a word sends nothing); a message the edge accepted leaves the
+ * The chat's message box and scrolling (views/chat-page.tsx). With a keyboard and mouse, Enter sends
+ * (Shift+Enter starts a new line, and an input method's Enter that completes a word sends nothing); on a
+ * touch screen Enter is a new line, as in a phone's messaging apps, and Send sends. A message the edge accepted leaves the
  * box, one it refused stays to be edited. While a reply streams, the page follows its end, unless the
  * reader has scrolled up to an earlier turn; a new turn always comes into view. Whether Send is enabled is
  * the server's to say (it sends the button with the turn and with the turn's end), not this script's.
@@ -11,8 +12,9 @@
   const turns = document.getElementById('turns');
   if (!composer || !message || !turns) return;
 
+  const enterSends = matchMedia('(pointer: fine)');
   message.addEventListener('keydown', (event) => {
-    if (event.key !== 'Enter' || event.shiftKey || event.isComposing) return;
+    if (event.key !== 'Enter' || event.shiftKey || event.isComposing || !enterSends.matches) return;
     event.preventDefault();
     if (!document.getElementById('chat-send')?.disabled) composer.requestSubmit();
   });
