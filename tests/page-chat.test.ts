@@ -7,7 +7,8 @@
  * message while the first is answered, no template at all) is a 4xx naming the problem, never a 500, and the
  * next message is served; Stop keeps the reply so far. In a real browser (Debian's chromium through playwright-core) at 1280 and 390 px:
  * five turns typed and sent, each reply streamed token by token with colours, scores and a heat line, the
- * fifth turn's prompt at least 80% restored from the cache (read from the page), errors shown in place with
+ * fifth turn's prompt at least 80% restored from the cache (read from the page), Send off while a reply is
+ * written and Stop keeping the reply so far, errors shown in place with
  * the next turn served, and New chat emptying the conversation; and the completion page of a pack without a
  * template offering no chat.
  */
@@ -120,7 +121,6 @@ describe('a chat through the app', () => {
     const end = events.at(-1)!;
     expect(end.event).toBe('end');
     expect(end.data).toContain('<span data-finish="length">');
-    expect(end.data).toContain('<button id="chat-send" type="submit" hx-swap-oob="true">Send</button>');
 
     // The next turn's prompt is the conversation: the first reply (trimmed) as the assistant's message.
     const firstReply = events.filter((e) => e.event === 'token').map((e) => e.data.replace(/<[^>]+>/g, '')).join('');
@@ -193,6 +193,14 @@ describe('a chat through the app', () => {
         { role: 'user', content: 'Shorter, please.' },
       ]).ids.length,
     );
+  });
+
+  test('behind the access token like the rest of the page', async () => {
+    const guarded = createEdgeApp(runtime, { maxBodyBytes: 65536, accessToken: 'secret' });
+    expect((await guarded.request('/chat')).status).toBe(401);
+    expect((await guarded.request('/chat/turns', form({ chat: '', message: 'Hi' }))).status).toBe(401);
+    expect((await guarded.request('/chat/reset', form({ chat: '' }))).status).toBe(401);
+    expect((await guarded.request('/chat', { headers: { authorization: 'Bearer secret' } })).status).toBe(200);
   });
 
   test('a pack without a chat template: no chat in the header, /chat a 404 saying why, and a message a 400 saying the same', async () => {
@@ -316,6 +324,38 @@ for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', P
         // A new chat: its prompt is its one message again.
         const fresh = await chatTurn(tab, 'Hello!', 0);
         expect(fresh.promptTokens).toBe(chatOf.prompt([{ role: 'user', content: 'Hello!' }]).ids.length);
+      } finally {
+        await context.close();
+      }
+    }, 60_000);
+
+    test('Send is off while a reply is written; Stop keeps the reply so far, Send comes back, and the next turn follows the kept reply', async () => {
+      const context = await open(viewport);
+      try {
+        const tab = await context.newPage();
+        await tab.addInitScript(COUNT_TOKEN_SWAPS);
+        await tab.goto(`${base}/chat`);
+        await tab.click('.chat-settings > summary');
+        // Up to the context window: long enough to be stopped.
+        await tab.fill('#chat-max-new-tokens', '1000');
+        await tab.fill('#message', `A very long story about a ${animal}, please.`);
+        await tab.click('#chat-send');
+        await tab.waitForFunction("document.querySelectorAll('.reply .output .tok').length >= 5");
+        expect(await tab.locator('#chat-send').isDisabled()).toBe(true);
+        const reply = tab.locator('[data-testid=assistant-turn]').first();
+        await reply.locator('.run-head button').click();
+        await reply.locator('[data-finish=cancelled]').waitFor();
+        expect(await tab.locator('#chat-send').isDisabled()).toBe(false);
+        const kept = (await reply.locator('.output').textContent())!;
+        await tab.fill('#chat-max-new-tokens', '16');
+        const next = await chatTurn(tab, 'A shorter one.', 1);
+        expect(next.promptTokens).toBe(
+          chatOf.prompt([
+            { role: 'user', content: `A very long story about a ${animal}, please.` },
+            { role: 'assistant', content: kept.trim() },
+            { role: 'user', content: 'A shorter one.' },
+          ]).ids.length,
+        );
       } finally {
         await context.close();
       }

@@ -2,7 +2,7 @@
 /**
  * A chat's pieces: the user's turn, the assistant's (a run panel streaming its reply, run-fragments.tsx), a
  * message the edge refused, the reply's figures with its prompt's cached share, and the two controls the
- * server turns on and off out of band (the chat's id and the Send button).
+ * server sets out of band (the chat's id, and the Send button turned off while a reply is written).
  *
  * @example
  * String(<PromptCacheLine metrics={{ promptTokens: 212, cachedTokens: 198 }} />)
@@ -76,7 +76,11 @@ export function ChatIdInput(props: { id: string; oob?: boolean }) {
   return <input type="hidden" id="chat-id" name="chat" value={props.id} hx-swap-oob={props.oob ? 'true' : undefined} />;
 }
 
-/** Disabled while a reply is being written: the server sends it disabled with the new turn and enabled with the turn's end. */
+/**
+ * Disabled while a reply is being written: the server sends it disabled with the new turn, and the page
+ * turns it back on when the reply's stream closes (chat.js), whatever ended it: the reply's end, a
+ * reconnect told the reply is over, New chat removing it. The server refuses a message sent before then.
+ */
 export function SendButton(props: { disabled?: boolean; oob?: boolean }) {
   return (
     <button id="chat-send" type="submit" disabled={props.disabled} hx-swap-oob={props.oob ? 'true' : undefined}>

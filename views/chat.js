@@ -3,8 +3,10 @@
  * (Shift+Enter starts a new line, and an input method's Enter that completes a word sends nothing); on a
  * touch screen Enter is a new line, as in a phone's messaging apps, and Send sends. A message the edge accepted leaves the
  * box, one it refused stays to be edited. While a reply streams, the page follows its end, unless the
- * reader has scrolled up to an earlier turn; a new turn always comes into view. Whether Send is enabled is
- * the server's to say (it sends the button with the turn and with the turn's end), not this script's.
+ * reader has scrolled up to an earlier turn; a new turn always comes into view. The server sends Send
+ * turned off with each accepted turn; it comes back on here when the reply's stream closes, whatever
+ * closed it (its end event, including the one a reconnect gets once the reply is over, or New chat
+ * removing the reply), so a stream cut short cannot leave the chat unable to send.
  */
 (() => {
   const composer = document.getElementById('composer');
@@ -20,6 +22,11 @@
   });
   composer.addEventListener('htmx:afterRequest', (event) => {
     if (event.detail.elt === composer && event.detail.xhr.status < 300) message.value = '';
+  });
+
+  turns.addEventListener('htmx:sseClose', () => {
+    const send = document.getElementById('chat-send');
+    if (send) send.disabled = false;
   });
 
   const atEnd = () => innerHeight + scrollY >= document.documentElement.scrollHeight - 48;

@@ -68,7 +68,11 @@ export function chatRoutes(deps: ChatRouteDeps): Hono {
       if (known?.turn) throw new AppError('FAILED_PRECONDITION', 'the last message is still being answered; wait for its reply or stop it');
       if (message === '') invalid('the message is empty; type something to send');
       const id = known?.id ?? crypto.randomUUID();
-      const conversation: ChatMessage[] = [...(system === '' ? [] : [{ role: 'system' as const, content: system }]), ...(known?.messages ?? []), { role: 'user', content: message }];
+      const conversation: ChatMessage[] = [
+        ...(system === '' ? [] : [{ role: 'system' as const, content: system }]),
+        ...(known?.messages ?? []),
+        { role: 'user', content: message },
+      ];
       const { text, ids } = chat.prompt(conversation);
       // The chat's id is its routing key too: its turns reach the cloud worker that holds their prefix.
       const fields = Object.fromEntries(Object.entries(form).filter(([name]) => !CHAT_FIELDS.has(name)));
@@ -97,7 +101,6 @@ export function chatRoutes(deps: ChatRouteDeps): Hono {
       <>
         <EmptyChat />
         <ChatIdInput id="" oob />
-        <SendButton oob />
       </>,
     );
   });

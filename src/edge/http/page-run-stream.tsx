@@ -2,15 +2,15 @@
 /**
  * A page run's event stream (GET /runs/:id/events), for the Generate and Compare panels and a chat's
  * replies alike: token spans with their heat-line bars, the figures, then the end status. A chat's turn
- * also hands its reply to the conversation at the done event, before the end that lets the page send the
- * next message, and its figures lead with the prompt's cached share.
+ * also hands its reply to the conversation at the done event, before the end after which the page sends
+ * the next message, and its figures lead with the prompt's cached share.
  *
  * @example
  * return streamSSE(c, (stream) => streamPageRun(stream, runtime, run, signal));
  */
 import type { SSEStreamingApi } from 'hono/streaming';
 import { errorMessage } from '../../shared/errors.ts';
-import { ReplyFigures, SendButton } from '../../../views/chat-fragments.tsx';
+import { ReplyFigures } from '../../../views/chat-fragments.tsx';
 import { EndStatus, MetricsPanel } from '../../../views/run-fragments.tsx';
 import { HeatBar, TokenSpan } from '../../../views/token-fragments.tsx';
 import type { EdgeRuntime } from '../edge-runtime.ts';
@@ -26,16 +26,10 @@ function untilOrAborted(done: Promise<void>, signal: AbortSignal): Promise<void>
   });
 }
 
-/** The end event's fragment; a chat's turn also turns Send back on, and says when its message was not kept. */
+/** The end event's fragment; for a chat's turn that failed, it says the message was not kept. */
 function endFragment(run: PageRun, end: { finish?: FinishReason; error?: string }): string {
-  if (!run.chatTurn) return String(<EndStatus id={run.id} {...end} />);
-  const error = end.error === undefined ? undefined : `${end.error}; this message is not kept in the conversation`;
-  return String(
-    <>
-      <EndStatus id={run.id} finish={end.finish} error={error} />
-      <SendButton oob />
-    </>,
-  );
+  const error = end.error !== undefined && run.chatTurn ? `${end.error}; this message is not kept in the conversation` : end.error;
+  return String(<EndStatus id={run.id} finish={end.finish} error={error} />);
 }
 
 /**
