@@ -48,6 +48,32 @@ export interface ForcedSequence {
   positions?: readonly number[];
 }
 
+/** Which positions of a sequence become records: from `first` on, or only `positions` (a chat's assistant ones). */
+export interface SequenceOptions {
+  first?: number;
+  positions?: readonly number[];
+}
+
+/** One record before it is added: what both models said at one position. */
+interface ForcedRow {
+  hidden: Float32Array;
+  previousHidden: Float32Array;
+  extra: Float32Array;
+  edgeCorrect: number;
+  cloudCorrect: number;
+  cloudProbOfEdgeTop1: number;
+  cloudTopProb: number;
+  proposed: number;
+  nextId: number;
+}
+
+/** A sequence as both models read it (`ForcedRecords.read`). */
+export interface SequenceReading {
+  rows: ForcedRow[];
+  /** Longer than the shorter window: read in consecutive windows. */
+  windowed: boolean;
+}
+
 async function forward(model: DecoderModel, ids: number[]): Promise<{ logits: Float32Array; hidden: Float32Array }> {
   const sequence = model.newSequence();
   try {
@@ -99,7 +125,16 @@ export class ForcedRecords {
    * position 0. The cloud reads each window once (one Score call through a shim), asked for the edge's
    * proposals there.
    */
-  async addSequence(ids: readonly number[], paragraph: number, options: { first?: number; positions?: readonly number[] } = {}): Promise<void> {
+  async addSequence(ids: readonly number[], paragraph: number, options: SequenceOptions = {}): Promise<void> {
+    this.add(await this.read(ids, options), paragraph);
+  }
+
+  /**
+   * Both models' reading of a sequence (`addSequence` without the adding): the records' rows, each
+   * position's logits already reduced to what a record keeps, so several readings can be in flight at once
+   * (teacher-forcing.ts keeps a few, so the edge reads one sequence while the cloud scores another).
+   */
+  async read(ids: readonly number[], options: SequenceOptions = {}): Promise<SequenceReading> {
     const first = options.first ?? 0;
     const wanted = options.positions ? new Set(options.positions) : undefined;
     const recorded = (position: number) => position >= first && (wanted === undefined || wanted.has(position));
@@ -109,7 +144,7 @@ export class ForcedRecords {
     const edgeRow = this.edgeModel.pack.vocabSize;
     const shared = Math.min(edgeRow, this.cloud.vocabSize ?? edgeRow);
     const window = this.maxLength;
-    if (ids.length > window) this.windowed++;
+    const rows: ForcedRow[] = [];
     for (let start = 0; start + 1 < ids.length; start += window - 1) {
       const chunk = ids.slice(start, start + window);
       if (!chunk.some((_, i) => i + 1 < chunk.length && recorded(start + i))) continue;
@@ -126,23 +161,40 @@ export class ForcedRecords {
         const position = start + i;
         if (!recorded(position)) continue;
         const next = chunk[i + 1]!;
-        const edgeLogits = edge.logits.subarray(i * edgeRow, i * edgeRow + shared);
         const edgeTop = proposals[i]!;
         const { topIds, topLogprobs, candidateLogprob } = cloud[i]!;
-        const cloudTop = topIds[0]!;
-        this.hiddenRows.push(edge.hidden.slice(i * hiddenSize, (i + 1) * hiddenSize));
-        this.previousHiddenRows.push(i > 0 ? edge.hidden.slice((i - 1) * hiddenSize, i * hiddenSize) : new Float32Array(hiddenSize));
         const context = ids.slice(Math.max(0, position + 1 - REPETITION_WINDOW), position + 1);
-        // The position is the index within the window the model saw.
-        this.extraRows.push(writeExtraFeatures(new Float32Array(ALL_EXTRA_WIDTH), ALL_EXTRA_GROUPS, logitStats(edgeLogits), context, i));
-        this.edgeCorrect.push(edgeTop === next ? 1 : 0);
-        this.cloudCorrect.push(cloudTop === next ? 1 : 0);
-        this.cloudProbOfEdgeTop1.push(Math.exp(candidateLogprob));
-        this.cloudTopProb.push(Math.exp(topLogprobs[0]!));
-        this.proposed.push(edgeTop);
-        this.nextId.push(next);
-        this.paragraph.push(paragraph);
+        rows.push({
+          hidden: edge.hidden.slice(i * hiddenSize, (i + 1) * hiddenSize),
+          previousHidden: i > 0 ? edge.hidden.slice((i - 1) * hiddenSize, i * hiddenSize) : new Float32Array(hiddenSize),
+          // The position is the index within the window the model saw.
+          extra: writeExtraFeatures(new Float32Array(ALL_EXTRA_WIDTH), ALL_EXTRA_GROUPS, logitStats(edge.logits.subarray(i * edgeRow, i * edgeRow + shared)), context, i),
+          edgeCorrect: edgeTop === next ? 1 : 0,
+          cloudCorrect: topIds[0] === next ? 1 : 0,
+          cloudProbOfEdgeTop1: Math.exp(candidateLogprob),
+          cloudTopProb: Math.exp(topLogprobs[0]!),
+          proposed: edgeTop,
+          nextId: next,
+        });
       }
+    }
+    return { rows, windowed: ids.length > window };
+  }
+
+  /** Appends a reading's rows as records of `paragraph`. */
+  add(reading: SequenceReading, paragraph: number): void {
+    if (reading.windowed) this.windowed++;
+    for (const row of reading.rows) {
+      this.hiddenRows.push(row.hidden);
+      this.previousHiddenRows.push(row.previousHidden);
+      this.extraRows.push(row.extra);
+      this.edgeCorrect.push(row.edgeCorrect);
+      this.cloudCorrect.push(row.cloudCorrect);
+      this.cloudProbOfEdgeTop1.push(row.cloudProbOfEdgeTop1);
+      this.cloudTopProb.push(row.cloudTopProb);
+      this.proposed.push(row.proposed);
+      this.nextId.push(row.nextId);
+      this.paragraph.push(paragraph);
     }
   }
 

@@ -17,7 +17,10 @@ import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
 import { vocabularyText } from '../../shared/vocabulary.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { InProcessScorer, type CloudScorer } from './cloud-scorer.ts';
-import { ForcedRecords, type ForcedSequence, type TeacherForced } from './forced-records.ts';
+import { ForcedRecords, type ForcedSequence, type SequenceReading, type TeacherForced } from './forced-records.ts';
+
+/** Sequences read at once: enough to keep a shim busy while the edge model runs, few enough to hold in memory. */
+const READS_IN_FLIGHT = 3;
 
 export interface TeacherForceOptions {
   edgeModel: DecoderModel;
@@ -49,9 +52,23 @@ export async function teacherForceSequences(options: {
   onSequence?: (done: number, total: number) => void;
 }): Promise<TeacherForced> {
   const records = new ForcedRecords(options.edgeModel, options.cloud);
-  for (const [p, sequence] of options.sequences.entries()) {
-    await records.addSequence(sequence.ids, p, sequence.positions ? { positions: sequence.positions } : {});
-    options.onSequence?.(p + 1, options.sequences.length);
+  const { sequences } = options;
+  const read = (p: number) => records.read(sequences[p]!.ids, sequences[p]!.positions ? { positions: sequences[p]!.positions } : {});
+  // A few sequences read at once, added in order: through a shim the edge reads one while the cloud scores
+  // another, so the link's round trips overlap the work; in process it changes nothing but the order of runs.
+  const ahead: Promise<SequenceReading>[] = [];
+  for (let next = 0; next < Math.min(READS_IN_FLIGHT, sequences.length); next++) ahead.push(read(next));
+  // Readings waiting behind a failed one must not be unhandled rejections: the first failure is thrown.
+  for (const reading of ahead) reading.catch(() => {});
+  for (let p = 0; p < sequences.length; p++) {
+    records.add(await ahead.shift()!, p);
+    const next = p + READS_IN_FLIGHT;
+    if (next < sequences.length) {
+      const reading = read(next);
+      reading.catch(() => {});
+      ahead.push(reading);
+    }
+    options.onSequence?.(p + 1, sequences.length);
   }
   return records.build();
 }
