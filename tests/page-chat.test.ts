@@ -26,6 +26,7 @@ import { loadModelPack } from '../src/shared/model-pack.ts';
 import { PrefixCache } from '../src/shared/prefix-cache.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
+import { interceptSteps } from '../src/edge/cloud/cloud-client.ts';
 import { ARTIFACTS_DIR, launchBrowser } from './helpers/browser.ts';
 import { makeChatPack, TEST_CHAT_TEMPLATE } from './helpers/chat-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
@@ -44,6 +45,7 @@ const DESKTOP = { width: 1280, height: 800 } as const;
 let pack: Awaited<ReturnType<typeof makeChatPack>>;
 let edgeModel: DecoderModel;
 let cloudModel: DecoderModel;
+let cloudDelayMs = 0;
 let router: Router;
 let runtime: EdgeRuntime;
 let app: ReturnType<typeof createEdgeApp>;
@@ -64,7 +66,12 @@ beforeAll(async () => {
   const tokenizer = await TextTokenizer.fromPack(pack.dir);
   chatOf = EdgeChat.load(tokenizer, { modelName: 'stories260k-3l-chat' });
   const promptCache = new PrefixCache(edgeModel, { maxBytes: 64 * 2 ** 20 });
-  runtime = new EdgeRuntime({ edgeModel, router, tokenizer, cloud: new InProcessCloud(cloudModel), promptCache }, { ...DEFAULT_LIMITS, maxConcurrent: 4 });
+  // Routed steps wait `cloudDelayMs` (0 but where a test needs a reply slow enough to stop by hand).
+  const cloud = interceptSteps(new InProcessCloud(cloudModel), async (request, next) => {
+    if (cloudDelayMs > 0) await Bun.sleep(cloudDelayMs);
+    return next(request);
+  });
+  runtime = new EdgeRuntime({ edgeModel, router, tokenizer, cloud, promptCache }, { ...DEFAULT_LIMITS, maxConcurrent: 4 });
   // The chat is the one createEdgeApp makes from the pack's own template.
   app = createEdgeApp(runtime, { maxBodyBytes: 65536 });
   server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: app.fetch, idleTimeout: 0 });
@@ -336,15 +343,21 @@ for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', P
         await tab.addInitScript(COUNT_TOKEN_SWAPS);
         await tab.goto(`${base}/chat`);
         await tab.click('.chat-settings > summary');
-        // Up to the context window: long enough to be stopped.
+        // Every token from a cloud that takes 40 ms a step, up to the context window: seconds, long enough to be
+        // stopped however busy the machine is (the edge alone writes the whole reply in well under a second).
+        cloudDelayMs = 40;
+        await tab.check('input[name=mode][value=llm_only]');
         await tab.fill('#chat-max-new-tokens', '1000');
         await tab.fill('#message', `A very long story about a ${animal}, please.`);
         await tab.click('#chat-send');
         await tab.waitForFunction("document.querySelectorAll('.reply .output .tok').length >= 5");
         expect(await tab.locator('#chat-send').isDisabled()).toBe(true);
         const reply = tab.locator('[data-testid=assistant-turn]').first();
-        await reply.locator('.run-head button').click();
+        // Dispatched, not a pointer click: the streaming reply moves the button until it is stopped.
+        await reply.locator('.run-head button').dispatchEvent('click');
         await reply.locator('[data-finish=cancelled]').waitFor();
+        cloudDelayMs = 0;
+        await tab.check('input[name=mode][value=joint]');
         expect(await tab.locator('#chat-send').isDisabled()).toBe(false);
         const kept = (await reply.locator('.output').textContent())!;
         await tab.fill('#chat-max-new-tokens', '16');
