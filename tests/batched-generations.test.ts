@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import { parseGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';

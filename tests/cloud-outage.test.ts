@@ -14,7 +14,7 @@ import { shimConfig } from '../src/cloud/config.ts';
 import type { TokenEvent } from '../src/edge/loop/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
 import { generateAll } from './helpers/generate-all.ts';
-import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { loadRouter, type Router } from '../src/edge/routing/router.ts';

@@ -9,7 +9,7 @@ import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import type { CloudClient } from '../src/edge/cloud/cloud-client.ts';
 import { generate, type DoneEvent, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import { parseGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';

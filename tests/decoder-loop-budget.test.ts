@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { BoxRouting } from '../src/edge/routing/box-routing.ts';
 import { interceptSteps, type CloudStepReply } from '../src/edge/cloud/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { TopProbabilityScorer, type Router } from '../src/edge/routing/router.ts';
 import { argmax, topProbability } from '../src/shared/logits.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { interceptSteps, type CloudClient } from '../src/edge/cloud/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';

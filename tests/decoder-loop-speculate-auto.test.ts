@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { CloudClient } from '../src/edge/cloud/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
-import { SpeculationPolicy } from '../src/edge/speculation/speculation-policy.ts';
+import { SpeculationPolicy } from '../src/edge/loop/speculation/speculation-policy.ts';
 import { edgeEcho, late } from './helpers/scripted-clouds.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 

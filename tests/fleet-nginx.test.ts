@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { TokenEvent } from '../src/edge/loop/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
 import { generateAll } from './helpers/generate-all.ts';
-import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { loadRouter, type Router } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';

@@ -16,7 +16,7 @@ import type { CloudClient } from '../src/edge/cloud/cloud-client.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import type { GenerationEvent, TokenEvent } from '../src/edge/loop/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
-import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { loadRouter } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { interceptSteps, type CloudClient, type CloudStepReply } from '../src/edge/cloud/cloud-client.ts';
 import { generate, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import { parseGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
 import type { GenerationEvent, TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import { DEFAULT_LIMITS } from '../src/edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS } from '../src/edge/request/generation-request.ts';
 import { loadRouter } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';

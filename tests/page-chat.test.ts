@@ -18,7 +18,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { EdgeChat } from '../src/edge/chat/edge-chat.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
-import { DEFAULT_LIMITS } from '../src/edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS } from '../src/edge/request/generation-request.ts';
 import { loadRouter, type Router } from '../src/edge/routing/router.ts';
 import type { ChatMessage } from '../src/shared/chat-template.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';

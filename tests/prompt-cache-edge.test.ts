@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
 import type { GenerationEvent } from '../src/edge/loop/generation-events.ts';
-import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { loadRouter, type Router } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';

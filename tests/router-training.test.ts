@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { generate, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
-import { parseGenerationRequest } from '../src/edge/loop/generation-request.ts';
+import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { OnnxRouter, type RouterJson } from '../src/edge/routing/router.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack, readJsonFile } from '../src/shared/model-pack.ts';

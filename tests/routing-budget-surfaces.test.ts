@@ -17,7 +17,7 @@ import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { usage } from '../src/edge/http/openai/openai-responses.ts';
 import type { DoneEvent } from '../src/edge/loop/generation-events.ts';
 import { MetricsRecorder, type GenerationMetrics } from '../src/edge/loop/generation-metrics.ts';
-import { readGenerationRequest } from '../src/edge/loop/generation-request-fields.ts';
+import { readGenerationRequest } from '../src/edge/request/generation-request-fields.ts';
 import type { RoutingBudgetReport } from '../src/edge/routing/routing-budget-report.ts';
 import type { RoutingStatus } from '../src/edge/routing/routing-status.ts';
 import { MetricsPanel } from '../views/run-fragments.tsx';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { DEFAULT_PRIOR_HIT_RATE, SpeculationPolicy } from '../src/edge/speculation/speculation-policy.ts';
+import { DEFAULT_PRIOR_HIT_RATE, SpeculationPolicy } from '../src/edge/loop/speculation/speculation-policy.ts';
 
 /** A policy whose running figures are exactly the given ones (weight 1: each observation replaces the estimate). */
 function measured(hitRate: number, roundTripMs: number, stepMs: number): SpeculationPolicy {

@@ -11,7 +11,7 @@ import { AppError } from '../shared/errors.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { SPECIAL_TOKENS_IN_MESSAGES, type SpecialTokensInMessages } from '../shared/chat-template.ts';
 import { DEMO } from '../shared/paths.ts';
-import { ROUTE_BUDGET_BOUNDS, type RouteBudget } from './loop/generation-request.ts';
+import { ROUTE_BUDGET_BOUNDS, type RouteBudget } from './request/generation-request.ts';
 
 export interface EdgeConfig {
   /** Address the web page and HTTP API listen on (the LAN). */

@@ -8,12 +8,12 @@ import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../shared/errors.ts';
 import { silentLogger, type Logger } from '../shared/logger.ts';
 import { BoxRouting } from './routing/box-routing.ts';
-import { SpeculationPolicy } from './speculation/speculation-policy.ts';
+import { SpeculationPolicy } from './loop/speculation/speculation-policy.ts';
 import type { CloudConnectionState } from './cloud/cloud-client.ts';
 import { generate, promptIdsOf, type EdgeEngine, type GenerationEvent, type LoopRequest } from './loop/decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
-import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest, type RouteBudget } from './loop/generation-request.ts';
+import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest, type RouteBudget } from './request/generation-request.ts';
 
 /**
  * What the runtime admits: the request limits, the generations at once, and the edge's routing budgets

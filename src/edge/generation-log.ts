@@ -10,7 +10,7 @@
 import { errorMessage, isAppError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { GenerationEvent } from './loop/decoder-loop.ts';
-import type { GenerationRequest } from './loop/generation-request.ts';
+import type { GenerationRequest } from './request/generation-request.ts';
 
 export async function* logGeneration(
   log: Logger,

@@ -1,7 +1,7 @@
 /** An edge runtime over the real demo packs, with the cloud pack served in process. */
 import type { CloudClient } from '../../src/edge/cloud/cloud-client.ts';
 import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
-import { DEFAULT_LIMITS, type RouteBudget } from '../../src/edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS, type RouteBudget } from '../../src/edge/request/generation-request.ts';
 import { loadRouter } from '../../src/edge/routing/router.ts';
 import { DecoderModel } from '../../src/shared/decoder-model.ts';
 import type { Logger } from '../../src/shared/logger.ts';

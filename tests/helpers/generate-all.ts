@@ -10,7 +10,7 @@
 import { expect } from 'bun:test';
 import type { DoneEvent, GenerationEvent, TokenEvent } from '../../src/edge/loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
-import type { RawGenerationRequest } from '../../src/edge/loop/generation-request.ts';
+import type { RawGenerationRequest } from '../../src/edge/request/generation-request.ts';
 
 /** Runs one generation to its end; `onToken` may act between tokens (the loop waits for it). Exactly one `done`, last. */
 export async function generateAll(runtime: EdgeRuntime, raw: RawGenerationRequest, onToken?: (token: TokenEvent, tokens: TokenEvent[]) => Promise<void>) {

@@ -21,7 +21,7 @@ import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
 import { CloudState, EndStatus, ErrorMessage, RunPanel } from '../../../views/run-fragments.tsx';
 import type { GenerationEvent } from '../loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
-import { readGenerationRequest } from '../loop/generation-request-fields.ts';
+import { readGenerationRequest } from '../request/generation-request-fields.ts';
 import { EdgeChat } from '../chat/edge-chat.ts';
 import { startFromBody } from './start-from-body.ts';
 import { tokenizeRoutes } from './tokenize-routes.ts';

@@ -20,7 +20,7 @@ import { ChatPage, ChatUnavailablePage } from '../../../views/chat-page.tsx';
 import type { FormDefaults } from '../../../views/generate-page.tsx';
 import type { EdgeChat } from '../chat/edge-chat.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
-import { readGenerationRequest } from '../loop/generation-request-fields.ts';
+import { readGenerationRequest } from '../request/generation-request-fields.ts';
 import { ChatStore } from './chat-store.ts';
 import { httpStatus } from './http-errors.ts';
 import type { PageRun, PendingRuns } from './pending-runs.ts';

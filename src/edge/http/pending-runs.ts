@@ -14,7 +14,7 @@
  * const turn = pending.add({ ...raw, prompt: text }, { promptIds: ids, chatTurn }); // a chat's turn (chat-routes.tsx)
  */
 import type { EdgeRuntime } from '../edge-runtime.ts';
-import type { GenerationRequest, RawGenerationRequest } from '../loop/generation-request.ts';
+import type { GenerationRequest, RawGenerationRequest } from '../request/generation-request.ts';
 
 const STREAM_GRACE_MS = 30_000;
 const MAX_WAITING = 32;

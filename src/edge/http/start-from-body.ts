@@ -9,7 +9,7 @@ import { AppError } from '../../shared/errors.ts';
 import type { EdgeChat } from '../chat/edge-chat.ts';
 import { readChatMessages } from '../chat/chat-messages.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
-import { readGenerationRequest, type RequestEncoding } from '../loop/generation-request-fields.ts';
+import { readGenerationRequest, type RequestEncoding } from '../request/generation-request-fields.ts';
 
 export function startFromBody(runtime: EdgeRuntime, chat: EdgeChat, body: Record<string, unknown>, encoding: RequestEncoding, id?: string): ReturnType<EdgeRuntime['start']> {
   if (!Object.hasOwn(body, 'messages')) return runtime.start(readGenerationRequest(body, encoding), id);

@@ -15,8 +15,8 @@ import type { CloudLoad } from '../cloud/cloud-client.ts';
 import type { LoopRequest, EdgeEngine } from './edge-engine.ts';
 import type { GenerationEvent, TokenEvent } from './generation-events.ts';
 import { checkCloudReply, elapsed, GenerationState, type Decision } from './generation-state.ts';
-import type { KeptPosition, Speculation } from '../speculation/speculation.ts';
-import { speculationFor } from '../speculation/speculation-chains.ts';
+import type { KeptPosition, Speculation } from './speculation/speculation.ts';
+import { speculationFor } from './speculation/speculation-chains.ts';
 
 export { encodePrompt, promptIdsOf, type EdgeEngine, type LoopRequest, type SpeculationSettings } from './edge-engine.ts';
 export type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from './generation-events.ts';

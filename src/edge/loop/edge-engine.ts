@@ -9,10 +9,10 @@ import type { DecodeScheduler } from '../../shared/scheduler/decode-scheduler.ts
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 import type { BoxRouting } from '../routing/box-routing.ts';
 import type { CloudClient } from '../cloud/cloud-client.ts';
-import type { GenerationRequest } from './generation-request.ts';
+import type { GenerationRequest } from '../request/generation-request.ts';
 import type { Router } from '../routing/router.ts';
 import type { RoutingStatusSource } from '../routing/routing-status.ts';
-import type { SpeculationPolicy } from '../speculation/speculation-policy.ts';
+import type { SpeculationPolicy } from './speculation/speculation-policy.ts';
 
 /**
  * How the edge decodes ahead while a routed step is on the network (requests with `speculate`). Every

@@ -1,6 +1,6 @@
 import { mean, percentile } from '../../shared/statistics.ts';
 import type { RoutingBudgetReport } from '../routing/routing-budget-report.ts';
-import type { SpeculationFigures } from '../speculation/speculation-policy.ts';
+import type { SpeculationFigures } from './speculation/speculation-policy.ts';
 
 /** The speculate setting a generation ran with: forced by the request, or decided per routed position (`auto`). */
 export type SpeculateSetting = 'on' | 'off' | 'auto';

@@ -11,7 +11,7 @@
  * box.status().expectedWaitMs; // 40
  */
 import type { CloudClient, CloudLoad } from '../cloud/cloud-client.ts';
-import type { RouteBudget } from '../loop/generation-request.ts';
+import type { RouteBudget } from '../request/generation-request.ts';
 import type { RoutingStatus, RoutingStatusSource } from './routing-status.ts';
 import { ScoreWindow } from './score-window.ts';
 import { TokenSpend } from './token-spend.ts';

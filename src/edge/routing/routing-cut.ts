@@ -17,7 +17,7 @@
  * cut.record(score, decision.routed, decision);
  */
 import type { BoxRouting } from './box-routing.ts';
-import type { GenerationRequest } from '../loop/generation-request.ts';
+import type { GenerationRequest } from '../request/generation-request.ts';
 import type { RoutingBudgetReport } from './routing-budget-report.ts';
 import { ShareCut, type ShareDecision } from './share-cut.ts';
 import type { StepOutcome } from './wait-budget.ts';

@@ -7,7 +7,7 @@
  * round.tokensPerSecond; // all users' tokens over the wall time of the round
  */
 import { generate, type EdgeEngine } from '../../edge/loop/decoder-loop.ts';
-import { parseGenerationRequest } from '../../edge/loop/generation-request.ts';
+import { parseGenerationRequest } from '../../edge/request/generation-request.ts';
 import { percentile } from '../../shared/statistics.ts';
 
 export interface ConcurrencyRoundOptions {

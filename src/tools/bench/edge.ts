@@ -12,7 +12,7 @@ import { basename, join } from 'node:path';
 import type { CloudClient, CloudConversation, CloudStepRequest } from '../../edge/cloud/cloud-client.ts';
 import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
 import { median } from '../../shared/statistics.ts';
-import { parseGenerationRequest, type Mode } from '../../edge/loop/generation-request.ts';
+import { parseGenerationRequest, type Mode } from '../../edge/request/generation-request.ts';
 import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';

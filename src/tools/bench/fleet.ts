@@ -20,7 +20,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { ROUTE_BUDGET_BOUNDS } from '../../edge/loop/generation-request.ts';
+import { ROUTE_BUDGET_BOUNDS } from '../../edge/request/generation-request.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { integerFlag, numberFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { lineChartsSvg } from '../eval/eval-plots.ts';

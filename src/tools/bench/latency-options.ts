@@ -6,7 +6,7 @@
  * const { options, json } = parseLatencyFlags(['--rtt-ms', '0', '--prompts', '2']);
  */
 import { join } from 'node:path';
-import { DEFAULT_LIMITS, ROUTE_BUDGET_BOUNDS } from '../../edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS, ROUTE_BUDGET_BOUNDS } from '../../edge/request/generation-request.ts';
 import type { ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';

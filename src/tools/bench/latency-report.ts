@@ -6,7 +6,7 @@
  * console.log(formatLatencyTable(await runLatencyBench(options)));
  */
 import type { GenerationMetrics } from '../../edge/loop/generation-metrics.ts';
-import type { Mode } from '../../edge/loop/generation-request.ts';
+import type { Mode } from '../../edge/request/generation-request.ts';
 import { mean, percentile } from '../../shared/statistics.ts';
 
 /** One routing setting: means per prompt unless the name says otherwise. */

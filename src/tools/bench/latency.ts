@@ -17,7 +17,7 @@ import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
 import { BoxRouting } from '../../edge/routing/box-routing.ts';
 import { interceptSteps, type CloudClient } from '../../edge/cloud/cloud-client.ts';
 import { generate, type DoneEvent, type EdgeEngine } from '../../edge/loop/decoder-loop.ts';
-import { parseGenerationRequest } from '../../edge/loop/generation-request.ts';
+import { parseGenerationRequest } from '../../edge/request/generation-request.ts';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
 import { AppError } from '../../shared/errors.ts';

@@ -29,7 +29,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { EdgeRuntime } from '../../edge/edge-runtime.ts';
-import { DEFAULT_LIMITS } from '../../edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS } from '../../edge/request/generation-request.ts';
 import { percentile, round } from '../../shared/statistics.ts';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { loadEdgeEngine, type LoadedEdgeEngine } from '../../edge/loop/load-edge-engine.ts';

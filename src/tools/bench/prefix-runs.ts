@@ -8,7 +8,7 @@
  */
 import { generate, type EdgeEngine } from '../../edge/loop/decoder-loop.ts';
 import type { GenerationMetrics } from '../../edge/loop/generation-metrics.ts';
-import { parseGenerationRequest } from '../../edge/loop/generation-request.ts';
+import { parseGenerationRequest } from '../../edge/request/generation-request.ts';
 import { AppError } from '../../shared/errors.ts';
 import { PrefixCache } from '../../shared/prefix-cache.ts';
 

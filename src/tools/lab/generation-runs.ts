@@ -9,7 +9,7 @@
  */
 import type { CloudClient } from '../../edge/cloud/cloud-client.ts';
 import { encodePrompt, generate, type LoopRequest, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
-import { DEFAULT_LIMITS, parseGenerationRequest, type GenerationLimits } from '../../edge/loop/generation-request.ts';
+import { DEFAULT_LIMITS, parseGenerationRequest, type GenerationLimits } from '../../edge/request/generation-request.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';

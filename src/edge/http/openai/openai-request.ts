@@ -14,7 +14,7 @@
 import { randomInt } from 'node:crypto';
 import type { ChatMessage } from '../../../shared/chat-template.ts';
 import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/routing-key.ts';
-import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../loop/generation-request.ts';
+import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../request/generation-request.ts';
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';
 

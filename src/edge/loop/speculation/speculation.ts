@@ -6,8 +6,8 @@
  * real one is SpeculationChains (speculation-chains.ts, with its conditional steps, and `speculationFor`,
  * which picks); `NO_SPECULATION` is what a request that does not speculate gets.
  */
-import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
-import type { AppendResult } from '../../shared/decoder-model.ts';
+import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../../cloud/cloud-client.ts';
+import type { AppendResult } from '../../../shared/decoder-model.ts';
 import type { SpeculativeStep } from './decode-ahead.ts';
 
 /** A position the edge decoded ahead and kept: its forward pass, router score and pick are done. */

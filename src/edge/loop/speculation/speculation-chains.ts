@@ -8,14 +8,14 @@
  * step that failed or came back skipped there is sent again as a plain step, so the cloud is asked at
  * every routed position exactly as without speculation.
  */
-import type { AppendResult } from '../../shared/decoder-model.ts';
-import { isAbortError } from '../../shared/errors.ts';
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
-import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
+import type { AppendResult } from '../../../shared/decoder-model.ts';
+import { isAbortError } from '../../../shared/errors.ts';
+import type { TokenSource } from '../../../shared/contract-vocabulary.ts';
+import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../../cloud/cloud-client.ts';
 import { decodeAhead, type SpeculativeStep } from './decode-ahead.ts';
-import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from '../loop/edge-engine.ts';
-import { elapsed, type GenerationState } from '../loop/generation-state.ts';
-import type { RoutingCut } from '../routing/routing-cut.ts';
+import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from '../edge-engine.ts';
+import { elapsed, type GenerationState } from '../generation-state.ts';
+import type { RoutingCut } from '../../routing/routing-cut.ts';
 import { NO_SPECULATION, type KeptPosition, type Settled, type Speculation } from './speculation.ts';
 import { SpeculationPolicy } from './speculation-policy.ts';
 
