@@ -147,3 +147,21 @@ describe('the evaluation through a chat template', () => {
     expect(formatMarkdown(report)).toContain("2 questions, each a user message through the edge pack's chat template");
   }, 60_000);
 });
+
+describe("the edge's --chat-template in the tools", () => {
+  test('CommonsenseQA asks through the named template where the pack has none; a chat dataset trains through it too', async () => {
+    const demo = await ensureDemoPacks();
+    const tokenizer = await TextTokenizer.fromPack(demo.edgePack);
+    const question = questions[0]!;
+    expect(choicePrompts({ tokenizer }, [question]).format).toBe('plain');
+    const chatml = choicePrompts({ tokenizer }, [question], 'chatml');
+    expect(chatml.format).toBe('chat-template');
+    expect((chatml.prompts[0] as { text: string }).text).toBe(`<|im_start|>user\n${buildChoiceMessage(question)}<|im_end|>\n<|im_start|>assistant\n`);
+    expect(parseEvalOptions(['--dataset', 'x.jsonl', '--chat-template', 'chatml'], {}).chatTemplate).toBe('chatml');
+
+    const { chatTemplateFor } = await import('../src/tools/lab/training-documents.ts');
+    const corpus = { kind: 'chat', path: 'chats.jsonl' } as Parameters<typeof chatTemplateFor>[0];
+    expect(() => chatTemplateFor(corpus, tokenizer, demo.edgePack)).toThrow('has no chat template');
+    expect(chatTemplateFor(corpus, tokenizer, demo.edgePack, 'chatml')!.render([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: false })).toBe('<|im_start|>user\nHi<|im_end|>\n');
+  });
+});

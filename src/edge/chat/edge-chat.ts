@@ -41,8 +41,7 @@ export class EdgeChat {
   /** A `--chat-template` that cannot be read or parsed stops the start (the operator asked for it); the pack's own costs only the chat. */
   static load(tokenizer: TextTokenizer, options: EdgeChatOptions): EdgeChat {
     const special = options.specialTokens ?? 'text';
-    const tokens = { bosToken: text(tokenizer, tokenizer.bosId), eosToken: text(tokenizer, tokenizer.eosIds[0]) };
-    if (options.template !== undefined) return new EdgeChat(ChatTemplate.parse(templateSource(options.template), tokens), tokenizer, special, '');
+    if (options.template !== undefined) return new EdgeChat(chatTemplateOption(tokenizer, options.template), tokenizer, special, '');
     try {
       const own = ChatTemplate.ofTokenizer(tokenizer);
       if (own) return new EdgeChat(own, tokenizer, special, '');
@@ -62,6 +61,14 @@ export class EdgeChat {
     if (messages.length === 0) throw new AppError('INVALID_ARGUMENT', 'messages must hold at least one message');
     return this.template.encode(messages, this.tokenizer, { specialTokensInMessages: this.specialTokens });
   }
+}
+
+/**
+ * The template `--chat-template` names (a Jinja file, or `chatml`), with the tokenizer's BOS and EOS text: the
+ * edge's, and the tools' where they render a conversation as the deployed edge does.
+ */
+export function chatTemplateOption(tokenizer: TextTokenizer, option: string): ChatTemplate {
+  return ChatTemplate.parse(templateSource(option), { bosToken: text(tokenizer, tokenizer.bosId), eosToken: text(tokenizer, tokenizer.eosIds[0]) });
 }
 
 function text(tokenizer: TextTokenizer, id: number | undefined): string | undefined {

@@ -10,6 +10,7 @@
  * share, and with the edge model's top-1 probability at the threshold whose runs route the share
  * closest to it.
  */
+import { chatTemplateOption } from '../../edge/chat/edge-chat.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { ProbeRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
@@ -28,6 +29,8 @@ export interface ChoiceEvalOptions {
   calibrationRuns: number;
   tolerance: number;
   progress?: ProgressReporter;
+  /** The edge's --chat-template (a Jinja file, or `chatml`); the pack's own template when absent. */
+  chatTemplate?: string;
 }
 
 export interface ChoicePoint {
@@ -89,8 +92,9 @@ const EXAMPLES = 3;
 export function choicePrompts(
   edge: Pick<EvalEdge, 'tokenizer'>,
   questions: readonly MultipleChoiceQuestion[],
+  chatTemplate?: string,
 ): { format: ChoicePromptFormat; prompts: Prompt[]; stop: string[]; extract: Extract } {
-  const template = ChatTemplate.ofTokenizer(edge.tokenizer);
+  const template = chatTemplate === undefined ? ChatTemplate.ofTokenizer(edge.tokenizer) : chatTemplateOption(edge.tokenizer, chatTemplate);
   if (!template) return { format: 'plain', prompts: questions.map(buildChoicePrompt), stop: CHOICE_STOP, extract: extractAnswer };
   const prompts = questions.map((q) => template.encode([{ role: 'user', content: buildChoiceMessage(q) }], edge.tokenizer, { addGenerationPrompt: true }));
   return { format: 'chat-template', prompts, stop: [], extract: extractChatAnswer };
@@ -98,7 +102,7 @@ export function choicePrompts(
 
 export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalResult> {
   const { edge, questions, progress } = o;
-  const { format, prompts, stop, extract } = choicePrompts(edge, questions);
+  const { format, prompts, stop, extract } = choicePrompts(edge, questions, o.chatTemplate);
   const settings = { maxNewTokens: o.maxNewTokens, stop };
   const measured = new Map<string, Promise<ScoredRun>>();
   const runWith = (key: string, router: () => Router, threshold: number) => {

@@ -30,6 +30,8 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
                           (old names: --slm-file, --llm-file)
   --router DIR|builtin    trained router pack (default models/router-stories260k-distilled-1l); builtin = the edge
                           model's top-1 probability
+  --chat-template F       CommonsenseQA through this chat template (a Jinja file, or chatml; the edge's
+                          --chat-template) instead of the edge pack's own
   --thresholds LIST       comma-separated thresholds in [0, 1] (default 0,0.1,...,1)
   --limit N               use the first N questions / held-out paragraphs (default all)
   --split MODE            text: auto (default; printed), endoftext (<|endoftext|> between documents),
@@ -57,6 +59,8 @@ export interface EvalOptions {
   cloudModel: string;
   /** A running shim to use instead of `cloudModel` (tool-cloud.ts). */
   cloud?: ShimScorerOptions;
+  /** The questions' chat template when not the edge pack's own (the edge's --chat-template). */
+  chatTemplate?: string;
   /** The packs' ONNX files (a hub folder holds several variants); `model.onnx` when omitted. */
   edgeModelFile?: string;
   cloudModelFile?: string;
@@ -112,6 +116,7 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     ...CLOUD_FLAGS,
     'edge-model-file': { type: 'string' },
     router: { type: 'string' },
+    'chat-template': { type: 'string' },
     thresholds: { type: 'string' },
     limit: { type: 'string' },
     'from-fraction': { type: 'string' },
@@ -146,6 +151,7 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     edgeModel: values['edge-model'] ?? DEMO.edgePack,
     cloudModel: values['cloud-model'] ?? DEMO.cloudPack,
     ...('shim' in cloud ? { cloud: cloud.shim } : {}),
+    ...(values['chat-template'] ? { chatTemplate: values['chat-template'] } : {}),
     ...(values['edge-model-file'] ? { edgeModelFile: values['edge-model-file'] } : {}),
     ...(values['cloud-model-file'] ? { cloudModelFile: values['cloud-model-file'] } : {}),
     routerPack: router === 'builtin' ? undefined : router,

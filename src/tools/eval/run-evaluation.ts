@@ -124,6 +124,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
       calibrationRuns: o.calibrationRuns,
       tolerance: o.tolerance,
       progress,
+      ...(o.chatTemplate ? { chatTemplate: o.chatTemplate } : {}),
     });
     return { ...common, selection: `questions 1–${questions.length} of ${dataset.questions.length}`, result };
   } finally {

@@ -10,6 +10,7 @@
  * const documents = trainingDocuments(corpus, { edgeModel, tokenizer }, template);
  * await teacherForceSequences({ edgeModel, cloud, sequences: documents.sequences([0, 1, 2]) });
  */
+import { chatTemplateOption } from '../../edge/chat/edge-chat.ts';
 import { encodePrompt } from '../../edge/loop/decoder-loop.ts';
 import { ChatTemplate } from '../../shared/chat-template.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
@@ -29,9 +30,10 @@ export interface TrainingDocuments {
 }
 
 /** The edge pack's chat template for a chat dataset (a clear error when it has none); undefined for text. */
-export function chatTemplateFor(corpus: TrainingCorpus, tokenizer: TextTokenizer, packDir: string): ChatTemplate | undefined {
+export function chatTemplateFor(corpus: TrainingCorpus, tokenizer: TextTokenizer, packDir: string, option?: string): ChatTemplate | undefined {
   if (corpus.kind === 'text') return undefined;
-  const template = ChatTemplate.ofTokenizer(tokenizer);
+  // The edge's --chat-template, when the deployment names one: train in the format it serves.
+  const template = option === undefined ? ChatTemplate.ofTokenizer(tokenizer) : chatTemplateOption(tokenizer, option);
   if (!template) {
     throw new AppError(
       'INVALID_ARGUMENT',

@@ -45,6 +45,9 @@ const USAGE = `usage: bun run router <command> [flags]
       routed ratio and next-token accuracy per threshold on the paragraphs (or a chat dataset's conversations,
       at the assistant's tokens) after the first train-fraction (the packs default to the ones router.json names)
 
+  --chat-template FILE|chatml (train and eval): a chat dataset's template when the edge serves another than its
+  pack's own (the edge's --chat-template), so the router learns the format the edge serves.
+
   --cloud HOST:PORT uses a running shim for the cloud model instead of a pack in this process, whatever its
   backend (SGLang, an OpenAI-compatible server, embedded): teacher forcing through its Score call, on-policy
   rollouts through the real decoding loop routing to it; --cloud-token T (or EDGE_CLOUD_TOKEN) and
@@ -82,6 +85,7 @@ async function trainCommand(args: string[]): Promise<void> {
     ...CLOUD_FLAGS,
     'edge-model-file': { type: 'string' },
     text: { type: 'string' },
+    'chat-template': { type: 'string' },
     out: { type: 'string' },
     'train-fraction': { type: 'string' },
     seed: { type: 'string' },
@@ -103,6 +107,7 @@ async function trainCommand(args: string[]): Promise<void> {
       ...('shim' in cloud ? { cloud: cloud.shim } : { cloudModel: cloud.pack as string, cloudModelFile: cloud.file }),
       edgeModelFile: values['edge-model-file'],
       text: requireFlag(values, 'text'),
+      ...(values['chat-template'] ? { chatTemplate: values['chat-template'] } : {}),
       out: requireFlag(values, 'out'),
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
       seed: integerFlag(values, 'seed', 0)!,
@@ -130,6 +135,7 @@ async function evalCommand(args: string[]): Promise<void> {
     ...CLOUD_FLAGS,
     'edge-model-file': { type: 'string' },
     text: { type: 'string' },
+    'chat-template': { type: 'string' },
     'train-fraction': { type: 'string' },
     json: { type: 'boolean' },
   });
@@ -142,6 +148,7 @@ async function evalCommand(args: string[]): Promise<void> {
       ...(cloud === undefined ? { cloudModelFile: values['cloud-model-file'] } : 'shim' in cloud ? { cloud: cloud.shim } : { cloudModel: cloud.pack as string, cloudModelFile: cloud.file }),
       edgeModelFile: values['edge-model-file'],
       text: requireFlag(values, 'text'),
+      ...(values['chat-template'] ? { chatTemplate: values['chat-template'] } : {}),
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
       thresholds: DEFAULT_THRESHOLDS,
     },

@@ -33,6 +33,8 @@ export interface EvaluateRouterOptions {
   edgeModelFile?: string;
   cloudModelFile?: string;
   text: string;
+  /** A chat dataset's template when not the edge pack's own (the edge's --chat-template). */
+  chatTemplate?: string;
   trainFraction: number;
   thresholds?: readonly number[];
 }
@@ -57,7 +59,7 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   const { heldOut } = splitByParagraph(Array.from({ length: count }, (_, i) => i), o.trainFraction);
   if (heldOut.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.text}: no ${noun}s after the first ${o.trainFraction}`);
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
-  const template = chatTemplateFor(corpus, tokenizer, edgePack.dir);
+  const template = chatTemplateFor(corpus, tokenizer, edgePack.dir, o.chatTemplate);
   const edge = await DecoderModel.load(edgePack);
   let forced: TeacherForced;
   try {

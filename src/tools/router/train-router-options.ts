@@ -81,6 +81,8 @@ export interface TrainRouterOptions {
   edgeModelFile?: string;
   cloudModelFile?: string;
   text: string;
+  /** A chat dataset's template when not the edge pack's own: the edge's --chat-template (a Jinja file, or `chatml`). */
+  chatTemplate?: string;
   out: string;
   /** The first fraction of the paragraphs (by order) is trained on; the rest is held out. */
   trainFraction: number;

@@ -122,7 +122,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const validation = validationParagraphs(train.length, o.seed);
 
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
-  const template = chatTemplateFor(corpus, tokenizer, edgePack.dir);
+  const template = chatTemplateFor(corpus, tokenizer, edgePack.dir, o.chatTemplate);
   const edgeModel = await DecoderModel.load(edgePack);
   const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: o.cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer).catch(async (e: unknown) => {
     await edgeModel.release();
