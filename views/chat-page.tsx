@@ -10,6 +10,7 @@ import { ChatIdInput, EmptyChat, SendButton } from './chat-fragments.tsx';
 import type { FormDefaults } from './generate-page.tsx';
 import { Layout } from './layout.tsx';
 import { ErrorMessage } from './run-fragments.tsx';
+import { MaxNewTokensInput, ModeChoice, TemperatureInput, ThresholdSlider } from './run-settings.tsx';
 
 export function ChatPage(props: { defaults: FormDefaults }) {
   return (
@@ -56,41 +57,10 @@ function ChatSettings(props: { defaults: FormDefaults }) {
           <label for="system">System prompt</label>
           <textarea id="system" name="system" rows={2} placeholder="none"></textarea>
         </div>
-        <fieldset>
-          <legend>Mode</legend>
-          <label>
-            <input type="radio" name="mode" value="joint" checked /> joint
-          </label>
-          <label>
-            <input type="radio" name="mode" value="small_only" /> small_only
-          </label>
-          <label>
-            <input type="radio" name="mode" value="llm_only" /> llm_only
-          </label>
-        </fieldset>
-        <div>
-          <label for="chat-threshold">
-            Threshold τ: <output id="chat-threshold-value" for="chat-threshold">{defaults.threshold.toFixed(2)}</output>
-          </label>
-          <input
-            id="chat-threshold"
-            name="threshold"
-            type="range"
-            min="0"
-            max="1"
-            step="0.01"
-            value={String(defaults.threshold)}
-            oninput="document.getElementById('chat-threshold-value').value = Number(this.value).toFixed(2)"
-          />
-        </div>
-        <div>
-          <label for="chat-max-new-tokens">Max new tokens</label>
-          <input id="chat-max-new-tokens" name="max_new_tokens" type="number" min="1" max={String(defaults.maxNewTokensLimit)} value={String(defaults.maxNewTokens)} />
-        </div>
-        <div>
-          <label for="chat-temperature">Temperature</label>
-          <input id="chat-temperature" name="temperature" type="number" min="0" max="5" step="0.1" value="0" />
-        </div>
+        <ModeChoice />
+        <ThresholdSlider id="chat-threshold" threshold={defaults.threshold} />
+        <MaxNewTokensInput id="chat-max-new-tokens" value={defaults.maxNewTokens} limit={defaults.maxNewTokensLimit} />
+        <TemperatureInput id="chat-temperature" />
         <BudgetFields budget={defaults.budget} />
       </div>
     </details>

@@ -2,6 +2,7 @@
 /** The generate and compare pages: the same controls, one or two output panels. */
 import type { ViewRouteBudget as RouteBudget } from './view-model.ts';
 import { Layout } from './layout.tsx';
+import { MaxNewTokensInput, ModeChoice, TemperatureInput, ThresholdSlider } from './run-settings.tsx';
 
 export interface FormDefaults {
   threshold: number;
@@ -25,50 +26,11 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
           Once upon a time
         </textarea>
       </div>
-      <div>
-        <label for="threshold">
-          Threshold τ: <output id="threshold-value" for="threshold">{defaults.threshold.toFixed(2)}</output>
-        </label>
-        <input
-          id="threshold"
-          name="threshold"
-          type="range"
-          min="0"
-          max="1"
-          step="0.01"
-          value={String(defaults.threshold)}
-          oninput="document.getElementById('threshold-value').value = Number(this.value).toFixed(2)"
-          aria-describedby="threshold-help"
-        />
-        <small id="threshold-help" class="legend">
-          a token goes to the cloud when the router's score is below τ
-        </small>
-      </div>
-      {props.compare ? (
-        <input type="hidden" name="mode" value="joint" />
-      ) : (
-        <fieldset>
-          <legend>Mode</legend>
-          <label>
-            <input type="radio" name="mode" value="joint" checked /> joint
-          </label>
-          <label>
-            <input type="radio" name="mode" value="small_only" /> small_only <small class="legend">edge model alone</small>
-          </label>
-          <label>
-            <input type="radio" name="mode" value="llm_only" /> llm_only <small class="legend">cloud model alone</small>
-          </label>
-        </fieldset>
-      )}
+      <ThresholdSlider id="threshold" threshold={defaults.threshold} help="a token goes to the cloud when the router's score is below τ" />
+      {props.compare ? <input type="hidden" name="mode" value="joint" /> : <ModeChoice explained />}
       <BudgetInputs budget={defaults.budget} />
-      <div>
-        <label for="max_new_tokens">Max new tokens</label>
-        <input id="max_new_tokens" name="max_new_tokens" type="number" min="1" max={String(defaults.maxNewTokensLimit)} value={String(defaults.maxNewTokens)} />
-      </div>
-      <div>
-        <label for="temperature">Temperature</label>
-        <input id="temperature" name="temperature" type="number" min="0" max="5" step="0.1" value="0" />
-      </div>
+      <MaxNewTokensInput id="max_new_tokens" value={defaults.maxNewTokens} limit={defaults.maxNewTokensLimit} />
+      <TemperatureInput id="temperature" />
       <div>
         <label for="speculate">Decode ahead while the cloud answers</label>
         <select id="speculate" name="speculate">
