@@ -1,7 +1,6 @@
 /** What `models prepare` prints: the layout chosen and why, the files, and the command that runs the pack. */
 import { basename } from 'node:path';
 import { DEFAULT_MODEL_FILE } from '../../shared/model-pack.ts';
-import { CHAT_TEMPLATE_FILE } from './chat-template-file.ts';
 import { formatExposeResult } from './expose-hidden.ts';
 import { formatOptimizeResult } from './optimize.ts';
 import type { PrepareResult } from './prepare.ts';
@@ -20,7 +19,6 @@ export function formatPrepareResult(r: PrepareResult): string {
     lines.push(`  vocabulary: config.json's vocab_size ${String(r.vocabSize ?? 'not given')}, the tokenizer's ${r.tokenizerVocabSize} tokens`);
   }
   if (r.layout !== 'fused') lines.push(`  copied ${r.copied.join(', ')}`);
-  if (r.chatTemplateEmbedded) lines.push(`  ${CHAT_TEMPLATE_FILE} written into tokenizer_config.json's chat_template, where the project's tokenizer reads it`);
   lines.push(...leftOutLines(r.leftOut));
   if (r.layout === 'cloud-only') {
     lines.push('run the shim with it (or --backend openai):', `  bun run shim -- --backend sglang --backend-url http://HOST:PORT --model-pack ${r.output}`);

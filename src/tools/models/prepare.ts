@@ -10,8 +10,8 @@
  * model, and the shim reads only config.json (vocabulary, context length) and the tokenizer files, so no
  * ONNX file is copied.
  *
- * Config, generation config, tokenizer files and chat template come along (a chat_template.jinja also
- * into tokenizer_config.json, chat-template-file.ts); every ONNX file of the result is checked to load
+ * Config, generation config, tokenizer files and chat template come along (the tokenizer reads a
+ * chat_template.jinja beside its config, as transformers does); every ONNX file of the result is checked to load
  * as a pack, and so is its tokenizer. Written atomically: a refusal or failure leaves no folder behind,
  * and an older pack at the output stays.
  *
@@ -25,7 +25,6 @@ import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, modelFiles } from '../../shared/model-pack.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { writeFolderAtomically } from './atomic-output.ts';
-import { embedChatTemplate } from './chat-template-file.ts';
 import { readHubFolder, type HubFolder } from './hub-folder.ts';
 import { copyHubFiles } from './optimize.ts';
 import { PACK_SOURCE_FILE } from './pack-writer.ts';
@@ -54,7 +53,6 @@ export type PrepareResult = (FusedBuild | PlainBuild | CloudOnlyBuild) & {
   /** Files copied from the hub folder as they are (config.json first). */
   copied: string[];
   /** A chat_template.jinja was written into the pack's tokenizer_config.json. */
-  chatTemplateEmbedded: boolean;
   /** config.json's vocab_size and the tokenizer's own count. */
   vocabSize: unknown;
   tokenizerVocabSize: number;
@@ -65,7 +63,6 @@ export async function preparePack(options: PrepareOptions): Promise<PrepareResul
   const hub = await readHubFolder(options.input, { needOnnx: !options.cloudOnly });
   refuseOutputOverHub(options.output, hub);
   let built: FusedBuild | PlainBuild | CloudOnlyBuild | undefined;
-  let chatTemplateEmbedded = false;
   const copied = ['config.json', ...hub.metadata];
   await writeFolderAtomically(options.output, async (dir) => {
     if (options.cloudOnly) {
@@ -76,11 +73,10 @@ export async function preparePack(options: PrepareOptions): Promise<PrepareResul
       if (!('layout' in fused)) copyHubFiles(hub.dir, dir, copied);
       built = 'layout' in fused ? fused : await buildPlain(hub, dir, options.dtype, fused.whyNotFused);
     }
-    chatTemplateEmbedded = embedChatTemplate(dir);
     await checkPack(dir);
     writeFileSync(join(dir, PACK_SOURCE_FILE), `${JSON.stringify(packSource(dir, hub, built, options.dtype), null, 2)}\n`);
   });
-  return { ...built!, hub: hub.dir, output: options.output, copied, chatTemplateEmbedded, vocabSize: hub.config.vocab_size, tokenizerVocabSize: hub.tokenizer.vocabSize };
+  return { ...built!, hub: hub.dir, output: options.output, copied, vocabSize: hub.config.vocab_size, tokenizerVocabSize: hub.tokenizer.vocabSize };
 }
 
 /** The output folder is replaced whole: one that is, or holds, the folder being read would lose it. */
