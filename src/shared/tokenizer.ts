@@ -35,7 +35,6 @@ export interface TextSpan {
   end: number;
 }
 
-
 /** Special-token fields of tokenizer_config.json: a string, an AddedToken object, or null. */
 type SpecialTokenField = string | { content: string } | null | undefined;
 
@@ -47,8 +46,6 @@ interface TokenizerConfigFields {
   model_max_length?: number;
   chat_template?: unknown;
 }
-
-
 
 function specialTokenContent(field: SpecialTokenField): string | undefined {
   if (typeof field === 'string') return field;
@@ -140,7 +137,11 @@ export class TextTokenizer {
 
   encode(text: string, options: EncodeOptions = {}): number[] {
     const { addBos = this.addBosByDefault, parseSpecialTokens = true } = options;
-    const ids = parseSpecialTokens ? this.hf.encode(text, { add_special_tokens: false }).ids : this.encodePlain(text);
+    return this.withBos(parseSpecialTokens ? this.hf.encode(text, { add_special_tokens: false }).ids : this.encodePlain(text), addBos);
+  }
+
+  /** `ids`, after the BOS token when `addBos`. */
+  private withBos(ids: number[], addBos: boolean): number[] {
     if (!addBos) return ids;
     if (this.bosId === undefined) throw new AppError('FAILED_PRECONDITION', 'this tokenizer has no BOS token');
     return [this.bosId, ...ids];
@@ -168,10 +169,7 @@ export class TextTokenizer {
       from = marker.end;
     }
     if (from < text.length) ids.push(...this.encodePlain(text.slice(from), section));
-    const { addBos = this.addBosByDefault } = options;
-    if (!addBos) return ids;
-    if (this.bosId === undefined) throw new AppError('FAILED_PRECONDITION', 'this tokenizer has no BOS token');
-    return [this.bosId, ...ids];
+    return this.withBos(ids, options.addBos ?? this.addBosByDefault);
   }
 
   /** Whether `text` holds the text of an added token (special or not), which `encode` would parse. */

@@ -9,8 +9,8 @@
 import type { ChatMessage } from '../../shared/chat-template.ts';
 import { AppError } from '../../shared/errors.ts';
 
-/** A Map: a role named `constructor` or `__proto__` is a role like any other, and refused. */
-const ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([
+/** A Map: a role named `constructor` or `__proto__` is a role like any other, and refused. The OpenAI API reads the same. */
+export const CHAT_ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([
   ['system', 'system'],
   ['developer', 'system'],
   ['user', 'user'],
@@ -28,8 +28,8 @@ export function readChatMessages(value: unknown): ChatMessage[] {
     const fields = message as Record<string, unknown>;
     const extra = Object.keys(fields).filter((k) => k !== 'role' && k !== 'content');
     if (extra.length > 0) invalid(`messages[${i}] has an unknown field ${JSON.stringify(extra[0])}; a message is {role, content}`);
-    const role = typeof fields.role === 'string' ? ROLES.get(fields.role) : undefined;
-    if (role === undefined) invalid(`messages[${i}].role must be one of ${[...ROLES.keys()].join(', ')}, got ${JSON.stringify(fields.role)}`);
+    const role = typeof fields.role === 'string' ? CHAT_ROLES.get(fields.role) : undefined;
+    if (role === undefined) invalid(`messages[${i}].role must be one of ${[...CHAT_ROLES.keys()].join(', ')}, got ${JSON.stringify(fields.role)}`);
     if (typeof fields.content !== 'string') invalid(`messages[${i}].content must be a string, got ${JSON.stringify(fields.content) ?? 'nothing'}`);
     return { role, content: fields.content };
   });

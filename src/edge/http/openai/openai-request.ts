@@ -17,6 +17,7 @@ import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/routi
 import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../request/generation-request.ts';
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';
+import { CHAT_ROLES } from '../../chat/chat-messages.ts';
 
 /** What both endpoints share once parsed. */
 export interface OpenAIRequest {
@@ -142,14 +143,6 @@ function parseOnePrompt(value: unknown): string | number[] {
   throw new OpenAIParamError('prompt', 'prompt must be a string or a non-empty list of token ids (non-negative integers), or a list of one of them');
 }
 
-/** A Map, not an object: `role in {...}` would take `toString` or `__proto__` for a role. */
-const ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([
-  ['system', 'system'],
-  ['developer', 'system'],
-  ['user', 'user'],
-  ['assistant', 'assistant'],
-]);
-
 /** Text-only chat messages; `developer` is OpenAI's newer name for `system`. */
 function parseMessages(value: unknown): ChatMessage[] {
   if (value === undefined) throw new OpenAIParamError('messages', 'messages is required');
@@ -161,9 +154,9 @@ function parseMessages(value: unknown): ChatMessage[] {
     for (const key of Object.keys(fields)) {
       if (!['role', 'content', 'name'].includes(key)) throw new OpenAIParamError(`${at}.${key}`, `unsupported parameter: ${at}.${key} is not supported by this edge (text messages only)`);
     }
-    const role = typeof fields.role === 'string' ? ROLES.get(fields.role) : undefined;
+    const role = typeof fields.role === 'string' ? CHAT_ROLES.get(fields.role) : undefined;
     if (role === undefined) {
-      throw new OpenAIParamError(`${at}.role`, `${at}.role must be one of ${[...ROLES.keys()].join(', ')}, got ${show(fields.role)}`);
+      throw new OpenAIParamError(`${at}.role`, `${at}.role must be one of ${[...CHAT_ROLES.keys()].join(', ')}, got ${show(fields.role)}`);
     }
     return { role, content: messageText(fields.content, `${at}.content`) };
   });
