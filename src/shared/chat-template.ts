@@ -53,9 +53,13 @@ export class ChatTemplate {
 
   /** The template of a tokenizer's config with its BOS and EOS text; undefined when it has none. */
   static ofTokenizer(tokenizer: TextTokenizer): ChatTemplate | undefined {
-    if (tokenizer.chatTemplate === undefined) return undefined;
+    return tokenizer.chatTemplate === undefined ? undefined : ChatTemplate.forTokenizer(tokenizer.chatTemplate, tokenizer);
+  }
+
+  /** `source` (a template's Jinja text) with `tokenizer`'s BOS and EOS text, as its own template would get them. */
+  static forTokenizer(source: string, tokenizer: TextTokenizer): ChatTemplate {
     const text = (id: number | undefined) => (id === undefined ? undefined : tokenizer.idToToken(id));
-    return ChatTemplate.parse(tokenizer.chatTemplate, { bosToken: text(tokenizer.bosId), eosToken: text(tokenizer.eosIds[0]) });
+    return ChatTemplate.parse(source, { bosToken: text(tokenizer.bosId), eosToken: text(tokenizer.eosIds[0]) });
   }
 
   /**

@@ -6,12 +6,14 @@
  *
  * @example
  * const chat = EdgeChat.load(tokenizer, { modelName: 'qwen-0.5b' });
- * const { text, ids } = chat.prompt([{ role: 'user', content: 'Hi' }]); // runtime.start({ ...raw, prompt: text }, id, ids)
+ * const run = chat.start(runtime, [{ role: 'user', content: 'Hi' }], raw); // from chat.prompt(messages)'s ids
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { ChatTemplate, type ChatMessage, type SpecialTokensInMessages } from '../../shared/chat-template.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { EdgeRuntime } from '../edge-runtime.ts';
+import type { RawGenerationRequest } from '../request/generation-request.ts';
 
 /**
  * ChatML as Qwen2.5-Instruct writes it, without its default system prompt: for `--chat-template chatml`,
@@ -61,6 +63,12 @@ export class EdgeChat {
     if (messages.length === 0) throw new AppError('INVALID_ARGUMENT', 'messages must hold at least one message');
     return this.template.encode(messages, this.tokenizer, { specialTokensInMessages: this.specialTokens });
   }
+
+  /** A generation of the conversation's next assistant turn: from the template's ids, its text as the prompt. */
+  start(runtime: Pick<EdgeRuntime, 'start'>, messages: readonly ChatMessage[], raw: RawGenerationRequest, id?: string): ReturnType<EdgeRuntime['start']> {
+    const { text, ids } = this.prompt(messages);
+    return runtime.start({ ...raw, prompt: text }, id, ids);
+  }
 }
 
 /**
@@ -68,11 +76,7 @@ export class EdgeChat {
  * edge's, and the tools' where they render a conversation as the deployed edge does.
  */
 export function chatTemplateOption(tokenizer: TextTokenizer, option: string): ChatTemplate {
-  return ChatTemplate.parse(templateSource(option), { bosToken: text(tokenizer, tokenizer.bosId), eosToken: text(tokenizer, tokenizer.eosIds[0]) });
-}
-
-function text(tokenizer: TextTokenizer, id: number | undefined): string | undefined {
-  return id === undefined ? undefined : tokenizer.idToToken(id);
+  return ChatTemplate.forTokenizer(templateSource(option), tokenizer);
 }
 
 function templateSource(option: string): string {

@@ -128,8 +128,7 @@ export class EdgeGrpcServer {
     if (request.messages.length === 0) return this.runtime.start(toRawRequest(request));
     if (request.prompt !== '') throw new AppError('INVALID_ARGUMENT', 'give either prompt or messages, not both');
     const messages = readChatMessages(request.messages.map(({ role, content }) => ({ role, content })));
-    const { text, ids } = this.chat.prompt(messages);
-    return this.runtime.start({ ...toRawRequest({ ...request, prompt: text }), prompt: text }, undefined, ids);
+    return this.chat.start(this.runtime, messages, toRawRequest(request));
   }
 
   /** Stops accepting calls, lets running streams finish with their final event, then closes. */

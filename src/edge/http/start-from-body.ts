@@ -16,8 +16,5 @@ export function startFromBody(runtime: EdgeRuntime, chat: EdgeChat, body: Record
   const { messages, ...fields } = body;
   if (encoding === 'form') throw new AppError('INVALID_ARGUMENT', 'messages are sent as JSON (Content-Type: application/json), not as a form field');
   if (Object.hasOwn(fields, 'prompt')) throw new AppError('INVALID_ARGUMENT', 'give either prompt or messages, not both');
-  const conversation = readChatMessages(messages);
-  const raw = readGenerationRequest(fields, encoding);
-  const { text, ids } = chat.prompt(conversation);
-  return runtime.start({ ...raw, prompt: text }, id, ids);
+  return chat.start(runtime, readChatMessages(messages), readGenerationRequest(fields, encoding), id);
 }

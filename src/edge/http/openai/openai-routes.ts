@@ -85,8 +85,7 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
     checkModel(request.model);
     if (!chat.available) throw new OpenAIParamError('messages', `${chat.problem} (to /v1/completions)`);
     // The template's special tokens (<|im_start|>, BOS...) become their ids; a message's stay text unless configured.
-    const { text: prompt, ids } = chat.prompt(request.messages);
-    return respond(c, CHAT, request, runtime.start({ ...request.raw, prompt }, undefined, ids));
+    return respond(c, CHAT, request, chat.start(runtime, request.messages, request.raw));
   });
 
   api.all('*', (c) => {
