@@ -4,7 +4,8 @@
  */
 import { afterAll, expect, test } from 'bun:test';
 import { SglangBackend } from '../src/cloud/sglang-backend.ts';
-import { nextFakeId, serveSglangFake, ServiceSlots } from '../src/tools/bench/sglang-service-fake.ts';
+import { nextFakeId, serveSglangFake } from '../src/tools/bench/sglang-service-fake.ts';
+import { FifoSlots } from '../src/shared/fifo-slots.ts';
 
 const fake = serveSglangFake({ vocabSize: 512, maxContext: 64, serviceMs: 5, prefillMsPerToken: 0, cacheTokens: 1_000 });
 afterAll(() => fake.stop());
@@ -90,8 +91,8 @@ test("the shim's SGLang backend reads the fake's replies, streaming and not, ali
   }
 });
 
-test('ServiceSlots: at most N at once, the rest granted in arrival order as slots free up', async () => {
-  const slots = new ServiceSlots(2);
+test('FifoSlots: at most N at once, the rest granted in arrival order as slots free up', async () => {
+  const slots = new FifoSlots(2);
   const granted: string[] = [];
   const take = (name: string) => slots.acquire().then((release) => (granted.push(name), release));
   const [a, b] = await Promise.all([take('a'), take('b')]);
@@ -110,7 +111,22 @@ test('ServiceSlots: at most N at once, the rest granted in arrival order as slot
   (await c)();
   expect(granted).toEqual(['a', 'b', 'c', 'd']);
   expect(slots.load).toEqual({ serving: 0, waiting: 0 });
-  expect(() => new ServiceSlots(0)).toThrow('slots must be an integer ≥ 1, got 0');
+  expect(() => new FifoSlots(0)).toThrow('slots must be an integer ≥ 1, got 0');
+});
+
+test('FifoSlots: a waiter whose signal aborts leaves the queue with its reason; the next in line gets the slot', async () => {
+  const slots = new FifoSlots(1);
+  const held = await slots.acquire();
+  const controller = new AbortController();
+  const leaving = slots.acquire(controller.signal);
+  const staying = slots.acquire();
+  expect(slots.load).toEqual({ serving: 1, waiting: 2 });
+  controller.abort(new Error('gone'));
+  await expect(leaving).rejects.toThrow();
+  expect(slots.load).toEqual({ serving: 1, waiting: 1 });
+  held();
+  (await staying)();
+  expect(slots.load).toEqual({ serving: 0, waiting: 0 });
 });
 
 test('with slots 1, concurrent requests are served one after another, each waiting for those before it', async () => {

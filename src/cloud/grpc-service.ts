@@ -12,7 +12,8 @@ import { serializeRouteResponse, type CloudRouterHandlers, type RouteRequest__Ou
 import { assertWellFormed } from '../shared/grpc/strict-decode.ts';
 import { StreamReader, writeMessage } from '../shared/grpc/stream.ts';
 import { endMessage, routeSession, type RequestSource, type ShimContext } from './route-session.ts';
-import { scoreSequence, type ScoreSlots } from './score-sequence.ts';
+import { scoreSequence } from './score-sequence.ts';
+import type { FifoSlots } from '../shared/fifo-slots.ts';
 
 /**
  * RESOURCE_EXHAUSTED when `response` serializes to more than the limit the server sends under (a span
@@ -47,7 +48,7 @@ type RouteCall = ServerDuplexStream<RouteRequest__Output, RouteResponse>;
 
 type ScoreCall = ServerUnaryCall<ScoreRequest__Output, ScoreResponse>;
 
-export function cloudRouterHandlers(ctx: ShimContext, streams: ActiveStreams, scores: ScoreSlots): CloudRouterHandlers {
+export function cloudRouterHandlers(ctx: ShimContext, streams: ActiveStreams, scores: FifoSlots): CloudRouterHandlers {
   return {
     Route: (call: RouteCall) => void serveRoute(call, ctx, streams),
     Score: (call: ScoreCall, callback: sendUnaryData<ScoreResponse>) => void serveScore(call, callback, ctx, streams, scores),
@@ -55,7 +56,7 @@ export function cloudRouterHandlers(ctx: ShimContext, streams: ActiveStreams, sc
 }
 
 /** One Score call: the token, the strict decoder's verdict, then the core; cancellation and shutdown abort it. */
-async function serveScore(call: ScoreCall, callback: sendUnaryData<ScoreResponse>, ctx: ShimContext, streams: ActiveStreams, scores: ScoreSlots): Promise<void> {
+async function serveScore(call: ScoreCall, callback: sendUnaryData<ScoreResponse>, ctx: ShimContext, streams: ActiveStreams, scores: FifoSlots): Promise<void> {
   const controller = new AbortController();
   const untrack = streams.track(controller);
   call.on('cancelled', () => controller.abort(new AppError('CANCELLED', 'the client cancelled the call')));

@@ -6,51 +6,18 @@
  * otherwise sit in the routed steps' admission queue and skew the step time that queue predicts from.
  *
  * @example
- * const scores = new ScoreSlots(2);
+ * const scores = new FifoSlots(2);
  * const reply = await scoreSequence({ ids: [1, 403, 9], candidateIds: [403, 12], topK: 1, vocabLimit: 0, requestId: 'r1' }, ctx, scores, signal);
  * reply.positions[1].candidateLogprob; // log p(12 | 1 403)
  */
 import { AppError } from '../shared/errors.ts';
-import { abortReason } from '../shared/grpc/stream.ts';
+import type { FifoSlots } from '../shared/fifo-slots.ts';
 import type { ScoreRequest__Output, ScoreResponse } from '../shared/grpc/proto.ts';
 import type { BackendInfo } from './backend.ts';
 import type { ShimContext } from './route-session.ts';
 
 /** The most alternatives per position a call may ask for (SGLang's and OpenAI's APIs allow 20). */
 export const MAX_SCORE_TOP_K = 20;
-
-/** At most `limit` scoring calls reach the backend at once; the rest wait in arrival order. */
-export class ScoreSlots {
-  private running = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(readonly limit: number) {}
-
-  async run<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limit) {
-      await new Promise<void>((resolve, reject) => {
-        const start = () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        };
-        const onAbort = () => {
-          this.waiting.splice(this.waiting.indexOf(start), 1);
-          reject(abortReason(signal));
-        };
-        this.waiting.push(start);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
-    } else this.running++;
-    try {
-      return await fn();
-    } finally {
-      // A waiter inherits the slot; with none, it is given back.
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
-    }
-  }
-}
 
 /** The longest sequence a Score call may hold: what ScoreResponse.max_context tells the tools to window by. */
 function scoreWindow(info: BackendInfo): number | undefined {
@@ -82,7 +49,7 @@ function checkRequest(request: ScoreRequest__Output, ctx: ScoreContext): void {
   }
 }
 
-export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreContext, slots: ScoreSlots, signal: AbortSignal): Promise<ScoreResponse> {
+export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreContext, slots: FifoSlots, signal: AbortSignal): Promise<ScoreResponse> {
   checkRequest(request, ctx);
   const { backend, config, log } = ctx;
   if (!backend.score) {
@@ -90,22 +57,24 @@ export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreCon
   }
   const score = backend.score.bind(backend);
   const started = performance.now();
-  const result = await slots.run(signal, async () => {
-    const deadline = AbortSignal.any([signal, AbortSignal.timeout(config.backendTimeoutMs)]);
-    try {
-      return await score({
-        ids: request.ids,
-        candidates: request.candidateIds.length > 0 ? request.candidateIds : undefined,
-        topK: request.topK,
-        vocabLimit: request.vocabLimit > 0 ? request.vocabLimit : undefined,
-        requestId: request.requestId || `score-${crypto.randomUUID()}`,
-        signal: deadline,
-      });
-    } catch (e) {
-      if (deadline.aborted && !signal.aborted) throw new AppError('DEADLINE_EXCEEDED', `the backend did not score ${request.ids.length} tokens within ${config.backendTimeoutMs} ms`);
-      throw e;
-    }
-  });
+  const release = await slots.acquire(signal);
+  const deadline = AbortSignal.any([signal, AbortSignal.timeout(config.backendTimeoutMs)]);
+  let result: Awaited<ReturnType<typeof score>>;
+  try {
+    result = await score({
+      ids: request.ids,
+      candidates: request.candidateIds.length > 0 ? request.candidateIds : undefined,
+      topK: request.topK,
+      vocabLimit: request.vocabLimit > 0 ? request.vocabLimit : undefined,
+      requestId: request.requestId || `score-${crypto.randomUUID()}`,
+      signal: deadline,
+    });
+  } catch (e) {
+    if (deadline.aborted && !signal.aborted) throw new AppError('DEADLINE_EXCEEDED', `the backend did not score ${request.ids.length} tokens within ${config.backendTimeoutMs} ms`);
+    throw e;
+  } finally {
+    release();
+  }
   if (result.positions.length !== request.ids.length - 1) {
     throw new AppError('INTERNAL', `the backend scored ${result.positions.length} positions of ${request.ids.length - 1}`);
   }

@@ -21,7 +21,7 @@ import type { Backend } from './backend.ts';
 import { createBackend } from './create-backend.ts';
 import { maxInflightStepsFor, type ShimConfig } from './config.ts';
 import { ActiveStreams, cloudRouterHandlers } from './grpc-service.ts';
-import { ScoreSlots } from './score-sequence.ts';
+import { FifoSlots } from '../shared/fifo-slots.ts';
 import { vocabularySha256 } from '../shared/vocabulary.ts';
 
 /**
@@ -77,7 +77,7 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
     'grpc.keepalive_time_ms': 60_000,
     'grpc.keepalive_timeout_ms': 20_000,
   });
-  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, admission, tokenizer, log, ...(tokenizer ? { vocabularySha256: vocabularySha256(config.modelPack!) } : {}) }, streams, new ScoreSlots(SCORE_SLOTS)));
+  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, admission, tokenizer, log, ...(tokenizer ? { vocabularySha256: vocabularySha256(config.modelPack!) } : {}) }, streams, new FifoSlots(SCORE_SLOTS)));
   server.addService(healthService, health.handlers);
 
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

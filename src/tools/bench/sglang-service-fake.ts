@@ -26,6 +26,7 @@
  * await fetch(`${fake.url}/generate`, { method: 'POST', body: JSON.stringify({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 1 } }) });
  * await fake.stop();
  */
+import { FifoSlots } from '../../shared/fifo-slots.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { TokenTrie } from './token-trie.ts';
 
@@ -74,44 +75,9 @@ export function nextFakeId(ids: readonly number[], vocabSize: number): number {
   return (hash >>> 0) % vocabSize;
 }
 
-/**
- * A counting semaphore with a FIFO: `acquire` resolves with the release once one of `slots` is free.
- *
- * @example
- * const slots = new ServiceSlots(1);
- * const release = await slots.acquire(); // later callers wait until release()
- */
-export class ServiceSlots {
-  private busy = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(readonly slots: number) {
-    if (!Number.isInteger(slots) || slots < 1) throw new Error(`slots must be an integer ≥ 1, got ${slots}`);
-  }
-
-  /** Requests being served and waiting. */
-  get load(): { serving: number; waiting: number } {
-    return { serving: this.busy, waiting: this.waiting.length };
-  }
-
-  async acquire(): Promise<() => void> {
-    if (this.busy < this.slots) this.busy++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      // The slot passes straight to the oldest waiter, so `busy` stays counted for it.
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.busy--;
-    };
-  }
-}
-
 export function serveSglangFake(options: SglangFakeOptions): SglangFake {
   const cache = new TokenTrie({ capacity: options.cacheTokens, evictTo: Math.floor(options.cacheTokens * 0.9) });
-  const slots = options.slots === undefined ? undefined : new ServiceSlots(options.slots);
+  const slots = options.slots === undefined ? undefined : new FifoSlots(options.slots);
   const serving = async (): Promise<() => void> => (slots ? slots.acquire() : () => {});
 
   async function generate(request: Request): Promise<Response> {
