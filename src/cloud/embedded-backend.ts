@@ -28,7 +28,7 @@ import { sampleToken } from '../shared/sampling.ts';
 import { seededRandom } from '../shared/seeded-random.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
-import { scoreRows } from '../shared/position-scores.ts';
+import { scoreOnModel } from '../shared/position-scores.ts';
 import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 
 export interface EmbeddedBackendOptions {
@@ -108,16 +108,10 @@ export class EmbeddedBackend implements Backend {
   async score(request: BackendScoreRequest): Promise<BackendScoreResult> {
     const started = performance.now();
     request.signal.throwIfAborted();
-    const sequence = this.model.newSequence();
-    try {
-      const out = await sequence.append(request.ids, { allPositions: true });
-      if (request.signal.aborted) throw abortReason(request.signal);
-      const { candidates, topK, vocabLimit } = request;
-      const positions = scoreRows(out.allLogits!, this.model.pack.vocabSize, request.ids, { candidates, topK, vocabLimit });
-      return { positions, exact: true, backendMs: performance.now() - started };
-    } finally {
-      sequence.dispose();
-    }
+    const { candidates, topK, vocabLimit } = request;
+    const positions = await scoreOnModel(this.model, request.ids, { candidates, topK, vocabLimit });
+    if (request.signal.aborted) throw abortReason(request.signal);
+    return { positions, exact: true, backendMs: performance.now() - started };
   }
 
   openSequence(): BackendSequence {

@@ -6,10 +6,10 @@
  * width the contract carries it in, so the two paths agree to the bit rather than to a tolerance.
  *
  * @example
- * const out = await sequence.append(ids, { allPositions: true });
- * scoreRows(out.allLogits!, model.pack.vocabSize, ids, { candidates: proposals, topK: 1 });
+ * await scoreOnModel(model, ids, { candidates: proposals, topK: 1 }); // or scoreRows over logits you have
  * // [{ nextLogprob: -2.3, candidateLogprob: -0.4, topIds: [403], topLogprobs: [-0.4] }, ...]
  */
+import type { DecoderModel } from './decoder-model.ts';
 import { logSoftmax, topK as largest } from './logits.ts';
 
 export interface PositionScores {
@@ -48,4 +48,15 @@ export function scoreRows(logits: Float32Array, rowWidth: number, ids: readonly 
     });
   }
   return positions;
+}
+
+/** One forward pass of `model` over `ids` on a cache of its own (dropped after), scored as `scoreRows` does. */
+export async function scoreOnModel(model: DecoderModel, ids: readonly number[], options: ScoreRowsOptions = {}): Promise<PositionScores[]> {
+  const sequence = model.newSequence();
+  try {
+    const out = await sequence.append(ids, { allPositions: true });
+    return scoreRows(out.allLogits!, model.pack.vocabSize, ids, options);
+  } finally {
+    sequence.dispose();
+  }
 }

@@ -16,7 +16,7 @@ import { CloudRouterClient, type CloudRouterClientType, type ScoreResponse__Outp
 import { clientTls } from '../../shared/grpc/tls.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { scoreRows, type PositionScores, type ScoreRowsOptions } from '../../shared/position-scores.ts';
+import { scoreOnModel, type PositionScores, type ScoreRowsOptions } from '../../shared/position-scores.ts';
 
 export interface CloudScorer {
   /** How reports name it: a pack folder, or `shim HOST:PORT (backend)`. */
@@ -57,13 +57,7 @@ export class InProcessScorer implements CloudScorer {
 
   async score(ids: readonly number[], options: ScoreRowsOptions = {}): Promise<PositionScores[]> {
     this.calls++;
-    const sequence = this.model.newSequence();
-    try {
-      const out = await sequence.append(ids, { allPositions: true });
-      return scoreRows(out.allLogits!, this.model.pack.vocabSize, ids, options);
-    } finally {
-      sequence.dispose();
-    }
+    return scoreOnModel(this.model, ids, options);
   }
 }
 
