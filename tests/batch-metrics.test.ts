@@ -2,6 +2,7 @@
  * How a batched run shows: the `done` metrics' meanBatchSize on the page's metrics panel, and in
  * Prometheus (the generations' histogram, and the batcher's rows per pass read at each scrape).
  */
+import { CloudDisclosure } from '../src/edge/cloud/cloud-disclosure.ts';
 import { expect, test } from 'bun:test';
 import { EdgeMetrics } from '../src/edge/edge-metrics.ts';
 import { MetricsRecorder } from '../src/edge/loop/generation-metrics.ts';
@@ -11,7 +12,7 @@ import { MetricsPanel } from '../views/run-fragments.tsx';
 function metricsWith(batchSizes: number[]) {
   const recorder = new MetricsRecorder(3);
   for (const rows of batchSizes) recorder.decodePass(rows);
-  return recorder.finish(thresholdReport(0.5));
+  return recorder.finish(thresholdReport(0.5), new CloudDisclosure().report());
 }
 
 test('meanBatchSize: the mean rows of the decode passes, 0 before any', () => {
@@ -30,7 +31,7 @@ test('Prometheus: the generations by mean batch size, the rows per pass of the b
   const metrics = new EdgeMetrics();
   const stats = { passes: 4, rows: 10, sizes: [0, 1, 0, 3], promptsTogether: 5, keptBuffersReused: 2, keptRowsCopied: 1 };
   metrics.describeBatching(stats);
-  metrics.observe({ type: 'done', finishReason: 'length', text: '', metrics: metricsWith([3, 3]), requestId: 'r1', router: 'builtin' }, 'small_only');
+  metrics.observe({ type: 'done', finishReason: 'length', text: '', metrics: metricsWith([3, 3]), requestId: 'r1', router: 'builtin', cloudText: '' }, 'small_only');
   const text = await metrics.registry.metrics();
   expect(text).toContain('edge_decode_rows_per_pass 2.5');
   expect(text).toContain('edge_prompts_fed_together 5');

@@ -3,6 +3,7 @@
  * every figure of the old panel still there under the fold. The browser side (visible rows, the fold opening)
  * is in page-run-panel.test.ts.
  */
+import { CloudDisclosure } from '../src/edge/cloud/cloud-disclosure.ts';
 import { expect, test } from 'bun:test';
 import { MetricsRecorder, type GenerationMetrics } from '../src/edge/loop/generation-metrics.ts';
 import { thresholdReport } from '../src/edge/routing/routing-budget-report.ts';
@@ -13,7 +14,7 @@ import { MetricsPanel } from '../views/run-fragments.tsx';
 function run(sources: ('slm' | 'llm' | 'fallback')[], times: Partial<GenerationMetrics>): GenerationMetrics {
   const recorder = new MetricsRecorder(5);
   for (const source of sources) recorder.token(source);
-  return { ...recorder.finish(thresholdReport(0.5)), ...times };
+  return { ...recorder.finish(thresholdReport(0.5), new CloudDisclosure().report()), ...times };
 }
 
 const values = (m: GenerationMetrics) => summaryRows(m).map(([label, value]) => `${label}: ${value}`);

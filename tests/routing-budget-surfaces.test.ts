@@ -6,6 +6,7 @@
  * and their use. The reports here are built by hand, so each mapping is checked against exact values;
  * routing-budget-report-e2e.test.ts checks what real generations report.
  */
+import { CloudDisclosure } from '../src/edge/cloud/cloud-disclosure.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Hono } from 'hono';
 import { parseEdgeConfig } from '../src/edge/config.ts';
@@ -54,11 +55,11 @@ const TOKENS: RoutingBudgetReport = {
 function metricsWith(budget: RoutingBudgetReport): GenerationMetrics {
   const recorder = new MetricsRecorder(3);
   for (const source of ['slm', 'llm', 'slm'] as const) recorder.token(source);
-  return recorder.finish(budget);
+  return recorder.finish(budget, new CloudDisclosure().report());
 }
 
 function doneWith(budget: RoutingBudgetReport): DoneEvent {
-  return { type: 'done', finishReason: 'length', text: 'abc', metrics: metricsWith(budget), requestId: 'r1', router: 'builtin' };
+  return { type: 'done', finishReason: 'length', text: 'abc', metrics: metricsWith(budget), requestId: 'r1', router: 'builtin', cloudText: '' };
 }
 
 let edge: TestEdge;

@@ -13,6 +13,7 @@ import type { CloudConnectionState } from './cloud/cloud-client.ts';
 import { generate, promptIdsOf, type EdgeEngine, type GenerationEvent, type LoopRequest } from './loop/decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
+import { privateValuesFor } from './privacy/private-request.ts';
 import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest, type RouteBudget } from './request/generation-request.ts';
 
 /**
@@ -129,6 +130,8 @@ export class EdgeRuntime {
         request.promptIds = promptIds;
       }
       this.checkContextWindow(request);
+      const privateValues = privateValuesFor(request, this.engine.privateDetector);
+      if (privateValues) request.privateValues = privateValues;
       if (this.running.size >= this.limits.maxConcurrent) {
         throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);
       }

@@ -14,6 +14,7 @@ import { AppError, errorMessage } from '../../shared/errors.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { RawGenerationRequest } from '../request/generation-request.ts';
+import type { EdgeChatMessage } from './chat-messages.ts';
 
 /**
  * ChatML as Qwen2.5-Instruct writes it, without its default system prompt: for `--chat-template chatml`,
@@ -64,10 +65,16 @@ export class EdgeChat {
     return this.template.encode(messages, this.tokenizer, { specialTokensInMessages: this.specialTokens });
   }
 
-  /** A generation of the conversation's next assistant turn: from the template's ids, its text as the prompt. */
-  start(runtime: Pick<EdgeRuntime, 'start'>, messages: readonly ChatMessage[], raw: RawGenerationRequest, id?: string): ReturnType<EdgeRuntime['start']> {
-    const { text, ids } = this.prompt(messages);
-    return runtime.start({ ...raw, prompt: text }, id, ids);
+  /**
+   * A generation of the conversation's next assistant turn: from the template's ids, its text as the prompt.
+   * The messages' private texts are the generation's; `private_spans` of the whole request would point into
+   * a prompt the caller never saw, so they are refused.
+   */
+  start(runtime: Pick<EdgeRuntime, 'start'>, messages: readonly EdgeChatMessage[], raw: RawGenerationRequest, id?: string): ReturnType<EdgeRuntime['start']> {
+    if (raw.privateSpans != null) throw new AppError('INVALID_ARGUMENT', 'with messages, mark private spans in each message (messages[i].private_spans), not in the request');
+    const { text, ids } = this.prompt(messages.map(({ role, content }) => ({ role, content })));
+    const privateTexts = messages.flatMap((m) => m.privateTexts ?? []);
+    return runtime.start({ ...raw, prompt: text, ...(privateTexts.length > 0 ? { privateTexts } : {}) }, id, ids);
   }
 }
 

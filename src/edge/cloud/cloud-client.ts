@@ -14,6 +14,7 @@
  */
 
 import type { TokenAlternative, TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { CloudDisclosure } from './cloud-disclosure.ts';
 
 export interface CloudStepRequest {
   /** Every token id of the generation so far: prompt, then generated tokens. */
@@ -68,6 +69,11 @@ export interface CloudStepReply {
   overloaded?: boolean;
   /** The shim's load when it answered (absent from a shim that does not report it). */
   load?: CloudLoad;
+  /**
+   * Not sent: the context ends where a private value may be under way (privacy/pseudonymised-conversation.ts),
+   * so the edge decides the position itself. Not a cloud failure; `tokens` is empty.
+   */
+  withheld?: boolean;
 }
 
 /** The cloud's load as the shim reports it with every step result (proto `ShimLoad`). */
@@ -111,6 +117,8 @@ export interface ConversationOptions {
    */
   stepTimeoutMs?: number;
   signal?: AbortSignal;
+  /** Counts what the conversation sends and what the shim holds at the end (for the generation's record of what left). */
+  disclosure?: CloudDisclosure;
 }
 
 export interface CloudClient {

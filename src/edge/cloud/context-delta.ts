@@ -33,6 +33,11 @@ export class ShimContextCopy {
     return this.ids.length;
   }
 
+  /** The ids the shim holds (a copy). */
+  get context(): number[] {
+    return [...this.ids];
+  }
+
   /**
    * The messages that open a stream: `open` with the whole context and the sampling settings, then the
    * step that asks for the next token (no ids: the context came with `open`). The copy starts over from it.

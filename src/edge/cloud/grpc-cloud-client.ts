@@ -83,7 +83,7 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
 
   openConversation(options: ConversationOptions): CloudConversation {
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud client is closed');
-    const conversation = new GrpcCloudConversation(this, options.requestId, options.signal, options.routingKey, options.stepTimeoutMs);
+    const conversation = new GrpcCloudConversation(this, options);
     this.conversations.add(conversation);
     return conversation;
   }

@@ -19,7 +19,7 @@
  * deadline is sent in `open` (the shim refuses by it) and bounds the wait for each reply.
  *
  * @example
- * const conversation = new GrpcCloudConversation(host, 'r1', signal, 'chat-42');
+ * const conversation = new GrpcCloudConversation(host, { requestId: 'r1', routingKey: 'chat-42', signal });
  * const reply = await conversation.next(stepRequest);
  * await conversation.close();
  */
@@ -28,7 +28,7 @@ import { toAppError } from '../../shared/grpc/errors.ts';
 import type { RouteRequest } from '../../shared/grpc/proto.ts';
 import { abortReason } from '../../shared/grpc/stream.ts';
 import { CircuitOpenError } from './cloud-backoff.ts';
-import { skippedReply, type CloudConversation, type CloudStepReply, type CloudStepRequest } from './cloud-client.ts';
+import { skippedReply, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from './cloud-client.ts';
 import { withPlainReason } from './cloud-failure-reason.ts';
 import { checkSources, loadOf, ShimContextCopy, toReply } from './context-delta.ts';
 import { LiveRouteStream, PredecessorFailed, StreamEnded, type RouteStream, type SentStep } from './live-route-stream.ts';
@@ -76,16 +76,24 @@ export class GrpcCloudConversation implements CloudConversation {
   /** The last step's reply: a conditional step reads after it, and close waits for it. */
   private lastReply: Promise<unknown> = Promise.resolve();
 
+  private readonly requestId: string;
+  private readonly signal: AbortSignal | undefined;
+  /** Sent in every `open`, reopened streams included: the shim's backend keeps the generation on one worker by it. */
+  private readonly routingKey: string;
+  /** This conversation's step deadline when shorter than the host's (a wait budget); the host's otherwise. */
+  private readonly ownStepTimeoutMs: number | undefined;
+  private readonly disclosure: ConversationOptions['disclosure'];
+
   constructor(
     private readonly host: RouteStreamHost,
-    private readonly requestId: string,
-    private readonly signal: AbortSignal | undefined,
-    /** Sent in every `open`, reopened streams included: the shim's backend keeps the generation on one worker by it. */
-    private readonly routingKey = '',
-    /** This conversation's step deadline when shorter than the host's (a wait budget); the host's otherwise. */
-    private readonly ownStepTimeoutMs?: number,
+    options: ConversationOptions,
   ) {
-    signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.requestId = options.requestId;
+    this.signal = options.signal;
+    this.routingKey = options.routingKey ?? '';
+    this.ownStepTimeoutMs = options.stepTimeoutMs;
+    this.disclosure = options.disclosure;
+    this.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
   /** The shim's id for the current stream's session (for logs). */
@@ -148,6 +156,7 @@ export class GrpcCloudConversation implements CloudConversation {
   private async attempt(request: CloudStepRequest, signal: AbortSignal | undefined, assumes: Assumption | undefined): Promise<CloudStepReply> {
     let sent: SentStep | undefined;
     try {
+      if (assumes) this.disclosure?.sent([assumes.message]);
       sent = assumes ? this.live!.send([assumes.message], { reused: true, behind: true }) : this.send(request);
       await sent.written;
       if (assumes) {
@@ -160,6 +169,7 @@ export class GrpcCloudConversation implements CloudConversation {
       this.host.stepSucceeded();
       const agrees = assumes ? this.shim.answeredConditional(request, result) : this.shim.answered(result);
       if (!agrees) this.dropStream();
+      else this.disclosure?.holds(this.shim.context);
       return toReply(result);
     } catch (e) {
       if (sent === undefined || this.live === sent.live) this.dropStream();
@@ -171,10 +181,16 @@ export class GrpcCloudConversation implements CloudConversation {
   private send(request: CloudStepRequest): SentStep {
     // A stream that ended between steps or whose context diverged from the edge's is replaced.
     if (this.live && (this.live.endedBetweenSteps || !this.shim.matches(request.context))) this.dropStream();
-    if (this.live) return this.live.send([this.shim.step(request)], { reused: true });
+    if (this.live) return this.live.send(this.disclosed([this.shim.step(request)]), { reused: true });
     this.enter('open');
     this.live = new LiveRouteStream(this.host.startStream());
-    return this.live.send(this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey), { reused: false });
+    return this.live.send(this.disclosed(this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey)), { reused: false });
+  }
+
+  /** `messages`, counted in the generation's record of what left. */
+  private disclosed(messages: RouteRequest[]): RouteRequest[] {
+    this.disclosure?.sent(messages);
+    return messages;
   }
 
   private signalFor(request: CloudStepRequest): AbortSignal | undefined {

@@ -18,7 +18,7 @@ import type { RawGenerationRequest } from '../request/generation-request.ts';
 import { readGenerationRequest } from '../request/generation-request-fields.ts';
 import { readChatMessages } from '../chat/chat-messages.ts';
 import { EdgeChat } from '../chat/edge-chat.ts';
-import { EDGE_GENERATOR_SERVICE_NAME, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output } from './edge-proto.ts';
+import { EDGE_GENERATOR_SERVICE_NAME, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output, type PrivateSpan__Output } from './edge-proto.ts';
 
 export interface EdgeGrpcOptions {
   host: string;
@@ -54,9 +54,16 @@ function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
       route_share: r.routeShare,
       route_tokens_per_minute: r.routeTokensPerMinute,
       route_wait_ms: r.routeWaitMs,
+      // proto3 has no unset list: an empty one is none.
+      private_spans: r.privateSpans.length > 0 ? r.privateSpans.map(wireSpan) : undefined,
+      private_detect: r.privateDetect.length > 0 ? r.privateDetect : undefined,
     },
     'typed',
   );
+}
+
+function wireSpan({ start, end, kind }: PrivateSpan__Output): { start: number; end: number; kind?: string } {
+  return { start, end, ...(kind ? { kind } : {}) };
 }
 
 export function toWireEvent(event: GenerationEvent): GenerateEvent {
@@ -127,7 +134,9 @@ export class EdgeGrpcServer {
   private startRun(request: GenerateRequest__Output): ReturnType<EdgeRuntime['start']> {
     if (request.messages.length === 0) return this.runtime.start(toRawRequest(request));
     if (request.prompt !== '') throw new AppError('INVALID_ARGUMENT', 'give either prompt or messages, not both');
-    const messages = readChatMessages(request.messages.map(({ role, content }) => ({ role, content })));
+    const messages = readChatMessages(
+      request.messages.map(({ role, content, privateSpans }) => ({ role, content, ...(privateSpans.length > 0 ? { private_spans: privateSpans.map(wireSpan) } : {}) })),
+    );
     return this.chat.start(this.runtime, messages, toRawRequest(request));
   }
 

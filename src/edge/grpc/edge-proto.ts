@@ -13,4 +13,5 @@ export const EDGE_GENERATOR_SERVICE_NAME = 'tokenrouter.edge.v1.EdgeGenerator';
 
 export type { EdgeGeneratorHandlers, EdgeGeneratorClient as EdgeGeneratorClientType } from '../../shared/grpc/generated/tokenrouter/edge/v1/EdgeGenerator.ts';
 export type { GenerateRequest, GenerateRequest__Output } from '../../shared/grpc/generated/tokenrouter/edge/v1/GenerateRequest.ts';
+export type { PrivateSpan__Output } from '../../shared/grpc/generated/tokenrouter/edge/v1/PrivateSpan.ts';
 export type { GenerateEvent, GenerateEvent__Output } from '../../shared/grpc/generated/tokenrouter/edge/v1/GenerateEvent.ts';

@@ -43,6 +43,13 @@ class CloudOverloadedError extends AppError {
   }
 }
 
+/** The context ended where a private value may be under way: the edge decides the position (privacy/). */
+class PrivateValueWithheld extends AppError {
+  constructor() {
+    super('FAILED_PRECONDITION', 'a private value may be under way at this position: the edge decided it');
+  }
+}
+
 /** The router's score at the position being decided: a kept position's was taken while decoding ahead. */
 async function scorePosition(state: GenerationState, kept: KeptPosition | undefined): Promise<{ score: number | null; routerMs: number }> {
   const replayed = kept?.step;
@@ -67,10 +74,9 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
   let edgeFailure: { error: unknown } | undefined;
   let load: CloudLoad | undefined;
   let overloaded = false;
+  let withheld = false;
   try {
-    if (!engine.cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
-    const opening = { requestId: state.requestId, routingKey: request.conversation, signal: state.signal, stepTimeoutMs: state.cut.waitMs };
-    const conversation = (state.conversation ??= engine.cloud.openConversation(opening));
+    const conversation = (state.conversation ??= state.openConversation());
     const budget = Math.min(state.cut.maxTokens(request.routeSpan), state.room);
     const stepRequest = state.stepRequest(state.context, state.sources, { tokenIndex: metrics.tokens, maxTokens: budget, score, hidden: state.last?.hidden });
     const { reply } = await speculation.send(conversation, stepRequest);
@@ -83,18 +89,21 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
     const answer = await reply;
     load = answer.load;
     if (answer.overloaded) throw new CloudOverloadedError();
+    if (answer.withheld) throw new PrivateValueWithheld();
     chosen = checkCloudReply(answer, budget, state.vocabSize);
     source = 'llm';
   } catch (e) {
     if (edgeFailure) throw edgeFailure.error;
     if (state.signal?.aborted || isAbortError(e)) return { source, cloudMs: 0, cancelled: true };
-    cloudError = errorMessage(e);
+    // Kept home by the privacy rule: the edge's own token, as if not routed; nothing about the cloud to learn.
+    withheld = e instanceof PrivateValueWithheld;
+    cloudError = withheld ? undefined : errorMessage(e);
     overloaded = e instanceof CloudOverloadedError;
-    source = 'fallback';
+    source = withheld ? 'slm' : 'fallback';
   }
   const cloudMs = elapsed(t);
   metrics.cloudMs += cloudMs;
-  state.cut.observeStep({ waitMs: cloudMs, overloaded, failed: source === 'fallback' && !overloaded, load });
+  if (!withheld) state.cut.observeStep({ waitMs: cloudMs, overloaded, failed: source === 'fallback' && !overloaded, load });
   const settled = speculation.settle(chosen);
   if (settled?.last) state.last = settled.last;
   return { chosen: settled ? settled.chosen : chosen, source, cloudMs, cloudError, fed: settled?.fed };

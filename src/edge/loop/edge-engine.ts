@@ -4,6 +4,8 @@
  * entry points that count prompt tokens.
  */
 import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { TextDetector } from '../privacy/private-request.ts';
+import type { PrivateValues } from '../privacy/private-values.ts';
 import type { PrefixCache } from '../../shared/prefix-cache.ts';
 import type { DecodeScheduler } from '../../shared/scheduler/decode-scheduler.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
@@ -56,6 +58,8 @@ export interface EdgeEngine {
    * starts from; absent: every prompt is prefilled whole.
    */
   promptCache?: PrefixCache;
+  /** Finds private entities in prompts (--private-detect); absent: only what requests mark is private. */
+  privateDetector?: TextDetector;
   /**
    * Routing state shared by the box's generations: budgets' spending, measured waits, the cloud's load
    * (box-routing.ts). Made on the first generation when absent.
@@ -74,7 +78,11 @@ export function encodePrompt(engine: Pick<EdgeEngine, 'edgeModel' | 'tokenizer'>
  * rendered and encoded with special tokens, or a prompt sent as token ids), are fed as they are instead
  * of encoding `prompt`, which then only describes them.
  */
-export type LoopRequest = GenerationRequest & { promptIds?: readonly number[] };
+export type LoopRequest = GenerationRequest & {
+  promptIds?: readonly number[];
+  /** The request's private values (privacy/private-request.ts); absent: nothing is private. */
+  privateValues?: PrivateValues;
+};
 
 /** The ids a request's generation starts from. */
 export function promptIdsOf(engine: Pick<EdgeEngine, 'edgeModel' | 'tokenizer'>, request: LoopRequest): number[] {

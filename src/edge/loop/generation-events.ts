@@ -30,6 +30,11 @@ export interface DoneEvent {
   metrics: GenerationMetrics;
   requestId: string;
   router: string;
+  /**
+   * What the cloud saw: the text of the context the shim held at the end (the prompt and the generation up to
+   * its last routed step, each private value as its placeholder); empty when nothing was routed.
+   */
+  cloudText: string;
 }
 
 export type GenerationEvent = TokenEvent | DoneEvent;

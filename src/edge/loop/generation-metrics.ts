@@ -1,4 +1,5 @@
 import { mean, percentile } from '../../shared/statistics.ts';
+import type { DisclosureReport } from '../cloud/cloud-disclosure.ts';
 import type { RoutingBudgetReport } from '../routing/routing-budget-report.ts';
 import type { SpeculationFigures } from './speculation/speculation-policy.ts';
 
@@ -57,6 +58,8 @@ export interface GenerationMetrics {
   speculationFigures: SpeculationFigures | null;
   /** The cut that decided the routing: τ, or the budgets and how much of them was used. */
   budget: RoutingBudgetReport;
+  /** What left the box for the cloud: tokens, bytes, hidden-state bytes, placeholders (cloud-disclosure.ts). */
+  cloud: DisclosureReport;
 }
 
 export class MetricsRecorder {
@@ -113,7 +116,7 @@ export class MetricsRecorder {
     if (!first) this.edgeStepMs.push(edgeMs);
   }
 
-  finish(budget: RoutingBudgetReport): GenerationMetrics {
+  finish(budget: RoutingBudgetReport, cloud: DisclosureReport): GenerationMetrics {
     const now = performance.now();
     return {
       promptTokens: this.promptTokens,
@@ -144,6 +147,7 @@ export class MetricsRecorder {
       speculationDecisions: { ...this.speculationDecisions },
       speculationFigures: this.speculationFigures,
       budget,
+      cloud,
     };
   }
 }

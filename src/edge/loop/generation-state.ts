@@ -10,6 +10,9 @@ import { sampleToken } from '../../shared/sampling.ts';
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
 import { BoxRouting } from '../routing/box-routing.ts';
 import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
+import { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
+import { PseudonymisedConversation } from '../privacy/pseudonymised-conversation.ts';
+import { Pseudonymiser } from '../privacy/pseudonymiser.ts';
 import { promptIdsOf, type EdgeEngine, type LoopRequest } from './edge-engine.ts';
 import type { DoneEvent, FinishReason, TokenEvent } from './generation-events.ts';
 import { MetricsRecorder } from './generation-metrics.ts';
@@ -75,6 +78,10 @@ export class GenerationState {
   readonly routing: BoxRouting;
   /** Where this generation's routing is cut: τ, or what its budgets make of the box's state. */
   readonly cut: RoutingCut;
+  /** What this generation sends the cloud, counted as it goes (the `done` event's record of what left). */
+  readonly disclosure = new CloudDisclosure();
+  /** The generation's private values' translator, when it has any: the cloud then sees only their placeholders. */
+  readonly privacy: Pseudonymiser | undefined;
   private readonly textDecoder: TokenStreamDecoder;
   private readonly stopFilter: StopStringFilter;
   text = '';
@@ -112,6 +119,21 @@ export class GenerationState {
     this.cut = RoutingCut.for(request, this.routing);
     this.textDecoder = tokenizer.createStreamDecoder({ context: promptIds });
     this.stopFilter = new StopStringFilter(request.stop);
+    this.privacy = request.privateValues ? new Pseudonymiser(tokenizer, request.privateValues) : undefined;
+  }
+
+  /** The generation's cloud conversation, opened at its first routed step; with private values, through the pseudonymiser. */
+  openConversation(): CloudConversation {
+    const cloud = this.engine.cloud;
+    if (!cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
+    const options = { requestId: this.requestId, routingKey: this.request.conversation, signal: this.signal, stepTimeoutMs: this.cut.waitMs, disclosure: this.disclosure };
+    return this.privacy ? new PseudonymisedConversation(() => cloud.openConversation(options), this.privacy, this.disclosure) : cloud.openConversation(options);
+  }
+
+  /** What the cloud saw of this generation: the text of the context the shim held at the end (placeholders, not values). */
+  cloudText(): string {
+    const ids = this.disclosure.cloudContext;
+    return ids.length === 0 ? '' : this.engine.tokenizer.decode(ids);
   }
 
   /** Why the generation ends before deciding the next position, if it does. */
@@ -253,8 +275,8 @@ export class GenerationState {
   finish(finishReason: FinishReason): DoneEvent {
     this.text += this.stopFilter.push(this.textDecoder.flush()).text;
     this.text += finishReason === 'stop' ? '' : this.stopFilter.flush();
-    const metrics = this.metrics.finish(this.cut.report());
-    return { type: 'done', finishReason, text: this.text, metrics, requestId: this.requestId, router: this.engine.router.info.name };
+    const metrics = this.metrics.finish(this.cut.report(), this.disclosure.report());
+    return { type: 'done', finishReason, text: this.text, metrics, requestId: this.requestId, router: this.engine.router.info.name, cloudText: this.cloudText() };
   }
 
   /** Leaves the edge cache (prompt and output) to the prompt cache, then releases it and the cloud conversation. */

@@ -15,10 +15,10 @@
  */
 import { AppError } from '../../shared/errors.ts';
 import { DECIMAL_NUMBER } from '../../shared/number-text.ts';
-import type { GenerationRequest, RawGenerationRequest } from './generation-request.ts';
+import type { RawGenerationRequest } from './generation-request.ts';
 
 /** Documented name → the request's own key, and what kind of value it takes. */
-const FIELDS = new Map<string, { key: keyof GenerationRequest; kind: 'text' | 'number' | 'texts' | 'boolean' }>([
+const FIELDS = new Map<string, { key: keyof RawGenerationRequest; kind: 'text' | 'number' | 'texts' | 'boolean' | 'spans' }>([
   ['prompt', { key: 'prompt', kind: 'text' }],
   ['mode', { key: 'mode', kind: 'text' }],
   ['threshold', { key: 'threshold', kind: 'number' }],
@@ -33,6 +33,8 @@ const FIELDS = new Map<string, { key: keyof GenerationRequest; kind: 'text' | 'n
   ['route_wait_ms', { key: 'routeWaitMs', kind: 'number' }],
   ['speculate', { key: 'speculate', kind: 'boolean' }],
   ['conversation', { key: 'conversation', kind: 'text' }],
+  ['private_spans', { key: 'privateSpans', kind: 'spans' }],
+  ['private_detect', { key: 'privateDetect', kind: 'texts' }],
 ]);
 
 export const REQUEST_FIELD_NAMES: readonly string[] = [...FIELDS.keys()];
@@ -91,6 +93,16 @@ function typedBoolean(name: string, value: unknown): boolean | undefined {
   return value;
 }
 
+/** Spans in a form: the JSON of the list (the page writes it from a selection); blank is none. */
+function formSpans(name: string, text: string): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return invalid(`${name} must be a JSON list of [start, end] code-point ranges, got ${JSON.stringify(text.slice(0, 80))}`);
+  }
+}
+
 /** One value of a form field: a repeated field is refused unless it is a list (`stop`). */
 function single(name: string, value: unknown): unknown {
   if (Array.isArray(value)) invalid(`${name} is given ${value.length} times; give it once`);
@@ -107,6 +119,7 @@ export function readGenerationRequest(body: Record<string, unknown>, encoding: R
   for (const [name, value] of Object.entries(body)) {
     const { key, kind } = FIELDS.get(name)!;
     if (kind === 'texts') raw[key] = value;
+    else if (kind === 'spans') raw[key] = encoding === 'form' ? formSpans(name, single(name, value) as string) : value;
     else if (encoding === 'form') {
       const text = single(name, value);
       raw[key] = kind === 'number' ? formNumber(name, text as string) : kind === 'boolean' ? formSwitch(name, text as string) : text;

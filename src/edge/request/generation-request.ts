@@ -5,6 +5,8 @@
  */
 import { AppError } from '../../shared/errors.ts';
 import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../shared/routing-key.ts';
+import { KIND_NAME, readPrivateSpans } from '../privacy/private-spans.ts';
+import type { PrivateText } from '../privacy/private-values.ts';
 
 export const MODES = ['joint', 'small_only', 'llm_only'] as const;
 export type Mode = (typeof MODES)[number];
@@ -43,6 +45,13 @@ export interface GenerationRequest {
   routeTokensPerMinute?: number;
   /** Most milliseconds a token may wait for the cloud. */
   routeWaitMs?: number;
+  /**
+   * Texts that must never reach the cloud (privacy/): the prompt's `private_spans`, or a conversation's
+   * spans of its messages. Present only when there are some.
+   */
+  privateTexts?: PrivateText[];
+  /** Detector kinds this request adds to the box's `--private-detect` (checked against the box's detector). */
+  privateDetect?: string[];
 }
 
 /** The routing budgets of a request or of the edge's settings (the defaults of requests that name neither τ nor a budget). */
@@ -66,7 +75,7 @@ export const DEFAULT_LIMITS: GenerationLimits = { maxPromptChars: 16_384, maxNew
  * `readGenerationRequest` (generation-request-fields.ts), which owns the documented names and turns form
  * text into numbers; here a number must already be one.
  */
-export type RawGenerationRequest = Partial<Record<keyof GenerationRequest, unknown>>;
+export type RawGenerationRequest = Partial<Record<keyof GenerationRequest | 'privateSpans', unknown>>;
 
 function invalid(message: string): never {
   throw new AppError('INVALID_ARGUMENT', message);
@@ -107,6 +116,23 @@ function speculateField(raw: unknown, fallback: boolean | 'auto'): boolean | 'au
   if (raw === undefined || raw === null) return fallback;
   if (typeof raw !== 'boolean' && raw !== 'auto') invalid(`speculate must be true or false, got ${show(raw)}`);
   return raw as boolean | 'auto';
+}
+
+/** `private_detect`: absent, or kind names (which kinds the box knows is the detector's to say). */
+function privateDetectField(raw: unknown): string[] {
+  if (raw === undefined || raw === null) return [];
+  const kinds: unknown[] = Array.isArray(raw) ? raw : [raw];
+  if (kinds.length > 16 || !kinds.every((k): k is string => typeof k === 'string' && KIND_NAME.test(k))) {
+    invalid(`private_detect must be at most 16 kind names such as "email" or "phone", got ${show(raw)}`);
+  }
+  return [...new Set(kinds)];
+}
+
+/** The request's private texts: its prompt's spans, and those an entry point resolved already (a conversation's). */
+function privateFields(raw: RawGenerationRequest, prompt: string): Pick<GenerationRequest, 'privateTexts' | 'privateDetect'> {
+  const texts = [...readPrivateSpans(raw.privateSpans, prompt, 'private_spans'), ...((raw.privateTexts as PrivateText[] | undefined) ?? [])];
+  const detect = privateDetectField(raw.privateDetect);
+  return { ...(texts.length > 0 ? { privateTexts: texts } : {}), ...(detect.length > 0 ? { privateDetect: detect } : {}) };
 }
 
 /** `conversation`: absent, or a routing key the cloud can pass on as a header value (routing-key.ts). */
@@ -180,5 +206,6 @@ export function parseGenerationRequest(
     // Only when named: a request without one compares equal to one from before the field existed.
     ...(conversation === undefined ? {} : { conversation }),
     ...budgetFields(raw, defaultBudget),
+    ...privateFields(raw, prompt),
   };
 }

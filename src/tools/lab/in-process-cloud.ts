@@ -82,7 +82,12 @@ export class InProcessCloud implements CloudClient {
   }
 
   openConversation(options: Partial<ConversationOptions> = {}): CloudConversation {
-    const conversation = new GrpcCloudConversation(this.host, options.requestId ?? randomUUID(), options.signal, options.routingKey);
+    const conversation = new GrpcCloudConversation(this.host, {
+      requestId: options.requestId ?? randomUUID(),
+      signal: options.signal,
+      routingKey: options.routingKey,
+      disclosure: options.disclosure,
+    });
     this.openConversations++;
     let closed = false;
     return {

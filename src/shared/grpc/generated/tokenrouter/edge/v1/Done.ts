@@ -11,6 +11,11 @@ export interface Done {
   'metrics'?: (_tokenrouter_edge_v1_Metrics | null);
   'requestId'?: (string);
   'router'?: (string);
+  /**
+   * What the cloud saw: the text of the context the cloud held at the end, private values as placeholders;
+   * empty when nothing was routed.
+   */
+  'cloudText'?: (string);
 }
 
 export interface Done__Output {
@@ -22,4 +27,9 @@ export interface Done__Output {
   'metrics': (_tokenrouter_edge_v1_Metrics__Output | null);
   'requestId': (string);
   'router': (string);
+  /**
+   * What the cloud saw: the text of the context the cloud held at the end, private values as placeholders;
+   * empty when nothing was routed.
+   */
+  'cloudText': (string);
 }

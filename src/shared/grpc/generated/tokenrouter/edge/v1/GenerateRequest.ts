@@ -1,6 +1,7 @@
 // Original file: proto/edge_generator.proto
 
 import type { ChatMessage as _tokenrouter_edge_v1_ChatMessage, ChatMessage__Output as _tokenrouter_edge_v1_ChatMessage__Output } from '../../../tokenrouter/edge/v1/ChatMessage';
+import type { PrivateSpan as _tokenrouter_edge_v1_PrivateSpan, PrivateSpan__Output as _tokenrouter_edge_v1_PrivateSpan__Output } from '../../../tokenrouter/edge/v1/PrivateSpan';
 
 export interface GenerateRequest {
   /**
@@ -53,6 +54,17 @@ export interface GenerateRequest {
    * template answers INVALID_ARGUMENT. (A list cannot sit in a proto3 oneof, hence the rule in words.)
    */
   'messages'?: (_tokenrouter_edge_v1_ChatMessage)[];
+  /**
+   * Stretches of `prompt` that must never reach the cloud (with `messages`, each message marks its own): every
+   * occurrence of their text, generated text included, goes to the cloud as a typed placeholder ([EMAIL_1],
+   * [PRIVATE_2]) and comes back as the text. In Unicode code points, in order, without overlaps.
+   */
+  'privateSpans'?: (_tokenrouter_edge_v1_PrivateSpan)[];
+  /**
+   * Detector kinds to add to the edge's --private-detect for this request (email, phone, card, iban, ip, or an
+   * operator's --private-pattern kind).
+   */
+  'privateDetect'?: (string)[];
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";
@@ -117,6 +129,17 @@ export interface GenerateRequest__Output {
    * template answers INVALID_ARGUMENT. (A list cannot sit in a proto3 oneof, hence the rule in words.)
    */
   'messages': (_tokenrouter_edge_v1_ChatMessage__Output)[];
+  /**
+   * Stretches of `prompt` that must never reach the cloud (with `messages`, each message marks its own): every
+   * occurrence of their text, generated text included, goes to the cloud as a typed placeholder ([EMAIL_1],
+   * [PRIVATE_2]) and comes back as the text. In Unicode code points, in order, without overlaps.
+   */
+  'privateSpans': (_tokenrouter_edge_v1_PrivateSpan__Output)[];
+  /**
+   * Detector kinds to add to the edge's --private-detect for this request (email, phone, card, iban, ip, or an
+   * operator's --private-pattern kind).
+   */
+  'privateDetect': (string)[];
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";

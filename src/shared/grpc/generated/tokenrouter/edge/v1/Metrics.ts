@@ -1,6 +1,7 @@
 // Original file: proto/edge_generator.proto
 
 import type { RoutingBudget as _tokenrouter_edge_v1_RoutingBudget, RoutingBudget__Output as _tokenrouter_edge_v1_RoutingBudget__Output } from '../../../tokenrouter/edge/v1/RoutingBudget';
+import type { CloudDisclosure as _tokenrouter_edge_v1_CloudDisclosure, CloudDisclosure__Output as _tokenrouter_edge_v1_CloudDisclosure__Output } from '../../../tokenrouter/edge/v1/CloudDisclosure';
 
 export interface Metrics {
   'promptTokens'?: (number);
@@ -48,6 +49,10 @@ export interface Metrics {
    * The cut that decided this generation's routing: its policy, the budgets, and how much of them was used.
    */
   'budget'?: (_tokenrouter_edge_v1_RoutingBudget | null);
+  /**
+   * What left the box for the cloud during this generation.
+   */
+  'cloud'?: (_tokenrouter_edge_v1_CloudDisclosure | null);
 }
 
 export interface Metrics__Output {
@@ -96,4 +101,8 @@ export interface Metrics__Output {
    * The cut that decided this generation's routing: its policy, the budgets, and how much of them was used.
    */
   'budget': (_tokenrouter_edge_v1_RoutingBudget__Output | null);
+  /**
+   * What left the box for the cloud during this generation.
+   */
+  'cloud': (_tokenrouter_edge_v1_CloudDisclosure__Output | null);
 }

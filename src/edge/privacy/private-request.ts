@@ -1,0 +1,32 @@
+/**
+ * A request's private values, resolved once before its generation starts: the texts it marked
+ * (`private_spans` of its prompt or messages) and the entities the box's detector finds in its prompt,
+ * with the kinds the box detects (`--private-detect`) and those the request adds (`private_detect`).
+ *
+ * @example
+ * privateValuesFor({ prompt, privateTexts: [{ text: 'Ann', kind: 'name' }] }, detector)?.list; // [{ text: 'Ann', kind: 'name', placeholder: '[NAME_1]' }]
+ */
+import { AppError } from '../../shared/errors.ts';
+import type { GenerationRequest } from '../request/generation-request.ts';
+import { PrivateValues, type PrivateText } from './private-values.ts';
+
+/** What the box detects with (private-detect.ts's PrivateDetector). */
+export interface TextDetector {
+  /** Every kind a request may name. */
+  readonly knownKinds: readonly string[];
+  /** Entities of the box's kinds and `extraKinds` in `text` (UTF-16 offsets). */
+  detect(text: string, extraKinds?: readonly string[]): { start: number; end: number; kind: string }[];
+}
+
+/** The request's private values; undefined when it has none (and the generation runs exactly as without privacy). */
+export function privateValuesFor(request: Pick<GenerationRequest, 'prompt' | 'privateTexts' | 'privateDetect'>, detector: TextDetector | undefined): PrivateValues | undefined {
+  const extra = request.privateDetect ?? [];
+  const unknown = extra.filter((kind) => !detector?.knownKinds.includes(kind));
+  if (unknown.length > 0) {
+    const known = detector?.knownKinds.join(', ') || 'none';
+    throw new AppError('INVALID_ARGUMENT', `private_detect names ${unknown.map((k) => JSON.stringify(k)).join(', ')}, which this edge does not detect (it knows: ${known})`);
+  }
+  const detected: PrivateText[] = (detector?.detect(request.prompt, extra) ?? []).map(({ start, end, kind }) => ({ text: request.prompt.slice(start, end), kind }));
+  const texts = [...(request.privateTexts ?? []), ...detected];
+  return texts.length === 0 ? undefined : PrivateValues.of(texts, request.prompt);
+}

@@ -1,0 +1,156 @@
+/**
+ * The two translations of a generation with private values: the edge's context into the one the cloud
+ * may see (every token that writes a character of a private value replaced, run by run, by the run's text
+ * with each value's placeholder instead, spelled by the edge's tokenizer), and the cloud's tokens back
+ * into the edge's (placeholders into the values, spelled likewise). Pure: no I/O, no clock.
+ *
+ * Whole tokens are replaced, so characters that share a token with a value go with it ("(ann@x.org)"
+ * may be sent as "([EMAIL_1])"). The cloud context is a function of the edge's context, so two steps over
+ * one growing context give one growing cloud context, and the shim's KV cache is reused as without
+ * privacy. A context that ends where a value may be under way (its start is there and the next tokens may
+ * complete it) is `withheld`: sending it would let the start of a value leave before it is recognised.
+ *
+ * @example
+ * const pseudonyms = new Pseudonymiser(tokenizer, values);
+ * const cloud = pseudonyms.toCloud(context, sources); // { ids, sources, withheld, placeholders }
+ * pseudonyms.fromCloud(cloud.ids, replyIds);          // { ids, restored }: the values back in place
+ */
+import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import { encodeContinuation } from './encode-continuation.ts';
+import type { PrivateRange, PrivateValues } from './private-values.ts';
+import { TokenTexts } from './token-texts.ts';
+
+export interface CloudContext {
+  ids: number[];
+  sources: TokenSource[];
+  /** The context ends inside a possible value (or inside a character): nothing may be sent now. */
+  withheld: boolean;
+  /** The placeholders it holds. */
+  placeholders: Set<string>;
+}
+
+/** Runs of token indices `[first, last]` and what they write. */
+interface Run {
+  first: number;
+  last: number;
+}
+
+export class Pseudonymiser {
+  private readonly texts: TokenTexts;
+  /** Spellings of run texts, which repeat step after step as the context grows. */
+  private readonly spellings = new Map<string, number[]>();
+
+  constructor(
+    private readonly tokenizer: TextTokenizer,
+    readonly values: PrivateValues,
+  ) {
+    this.texts = new TokenTexts(tokenizer);
+  }
+
+  /** The cloud's version of the edge's context. */
+  toCloud(ids: readonly number[], sources: readonly TokenSource[]): CloudContext {
+    const { texts, values } = this;
+    texts.update(ids);
+    const ranges = values.privateRanges(texts.text);
+    const placeholders = new Set<string>();
+    const out: CloudContext = { ids: [], sources: [], withheld: texts.endsInsideCharacter || values.endsInsideValue(texts.text), placeholders };
+    for (const run of this.runs(ids.length, ranges)) {
+      if (run.first < 0) {
+        out.ids.push(ids[run.last]!);
+        out.sources.push(sources[run.last]!);
+        continue;
+      }
+      const text = this.replaced(run, ranges, (r) => r.values.map((v) => v.placeholder).join(''), placeholders);
+      const spelled = this.spell(text);
+      out.ids.push(...spelled);
+      for (const _ of spelled) out.sources.push(sources[run.first]!);
+    }
+    return out;
+  }
+
+  /**
+   * The edge's version of tokens the cloud wrote after `cloudContext`: unchanged unless they write one of
+   * this generation's placeholders, whose tokens are then spelled again with the value in its place.
+   */
+  fromCloud(cloudContext: readonly number[], reply: readonly number[]): { ids: number[]; restored: boolean; text: string } {
+    const texts = new TokenTexts(this.tokenizer, cloudContext);
+    texts.update(reply);
+    const found = this.values.placeholders(texts.text);
+    if (found.length === 0) return { ids: [...reply], restored: false, text: texts.text };
+    const ranges: PrivateRange[] = found.map((o) => ({ start: o.start, end: o.end, values: [o.value] }));
+    const ids: number[] = [];
+    for (const run of runsOf(texts, reply.length, ranges)) {
+      if (run.first < 0) ids.push(reply[run.last]!);
+      else ids.push(...encodeContinuation(this.tokenizer, replacedText(texts, run, ranges, (r) => r.values[0]!.text)));
+    }
+    return { ids, restored: true, text: this.textAfter(cloudContext, ids) };
+  }
+
+  /** The text `ids` write after `context`. */
+  textAfter(context: readonly number[], ids: readonly number[]): string {
+    const texts = new TokenTexts(this.tokenizer, context);
+    texts.update(ids);
+    return texts.text;
+  }
+
+  /** Whether `text` (what the cloud has written so far) ends inside one of this generation's placeholders. */
+  endsInsidePlaceholder(cloudContext: readonly number[], reply: readonly number[]): boolean {
+    const texts = new TokenTexts(this.tokenizer, cloudContext);
+    texts.update(reply);
+    return texts.endsInsideCharacter || this.values.endsInsidePlaceholder(texts.text);
+  }
+
+  private runs(length: number, ranges: readonly PrivateRange[]): Run[] {
+    return runsOf(this.texts, length, ranges);
+  }
+
+  private replaced(run: Run, ranges: readonly PrivateRange[], by: (r: PrivateRange) => string, used: Set<string>): string {
+    return replacedText(this.texts, run, ranges, (r) => {
+      for (const v of r.values) used.add(v.placeholder);
+      return by(r);
+    });
+  }
+
+  private spell(text: string): number[] {
+    let ids = this.spellings.get(text);
+    if (!ids) this.spellings.set(text, (ids = encodeContinuation(this.tokenizer, text)));
+    return ids;
+  }
+}
+
+/**
+ * The context cut into runs: a token outside every range is its own run (`first` -1, `last` its index); a
+ * run of tokens that each write a character inside some range is one run.
+ */
+function runsOf(texts: TokenTexts, length: number, ranges: readonly PrivateRange[]): Run[] {
+  const runs: Run[] = [];
+  let r = 0;
+  let open: Run | undefined;
+  for (let i = 0; i < length; i++) {
+    const { start, end } = texts.rangeOf(i);
+    while (r < ranges.length && ranges[r]!.end <= start) r++;
+    const inside = end > start && r < ranges.length && ranges[r]!.start < end;
+    if (inside && open) open.last = i;
+    else if (inside) runs.push((open = { first: i, last: i }));
+    else {
+      open = undefined;
+      runs.push({ first: -1, last: i });
+    }
+  }
+  return runs;
+}
+
+/** The text a run writes, with each range inside it written as `by` says. */
+function replacedText(texts: TokenTexts, run: Run, ranges: readonly PrivateRange[], by: (r: PrivateRange) => string): string {
+  const from = texts.rangeOf(run.first).start;
+  const to = texts.rangeOf(run.last).end;
+  let text = '';
+  let at = from;
+  for (const range of ranges) {
+    if (range.end <= from || range.start >= to) continue;
+    text += texts.text.slice(at, range.start) + by(range);
+    at = range.end;
+  }
+  return text + texts.text.slice(at, to);
+}
