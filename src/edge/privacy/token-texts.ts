@@ -23,8 +23,10 @@ export class TokenTexts {
   private ids: number[] = [];
   private starts: number[] = [];
   private ends: number[] = [];
-  /** Tokens whose character is not complete yet, at the end of the context. */
+  /** Tokens whose character is not complete yet, at the end of the context (special tokens may follow them). */
   private pending = 0;
+  /** The first of them. */
+  private pendingFrom = 0;
   private decoder: TokenStreamDecoder;
   text = '';
 
@@ -67,11 +69,11 @@ export class TokenTexts {
     if (this.tokenizer.isSpecialId(id)) return;
     const piece = this.decoder.push(id);
     if (piece === '') {
-      this.pending++;
+      if (this.pending++ === 0) this.pendingFrom = this.ids.length - 1;
       return;
     }
     this.text += piece;
-    for (let i = this.ids.length - 1 - this.pending; i < this.ids.length; i++) [this.starts[i], this.ends[i]] = [at, this.text.length];
+    for (let i = this.pending > 0 ? this.pendingFrom : this.ids.length - 1; i < this.ids.length; i++) [this.starts[i], this.ends[i]] = [at, this.text.length];
     this.pending = 0;
   }
 
@@ -79,7 +81,7 @@ export class TokenTexts {
   private cutBack(keep: number): void {
     // Tokens that share one character are kept or dropped together; pending ones have no character yet.
     const sharesWithPrevious = (j: number) => this.starts[j] === this.starts[j - 1] && this.ends[j] === this.ends[j - 1] && this.ends[j]! > this.starts[j]!;
-    keep = Math.min(keep, this.ids.length - this.pending);
+    if (this.pending > 0) keep = Math.min(keep, this.pendingFrom);
     while (keep > 0 && keep < this.ids.length && sharesWithPrevious(keep)) keep--;
     this.text = this.text.slice(0, keep === 0 ? 0 : this.ends[keep - 1]);
     this.ids.length = this.starts.length = this.ends.length = keep;
