@@ -39,6 +39,11 @@ export interface CloudStepRequest {
   /** Alternatives per token to return (0 = none). */
   topLogprobs: number;
   /**
+   * Most tokens the generation may still add (its length and context limits): a reply that restores a private
+   * value may exceed `maxTokens` up to it, since a value cut short would be finished by a weaker model.
+   */
+  room?: number;
+  /**
    * Sent while the previous step is still in flight, assuming its reply is the token `context` holds at that
    * step's position (the edge's guess). The reply is `skipped` when the assumption fails. One such step may
    * be in flight beside a step; a step that is not conditional waits for every earlier reply.
@@ -74,6 +79,8 @@ export interface CloudStepReply {
    * so the edge decides the position itself. Not a cloud failure; `tokens` is empty.
    */
   withheld?: boolean;
+  /** The tokens hold a private value put back in place of the cloud's placeholder: up to the request's `room` of them. */
+  restored?: boolean;
 }
 
 /** The cloud's load as the shim reports it with every step result (proto `ShimLoad`). */

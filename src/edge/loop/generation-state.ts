@@ -234,6 +234,7 @@ export class GenerationState {
       threshold: request.threshold,
       hiddenState: this.engine.sendHiddenState ? at.hidden : undefined,
       topLogprobs: 0,
+      room: this.room,
       signal,
     };
   }

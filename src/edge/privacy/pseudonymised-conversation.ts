@@ -8,8 +8,8 @@
  *   decides the position (it is the one copying the value).
  * - The cloud may write a placeholder over several tokens. While what it wrote ends inside one (`[EM`),
  *   the conversation asks it for one more token, then restores the whole placeholder at once; the loop
- *   gets the value's tokens (as many as the step allows: a value cut short ends the context inside a
- *   value, so the edge writes the rest).
+ *   gets the value's tokens, all of them where the generation has room (`room`), past the step's span: a
+ *   value cut short would end the context inside a value, and the edge model would write the rest.
  * - A conditional step waits for the step it assumes, then goes out as a plain step if that step's reply
  *   is what it assumed, and comes back skipped otherwise: its context may hold a value the cloud's reply
  *   completes, which only the reply can tell.
@@ -105,13 +105,16 @@ export class PseudonymisedConversation implements CloudConversation {
       const stopped = reply.tokens.some((id) => request.stopTokenIds.includes(id));
       if (stopped || asked + 1 >= MAX_PLACEHOLDER_TOKENS || !this.pseudonymiser.endsInsidePlaceholder(cloud.ids, written)) break;
     }
+    this.disclosure?.holds(context);
     const { ids, restored, text } = this.pseudonymiser.fromCloud(cloud.ids, written);
-    const tokens = ids.slice(0, request.maxTokens);
+    // A restored value goes whole where the generation has room: cut short, the edge model would have to finish it.
+    const tokens = ids.slice(0, restored ? Math.max(request.maxTokens, request.room ?? 0) : request.maxTokens);
     this.answered = [...request.context, ...tokens];
     const lastReply = replies[replies.length - 1]!;
     const kept = !restored && tokens.length === written.length;
     return {
       ...lastReply,
+      ...(restored ? { restored } : {}),
       tokens,
       text: kept ? replies.map((r) => r.text).join('') : tokens.length === ids.length ? text : this.pseudonymiser.textAfter(cloud.ids, tokens),
       // Figures of the cloud's tokens describe them, not the value's tokens put in their place.
