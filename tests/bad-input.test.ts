@@ -215,6 +215,16 @@ describe('edge HTTP API and page', () => {
       ['api: conversation too long', () => json({ prompt: 'x', conversation: 'c'.repeat(129) }), 400, 'conversation is 129 characters; the limit is 128'],
       ['api: a line break in conversation', () => json({ prompt: 'x', conversation: 'chat\r\nX-Evil: 1' }), 400, 'conversation must be printable ASCII (a header value); character 4 is U+000D'],
       ['api: non-ASCII conversation', () => json({ prompt: 'x', conversation: 'chät' }), 400, 'conversation must be printable ASCII (a header value); character 2 is U+00E4'],
+      ['api: overlapping private spans', () => json({ prompt: 'Ann and Bo', private_spans: [[0, 3], [2, 6]] }), 400, 'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps'],
+      ['api: a private span past the prompt', () => json({ prompt: '🙂 Ann', private_spans: [[2, 9]] }), 400, "private_spans[0] = [2, 9) is not a non-empty range inside the text's 5 code points"],
+      ['api: private spans not a list', () => json({ prompt: 'Ann', private_spans: 'Ann' }), 400, 'private_spans must be a list of [start, end] code-point ranges, got "Ann"'],
+      ['api: a private span of a bad kind', () => json({ prompt: 'Ann', private_spans: [[0, 3, 'Full Name']] }), 400, 'private_spans[0]: kind must be lowercase letters, digits and _ (at most 16, a letter first), got "Full Name"'],
+      // A prompt is never cut to fit the window (so a span is never cut with it): it is refused whole.
+      ['api: private spans in a prompt longer than the context window', () => json({ prompt: LONG_PROMPT, private_spans: [[0, 4]] }), 400, "prompt is 602 tokens; the edge model's context window is 512"],
+      ['api: private spans beside messages', () => json({ messages: [{ role: 'user', content: 'Ann' }], private_spans: [[0, 3]] }), 400, 'with messages, mark private spans in each message (messages[i].private_spans), not in the request'],
+      ['api: a message span past its content', () => json({ messages: [{ role: 'user', content: 'Ann', private_spans: [[1, 7]] }] }), 400, "messages[0].private_spans[0] = [1, 7) is not a non-empty range inside the text's 3 code points"],
+      ['page: private spans not JSON', () => form({ prompt: 'Ann', private_spans: '[[0,' }), 400, 'private_spans must be a JSON list of [start, end] code-point ranges, got "[[0,"'],
+      ['page: overlapping private spans', () => form({ prompt: 'Ann and Bo', private_spans: '[[0,3],[2,6]]' }), 400, 'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps'],
       ['page: stop an unknown run', () => app.request('/runs/00000000-0000-0000-0000-000000000000/stop', { method: 'POST' }), 404, 'no running generation 00000000-0000-0000-0000-000000000000'],
     ];
     const outcomes: Outcome[] = [];
@@ -464,6 +474,9 @@ describe('edge gRPC Generate', () => {
       ['route_share NaN', message({ prompt: 'x', routeShare: Number.NaN }), 'INVALID_ARGUMENT', 'route_share must be a number, got NaN'],
       ['route_tokens_per_minute 0', message({ prompt: 'x', routeTokensPerMinute: 0 }), 'INVALID_ARGUMENT', 'route_tokens_per_minute must be an integer in [1, 10000000], got 0'],
       ['route_wait_ms above the limit', message({ prompt: 'x', routeWaitMs: 4_294_967_295 }), 'INVALID_ARGUMENT', 'route_wait_ms must be an integer in [1, 600000], got 4294967295'],
+      ['overlapping private spans', message({ prompt: 'Ann and Bo', privateSpans: [{ start: 0, end: 3 }, { start: 2, end: 6 }] }), 'INVALID_ARGUMENT', 'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps'],
+      ['a private span past the prompt', message({ prompt: 'Ann', privateSpans: [{ start: 1, end: 40 }] }), 'INVALID_ARGUMENT', "private_spans[0] = [1, 40) is not a non-empty range inside the text's 3 code points"],
+      ['a private span of a bad kind', message({ prompt: 'Ann', privateSpans: [{ start: 0, end: 3, kind: 'Name' }] }), 'INVALID_ARGUMENT', 'private_spans[0]: kind must be lowercase letters, digits and _ (at most 16, a letter first), got "Name"'],
       ['unknown mode', message({ prompt: 'x', mode: 'turbo' }), 'INVALID_ARGUMENT', 'mode must be one of joint, small_only, llm_only, got "turbo"'],
       ['invalid UTF-8 in the prompt', Buffer.from(lenField(1, [0x61, 0xff, 0xfe, 0x62])), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field prompt (1) is not valid UTF-8'],
       ['invalid UTF-8 in a stop string', Buffer.from([...lenField(1, utf8('x')), ...lenField(8, [0xc3])]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field stop (8) is not valid UTF-8'],
