@@ -80,6 +80,11 @@ export interface ShimConfig {
   /** How long SIGTERM waits for streams to finish before cutting them. */
   shutdownGraceMs: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
+  /**
+   * Lets the log carry request content: the token ids and text of each step at debug, and what error
+   * messages quote (a backend's error body, a malformed reply). Off, the log has lengths, counts and codes only.
+   */
+  logText: boolean;
 }
 
 /** The default of --max-inflight-steps for HTTP backends: the default --max-sessions, one step in flight per session. */
@@ -135,6 +140,10 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
   tlsClientCa: { kind: 'string', help: 'CA for client certificates: enables mutual TLS' },
   shutdownGraceMs: { kind: 'int', min: 0, help: 'grace period on SIGTERM' },
   logLevel: { kind: 'enum', values: ['silent', 'error', 'info', 'debug'], help: 'log verbosity' },
+  logText: {
+    kind: 'bool',
+    help: "write request content in the log, for debugging: each step's token ids and reply text (at debug) and what error messages quote (a backend's error body, a malformed reply, an id outside the vocabulary). Off, the log holds lengths, counts and codes only, never a prompt's text or ids",
+  },
 };
 
 export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
@@ -172,6 +181,7 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   tlsClientCa: undefined,
   shutdownGraceMs: 5_000,
   logLevel: 'info',
+  logText: false,
 } satisfies ShimConfig);
 
 const ENV_PREFIX = 'SHIM_';

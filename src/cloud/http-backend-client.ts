@@ -2,7 +2,8 @@
  * HTTP plumbing shared by the `sglang` and `openai` backends: JSON POSTs with limited retries (only when
  * the connection failed before any reply: refused or reset; a completion request has no side effect but its
  * compute, so a repeat is safe; any HTTP reply, even an error, is the server's answer and is not retried), error bodies in every shape SGLang, vLLM and
- * FastAPI produce turned into AppErrors, and `data:` event streams read as parsed JSON objects.
+ * FastAPI produce turned into AppErrors (QuotingErrors: the server's words may echo the request, so the shim's
+ * log gets their length only; quoting-error.ts), and `data:` event streams read as parsed JSON objects.
  * Cancellation is the request's AbortSignal: aborting closes the HTTP connection, which is also how
  * SGLang learns that a request was abandoned.
  */
@@ -10,6 +11,7 @@ import { AppError, errorMessage } from '../shared/errors.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
 import { isRecord } from '../shared/is-record.ts';
 import { ROUTING_KEY_HEADER } from '../shared/routing-key.ts';
+import { QuotingError } from './quoting-error.ts';
 
 export interface HttpBackendClientOptions {
   /** `sglang` or `openai`: prefixes every error message. */
@@ -88,7 +90,7 @@ export class HttpBackendClient {
     try {
       return JSON.parse(text);
     } catch {
-      throw new AppError('INTERNAL', `${this.options.name}: reply is not JSON: ${text.slice(0, 200)}`);
+      throw new QuotingError('INTERNAL', `${this.options.name}: reply is not JSON: ${text.slice(0, 200)}`, `${this.options.name}: reply is not JSON (${text.length} characters)`);
     }
   }
 
@@ -139,13 +141,18 @@ export class HttpBackendClient {
     try {
       event = JSON.parse(payload);
     } catch {
-      throw new AppError('INTERNAL', `${this.options.name}: event is not JSON: ${payload.slice(0, 200)}`);
+      throw new QuotingError('INTERNAL', `${this.options.name}: event is not JSON: ${payload.slice(0, 200)}`, `${this.options.name}: event is not JSON (${payload.length} characters)`);
     }
-    if (!isRecord(event)) throw new AppError('INTERNAL', `${this.options.name}: event is not an object: ${payload.slice(0, 200)}`);
+    if (!isRecord(event)) throw new QuotingError('INTERNAL', `${this.options.name}: event is not an object: ${payload.slice(0, 200)}`, `${this.options.name}: event is not an object (${payload.length} characters)`);
     if ('error' in event && event.error !== null && event.error !== undefined) {
       const message = errorBodyMessage(event) ?? payload.slice(0, 200);
       // The same failure as a 400 before streaming: a context the model cannot take is OUT_OF_RANGE there too.
-      throw new AppError(isContextLengthMessage(message) ? 'OUT_OF_RANGE' : 'INTERNAL', `${this.options.name}: error while streaming: ${message}`);
+      // The server's words may quote the request (a validation error echoing the prompt): the log gets their length.
+      throw new QuotingError(
+        isContextLengthMessage(message) ? 'OUT_OF_RANGE' : 'INTERNAL',
+        `${this.options.name}: error while streaming: ${message}`,
+        `${this.options.name}: error while streaming (a message of ${message.length} characters)`,
+      );
     }
     return event;
   }
@@ -156,7 +163,7 @@ export class HttpBackendClient {
  * `{"object":"error","message",...}` (SGLang schema errors, overload), FastAPI `{"detail":[...]}` or
  * `{"detail":"..."}`, or plain text.
  */
-export function httpBackendError(name: string, status: number, bodyText: string): AppError {
+export function httpBackendError(name: string, status: number, bodyText: string): QuotingError {
   let message: string | undefined;
   try {
     message = errorBodyMessage(JSON.parse(bodyText));
@@ -164,7 +171,7 @@ export function httpBackendError(name: string, status: number, bodyText: string)
     message = undefined;
   }
   message ??= bodyText.trim().slice(0, 300) || '(empty body)';
-  return new AppError(httpStatusCode(status, message), `${name}: HTTP ${status}: ${message}`);
+  return new QuotingError(httpStatusCode(status, message), `${name}: HTTP ${status}: ${message}`, `${name}: HTTP ${status} (a message of ${message.length} characters)`);
 }
 
 /** How SGLang and vLLM word a context that exceeds the model's window. */

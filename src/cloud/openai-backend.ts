@@ -14,6 +14,7 @@ import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, Bac
 import { isRecord } from '../shared/is-record.ts';
 import { HttpBackendClient } from './http-backend-client.ts';
 import { openAiScoreBody, openAiScores, TextKeyIds } from './openai-score.ts';
+import { QuotingError } from './quoting-error.ts';
 
 export interface OpenAiBackendOptions {
   baseUrl: string;
@@ -158,7 +159,7 @@ function retokenize(tokenizer: TextTokenizer, context: readonly number[], text: 
 
 function tokenIdString(token: string): number {
   const id = Number(token.slice(TOKEN_ID_PREFIX.length));
-  if (!Number.isInteger(id)) throw new AppError('INTERNAL', `openai: malformed token ${JSON.stringify(token)}`);
+  if (!Number.isInteger(id)) throw new QuotingError('INTERNAL', `openai: malformed token ${JSON.stringify(token)}`, 'openai: malformed token');
   return id;
 }
 

@@ -21,6 +21,7 @@ import type { TokenAlternative } from '../shared/contract-vocabulary.ts';
 import type { PositionScores } from '../shared/position-scores.ts';
 import type { BackendScoreRequest } from './backend.ts';
 import { alternativesToAsk, assembleScores, type ReportedPosition } from './remote-scores.ts';
+import { QuotingError } from './quoting-error.ts';
 
 const TOKEN_ID_PREFIX = 'token_id:';
 
@@ -103,7 +104,8 @@ function fromPromptLogprobs(entries: unknown[], ids: readonly number[]): Reporte
     const alternatives: TokenAlternative[] = Object.entries(entry).map(([key, value]) => ({ id: Number(key), logprob: logprobOf(value) }));
     const next = alternatives.find((a) => a.id === ids[j]);
     if (!next || alternatives.some((a) => !Number.isInteger(a.id))) {
-      throw new AppError('INTERNAL', `openai: prompt_logprobs[${j}] ${next ? 'has keys that are not token ids' : `lacks the prompt's own id ${ids[j]}`}`);
+      const what = next ? 'has keys that are not token ids' : "lacks the prompt's own id";
+      throw new QuotingError('INTERNAL', `openai: prompt_logprobs[${j}] ${what}${next ? '' : ` ${ids[j]}`}`, `openai: prompt_logprobs[${j}] ${what}`);
     }
     reported.push({ nextLogprob: next.logprob, alternatives });
   }
@@ -118,7 +120,7 @@ function fromEcho(logprobs: Record<string, unknown>, ids: readonly number[], tex
   for (let j = 1; j < ids.length; j++) {
     const token = tokens[j];
     if (typeof token === 'string' && token.startsWith(TOKEN_ID_PREFIX) && tokenIdOf(token) !== ids[j]) {
-      throw new AppError('INTERNAL', `openai: the echoed prompt has ${token} at ${j}, the prompt has id ${ids[j]}`);
+      throw new QuotingError('INTERNAL', `openai: the echoed prompt has ${token} at ${j}, the prompt has id ${ids[j]}`, `openai: the echoed prompt has another token than the prompt's at ${j}`);
     }
     const alternatives: TokenAlternative[] = [];
     const unnamed: number[] = [];
@@ -138,12 +140,12 @@ function fromEcho(logprobs: Record<string, unknown>, ids: readonly number[], tex
 function logprobOf(value: unknown): number {
   const logprob = isRecord(value) ? value.logprob : value;
   if (logprob === null) return -Infinity;
-  if (typeof logprob !== 'number') throw new AppError('INTERNAL', `openai: malformed log-probability ${JSON.stringify(value)}`);
+  if (typeof logprob !== 'number') throw new QuotingError('INTERNAL', `openai: malformed log-probability ${JSON.stringify(value)}`, 'openai: malformed log-probability');
   return logprob;
 }
 
 function tokenIdOf(token: string): number {
   const id = Number(token.slice(TOKEN_ID_PREFIX.length));
-  if (!Number.isInteger(id)) throw new AppError('INTERNAL', `openai: malformed token ${JSON.stringify(token)}`);
+  if (!Number.isInteger(id)) throw new QuotingError('INTERNAL', `openai: malformed token ${JSON.stringify(token)}`, 'openai: malformed token');
   return id;
 }

@@ -14,6 +14,7 @@ import { fromWireSources } from '../shared/grpc/wire.ts';
 import type { BackendInfo, SamplingSettings } from './backend.ts';
 import type { ShimConfig } from './config.ts';
 import { sessionRoutingKey } from './session-routing-key.ts';
+import { QuotingError } from './quoting-error.ts';
 
 /** Who produced the ids a check reads. */
 export type IdsFrom = 'edge' | 'backend';
@@ -24,7 +25,10 @@ const OUT_OF_VOCABULARY: Readonly<Record<IdsFrom, AppError['code']>> = { edge: '
 export function checkIds(ids: readonly number[], vocabSize: number | undefined, from: IdsFrom, what: string): void {
   if (vocabSize === undefined) return;
   for (let i = 0; i < ids.length; i++) {
-    if (ids[i]! >= vocabSize) throw new AppError(OUT_OF_VOCABULARY[from], `${what} token id ${ids[i]} (index ${i}), outside the vocabulary [0, ${vocabSize})`);
+    if (ids[i]! >= vocabSize) {
+      const outside = `outside the vocabulary [0, ${vocabSize})`;
+      throw new QuotingError(OUT_OF_VOCABULARY[from], `${what} token id ${ids[i]} (index ${i}), ${outside}`, `${what} a token id (index ${i}) ${outside}`);
+    }
   }
 }
 

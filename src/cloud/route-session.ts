@@ -20,6 +20,7 @@ import { checkIds, checkOpen, checkStep, validateSampling } from './route-reques
 import { nextRouteSessionState, routeRequestRead, type RouteSessionState } from './route-session-states.ts';
 import { SessionExpiredError, type RoutingSession, type SessionStore } from './session-store.ts';
 import { spanText } from './span-text.ts';
+import { loggableMessage } from './quoting-error.ts';
 import type { AdmissionLoad, StepAdmission } from './step-admission.ts';
 
 export interface ShimContext {
@@ -99,7 +100,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
   } catch (e) {
     // Any failure ends the stream, whatever its state.
     const error = live.aborted && !(e instanceof AppError) ? abortReason(live) : toAppError(e);
-    log[error.code === 'INTERNAL' ? 'error' : 'debug']('session failed', { session: session?.id, code: error.code, error: error.message });
+    log[error.code === 'INTERNAL' ? 'error' : 'debug']('session failed', { session: session?.id, code: error.code, error: loggableMessage(error, config.logText) });
     yield endMessage(error, totals());
     throw error;
   } finally {
@@ -141,7 +142,9 @@ async function serveStep(step: RouteStep__Output, route: OpenRoute, ctx: ShimCon
       return unansweredResponse(session, performance.now() - received, admission.load(), { overloaded: true });
     case 'served': {
       const { result, contextBefore, load } = outcome;
-      // The routing decision behind the step (the seed paper's token index, score and threshold), for the records.
+      const response = stepResponse(result, ctx, session, contextBefore, performance.now() - received, load);
+      // The routing decision behind the step (the seed paper's token index, score and threshold), for the
+      // records; sizes only, and the step's ids and text only with --log-text.
       log.debug('step', {
         session: session.id,
         tokenIndex: step.tokenIndex,
@@ -152,8 +155,9 @@ async function serveStep(step: RouteStep__Output, route: OpenRoute, ctx: ShimCon
         returned: result.ids.length,
         cachedTokens: result.cachedTokens,
         backendMs: result.backendMs,
+        ...(ctx.config.logText ? { deltaIds: step.ids, returnedIds: result.ids, text: response.step!.text } : {}),
       });
-      return stepResponse(result, ctx, session, contextBefore, performance.now() - received, load);
+      return response;
     }
   }
 }

@@ -17,6 +17,7 @@ import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, Bac
 import { isRecord } from '../shared/is-record.ts';
 import { HttpBackendClient } from './http-backend-client.ts';
 import { sglangScoreBody, sglangScores, throwIfAborted } from './sglang-score.ts';
+import { QuotingError } from './quoting-error.ts';
 
 export interface SglangBackendOptions {
   baseUrl: string;
@@ -91,7 +92,7 @@ export class SglangBackend implements Backend {
         for await (const chunk of this.http.events(response, signal)) output.add(chunk);
       } else {
         const reply = await this.http.json(response, signal);
-        if (!isRecord(reply)) throw new AppError('INTERNAL', `sglang: expected one reply object, got ${JSON.stringify(reply).slice(0, 100)}`);
+        if (!isRecord(reply)) throw new QuotingError('INTERNAL', `sglang: expected one reply object, got ${JSON.stringify(reply).slice(0, 100)}`, `sglang: expected one reply object, got ${reply === null ? 'null' : Array.isArray(reply) ? 'a list' : typeof reply}`);
         output.add(reply);
       }
       return output.result(request, performance.now() - start);
@@ -200,13 +201,13 @@ function extends_<T>(chunk: T[], items: T[]): boolean {
 /** `[logprob, token_id, text|null]` → `{ id, logprob }`. */
 function logprobEntry(entry: unknown): { id: number; logprob: number } {
   if (!Array.isArray(entry) || !Number.isInteger(entry[1])) {
-    throw new AppError('INTERNAL', `sglang: malformed logprob entry ${JSON.stringify(entry)}`);
+    throw new QuotingError('INTERNAL', `sglang: malformed logprob entry ${JSON.stringify(entry)}`, 'sglang: malformed logprob entry');
   }
   return { id: entry[1] as number, logprob: typeof entry[0] === 'number' ? entry[0] : Number.NaN };
 }
 
 function intArray(value: unknown): number[] | undefined {
   if (!Array.isArray(value)) return undefined;
-  if (!value.every((v) => Number.isInteger(v))) throw new AppError('INTERNAL', `sglang: token ids are not integers: ${JSON.stringify(value).slice(0, 100)}`);
+  if (!value.every((v) => Number.isInteger(v))) throw new QuotingError('INTERNAL', `sglang: token ids are not integers: ${JSON.stringify(value).slice(0, 100)}`, 'sglang: token ids are not integers');
   return value as number[];
 }

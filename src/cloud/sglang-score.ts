@@ -20,6 +20,7 @@ import type { TokenAlternative } from '../shared/contract-vocabulary.ts';
 import type { PositionScores } from '../shared/position-scores.ts';
 import type { BackendScoreRequest } from './backend.ts';
 import { alternativesToAsk, assembleScores, type ReportedPosition } from './remote-scores.ts';
+import { QuotingError } from './quoting-error.ts';
 
 export function sglangScoreBody(request: BackendScoreRequest): { body: Record<string, unknown>; asked: number } {
   // At least one alternative where candidates are asked for, even of a build that honours
@@ -40,7 +41,7 @@ export function sglangScoreBody(request: BackendScoreRequest): { body: Record<st
 }
 
 export function sglangScores(reply: unknown, request: BackendScoreRequest, asked: number): { positions: PositionScores[]; exact: boolean } {
-  if (!isRecord(reply)) throw new AppError('INTERNAL', `sglang: expected one reply object, got ${JSON.stringify(reply).slice(0, 100)}`);
+  if (!isRecord(reply)) throw new QuotingError('INTERNAL', `sglang: expected one reply object, got ${JSON.stringify(reply).slice(0, 100)}`, `sglang: expected one reply object, got ${reply === null ? 'null' : Array.isArray(reply) ? 'a list' : typeof reply}`);
   const meta = isRecord(reply.meta_info) ? reply.meta_info : {};
   throwIfAborted(meta.finish_reason);
   const { ids, candidates } = request;
@@ -61,7 +62,9 @@ export function sglangScores(reply: unknown, request: BackendScoreRequest, asked
   const reported: ReportedPosition[] = [];
   for (let j = 1; j < ids.length; j++) {
     const next = triple(tokens[j]);
-    if (next.id !== ids[j]) throw new AppError('INTERNAL', `sglang: input_token_logprobs[${j}] is for id ${next.id}, the input has ${ids[j]} there`);
+    if (next.id !== ids[j]) {
+      throw new QuotingError('INTERNAL', `sglang: input_token_logprobs[${j}] is for id ${next.id}, the input has ${ids[j]} there`, `sglang: input_token_logprobs[${j}] is for another id than the input's`);
+    }
     const asAsked = byId?.[j]?.find((a) => a.id === candidates![j - 1]);
     reported.push({ nextLogprob: next.logprob, alternatives: top?.[j] ?? [], ...(asAsked ? { candidateLogprob: asAsked.logprob } : {}) });
   }
@@ -72,13 +75,13 @@ export function sglangScores(reply: unknown, request: BackendScoreRequest, asked
 export function throwIfAborted(finishReason: unknown): void {
   if (!isRecord(finishReason) || finishReason.type !== 'abort') return;
   const message = typeof finishReason.message === 'string' ? finishReason.message : 'request aborted by the server';
-  throw new AppError(/longer than|context length/i.test(message) ? 'OUT_OF_RANGE' : 'UNAVAILABLE', `sglang: ${message}`);
+  throw new QuotingError(/longer than|context length/i.test(message) ? 'OUT_OF_RANGE' : 'UNAVAILABLE', `sglang: ${message}`, `sglang: the server aborted the request (a message of ${message.length} characters)`);
 }
 
 /** `[logprob, token_id, text|null]` → `{ id, logprob }`; a null log-probability past entry 0 is orjson's -inf. */
 export function triple(entry: unknown): TokenAlternative {
   if (!Array.isArray(entry) || !Number.isInteger(entry[1])) {
-    throw new AppError('INTERNAL', `sglang: malformed logprob entry ${JSON.stringify(entry)}`);
+    throw new QuotingError('INTERNAL', `sglang: malformed logprob entry ${JSON.stringify(entry)}`, 'sglang: malformed logprob entry');
   }
   return { id: entry[1] as number, logprob: typeof entry[0] === 'number' ? entry[0] : -Infinity };
 }

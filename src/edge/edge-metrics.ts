@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { PrefixCache } from '../shared/prefix-cache.ts';
 import type { SchedulerStats } from '../shared/scheduler/decode-scheduler.ts';
 import { CLOUD_CONNECTION_STATES } from './cloud/cloud-client.ts';
+import type { DisclosureReport } from './cloud/cloud-disclosure.ts';
 import type { GenerationEvent } from './loop/decoder-loop.ts';
 import type { RoutingStatus, RoutingStatusSource } from './routing/routing-status.ts';
 
@@ -98,6 +99,33 @@ export class EdgeMetrics {
     name: 'edge_routing_generations_total',
     help: 'Finished generations by the routing policy that cut them: threshold (a fixed τ) or the budgets given, e.g. share, share+wait',
     labelNames: ['policy'] as const,
+    registers: [this.registry],
+  });
+
+  // What left the box, from each finished generation's metrics.cloud (cloud-disclosure.ts).
+  readonly cloudTokensSent = new Counter({
+    name: 'edge_cloud_tokens_sent_total',
+    help: "Token ids sent to the cloud: each cloud stream's whole context when it opened, then each routed step's new ids",
+    registers: [this.registry],
+  });
+  readonly cloudBytesSent = new Counter({
+    name: 'edge_cloud_bytes_sent_total',
+    help: 'Serialized bytes of the messages sent to the cloud (protobuf; gRPC and HTTP/2 framing not counted)',
+    registers: [this.registry],
+  });
+  readonly cloudHiddenStateBytes = new Counter({
+    name: 'edge_cloud_hidden_state_bytes_total',
+    help: "Bytes of edge hidden states among the bytes sent to the cloud (0 unless --send-hidden-state)",
+    registers: [this.registry],
+  });
+  readonly privatePlaceholders = new Counter({
+    name: 'edge_private_placeholders_total',
+    help: 'Placeholders the cloud read instead of private values ([NAME_1], [EMAIL_2]), counted once per generation that used them',
+    registers: [this.registry],
+  });
+  readonly privateWithheldSteps = new Counter({
+    name: 'edge_private_withheld_steps_total',
+    help: 'Routed positions the edge decided itself because a private value was under way there (not sent to the cloud)',
     registers: [this.registry],
   });
 
@@ -222,6 +250,14 @@ export class EdgeMetrics {
     this.batching = stats;
   }
 
+  private observeDisclosure(cloud: DisclosureReport): void {
+    this.cloudTokensSent.inc(cloud.tokensSent);
+    this.cloudBytesSent.inc(cloud.bytesSent);
+    this.cloudHiddenStateBytes.inc(cloud.hiddenStateBytes);
+    this.privatePlaceholders.inc(cloud.placeholders);
+    this.privateWithheldSteps.inc(cloud.withheldSteps);
+  }
+
   observe(event: GenerationEvent, mode: string): void {
     if (event.type === 'done') {
       this.requests.inc({ mode, finish: event.finishReason });
@@ -231,6 +267,7 @@ export class EdgeMetrics {
       if (waited > 0) this.speculationDecisions.inc({ decision: 'waited' }, waited);
       const budget = event.metrics.budget;
       if (budget) this.routingGenerations.inc({ policy: budget.policy });
+      this.observeDisclosure(event.metrics.cloud);
       return;
     }
     this.tokens.inc({ source: event.source });

@@ -6,18 +6,24 @@
  * without them a request gets the edge's defaults (joint routing at the default τ, or the edge's
  * --route-* budgets). OpenAI's
  * `prompt_cache_key` names the conversation (the cloud's routing key); `user` is checked and unused.
+ * Privacy is a vendor extension too: `private_spans` of a text prompt (completions) or of each message's
+ * content (chat), and `private_detect` (privacy/private-spans.ts has the span forms). Spans of a message whose
+ * content is a list of text parts count code points of the parts' texts joined with newlines, the text the
+ * edge reads; a prompt of token ids takes no spans (there is no text of the caller's to point into).
  *
  * @example
  * const request = parseCompletionRequest({ model: 'stories260k-3l', prompt: 'Once', max_tokens: 8 }, runtime.limits);
  * runtime.start(request.raw);
  */
 import { randomInt } from 'node:crypto';
-import type { ChatMessage } from '../../../shared/chat-template.ts';
 import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/routing-key.ts';
 import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../request/generation-request.ts';
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';
-import { CHAT_ROLES } from '../../chat/chat-messages.ts';
+import { CHAT_ROLES, type EdgeChatMessage } from '../../chat/chat-messages.ts';
+import { readPrivateSpans } from '../../privacy/private-spans.ts';
+import type { PrivateText } from '../../privacy/private-values.ts';
+import { isAppError } from '../../../shared/errors.ts';
 
 /** What both endpoints share once parsed. */
 export interface OpenAIRequest {
@@ -35,7 +41,8 @@ export interface CompletionRequest extends OpenAIRequest {
 }
 
 export interface ChatRequest extends OpenAIRequest {
-  messages: ChatMessage[];
+  /** With each message's private texts (`messages[i].private_spans`). */
+  messages: EdgeChatMessage[];
 }
 
 /** OpenAI's default for /v1/completions; chat completions run to the edge's limit (or the context's end). */
@@ -44,16 +51,22 @@ const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 const MAX_STOP = 4;
 
 const ROUTE_BUDGET_FIELDS = ['route_share', 'route_tokens_per_minute', 'route_wait_ms'];
-const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'prompt_cache_key', 'routing_mode', 'routing_threshold', 'route_span', ...ROUTE_BUDGET_FIELDS];
+const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'prompt_cache_key', 'routing_mode', 'routing_threshold', 'route_span', ...ROUTE_BUDGET_FIELDS, 'private_detect'];
 const NEUTRAL = { presence_penalty: [0], frequency_penalty: [0] };
 
 export function parseCompletionRequest(body: Record<string, unknown>, limits: GenerationLimits): CompletionRequest {
-  const fields = new OpenAIFields(body, [...COMMON, 'prompt'], { ...NEUTRAL, echo: [false], best_of: [1], logprobs: [0] });
+  const fields = new OpenAIFields(body, [...COMMON, 'prompt', 'private_spans'], { ...NEUTRAL, echo: [false], best_of: [1], logprobs: [0] });
   const common = parseCommon(fields, limits, fields.integer('max_tokens', 1, limits.maxNewTokens) ?? COMPLETIONS_DEFAULT_MAX_TOKENS);
-  return { ...common, prompt: parsePrompt(fields.get('prompt')) };
+  const prompt = parsePrompt(fields.get('prompt'));
+  const privateTexts = promptSpans(fields.get('private_spans'), prompt);
+  return { ...common, raw: { ...common.raw, ...(privateTexts.length > 0 ? { privateTexts } : {}) }, prompt };
 }
 
 export function parseChatRequest(body: Record<string, unknown>, limits: GenerationLimits): ChatRequest {
+  // Spans of the whole request would point into the rendered prompt, which the caller never sees.
+  if (Object.hasOwn(body, 'private_spans') && body.private_spans !== null) {
+    throw new OpenAIParamError('private_spans', 'on chat completions, mark private spans in each message (messages[i].private_spans), not in the request');
+  }
   const fields = new OpenAIFields(body, [...COMMON, 'messages', 'max_completion_tokens'], { ...NEUTRAL, logprobs: [false] });
   // max_completion_tokens is the newer name of max_tokens; it wins when both are given, as in OpenAI's API.
   const maxTokens = fields.integer('max_completion_tokens', 1, limits.maxNewTokens) ?? fields.integer('max_tokens', 1, limits.maxNewTokens);
@@ -70,6 +83,7 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
   fields.string('user');
   const stream = fields.boolean('stream') ?? false;
   const conversation = parseConversation(fields.string('prompt_cache_key'));
+  const privateDetect = parsePrivateDetect(fields.get('private_detect'));
   return {
     model,
     stream,
@@ -88,6 +102,7 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
       topP: fields.number('top_p', 0, 1, true),
       seed: fields.integer('seed', 0, 2 ** 32 - 1) ?? randomInt(2 ** 32 - 1),
       stop: parseStop(fields.get('stop')),
+      ...(privateDetect === undefined ? {} : { privateDetect }),
       ...(conversation === undefined ? {} : { conversation }),
     },
   };
@@ -110,6 +125,35 @@ function parseStreamOptions(value: unknown, stream: boolean): boolean {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new OpenAIParamError('stream_options', `stream_options must be an object, got ${show(value)}`);
   const options = new OpenAIFields(value as Record<string, unknown>, ['include_usage']);
   return options.boolean('include_usage') ?? false;
+}
+
+/** Detector kinds: their names are the edge's to check (generation-request.ts), the shape is checked here to name the field. */
+function parsePrivateDetect(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  const kinds = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(kinds) || !kinds.every((k) => typeof k === 'string')) {
+    throw new OpenAIParamError('private_detect', `private_detect must be a list of detector kinds such as "email" or "phone", got ${show(value)}`);
+  }
+  return kinds as string[];
+}
+
+/** A prompt's `private_spans`, as texts; refused with `param` named, and for a prompt of token ids. */
+function promptSpans(value: unknown, prompt: string | number[]): PrivateText[] {
+  if (value === undefined) return [];
+  if (typeof prompt !== 'string') {
+    throw new OpenAIParamError('private_spans', 'private_spans mark stretches of a text prompt; a prompt of token ids has no text of yours to point into: send the text (private_detect still applies to ids)');
+  }
+  return spansOf(value, prompt, 'private_spans');
+}
+
+/** `readPrivateSpans` with its refusal as an OpenAI error naming `param`. */
+function spansOf(value: unknown, text: string, param: string): PrivateText[] {
+  try {
+    return readPrivateSpans(value, text, param);
+  } catch (e) {
+    if (isAppError(e)) throw new OpenAIParamError(param, e.message, e.code);
+    throw e;
+  }
 }
 
 function parseStop(value: unknown): string[] {
@@ -143,8 +187,8 @@ function parseOnePrompt(value: unknown): string | number[] {
   throw new OpenAIParamError('prompt', 'prompt must be a string or a non-empty list of token ids (non-negative integers), or a list of one of them');
 }
 
-/** Text-only chat messages; `developer` is OpenAI's newer name for `system`. */
-function parseMessages(value: unknown): ChatMessage[] {
+/** Text-only chat messages with their `private_spans`; `developer` is OpenAI's newer name for `system`. */
+function parseMessages(value: unknown): EdgeChatMessage[] {
   if (value === undefined) throw new OpenAIParamError('messages', 'messages is required');
   if (!Array.isArray(value) || value.length === 0) throw new OpenAIParamError('messages', 'messages must be a non-empty list');
   return value.map((message: unknown, i) => {
@@ -152,13 +196,15 @@ function parseMessages(value: unknown): ChatMessage[] {
     if (typeof message !== 'object' || message === null || Array.isArray(message)) throw new OpenAIParamError(at, `${at} must be an object`);
     const fields = message as Record<string, unknown>;
     for (const key of Object.keys(fields)) {
-      if (!['role', 'content', 'name'].includes(key)) throw new OpenAIParamError(`${at}.${key}`, `unsupported parameter: ${at}.${key} is not supported by this edge (text messages only)`);
+      if (!['role', 'content', 'name', 'private_spans'].includes(key)) throw new OpenAIParamError(`${at}.${key}`, `unsupported parameter: ${at}.${key} is not supported by this edge (text messages only)`);
     }
     const role = typeof fields.role === 'string' ? CHAT_ROLES.get(fields.role) : undefined;
     if (role === undefined) {
       throw new OpenAIParamError(`${at}.role`, `${at}.role must be one of ${[...CHAT_ROLES.keys()].join(', ')}, got ${show(fields.role)}`);
     }
-    return { role, content: messageText(fields.content, `${at}.content`) };
+    const content = messageText(fields.content, `${at}.content`);
+    const privateTexts = spansOf(Object.hasOwn(fields, 'private_spans') ? fields.private_spans : undefined, content, `${at}.private_spans`);
+    return { role, content, ...(privateTexts.length > 0 ? { privateTexts } : {}) };
   });
 }
 

@@ -5,7 +5,12 @@
  * vendor extension `routing`: the token's id, its source (`slm`, `llm` or `fallback`) and the router's
  * score. `usage` adds `routed_tokens` (chosen by the cloud model), `fallback_tokens` (routed, but
  * decided by the edge model because the cloud could not answer) and `routing`: the cut that decided the
- * routing (its policy, the budgets given, the cut and the realized share; the done event's report).
+ * routing (its policy, the budgets given, the cut and the realized share; the done event's report), and
+ * `cloud`: what left the box for the cloud (tokens, bytes, hidden-state bytes, steps, streams, placeholders,
+ * withheld steps; cloud-disclosure.ts). The choice that finishes (the whole response's, or a stream's last
+ * choice chunk) carries `cloud_text`: the text the cloud saw, private values as their placeholders (empty
+ * when nothing was routed). It is on the choice rather than in `usage`, which a stream sends only on request
+ * and which holds counts.
  *
  * @example
  * for await (const chunk of streamChunks(CHAT, meta, run.events(signal), true)) write(JSON.stringify(chunk));
@@ -31,6 +36,18 @@ export interface Usage {
   fallback_tokens: number;
   /** The generation's routing report in snake_case (`policy`, `cut`, `realized_share`, `share`, ...). */
   routing?: Record<string, unknown>;
+  /** What left the box for the cloud, in snake_case (`tokens_sent`, `bytes_sent`, `placeholders`, ...). */
+  cloud: CloudUsage;
+}
+
+export interface CloudUsage {
+  tokens_sent: number;
+  bytes_sent: number;
+  hidden_state_bytes: number;
+  steps: number;
+  streams: number;
+  placeholders: number;
+  withheld_steps: number;
 }
 
 export interface RoutingExtension {
@@ -91,6 +108,7 @@ export function usage(metrics: GenerationMetrics): Usage {
     routed_tokens: metrics.routed,
     fallback_tokens: metrics.fallback,
     ...(report ? { routing: snakeCaseKeys(report) as Record<string, unknown> } : {}),
+    cloud: snakeCaseKeys(metrics.cloud) as CloudUsage,
   };
 }
 
@@ -108,7 +126,7 @@ export async function wholeResponse(shape: ResponseShape, meta: ResponseMeta, ev
     object: shape.object,
     created: meta.created,
     model: meta.model,
-    choices: [shape.choice(done.text, finishReason(done.finishReason))],
+    choices: [{ ...shape.choice(done.text, finishReason(done.finishReason)), cloud_text: done.cloudText }],
     usage: usage(done.metrics),
   };
 }
@@ -139,7 +157,7 @@ export async function* streamChunks(
       continue;
     }
     // The final text can only have grown: a flushed partial character, or text held back for a stop string that never came.
-    yield chunk([shape.chunkChoice(event.text.slice(sent.length), finishReason(event.finishReason))]);
+    yield chunk([{ ...shape.chunkChoice(event.text.slice(sent.length), finishReason(event.finishReason)), cloud_text: event.cloudText }]);
     if (includeUsage) yield chunk([], { usage: usage(event.metrics) });
   }
 }
