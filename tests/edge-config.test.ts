@@ -93,3 +93,37 @@ test('--route-share, --route-tokens-per-minute, --route-wait-ms: unset by defaul
   ];
   for (const [argv, env, message] of cases) expect(() => parseEdgeConfig(argv, env)).toThrow(message);
 });
+
+test('--private-detect KINDS and repeatable --private-pattern KIND=REGEX: none by default, from every source, checked', () => {
+  expect(parseEdgeConfig([], {}).privateDetection).toEqual({ kinds: [], patterns: [] });
+  const config = parseEdgeConfig(['--private-detect', 'phone,email,ticket', '--private-pattern', 'ticket=TCK-\\d+', '--private-pattern', 'badge=EMP-\\d{6}'], {});
+  expect(config.privateDetection).toEqual({
+    kinds: ['email', 'phone', 'ticket'],
+    patterns: [
+      { kind: 'ticket', pattern: 'TCK-\\d+' },
+      { kind: 'badge', pattern: 'EMP-\\d{6}' },
+    ],
+  });
+  expect(Object.isFrozen(config.privateDetection) && Object.isFrozen(config.privateDetection.patterns)).toBe(true);
+  // The variable holds one pattern a line; the file an array; a flag's list replaces the variable's.
+  const env = { EDGE_PRIVATE_DETECT: 'all', EDGE_PRIVATE_PATTERN: 'ticket=TCK-\\d+\nbadge=EMP-\\d{6}\n' };
+  expect(parseEdgeConfig([], env).privateDetection.kinds).toEqual(['email', 'phone', 'card', 'iban', 'ip', 'ticket', 'badge']);
+  expect(parseEdgeConfig(['--private-pattern', 'room=R\\d{3}'], env).privateDetection.patterns).toEqual([{ kind: 'room', pattern: 'R\\d{3}' }]);
+  const file = join(dir, 'private.json');
+  writeFileSync(file, JSON.stringify({ privateDetect: 'ip', privatePattern: ['ticket=TCK-\\d+'] }));
+  expect(parseEdgeConfig(['--config', file], {}).privateDetection).toEqual({ kinds: ['ip'], patterns: [{ kind: 'ticket', pattern: 'TCK-\\d+' }] });
+  expect(EDGE_USAGE).toContain('--private-detect KINDS');
+  expect(EDGE_USAGE).toContain('--private-pattern KIND=REGEX (repeatable)');
+  const badFile = join(dir, 'private-bad.json');
+  writeFileSync(badFile, JSON.stringify({ privatePattern: 5 }));
+  const cases: [string[], Record<string, string>, string][] = [
+    [['--private-detect', 'emails'], {}, '--private-detect: unknown kind "emails"; known: email, phone, card, iban, ip (or all, none)'],
+    [[], { EDGE_PRIVATE_DETECT: 'all,ip' }, '--private-detect: all stands alone'],
+    [['--private-pattern', 'ticket'], {}, '--private-pattern must be KIND=REGEX, got "ticket"'],
+    [['--private-pattern', 'Ticket=x'], {}, 'the kind must be lowercase [a-z][a-z0-9_]{0,15}'],
+    [['--private-pattern', 'iban=x'], {}, 'iban is a built-in kind'],
+    [['--private-pattern', 'pair=(\\w)\\1'], {}, '--private-pattern pair=(\\w)\\1: does not compile under the linear-time engine (RE2; no backreferences or lookaround): error parsing regexp: invalid escape sequence: `\\1`'],
+    [['--config', badFile], {}, 'privatePattern must be a string or an array of strings, got 5'],
+  ];
+  for (const [argv, env, message] of cases) expect(() => parseEdgeConfig(argv, env)).toThrow(message);
+});

@@ -11,6 +11,7 @@ import { AppError } from '../shared/errors.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { SPECIAL_TOKENS_IN_MESSAGES, type SpecialTokensInMessages } from '../shared/chat-template.ts';
 import { DEMO } from '../shared/paths.ts';
+import { parsePrivateDetection, type OperatorPattern } from './privacy/private-detect.ts';
 import { ROUTE_BUDGET_BOUNDS, type RouteBudget } from './request/generation-request.ts';
 
 export interface EdgeConfig {
@@ -72,9 +73,25 @@ export interface EdgeConfig {
   /** onnxruntime execution providers for the edge model, in order of preference, e.g. `cuda,cpu`. */
   executionProvider: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /**
+   * Private entities looked for in prompts, to be pseudonymised before anything goes to the cloud: the kinds
+   * on for every request, and the operator's own kinds as linear-time patterns (src/edge/privacy).
+   */
+  privateDetection: PrivateDetection;
 }
 
-const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
+export interface PrivateDetection {
+  kinds: readonly string[];
+  patterns: readonly OperatorPattern[];
+}
+
+/** The settings as flags, EDGE_* variables and the file give them: privateDetection comes from two flags. */
+interface EdgeOptions extends Omit<EdgeConfig, 'privateDetection'> {
+  privateDetect: string;
+  privatePattern: readonly string[];
+}
+
+const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
   host: { kind: 'string', help: 'address the web page and HTTP API listen on' },
   port: { kind: 'int', min: 0, help: 'HTTP port (0 = any free port)' },
   grpcPort: { kind: 'int', min: 0, offValue: -1, help: 'port of the gRPC Generate service (0 = any free port, off = no gRPC service)' },
@@ -127,6 +144,16 @@ const OPTIONS: Record<keyof EdgeConfig, OptionSpec> = {
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads for the edge model (0 = default)' },
   executionProvider: { kind: 'string', help: 'onnxruntime execution providers for the edge model in order of preference, e.g. coreml,cpu or cuda,cpu (ending in cpu = fall back to it)' },
   logLevel: { kind: 'enum', values: ['debug', 'info', 'warn', 'error'], help: 'log verbosity' },
+  privateDetect: {
+    kind: 'string',
+    valueName: 'KINDS',
+    help: 'private entities to find in every prompt, to be pseudonymised before anything goes to the cloud: a comma list of email, phone, card, iban, ip and the kinds of --private-pattern, or all, or none (a request may name more kinds); docs/privacy-detection.md',
+  },
+  privatePattern: {
+    kind: 'list',
+    valueName: 'KIND=REGEX',
+    help: 'an operator kind of private entity and a pattern for it, e.g. employee_id=EMP-\\d{6}; run by a linear-time engine (RE2: no backreferences or lookaround), so a pattern cannot hang the box; KIND is lowercase [a-z][a-z0-9_]{0,15}; repeat the flag for more (EDGE_PRIVATE_PATTERN: one a line; file: an array)',
+  },
 };
 
 export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
@@ -170,18 +197,24 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   threads: 0,
   executionProvider: 'cpu',
   logLevel: 'info',
+  // None: finding entities in text is the operator's choice, and what it finds is theirs to decide.
+  privateDetection: Object.freeze({ kinds: Object.freeze([]), patterns: Object.freeze([]) }),
 } satisfies EdgeConfig);
+
+const { privateDetection: _parsedFromFlags, ...DEFAULTS_BESIDE_PRIVATE_DETECTION } = DEFAULT_EDGE_CONFIG;
+const DEFAULT_EDGE_OPTIONS: Readonly<EdgeOptions> = Object.freeze({ ...DEFAULTS_BESIDE_PRIVATE_DETECTION, privateDetect: 'none', privatePattern: [] });
 
 const ENV_PREFIX = 'EDGE_';
 
-export const EDGE_USAGE = optionsUsage(OPTIONS, DEFAULT_EDGE_CONFIG, ENV_PREFIX, 'bun run edge');
+export const EDGE_USAGE = optionsUsage(OPTIONS, DEFAULT_EDGE_OPTIONS, ENV_PREFIX, 'bun run edge');
 
 export function parseEdgeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Readonly<EdgeConfig> {
-  return validateEdgeConfig(loadOptions<EdgeConfig>(OPTIONS, DEFAULT_EDGE_CONFIG, argv, env, ENV_PREFIX));
+  return validateEdgeConfig(loadOptions<EdgeOptions>(OPTIONS, DEFAULT_EDGE_OPTIONS, argv, env, ENV_PREFIX));
 }
 
 /** Cross-field checks; maps the 'builtin' and 'none' words to absent; returns the config frozen. */
-export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
+function validateEdgeConfig(options: EdgeOptions): Readonly<EdgeConfig> {
+  const { privateDetect, privatePattern, ...config } = options;
   const fail = (message: string) => {
     throw new AppError('INVALID_ARGUMENT', message);
   };
@@ -203,7 +236,9 @@ export function validateEdgeConfig(config: EdgeConfig): Readonly<EdgeConfig> {
     fail(`--served-model-name must be 1 to 128 printable ASCII characters without spaces, got ${JSON.stringify(config.servedModelName)}`);
   }
   const executionProvider = parseExecutionProviders(config.executionProvider).join(',');
-  return Object.freeze({ ...config, cloud, executionProvider, router: config.router === 'builtin' ? undefined : config.router });
+  const { kinds, patterns } = parsePrivateDetection(privateDetect, privatePattern);
+  const privateDetection = Object.freeze({ kinds: Object.freeze(kinds), patterns: Object.freeze(patterns.map((pattern) => Object.freeze(pattern))) });
+  return Object.freeze({ ...config, cloud, executionProvider, router: config.router === 'builtin' ? undefined : config.router, privateDetection });
 }
 
 /**

@@ -15,7 +15,8 @@ import { parseArgs } from 'node:util';
 import { AppError, errorMessage } from './errors.ts';
 
 export interface OptionSpec {
-  kind: 'string' | 'int' | 'number' | 'bool' | 'enum';
+  /** A `list` is a repeatable flag; its variable holds one value a line, its file key an array of strings. */
+  kind: 'string' | 'int' | 'number' | 'bool' | 'enum' | 'list';
   /** Allowed values of an `enum`. */
   values?: readonly string[];
   /** Lower bound of an `int` or `number`. */
@@ -24,6 +25,8 @@ export interface OptionSpec {
   offValue?: number;
   /** The key this option had before a rename; its flag, variable and file key are still read, below the new name's. */
   oldKey?: string;
+  /** What `--help` shows as a `string` or `list` option's value (default VALUE), e.g. KIND=REGEX. */
+  valueName?: string;
   help: string;
 }
 
@@ -35,6 +38,10 @@ function coerce(key: string, spec: OptionSpec, raw: unknown, source: string): un
   switch (spec.kind) {
     case 'string':
       if (typeof raw !== 'string') throw bad('must be a string');
+      return raw;
+    case 'list':
+      if (typeof raw === 'string') return raw.split('\n').filter((line) => line !== '');
+      if (!Array.isArray(raw) || !raw.every((item) => typeof item === 'string')) throw bad('must be a string or an array of strings');
       return raw;
     case 'enum':
       if (typeof raw !== 'string' || !spec.values!.includes(raw)) throw bad(`must be one of ${spec.values!.join(', ')}`);
@@ -80,9 +87,11 @@ export function loadOptions<T extends object>(
   const specs = Object.entries(options) as [string, OptionSpec][];
   const flagOptions = Object.fromEntries([
     ['config', { type: 'string' as const }],
-    ...specs.flatMap(([key, spec]) => namesOf(key, spec).map((name) => [kebab(name), { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const) }])),
+    ...specs.flatMap(([key, spec]) =>
+      namesOf(key, spec).map((name) => [kebab(name), { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const), multiple: spec.kind === 'list' }]),
+    ),
   ]);
-  let flags: Record<string, string | boolean | undefined>;
+  let flags: Record<string, string | boolean | string[] | undefined>;
   try {
     flags = parseArgs({ args: [...argv], options: flagOptions, strict: true, allowPositionals: false }).values as typeof flags;
   } catch (e) {
@@ -121,8 +130,18 @@ export function optionsUsage<T extends object>(
   command: string,
 ): string {
   const lines = (Object.entries(options) as [string, OptionSpec][]).map(([key, spec]) => {
-    const value = spec.kind === 'bool' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'string' ? ' VALUE' : spec.offValue !== undefined ? ' N|off' : ' N';
-    const fallback = (defaults as Record<string, unknown>)[key];
+    const value =
+      spec.kind === 'bool'
+        ? ''
+        : spec.kind === 'enum'
+          ? ` ${spec.values!.join('|')}`
+          : spec.kind === 'string' || spec.kind === 'list'
+            ? ` ${spec.valueName ?? 'VALUE'}${spec.kind === 'list' ? ' (repeatable)' : ''}`
+            : spec.offValue !== undefined
+              ? ' N|off'
+              : ' N';
+    const given = (defaults as Record<string, unknown>)[key];
+    const fallback = Array.isArray(given) && given.length === 0 ? undefined : given;
     const oldName = spec.oldKey === undefined ? '' : ` (old name: --${kebab(spec.oldKey)}, ${envName(envPrefix, spec.oldKey)})`;
     return `  --${kebab(key)}${value}\n      ${spec.help}${fallback === undefined ? '' : ` (default ${fallback})`}${oldName}`;
   });
