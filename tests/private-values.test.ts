@@ -142,11 +142,11 @@ describe('the pseudonymiser', () => {
     const context = tokenizer.encode('Once [NAME_1] met', { addBos: true });
     const reply = encodeContinuation(tokenizer, ' [NAME_1].');
     expect(pseudonyms.endsInsidePlaceholder(context, reply.slice(0, 3))).toBe(true);
-    const back = pseudonyms.fromCloud(context, reply);
+    const back = pseudonyms.fromCloud(context, reply, context.length);
     expect(back.restored).toBe(true);
     expect(back.text).toBe(' Zenobia.');
     expect(tokenizer.decode([...context, ...back.ids])).toBe('Once [NAME_1] met Zenobia.');
-    expect(pseudonyms.fromCloud(context, encodeContinuation(tokenizer, ' the [cat]'))).toMatchObject({ restored: false, text: ' the [cat]' });
+    expect(pseudonyms.fromCloud(context, encodeContinuation(tokenizer, ' the [cat]'), context.length)).toMatchObject({ restored: false, text: ' the [cat]' });
   });
 
   test('seeded contexts: whatever is not withheld holds no value, and its placeholders restore the text', () => {
@@ -164,7 +164,7 @@ describe('the pseudonymiser', () => {
       checked++;
       const sent = tokenizer.decode(cloud.ids);
       for (const name of names) expect(sent.includes(name)).toBe(false);
-      const back = pseudonyms.fromCloud([], cloud.ids);
+      const back = new Pseudonymiser(tokenizer, v).fromCloud([], cloud.ids, 0);
       expect(v.privateRanges(back.text).length).toBe(v.privateRanges(tokenizer.decode(ids)).length);
     }
     expect(checked).toBeGreaterThan(500);

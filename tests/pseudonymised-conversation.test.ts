@@ -78,6 +78,21 @@ describe('a pseudonymised conversation', () => {
     expect(cut.logprobs.every(Number.isNaN)).toBe(true);
   });
 
+  test("after a restored value the cloud context goes on extending the shim's, in the cloud's own spelling: one conversation underneath", async () => {
+    // Spelled the cloud's way: the N as its byte token, which the edge's tokenizer never writes for an N.
+    const written = [...encodeContinuation(tokenizer, ' ['), tokenizer.tokenToId('<0x4E>')!, ...encodeContinuation(tokenizer, 'AME_1].')];
+    expect(written).not.toEqual(encodeContinuation(tokenizer, ' [NAME_1].'));
+    const { conversation, clouds } = conversationOver([...written, 301]);
+    const context = tokenizer.encode('Zenobia said hello to', { addBos: true });
+    const first = await conversation.next(step(context, { maxTokens: written.length, room: 20 }));
+    expect(tokenizer.decode([...context, ...first.tokens])).toBe('Zenobia said hello to Zenobia.');
+    const next = await conversation.next(step([...context, ...first.tokens, 300]));
+    expect(next.tokens).toEqual([301]);
+    expect(clouds.length).toBe(1);
+    const asked = clouds[0]!.asked.at(-1)!.context;
+    expect(asked.slice(-written.length - 1)).toEqual([...written, 300]);
+  });
+
   test('a bracket that turns out to be no placeholder comes back as the cloud wrote it', async () => {
     const written = encodeContinuation(tokenizer, ' [cat]');
     const { conversation } = conversationOver([...written]);

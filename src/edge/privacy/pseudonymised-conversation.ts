@@ -106,7 +106,7 @@ export class PseudonymisedConversation implements CloudConversation {
       if (stopped || asked + 1 >= MAX_PLACEHOLDER_TOKENS || !this.pseudonymiser.endsInsidePlaceholder(cloud.ids, written)) break;
     }
     this.disclosure?.holds(context);
-    const { ids, restored, text } = this.pseudonymiser.fromCloud(cloud.ids, written);
+    const { ids, restored, text } = this.pseudonymiser.fromCloud(cloud.ids, written, request.context.length);
     // A restored value goes whole where the generation has room: cut short, the edge model would have to finish it.
     const tokens = ids.slice(0, restored ? Math.max(request.maxTokens, request.room ?? 0) : request.maxTokens);
     this.answered = [...request.context, ...tokens];

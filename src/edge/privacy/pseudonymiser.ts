@@ -7,13 +7,13 @@
  * Whole tokens are replaced, so characters that share a token with a value go with it ("(ann@x.org)"
  * may be sent as "([EMAIL_1])"). The cloud context is a function of the edge's context, so two steps over
  * one growing context give one growing cloud context, and the shim's KV cache is reused as without
- * privacy. A context that ends where a value may be under way (its start is there and the next tokens may
+ * privacy; a value restored from the cloud's placeholder goes back as the cloud's own tokens. A context that ends where a value may be under way (its start is there and the next tokens may
  * complete it) is `withheld`: sending it would let the start of a value leave before it is recognised.
  *
  * @example
  * const pseudonyms = new Pseudonymiser(tokenizer, values);
  * const cloud = pseudonyms.toCloud(context, sources); // { ids, sources, withheld, placeholders }
- * pseudonyms.fromCloud(cloud.ids, replyIds);          // { ids, restored }: the values back in place
+ * pseudonyms.fromCloud(cloud.ids, replyIds, context.length); // { ids, restored }: the values back in place
  */
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
@@ -36,10 +36,23 @@ interface Run {
   last: number;
 }
 
+/** Tokens the cloud wrote around a placeholder and the value's tokens the edge put in their place, at `at` of the edge's context. */
+interface Restoration {
+  at: number;
+  real: number[];
+  cloud: number[];
+  placeholders: string[];
+}
+
 export class Pseudonymiser {
   private readonly texts: TokenTexts;
   /** Spellings of run texts, which repeat step after step as the context grows. */
   private readonly spellings = new Map<string, number[]>();
+  /**
+   * Where the edge's context holds values restored from the cloud's placeholders: sent back as the cloud's own
+   * tokens, so the cloud context goes on extending what the shim holds (its KV cache), whatever the spelling.
+   */
+  private readonly restorations = new Map<number, Restoration>();
 
   constructor(
     private readonly tokenizer: TextTokenizer,
@@ -55,7 +68,18 @@ export class Pseudonymiser {
     const ranges = values.privateRanges(texts.text);
     const placeholders = new Set<string>();
     const out: CloudContext = { ids: [], sources: [], withheld: texts.endsInsideCharacter || values.endsInsideValue(texts.text), placeholders };
-    for (const run of this.runs(ids.length, ranges)) {
+    const runs = this.runs(ids.length, ranges);
+    for (let r = 0; r < runs.length; r++) {
+      const run = runs[r]!;
+      const start = run.first < 0 ? run.last : run.first;
+      const restored = this.restoredAt(start, ids, runs, r);
+      if (restored) {
+        out.ids.push(...restored.entry.cloud);
+        for (const _ of restored.entry.cloud) out.sources.push(sources[start]!);
+        for (const p of restored.entry.placeholders) placeholders.add(p);
+        r = restored.lastRun;
+        continue;
+      }
       if (run.first < 0) {
         out.ids.push(ids[run.last]!);
         out.sources.push(sources[run.last]!);
@@ -73,7 +97,7 @@ export class Pseudonymiser {
    * The edge's version of tokens the cloud wrote after `cloudContext`: unchanged unless they write one of
    * this generation's placeholders, whose tokens are then spelled again with the value in its place.
    */
-  fromCloud(cloudContext: readonly number[], reply: readonly number[]): { ids: number[]; restored: boolean; text: string } {
+  fromCloud(cloudContext: readonly number[], reply: readonly number[], at: number): { ids: number[]; restored: boolean; text: string } {
     const texts = new TokenTexts(this.tokenizer, cloudContext);
     texts.update(reply);
     const found = this.values.placeholders(texts.text);
@@ -81,10 +105,31 @@ export class Pseudonymiser {
     const ranges: PrivateRange[] = found.map((o) => ({ start: o.start, end: o.end, values: [o.value] }));
     const ids: number[] = [];
     for (const run of runsOf(texts, reply.length, ranges)) {
-      if (run.first < 0) ids.push(reply[run.last]!);
-      else ids.push(...encodeContinuation(this.tokenizer, replacedText(texts, run, ranges, (r) => r.values[0]!.text)));
+      if (run.first < 0) {
+        ids.push(reply[run.last]!);
+        continue;
+      }
+      const placeholders: string[] = [];
+      const real = encodeContinuation(this.tokenizer, replacedText(texts, run, ranges, (r) => (placeholders.push(r.values[0]!.placeholder), r.values[0]!.text)));
+      this.restorations.set(at + ids.length, { at: at + ids.length, real, cloud: reply.slice(run.first, run.last + 1), placeholders });
+      ids.push(...real);
     }
     return { ids, restored: true, text: this.textAfter(cloudContext, ids) };
+  }
+
+  /**
+   * The restoration at token `start` of `ids`, when the context still holds its value's tokens there and no
+   * run of this step's reaches past them; and the index of the last run it covers.
+   */
+  private restoredAt(start: number, ids: readonly number[], runs: readonly Run[], r: number): { entry: Restoration; lastRun: number } | undefined {
+    const entry = this.restorations.get(start);
+    if (!entry) return undefined;
+    const end = start + entry.real.length;
+    if (end > ids.length || entry.real.some((id, i) => ids[start + i] !== id)) return undefined;
+    let last = r;
+    while (last + 1 < runs.length && (runs[last + 1]!.first < 0 ? runs[last + 1]!.last : runs[last + 1]!.first) < end) last++;
+    const lastRun = runs[last]!;
+    return lastRun.last === end - 1 ? { entry, lastRun: last } : undefined;
   }
 
   /** The text `ids` write after `context`. */
