@@ -4,7 +4,8 @@
  * What a new user sees after pressing Generate, in a real browser (Debian's chromium through playwright-core)
  * against a real HTTP server on loopback: on a phone the new run is scrolled into view (the form fills the
  * screen, so it would start below the fold), on a desktop that already shows it the page stays put; and the
- * metrics panel under a finished run leads with four plain figures and folds the rest under "More details".
+ * metrics panel under a finished run leads with four plain figures and what was sent to the cloud, and folds
+ * the text the cloud saw under "What the cloud saw" and the rest under "More details".
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { join } from 'node:path';
@@ -78,7 +79,7 @@ async function submit(tab: Page, path: '/' | '/compare', mode?: string): Promise
   return runsTop;
 }
 
-test('phone (390×844): after Generate the new run is scrolled into view; its metrics lead with four plain figures and fold the rest', async () => {
+test('phone (390×844): after Generate the new run is scrolled into view; its metrics lead with four plain figures and what went to the cloud, and fold the rest', async () => {
   const context = await open(PHONE);
   try {
     const tab = await context.newPage();
@@ -92,7 +93,7 @@ test('phone (390×844): after Generate the new run is scrolled into view; its me
 
     await tab.waitForSelector('[data-finish]');
     const summary = tab.locator('[data-testid=metrics-summary]');
-    expect(await summary.locator('dt').allTextContents()).toEqual(['Tokens written', 'From the cloud', 'Speed', 'Cloud time']);
+    expect(await summary.locator('dt').allTextContents()).toEqual(['Tokens written', 'From the cloud', 'Speed', 'Cloud time', 'Sent to the cloud']);
     for (const row of await summary.locator('dt, dd').all()) expect(await row.isVisible()).toBe(true);
     const red = await tab.locator('.output .tok-llm').count();
     expect(red).toBeGreaterThan(0);
@@ -101,6 +102,12 @@ test('phone (390×844): after Generate the new run is scrolled into view; its me
     expect(await value('routed')).toBe(`${red} of 24 (${((red / 24) * 100).toFixed(1)}%)`);
     expect(await value('speed')).toMatch(/^\d+\.\d tokens\/s, the first after \d+\.\d ms$/);
     expect(await value('cloud-cost')).toMatch(new RegExp(`^\\d+\\.\\d ms for ${red} tokens?, \\d+\\.\\d ms each$`));
+    expect(await value('cloud-sent')).toMatch(/^\d+ tokens \(\d+(\.\d)? k?B\), 0 placeholders, no hidden states, 0 positions kept home$/);
+    // What the cloud saw, folded: with nothing marked private, the prompt as it was typed.
+    const saw = tab.locator('details[data-testid=cloud-text]');
+    expect(await saw.getAttribute('open')).toBeNull();
+    expect(await saw.locator('summary').textContent()).toBe('What the cloud saw');
+    expect(await saw.locator('pre').textContent()).toStartWith('Once upon a time');
 
     // The rest is there, in a fold that starts closed and opens on a tap.
     const more = tab.locator('details[data-testid=metrics-more]');
@@ -143,7 +150,7 @@ test('desktop (1280×800): the new run already shows under the form, so the page
     const at = await insight(tab);
     expect(at.scrollY).toBe(0);
     expect(at.headBottom).toBeLessThanOrEqual(DESKTOP.height);
-    expect(await tab.locator('[data-testid=metrics-summary] dd').count()).toBe(4);
+    expect(await tab.locator('[data-testid=metrics-summary] dd').count()).toBe(5);
     expect(await tab.locator('details[data-testid=metrics-more]').getAttribute('open')).toBeNull();
     await tab.screenshot({ path: join(ARTIFACTS_DIR, 'page-desktop.png'), fullPage: true });
     await tab.click('[data-testid=metrics-more] > summary');

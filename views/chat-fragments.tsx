@@ -9,12 +9,16 @@
  * // '<p class="prompt-cache" ... data-prompt-tokens="212" data-cached-tokens="198">prompt 212 tokens, 198 from cache</p>'
  */
 import type { ViewMetrics as GenerationMetrics, ViewMode as Mode, ViewRequest as GenerationRequest } from './view-model.ts';
+import { MarkedText } from './marked-text.tsx';
 import { MetricsPanel, RunPanel } from './run-fragments.tsx';
 
-export function UserTurn(props: { message: string; refused?: boolean }) {
+/** `privateTexts`: what the message marked private, highlighted in it. */
+export function UserTurn(props: { message: string; refused?: boolean; privateTexts?: readonly string[] }) {
   return (
     <li class={props.refused ? 'turn turn-user refused' : 'turn turn-user'} data-testid="user-turn">
-      <p class="bubble">{props.message}</p>
+      <p class="bubble">
+        <MarkedText text={props.message} values={props.privateTexts} />
+      </p>
     </li>
   );
 }
@@ -61,12 +65,15 @@ export function PromptCacheLine(props: { metrics: Pick<GenerationMetrics, 'promp
   );
 }
 
-/** A finished reply's figures: the prompt cache's share first (what a chat's later turns save), then the run's panel. */
-export function ReplyFigures(props: { metrics: GenerationMetrics; mode: Mode }) {
+/**
+ * A finished reply's figures: the prompt cache's share first (what a chat's later turns save), then the run's
+ * panel, with what the cloud saw of the conversation (`cloudText`).
+ */
+export function ReplyFigures(props: { metrics: GenerationMetrics; mode: Mode; cloudText: string }) {
   return (
     <>
       <PromptCacheLine metrics={props.metrics} />
-      <MetricsPanel metrics={props.metrics} mode={props.mode} />
+      <MetricsPanel metrics={props.metrics} mode={props.mode} cloudText={props.cloudText} />
     </>
   );
 }

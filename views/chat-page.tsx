@@ -2,6 +2,7 @@
 /**
  * The chat page, for an edge whose pack has a chat template: the turns, then the message box at the
  * bottom of the screen with Send and a folded Settings (system prompt, mode, τ, length, temperature).
+ * Under the box, Mark private keeps a selected name or number of the message from the cloud (private-marks.tsx).
  * Each message posts to /chat/turns, whose answer (the user's turn and the assistant's, streaming) is
  * appended to the turns; New chat empties them and makes the edge forget the chat.
  */
@@ -9,6 +10,7 @@ import type { ViewRouteBudget as RouteBudget } from './view-model.ts';
 import { ChatIdInput, EmptyChat, SendButton } from './chat-fragments.tsx';
 import type { FormDefaults } from './generate-page.tsx';
 import { Layout } from './layout.tsx';
+import { MarkControls, MarkedList, marksFor, PrivateDetect } from './private-marks.tsx';
 import { ErrorMessage } from './run-fragments.tsx';
 import { MaxNewTokensInput, ModeChoice, TemperatureInput, ThresholdSlider } from './run-settings.tsx';
 
@@ -36,12 +38,17 @@ export function ChatPage(props: { defaults: FormDefaults }) {
             <label for="message" class="visually-hidden">
               Message
             </label>
-            <textarea id="message" name="message" rows={2} required placeholder="Message"></textarea>
+            <textarea id="message" name="message" rows={2} required placeholder="Message" {...marksFor('message-private')}></textarea>
             <SendButton />
+          </div>
+          <div class="composer-marks">
+            <MarkControls id="message-private" />
+            <MarkedList id="message-private" />
           </div>
         </form>
       </section>
       <script src="/assets/chat.js" defer></script>
+      <script type="module" src="/assets/private-marks.js"></script>
     </Layout>
   );
 }
@@ -61,6 +68,7 @@ function ChatSettings(props: { defaults: FormDefaults }) {
         <ThresholdSlider id="chat-threshold" threshold={defaults.threshold} />
         <MaxNewTokensInput id="chat-max-new-tokens" value={defaults.maxNewTokens} limit={defaults.maxNewTokensLimit} />
         <TemperatureInput id="chat-temperature" />
+        <PrivateDetect kinds={defaults.privateDetectKinds} />
         <BudgetFields budget={defaults.budget} />
       </div>
     </details>

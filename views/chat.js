@@ -21,7 +21,10 @@
     if (!document.getElementById('chat-send')?.disabled) composer.requestSubmit();
   });
   composer.addEventListener('htmx:afterRequest', (event) => {
-    if (event.detail.elt === composer && event.detail.xhr.status < 300) message.value = '';
+    if (event.detail.elt !== composer || event.detail.xhr.status >= 300) return;
+    message.value = '';
+    // Told as an edit, so the message's private marks go with its text (private-marks.js).
+    message.dispatchEvent(new Event('input'));
   });
 
   turns.addEventListener('htmx:sseClose', () => {

@@ -2,6 +2,7 @@
 /** The generate and compare pages: the same controls, one or two output panels. */
 import type { ViewRouteBudget as RouteBudget } from './view-model.ts';
 import { Layout } from './layout.tsx';
+import { MarkControls, MarkedList, marksFor, PrivateDetect } from './private-marks.tsx';
 import { MaxNewTokensInput, ModeChoice, TemperatureInput, ThresholdSlider } from './run-settings.tsx';
 
 export interface FormDefaults {
@@ -14,6 +15,8 @@ export interface FormDefaults {
   budget: RouteBudget;
   /** onnxruntime's execution providers the edge model runs on, in order of preference. */
   executionProviders: readonly string[];
+  /** The kinds the edge's detector finds (`private_detect`); none when it has no detector. */
+  privateDetectKinds: readonly string[];
 }
 
 function Controls(props: { defaults: FormDefaults; action: string; compare: boolean }) {
@@ -21,11 +24,17 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
   return (
     <form class="controls" hx-post={props.action} hx-target="#runs" hx-swap="innerHTML">
       <div class="wide">
-        <label for="prompt">Prompt</label>
-        <textarea id="prompt" name="prompt" required placeholder="Once upon a time">
+        {/* Mark private beside the label: a line of its own would push the first run below a desktop's fold. */}
+        <div class="box-head">
+          <label for="prompt">Prompt</label>
+          <MarkControls id="prompt-private" />
+        </div>
+        <textarea id="prompt" name="prompt" required placeholder="Once upon a time" {...marksFor('prompt-private')}>
           Once upon a time
         </textarea>
+        <MarkedList id="prompt-private" />
       </div>
+      <PrivateDetect kinds={defaults.privateDetectKinds} />
       <ThresholdSlider id="threshold" threshold={defaults.threshold} help="a token goes to the cloud when the router's score is below τ" />
       {props.compare ? <input type="hidden" name="mode" value="joint" /> : <ModeChoice explained />}
       <BudgetInputs budget={defaults.budget} />
@@ -104,6 +113,7 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean; 
       </p>
       <p class="runs-on">The edge model runs on onnxruntime with the {props.defaults.executionProviders.join(', then ')} execution provider.</p>
       <section id="runs" class="runs" aria-live="polite" hx-on--after-swap={REVEAL_NEW_RUN}></section>
+      <script type="module" src="/assets/private-marks.js"></script>
     </Layout>
   );
 }

@@ -5,6 +5,8 @@
  * panel) and finally `end` (status), which also closes the stream.
  */
 import type { ViewFinishReason as FinishReason, ViewMetrics as GenerationMetrics, ViewMode as Mode, ViewRequest as GenerationRequest } from './view-model.ts';
+import { CloudSentRow, CloudTextFold } from './cloud-saw.tsx';
+import { MarkedText } from './marked-text.tsx';
 import { detailRows, summaryRows, type MetricRow } from './metrics-rows.ts';
 
 /**
@@ -26,7 +28,11 @@ export function RunPanel(props: { id: string; request: GenerationRequest; title:
         </button>
       </div>
       <p class="output" sse-swap="token" hx-swap="beforeend" data-testid="output">
-        {props.reply ? null : <span class="prompt">{request.prompt}</span>}
+        {props.reply ? null : (
+          <span class="prompt">
+            <MarkedText text={request.prompt} values={request.privateTexts?.map((t) => t.text)} />
+          </span>
+        )}
       </p>
       {/* Every token comes from the cloud in llm_only: no router score to show. */}
       {request.mode === 'llm_only' ? null : <HeatLine threshold={request.threshold} mode={request.mode} />}
@@ -89,16 +95,20 @@ function MetricRows(props: { rows: MetricRow[]; routed: number }) {
 }
 
 /**
- * A run's figures: the summary first, the rest folded under a native <details> (no script, works by
- * keyboard), so the panel under a run reads in a glance on a phone and nothing is lost.
+ * A run's figures: the summary first, ending with what was sent to the cloud, then the text the cloud saw
+ * (`cloudText`, cloud-saw.tsx; both left out for figures shown without their done event's text), and the
+ * rest, each folded under a native <details> (no script, works by keyboard), so the panel under a run reads
+ * in a glance on a phone and nothing is lost.
  */
-export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode }) {
-  const m = props.metrics;
+export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode; cloudText?: string }) {
+  const { metrics: m, cloudText } = props;
   return (
     <>
       <dl class="metrics-summary" data-testid="metrics-summary">
         <MetricRows rows={summaryRows(m)} routed={m.routed} />
+        {cloudText === undefined ? null : <CloudSentRow cloud={m.cloud} />}
       </dl>
+      {cloudText === undefined ? null : <CloudTextFold cloudText={cloudText} />}
       <details class="metrics-more" data-testid="metrics-more">
         <summary>More details</summary>
         <dl>

@@ -16,6 +16,14 @@ export interface ViewRequest {
   routeShare?: number;
   routeTokensPerMinute?: number;
   routeWaitMs?: number;
+  /** Texts the request marked private (its prompt's spans, a chat's messages' spans); the page highlights them. */
+  privateTexts?: readonly ViewPrivateText[];
+}
+
+/** A text a request marked private, and what kind of thing it is (`name`, `email`, `private`, ...). */
+export interface ViewPrivateText {
+  text: string;
+  kind: string;
 }
 
 export type ViewRouteBudget = Pick<ViewRequest, 'routeShare' | 'routeTokensPerMinute' | 'routeWaitMs'>;
@@ -56,6 +64,19 @@ export interface ViewSpeculationFigures {
   costMs: number;
 }
 
+/** What left the box for the cloud in one run (the done event's `metrics.cloud`). */
+export interface ViewCloudReport {
+  tokensSent: number;
+  bytesSent: number;
+  hiddenStateBytes: number;
+  steps: number;
+  streams: number;
+  /** Distinct placeholders the cloud read instead of private values. */
+  placeholders: number;
+  /** Routed positions the edge decided itself because a private value was under way there. */
+  withheldSteps: number;
+}
+
 /** A finished run's figures, as the metrics panel shows them. */
 export interface ViewMetrics {
   promptTokens: number;
@@ -81,4 +102,5 @@ export interface ViewMetrics {
   speculationDecisions: { ahead: number; waited: number };
   speculationFigures: ViewSpeculationFigures | null;
   budget: ViewBudgetReport;
+  cloud: ViewCloudReport;
 }

@@ -115,6 +115,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     speculate: runtime.engine.speculation?.byDefault ?? false,
     budget: runtime.limits.defaultBudget ?? {},
     executionProviders: runtime.engine.edgeModel.executionProviders,
+    privateDetectKinds: runtime.engine.privateDetector?.knownKinds ?? [],
   };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} chat={chat.available} />));
   app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} chat={chat.available} />));

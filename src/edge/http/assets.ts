@@ -18,6 +18,8 @@ const FILES = new Map<string, { path: string; type: string }>([
   ['favicon.svg', { path: join(PROJECT_ROOT, 'views', 'favicon.svg'), type: 'image/svg+xml' }],
   ['token-details.js', { path: join(PROJECT_ROOT, 'views', 'token-details.js'), type: JS }],
   ['chat.js', { path: join(PROJECT_ROOT, 'views', 'chat.js'), type: JS }],
+  ['private-marks.js', { path: join(PROJECT_ROOT, 'views', 'private-marks.js'), type: JS }],
+  ['private-spans.js', { path: join(PROJECT_ROOT, 'views', 'private-spans.js'), type: JS }],
 ]);
 
 export const assets = new Hono();

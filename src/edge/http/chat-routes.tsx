@@ -8,6 +8,10 @@
  * message, a conversation past the context window, a full edge) is answered with the reason in its
  * place, and the conversation is unchanged. /chat/reset forgets a chat (New chat).
  *
+ * A message's `private_spans` (the page's Mark private: the JSON of code-point ranges of the message as
+ * typed) become texts the chat keeps with the message; each turn's run holds those of every message so far,
+ * so a name marked in the first turn never reaches the cloud in any later one either.
+ *
  * @example
  * app.route('/', chatRoutes({ runtime, chat, pending, defaults }));
  * // POST /chat/turns  chat=&message=Hi&mode=joint&threshold=0.6  → the user's turn and the assistant's, streaming
@@ -20,6 +24,8 @@ import { ChatPage, ChatUnavailablePage } from '../../../views/chat-page.tsx';
 import type { FormDefaults } from '../../../views/generate-page.tsx';
 import type { EdgeChat } from '../chat/edge-chat.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
+import { readPrivateSpans } from '../privacy/private-spans.ts';
+import type { PrivateText } from '../privacy/private-values.ts';
 import { readGenerationRequest } from '../request/generation-request-fields.ts';
 import { ChatStore } from './chat-store.ts';
 import { httpStatus } from './http-errors.ts';
@@ -33,8 +39,11 @@ export interface ChatRouteDeps {
   defaults: FormDefaults;
 }
 
-/** The chat form's own fields; the rest are the generation request's (mode, threshold, max_new_tokens, ...). */
-const CHAT_FIELDS = new Set(['chat', 'message', 'system']);
+/**
+ * The chat form's own fields; the rest are the generation request's (mode, threshold, max_new_tokens, ...).
+ * `private_spans` is the message's here, not the prompt's (the template's rendering, which the page never sees).
+ */
+const CHAT_FIELDS = new Set(['chat', 'message', 'system', 'private_spans']);
 
 function invalid(message: string): never {
   throw new AppError('INVALID_ARGUMENT', message);
@@ -45,6 +54,19 @@ function formText(form: Record<string, string | string[]>, name: string): string
   const value = form[name] ?? '';
   if (Array.isArray(value)) invalid(`${name} was sent ${value.length} times; send it once`);
   return value;
+}
+
+/** The texts under the message's `private_spans` (blank: none), ranges of `typed`, the message as the page sent it. */
+function messagePrivateTexts(form: Record<string, string | string[]>, typed: string): PrivateText[] {
+  const field = formText(form, 'private_spans');
+  if (field.trim() === '') return [];
+  let spans: unknown;
+  try {
+    spans = JSON.parse(field);
+  } catch {
+    invalid(`private_spans must be a JSON list of [start, end] code-point ranges of the message, got ${JSON.stringify(field.slice(0, 80))}`);
+  }
+  return readPrivateSpans(spans, typed, 'private_spans');
 }
 
 export function chatRoutes(deps: ChatRouteDeps): Hono {
@@ -58,7 +80,8 @@ export function chatRoutes(deps: ChatRouteDeps): Hono {
     const form = await readForm(c);
     let message = '';
     try {
-      message = formText(form, 'message').trim();
+      const typed = formText(form, 'message');
+      message = typed.trim();
       const chatId = formText(form, 'chat');
       const system = formText(form, 'system').trim();
       const known = chatId === '' ? undefined : chats.get(chatId);
@@ -67,22 +90,24 @@ export function chatRoutes(deps: ChatRouteDeps): Hono {
       }
       if (known?.turn) throw new AppError('FAILED_PRECONDITION', 'the last message is still being answered; wait for its reply or stop it');
       if (message === '') invalid('the message is empty; type something to send');
+      const marked = messagePrivateTexts(form, typed);
       const id = known?.id ?? crypto.randomUUID();
       const conversation: ChatMessage[] = [
         ...(system === '' ? [] : [{ role: 'system' as const, content: system }]),
-        ...(known?.messages ?? []),
+        ...(known?.messages ?? []).map(({ role, content }) => ({ role, content })),
         { role: 'user', content: message },
       ];
       const { text, ids } = chat.prompt(conversation);
       // The chat's id is its routing key too: its turns reach the cloud worker that holds their prefix.
       const fields = Object.fromEntries(Object.entries(form).filter(([name]) => !CHAT_FIELDS.has(name)));
-      const raw = readGenerationRequest({ ...fields, prompt: text, conversation: id }, 'form');
+      const privateTexts = [...(known ? chats.privateTexts(known) : []), ...marked];
+      const raw = { ...readGenerationRequest({ ...fields, prompt: text, conversation: id }, 'form'), ...(privateTexts.length > 0 ? { privateTexts } : {}) };
       const run: PageRun = pending.add(raw, { promptIds: ids, chatTurn: { commit: (reply) => chats.commit(id, run.id, reply) } });
-      chats.begin(known ?? chats.create(id), run.id, message);
+      chats.begin(known ?? chats.create(id), run.id, message, marked);
       void run.over.then(() => chats.settle(id, run.id));
       return c.html(
         <>
-          <UserTurn message={message} />
+          <UserTurn message={message} privateTexts={marked.map((t) => t.text)} />
           <AssistantTurn id={run.id} request={run.request} />
           <SendButton disabled oob />
           {known ? null : <ChatIdInput id={id} oob />}

@@ -12,22 +12,28 @@
  * dropped first, and each within the context window (a turn that would pass it is refused before it is
  * kept). The id is a random UUID behind the access token; New chat forgets the chat at once.
  *
+ * Each user message keeps the texts its sender marked private (the page's Mark private): every later turn
+ * sends the whole conversation through the cloud, so those texts stay private in every turn after the one
+ * that marked them. Assistant messages carry none of their own: a private value is private wherever it
+ * occurs, replies included.
+ *
  * @example
  * const chat = store.create();
- * store.begin(chat, run.id, 'Hi');          // when the turn's run is accepted
+ * store.begin(chat, run.id, 'Hi, I am Ann', [{ text: 'Ann', kind: 'name' }]); // when the turn's run is accepted
  * store.commit(chat.id, run.id, ' Hello!'); // at its done event: both messages join the conversation
  * store.settle(chat.id, run.id);            // when its run is over: a turn with no done event is dropped
  */
-import type { ChatMessage } from '../../shared/chat-template.ts';
+import type { EdgeChatMessage } from '../chat/chat-messages.ts';
+import type { PrivateText } from '../privacy/private-values.ts';
 
 const MAX_CHATS = 64;
 
 export interface PageChat {
   readonly id: string;
-  /** The finished turns, user and assistant in turn. */
-  readonly messages: ChatMessage[];
+  /** The finished turns, user and assistant in turn; a user message with the texts it marked private. */
+  readonly messages: EdgeChatMessage[];
   /** The turn being answered: its run and the user's message, kept once the run's done event comes. */
-  turn?: { runId: string; user: string };
+  turn?: { runId: string; user: string; privateTexts: readonly PrivateText[] };
 }
 
 export class ChatStore {
@@ -58,8 +64,13 @@ export class ChatStore {
     return chat;
   }
 
-  begin(chat: PageChat, runId: string, user: string): void {
-    chat.turn = { runId, user };
+  begin(chat: PageChat, runId: string, user: string, privateTexts: readonly PrivateText[] = []): void {
+    chat.turn = { runId, user, privateTexts };
+  }
+
+  /** Every text the chat's finished messages marked private, in the order they were marked (which keeps each one's placeholder from turn to turn). */
+  privateTexts(chat: PageChat): PrivateText[] {
+    return chat.messages.flatMap((m) => m.privateTexts ?? []);
   }
 
   /**
@@ -70,7 +81,8 @@ export class ChatStore {
   commit(chatId: string, runId: string, reply: string): void {
     const chat = this.chats.get(chatId);
     if (chat?.turn?.runId !== runId) return;
-    chat.messages.push({ role: 'user', content: chat.turn.user }, { role: 'assistant', content: reply.trim() });
+    const { user, privateTexts } = chat.turn;
+    chat.messages.push({ role: 'user', content: user, ...(privateTexts.length > 0 ? { privateTexts: [...privateTexts] } : {}) }, { role: 'assistant', content: reply.trim() });
     chat.turn = undefined;
   }
 

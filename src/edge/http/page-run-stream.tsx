@@ -1,9 +1,9 @@
 /** @jsxImportSource hono/jsx */
 /**
  * A page run's event stream (GET /runs/:id/events), for the Generate and Compare panels and a chat's
- * replies alike: token spans with their heat-line bars, the figures, then the end status. A chat's turn
- * also hands its reply to the conversation at the done event, before the end after which the page sends
- * the next message, and its figures lead with the prompt's cached share.
+ * replies alike: token spans with their heat-line bars, the figures (with what the cloud saw), then the end
+ * status. A chat's turn also hands its reply to the conversation at the done event, before the end after
+ * which the page sends the next message, and its figures lead with the prompt's cached share.
  *
  * @example
  * return streamSSE(c, (stream) => streamPageRun(stream, runtime, run, signal));
@@ -59,7 +59,12 @@ export async function streamPageRun(stream: SSEStreamingApi, runtime: EdgeRuntim
       } else {
         // Kept before the end reaches the page: the next message, sent as soon as Send is back, finds it.
         run.chatTurn?.commit(event.text);
-        const figures = run.chatTurn ? <ReplyFigures metrics={event.metrics} mode={run.request.mode} /> : <MetricsPanel metrics={event.metrics} mode={run.request.mode} />;
+        const { metrics, cloudText } = event;
+        const figures = run.chatTurn ? (
+          <ReplyFigures metrics={metrics} mode={run.request.mode} cloudText={cloudText} />
+        ) : (
+          <MetricsPanel metrics={metrics} mode={run.request.mode} cloudText={cloudText} />
+        );
         await stream.writeSSE({ event: 'metrics', data: String(figures) });
         await stream.writeSSE({ event: 'end', data: endFragment(run, { finish: event.finishReason }) });
       }
