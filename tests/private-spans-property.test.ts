@@ -1,5 +1,6 @@
 /**
- * The privacy proof (issue #49): over thousands of seeded prompts with private values, in joint and
+ * The privacy proof (issue #49): over thousands of seeded prompts with private values (marked, or found by
+ * the detector the request asks for), in joint and
  * llm_only mode with route spans, speculation (conditional steps included) and sampling, no private
  * value's text reaches the cloud: not in any context the edge's conversation sends, not in any request the
  * shim's SGLang backend receives (input ids and every other field), not in the shim's logs at debug level.
@@ -11,6 +12,7 @@ import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { interceptSteps, type CloudClient } from '../src/edge/cloud/cloud-client.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { generate, type DoneEvent, type LoopRequest } from '../src/edge/loop/decoder-loop.ts';
+import { PrivateDetector } from '../src/edge/privacy/private-detect.ts';
 import { privateValuesFor } from '../src/edge/privacy/private-request.ts';
 import { PrivateValues } from '../src/edge/privacy/private-values.ts';
 import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
@@ -78,10 +80,12 @@ describe('no private value reaches the cloud', () => {
     let routed = 0;
     let placeholders = 0;
     let withheld = 0;
+    const detector = PrivateDetector.create([], []);
     for (let seed = 0; seed < CASES; seed++) {
       const c = privateCase(seed, stories);
-      const request = parseGenerationRequest({ prompt: c.prompt, privateSpans: c.spans });
-      const values = privateValuesFor(request, undefined)!;
+      const request = parseGenerationRequest({ prompt: c.prompt, privateSpans: c.spans, privateDetect: c.detect });
+      const values = privateValuesFor(request, detector)!;
+      // Marked or detected, every inserted entity is a value.
       expect(values.list.map((v) => v.text).sort()).toEqual([...c.values].sort());
       const sent: number[][] = [];
       const requestsBefore = sglang.requests.length;

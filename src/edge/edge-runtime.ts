@@ -13,6 +13,7 @@ import type { CloudConnectionState } from './cloud/cloud-client.ts';
 import { generate, promptIdsOf, type EdgeEngine, type GenerationEvent, type LoopRequest } from './loop/decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
+import { PrivateDetector } from './privacy/private-detect.ts';
 import { privateValuesFor } from './privacy/private-request.ts';
 import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest, type RouteBudget } from './request/generation-request.ts';
 
@@ -47,6 +48,8 @@ export class EdgeRuntime {
       ...parts,
       routing: parts.routing ?? new BoxRouting(limits.defaultBudget),
       speculation: { ...parts.speculation, policy: parts.speculation?.policy ?? new SpeculationPolicy() },
+      // Detecting nothing by default, but knowing the built-in kinds: a request may still ask for them.
+      privateDetector: parts.privateDetector ?? PrivateDetector.create([], []),
     });
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
     if (engine.promptCache) this.metrics.describePromptCache(engine.promptCache);

@@ -10,6 +10,7 @@
  * console.log(edge.url);
  * await edge.stop();
  */
+import { PrivateDetector } from './privacy/private-detect.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { parseExecutionProviders } from '../shared/execution-providers.ts';
 import { listenError } from '../shared/listen-error.ts';
@@ -74,7 +75,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     : undefined;
   const promptCache = config.promptCacheMb > 0 ? new PrefixCache(parts.edgeModel, { maxBytes: config.promptCacheMb * 2 ** 20 }) : undefined;
   const runtime = new EdgeRuntime(
-    { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
+    { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, privateDetector: PrivateDetector.create(config.privateDetection.kinds, config.privateDetection.patterns), speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent, defaultBudget: routeBudgetOf(config) },
     log,
   );

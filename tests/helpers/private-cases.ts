@@ -14,14 +14,18 @@ import { ASSETS_DIR } from '../../src/shared/paths.ts';
 
 const NAMES = ['Zenobia Kraszewski', 'Quillon Vasquez', 'Oyelaran', 'Thibault Marchetti', 'Xiomara', 'Kwabena Osei'];
 const EMAILS = ['zenobia.k@example.org', 'q.vasquez@mail.example.com', 'oyelaran77@example.net'];
-const PHONES = ['+44 20 7946 0958', '(555) 014-2291', '+1 415 555 0175'];
+const PHONES = ['+44 20 7946 0958', '(415) 555-2671', '+1 415 555 0175', '+33 1 42 68 53 00'];
 const CARDS = ['4111 1111 1111 1111', '5500-0000-0000-0004'];
 /** Multi-byte text next to values: a span must count code points, and tokens may split a character. */
 const DECORATIONS = ['', '', '🙂 ', 'é ', '日本 '];
 
 export interface PrivateCase {
   prompt: string;
+  /** The marked spans: every entity's, or the names' alone when `detect` finds the rest. */
   spans: [number, number, string][];
+  /** Detector kinds the request asks for (empty: everything is marked). */
+  detect: string[];
+  /** Every inserted entity. */
   values: string[];
   settings: {
     mode: 'joint' | 'llm_only';
@@ -52,16 +56,19 @@ export function privateCase(seed: number, stories: readonly string[]): PrivateCa
   if (random() < 0.3) pieces.push({ text: 'The card was ' }, { text: pick(CARDS), kind: 'card' }, { text: '. ' });
   // Ending on the name's first word invites the edge to copy it: generated text repeating a value is private too.
   pieces.push({ text: random() < 0.5 ? `Then ${name.split(' ')[0]}` : `${name} said` });
+  // Emails, phone and card numbers are found by the detector in some cases rather than marked.
+  const detect = random() < 0.4 ? ['email', 'phone', 'card'] : [];
   let prompt = '';
   const spans: [number, number, string][] = [];
   for (const { text, kind } of pieces) {
     const start = Array.from(prompt).length;
     prompt += text;
-    if (kind) spans.push([start, start + Array.from(text).length, kind]);
+    if (kind && (kind === 'name' || detect.length === 0)) spans.push([start, start + Array.from(text).length, kind]);
   }
   return {
     prompt,
     spans,
+    detect,
     values: [...new Set(pieces.filter((p) => p.kind).map((p) => p.text))],
     settings: {
       mode: random() < 0.85 ? 'joint' : 'llm_only',
