@@ -98,7 +98,7 @@ test('--private-detect KINDS and repeatable --private-pattern KIND=REGEX: none b
   expect(parseEdgeConfig([], {}).privateDetection).toEqual({ kinds: [], patterns: [] });
   const config = parseEdgeConfig(['--private-detect', 'phone,email,ticket', '--private-pattern', 'ticket=TCK-\\d+', '--private-pattern', 'badge=EMP-\\d{6}'], {});
   expect(config.privateDetection).toEqual({
-    kinds: ['email', 'phone', 'ticket'],
+    kinds: ['email', 'phone', 'ticket', 'badge'],
     patterns: [
       { kind: 'ticket', pattern: 'TCK-\\d+' },
       { kind: 'badge', pattern: 'EMP-\\d{6}' },
@@ -111,7 +111,7 @@ test('--private-detect KINDS and repeatable --private-pattern KIND=REGEX: none b
   expect(parseEdgeConfig(['--private-pattern', 'room=R\\d{3}'], env).privateDetection.patterns).toEqual([{ kind: 'room', pattern: 'R\\d{3}' }]);
   const file = join(dir, 'private.json');
   writeFileSync(file, JSON.stringify({ privateDetect: 'ip', privatePattern: ['ticket=TCK-\\d+'] }));
-  expect(parseEdgeConfig(['--config', file], {}).privateDetection).toEqual({ kinds: ['ip'], patterns: [{ kind: 'ticket', pattern: 'TCK-\\d+' }] });
+  expect(parseEdgeConfig(['--config', file], {}).privateDetection).toEqual({ kinds: ['ip', 'ticket'], patterns: [{ kind: 'ticket', pattern: 'TCK-\\d+' }] });
   expect(EDGE_USAGE).toContain('--private-detect KINDS');
   expect(EDGE_USAGE).toContain('--private-pattern KIND=REGEX (repeatable)');
   const badFile = join(dir, 'private-bad.json');

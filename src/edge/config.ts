@@ -147,7 +147,7 @@ const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
   privateDetect: {
     kind: 'string',
     valueName: 'KINDS',
-    help: 'private entities to find in every prompt, to be pseudonymised before anything goes to the cloud: a comma list of email, phone, card, iban, ip and the kinds of --private-pattern, or all, or none (a request may name more kinds); docs/privacy-detection.md',
+    help: 'private entities to find in every prompt, to be pseudonymised before anything goes to the cloud: a comma list of email, phone, card, iban, ip, or all, or none (a request may name more kinds; --private-pattern kinds are always on); docs/privacy-detection.md',
   },
   privatePattern: {
     kind: 'list',

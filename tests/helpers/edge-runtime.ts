@@ -1,5 +1,6 @@
 /** An edge runtime over the real demo packs, with the cloud pack served in process. */
 import type { CloudClient } from '../../src/edge/cloud/cloud-client.ts';
+import type { PrivateDetector } from '../../src/edge/privacy/private-detect.ts';
 import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
 import { DEFAULT_LIMITS, type RouteBudget } from '../../src/edge/request/generation-request.ts';
 import { loadRouter } from '../../src/edge/routing/router.ts';
@@ -32,6 +33,8 @@ export async function startTestEdge(
     defaultBudget?: RouteBudget;
     /** Where the runtime logs each generation (generation-log.ts); nowhere when omitted. */
     log?: Logger;
+    /** The edge's --private-detect / --private-pattern detector; the runtime's default (nothing by default) when omitted. */
+    privateDetector?: PrivateDetector;
   } = {},
 ): Promise<TestEdge> {
   const demo = await ensureDemoPacks();
@@ -49,6 +52,7 @@ export async function startTestEdge(
       cloud,
       speculation: { byDefault: options.speculateByDefault },
       promptCache: options.promptCacheBytes ? new PrefixCache(edgeModel, { maxBytes: options.promptCacheBytes }) : undefined,
+      privateDetector: options.privateDetector,
     },
     { ...DEFAULT_LIMITS, maxConcurrent: options.maxConcurrent ?? 4, defaultBudget: options.defaultBudget },
     options.log,

@@ -40,7 +40,9 @@ const isBuiltIn = (kind: string): kind is BuiltInKind => (BUILT_IN_KINDS as read
 
 /**
  * Parses the edge flags: `--private-detect email,phone` (a comma list of kinds, or `all`/`none`) and each
- * `--private-pattern KIND=REGEX` (a kind may have several). Throws INVALID_ARGUMENT naming the flag.
+ * `--private-pattern KIND=REGEX` (a kind may have several). An operator's pattern is on whatever the list
+ * says (writing one is asking for it); the list chooses among the built-in kinds. Throws INVALID_ARGUMENT
+ * naming the flag.
  *
  * @example
  * parsePrivateDetection('all', ['ticket=TCK-\\d+']); // { kinds: ['email', ..., 'ip', 'ticket'], patterns: [...] }
@@ -54,14 +56,15 @@ export function parsePrivateDetection(kindsFlag: string | undefined, patternFlag
     return pattern;
   });
   const known = knownKindsOf(patterns);
+  const operatorKinds = patterns.map((pattern) => pattern.kind);
   const words = (kindsFlag ?? 'none').split(',').map((word) => word.trim());
-  if (words.length === 1 && words[0] === 'none') return { kinds: [], patterns };
+  if (words.length === 1 && words[0] === 'none') return { kinds: known.filter((kind) => operatorKinds.includes(kind)), patterns };
   if (words.length === 1 && words[0] === 'all') return { kinds: known, patterns };
   for (const word of words) {
     if (word === 'all' || word === 'none') throw invalid(`--private-detect: ${word} stands alone, got ${JSON.stringify(kindsFlag)}`);
     if (!known.includes(word)) throw invalid(`--private-detect: unknown kind ${JSON.stringify(word)}; known: ${known.join(', ')} (or all, none)`);
   }
-  return { kinds: known.filter((kind) => words.includes(kind)), patterns };
+  return { kinds: known.filter((kind) => words.includes(kind) || operatorKinds.includes(kind)), patterns };
 }
 
 export class PrivateDetector {
