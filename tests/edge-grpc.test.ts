@@ -67,6 +67,25 @@ test('Generate streams the same events as the loop: tokens then done', async () 
   for (const t of tokens) expect(t.source).toBe(t.score! < 0.6 ? 'llm' : 'slm');
 });
 
+test('private spans over gRPC: the cloud reads placeholders; Done says what it saw and what left', async () => {
+  const prompt = 'Once upon a time Zenobia met Quillon. Zenobia';
+  const { events, error } = await collect({
+    prompt,
+    mode: 'llm_only',
+    maxNewTokens: 4,
+    privateSpans: [
+      { start: 17, end: 24, kind: 'name' },
+      { start: 29, end: 36, kind: '' },
+    ],
+  });
+  expect(error).toBeUndefined();
+  const done = events.at(-1)!.done!;
+  expect(done.cloudText).toStartWith('Once upon a time [NAME_1] met [PRIVATE_1]. [NAME_1]');
+  expect(done.metrics!.cloud).toMatchObject({ placeholders: 2, hiddenStateBytes: '0', streams: 1 });
+  expect(Number(done.metrics!.cloud!.bytesSent)).toBeGreaterThan(0);
+  expect(done.metrics!.cloud!.tokensSent).toBeGreaterThan(0);
+});
+
 test("Done's metrics carry the prompt tokens restored from the prompt cache", async () => {
   const request = { prompt: 'The cat sat on the warm mat and', mode: 'joint', threshold: 0.6, maxNewTokens: 4 };
   const promptTokens = edge.runtime.engine.tokenizer.encode(request.prompt, { addBos: true, parseSpecialTokens: false }).length;
