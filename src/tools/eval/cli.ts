@@ -1,6 +1,7 @@
 /** `bun run eval --dataset FILE [flags]`: the routing threshold sweep with its baselines (see EVAL_USAGE). */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
+import { AppError } from '../../shared/errors.ts';
 import { runCli, wantsHelp } from '../cli-support.ts';
 import { terminalProgress } from '../lab/progress.ts';
 import { EVAL_USAGE, parseEvalOptions } from './eval-options.ts';
@@ -26,6 +27,10 @@ async function main(): Promise<void> {
     }
   }
   if (options.json) console.log(JSON.stringify(toJson(report)));
+  // A private value that reached the cloud is a bug, not a figure: the run fails (and results:record saves nothing).
+  if (report.result.kind === 'private-spans' && !report.result.leakCheck.passed) {
+    throw new AppError('INTERNAL', 'leak check failed: an inserted entity reached the cloud in a run with pseudonyms');
+  }
 }
 
 await runCli(main, EVAL_USAGE);

@@ -9,6 +9,10 @@ import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
 import { DEFAULT_THRESHOLDS } from '../router/routing-curve.ts';
 import { TEXT_SPLITS, type TextSplit } from '../lab/text-corpus.ts';
 import { DEFAULT_SHARES } from './share-table.ts';
+import { ENTITY_KINDS, SYNTHETIC_NAMES } from './synthetic-entities.ts';
+
+/** Most entities per paragraph: one name each of SYNTHETIC_NAMES, with its email and phone number. */
+const MAX_ENTITIES = SYNTHETIC_NAMES.length * ENTITY_KINDS.length;
 
 export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
 
@@ -48,6 +52,11 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
   --dump FILE.jsonl       text: write per-position router scores and correctness
   --calibration-runs N    most runs spent matching the top-1 baseline's routed share along generations,
                           per threshold (default 8)
+  --private-entities N    text: what private spans cost instead of the sweep: N synthetic entities (names, emails,
+                          phone numbers; seeded by --seed) put into each held-out paragraph, the same evaluation run
+                          without and with pseudonyms at the router's own τ (or at --thresholds): teacher forcing
+                          through the cloud conversation and --continuations generations from the paragraphs'
+                          openings, and a leak check of what the cloud saw (docs/privacy-costs.md)
   --seed N                seed of the random baseline (default 0)
   --out DIR               write SVG plots to DIR
   --name NAME             file-name prefix of the plots (default: the data set's file name)
@@ -83,6 +92,11 @@ export interface EvalOptions {
   /** Routed-share difference that ends the matching of a baseline early. */
   tolerance: number;
   seed: number;
+  /**
+   * --private-entities: the privacy cost evaluation (private-spans-eval.ts) instead of the sweep; its τ are
+   * --thresholds when given, else (undefined) the router's own.
+   */
+  privateSpans?: { entities: number; thresholds: readonly number[] | undefined };
   out: string | undefined;
   name: string | undefined;
   json: boolean;
@@ -129,6 +143,7 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     'max-new-tokens': { type: 'string' },
     'calibration-runs': { type: 'string' },
     seed: { type: 'string' },
+    'private-entities': { type: 'string' },
     out: { type: 'string' },
     name: { type: 'string' },
     json: { type: 'boolean' },
@@ -146,6 +161,13 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
   const routeShares = routeShare === undefined ? DEFAULT_ROUTE_SHARES : routeShare === 'none' ? [] : parseShares(routeShare, '--route-share');
   const router = values.router ?? DEMO.routerPack;
   const cloud = cloudSourceFlags(values, env, DEMO.cloudPack);
+  const thresholds = values.thresholds === undefined ? undefined : parseThresholds(values.thresholds);
+  const privateEntities = integerFlag(values, 'private-entities', undefined, [1, MAX_ENTITIES]);
+  if (privateEntities !== undefined) {
+    // Flags of the sweep that this evaluation would silently ignore.
+    const unused = ['shares', 'route-share', 'dump', 'prefix-tokens', 'calibration-runs', 'out'].filter((flag) => values[flag as keyof typeof values] !== undefined);
+    if (unused.length) throw new UsageError(`--private-entities does not take ${unused.map((f) => `--${f}`).join(', ')}`);
+  }
   return Object.freeze({
     dataset: values.dataset,
     edgeModel: values['edge-model'] ?? DEMO.edgePack,
@@ -155,7 +177,7 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     ...(values['edge-model-file'] ? { edgeModelFile: values['edge-model-file'] } : {}),
     ...(values['cloud-model-file'] ? { cloudModelFile: values['cloud-model-file'] } : {}),
     routerPack: router === 'builtin' ? undefined : router,
-    thresholds: Object.freeze(values.thresholds === undefined ? DEFAULT_THRESHOLDS : parseThresholds(values.thresholds)),
+    thresholds: Object.freeze(thresholds ?? DEFAULT_THRESHOLDS),
     limit: values.limit === undefined ? undefined : integerFlag(values, 'limit', 0, [1, 2 ** 31 - 1])!,
     fromFraction,
     split: split as TextSplit,
@@ -168,6 +190,7 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     calibrationRuns: integerFlag(values, 'calibration-runs', 8, [1, 64])!,
     tolerance: 0.005,
     seed: integerFlag(values, 'seed', 0, [0, 2 ** 32 - 1])!,
+    ...(privateEntities === undefined ? {} : { privateSpans: Object.freeze({ entities: privateEntities, thresholds: thresholds && Object.freeze(thresholds) }) }),
     out: values.out,
     name: values.name,
     json: values.json ?? false,

@@ -5,13 +5,16 @@
  * large_only_accuracy}], share_budget: [{share, scope, realized_share, full_window_min, full_window_max, guarded,
  * budget_recovered, tau, tau_share, tau_recovered, ...}], spans: [{share, span, tau, cloud_share,
  * round_trips_per_100, recovered}]}, generation: {settings: [{method, tau, routed_share, rep4, stuck, ppl_cloud,
- * lcp_llm_only, examples, ...}]}}` for text.
+ * lcp_llm_only, examples, ...}]}}` for text; `--private-entities` runs: private-spans-report.ts.
  */
 import type { ChoiceEvalResult } from './choice-eval.ts';
 import type { DatasetFormat } from './eval-dataset.ts';
+import type { PrivateSpansResult } from './private-spans-eval.ts';
+import { privateSpansJson, privateSpansMarkdown } from './private-spans-report.ts';
+import { f2, f3, pct, table } from './report-format.ts';
 import type { TextEvalResult } from './text-eval.ts';
 
-export type EvalResult = TextEvalResult | ChoiceEvalResult;
+export type EvalResult = TextEvalResult | ChoiceEvalResult | PrivateSpansResult;
 
 export interface EvalReport {
   dataset: string;
@@ -25,14 +28,6 @@ export interface EvalReport {
   result: EvalResult;
 }
 
-const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
-const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
-const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : '–');
-
-function table(header: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-  return [line(header), line(header.map(() => '---:')), ...rows.map(line)].join('\n');
-}
 
 function textMarkdown(r: TextEvalResult): string {
   const tf = table(
@@ -190,7 +185,7 @@ export function formatMarkdown(report: EvalReport): string {
     '',
     `${report.selection}. Edge ${report.edgeModel}, cloud ${report.cloudModel}, router ${report.router}; random baseline seed ${report.seed}.`,
     '',
-    r.kind === 'text' ? textMarkdown(r) : choiceMarkdown(r),
+    r.kind === 'text' ? textMarkdown(r) : r.kind === 'private-spans' ? privateSpansMarkdown(r) : choiceMarkdown(r),
   ].join('\n');
 }
 
@@ -206,7 +201,9 @@ function snakeKeys(value: unknown): unknown {
 export function toJson(report: EvalReport): Record<string, unknown> {
   const { kind: _kind, ...rest } = report.result;
   const result =
-    report.result.kind === 'text'
+    report.result.kind === 'private-spans'
+      ? privateSpansJson(report.result)
+      : report.result.kind === 'text'
       ? (() => {
           const { atShare, shareBudget, spans, settings, ...others } = rest as Omit<TextEvalResult, 'kind'>;
           return { ...others, teacherForcing: { atShare, shareBudget, spans }, generation: { settings } };

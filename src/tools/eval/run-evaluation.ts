@@ -1,7 +1,7 @@
 /**
  * One evaluation from options to report: read the data set, load the edge pack and the router (checked
  * against each other by loadEdgeEngine), the cloud pack (served in process), run the sweep for the data
- * set's kind, release everything.
+ * set's kind (or, with --private-entities, what private spans cost on the text), release everything.
  *
  * @example
  * const report = await runEvaluation(parseEvalOptions(['--dataset', 'stories.txt', '--limit', '20']));
@@ -21,6 +21,7 @@ import { readEvalDataset } from './eval-dataset.ts';
 import { DEFAULT_MAX_NEW_TOKENS, type EvalOptions } from './eval-options.ts';
 import type { EvalReport } from './eval-report.ts';
 import { openToolCloud, type CloudSource } from '../lab/tool-cloud.ts';
+import { evaluatePrivateSpans } from './private-spans-eval.ts';
 import { evaluateText } from './text-eval.ts';
 
 const DEMO_PATHS = new Set<string>([DEMO.edgePack, DEMO.cloudPack, DEMO.routerPack, TRUNCATED_DEMO.edgePack, TRUNCATED_DEMO.routerPack]);
@@ -91,6 +92,23 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
       if (paragraphs.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.dataset}: no documents after the first ${part.fraction} of ${all.length}`);
       const split = `${dataset.split}${o.split === 'auto' ? ' (auto-detected)' : ''}`;
       log(`${shown(dataset.path)}: ${all.length} documents, split ${split}; ${part.why}`);
+      const selection = `documents ${train.length + 1}–${train.length + paragraphs.length} of ${all.length} (split ${split}; ${part.why})`;
+      if (o.privateSpans) {
+        const result = await evaluatePrivateSpans({
+          edge,
+          scorer: cloud.scorer,
+          router,
+          routerPack: o.routerPack,
+          paragraphs,
+          entities: o.privateSpans.entities,
+          thresholds: o.privateSpans.thresholds ?? [router.info.defaultThreshold],
+          seed: o.seed,
+          continuations: o.continuations,
+          maxNewTokens: o.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS.text,
+          progress,
+        });
+        return { ...common, selection, result };
+      }
       const result = await evaluateText({
         edge,
         scorer: cloud.scorer,
@@ -110,9 +128,9 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
         progress,
         warn: log,
       });
-      const selection = `documents ${train.length + 1}–${train.length + paragraphs.length} of ${all.length} (split ${split}; ${part.why})`;
       return { ...common, selection, result };
     }
+    if (o.privateSpans) throw new AppError('INVALID_ARGUMENT', `--private-entities needs a text data set; ${o.dataset} is ${dataset.format}`);
     const questions = dataset.questions.slice(0, o.limit ?? dataset.questions.length);
     const result = await evaluateChoices({
       edge,
