@@ -14,6 +14,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { decodeBenchSection, edgeBenchSection, latencyBenchSection, loadBenchSection, shimBenchSection } from './results/bench-sections.ts';
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
+import { privateSpansSection } from './results/privacy-sections.ts';
 import { scoringBenchSection, throughShimEvalSection } from './results/shim-sections.ts';
 import { RESULTS_DIR } from './record-result.ts';
 import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
@@ -69,6 +70,13 @@ const PAIRS: PairSection[] = [
         render: (f) => choiceEvalSection(f, { plots: 'demo-commonsenseqa' }),
         command: `bun run eval --dataset ${COMMONSENSEQA} --calibration-runs 3 --out docs/plots --name demo-commonsenseqa --json`,
         required: true,
+      },
+      {
+        title: 'What private spans cost',
+        file: 'demo-eval-private-spans',
+        render: privateSpansSection,
+        command: `bun run eval --dataset ${TINYSTORIES} --private-entities 3 --json`,
+        required: false,
       },
       { title: 'The edge ↔ cloud hop', file: 'demo-bench-shim', render: shimBenchSection, command: 'bun run bench shim --json', required: true },
       { title: 'Routing cost on the edge', file: 'demo-bench-edge', render: edgeBenchSection, command: 'bun run bench edge --json', required: true },

@@ -30,6 +30,8 @@ export interface DisclosureReport {
   placeholders: number;
   /** Routed positions the edge decided itself because a private value was under way there. */
   withheldSteps: number;
+  /** Milliseconds spent translating to and from placeholders (0 without private values): what privacy costs the box. */
+  pseudonymMs: number;
 }
 
 export class CloudDisclosure {
@@ -41,6 +43,7 @@ export class CloudDisclosure {
   /** The placeholders used, by text. */
   readonly placeholders = new Set<string>();
   withheldSteps = 0;
+  pseudonymMs = 0;
   /** What the shim holds of the generation: the ids it was sent and the ids it returned, as of the last answer. */
   cloudContext: readonly number[] = [];
 
@@ -74,6 +77,7 @@ export class CloudDisclosure {
       streams: this.streams,
       placeholders: this.placeholders.size,
       withheldSteps: this.withheldSteps,
+      pseudonymMs: this.pseudonymMs,
     };
   }
 }

@@ -63,6 +63,11 @@ export class PseudonymisedConversation implements CloudConversation {
     await this.inner?.close();
   }
 
+  /** Counts the time since `since` in the generation's record of what privacy costs. */
+  private spent(since: number): void {
+    if (this.disclosure) this.disclosure.pseudonymMs += performance.now() - since;
+  }
+
   private async afterAssumed(request: CloudStepRequest, assumed: Promise<unknown>): Promise<CloudStepReply> {
     await assumed;
     // Steps go one at a time, so `answered` is the assumed step's outcome: undefined when it failed or sent nothing.
@@ -74,7 +79,9 @@ export class PseudonymisedConversation implements CloudConversation {
   private async step(request: CloudStepRequest): Promise<CloudStepReply> {
     this.answered = undefined;
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud conversation is closed');
+    let translating = performance.now();
     const cloud = this.pseudonymiser.toCloud(request.context, request.sources);
+    this.spent(translating);
     if (cloud.withheld) {
       if (this.disclosure) this.disclosure.withheldSteps++;
       return withheldReply();
@@ -103,10 +110,15 @@ export class PseudonymisedConversation implements CloudConversation {
       sources = [...sources, ...reply.tokens.map((): TokenSource => 'llm')];
       this.cloudHolds = context;
       const stopped = reply.tokens.some((id) => request.stopTokenIds.includes(id));
-      if (stopped || asked + 1 >= MAX_PLACEHOLDER_TOKENS || !this.pseudonymiser.endsInsidePlaceholder(cloud.ids, written)) break;
+      translating = performance.now();
+      const inside = this.pseudonymiser.endsInsidePlaceholder(cloud.ids, written);
+      this.spent(translating);
+      if (stopped || asked + 1 >= MAX_PLACEHOLDER_TOKENS || !inside) break;
     }
     this.disclosure?.holds(context);
+    translating = performance.now();
     const { ids, restored, text } = this.pseudonymiser.fromCloud(cloud.ids, written, request.context.length);
+    this.spent(translating);
     // A restored value goes whole where the generation has room: cut short, the edge model would have to finish it.
     const tokens = ids.slice(0, restored ? Math.max(request.maxTokens, request.room ?? 0) : request.maxTokens);
     this.answered = [...request.context, ...tokens];

@@ -31,6 +31,10 @@ export interface CloudDisclosure {
    * Routed positions the edge decided itself because a private value was under way there.
    */
   'withheldSteps'?: (number);
+  /**
+   * Milliseconds the edge spent translating to and from placeholders (0 without private values).
+   */
+  'pseudonymMs'?: (number | string);
 }
 
 /**
@@ -62,4 +66,8 @@ export interface CloudDisclosure__Output {
    * Routed positions the edge decided itself because a private value was under way there.
    */
   'withheldSteps': (number);
+  /**
+   * Milliseconds the edge spent translating to and from placeholders (0 without private values).
+   */
+  'pseudonymMs': (number);
 }
