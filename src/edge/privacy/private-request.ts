@@ -7,7 +7,6 @@
  * privateValuesFor({ prompt, privateTexts: [{ text: 'Ann', kind: 'name' }] }, detector)?.list; // [{ text: 'Ann', kind: 'name', placeholder: '[NAME_1]' }]
  */
 import { AppError } from '../../shared/errors.ts';
-import type { GenerationRequest } from '../request/generation-request.ts';
 import { PrivateValues, type PrivateText } from './private-values.ts';
 
 /** What the box detects with (private-detect.ts's PrivateDetector). */
@@ -18,8 +17,17 @@ export interface TextDetector {
   detect(text: string, extraKinds?: readonly string[]): { start: number; end: number; kind: string }[];
 }
 
+/** What of a request (request/generation-request.ts) decides its private values. */
+export interface PrivacyFields {
+  prompt: string;
+  /** The texts it marked private. */
+  privateTexts?: readonly PrivateText[];
+  /** Detector kinds it adds to the box's. */
+  privateDetect?: readonly string[];
+}
+
 /** The request's private values; undefined when it has none (and the generation runs exactly as without privacy). */
-export function privateValuesFor(request: Pick<GenerationRequest, 'prompt' | 'privateTexts' | 'privateDetect'>, detector: TextDetector | undefined): PrivateValues | undefined {
+export function privateValuesFor(request: PrivacyFields, detector: TextDetector | undefined): PrivateValues | undefined {
   const extra = request.privateDetect ?? [];
   const unknown = extra.filter((kind) => !detector?.knownKinds.includes(kind));
   if (unknown.length > 0) {

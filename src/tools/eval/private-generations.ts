@@ -40,6 +40,13 @@ export interface GenerationPrivacyRun {
   /** Wall time of a generation (prompt included) per generated token, and the part spent on cloud steps. */
   msPerToken: number;
   cloudMsPerToken: number;
+  /**
+   * Wall time between tokens after the first (cloud waits and placeholder translation included): the time a
+   * reader waits per token once the answer streams. The target with pseudonyms: within 5% of without.
+   */
+  msBetweenTokens: number;
+  /** Of it, the time spent translating to and from placeholders (metrics.cloud.pseudonymMs), per token. */
+  pseudonymMsPerToken: number;
   /** The cloud model's perplexity of the generated tokens. */
   cloudPerplexity: number;
   /** Generations whose cloud text (`done.cloudText`) holds an inserted entity's text. */
@@ -115,6 +122,8 @@ function summary(o: GenerationOptions, generations: readonly PrivateGeneration[]
     streams: sum((g) => g.done.metrics.cloud.streams),
     msPerToken: perToken(sum((g) => g.done.metrics.totalMs)),
     cloudMsPerToken: perToken(sum((g) => g.done.metrics.cloudMs)),
+    msBetweenTokens: sum((g) => g.done.metrics.totalMs - g.done.metrics.ttftMs) / Math.max(1, sum((g) => Math.max(0, g.done.metrics.tokens - 1))),
+    pseudonymMsPerToken: perToken(sum((g) => g.done.metrics.cloud.pseudonymMs)),
     cloudPerplexity: perplexity,
     cloudTextsWithEntities: generations.filter((g) => g.story.entities.some((e) => g.done.cloudText.includes(e.text))).length,
   };

@@ -25,6 +25,7 @@ const ROWS: [string, (run: PrivacyRun) => string][] = [
   ['… bytes sent', (r) => String(r.generation.bytesSent)],
   ['… steps, streams opened', (r) => `${r.generation.steps}, ${r.generation.streams}`],
   ['… ms per token (all; cloud steps)', (r) => `${f2(r.generation.msPerToken)}; ${f2(r.generation.cloudMsPerToken)}`],
+  ['… ms between tokens (of it translating placeholders)', (r) => `${f2(r.generation.msBetweenTokens)} (${f3(r.generation.pseudonymMsPerToken)})`],
   ["… cloud model's perplexity of the output", (r) => f2(r.generation.cloudPerplexity)],
   ['… cloud texts holding an inserted entity', (r) => `${r.generation.cloudTextsWithEntities} of ${r.generation.prompts}`],
 ];
@@ -39,11 +40,14 @@ export function privateSpansMarkdown(r: PrivateSpansResult): string {
   for (const threshold of [...new Set(r.runs.map((run) => run.threshold))]) {
     const plain = r.runs.find((run) => run.threshold === threshold && !run.pseudonyms)!;
     const pseudonymised = r.runs.find((run) => run.threshold === threshold && run.pseudonyms)!;
+    const ratio = pseudonymised.generation.msBetweenTokens / plain.generation.msBetweenTokens;
     sections.push(
       '',
       `τ ${f2(threshold)}; ${plain.generation.identicalOutputs} of ${plain.generation.prompts} generations the same token for token with and without pseudonyms:`,
       '',
       table(['', 'without pseudonyms', 'with pseudonyms'], ROWS.map(([label, value]) => [label, value(plain), value(pseudonymised)])),
+      '',
+      `Time between tokens with pseudonyms: ${f3(ratio)}× without (target ≤ 1.05: ${ratio <= 1.05 ? 'met' : 'missed'}).`,
     );
   }
   sections.push(
