@@ -124,6 +124,22 @@ describe('a pseudonymised conversation', () => {
     expect(await wrong).toMatchObject({ skipped: true });
   });
 
+  test('a failed step fails (the loop falls back), a conditional step behind it comes back skipped, and the next step is served', async () => {
+    const context = tokenizer.encode('The dog', { addBos: true });
+    const { conversation, clouds } = conversationOver([301, 302]);
+    const first = conversation.next(step(context, { maxTokens: 1 }));
+    clouds[0]!.next = async () => {
+      throw new Error('the cloud is down');
+    };
+    await expect(first).resolves.toMatchObject({ tokens: [301] });
+    const failed = conversation.next(step([...context, 301]));
+    const behind = conversation.next(step([...context, 301, 350, 351], { conditional: true }));
+    await expect(failed).rejects.toThrow('the cloud is down');
+    expect(await behind).toMatchObject({ skipped: true });
+    clouds[0]!.next = ScriptedCloud.prototype.next;
+    expect((await conversation.next(step([...context, 301, 350]))).tokens).toEqual([302]);
+  });
+
   test('a cloud context that no longer extends what the shim holds opens a new conversation underneath', async () => {
     const { conversation, clouds } = conversationOver([400, 401]);
     await conversation.next(step(tokenizer.encode('The dog ran', { addBos: true })));
