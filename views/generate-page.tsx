@@ -34,7 +34,6 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
         </textarea>
         <MarkedList id="prompt-private" />
       </div>
-      <PrivateDetect kinds={defaults.privateDetectKinds} />
       <ThresholdSlider id="threshold" threshold={defaults.threshold} help="a token goes to the cloud when the router's score is below τ" />
       {props.compare ? <input type="hidden" name="mode" value="joint" /> : <ModeChoice explained />}
       <BudgetInputs budget={defaults.budget} />
@@ -54,6 +53,8 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
           </option>
         </select>
       </div>
+      {/* Last: a setting few runs change, which must not move the settings everyone uses (or the tab order to them). */}
+      <PrivateDetect kinds={defaults.privateDetectKinds} />
       <div class="wide">
         <button type="submit">{props.compare ? 'Compare' : 'Generate'}</button>
       </div>

@@ -48,6 +48,7 @@ export interface CloudUsage {
   streams: number;
   placeholders: number;
   withheld_steps: number;
+  pseudonym_ms: number;
 }
 
 export interface RoutingExtension {
