@@ -93,9 +93,19 @@ export interface CloudLoad {
   backendMs: number;
 }
 
+/** A reply without tokens: nothing was computed. */
+function emptyReply(): CloudStepReply {
+  return { tokens: [], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0 };
+}
+
 /** The reply to a conditional step whose assumed token was not the previous step's. */
 export function skippedReply(): CloudStepReply {
-  return { tokens: [], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0, skipped: true };
+  return { ...emptyReply(), skipped: true };
+}
+
+/** The reply to a step whose context ends inside a possible private value: not sent, the edge decides. */
+export function withheldReply(): CloudStepReply {
+  return { ...emptyReply(), withheld: true };
 }
 
 export interface CloudConversation {

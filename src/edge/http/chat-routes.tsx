@@ -26,7 +26,7 @@ import type { EdgeChat } from '../chat/edge-chat.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import { readPrivateSpans } from '../privacy/private-spans.ts';
 import type { PrivateText } from '../privacy/private-values.ts';
-import { readGenerationRequest } from '../request/generation-request-fields.ts';
+import { formSpans, readGenerationRequest } from '../request/generation-request-fields.ts';
 import { ChatStore } from './chat-store.ts';
 import { httpStatus } from './http-errors.ts';
 import type { PageRun, PendingRuns } from './pending-runs.ts';
@@ -58,15 +58,7 @@ function formText(form: Record<string, string | string[]>, name: string): string
 
 /** The texts under the message's `private_spans` (blank: none), ranges of `typed`, the message as the page sent it. */
 function messagePrivateTexts(form: Record<string, string | string[]>, typed: string): PrivateText[] {
-  const field = formText(form, 'private_spans');
-  if (field.trim() === '') return [];
-  let spans: unknown;
-  try {
-    spans = JSON.parse(field);
-  } catch {
-    invalid(`private_spans must be a JSON list of [start, end] code-point ranges of the message, got ${JSON.stringify(field.slice(0, 80))}`);
-  }
-  return readPrivateSpans(spans, typed, 'private_spans');
+  return readPrivateSpans(formSpans('private_spans', formText(form, 'private_spans'), ' of the message'), typed, 'private_spans');
 }
 
 export function chatRoutes(deps: ChatRouteDeps): Hono {

@@ -11,7 +11,7 @@ import type { TokenSource } from '../../shared/contract-vocabulary.ts';
 import { BoxRouting } from '../routing/box-routing.ts';
 import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
 import { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
-import { PseudonymisedConversation } from '../privacy/pseudonymised-conversation.ts';
+import { openConversation } from '../privacy/pseudonymised-conversation.ts';
 import { Pseudonymiser } from '../privacy/pseudonymiser.ts';
 import { promptIdsOf, type EdgeEngine, type LoopRequest } from './edge-engine.ts';
 import type { DoneEvent, FinishReason, TokenEvent } from './generation-events.ts';
@@ -127,7 +127,7 @@ export class GenerationState {
     const cloud = this.engine.cloud;
     if (!cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
     const options = { requestId: this.requestId, routingKey: this.request.conversation, signal: this.signal, stepTimeoutMs: this.cut.waitMs, disclosure: this.disclosure };
-    return this.privacy ? new PseudonymisedConversation(() => cloud.openConversation(options), this.privacy, this.disclosure) : cloud.openConversation(options);
+    return openConversation(cloud, options, this.privacy);
   }
 
   /** What the cloud saw of this generation: the text of the context the shim held at the end (placeholders, not values). */

@@ -19,21 +19,26 @@
  * - Hidden states are never sent: they are computed from the real text.
  *
  * @example
- * const conversation = new PseudonymisedConversation(() => cloud.openConversation(options), pseudonymiser, disclosure);
+ * const conversation = openConversation(cloud, { requestId, disclosure }, pseudonymiser);
  * const reply = await conversation.next(stepRequest); // stepRequest.context holds the real values
  */
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
 import { AppError } from '../../shared/errors.ts';
-import { skippedReply, type CloudConversation, type CloudStepReply, type CloudStepRequest } from '../cloud/cloud-client.ts';
+import { skippedReply, withheldReply, type CloudClient, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from '../cloud/cloud-client.ts';
 import type { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
 import type { Pseudonymiser } from './pseudonymiser.ts';
 
+/**
+ * A generation's conversation with `cloud`: through `pseudonymiser` when the generation has private values,
+ * counted in `options.disclosure` either way.
+ */
+export function openConversation(cloud: CloudClient, options: ConversationOptions, pseudonymiser: Pseudonymiser | undefined): CloudConversation {
+  const open = () => cloud.openConversation(options);
+  return pseudonymiser ? new PseudonymisedConversation(open, pseudonymiser, options.disclosure) : open();
+}
+
 /** Most tokens asked one at a time to finish a placeholder: longer than any placeholder's spelling. */
 const MAX_PLACEHOLDER_TOKENS = 24;
-
-export function withheldReply(): CloudStepReply {
-  return { tokens: [], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0, withheld: true };
-}
 
 export class PseudonymisedConversation implements CloudConversation {
   private inner: CloudConversation | undefined;

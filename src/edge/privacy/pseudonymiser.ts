@@ -7,8 +7,8 @@
  * Whole tokens are replaced, so characters that share a token with a value go with it ("(ann@x.org)"
  * may be sent as "([EMAIL_1])"). The cloud context is a function of the edge's context, so two steps over
  * one growing context give one growing cloud context, and the shim's KV cache is reused as without
- * privacy; a value restored from the cloud's placeholder goes back as the cloud's own tokens. A context that ends where a value may be under way (its start is there and the next tokens may
- * complete it) is `withheld`: sending it would let the start of a value leave before it is recognised.
+ * privacy; a value restored from the cloud's placeholder goes back as the cloud's own tokens. A context
+ * that ends where a value may be under way (its start is there and the next tokens may complete it) is `withheld`: sending it would let the start of a value leave before it is recognised.
  *
  * @example
  * const pseudonyms = new Pseudonymiser(tokenizer, values);
@@ -36,9 +36,8 @@ interface Run {
   last: number;
 }
 
-/** Tokens the cloud wrote around a placeholder and the value's tokens the edge put in their place, at `at` of the edge's context. */
+/** Tokens the cloud wrote around a placeholder and the value's tokens the edge put in their place. */
 interface Restoration {
-  at: number;
   real: number[];
   cloud: number[];
   placeholders: string[];
@@ -49,8 +48,9 @@ export class Pseudonymiser {
   /** Spellings of run texts, which repeat step after step as the context grows. */
   private readonly spellings = new Map<string, number[]>();
   /**
-   * Where the edge's context holds values restored from the cloud's placeholders: sent back as the cloud's own
-   * tokens, so the cloud context goes on extending what the shim holds (its KV cache), whatever the spelling.
+   * Where the edge's context holds values restored from the cloud's placeholders, by the index of their first
+   * token: sent back as the cloud's own tokens, so the cloud context goes on extending what the shim holds (its
+   * KV cache), whatever the spelling.
    */
   private readonly restorations = new Map<number, Restoration>();
 
@@ -68,7 +68,7 @@ export class Pseudonymiser {
     const ranges = values.privateRanges(texts.text);
     const placeholders = new Set<string>();
     const out: CloudContext = { ids: [], sources: [], withheld: texts.endsInsideCharacter || values.endsInsideValue(texts.text), placeholders };
-    const runs = this.runs(ids.length, ranges);
+    const runs = runsOf(texts, ids.length, ranges);
     for (let r = 0; r < runs.length; r++) {
       const run = runs[r]!;
       const start = run.first < 0 ? run.last : run.first;
@@ -111,7 +111,7 @@ export class Pseudonymiser {
       }
       const placeholders: string[] = [];
       const real = encodeContinuation(this.tokenizer, replacedText(texts, run, ranges, (r) => (placeholders.push(r.values[0]!.placeholder), r.values[0]!.text)));
-      this.restorations.set(at + ids.length, { at: at + ids.length, real, cloud: reply.slice(run.first, run.last + 1), placeholders });
+      this.restorations.set(at + ids.length, { real, cloud: reply.slice(run.first, run.last + 1), placeholders });
       ids.push(...real);
     }
     return { ids, restored: true, text: this.textAfter(cloudContext, ids) };
@@ -144,10 +144,6 @@ export class Pseudonymiser {
     const texts = new TokenTexts(this.tokenizer, cloudContext);
     texts.update(reply);
     return texts.endsInsideCharacter || this.values.endsInsidePlaceholder(texts.text);
-  }
-
-  private runs(length: number, ranges: readonly PrivateRange[]): Run[] {
-    return runsOf(this.texts, length, ranges);
   }
 
   private replaced(run: Run, ranges: readonly PrivateRange[], by: (r: PrivateRange) => string, used: Set<string>): string {

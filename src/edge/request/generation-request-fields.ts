@@ -93,13 +93,16 @@ function typedBoolean(name: string, value: unknown): boolean | undefined {
   return value;
 }
 
-/** Spans in a form: the JSON of the list (the page writes it from a selection); blank is none. */
-function formSpans(name: string, text: string): unknown {
+/**
+ * Spans in a form: the JSON of the list (the page writes it from a selection); blank is none. `of` names
+ * the text they point into, where it is not the prompt (a chat message).
+ */
+export function formSpans(name: string, text: string, of = ''): unknown {
   if (text.trim() === '') return undefined;
   try {
     return JSON.parse(text);
   } catch {
-    return invalid(`${name} must be a JSON list of [start, end] code-point ranges, got ${JSON.stringify(text.slice(0, 80))}`);
+    return invalid(`${name} must be a JSON list of [start, end] code-point ranges${of}, got ${JSON.stringify(text.slice(0, 80))}`);
   }
 }
 

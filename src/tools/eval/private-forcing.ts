@@ -16,10 +16,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CloudDisclosure } from '../../edge/cloud/cloud-disclosure.ts';
-import type { CloudConversation } from '../../edge/cloud/cloud-client.ts';
 import { encodePrompt } from '../../edge/loop/edge-engine.ts';
 import { PrivateValues } from '../../edge/privacy/private-values.ts';
-import { PseudonymisedConversation } from '../../edge/privacy/pseudonymised-conversation.ts';
+import { openConversation } from '../../edge/privacy/pseudonymised-conversation.ts';
 import { Pseudonymiser } from '../../edge/privacy/pseudonymiser.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
@@ -71,10 +70,8 @@ export async function forceThroughCloud(o: ForcingOptions): Promise<ForcedPrivac
   for (const [p, story] of o.stories.entries()) {
     const ids = encodePrompt(edge, story.text);
     const disclosure = new CloudDisclosure();
-    const open = () => edge.cloud.openConversation({ requestId: randomUUID(), disclosure });
-    const conversation: CloudConversation = o.pseudonyms
-      ? new PseudonymisedConversation(open, new Pseudonymiser(tokenizer, PrivateValues.of(story.entities, story.text)), disclosure)
-      : open();
+    const pseudonymiser = o.pseudonyms ? new Pseudonymiser(tokenizer, PrivateValues.of(story.entities, story.text)) : undefined;
+    const conversation = openConversation(edge.cloud, { requestId: randomUUID(), disclosure }, pseudonymiser);
     o.onStory?.(story);
     try {
       for (let k = 0; k + 1 < ids.length; k++, record++) {
