@@ -7,6 +7,7 @@ import { shimStats } from '../src/tools/bench/load-shim.ts';
 import { startLoopLagProbe } from '../src/tools/bench/loop-lag.ts';
 import { startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 const MB = 1024 * 1024;
 
@@ -70,7 +71,7 @@ async function oneSession(shim: ShimServer, steps: number): Promise<void> {
   const client = new GrpcCloudClient({ address: shim.address });
   try {
     const context = Array.from({ length: 20 }, (_, i) => 1 + ((i * 37) % 400));
-    const conversation = client.openConversation({ requestId: 'prefix-cache-bytes' });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'prefix-cache-bytes' });
     try {
       for (let k = 0; k < steps; k++) {
         const reply = await conversation.next({ context, sources: context.map(() => 'prompt'), tokenIndex: k, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0.2, threshold: 0.5, topLogprobs: 0 });

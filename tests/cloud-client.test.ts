@@ -11,6 +11,7 @@ import { CircuitOpenError, CloudBackoff } from '../src/edge/cloud/cloud-backoff.
 import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import { cloudRouterService, serializeRouteRequest, type CloudRouterHandlers, type RouteRequest__Output } from '../src/shared/grpc/proto.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 /** A CloudRouter that records every message and answers each step with `answer` (or never, when null). */
 class RecordingShim {
@@ -74,7 +75,7 @@ describe('what the client sends', () => {
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}` });
     try {
       const edge = new EdgeContext([1, 403, 407]);
-      const conversation = client.openConversation({ requestId: 'wire' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'wire' });
       const first = await conversation.next(edge.step({ tokenIndex: 0 }));
       edge.push(first.tokens, 'llm');
       edge.push([261, 378], 'slm');
@@ -111,7 +112,7 @@ describe('what the client sends', () => {
     rec.answer = null;
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 60_000, failureThreshold: 3 } });
     try {
-      const conversation = client.openConversation({ requestId: 'slow' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'slow' });
       expect(await rejectionCode(conversation.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       expect(client.backoff.consecutiveFailures).toBe(1);
       expect(client.state()).toBe('circuit-open');
@@ -136,7 +137,7 @@ describe('what the client sends', () => {
     // The health probe off: here a routed step is the probe (the health probe's turn is in cloud-health-probe.test.ts).
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 100, maxMs: 60_000 }, healthProbe: false });
     try {
-      const [a, b] = [client.openConversation({ requestId: 'probe-a' }), client.openConversation({ requestId: 'probe-b' })];
+      const [a, b] = [client.openConversation({ gate: CloudGate.OPEN, requestId: 'probe-a' }), client.openConversation({ gate: CloudGate.OPEN, requestId: 'probe-b' })];
       expect(await rejectionCode(a.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       await waitFor(() => client.backoff.state === 'half-open', 2_000, 'the delay to pass');
       const opens = rec.messages.filter((m) => m.open).length;
@@ -199,7 +200,7 @@ describe('a session that ends while a step is on its way', () => {
 
   async function twoSteps(port: number) {
     const client = new GrpcCloudClient({ address: `127.0.0.1:${port}`, stepTimeoutMs: 2_000 });
-    const conversation = client.openConversation({ requestId: 'crossing' });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'crossing' });
     try {
       const edge = new EdgeContext([1]);
       edge.push((await conversation.next(edge.step())).tokens, 'llm');
@@ -249,7 +250,7 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const conversation = client.openConversation({ requestId: 'lazy' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'lazy' });
       expect(client.state()).toBe('idle');
       expect(shim.store.count).toBe(0);
       await conversation.next(new EdgeContext([1]).step());
@@ -270,7 +271,7 @@ describe('connection handling (real shim)', () => {
       const clients = [0, 1, 2].map(() => new GrpcCloudClient({ address: proxy.address, ownConnection }));
       try {
         for (const [i, client] of clients.entries()) {
-          const conversation = client.openConversation({ requestId: `conn-${i}` });
+          const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: `conn-${i}` });
           await conversation.next(new EdgeContext([1]).step());
           await conversation.close();
         }
@@ -295,7 +296,7 @@ describe('connection handling (real shim)', () => {
     const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 400, maxMs: 400, failureThreshold: 3 }, stepTimeoutMs: 2_000 });
     try {
       const edge = new EdgeContext([1]);
-      const conversation = client.openConversation({ requestId: 'restart' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'restart' });
       edge.push((await conversation.next(edge.step())).tokens, 'llm');
       expect(client.state()).toBe('ready');
       await shim.shutdown();
@@ -332,7 +333,7 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim({ sessionIdleMs: 50 });
     const client = new GrpcCloudClient({ address: shim.address, backoff: { initialMs: 60_000, failureThreshold: 1 } });
     try {
-      const conversation = client.openConversation({ requestId: 'idle' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'idle' });
       const edge = new EdgeContext([1]);
       edge.push((await conversation.next(edge.step())).tokens, 'llm');
       await waitFor(() => shim.store.count === 0, 3_000, 'the idle session to expire');
@@ -355,7 +356,7 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const conversation = client.openConversation({ requestId: 'diverge' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'diverge' });
       const edge = new EdgeContext([1, 403]);
       await conversation.next(edge.step({ maxTokens: 3 }));
       edge.push([261, 376], 'slm'); // the edge kept its own tokens instead
@@ -374,13 +375,13 @@ describe('connection handling (real shim)', () => {
     const shim = await startTestShim();
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const conversations = [0, 1, 2].map((i) => client.openConversation({ requestId: `close-${i}` }));
+      const conversations = [0, 1, 2].map((i) => client.openConversation({ gate: CloudGate.OPEN, requestId: `close-${i}` }));
       await Promise.all(conversations.map((s) => s.next(new EdgeContext([1]).step())));
       expect(shim.store.count).toBe(3);
       await client.close();
       await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
       expect(await rejectionCode(conversations[0]!.next(new EdgeContext([1]).step()))).toBe('FAILED_PRECONDITION');
-      expect(() => client.openConversation({ requestId: 'late' })).toThrow(/closed/);
+      expect(() => client.openConversation({ gate: CloudGate.OPEN, requestId: 'late' })).toThrow(/closed/);
     } finally {
       await client.close();
       await shim.shutdown();

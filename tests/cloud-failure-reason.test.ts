@@ -16,6 +16,7 @@ import { startDelayProxy } from '../src/tools/delay-proxy/delay-proxy.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/cloud-certs.ts';
 import { cloudPackDir, EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 import { freePort } from './helpers/shim-process.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 /** The embedded backend, each step held `delayMs` first (or until the shim aborts it). */
 function slowBackend(inner: Backend, delayMs: number): Backend {
@@ -38,7 +39,7 @@ function slowBackend(inner: Backend, delayMs: number): Backend {
 async function reason(options: GrpcCloudClientOptions, during?: () => Promise<void>): Promise<{ code: string; message: string }> {
   const client = new GrpcCloudClient({ stepTimeoutMs: 5_000, healthProbe: false, ...options });
   try {
-    const step = client.openConversation({ requestId: 'reason' }).next(new EdgeContext([1]).step());
+    const step = client.openConversation({ gate: CloudGate.OPEN, requestId: 'reason' }).next(new EdgeContext([1]).step());
     await during?.();
     const error = (await step.then(() => new Error('the step succeeded'), (e: unknown) => e)) as AppError;
     return { code: error.code, message: error.message };

@@ -110,9 +110,10 @@ describe('real timers', () => {
       writeFileSync(
         script,
         `import { GrpcCloudClient } from ${JSON.stringify(join(PROJECT_ROOT, 'src/edge/cloud/grpc-cloud-client.ts'))};
+import { CloudGate } from ${JSON.stringify(join(PROJECT_ROOT, 'src/edge/cloud/cloud-gate.ts'))};
 const client = new GrpcCloudClient({ address: '127.0.0.1:${await freePort()}', backoff: { initialMs: 50 } });
 const step = { context: [1], sources: ['prompt'], tokenIndex: 0, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0, threshold: 1, topLogprobs: 0 };
-await client.openConversation({ requestId: 'exit' }).next(step).catch(() => {});
+await client.openConversation({ requestId: 'exit', gate: CloudGate.OPEN }).next(step).catch(() => {});
 await Bun.sleep(300);
 console.log(client.probe.probes >= 2);
 `,

@@ -12,6 +12,7 @@ import { createLogger } from '../src/shared/logger.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { FakeSglang, type FakeSglangOptions } from './helpers/cloud-fake-sglang.ts';
 import { EdgeContext, loadCloudModel, startTestShim } from './helpers/cloud-fixture.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 /** Words no log line has a reason to hold. */
 const PROMPT = 'Zebulon whispered marmalade secrets to the harpsichord';
@@ -57,7 +58,7 @@ async function runShim(shimOptions: Partial<ShimConfig>, options: { steps: numbe
   const replies: string[] = [];
   try {
     const edge = new EdgeContext(promptIds);
-    const conversation = client.openConversation({ requestId: 'no-text' });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'no-text' });
     for (let i = 0; i < options.steps; i++) {
       try {
         const reply = await conversation.next(edge.step({ maxTokens: 3 }));

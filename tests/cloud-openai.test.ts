@@ -11,6 +11,7 @@ import { logSoftmax, topK } from '../src/shared/logits.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { FakeOpenAi, type FakeOpenAiOptions } from './helpers/cloud-fake-openai.ts';
 import { EdgeContext, greedyReference, loadCloudModel, referenceLogits, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 let model: DecoderModel;
 let tokenizer: TextTokenizer;
@@ -39,7 +40,7 @@ async function withOpenAi<T>(
 
 async function steps(client: GrpcCloudClient, topLogprobs = 0) {
   const edge = new EdgeContext([1, 403]);
-  const conversation = client.openConversation({ requestId: 'oa' });
+  const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'oa' });
   const replies = [];
   try {
     for (const [span, edgeIds] of [[3, [261]], [2, [376]]] as const) {
@@ -100,7 +101,7 @@ describe('openai backend', () => {
 
   test('a server that returns text only is a clear FAILED_PRECONDITION, not a guess', async () => {
     await withOpenAi({ tokenIds: false }, {}, async ({ client }) => {
-      const error = await client.openConversation({ requestId: 'text-only' }).next(new EdgeContext([1]).step()).catch((e) => e);
+      const error = await client.openConversation({ gate: CloudGate.OPEN, requestId: 'text-only' }).next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('FAILED_PRECONDITION');
       expect(error.message).toContain('return_token_ids');
     });
@@ -108,7 +109,7 @@ describe('openai backend', () => {
 
   test('…unless re-tokenizing is configured (lossy, but here the text round-trips)', async () => {
     await withOpenAi({ tokenIds: false }, { openaiRetokenize: true }, async ({ client }) => {
-      const conversation = client.openConversation({ requestId: 'retokenize' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'retokenize' });
       const edge = new EdgeContext([1, 403, 407, 261]);
       const reply = await conversation.next(edge.step({ maxTokens: 1 }));
       expect(reply.tokens).toEqual(await greedyReference(model, edge.ids, 1));
@@ -118,7 +119,7 @@ describe('openai backend', () => {
 
   test('a request that hangs is aborted at the backend deadline: the connection is closed', async () => {
     await withOpenAi({ hang: true }, { backendTimeoutMs: 300 }, async ({ fake, shim, client }) => {
-      const conversation = client.openConversation({ requestId: 'oa-hang' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'oa-hang' });
       expect(await rejectionCode(conversation.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       await waitFor(() => fake.disconnects === 1, 3_000, 'backend connection closed');
       await conversation.close();
@@ -129,7 +130,7 @@ describe('openai backend', () => {
   test('cancelling the generation closes the backend request', async () => {
     await withOpenAi({ hang: true }, {}, async ({ fake, client }) => {
       const controller = new AbortController();
-      const conversation = client.openConversation({ requestId: 'oa-cancel', signal: controller.signal });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'oa-cancel', signal: controller.signal });
       const pending = conversation.next(new EdgeContext([1]).step());
       await waitFor(() => fake.requests.length === 1, 2_000, 'request reaching the fake server');
       controller.abort();
@@ -141,7 +142,7 @@ describe('openai backend', () => {
 
   test('an error in the middle of a stream fails the step with the server\'s message', async () => {
     await withOpenAi({ streamError: 'CUDA out of memory' }, { backendStream: true }, async ({ client }) => {
-      const conversation = client.openConversation({ requestId: 'oa-stream-error' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'oa-stream-error' });
       const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('INTERNAL');
       expect(error.message).toContain('CUDA out of memory');
@@ -152,7 +153,7 @@ describe('openai backend', () => {
   test('error bodies in both styles become clear errors', async () => {
     for (const errors of ['sglang', 'vllm'] as const) {
       await withOpenAi({ errors, fail: 'prompt is too silly' }, {}, async ({ client }) => {
-        const error = await client.openConversation({ requestId: 'err' }).next(new EdgeContext([1]).step()).catch((e) => e);
+        const error = await client.openConversation({ gate: CloudGate.OPEN, requestId: 'err' }).next(new EdgeContext([1]).step()).catch((e) => e);
         expect(error.code).toBe('INVALID_ARGUMENT');
         expect(error.message).toBe('openai: HTTP 400: prompt is too silly');
       });

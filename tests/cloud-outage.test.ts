@@ -25,6 +25,7 @@ import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { EdgeContext, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { freePort, ShimProcess } from './helpers/shim-process.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 const PROMPT = 'Once upon a time, there was a little dog';
 /** High enough that the trained router sends most tokens to the cloud. */
@@ -218,7 +219,7 @@ describe('a shim slow past the deadline', () => {
     const shim = await startTestShim({ backendTimeoutMs: 150 }, { backend });
     const cloud = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 10_000, backoff: { initialMs: 60_000 } });
     try {
-      const conversation = cloud.openConversation({ requestId: 'shim-deadline' });
+      const conversation = cloud.openConversation({ gate: CloudGate.OPEN, requestId: 'shim-deadline' });
       const context = new EdgeContext([1]);
       context.push((await conversation.next(context.step())).tokens, 'llm');
       backend.hang = true;

@@ -11,6 +11,7 @@ import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { nextFakeId, serveSglangFake, type SglangFake } from '../src/tools/bench/sglang-service-fake.ts';
 import { EdgeContext, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { rawRouteStream } from './helpers/raw-route-stream.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 /** The fake's time for one token: long enough that a step is surely still running while another arrives. */
 const SERVICE_MS = 400;
@@ -54,7 +55,7 @@ test('a step that could not finish within its deadline is refused at once as ove
   const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 10_000, healthProbe: false });
   try {
     const busy = new EdgeContext([1, 300]);
-    const holder = client.openConversation({ requestId: 'holder' });
+    const holder = client.openConversation({ gate: CloudGate.OPEN, requestId: 'holder' });
     const warm = await holder.next(busy.step());
     expect(warm.load).toMatchObject({ stepsInFlight: 1, stepsQueued: 0 });
     busy.push(warm.tokens, 'llm');
@@ -66,7 +67,7 @@ test('a step that could not finish within its deadline is refused at once as ove
     // Deadline 700 ms, recent backend time ≥ 400 ms: it would have to start by 300 ms, and waits ~400 ms.
     const deadlineMs = 700;
     const edge = new EdgeContext([1, 301]);
-    const waiter = client.openConversation({ requestId: 'waiter', stepTimeoutMs: deadlineMs });
+    const waiter = client.openConversation({ gate: CloudGate.OPEN, requestId: 'waiter', stepTimeoutMs: deadlineMs });
     const sent = performance.now();
     const refused = await waiter.next(edge.step());
     const elapsedMs = performance.now() - sent;
@@ -120,7 +121,7 @@ test("a conversation's own step deadline bounds its step on the edge, far below 
   const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 10_000, healthProbe: false });
   try {
     const edge = new EdgeContext([1, 302]);
-    const conversation = client.openConversation({ requestId: 'short', stepTimeoutMs: 150 });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'short', stepTimeoutMs: 150 });
     const sent = performance.now();
     // The backend is free, but one token takes 400 ms: the step misses its 150 ms deadline.
     expect(await rejectionCode(conversation.next(edge.step()))).toBe('DEADLINE_EXCEEDED');

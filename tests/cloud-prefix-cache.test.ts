@@ -12,6 +12,7 @@ import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { FakeSglang } from './helpers/cloud-fake-sglang.ts';
 import { cloudPackDir, EdgeContext, greedyReference, loadCloudModel, startTestShim } from './helpers/cloud-fixture.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 let model: DecoderModel;
 let tokenizer: TextTokenizer;
@@ -90,13 +91,13 @@ describe('embedded backend across sessions', () => {
     const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 5_000 });
     try {
       const edge = new EdgeContext([1, ...ids(30, 5)]);
-      const turn1 = client.openConversation({ requestId: 'turn-1' });
+      const turn1 = client.openConversation({ gate: CloudGate.OPEN, requestId: 'turn-1' });
       const reply1 = await turn1.next(edge.step({ maxTokens: 3 }));
       expect(reply1.cachedTokens).toBe(0);
       await turn1.close();
       edge.push(reply1.tokens, 'llm');
       edge.push(ids(8, 6), 'slm');
-      const turn2 = client.openConversation({ requestId: 'turn-2' });
+      const turn2 = client.openConversation({ gate: CloudGate.OPEN, requestId: 'turn-2' });
       const reply2 = await turn2.next(edge.step({ maxTokens: 2 }));
       await turn2.close();
       // Turn 1's context and the first two of its three tokens.
@@ -118,7 +119,7 @@ describe('sglang backend across turns', () => {
       const edge = new EdgeContext([1, ...ids(10, 7)]);
       const cached: number[] = [];
       for (let turn = 0; turn < 4; turn++) {
-        const conversation = client.openConversation({ requestId: `turn-${turn}` });
+        const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: `turn-${turn}` });
         const before = edge.ids.length;
         const reply = await conversation.next(edge.step({ maxTokens: 3 }));
         await conversation.close();

@@ -11,6 +11,7 @@ import type { DecoderModel } from '../src/shared/decoder-model.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { FakeSglang, type FakeSglangOptions } from './helpers/cloud-fake-sglang.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 let model: DecoderModel;
 let tokenizer: TextTokenizer;
@@ -41,7 +42,7 @@ async function withSglang<T>(
 /** Three routed steps with edge tokens in between; every reply must equal the model's greedy tokens. */
 async function checkSteps(client: GrpcCloudClient, topLogprobs = 0): Promise<{ text: string[]; cached: number[]; contexts: number[][] }> {
   const edge = new EdgeContext([1, 403]);
-  const conversation = client.openConversation({ requestId: 'sg' });
+  const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'sg' });
   const text: string[] = [];
   const cached: number[] = [];
   const contexts: number[][] = [];
@@ -112,7 +113,7 @@ describe('sglang backend', () => {
 
   test('a request that hangs is aborted at its deadline: connection closed and /abort_request sent', async () => {
     await withSglang({ hang: true }, { backendTimeoutMs: 300 }, async ({ fake, shim, client }) => {
-      const conversation = client.openConversation({ requestId: 'hang' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'hang' });
       const started = performance.now();
       expect(await rejectionCode(conversation.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       expect(performance.now() - started).toBeLessThan(2_000);
@@ -127,7 +128,7 @@ describe('sglang backend', () => {
     await withSglang({ hang: true }, {}, async ({ fake, shim }) => {
       const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 250 });
       try {
-        const conversation = client.openConversation({ requestId: 'edge-deadline' });
+        const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'edge-deadline' });
         expect(await rejectionCode(conversation.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
         await waitFor(() => fake.disconnects === 1, 3_000, 'backend request aborted');
         await conversation.close();
@@ -140,7 +141,7 @@ describe('sglang backend', () => {
   test('cancelling the generation aborts the backend request', async () => {
     await withSglang({ hang: true }, {}, async ({ fake, client }) => {
       const controller = new AbortController();
-      const conversation = client.openConversation({ requestId: 'cancel', signal: controller.signal });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'cancel', signal: controller.signal });
       const pending = conversation.next(new EdgeContext([1]).step());
       await waitFor(() => fake.requests.length === 1, 2_000, 'request reaching the fake server');
       controller.abort();
@@ -153,7 +154,7 @@ describe('sglang backend', () => {
   test('a context longer than the model’s window: HTTP 400 becomes OUT_OF_RANGE with the server’s message', async () => {
     // No local window: the server is the one to refuse.
     await withSglang({}, { maxContext: 100_000 }, async ({ client }) => {
-      const conversation = client.openConversation({ requestId: 'long' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'long' });
       const error = await conversation.next(new EdgeContext(Array.from({ length: 600 }, () => 300)).step()).catch((e) => e);
       expect(error.code).toBe('OUT_OF_RANGE');
       expect(error.message).toContain("longer than the model's context length");
@@ -163,7 +164,7 @@ describe('sglang backend', () => {
 
   test('an error in the middle of a stream, and an abort finish reason, fail the step clearly', async () => {
     await withSglang({ streamError: 'CUDA out of memory' }, { backendStream: true }, async ({ client }) => {
-      const conversation = client.openConversation({ requestId: 'stream-error' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'stream-error' });
       const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('INTERNAL');
       expect(error.message).toContain('CUDA out of memory');
@@ -171,14 +172,14 @@ describe('sglang backend', () => {
     });
     // The context-length error, reported in the stream instead of as a 400, is OUT_OF_RANGE all the same.
     await withSglang({ streamError: "The input (600 tokens) is longer than the model's context length (512 tokens)." }, { backendStream: true }, async ({ client }) => {
-      const conversation = client.openConversation({ requestId: 'stream-too-long' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'stream-too-long' });
       const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
       expect(error.code).toBe('OUT_OF_RANGE');
       expect(error.message).toContain("longer than the model's context length");
       await conversation.close();
     });
     await withSglang({ abortFinish: 'Abort by scheduler' }, {}, async ({ client }) => {
-      const conversation = client.openConversation({ requestId: 'abort-finish' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'abort-finish' });
       const error = await conversation.next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toContain('Abort by scheduler');
@@ -188,7 +189,7 @@ describe('sglang backend', () => {
 
   test('overload (503) is UNAVAILABLE; a server that cannot be reached too, after the retries', async () => {
     await withSglang({ httpError: { status: 503, body: { object: 'error', message: 'Server overloaded', type: 'Service Unavailable', param: null, code: 503 } } }, {}, async ({ client }) => {
-      const conversation = client.openConversation({ requestId: 'overload' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'overload' });
       const error = await conversation.next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toBe('sglang: HTTP 503: Server overloaded');
@@ -200,7 +201,7 @@ describe('sglang backend', () => {
     const shim = await startTestShim({ backend: 'sglang', backendUrl: url, backendRetries: 2 });
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const error = await client.openConversation({ requestId: 'down' }).next(new EdgeContext([1]).step()).catch((e) => e);
+      const error = await client.openConversation({ gate: CloudGate.OPEN, requestId: 'down' }).next(new EdgeContext([1]).step()).catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toContain('cannot reach');
     } finally {

@@ -14,6 +14,7 @@ import { bearer } from '../src/shared/grpc/auth.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { EdgeContext, greedyReference, loadCloudModel, referenceLogits, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { rawRouteStream } from './helpers/raw-route-stream.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 let model: DecoderModel;
 let tokenizer: TextTokenizer;
@@ -48,7 +49,7 @@ describe('routed steps (embedded backend)', () => {
   test('greedy from BOS gives the cloud model’s own continuation, "Once upon a time"', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1]);
-      const conversation = client.openConversation({ requestId: 'once' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'once' });
       const reply = await conversation.next(edge.step({ maxTokens: 5 }));
       expect(reply.tokens).toEqual([403, 407, 261, 378, 432]);
       expect(reply.tokens).toEqual(await greedyReference(model, [1], 5));
@@ -62,7 +63,7 @@ describe('routed steps (embedded backend)', () => {
   test('each step returns exactly the greedy token for the context, with edge tokens and spans mixed in', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
-      const conversation = client.openConversation({ requestId: 'mixed' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'mixed' });
       // The edge's own tokens between routed steps, as a decoding loop with a router would append them.
       const edgeTokens = [[261], [], [376, 298], [267], [], [338, 401, 396]];
       const spans = [1, 3, 1, 2, 4, 1];
@@ -84,7 +85,7 @@ describe('routed steps (embedded backend)', () => {
   test('log-probabilities and top alternatives are the log-softmax of the model’s logits', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407, 261]);
-      const conversation = client.openConversation({ requestId: 'logprobs' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'logprobs' });
       const reply = await conversation.next(edge.step({ topLogprobs: 3 }));
       const expected = logSoftmax(await referenceLogits(model, edge.ids));
       const top = topK(expected, 3);
@@ -99,7 +100,7 @@ describe('routed steps (embedded backend)', () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
       const greedy = await greedyReference(model, edge.ids, 4);
-      const conversation = client.openConversation({ requestId: 'stop' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'stop' });
       const reply = await conversation.next(edge.step({ maxTokens: 4, stopTokenIds: [greedy[1]!] }));
       expect(reply.tokens).toEqual(greedy.slice(0, 2));
       await conversation.close();
@@ -110,7 +111,7 @@ describe('routed steps (embedded backend)', () => {
     const run = () =>
       withClient(async (client) => {
         const edge = new EdgeContext([1]);
-        const conversation = client.openConversation({ requestId: 'sample' });
+        const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'sample' });
         const reply = await conversation.next(edge.step({ maxTokens: 12, temperature: 1, topP: 0.95, seed: 7 }));
         await conversation.close();
         return reply.tokens;
@@ -127,8 +128,8 @@ describe('routed steps (embedded backend)', () => {
         async (client) => {
           const a = new EdgeContext([1, 403]);
           const b = new EdgeContext([1, 403, 407, 261, 378]);
-          const sa = client.openConversation({ requestId: 'a' });
-          const sb = client.openConversation({ requestId: 'b' });
+          const sa = client.openConversation({ gate: CloudGate.OPEN, requestId: 'a' });
+          const sb = client.openConversation({ gate: CloudGate.OPEN, requestId: 'b' });
           for (let i = 0; i < 3; i++) {
             for (const [edge, conversation] of [[a, sa], [b, sb]] as const) {
               const expected = await greedyReference(model, edge.ids, 2);
@@ -161,7 +162,7 @@ describe('routed steps (embedded backend)', () => {
   test('text is decoded as a continuation of the context', async () => {
     await withClient(async (client) => {
       const edge = new EdgeContext([1, 403, 407]);
-      const conversation = client.openConversation({ requestId: 'text' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'text' });
       const reply = await conversation.next(edge.step({ maxTokens: 3 }));
       expect(reply.text).toBe(tokenizer.decode([...edge.ids, ...reply.tokens]).slice(tokenizer.decode(edge.ids).length));
       expect(reply.text.startsWith(' ')).toBe(true);
@@ -190,7 +191,7 @@ describe('errors', () => {
 
   test('token ids outside the vocabulary are INVALID_ARGUMENT (through the edge client)', async () => {
     await withClient(async (client) => {
-      const conversation = client.openConversation({ requestId: 'vocab' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'vocab' });
       const edge = new EdgeContext([1, 403, 9999]);
       const error = await conversation.next(edge.step()).catch((e) => e);
       expect(error.code).toBe('INVALID_ARGUMENT');
@@ -210,7 +211,7 @@ describe('errors', () => {
     try {
       await withClient(
         async (client) => {
-          const conversation = client.openConversation({ requestId: 'big' });
+          const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'big' });
           const edge = new EdgeContext([1]);
           expect((await conversation.next(edge.step())).tokens).toEqual([403]);
           edge.push([403], 'llm');
@@ -229,7 +230,7 @@ describe('errors', () => {
 
   test('the edge model\'s hidden state (slm_hidden_state) is accepted when it fits', async () => {
     await withClient(async (client) => {
-      const conversation = client.openConversation({ requestId: 'hidden' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'hidden' });
       const edge = new EdgeContext([1]);
       const reply = await conversation.next(edge.step({ hiddenState: new Float32Array(64).fill(0.5) }));
       expect(reply.tokens).toEqual([403]);
@@ -291,7 +292,7 @@ describe('conditional steps (pipelined)', () => {
 
   test('the edge client sends a conditional step behind one in flight and keeps its copy of the context right', async () => {
     await withClient(async (client) => {
-      const conversation = client.openConversation({ requestId: 'pipelined' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'pipelined' });
       // Both on the stream at once: the second assumes 403, which the first returns.
       const [a, b] = await Promise.all([conversation.next(request([1])), conversation.next(request([1, 403], true))]);
       expect(a.tokens).toEqual([403]);
@@ -319,7 +320,7 @@ describe('conditional steps (pipelined)', () => {
 
   test('a stream that fails with a conditional step on it fails both; the next step reopens with the whole context', async () => {
     await withClient(async (client) => {
-      const conversation = client.openConversation({ requestId: 'pipelined-failure' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'pipelined-failure' });
       expect((await conversation.next(request([1]))).tokens).toEqual([403]);
       // An id outside the vocabulary fails the stream at the first step; the one behind it is not sent again.
       const [a, b] = await Promise.allSettled([conversation.next(request([1, 403, 9999])), conversation.next(request([1, 403, 9999, 5], true))]);
@@ -349,7 +350,7 @@ describe('authentication', () => {
     const step = (authToken?: string) =>
       withClient(
         async (client) => {
-          const conversation = client.openConversation({ requestId: 'auth' });
+          const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'auth' });
           try {
             return (await conversation.next(new EdgeContext([1]).step())).tokens;
           } finally {
@@ -389,7 +390,7 @@ describe('session lifecycle', () => {
   test('a cancelled stream frees its session', async () => {
     await withClient(async (client) => {
       const controller = new AbortController();
-      const conversation = client.openConversation({ requestId: 'cancel', signal: controller.signal });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'cancel', signal: controller.signal });
       const edge = new EdgeContext([1]);
       await conversation.next(edge.step());
       expect(shim.store.count).toBe(1);
@@ -406,7 +407,7 @@ describe('session lifecycle', () => {
     try {
       const clients = [0, 1, 2].map(() => new GrpcCloudClient({ address: capped.address }));
       try {
-        const conversations = clients.map((c, i) => c.openConversation({ requestId: `cap-${i}` }));
+        const conversations = clients.map((c, i) => c.openConversation({ gate: CloudGate.OPEN, requestId: `cap-${i}` }));
         const edge = () => new EdgeContext([1]);
         expect((await conversations[0]!.next(edge().step())).tokens).toEqual([403]);
         expect((await conversations[1]!.next(edge().step())).tokens).toEqual([403]);
@@ -415,7 +416,7 @@ describe('session lifecycle', () => {
         expect(error.message).toContain('at most 2');
         await conversations[0]!.close();
         await waitFor(() => capped.store.count === 1, 2_000, 'one session freed');
-        const again = clients[0]!.openConversation({ requestId: 'cap-again' });
+        const again = clients[0]!.openConversation({ gate: CloudGate.OPEN, requestId: 'cap-again' });
         expect((await again.next(edge().step({ maxTokens: 3 }))).tokens).toEqual([403, 407, 261]);
         await again.close();
       } finally {
@@ -431,7 +432,7 @@ describe('session lifecycle', () => {
     try {
       await withClient(
         async (client) => {
-          const conversation = client.openConversation({ requestId: 'budget' });
+          const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'budget' });
           const edge = new EdgeContext([1, 403, 407, 261, 378, 432]);
           expect((await conversation.next(edge.step())).tokens).toHaveLength(1);
           edge.push([383, 286, 261], 'slm');
@@ -452,7 +453,7 @@ describe('session lifecycle', () => {
     try {
       await withClient(
         async (client) => {
-          const conversation = client.openConversation({ requestId: 'idle' });
+          const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'idle' });
           const edge = new EdgeContext([1]);
           const first = await conversation.next(edge.step());
           edge.push(first.tokens, 'llm');

@@ -6,6 +6,7 @@ import { expect, test } from 'bun:test';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 test('each routed step is logged with its token index, router score and threshold', async () => {
   const lines: Record<string, unknown>[] = [];
@@ -13,7 +14,7 @@ test('each routed step is logged with its token index, router score and threshol
   const client = new GrpcCloudClient({ address: shim.address });
   try {
     const edge = new EdgeContext([1, 403]);
-    const conversation = client.openConversation({ requestId: 'records' });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'records' });
     const first = await conversation.next(edge.step({ routerScore: 0.125, threshold: 0.5, tokenIndex: 0 }));
     edge.push(first.tokens, 'llm');
     edge.push([261], 'slm');

@@ -4,6 +4,7 @@ import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/cloud-certs.ts';
 import { EdgeContext, rejectionCode, startTestShim } from './helpers/cloud-fixture.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 let certs: TestCertificates;
 
@@ -15,7 +16,7 @@ afterAll(() => certs.remove());
 async function firstToken(shim: ShimServer, options: Partial<GrpcCloudClientOptions>): Promise<number[]> {
   const client = new GrpcCloudClient({ address: `localhost:${shim.port}`, stepTimeoutMs: 3_000, backoff: { initialMs: 1 }, ...options });
   try {
-    const conversation = client.openConversation({ requestId: 'tls' });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'tls' });
     const reply = await conversation.next(new EdgeContext([1]).step());
     await conversation.close();
     return reply.tokens;
@@ -38,7 +39,7 @@ describe('TLS', () => {
   test('the certificate also holds for 127.0.0.1 (IP SAN)', async () => {
     const client = new GrpcCloudClient({ address: `127.0.0.1:${shim.port}`, tls: { caFile: certs.caCert } });
     try {
-      expect((await client.openConversation({ requestId: 'ip' }).next(new EdgeContext([1]).step())).tokens).toEqual([403]);
+      expect((await client.openConversation({ gate: CloudGate.OPEN, requestId: 'ip' }).next(new EdgeContext([1]).step())).tokens).toEqual([403]);
     } finally {
       await client.close();
     }

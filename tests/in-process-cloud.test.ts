@@ -17,6 +17,7 @@ import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 let edge: DecoderModel;
 let cloudModel: DecoderModel;
@@ -82,7 +83,7 @@ describe("the shim's rules, in process", () => {
   test('steps are validated: a threshold outside [0, 1] or a span above the limit is INVALID_ARGUMENT', async () => {
     const context = new EdgeContext([1, 403]);
     for (const bad of [{ threshold: 1.5 }, { maxTokens: 65 }, { routerScore: Number.NaN }]) {
-      const conversation = inProcess.openConversation({ requestId: 'invalid' });
+      const conversation = inProcess.openConversation({ gate: CloudGate.OPEN, requestId: 'invalid' });
       expect(await rejectionCode(conversation.next(context.step(bad)))).toBe('INVALID_ARGUMENT');
       await conversation.close();
     }
@@ -91,7 +92,7 @@ describe("the shim's rules, in process", () => {
   test("a conditional step is served when its guess was the reply, skipped by the session store's rule otherwise", async () => {
     const context = new EdgeContext([1, 403, 407]);
     const [reply, after] = await greedyReference(cloudModel, context.ids, 2);
-    const conversation = inProcess.openConversation({ requestId: 'conditional' });
+    const conversation = inProcess.openConversation({ gate: CloudGate.OPEN, requestId: 'conditional' });
     const skippedBefore = inProcess.skipped;
     try {
       const first = conversation.next(context.step());
@@ -113,7 +114,7 @@ describe("the shim's rules, in process", () => {
   test('top_p 0 is read as 1 (no nucleus), as the shim reads it', async () => {
     const sampled = async (topP: number) => {
       const context = new EdgeContext([1, 403]);
-      const conversation = inProcess.openConversation({ requestId: `top-p-${topP}` });
+      const conversation = inProcess.openConversation({ gate: CloudGate.OPEN, requestId: `top-p-${topP}` });
       try {
         for (let i = 0; i < 12; i++) context.push((await conversation.next(context.step({ temperature: 1, topP, seed: 11 + i }))).tokens, 'llm');
       } finally {
@@ -129,20 +130,20 @@ describe("the shim's rules, in process", () => {
   test("reply text is the shim's span text; a cloud without a tokenizer sends none", async () => {
     const context = new EdgeContext([1, 403]);
     const [id] = await greedyReference(cloudModel, context.ids, 1);
-    const conversation = inProcess.openConversation({ requestId: 'text' });
+    const conversation = inProcess.openConversation({ gate: CloudGate.OPEN, requestId: 'text' });
     // The span continues "Once": decoded after the context, its text has the space a lone decode drops.
     expect(tokenizer.decode([id!])).toBe('upon');
     expect((await conversation.next(context.step())).text).toBe(' upon');
     await conversation.close();
     const mute = new InProcessCloud(cloudModel, { record: false });
-    const quiet = mute.openConversation({ requestId: 'no-text' });
+    const quiet = mute.openConversation({ gate: CloudGate.OPEN, requestId: 'no-text' });
     expect(await quiet.next(context.step())).toMatchObject({ tokens: [id!], text: '' });
     await quiet.close();
     await mute.close();
   });
 
   test('messages cross the proto: a request id that is not valid UTF-8 on the wire is INVALID_ARGUMENT', async () => {
-    const conversation = inProcess.openConversation({ requestId: 'lone surrogate \uD800' });
+    const conversation = inProcess.openConversation({ gate: CloudGate.OPEN, requestId: 'lone surrogate \uD800' });
     expect(await rejectionCode(conversation.next(new EdgeContext([1, 403]).step()))).toBe('INVALID_ARGUMENT');
     await conversation.close();
   });
@@ -150,7 +151,7 @@ describe("the shim's rules, in process", () => {
   test('a cancelled step ends its session on the shim side; a closed cloud refuses new steps', async () => {
     const controller = new AbortController();
     const cloud = new InProcessCloud(cloudModel, { record: false });
-    const conversation = cloud.openConversation({ requestId: 'cancel', signal: controller.signal });
+    const conversation = cloud.openConversation({ gate: CloudGate.OPEN, requestId: 'cancel', signal: controller.signal });
     const context = new EdgeContext([1, 403]);
     const step = conversation.next(context.step({ maxTokens: 32 }));
     await waitFor(() => cloud.store.count === 1, 2_000, 'session open');
@@ -159,7 +160,7 @@ describe("the shim's rules, in process", () => {
     await waitFor(() => cloud.store.count === 0, 2_000, 'session freed');
     await conversation.close();
     await cloud.close();
-    const late = cloud.openConversation({ requestId: 'late' });
+    const late = cloud.openConversation({ gate: CloudGate.OPEN, requestId: 'late' });
     expect(await rejectionCode(late.next(context.step()))).toBe('FAILED_PRECONDITION');
   });
 });

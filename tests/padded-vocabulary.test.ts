@@ -16,6 +16,7 @@ import { writeDecoderPack } from '../src/tools/models/pack-writer.ts';
 import { checkSameVocabulary, teacherForcePacks } from '../src/tools/lab/teacher-forcing.ts';
 import { EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 const PADDING = 64;
 const work = mkdtempSync(join(tmpdir(), 'padded-pack-'));
@@ -68,7 +69,7 @@ test('the shim serving a padded model answers with token ids only, greedy and sa
   const client = new GrpcCloudClient({ address: shim.address });
   try {
     for (const temperature of [0, 1.5]) {
-      const conversation = client.openConversation({ requestId: `padded-${temperature}` });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: `padded-${temperature}` });
       const reply = await conversation.next(new EdgeContext([1, 403]).step({ maxTokens: 16, temperature, seed: 3, stopTokenIds: [] }));
       await conversation.close();
       expect(reply.tokens).toHaveLength(16);

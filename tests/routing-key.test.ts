@@ -3,7 +3,8 @@
  * (`open.routing_key`) → shim session → SGLang backend (`X-SMG-Routing-Key` header and the body's
  * `routing_key`), against the fake SGLang server, which records both. What a gateway in front of several
  * SGLang workers needs: every step of a generation carries one key, generations of one conversation share
- * it, a generation without one is keyed by its request id, and a reopened stream keeps the key.
+ * it, a generation without one is keyed by its request id, and a reopened stream keeps the key. The key the
+ * cloud reads is an HMAC of the caller's conversation made on the box: the caller's text never leaves it.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
@@ -22,6 +23,12 @@ import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { FakeSglang } from './helpers/cloud-fake-sglang.ts';
 import { EdgeContext, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
+import { RoutingKeyHash } from '../src/edge/cloud/routing-key-hash.ts';
+
+/** The edge derives the key the cloud reads from the caller's conversation (routing-key-hash.ts): the same one each time. */
+const SECRET = 'routing-key-test';
+const hashed = (conversation: string) => new RoutingKeyHash(SECRET).of(conversation);
 
 let model: DecoderModel;
 let tokenizer: TextTokenizer;
@@ -70,7 +77,7 @@ describe('shim → SGLang', () => {
   async function withShim(shimOptions: Partial<ShimConfig>, fn: (ctx: { fake: FakeSglang; shim: ShimServer; client: GrpcCloudClient }) => Promise<void>) {
     const fake = new FakeSglang(model, tokenizer);
     const shim = await startTestShim({ backend: 'sglang', backendUrl: fake.url, ...shimOptions });
-    const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 5_000 });
+    const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 5_000, routingKeySecret: SECRET });
     try {
       await fn({ fake, shim, client });
     } finally {
@@ -83,7 +90,7 @@ describe('shim → SGLang', () => {
   /** `steps` routed steps of one generation, an edge token between each; returns the cached tokens per step. */
   async function generation(client: GrpcCloudClient, options: { requestId: string; routingKey?: string }, steps: number): Promise<number[]> {
     const edge = new EdgeContext([1, 403]);
-    const conversation = client.openConversation(options);
+    const conversation = client.openConversation({ ...options, gate: CloudGate.OPEN });
     const cached: number[] = [];
     try {
       for (let i = 0; i < steps; i++) {
@@ -102,7 +109,7 @@ describe('shim → SGLang', () => {
     await withShim({}, async ({ fake, client }) => {
       await generation(client, { requestId: 'gen-1', routingKey: 'chat-42' }, 3);
       await generation(client, { requestId: 'gen-2', routingKey: 'chat-42' }, 2);
-      expect(keys(fake)).toEqual({ header: new Array(5).fill('chat-42'), body: new Array(5).fill('chat-42') });
+      expect(keys(fake)).toEqual({ header: new Array(5).fill(hashed('chat-42')), body: new Array(5).fill(hashed('chat-42')) });
       // Two shim sessions, each step its own SGLang request id: the key, not the rid, is what stays.
       expect(new Set(sessions(fake)).size).toBe(2);
       expect(new Set(fake.requests.map((r) => r.rid)).size).toBe(5);
@@ -120,7 +127,7 @@ describe('shim → SGLang', () => {
   test('a stream the shim expired is reopened with the whole context and the same key', async () => {
     await withShim({ sessionIdleMs: 300 }, async ({ fake, shim, client }) => {
       const edge = new EdgeContext([1, 403]);
-      const conversation = client.openConversation({ requestId: 'gen-3' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'gen-3' });
       try {
         const first = await conversation.next(edge.step());
         edge.push(first.tokens, 'llm');
@@ -141,7 +148,7 @@ describe('shim → SGLang', () => {
   test('a stream that failed is reopened with the same key; a cancelled step is aborted under it too', async () => {
     await withShim({}, async ({ fake, client }) => {
       const edge = new EdgeContext([1, 403]);
-      const conversation = client.openConversation({ requestId: 'gen-4', routingKey: 'chat-9' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'gen-4', routingKey: 'chat-9' });
       try {
         const first = await conversation.next(edge.step());
         edge.push(first.tokens, 'llm');
@@ -159,7 +166,7 @@ describe('shim → SGLang', () => {
       // Another turn of the chat, cancelled while SGLang computes it: the abort goes where the request went.
       fake.options = { hang: true };
       const controller = new AbortController();
-      const cancelled = client.openConversation({ requestId: 'gen-5', routingKey: 'chat-9', signal: controller.signal });
+      const cancelled = client.openConversation({ gate: CloudGate.OPEN, requestId: 'gen-5', routingKey: 'chat-9', signal: controller.signal });
       const pending = cancelled.next(new EdgeContext([1, 403]).step());
       await waitFor(() => fake.requests.length === 5, 5_000, 'the cancelled turn to reach the fake');
       controller.abort();
@@ -169,8 +176,8 @@ describe('shim → SGLang', () => {
 
       // Three streams of gen-4 (the first two failed) and one of gen-5: one key throughout.
       expect(new Set(sessions(fake)).size).toBe(4);
-      expect(keys(fake)).toEqual({ header: new Array(5).fill('chat-9'), body: new Array(5).fill('chat-9') });
-      expect(fake.abortRoutingKeys).toEqual(['chat-9']);
+      expect(keys(fake)).toEqual({ header: new Array(5).fill(hashed('chat-9')), body: new Array(5).fill(hashed('chat-9')) });
+      expect(fake.abortRoutingKeys).toEqual([hashed('chat-9')]);
     });
   });
 });
@@ -184,7 +191,7 @@ describe('edge APIs → shim → SGLang', () => {
   beforeAll(async () => {
     fake = new FakeSglang(model, tokenizer);
     shim = await startTestShim({ backend: 'sglang', backendUrl: fake.url });
-    edge = await startTestEdge({ cloud: () => new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 5_000 }) });
+    edge = await startTestEdge({ cloud: () => new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 5_000, routingKeySecret: SECRET }) });
     app = createEdgeApp(edge.runtime, { maxBodyBytes: 64 * 1024 });
   }, 60_000);
 
@@ -204,6 +211,15 @@ describe('edge APIs → shim → SGLang', () => {
     return { header: all.header.slice(from), body: all.body.slice(from) };
   }
 
+  test('the key is an HMAC of the conversation under the box secret: the same for one conversation, another for another secret, never the text', () => {
+    const key = hashed('ann@example.org');
+    expect(key).toMatch(/^rk-[A-Za-z0-9_-]{22}$/);
+    expect(hashed('ann@example.org')).toBe(key);
+    expect(hashed('bob@example.org')).not.toBe(key);
+    expect(new RoutingKeyHash('another box').of('ann@example.org')).not.toBe(key);
+    expect(routingKeyProblem(key, 'routing_key', 200)).toBeUndefined();
+  });
+
   test("OpenAI's prompt_cache_key names the conversation: two turns of a chat carry it on every routed token", async () => {
     const turn = (prompt: string) =>
       post('/v1/completions', { model: 'stories260k-distilled-1l', prompt, max_tokens: 3, routing_mode: 'llm_only', prompt_cache_key: 'chat-77' });
@@ -214,14 +230,14 @@ describe('edge APIs → shim → SGLang', () => {
       }
     });
     expect(seen.header.length).toBe(6);
-    expect(seen).toEqual({ header: new Array(6).fill('chat-77'), body: new Array(6).fill('chat-77') });
+    expect(seen).toEqual({ header: new Array(6).fill(hashed('chat-77')), body: new Array(6).fill(hashed('chat-77')) });
   });
 
   test("the JSON API's conversation is the key; without it each generation's request id is", async () => {
     const named = await keysDuring(async () => {
       await (await post('/api/generate', { prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 2, conversation: 'kiosk-3/visitor-12' })).text();
     });
-    expect(named).toEqual({ header: ['kiosk-3/visitor-12', 'kiosk-3/visitor-12'], body: ['kiosk-3/visitor-12', 'kiosk-3/visitor-12'] });
+    expect(named).toEqual({ header: new Array(2).fill(hashed('kiosk-3/visitor-12')), body: new Array(2).fill(hashed('kiosk-3/visitor-12')) });
 
     const requestIds: string[] = [];
     const unnamed = await keysDuring(async () => {
@@ -246,7 +262,7 @@ describe('edge APIs → shim → SGLang', () => {
         for await (const event of call) events.push(event as GenerateEvent__Output);
         expect(events.map((e) => e.event)).toEqual(['token', 'token', 'done']);
       });
-      expect(seen).toEqual({ header: ['lan-app:7', 'lan-app:7'], body: ['lan-app:7', 'lan-app:7'] });
+      expect(seen).toEqual({ header: new Array(2).fill(hashed('lan-app:7')), body: new Array(2).fill(hashed('lan-app:7')) });
     } finally {
       client.close();
       await server.shutdown(1000);

@@ -17,6 +17,7 @@ import { join, relative } from 'node:path';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 /** Where onnxruntime puts its telemetry under HOME (seen in the control run below). */
 const TELEMETRY_DIR = '.cache/Microsoft/DeveloperTools/.onnxruntime';
@@ -189,7 +190,7 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
     const [, address] = await waitForOutput(shim.stderr, /"shim listening".*?"address":"([^"]+)"/, 'the shim');
     const client = new GrpcCloudClient({ address: address!, stepTimeoutMs: 10_000 });
     try {
-      const conversation = client.openConversation({ requestId: 'telemetry' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'telemetry' });
       const reply = await conversation.next({
         context: [1],
         sources: ['prompt'],

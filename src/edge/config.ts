@@ -39,6 +39,13 @@ export interface EdgeConfig {
   /** Send the edge model's hidden state with routed steps: it leaves the device. */
   sendHiddenState: boolean;
   /**
+   * The key of the HMAC that turns a request's `conversation` into the routing key the shim and SGLang read:
+   * the caller's own text never leaves the box. Undefined: a random key made at start.
+   */
+  routingKeySecret: string | undefined;
+  /** Match private values whatever their case ("ANN@EXAMPLE.ORG" is ann@example.org's), besides every Unicode and spacing form. */
+  privateFoldCase: boolean;
+  /**
    * What requests that do not say get for `speculate`: decode ahead while a routed token is on the network
    * (on), never (off), or where the measured hit rate, round trip and edge step say it pays (auto).
    */
@@ -106,6 +113,11 @@ const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
   cloudDeadlineMs: { kind: 'int', min: 1, help: 'deadline of one routed step; past it the edge decides alone' },
   cloudFailureThreshold: { kind: 'int', min: 1, help: 'failed cloud attempts in a row before the edge stops trying for a while (a missed deadline counts as all)' },
   sendHiddenState: { kind: 'bool', help: "send the edge model's hidden state with routed steps (it leaves the device)" },
+  routingKeySecret: {
+    kind: 'string',
+    help: "key of the HMAC that turns a request's conversation into the routing key the shim and its backend see (the caller's text never leaves the box); default: random at start; edges that share conversations behind one gateway set the same one",
+  },
+  privateFoldCase: { kind: 'bool', help: 'match private values in any letter case too (always on when the edge model\'s tokenizer lowercases)' },
   speculate: {
     kind: 'enum',
     values: ['auto', 'on', 'off'],
@@ -171,6 +183,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   cloudDeadlineMs: 5000,
   cloudFailureThreshold: 3,
   sendHiddenState: false,
+  routingKeySecret: undefined,
+  privateFoldCase: false,
   // Auto: decoding ahead gains where the edge's guesses at routed positions hit (the 0.5B shape, docs/results.md
   // section 5) and only wastes edge steps where they miss (every demo page run: 0% of its guesses).
   speculate: 'auto',

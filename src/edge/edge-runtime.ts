@@ -14,7 +14,7 @@ import { generate, promptIdsOf, type EdgeEngine, type GenerationEvent, type Loop
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
 import { PrivateDetector } from './privacy/private-detect.ts';
-import { privateValuesFor } from './privacy/private-request.ts';
+import { privateValuesFor, tokenizerFoldsCase } from './privacy/private-request.ts';
 import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest, type RouteBudget } from './request/generation-request.ts';
 
 /**
@@ -50,6 +50,8 @@ export class EdgeRuntime {
       speculation: { ...parts.speculation, policy: parts.speculation?.policy ?? new SpeculationPolicy() },
       // Detecting nothing by default, but knowing the built-in kinds: a request may still ask for them.
       privateDetector: parts.privateDetector ?? PrivateDetector.create([], []),
+      // A tokenizer that lowercases would hand the cloud "josé" for "José": values are then matched in any case.
+      privateFoldCase: parts.privateFoldCase === true || tokenizerFoldsCase(parts.tokenizer),
     });
     this.metrics.describeExecutionProviders(engine.edgeModel.executionProviders);
     if (engine.promptCache) this.metrics.describePromptCache(engine.promptCache);
@@ -133,7 +135,7 @@ export class EdgeRuntime {
         request.promptIds = promptIds;
       }
       this.checkContextWindow(request);
-      const privateValues = privateValuesFor(request, this.engine.privateDetector);
+      const privateValues = privateValuesFor(request, this.engine.privateDetector, { foldCase: this.engine.privateFoldCase });
       if (privateValues) request.privateValues = privateValues;
       if (this.running.size >= this.limits.maxConcurrent) {
         throw new AppError('RESOURCE_EXHAUSTED', `too many generations at once (limit ${this.limits.maxConcurrent}); try again shortly`);

@@ -71,11 +71,12 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
         tls: config.cloudTlsCa || config.cloudTlsCert ? { caFile: config.cloudTlsCa, certFile: config.cloudTlsCert, keyFile: config.cloudTlsKey } : undefined,
         stepTimeoutMs: config.cloudDeadlineMs,
         backoff: { failureThreshold: config.cloudFailureThreshold },
+        routingKeySecret: config.routingKeySecret,
       })
     : undefined;
   const promptCache = config.promptCacheMb > 0 ? new PrefixCache(parts.edgeModel, { maxBytes: config.promptCacheMb * 2 ** 20 }) : undefined;
   const runtime = new EdgeRuntime(
-    { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, privateDetector: PrivateDetector.create(config.privateDetection.kinds, config.privateDetection.patterns), speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
+    { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, privateFoldCase: config.privateFoldCase, privateDetector: PrivateDetector.create(config.privateDetection.kinds, config.privateDetection.patterns), speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent, defaultBudget: routeBudgetOf(config) },
     log,
   );

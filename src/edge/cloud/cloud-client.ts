@@ -15,6 +15,7 @@
 
 import type { TokenAlternative, TokenSource } from '../../shared/contract-vocabulary.ts';
 import type { CloudDisclosure } from './cloud-disclosure.ts';
+import type { CloudGate } from './cloud-gate.ts';
 
 export interface CloudStepRequest {
   /** Every token id of the generation so far: prompt, then generated tokens. */
@@ -136,6 +137,11 @@ export interface ConversationOptions {
   signal?: AbortSignal;
   /** Counts what the conversation sends and what the shim holds at the end (for the generation's record of what left). */
   disclosure?: CloudDisclosure;
+  /**
+   * What every message of the conversation passes on its way out (cloud-gate.ts): `CloudGate.OPEN` for a
+   * generation without private values, the privacy layer's guarding gate for one with them.
+   */
+  gate: CloudGate;
 }
 
 export interface CloudClient {

@@ -30,6 +30,8 @@ export interface DisclosureReport {
   placeholders: number;
   /** Routed positions the edge decided itself because a private value was under way there. */
   withheldSteps: number;
+  /** Steps the gate stopped on their way out because they would have disclosed a private value (cloud-gate.ts). */
+  gateBlockedSteps: number;
   /** Milliseconds spent translating to and from placeholders (0 without private values): what privacy costs the box. */
   pseudonymMs: number;
 }
@@ -43,6 +45,7 @@ export class CloudDisclosure {
   /** The placeholders used, by text. */
   readonly placeholders = new Set<string>();
   withheldSteps = 0;
+  gateBlockedSteps = 0;
   pseudonymMs = 0;
   /** What the shim holds of the generation: the ids it was sent and the ids it returned, as of the last answer. */
   cloudContext: readonly number[] = [];
@@ -77,6 +80,7 @@ export class CloudDisclosure {
       streams: this.streams,
       placeholders: this.placeholders.size,
       withheldSteps: this.withheldSteps,
+      gateBlockedSteps: this.gateBlockedSteps,
       pseudonymMs: this.pseudonymMs,
     };
   }

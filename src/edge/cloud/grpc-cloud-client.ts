@@ -24,6 +24,7 @@ import { CloudBackoff } from './cloud-backoff.ts';
 import { CloudHealthProbe, realProbeClock, type ProbeClock } from './cloud-health-probe.ts';
 import type { CloudClient, CloudConnectionState, CloudConversation, ConversationOptions } from './cloud-client.ts';
 import { CREDENTIAL_REFUSALS, GrpcCloudConversation, type RouteStream, type RouteStreamHost, type StepFailure } from './grpc-cloud-conversation.ts';
+import { RoutingKeyHash } from './routing-key-hash.ts';
 
 export interface GrpcCloudClientOptions {
   /** `host:port` of the shim. */
@@ -36,6 +37,8 @@ export interface GrpcCloudClientOptions {
   tlsServerName?: string;
   /** Deadline of one step, from sending it to its reply. Default 10 s. */
   stepTimeoutMs?: number;
+  /** Key of the HMAC that turns a conversation into the routing key sent (routing-key-hash.ts); default random. */
+  routingKeySecret?: string;
   /** gRPC deadline of a whole stream (one generation). Default 30 min. */
   sessionTimeoutMs?: number;
   /** How long `close` waits for the shim to confirm the end of a stream. Default 2 s. */
@@ -73,17 +76,21 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
   private closed = false;
   /** The shim turned down our credentials, and no step has been answered since. */
   private credentialsRefused = false;
+  private readonly routingKeys: RoutingKeyHash;
 
   constructor(readonly options: GrpcCloudClientOptions) {
     const { initialMs = 250, maxMs = 10_000, failureThreshold } = options.backoff ?? {};
     const clock = options.clock ?? realProbeClock;
     this.backoff = new CloudBackoff({ initialMs, maxMs, failureThreshold }, () => clock.now());
     this.probe = new CloudHealthProbe(this.backoff, (signal) => this.checkHealth(signal), clock);
+    this.routingKeys = new RoutingKeyHash(options.routingKeySecret);
   }
 
   openConversation(options: ConversationOptions): CloudConversation {
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud client is closed');
-    const conversation = new GrpcCloudConversation(this, options);
+    // The caller's conversation name stays on the box: the shim reads a key derived from it.
+    const routingKey = options.routingKey === undefined ? undefined : this.routingKeys.of(options.routingKey);
+    const conversation = new GrpcCloudConversation(this, { ...options, routingKey });
     this.conversations.add(conversation);
     return conversation;
   }

@@ -28,8 +28,9 @@ import { toAppError } from '../../shared/grpc/errors.ts';
 import type { RouteRequest } from '../../shared/grpc/proto.ts';
 import { abortReason } from '../../shared/grpc/stream.ts';
 import { CircuitOpenError } from './cloud-backoff.ts';
-import { skippedReply, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from './cloud-client.ts';
+import { skippedReply, withheldReply, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from './cloud-client.ts';
 import { withPlainReason } from './cloud-failure-reason.ts';
+import type { CloudGate, PassedMessages } from './cloud-gate.ts';
 import { checkSources, loadOf, ShimContextCopy, toReply } from './context-delta.ts';
 import { LiveRouteStream, PredecessorFailed, StreamEnded, type RouteStream, type SentStep } from './live-route-stream.ts';
 import { enterRouteStreamState, INITIAL_ROUTE_STREAM_STATE, isRefusal, mayResend, routeStreamTransition, type RouteStreamEvent } from './route-stream-states.ts';
@@ -83,6 +84,8 @@ export class GrpcCloudConversation implements CloudConversation {
   /** This conversation's step deadline when shorter than the host's (a wait budget); the host's otherwise. */
   private readonly ownStepTimeoutMs: number | undefined;
   private readonly disclosure: ConversationOptions['disclosure'];
+  /** What every message passes on its way out. */
+  private readonly gate: CloudGate;
 
   constructor(
     private readonly host: RouteStreamHost,
@@ -93,6 +96,7 @@ export class GrpcCloudConversation implements CloudConversation {
     this.routingKey = options.routingKey ?? '';
     this.ownStepTimeoutMs = options.stepTimeoutMs;
     this.disclosure = options.disclosure;
+    this.gate = options.gate;
     this.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
@@ -156,8 +160,8 @@ export class GrpcCloudConversation implements CloudConversation {
   private async attempt(request: CloudStepRequest, signal: AbortSignal | undefined, assumes: Assumption | undefined): Promise<CloudStepReply> {
     let sent: SentStep | undefined;
     try {
-      if (assumes) this.disclosure?.sent([assumes.message]);
-      sent = assumes ? this.live!.send([assumes.message], { reused: true, behind: true }) : this.send(request);
+      sent = assumes ? this.sendAssumed(request, assumes) : this.send(request);
+      if (!sent) return this.blocked(assumes !== undefined);
       await sent.written;
       if (assumes) {
         await assumes.predecessor.catch(() => {});
@@ -177,20 +181,49 @@ export class GrpcCloudConversation implements CloudConversation {
     }
   }
 
-  /** Writes a step on the open stream, or opens one with the whole context; the shim's copy takes it in. */
-  private send(request: CloudStepRequest): SentStep {
+  /**
+   * Writes a step on the open stream, or opens one with the whole context; the shim's copy takes it in.
+   * Undefined when the gate stopped it: nothing was written, and the copy, which took it in, starts over.
+   */
+  private send(request: CloudStepRequest): SentStep | undefined {
     // A stream that ended between steps or whose context diverged from the edge's is replaced.
     if (this.live && (this.live.endedBetweenSteps || !this.shim.matches(request.context))) this.dropStream();
-    if (this.live) return this.live.send(this.disclosed([this.shim.step(request)]), { reused: true });
+    if (this.live) {
+      const passed = this.passed([this.shim.step(request)], request.context);
+      return passed && this.live.send(passed, { reused: true });
+    }
+    const passed = this.passed(this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey), request.context);
+    if (!passed) return undefined;
     this.enter('open');
     this.live = new LiveRouteStream(this.host.startStream());
-    return this.live.send(this.disclosed(this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey)), { reused: false });
+    return this.live.send(passed, { reused: false });
   }
 
-  /** `messages`, counted in the generation's record of what left. */
-  private disclosed(messages: RouteRequest[]): RouteRequest[] {
-    this.disclosure?.sent(messages);
-    return messages;
+  /** A conditional step's message behind the step in flight, when the gate passes it. */
+  private sendAssumed(request: CloudStepRequest, assumes: Assumption): SentStep | undefined {
+    const passed = this.passed([assumes.message], request.context);
+    return passed && this.live!.send(passed, { reused: true, behind: true });
+  }
+
+  /** `messages` through the gate, counted in the generation's record of what left; undefined when the gate stopped them. */
+  private passed(messages: RouteRequest[], contextAfter: readonly number[]): PassedMessages | undefined {
+    const passed = this.gate.pass(messages, contextAfter);
+    if (passed) this.disclosure?.sent(passed);
+    else if (this.disclosure) this.disclosure.gateBlockedSteps++;
+    return passed;
+  }
+
+  /**
+   * The reply to a step the gate stopped: the edge decides the position. A plain step's ids are in the copy
+   * already, so the stream is dropped (the next step opens another, through the gate again); a conditional
+   * step's are not, and the step in flight goes on.
+   */
+  private blocked(conditional: boolean): CloudStepReply {
+    if (!conditional) {
+      if (this.live) this.dropStream();
+      else this.shim.reset();
+    }
+    return withheldReply();
   }
 
   private signalFor(request: CloudStepRequest): AbortSignal | undefined {

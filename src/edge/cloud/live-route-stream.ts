@@ -13,8 +13,9 @@
 import type { Readable, Writable } from 'node:stream';
 import { AppError } from '../../shared/errors.ts';
 import { appErrorCode } from '../../shared/grpc/errors.ts';
-import type { RouteRequest, RouteResponse__Output, SessionEnd__Output, StepResult__Output } from '../../shared/grpc/proto.ts';
+import type { RouteResponse__Output, SessionEnd__Output, StepResult__Output } from '../../shared/grpc/proto.ts';
 import { StreamReader, writeMessage } from '../../shared/grpc/stream.ts';
+import type { PassedMessages } from './cloud-gate.ts';
 
 /** A Route stream as the conversation uses it: grpc-js's ClientDuplexStream, or an in-memory one. */
 export type RouteStream = Readable & Writable & { cancel(): void };
@@ -51,8 +52,8 @@ export class LiveRouteStream {
     return this.reader.finished || this.reader.buffered > 0;
   }
 
-  /** Writes a step's messages in order; `behind`: after the last step's (a conditional step joining it). */
-  send(messages: readonly RouteRequest[], { reused, behind = false }: { reused: boolean; behind?: boolean }): SentStep {
+  /** Writes a step's messages in order, which a gate passed (cloud-gate.ts); `behind`: after the last step's (a conditional step joining it). */
+  send(messages: PassedMessages, { reused, behind = false }: { reused: boolean; behind?: boolean }): SentStep {
     const write = async () => {
       for (const m of messages) await writeMessage(this.stream, m);
     };

@@ -60,6 +60,8 @@ export interface EdgeEngine {
   promptCache?: PrefixCache;
   /** Finds private entities in prompts (--private-detect); absent: only what requests mark is private. */
   privateDetector?: TextDetector;
+  /** How private values are matched: in any letter case too (--private-fold-case, or a tokenizer that lowercases). */
+  privateFoldCase?: boolean;
   /**
    * Routing state shared by the box's generations: budgets' spending, measured waits, the cloud's load
    * (box-routing.ts). Made on the first generation when absent.

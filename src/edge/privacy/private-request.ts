@@ -7,7 +7,8 @@
  * privateValuesFor({ prompt, privateTexts: [{ text: 'Ann', kind: 'name' }] }, detector)?.list; // [{ text: 'Ann', kind: 'name', placeholder: '[NAME_1]' }]
  */
 import { AppError } from '../../shared/errors.ts';
-import { PrivateValues, type PrivateText } from './private-values.ts';
+import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import { PrivateValues, type MatchOptions, type PrivateText } from './private-values.ts';
 
 /** What the box detects with (private-detect.ts's PrivateDetector). */
 export interface TextDetector {
@@ -27,7 +28,7 @@ export interface PrivacyFields {
 }
 
 /** The request's private values; undefined when it has none (and the generation runs exactly as without privacy). */
-export function privateValuesFor(request: PrivacyFields, detector: TextDetector | undefined): PrivateValues | undefined {
+export function privateValuesFor(request: PrivacyFields, detector: TextDetector | undefined, match: MatchOptions = {}): PrivateValues | undefined {
   const extra = request.privateDetect ?? [];
   const unknown = extra.filter((kind) => !detector?.knownKinds.includes(kind));
   if (unknown.length > 0) {
@@ -36,5 +37,11 @@ export function privateValuesFor(request: PrivacyFields, detector: TextDetector 
   }
   const detected: PrivateText[] = (detector?.detect(request.prompt, extra) ?? []).map(({ start, end, kind }) => ({ text: request.prompt.slice(start, end), kind }));
   const texts = [...(request.privateTexts ?? []), ...detected];
-  return texts.length === 0 ? undefined : PrivateValues.of(texts, request.prompt);
+  return texts.length === 0 ? undefined : PrivateValues.of(texts, request.prompt, match);
+}
+
+/** Whether `tokenizer` gives text back in another case than written (a lowercasing normalizer): values must then be matched in any case. */
+export function tokenizerFoldsCase(tokenizer: Pick<TextTokenizer, 'encode' | 'decode'>): boolean {
+  const probe = 'QZ';
+  return !tokenizer.decode(tokenizer.encode(probe, { addBos: false, parseSpecialTokens: false })).includes(probe);
 }

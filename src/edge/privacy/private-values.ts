@@ -15,6 +15,7 @@
  * values.privateRanges('mail ann@example.org'); // [{ start: 5, end: 20, values: [value] }]
  */
 import { AppError } from '../../shared/errors.ts';
+import { FoldedText, foldString } from './folded-text.ts';
 
 /** A private string of the request's, before it has a placeholder: its text and what kind of thing it is. */
 export interface PrivateText {
@@ -48,22 +49,43 @@ export const MAX_PRIVATE_VALUES = 256;
 /** The longest private value: longer spans are documents, which belong on the box as a whole. */
 export const MAX_PRIVATE_VALUE_CHARS = 1024;
 
+/** How values are matched: case folded on top of the rest (folded-text.ts) when the operator or the tokenizer says so. */
+export interface MatchOptions {
+  foldCase?: boolean;
+}
+
+/**
+ * The shortest start of a value that counts as the value when the text turns away from it: half the value,
+ * at least 4 folded characters ("ann@example." of "ann@example.org", "John" of "Johnson"), so that a value
+ * begun and abandoned does not leave, while a common word that begins a value ("The" of "Theodore") does.
+ */
+const MIN_BEGUN_CHARS = 4;
+
+function begunLength(folded: string): number {
+  return Math.min(folded.length, Math.max(MIN_BEGUN_CHARS, Math.ceil(folded.length / 2)));
+}
+
 export class PrivateValues {
   private constructor(
     readonly list: readonly PrivateValue[],
     /** Longest first: where two values start at one place, the longer is the one hidden. */
     private readonly byLength: readonly PrivateValue[],
     private readonly byPlaceholder: ReadonlyMap<string, PrivateValue>,
+    /** Each value's folded form, by value. */
+    private readonly folded: ReadonlyMap<PrivateValue, string>,
+    readonly foldCase: boolean,
   ) {}
 
   /**
    * Placeholders for `texts` in order (the first value of a kind is `_1`); a text named twice is one
    * value. Whitespace around a text is not part of it. `promptText` is checked for collisions.
    */
-  static of(texts: readonly PrivateText[], promptText: string): PrivateValues {
+  static of(texts: readonly PrivateText[], promptText: string, options: MatchOptions = {}): PrivateValues {
+    const foldCase = options.foldCase === true;
     const list: PrivateValue[] = [];
     const seen = new Set<string>();
     const counters = new Map<string, number>();
+    const folded = new Map<PrivateValue, string>();
     for (const { text: raw, kind } of texts) {
       const text = raw.trim();
       if (text === '' || seen.has(text)) continue;
@@ -75,36 +97,57 @@ export class PrivateValues {
       do placeholder = `[${label}_${++n}]`;
       while (promptText.includes(placeholder));
       counters.set(label, n);
-      list.push({ text, kind, placeholder });
+      const value = { text, kind, placeholder };
+      list.push(value);
+      // A value of nothing but marks or spaces folds to nothing: matched as written.
+      folded.set(value, foldString(text, foldCase) || text);
     }
     if (list.length > MAX_PRIVATE_VALUES) throw new AppError('INVALID_ARGUMENT', `a request may hold at most ${MAX_PRIVATE_VALUES} distinct private values, got ${list.length}`);
-    const byLength = [...list].sort((a, b) => b.text.length - a.text.length);
-    return new PrivateValues(list, byLength, new Map(list.map((v) => [v.placeholder, v])));
+    const byLength = [...list].sort((a, b) => folded.get(b)!.length - folded.get(a)!.length);
+    return new PrivateValues(list, byLength, new Map(list.map((v) => [v.placeholder, v])), folded, foldCase);
   }
 
   get size(): number {
     return this.list.length;
   }
 
+  /** The longest folded value: how far back a scan of a grown text must look. */
+  get longestFolded(): number {
+    return this.byLength.length === 0 ? 0 : this.folded.get(this.byLength[0]!)!.length;
+  }
+
   /**
    * The characters of `text` that belong to some value, as merged ranges: where two values overlap
-   * ("Ann Lee" and "Lee Park" in "Ann Lee Park") the whole stretch is private, not just the first.
+   * ("Ann Lee" and "Lee Park" in "Ann Lee Park") the whole stretch is private, not just the first. A value
+   * is found in any spelling that folds like it (folded-text.ts), and so is a start of it that the text
+   * turned away from (begunLength).
    */
-  privateRanges(text: string): PrivateRange[] {
+  privateRanges(text: string | FoldedText): PrivateRange[] {
+    const folded = this.foldedOf(text);
     const ranges: PrivateRange[] = [];
-    for (const o of scan(text, this.byLength, (v) => v.text)) {
+    for (const o of this.occurrences(folded.text, 0)) {
+      const { start, end } = folded.rawRange(o.start, o.end);
       const last = ranges[ranges.length - 1];
-      if (last && o.start <= last.end) {
-        last.end = Math.max(last.end, o.end);
+      if (last && start <= last.end) {
+        last.end = Math.max(last.end, end);
         if (!last.values.includes(o.value)) last.values.push(o.value);
-      } else ranges.push({ start: o.start, end: o.end, values: [o.value] });
+      } else ranges.push({ start, end, values: [o.value] });
     }
     return ranges;
   }
 
+  /** The first value that a folded text discloses at or after folded index `from`: whole, begun, or under way at its end. */
+  disclosedIn(folded: string, from = 0): PrivateValue | undefined {
+    return this.occurrences(folded, from)[0]?.value ?? this.list.find((v) => endsWithProperPrefix(folded, this.folded.get(v)!));
+  }
+
   /** Every placeholder of this generation's in `text` (what the cloud wrote), left to right; placeholders never overlap. */
   placeholders(text: string): Occurrence[] {
-    return scan(text, this.byLength, (v) => v.placeholder);
+    const found: Occurrence[] = [];
+    for (const value of this.list) {
+      for (let at = text.indexOf(value.placeholder); at >= 0; at = text.indexOf(value.placeholder, at + 1)) found.push({ start: at, end: at + value.placeholder.length, value });
+    }
+    return found.sort((a, b) => a.start - b.start);
   }
 
   valueOf(placeholder: string): PrivateValue | undefined {
@@ -115,13 +158,39 @@ export class PrivateValues {
    * Whether `text` ends with the start of a value but not all of it: the next tokens may complete it, so
    * what is at the end cannot be sent yet (it would leave in clear if they do).
    */
-  endsInsideValue(text: string): boolean {
-    return this.list.some((v) => endsWithProperPrefix(text, v.text));
+  endsInsideValue(text: string | FoldedText): boolean {
+    const folded = this.foldedOf(text).text;
+    return this.list.some((v) => endsWithProperPrefix(folded, this.folded.get(v)!));
   }
 
   /** Whether `text` ends with the start of a placeholder but not all of it: the cloud may be writing one. */
   endsInsidePlaceholder(text: string): boolean {
     return this.list.some((v) => endsWithProperPrefix(text, v.placeholder));
+  }
+
+  private foldedOf(text: string | FoldedText): FoldedText {
+    if (typeof text !== 'string') return text;
+    const folded = new FoldedText(this.foldCase);
+    folded.sync(text);
+    return folded;
+  }
+
+  /**
+   * Where values occur in a folded text from folded index `from` on, by start (at one start the longest
+   * first): whole, or begun for at least begunLength characters and then left (or cut off by the end).
+   */
+  private occurrences(folded: string, from: number): { start: number; end: number; value: PrivateValue }[] {
+    const found: { start: number; end: number; value: PrivateValue }[] = [];
+    for (const value of this.byLength) {
+      const whole = this.folded.get(value)!;
+      const head = whole.slice(0, begunLength(whole));
+      for (let at = folded.indexOf(head, from); at >= 0; at = folded.indexOf(head, at + 1)) {
+        let matched = head.length;
+        while (matched < whole.length && folded[at + matched] === whole[matched]) matched++;
+        found.push({ start: at, end: at + matched, value });
+      }
+    }
+    return found.sort((a, b) => a.start - b.start);
   }
 }
 
@@ -135,14 +204,4 @@ function endsWithProperPrefix(text: string, whole: string): boolean {
     if (whole.startsWith(text.slice(at))) return true;
   }
   return false;
-}
-
-/** Every occurrence of every value's `key` in `text`, by start; at one start the longest first (the sort is stable). */
-function scan(text: string, values: readonly PrivateValue[], key: (v: PrivateValue) => string): Occurrence[] {
-  const found: Occurrence[] = [];
-  for (const value of values) {
-    const needle = key(value);
-    for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) found.push({ start: at, end: at + needle.length, value });
-  }
-  return found.sort((a, b) => a.start - b.start);
 }

@@ -26,15 +26,19 @@ import type { TokenSource } from '../../shared/contract-vocabulary.ts';
 import { AppError } from '../../shared/errors.ts';
 import { skippedReply, withheldReply, type CloudClient, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from '../cloud/cloud-client.ts';
 import type { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
+import { CloudGate } from '../cloud/cloud-gate.ts';
+import { OutboundTextScan } from './outbound-scan.ts';
 import type { Pseudonymiser } from './pseudonymiser.ts';
 
 /**
  * A generation's conversation with `cloud`: through `pseudonymiser` when the generation has private values,
  * counted in `options.disclosure` either way.
  */
-export function openConversation(cloud: CloudClient, options: ConversationOptions, pseudonymiser: Pseudonymiser | undefined): CloudConversation {
-  const open = () => cloud.openConversation(options);
-  return pseudonymiser ? new PseudonymisedConversation(open, pseudonymiser, options.disclosure) : open();
+export function openConversation(cloud: CloudClient, options: Omit<ConversationOptions, 'gate'>, pseudonymiser: Pseudonymiser | undefined): CloudConversation {
+  if (!pseudonymiser) return cloud.openConversation({ ...options, gate: CloudGate.OPEN });
+  // One scan for the whole conversation: the streams it opens one after another carry one growing context.
+  const gate = CloudGate.guarding(new OutboundTextScan(pseudonymiser.tokenizer, pseudonymiser.values));
+  return new PseudonymisedConversation(() => cloud.openConversation({ ...options, gate }), pseudonymiser, options.disclosure);
 }
 
 /** Most tokens asked one at a time to finish a placeholder: longer than any placeholder's spelling. */

@@ -18,6 +18,7 @@
 import type { TokenSource } from '../../shared/contract-vocabulary.ts';
 import type { TextTokenizer } from '../../shared/tokenizer.ts';
 import { encodeContinuation } from './encode-continuation.ts';
+import { FoldedText } from './folded-text.ts';
 import type { PrivateRange, PrivateValues } from './private-values.ts';
 import { TokenTexts } from './token-texts.ts';
 
@@ -45,6 +46,8 @@ interface Restoration {
 
 export class Pseudonymiser {
   private readonly texts: TokenTexts;
+  /** The context's text folded as values are matched (kept as the context grows). */
+  private readonly folded: FoldedText;
   /** Spellings of run texts, which repeat step after step as the context grows. */
   private readonly spellings = new Map<string, number[]>();
   /**
@@ -55,19 +58,21 @@ export class Pseudonymiser {
   private readonly restorations = new Map<number, Restoration>();
 
   constructor(
-    private readonly tokenizer: TextTokenizer,
+    readonly tokenizer: TextTokenizer,
     readonly values: PrivateValues,
   ) {
     this.texts = new TokenTexts(tokenizer);
+    this.folded = new FoldedText(values.foldCase);
   }
 
   /** The cloud's version of the edge's context. */
   toCloud(ids: readonly number[], sources: readonly TokenSource[]): CloudContext {
     const { texts, values } = this;
     texts.update(ids);
-    const ranges = values.privateRanges(texts.text);
+    this.folded.sync(texts.text);
+    const ranges = values.privateRanges(this.folded);
     const placeholders = new Set<string>();
-    const out: CloudContext = { ids: [], sources: [], withheld: texts.endsInsideCharacter || values.endsInsideValue(texts.text), placeholders };
+    const out: CloudContext = { ids: [], sources: [], withheld: texts.endsInsideCharacter || values.endsInsideValue(this.folded), placeholders };
     const runs = runsOf(texts, ids.length, ranges);
     for (let r = 0; r < runs.length; r++) {
       const run = runs[r]!;

@@ -18,6 +18,7 @@ import type { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { promptWindow, type Corpus } from './load-workers.ts';
+import { CloudGate } from '../../edge/cloud/cloud-gate.ts';
 
 export interface EdgePace {
   /** Time of one edge token (0: closed loop, steps as fast as replies come). */
@@ -94,7 +95,7 @@ export async function fleetEdge(client: GrpcCloudClient, corpus: Corpus, index: 
     const { context } = window;
     const sources: TokenSource[] = context.map(() => 'prompt');
     let edgeAt = window.next;
-    const conversation = client.openConversation({ requestId: `fleet-${index}-${g}` });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: `fleet-${index}-${g}` });
     try {
       let produced = 0;
       let steps = 0;

@@ -14,6 +14,7 @@ import type { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { CloudGate } from '../../edge/cloud/cloud-gate.ts';
 
 /** Routed steps per session before it is closed and a fresh one opened. */
 export const STEPS_PER_SESSION = 32;
@@ -87,7 +88,7 @@ export async function streamWorker(client: GrpcCloudClient, corpus: Corpus, inde
     const { context } = window;
     const sources: TokenSource[] = context.map(() => 'prompt');
     let edgeAt = window.next;
-    const conversation = client.openConversation({ requestId: `load-${index}-${s}` });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: `load-${index}-${s}` });
     try {
       for (let k = 0; k < steps; k++) {
         const started = performance.now();

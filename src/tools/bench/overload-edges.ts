@@ -24,6 +24,7 @@ import { errorMessage, isAppError } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { simulatedStep, sleepUntil, type EdgePace } from './fleet-edges.ts';
 import { promptWindow, type Corpus } from './load-workers.ts';
+import { CloudGate } from '../../edge/cloud/cloud-gate.ts';
 
 /** How the simulated edges route: τ = the pace's share of uniform scores, optionally under a wait budget. */
 export interface OverloadPolicy {
@@ -76,7 +77,7 @@ export async function overloadEdge(client: GrpcCloudClient, corpus: Corpus, inde
     const sources: TokenSource[] = context.map(() => 'prompt');
     let edgeAt = window.next;
     const cut = RoutingCut.for({ threshold: pace.share, ...(policy.waitMs === undefined ? {} : { routeWaitMs: policy.waitMs }) }, box);
-    const conversation = client.openConversation({ requestId: `overload-${index}-${g}`, stepTimeoutMs: cut.waitMs });
+    const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: `overload-${index}-${g}`, stepTimeoutMs: cut.waitMs });
     let failedHere = false;
     let measured = false;
     // As the edge's generation does (generation-state.ts): a wait budget's box measures the round trip before its first decision.

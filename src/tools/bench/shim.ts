@@ -23,6 +23,7 @@ import { DEMO } from '../../shared/paths.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { integerFlag, parseFlags } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';
+import { CloudGate } from '../../edge/cloud/cloud-gate.ts';
 
 export const USAGE = `bench shim [--pack DIR] [--steps N] [--reps R] [--threads T] [--json]
       gRPC round trip minus backend time (shim overhead), wire bytes of a routed step, embedded
@@ -124,7 +125,7 @@ export async function runShimBench(options: { pack: string; steps: number; reps:
   try {
     const perConversation = 120;
     for (let done = 0, s = 0; done < options.steps + 20; s++) {
-      const conversation = client.openConversation({ requestId: `bench-${s}` });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: `bench-${s}` });
       const context = corpus.slice(0, 40);
       const sources: TokenSource[] = context.map(() => 'prompt');
       for (let i = 0; i < perConversation && done < options.steps + 20; i++, done++) {

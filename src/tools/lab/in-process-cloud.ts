@@ -81,8 +81,9 @@ export class InProcessCloud implements CloudClient {
     };
   }
 
-  openConversation(options: Partial<ConversationOptions> = {}): CloudConversation {
+  openConversation(options: Partial<ConversationOptions> & Pick<ConversationOptions, 'gate'>): CloudConversation {
     const conversation = new GrpcCloudConversation(this.host, {
+      gate: options.gate,
       requestId: options.requestId ?? randomUUID(),
       signal: options.signal,
       routingKey: options.routingKey,
