@@ -141,7 +141,8 @@ describe('the pseudonymiser', () => {
     const pseudonyms = new Pseudonymiser(tokenizer, values([['Zenobia', 'name']]));
     const context = tokenizer.encode('Once [NAME_1] met', { addBos: true });
     const reply = encodeContinuation(tokenizer, ' [NAME_1].');
-    expect(pseudonyms.endsInsidePlaceholder(context, reply.slice(0, 3))).toBe(true);
+    expect(pseudonyms.placeholdersIn(context, reply.slice(0, 3))).toEqual({ inside: true, complete: 0 });
+    expect(pseudonyms.placeholdersIn(context, reply)).toEqual({ inside: false, complete: 1 });
     const back = pseudonyms.fromCloud(context, reply, context.length);
     expect(back.restored).toBe(true);
     expect(back.text).toBe(' Zenobia.');

@@ -64,7 +64,7 @@ describe('a pseudonymised conversation', () => {
     const reply = await conversation.next(step(context, { maxTokens: 1, room: 20, hiddenState: new Float32Array(4) }));
     // The whole placeholder was read before anything came back, and the value goes whole.
     expect(clouds[0]!.asked.length).toBe(placeholder.length);
-    expect(reply).toMatchObject({ restored: true, tokens: encodeContinuation(tokenizer, 'Zenobia'), text: 'Zenobia' });
+    expect(reply).toMatchObject({ pastSpan: true, tokens: encodeContinuation(tokenizer, 'Zenobia'), text: 'Zenobia' });
     for (const asked of clouds[0]!.asked) {
       expect(tokenizer.decode(asked.context)).not.toContain('Zenobia');
       expect(asked.hiddenState).toBeUndefined();

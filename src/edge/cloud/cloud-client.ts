@@ -80,8 +80,11 @@ export interface CloudStepReply {
    * so the edge decides the position itself. Not a cloud failure; `tokens` is empty.
    */
   withheld?: boolean;
-  /** The tokens hold a private value put back in place of the cloud's placeholder: up to the request's `room` of them. */
-  restored?: boolean;
+  /**
+   * The tokens may run past `maxTokens`, up to the request's `room`: they hold a private value put back in place
+   * of the cloud's placeholder, or tokens the privacy layer read ahead to see whether a placeholder came.
+   */
+  pastSpan?: boolean;
 }
 
 /** The cloud's load as the shim reports it with every step result (proto `ShimLoad`). */

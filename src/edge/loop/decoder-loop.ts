@@ -91,7 +91,7 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
     if (answer.overloaded) throw new CloudOverloadedError();
     if (answer.withheld) throw new PrivateValueWithheld();
     // A private value put back in place of the cloud's placeholder may run past the span (budget ≤ room), never past the room.
-    chosen = checkCloudReply(answer, answer.restored ? state.room : budget, state.vocabSize);
+    chosen = checkCloudReply(answer, answer.pastSpan ? state.room : budget, state.vocabSize);
     source = 'llm';
   } catch (e) {
     if (edgeFailure) throw edgeFailure.error;

@@ -101,12 +101,17 @@ export class PseudonymisedConversation implements CloudConversation {
       this.inner = undefined;
     }
     const inner = (this.inner ??= this.open());
+    const room = Math.max(request.maxTokens, request.room ?? 0);
     let context: number[] = cloud.ids;
     let sources: TokenSource[] = cloud.sources;
     this.cloudHolds = context;
     const written: number[] = [];
     const replies: CloudStepReply[] = [];
-    for (let asked = 0; ; asked++) {
+    // Tokens asked since the reply last completed a placeholder: placeholders back to back (whose brackets a
+    // tokenizer may merge into one token) each get their own allowance.
+    let sincePlaceholder = 0;
+    let complete = 0;
+    for (let asked = 0; ; asked++, sincePlaceholder++) {
       const reply = await inner.next({ ...request, context, sources, hiddenState: undefined, conditional: false, maxTokens: asked === 0 ? request.maxTokens : 1 });
       if (reply.tokens.length === 0) {
         // Nothing computed (overloaded): after a placeholder's first tokens, what was written stands.
@@ -120,22 +125,26 @@ export class PseudonymisedConversation implements CloudConversation {
       this.cloudHolds = context;
       const stopped = reply.tokens.some((id) => request.stopTokenIds.includes(id));
       translating = performance.now();
-      const inside = this.pseudonymiser.endsInsidePlaceholder(cloud.ids, written);
+      const reached = this.pseudonymiser.placeholdersIn(cloud.ids, written);
       this.spent(translating);
-      if (stopped || asked + 1 >= MAX_PLACEHOLDER_TOKENS || !inside) break;
+      if (reached.complete > complete) [complete, sincePlaceholder] = [reached.complete, 0];
+      if (stopped || !reached.inside || sincePlaceholder + 1 >= MAX_PLACEHOLDER_TOKENS || written.length >= room + MAX_PLACEHOLDER_TOKENS) break;
     }
     this.disclosure?.holds(context);
     translating = performance.now();
     const { ids, restored, text } = this.pseudonymiser.fromCloud(cloud.ids, written, request.context.length);
     this.spent(translating);
     // A restored value goes whole where the generation has room: cut short, the edge model would have to finish it.
-    const tokens = ids.slice(0, restored ? Math.max(request.maxTokens, request.room ?? 0) : request.maxTokens);
+    // Tokens read past the span to see whether a placeholder came ("[" that starts none) are kept too: the shim
+    // holds them, and dropping them would make the next step disagree with it and open a new stream.
+    const pastSpan = restored || written.length > request.maxTokens;
+    const tokens = ids.slice(0, pastSpan ? room : request.maxTokens);
     this.answered = [...request.context, ...tokens];
     const lastReply = replies[replies.length - 1]!;
     const kept = !restored && tokens.length === written.length;
     return {
       ...lastReply,
-      ...(restored ? { restored } : {}),
+      ...(pastSpan ? { pastSpan } : {}),
       tokens,
       text: kept ? replies.map((r) => r.text).join('') : tokens.length === ids.length ? text : this.pseudonymiser.textAfter(cloud.ids, tokens),
       // Figures of the cloud's tokens describe them, not the value's tokens put in their place.

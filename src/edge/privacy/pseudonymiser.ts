@@ -144,11 +144,14 @@ export class Pseudonymiser {
     return texts.text;
   }
 
-  /** Whether `text` (what the cloud has written so far) ends inside one of this generation's placeholders. */
-  endsInsidePlaceholder(cloudContext: readonly number[], reply: readonly number[]): boolean {
+  /**
+   * Where the cloud's reply so far stands: whether it ends inside one of this generation's placeholders (or a
+   * character), and how many whole placeholders it wrote.
+   */
+  placeholdersIn(cloudContext: readonly number[], reply: readonly number[]): { inside: boolean; complete: number } {
     const texts = new TokenTexts(this.tokenizer, cloudContext);
     texts.update(reply);
-    return texts.endsInsideCharacter || this.values.endsInsidePlaceholder(texts.text);
+    return { inside: texts.endsInsideCharacter || this.values.endsInsidePlaceholder(texts.text), complete: this.values.placeholders(texts.text).length };
   }
 
   private replaced(run: Run, ranges: readonly PrivateRange[], by: (r: PrivateRange) => string, used: Set<string>): string {
