@@ -52,7 +52,9 @@ export interface EdgeAppOptions {
   log?: Logger;
 }
 
-const isApi = (c: Context) => c.req.path.startsWith('/api/');
+/** The JSON APIs (/api/..., /tokenize, /detokenize): every error they answer is JSON, never the page's HTML. */
+const JSON_API = /^\/(api\/|(de)?tokenize(\/|$))/;
+const isApi = (c: Context) => JSON_API.test(c.req.path);
 /** A request htmx made for a fragment: it gets a fragment back, never a whole page. */
 const isFragment = (c: Context) => c.req.header('hx-request') === 'true';
 
@@ -169,7 +171,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     });
   });
   const { defaultBudget = {}, ...limits } = runtime.limits;
-  app.route('/', tokenizeRoutes(runtime, chat));
+  app.route('/', tokenizeRoutes(runtime, chat, modelName));
   app.get('/api/info', (c) =>
     c.json(
       snakeCaseKeys({
