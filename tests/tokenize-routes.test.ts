@@ -32,7 +32,7 @@ beforeAll(async () => {
   const packs = await ensureDemoPacks();
   dir = mkdtempSync(join(tmpdir(), 'tokenize-routes-'));
   const qwenPack = join(dir, 'tiny-qwen2');
-  await writeRandomPack({ preset: 'tiny-qwen2', out: qwenPack, seed: 3 });
+  await writeRandomPack({ preset: 'tiny-qwen2', out: qwenPack, seed: 3, hiddenStatesOutput: false });
   qwenTokenizer = await TextTokenizer.fromPack(qwenPack);
   qwen = await start({ edgeModel: qwenPack, servedModelName: 'tiny-qwen' });
   demoTokenizer = await TextTokenizer.fromPack(packs.edgePack);

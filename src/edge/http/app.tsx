@@ -55,6 +55,8 @@ export interface EdgeAppOptions {
 /** The JSON APIs (/api/..., /tokenize, /detokenize): every error they answer is JSON, never the page's HTML. */
 const JSON_API = /^\/(api\/|(de)?tokenize(\/|$))/;
 const isApi = (c: Context) => JSON_API.test(c.req.path);
+/** The methods the page's and the APIs' routes serve. */
+const SERVED_METHODS = new Set(['GET', 'HEAD', 'POST']);
 /** A request htmx made for a fragment: it gets a fragment back, never a whole page. */
 const isFragment = (c: Context) => c.req.header('hx-request') === 'true';
 
@@ -82,7 +84,12 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     options.log?.error('internal error', { method: c.req.method, path: c.req.path, error: errorMessage(err) });
     return errorResponse(c, 'INTERNAL', `internal error: ${errorMessage(err)}`, 500);
   });
-  app.notFound((c) => (isApi(c) ? c.json({ error: { code: 'NOT_FOUND', message: 'no such endpoint' } }, 404) : c.text('not found', 404)));
+  app.notFound((c) => {
+    // A method no route serves anywhere is one the edge does not implement (RFC 9110 § 15.6.2). Names Bun's parser
+    // does not know (BREW, a lowercase get) never get here: it closes their connection without a reply.
+    if (!SERVED_METHODS.has(c.req.method)) return errorResponse(c, 'UNIMPLEMENTED', `the edge serves GET, HEAD and POST, not ${c.req.method}`, 501);
+    return isApi(c) ? c.json({ error: { code: 'NOT_FOUND', message: 'no such endpoint' } }, 404) : c.text('not found', 404);
+  });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', (c) => {
