@@ -18,6 +18,7 @@ import type { Logger } from '../../shared/logger.ts';
 import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
 import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
+import { RefusedTurn } from '../../../views/chat-fragments.tsx';
 import { CloudState, EndStatus, ErrorMessage, RunPanel } from '../../../views/run-fragments.tsx';
 import type { GenerationEvent } from '../loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
@@ -112,7 +113,11 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     bodyLimit({
       maxSize: options.maxBodyBytes,
       // RESOURCE_EXHAUSTED, as gRPC names a message above its limit; HTTP has a status of its own for it.
-      onError: (c) => errorResponse(c, 'RESOURCE_EXHAUSTED', `request body is larger than ${options.maxBodyBytes} bytes`, 413),
+      onError: (c) =>
+        // The chat refuses a message in its place among the turns, as it refuses any other (chat-routes.tsx); the body is never read, so the refusal cannot repeat the message.
+        c.req.path === '/chat/turns'
+          ? c.html(<RefusedTurn message="" error={`the message is too long: the edge takes at most ${options.maxBodyBytes} bytes a message, settings included`} />, 413)
+          : errorResponse(c, 'RESOURCE_EXHAUSTED', `request body is larger than ${options.maxBodyBytes} bytes`, 413),
     }),
   );
 
