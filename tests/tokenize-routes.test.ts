@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EdgeChat } from '../src/edge/chat/edge-chat.ts';
+import type { ChatMessage } from '../src/shared/chat-template.ts';
 import { DEFAULT_EDGE_CONFIG, type EdgeConfig } from '../src/edge/config.ts';
 import { startEdge, type RunningEdge } from '../src/edge/edge-server.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
@@ -82,11 +83,11 @@ describe('special-token text, as llama.cpp and vLLM read it', () => {
   });
 
   test('a chat the client renders itself counts as the chat endpoints count it', async () => {
-    const conversation = [
+    const conversation: ChatMessage[] = [
       { role: 'system', content: 'You tell short stories.' },
       { role: 'user', content: 'Hello!' },
     ];
-    const rendered = EdgeChat.load(qwenTokenizer, { modelName: 'tiny-qwen' }).prompt(conversation as never);
+    const rendered = EdgeChat.load(qwenTokenizer, { modelName: 'tiny-qwen' }).prompt(conversation);
     const viaMessages = await tokensOf(qwen, { messages: conversation });
     expect(viaMessages).toEqual(rendered.ids);
     expect(await tokensOf(qwen, { content: rendered.text })).toEqual(viaMessages);

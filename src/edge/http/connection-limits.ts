@@ -49,7 +49,7 @@ type Fetch = (request: Request, server: Server<undefined>) => Response | Promise
 /** The probes: what a load balancer, an orchestrator and Prometheus ask while the box is busy. */
 const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 /** Probes in progress at once, beside `maxOpenRequests`; a probe past it gets the same 503. */
-export const PROBE_BUDGET = 16;
+const PROBE_BUDGET = 16;
 
 function isProbe(request: Request): boolean {
   return (request.method === 'GET' || request.method === 'HEAD') && request.body === null && PROBE_PATHS.has(new URL(request.url).pathname);
