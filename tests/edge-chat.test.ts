@@ -107,7 +107,9 @@ describe('a conversation on every entry point', () => {
   test("/tokenize and /detokenize in llama.cpp's and vLLM's shapes", async () => {
     const text = 'Once upon a time';
     const asPrompt = [1, ...tokenizer.encode(text, { addBos: false, parseSpecialTokens: false })];
-    expect(JSON.parse((await api('/tokenize', { content: text })).text)).toEqual({ tokens: asPrompt, count: asPrompt.length, max_model_len: 512 });
+    // Each shape with its server's default: vLLM's prompt gets the BOS, llama.cpp's content only with add_special (tokenize-routes.test.ts).
+    expect(JSON.parse((await api('/tokenize', { prompt: text })).text)).toEqual({ tokens: asPrompt, count: asPrompt.length, max_model_len: 512 });
+    expect(JSON.parse((await api('/tokenize', { content: text, add_special: true })).text).tokens).toEqual(asPrompt);
     expect(JSON.parse((await api('/tokenize', { prompt: text, add_special_tokens: false })).text).tokens).toEqual(asPrompt.slice(1));
     const chatIds = tokenizer.encode(RENDERED, { addBos: false, parseSpecialTokens: true });
     expect(JSON.parse((await api('/tokenize', { messages: CONVERSATION })).text).tokens).toEqual(chatIds);

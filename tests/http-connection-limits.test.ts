@@ -3,7 +3,8 @@
  * sockets on loopback: a few hundred connections stuck in their headers, in their bodies, or idle after
  * a keep-alive request are closed within the idle timeout while /healthz and a generation are served;
  * a slow upload that keeps sending and an event stream that stays silent for longer than the timeout are
- * not cut; past the bound on requests in progress a request gets 503 with a message and is closed.
+ * not cut; past the bound on requests in progress a request gets 503 with a message and is closed, while
+ * the probes (/healthz, /readyz, /metrics), which have a budget of their own, still answer.
  * Timeouts are short here (2 s); Bun's connection timer is coarse (seconds), hence the margins.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -107,29 +108,71 @@ describe('stuck connections', () => {
     expect(await upload.closed).toBeGreaterThan(0);
     expect((await fetch(`${edge.url}healthz`)).status).toBe(200);
   }, 60_000);
+  test('a method the edge serves nowhere gets 501; a request line Bun\'s parser refuses (BREW, a lowercase get) is closed without a reply, before the app sees it, and the edge stays healthy (issue 54, item 7h)', async () => {
+    const propfind = await rawConnection(port, 'PROPFIND /api/generate HTTP/1.1\r\nHost: edge\r\n\r\n');
+    await waitUntil(() => propfind.received().includes('PROPFIND"}'), 5_000, 'the PROPFIND to be answered');
+    expect(propfind.received()).toStartWith('HTTP/1.1 501');
+    expect(propfind.received()).toContain('{"error":{"code":"UNIMPLEMENTED","message":"the edge serves GET, HEAD and POST, not PROPFIND"}}');
+    propfind.socket.destroy();
+    // Bun's HTTP parser closes these itself: no reply can be written, so what is pinned is the close and the edge's health after it.
+    for (const line of ['BREW /api/generate HTTP/1.1', 'get /healthz HTTP/1.1', 'Post /api/generate HTTP/1.1']) {
+      const refused = await rawConnection(port, `${line}\r\nHost: edge\r\n\r\n`);
+      const lifetime = await Promise.race([refused.closed, Bun.sleep(5_000).then(() => Infinity)]);
+      expect({ line, reply: refused.received(), closed: lifetime < 5_000 }).toEqual({ line, reply: '', closed: true });
+    }
+    expect((await fetch(`${edge.url}healthz`)).status).toBe(200);
+    expect(await generate(edge.url)).toEqual(['token', 'token', 'token', 'done']);
+  }, 30_000);
 });
 
 describe('the bound on requests in progress', () => {
+  const TOKEN = 'bound-test-token';
+  const auth = `Authorization: Bearer ${TOKEN}\r\n`;
   let edge: RunningEdge;
   let port: number;
   beforeAll(async () => {
-    edge = await startTestEdgeServer(['--max-open-requests', '20']);
+    edge = await startTestEdgeServer(['--max-open-requests', '20', '--access-token', TOKEN]);
     port = Number(new URL(edge.url).port);
   }, 60_000);
   afterAll(() => edge?.stop());
 
-  test('past it a request gets 503 with a message and its connection is closed; served again once the stuck ones are gone', async () => {
-    const stuck = await Promise.all(
-      Array.from({ length: 20 }, () => rawConnection(port, 'POST /api/generate HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{')),
+  test('20 slow uploads with the token fill it: a new generation gets 503 with a message and is closed, while /healthz, /readyz and /metrics answer 200 (issue 54, item 5); served again once the uploads are gone', async () => {
+    const uploads = await Promise.all(
+      Array.from({ length: 20 }, () => rawConnection(port, `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${auth}Content-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"prompt":"`)),
     );
-    await Bun.sleep(300);
-    const refused = await rawConnection(port, 'GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n');
-    expect(await Promise.race([refused.closed, Bun.sleep(5_000).then(() => Infinity)])).toBeLessThan(5_000);
-    expect(refused.received()).toStartWith('HTTP/1.1 503');
-    expect(refused.received()).toContain('"message":"the edge has 20 requests in progress, its limit; try again shortly"');
+    // Each keeps sending a byte now and then, so none is cut as stalled while the checks run.
+    let trickling = true;
+    const trickle = (async () => {
+      while (trickling) {
+        for (const u of uploads) if (!u.socket.destroyed) u.socket.write('a');
+        await Bun.sleep(500);
+      }
+    })();
+    try {
+      await Bun.sleep(300);
+      const refused = await rawConnection(port, `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${auth}Content-Type: application/json\r\nContent-Length: ${GENERATE_BODY.length}\r\n\r\n${GENERATE_BODY}`);
+      expect(await Promise.race([refused.closed, Bun.sleep(5_000).then(() => Infinity)])).toBeLessThan(5_000);
+      expect(refused.received()).toStartWith('HTTP/1.1 503');
+      expect(refused.received()).toContain('"message":"the edge has 20 requests in progress, its limit; try again shortly"');
 
-    await Promise.all(stuck.map((c) => c.closed));
-    expect((await fetch(`${edge.url}healthz`)).status).toBe(200);
+      const probes = await Promise.all(
+        ['/healthz', '/readyz', '/metrics'].map(async (path) => {
+          const res = await fetch(`${edge.url}${path.slice(1)}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+          return { path, status: res.status, body: (await res.text()).slice(0, 40) };
+        }),
+      );
+      expect(probes.map(({ path, status }) => ({ path, status }))).toEqual(['/healthz', '/readyz', '/metrics'].map((path) => ({ path, status: 200 })));
+      expect(probes[0]!.body).toBe('{"status":"ok"}');
+      expect(uploads.every((u) => !u.socket.destroyed && u.received() === '')).toBe(true);
+    } finally {
+      trickling = false;
+      await trickle;
+      for (const u of uploads) u.socket.destroy();
+    }
+    await Bun.sleep(300);
+    const res = await fetch(`${edge.url}api/generate`, { method: 'POST', body: GENERATE_BODY, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    expect([...(await res.text()).matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['token', 'token', 'token', 'done']);
   }, 60_000);
 });
 

@@ -8,7 +8,7 @@
  * next message is served; Stop keeps the reply so far. In a real browser (Debian's chromium through playwright-core) at 1280 and 390 px:
  * five turns typed and sent, each reply streamed token by token with colours, scores and a heat line, the
  * fifth turn's prompt at least 80% restored from the cache (read from the page), Send off while a reply is
- * written and Stop keeping the reply so far, errors shown in place with
+ * written and Stop keeping the reply so far, errors (a message larger than the body limit included) shown in place with
  * the next turn served, and New chat emptying the conversation; and the completion page of a pack without a
  * template offering no chat.
  */
@@ -39,6 +39,8 @@ const NO_SYSTEM_TEMPLATE = `{% for message in messages %}{% if message.role == '
 const messagesAbout = (animal: string) => [`Tell me a story about a ${animal}.`, `What did the ${animal} eat?`, `Where did the ${animal} go next?`, `Who did the ${animal} meet there?`, 'How did the story end?'];
 /** Far past the 512 positions of the demo model, well within the 16,384 characters a prompt may have. */
 const TOO_LONG = 'The big red ball rolled down the hill. '.repeat(60);
+/** Past the 65,536 bytes of body the app here takes (77,000 characters). */
+const HUGE = 'A dog ran. '.repeat(7_000);
 const PHONE = { width: 390, height: 844 } as const;
 const DESKTOP = { width: 1280, height: 800 } as const;
 
@@ -374,7 +376,7 @@ for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', P
       }
     }, 60_000);
 
-    test('errors show in place of the reply and the next turn is served: a conversation past the context window, a system prompt the template refuses', async () => {
+    test('errors show in place of the reply and the next turn is served: a conversation past the context window, a message larger than the body limit, a system prompt the template refuses', async () => {
       const context = await open(viewport);
       try {
         const tab = await context.newPage();
@@ -389,6 +391,13 @@ for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', P
         expect(await refused.textContent()).toMatch(/^Not sent: prompt is \d+ tokens; the edge model's context window is 512/);
         // A refused message stays in the box to be edited.
         expect(await tab.inputValue('#message')).toBe(TOO_LONG);
+        // Larger than the edge takes a request at all (issue 54, item 7f): refused in place too, not with the page's generic block.
+        await tab.fill('#message', HUGE);
+        await tab.click('#chat-send');
+        await refused.nth(1).waitFor();
+        expect(await refused.nth(1).textContent()).toBe('Not sent: the message is too long: the edge takes at most 65536 bytes a message, settings included');
+        expect(await tab.inputValue('#message')).toBe(HUGE);
+        expect(await tab.locator('#turns > :not(li)').count()).toBe(0);
         const second = await chatTurn(tab, 'What was his name?', 1);
         expect(second.tokens).toBeGreaterThan(0);
 
@@ -396,8 +405,8 @@ for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', P
         await tab.fill('#system', 'You are a storyteller.');
         await tab.fill('#message', 'Another one, please.');
         await tab.click('#chat-send');
-        await refused.nth(1).waitFor();
-        expect(await refused.nth(1).textContent()).toBe("Not sent: the model's chat template refused these messages: System role not supported");
+        await refused.nth(2).waitFor();
+        expect(await refused.nth(2).textContent()).toBe("Not sent: the model's chat template refused these messages: System role not supported");
         await tab.screenshot({ path: join(ARTIFACTS_DIR, `page-chat-${name}-error.png`) });
         await tab.fill('#system', '');
         const third = await chatTurn(tab, 'Another one, please.', 2);

@@ -106,7 +106,7 @@ export function MetricsPanel(props: { metrics: GenerationMetrics; mode: Mode; cl
     <>
       <dl class="metrics-summary" data-testid="metrics-summary">
         <MetricRows rows={summaryRows(m)} routed={m.routed} />
-        {cloudText === undefined ? null : <CloudSentRow cloud={m.cloud} />}
+        {cloudText === undefined ? null : <CloudSentRow cloud={m.cloud} ahead={{ steps: m.conditionalSteps, wrong: m.conditionalSkipped }} />}
       </dl>
       {cloudText === undefined ? null : <CloudTextFold cloudText={cloudText} />}
       <details class="metrics-more" data-testid="metrics-more">

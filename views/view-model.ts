@@ -96,6 +96,10 @@ export interface ViewMetrics {
   totalMs: number;
   speculated: number;
   hitRate: number;
+  /** Steps sent while the one before was in flight, on the edge's guess of its answer (decoding ahead). */
+  conditionalSteps: number;
+  /** Those whose guess was wrong: the cloud skipped them, and what they carried was sent for nothing. */
+  conditionalSkipped: number;
   wastedSteps: number;
   savedMs: number;
   speculateSetting: 'on' | 'off' | 'auto';

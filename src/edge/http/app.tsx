@@ -18,6 +18,7 @@ import type { Logger } from '../../shared/logger.ts';
 import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
 import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
+import { RefusedTurn } from '../../../views/chat-fragments.tsx';
 import { CloudState, EndStatus, ErrorMessage, RunPanel } from '../../../views/run-fragments.tsx';
 import type { GenerationEvent } from '../loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
@@ -52,7 +53,11 @@ export interface EdgeAppOptions {
   log?: Logger;
 }
 
-const isApi = (c: Context) => c.req.path.startsWith('/api/');
+/** The JSON APIs (/api/..., /tokenize, /detokenize): every error they answer is JSON, never the page's HTML. */
+const JSON_API = /^\/(api\/|(de)?tokenize(\/|$))/;
+const isApi = (c: Context) => JSON_API.test(c.req.path);
+/** The methods the page's and the APIs' routes serve. */
+const SERVED_METHODS = new Set(['GET', 'HEAD', 'POST']);
 /** A request htmx made for a fragment: it gets a fragment back, never a whole page. */
 const isFragment = (c: Context) => c.req.header('hx-request') === 'true';
 
@@ -80,7 +85,12 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     options.log?.error('internal error', { method: c.req.method, path: c.req.path, error: errorMessage(err) });
     return errorResponse(c, 'INTERNAL', `internal error: ${errorMessage(err)}`, 500);
   });
-  app.notFound((c) => (isApi(c) ? c.json({ error: { code: 'NOT_FOUND', message: 'no such endpoint' } }, 404) : c.text('not found', 404)));
+  app.notFound((c) => {
+    // A method no route serves anywhere is one the edge does not implement (RFC 9110 § 15.6.2). Names Bun's parser
+    // does not know (BREW, a lowercase get) never get here: it closes their connection without a reply.
+    if (!SERVED_METHODS.has(c.req.method)) return errorResponse(c, 'UNIMPLEMENTED', `the edge serves GET, HEAD and POST, not ${c.req.method}`, 501);
+    return isApi(c) ? c.json({ error: { code: 'NOT_FOUND', message: 'no such endpoint' } }, 404) : c.text('not found', 404);
+  });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', (c) => {
@@ -103,7 +113,11 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     bodyLimit({
       maxSize: options.maxBodyBytes,
       // RESOURCE_EXHAUSTED, as gRPC names a message above its limit; HTTP has a status of its own for it.
-      onError: (c) => errorResponse(c, 'RESOURCE_EXHAUSTED', `request body is larger than ${options.maxBodyBytes} bytes`, 413),
+      onError: (c) =>
+        // The chat refuses a message in its place among the turns, as it refuses any other (chat-routes.tsx); the body is never read, so the refusal cannot repeat the message.
+        c.req.path === '/chat/turns'
+          ? c.html(<RefusedTurn message="" error={`the message is too long: the edge takes at most ${options.maxBodyBytes} bytes a message, settings included`} />, 413)
+          : errorResponse(c, 'RESOURCE_EXHAUSTED', `request body is larger than ${options.maxBodyBytes} bytes`, 413),
     }),
   );
 
@@ -169,7 +183,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     });
   });
   const { defaultBudget = {}, ...limits } = runtime.limits;
-  app.route('/', tokenizeRoutes(runtime, chat));
+  app.route('/', tokenizeRoutes(runtime, chat, modelName));
   app.get('/api/info', (c) =>
     c.json(
       snakeCaseKeys({

@@ -19,7 +19,12 @@
  *   connection then (`Connection: close`), so that no idle connection is left without a timer;
  * - beyond `maxOpenRequests` requests in progress (streams included) a new one gets 503 with a message
  *   and its connection is closed. Bun counts requests, not connections: connections with no request in
- *   progress are bounded by the idle timeout instead.
+ *   progress are bounded by the idle timeout instead;
+ * - probes (`GET /healthz`, `/readyz`, `/metrics`, without a body) do not count against that bound: they
+ *   have a budget of their own, `PROBE_BUDGET` at once, which requests in progress cannot use up. A box
+ *   whose every slot holds an upload (with the token, or on an edge without one) still tells its health
+ *   check and Prometheus that it serves. Each probe is answered at once from memory, so the budget is
+ *   reached only by probes themselves.
  *
  * @example
  * const guard = guardConnections(app.fetch, { idleTimeoutS: 30, maxOpenRequests: 256, maxBodyBytes: 262144 });
@@ -41,17 +46,36 @@ export interface ConnectionLimits {
 
 type Fetch = (request: Request, server: Server<undefined>) => Response | Promise<Response>;
 
+/** The probes: what a load balancer, an orchestrator and Prometheus ask while the box is busy. */
+const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** Probes in progress at once, beside `maxOpenRequests`; a probe past it gets the same 503. */
+const PROBE_BUDGET = 16;
+
+function isProbe(request: Request): boolean {
+  return (request.method === 'GET' || request.method === 'HEAD') && request.body === null && PROBE_PATHS.has(new URL(request.url).pathname);
+}
+
 /** A refusal at the transport level, before any route ran: JSON, and the connection closed after it. */
 function refusal(status: number, code: string, message: string, extra: Record<string, string> = {}): Response {
   return Response.json({ error: { code, message } }, { status, headers: { connection: 'close', ...extra } });
 }
 
 export function guardConnections(fetch: Fetch, limits: ConnectionLimits): Fetch {
+  let probes = 0;
+  const tooMany = (what: string) => refusal(503, 'UNAVAILABLE', `the edge has ${what} in progress, its limit; try again shortly`, { 'retry-after': '1' });
   return async (received, server) => {
     const request = withAbsoluteUrl(received, server);
-    if (server.pendingRequests > limits.maxOpenRequests) {
-      return refusal(503, 'UNAVAILABLE', `the edge has ${limits.maxOpenRequests} requests in progress, its limit; try again shortly`, { 'retry-after': '1' });
+    if (isProbe(request)) {
+      if (probes >= PROBE_BUDGET) return tooMany(`${PROBE_BUDGET} health and metrics requests`);
+      probes++;
+      try {
+        return await fetch(request, server);
+      } finally {
+        probes--;
+      }
     }
+    // Probes in progress are among Bun's pending requests, but not among those this bound counts.
+    if (server.pendingRequests - probes > limits.maxOpenRequests) return tooMany(`${limits.maxOpenRequests} requests`);
     if (request.body !== null && !requestHasAccessToken(request, limits.accessToken)) {
       // The app writes the 401 in its route's shape (JSON, OpenAI's, a page); it never sees the body.
       const headers = new Headers(request.headers);

@@ -93,6 +93,11 @@ function show(raw: unknown): string {
  */
 const LONE_SURROGATE = /\p{Surrogate}/u;
 
+/** Refuses text that holds a lone surrogate, naming the field; every entry point that takes text checks it the same way. */
+export function refuseLoneSurrogate(text: string, name: string): void {
+  if (LONE_SURROGATE.test(text)) invalid(`${name} is not valid Unicode text (it holds a lone surrogate)`);
+}
+
 function numberField(raw: unknown, name: string, fallback: number): number {
   if (raw === undefined || raw === null) return fallback;
   if (typeof raw !== 'number' || !Number.isFinite(raw)) invalid(`${name} must be a number, got ${show(raw)}`);
@@ -177,7 +182,7 @@ export function parseGenerationRequest(
   if (prompt.length > limits.maxPromptChars) {
     invalid(`prompt is ${prompt.length} characters; the limit is ${limits.maxPromptChars}`);
   }
-  if (LONE_SURROGATE.test(prompt)) invalid('prompt is not valid Unicode text (it holds a lone surrogate)');
+  refuseLoneSurrogate(prompt, 'prompt');
   const mode = raw.mode ?? 'joint';
   if (typeof mode !== 'string' || !(MODES as readonly string[]).includes(mode)) {
     invalid(`mode must be one of ${MODES.join(', ')}, got ${JSON.stringify(mode)}`);
@@ -190,7 +195,7 @@ export function parseGenerationRequest(
   // An empty stop string matches everywhere, so it cannot mean anything; it is refused rather than dropped.
   const empty = stop.indexOf('');
   if (empty >= 0) invalid(`stop[${empty}] is empty: a stop string needs at least one character`);
-  if (stop.some((s) => LONE_SURROGATE.test(s))) invalid('stop is not valid Unicode text (it holds a lone surrogate)');
+  for (const s of stop) refuseLoneSurrogate(s, 'stop');
   const conversation = conversationField(raw.conversation);
   return {
     prompt,

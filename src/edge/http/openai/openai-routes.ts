@@ -20,6 +20,7 @@ import { AppError, errorMessage } from '../../../shared/errors.ts';
 import type { EdgeRuntime } from '../../edge-runtime.ts';
 import { accessTokenGuard, AUTHENTICATE_CHALLENGE } from '../access-token.ts';
 import { readJsonObject } from '../request-body.ts';
+import { checkServedModel } from '../served-model.ts';
 import { bodyTooLarge, OpenAIParamError, openAIError } from './openai-errors.ts';
 import { parseChatRequest, parseCompletionRequest, type OpenAIRequest } from './openai-request.ts';
 import { CHAT, COMPLETION, streamChunks, wholeResponse, type ResponseShape } from './openai-responses.ts';
@@ -60,11 +61,7 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
     return c.json(model);
   });
 
-  function checkModel(requested: string): void {
-    if (requested !== modelId) {
-      throw new OpenAIParamError('model', `the model ${JSON.stringify(requested)} does not exist on this edge; it serves ${modelId}`, 'NOT_FOUND', 'model_not_found');
-    }
-  }
+  const checkModel = (requested: string) => checkServedModel(requested, modelId);
 
   api.post('/completions', async (c) => {
     const request = parseCompletionRequest(await readJsonObject(c), runtime.limits);
