@@ -11,7 +11,8 @@
  * // [{ start: 0, end: 10, kind: 'employee_id' }, { start: 14, end: 31, kind: 'email' }]
  */
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { BUILT_IN_DETECTORS, BUILT_IN_KINDS, type BuiltInKind } from './detectors/built-in.ts';
+import { BUILT_IN_KINDS, findBuiltIn, type BuiltInKind } from './detectors/built-in.ts';
+import { foldForDetection, type FoldedText } from './detectors/folded-text.ts';
 import { LinearPattern, type TextSpan } from './linear-pattern.ts';
 import { KIND_NAME, MARKED_KIND } from './private-spans.ts';
 
@@ -93,15 +94,18 @@ export class PrivateDetector {
     // Fail closed: a text left partly unread could let an entity through.
     if (text.length > MAX_DETECT_CHARS) throw invalid(`text to check for private entities is ${text.length} characters; the limit is ${MAX_DETECT_CHARS}`);
     const found: DetectedSpan[] = [];
+    let folded: FoldedText | undefined;
     for (const kind of this.knownKinds) {
       if (!this.kinds.includes(kind) && !extraKinds.includes(kind)) continue;
-      for (const span of this.spansOf(kind, text)) found.push({ start: span.start, end: span.end, kind });
+      // Built-in kinds read the text folded to ASCII (digits of any script, full-width forms); operators' patterns read it as typed.
+      if (isBuiltIn(kind)) folded ??= foldForDetection(text);
+      for (const span of this.spansOf(kind, text, folded)) found.push({ start: span.start, end: span.end, kind });
     }
     return withoutOverlaps(found, this.knownKinds);
   }
 
-  private spansOf(kind: string, text: string): TextSpan[] {
-    if (isBuiltIn(kind)) return BUILT_IN_DETECTORS[kind](text);
+  private spansOf(kind: string, text: string, folded: FoldedText | undefined): TextSpan[] {
+    if (isBuiltIn(kind)) return findBuiltIn(kind, folded ?? foldForDetection(text));
     return (this.operatorPatterns.get(kind) ?? []).flatMap((pattern) => [...pattern.spans(text)]);
   }
 }
