@@ -94,19 +94,25 @@ export class PrivateDetector {
     // Fail closed: a text left partly unread could let an entity through.
     if (text.length > MAX_DETECT_CHARS) throw invalid(`text to check for private entities is ${text.length} characters; the limit is ${MAX_DETECT_CHARS}`);
     const found: DetectedSpan[] = [];
-    let folded: FoldedText | undefined;
+    const folded = foldForDetection(text);
     for (const kind of this.knownKinds) {
       if (!this.kinds.includes(kind) && !extraKinds.includes(kind)) continue;
-      // Built-in kinds read the text folded to ASCII (digits of any script, full-width forms); operators' patterns read it as typed.
-      if (isBuiltIn(kind)) folded ??= foldForDetection(text);
-      for (const span of this.spansOf(kind, text, folded)) found.push({ start: span.start, end: span.end, kind });
+      for (const span of this.spansOf(kind, folded)) found.push({ start: span.start, end: span.end, kind });
     }
     return withoutOverlaps(found, this.knownKinds);
   }
 
-  private spansOf(kind: string, text: string, folded: FoldedText | undefined): TextSpan[] {
-    if (isBuiltIn(kind)) return findBuiltIn(kind, folded ?? foldForDetection(text));
-    return (this.operatorPatterns.get(kind) ?? []).flatMap((pattern) => [...pattern.spans(text)]);
+  /**
+   * Built-in kinds read the text folded to ASCII (digits of any script, full-width forms: folded-text.ts). An
+   * operator's pattern reads the text as typed and, where folding changed it, the folded text too, so that
+   * `EMP-\d{6}` also finds `EMP-１２３４５６` and a pattern written for the typed characters still matches them.
+   */
+  private spansOf(kind: string, folded: FoldedText): TextSpan[] {
+    if (isBuiltIn(kind)) return findBuiltIn(kind, folded);
+    const patterns = this.operatorPatterns.get(kind) ?? [];
+    const asTyped = patterns.flatMap((pattern) => [...pattern.spans(folded.typed)]);
+    if (folded.text === folded.typed) return asTyped;
+    return [...asTyped, ...patterns.flatMap((pattern) => [...pattern.spans(folded.text)].map((span) => folded.originalSpan(span)))];
   }
 }
 
@@ -129,8 +135,8 @@ function compileOperatorPattern({ kind, pattern }: OperatorPattern): LinearPatte
 
 /**
  * Keeps spans in order of preference (longer, earlier, kind listed first) where no preferred one already
- * covers any of their code units. The spans of one pattern (or one phone region) are disjoint, so checking
- * and marking cost at most the text's length for each.
+ * covers any of their code units. The spans of one pattern on one text (or one phone region) are disjoint, so
+ * checking and marking cost at most the text's length for each.
  */
 function withoutOverlaps(spans: readonly DetectedSpan[], kindOrder: readonly string[]): DetectedSpan[] {
   const preferred = [...spans].sort((a, b) => b.end - b.start - (a.end - a.start) || a.start - b.start || kindOrder.indexOf(a.kind) - kindOrder.indexOf(b.kind));

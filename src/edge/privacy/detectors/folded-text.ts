@@ -13,7 +13,9 @@
 import type { TextSpan } from '../linear-pattern.ts';
 
 export interface FoldedText {
-  /** The folded text. */
+  /** The text as typed. */
+  readonly typed: string;
+  /** The folded text (the same string when there was nothing to fold). */
   readonly text: string;
   /**
    * Where a span of the folded text lies in the original (UTF-16 units): from its first character to just after
@@ -61,11 +63,11 @@ export function foldForDetection(text: string): FoldedText {
   if (!changed) return unchanged(text);
   const startOf = Int32Array.from(starts);
   const endOf = Int32Array.from(ends);
-  return { text: parts.join(''), originalSpan: ({ start, end }) => ({ start: startOf[start], end: endOf[end - 1] }) };
+  return { typed: text, text: parts.join(''), originalSpan: ({ start, end }) => ({ start: startOf[start], end: endOf[end - 1] }) };
 }
 
 function unchanged(text: string): FoldedText {
-  return { text, originalSpan: ({ start, end }) => ({ start, end }) };
+  return { typed: text, text, originalSpan: ({ start, end }) => ({ start, end }) };
 }
 
 /** What one non-ASCII code point folds to: one ASCII character, '' (left out), or undefined (kept as it is). */
