@@ -94,9 +94,11 @@ export class PrivateDetector {
     // Fail closed: a text left partly unread could let an entity through.
     if (text.length > MAX_DETECT_CHARS) throw invalid(`text to check for private entities is ${text.length} characters; the limit is ${MAX_DETECT_CHARS}`);
     const found: DetectedSpan[] = [];
-    const folded = foldForDetection(text);
+    // Folded once, and only when some kind is looked for: a box that detects nothing costs its prompts nothing.
+    let folded: FoldedText | undefined;
     for (const kind of this.knownKinds) {
       if (!this.kinds.includes(kind) && !extraKinds.includes(kind)) continue;
+      folded ??= foldForDetection(text);
       for (const span of this.spansOf(kind, folded)) found.push({ start: span.start, end: span.end, kind });
     }
     return withoutOverlaps(found, this.knownKinds);
