@@ -1,6 +1,8 @@
 /**
- * The edge's private-entity detector: the labelled table (exact spans and kinds), operator patterns on the
- * linear-time engine (refused with RE2's reason, never hanging), the flags' errors, and overlap resolution.
+ * The edge's private-entity detector: the labelled table (exact spans and kinds), detection that errs towards
+ * hiding (issue 53: any domain, unallocated ranges, digits of every script, spans on the text as typed),
+ * operator patterns on the linear-time engine (refused with RE2's reason, never hanging), the flags' errors,
+ * and overlap resolution.
  */
 import { describe, expect, test } from 'bun:test';
 import { AppError } from '../src/shared/errors.ts';
@@ -26,8 +28,8 @@ function invalidArgument(run: () => unknown): AppError {
 }
 
 describe('the labelled table: every built-in kind on', () => {
-  test.each(LABELLED_CASES.map((c) => [c.text, c.expected] as const))('%p', (text, expected) => {
-    expect(everyBuiltIn.detect(text)).toEqual(spansOf(text, expected));
+  test.each(LABELLED_CASES.map((c) => [c.text, c.expected, c.knownFalseFinds ?? []] as const))('%p', (text, expected, knownFalseFinds) => {
+    expect(everyBuiltIn.detect(text)).toEqual(spansOf(text, [...expected, ...knownFalseFinds]));
   });
 });
 
@@ -35,6 +37,66 @@ test('the table covers each kind with finds and look-alikes', () => {
   const labelled = (kind: string) => LABELLED_CASES.filter((c) => c.expected.some(([k]) => k === kind)).length;
   for (const kind of BUILT_IN_KINDS) expect(labelled(kind)).toBeGreaterThanOrEqual(7);
   expect(LABELLED_CASES.filter((c) => c.expected.length === 0).length).toBeGreaterThanOrEqual(30);
+});
+
+describe('detection that errs towards hiding', () => {
+  // The misses issue 53 reports: each found whole, as the kind a person would call it.
+  const misses: [text: string, kind: string, entity: string][] = [
+    ['mail x@gmail.com today', 'email', 'x@gmail.com'],
+    ['mail jane@acme.internal today', 'email', 'jane@acme.internal'],
+    ['mail ops@corp.local today', 'email', 'ops@corp.local'],
+    ['mail x@y.example today', 'email', 'x@y.example'],
+    ['mail pat@desk.lan today', 'email', 'pat@desk.lan'],
+    ['mail "john doe"@example.com today', 'email', '"john doe"@example.com'],
+    ['mail jane＠example.com today', 'email', 'jane＠example.com'],
+    ['mail ｊａｎｅ＠ａｃｍｅ．ｃｏｍ today', 'email', 'ｊａｎｅ＠ａｃｍｅ．ｃｏｍ'],
+    ['mail ann@[192.168.0.1] today', 'email', 'ann@[192.168.0.1]'],
+    ['call +44 7648 198702 today', 'phone', '+44 7648 198702'],
+    ['call 0044 20 7946 0958 today', 'phone', '0044 20 7946 0958'],
+    ['call ＋４４ ２０ ７９４６ ０９５８ today', 'phone', '＋４４ ２０ ７９４６ ０９５８'],
+    ['pay DE89-3704-0044-0532-0130-00 today', 'iban', 'DE89-3704-0044-0532-0130-00'],
+    ['pay DE89\u00a03704\u00a00044\u00a00532\u00a00130\u00a000 today', 'iban', 'DE89\u00a03704\u00a00044\u00a00532\u00a00130\u00a000'],
+  ];
+  test.each(misses)('%p: %s %p', (text, kind, entity) => {
+    expect(everyBuiltIn.detect(text)).toEqual([{ start: text.indexOf(entity), end: text.indexOf(entity) + entity.length, kind }]);
+  });
+
+  test('digits of every script Unicode encodes are read as digits; the span is the number as typed, in UTF-16 units', () => {
+    // Intl writes a number in each numbering system: an oracle for the digits that does not share the detector's
+    // table. hanidec writes Chinese numerals (〇一二…), which Unicode does not class as decimal digits.
+    const systems = Intl.supportedValuesOf('numberingSystem').filter((system) => system !== 'hanidec');
+    expect(systems.length).toBeGreaterThanOrEqual(70);
+    for (const system of systems) {
+      const digits = (n: number) => new Intl.NumberFormat('en', { numberingSystem: system, useGrouping: false }).format(n);
+      const phone = `+${digits(44)} ${digits(20)} ${digits(7946)} ${digits(0)}${digits(958)}`;
+      const ip = [192, 168, 0, 1].map(digits).join('.');
+      // The emoji before puts every offset one surrogate pair further on; several systems' digits are pairs too.
+      const text = `😀 call ${phone} or ${ip}.`;
+      const found = everyBuiltIn.detect(text);
+      expect({ system, found: found.map((s) => [s.kind, text.slice(s.start, s.end)]) }).toEqual({ system, found: [['phone', phone], ['ip', ip]] });
+    }
+  });
+
+  test('invisible characters inside a value are read through; none after it joins its span', () => {
+    const text = 'ann\u200b@example.com\u200b, +44\u200b 20 7946 0958\u2060.';
+    expect(everyBuiltIn.detect(text).map((s) => text.slice(s.start, s.end))).toEqual(['ann\u200b@example.com', '+44\u200b 20 7946 0958']);
+  });
+
+  test('look-alikes stay out: versions, sections, dates, prices, times, package pins, file names', () => {
+    const text = 'version 1.2.0.4, section 4.3.2.1, 1.2.3.4-beta, 2024-05-17, +49.99 EUR, UTC+05:30, react@18.2.0, icon@2x.png, 12:30:45';
+    expect(everyBuiltIn.detect(text)).toEqual([]);
+  });
+
+  test("an operator's pattern reads the text as typed and folded: EMP-\\d{6} finds full-width and Arabic-Indic digits", () => {
+    const detector = PrivateDetector.create(['employee_id', 'wide'], [{ kind: 'employee_id', pattern: String.raw`\bEMP-\d{6}\b` }, { kind: 'wide', pattern: '４２' }]);
+    const text = 'EMP-123456, EMP-１２３４５６ and EMP-١٢٣٤٥٦; ４２';
+    expect(detector.detect(text).map((s) => [s.kind, text.slice(s.start, s.end)])).toEqual([
+      ['employee_id', 'EMP-123456'],
+      ['employee_id', 'EMP-１２３４５６'],
+      ['employee_id', 'EMP-١٢٣٤٥٦'],
+      ['wide', '４２'],
+    ]);
+  });
 });
 
 test("the box's kinds, and a request's extra kinds on top; an unknown extra kind is refused", () => {
@@ -102,7 +164,7 @@ test('a catastrophic-backtracking pattern runs in linear time: (a+)+$ on 50,000 
 
 test('the built-in detectors stay fast on long pathological text', () => {
   const length = MAX_DETECT_CHARS / 4;
-  for (const unit of ['1 ', '1.', 'a:', 'a.b-c_d@', '(1) ', 'DE89 ', 'a']) {
+  for (const unit of ['1 ', '1.', 'a:', 'a.b-c_d@', '(1) ', 'DE89 ', 'a', '+1 ', '00 ', '"a', 'a@b.', '١ ', '＠ａ', 'de89-', 'a [at] b [dot] ']) {
     const text = unit.repeat(Math.floor(length / unit.length));
     const started = performance.now();
     expect(everyBuiltIn.detect(text)).toEqual([]);

@@ -11,7 +11,8 @@
  * // [{ start: 0, end: 10, kind: 'employee_id' }, { start: 14, end: 31, kind: 'email' }]
  */
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { BUILT_IN_DETECTORS, BUILT_IN_KINDS, type BuiltInKind } from './detectors/built-in.ts';
+import { BUILT_IN_KINDS, findBuiltIn, type BuiltInKind } from './detectors/built-in.ts';
+import { foldForDetection, type FoldedText } from './detectors/folded-text.ts';
 import { LinearPattern, type TextSpan } from './linear-pattern.ts';
 import { KIND_NAME, MARKED_KIND } from './private-spans.ts';
 
@@ -93,16 +94,27 @@ export class PrivateDetector {
     // Fail closed: a text left partly unread could let an entity through.
     if (text.length > MAX_DETECT_CHARS) throw invalid(`text to check for private entities is ${text.length} characters; the limit is ${MAX_DETECT_CHARS}`);
     const found: DetectedSpan[] = [];
+    // Folded once, and only when some kind is looked for: a box that detects nothing costs its prompts nothing.
+    let folded: FoldedText | undefined;
     for (const kind of this.knownKinds) {
       if (!this.kinds.includes(kind) && !extraKinds.includes(kind)) continue;
-      for (const span of this.spansOf(kind, text)) found.push({ start: span.start, end: span.end, kind });
+      folded ??= foldForDetection(text);
+      for (const span of this.spansOf(kind, folded)) found.push({ start: span.start, end: span.end, kind });
     }
     return withoutOverlaps(found, this.knownKinds);
   }
 
-  private spansOf(kind: string, text: string): TextSpan[] {
-    if (isBuiltIn(kind)) return BUILT_IN_DETECTORS[kind](text);
-    return (this.operatorPatterns.get(kind) ?? []).flatMap((pattern) => [...pattern.spans(text)]);
+  /**
+   * Built-in kinds read the text folded to ASCII (digits of any script, full-width forms: folded-text.ts). An
+   * operator's pattern reads the text as typed and, where folding changed it, the folded text too, so that
+   * `EMP-\d{6}` also finds `EMP-１２３４５６` and a pattern written for the typed characters still matches them.
+   */
+  private spansOf(kind: string, folded: FoldedText): TextSpan[] {
+    if (isBuiltIn(kind)) return findBuiltIn(kind, folded);
+    const patterns = this.operatorPatterns.get(kind) ?? [];
+    const asTyped = patterns.flatMap((pattern) => [...pattern.spans(folded.typed)]);
+    if (folded.text === folded.typed) return asTyped;
+    return [...asTyped, ...patterns.flatMap((pattern) => [...pattern.spans(folded.text)].map((span) => folded.originalSpan(span)))];
   }
 }
 
@@ -125,8 +137,8 @@ function compileOperatorPattern({ kind, pattern }: OperatorPattern): LinearPatte
 
 /**
  * Keeps spans in order of preference (longer, earlier, kind listed first) where no preferred one already
- * covers any of their code units. The spans of one pattern (or one phone region) are disjoint, so checking
- * and marking cost at most the text's length for each.
+ * covers any of their code units. The spans of one pattern on one text (or one phone region) are disjoint, so
+ * checking and marking cost at most the text's length for each.
  */
 function withoutOverlaps(spans: readonly DetectedSpan[], kindOrder: readonly string[]): DetectedSpan[] {
   const preferred = [...spans].sort((a, b) => b.end - b.start - (a.end - a.start) || a.start - b.start || kindOrder.indexOf(a.kind) - kindOrder.indexOf(b.kind));

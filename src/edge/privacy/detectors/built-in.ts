@@ -1,12 +1,15 @@
 /**
- * The built-in kinds of private entity and the detector of each.
+ * The built-in kinds of private entity and the detector of each. Each detector reads ASCII-folded text
+ * (folded-text.ts); findBuiltIn folds and maps the spans back to the text as typed.
  *
  * @example
  * BUILT_IN_DETECTORS.email('alice@example.com'); // [{ start: 0, end: 17 }]
+ * findBuiltIn('phone', foldForDetection('tel +٤٤ ٢٠ ٧٩٤٦ ٠٩٥٨')); // [{ start: 4, end: 20 }]
  */
 import type { TextSpan } from '../linear-pattern.ts';
 import { findCards } from './card.ts';
 import { findEmails } from './email.ts';
+import type { FoldedText } from './folded-text.ts';
 import { findIbans } from './iban.ts';
 import { findIps } from './ip.ts';
 import { findPhones } from './phone.ts';
@@ -21,3 +24,8 @@ export const BUILT_IN_DETECTORS: Readonly<Record<BuiltInKind, (text: string) => 
   iban: findIbans,
   ip: findIps,
 };
+
+/** The entities of one kind in a folded text, as spans of the text as typed. */
+export function findBuiltIn(kind: BuiltInKind, folded: FoldedText): TextSpan[] {
+  return BUILT_IN_DETECTORS[kind](folded.text).map((span) => folded.originalSpan(span));
+}

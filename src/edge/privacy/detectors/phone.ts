@@ -5,12 +5,15 @@
  * NATIONAL_PHONE_REGIONS, and kept only where they are written as the country writes them: the same digits
  * (the trunk prefix included) with the area code as one group, or run together with what follows it.
  * Without that check a date such as 2024-05-17 is a valid German number (0202 40517 without its 0).
+ * Numbers written with `+` or `00` whose range is not allocated are added by prefixed-phone.ts where no valid
+ * number overlaps them.
  *
  * @example
  * findPhones('call +44 20 7946 0958 or (650) 253-0000'); // [{ start: 5, end: 21 }, { start: 25, end: 39 }]
  */
 import { findNumbers, type CountryCode } from 'libphonenumber-js/max';
 import type { TextSpan } from '../linear-pattern.ts';
+import { findPrefixedPhones } from './prefixed-phone.ts';
 
 /**
  * The countries whose national writing (no `+`) is recognised. Each adds a pass over the text and a little
@@ -29,7 +32,9 @@ export function findPhones(text: string): TextSpan[] {
       found.set(`${startsAt}:${end}`, { start: startsAt, end });
     }
   }
-  return [...found.values()];
+  const valid = [...found.values()];
+  const possible = findPrefixedPhones(text).filter((p) => !valid.some((v) => v.start < p.end && p.start < v.end));
+  return [...valid, ...possible];
 }
 
 /**
