@@ -2,12 +2,12 @@
  * What a model pack means by its token ids, as one digest both sides of the contract compute the same way:
  * the shim reports its pack's (proto `TokenizerFingerprint`, in `Describe` and `SessionOpened`), the edge
  * compares it with its edge model's before it routes a token, and a router pack records the one of the edge
- * model it was trained on (edge-model-fingerprint.ts). Read once from the pack's tokenizer.json and
+ * model it was trained on (src/edge/routing/edge-model-identity.ts). Read once from the pack's tokenizer.json and
  * tokenizer_config.json.
  *
  * The digest covers five parts, each hashed on its own so that a mismatch can say which ones differ:
  * - `vocabulary`: the model's token → id map (tokenizer.json `model.vocab`), as `[id, token]` by id;
- * - `model`: the rest of `model`: its type, merges (one spelling: `[a, b]` pairs) and settings;
+ * - `model`: the rest of `model`: its type, merges (one spelling: `[a, b]` pairs), a Unigram's scores, and settings;
  * - `normalizer`: `normalizer`, `pre_tokenizer`, `post_processor` and `decoder`;
  * - `added_tokens`: `added_tokens` by id, with their flags;
  * - `special_ids`: tokenizer_config.json's bos, eos, pad and unk tokens, as the ids they name.
@@ -61,10 +61,12 @@ export function fingerprintOf(tokenizerJson: unknown, tokenizerConfig: unknown):
   const added = Array.isArray(tokenizer.added_tokens) ? tokenizer.added_tokens.filter(isRecord) : [];
   const idOf = new Map<string, number>(vocabulary.map(([id, token]) => [token, id]));
   for (const token of added) if (typeof token.content === 'string' && typeof token.id === 'number') idOf.set(token.content, token.id);
-  const { vocab: _vocab, merges, ...settings } = model;
+  const { vocab, merges, ...settings } = model;
+  // A Unigram vocabulary's scores decide how text splits: they belong to the model part.
+  const scores = Array.isArray(vocab) ? { scores: vocab.map((entry: unknown) => (Array.isArray(entry) ? entry[1] : null)) } : {};
   const parts: Record<TokenizerPart, string> = {
     vocabulary: sha256(vocabulary),
-    model: sha256({ ...settings, merges: Array.isArray(merges) ? merges.map(mergePair) : null }),
+    model: sha256({ ...settings, ...scores, merges: Array.isArray(merges) ? merges.map(mergePair) : null }),
     normalizer: sha256([tokenizer.normalizer, tokenizer.pre_tokenizer, tokenizer.post_processor, tokenizer.decoder]),
     added_tokens: sha256([...added].sort((a, b) => Number(a.id) - Number(b.id))),
     special_ids: sha256(specialIds(isRecord(tokenizerConfig) ? tokenizerConfig : {}, idOf)),
