@@ -24,6 +24,7 @@ class RecordingShim {
   async start(): Promise<void> {
     const handlers: CloudRouterHandlers = {
       Score: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not this test shim' }),
+      Describe: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not this test shim' }),
       Route: (call) => {
         call.on('data', (m: RouteRequest__Output) => {
           this.messages.push(m);
@@ -168,6 +169,7 @@ describe('a session that ends while a step is on its way', () => {
     const server = new grpc.Server();
     const handlers: CloudRouterHandlers = {
       Score: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not this test shim' }),
+      Describe: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not this test shim' }),
       Route: (call) => {
         let steps = 0;
         let context = 0;

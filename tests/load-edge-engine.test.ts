@@ -33,9 +33,9 @@ beforeAll(async () => {
   await ensureDemoPacks();
   const edge = loadModelPack(DEMO.edgePack);
   expect([edge.hiddenSize, edge.vocabSize]).toEqual([64, 512]);
-  await writeRandomRouterPack(narrowRouter, { hiddenSize: 32, vocabSize: 512, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere' });
-  await writeRandomRouterPack(otherVocabularyRouter, { hiddenSize: 64, vocabSize: 1000, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere' });
-  await writeRandomRouterPack(fittingRouter, { hiddenSize: 64, vocabSize: 512, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere' });
+  await writeRandomRouterPack(narrowRouter, { hiddenSize: 32, vocabSize: 512, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere', edgeModelDir: DEMO.edgePack });
+  await writeRandomRouterPack(otherVocabularyRouter, { hiddenSize: 64, vocabSize: 1000, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere', edgeModelDir: DEMO.edgePack });
+  await writeRandomRouterPack(fittingRouter, { hiddenSize: 64, vocabSize: 512, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere', edgeModelDir: DEMO.edgePack });
   const { spec, weights } = readLlama2cCheckpoint(DEMO.edgeCheckpoint);
   await writeDecoderPack(noHiddenPack, {
     spec,

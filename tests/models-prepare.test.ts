@@ -245,7 +245,11 @@ test('bun run models prepare: the summary and the edge command; a refusal on std
   expect(ok.code).toBe(0);
   expect(ok.stdout).toContain(`wrote ${out} (fused layout) from ${join(hub, 'onnx', 'model.onnx')}`);
   expect(ok.stdout).toContain('left out model_fp16.onnx, model_q4.onnx, model_quantized.onnx: plain graphs; the fused model.onnx, rebuilt from model.onnx, runs instead (--dtype q4|int8 quantizes it)');
-  expect(ok.stdout).toEndWith(`run the edge with it:\n  bun run edge -- --edge-model ${out}\n`);
+  // --router builtin: no router was trained for this pack, and the default (the demo's) is refused on it.
+  expect(ok.stdout).toEndWith(
+    `run the edge with it (the edge model's own top-1 probability as the router):\n  bun run edge -- --edge-model ${out} --router builtin\n` +
+      `or train a router for it first, then pass --router DIR:\n  bun run router train --edge-model ${out} (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR\n`,
+  );
   rmSync(join(hub, 'tokenizer.json'));
   const refused = await run([hub, '--out', join(work, 'cli-refused')]);
   expect(refused.code).toBe(1);

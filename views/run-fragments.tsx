@@ -153,9 +153,9 @@ export function ErrorMessage(props: { message: string }) {
   );
 }
 
-export function CloudState(props: { state: string }) {
-  // `refused` is the one state an operator fixes by hand: say how.
-  const hint = props.state === 'refused' ? "the cloud shim refused this edge's token: check --cloud-token" : undefined;
+export function CloudState(props: { state: string; reason?: string }) {
+  // `refused` and `mismatch` are the states an operator fixes by hand: say how, or what differs.
+  const hint = props.state === 'refused' ? "the cloud shim refused this edge's token: check --cloud-token" : props.reason;
   return (
     <span class={`cloud-${props.state}`} title={hint}>
       cloud: {props.state}

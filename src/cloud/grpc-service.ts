@@ -1,5 +1,6 @@
 /**
- * The CloudRouter gRPC service: thin. Score calls go to the `scoreSequence` core the same way. Per stream it checks the bearer token, turns the call into a
+ * The CloudRouter gRPC service: thin. Score calls go to the `scoreSequence` core the same way; Describe
+ * answers what the shim serves (its backend and tokenizer) from the context. Per stream it checks the bearer token, turns the call into a
  * StreamReader, runs the `routeSession` core and writes what it yields; an error becomes the stream's
  * status (after the core's final `end` message), and so does a reply too large to send. Client
  * cancellation and shim shutdown abort the core through one AbortController per stream.
@@ -8,7 +9,17 @@ import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall } from '@grpc/g
 import { AppError } from '../shared/errors.ts';
 import { checkBearer } from '../shared/grpc/auth.ts';
 import { toGrpcStatus } from '../shared/grpc/errors.ts';
-import { serializeRouteResponse, type CloudRouterHandlers, type RouteRequest__Output, type RouteResponse, type ScoreRequest__Output, type ScoreResponse } from '../shared/grpc/proto.ts';
+import {
+  serializeRouteResponse,
+  type CloudRouterHandlers,
+  type DescribeRequest__Output,
+  type RouteRequest__Output,
+  type RouteResponse,
+  type ScoreRequest__Output,
+  type ScoreResponse,
+  type ShimDescription,
+} from '../shared/grpc/proto.ts';
+import { toWireFingerprint } from '../shared/grpc/wire.ts';
 import { assertWellFormed } from '../shared/grpc/strict-decode.ts';
 import { StreamReader, writeMessage } from '../shared/grpc/stream.ts';
 import { endMessage, routeSession, type RequestSource, type ShimContext } from './route-session.ts';
@@ -52,6 +63,26 @@ export function cloudRouterHandlers(ctx: ShimContext, streams: ActiveStreams, sc
   return {
     Route: (call: RouteCall) => void serveRoute(call, ctx, streams),
     Score: (call: ScoreCall, callback: sendUnaryData<ScoreResponse>) => void serveScore(call, callback, ctx, streams, scores),
+    Describe: (call: ServerUnaryCall<DescribeRequest__Output, ShimDescription>, callback: sendUnaryData<ShimDescription>) => {
+      try {
+        checkBearer(call.metadata, ctx.config.authToken);
+        assertWellFormed(call.request);
+        callback(null, describe(ctx));
+      } catch (e) {
+        callback(toGrpcStatus(e));
+      }
+    },
+  };
+}
+
+/** The shim's backend and tokenizer, as `opened` names them. */
+function describe(ctx: ShimContext): ShimDescription {
+  const { info } = ctx.backend;
+  return {
+    backend: info.name,
+    vocabSize: info.vocabSize ?? 0,
+    maxContext: info.maxContext ?? 0,
+    ...(ctx.tokenizerFingerprint ? { tokenizer: toWireFingerprint(ctx.tokenizerFingerprint) } : {}),
   };
 }
 

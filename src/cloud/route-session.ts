@@ -11,7 +11,8 @@ import { AppError } from '../shared/errors.ts';
 import { grpcCode, toAppError } from '../shared/grpc/errors.ts';
 import type { OpenSession__Output, RouteRequest__Output, RouteResponse, RouteStep__Output } from '../shared/grpc/proto.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
-import { fromWireSources, toWireFinish } from '../shared/grpc/wire.ts';
+import { fromWireSources, toWireFingerprint, toWireFinish } from '../shared/grpc/wire.ts';
+import type { TokenizerFingerprint } from '../shared/tokenizer-fingerprint.ts';
 import type { TextTokenizer } from '../shared/tokenizer.ts';
 import type { Backend, BackendSequence, BackendStepResult, SamplingSettings } from './backend.ts';
 import type { ShimConfig } from './config.ts';
@@ -33,6 +34,8 @@ export interface ShimContext {
   tokenizer: TextTokenizer | undefined;
   /** The tokenizer's vocabulary digest (src/shared/vocabulary.ts), which Score replies carry; absent without one. */
   vocabularySha256?: string;
+  /** The tokenizer's fingerprint (src/shared/tokenizer-fingerprint.ts), which `opened` and Describe carry; absent without one. */
+  tokenizerFingerprint?: TokenizerFingerprint;
   log: Logger;
 }
 
@@ -82,7 +85,8 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
         live = AbortSignal.any([signal, session.signal]);
         route = { ...opened, stepTimeoutMs: stepDeadline(read.open, config), signal: live, sequence: backend.openSequence(session.id) };
         log.debug('session opened', { session: session.id, requestId: session.requestId, routingKey: session.routingKey, context: session.ids.length });
-        yield { opened: { sessionId: session.id, backend: backend.info.name, vocabSize: backend.info.vocabSize ?? 0, maxContext: backend.info.maxContext ?? 0 } };
+        const tokenizer = ctx.tokenizerFingerprint ? { tokenizer: toWireFingerprint(ctx.tokenizerFingerprint) } : {};
+        yield { opened: { sessionId: session.id, backend: backend.info.name, vocabSize: backend.info.vocabSize ?? 0, maxContext: backend.info.maxContext ?? 0, ...tokenizer } };
       } else if (read.event === 'step') {
         // The state machine admits a step only once the session is open.
         const open = route!;

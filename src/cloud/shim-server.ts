@@ -23,6 +23,7 @@ import { maxInflightStepsFor, type ShimConfig } from './config.ts';
 import { ActiveStreams, cloudRouterHandlers } from './grpc-service.ts';
 import { FifoSlots } from '../shared/fifo-slots.ts';
 import { vocabularySha256 } from '../shared/vocabulary.ts';
+import { tokenizerFingerprint } from '../shared/tokenizer-fingerprint.ts';
 
 /**
  * Scoring calls that reach the backend at once: a tool keeps a few windows in flight so the link's round
@@ -77,7 +78,9 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
     'grpc.keepalive_time_ms': 60_000,
     'grpc.keepalive_timeout_ms': 20_000,
   });
-  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, admission, tokenizer, log, ...(tokenizer ? { vocabularySha256: vocabularySha256(config.modelPack!) } : {}) }, streams, new FifoSlots(SCORE_SLOTS)));
+  // What the pack means by its ids, computed once: Score replies, `opened` and Describe carry it.
+  const vocabulary = tokenizer ? { vocabularySha256: vocabularySha256(config.modelPack!), tokenizerFingerprint: tokenizerFingerprint(config.modelPack!) } : {};
+  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, admission, tokenizer, log, ...vocabulary }, streams, new FifoSlots(SCORE_SLOTS)));
   server.addService(healthService, health.handlers);
 
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

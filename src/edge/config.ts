@@ -104,7 +104,7 @@ const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
   grpcPort: { kind: 'int', min: 0, offValue: -1, help: 'port of the gRPC Generate service (0 = any free port, off = no gRPC service)' },
   edgeModel: { kind: 'string', oldKey: 'slm', help: 'edge model pack folder' },
   edgeModelFile: { kind: 'string', oldKey: 'slmFile', help: 'ONNX file of the pack to run, e.g. model_q4.onnx (a hub folder holds several variants)' },
-  router: { kind: 'string', help: "router pack folder, or 'builtin' for the edge model's top-1 probability" },
+  router: { kind: 'string', help: "router pack folder (refused when trained for another edge model), or 'builtin' for the edge model's top-1 probability (fits any)" },
   cloud: { kind: 'string', help: "cloud shim host:port, or 'none' to run the edge alone" },
   cloudToken: { kind: 'string', help: 'bearer token sent to the shim (prefer EDGE_CLOUD_TOKEN or the config file)' },
   cloudTlsCa: { kind: 'string', help: 'CA certificate (PEM) that signed the shim certificate; turns TLS on' },

@@ -222,12 +222,13 @@ export class EdgeMetrics {
   /**
    * The cloud's state as the page header shows it, one series per state with 1 on the current one (read at
    * each scrape): an alert on `edge_cloud_state{state="refused"} == 1` catches a wrong --cloud-token, which
-   * otherwise shows only as fallback tokens.
+   * otherwise shows only as fallback tokens, and `edge_cloud_state{state="mismatch"} == 1` a shim serving a
+   * model whose tokenizer is not the edge model's.
    */
   describeCloud(state: () => string): void {
     new Gauge({
       name: 'edge_cloud_state',
-      help: 'The cloud connection state (1 on the current one): idle, connecting, ready, unavailable, circuit-open, refused (the shim refused the token), none',
+      help: 'The cloud connection state (1 on the current one): idle, connecting, ready, unavailable, circuit-open, refused (the shim refused the token), mismatch (the shim has another tokenizer than the edge model: nothing routed), none',
       labelNames: ['state'],
       registers: [this.registry],
       collect() {

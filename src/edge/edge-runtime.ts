@@ -81,6 +81,11 @@ export class EdgeRuntime {
     return this.engine.cloud?.state() ?? 'none';
   }
 
+  /** The cloud's state in words where it takes them (what differs, while `mismatch`). */
+  cloudReason(): string | undefined {
+    return this.engine.cloud?.stateReason?.();
+  }
+
   /**
    * Validates `raw` (including that the prompt fits the edge model's context window), reserves a slot
    * (RESOURCE_EXHAUSTED when full) and returns a handle to run. Every refusal happens here, before any

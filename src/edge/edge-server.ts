@@ -24,6 +24,7 @@ import { guardConnections } from './http/connection-limits.ts';
 import { loadEdgeEngine } from './loop/load-edge-engine.ts';
 import { EdgeChat } from './chat/edge-chat.ts';
 import { basename } from 'node:path';
+import { tokenizerFingerprint } from '../shared/tokenizer-fingerprint.ts';
 
 /** Bodies above this are refused; the prompt limit itself is checked after parsing. */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -72,6 +73,8 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
         stepTimeoutMs: config.cloudDeadlineMs,
         backoff: { failureThreshold: config.cloudFailureThreshold },
         routingKeySecret: config.routingKeySecret,
+        // What the edge model means by its ids: a shim whose tokenizer says otherwise gets no step.
+        edgeTokenizer: tokenizerFingerprint(parts.edgeModel.pack.dir),
       })
     : undefined;
   const promptCache = config.promptCacheMb > 0 ? new PrefixCache(parts.edgeModel, { maxBytes: config.promptCacheMb * 2 ** 20 }) : undefined;
@@ -119,11 +122,15 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   const server = http;
   phase = 'serving';
   // The shim's health check needs no token, so only a credentials check tells a wrong --cloud-token at start
-  // (later, a refused routed step does). Not awaited: a shim that is not up yet is the probe's business.
+  // (later, a refused routed step does); then its tokenizer is compared with the edge model's (later, every
+  // session's `opened` does it). Not awaited: a shim that is not up yet is the probe's business.
   void cloud
     ?.checkCredentials()
     .then((state) => {
-      if (state === 'refused') log.warn('the cloud shim refused this edge\'s token: routed tokens fall back to the edge model until --cloud-token matches the shim\'s', { cloud: config.cloud });
+      if (state === 'refused') return log.warn('the cloud shim refused this edge\'s token: routed tokens fall back to the edge model until --cloud-token matches the shim\'s', { cloud: config.cloud });
+      return cloud.checkVocabulary().then((checked) => {
+        if (checked === 'mismatch') log.warn(`the cloud shim serves another tokenizer: ${cloud.stateReason()}; routed tokens fall back to the edge model`, { cloud: config.cloud });
+      });
     })
     .catch(() => {});
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;

@@ -22,7 +22,7 @@
  * breaker.check();          // throws while open
  * breaker.failure('error'); breaker.success();
  */
-import { AppError } from '../../shared/errors.ts';
+import { AppError, type ErrorCode } from '../../shared/errors.ts';
 
 export interface BackoffOptions {
   initialMs: number;
@@ -40,10 +40,13 @@ export type CircuitState = 'closed' | 'open' | 'half-open';
 
 export const DEFAULT_FAILURE_THRESHOLD = 3;
 
-/** The breaker refused a call without trying the cloud (UNAVAILABLE). */
+/**
+ * The edge refused a call without trying the cloud: the breaker (UNAVAILABLE), or a shim whose tokenizer is
+ * not the edge model's (FAILED_PRECONDITION, vocabulary-agreement.ts). Not a cloud failure: nothing to count.
+ */
 export class CircuitOpenError extends AppError {
-  constructor(message: string) {
-    super('UNAVAILABLE', message);
+  constructor(message: string, code: ErrorCode = 'UNAVAILABLE') {
+    super(code, message);
   }
 }
 

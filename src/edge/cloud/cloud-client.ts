@@ -121,9 +121,16 @@ export interface CloudConversation {
 /**
  * `refused`: the shim answers, but turned down this edge's token on its last routed step or credentials
  * check (a wrong --cloud-token); every routed token falls back until a step is answered.
+ * `mismatch`: the shim's tokenizer is not the edge model's (its ids mean other tokens); nothing is routed
+ * to it, every routed token falls back, until the shim reports the edge model's tokenizer.
  */
-export type CloudConnectionState = 'idle' | 'connecting' | 'ready' | 'unavailable' | 'circuit-open' | 'refused';
-export const CLOUD_CONNECTION_STATES: readonly CloudConnectionState[] = ['idle', 'connecting', 'ready', 'unavailable', 'circuit-open', 'refused'];
+export type CloudConnectionState = 'idle' | 'connecting' | 'ready' | 'unavailable' | 'circuit-open' | 'refused' | 'mismatch';
+export const CLOUD_CONNECTION_STATES: readonly CloudConnectionState[] = ['idle', 'connecting', 'ready', 'unavailable', 'circuit-open', 'refused', 'mismatch'];
+
+/** The states in which every new stream is refused at once, with nothing sent: no step is worth sending ahead. */
+export function refusesSteps(state: CloudConnectionState | undefined): boolean {
+  return state === 'circuit-open' || state === 'mismatch';
+}
 
 /** Who a conversation is: the generation's id, and the key that keeps its cloud steps on one worker. */
 export interface ConversationOptions {
@@ -151,6 +158,8 @@ export interface CloudClient {
   /** Opens a conversation lazily: nothing is sent until the first `next`. */
   openConversation(options: ConversationOptions): CloudConversation;
   state(): CloudConnectionState;
+  /** The state in words where it needs them (what differs, while `mismatch`); absent or undefined otherwise. */
+  stateReason?(): string | undefined;
   /**
    * Times one round trip to the shim without a step (its health check): how a wait budget that routes
    * nothing measures the link again. Rejects when the shim does not answer SERVING. Absent: not measurable.
@@ -193,6 +202,7 @@ export function interceptSteps(
       };
     },
     state: () => inner.state(),
+    stateReason: () => inner.stateReason?.(),
     // Not a step: a wait budget's round-trip probe goes to `inner` as it is.
     ...(inner.roundTrip ? { roundTrip: () => inner.roundTrip!() } : {}),
     close: () => inner.close(),

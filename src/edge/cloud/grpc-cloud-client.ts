@@ -7,6 +7,8 @@
  * UNAVAILABLE (the decoding loop then falls back to the edge model); the channel's own reconnection follows
  * the same delays. While the breaker holds failures, the shim's gRPC health service is probed on the same
  * schedule (see CloudHealthProbe), so a shim that came back shows `ready` again without a routed token.
+ * Given the edge model's tokenizer fingerprint, it routes nothing to a shim whose tokenizer differs (state
+ * `mismatch`, see VocabularyAgreement): the shim's Describe answer and every session's `opened` say which it has.
  *
  * @example
  * const cloud = new GrpcCloudClient({ address: 'cloud.example:50061', authToken, tls: { caFile: 'ca.pem' } });
@@ -14,17 +16,20 @@
  * const reply = await conversation.next(stepRequest);
  * await conversation.close(); await cloud.close();
  */
-import { connectivityState, Metadata, type ChannelOptions } from '@grpc/grpc-js';
+import { connectivityState, Metadata, status, type ChannelOptions } from '@grpc/grpc-js';
 import { AppError } from '../../shared/errors.ts';
 import { bearer } from '../../shared/grpc/auth.ts';
-import { appErrorCode } from '../../shared/grpc/errors.ts';
-import { CLOUD_ROUTER_SERVICE_NAME, CloudRouterClient, HealthClient, type CloudRouterClientType, type HealthClientType } from '../../shared/grpc/proto.ts';
+import { appErrorCode, toAppError } from '../../shared/grpc/errors.ts';
+import { CLOUD_ROUTER_SERVICE_NAME, CloudRouterClient, HealthClient, type CloudRouterClientType, type HealthClientType, type SessionOpened__Output } from '../../shared/grpc/proto.ts';
 import { clientTls, type ClientTlsFiles } from '../../shared/grpc/tls.ts';
+import { fromWireFingerprint } from '../../shared/grpc/wire.ts';
+import type { TokenizerFingerprint } from '../../shared/tokenizer-fingerprint.ts';
 import { CloudBackoff } from './cloud-backoff.ts';
 import { CloudHealthProbe, realProbeClock, type ProbeClock } from './cloud-health-probe.ts';
 import type { CloudClient, CloudConnectionState, CloudConversation, ConversationOptions } from './cloud-client.ts';
 import { CREDENTIAL_REFUSALS, GrpcCloudConversation, type RouteStream, type RouteStreamHost, type StepFailure } from './grpc-cloud-conversation.ts';
 import { RoutingKeyHash } from './routing-key-hash.ts';
+import { VocabularyAgreement } from './vocabulary-agreement.ts';
 
 export interface GrpcCloudClientOptions {
   /** `host:port` of the shim. */
@@ -63,6 +68,11 @@ export interface GrpcCloudClientOptions {
    * step can find out that the shim is back.
    */
   healthProbe?: boolean;
+  /**
+   * The edge model's tokenizer (tokenizerFingerprint of its pack): a shim that reports another gets no step.
+   * Absent: nothing is compared.
+   */
+  edgeTokenizer?: TokenizerFingerprint;
   /** The breaker's clock and the probe's timers (tests inject one; default performance.now, unref'd timers). */
   clock?: ProbeClock;
 }
@@ -70,6 +80,7 @@ export interface GrpcCloudClientOptions {
 export class GrpcCloudClient implements CloudClient, RouteStreamHost {
   readonly backoff: CloudBackoff;
   readonly probe: CloudHealthProbe;
+  readonly vocabulary: VocabularyAgreement;
   private client: CloudRouterClientType | undefined;
   private health: HealthClientType | undefined;
   private readonly conversations = new Set<GrpcCloudConversation>();
@@ -84,6 +95,8 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     this.backoff = new CloudBackoff({ initialMs, maxMs, failureThreshold }, () => clock.now());
     this.probe = new CloudHealthProbe(this.backoff, (signal) => this.checkHealth(signal), clock);
     this.routingKeys = new RoutingKeyHash(options.routingKeySecret);
+    // A mismatched shim is asked again at the breaker's longest delay: a restart with the right pack is rare.
+    this.vocabulary = new VocabularyAgreement(options.edgeTokenizer, () => this.describeTokenizer(), clock, maxMs);
   }
 
   openConversation(options: ConversationOptions): CloudConversation {
@@ -105,6 +118,7 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
 
   state(): CloudConnectionState {
     if (this.credentialsRefused) return 'refused';
+    if (this.vocabulary.verdict === 'mismatch') return 'mismatch';
     if (this.backoff.state === 'open') return 'circuit-open';
     // The last attempt failed: whatever the channel says (a dropped connection leaves it IDLE, a slow shim
     // READY, a reconnection in the background CONNECTING), the cloud serves no tokens until one succeeds.
@@ -121,6 +135,11 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     }
   }
 
+  /** Why the state is what it is, where it takes words: what differs, while `mismatch`. */
+  stateReason(): string | undefined {
+    return this.state() === 'mismatch' ? this.vocabulary.reason : undefined;
+  }
+
   async roundTrip(): Promise<number> {
     const started = performance.now();
     const serving = await this.checkHealth(AbortSignal.timeout(this.stepTimeoutMs));
@@ -131,6 +150,7 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
   async close(): Promise<void> {
     this.closed = true;
     this.probe.close();
+    this.vocabulary.close();
     await Promise.allSettled([...this.conversations].map((c) => c.close()));
     // The health client shares the router client's channel: closing that one closes both.
     this.client?.close();
@@ -160,6 +180,25 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     return this.state();
   }
 
+  /**
+   * Asks the shim which tokenizer it has (Describe) and compares it with the edge model's: the start-up check,
+   * so that /readyz says `mismatch` before any token is routed. Resolves the state it leaves; a transport
+   * failure rejects (each session's `opened` still says it).
+   */
+  async checkVocabulary(): Promise<CloudConnectionState> {
+    await this.vocabulary.check();
+    return this.state();
+  }
+
+  /** @internal the shim opened a session: its tokenizer must be the edge model's, or the stream is refused. */
+  sessionOpened(opened: SessionOpened__Output): void {
+    const mismatch = this.vocabulary.judge(fromWireFingerprint(opened.tokenizer));
+    if (!mismatch) return;
+    // Refused without an answer, like a breaker refusal: a probe slot this stream held is given back.
+    this.backoff.abandon();
+    throw mismatch;
+  }
+
   /** @internal a step was answered: the breaker closes, and the credentials are evidently good. */
   stepSucceeded(): void {
     this.credentialsRefused = false;
@@ -172,6 +211,18 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     if (failure === 'abandoned' || failure === 'refused') this.backoff.abandon();
     else this.backoff.failure(failure);
     if (this.options.healthProbe !== false) this.probe.schedule();
+  }
+
+  /** The shim's tokenizer by Describe: undefined from a shim without one, or one older than the call (UNIMPLEMENTED). */
+  private describeTokenizer(): Promise<TokenizerFingerprint | undefined> {
+    if (this.closed) return Promise.reject(new AppError('FAILED_PRECONDITION', 'the cloud client is closed'));
+    return new Promise((resolve, reject) => {
+      this.connection().Describe({}, this.metadata(), { deadline: Date.now() + this.stepTimeoutMs }, (error, reply) => {
+        if (!error) return resolve(fromWireFingerprint(reply?.tokenizer));
+        if (error.code === status.UNIMPLEMENTED) return resolve(undefined);
+        reject(toAppError(error));
+      });
+    });
   }
 
   /** Asks the shim's health service about the CloudRouter, on the routing channel, under the step deadline. */
@@ -190,10 +241,17 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
   /** @internal opens a Route stream, creating the channel on first use. */
   startStream(): RouteStream {
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud client is closed');
+    const mismatch = this.vocabulary.refusal();
+    if (mismatch) throw mismatch;
     this.backoff.check();
+    return this.connection().Route(this.metadata(), { deadline: Date.now() + (this.options.sessionTimeoutMs ?? 30 * 60_000) });
+  }
+
+  /** The call's credentials: the bearer token, when there is one. */
+  private metadata(): Metadata {
     const metadata = new Metadata();
     if (this.options.authToken) metadata.set('authorization', bearer(this.options.authToken));
-    return this.connection().Route(metadata, { deadline: Date.now() + (this.options.sessionTimeoutMs ?? 30 * 60_000) });
+    return metadata;
   }
 
   /** @internal */

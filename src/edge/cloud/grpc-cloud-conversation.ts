@@ -25,7 +25,7 @@
  */
 import { AppError } from '../../shared/errors.ts';
 import { toAppError } from '../../shared/grpc/errors.ts';
-import type { RouteRequest } from '../../shared/grpc/proto.ts';
+import type { RouteRequest, SessionOpened__Output } from '../../shared/grpc/proto.ts';
 import { abortReason } from '../../shared/grpc/stream.ts';
 import { CircuitOpenError } from './cloud-backoff.ts';
 import { skippedReply, withheldReply, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from './cloud-client.ts';
@@ -51,6 +51,8 @@ export interface RouteStreamHost {
   readonly closeTimeoutMs: number;
   /** Opens a Route stream; throws CircuitOpenError when the host refuses without trying. */
   startStream(): RouteStream;
+  /** Checks the shim's `opened` before any result on its stream is read; throws to refuse the stream (a tokenizer not the edge model's). */
+  sessionOpened?(opened: SessionOpened__Output): void;
   stepSucceeded(): void;
   stepFailed(failure: StepFailure): void;
   /** The conversation closed. */
@@ -195,7 +197,7 @@ export class GrpcCloudConversation implements CloudConversation {
     const passed = this.passed(this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey), request.context);
     if (!passed) return undefined;
     this.enter('open');
-    this.live = new LiveRouteStream(this.host.startStream());
+    this.live = new LiveRouteStream(this.host.startStream(), (opened) => this.host.sessionOpened?.(opened));
     return this.live.send(passed, { reused: false });
   }
 

@@ -13,7 +13,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { AppError } from '../../shared/errors.ts';
 import { appErrorCode } from '../../shared/grpc/errors.ts';
-import type { RouteResponse__Output, SessionEnd__Output, StepResult__Output } from '../../shared/grpc/proto.ts';
+import type { RouteResponse__Output, SessionEnd__Output, SessionOpened__Output, StepResult__Output } from '../../shared/grpc/proto.ts';
 import { StreamReader, writeMessage } from '../../shared/grpc/stream.ts';
 import type { PassedMessages } from './cloud-gate.ts';
 
@@ -40,7 +40,11 @@ export class LiveRouteStream {
   /** The shim's id for this stream's session (for logs). */
   sessionId: string | undefined;
 
-  constructor(readonly stream: RouteStream) {
+  constructor(
+    readonly stream: RouteStream,
+    /** Sees the shim's `opened` before any result is read; what it throws fails the step. */
+    private readonly onOpened?: (opened: SessionOpened__Output) => void,
+  ) {
     this.reader = new StreamReader<RouteResponse__Output>(stream);
   }
 
@@ -72,8 +76,10 @@ export class LiveRouteStream {
         const next = await this.reader.next(wait);
         if (next.done) throw new AppError('UNAVAILABLE', 'the cloud ended the stream without answering the step');
         const { opened, step, end } = next.value;
-        if (opened) this.sessionId = opened.sessionId;
-        else if (step) {
+        if (opened) {
+          this.sessionId = opened.sessionId;
+          this.onOpened?.(opened);
+        } else if (step) {
           this.answered++;
           return step;
         } else if (end) throw new StreamEnded(end, sent);

@@ -96,7 +96,8 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   app.get('/readyz', (c) => {
     const ready = options.ready?.() ?? true;
     // Open, for probes; the cloud state and the active count only with the token: they tell anyone on the LAN when the edge is used.
-    const details = hasAccessToken(c, options.accessToken) ? { cloud: runtime.cloudState(), active: runtime.activeCount } : {};
+    const reason = runtime.cloudReason();
+    const details = hasAccessToken(c, options.accessToken) ? { cloud: runtime.cloudState(), ...(reason ? { cloud_reason: reason } : {}), active: runtime.activeCount } : {};
     return c.json({ ready, ...details }, ready ? 200 : 503);
   });
   // Open with a token set: the 401 page needs its style and icon.
@@ -134,7 +135,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} chat={chat.available} />));
   app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} chat={chat.available} />));
   app.route('/', chatRoutes({ runtime, chat, pending, defaults }));
-  app.get('/fragments/cloud-state', (c) => c.html(<CloudState state={runtime.cloudState()} />));
+  app.get('/fragments/cloud-state', (c) => c.html(<CloudState state={runtime.cloudState()} reason={runtime.cloudReason()} />));
 
   app.post('/runs', async (c) => {
     const run = pending.add(readGenerationRequest(await readForm(c), 'form'));
@@ -193,6 +194,8 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
         executionProviders: runtime.engine.edgeModel.executionProviders,
         router: runtime.engine.router.info.name,
         cloud: runtime.cloudState(),
+        // What differs, while the cloud is `mismatch`.
+        cloudReason: runtime.cloudReason(),
         limits,
         // The --route-* budgets under the request fields' names: what a request naming neither τ nor a budget gets.
         defaultBudget,

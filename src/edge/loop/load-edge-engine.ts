@@ -2,8 +2,9 @@
  * The one place an edge engine's parts are loaded: the edge model pack (its ONNX variant and thread
  * count), its tokenizer and the router, with every check that they fit together done here, before the
  * first generation: a trained router needs the edge model's hidden states, of the hidden size it was
- * trained on, and a router that reads the proposed token needs the vocabulary its token table was built
- * over. A refusal releases whatever was loaded. The server, the benches and the evaluation assemble
+ * trained on, a router that reads the proposed token needs the vocabulary its token table was built
+ * over, and a router pack is refused on any edge model but the one it was trained for (edge-model-identity.ts).
+ * A refusal releases whatever was loaded. The server, the benches and the evaluation assemble
  * their engines from it: `{ ...parts, cloud, ...settings }`.
  *
  * @example
@@ -26,6 +27,7 @@ import { DecodeScheduler } from '../../shared/scheduler/decode-scheduler.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
 import { loadRouter, type Router } from '../routing/router.ts';
 import { readsToken } from '../routing/router-features.ts';
+import { checkRouterTrainedFor } from '../routing/edge-model-identity.ts';
 
 export interface EdgeEngineSources {
   /** The edge model pack's folder, or a pack the caller loaded (and checked) itself. */
@@ -93,6 +95,8 @@ function checkRouterFits(router: Router, dir: string | undefined, pack: ModelPac
   const { hiddenSize, features } = router.info;
   if (hiddenSize === null) return;
   const shown = dir ?? router.info.name;
+  // First: a router trained for another model is the cause of any other misfit, and the message should say so.
+  if (dir !== undefined) checkRouterTrainedFor(dir, pack);
   if (!hasHiddenStates) {
     throw new AppError('INVALID_ARGUMENT', `router ${shown} reads the edge model's hidden states; ${pack.modelPath} has no hidden_states output (add it with: bun run models expose-hidden)`);
   }

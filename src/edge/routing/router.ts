@@ -17,6 +17,7 @@ import { topProbability } from '../../shared/logits.ts';
 import { readJsonFile } from '../../shared/model-pack.ts';
 import { ort, type InferenceSession, type OrtTensor } from '../../shared/ort.ts';
 import { runSession } from '../../shared/run-session.ts';
+import type { EdgeModelIdentity } from './edge-model-identity.ts';
 import { LogitSums, ONNX_SUMS_MIN_LENGTH } from './logit-sums.ts';
 import {
   extraWidth,
@@ -59,6 +60,8 @@ export interface RouterJson {
   slm: string;
   llm?: string;
   default_threshold: number;
+  /** The edge model it was trained on (absent from packs older than the field): the edge refuses it on any other. */
+  edge_model?: EdgeModelIdentity;
   /** Feature groups, `hidden` first; absent = `['hidden']`. */
   features?: FeatureGroup[];
   training?: Record<string, unknown>;

@@ -69,3 +69,6 @@ export type * from './generated/grpc/health/v1/HealthCheckResponse.ts';
 export type * from './generated/tokenrouter/cloud/v1/ScoreRequest.ts';
 export type * from './generated/tokenrouter/cloud/v1/ScoreResponse.ts';
 export type * from './generated/tokenrouter/cloud/v1/PositionScore.ts';
+export type * from './generated/tokenrouter/cloud/v1/DescribeRequest.ts';
+export type * from './generated/tokenrouter/cloud/v1/ShimDescription.ts';
+export type { TokenizerFingerprint as WireTokenizerFingerprint, TokenizerFingerprint__Output as WireTokenizerFingerprint__Output } from './generated/tokenrouter/cloud/v1/TokenizerFingerprint.ts';

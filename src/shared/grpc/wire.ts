@@ -1,10 +1,11 @@
 /**
  * Conversions between the contract's vocabulary (contract-vocabulary.ts) (`TokenSource`, finish reasons) and the cloud proto's enums,
- * shared by the shim and the edge's gRPC client.
+ * and of a tokenizer's fingerprint (tokenizer-fingerprint.ts) to and from its message, shared by the shim and the edge's gRPC client.
  */
 import type { SpanFinish, TokenSource } from '../contract-vocabulary.ts';
 import { AppError } from '../errors.ts';
-import type { WireFinishReason__Output, WireTokenSource__Output } from './proto.ts';
+import { TOKENIZER_PARTS, type TokenizerFingerprint, type TokenizerPart } from '../tokenizer-fingerprint.ts';
+import type { WireFinishReason__Output, WireTokenizerFingerprint, WireTokenizerFingerprint__Output, WireTokenSource__Output } from './proto.ts';
 
 const TO_WIRE: Record<TokenSource, WireTokenSource__Output> = {
   prompt: 'TOKEN_SOURCE_PROMPT',
@@ -41,4 +42,17 @@ const FINISH_TO_WIRE: Record<SpanFinish, WireFinishReason__Output> = {
 
 export function toWireFinish(finish: SpanFinish): WireFinishReason__Output {
   return FINISH_TO_WIRE[finish];
+}
+
+export function toWireFingerprint(fingerprint: TokenizerFingerprint): WireTokenizerFingerprint {
+  const { sha256, vocabularySize, parts } = fingerprint;
+  return { sha256, vocabularySize, parts: TOKENIZER_PARTS.map((name) => ({ name, sha256: parts[name] })) };
+}
+
+/** The shim's fingerprint; undefined when it sent none (no tokenizer, or a shim older than the field). Unknown parts are left out. */
+export function fromWireFingerprint(wire: WireTokenizerFingerprint__Output | null | undefined): TokenizerFingerprint | undefined {
+  if (!wire || wire.sha256 === '') return undefined;
+  const parts = Object.fromEntries(TOKENIZER_PARTS.map((p) => [p, ''])) as Record<TokenizerPart, string>;
+  for (const { name, sha256 } of wire.parts) if ((TOKENIZER_PARTS as readonly string[]).includes(name)) parts[name as TokenizerPart] = sha256;
+  return { sha256: wire.sha256, vocabularySize: wire.vocabularySize, parts };
 }

@@ -111,6 +111,7 @@ async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pac
       hiddenUnits: DEFAULT_HIDDEN_UNITS * DEFAULT_MEMBERS,
       seed: 0,
       edgeModel: `../${o.preset}`,
+      edgeModelDir: pack,
     };
     if (!packIsUpToDate(router, randomRouterSource(routerOptions), 'router.onnx')) {
       o.log(`building ${router} (random weights, once)`);

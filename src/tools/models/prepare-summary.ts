@@ -24,7 +24,14 @@ export function formatPrepareResult(r: PrepareResult): string {
     lines.push('run the shim with it (or --backend openai):', `  bun run shim -- --backend sglang --backend-url http://HOST:PORT --model-pack ${r.output}`);
   } else {
     const file = r.layout === 'plain' && r.runFile !== DEFAULT_MODEL_FILE ? ` --edge-model-file ${r.runFile}` : '';
-    lines.push('run the edge with it:', `  bun run edge -- --edge-model ${r.output}${file}`);
+    // No router was trained for a pack just made, and the edge refuses one trained for another model (the
+    // default is the demo's): the built-in scorer fits any edge model.
+    lines.push(
+      "run the edge with it (the edge model's own top-1 probability as the router):",
+      `  bun run edge -- --edge-model ${r.output}${file} --router builtin`,
+      'or train a router for it first, then pass --router DIR:',
+      `  bun run router train --edge-model ${r.output}${file} (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR`,
+    );
   }
   return lines.join('\n');
 }

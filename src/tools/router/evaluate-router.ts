@@ -7,6 +7,7 @@
  */
 import { join, resolve } from 'node:path';
 import type { RouterJson } from '../../edge/routing/router.ts';
+import { checkRouterTrainedFor } from '../../edge/routing/edge-model-identity.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, readJsonFile } from '../../shared/model-pack.ts';
 import { scoreWithRouterPack } from './batch-scorer.ts';
@@ -54,6 +55,8 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   if (meta.hidden_size !== edgePack.hiddenSize) {
     throw new AppError('INVALID_ARGUMENT', `router ${root} expects hidden size ${meta.hidden_size}; ${edgePack.modelPath} has ${edgePack.hiddenSize}`);
   }
+  // The edge would refuse it on another model: so does its evaluation.
+  checkRouterTrainedFor(root, edgePack);
   const corpus = readTrainingCorpus(o.text);
   const { count, noun } = documentCount(corpus);
   const { heldOut } = splitByParagraph(Array.from({ length: count }, (_, i) => i), o.trainFraction);

@@ -7,6 +7,7 @@ import { inputWidth } from '../lab/feature-matrix.ts';
 import { initialWeights, normalSampler } from './mlp.ts';
 import { writeRouterPack } from './router-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
+import { edgeModelIdentity } from '../../edge/routing/edge-model-identity.ts';
 
 /** Token rows of a random router: about as many ids as a trained router of a large vocabulary gives a row of their own. */
 export const RANDOM_TOKEN_ROWS = 16_384;
@@ -18,8 +19,10 @@ export interface RandomRouterOptions {
   /** All hidden units: a trained router's members × hidden units each. */
   hiddenUnits: number;
   seed: number;
-  /** Recorded in router.json as the edge pack it is meant for. */
+  /** Recorded in router.json as the edge pack it is meant for (`slm`). */
   edgeModel: string;
+  /** The edge pack's folder, when there is one: its identity goes in router.json's `edge_model`, which the edge checks at start. */
+  edgeModelDir?: string;
 }
 
 export function randomRouterSource(o: RandomRouterOptions): Record<string, unknown> {
@@ -38,7 +41,14 @@ export async function writeRandomRouterPack(out: string, o: RandomRouterOptions)
   };
   await writeRouterPack(out, {
     weights,
-    meta: { hidden_size: o.hiddenSize, slm: o.edgeModel, default_threshold: 0.5, features: [...FEATURE_GROUPS], training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed } },
+    meta: {
+      hidden_size: o.hiddenSize,
+      slm: o.edgeModel,
+      ...(o.edgeModelDir ? { edge_model: edgeModelIdentity(o.edgeModelDir) } : {}),
+      default_threshold: 0.5,
+      features: [...FEATURE_GROUPS],
+      training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed },
+    },
     source: randomRouterSource(o),
   });
 }

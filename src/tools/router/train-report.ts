@@ -8,6 +8,7 @@
 import { relative, resolve } from 'node:path';
 import type { RouterJson } from '../../edge/routing/router.ts';
 import type { FeatureGroup } from '../../edge/routing/router-features.ts';
+import { edgeModelIdentity } from '../../edge/routing/edge-model-identity.ts';
 import type { TextCorpus } from '../lab/text-corpus.ts';
 import { LABEL_RULE_TEXT, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROUTER_LEARNING_RATE, VALIDATION_FRACTION, type TrainRouterOptions } from './train-router-options.ts';
@@ -64,6 +65,8 @@ export function routerMeta(
 
     hidden_size: packs.hiddenSize,
     slm: relative(resolve(o.out), packs.edgeModelDir),
+    // What the edge checks at start: this router on another edge model is refused.
+    edge_model: edgeModelIdentity(packs.edgeModelDir),
     // A router trained through a shim names no pack: `router eval` then needs --cloud-model or --cloud.
     ...(packs.cloudModelDir === undefined ? {} : { llm: relative(resolve(o.out), packs.cloudModelDir) }),
     default_threshold: defaultThreshold,

@@ -11,7 +11,7 @@
 import type { AppendResult } from '../../../shared/decoder-model.ts';
 import { isAbortError } from '../../../shared/errors.ts';
 import type { TokenSource } from '../../../shared/contract-vocabulary.ts';
-import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../../cloud/cloud-client.ts';
+import { refusesSteps, type CloudConversation, type CloudStepReply, type CloudStepRequest } from '../../cloud/cloud-client.ts';
 import { decodeAhead, type SpeculativeStep } from './decode-ahead.ts';
 import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from '../edge-engine.ts';
 import { elapsed, type GenerationState } from '../generation-state.ts';
@@ -118,7 +118,7 @@ export class SpeculationChains implements Speculation {
   async decodeAhead(reply: Promise<CloudStepReply>): Promise<void> {
     const { state } = this;
     const ahead = Math.min(this.depth, state.room - 1);
-    if (ahead <= 0 || state.engine.cloud?.state() === 'circuit-open') return;
+    if (ahead <= 0 || refusesSteps(state.engine.cloud?.state())) return;
     if (!this.current) {
       if (this.auto && !this.pays()) return;
       this.current = this.open(reply, state.last!, state.metrics.tokens, [...state.context], [...state.sources], state.cut.fork());
@@ -170,7 +170,7 @@ export class SpeculationChains implements Speculation {
   private branch(chain: Chain, at: SpeculativeStep): number | undefined {
     const { state } = this;
     if (this.settings.conditionalSteps === false || chain.behind || chain.replied || !state.conversation) return undefined;
-    if (state.engine.cloud?.state() === 'circuit-open') return undefined;
+    if (refusesSteps(state.engine.cloud?.state())) return undefined;
     const index = chain.steps.length - 1;
     const tokenIndex = chain.tokenIndex + 1 + index;
     const request = state.stepRequest([...chain.ids], [...chain.idSources], { tokenIndex, maxTokens: 1, score: at.score ?? 0, hidden: at.result.hidden });

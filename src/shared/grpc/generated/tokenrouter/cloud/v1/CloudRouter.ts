@@ -2,12 +2,37 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { DescribeRequest as _tokenrouter_cloud_v1_DescribeRequest, DescribeRequest__Output as _tokenrouter_cloud_v1_DescribeRequest__Output } from '../../../tokenrouter/cloud/v1/DescribeRequest';
 import type { RouteRequest as _tokenrouter_cloud_v1_RouteRequest, RouteRequest__Output as _tokenrouter_cloud_v1_RouteRequest__Output } from '../../../tokenrouter/cloud/v1/RouteRequest';
 import type { RouteResponse as _tokenrouter_cloud_v1_RouteResponse, RouteResponse__Output as _tokenrouter_cloud_v1_RouteResponse__Output } from '../../../tokenrouter/cloud/v1/RouteResponse';
 import type { ScoreRequest as _tokenrouter_cloud_v1_ScoreRequest, ScoreRequest__Output as _tokenrouter_cloud_v1_ScoreRequest__Output } from '../../../tokenrouter/cloud/v1/ScoreRequest';
 import type { ScoreResponse as _tokenrouter_cloud_v1_ScoreResponse, ScoreResponse__Output as _tokenrouter_cloud_v1_ScoreResponse__Output } from '../../../tokenrouter/cloud/v1/ScoreResponse';
+import type { ShimDescription as _tokenrouter_cloud_v1_ShimDescription, ShimDescription__Output as _tokenrouter_cloud_v1_ShimDescription__Output } from '../../../tokenrouter/cloud/v1/ShimDescription';
 
 export interface CloudRouterClient extends grpc.Client {
+  /**
+   * What the shim serves, without a session: its backend, window and tokenizer. The edge asks at start (and
+   * again while the answer names another tokenizer than its edge model's) so that both sides agree on what
+   * every id means before a token is routed; `SessionOpened.tokenizer` says the same on every stream. A shim
+   * older than this call answers UNIMPLEMENTED; the edge then goes by `SessionOpened` alone. Checks the
+   * bearer token like the other calls.
+   */
+  Describe(argument: _tokenrouter_cloud_v1_DescribeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tokenrouter_cloud_v1_ShimDescription__Output>): grpc.ClientUnaryCall;
+  Describe(argument: _tokenrouter_cloud_v1_DescribeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tokenrouter_cloud_v1_ShimDescription__Output>): grpc.ClientUnaryCall;
+  Describe(argument: _tokenrouter_cloud_v1_DescribeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tokenrouter_cloud_v1_ShimDescription__Output>): grpc.ClientUnaryCall;
+  Describe(argument: _tokenrouter_cloud_v1_DescribeRequest, callback: grpc.requestCallback<_tokenrouter_cloud_v1_ShimDescription__Output>): grpc.ClientUnaryCall;
+  /**
+   * What the shim serves, without a session: its backend, window and tokenizer. The edge asks at start (and
+   * again while the answer names another tokenizer than its edge model's) so that both sides agree on what
+   * every id means before a token is routed; `SessionOpened.tokenizer` says the same on every stream. A shim
+   * older than this call answers UNIMPLEMENTED; the edge then goes by `SessionOpened` alone. Checks the
+   * bearer token like the other calls.
+   */
+  describe(argument: _tokenrouter_cloud_v1_DescribeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tokenrouter_cloud_v1_ShimDescription__Output>): grpc.ClientUnaryCall;
+  describe(argument: _tokenrouter_cloud_v1_DescribeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tokenrouter_cloud_v1_ShimDescription__Output>): grpc.ClientUnaryCall;
+  describe(argument: _tokenrouter_cloud_v1_DescribeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tokenrouter_cloud_v1_ShimDescription__Output>): grpc.ClientUnaryCall;
+  describe(argument: _tokenrouter_cloud_v1_DescribeRequest, callback: grpc.requestCallback<_tokenrouter_cloud_v1_ShimDescription__Output>): grpc.ClientUnaryCall;
+  
   Route(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_tokenrouter_cloud_v1_RouteRequest, _tokenrouter_cloud_v1_RouteResponse__Output>;
   Route(options?: grpc.CallOptions): grpc.ClientDuplexStream<_tokenrouter_cloud_v1_RouteRequest, _tokenrouter_cloud_v1_RouteResponse__Output>;
   route(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_tokenrouter_cloud_v1_RouteRequest, _tokenrouter_cloud_v1_RouteResponse__Output>;
@@ -41,6 +66,15 @@ export interface CloudRouterClient extends grpc.Client {
 }
 
 export interface CloudRouterHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * What the shim serves, without a session: its backend, window and tokenizer. The edge asks at start (and
+   * again while the answer names another tokenizer than its edge model's) so that both sides agree on what
+   * every id means before a token is routed; `SessionOpened.tokenizer` says the same on every stream. A shim
+   * older than this call answers UNIMPLEMENTED; the edge then goes by `SessionOpened` alone. Checks the
+   * bearer token like the other calls.
+   */
+  Describe: grpc.handleUnaryCall<_tokenrouter_cloud_v1_DescribeRequest__Output, _tokenrouter_cloud_v1_ShimDescription>;
+  
   Route: grpc.handleBidiStreamingCall<_tokenrouter_cloud_v1_RouteRequest__Output, _tokenrouter_cloud_v1_RouteResponse>;
   
   /**
@@ -56,6 +90,7 @@ export interface CloudRouterHandlers extends grpc.UntypedServiceImplementation {
 }
 
 export interface CloudRouterDefinition extends grpc.ServiceDefinition {
+  Describe: MethodDefinition<_tokenrouter_cloud_v1_DescribeRequest, _tokenrouter_cloud_v1_ShimDescription, _tokenrouter_cloud_v1_DescribeRequest__Output, _tokenrouter_cloud_v1_ShimDescription__Output>
   Route: MethodDefinition<_tokenrouter_cloud_v1_RouteRequest, _tokenrouter_cloud_v1_RouteResponse, _tokenrouter_cloud_v1_RouteRequest__Output, _tokenrouter_cloud_v1_RouteResponse__Output>
   Score: MethodDefinition<_tokenrouter_cloud_v1_ScoreRequest, _tokenrouter_cloud_v1_ScoreResponse, _tokenrouter_cloud_v1_ScoreRequest__Output, _tokenrouter_cloud_v1_ScoreResponse__Output>
 }

@@ -1,5 +1,6 @@
 // Original file: proto/cloud_router.proto
 
+import type { TokenizerFingerprint as _tokenrouter_cloud_v1_TokenizerFingerprint, TokenizerFingerprint__Output as _tokenrouter_cloud_v1_TokenizerFingerprint__Output } from '../../../tokenrouter/cloud/v1/TokenizerFingerprint';
 
 export interface SessionOpened {
   /**
@@ -15,6 +16,11 @@ export interface SessionOpened {
    */
   'vocabSize'?: (number);
   'maxContext'?: (number);
+  /**
+   * The shim's tokenizer (its --model-pack's); absent when it has none, or from a shim older than the field.
+   * An edge whose edge model's tokenizer has another fingerprint routes nothing to this shim.
+   */
+  'tokenizer'?: (_tokenrouter_cloud_v1_TokenizerFingerprint | null);
 }
 
 export interface SessionOpened__Output {
@@ -31,4 +37,9 @@ export interface SessionOpened__Output {
    */
   'vocabSize': (number);
   'maxContext': (number);
+  /**
+   * The shim's tokenizer (its --model-pack's); absent when it has none, or from a shim older than the field.
+   * An edge whose edge model's tokenizer has another fingerprint routes nothing to this shim.
+   */
+  'tokenizer': (_tokenrouter_cloud_v1_TokenizerFingerprint__Output | null);
 }
