@@ -30,12 +30,14 @@ import { PACK_SOURCE_FILE } from './pack-writer.ts';
 export interface OptimizeOptions {
   /** A hub folder (its model.onnx, or onnx/model.onnx) or one .onnx file of it. */
   input: string;
-  /** The pack folder to write (replaced when it exists). */
+  /** The pack folder to write (new, empty, or with `force` one this project's tools wrote). */
   output: string;
   /** `fused` when omitted; `plain` rebuilds the standard-op graph (the reference the fused one is checked against). */
   layout?: DecoderLayout;
   /** Fused layout: how decode steps attend (DecoderGraphOptions); the default when omitted. */
   decodeAttention?: DecodeAttention;
+  /** Replace a pack this project's tools wrote at `output` (output-ownership.ts). */
+  force?: boolean;
 }
 
 export interface OptimizeResult {
@@ -71,7 +73,7 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
   const { spec, weights, weightType, config, configPath } = readHubExport(modelPath);
   const packFolder = dirname(configPath);
   const copied = HUB_METADATA_FILES.filter((f) => existsSync(join(packFolder, f)));
-  await writeFolderAtomically(options.output, (dir) => {
+  await writeFolderAtomically(options.output, { tool: 'models optimize', force: options.force }, (dir) => {
     const graph = buildDecoderGraph(spec, weights, { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout, decodeAttention: options.decodeAttention });
     writeModel(graph, join(dir, DEFAULT_MODEL_FILE), { externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES });
     // The export's own fields stay (chat settings, token ids, ...); what the rebuilt graph is, the builder says.

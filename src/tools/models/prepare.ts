@@ -34,12 +34,13 @@ import type { QuantizedDtype } from './quantize.ts';
 export interface PrepareOptions {
   /** The hub folder: config and tokenizer files at the top, ONNX files in onnx/ or at the top. */
   input: string;
-  /** The pack folder to write (replaced when it exists). */
+  /** The pack folder to write: new, empty, or (with `force`) one this project's tools wrote (output-ownership.ts). */
   output: string;
   /** Quantize the fused pack (or, where the export stays plain, run the hub's file of that type). */
   dtype?: QuantizedDtype;
   /** The shim's pack for an HTTP backend: config and tokenizer files, no ONNX. */
   cloudOnly?: boolean;
+  force?: boolean;
 }
 
 export interface CloudOnlyBuild {
@@ -64,7 +65,7 @@ export async function preparePack(options: PrepareOptions): Promise<PrepareResul
   refuseOutputOverHub(options.output, hub);
   let built: FusedBuild | PlainBuild | CloudOnlyBuild | undefined;
   const copied = ['config.json', ...hub.metadata];
-  await writeFolderAtomically(options.output, async (dir) => {
+  await writeFolderAtomically(options.output, { tool: 'models prepare', force: options.force }, async (dir) => {
     if (options.cloudOnly) {
       copyHubFiles(hub.dir, dir, copied);
       built = { layout: 'cloud-only', leftOut: hub.onnxFiles.map((file) => ({ file, reason: 'the HTTP backend runs the model' })) };
