@@ -68,7 +68,7 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
   const modelPath = resolveHubModel(options.input);
   // The output folder is replaced whole: one that holds the export would lose it.
   if (existsSync(options.output) && realpathSync(modelPath).startsWith(`${realpathSync(options.output)}${sep}`)) {
-    throw new AppError('INVALID_ARGUMENT', `--out ${options.output} holds the export being read; write the pack to a new folder (it replaces what is there)`);
+    throw new AppError('INVALID_ARGUMENT', `--out ${options.output} holds the export being read; write the pack to a new folder`);
   }
   const { spec, weights, weightType, config, configPath } = readHubExport(modelPath);
   const packFolder = dirname(configPath);

@@ -80,12 +80,12 @@ export async function preparePack(options: PrepareOptions): Promise<PrepareResul
   return { ...built!, hub: hub.dir, output: options.output, copied, vocabSize: hub.config.vocab_size, tokenizerVocabSize: hub.tokenizer.vocabSize };
 }
 
-/** The output folder is replaced whole: one that is, or holds, the folder being read would lose it. */
+/** The output folder is replaced whole (with --force): one that is, or holds, the folder being read would lose it. */
 function refuseOutputOverHub(output: string, hub: HubFolder): void {
   const out = existsSync(output) ? realpathSync(output) : resolve(output);
   const read = [hub.dir, ...(hub.onnxDir ? [hub.onnxDir] : [])].map((p) => realpathSync(p));
   if (read.some((p) => p === out || p.startsWith(`${out}${sep}`))) {
-    throw new AppError('INVALID_ARGUMENT', `--out ${output} holds the hub folder being read; write the pack to a new folder (it replaces what is there)`);
+    throw new AppError('INVALID_ARGUMENT', `--out ${output} holds the hub folder being read; write the pack to a new folder`);
   }
 }
 

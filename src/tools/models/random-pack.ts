@@ -51,7 +51,7 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
     tokenizerConfig,
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
     source: { ...randomPackSource(options.preset, options.seed, options.layout, options.decodeAttention), ...(options.untiedHead ? { untiedHead: true } : {}) },
-  });
+  }, { tool: 'models random', force: options.force });
 }
 
 /**
