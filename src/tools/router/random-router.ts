@@ -20,6 +20,8 @@ export interface RandomRouterOptions {
   seed: number;
   /** Recorded in router.json as the edge pack it is meant for. */
   edgeModel: string;
+  /** Replace a router pack this project's tools wrote at `out` (a benchmark's stale one). */
+  force?: boolean;
 }
 
 export function randomRouterSource(o: RandomRouterOptions): Record<string, unknown> {
@@ -40,5 +42,5 @@ export async function writeRandomRouterPack(out: string, o: RandomRouterOptions)
     weights,
     meta: { hidden_size: o.hiddenSize, slm: o.edgeModel, default_threshold: 0.5, features: [...FEATURE_GROUPS], training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed } },
     source: randomRouterSource(o),
-  });
+  }, { tool: 'random router', force: o.force });
 }
