@@ -19,7 +19,8 @@ const work = mkdtempSync(join(tmpdir(), 'tool-outputs-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function tool(script: string, ...args: string[]) {
-  const r = Bun.spawnSync(['bun', script, ...args], { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' });
+  // Bounded: a tool that opened a FIFO or read /dev/zero would never end.
+  const r = Bun.spawnSync(['bun', script, ...args], { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe', timeout: 60_000 });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 const models = (...args: string[]) => tool('src/tools/models/cli.ts', ...args);
