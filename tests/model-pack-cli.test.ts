@@ -101,7 +101,7 @@ describe('convert-llama2c bad input: one-line error naming the file, nothing wri
       const r = asRoot ? modelsAsNobody(...args) : models(...args);
       expect(r.code).toBe(1);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toMatch(/locked: output folder is not writable/);
+      expect(r.stderr).toMatch(/--out .*locked\/pack: its folder .*locked is not writable/);
       expect(readdirSync(locked)).toEqual([]);
     } finally {
       chmodSync(locked, 0o700);
@@ -128,7 +128,7 @@ test('convert-llama2c --layers 2 writes a loadable 2-layer pack', async () => {
   expect(pack.vocabSize).toBe(512);
   expect(pack.eosTokenIds).toEqual([2, 1]);
   expect(readdirSync(out).sort()).toEqual(
-    ['config.json', 'generation_config.json', 'model.onnx', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json'].sort(),
+    ['config.json', 'generation_config.json', 'model.onnx', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json'].sort(),
   );
 });
 

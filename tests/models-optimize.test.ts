@@ -137,7 +137,7 @@ describe('the output pack on the edge', () => {
   });
 
   test('a full pack: config, generation config and tokenizer files copied, hidden_states, pack-source.json', async () => {
-    expect(readdirSync(out).sort()).toEqual(['config.json', 'generation_config.json', 'model.onnx', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(readdirSync(out).sort()).toEqual(['config.json', 'generation_config.json', 'model.onnx', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json']);
     for (const f of ['generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) expect(readFileSync(join(out, f))).toEqual(readFileSync(join(hub, f)));
     const pack = loadModelPack(out);
     expect([pack.modelType, pack.numLayers, pack.numKvHeads, pack.headDim, pack.hiddenSize, pack.vocabSize, pack.bosTokenId, pack.eosTokenIds]).toEqual(['llama', 5, 4, 8, 64, 512, 1, [2]]);

@@ -58,7 +58,7 @@ describe('a Llama hub download (stories260k-hf: onnx/ with all four files, model
     expect(r.layout).toBe('fused');
     expect(r.layout === 'fused' && r.optimized.modelPath).toBe(join(hub, 'onnx', 'model.onnx'));
     expect(r.leftOut.map((l) => l.file)).toEqual(['model_fp16.onnx', 'model_q4.onnx', 'model_quantized.onnx']);
-    expect(listing(out)).toEqual(['chat_template.jinja', 'config.json', 'generation_config.json', 'model.onnx', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(listing(out)).toEqual(['chat_template.jinja', 'config.json', 'generation_config.json', 'model.onnx', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json']);
     const ops = Object.fromEntries(inspectPath(out)[0]!.opCounts.map((o) => [o.opType, o.count]));
     expect(ops['com.microsoft.GroupQueryAttention']).toBe(5);
     expect(readFileSync(join(out, 'tokenizer.json'))).toEqual(readFileSync(join(hub, 'tokenizer.json')));
@@ -131,7 +131,7 @@ describe('exports optimize does not rewrite: the files as they come, hidden_stat
     expect(r.whyNotFused).toBe('no model.onnx or model_fp16.onnx to rebuild (only decoder_model_merged.onnx, model_q4.onnx, model_quantized.onnx)');
     expect(r.leftOut).toEqual([{ file: 'decoder_model_merged.onnx', reason: expect.stringContaining('input use_cache_branch is not fed by the edge') }]);
     expect(r.runFile).toBe('model_q4.onnx');
-    expect(listing(out)).toEqual(['config.json', 'generation_config.json', 'model_q4.onnx', 'model_quantized.onnx', 'model_quantized.onnx_data', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(listing(out)).toEqual(['config.json', 'generation_config.json', 'model_q4.onnx', 'model_quantized.onnx', 'model_quantized.onnx_data', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json']);
     for (const file of ['model_q4.onnx', 'model_quantized.onnx']) {
       const [exported, prepared] = [await greedyRunOfPack(hubExport('stories260k-3l-hf'), file, PROMPT_IDS, 4), await greedyRunOfPack(out, file, PROMPT_IDS, 4)];
       expect(prepared.hidden[0]).toHaveLength(64);
@@ -212,7 +212,7 @@ describe('--cloud-only: the shim\'s pack for an HTTP backend', () => {
     const out = join(work, 'cloud-pack');
     const r = await preparePack({ input: hub, output: out, cloudOnly: true });
     expect(r.layout).toBe('cloud-only');
-    expect(listing(out)).toEqual(['chat_template.jinja', 'config.json', 'generation_config.json', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(listing(out)).toEqual(['chat_template.jinja', 'config.json', 'generation_config.json', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json']);
     for (const backend of [['--backend', 'sglang'], ['--backend', 'openai', '--openai-retokenize']]) {
       const config = parseShimConfig([...backend, '--backend-url', 'http://127.0.0.1:9', '--model-pack', out, '--port', '0', '--host', '127.0.0.1', '--log-level', 'silent'], {});
       const shim = await startShim(config);

@@ -115,7 +115,7 @@ async function resolveTarget(o: EdgeBenchOptions): Promise<{ target: string; pac
     };
     if (!packIsUpToDate(router, randomRouterSource(routerOptions), 'router.onnx')) {
       o.log(`building ${router} (random weights, once)`);
-      await writeRandomRouterPack(router, routerOptions);
+      await writeRandomRouterPack(router, { ...routerOptions, force: true });
     }
     return { target: `preset:${o.preset}`, pack, router };
   }

@@ -1,10 +1,9 @@
 /** `bun run eval --dataset FILE [flags]`: the routing threshold sweep with its baselines (see EVAL_USAGE). */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { basename, extname, join } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { runCli, wantsHelp } from '../cli-support.ts';
 import { terminalProgress } from '../lab/progress.ts';
 import { EVAL_USAGE, parseEvalOptions } from './eval-options.ts';
+import { checkEvalOutputs, plotPrefix, writePlots } from './eval-outputs.ts';
 import { evalPlots } from './eval-plots.ts';
 import { formatMarkdown, toJson } from './eval-report.ts';
 import { runEvaluation } from './run-evaluation.ts';
@@ -16,15 +15,11 @@ async function main(): Promise<void> {
     return;
   }
   const options = parseEvalOptions(args);
+  checkEvalOutputs(options);
   const report = await runEvaluation(options, terminalProgress(), (line) => console.error(line));
   console.log(formatMarkdown(report));
   if (options.out) {
-    mkdirSync(options.out, { recursive: true });
-    const name = options.name ?? basename(options.dataset, extname(options.dataset));
-    for (const [file, svg] of Object.entries(await evalPlots(report.result, name))) {
-      writeFileSync(join(options.out, file), svg);
-      console.error(`wrote ${join(options.out, file)}`);
-    }
+    for (const path of await writePlots(options, await evalPlots(report.result, plotPrefix(options)))) console.error(`wrote ${path}`);
   }
   if (options.json) console.log(JSON.stringify(toJson(report)));
   // A private value that reached the cloud is a bug, not a figure: the run fails (and results:record saves nothing).

@@ -37,8 +37,8 @@ export function dumpRows(forced: TeacherForced, scores: ArrayLike<number>): Dump
   }));
 }
 
-export async function writeDump(path: string, rows: readonly DumpRow[]): Promise<void> {
-  await writeFileAtomically(path, (temp) => {
+export async function writeDump(path: string, rows: readonly DumpRow[], force = false): Promise<void> {
+  await writeFileAtomically(path, { tool: 'eval --dump', force }, (temp) => {
     writeFileSync(temp, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
     return [];
   });

@@ -49,7 +49,7 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
   --route-share LIST      text: share budgets driven over the teacher-forced positions in order (the edge's
                           ShareCut), beside fixed τ at the share they realize, and route spans 1, 2, 4 at
                           that share of cloud tokens (default 0.1; "none")
-  --dump FILE.jsonl       text: write per-position router scores and correctness
+  --dump FILE.jsonl       text: write per-position router scores and correctness (a new file; --force replaces one)
   --calibration-runs N    most runs spent matching the top-1 baseline's routed share along generations,
                           per threshold (default 8)
   --private-entities N    text: what private spans cost instead of the sweep: N synthetic entities (names, emails,
@@ -58,7 +58,8 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
                           through the cloud conversation and --continuations generations from the paragraphs'
                           openings, and a leak check of what the cloud saw (docs/privacy-costs.md)
   --seed N                seed of the random baseline (default 0)
-  --out DIR               write SVG plots to DIR
+  --out DIR               write SVG plots to DIR (created when missing; --force replaces plots of the same --name)
+  --force                 replace existing --dump and plot files (regular files only)
   --name NAME             file-name prefix of the plots (default: the data set's file name)
   --json                  print the results as one JSON object on the last line as well`;
 
@@ -100,6 +101,8 @@ export interface EvalOptions {
   out: string | undefined;
   name: string | undefined;
   json: boolean;
+  /** --force: replace existing --dump and plot files (eval-outputs.ts). */
+  force: boolean;
 }
 
 /** The share budget evaluated when none is given: 10% of tokens, the share docs/routing-budgets.md compares with fixed τ. */
@@ -147,6 +150,7 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     out: { type: 'string' },
     name: { type: 'string' },
     json: { type: 'boolean' },
+    force: { type: 'boolean' },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if (!values.dataset) throw new UsageError('--dataset is required');
@@ -194,5 +198,6 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     out: values.out,
     name: values.name,
     json: values.json ?? false,
+    force: values.force ?? false,
   });
 }

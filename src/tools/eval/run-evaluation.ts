@@ -125,6 +125,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
         shares: o.shares,
         routeShares: o.routeShares,
         dump: o.dump,
+        force: o.force,
         progress,
         warn: log,
       });

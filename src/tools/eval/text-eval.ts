@@ -61,6 +61,8 @@ export interface TextEvalOptions {
   routeShares?: readonly number[];
   /** Write per-position scores and correctness here (JSONL). */
   dump?: string;
+  /** Replace an existing regular file at `dump` (--force). */
+  force?: boolean;
   progress?: ProgressReporter;
   /** Told once when paragraphs are longer than the context window and scored in windows. */
   warn?: (line: string) => void;
@@ -139,7 +141,7 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   const top1 = Float32Array.from({ length: n }, (_, i) => Math.min(forced.extra[i * ALL_EXTRA_WIDTH + 1]!, MAX_SCORE));
   const entropy = Float32Array.from({ length: n }, (_, i) => entropyScore(forced.extra[i * ALL_EXTRA_WIDTH]!));
   const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced) : top1;
-  if (o.dump) await writeDump(o.dump, dumpRows(forced, scores));
+  if (o.dump) await writeDump(o.dump, dumpRows(forced, scores), o.force);
   let edgeRight = 0;
   let cloudRight = 0;
   for (let i = 0; i < n; i++) {

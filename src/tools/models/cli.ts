@@ -16,28 +16,28 @@ import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
 
-  convert-llama2c --checkpoint F --tokenizer F [--layers K] [--layout plain|fused [--decode-attention gqa|matmul]] --out DIR
+  convert-llama2c --checkpoint F --tokenizer F [--layers K] [--layout plain|fused [--decode-attention gqa|matmul]] --out DIR [--force]
       a llama2.c checkpoint → decoder pack; --layers keeps the first K layers (an edge model)
-  random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--layout plain|fused [--decode-attention gqa|matmul]] [--no-hidden-states]
+  random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--layout plain|fused [--decode-attention gqa|matmul]] [--no-hidden-states] [--force]
       a random-weight Qwen2-style pack with the real Qwen tokenizer; --layout fused writes onnxruntime's
       contrib ops (GroupQueryAttention over a preallocated KV buffer, SkipSimplifiedLayerNormalization);
       --decode-attention ${DEFAULT_DECODE_ATTENTION} (the default) attends with GroupQueryAttention at every run, matmul
       has decode steps attend with standard ops on the buffer in place: slower on short caches, faster from
       a few hundred cached positions (docs/model-packs.md)
-  expose-hidden --in model.onnx|PACK --out model.onnx|FOLDER [--node TENSOR]
+  expose-hidden --in model.onnx|PACK --out model.onnx|FOLDER [--node TENSOR] [--force]
       add the hidden_states output (the LM head's input) to an existing export (fp32, fp16, q4 MatMulNBits,
       int8 MatMulInteger); a pack folder as --in means its model.onnx, a folder as --out keeps the file name
-  quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32] [--accuracy-level 4] [--embedding]
+  quantize --in PACK --out PACK --dtype q4|int8 [--block-size 32] [--accuracy-level 4] [--embedding] [--force]
       MatMul weights (the LM head included) as symmetric block-wise MatMulNBits, 4-bit (q4) or 8-bit (int8)
       (accuracy_level 4 = int8 compute with activations quantized per row and block, 0 = fp32);
       --embedding (q4): the tied embedding's lookup reads the LM head's 4-bit blocks (GatherBlockQuantized)
-  optimize --in HUB_FOLDER|model.onnx --out PACK [--layout fused|plain] [--decode-attention gqa|matmul]
+  optimize --in HUB_FOLDER|model.onnx --out PACK [--layout fused|plain] [--decode-attention gqa|matmul] [--force]
       a Hugging Face hub export of a Llama/Qwen2 decoder (the plain graph of transformers' exporter or
       optimum, fp32 or fp16) rebuilt as a pack in the fused layout (default) with hidden_states: its
       weights are read from the graph and checked against config.json (beside the file or one folder up);
       fp16 weights are widened to float32; quantized exports are refused (optimize the fp32 export, then
       quantize); generation_config.json and tokenizer files are copied when the hub folder has them
-  prepare HUB_FOLDER --out PACK [--dtype q4|int8] [--cloud-only]
+  prepare HUB_FOLDER --out PACK [--dtype q4|int8] [--cloud-only] [--force]
       a hub download as it comes (onnx/ with any of model.onnx, model_fp16.onnx, model_q4.onnx,
       model_quantized.onnx; config, generation config, tokenizer files, chat template) → an edge pack:
       a decoder optimize knows is rebuilt fused (the fastest layout) from model.onnx and, with --dtype,
@@ -52,7 +52,12 @@ const USAGE = `usage: bun run models <command> [flags]
       models/stories260k-distilled-1l (edge, the distilled 1-layer student) and its router
       models/router-stories260k-distilled-1l; and the truncated pair: models/stories260k-3l (the first
       3 layers, untrained) and models/router-stories260k-3l. Routers train on the first 80% of the
-      TinyStories excerpt; a no-op when up to date. --pair builds one pair only (default all)`;
+      TinyStories excerpt; a no-op when up to date. --pair builds one pair only (default all)
+
+  --out is a new or empty folder (a pack is written whole or not at all, created where its parent is
+  missing); an existing one is refused unless --force and it is a folder these tools wrote (it holds
+  written-by.json); a folder without it, a file, a link or a device is never replaced. A file output
+  (expose-hidden) replaces only a regular file, with --force.`;
 
 /** `--decode-attention` for `layout`: it chooses between the fused layout's attentions, so it needs that layout. */
 function decodeAttentionFlag(value: string | undefined, layout: DecoderLayout): DecodeAttention | undefined {
@@ -74,10 +79,12 @@ async function convertCommand(args: string[]): Promise<void> {
     layout: { type: 'string' },
     'decode-attention': { type: 'string' },
     out: { type: 'string' },
+    force: { type: 'boolean' },
   });
   const out = requireFlag(values, 'out');
   const layout = layoutFlag(values.layout);
   await convertLlama2c({
+    force: values.force === true,
     layout,
     decodeAttention: decodeAttentionFlag(values['decode-attention'], layout),
     checkpoint: requireFlag(values, 'checkpoint'),
@@ -97,6 +104,7 @@ async function randomCommand(args: string[]): Promise<void> {
     layout: { type: 'string' },
     'decode-attention': { type: 'string' },
     'no-hidden-states': { type: 'boolean' },
+    force: { type: 'boolean' },
   });
   const head = values.head ?? 'default';
   if (!['matmul', 'gemm', 'default'].includes(head)) throw new UsageError(`--head must be matmul or gemm, got ${head}`);
@@ -110,39 +118,40 @@ async function randomCommand(args: string[]): Promise<void> {
     hiddenStatesOutput: !values['no-hidden-states'],
     layout,
     decodeAttention: decodeAttentionFlag(values['decode-attention'], layout),
+    force: values.force === true,
   });
   console.log(`wrote ${out}`);
 }
 
 async function exposeHiddenCommand(args: string[]): Promise<void> {
-  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, node: { type: 'string' } });
-  const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: requireFlag(values, 'out'), node: values.node });
+  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, node: { type: 'string' }, force: { type: 'boolean' } });
+  const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: requireFlag(values, 'out'), node: values.node, force: values.force === true });
   console.log(formatExposeResult(result));
 }
 
 async function quantizeCommand(args: string[]): Promise<void> {
-  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' }, embedding: { type: 'boolean' } });
+  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' }, embedding: { type: 'boolean' }, force: { type: 'boolean' } });
   const dtype = requireFlag(values, 'dtype');
   if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
   const out = requireFlag(values, 'out');
-  const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]), embedding: values.embedding === true });
+  const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]), embedding: values.embedding === true, force: values.force === true });
   console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
 }
 
 async function optimizeCommand(args: string[]): Promise<void> {
-  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, 'decode-attention': { type: 'string' } });
+  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, 'decode-attention': { type: 'string' }, force: { type: 'boolean' } });
   const out = requireFlag(values, 'out');
   const layout = values.layout === undefined ? 'fused' : layoutFlag(values.layout);
-  const result = await optimizeHubExport({ input: requireFlag(values, 'in'), output: out, layout, decodeAttention: decodeAttentionFlag(values['decode-attention'], layout) });
+  const result = await optimizeHubExport({ input: requireFlag(values, 'in'), output: out, layout, decodeAttention: decodeAttentionFlag(values['decode-attention'], layout), force: values.force === true });
   console.log(formatOptimizeResult(result, out));
 }
 
 async function prepareCommand(args: string[]): Promise<void> {
-  const { values, positionals } = parseFlags(args, { out: { type: 'string' }, dtype: { type: 'string' }, 'cloud-only': { type: 'boolean' } });
+  const { values, positionals } = parseFlags(args, { out: { type: 'string' }, dtype: { type: 'string' }, 'cloud-only': { type: 'boolean' }, force: { type: 'boolean' } });
   if (positionals.length !== 1) throw new UsageError('prepare takes exactly one hub folder');
   const dtype = values.dtype;
   if (dtype !== undefined && dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
-  const result = await preparePack({ input: positionals[0]!, output: requireFlag(values, 'out'), dtype, cloudOnly: values['cloud-only'] === true });
+  const result = await preparePack({ input: positionals[0]!, output: requireFlag(values, 'out'), dtype, cloudOnly: values['cloud-only'] === true, force: values.force === true });
   console.log(formatPrepareResult(result));
 }
 

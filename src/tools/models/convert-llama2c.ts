@@ -18,6 +18,8 @@ export interface ConvertLlama2cOptions {
   layout?: DecoderLayout;
   /** Fused layout: how decode steps attend (DecoderGraphOptions); the default when omitted. */
   decodeAttention?: DecodeAttention;
+  /** Replace a pack this project's tools wrote at `out` (output-ownership.ts). */
+  force?: boolean;
 }
 
 /** Bump when the converter's output changes, so `demo` rebuilds packs made by older code. */
@@ -68,5 +70,5 @@ export async function convertLlama2c(options: ConvertLlama2cOptions): Promise<vo
     tokenizerConfig: tokenizer.tokenizerConfig,
     externalData: false,
     source: llama2cSource(options),
-  });
+  }, { tool: 'models convert-llama2c', force: options.force });
 }

@@ -54,6 +54,8 @@ export function demoRouterOptions(paths: DemoPaths): TrainRouterOptions {
     out: paths.routerPack,
     ...DEMO_ROUTER,
     defaultThreshold: paths.routerThreshold,
+    // A stale router is one these tools wrote (its marker says so): rebuilt in place.
+    force: true,
   };
 }
 
@@ -70,13 +72,14 @@ export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string
     { checkpoint: paths.checkpoint, tokenizer: paths.tokenizer, out: paths.cloudPack },
     { checkpoint: paths.edgeCheckpoint, tokenizer: paths.tokenizer, out: paths.edgePack, layers: paths.edgeLayers ?? undefined },
   ];
+  // A stale pack is one these tools wrote (its marker says so), so it is replaced; a folder they did not write is refused.
   for (const options of packs) {
     if (packIsUpToDate(options.out, llama2cSource(options))) {
       log(`${options.out}: up to date`);
       continue;
     }
     log(`${options.out}: building`);
-    await convertLlama2c(options);
+    await convertLlama2c({ ...options, force: true });
     built.push(options.out);
   }
   const router = demoRouterOptions(paths);

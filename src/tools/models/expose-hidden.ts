@@ -32,6 +32,8 @@ export interface ExposeHiddenOptions {
   output: string;
   /** Names the tensor to expose instead of finding the LM head. */
   node?: string;
+  /** Replace an existing regular file at the output (and same-named data files beside it). */
+  force?: boolean;
 }
 
 export interface ExposeHiddenResult {
@@ -71,10 +73,10 @@ export function resolveExposePaths(input: string, output: string): { input: stri
 
 export async function exposeHiddenStates(options: ExposeHiddenOptions): Promise<ExposeHiddenResult> {
   const { input, output } = resolveExposePaths(options.input, options.output);
-  return { ...(await exposeFile(input, output, options.node)), output };
+  return { ...(await exposeFile(input, output, options.node, options.force === true)), output };
 }
 
-async function exposeFile(input: string, output: string, node: string | undefined): Promise<Omit<ExposeHiddenResult, 'output'>> {
+async function exposeFile(input: string, output: string, node: string | undefined, force: boolean): Promise<Omit<ExposeHiddenResult, 'output'>> {
   const model = readModel(input);
   const index = new GraphIndex(model.graph!);
   const dataFiles = externalDataFiles(model);
@@ -88,7 +90,7 @@ async function exposeFile(input: string, output: string, node: string | undefine
     const base = { status: 'unchanged' as const, tensor: existing, dataFiles };
     const type = index.declaredType(HIDDEN_STATES);
     if (sameFile(input, output)) return { ...base, ...(type ? { type } : {}), placedDataFiles: [], written: false };
-    const placed = await writeModelBesideData({ source: input, target: output, dataFiles, writeModelFile: (p) => copyFileSync(input, p) });
+    const placed = await writeModelBesideData({ source: input, target: output, dataFiles, force, writeModelFile: (p) => copyFileSync(input, p) });
     return { ...base, ...(type ? { type } : {}), placedDataFiles: placed, written: true };
   }
 
@@ -97,7 +99,7 @@ async function exposeFile(input: string, output: string, node: string | undefine
     throw new AppError('FAILED_PRECONDITION', `${input}: the graph already uses the name ${HIDDEN_STATES} for another value`);
   }
   addOutput(model, choice.tensor, choice.type);
-  const placed = await writeModelBesideData({ source: input, target: output, dataFiles, writeModelFile: (p) => writeModel(model, p) });
+  const placed = await writeModelBesideData({ source: input, target: output, dataFiles, force, writeModelFile: (p) => writeModel(model, p) });
   return {
     status: 'added',
     tensor: choice.tensor,

@@ -3,17 +3,19 @@
  * config.json, tokenizer.json and tokenizer_config.json at the top, and the ONNX files in `onnx/` (the
  * hub's layout) or at the top (a pack-like folder). Every problem found is named in one error together
  * with where the missing file comes from, so a download that cannot become a pack fails here, at once,
- * and not when the edge first turns text into ids.
+ * and not when the edge first turns text into ids. Before any file is read, each is checked to be a
+ * regular file inside the folder, of a size it can have (hub-files.ts).
  *
  * @example
  * const hub = await readHubFolder('downloads/Qwen2.5-0.5B-Instruct', { needOnnx: true });
  * hub.onnxFiles; // ['model.onnx', 'model_fp16.onnx', 'model_q4.onnx', 'model_quantized.onnx']
  */
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { DEFAULT_MODEL_FILE, modelFiles, readJsonFile } from '../../shared/model-pack.ts';
 import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { checkHubFile, hubRoots, MAX_METADATA_BYTES, MAX_ONNX_BYTES, present, weightBytesBound } from './hub-files.ts';
 import { HUB_METADATA_FILES } from './optimize.ts';
 
 export interface HubFolder {
@@ -45,16 +47,23 @@ export async function readHubFolder(input: string, options: { needOnnx: boolean 
   const dir = resolve(input);
   if (!existsSync(dir)) throw new AppError('NOT_FOUND', `${input}: no such folder`);
   if (!statSync(dir).isDirectory()) throw new AppError('INVALID_ARGUMENT', `${input} is a file: prepare takes the folder of a hub download (for one .onnx file, see models optimize and expose-hidden)`);
+  const roots = hubRoots(dir);
+  for (const f of new Set([...Object.keys(REQUIRED), ...HUB_METADATA_FILES])) if (present(join(dir, f))) checkHubFile(join(dir, f), roots, MAX_METADATA_BYTES);
   const problems = Object.entries(REQUIRED).filter(([f]) => !existsSync(join(dir, f))).map(([f, from]) => `no ${f} in ${input}: ${from}`);
   const { onnxDir, onnxFiles } = findOnnxFiles(dir, input);
   if (options.needOnnx && !onnxDir) {
     problems.push(`no ONNX file in ${input} or ${join(input, ONNX_FOLDER)}: download the onnx/ folder of the model's hub repository (any of model.onnx with its model.onnx_data, model_fp16.onnx, model_q4.onnx, model_quantized.onnx), or pass --cloud-only for the shim's pack of an HTTP backend`);
   }
+  const onnxPaths = onnxDir ? onnxFilesWithData(onnxDir, onnxFiles) : [];
+  for (const p of onnxPaths) checkHubFile(p, roots, p.endsWith('.onnx') ? MAX_ONNX_BYTES : Number.MAX_SAFE_INTEGER);
   const read = [...Object.keys(REQUIRED).map((f) => join(dir, f)), ...(options.needOnnx ? onnxFiles.map((f) => join(onnxDir!, f)) : [])];
   problems.push(...read.filter((p) => existsSync(p) && statSync(p).isFile() && isLfsPointer(p)).map((p) => `${p} is a Git LFS pointer, not the file itself: fetch it (git lfs pull in the clone, or download the file from the hub)`));
   if (problems.length) throw new AppError('NOT_FOUND', problems.join('; '));
 
   const config = readJsonFile(join(dir, 'config.json')) as Record<string, unknown>;
+  const bound = weightBytesBound(config);
+  // A file larger than every weight of the model in float32 is not this model's, whatever it holds.
+  if (bound !== undefined) for (const p of onnxPaths) checkHubFile(p, roots, bound, "more than config.json's sizes allow for every weight in float32");
   const tokenizer = await TextTokenizer.fromPack(dir);
   const vocabSize = config.vocab_size;
   // The edge cuts its vocabulary to the smaller of the two, so another model's tokenizer would run unnoticed.
@@ -74,6 +83,12 @@ function findOnnxFiles(dir: string, input: string): { onnxDir: string | undefine
   }
   const [onnxDir, files] = nested.length ? [join(dir, ONNX_FOLDER), nested] : [top.length ? dir : undefined, top];
   return { onnxDir, onnxFiles: [...files].sort((a, b) => Number(b === DEFAULT_MODEL_FILE) - Number(a === DEFAULT_MODEL_FILE) || a.localeCompare(b)) };
+}
+
+/** The ONNX files and their external data beside them (`model.onnx_data`, `model.onnx.data`, …: named after the file). */
+function onnxFilesWithData(onnxDir: string, onnxFiles: readonly string[]): string[] {
+  const entries = readdirSync(onnxDir);
+  return onnxFiles.flatMap((f) => [f, ...entries.filter((e) => e !== f && e.startsWith(f))]).map((f) => join(onnxDir, f));
 }
 
 function isLfsPointer(path: string): boolean {

@@ -2,8 +2,8 @@
  * The float32 values of an initializer, wherever the file keeps them: `raw_data`, `float_data`, or an
  * external data file (read by offset, one tensor at a time, so a 2 GB model is never in memory whole).
  */
-import { closeSync, openSync, readSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { TensorProto_DataLocation, type TensorProto } from 'onnx-buf';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { DataType } from '../../shared/onnx-graph.ts';
@@ -47,9 +47,14 @@ function readExternal(t: TensorProto, modelPath: string, bytes: Uint8Array): voi
   const location = entry('location');
   if (!location) throw new AppError('INVALID_ARGUMENT', `${modelPath}: external tensor ${t.name} has no location`);
   const offset = Number(entry('offset') ?? 0);
+  // onnxruntime's rule: data beside the model or below it, and a file (a FIFO would never end).
+  if (isAbsolute(location) || normalize(location).split(sep)[0] === '..') {
+    throw new AppError('INVALID_ARGUMENT', `${modelPath}: external data location ${location} is outside the model's folder`);
+  }
   const file = join(dirname(modelPath), location);
   let fd: number;
   try {
+    if (!statSync(file).isFile()) throw new Error('not a regular file');
     fd = openSync(file, 'r');
   } catch (e) {
     throw new AppError('NOT_FOUND', `${modelPath}: external data ${location} cannot be read (${errorMessage(e)})`);

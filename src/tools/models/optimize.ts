@@ -30,12 +30,14 @@ import { PACK_SOURCE_FILE } from './pack-writer.ts';
 export interface OptimizeOptions {
   /** A hub folder (its model.onnx, or onnx/model.onnx) or one .onnx file of it. */
   input: string;
-  /** The pack folder to write (replaced when it exists). */
+  /** The pack folder to write (new, empty, or with `force` one this project's tools wrote). */
   output: string;
   /** `fused` when omitted; `plain` rebuilds the standard-op graph (the reference the fused one is checked against). */
   layout?: DecoderLayout;
   /** Fused layout: how decode steps attend (DecoderGraphOptions); the default when omitted. */
   decodeAttention?: DecodeAttention;
+  /** Replace a pack this project's tools wrote at `output` (output-ownership.ts). */
+  force?: boolean;
 }
 
 export interface OptimizeResult {
@@ -66,12 +68,12 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
   const modelPath = resolveHubModel(options.input);
   // The output folder is replaced whole: one that holds the export would lose it.
   if (existsSync(options.output) && realpathSync(modelPath).startsWith(`${realpathSync(options.output)}${sep}`)) {
-    throw new AppError('INVALID_ARGUMENT', `--out ${options.output} holds the export being read; write the pack to a new folder (it replaces what is there)`);
+    throw new AppError('INVALID_ARGUMENT', `--out ${options.output} holds the export being read; write the pack to a new folder`);
   }
   const { spec, weights, weightType, config, configPath } = readHubExport(modelPath);
   const packFolder = dirname(configPath);
   const copied = HUB_METADATA_FILES.filter((f) => existsSync(join(packFolder, f)));
-  await writeFolderAtomically(options.output, (dir) => {
+  await writeFolderAtomically(options.output, { tool: 'models optimize', force: options.force }, (dir) => {
     const graph = buildDecoderGraph(spec, weights, { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout, decodeAttention: options.decodeAttention });
     writeModel(graph, join(dir, DEFAULT_MODEL_FILE), { externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES });
     // The export's own fields stay (chat settings, token ids, ...); what the rebuilt graph is, the builder says.

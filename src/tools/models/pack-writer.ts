@@ -5,6 +5,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFolderAtomically } from './atomic-output.ts';
+import type { OutputClaim } from './output-ownership.ts';
 import { buildDecoderGraph, type DecoderGraphOptions } from './decoder-graph.ts';
 import { hfConfig, type DecoderSpec, type DecoderWeights } from './decoder-spec.ts';
 import { writeModel } from './onnx-file.ts';
@@ -39,9 +40,9 @@ export function packIsUpToDate(dir: string, source: Record<string, unknown>, mod
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
-export async function writeDecoderPack(outDir: string, contents: DecoderPackContents): Promise<void> {
+export async function writeDecoderPack(outDir: string, contents: DecoderPackContents, claim: OutputClaim = { tool: 'models' }): Promise<void> {
   const { spec } = contents;
-  await writeFolderAtomically(outDir, (dir) => {
+  await writeFolderAtomically(outDir, claim, (dir) => {
     writeModel(buildDecoderGraph(spec, contents.weights, contents.graph), join(dir, 'model.onnx'), {
       externalData: contents.externalData,
     });

@@ -118,7 +118,7 @@ async function exposeInPack(input: string, dir: string): Promise<ExposeHiddenRes
     return await exposeHiddenStates({ input, output: dir });
   } catch (e) {
     if (!(e instanceof AppError) || e.code !== 'FAILED_PRECONDITION') throw e;
-    const advice = `expose it in the hub folder first (bun run models expose-hidden --in ${input} --out ${input} --node TENSOR), then prepare again`;
+    const advice = `expose it in the hub folder first (bun run models expose-hidden --in ${input} --out ${input} --node TENSOR --force), then prepare again`;
     throw new AppError(e.code, `${errorMessage(e)}; ${advice}`, { cause: e });
   }
 }

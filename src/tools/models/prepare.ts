@@ -34,12 +34,13 @@ import type { QuantizedDtype } from './quantize.ts';
 export interface PrepareOptions {
   /** The hub folder: config and tokenizer files at the top, ONNX files in onnx/ or at the top. */
   input: string;
-  /** The pack folder to write (replaced when it exists). */
+  /** The pack folder to write: new, empty, or (with `force`) one this project's tools wrote (output-ownership.ts). */
   output: string;
   /** Quantize the fused pack (or, where the export stays plain, run the hub's file of that type). */
   dtype?: QuantizedDtype;
   /** The shim's pack for an HTTP backend: config and tokenizer files, no ONNX. */
   cloudOnly?: boolean;
+  force?: boolean;
 }
 
 export interface CloudOnlyBuild {
@@ -64,7 +65,7 @@ export async function preparePack(options: PrepareOptions): Promise<PrepareResul
   refuseOutputOverHub(options.output, hub);
   let built: FusedBuild | PlainBuild | CloudOnlyBuild | undefined;
   const copied = ['config.json', ...hub.metadata];
-  await writeFolderAtomically(options.output, async (dir) => {
+  await writeFolderAtomically(options.output, { tool: 'models prepare', force: options.force }, async (dir) => {
     if (options.cloudOnly) {
       copyHubFiles(hub.dir, dir, copied);
       built = { layout: 'cloud-only', leftOut: hub.onnxFiles.map((file) => ({ file, reason: 'the HTTP backend runs the model' })) };
@@ -79,12 +80,12 @@ export async function preparePack(options: PrepareOptions): Promise<PrepareResul
   return { ...built!, hub: hub.dir, output: options.output, copied, vocabSize: hub.config.vocab_size, tokenizerVocabSize: hub.tokenizer.vocabSize };
 }
 
-/** The output folder is replaced whole: one that is, or holds, the folder being read would lose it. */
+/** The output folder is replaced whole (with --force): one that is, or holds, the folder being read would lose it. */
 function refuseOutputOverHub(output: string, hub: HubFolder): void {
   const out = existsSync(output) ? realpathSync(output) : resolve(output);
   const read = [hub.dir, ...(hub.onnxDir ? [hub.onnxDir] : [])].map((p) => realpathSync(p));
   if (read.some((p) => p === out || p.startsWith(`${out}${sep}`))) {
-    throw new AppError('INVALID_ARGUMENT', `--out ${output} holds the hub folder being read; write the pack to a new folder (it replaces what is there)`);
+    throw new AppError('INVALID_ARGUMENT', `--out ${output} holds the hub folder being read; write the pack to a new folder`);
   }
 }
 

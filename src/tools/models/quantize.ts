@@ -50,6 +50,8 @@ export interface QuantizeOptions {
   accuracyLevel?: number;
   /** q4 only: the tied embedding's lookup reads the LM head's 4-bit blocks (quantize-embedding.ts) instead of a float32 table. */
   embedding?: boolean;
+  /** Replace a pack this project's tools wrote at `output` (output-ownership.ts). */
+  force?: boolean;
 }
 
 export interface QuantizeResult {
@@ -75,7 +77,7 @@ export async function quantizePack(options: QuantizeOptions): Promise<QuantizeRe
   // Weights kept as they were (a tied embedding, norms) must not point into the input's data file.
   for (const t of model.graph!.initializer) loadExternalData(t, modelPath);
   const weightBytes = model.graph!.initializer.reduce((a, t) => a + t.rawData.byteLength, 0);
-  await writeFolderAtomically(options.output, (dir) => {
+  await writeFolderAtomically(options.output, { tool: 'models quantize', force: options.force }, (dir) => {
     writeModel(model, join(dir, 'model.onnx'), { externalData: weightBytes > EXTERNAL_DATA_ABOVE_BYTES });
     if (isFolder) copyPackFiles(options.input, dir, { dtype: options.dtype, blockSize, accuracyLevel, ...(options.embedding ? { embedding: 'q4' } : {}) });
   });

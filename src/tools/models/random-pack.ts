@@ -28,6 +28,8 @@ export interface RandomPackOptions {
   decodeAttention?: DecodeAttention;
   /** Fused layout: false builds the older graph without `new_key_values.*` (tests of that path). */
   newKeyValuesOutputs?: boolean;
+  /** Replace a pack this project's tools wrote at `out` (output-ownership.ts). */
+  force?: boolean;
 }
 
 /** Above this many bytes of weights a pack keeps them in `model.onnx_data`. */
@@ -49,7 +51,7 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
     tokenizerConfig,
     externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
     source: { ...randomPackSource(options.preset, options.seed, options.layout, options.decodeAttention), ...(options.untiedHead ? { untiedHead: true } : {}) },
-  });
+  }, { tool: 'models random', force: options.force });
 }
 
 /**
@@ -72,7 +74,7 @@ export async function ensureBenchPack(preset: string, log: (line: string) => voi
   const dir = join(MODELS_DIR, 'bench', layout === 'plain' ? preset : `${preset}-${layout}`);
   if (!packIsUpToDate(dir, benchPackSource(preset, layout))) {
     log(`building ${dir} (random weights, once)`);
-    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true, ...benchGraph(layout) });
+    await writeRandomPack({ preset, out: dir, seed: 0, hiddenStatesOutput: true, ...benchGraph(layout), force: true });
   }
   return dir;
 }

@@ -15,6 +15,8 @@ export interface BesideDataOptions {
   target: string;
   /** `location` values of the model's external tensors (see `externalDataFiles`). */
   dataFiles: readonly string[];
+  /** Replace existing regular files at `target` and beside it (`--force`). */
+  force?: boolean;
   /** Writes the model file itself to the given (temporary) path. */
   writeModelFile: (path: string) => void;
 }
@@ -30,8 +32,8 @@ export function checkDataFiles(source: string, dataFiles: readonly string[]): vo
 
 /**
  * Writes the model atomically to `target`; when `target` is in another folder than `source`, the data
- * files are linked or copied beside it, replacing same-named files there (they belong to the output
- * path's model, which is being replaced too). Returns the data files that were placed.
+ * files are linked or copied beside it; a same-named file there is replaced only with `force`, as the
+ * model file is. Returns the data files that were placed.
  */
 export async function writeModelBesideData(options: BesideDataOptions): Promise<string[]> {
   const { source, target, dataFiles } = options;
@@ -46,7 +48,7 @@ export async function writeModelBesideData(options: BesideDataOptions): Promise<
     }
   }
   const placed: string[] = [];
-  await writeFileAtomically(target, (tempPath) => {
+  await writeFileAtomically(target, { tool: 'models expose-hidden', force: options.force }, (tempPath) => {
     options.writeModelFile(tempPath);
     if (!relocate) return [];
     const tempDir = dirname(tempPath);

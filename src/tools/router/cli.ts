@@ -2,7 +2,8 @@
 import { integerFlag, numberFlag, parseFlags, requireFlag, runSubcommands, UsageError } from '../cli-support.ts';
 import { evaluateRouter } from './evaluate-router.ts';
 import { CLOUD_FLAGS, cloudSourceFlags } from '../cloud-flags.ts';
-import { terminalProgress } from '../lab/progress.ts';
+// A bar on a terminal, a line every few seconds in a log (CI): training and teacher forcing take a while.
+import { progressFor } from '../lab/progress.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
@@ -23,7 +24,7 @@ import { trainRouter } from './train-router.ts';
 
 const USAGE = `usage: bun run router <command> [flags]
 
-  train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
+  train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--force] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64]
@@ -40,7 +41,8 @@ const USAGE = `usage: bun run router <command> [flags]
       --edge-model-file / --cloud-model-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx);
       a chat dataset (JSONL, one {"messages": [{"role", "content"}, ...]} per line) is rendered through the edge
       pack's chat template and split by conversation, with records at the assistant's tokens only and rollouts
-      from the turns up to each user message
+      from the turns up to each user message; --out is a new or empty folder, or with --force a router pack
+      these tools wrote (written-by.json in it); nothing else is ever replaced
   eval --router DIR --text FILE [--edge-model PACK] [--cloud-model PACK | --cloud HOST:PORT] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs (or a chat dataset's conversations,
       at the assistant's tokens) after the first train-fraction (the packs default to the ones router.json names)
@@ -99,6 +101,7 @@ async function trainCommand(args: string[]): Promise<void> {
     rounds: { type: 'string' },
     'rollout-prompts': { type: 'string' },
     'rollout-tokens': { type: 'string' },
+    force: { type: 'boolean' },
   });
   const cloud = cloudSourceFlags(values, process.env);
   const report = await trainRouter(
@@ -121,8 +124,9 @@ async function trainCommand(args: string[]): Promise<void> {
       rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
       rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,
       rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
+      force: values.force === true,
     },
-    terminalProgress(),
+    progressFor(process.stderr),
   );
   console.log(formatTrainReport(report));
   console.log(`wrote ${report.out}`);
@@ -152,7 +156,7 @@ async function evalCommand(args: string[]): Promise<void> {
       trainFraction: numberFlag(values, 'train-fraction', 0.8)!,
       thresholds: DEFAULT_THRESHOLDS,
     },
-    terminalProgress(),
+    progressFor(process.stderr),
   );
   console.log(values.json ? JSON.stringify(curve) : formatRoutingCurve(curve));
 }

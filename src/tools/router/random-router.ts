@@ -23,6 +23,8 @@ export interface RandomRouterOptions {
   edgeModel: string;
   /** The edge pack's folder, when there is one: its identity goes in router.json's `edge_model`, which the edge checks at start. */
   edgeModelDir?: string;
+  /** Replace a router pack this project's tools wrote at `out` (a benchmark's stale one). */
+  force?: boolean;
 }
 
 export function randomRouterSource(o: RandomRouterOptions): Record<string, unknown> {
@@ -50,5 +52,5 @@ export async function writeRandomRouterPack(out: string, o: RandomRouterOptions)
       training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed },
     },
     source: randomRouterSource(o),
-  });
+  }, { tool: 'random router', force: o.force });
 }

@@ -13,6 +13,7 @@ import type { RouterJson } from '../../edge/routing/router.ts';
 import { extraWidth, readsPreviousHidden, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { inputWidth } from '../lab/feature-matrix.ts';
 import { writeFolderAtomically } from '../models/atomic-output.ts';
+import type { OutputClaim } from '../models/output-ownership.ts';
 import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
 import { writeModel } from '../models/onnx-file.ts';
 import { PACK_SOURCE_FILE } from '../models/pack-writer.ts';
@@ -63,12 +64,16 @@ function tokenVectorOf(g: GraphBuilder, tokens: TokenVectors, hiddenUnits: numbe
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
+/** The marker's name for router packs (output-ownership.ts). */
+export const ROUTER_TRAIN_TOOL = 'router train';
+
 export async function writeRouterPack(
   out: string,
   contents: { weights: MlpWeights; meta: RouterJson; source: Record<string, unknown> },
+  claim: OutputClaim = { tool: ROUTER_TRAIN_TOOL },
 ): Promise<void> {
   const model = buildRouterGraph(contents.weights, contents.meta.hidden_size, contents.meta.features ?? ['hidden']);
-  await writeFolderAtomically(out, (dir) => {
+  await writeFolderAtomically(out, claim, (dir) => {
     writeModel(model, join(dir, 'router.onnx'));
     writeFileSync(join(dir, 'router.json'), json(contents.meta));
     writeFileSync(join(dir, PACK_SOURCE_FILE), json(contents.source));

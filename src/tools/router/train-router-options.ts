@@ -106,6 +106,8 @@ export interface TrainRouterOptions {
   /** Training prompts generated from per round (each greedily and sampled). */
   rolloutPrompts: number;
   rolloutTokens: number;
+  /** `--force`: replace a router pack this project's tools wrote at `out` (output-ownership.ts). */
+  force?: boolean;
 }
 
 export function validateTrainOptions(o: TrainRouterOptions): void {

@@ -36,7 +36,8 @@ import { labelsBy, labelsFor, SOFT_LABEL_RULES, type LabelRule } from './labels.
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
-import { writeRouterPack } from './router-pack.ts';
+import { checkFolderOutput } from '../models/output-ownership.ts';
+import { ROUTER_TRAIN_TOOL, writeRouterPack } from './router-pack.ts';
 import { routerSource } from './router-source.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROLLOUT_LABELS, DEFAULT_ROUTER_LEARNING_RATE, DEFAULT_THRESHOLD, ROLLOUT_PREFIX_TOKENS, ROLLOUT_SHARES, VALIDATION_FRACTION, validateTrainOptions, type TrainRouterOptions } from './train-router-options.ts';
 import { routerMeta, type RoundReport, type TrainRouterReport } from './train-report.ts';
@@ -106,6 +107,9 @@ function scored(weights: MlpWeights, set: Dataset): { auc: number; accuracy: num
 export async function trainRouter(o: TrainRouterOptions, progress?: ProgressReporter): Promise<TrainRouterReport> {
   const started = performance.now();
   validateTrainOptions(o);
+  // Training takes minutes: an --out it would refuse to replace is said before, not after.
+  const claim = { tool: ROUTER_TRAIN_TOOL, force: o.force };
+  checkFolderOutput(resolve(o.out), claim);
   const corpus = readTrainingCorpus(o.text);
   const edgePack = loadModelPack(o.edgeModel, o.edgeModelFile);
   const documentsIn = documentCount(corpus);
@@ -269,7 +273,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       seconds: 0,
     };
     const meta = routerMeta(o, report, { edgeModelDir: edgePack.dir, cloudModelDir: cloud.pack?.dir, cloud: cloud.description, hiddenSize: forced.hiddenSize, corpus, rolloutRule });
-    await writeRouterPack(o.out, { weights: result.weights, meta, source });
+    await writeRouterPack(o.out, { weights: result.weights, meta, source }, claim);
     report.seconds = (performance.now() - started) / 1000;
     return report;
   } finally {
