@@ -81,7 +81,8 @@ describe('no private value reaches the cloud', () => {
     let placeholders = 0;
     let withheld = 0;
     const detector = PrivateDetector.create([], []);
-    for (let seed = 0; seed < CASES; seed++) {
+    for (let seed = Number(process.env.PRIVACY_FROM ?? 0); seed < CASES; seed++) {
+      if (process.env.PRIVACY_TRACE) console.error('seed', seed);
       const c = privateCase(seed, stories);
       const request = parseGenerationRequest({ prompt: c.prompt, privateSpans: c.spans, privateDetect: c.detect });
       const values = privateValuesFor(request, detector)!;
