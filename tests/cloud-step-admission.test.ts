@@ -1,6 +1,7 @@
 /**
  * The shim's admission control with a clock that moves only when told: the slot limit, the FIFO, the moving
- * average of the backend time, the at-once and the timed refusals (exact times), and cancellation.
+ * average of the backend time, the at-once and the timed refusals (exact times), cancellation, and the batch
+ * lane the Score calls take turns in (steps first, never a step's last slot).
  */
 import { describe, expect, test } from 'bun:test';
 import { StepAdmission, type AdmissionSlot } from '../src/cloud/step-admission.ts';
@@ -138,5 +139,87 @@ describe('step admission', () => {
     expect(clock.timers).toHaveLength(0);
     await expect(admission.acquire(1_000, controller.signal)).rejects.toThrow('the edge cancelled the stream');
     for (const n of [0, -1, 1.5, Number.NaN]) expect(() => new StepAdmission(n, clock)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});
+
+/** Whether a promise has settled once pending callbacks ran. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await Bun.sleep(0);
+  return done;
+}
+
+describe('batch turns (Score work) beside the steps', () => {
+  test('a turn never takes the last free slot: a step always finds one while batch work runs', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(3, clock);
+    const first = await admission.acquireBatch(never);
+    const second = await admission.acquireBatch(never);
+    // Two of three slots held by turns: a third would leave no slot for a step, so it waits.
+    const third = admission.acquireBatch(never);
+    expect(await settled(third)).toBe(false);
+    expect(admission.batchLoad()).toEqual({ held: 2, waiting: 1, granted: 2, stepsBesideBatch: 0 });
+    const step = slotOf(await admission.acquire(1_000, never));
+    expect(step.waitedMs).toBe(0);
+    expect(admission.batchLoad().stepsBesideBatch).toBe(1);
+    // A turn ends: the waiting turn would now fill the last slot beside the step, so it still waits.
+    first();
+    expect(await settled(third)).toBe(false);
+    step.release(true);
+    (await third)();
+    second();
+    expect(admission.batchLoad()).toEqual({ held: 0, waiting: 0, granted: 3, stepsBesideBatch: 1 });
+    expect(admission.load()).toMatchObject({ stepsInFlight: 0, stepsQueued: 0 });
+  });
+
+  test('a freed slot goes to a waiting step before any waiting turn, and no turn starts while a step waits', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(2, clock);
+    const turn = await admission.acquireBatch(never);
+    const running = slotOf(await admission.acquire(1_000, never));
+    // Both slots taken (one by the turn): the next step waits, and so does the next turn, behind it.
+    const waitingStep = admission.acquire(1_000, never);
+    const waitingTurn = admission.acquireBatch(never);
+    expect(admission.load()).toMatchObject({ stepsInFlight: 1, stepsQueued: 1 });
+    const order: string[] = [];
+    void waitingStep.then(() => order.push('step'));
+    void waitingTurn.then(() => order.push('turn'));
+    turn();
+    await Bun.sleep(0);
+    expect(order).toEqual(['step']);
+    const second = slotOf(await waitingStep);
+    running.release(true);
+    // One step still runs: a turn beside it would take the last of two slots.
+    expect(await settled(waitingTurn)).toBe(false);
+    second.release(true);
+    await waitingTurn;
+    expect(order).toEqual(['step', 'turn']);
+  });
+
+  test('on a one-slot shim a turn runs only when nothing else does; a waiting turn leaves with its reason', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(1, clock);
+    const step = slotOf(await admission.acquire(1_000, never));
+    const controller = new AbortController();
+    const cancelled = admission.acquireBatch(controller.signal);
+    const next = admission.acquireBatch(never);
+    controller.abort(new Error('the tool cancelled the call'));
+    await expect(cancelled).rejects.toThrow('the tool cancelled the call');
+    expect(admission.batchLoad().waiting).toBe(1);
+    step.release(true);
+    const release = await next;
+    // The turn holds the only slot: a step arriving now waits for it (for one chunk), then goes first.
+    const behind = admission.acquire(1_000, never);
+    const turnBehind = admission.acquireBatch(never);
+    expect(admission.load().stepsQueued).toBe(1);
+    await clock.advanceTo(5);
+    release();
+    expect(slotOf(await behind).waitedMs).toBe(5);
+    expect(await settled(turnBehind)).toBe(false);
+    await expect(admission.acquireBatch(controller.signal)).rejects.toThrow('the tool cancelled the call');
   });
 });

@@ -104,12 +104,19 @@ export class EmbeddedBackend implements Backend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
 
-  /** One forward pass over the whole sequence on a cache of its own, which is dropped after. */
+  /**
+   * Forward passes over the sequence a chunk at a time on a cache of its own, which is dropped after; each
+   * pass waits for its turn, so a routed step waits at most for one chunk's pass, never for a whole window.
+   */
   async score(request: BackendScoreRequest): Promise<BackendScoreResult> {
     const started = performance.now();
     request.signal.throwIfAborted();
-    const { candidates, topK, vocabLimit } = request;
-    const positions = await scoreOnModel(this.model, request.ids, { candidates, topK, vocabLimit });
+    const { candidates, topK, vocabLimit, signal } = request;
+    const turn = async () => {
+      signal.throwIfAborted();
+      return request.turn();
+    };
+    const positions = await scoreOnModel(this.model, request.ids, { candidates, topK, vocabLimit }, turn);
     if (request.signal.aborted) throw abortReason(request.signal);
     return { positions, exact: true, backendMs: performance.now() - started };
   }

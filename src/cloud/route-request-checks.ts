@@ -15,6 +15,7 @@ import type { BackendInfo, SamplingSettings } from './backend.ts';
 import type { ShimConfig } from './config.ts';
 import { sessionRoutingKey } from './session-routing-key.ts';
 import { QuotingError } from './quoting-error.ts';
+import { checkRequestId } from './request-id.ts';
 
 /** Who produced the ids a check reads. */
 export type IdsFrom = 'edge' | 'backend';
@@ -46,7 +47,7 @@ type ModelLimits = Pick<BackendInfo, 'vocabSize' | 'maxContext'>;
  * validateSampling's); returns the session's routing key.
  */
 export function checkOpen(open: OpenSession__Output, model: ModelLimits): string {
-  if (open.requestId.length > 200) throw new AppError('INVALID_ARGUMENT', 'request_id is longer than 200 characters');
+  checkRequestId(open.requestId);
   const routingKey = sessionRoutingKey(open);
   if (open.contextIds.length === 0) throw new AppError('INVALID_ARGUMENT', 'open needs the context: at least one token id');
   if (open.contextSources.length !== 0 && open.contextSources.length !== open.contextIds.length) {

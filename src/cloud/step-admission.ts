@@ -14,6 +14,12 @@
  * The recent backend time is a moving average of the time a slot was held by the calls that succeeded.
  * Transport-free and clock-injected, like the edge's breaker: the unit tests drive it with a fake clock.
  *
+ * Batch work (the tools' Score calls, a chunk of a forward pass at a time) shares the slots at a lower
+ * priority: a turn is granted only when no step is waiting and, after it, a slot is still free for a step
+ * (on a shim of one slot: only when nothing else runs), and a freed slot goes to a waiting step before any
+ * waiting turn. A routed step is interactive (a generation waits on it); a Score call is a tool's batch job,
+ * and its turns keep it out of the steps' moving average.
+ *
  * @example
  * const admission = new StepAdmission(8);
  * const slot = await admission.acquire(1_000, signal);
@@ -61,6 +67,16 @@ export const BACKEND_TIME_SMOOTHING = 0.2;
 /** The share of a deadline a refusal keeps for the way back to the edge (see the top of this file). */
 export const REPLY_MARGIN = 0.1;
 
+/** Batch work now: turns holding a slot and turns waiting; `granted` and `stepsBesideBatch` count since start. */
+export interface BatchLoad {
+  held: number;
+  waiting: number;
+  /** Turns granted since the shim started. */
+  granted: number;
+  /** Steps that took a slot while batch work held one (the steps went ahead of it, as they should). */
+  stepsBesideBatch: number;
+}
+
 interface Waiter {
   grant(slot: AdmissionSlot): void;
   refuse(): void;
@@ -75,6 +91,10 @@ export class StepAdmission {
   private measured = false;
   /** Steps refused as overloaded since the shim started. */
   overloaded = 0;
+  private batchHeld = 0;
+  private readonly batchQueue: (() => void)[] = [];
+  private batchGranted = 0;
+  private stepsBesideBatch = 0;
 
   constructor(
     readonly maxInFlight: number,
@@ -85,6 +105,10 @@ export class StepAdmission {
 
   load(): AdmissionLoad {
     return { stepsInFlight: this.inFlight, stepsQueued: this.queue.length, backendMs: this.averageMs, maxInFlight: this.maxInFlight };
+  }
+
+  batchLoad(): BatchLoad {
+    return { held: this.batchHeld, waiting: this.batchQueue.length, granted: this.batchGranted, stepsBesideBatch: this.stepsBesideBatch };
   }
 
   /**
@@ -105,7 +129,7 @@ export class StepAdmission {
   acquire(deadlineMs: number, signal: AbortSignal): Promise<AdmissionSlot | 'overloaded'> {
     if (signal.aborted) return Promise.reject(abortReason(signal));
     const arrived = this.clock.now();
-    if (this.inFlight < this.maxInFlight && this.queue.length === 0) return Promise.resolve(this.take(arrived, arrived));
+    if (this.freeSlots() > 0 && this.queue.length === 0) return Promise.resolve(this.take(arrived, arrived));
     const latestStart = this.latestStartMs(deadlineMs);
     const position = this.queue.length + 1;
     if ((position * this.averageMs) / this.maxInFlight > latestStart) return Promise.resolve(this.refuse());
@@ -143,7 +167,50 @@ export class StepAdmission {
     return 'overloaded';
   }
 
+  /**
+   * A turn of batch work (see the top of this file): resolves to its release once steps leave room for it,
+   * after the turns that asked before it; rejects with the signal's reason when it aborts while waiting.
+   */
+  acquireBatch(signal: AbortSignal): Promise<() => void> {
+    if (signal.aborted) return Promise.reject(abortReason(signal));
+    if (this.batchQueue.length === 0 && this.batchMayStart()) return Promise.resolve(this.takeBatch());
+    return new Promise<() => void>((resolve, reject) => {
+      const start = () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(this.takeBatch());
+      };
+      const onAbort = () => {
+        this.batchQueue.splice(this.batchQueue.indexOf(start), 1);
+        reject(abortReason(signal));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.batchQueue.push(start);
+    });
+  }
+
+  private freeSlots(): number {
+    return this.maxInFlight - this.inFlight - this.batchHeld;
+  }
+
+  /** No step waits, and a slot stays free for the next one after this turn (one-slot shim: nothing runs). */
+  private batchMayStart(): boolean {
+    return this.queue.length === 0 && this.inFlight + this.batchHeld < Math.max(1, this.maxInFlight - 1);
+  }
+
+  private takeBatch(): () => void {
+    this.batchHeld++;
+    this.batchGranted++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.batchHeld--;
+      this.admitNext();
+    };
+  }
+
   private take(arrived: number, started = this.clock.now()): AdmissionSlot {
+    if (this.batchHeld > 0) this.stepsBesideBatch++;
     this.inFlight++;
     let released = false;
     return {
@@ -161,15 +228,17 @@ export class StepAdmission {
   }
 
   /**
-   * Hands the free slot to the oldest waiter that can still start in time by the current average (which may
-   * have grown since it queued: before the first measurement nothing could be predicted); the others are refused.
+   * Hands the free slots to the oldest waiting steps that can still start in time by the current average
+   * (which may have grown since they queued: before the first measurement nothing could be predicted; the
+   * others are refused), then to waiting batch turns while they leave room (see the top of this file).
    */
   private admitNext(): void {
-    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+    while (this.queue.length > 0 && this.freeSlots() > 0) {
       const next = this.queue[0]!;
       if (this.clock.now() - next.enqueuedAt > this.latestStartMs(next.deadlineMs)) next.refuse();
       else next.grant(this.take(next.enqueuedAt));
     }
+    while (this.batchQueue.length > 0 && this.batchMayStart()) this.batchQueue.shift()!();
   }
 
   private record(ms: number): void {
