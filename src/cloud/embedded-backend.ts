@@ -29,6 +29,7 @@ import { seededRandom } from '../shared/seeded-random.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
 import { scoreOnModel } from '../shared/position-scores.ts';
+import { checkRoomToGenerate } from './route-request-checks.ts';
 import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 
 export interface EmbeddedBackendOptions {
@@ -166,9 +167,7 @@ class EmbeddedSequence implements BackendSequence {
     const { context, sampling, signal } = request;
     const { vocabSize, maxPositions } = this.backend.model.pack;
     if (context.length === 0) throw new AppError('INVALID_ARGUMENT', 'the context is empty: open the session with at least one token');
-    if (context.length > maxPositions) {
-      throw new AppError('OUT_OF_RANGE', `context of ${context.length} tokens exceeds the model's window of ${maxPositions}`);
-    }
+    checkRoomToGenerate(context.length, maxPositions);
     this.busy = true;
     try {
       const sequence = this.acquire(context);
