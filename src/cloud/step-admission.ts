@@ -14,11 +14,14 @@
  * The recent backend time is a moving average of the time a slot was held by the calls that succeeded.
  * Transport-free and clock-injected, like the edge's breaker: the unit tests drive it with a fake clock.
  *
- * Batch work (the tools' Score calls, a chunk of a forward pass at a time) shares the slots at a lower
- * priority: a turn is granted only when no step is waiting and, after it, a slot is still free for a step
- * (on a shim of one slot: only when nothing else runs), and a freed slot goes to a waiting step before any
- * waiting turn. A routed step is interactive (a generation waits on it); a Score call is a tool's batch job,
- * and its turns keep it out of the steps' moving average.
+ * Batch work (the tools' Score calls, one chunk of a forward pass at a time) shares the slots at a lower
+ * priority. A turn starts only when no step is waiting and, after it, a slot is still free for a step (on a
+ * shim of one slot: only when nothing else runs); a freed slot goes to a waiting step before any waiting
+ * turn; and a turn waits until no step is in flight either, unless it has waited BATCH_PATIENCE_MS already.
+ * A routed step is interactive (a generation waits on it) and a Score call is a tool's batch job: a chunk's
+ * pass beside a step's, on the same model and cores, makes the step wait for it, so chunks run in the gaps
+ * between steps, and the patience keeps a steady stream of steps from starving Score past its deadline.
+ * Turns stay out of the steps' moving average.
  *
  * @example
  * const admission = new StepAdmission(8);
@@ -66,6 +69,8 @@ export interface AdmissionSlot {
 export const BACKEND_TIME_SMOOTHING = 0.2;
 /** The share of a deadline a refusal keeps for the way back to the edge (see the top of this file). */
 export const REPLY_MARGIN = 0.1;
+/** How long a batch turn waits for a moment with no step in flight before it starts beside them (see the top). */
+export const BATCH_PATIENCE_MS = 250;
 
 /** Batch work now: turns holding a slot and turns waiting; `granted` and `stepsBesideBatch` count since start. */
 export interface BatchLoad {
@@ -75,6 +80,11 @@ export interface BatchLoad {
   granted: number;
   /** Steps that took a slot while batch work held one (the steps went ahead of it, as they should). */
   stepsBesideBatch: number;
+}
+
+interface BatchWaiter {
+  start(): void;
+  enqueuedAt: number;
 }
 
 interface Waiter {
@@ -92,7 +102,7 @@ export class StepAdmission {
   /** Steps refused as overloaded since the shim started. */
   overloaded = 0;
   private batchHeld = 0;
-  private readonly batchQueue: (() => void)[] = [];
+  private readonly batchQueue: BatchWaiter[] = [];
   private batchGranted = 0;
   private stepsBesideBatch = 0;
 
@@ -173,18 +183,29 @@ export class StepAdmission {
    */
   acquireBatch(signal: AbortSignal): Promise<() => void> {
     if (signal.aborted) return Promise.reject(abortReason(signal));
-    if (this.batchQueue.length === 0 && this.batchMayStart()) return Promise.resolve(this.takeBatch());
+    const arrived = this.clock.now();
+    if (this.batchQueue.length === 0 && this.batchMayStart(arrived)) return Promise.resolve(this.takeBatch());
     return new Promise<() => void>((resolve, reject) => {
-      const start = () => {
+      const settle = () => {
+        this.clock.clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
-        resolve(this.takeBatch());
+        this.batchQueue.splice(this.batchQueue.indexOf(waiter), 1);
+      };
+      const waiter: BatchWaiter = {
+        enqueuedAt: arrived,
+        start: () => {
+          settle();
+          resolve(this.takeBatch());
+        },
       };
       const onAbort = () => {
-        this.batchQueue.splice(this.batchQueue.indexOf(start), 1);
+        settle();
         reject(abortReason(signal));
       };
+      // Out of patience, it may start beside the steps in flight.
+      const timer = this.clock.setTimeout(() => this.admitNext(), BATCH_PATIENCE_MS);
       signal.addEventListener('abort', onAbort, { once: true });
-      this.batchQueue.push(start);
+      this.batchQueue.push(waiter);
     });
   }
 
@@ -192,9 +213,13 @@ export class StepAdmission {
     return this.maxInFlight - this.inFlight - this.batchHeld;
   }
 
-  /** No step waits, and a slot stays free for the next one after this turn (one-slot shim: nothing runs). */
-  private batchMayStart(): boolean {
-    return this.queue.length === 0 && this.inFlight + this.batchHeld < Math.max(1, this.maxInFlight - 1);
+  /**
+   * No step waits, a slot stays free for the next one after this turn (one-slot shim: nothing runs), and no
+   * step is in flight unless the turn, waiting since `enqueuedAt`, ran out of patience.
+   */
+  private batchMayStart(enqueuedAt: number): boolean {
+    if (this.queue.length > 0 || this.inFlight + this.batchHeld >= Math.max(1, this.maxInFlight - 1)) return false;
+    return this.inFlight === 0 || this.clock.now() - enqueuedAt >= BATCH_PATIENCE_MS;
   }
 
   private takeBatch(): () => void {
@@ -238,7 +263,7 @@ export class StepAdmission {
       if (this.clock.now() - next.enqueuedAt > this.latestStartMs(next.deadlineMs)) next.refuse();
       else next.grant(this.take(next.enqueuedAt));
     }
-    while (this.batchQueue.length > 0 && this.batchMayStart()) this.batchQueue.shift()!();
+    while (this.batchQueue.length > 0 && this.batchMayStart(this.batchQueue[0]!.enqueuedAt)) this.batchQueue[0]!.start();
   }
 
   private record(ms: number): void {

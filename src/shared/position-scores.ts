@@ -56,20 +56,20 @@ export function scoreRows(logits: Float32Array, rowWidth: number, ids: readonly 
  * in-process figures still agree to the bit. Small enough that a routed step waiting behind one pass on
  * the shim's cores waits little (score-sequence.ts), large enough to keep a prefill's batching.
  */
-export const SCORE_CHUNK_TOKENS = 32;
+export const SCORE_CHUNK_TOKENS = 16;
 
 /** Logit values scored between two yields to the event loop: what a routed step's message may wait behind. */
 const SCORED_VALUES_PER_YIELD = 1 << 16;
 
-/** Waits for leave to run one forward pass (the shim's step admission); resolves to its release. */
+/** Waits for leave to run one chunk, its pass and its rows (the shim's step admission); resolves to its release. */
 export type ScoreTurn = () => Promise<() => void>;
 
 const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * `model` over `ids` on a cache of its own (dropped after), SCORE_CHUNK_TOKENS at a time, scored as
- * `scoreRows` does. Each pass waits for `turn` when given; between passes, and between groups of rows
- * within one, the event loop runs what is waiting (a routed step's message on the shim).
+ * `scoreRows` does. Each chunk waits for `turn` when given; between groups of rows, the event loop runs
+ * what is waiting (a routed step's message on the shim).
  */
 export async function scoreOnModel(model: DecoderModel, ids: readonly number[], options: ScoreRowsOptions = {}, turn?: ScoreTurn): Promise<PositionScores[]> {
   const { vocabSize } = model.pack;
@@ -81,17 +81,16 @@ export async function scoreOnModel(model: DecoderModel, ids: readonly number[], 
     for (let from = 0; from + 1 < ids.length; from += SCORE_CHUNK_TOKENS) {
       const to = Math.min(from + SCORE_CHUNK_TOKENS, ids.length - 1);
       const release = await turn?.();
-      let logits: Float32Array;
       try {
-        logits = (await sequence.append(ids.slice(from, to), { allPositions: true })).allLogits!;
+        const logits = (await sequence.append(ids.slice(from, to), { allPositions: true })).allLogits!;
+        for (let row = from; row < to; row += rowsPerYield) {
+          await nextMacrotask();
+          const end = Math.min(row + rowsPerYield, to);
+          const rows = logits.subarray((row - from) * vocabSize, (end - from) * vocabSize);
+          positions.push(...scoreRows(rows, vocabSize, ids.slice(row, end + 1), { ...options, candidates: options.candidates?.slice(row, end) }));
+        }
       } finally {
         release?.();
-      }
-      for (let row = from; row < to; row += rowsPerYield) {
-        await nextMacrotask();
-        const end = Math.min(row + rowsPerYield, to);
-        const rows = logits.subarray((row - from) * vocabSize, (end - from) * vocabSize);
-        positions.push(...scoreRows(rows, vocabSize, ids.slice(row, end + 1), { ...options, candidates: options.candidates?.slice(row, end) }));
       }
     }
     return positions;
