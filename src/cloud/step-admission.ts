@@ -14,14 +14,9 @@
  * The recent backend time is a moving average of the time a slot was held by the calls that succeeded.
  * Transport-free and clock-injected, like the edge's breaker: the unit tests drive it with a fake clock.
  *
- * Batch work (the tools' Score calls, one chunk of a forward pass at a time) shares the slots at a lower
- * priority. A turn starts only when no step is waiting and, after it, a slot is still free for a step (on a
- * shim of one slot: only when nothing else runs); a freed slot goes to a waiting step before any waiting
- * turn; and a turn waits until no step is in flight either, unless it has waited BATCH_PATIENCE_MS already.
- * A routed step is interactive (a generation waits on it) and a Score call is a tool's batch job: a chunk's
- * pass beside a step's, on the same model and cores, makes the step wait for it, so chunks run in the gaps
- * between steps, and the patience keeps a steady stream of steps from starving Score past its deadline.
- * Turns stay out of the steps' moving average.
+ * Batch work (the tools' Score calls, a chunk at a time) takes turns in a lane of lower priority
+ * (batch-turns.ts): a freed slot goes to a waiting step before any turn, a turn never takes a step's last
+ * slot, and turns run in the gaps between steps. Turns stay out of the steps' moving average.
  *
  * @example
  * const admission = new StepAdmission(8);
@@ -31,6 +26,7 @@
  */
 import { AppError } from '../shared/errors.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
+import { BatchTurns, type StepsSide } from './batch-turns.ts';
 
 export interface AdmissionClock {
   /** Milliseconds. */
@@ -69,8 +65,6 @@ export interface AdmissionSlot {
 export const BACKEND_TIME_SMOOTHING = 0.2;
 /** The share of a deadline a refusal keeps for the way back to the edge (see the top of this file). */
 export const REPLY_MARGIN = 0.1;
-/** How long a batch turn waits for a moment with no step in flight before it starts beside them (see the top). */
-export const BATCH_PATIENCE_MS = 250;
 
 /** Batch work now: turns holding a slot and turns waiting; `granted` and `stepsBesideBatch` count since start. */
 export interface BatchLoad {
@@ -80,11 +74,6 @@ export interface BatchLoad {
   granted: number;
   /** Steps that took a slot while batch work held one (the steps went ahead of it, as they should). */
   stepsBesideBatch: number;
-}
-
-interface BatchWaiter {
-  start(): void;
-  enqueuedAt: number;
 }
 
 interface Waiter {
@@ -101,9 +90,9 @@ export class StepAdmission {
   private measured = false;
   /** Steps refused as overloaded since the shim started. */
   overloaded = 0;
-  private batchHeld = 0;
-  private readonly batchQueue: BatchWaiter[] = [];
-  private batchGranted = 0;
+  /** When the last step in flight ended; -Infinity before the first. */
+  private idleSince = Number.NEGATIVE_INFINITY;
+  private readonly batch: BatchTurns;
   private stepsBesideBatch = 0;
 
   constructor(
@@ -111,6 +100,8 @@ export class StepAdmission {
     private readonly clock: AdmissionClock = realAdmissionClock,
   ) {
     if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new AppError('INVALID_ARGUMENT', `maxInFlight must be an integer ≥ 1, got ${maxInFlight}`);
+    const steps = (): StepsSide => ({ waiting: this.queue.length, inFlight: this.inFlight, maxInFlight, idleSince: this.idleSince, stepMs: this.averageMs });
+    this.batch = new BatchTurns(steps, clock, () => this.admitNext());
   }
 
   load(): AdmissionLoad {
@@ -118,7 +109,7 @@ export class StepAdmission {
   }
 
   batchLoad(): BatchLoad {
-    return { held: this.batchHeld, waiting: this.batchQueue.length, granted: this.batchGranted, stepsBesideBatch: this.stepsBesideBatch };
+    return { held: this.batch.held, waiting: this.batch.waiting, granted: this.batch.granted, stepsBesideBatch: this.stepsBesideBatch };
   }
 
   /**
@@ -177,65 +168,17 @@ export class StepAdmission {
     return 'overloaded';
   }
 
-  /**
-   * A turn of batch work (see the top of this file): resolves to its release once steps leave room for it,
-   * after the turns that asked before it; rejects with the signal's reason when it aborts while waiting.
-   */
+  /** A turn of batch work (batch-turns.ts); rejects with the signal's reason when it aborts while waiting. */
   acquireBatch(signal: AbortSignal): Promise<() => void> {
-    if (signal.aborted) return Promise.reject(abortReason(signal));
-    const arrived = this.clock.now();
-    if (this.batchQueue.length === 0 && this.batchMayStart(arrived)) return Promise.resolve(this.takeBatch());
-    return new Promise<() => void>((resolve, reject) => {
-      const settle = () => {
-        this.clock.clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        this.batchQueue.splice(this.batchQueue.indexOf(waiter), 1);
-      };
-      const waiter: BatchWaiter = {
-        enqueuedAt: arrived,
-        start: () => {
-          settle();
-          resolve(this.takeBatch());
-        },
-      };
-      const onAbort = () => {
-        settle();
-        reject(abortReason(signal));
-      };
-      // Out of patience, it may start beside the steps in flight.
-      const timer = this.clock.setTimeout(() => this.admitNext(), BATCH_PATIENCE_MS);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.batchQueue.push(waiter);
-    });
+    return this.batch.acquire(signal);
   }
 
   private freeSlots(): number {
-    return this.maxInFlight - this.inFlight - this.batchHeld;
-  }
-
-  /**
-   * No step waits, a slot stays free for the next one after this turn (one-slot shim: nothing runs), and no
-   * step is in flight unless the turn, waiting since `enqueuedAt`, ran out of patience.
-   */
-  private batchMayStart(enqueuedAt: number): boolean {
-    if (this.queue.length > 0 || this.inFlight + this.batchHeld >= Math.max(1, this.maxInFlight - 1)) return false;
-    return this.inFlight === 0 || this.clock.now() - enqueuedAt >= BATCH_PATIENCE_MS;
-  }
-
-  private takeBatch(): () => void {
-    this.batchHeld++;
-    this.batchGranted++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.batchHeld--;
-      this.admitNext();
-    };
+    return this.maxInFlight - this.inFlight - this.batch.held;
   }
 
   private take(arrived: number, started = this.clock.now()): AdmissionSlot {
-    if (this.batchHeld > 0) this.stepsBesideBatch++;
+    if (this.batch.held > 0) this.stepsBesideBatch++;
     this.inFlight++;
     let released = false;
     return {
@@ -246,6 +189,7 @@ export class StepAdmission {
         if (succeeded) this.record(this.clock.now() - started);
         const load = this.load();
         this.inFlight--;
+        if (this.inFlight === 0) this.idleSince = this.clock.now();
         this.admitNext();
         return load;
       },
@@ -263,7 +207,7 @@ export class StepAdmission {
       if (this.clock.now() - next.enqueuedAt > this.latestStartMs(next.deadlineMs)) next.refuse();
       else next.grant(this.take(next.enqueuedAt));
     }
-    while (this.batchQueue.length > 0 && this.batchMayStart(this.batchQueue[0]!.enqueuedAt)) this.batchQueue[0]!.start();
+    this.batch.admit();
   }
 
   private record(ms: number): void {
