@@ -15,7 +15,7 @@ import { decodeBenchSection, edgeBenchSection, latencyBenchSection, loadBenchSec
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
 import { privateSpansSection } from './results/privacy-sections.ts';
-import { scoringBenchSection, throughShimEvalSection } from './results/shim-sections.ts';
+import { scoreFloodBenchSection, scoringBenchSection, throughShimEvalSection } from './results/shim-sections.ts';
 import { RESULTS_DIR } from './record-result.ts';
 import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 
@@ -120,6 +120,13 @@ const PAIRS: PairSection[] = [
       'forcing costs through the Score call, and one evaluation run twice, the second through `bun run shim` on loopback.',
     measurements: [
       { title: 'Teacher forcing through the Score call', file: 'demo-bench-scoring', render: scoringBenchSection, command: 'bun run bench scoring --json', required: false },
+      {
+        title: 'Routed steps while a tool scores through the same shim',
+        file: 'demo-bench-score-flood',
+        render: scoreFloodBenchSection,
+        command: 'bun run bench score-flood --json',
+        required: false,
+      },
       {
         title: 'The same evaluation in process and through a shim',
         file: 'demo-eval-tinystories-through-shim-200',

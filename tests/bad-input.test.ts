@@ -564,6 +564,7 @@ describe('cloud shim Route', () => {
       ['empty prompt (no context)', [open([])], 'INVALID_ARGUMENT', 'open needs the context: at least one token id'],
       ['1 MB prompt', [oneMb], 'RESOURCE_EXHAUSTED', `Received message larger than max (${oneMb.length} vs ${MAX_MESSAGE_BYTES})`],
       ['prompt longer than the context window', [open(new Array(600).fill(1))], 'OUT_OF_RANGE', "context of 600 tokens exceeds the model's window of 512"],
+      ['a step that would generate past the window', [open(new Array(511).fill(1)), step({ offset: 511, ids: [403], sources: ['TOKEN_SOURCE_SLM'] })], 'OUT_OF_RANGE', "context of 512 tokens fills the model's window of 512: no position is left to generate"],
       ['threshold NaN', [open([1]), step({ threshold: Number.NaN })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got NaN'],
       ['threshold negative', [open([1]), step({ threshold: -0.5 })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got -0.5'],
       ['threshold above 1', [open([1]), step({ threshold: 1.5 })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got 1.5'],
@@ -646,6 +647,7 @@ describe('cloud shim Score', () => {
       ['candidates of the wrong length', { ids: [1, 403, 9], candidateIds: [5] }, TOKEN, 'INVALID_ARGUMENT', 'candidate_ids must hold one id per position (2) or none, got 1'],
       ['a candidate outside the vocabulary', { ids: [1, 403], candidateIds: [9999] }, TOKEN, 'INVALID_ARGUMENT', "candidate_ids[0] is 9999, outside the cloud model's vocabulary [0, 512)"],
       ['top_k above 20', { topK: 21 }, TOKEN, 'INVALID_ARGUMENT', 'top_k must be at most 20, got 21'],
+      ['a request id of 100,000 characters', { requestId: 'r'.repeat(100_000) }, TOKEN, 'INVALID_ARGUMENT', 'request_id is longer than 200 characters'],
     ];
     const seen: Outcome[] = [];
     for (const [name, request, token] of cases) {
@@ -653,7 +655,7 @@ describe('cloud shim Score', () => {
       seen.push({ name, status: r.status, message: r.message });
     }
     expect(seen).toEqual(cases.map(([name, , , status, message]) => expected(name, status, message)));
-    expect(await score({ ids: [1, 403, 9], candidateIds: [403, 9], topK: 3 })).toEqual({ status: 'OK', message: '', positions: 2 });
+    expect(await score({ ids: [1, 403, 9], candidateIds: [403, 9], topK: 3, requestId: 'r'.repeat(200) })).toEqual({ status: 'OK', message: '', positions: 2 });
   });
 });
 

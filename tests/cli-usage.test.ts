@@ -27,7 +27,7 @@ const HELP_CASES: [string[], string][] = [
   ...['convert-llama2c', 'random', 'expose-hidden', 'inspect', 'demo', 'quantize', 'optimize'].map((c): [string[], string] => [['run', 'models', c, '--help'], 'usage: bun run models']),
   ...['train', 'eval'].map((c): [string[], string] => [['run', 'router', c, '--help'], 'usage: bun run router']),
   [['run', 'eval', '--help'], 'usage: bun run eval'],
-  ...['edge', 'decode', 'shim', 'latency', 'load', 'concurrency', 'prefix', 'fleet', 'affinity', 'embedded-batching'].map((t): [string[], string] => [['run', 'bench', t, '--help'], `usage: bun run bench ${t} `]),
+  ...['edge', 'decode', 'shim', 'latency', 'load', 'concurrency', 'prefix', 'fleet', 'affinity', 'embedded-batching', 'score-flood'].map((t): [string[], string] => [['run', 'bench', t, '--help'], `usage: bun run bench ${t} `]),
 ];
 
 describe('--help', () => {

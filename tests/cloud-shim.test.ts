@@ -183,6 +183,24 @@ describe('errors', () => {
     expect(responses.at(-1)!.end).toMatchObject({ code: grpc.status.FAILED_PRECONDITION, steps: 1 });
   });
 
+  test("a step never generates past the model's window: the last position is served, the one after is OUT_OF_RANGE", async () => {
+    const window = model.pack.maxPositions;
+    const prompt = (length: number) => [1, ...new Array<number>(length - 1).fill(403)];
+    // Opened with max − 2 tokens, a one-token step brings it to max − 1: one token at the window's last position.
+    const last = await rawStream([open(prompt(window - 2)), { step: { offset: window - 2, ids: [407], sources: ['TOKEN_SOURCE_SLM'], maxTokens: 5 } }, { step: { offset: window, ids: [], sources: [] } }]);
+    expect(last.responses.map((r) => r.message)).toEqual(['opened', 'step', 'end']);
+    expect(last.responses[1]!.step).toMatchObject({ contextLength: window, finishReason: 'FINISH_REASON_CONTEXT' });
+    expect(last.responses[1]!.step!.ids).toHaveLength(1);
+    expect(last.status.code).toBe(grpc.status.OUT_OF_RANGE);
+    expect(last.status.details).toBe(`context of ${window} tokens fills the model's window of ${window}: no position is left to generate`);
+    // Opened with max − 1 tokens, a one-token step fills the window: refused before the backend, nothing generated.
+    const full = await rawStream([open(prompt(window - 1)), { step: { offset: window - 1, ids: [407], sources: ['TOKEN_SOURCE_SLM'] } }]);
+    expect(full.responses.map((r) => r.message)).toEqual(['opened', 'end']);
+    expect(full.responses[1]!.end).toMatchObject({ code: grpc.status.OUT_OF_RANGE, generatedTokens: 0 });
+    expect(full.status.details).toBe(`context of ${window} tokens fills the model's window of ${window}: no position is left to generate`);
+    await waitFor(() => shim.store.count === 0, 2_000, 'sessions freed');
+  });
+
   test('an overlap is FAILED_PRECONDITION too', async () => {
     const { status } = await rawStream([open([1, 403]), { step: { offset: 1, ids: [403], sources: ['TOKEN_SOURCE_SLM'] } }]);
     expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);

@@ -1,8 +1,10 @@
 /**
  * The shim's admission control with a clock that moves only when told: the slot limit, the FIFO, the moving
- * average of the backend time, the at-once and the timed refusals (exact times), and cancellation.
+ * average of the backend time, the at-once and the timed refusals (exact times), cancellation, and the batch
+ * lane the Score calls take turns in (steps first, never a step's last slot).
  */
 import { describe, expect, test } from 'bun:test';
+import { BATCH_PATIENCE_MS } from '../src/cloud/batch-turns.ts';
 import { StepAdmission, type AdmissionSlot } from '../src/cloud/step-admission.ts';
 import { ManualClock } from './helpers/manual-clock.ts';
 
@@ -138,5 +140,133 @@ describe('step admission', () => {
     expect(clock.timers).toHaveLength(0);
     await expect(admission.acquire(1_000, controller.signal)).rejects.toThrow('the edge cancelled the stream');
     for (const n of [0, -1, 1.5, Number.NaN]) expect(() => new StepAdmission(n, clock)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});
+
+/** Whether a promise has settled once pending callbacks ran. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await Bun.sleep(0);
+  return done;
+}
+
+describe('batch turns (Score work) beside the steps', () => {
+  test('a turn never takes the last free slot: a step always finds one while batch work runs', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(3, clock);
+    // No step has run yet: the steps are quiet, and two turns leave the third slot free.
+    const first = await admission.acquireBatch(never);
+    const second = await admission.acquireBatch(never);
+    const third = admission.acquireBatch(never);
+    expect(await settled(third)).toBe(false);
+    expect(admission.batchLoad()).toEqual({ held: 2, waiting: 1, granted: 2, stepsBesideBatch: 0 });
+    const step = slotOf(await admission.acquire(1_000, never));
+    expect(step.waitedMs).toBe(0);
+    expect(admission.batchLoad().stepsBesideBatch).toBe(1);
+    // A turn ends: the waiting one would take the last slot beside the step, even out of patience.
+    first();
+    await clock.advanceTo(BATCH_PATIENCE_MS);
+    expect(await settled(third)).toBe(false);
+    step.release(true);
+    (await third)();
+    second();
+    expect(admission.batchLoad()).toEqual({ held: 0, waiting: 0, granted: 3, stepsBesideBatch: 1 });
+    expect(admission.load()).toMatchObject({ stepsInFlight: 0, stepsQueued: 0 });
+  });
+
+  test('a turn starts once no step has run for one step time; a step arriving in the gap goes first', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(8, clock);
+    await runStep(admission, clock, 10);
+    // The step ended at 10 and steps take 10 ms: a turn asked for now waits for the quiet at 20.
+    const turn = admission.acquireBatch(never);
+    await clock.advanceTo(15);
+    expect(await settled(turn)).toBe(false);
+    // A generation's next step arrives in the gap: it runs, and the quiet starts again when it ends.
+    const step = slotOf(await admission.acquire(1_000, never));
+    expect(step.waitedMs).toBe(0);
+    await clock.advanceTo(25);
+    step.release(true);
+    await clock.advanceTo(34);
+    expect(await settled(turn)).toBe(false);
+    await clock.advanceTo(35);
+    expect(await settled(turn)).toBe(true);
+    (await turn)();
+    expect(admission.batchLoad()).toEqual({ held: 0, waiting: 0, granted: 1, stepsBesideBatch: 0 });
+  });
+
+  test('steps that never pause: a turn starts beside them once it has waited BATCH_PATIENCE_MS', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(8, clock);
+    let running = slotOf(await admission.acquire(1_000, never));
+    const turn = admission.acquireBatch(never);
+    // A new step starts before each ends: one is always in flight.
+    for (let t = 20; t < BATCH_PATIENCE_MS; t += 20) {
+      await clock.advanceTo(t);
+      const next = slotOf(await admission.acquire(1_000, never));
+      running.release(true);
+      running = next;
+      expect(await settled(turn)).toBe(false);
+    }
+    await clock.advanceTo(BATCH_PATIENCE_MS);
+    expect(await settled(turn)).toBe(true);
+    expect(admission.load().stepsInFlight).toBe(1);
+    (await turn)();
+    running.release(true);
+  });
+
+  test('a freed slot goes to a waiting step before any waiting turn, and no turn starts while a step waits', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(2, clock);
+    const turn = await admission.acquireBatch(never);
+    const running = slotOf(await admission.acquire(1_000, never));
+    // Both slots taken (one by the turn): the next step waits, and so does the next turn, behind it.
+    const waitingStep = admission.acquire(1_000, never);
+    const waitingTurn = admission.acquireBatch(never);
+    expect(admission.load()).toMatchObject({ stepsInFlight: 1, stepsQueued: 1 });
+    const order: string[] = [];
+    void waitingStep.then(() => order.push('step'));
+    void waitingTurn.then(() => order.push('turn'));
+    turn();
+    await Bun.sleep(0);
+    expect(order).toEqual(['step']);
+    const second = slotOf(await waitingStep);
+    running.release(true);
+    // One step still runs: on two slots a turn beside it would take the last one, patience or not.
+    await clock.advanceTo(BATCH_PATIENCE_MS * 2);
+    expect(await settled(waitingTurn)).toBe(false);
+    // Out of patience, it starts as soon as the slot rule allows.
+    second.release(true);
+    expect(await settled(waitingTurn)).toBe(true);
+    expect(order).toEqual(['step', 'turn']);
+  });
+
+  test('on a one-slot shim a turn runs only when nothing else does; a waiting turn leaves with its reason', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(1, clock);
+    const step = slotOf(await admission.acquire(1_000, never));
+    const controller = new AbortController();
+    const cancelled = admission.acquireBatch(controller.signal);
+    const next = admission.acquireBatch(never);
+    controller.abort(new Error('the tool cancelled the call'));
+    await expect(cancelled).rejects.toThrow('the tool cancelled the call');
+    expect(admission.batchLoad().waiting).toBe(1);
+    await clock.advanceTo(4);
+    step.release(true);
+    await clock.advanceTo(8);
+    const release = await next;
+    // The turn holds the only slot: a step arriving now waits for it (for one chunk), then goes first.
+    const behind = admission.acquire(1_000, never);
+    const turnBehind = admission.acquireBatch(never);
+    expect(admission.load().stepsQueued).toBe(1);
+    await clock.advanceTo(13);
+    release();
+    expect(slotOf(await behind).waitedMs).toBe(5);
+    expect(await settled(turnBehind)).toBe(false);
+    await expect(admission.acquireBatch(controller.signal)).rejects.toThrow('the tool cancelled the call');
   });
 });

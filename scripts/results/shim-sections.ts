@@ -1,7 +1,8 @@
 /**
  * docs/results.md's sections on the tools through a running shim (docs/bring-your-own-pair.md): what teacher
- * forcing costs through the Score call (`bench scoring`), and the same evaluation run twice, the cloud in
- * process and through a shim, side by side, so a reader sees that the path does not move the figures.
+ * forcing costs through the Score call (`bench scoring`), what it costs the generations the shim serves at
+ * the same time (`bench score-flood`), and the same evaluation run twice, the cloud in process and through a
+ * shim, side by side, so a reader sees that the path does not move the figures.
  *
  * @example
  * ```ts
@@ -9,7 +10,7 @@
  * ```
  */
 import { readDataFile, type DataFile } from './data-file.ts';
-import { f2, f3, pct, provenance, table } from './markdown.ts';
+import { f2, f3, pct, provenance, shortName, table } from './markdown.ts';
 
 export function scoringBenchSection(file: DataFile): string {
   const d = file.data;
@@ -26,6 +27,31 @@ export function scoringBenchSection(file: DataFile): string {
         ['cloud in process', `${f3(d.num('in_process_s'))} s`],
         ['through the shim', `${f3(d.num('through_shim_s'))} s, ${f2(d.num('ratio'))}× (target ≤ 2×)`],
         ['Score calls per round, windows in the documents', `${d.num('score_calls_per_round')}, ${d.num('windows')} (one call per window)`],
+      ],
+    ),
+  ].join('\n');
+}
+
+export function scoreFloodBenchSection(file: DataFile): string {
+  const d = file.data;
+  const alone = d.obj('alone');
+  const beside = d.obj('beside_flood');
+  const steps = (p: typeof alone) => `${f3(p.num('p50_ms'))} / ${f3(p.num('p99_ms'))} ms (${p.num('steps')} steps, ${p.num('errors')} errors)`;
+  return [
+    provenance(file),
+    '',
+    `${d.num('streams')} edge streams of one-token routed steps through one shim (\`${shortName(d.str('pack'))}\`, embedded backend, its own ` +
+      `process), alone and beside ${d.num('callers')} callers sending Score calls of full windows (top ${d.num('top_k')}) back to back from ` +
+      `another process, in alternating phases of ${d.num('seconds')} s (${d.num('rounds')} rounds). The shim serves routed steps ahead of Score ` +
+      'work ([operations.md](operations.md#routed-steps-before-score-work)):',
+    '',
+    table(
+      ['what', 'figure'],
+      [
+        ['routed step round trip alone, p50 / p99', steps(alone)],
+        ['beside the Score flood, p50 / p99', steps(beside)],
+        ['p99 beside the flood / alone (target ≤ 2×)', `${f2(d.num('p99_ratio'))}×`],
+        ['Score calls the flood completed meanwhile', `${beside.num('score_calls')} (${beside.num('score_positions')} positions, ${beside.num('score_errors')} failed)`],
       ],
     ),
   ].join('\n');

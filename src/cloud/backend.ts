@@ -4,7 +4,7 @@
  * next span of tokens with their log-probabilities.
  */
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
-import type { PositionScores } from '../shared/position-scores.ts';
+import type { PositionScores, ScoreTurn } from '../shared/position-scores.ts';
 
 export interface SamplingSettings {
   /** 0 = greedy. */
@@ -79,6 +79,11 @@ export interface BackendScoreRequest {
   vocabLimit: number | undefined;
   requestId: string;
   signal: AbortSignal;
+  /**
+   * Leave to run one piece of the call, from the shim's step admission (routed steps go first): the
+   * embedded backend takes one per forward pass of a chunk, an HTTP backend one for its whole request.
+   */
+  turn: ScoreTurn;
 }
 
 export interface BackendScoreResult {

@@ -29,6 +29,7 @@ import { seededRandom } from '../shared/seeded-random.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
 import type { SpanFinish, TokenAlternative } from '../shared/contract-vocabulary.ts';
 import { scoreOnModel } from '../shared/position-scores.ts';
+import { checkRoomToGenerate } from './route-request-checks.ts';
 import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 
 export interface EmbeddedBackendOptions {
@@ -104,12 +105,19 @@ export class EmbeddedBackend implements Backend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
 
-  /** One forward pass over the whole sequence on a cache of its own, which is dropped after. */
+  /**
+   * Forward passes over the sequence a chunk at a time on a cache of its own, which is dropped after; each
+   * pass waits for its turn, so a routed step waits at most for one chunk's pass, never for a whole window.
+   */
   async score(request: BackendScoreRequest): Promise<BackendScoreResult> {
     const started = performance.now();
     request.signal.throwIfAborted();
-    const { candidates, topK, vocabLimit } = request;
-    const positions = await scoreOnModel(this.model, request.ids, { candidates, topK, vocabLimit });
+    const { candidates, topK, vocabLimit, signal } = request;
+    const turn = async () => {
+      signal.throwIfAborted();
+      return request.turn();
+    };
+    const positions = await scoreOnModel(this.model, request.ids, { candidates, topK, vocabLimit }, turn);
     if (request.signal.aborted) throw abortReason(request.signal);
     return { positions, exact: true, backendMs: performance.now() - started };
   }
@@ -159,9 +167,7 @@ class EmbeddedSequence implements BackendSequence {
     const { context, sampling, signal } = request;
     const { vocabSize, maxPositions } = this.backend.model.pack;
     if (context.length === 0) throw new AppError('INVALID_ARGUMENT', 'the context is empty: open the session with at least one token');
-    if (context.length > maxPositions) {
-      throw new AppError('OUT_OF_RANGE', `context of ${context.length} tokens exceeds the model's window of ${maxPositions}`);
-    }
+    checkRoomToGenerate(context.length, maxPositions);
     this.busy = true;
     try {
       const sequence = this.acquire(context);

@@ -42,12 +42,17 @@ export class OpenAiBackend implements Backend {
     this.textKeyIds = new TextKeyIds(options.retokenizer);
   }
 
-  /** One completion per call, never streamed (vLLM refuses prompt_logprobs in a stream). */
+  /** One completion per call, never streamed (vLLM refuses prompt_logprobs in a stream), in one turn. */
   async score(request: BackendScoreRequest): Promise<BackendScoreResult> {
     const { body, asked } = openAiScoreBody(request, this.options.model);
-    const start = performance.now();
-    const reply = await this.http.json(await this.http.post('/v1/completions', body, request.signal), request.signal);
-    return { ...openAiScores(reply, request, asked, this.textKeyIds), backendMs: performance.now() - start };
+    const release = await request.turn();
+    try {
+      const start = performance.now();
+      const reply = await this.http.json(await this.http.post('/v1/completions', body, request.signal), request.signal);
+      return { ...openAiScores(reply, request, asked, this.textKeyIds), backendMs: performance.now() - start };
+    } finally {
+      release();
+    }
   }
 
   openSequence(): BackendSequence {

@@ -15,6 +15,7 @@ import type { BackendInfo, SamplingSettings } from './backend.ts';
 import type { ShimConfig } from './config.ts';
 import { sessionRoutingKey } from './session-routing-key.ts';
 import { QuotingError } from './quoting-error.ts';
+import { checkRequestId } from './request-id.ts';
 
 /** Who produced the ids a check reads. */
 export type IdsFrom = 'edge' | 'backend';
@@ -38,6 +39,21 @@ export function checkContext(length: number, maxContext: number | undefined): vo
   }
 }
 
+/**
+ * A step generates at the position after its context: refused (OUT_OF_RANGE) unless that position is inside
+ * the window, so a session never holds more tokens than the model has positions.
+ *
+ * @example
+ * checkRoomToGenerate(511, 512); // fine: the span starts at position 511, the window's last
+ * checkRoomToGenerate(512, 512); // OUT_OF_RANGE: context of 512 tokens fills the model's window of 512 …
+ */
+export function checkRoomToGenerate(length: number, maxContext: number | undefined): void {
+  checkContext(length, maxContext);
+  if (maxContext !== undefined && length === maxContext) {
+    throw new AppError('OUT_OF_RANGE', `context of ${length} tokens fills the model's window of ${maxContext}: no position is left to generate`);
+  }
+}
+
 /** The vocabulary and window the checks hold ids to: the backend's. */
 type ModelLimits = Pick<BackendInfo, 'vocabSize' | 'maxContext'>;
 
@@ -46,7 +62,7 @@ type ModelLimits = Pick<BackendInfo, 'vocabSize' | 'maxContext'>;
  * validateSampling's); returns the session's routing key.
  */
 export function checkOpen(open: OpenSession__Output, model: ModelLimits): string {
-  if (open.requestId.length > 200) throw new AppError('INVALID_ARGUMENT', 'request_id is longer than 200 characters');
+  checkRequestId(open.requestId);
   const routingKey = sessionRoutingKey(open);
   if (open.contextIds.length === 0) throw new AppError('INVALID_ARGUMENT', 'open needs the context: at least one token id');
   if (open.contextSources.length !== 0 && open.contextSources.length !== open.contextIds.length) {
@@ -59,7 +75,7 @@ export function checkOpen(open: OpenSession__Output, model: ModelLimits): string
 
 /**
  * A step the shim can append to a context of `contextLength` tokens (a conditional step's overlap counted
- * once); returns the span to ask for and the step's sources.
+ * once) and still generate after; returns the span to ask for and the step's sources.
  */
 export function checkStep(step: RouteStep__Output, contextLength: number, config: Readonly<ShimConfig>, model: ModelLimits): { maxTokens: number; sources: TokenSource[] } {
   if (step.sources.length !== step.ids.length) {
@@ -71,7 +87,7 @@ export function checkStep(step: RouteStep__Output, contextLength: number, config
   const maxTokens = step.maxTokens || 1;
   if (maxTokens > config.maxSpanTokens) throw new AppError('INVALID_ARGUMENT', `max_tokens ${maxTokens} is above this shim's limit of ${config.maxSpanTokens}`);
   checkIds(step.ids, model.vocabSize, 'edge', 'the step holds');
-  checkContext((step.conditional ? Math.min(step.offset, contextLength) : contextLength) + step.ids.length, model.maxContext);
+  checkRoomToGenerate((step.conditional ? Math.min(step.offset, contextLength) : contextLength) + step.ids.length, model.maxContext);
   const sources = fromWireSources(step.sources, 'sources');
   // A step appends what was generated since the last one; the prompt came with `open` (a reopened session
   // sends its whole history there), so a prompt token here is an edge that lost track of its context.

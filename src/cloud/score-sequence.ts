@@ -1,9 +1,13 @@
 /**
  * The shim's Score call without its transport: checks a teacher-forcing request against the backend (ids in
- * its vocabulary, a sequence within its window, one candidate per position, a bounded top-k), waits for one
- * of a few scoring slots, and asks the backend under the shim's backend deadline. Scoring is the tools'
- * (router training, evaluation), so it has slots of its own: a window of hundreds of positions would
- * otherwise sit in the routed steps' admission queue and skew the step time that queue predicts from.
+ * its vocabulary, a sequence within its window, one candidate per position, a bounded top-k, a bounded
+ * request id), waits for one of a few scoring slots, and asks the backend under the shim's backend deadline.
+ *
+ * Scoring is the tools' batch work (router training, evaluation) and a routed step is a generation waiting:
+ * the backend runs the call in turns of the step admission's batch lane (step-admission.ts), which routed
+ * steps always go ahead of and which never takes a step's last slot. The embedded backend takes one turn per
+ * chunk of its forward passes, so a step waits behind one chunk at most, never behind a whole window; the
+ * turns stay out of the step time the admission predicts from.
  *
  * @example
  * const scores = new FifoSlots(2);
@@ -14,6 +18,7 @@ import { AppError } from '../shared/errors.ts';
 import type { FifoSlots } from '../shared/fifo-slots.ts';
 import type { ScoreRequest__Output, ScoreResponse } from '../shared/grpc/proto.ts';
 import type { BackendInfo } from './backend.ts';
+import { checkRequestId } from './request-id.ts';
 import type { ShimContext } from './route-session.ts';
 
 /** The most alternatives per position a call may ask for (SGLang's and OpenAI's APIs allow 20). */
@@ -24,7 +29,7 @@ function scoreWindow(info: BackendInfo): number | undefined {
   return info.maxScoreTokens ?? info.maxContext;
 }
 
-type ScoreContext = Pick<ShimContext, 'backend' | 'config' | 'log' | 'vocabularySha256'>;
+type ScoreContext = Pick<ShimContext, 'backend' | 'config' | 'log' | 'vocabularySha256' | 'admission'>;
 
 function invalid(message: string): never {
   throw new AppError('INVALID_ARGUMENT', message);
@@ -34,6 +39,7 @@ function checkRequest(request: ScoreRequest__Output, ctx: ScoreContext): void {
   const { ids, candidateIds, topK } = request;
   const { vocabSize } = ctx.backend.info;
   const maxContext = scoreWindow(ctx.backend.info);
+  checkRequestId(request.requestId);
   if (ids.length < 2) invalid(`a sequence to score needs 2 ids or more (one position predicting the next), got ${ids.length}`);
   if (maxContext !== undefined && ids.length > maxContext) {
     throw new AppError('OUT_OF_RANGE', `the sequence is ${ids.length} tokens, above the cloud model's window of ${maxContext}: score it in windows of at most ${maxContext}`);
@@ -68,6 +74,7 @@ export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreCon
       vocabLimit: request.vocabLimit > 0 ? request.vocabLimit : undefined,
       requestId: request.requestId || `score-${crypto.randomUUID()}`,
       signal: deadline,
+      turn: () => ctx.admission.acquireBatch(deadline),
     });
   } catch (e) {
     if (deadline.aborted && !signal.aborted) throw new AppError('DEADLINE_EXCEEDED', `the backend did not score ${request.ids.length} tokens within ${config.backendTimeoutMs} ms`);

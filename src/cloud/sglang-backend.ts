@@ -50,10 +50,14 @@ export class SglangBackend implements Backend {
     await Promise.allSettled([...this.pendingAborts]);
   }
 
-  /** One `/generate` per call, never streamed; no routing key: a scored window shares no prefix worth a worker's cache. */
+  /**
+   * One `/generate` per call, never streamed, in one turn; no routing key: a scored window shares no prefix
+   * worth a worker's cache.
+   */
   async score(request: BackendScoreRequest): Promise<BackendScoreResult> {
     const { signal } = request;
     const { body, asked } = sglangScoreBody(request);
+    const release = await request.turn();
     const start = performance.now();
     try {
       const reply = await this.http.json(await this.http.post('/generate', body, signal), signal);
@@ -61,6 +65,8 @@ export class SglangBackend implements Backend {
     } catch (e) {
       if (signal.aborted) this.abortRemote(request.requestId, undefined);
       throw e;
+    } finally {
+      release();
     }
   }
 

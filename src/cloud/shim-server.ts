@@ -26,8 +26,9 @@ import { vocabularySha256 } from '../shared/vocabulary.ts';
 import { tokenizerFingerprint } from '../shared/tokenizer-fingerprint.ts';
 
 /**
- * Scoring calls that reach the backend at once: a tool keeps a few windows in flight so the link's round
- * trips overlap the model's work; more would only queue inside the backend.
+ * Score calls under way at once, each taking its turns in the step admission's batch lane: a tool keeps a
+ * few windows in flight so the link's round trips overlap the model's work; more would only hold caches
+ * while they wait for turns.
  */
 const SCORE_SLOTS = 2;
 import { createLogger, type Logger } from '../shared/logger.ts';

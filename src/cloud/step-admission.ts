@@ -14,6 +14,10 @@
  * The recent backend time is a moving average of the time a slot was held by the calls that succeeded.
  * Transport-free and clock-injected, like the edge's breaker: the unit tests drive it with a fake clock.
  *
+ * Batch work (the tools' Score calls, a chunk at a time) takes turns in a lane of lower priority
+ * (batch-turns.ts): a freed slot goes to a waiting step before any turn, a turn never takes a step's last
+ * slot, and turns run in the gaps between steps. Turns stay out of the steps' moving average.
+ *
  * @example
  * const admission = new StepAdmission(8);
  * const slot = await admission.acquire(1_000, signal);
@@ -22,6 +26,7 @@
  */
 import { AppError } from '../shared/errors.ts';
 import { abortReason } from '../shared/grpc/stream.ts';
+import { BatchTurns, type StepsSide } from './batch-turns.ts';
 
 export interface AdmissionClock {
   /** Milliseconds. */
@@ -61,6 +66,16 @@ export const BACKEND_TIME_SMOOTHING = 0.2;
 /** The share of a deadline a refusal keeps for the way back to the edge (see the top of this file). */
 export const REPLY_MARGIN = 0.1;
 
+/** Batch work now: turns holding a slot and turns waiting; `granted` and `stepsBesideBatch` count since start. */
+export interface BatchLoad {
+  held: number;
+  waiting: number;
+  /** Turns granted since the shim started. */
+  granted: number;
+  /** Steps that took a slot while batch work held one (the steps went ahead of it, as they should). */
+  stepsBesideBatch: number;
+}
+
 interface Waiter {
   grant(slot: AdmissionSlot): void;
   refuse(): void;
@@ -75,16 +90,26 @@ export class StepAdmission {
   private measured = false;
   /** Steps refused as overloaded since the shim started. */
   overloaded = 0;
+  /** When the last step in flight ended; -Infinity before the first. */
+  private idleSince = Number.NEGATIVE_INFINITY;
+  private readonly batch: BatchTurns;
+  private stepsBesideBatch = 0;
 
   constructor(
     readonly maxInFlight: number,
     private readonly clock: AdmissionClock = realAdmissionClock,
   ) {
     if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new AppError('INVALID_ARGUMENT', `maxInFlight must be an integer ≥ 1, got ${maxInFlight}`);
+    const steps = (): StepsSide => ({ waiting: this.queue.length, inFlight: this.inFlight, maxInFlight, idleSince: this.idleSince, stepMs: this.averageMs });
+    this.batch = new BatchTurns(steps, clock, () => this.admitNext());
   }
 
   load(): AdmissionLoad {
     return { stepsInFlight: this.inFlight, stepsQueued: this.queue.length, backendMs: this.averageMs, maxInFlight: this.maxInFlight };
+  }
+
+  batchLoad(): BatchLoad {
+    return { held: this.batch.held, waiting: this.batch.waiting, granted: this.batch.granted, stepsBesideBatch: this.stepsBesideBatch };
   }
 
   /**
@@ -105,7 +130,7 @@ export class StepAdmission {
   acquire(deadlineMs: number, signal: AbortSignal): Promise<AdmissionSlot | 'overloaded'> {
     if (signal.aborted) return Promise.reject(abortReason(signal));
     const arrived = this.clock.now();
-    if (this.inFlight < this.maxInFlight && this.queue.length === 0) return Promise.resolve(this.take(arrived, arrived));
+    if (this.freeSlots() > 0 && this.queue.length === 0) return Promise.resolve(this.take(arrived, arrived));
     const latestStart = this.latestStartMs(deadlineMs);
     const position = this.queue.length + 1;
     if ((position * this.averageMs) / this.maxInFlight > latestStart) return Promise.resolve(this.refuse());
@@ -143,7 +168,17 @@ export class StepAdmission {
     return 'overloaded';
   }
 
+  /** A turn of batch work (batch-turns.ts); rejects with the signal's reason when it aborts while waiting. */
+  acquireBatch(signal: AbortSignal): Promise<() => void> {
+    return this.batch.acquire(signal);
+  }
+
+  private freeSlots(): number {
+    return this.maxInFlight - this.inFlight - this.batch.held;
+  }
+
   private take(arrived: number, started = this.clock.now()): AdmissionSlot {
+    if (this.batch.held > 0) this.stepsBesideBatch++;
     this.inFlight++;
     let released = false;
     return {
@@ -154,6 +189,7 @@ export class StepAdmission {
         if (succeeded) this.record(this.clock.now() - started);
         const load = this.load();
         this.inFlight--;
+        if (this.inFlight === 0) this.idleSince = this.clock.now();
         this.admitNext();
         return load;
       },
@@ -161,15 +197,17 @@ export class StepAdmission {
   }
 
   /**
-   * Hands the free slot to the oldest waiter that can still start in time by the current average (which may
-   * have grown since it queued: before the first measurement nothing could be predicted); the others are refused.
+   * Hands the free slots to the oldest waiting steps that can still start in time by the current average
+   * (which may have grown since they queued: before the first measurement nothing could be predicted; the
+   * others are refused), then to waiting batch turns while they leave room (see the top of this file).
    */
   private admitNext(): void {
-    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+    while (this.queue.length > 0 && this.freeSlots() > 0) {
       const next = this.queue[0]!;
       if (this.clock.now() - next.enqueuedAt > this.latestStartMs(next.deadlineMs)) next.refuse();
       else next.grant(this.take(next.enqueuedAt));
     }
+    this.batch.admit();
   }
 
   private record(ms: number): void {

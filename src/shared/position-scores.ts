@@ -1,5 +1,5 @@
 /**
- * Teacher forcing's arithmetic over one forward pass: from the logits of every position of a sequence, the
+ * Teacher forcing's arithmetic over a sequence's forward passes: from the logits of every position, the
  * log-probability of the next id, of a candidate id, and the top-k, per position. The shim's embedded
  * backend answers Score calls with it and the tools' in-process cloud uses it, so a router trained through a
  * shim and one trained in process see the same figures. Each log-probability is rounded to float32, the
@@ -50,12 +50,50 @@ export function scoreRows(logits: Float32Array, rowWidth: number, ids: readonly 
   return positions;
 }
 
-/** One forward pass of `model` over `ids` on a cache of its own (dropped after), scored as `scoreRows` does. */
-export async function scoreOnModel(model: DecoderModel, ids: readonly number[], options: ScoreRowsOptions = {}): Promise<PositionScores[]> {
+/**
+ * Tokens per forward pass of a scored sequence. The passes run on one KV cache, so the figures are those
+ * of a single pass up to rounding, and every caller cuts at the same places so the shim's and the
+ * in-process figures still agree to the bit. Small enough that a routed step waiting behind one pass on
+ * the shim's cores waits little (score-sequence.ts), large enough to keep a prefill's batching.
+ */
+export const SCORE_CHUNK_TOKENS = 16;
+
+/** Logit values scored between two yields to the event loop: what a routed step's message may wait behind. */
+const SCORED_VALUES_PER_YIELD = 1 << 16;
+
+/** Waits for leave to run one chunk, its pass and its rows (the shim's step admission); resolves to its release. */
+export type ScoreTurn = () => Promise<() => void>;
+
+const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * `model` over `ids` on a cache of its own (dropped after), SCORE_CHUNK_TOKENS at a time, scored as
+ * `scoreRows` does. Each chunk waits for `turn` when given; between groups of rows, the event loop runs
+ * what is waiting (a routed step's message on the shim).
+ */
+export async function scoreOnModel(model: DecoderModel, ids: readonly number[], options: ScoreRowsOptions = {}, turn?: ScoreTurn): Promise<PositionScores[]> {
+  const { vocabSize } = model.pack;
+  const rowsPerYield = Math.max(1, Math.floor(SCORED_VALUES_PER_YIELD / vocabSize));
   const sequence = model.newSequence();
   try {
-    const out = await sequence.append(ids, { allPositions: true });
-    return scoreRows(out.allLogits!, model.pack.vocabSize, ids, options);
+    const positions: PositionScores[] = [];
+    // Position i reads ids[0..i] and predicts ids[i + 1]: the last id is never fed.
+    for (let from = 0; from + 1 < ids.length; from += SCORE_CHUNK_TOKENS) {
+      const to = Math.min(from + SCORE_CHUNK_TOKENS, ids.length - 1);
+      const release = await turn?.();
+      try {
+        const logits = (await sequence.append(ids.slice(from, to), { allPositions: true })).allLogits!;
+        for (let row = from; row < to; row += rowsPerYield) {
+          await nextMacrotask();
+          const end = Math.min(row + rowsPerYield, to);
+          const rows = logits.subarray((row - from) * vocabSize, (end - from) * vocabSize);
+          positions.push(...scoreRows(rows, vocabSize, ids.slice(row, end + 1), { ...options, candidates: options.candidates?.slice(row, end) }));
+        }
+      } finally {
+        release?.();
+      }
+    }
+    return positions;
   } finally {
     sequence.dispose();
   }

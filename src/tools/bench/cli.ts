@@ -22,6 +22,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   affinity: () => import('./affinity.ts'),
   'embedded-batching': () => import('./embedded-batching.ts'),
   scoring: () => import('./scoring.ts'),
+  'score-flood': () => import('./score-flood.ts'),
 };
 
 /** A target as a subcommand: `--help` after it prints that target's own usage. */
