@@ -14,6 +14,7 @@ import { CloudRouterClient, type ScoreRequest, type ScoreResponse__Output } from
 import { SCORE_CHUNK_TOKENS, scoreOnModel } from '../src/shared/position-scores.ts';
 import type { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { EdgeContext, loadCloudModel, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
+import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 
 /** Two slots: a turn may hold one, and the other is always left to a step. */
 const SLOTS = 2;
@@ -65,7 +66,7 @@ describe('routed steps during a Score flood', () => {
     const answered: number[] = [];
     try {
       await waitFor(() => shim.admission.batchLoad().held > 0, 10_000, 'Score to hold a slot');
-      const conversation = client.openConversation({ requestId: 'beside-the-flood' });
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'beside-the-flood' });
       const edge = new EdgeContext([1, 403, 407]);
       for (let i = 0; i < STEPS; i++) {
         const reply = await conversation.next(edge.step());

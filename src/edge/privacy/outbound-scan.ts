@@ -43,6 +43,6 @@ export class OutboundTextScan implements OutboundScan {
   }
 
   disclosedByText(text: string): string | undefined {
-    return this.values.disclosedIn(foldString(text, this.values.foldCase))?.kind;
+    return this.values.disclosedIn(foldString(text, this.values.foldCase), 0, true)?.kind;
   }
 }

@@ -136,9 +136,13 @@ export class PrivateValues {
     return ranges;
   }
 
-  /** The first value that a folded text discloses at or after folded index `from`: whole, begun, or under way at its end. */
-  disclosedIn(folded: string, from = 0): PrivateValue | undefined {
-    return this.occurrences(folded, from)[0]?.value ?? this.list.find((v) => endsWithProperPrefix(folded, this.folded.get(v)!));
+  /**
+   * The first value that a folded text discloses at or after folded index `from`: whole, begun, or (unless the
+   * text is `complete`, like a request id, and no token will extend it) under way at its end.
+   */
+  disclosedIn(folded: string, from = 0, complete = false): PrivateValue | undefined {
+    const found = this.occurrences(folded, from)[0]?.value;
+    return found ?? (complete ? undefined : this.list.find((v) => endsWithProperPrefix(folded, this.folded.get(v)!)));
   }
 
   /** Every placeholder of this generation's in `text` (what the cloud wrote), left to right; placeholders never overlap. */
