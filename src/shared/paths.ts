@@ -68,13 +68,17 @@ export const CHAT_DEMO = {
   chatTemplate: join(STORIES_CHAT_DIR, 'chat_template.jinja'),
   heldBack: join(STORIES_CHAT_DIR, 'chats-heldback.jsonl'),
   /**
-   * The first tenth of the 3,073 training conversations: about as many assistant tokens as the story
-   * pair's router trains on, so the first start takes about as long (the rest of the file is left unused).
+   * The first tenth of the 3,073 training conversations: about as many records as the story pair's router
+   * learns from, so that the first start takes about as long (the rest of the file is left unused).
    */
   routerText: join(STORIES_CHAT_DIR, 'chats-train.jsonl'),
   routerTrainFraction: 0.1,
   cloudPack: join(MODELS_DIR, 'stories260k-chat'),
   edgePack: join(MODELS_DIR, 'stories260k-chat-distilled-1l'),
   routerPack: join(MODELS_DIR, 'router-stories260k-chat-distilled-1l'),
+  /**
+   * The story pair's τ, kept (the router is trained with the same labels, whose scores estimate P(keep)):
+   * docs/results.md has what it routes on the held-back conversations, under teacher forcing and replying.
+   */
   routerThreshold: 0.8,
 } as const;
