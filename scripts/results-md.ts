@@ -56,7 +56,7 @@ const PAIRS: PairSection[] = [
     title: 'The chat pair: chat-tuned 1-layer edge model → chat-tuned 5-layer stories260K',
     about:
       'What `bun run start` serves: the edge model `models/stories260k-chat-distilled-1l` and the cloud model `models/stories260k-chat`, ' +
-      'the demo pair fine-tuned to answer story requests in a plain-text chat format (`User: …` / `Assistant: …</s>`; ' +
+      'the story pair fine-tuned to answer story requests in a plain-text chat format (`User: …` / `Assistant: …</s>`; ' +
       '`../shared/assets/models/stories260K-chat/README.md` says how), and the router `models/router-stories260k-chat-distilled-1l`, ' +
       'trained by `bun run models demo` on the first tenth of the pair\'s training conversations (records at the assistant\'s tokens, ' +
       `rollouts from the user turns; [router-training.md](router-training.md#chat-datasets)), default τ ${CHAT_DEMO.routerThreshold}. Measured on the ` +

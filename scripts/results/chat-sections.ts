@@ -62,7 +62,7 @@ export function chatEvalSection(file: DataFile, options: { defaultThreshold: num
       `that name a subject or words (${replies.num('requested_words')} words), the replies mentioning all of them and the words mentioned:`,
     '',
     table(
-      ['τ', 'routed', 'ends with </s>', 'all requested words', 'requested words', 'mean tokens'],
+      ['τ', 'routed', 'ends with `</s>`', 'all requested words', 'requested words', 'mean tokens'],
       replyPoints.map((p) => [f2(p.num('threshold')), f3(p.num('routed_share')), pct(p.num('ended_by_model')), pct(p.num('all_words_mentioned')), pct(p.num('words_mentioned')), f1(p.num('mean_reply_tokens'))]),
     ),
     '',
