@@ -68,9 +68,10 @@ export function demoRouterOptions(paths: DemoPaths): TrainRouterOptions {
 
 /**
  * How long training a demo router takes, said as it begins so that a first start does not look stuck:
- * the demo pair's on a 2-core machine without a GPU.
+ * on a 2-core machine without a GPU, the story pair's takes the shorter, the chat pair's (longer
+ * sequences: whole conversations, rollouts from their turns) the longer.
  */
-export const TRAINING_ESTIMATE = 'about a minute on 2 cores; once: later runs reuse it';
+export const TRAINING_ESTIMATE = 'one to two minutes on 2 cores; once: later runs reuse it';
 
 /** Builds whatever pack of one pair is missing or stale; returns the folders it (re)built. */
 export async function buildDemoPacks(paths: DemoPaths = DEMO, log: (line: string) => void = () => {}, progress?: ProgressReporter): Promise<string[]> {
