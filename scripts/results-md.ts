@@ -13,15 +13,18 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { decodeBenchSection, edgeBenchSection, latencyBenchSection, loadBenchSection, shimBenchSection } from './results/bench-sections.ts';
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
+import { chatEvalSection, routerEvalSection } from './results/chat-sections.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
 import { privateSpansSection } from './results/privacy-sections.ts';
 import { scoreFloodBenchSection, scoringBenchSection, throughShimEvalSection } from './results/shim-sections.ts';
 import { RESULTS_DIR } from './record-result.ts';
-import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
+import { CHAT_DEMO, DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 
 export const RESULTS_PAGE = 'docs/results.md';
 
 const TINYSTORIES = '../shared/assets/datasets/tinystories/tinystories_excerpt_197k.txt';
+const CHATS_HELDBACK = '../shared/assets/models/stories260K-chat/chats-heldback.jsonl';
+const CHAT_PACKS = '--edge-model models/stories260k-chat-distilled-1l --cloud-model models/stories260k-chat --router models/router-stories260k-chat-distilled-1l';
 const COMMONSENSEQA = '../shared/assets/datasets/commonsenseqa/commonsenseqa_200_samples.jsonl';
 
 /** One measurement of the page: its data file, how it is shown, and the command that makes the file. */
@@ -50,9 +53,35 @@ const TRUNCATED = '--edge-model models/stories260k-3l --router models/router-sto
 
 const PAIRS: PairSection[] = [
   {
+    title: 'The chat pair: chat-tuned 1-layer edge model → chat-tuned 5-layer stories260K',
+    about:
+      'What `bun run start` serves: the edge model `models/stories260k-chat-distilled-1l` and the cloud model `models/stories260k-chat`, ' +
+      'the story pair fine-tuned to answer story requests in a plain-text chat format (`User: …` / `Assistant: …</s>`; ' +
+      '`../shared/assets/models/stories260K-chat/README.md` says how), and the router `models/router-stories260k-chat-distilled-1l`, ' +
+      'trained by `bun run models demo` on the first tenth of the pair\'s training conversations (records at the assistant\'s tokens, ' +
+      `rollouts from the user turns; [router-training.md](router-training.md#chat-datasets)), default τ ${CHAT_DEMO.routerThreshold}. Measured on the ` +
+      '140 held-back conversations, none of whose stories is in a training conversation.',
+    measurements: [
+      {
+        title: 'Routing quality on held-back conversations',
+        file: 'chat-eval-heldback',
+        render: (f) => chatEvalSection(f, { defaultThreshold: CHAT_DEMO.routerThreshold }),
+        command: `bun run eval --dataset ${CHATS_HELDBACK} ${CHAT_PACKS} --thresholds 0,0.5,0.7,0.8,0.9,1 --json`,
+        required: true,
+      },
+      {
+        title: 'The routing curve (router eval)',
+        file: 'chat-router-eval-heldback',
+        render: routerEvalSection,
+        command: `bun run router eval --router models/router-stories260k-chat-distilled-1l --text ${CHATS_HELDBACK} --train-fraction 0 --json`,
+        required: true,
+      },
+    ],
+  },
+  {
     title: 'The demo pair: distilled 1-layer edge model → 5-layer stories260K',
     about:
-      'What `bun run start`, the tests and the benchmarks use by default: the edge model `models/stories260k-distilled-1l`, a ' +
+      'The story pair (`bun run start -- --pair stories`), what the tests and the benchmarks use by default: the edge model `models/stories260k-distilled-1l`, a ' +
       '1-layer student distilled from the 5-layer stories260K model; the cloud model `models/stories260k`, the whole 5-layer model; ' +
       'the router `models/router-stories260k-distilled-1l`, trained by `bun run models demo` on the first 80% of the TinyStories ' +
       `excerpt's paragraphs ([router-training.md](router-training.md)), default τ ${DEMO_TAU}.`,

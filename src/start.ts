@@ -1,14 +1,18 @@
 /**
- * `bun run start`: the whole system on one machine with the embedded defaults. Builds the demo packs if
- * they are missing (the `models demo --pair demo` tool, as a child process), starts the cloud shim (embedded stories260K
- * model) and the edge (distilled 1-layer model, trained router, web page and gRPC) as two processes, as they
- * would run on two machines, and prints the page's URL once both serve.
+ * `bun run start`: the whole system on one machine with the embedded defaults. Builds the demo pair's
+ * packs if they are missing (the `models demo --pair chat` tool, as a child process), starts the cloud
+ * shim (embedded chat-tuned stories260K model) and the edge (chat-tuned 1-layer model, its router trained
+ * on conversations, web page with Chat, OpenAI API and gRPC) as two processes, as they would run on two
+ * machines, and prints the page's URL once both serve. `--pair stories` serves the earlier story pair
+ * (plain text, no chat template; the packs the shim and edge default to) instead.
  *
  * Settings: the shim reads its SHIM_* variables, the edge its EDGE_* variables and the extra flags
- * (`bun run start -- --port 9000`); this launcher adds no flags of its own, so nothing overrides them. The
- * one link it makes: unless EDGE_CLOUD, `--cloud` or the edge's config file names a cloud, the edge dials
- * the shim started here (so `SHIM_PORT=6000 bun run start` works). Both ports must be fixed (not 0):
- * the launcher needs them to connect the two and to print the URL.
+ * (`bun run start -- --port 9000`); the launcher's one flag, `--pair`, is its own and not passed on, and
+ * it adds no flags, so nothing overrides them. The links it makes, each only where the settings leave the
+ * default: the edge dials the shim started here (unless EDGE_CLOUD, `--cloud` or the edge's config file
+ * names a cloud, so `SHIM_PORT=6000 bun run start` works), and the pair's packs are the models
+ * (EDGE_EDGE_MODEL, EDGE_ROUTER, SHIM_MODEL_PACK in the children's environment, which flags still
+ * override). Both ports must be fixed (not 0): the launcher needs them to connect the two and to print the URL.
  *
  * Supervision: a child that dies after it served is restarted with a growing delay (supervised-child.ts),
  * so a crashed shim costs the edge only fallback tokens until it is back, never the page. A child that
@@ -29,7 +33,7 @@ import type { Subprocess } from 'bun';
 import { parseShimConfig } from './cloud/config.ts';
 import { DEFAULT_EDGE_CONFIG, EDGE_USAGE, parseEdgeConfig } from './edge/config.ts';
 import { AppError, errorMessage } from './shared/errors.ts';
-import { PROJECT_ROOT } from './shared/paths.ts';
+import { CHAT_DEMO, DEMO, PROJECT_ROOT } from './shared/paths.ts';
 import { SupervisedChild } from './supervised-child.ts';
 import { wantsHelp } from './tools/cli-support.ts';
 
@@ -42,12 +46,18 @@ const SAME_REQUEST_MS = 200;
 
 const print = (line: string) => console.log(line);
 
-/** The launcher's own lines, then the edge's flags (the only ones it passes on). */
-const USAGE = `usage: bun run start [-- EDGE_FLAGS]
+/** The pairs `--pair` chooses: the `models demo` pair that builds them, and their packs. */
+const PAIRS = { chat: CHAT_DEMO, stories: DEMO } as const;
+type PairName = keyof typeof PAIRS;
 
-Builds the demo packs if missing, starts the cloud shim and the edge as two processes and prints the
-page's URL once both serve. The shim reads its SHIM_* variables (bun run shim -- --help lists them);
-the edge reads its EDGE_* variables and the flags below, e.g. bun run start -- --port 9000.
+/** The launcher's own lines, then the edge's flags (the only ones it passes on). */
+const USAGE = `usage: bun run start [-- [--pair chat|stories] EDGE_FLAGS]
+
+Builds the demo pair's packs if missing, starts the cloud shim and the edge as two processes and prints
+the page's URL once both serve. --pair chat (the default): the chat-tuned stories260K pair, whose page
+has a meaningful Chat and whose edge answers /v1/chat/completions; --pair stories: the story pair, plain
+text only. The shim reads its SHIM_* variables (bun run shim -- --help lists them); the edge reads its
+EDGE_* variables and the flags below, e.g. bun run start -- --port 9000.
 
 ${EDGE_USAGE.replace(/^usage: .*\n\n/, '')}`;
 const wildcard = (host: string) => host === '0.0.0.0' || host === '::' || host === '';
@@ -89,14 +99,46 @@ const onSignal = (signal: NodeJS.Signals) => {
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
+/** `--pair NAME` or `--pair=NAME` taken out of the arguments (chat when absent); the rest are the edge's. */
+function takePair(args: readonly string[]): { pair: PairName; edgeArgs: string[] } {
+  const edgeArgs: string[] = [];
+  let name: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--pair') name = args[++i] ?? '';
+    else if (arg.startsWith('--pair=')) name = arg.slice('--pair='.length);
+    else edgeArgs.push(arg);
+  }
+  name ??= 'chat';
+  if (!Object.hasOwn(PAIRS, name)) throw new AppError('INVALID_ARGUMENT', `--pair must be chat or stories, got ${JSON.stringify(name)}`);
+  return { pair: name as PairName, edgeArgs };
+}
+
+/**
+ * The pair's packs as the children's defaults: each variable only where neither the environment nor the
+ * parsed settings (a config file) chose otherwise; flags override variables anyway.
+ */
+function pairDefaults(pair: PairName, env: NodeJS.ProcessEnv, chosen: { edgeModel: boolean; router: boolean; shimModel: boolean }) {
+  const packs = PAIRS[pair];
+  const unset = (names: string[], isChosen: boolean) => !isChosen && names.every((name) => env[name] === undefined);
+  return {
+    edge: {
+      ...(unset(['EDGE_EDGE_MODEL', 'EDGE_SLM'], chosen.edgeModel) ? { EDGE_EDGE_MODEL: packs.edgePack } : {}),
+      ...(unset(['EDGE_ROUTER'], chosen.router) ? { EDGE_ROUTER: packs.routerPack } : {}),
+    },
+    shim: unset(['SHIM_MODEL_PACK'], chosen.shimModel) ? { SHIM_MODEL_PACK: packs.cloudPack } : {},
+  };
+}
+
 async function main(): Promise<number> {
   const env = process.env;
-  const edgeArgs = process.argv.slice(2);
-  if (wantsHelp(edgeArgs)) {
+  const args = process.argv.slice(2);
+  if (wantsHelp(args)) {
     print(USAGE);
     return 0;
   }
   // Fail fast on bad settings, before building packs or starting anything.
+  const { pair, edgeArgs } = takePair(args);
   const shimConfig = parseShimConfig([], env);
   const edgeConfig = parseEdgeConfig(edgeArgs, env);
   if (shimConfig.port === 0 || edgeConfig.port === 0) {
@@ -104,11 +146,18 @@ async function main(): Promise<number> {
   }
   const shimAddress = hostPort(wildcard(shimConfig.host) ? '127.0.0.1' : shimConfig.host, shimConfig.port);
   const cloudChosen = env.EDGE_CLOUD !== undefined || edgeConfig.cloud !== DEFAULT_EDGE_CONFIG.cloud;
-  const edgeEnv = cloudChosen ? env : { ...env, EDGE_CLOUD: shimAddress };
+  const defaults = pairDefaults(pair, env, {
+    edgeModel: edgeConfig.edgeModel !== DEFAULT_EDGE_CONFIG.edgeModel,
+    router: edgeConfig.router !== DEFAULT_EDGE_CONFIG.router,
+    // Another backend's model pack is only its tokenizer, and the shim has none by default.
+    shimModel: shimConfig.backend !== 'embedded' || shimConfig.modelPack !== DEMO.cloudPack,
+  });
+  const edgeEnv = { ...env, ...defaults.edge, ...(cloudChosen ? {} : { EDGE_CLOUD: shimAddress }) };
+  const shimEnv = { ...env, ...defaults.shim };
 
   if (signals === 0) {
     // The pack builder writes each pack atomically: stopped half-way, it leaves no half-written pack.
-    const builder = Bun.spawn(['bun', join(PROJECT_ROOT, 'src/tools/models/cli.ts'), 'demo', '--pair', 'demo'], { stdout: 'inherit', stderr: 'inherit' });
+    const builder = Bun.spawn(['bun', join(PROJECT_ROOT, 'src/tools/models/cli.ts'), 'demo', '--pair', pair], { stdout: 'inherit', stderr: 'inherit' });
     running.builder = builder;
     const code = await builder.exited;
     running.builder = undefined;
@@ -119,7 +168,7 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const shim = new SupervisedChild({ name: 'cloud shim', command: ['bun', join(PROJECT_ROOT, 'src/cloud/main.ts')], env }, print);
+  const shim = new SupervisedChild({ name: 'cloud shim', command: ['bun', join(PROJECT_ROOT, 'src/cloud/main.ts')], env: shimEnv }, print);
   const edge = new SupervisedChild({ name: 'edge', command: ['bun', join(PROJECT_ROOT, 'src/edge/main.ts'), ...edgeArgs], env: edgeEnv }, print);
   running.children = [shim, edge];
 

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
+import { CHAT_DEMO, DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
@@ -116,6 +116,13 @@ describe('convert-llama2c bad input: one-line error naming the file, nothing wri
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--checkpoint is required/);
   });
+
+  test('a --chat-template that cannot be read', () => {
+    const r = models('convert-llama2c', '--checkpoint', DEMO.checkpoint, '--tokenizer', DEMO.tokenizer, '--chat-template', join(work, 'no-such.jinja'), '--out', out);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${join(work, 'no-such.jinja')}: cannot read chat template`);
+    expect(existsSync(out)).toBe(false);
+  });
 });
 
 test('convert-llama2c --layers 2 writes a loadable 2-layer pack', async () => {
@@ -139,18 +146,23 @@ test('demo re-run is a no-op when the packs are up to date', async () => {
   expect([DEMO.edgePack, TRUNCATED_DEMO.edgePack].map((dir) => statSync(join(dir, 'model.onnx')).mtimeMs)).toEqual(before);
 });
 
-test('models demo --pair names one pair (bun run start builds only the demo pair); another name is a usage error', async () => {
+test('models demo --pair names one pair (bun run start builds only the one it serves); another name is a usage error', async () => {
   await ensureDemoPacks();
   const run = (pair: string) => Bun.spawnSync(['bun', 'src/tools/models/cli.ts', 'demo', '--pair', pair], { stdout: 'pipe', stderr: 'pipe' });
-  const demo = run('demo');
-  expect(demo.exitCode).toBe(0);
-  expect(demo.stdout.toString().trim().split('\n')).toEqual([...[DEMO.cloudPack, DEMO.edgePack, DEMO.routerPack].map((d) => `${d}: up to date`), 'demo packs up to date']);
+  // `demo` is the story pair's earlier name.
+  for (const name of ['stories', 'demo']) {
+    const stories = run(name);
+    expect(stories.exitCode).toBe(0);
+    expect(stories.stdout.toString().trim().split('\n')).toEqual([...[DEMO.cloudPack, DEMO.edgePack, DEMO.routerPack].map((d) => `${d}: up to date`), 'demo packs up to date']);
+  }
+  const chat = run('chat');
+  expect(chat.stdout.toString().trim().split('\n')).toEqual([...[CHAT_DEMO.cloudPack, CHAT_DEMO.edgePack, CHAT_DEMO.routerPack].map((d) => `${d}: up to date`), 'demo packs up to date']);
   const truncated = run('truncated');
   expect(truncated.stdout.toString()).toContain(`${TRUNCATED_DEMO.edgePack}: up to date`);
   expect(truncated.stdout.toString()).not.toContain(DEMO.edgePack);
   const bad = run('both');
   expect(bad.exitCode).toBe(2);
-  expect(bad.stderr.toString()).toContain('error: --pair must be one of all, demo, truncated, got "both"');
+  expect(bad.stderr.toString()).toContain('error: --pair must be one of all, chat, stories, truncated, got "both"');
 });
 
 test('demo builds both pairs: the distilled 1-layer edge pack and the truncated 3-layer one, each with its router and τ', async () => {
@@ -165,6 +177,26 @@ test('demo builds both pairs: the distilled 1-layer edge pack and the truncated 
   expect(loadModelPack(TRUNCATED_DEMO.edgePack).numLayers).toBe(3);
   expect(router(DEMO.routerPack)).toMatchObject({ slm: '../stories260k-distilled-1l', llm: '../stories260k', default_threshold: DEMO.routerThreshold });
   expect(router(TRUNCATED_DEMO.routerPack)).toMatchObject({ slm: '../stories260k-3l', llm: '../stories260k', default_threshold: 0.5 });
+});
+
+test("the chat pair: both chat-tuned checkpoints whole, the pair's chat template in both packs, its router trained on the conversations", async () => {
+  await ensureDemoPacks();
+  const source = (dir: string) => JSON.parse(readFileSync(join(dir, 'pack-source.json'), 'utf8'));
+  const template = readFileSync(CHAT_DEMO.chatTemplate, 'utf8');
+  // The sha256 of the files the assets' README lists.
+  expect(source(CHAT_DEMO.cloudPack)).toMatchObject({ checkpointSha256: 'a27b1c8f9837ad376ab1609ec5a2f8af31111f1e25157647ae5335a8c10d524e', layers: null });
+  expect(source(CHAT_DEMO.edgePack)).toMatchObject({ checkpointSha256: '577a7aaa97a6017630e73424c852e424a0e628c615785518e052722722a24aba', layers: null });
+  for (const pack of [CHAT_DEMO.cloudPack, CHAT_DEMO.edgePack]) {
+    expect(source(pack).chatTemplateSha256).toBe('f836954d961f1e98e6ff3fb2cd01042e97e23313c1f2097d3d9b3de59b2f0143');
+    expect((await TextTokenizer.fromPack(pack)).chatTemplate).toBe(template);
+  }
+  expect(loadModelPack(CHAT_DEMO.edgePack).numLayers).toBe(1);
+  expect(loadModelPack(CHAT_DEMO.cloudPack).numLayers).toBe(5);
+  const meta = JSON.parse(readFileSync(join(CHAT_DEMO.routerPack, 'router.json'), 'utf8'));
+  expect(meta).toMatchObject({ slm: '../stories260k-chat-distilled-1l', llm: '../stories260k-chat', default_threshold: CHAT_DEMO.routerThreshold });
+  expect(meta.training).toMatchObject({ text_format: 'chat', train_fraction: CHAT_DEMO.routerTrainFraction });
+  // The story pair's packs have no template: their page has no Chat.
+  expect((await TextTokenizer.fromPack(DEMO.edgePack)).chatTemplate).toBeUndefined();
 });
 
 test("a router's default threshold outside [0, 1] is refused before anything is written", async () => {

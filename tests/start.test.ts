@@ -1,6 +1,9 @@
 /**
  * `bun run start` from the project root, as the README says, on free ports (SHIM_PORT, EDGE_PORT,
- * EDGE_GRPC_PORT, EDGE_HOST: the launcher adds no flags that would override them): the page is served,
+ * EDGE_GRPC_PORT, EDGE_HOST: the launcher adds no flags that would override them). The README command
+ * serves the chat pair: a chat turn through /v1/chat/completions is answered with a reply the model
+ * ends itself, with tokens from the shim, the page links its Chat, and plain prompts still generate. With
+ * `--pair stories` (the rest of the tests): the page is served,
  * a joint generation gets tokens from the shim's embedded model across real processes, and a SIGTERM
  * (to the launcher alone, or to the whole process group as systemd and a terminal's Ctrl-C do, which
  * signals every child twice) stops both children gracefully with exit code 0, also when it comes during
@@ -24,10 +27,13 @@ interface RunningSystem {
   ports: { shim: number; edge: number; grpc: number };
 }
 
-/** Starts `bun run start` in its own process group (so a failed test can end it and both children at once). */
-async function spawnLauncher(): Promise<Omit<RunningSystem, 'url'>> {
+/**
+ * Starts `bun run start` in its own process group (so a failed test can end it and both children at once):
+ * the story pair unless `args` say otherwise (these tests' prompts and lengths are the story pair's).
+ */
+async function spawnLauncher(args: string[] = ['--pair', 'stories']): Promise<Omit<RunningSystem, 'url'>> {
   const ports = { shim: await freePort(), edge: await freePort(), grpc: await freePort() };
-  const launcher = Bun.spawn(['bun', 'run', 'start'], {
+  const launcher = Bun.spawn(['bun', 'run', 'start', ...args], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, SHIM_PORT: String(ports.shim), EDGE_PORT: String(ports.edge), EDGE_GRPC_PORT: String(ports.grpc), EDGE_HOST: '127.0.0.1' },
     stdout: 'pipe',
@@ -38,8 +44,8 @@ async function spawnLauncher(): Promise<Omit<RunningSystem, 'url'>> {
 }
 
 /** Starts `bun run start` and waits (bounded) for its "is up" line. */
-async function startSystem(): Promise<RunningSystem> {
-  const { launcher, stdout, stderr, ports } = await spawnLauncher();
+async function startSystem(args?: string[]): Promise<RunningSystem> {
+  const { launcher, stdout, stderr, ports } = await spawnLauncher(args);
   try {
     const up = await stdout.waitForLine((l) => l.startsWith('Edge token router is up: '), 90_000, 'the "is up" line');
     const url = up.match(/is up: (\S+)/)![1]!;
@@ -70,7 +76,7 @@ async function expectGracefulStop(system: RunningSystem): Promise<void> {
   expect(logs.some((l) => l.msg === 'forced exit before the shutdown finished')).toBe(false);
 }
 
-test('the README command serves the page and routes tokens to the shim; SIGTERM stops both children gracefully', async () => {
+test('--pair stories serves the page and routes tokens to the story pair\'s shim; SIGTERM stops both children gracefully', async () => {
   const system = await startSystem();
   try {
     expect(system.url).toBe(`http://127.0.0.1:${system.ports.edge}/`);
@@ -106,6 +112,48 @@ test('the README command serves the page and routes tokens to the shim; SIGTERM 
     stopGroup(system.launcher);
   }
 }, 150_000);
+
+test('the README command serves the chat pair: a chat turn over /v1/chat/completions, the Chat page linked from Generate, plain prompts still generate', async () => {
+  const system = await startSystem([]);
+  try {
+    const listening = JSON.parse(await system.stderr.waitForLine((l) => l.includes('"shim listening"'), 30_000, 'the shim'));
+    expect(listening).toMatchObject({ backend: 'embedded:stories260k-chat' });
+    expect(jsonLines(system.stderr).find((l) => l.msg === 'edge ready')).toMatchObject({ router: 'onnx:router-stories260k-chat-distilled-1l' });
+
+    const models = (await (await fetch(`${system.url}v1/models`)).json()) as { data: { id: string }[] };
+    expect(models.data.map((m) => m.id)).toEqual(['stories260k-chat-distilled-1l']);
+    const body = { model: 'stories260k-chat-distilled-1l', messages: [{ role: 'user', content: 'Tell me a story about a dog.' }], max_tokens: 300, temperature: 0 };
+    const reply = await fetch(`${system.url}v1/chat/completions`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    expect(reply.status).toBe(200);
+    const completion = (await reply.json()) as { choices: { message: { content: string }; finish_reason: string }[]; usage: { completion_tokens: number; routed_tokens: number; fallback_tokens: number } };
+    // The chat-tuned pair ends its story itself (</s>), well before the cap, with some tokens from the cloud.
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+    expect(completion.usage.completion_tokens).toBeLessThan(300);
+    expect(completion.choices[0]!.message.content).toContain('.');
+    expect(completion.usage.routed_tokens).toBeGreaterThan(0);
+    expect(completion.usage.fallback_tokens).toBe(0);
+
+    const page = await (await fetch(system.url)).text();
+    expect(page).toContain('<a href="/chat">Chat</a>');
+    expect((await fetch(`${system.url}chat`)).status).toBe(200);
+    const generate = JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', max_new_tokens: 16 });
+    const stream = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body: generate, headers: { 'content-type': 'application/json' } }));
+    expect(await stream.ended).toBe(true);
+    expect(stream.events.filter((e) => e.event === 'token').length).toBeGreaterThan(0);
+
+    system.launcher.kill('SIGTERM');
+    await expectGracefulStop(system);
+  } finally {
+    stopGroup(system.launcher);
+  }
+}, 150_000);
+
+test('--pair takes chat or stories; anything else stops before building or starting anything', () => {
+  const run = Bun.spawnSync(['bun', 'run', 'start', '--pair', 'qwen'], { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' });
+  expect(run.exitCode).toBe(1);
+  expect(run.stderr.toString()).toContain('error: --pair must be chat or stories, got "qwen"');
+  expect(run.stdout.toString()).not.toContain('up to date');
+});
 
 test('a SIGTERM to the whole process group (each child signalled twice) still stops both gracefully', async () => {
   const system = await startSystem();

@@ -74,6 +74,13 @@ export class Fields {
     return value as number[];
   }
 
+  /** A non-empty list of strings. */
+  strList(key: string): string[] {
+    const { value, path } = this.child(key);
+    if (!Array.isArray(value) || value.length === 0 || !value.every((x) => typeof x === 'string')) this.fail(path, 'a non-empty list of strings');
+    return value as string[];
+  }
+
   /** A non-empty array's items: every table row needs at least one to say anything. */
   list(key: string): Fields[] {
     const { value, path } = this.child(key);

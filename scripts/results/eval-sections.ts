@@ -43,12 +43,12 @@ function plots(prefix: string): string {
     .join('\n');
 }
 
-function packsLine(d: Fields): string {
+export function packsLine(d: Fields): string {
   return `Edge model \`${shortName(d.str('slm'))}\`, cloud model \`${shortName(d.str('llm'))}\`, router \`${shortName(d.str('router'))}\`; data set \`${shortName(d.str('dataset'))}\`: ${d.str('selection')}.`;
 }
 
 /** The point measured at τ, which the section's sentences quote; throws if the run did not measure it. */
-function pointAt(points: Fields[], threshold: number, file: string): { point: Fields; index: number } {
+export function pointAt(points: Fields[], threshold: number, file: string): { point: Fields; index: number } {
   const index = points.findIndex((p) => Math.abs(p.num('threshold') - threshold) < 1e-9);
   if (index < 0) throw new Error(`${file}: no point at τ ${threshold} (run the eval with it among --thresholds)`);
   return { point: points[index]!, index };

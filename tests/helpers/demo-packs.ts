@@ -1,6 +1,7 @@
 /**
- * Builds both demo pairs once (a no-op when up to date) so tests can use the real stories260K packs: DEMO
- * (the distilled 1-layer edge model) and TRUNCATED_DEMO (the untrained 3-layer one) from src/shared/paths.ts.
+ * Builds the demo pairs once (a no-op when up to date) so tests can use the real stories260K packs: DEMO
+ * (the distilled 1-layer edge model), TRUNCATED_DEMO (the untrained 3-layer one) and CHAT_DEMO (the
+ * chat-tuned pair `bun run start` serves) from src/shared/paths.ts.
  */
 import { buildAllDemoPacks } from '../../src/tools/models/demo.ts';
 import { DEMO } from '../../src/shared/paths.ts';

@@ -1,6 +1,6 @@
 /**
  * An evaluation data set, recognised from the file's contents: CommonsenseQA JSONL (either layout, told
- * apart by the first record) or plain text, split into documents by `<|endoftext|>`, blank lines or
+ * apart by the first record), a chat dataset (JSONL of `{"messages": [...]}`, chat-dataset.ts) or plain text, split into documents by `<|endoftext|>`, blank lines or
  * lines (text-corpus.ts; chosen from the file unless given). The file's sha256 tells whether it is a
  * router's training text.
  *
@@ -10,13 +10,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { AppError, errorMessage } from '../../shared/errors.ts';
+import { parseChatDataset, type Conversation } from '../lab/chat-dataset.ts';
 import { splitText, type ResolvedSplit, type TextSplit } from '../lab/text-corpus.ts';
 import { choiceFormatOf, toQuestion, type ChoiceFormat, type MultipleChoiceQuestion } from './multiple-choice.ts';
 
-export type DatasetFormat = ChoiceFormat | 'text';
+export type DatasetFormat = ChoiceFormat | 'chat' | 'text';
 
 export type EvalDataset =
   | { kind: 'multiple-choice'; path: string; format: ChoiceFormat; questions: MultipleChoiceQuestion[] }
+  | { kind: 'chat'; path: string; format: 'chat'; conversations: Conversation[]; skipped: number[]; sha256: string }
   | { kind: 'text'; path: string; format: 'text'; paragraphs: string[]; split: ResolvedSplit; sha256: string };
 
 function parseJsonLine(line: string): unknown {
@@ -36,11 +38,12 @@ export function detectDatasetFormat(contents: string): DatasetFormat {
   const first = contents.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
   const record = first.startsWith('{') ? parseJsonLine(first) : undefined;
   if (record === undefined || typeof record !== 'object' || record === null || Array.isArray(record)) return 'text';
+  if ('messages' in record) return 'chat';
   const format = choiceFormatOf(record);
   if (!format) {
     throw new AppError(
       'INVALID_ARGUMENT',
-      `JSONL records with keys ${Object.keys(record).join(', ')} are not a known format (CommonsenseQA nested or flattened)`,
+      `JSONL records with keys ${Object.keys(record).join(', ')} are not a known format (CommonsenseQA nested or flattened, or a chat dataset's messages)`,
     );
   }
   return format;
@@ -49,10 +52,16 @@ export function detectDatasetFormat(contents: string): DatasetFormat {
 /** `sha256`: of the file's bytes when read from a file (defaults to the UTF-8 encoding of `contents`). */
 export function parseEvalDataset(contents: string, path: string, split: TextSplit = 'auto', sha256?: string): EvalDataset {
   const format = detectDatasetFormat(contents);
+  const digest = () => sha256 ?? createHash('sha256').update(contents, 'utf8').digest('hex');
+  if (format === 'chat') {
+    const chat = parseChatDataset(contents, path);
+    if (!chat) throw new AppError('INVALID_ARGUMENT', `${path}: not a chat dataset`);
+    return { kind: 'chat', path, format, ...chat, sha256: digest() };
+  }
   if (format === 'text') {
     const parts = splitText(contents, split);
     if (parts.paragraphs.length === 0) throw new AppError('INVALID_ARGUMENT', `${path}: the text file is empty`);
-    return { kind: 'text', path, format, ...parts, sha256: sha256 ?? createHash('sha256').update(contents, 'utf8').digest('hex') };
+    return { kind: 'text', path, format, ...parts, sha256: digest() };
   }
   const questions: MultipleChoiceQuestion[] = [];
   for (const [i, line] of contents.split('\n').entries()) {

@@ -108,7 +108,8 @@ export interface EvalOptions {
 /** The share budget evaluated when none is given: 10% of tokens, the share docs/routing-budgets.md compares with fixed τ. */
 export const DEFAULT_ROUTE_SHARES: readonly number[] = [0.1];
 
-export const DEFAULT_MAX_NEW_TOKENS = { 'multiple-choice': 16, text: 64 } as const;
+/** A chat reply's cap: room for the chat pair's whole stories (they end with </s> well before it). */
+export const DEFAULT_MAX_NEW_TOKENS = { 'multiple-choice': 16, text: 64, chat: 300 } as const;
 
 export function parseThresholds(raw: string): number[] {
   const numbers = raw.split(',').map((s) => parseDecimal(s.trim()) ?? Number.NaN);

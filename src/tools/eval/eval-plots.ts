@@ -76,8 +76,8 @@ const TOP1 = 'edge top-1 probability, same routed share';
 
 /** The plots of one evaluation, by file name (`<name>-quality.svg`, `<name>-routed.svg`, ...). */
 export async function evalPlots(result: EvalResult, name: string): Promise<Record<string, string>> {
-  // The privacy cost run has one τ or a few, two runs each: its tables say it all.
-  if (result.kind === 'private-spans') return {};
+  // The privacy cost run has one τ or a few, two runs each, and a chat run reports shares of replies: their tables say it all.
+  if (result.kind === 'private-spans' || result.kind === 'chat') return {};
   const along = <T extends { threshold: number }>(points: T[], y: (p: T) => number) => points.map((p) => ({ x: p.threshold, y: y(p) }));
   const charts: Record<string, LineChart> = {};
   if (result.kind === 'text') {

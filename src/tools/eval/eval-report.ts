@@ -5,8 +5,11 @@
  * large_only_accuracy}], share_budget: [{share, scope, realized_share, full_window_min, full_window_max, guarded,
  * budget_recovered, tau, tau_share, tau_recovered, ...}], spans: [{share, span, tau, cloud_share,
  * round_trips_per_100, recovered}]}, generation: {settings: [{method, tau, routed_share, rep4, stuck, ppl_cloud,
- * lcp_llm_only, examples, ...}]}}` for text; `--private-entities` runs: private-spans-report.ts.
+ * lcp_llm_only, examples, ...}]}}` for text; `--private-entities` runs: private-spans-report.ts; chat datasets:
+ * chat-eval-report.ts.
  */
+import type { ChatEvalResult } from './chat-eval.ts';
+import { chatJson, chatMarkdown } from './chat-eval-report.ts';
 import type { ChoiceEvalResult } from './choice-eval.ts';
 import type { DatasetFormat } from './eval-dataset.ts';
 import type { PrivateSpansResult } from './private-spans-eval.ts';
@@ -14,7 +17,7 @@ import { privateSpansJson, privateSpansMarkdown } from './private-spans-report.t
 import { f2, f3, pct, table } from './report-format.ts';
 import type { TextEvalResult } from './text-eval.ts';
 
-export type EvalResult = TextEvalResult | ChoiceEvalResult | PrivateSpansResult;
+export type EvalResult = TextEvalResult | ChoiceEvalResult | PrivateSpansResult | ChatEvalResult;
 
 export interface EvalReport {
   dataset: string;
@@ -185,7 +188,7 @@ export function formatMarkdown(report: EvalReport): string {
     '',
     `${report.selection}. Edge ${report.edgeModel}, cloud ${report.cloudModel}, router ${report.router}; random baseline seed ${report.seed}.`,
     '',
-    r.kind === 'text' ? textMarkdown(r) : r.kind === 'private-spans' ? privateSpansMarkdown(r) : choiceMarkdown(r),
+    r.kind === 'text' ? textMarkdown(r) : r.kind === 'private-spans' ? privateSpansMarkdown(r) : r.kind === 'chat' ? chatMarkdown(r) : choiceMarkdown(r),
   ].join('\n');
 }
 
@@ -203,6 +206,8 @@ export function toJson(report: EvalReport): Record<string, unknown> {
   const result =
     report.result.kind === 'private-spans'
       ? privateSpansJson(report.result)
+      : report.result.kind === 'chat'
+      ? chatJson(report.result)
       : report.result.kind === 'text'
       ? (() => {
           const { atShare, shareBudget, spans, settings, ...others } = rest as Omit<TextEvalResult, 'kind'>;

@@ -142,7 +142,7 @@ export async function privateGenerations(o: GenerationOptions): Promise<{ runs: 
     o.progress?.update(i + 1);
   }
   const perplexity = async (generations: readonly PrivateGeneration[]) => {
-    const items: GeneratedItem[] = generations.map((g) => ({ promptIds: encodePrompt(o.edge, g.story.prompt), ids: g.ids, text: g.done.text, routed: g.done.metrics.routed }));
+    const items: GeneratedItem[] = generations.map((g) => ({ promptIds: encodePrompt(o.edge, g.story.prompt), ids: g.ids, text: g.done.text, routed: g.done.metrics.routed, finishReason: g.done.finishReason }));
     return (await cloudPerplexity(o.scorer, items)).perplexity;
   };
   const identicalOutputs = plain.filter((g, i) => g.ids.join() === pseudonymised[i]!.ids.join()).length;

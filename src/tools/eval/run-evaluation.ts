@@ -13,9 +13,11 @@ import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
 import type { RouterJson } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
-import { DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../../shared/paths.ts';
+import { CHAT_DEMO, DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { splitByParagraph } from '../lab/text-corpus.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
+import { chatTemplateFor } from '../lab/training-documents.ts';
+import { evaluateChat } from './chat-eval.ts';
 import { evaluateChoices } from './choice-eval.ts';
 import { readEvalDataset } from './eval-dataset.ts';
 import { DEFAULT_MAX_NEW_TOKENS, type EvalOptions } from './eval-options.ts';
@@ -24,7 +26,9 @@ import { openToolCloud, type CloudSource } from '../lab/tool-cloud.ts';
 import { evaluatePrivateSpans } from './private-spans-eval.ts';
 import { evaluateText } from './text-eval.ts';
 
-const DEMO_PATHS = new Set<string>([DEMO.edgePack, DEMO.cloudPack, DEMO.routerPack, TRUNCATED_DEMO.edgePack, TRUNCATED_DEMO.routerPack]);
+const DEMO_PATHS = new Set<string>([
+  ...[DEMO, TRUNCATED_DEMO, CHAT_DEMO].flatMap((pair) => [pair.edgePack, pair.cloudPack, pair.routerPack]),
+]);
 
 function loadPack(dir: string, file: string | undefined): ModelPack {
   if (!existsSync(dir) && DEMO_PATHS.has(resolve(dir))) {
@@ -132,6 +136,29 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
       return { ...common, selection, result };
     }
     if (o.privateSpans) throw new AppError('INVALID_ARGUMENT', `--private-entities needs a text data set; ${o.dataset} is ${dataset.format}`);
+    if (dataset.kind === 'chat') {
+      const part = heldOutPart(o, dataset.sha256);
+      const { train, heldOut } = splitByParagraph(dataset.conversations, part.fraction);
+      const conversations = heldOut.slice(0, o.limit ?? heldOut.length);
+      if (conversations.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.dataset}: no conversations after the first ${part.fraction} of ${dataset.conversations.length}`);
+      const template = chatTemplateFor(dataset, tokenizer, edgePack.dir, o.chatTemplate);
+      const selection = `conversations ${train.length + 1}–${train.length + conversations.length} of ${dataset.conversations.length} (${part.why})`;
+      const result = await evaluateChat({
+        edge,
+        scorer: cloud.scorer,
+        router,
+        routerPack: o.routerPack,
+        path: dataset.path,
+        conversations,
+        template: template!,
+        thresholds: o.thresholds,
+        shares: o.shares,
+        seed: o.seed,
+        maxNewTokens: o.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS.chat,
+        progress,
+      });
+      return { ...common, selection, result };
+    }
     const questions = dataset.questions.slice(0, o.limit ?? dataset.questions.length);
     const result = await evaluateChoices({
       edge,

@@ -7,7 +7,9 @@
  * `<think>` block) is not the assistant's: in deployment the generation prompt or the template writes it.
  *
  * The contents are found in the rendering the way chat-template.ts finds them, by rendering markers in
- * their place; each token's place in the text comes from decoding the ids one by one. A template that
+ * their place; each token's place in the text comes from decoding the ids one by one, under the
+ * tokenizer's own decoding rules: a SentencePiece-style tokenizer (llama2.c's, Llama 2's) gives text after
+ * `<s>` or `</s>` back with its dummy-prefix space, which the rendering does not hold. A template that
  * rewrites content (strips it, splits out reasoning) leaves nothing to locate and is refused.
  *
  * The on-policy rollouts start where an assistant answers: the turns up to each user message that an
@@ -39,27 +41,68 @@ function contentSpans(template: ChatTemplate, messages: readonly ChatMessage[], 
   return template.locateMessages(messages, text, { addGenerationPrompt: false });
 }
 
-/** Each token's [start, end) in the decoded text (a token that only begins a character ends where it starts). */
-function tokenOffsets(tokenizer: TextTokenizer, ids: readonly number[]): { decoded: string; starts: number[]; ends: number[] } {
+/** prefixAfterSpecial's answer per tokenizer: measured once, not once per conversation. */
+const prefixes = new WeakMap<TextTokenizer, string>();
+
+/**
+ * What the tokenizer gives back in front of text that follows a special token: nothing for byte-level
+ * BPE (Qwen), the dummy-prefix space for SentencePiece-style tokenizers (llama2.c's, Llama 2's), which
+ * prefix every piece of text between special tokens and whose decoding drops only the text's first.
+ * Measured on the tokenizer itself: a special token, then a letter.
+ */
+function prefixAfterSpecial(tokenizer: TextTokenizer): string {
+  const known = prefixes.get(tokenizer);
+  if (known !== undefined) return known;
+  const [content] = tokenizer.specialTokens.keys();
+  let prefix = '';
+  if (content !== undefined) {
+    const [special, ...rest] = tokenizer.encode(`${content}a`, { addBos: false, parseSpecialTokens: true });
+    const stream = tokenizer.createStreamDecoder({ skipSpecialTokens: false, context: [special!] });
+    const piece = rest.map((id) => stream.push(id)).join('') + stream.flush();
+    if (special === tokenizer.specialTokenId(content) && piece.endsWith('a')) prefix = piece.slice(0, -1);
+  }
+  prefixes.set(tokenizer, prefix);
+  return prefix;
+}
+
+/**
+ * Each token's [start, end) in `text`, the rendering its ids encode (a token that only begins a character
+ * ends where it starts), or undefined when the ids do not decode to it. Decoding is the tokenizer's own,
+ * one token at a time, with its one rule that the text does not show: text after a special token comes
+ * back with `prefix` in front (prefixAfterSpecial), which belongs to no character of the rendering.
+ */
+function tokenOffsets(tokenizer: TextTokenizer, ids: readonly number[], text: string): { starts: number[]; ends: number[] } | undefined {
+  const prefix = prefixAfterSpecial(tokenizer);
   const stream = tokenizer.createStreamDecoder({ skipSpecialTokens: false });
   const starts: number[] = [];
   const ends: number[] = [];
-  let decoded = '';
+  let at = 0;
+  let pending = '';
+  const take = (piece: string): boolean => {
+    // The prefix may come with a later piece than the section's first token (one that only begins a character).
+    if (pending && piece) {
+      if (piece.startsWith(pending)) piece = piece.slice(pending.length);
+      pending = '';
+    }
+    if (!text.startsWith(piece, at)) return false;
+    at += piece.length;
+    return true;
+  };
   for (const id of ids) {
-    starts.push(decoded.length);
-    decoded += stream.push(id);
-    ends.push(decoded.length);
+    starts.push(at);
+    if (!take(stream.push(id))) return undefined;
+    ends.push(at);
+    if (tokenizer.isSpecialId(id)) pending = prefix;
   }
-  decoded += stream.flush();
-  return { decoded, starts, ends };
+  return take(stream.flush()) && at === text.length ? { starts, ends } : undefined;
 }
 
 function locate(template: ChatTemplate, tokenizer: TextTokenizer, messages: readonly ChatMessage[]) {
   const { text, ids } = template.encode(messages, tokenizer, { addGenerationPrompt: false });
   const spans = contentSpans(template, messages, text);
   if (!spans) return { problem: "the chat template rewrites message content (it trims it or splits out reasoning), so the assistant's tokens cannot be located" } as const;
-  const offsets = tokenOffsets(tokenizer, ids);
-  if (offsets.decoded !== text) return { problem: 'the tokenizer does not give the rendered conversation back from its ids' } as const;
+  const offsets = tokenOffsets(tokenizer, ids, text);
+  if (!offsets) return { problem: 'the tokenizer does not give the rendered conversation back from its ids (decoded one by one, allowing its prefix after special tokens)' } as const;
   return { text, ids, spans, ...offsets } as const;
 }
 

@@ -9,6 +9,7 @@
  */
 import type { CloudClient } from '../../edge/cloud/cloud-client.ts';
 import { encodePrompt, generate, type LoopRequest, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
+import type { FinishReason } from '../../edge/loop/generation-events.ts';
 import { DEFAULT_LIMITS, parseGenerationRequest, type GenerationLimits } from '../../edge/request/generation-request.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
@@ -30,6 +31,8 @@ export interface GeneratedItem {
   ids: number[];
   text: string;
   routed: number;
+  /** How the generation ended: `eos` where the model ended it (a stop id), else at a stop string, the cap or the window. */
+  finishReason: FinishReason;
 }
 
 export interface GenerationRun {
@@ -89,6 +92,7 @@ export async function generateAll(
     const request: LoopRequest = typeof prompt === 'string' ? parsed : { ...parsed, promptIds: prompt.ids };
     const events: TokenEvent[] = [];
     let text = '';
+    let finishReason: FinishReason = 'length';
     for await (const event of generate({ edgeModel: edge.edgeModel, router, tokenizer: edge.tokenizer, cloud: edge.cloud }, request, signal)) {
       if (event.type === 'token') events.push(event);
       else {
@@ -99,11 +103,12 @@ export async function generateAll(
           throw new AppError('UNAVAILABLE', `the cloud failed to serve a routed token (${reason})`);
         }
         text = event.text;
+        finishReason = event.finishReason;
       }
     }
     const ids = events.map((e) => e.id);
     const itemRouted = events.filter((e) => e.source === 'llm').length;
-    items.push({ promptIds: promptIdsOf(edge, prompt), ids, text, routed: itemRouted });
+    items.push({ promptIds: promptIdsOf(edge, prompt), ids, text, routed: itemRouted, finishReason });
     tokens += ids.length;
     routed += itemRouted;
   }

@@ -3,7 +3,7 @@ import { parseFlags, requireFlag, integerFlag, runSubcommands, UsageError } from
 import { convertLlama2c } from './convert-llama2c.ts';
 import { DECODER_LAYOUTS, type DecoderLayout } from './decoder-graph.ts';
 import { DEFAULT_DECODE_ATTENTION, parseDecodeAttention, type DecodeAttention } from './decoder-graph-attention.ts';
-import { DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
+import { CHAT_DEMO, DEMO, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { progressFor } from '../lab/progress.ts';
 import { buildAllDemoPacks, buildDemoPacks } from './demo.ts';
 import { exposeHiddenStates, formatExposeResult } from './expose-hidden.ts';
@@ -16,8 +16,9 @@ import { quantizePack, type QuantizedDtype } from './quantize.ts';
 
 const USAGE = `usage: bun run models <command> [flags]
 
-  convert-llama2c --checkpoint F --tokenizer F [--layers K] [--layout plain|fused [--decode-attention gqa|matmul]] --out DIR [--force]
-      a llama2.c checkpoint → decoder pack; --layers keeps the first K layers (an edge model)
+  convert-llama2c --checkpoint F --tokenizer F [--layers K] [--layout plain|fused [--decode-attention gqa|matmul]] [--chat-template F] --out DIR [--force]
+      a llama2.c checkpoint → decoder pack; --layers keeps the first K layers (an edge model);
+      --chat-template writes a Jinja file into the pack as its chat_template.jinja
   random --preset tiny-qwen2|qwen2.5-0.5b --out DIR [--seed S] [--head matmul|gemm] [--layout plain|fused [--decode-attention gqa|matmul]] [--no-hidden-states] [--force]
       a random-weight Qwen2-style pack with the real Qwen tokenizer; --layout fused writes onnxruntime's
       contrib ops (GroupQueryAttention over a preallocated KV buffer, SkipSimplifiedLayerNormalization);
@@ -47,12 +48,16 @@ const USAGE = `usage: bun run models <command> [flags]
   inspect model.onnx|PACK
       inputs, outputs, op counts, candidate hidden-state tensors and how the edge would run the file
       (every .onnx file of a pack folder)
-  demo [--pair all|demo|truncated]
-      build the demo pair from ../shared/assets: models/stories260k (cloud, 5 layers),
-      models/stories260k-distilled-1l (edge, the distilled 1-layer student) and its router
+  demo [--pair all|chat|stories|truncated]
+      build the demo pairs from ../shared/assets: the chat pair (what bun run start serves)
+      models/stories260k-chat (cloud, 5 layers) and models/stories260k-chat-distilled-1l (edge, 1 layer),
+      both chat-tuned with the pair's chat_template.jinja, and models/router-stories260k-chat-distilled-1l,
+      trained on the first tenth of its training conversations; the story pair models/stories260k (cloud,
+      5 layers), models/stories260k-distilled-1l (edge, the distilled 1-layer student) and its router
       models/router-stories260k-distilled-1l; and the truncated pair: models/stories260k-3l (the first
-      3 layers, untrained) and models/router-stories260k-3l. Routers train on the first 80% of the
-      TinyStories excerpt; a no-op when up to date. --pair builds one pair only (default all)
+      3 layers, untrained) and models/router-stories260k-3l. The plain-text routers train on the first 80%
+      of the TinyStories excerpt; a no-op when up to date. --pair builds one pair only (default all;
+      demo is the story pair's earlier name)
 
   --out is a new or empty folder (a pack is written whole or not at all, created where its parent is
   missing); an existing one is refused unless --force and it is a folder these tools wrote (it holds
@@ -78,6 +83,7 @@ async function convertCommand(args: string[]): Promise<void> {
     layers: { type: 'string' },
     layout: { type: 'string' },
     'decode-attention': { type: 'string' },
+    'chat-template': { type: 'string' },
     out: { type: 'string' },
     force: { type: 'boolean' },
   });
@@ -90,6 +96,7 @@ async function convertCommand(args: string[]): Promise<void> {
     checkpoint: requireFlag(values, 'checkpoint'),
     tokenizer: requireFlag(values, 'tokenizer'),
     layers: integerFlag(values, 'layers'),
+    chatTemplate: values['chat-template'],
     out,
   });
   console.log(`wrote ${out}`);
@@ -168,11 +175,13 @@ async function demoCommand(args: string[]): Promise<void> {
   const progress = progressFor(process.stderr);
   const pairs: Record<string, () => Promise<string[]>> = {
     all: () => buildAllDemoPacks(log, progress),
+    chat: () => buildDemoPacks(CHAT_DEMO, log, progress),
+    stories: () => buildDemoPacks(DEMO, log, progress),
     demo: () => buildDemoPacks(DEMO, log, progress),
     truncated: () => buildDemoPacks(TRUNCATED_DEMO, log, progress),
   };
   const build = Object.hasOwn(pairs, values.pair!) ? pairs[values.pair!]! : undefined;
-  if (!build) throw new UsageError(`--pair must be one of all, demo, truncated, got ${JSON.stringify(values.pair)}`);
+  if (!build) throw new UsageError(`--pair must be one of all, chat, stories, truncated, got ${JSON.stringify(values.pair)}`);
   const built = await build();
   console.log(built.length ? `built ${built.length} pack(s)` : 'demo packs up to date');
 }

@@ -20,6 +20,8 @@ export interface ConvertLlama2cOptions {
   decodeAttention?: DecodeAttention;
   /** Replace a pack this project's tools wrote at `out` (output-ownership.ts). */
   force?: boolean;
+  /** A Jinja chat template file, written into the pack as chat_template.jinja (llama2.c checkpoints carry none). */
+  chatTemplate?: string;
 }
 
 /** Bump when the converter's output changes, so `demo` rebuilds packs made by older code. */
@@ -39,10 +41,20 @@ export function llama2cSource(options: ConvertLlama2cOptions): Record<string, un
     // Recorded only when not the default, so packs built before the option existed stay up to date.
     ...(options.layout && options.layout !== 'plain' ? { layout: options.layout } : {}),
     ...decodeAttentionSource(options.layout, options.decodeAttention),
+    ...(options.chatTemplate === undefined ? {} : { chatTemplateSha256: sha256File(options.chatTemplate) }),
   };
 }
 
+function readChatTemplate(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new AppError('NOT_FOUND', `${path}: cannot read chat template (${errorMessage(e)})`);
+  }
+}
+
 export async function convertLlama2c(options: ConvertLlama2cOptions): Promise<void> {
+  const chatTemplate = options.chatTemplate === undefined ? undefined : readChatTemplate(options.chatTemplate);
   const { spec, weights } = readLlama2cCheckpoint(options.checkpoint, options.layers);
   let vocabBytes: Uint8Array;
   try {
@@ -69,6 +81,7 @@ export async function convertLlama2c(options: ConvertLlama2cOptions): Promise<vo
     tokenizerJson: tokenizer.tokenizerJson,
     tokenizerConfig: tokenizer.tokenizerConfig,
     externalData: false,
+    chatTemplate,
     source: llama2cSource(options),
   }, { tool: 'models convert-llama2c', force: options.force });
 }

@@ -1,6 +1,7 @@
 /**
  * Writes a decoder model pack (model.onnx [+ model.onnx_data], config.json, generation_config.json,
- * tokenizer.json, tokenizer_config.json, pack-source.json) atomically into `outDir`.
+ * tokenizer.json, tokenizer_config.json, chat_template.jinja where there is one, pack-source.json)
+ * atomically into `outDir`.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +17,8 @@ export interface DecoderPackContents {
   graph: DecoderGraphOptions;
   tokenizerJson: unknown;
   tokenizerConfig: unknown;
+  /** The chat template's Jinja text (chat_template.jinja, where transformers writes it); none when undefined. */
+  chatTemplate?: string;
   /** Keep weights in `model.onnx_data` (required above protobuf's 2 GB limit). */
   externalData: boolean;
   /** Where the pack came from; `demo` compares it to decide whether a rebuild is needed. */
@@ -57,6 +60,7 @@ export async function writeDecoderPack(outDir: string, contents: DecoderPackCont
     );
     writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(contents.tokenizerJson));
     writeFileSync(join(dir, 'tokenizer_config.json'), json(contents.tokenizerConfig));
+    if (contents.chatTemplate !== undefined) writeFileSync(join(dir, 'chat_template.jinja'), contents.chatTemplate);
     writeFileSync(join(dir, PACK_SOURCE_FILE), json(contents.source));
   });
 }

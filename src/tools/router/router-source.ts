@@ -33,6 +33,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     // A shim's model has no file here to hash: its address stands for it.
     ...(o.cloud ? { cloud: o.cloud.address } : { llmSha256: await packSha256(loadModelPack(o.cloudModel!, o.cloudModelFile)) }),
     textSha256: readTextCorpus(o.text).sha256,
+    // Only when named: the pack's own template is hashed nowhere else, so a router trained on it keeps its source.
+    ...(o.chatTemplate !== undefined && existsSync(o.chatTemplate) ? { chatTemplateSha256: await fileSha256(o.chatTemplate) } : {}),
     trainFraction: o.trainFraction,
     seed: o.seed,
     maxEpochs: o.maxEpochs,
