@@ -12,7 +12,7 @@
  */
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { BUILT_IN_KINDS, findBuiltIn, type BuiltInKind } from './detectors/built-in.ts';
-import { foldForDetection, type FoldedText } from './detectors/folded-text.ts';
+import { foldForDetection, type DetectionText } from './detectors/detection-text.ts';
 import { LinearPattern, type TextSpan } from './linear-pattern.ts';
 import { KIND_NAME, MARKED_KIND } from './private-spans.ts';
 
@@ -95,7 +95,7 @@ export class PrivateDetector {
     if (text.length > MAX_DETECT_CHARS) throw invalid(`text to check for private entities is ${text.length} characters; the limit is ${MAX_DETECT_CHARS}`);
     const found: DetectedSpan[] = [];
     // Folded once, and only when some kind is looked for: a box that detects nothing costs its prompts nothing.
-    let folded: FoldedText | undefined;
+    let folded: DetectionText | undefined;
     for (const kind of this.knownKinds) {
       if (!this.kinds.includes(kind) && !extraKinds.includes(kind)) continue;
       folded ??= foldForDetection(text);
@@ -105,11 +105,11 @@ export class PrivateDetector {
   }
 
   /**
-   * Built-in kinds read the text folded to ASCII (digits of any script, full-width forms: folded-text.ts). An
+   * Built-in kinds read the text folded to ASCII (digits of any script, full-width forms: detection-text.ts). An
    * operator's pattern reads the text as typed and, where folding changed it, the folded text too, so that
    * `EMP-\d{6}` also finds `EMP-１２３４５６` and a pattern written for the typed characters still matches them.
    */
-  private spansOf(kind: string, folded: FoldedText): TextSpan[] {
+  private spansOf(kind: string, folded: DetectionText): TextSpan[] {
     if (isBuiltIn(kind)) return findBuiltIn(kind, folded);
     const patterns = this.operatorPatterns.get(kind) ?? [];
     const asTyped = patterns.flatMap((pattern) => [...pattern.spans(folded.typed)]);

@@ -1,6 +1,6 @@
 /**
  * The built-in kinds of private entity and the detector of each. Each detector reads ASCII-folded text
- * (folded-text.ts); findBuiltIn folds and maps the spans back to the text as typed.
+ * (detection-text.ts); findBuiltIn folds and maps the spans back to the text as typed.
  *
  * @example
  * BUILT_IN_DETECTORS.email('alice@example.com'); // [{ start: 0, end: 17 }]
@@ -9,7 +9,7 @@
 import type { TextSpan } from '../linear-pattern.ts';
 import { findCards } from './card.ts';
 import { findEmails } from './email.ts';
-import type { FoldedText } from './folded-text.ts';
+import type { DetectionText } from './detection-text.ts';
 import { findIbans } from './iban.ts';
 import { findIps } from './ip.ts';
 import { findPhones } from './phone.ts';
@@ -26,6 +26,6 @@ export const BUILT_IN_DETECTORS: Readonly<Record<BuiltInKind, (text: string) => 
 };
 
 /** The entities of one kind in a folded text, as spans of the text as typed. */
-export function findBuiltIn(kind: BuiltInKind, folded: FoldedText): TextSpan[] {
+export function findBuiltIn(kind: BuiltInKind, folded: DetectionText): TextSpan[] {
   return BUILT_IN_DETECTORS[kind](folded.text).map((span) => folded.originalSpan(span));
 }

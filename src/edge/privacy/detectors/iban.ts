@@ -1,7 +1,7 @@
 /**
  * IBANs: two letters and two check digits, then exactly the length ibantools' country table gives for that
  * country, in groups of any size split by spaces or dashes or not at all (no-break spaces arrive as spaces,
- * folded-text.ts), in either case, accepted only where ibantools' ISO 7064 mod-97 check holds: the checksum
+ * detection-text.ts), in either case, accepted only where ibantools' ISO 7064 mod-97 check holds: the checksum
  * keeps look-alikes out, so how it is written need not.
  *
  * @example

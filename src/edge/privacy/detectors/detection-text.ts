@@ -12,7 +12,7 @@
  */
 import type { TextSpan } from '../linear-pattern.ts';
 
-export interface FoldedText {
+export interface DetectionText {
   /** The text as typed. */
   readonly typed: string;
   /** The folded text (the same string when there was nothing to fold). */
@@ -34,7 +34,7 @@ const SMALL_AT = 0xfe6b;
 const digitValues = new Map<number, number>();
 
 /** The folded text, or the text itself (and identity offsets) when there is nothing to fold. */
-export function foldForDetection(text: string): FoldedText {
+export function foldForDetection(text: string): DetectionText {
   // Most prompts are plain ASCII: nothing to fold and no offsets to keep.
   if (!/[^\x00-\x7f]/.test(text)) return unchanged(text);
   const parts: string[] = [];
@@ -66,7 +66,7 @@ export function foldForDetection(text: string): FoldedText {
   return { typed: text, text: parts.join(''), originalSpan: ({ start, end }) => ({ start: startOf[start], end: endOf[end - 1] }) };
 }
 
-function unchanged(text: string): FoldedText {
+function unchanged(text: string): DetectionText {
   return { typed: text, text, originalSpan: ({ start, end }) => ({ start, end }) };
 }
 
