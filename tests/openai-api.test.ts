@@ -122,7 +122,7 @@ describe('completions', () => {
     const promptTokens = tokenizer.encode(prompt, { addBos: true, parseSpecialTokens: false }).length;
     expect(reply).toMatchObject({ object: 'text_completion', model: MODEL, choices: [{ index: 0, text: expected, finish_reason: 'length', logprobs: null }] });
     expect(reply.id).toStartWith('cmpl-');
-    expect(reply.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 12, total_tokens: promptTokens + 12, prompt_tokens_details: { cached_tokens: 0 }, routed_tokens: 0, fallback_tokens: 0, routing: { policy: 'threshold', threshold: 0.8, cut: 0.8, mean_cut: 0.8, decided: 0, routed_positions: 0, realized_share: 0, overloaded: 0 }, cloud: { tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, pseudonym_ms: 0 } } as OpenAI.CompletionUsage);
+    expect(reply.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 12, total_tokens: promptTokens + 12, prompt_tokens_details: { cached_tokens: 0 }, routed_tokens: 0, fallback_tokens: 0, routing: { policy: 'threshold', threshold: 0.8, cut: 0.8, mean_cut: 0.8, decided: 0, routed_positions: 0, realized_share: 0, overloaded: 0 }, cloud: { tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, gate_blocked_steps: 0, pseudonym_ms: 0 } } as OpenAI.CompletionUsage);
 
     // The same prompt as token ids (BOS included) continues identically.
     const ids = tokenizer.encode(prompt, { addBos: true, parseSpecialTokens: false });

@@ -170,7 +170,7 @@ describe('completions', () => {
       client.completions.create({ model: MODEL, prompt, max_tokens: 4, temperature: 0, routing_mode: 'small_only', private_spans: [spanOf(prompt, NAME)] } as OpenAI.CompletionCreateParamsNonStreaming),
     );
     expect(steps).toHaveLength(0);
-    expect((reply.usage as unknown as CloudUsed).cloud).toEqual({ tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, pseudonym_ms: 0 });
+    expect((reply.usage as unknown as CloudUsed).cloud).toEqual({ tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, gate_blocked_steps: 0, pseudonym_ms: 0 });
     expect((reply.choices[0] as unknown as Extra).cloud_text).toBe('');
   });
 

@@ -122,6 +122,7 @@ describe('views: marked text and what the cloud saw', () => {
       [report({}), 'nothing'],
       [report({ tokensSent: 34, bytesSent: 586, steps: 23, streams: 1, placeholders: 1 }), '34 tokens (586 B), 1 placeholder, no hidden states, 0 positions kept home'],
       [report({ tokensSent: 1, bytesSent: 12_345, hiddenStateBytes: 2_048_000, placeholders: 2, withheldSteps: 1 }), '1 token (12.3 kB), 2 placeholders, 2.0 MB of hidden states, 1 position kept home'],
+      [report({ tokensSent: 9, bytesSent: 200, placeholders: 1, withheldSteps: 2, gateBlockedSteps: 1 }), '9 tokens (200 B), 1 placeholder, no hidden states, 2 positions kept home, 1 step stopped by the last check'],
     ];
     for (const [r, text] of cases) expect(cloudSentText(r)).toBe(text);
     expect([0, 999, 1000, 999_949, 1_000_000].map(byteText)).toEqual(['0 B', '999 B', '1.0 kB', '999.9 kB', '1.0 MB']);

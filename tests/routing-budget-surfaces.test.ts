@@ -188,7 +188,7 @@ describe('OpenAI usage', () => {
         tokens_last_minute: 1234,
         overloaded: 0,
       },
-      cloud: { tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, pseudonym_ms: 0 },
+      cloud: { tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, gate_blocked_steps: 0, pseudonym_ms: 0 },
     });
   });
 });

@@ -42,6 +42,7 @@ export function cloudSentText(r: CloudReport, ahead: SentAhead = { steps: 0, wro
     count(r.placeholders, 'placeholder', 'placeholders'),
     r.hiddenStateBytes > 0 ? `${byteText(r.hiddenStateBytes)} of hidden states` : 'no hidden states',
     `${count(r.withheldSteps, 'position', 'positions')} kept home`,
+    ...((r.gateBlockedSteps ?? 0) > 0 ? [`${count(r.gateBlockedSteps!, 'step', 'steps')} stopped by the last check`] : []),
     ...(ahead.steps > 0 ? [`${count(ahead.steps, 'step', 'steps')} sent ahead on a guess (${ahead.wrong} wrong)`] : []),
     ...(r.streams > 1 ? [`${r.streams} streams opened`] : []),
   ].join(', ');

@@ -75,6 +75,8 @@ export interface ViewCloudReport {
   placeholders: number;
   /** Routed positions the edge decided itself because a private value was under way there. */
   withheldSteps: number;
+  /** Steps the box's last check stopped (they would have disclosed a private value); absent from older records. */
+  gateBlockedSteps?: number;
 }
 
 /** A finished run's figures, as the metrics panel shows them. */

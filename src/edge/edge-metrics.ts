@@ -128,6 +128,11 @@ export class EdgeMetrics {
     help: 'Routed positions the edge decided itself because a private value was under way there (not sent to the cloud)',
     registers: [this.registry],
   });
+  readonly privateGateBlockedSteps = new Counter({
+    name: 'edge_private_gate_blocked_steps_total',
+    help: "Steps the box's last check stopped because they would have disclosed a private value (any count above 0 is worth a look: the pseudonymiser missed a spelling)",
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -257,6 +262,7 @@ export class EdgeMetrics {
     this.cloudHiddenStateBytes.inc(cloud.hiddenStateBytes);
     this.privatePlaceholders.inc(cloud.placeholders);
     this.privateWithheldSteps.inc(cloud.withheldSteps);
+    this.privateGateBlockedSteps.inc(cloud.gateBlockedSteps);
   }
 
   observe(event: GenerationEvent, mode: string): void {

@@ -48,6 +48,7 @@ export interface CloudUsage {
   streams: number;
   placeholders: number;
   withheld_steps: number;
+  gate_blocked_steps: number;
   pseudonym_ms: number;
 }
 

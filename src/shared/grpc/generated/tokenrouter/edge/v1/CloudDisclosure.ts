@@ -35,6 +35,10 @@ export interface CloudDisclosure {
    * Milliseconds the edge spent translating to and from placeholders (0 without private values).
    */
   'pseudonymMs'?: (number | string);
+  /**
+   * Steps the box's last check stopped because they would have disclosed a private value (docs/privacy.md).
+   */
+  'gateBlockedSteps'?: (number);
 }
 
 /**
@@ -70,4 +74,8 @@ export interface CloudDisclosure__Output {
    * Milliseconds the edge spent translating to and from placeholders (0 without private values).
    */
   'pseudonymMs': (number);
+  /**
+   * Steps the box's last check stopped because they would have disclosed a private value (docs/privacy.md).
+   */
+  'gateBlockedSteps': (number);
 }
