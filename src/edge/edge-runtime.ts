@@ -10,7 +10,7 @@ import { silentLogger, type Logger } from '../shared/logger.ts';
 import { BoxRouting } from './routing/box-routing.ts';
 import { SpeculationPolicy } from './loop/speculation/speculation-policy.ts';
 import type { CloudConnectionState } from './cloud/cloud-client.ts';
-import { generate, promptIdsOf, type EdgeEngine, type GenerationEvent, type LoopRequest } from './loop/decoder-loop.ts';
+import { generate, promptIdsThatFit, type EdgeEngine, type GenerationEvent, type LoopRequest } from './loop/decoder-loop.ts';
 import { EdgeMetrics } from './edge-metrics.ts';
 import { logGeneration } from './generation-log.ts';
 import { PrivateDetector } from './privacy/private-detect.ts';
@@ -158,14 +158,7 @@ export class EdgeRuntime {
    * to the prefill, and the prompt is already within `maxPromptChars`.
    */
   private checkContextWindow(request: LoopRequest): void {
-    const { edgeModel } = this.engine;
-    const tokens = promptIdsOf(this.engine, request).length;
-    if (tokens >= edgeModel.pack.maxPositions) {
-      throw new AppError(
-        'INVALID_ARGUMENT',
-        `prompt is ${tokens} tokens; the edge model's context window is ${edgeModel.pack.maxPositions} (including generated tokens)`,
-      );
-    }
+    promptIdsThatFit(this.engine, request);
   }
 
   /** Ids the edge model can be fed and the tokenizer can turn into text; at least one. */

@@ -18,7 +18,7 @@ import { checkCloudReply, elapsed, GenerationState, type Decision } from './gene
 import type { KeptPosition, Speculation } from './speculation/speculation.ts';
 import { speculationFor } from './speculation/speculation-chains.ts';
 
-export { encodePrompt, promptIdsOf, type EdgeEngine, type LoopRequest, type SpeculationSettings } from './edge-engine.ts';
+export { encodePrompt, promptIdsOf, promptIdsThatFit, type EdgeEngine, type LoopRequest, type SpeculationSettings } from './edge-engine.ts';
 export type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from './generation-events.ts';
 export { checkCloudReply } from './generation-state.ts';
 

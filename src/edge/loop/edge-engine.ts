@@ -3,6 +3,7 @@
  * the settings of decoding ahead (speculation). Also the prompt's encoding, shared by the loop and the
  * entry points that count prompt tokens.
  */
+import { AppError } from '../../shared/errors.ts';
 import type { DecoderModel } from '../../shared/decoder-model.ts';
 import type { TextDetector } from '../privacy/private-request.ts';
 import type { PrivateValues } from '../privacy/private-values.ts';
@@ -89,4 +90,16 @@ export type LoopRequest = GenerationRequest & {
 /** The ids a request's generation starts from. */
 export function promptIdsOf(engine: Pick<EdgeEngine, 'edgeModel' | 'tokenizer'>, request: LoopRequest): number[] {
   return request.promptIds ? [...request.promptIds] : encodePrompt(engine, request.prompt);
+}
+
+/**
+ * The ids a request's generation starts from, refused (INVALID_ARGUMENT) when they fill the edge model's
+ * context window: such a prompt can never produce a token. The one rule for the runtime's check before a
+ * stream starts and the loop's own.
+ */
+export function promptIdsThatFit(engine: Pick<EdgeEngine, 'edgeModel' | 'tokenizer'>, request: LoopRequest): number[] {
+  const ids = promptIdsOf(engine, request);
+  const window = engine.edgeModel.pack.maxPositions;
+  if (ids.length >= window) throw new AppError('INVALID_ARGUMENT', `prompt is ${ids.length} tokens; the edge model's context window is ${window} (including generated tokens)`);
+  return ids;
 }

@@ -13,7 +13,7 @@ import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../clo
 import { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
 import { openConversation } from '../privacy/pseudonymised-conversation.ts';
 import { Pseudonymiser } from '../privacy/pseudonymiser.ts';
-import { promptIdsOf, type EdgeEngine, type LoopRequest } from './edge-engine.ts';
+import { promptIdsThatFit, type EdgeEngine, type LoopRequest } from './edge-engine.ts';
 import type { DoneEvent, FinishReason, TokenEvent } from './generation-events.ts';
 import { MetricsRecorder } from './generation-metrics.ts';
 import { ReplayableRandom } from './replayable-random.ts';
@@ -100,14 +100,8 @@ export class GenerationState {
   ) {
     this.requestId = requestId;
     const { edgeModel, tokenizer } = engine;
-    const promptIds = promptIdsOf(engine, request);
+    const promptIds = promptIdsThatFit(engine, request);
     this.maxPositions = edgeModel.pack.maxPositions;
-    if (promptIds.length >= this.maxPositions) {
-      throw new AppError(
-        'INVALID_ARGUMENT',
-        `prompt is ${promptIds.length} tokens; the edge model's context window is ${this.maxPositions} (including generated tokens)`,
-      );
-    }
     this.eos = new Set([...edgeModel.pack.eosTokenIds, ...tokenizer.eosIds]);
     this.vocabSize = Math.min(edgeModel.pack.vocabSize, tokenizer.vocabSize);
     this.context = [...promptIds];

@@ -7,6 +7,7 @@ import { AppError } from '../../shared/errors.ts';
 import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../shared/routing-key.ts';
 import { KIND_NAME, readPrivateSpans } from '../privacy/private-spans.ts';
 import type { PrivateText } from '../privacy/private-values.ts';
+import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/router-threshold.ts';
 
 export const MODES = ['joint', 'small_only', 'llm_only'] as const;
 export type Mode = (typeof MODES)[number];
@@ -172,7 +173,7 @@ function budgetFields(raw: RawGenerationRequest, defaults: RouteBudget): RouteBu
 export function parseGenerationRequest(
   raw: RawGenerationRequest,
   limits: GenerationLimits = DEFAULT_LIMITS,
-  defaultThreshold = 0.5,
+  defaultThreshold = DEFAULT_ROUTER_THRESHOLD,
   defaultSpeculate: boolean | 'auto' = false,
   defaultBudget: RouteBudget = {},
 ): GenerationRequest {

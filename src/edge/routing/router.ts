@@ -30,6 +30,7 @@ import {
   writeExtraFeatures,
   type FeatureGroup,
 } from './router-features.ts';
+import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/router-threshold.ts';
 
 export interface RouterInfo {
   /** `onnx:<folder>` for a trained router, `builtin:top1-probability` for the fallback scorer. */
@@ -109,7 +110,7 @@ export class OnnxRouter implements Router {
       : null;
     return new OnnxRouter(
       // The folder's name only: the name travels in every done event and /api/info, off the device.
-      { name: `onnx:${basename(root)}`, hiddenSize: meta.hidden_size, defaultThreshold: meta.default_threshold ?? 0.5, training: meta.training, features },
+      { name: `onnx:${basename(root)}`, hiddenSize: meta.hidden_size, defaultThreshold: meta.default_threshold ?? DEFAULT_ROUTER_THRESHOLD, training: meta.training, features },
       session,
       features,
       sums,
@@ -162,7 +163,7 @@ export class OnnxRouter implements Router {
  * the time a four-user q4 decode step spent outside its forward pass.
  */
 export class TopProbabilityScorer implements Router {
-  readonly info: RouterInfo = { name: 'builtin:top1-probability', hiddenSize: null, defaultThreshold: 0.5 };
+  readonly info: RouterInfo = { name: 'builtin:top1-probability', hiddenSize: null, defaultThreshold: DEFAULT_ROUTER_THRESHOLD };
   private sums: Promise<LogitSums> | undefined;
 
   async score(_hidden: Float32Array, logits: Float32Array): Promise<number> {

@@ -8,6 +8,7 @@ import { initialWeights, normalSampler } from './mlp.ts';
 import { writeRouterPack } from './router-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { edgeModelIdentity } from '../../edge/routing/edge-model-identity.ts';
+import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/router-threshold.ts';
 
 /** Token rows of a random router: about as many ids as a trained router of a large vocabulary gives a row of their own. */
 export const RANDOM_TOKEN_ROWS = 16_384;
@@ -47,7 +48,7 @@ export async function writeRandomRouterPack(out: string, o: RandomRouterOptions)
       hidden_size: o.hiddenSize,
       slm: o.edgeModel,
       ...(o.edgeModelDir ? { edge_model: edgeModelIdentity(o.edgeModelDir) } : {}),
-      default_threshold: 0.5,
+      default_threshold: DEFAULT_ROUTER_THRESHOLD,
       features: [...FEATURE_GROUPS],
       training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed },
     },

@@ -11,6 +11,7 @@ import { AppError } from '../../shared/errors.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { DEFAULT_LEARNING_RATE } from './train-mlp.ts';
+import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/router-threshold.ts';
 
 /** Bump when training changes what it produces, so `models demo` retrains older routers. */
 export const TRAINER_VERSION = 4;
@@ -22,7 +23,7 @@ export const VALIDATION_FRACTION = 0.1;
  * routing is expected to gain anything at all (87% of the truncated pair's positions), so its default is
  * measured instead: `softRuleThreshold`.
  */
-export const DEFAULT_THRESHOLD = 0.5;
+export const DEFAULT_THRESHOLD = DEFAULT_ROUTER_THRESHOLD;
 /** `--hidden-units` when not given (per member). */
 export const DEFAULT_HIDDEN_UNITS = 64;
 /**
