@@ -19,8 +19,8 @@
  */
 import type { Subprocess } from 'bun';
 import { errorMessage } from './shared/errors.ts';
-import type { StopRequest } from './shared/graceful-signals.ts';
-import { isReadyNotice } from './shared/ready-notice.ts';
+import type { StopRequest } from './shared/process/graceful-signals.ts';
+import { isReadyNotice } from './shared/process/ready-notice.ts';
 
 export interface SupervisedChildOptions {
   name: string;

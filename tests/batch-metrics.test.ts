@@ -4,7 +4,7 @@
  */
 import { CloudDisclosure } from '../src/edge/cloud/cloud-disclosure.ts';
 import { expect, test } from 'bun:test';
-import { EdgeMetrics } from '../src/edge/edge-metrics.ts';
+import { EdgeMetrics } from '../src/edge/metrics/edge-metrics.ts';
 import { MetricsRecorder } from '../src/edge/loop/generation-metrics.ts';
 import { thresholdReport } from '../src/edge/routing/routing-budget-report.ts';
 import { MetricsPanel } from '../views/run-fragments.tsx';

@@ -8,17 +8,17 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type AppendableSequence, type AppendResult, DecoderModel } from '../src/shared/decoder-model.ts';
-import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { MIN_RESTORED_TOKENS, PrefixCache } from '../src/shared/prefix-cache.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { type AppendableSequence, type AppendResult, DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { DecodeScheduler } from '../src/shared/model/scheduler/decode-scheduler.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { MIN_RESTORED_TOKENS, PrefixCache } from '../src/shared/model/prefix-cache.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { quantizePack } from '../src/tools/models/quantize.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { makeHubExportPacks, VARIANTS, type HubExportPacks } from './helpers/hub-export-packs.ts';
 import { maxAbsDiff } from './helpers/max-abs-diff.ts';
-import { argmax } from '../src/shared/logits.ts';
+import { argmax } from '../src/shared/model/logits.ts';
 
 /**
  * Largest |Δ| allowed between a row's logits batched and alone. Batching changes the shapes the kernels

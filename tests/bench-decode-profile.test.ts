@@ -1,6 +1,6 @@
 /** `bench decode --profile`: the profile read back per decode step, on made-up events and on a real run. */
 import { describe, expect, test } from 'bun:test';
-import { loadModelPack } from '../src/shared/model-pack.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { PROJECT_ROOT, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 import { type ProfileEvent, summarizeDecodeProfile } from '../src/tools/bench/decode-profile-summary.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';

@@ -1,6 +1,6 @@
 /** `bun run bench load`: a short run with few streams, its shim's prefix-cache figure, and its usage errors. */
 import { beforeAll, expect, test } from 'bun:test';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { shimStats } from '../src/tools/bench/load-shim.ts';

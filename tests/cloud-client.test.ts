@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { startDelayProxy } from '../src/tools/delay-proxy/delay-proxy.ts';
 import { CircuitOpenError, CloudBackoff } from '../src/edge/cloud/cloud-backoff.ts';
-import type { DecoderModel } from '../src/shared/decoder-model.ts';
+import type { DecoderModel } from '../src/shared/model/decoder-model.ts';
 import { cloudRouterService, serializeRouteRequest, type CloudRouterHandlers, type RouteRequest__Output } from '../src/shared/grpc/proto.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';

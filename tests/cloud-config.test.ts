@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_SHIM_CONFIG, HTTP_BACKEND_INFLIGHT_STEPS, maxInflightStepsFor, parseShimConfig, SHIM_USAGE } from '../src/cloud/config.ts';
-import { createBackend } from '../src/cloud/create-backend.ts';
-import type { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import { createBackend } from '../src/cloud/backends/create-backend.ts';
+import type { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import { DEMO, PROJECT_ROOT } from '../src/shared/paths.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 

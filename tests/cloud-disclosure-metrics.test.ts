@@ -6,7 +6,7 @@
  */
 import { expect, test } from 'bun:test';
 import { CloudDisclosure, type DisclosureReport } from '../src/edge/cloud/cloud-disclosure.ts';
-import { EdgeMetrics } from '../src/edge/edge-metrics.ts';
+import { EdgeMetrics } from '../src/edge/metrics/edge-metrics.ts';
 import type { DoneEvent } from '../src/edge/loop/generation-events.ts';
 import { MetricsRecorder } from '../src/edge/loop/generation-metrics.ts';
 import { thresholdReport } from '../src/edge/routing/routing-budget-report.ts';

@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
-import type { Backend } from '../src/cloud/backend.ts';
+import type { Backend } from '../src/cloud/backends/backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import { plainCloudReason } from '../src/edge/cloud/cloud-failure-reason.ts';
 import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { AppError } from '../src/shared/errors.ts';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { CloudBackoff } from '../src/edge/cloud/cloud-backoff.ts';
 import { CloudHealthProbe, realProbeClock } from '../src/edge/cloud/cloud-health-probe.ts';
 import { parseEdgeConfig } from '../src/edge/config.ts';
-import { startEdge } from '../src/edge/edge-server.ts';
+import { startEdge } from '../src/edge/server/edge-server.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';

@@ -5,7 +5,7 @@
  */
 import { afterEach, expect, test } from 'bun:test';
 import { createServer, type Server, type Socket } from 'node:net';
-import { HttpBackendClient } from '../src/cloud/http-backend-client.ts';
+import { HttpBackendClient } from '../src/cloud/backends/http-backend-client.ts';
 
 /** A loopback TCP server that answers connection number n (1-based) with `answer(n)`: a raw HTTP reply, or null to reset it. */
 class CountingServer {

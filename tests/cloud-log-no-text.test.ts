@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { parseShimConfig, SHIM_USAGE, type ShimConfig } from '../src/cloud/config.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
-import type { DecoderModel } from '../src/shared/decoder-model.ts';
-import { createLogger } from '../src/shared/logger.ts';
-import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import type { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { createLogger } from '../src/shared/process/logger.ts';
+import type { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { FakeSglang, type FakeSglangOptions } from './helpers/cloud-fake-sglang.ts';
 import { EdgeContext, loadCloudModel, startTestShim } from './helpers/cloud-fixture.ts';
 import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';

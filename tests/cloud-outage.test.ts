@@ -8,8 +8,8 @@
  * shim is back.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { Backend, BackendSequence } from '../src/cloud/backend.ts';
-import { createBackend } from '../src/cloud/create-backend.ts';
+import type { Backend, BackendSequence } from '../src/cloud/backends/backend.ts';
+import { createBackend } from '../src/cloud/backends/create-backend.ts';
 import { shimConfig } from '../src/cloud/config.ts';
 import type { TokenEvent } from '../src/edge/loop/decoder-loop.ts';
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
@@ -18,10 +18,10 @@ import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/request/g
 import { GrpcCloudClient, type GrpcCloudClientOptions } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { loadRouter, type Router } from '../src/edge/routing/router.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { argmax } from '../src/shared/logits.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { argmax } from '../src/shared/model/logits.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { EdgeContext, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { freePort, ShimProcess } from './helpers/shim-process.ts';

@@ -5,11 +5,11 @@
  * Against the SGLang fake, whose radix cache stands for SGLang's, cached_tokens rises turn after turn.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { BackendSequence, BackendStepRequest } from '../src/cloud/backend.ts';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import type { BackendSequence, BackendStepRequest } from '../src/cloud/backends/backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
-import type { DecoderModel } from '../src/shared/decoder-model.ts';
-import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import type { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import type { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { FakeSglang } from './helpers/cloud-fake-sglang.ts';
 import { cloudPackDir, EdgeContext, greedyReference, loadCloudModel, startTestShim } from './helpers/cloud-fixture.ts';
 import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
-import type { DecoderModel } from '../src/shared/decoder-model.ts';
+import type { DecoderModel } from '../src/shared/model/decoder-model.ts';
 import { CloudRouterClient, type ScoreRequest, type ScoreResponse__Output } from '../src/shared/grpc/proto.ts';
-import { SCORE_CHUNK_TOKENS, scoreOnModel } from '../src/shared/position-scores.ts';
-import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { SCORE_CHUNK_TOKENS, scoreOnModel } from '../src/shared/model/position-scores.ts';
+import type { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { EdgeContext, loadCloudModel, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 

@@ -1,8 +1,8 @@
 /** The shim's session store: deltas, caps, expiry. */
 import { afterEach, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
-import { endMessage } from '../src/cloud/route-session.ts';
-import { SessionStore } from '../src/cloud/session-store.ts';
+import { endMessage } from '../src/cloud/sessions/route-session.ts';
+import { SessionStore } from '../src/cloud/sessions/session-store.ts';
 import { AppError } from '../src/shared/errors.ts';
 
 const stores: SessionStore[] = [];

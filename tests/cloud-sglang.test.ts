@@ -5,10 +5,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import type { ShimConfig } from '../src/cloud/config.ts';
-import { httpBackendError } from '../src/cloud/http-backend-client.ts';
+import { httpBackendError } from '../src/cloud/backends/http-backend-client.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
-import type { DecoderModel } from '../src/shared/decoder-model.ts';
-import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import type { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import type { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { FakeSglang, type FakeSglangOptions } from './helpers/cloud-fake-sglang.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';

@@ -5,13 +5,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import type { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import type { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
-import type { DecoderModel } from '../src/shared/decoder-model.ts';
-import { logSoftmax, topK } from '../src/shared/logits.ts';
+import type { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { logSoftmax, topK } from '../src/shared/model/logits.ts';
 import { CloudRouterClient, HealthClient, type RouteResponse__Output } from '../src/shared/grpc/proto.ts';
 import { bearer } from '../src/shared/grpc/auth.ts';
-import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import type { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { EdgeContext, greedyReference, loadCloudModel, referenceLogits, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { rawRouteStream } from './helpers/raw-route-stream.ts';
 import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';

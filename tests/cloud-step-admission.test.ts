@@ -4,8 +4,8 @@
  * lane the Score calls take turns in (steps first, never a step's last slot).
  */
 import { describe, expect, test } from 'bun:test';
-import { BATCH_PATIENCE_MS } from '../src/cloud/batch-turns.ts';
-import { StepAdmission, type AdmissionSlot } from '../src/cloud/step-admission.ts';
+import { BATCH_PATIENCE_MS } from '../src/cloud/admission/batch-turns.ts';
+import { StepAdmission, type AdmissionSlot } from '../src/cloud/admission/step-admission.ts';
 import { ManualClock } from './helpers/manual-clock.ts';
 
 const never = new AbortController().signal;

@@ -4,7 +4,7 @@
  */
 import { expect, test } from 'bun:test';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
-import { createLogger } from '../src/shared/logger.ts';
+import { createLogger } from '../src/shared/process/logger.ts';
 import { EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
 

@@ -12,10 +12,10 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { DEMO, PROJECT_ROOT } from '../src/shared/paths.ts';
-import { describeTokenizerMismatch, fingerprintOf, tokenizerFingerprint } from '../src/shared/tokenizer-fingerprint.ts';
+import { describeTokenizerMismatch, fingerprintOf, tokenizerFingerprint } from '../src/shared/text/tokenizer-fingerprint.ts';
 import { EdgeContext, startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { ManualClock } from './helpers/manual-clock.ts';

@@ -4,17 +4,17 @@
  * first is on the stream. The decisions must be those of the loop without speculation over the same shim.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import type { Backend } from '../src/cloud/backend.ts';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import type { Backend } from '../src/cloud/backends/backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import type { CloudClient } from '../src/edge/cloud/cloud-client.ts';
 import { generate, type DoneEvent, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
 import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { recordingSteps } from './helpers/step-recording.ts';

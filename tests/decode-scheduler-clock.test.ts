@@ -4,9 +4,9 @@
  * milliseconds; a sequence coming back ends it at once.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { DecodeScheduler } from '../src/shared/model/scheduler/decode-scheduler.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 let model: DecoderModel;

@@ -10,7 +10,7 @@ import { interceptSteps, type CloudStepReply } from '../src/edge/cloud/cloud-cli
 import { generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { TopProbabilityScorer, type Router } from '../src/edge/routing/router.ts';
-import { argmax, topProbability } from '../src/shared/logits.ts';
+import { argmax, topProbability } from '../src/shared/model/logits.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 
 const LIMITS = { maxPromptChars: 200, maxNewTokens: 480, maxRouteSpan: 4 };

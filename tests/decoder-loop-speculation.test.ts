@@ -6,8 +6,8 @@ import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/r
 import { readGenerationRequest } from '../src/edge/request/generation-request-fields.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import { AppError } from '../src/shared/errors.ts';
-import type { DecoderModel } from '../src/shared/decoder-model.ts';
-import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import type { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import type { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { edgeEcho, late } from './helpers/scripted-clouds.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 import { recordingSteps } from './helpers/step-recording.ts';

@@ -3,9 +3,9 @@ import type { CloudClient, CloudConversation, CloudStepRequest } from '../src/ed
 import { generate, type DoneEvent, type EdgeEngine, type GenerationEvent, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { TopProbabilityScorer, type Router } from '../src/edge/routing/router.ts';
-import type { DecoderModel } from '../src/shared/decoder-model.ts';
-import { argmax } from '../src/shared/logits.ts';
-import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import type { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { argmax } from '../src/shared/model/logits.ts';
+import type { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 import type { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 

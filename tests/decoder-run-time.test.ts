@@ -4,8 +4,8 @@
  * queued run's wait as its own cost (four prompts asked for at once: about 2.5 times their real time).
  */
 import { beforeAll, expect, test } from 'bun:test';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 let cloudPack: string;

@@ -11,10 +11,10 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULT_EDGE_CONFIG, type EdgeConfig } from '../src/edge/config.ts';
-import { startEdge, type RunningEdge } from '../src/edge/edge-server.ts';
+import { startEdge, type RunningEdge } from '../src/edge/server/edge-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { DEMO } from '../src/shared/paths.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { makeChatPack, TEST_CHAT_TEMPLATE } from './helpers/chat-pack.ts';
 
 let pack: Awaited<ReturnType<typeof makeChatPack>>;

@@ -7,7 +7,7 @@
  */
 import { expect, test } from 'bun:test';
 import { parseEdgeConfig } from '../src/edge/config.ts';
-import { startEdge } from '../src/edge/edge-server.ts';
+import { startEdge } from '../src/edge/server/edge-server.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { freePort } from './helpers/shim-process.ts';
 

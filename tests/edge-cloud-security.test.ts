@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { parseEdgeConfig } from '../src/edge/config.ts';
-import { startEdge, type RunningEdge } from '../src/edge/edge-server.ts';
+import { startEdge, type RunningEdge } from '../src/edge/server/edge-server.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/cloud-certs.ts';
 import { startTestShim } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';

@@ -3,9 +3,9 @@ import * as grpc from '@grpc/grpc-js';
 import { interceptSteps } from '../src/edge/cloud/cloud-client.ts';
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
-import { shortestFloat32 } from '../src/shared/float32.ts';
+import { shortestFloat32 } from '../src/shared/model/float32.ts';
 import { HealthClient } from '../src/shared/grpc/proto.ts';
-import { createLogger } from '../src/shared/logger.ts';
+import { createLogger } from '../src/shared/process/logger.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
 
 let edge: TestEdge;

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import * as grpc from '@grpc/grpc-js';
-import type { Backend } from '../src/cloud/backend.ts';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import type { Backend } from '../src/cloud/backends/backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { EdgeGeneratorClient, type EdgeGeneratorClientType, type GenerateEvent__Output } from '../src/edge/grpc/edge-proto.ts';
 import { HealthClient } from '../src/shared/grpc/proto.ts';

@@ -6,11 +6,11 @@
  * the cloud; their placeholders do, and look-alikes (a version, a date) go as they are.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import type { Backend } from '../src/cloud/backend.ts';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import type { Backend } from '../src/cloud/backends/backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { cloudPackDir, startTestShim } from './helpers/cloud-fixture.ts';
 import { collectOutput, exitWithin } from './helpers/process-output.ts';
 import { readSse } from './helpers/sse-client.ts';

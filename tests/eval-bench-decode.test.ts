@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadModelPack } from '../src/shared/model-pack.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from '../src/tools/bench/decode-bandwidth.ts';
 import { kvCacheBytes, weightTraffic } from '../src/tools/bench/decode-weights.ts';

@@ -5,10 +5,10 @@
 import { InProcessScorer } from '../src/tools/lab/cloud-scorer.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { OnnxRouter } from '../src/edge/routing/router.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { logSoftmax } from '../src/shared/logits.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { logSoftmax } from '../src/shared/model/logits.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { evaluateChoices, type ChoiceEvalResult } from '../src/tools/eval/choice-eval.ts';
 import { cloudPerplexity, generateAll, type EvalEdge } from '../src/tools/lab/generation-runs.ts';
 import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';

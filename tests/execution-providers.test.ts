@@ -7,15 +7,15 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { parseShimConfig, shimConfig } from '../src/cloud/config.ts';
-import { createBackend } from '../src/cloud/create-backend.ts';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import { createBackend } from '../src/cloud/backends/create-backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import { parseEdgeConfig } from '../src/edge/config.ts';
-import { startEdge, type RunningEdge } from '../src/edge/edge-server.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { availableExecutionProviders, parseExecutionProviders, resolveExecutionProviders } from '../src/shared/execution-providers.ts';
-import { createLogger, silentLogger } from '../src/shared/logger.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { ort } from '../src/shared/ort.ts';
+import { startEdge, type RunningEdge } from '../src/edge/server/edge-server.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { availableExecutionProviders, parseExecutionProviders, resolveExecutionProviders } from '../src/shared/model/execution-providers.ts';
+import { createLogger, silentLogger } from '../src/shared/process/logger.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { ort } from '../src/shared/model/ort.ts';
 import { DEMO } from '../src/shared/paths.ts';
 
 /** A logger that keeps its JSON lines for the test to read. */

@@ -7,14 +7,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
 import { AppError, type ErrorCode } from '../src/shared/errors.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { ort, type OrtTensor } from '../src/shared/ort.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { ort, type OrtTensor } from '../src/shared/model/ort.ts';
 import { exposeHiddenStates } from '../src/tools/models/expose-hidden.ts';
 import { formatInspection, inspectModel } from '../src/tools/models/inspect-model.ts';
 import { readModel, writeModel } from '../src/tools/models/onnx-file.ts';
-import { DataType, GraphBuilder } from '../src/shared/onnx-graph.ts';
+import { DataType, GraphBuilder } from '../src/shared/model/onnx-graph.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { maxAbsDiff } from './helpers/max-abs-diff.ts';
 

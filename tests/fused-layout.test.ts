@@ -8,14 +8,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { readDecoderIo } from '../src/shared/decoder-io.ts';
-import { KV_CAPACITY_STEP, kvCapacity } from '../src/shared/kv-buffer.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { ort } from '../src/shared/ort.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { readDecoderIo } from '../src/shared/model/decoder-io.ts';
+import { KV_CAPACITY_STEP, kvCapacity } from '../src/shared/model/kv-buffer.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { ort } from '../src/shared/model/ort.ts';
 import { DEMO } from '../src/shared/paths.ts';
-import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { DecodeScheduler } from '../src/shared/model/scheduler/decode-scheduler.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { profileDecode } from '../src/tools/bench/decode-profile.ts';
 import { weightTraffic } from '../src/tools/bench/decode-weights.ts';
 import { convertLlama2c } from '../src/tools/models/convert-llama2c.ts';
@@ -23,10 +23,10 @@ import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { inspectPath } from '../src/tools/models/inspect-model.ts';
 import { quantizePack } from '../src/tools/models/quantize.ts';
 import { readModel } from '../src/tools/models/onnx-file.ts';
-import { allNodes } from '../src/shared/onnx-graph.ts';
+import { allNodes } from '../src/shared/model/onnx-graph.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { maxAbsDiff } from './helpers/max-abs-diff.ts';
-import { argmax } from '../src/shared/logits.ts';
+import { argmax } from '../src/shared/model/logits.ts';
 
 /**
  * fp32 fused vs plain, largest absolute logit difference allowed: both run the same float32 arithmetic

@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { halfBitsToFloat32 } from '../src/shared/float-tensors.ts';
+import { halfBitsToFloat32 } from '../src/shared/model/float-tensors.ts';
 import { quantizeQ4_0, quantizeQ8_0, toHalfBits } from '../src/tools/llama-cpp-peer/gguf-quantize.ts';
 
 const fromHalfBits = (h: number) => halfBitsToFloat32(Uint16Array.of(h))[0]!;

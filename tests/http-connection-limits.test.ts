@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connect, type Socket } from 'node:net';
 import { parseEdgeConfig } from '../src/edge/config.ts';
-import { startEdge, type RunningEdge } from '../src/edge/edge-server.ts';
+import { startEdge, type RunningEdge } from '../src/edge/server/edge-server.ts';
 import { guardConnections } from '../src/edge/http/connection-limits.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 

@@ -18,9 +18,9 @@ import type { GenerationEvent, TokenEvent } from '../src/edge/loop/decoder-loop.
 import { EdgeRuntime } from '../src/edge/edge-runtime.ts';
 import { DEFAULT_LIMITS, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { loadRouter } from '../src/edge/routing/router.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 import { evaluateRouter } from '../src/tools/router/evaluate-router.ts';
 import { trainRouter } from '../src/tools/router/train-router.ts';

@@ -11,9 +11,9 @@ import { generate, type GenerationEvent, type TokenEvent } from '../src/edge/loo
 import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import type { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import type { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
 import { EdgeContext, greedyReference, loadCloudModel, rejectionCode, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';

@@ -2,7 +2,7 @@ import { afterAll, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitUntilReady } from '../src/shared/wait-until-ready.ts';
+import { waitUntilReady } from '../src/shared/process/wait-until-ready.ts';
 import { KIOSK_FLAGS } from '../src/tools/kiosk.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'kiosk-'));

@@ -1,5 +1,5 @@
 /**
- * The pool of released fused KV buffers (src/shared/kv-buffer-pool.ts): what it hands out is zeros of the
+ * The pool of released fused KV buffers (src/shared/model/kv-buffer-pool.ts): what it hands out is zeros of the
  * size asked for, recycled memory first; pinned memory (a snapshot's) and views are never recycled; it
  * never holds more than its bound. With a real fused model: sequences on released buffers give exactly the
  * logits of the same sequences on new memory, run the same way (batched) on a second model of the same pack.
@@ -8,12 +8,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { plainPassPoolBytes } from '../src/shared/kv-plain-layout.ts';
-import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { KvBufferPool, SPARE_MIN_BYTES, type SpareMaker } from '../src/shared/kv-buffer-pool.ts';
-import { prefaultedBuffer } from '../src/shared/prefaulted-buffers.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
+import { plainPassPoolBytes } from '../src/shared/model/kv-plain-layout.ts';
+import { DecodeScheduler } from '../src/shared/model/scheduler/decode-scheduler.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { KvBufferPool, SPARE_MIN_BYTES, type SpareMaker } from '../src/shared/model/kv-buffer-pool.ts';
+import { prefaultedBuffer } from '../src/shared/model/prefaulted-buffers.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 
 describe('KvBufferPool', () => {

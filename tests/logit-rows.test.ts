@@ -1,7 +1,7 @@
 /** logitRows (float-tensors.ts): a view of a step's logits, a copy of a long prompt's. */
 import { expect, test } from 'bun:test';
-import { logitRows } from '../src/shared/float-tensors.ts';
-import { ort } from '../src/shared/ort.ts';
+import { logitRows } from '../src/shared/model/float-tensors.ts';
+import { ort } from '../src/shared/model/ort.ts';
 
 const VOCAB = 4;
 const logits = (positions: number) => new ort.Tensor('float32', Float32Array.from({ length: 2 * positions * VOCAB }, (_, i) => i), [2, positions, VOCAB]);

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 import { ensureDemoPacks, tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { Llama2cReference } from './helpers/llama2c-reference-model.ts';
 import { maxAbsDiff } from './helpers/max-abs-diff.ts';
-import { argmax } from '../src/shared/logits.ts';
+import { argmax } from '../src/shared/model/logits.ts';
 
 const MANIFEST_TEXT =
   'Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high';

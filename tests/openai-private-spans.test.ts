@@ -8,14 +8,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
-import type { Backend } from '../src/cloud/backend.ts';
-import { EmbeddedBackend } from '../src/cloud/embedded-backend.ts';
+import type { Backend } from '../src/cloud/backends/backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
 import { DEFAULT_EDGE_CONFIG } from '../src/edge/config.ts';
-import { startEdge, type RunningEdge } from '../src/edge/edge-server.ts';
+import { startEdge, type RunningEdge } from '../src/edge/server/edge-server.ts';
 import type { CloudUsage } from '../src/edge/http/openai/openai-responses.ts';
 import { DEMO } from '../src/shared/paths.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { makeChatPack } from './helpers/chat-pack.ts';
 import { cloudPackDir, startTestShim } from './helpers/cloud-fixture.ts';
 

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { readLlama2cCheckpoint } from '../src/tools/models/llama2c-checkpoint.ts';
 import { writeDecoderPack } from '../src/tools/models/pack-writer.ts';
 import { checkSameVocabulary, teacherForcePacks } from '../src/tools/lab/teacher-forcing.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { perturbationFromEnv, perturbHiddenStates } from './helpers/perturbed-hidden-states.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The prefix cache (src/shared/prefix-cache.ts) and the sequence snapshots it keeps: a restored cache
+ * The prefix cache (src/shared/model/prefix-cache.ts) and the sequence snapshots it keeps: a restored cache
  * is the same KV bit for bit, in both decoder layouts; a sequence restored from it gives the logits and
  * hidden states of one that prefilled everything (exactly when the same forward passes follow, within
  * LOGIT_TOLERANCE when the prefill was split differently); the longest usable prefix is chosen; the
@@ -9,13 +9,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runBatchedPass } from '../src/shared/batched-step.ts';
-import { DecoderModel, type AppendResult } from '../src/shared/decoder-model.ts';
-import { copyKvPositions, restorableLength } from '../src/shared/kv-snapshot.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { ort } from '../src/shared/ort.ts';
-import { PrefixCache } from '../src/shared/prefix-cache.ts';
-import { DecodeScheduler } from '../src/shared/scheduler/decode-scheduler.ts';
+import { runBatchedPass } from '../src/shared/model/batched-step.ts';
+import { DecoderModel, type AppendResult } from '../src/shared/model/decoder-model.ts';
+import { copyKvPositions, restorableLength } from '../src/shared/model/kv-snapshot.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { ort } from '../src/shared/model/ort.ts';
+import { PrefixCache } from '../src/shared/model/prefix-cache.ts';
+import { DecodeScheduler } from '../src/shared/model/scheduler/decode-scheduler.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { maxAbsDiff } from './helpers/max-abs-diff.ts';

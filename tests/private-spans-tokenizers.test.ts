@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { PrivateDetector } from '../src/edge/privacy/private-detect.ts';
 import { privateValuesFor } from '../src/edge/privacy/private-request.ts';
 import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { heldOutStories, privateCase } from './helpers/private-cases.ts';

@@ -10,7 +10,7 @@ import { Pseudonymiser } from '../src/edge/privacy/pseudonymiser.ts';
 import { TokenTexts } from '../src/edge/privacy/token-texts.ts';
 import { encodeContinuation } from '../src/edge/privacy/encode-continuation.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 let tokenizer: TextTokenizer;

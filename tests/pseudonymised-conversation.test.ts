@@ -15,10 +15,10 @@ import { PseudonymisedConversation } from '../src/edge/privacy/pseudonymised-con
 import { Pseudonymiser } from '../src/edge/privacy/pseudonymiser.ts';
 import { parseGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
-import type { TokenSource } from '../src/shared/contract-vocabulary.ts';
-import { DecoderModel } from '../src/shared/decoder-model.ts';
-import { loadModelPack } from '../src/shared/model-pack.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import type { TokenSource } from '../src/shared/contract/contract-vocabulary.ts';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 let tokenizer: TextTokenizer;

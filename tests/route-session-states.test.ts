@@ -12,7 +12,7 @@ import {
   routeRequestRead,
   type Refusal,
   type RouteSessionState,
-} from '../src/cloud/route-session-states.ts';
+} from '../src/cloud/sessions/route-session-states.ts';
 import type { OpenSession__Output, RouteStep__Output } from '../src/shared/grpc/proto.ts';
 
 const FIRST_MUST_OPEN: Refusal = { refused: 'FAILED_PRECONDITION', message: 'the first message of a stream must be `open`' };

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { encodePrompt } from '../src/edge/loop/decoder-loop.ts';
 import { positionFeature } from '../src/edge/routing/router-features.ts';
 import { OnnxRouter, type RouterJson } from '../src/edge/routing/router.ts';
-import { readJsonFile } from '../src/shared/model-pack.ts';
+import { readJsonFile } from '../src/shared/model/model-pack.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 import { scoreWithRouterPack } from '../src/tools/router/batch-scorer.ts';
 import { ALL_EXTRA_WIDTH, inputWidth, routerInputs } from '../src/tools/lab/feature-matrix.ts';

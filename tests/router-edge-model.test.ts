@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadEdgeEngine } from '../src/edge/loop/load-edge-engine.ts';
+import { loadEdgeEngine } from '../src/edge/server/load-edge-engine.ts';
 import { edgeModelIdentity } from '../src/edge/routing/edge-model-identity.ts';
 import { DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../src/shared/paths.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';

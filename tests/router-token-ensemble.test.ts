@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OnnxRouter, type RouterJson } from '../src/edge/routing/router.ts';
-import { readJsonFile } from '../src/shared/model-pack.ts';
+import { readJsonFile } from '../src/shared/model/model-pack.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 import { scoreWithRouterPack } from '../src/tools/router/batch-scorer.ts';
 import { auc } from '../src/tools/router/classifier-metrics.ts';

@@ -3,8 +3,8 @@
  * same ids, for peaked, flat and tied distributions; the nucleus and the vocabulary limit hold.
  */
 import { describe, expect, test } from 'bun:test';
-import { argmax } from '../src/shared/logits.ts';
-import { sampleToken } from '../src/shared/sampling.ts';
+import { argmax } from '../src/shared/model/logits.ts';
+import { sampleToken } from '../src/shared/model/sampling.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 
 /** Top-p sampling written the plain way: softmax, sort every id by weight (ties by id), cut at the mass. */

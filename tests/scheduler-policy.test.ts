@@ -1,10 +1,10 @@
 /**
- * The scheduler's policy (src/shared/scheduler/decode-policy.ts) on a fake queue and a clock the test
+ * The scheduler's policy (src/shared/model/scheduler/decode-policy.ts) on a fake queue and a clock the test
  * sets: which appends share the next pass, when it waits for the last pass's sequences, how prompts are
  * cut. No model: sequences are plain objects with a length, known by identity.
  */
 import { describe, expect, test } from 'bun:test';
-import { decideNextPass, inKeptRows, joinsDecodePass, type QueuedSequence, type SchedulerQueue, type SchedulerSettings } from '../src/shared/scheduler/decode-policy.ts';
+import { decideNextPass, inKeptRows, joinsDecodePass, type QueuedSequence, type SchedulerQueue, type SchedulerSettings } from '../src/shared/model/scheduler/decode-policy.ts';
 
 interface Step {
   sequence: QueuedSequence;

@@ -3,9 +3,9 @@
  * its prefix cache as a session's context grows, the service time, and clear 400s for bad requests.
  */
 import { afterAll, expect, test } from 'bun:test';
-import { SglangBackend } from '../src/cloud/sglang-backend.ts';
+import { SglangBackend } from '../src/cloud/backends/sglang-backend.ts';
 import { nextFakeId, serveSglangFake } from '../src/tools/bench/sglang-service-fake.ts';
-import { FifoSlots } from '../src/shared/fifo-slots.ts';
+import { FifoSlots } from '../src/shared/process/fifo-slots.ts';
 
 const fake = serveSglangFake({ vocabSize: 512, maxContext: 64, serviceMs: 5, prefillMsPerToken: 0, cacheTokens: 1_000 });
 afterAll(() => fake.stop());

@@ -14,8 +14,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'bun:test';
-import { handleStopSignals, type StopHost } from '../src/shared/graceful-signals.ts';
-import { createLogger } from '../src/shared/logger.ts';
+import { handleStopSignals, type StopHost } from '../src/shared/process/graceful-signals.ts';
+import { createLogger } from '../src/shared/process/logger.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 import { SupervisedChild } from '../src/supervised-child.ts';
 import { collectOutput, exitWithin, jsonLines, type ProcessOutput } from './helpers/process-output.ts';
@@ -182,9 +182,9 @@ describe('stop requests under a launcher', () => {
       writeFileSync(
         script,
         `import { appendFileSync } from 'node:fs';
-import { handleStopSignals } from ${JSON.stringify(join(PROJECT_ROOT, 'src/shared/graceful-signals.ts'))};
-import { createLogger } from ${JSON.stringify(join(PROJECT_ROOT, 'src/shared/logger.ts'))};
-import { notifyReady } from ${JSON.stringify(join(PROJECT_ROOT, 'src/shared/ready-notice.ts'))};
+import { handleStopSignals } from ${JSON.stringify(join(PROJECT_ROOT, 'src/shared/process/graceful-signals.ts'))};
+import { createLogger } from ${JSON.stringify(join(PROJECT_ROOT, 'src/shared/process/logger.ts'))};
+import { notifyReady } from ${JSON.stringify(join(PROJECT_ROOT, 'src/shared/process/ready-notice.ts'))};
 const stop = handleStopSignals(createLogger('child', 'debug', (line) => appendFileSync(${JSON.stringify(logFile)}, line)));
 const timer = setInterval(() => {}, 1000);
 stop.whenStopped(async () => { await Bun.sleep(1500); clearInterval(timer); });

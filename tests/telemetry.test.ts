@@ -117,18 +117,18 @@ async function runToEnd(box: Sandbox, args: string[]): Promise<string> {
   return stdout;
 }
 
-test('nothing under src or tests imports onnxruntime-node except src/shared/ort.ts', () => {
+test('nothing under src or tests imports onnxruntime-node except src/shared/model/ort.ts', () => {
   const importsOrt = /(?:from\s*|import\s*\(\s*|require\s*\(\s*|import\s+)['"]onnxruntime-node(?:\/[^'"]*)?['"]/;
   const offenders: string[] = [];
   for (const folder of ['src', 'tests', 'views', 'scripts']) {
     for (const file of new Glob('**/*.{ts,tsx,js,mjs,cjs}').scanSync({ cwd: join(PROJECT_ROOT, folder), onlyFiles: true })) {
       const path = `${folder}/${file}`;
-      if (path !== 'src/shared/ort.ts' && importsOrt.test(readFileSync(join(PROJECT_ROOT, path), 'utf8'))) offenders.push(path);
+      if (path !== 'src/shared/model/ort.ts' && importsOrt.test(readFileSync(join(PROJECT_ROOT, path), 'utf8'))) offenders.push(path);
     }
   }
   expect(offenders).toEqual([]);
   // The pattern does find the import it looks for.
-  expect(importsOrt.test(readFileSync(join(PROJECT_ROOT, 'src/shared/ort.ts'), 'utf8'))).toBe(true);
+  expect(importsOrt.test(readFileSync(join(PROJECT_ROOT, 'src/shared/model/ort.ts'), 'utf8'))).toBe(true);
 });
 
 test('control: onnxruntime-node loaded without the variable writes its telemetry files into HOME', async () => {
@@ -152,14 +152,14 @@ test('control: onnxruntime-node loaded without the variable writes its telemetry
   expect(box.leftovers()).toContain(join('home', TELEMETRY_DIR, 'deviceid'));
 });
 
-test('src/shared/ort.ts puts ORT_DISABLE_TELEMETRY=1 into the C environment before onnxruntime loads', async () => {
+test('src/shared/model/ort.ts puts ORT_DISABLE_TELEMETRY=1 into the C environment before onnxruntime loads', async () => {
   const box = sandbox();
   const script = `
     import { dlopen, FFIType } from 'bun:ffi';
     const libc = dlopen('libc.so.6', { getenv: { args: [FFIType.cstring], returns: FFIType.cstring } });
     const getenv = (name) => String(libc.symbols.getenv(new TextEncoder().encode(name + '\\0')));
     const before = getenv('ORT_DISABLE_TELEMETRY');
-    const { ort } = await import(${JSON.stringify(join(PROJECT_ROOT, 'src/shared/ort.ts'))});
+    const { ort } = await import(${JSON.stringify(join(PROJECT_ROOT, 'src/shared/model/ort.ts'))});
     console.log(JSON.stringify({ before, after: getenv('ORT_DISABLE_TELEMETRY'), js: process.env.ORT_DISABLE_TELEMETRY, loaded: typeof ort.InferenceSession.create }));`;
   const seen = JSON.parse(await runToEnd(box, ['-e', script]));
   expect(seen).toEqual({ before: 'null', after: '1', js: '1', loaded: 'function' });

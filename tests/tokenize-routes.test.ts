@@ -11,10 +11,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EdgeChat } from '../src/edge/chat/edge-chat.ts';
-import type { ChatMessage } from '../src/shared/chat-template.ts';
+import type { ChatMessage } from '../src/shared/text/chat-template.ts';
 import { DEFAULT_EDGE_CONFIG, type EdgeConfig } from '../src/edge/config.ts';
-import { startEdge, type RunningEdge } from '../src/edge/edge-server.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { startEdge, type RunningEdge } from '../src/edge/server/edge-server.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../src/shared/errors.ts';
 import { DEMO } from '../src/shared/paths.ts';
-import { TextTokenizer } from '../src/shared/tokenizer.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { convertLlama2cTokenizer, readLlama2cVocab } from '../src/tools/models/llama2c-tokenizer.ts';
 import { tinyStoriesParagraphs } from './helpers/demo-packs.ts';
 import { Llama2cReferenceEncoder } from './helpers/llama2c-reference-encoder.ts';

@@ -11,9 +11,9 @@
  * config.backend; // 'embedded'
  */
 import { relative } from 'node:path';
-import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loader.ts';
+import { loadOptions, optionsUsage, type OptionSpec } from '../shared/process/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
-import { parseExecutionProviders } from '../shared/execution-providers.ts';
+import { parseExecutionProviders } from '../shared/model/execution-providers.ts';
 import { DEMO, PROJECT_ROOT } from '../shared/paths.ts';
 
 export type BackendKind = 'embedded' | 'sglang' | 'openai';

@@ -22,9 +22,9 @@ import {
 import { toWireFingerprint } from '../shared/grpc/wire.ts';
 import { assertWellFormed } from '../shared/grpc/strict-decode.ts';
 import { StreamReader, writeMessage } from '../shared/grpc/stream.ts';
-import { endMessage, routeSession, type RequestSource, type ShimContext } from './route-session.ts';
-import { scoreSequence } from './score-sequence.ts';
-import type { FifoSlots } from '../shared/fifo-slots.ts';
+import { endMessage, routeSession, type RequestSource, type ShimContext } from './sessions/route-session.ts';
+import { scoreSequence } from './scoring/score-sequence.ts';
+import type { FifoSlots } from '../shared/process/fifo-slots.ts';
 
 /**
  * RESOURCE_EXHAUSTED when `response` serializes to more than the limit the server sends under (a span

@@ -6,9 +6,9 @@
  * a final UNAVAILABLE message.
  */
 import { AppError, errorMessage } from '../shared/errors.ts';
-import { handleStopSignals } from '../shared/graceful-signals.ts';
-import { createLogger } from '../shared/logger.ts';
-import { notifyReady } from '../shared/ready-notice.ts';
+import { handleStopSignals } from '../shared/process/graceful-signals.ts';
+import { createLogger } from '../shared/process/logger.ts';
+import { notifyReady } from '../shared/process/ready-notice.ts';
 import { describeShimConfig, parseShimConfig, SHIM_USAGE } from './config.ts';
 
 const stop = handleStopSignals(createLogger('shim', 'info'));

@@ -15,15 +15,15 @@ import { HealthService } from '../shared/grpc/health.ts';
 import { CLOUD_ROUTER_SERVICE_NAME, healthService } from '../shared/grpc/proto.ts';
 import { strictService } from '../shared/grpc/strict-decode.ts';
 import { serverCredentials } from '../shared/grpc/tls.ts';
-import { listenError } from '../shared/listen-error.ts';
-import { TextTokenizer } from '../shared/tokenizer.ts';
-import type { Backend } from './backend.ts';
-import { createBackend } from './create-backend.ts';
+import { listenError } from '../shared/process/listen-error.ts';
+import { TextTokenizer } from '../shared/text/tokenizer.ts';
+import type { Backend } from './backends/backend.ts';
+import { createBackend } from './backends/create-backend.ts';
 import { maxInflightStepsFor, type ShimConfig } from './config.ts';
 import { ActiveStreams, cloudRouterHandlers } from './grpc-service.ts';
-import { FifoSlots } from '../shared/fifo-slots.ts';
-import { vocabularySha256 } from '../shared/vocabulary.ts';
-import { tokenizerFingerprint } from '../shared/tokenizer-fingerprint.ts';
+import { FifoSlots } from '../shared/process/fifo-slots.ts';
+import { vocabularySha256 } from '../shared/text/vocabulary.ts';
+import { tokenizerFingerprint } from '../shared/text/tokenizer-fingerprint.ts';
 
 /**
  * Score calls under way at once, each taking its turns in the step admission's batch lane: a tool keeps a
@@ -31,9 +31,9 @@ import { tokenizerFingerprint } from '../shared/tokenizer-fingerprint.ts';
  * while they wait for turns.
  */
 const SCORE_SLOTS = 2;
-import { createLogger, type Logger } from '../shared/logger.ts';
-import { SessionStore } from './session-store.ts';
-import { StepAdmission } from './step-admission.ts';
+import { createLogger, type Logger } from '../shared/process/logger.ts';
+import { SessionStore } from './sessions/session-store.ts';
+import { StepAdmission } from './admission/step-admission.ts';
 
 export interface ShimServer {
   readonly port: number;

@@ -6,10 +6,10 @@
  * const config = parseEdgeConfig(['--cloud', 'none'], {});
  * config.cloud; // undefined: the edge runs alone
  */
-import { loadOptions, optionsUsage, type OptionSpec } from '../shared/config-loader.ts';
+import { loadOptions, optionsUsage, type OptionSpec } from '../shared/process/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
-import { parseExecutionProviders } from '../shared/execution-providers.ts';
-import { SPECIAL_TOKENS_IN_MESSAGES, type SpecialTokensInMessages } from '../shared/chat-template.ts';
+import { parseExecutionProviders } from '../shared/model/execution-providers.ts';
+import { SPECIAL_TOKENS_IN_MESSAGES, type SpecialTokensInMessages } from '../shared/text/chat-template.ts';
 import { DEMO } from '../shared/paths.ts';
 import { parsePrivateDetection, type OperatorPattern } from './privacy/private-detect.ts';
 import { ROUTE_BUDGET_BOUNDS, type RouteBudget } from './request/generation-request.ts';

@@ -6,13 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../shared/errors.ts';
-import { silentLogger, type Logger } from '../shared/logger.ts';
+import { silentLogger, type Logger } from '../shared/process/logger.ts';
 import { BoxRouting } from './routing/box-routing.ts';
 import { SpeculationPolicy } from './loop/speculation/speculation-policy.ts';
 import type { CloudConnectionState } from './cloud/cloud-client.ts';
 import { generate, promptIdsThatFit, type EdgeEngine, type GenerationEvent, type LoopRequest } from './loop/decoder-loop.ts';
-import { EdgeMetrics } from './edge-metrics.ts';
-import { logGeneration } from './generation-log.ts';
+import { EdgeMetrics } from './metrics/edge-metrics.ts';
+import { logGeneration } from './metrics/generation-log.ts';
 import { PrivateDetector } from './privacy/private-detect.ts';
 import { privateValuesFor, tokenizerFoldsCase } from './privacy/private-request.ts';
 import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest, type RouteBudget } from './request/generation-request.ts';

@@ -5,9 +5,9 @@
  * and stops gracefully on SIGTERM / SIGINT (under a launcher, at its request: graceful-signals.ts).
  */
 import { errorMessage } from '../shared/errors.ts';
-import { handleStopSignals } from '../shared/graceful-signals.ts';
-import { createLogger } from '../shared/logger.ts';
-import { notifyReady } from '../shared/ready-notice.ts';
+import { handleStopSignals } from '../shared/process/graceful-signals.ts';
+import { createLogger } from '../shared/process/logger.ts';
+import { notifyReady } from '../shared/process/ready-notice.ts';
 import { EDGE_USAGE, parseEdgeConfig } from './config.ts';
 
 const stop = handleStopSignals(createLogger('edge', 'info'));
@@ -25,7 +25,7 @@ try {
   // onnxruntime, grpc-js and the web app load here, after the handlers: a stop while they load is a clean one.
   const { routeGrpcLibraryLog } = await import('../shared/grpc/library-log.ts');
   routeGrpcLibraryLog(log);
-  const { startEdge } = await import('./edge-server.ts');
+  const { startEdge } = await import('./server/edge-server.ts');
   const edge = await startEdge(config, { log, signal: stop.signal });
   stop.whenStopped(() => edge.stop());
   // A launcher prints the URL itself, once for the whole system.

@@ -3,7 +3,7 @@
  * then opens its page full screen in Chromium's kiosk mode (no address bar, no way out by mouse).
  * Run it from the kiosk user's graphical session (deploy/systemd/edge-router-kiosk.service).
  */
-import { waitUntilReady } from '../shared/wait-until-ready.ts';
+import { waitUntilReady } from '../shared/process/wait-until-ready.ts';
 import { integerFlag, parseFlags, runCli } from './cli-support.ts';
 
 const USAGE = 'usage: bun run kiosk [--url http://localhost:8080/] [--browser /usr/bin/chromium] [--timeout-ms 120000]';

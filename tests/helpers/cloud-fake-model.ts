@@ -3,11 +3,11 @@
  * cache per request, as a server without our session would), its prompt log-probabilities from one forward
  * pass over every position, and a radix-cache simulation for `cached_tokens`.
  */
-import type { DecoderModel } from '../../src/shared/decoder-model.ts';
-import { logSoftmax, topK } from '../../src/shared/logits.ts';
-import { sampleToken } from '../../src/shared/sampling.ts';
+import type { DecoderModel } from '../../src/shared/model/decoder-model.ts';
+import { logSoftmax, topK } from '../../src/shared/model/logits.ts';
+import { sampleToken } from '../../src/shared/model/sampling.ts';
 import { seededRandom } from '../../src/shared/seeded-random.ts';
-import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import type { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
 
 export interface FakeGenerateOptions {
   maxNewTokens: number;
@@ -75,7 +75,7 @@ export interface FakePromptPosition {
 
 /**
  * Prompt log-probabilities as a server computes them: one forward pass over every position, as
- * src/shared/position-scores.ts does. Entry 0 is null (nothing predicts the first id).
+ * src/shared/model/position-scores.ts does. Entry 0 is null (nothing predicts the first id).
  */
 export async function fakePromptLogprobs(model: DecoderModel, input: readonly number[], topN: number, requestedIds: readonly number[] = []): Promise<(FakePromptPosition | null)[]> {
   const sequence = model.newSequence();

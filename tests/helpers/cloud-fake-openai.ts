@@ -7,8 +7,8 @@
  * decoded_token}}` of the top N and the prompt's own id) and as an echoed prompt (`echo` with `logprobs`,
  * non-streaming), each of which an option turns off, as servers without them ignore the field.
  */
-import type { DecoderModel } from '../../src/shared/decoder-model.ts';
-import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import type { DecoderModel } from '../../src/shared/model/decoder-model.ts';
+import type { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
 import { checkFields, disconnected, fakeGenerate, fakePromptLogprobs, is, RadixCacheSim, sse, type FakeGeneration, type FakePromptPosition } from './cloud-fake-model.ts';
 
 export interface FakeOpenAiOptions {

@@ -8,8 +8,8 @@
  * log-probabilities as SGLang does (`input_token_logprobs`, `input_top_logprobs`, `input_token_ids_logprobs`:
  * one entry per input position from `logprob_start_len`, null for position 0), from the model's logits.
  */
-import type { DecoderModel } from '../../src/shared/decoder-model.ts';
-import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import type { DecoderModel } from '../../src/shared/model/decoder-model.ts';
+import type { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
 import { checkFields, disconnected, fakeGenerate, fakePromptLogprobs, is, RadixCacheSim, sse, type FakeGeneration, type FakePromptPosition } from './cloud-fake-model.ts';
 
 export interface FakeSglangOptions {

@@ -4,14 +4,14 @@
  * DecoderSequence.
  */
 import { shimConfig, type ShimConfig } from '../../src/cloud/config.ts';
-import { silentLogger } from '../../src/shared/logger.ts';
+import { silentLogger } from '../../src/shared/process/logger.ts';
 import { startShim, type ShimDependencies, type ShimServer } from '../../src/cloud/shim-server.ts';
-import type { TokenSource } from '../../src/shared/contract-vocabulary.ts';
+import type { TokenSource } from '../../src/shared/contract/contract-vocabulary.ts';
 import type { CloudStepRequest } from '../../src/edge/cloud/cloud-client.ts';
-import { DecoderModel } from '../../src/shared/decoder-model.ts';
-import { argmax } from '../../src/shared/logits.ts';
-import { loadModelPack } from '../../src/shared/model-pack.ts';
-import { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import { DecoderModel } from '../../src/shared/model/decoder-model.ts';
+import { argmax } from '../../src/shared/model/logits.ts';
+import { loadModelPack } from '../../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
 import { ensureDemoPacks } from './demo-packs.ts';
 
 export async function cloudPackDir(): Promise<string> {

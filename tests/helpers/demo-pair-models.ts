@@ -7,9 +7,9 @@
  * beforeAll(async () => (pair = await loadDemoPairModels({ record: false })));
  * afterAll(() => pair.release());
  */
-import { DecoderModel } from '../../src/shared/decoder-model.ts';
-import { loadModelPack } from '../../src/shared/model-pack.ts';
-import { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import { DecoderModel } from '../../src/shared/model/decoder-model.ts';
+import { loadModelPack } from '../../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
 import { InProcessCloud, type InProcessCloudOptions } from '../../src/tools/lab/in-process-cloud.ts';
 import { ensureDemoPacks } from './demo-packs.ts';
 

@@ -4,11 +4,11 @@ import type { PrivateDetector } from '../../src/edge/privacy/private-detect.ts';
 import { EdgeRuntime } from '../../src/edge/edge-runtime.ts';
 import { DEFAULT_LIMITS, type RouteBudget } from '../../src/edge/request/generation-request.ts';
 import { loadRouter } from '../../src/edge/routing/router.ts';
-import { DecoderModel } from '../../src/shared/decoder-model.ts';
-import type { Logger } from '../../src/shared/logger.ts';
-import { PrefixCache } from '../../src/shared/prefix-cache.ts';
-import { loadModelPack } from '../../src/shared/model-pack.ts';
-import { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import { DecoderModel } from '../../src/shared/model/decoder-model.ts';
+import type { Logger } from '../../src/shared/process/logger.ts';
+import { PrefixCache } from '../../src/shared/model/prefix-cache.ts';
+import { loadModelPack } from '../../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
 import { ensureDemoPacks } from './demo-packs.ts';
 import { InProcessCloud } from '../../src/tools/lab/in-process-cloud.ts';
 

@@ -8,7 +8,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { NodeProtoSchema, type ModelProto } from 'onnx-buf';
-import { tensor } from '../../src/shared/onnx-graph.ts';
+import { tensor } from '../../src/shared/model/onnx-graph.ts';
 import { initializerFloats } from '../../src/tools/models/initializer-data.ts';
 import { readModel, writeModel } from '../../src/tools/models/onnx-file.ts';
 import { HF_EXPORTS } from './hub-export-packs.ts';

@@ -1,7 +1,7 @@
 /** A model file's greedy continuation of a prompt, with every step's logits and hidden state, for comparing packs. */
-import { DecoderModel } from '../../src/shared/decoder-model.ts';
-import { argmax } from '../../src/shared/logits.ts';
-import { loadModelPack } from '../../src/shared/model-pack.ts';
+import { DecoderModel } from '../../src/shared/model/decoder-model.ts';
+import { argmax } from '../../src/shared/model/logits.ts';
+import { loadModelPack } from '../../src/shared/model/model-pack.ts';
 
 export interface GreedyRun {
   ids: number[];

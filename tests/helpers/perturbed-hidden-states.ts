@@ -17,7 +17,7 @@
  * }
  */
 import { resolve } from 'node:path';
-import { DecoderModel } from '../../src/shared/decoder-model.ts';
+import { DecoderModel } from '../../src/shared/model/decoder-model.ts';
 import { seededRandom } from '../../src/shared/seeded-random.ts';
 
 export interface HiddenStatePerturbation {

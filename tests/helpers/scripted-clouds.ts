@@ -8,9 +8,9 @@
  * const disagreeing = edgeEcho(pair.edge, pair.tokenizer, 1, 5);
  */
 import { interceptSteps, type CloudClient, type CloudStepReply } from '../../src/edge/cloud/cloud-client.ts';
-import type { DecoderModel } from '../../src/shared/decoder-model.ts';
-import { argmax } from '../../src/shared/logits.ts';
-import type { TextTokenizer } from '../../src/shared/tokenizer.ts';
+import type { DecoderModel } from '../../src/shared/model/decoder-model.ts';
+import { argmax } from '../../src/shared/model/logits.ts';
+import type { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
 
 /** `inner` with every step held `ms` first: the round trip speculation hides. */
 export function late(inner: CloudClient, ms: number): CloudClient {

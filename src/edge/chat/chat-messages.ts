@@ -7,7 +7,7 @@
  * @example
  * readChatMessages([{ role: 'user', content: 'Hi' }]); // [{ role: 'user', content: 'Hi' }]
  */
-import type { ChatMessage } from '../../shared/chat-template.ts';
+import type { ChatMessage } from '../../shared/text/chat-template.ts';
 import { AppError } from '../../shared/errors.ts';
 import { readPrivateSpans } from '../privacy/private-spans.ts';
 import type { PrivateText } from '../privacy/private-values.ts';

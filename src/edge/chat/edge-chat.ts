@@ -9,9 +9,9 @@
  * const run = chat.start(runtime, [{ role: 'user', content: 'Hi' }], raw); // from chat.prompt(messages)'s ids
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { ChatTemplate, type ChatMessage, type SpecialTokensInMessages } from '../../shared/chat-template.ts';
+import { ChatTemplate, type ChatMessage, type SpecialTokensInMessages } from '../../shared/text/chat-template.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { RawGenerationRequest } from '../request/generation-request.ts';
 import type { EdgeChatMessage } from './chat-messages.ts';

@@ -13,7 +13,7 @@
  * *inference session* is onnxruntime's.
  */
 
-import type { TokenAlternative, TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { TokenAlternative, TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import type { CloudDisclosure } from './cloud-disclosure.ts';
 import type { CloudGate } from './cloud-gate.ts';
 

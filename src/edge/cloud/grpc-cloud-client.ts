@@ -23,7 +23,7 @@ import { appErrorCode, toAppError } from '../../shared/grpc/errors.ts';
 import { CLOUD_ROUTER_SERVICE_NAME, CloudRouterClient, HealthClient, type CloudRouterClientType, type HealthClientType, type SessionOpened__Output } from '../../shared/grpc/proto.ts';
 import { clientTls, type ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import { fromWireFingerprint } from '../../shared/grpc/wire.ts';
-import type { TokenizerFingerprint } from '../../shared/tokenizer-fingerprint.ts';
+import type { TokenizerFingerprint } from '../../shared/text/tokenizer-fingerprint.ts';
 import { CloudBackoff } from './cloud-backoff.ts';
 import { CloudHealthProbe, realProbeClock, type ProbeClock } from './cloud-health-probe.ts';
 import type { CloudClient, CloudConnectionState, CloudConversation, ConversationOptions } from './cloud-client.ts';

@@ -1,6 +1,6 @@
 /**
  * Whether the shim means what the edge model means by every token id: the edge's tokenizer fingerprint
- * (src/shared/tokenizer-fingerprint.ts) against the one the shim reports, in its Describe answer (asked at
+ * (src/shared/text/tokenizer-fingerprint.ts) against the one the shim reports, in its Describe answer (asked at
  * start) and in every session's `opened` (before the first step's result is read). A shim whose tokenizer
  * differs gets nothing: every new stream is refused at once, so every routed token falls back to the edge
  * model, and the state says `mismatch` with the parts that differ. While it lasts the shim is asked again
@@ -14,7 +14,7 @@
  * await agreement.check();
  * agreement.refusal(); // a VocabularyMismatchError to throw instead of opening a stream, or undefined
  */
-import { describeTokenizerMismatch, type TokenizerFingerprint } from '../../shared/tokenizer-fingerprint.ts';
+import { describeTokenizerMismatch, type TokenizerFingerprint } from '../../shared/text/tokenizer-fingerprint.ts';
 import { CircuitOpenError } from './cloud-backoff.ts';
 import type { ProbeClock } from './cloud-health-probe.ts';
 

@@ -6,7 +6,7 @@
 import { basename } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { AppError, errorMessage, isAppError } from '../../shared/errors.ts';
-import { shortestFloat32 } from '../../shared/float32.ts';
+import { shortestFloat32 } from '../../shared/model/float32.ts';
 import { checkBearer } from '../../shared/grpc/auth.ts';
 import { toGrpcStatus } from '../../shared/grpc/errors.ts';
 import { HealthService } from '../../shared/grpc/health.ts';

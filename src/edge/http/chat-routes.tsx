@@ -17,7 +17,7 @@
  * // POST /chat/turns  chat=&message=Hi&mode=joint&threshold=0.6  → the user's turn and the assistant's, streaming
  */
 import { Hono } from 'hono';
-import type { ChatMessage } from '../../shared/chat-template.ts';
+import type { ChatMessage } from '../../shared/text/chat-template.ts';
 import { AppError, isAppError } from '../../shared/errors.ts';
 import { AssistantTurn, ChatIdInput, EmptyChat, RefusedTurn, SendButton, UserTurn } from '../../../views/chat-fragments.tsx';
 import { ChatPage, ChatUnavailablePage } from '../../../views/chat-page.tsx';

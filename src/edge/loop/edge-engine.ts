@@ -4,12 +4,12 @@
  * entry points that count prompt tokens.
  */
 import { AppError } from '../../shared/errors.ts';
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import type { TextDetector } from '../privacy/private-request.ts';
 import type { PrivateValues } from '../privacy/private-values.ts';
-import type { PrefixCache } from '../../shared/prefix-cache.ts';
-import type { DecodeScheduler } from '../../shared/scheduler/decode-scheduler.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { PrefixCache } from '../../shared/model/prefix-cache.ts';
+import type { DecodeScheduler } from '../../shared/model/scheduler/decode-scheduler.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import type { BoxRouting } from '../routing/box-routing.ts';
 import type { CloudClient } from '../cloud/cloud-client.ts';
 import type { GenerationRequest } from '../request/generation-request.ts';

@@ -2,7 +2,7 @@
  * What one generation yields: a `token` event per emitted token and one final `done` event. Entry points
  * (HTTP, gRPC, OpenAI) serialize these; the loop knows nothing of them.
  */
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import type { GenerationMetrics } from './generation-metrics.ts';
 
 export interface TokenEvent {

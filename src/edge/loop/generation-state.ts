@@ -4,10 +4,10 @@
  * The loop (decoder-loop.ts) and speculation (speculation-chains.ts) both work on it.
  */
 import { randomUUID } from 'node:crypto';
-import type { AppendableSequence, AppendResult } from '../../shared/decoder-model.ts';
+import type { AppendableSequence, AppendResult } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { sampleToken } from '../../shared/sampling.ts';
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import { sampleToken } from '../../shared/model/sampling.ts';
+import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import { BoxRouting } from '../routing/box-routing.ts';
 import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
 import { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
@@ -19,7 +19,7 @@ import { MetricsRecorder } from './generation-metrics.ts';
 import { ReplayableRandom } from './replayable-random.ts';
 import { RoutingCut } from '../routing/routing-cut.ts';
 import { StopStringFilter } from './stop-strings.ts';
-import type { TokenStreamDecoder } from '../../shared/tokenizer.ts';
+import type { TokenStreamDecoder } from '../../shared/text/tokenizer.ts';
 
 /** What the loop decided at one position, before its tokens are emitted. */
 export interface Decision {

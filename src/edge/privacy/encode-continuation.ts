@@ -9,7 +9,7 @@
  * @example
  * encodeContinuation(tokenizer, '[EMAIL_1]'); // ids that decode to '[EMAIL_1]' after any context
  */
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 
 const LEAD = '\n';
 

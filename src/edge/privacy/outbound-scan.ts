@@ -10,7 +10,7 @@
  * @example
  * const gate = CloudGate.guarding(new OutboundTextScan(tokenizer, values));
  */
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import type { OutboundScan } from '../cloud/cloud-gate.ts';
 import { FoldedText, foldString } from './folded-text.ts';
 import type { PrivateValues } from './private-values.ts';

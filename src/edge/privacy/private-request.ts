@@ -7,7 +7,7 @@
  * privateValuesFor({ prompt, privateTexts: [{ text: 'Ann', kind: 'name' }] }, detector)?.list; // [{ text: 'Ann', kind: 'name', placeholder: '[NAME_1]' }]
  */
 import { AppError } from '../../shared/errors.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { PrivateValues, type MatchOptions, type PrivateText } from './private-values.ts';
 
 /** What the box detects with (private-detect.ts's PrivateDetector). */

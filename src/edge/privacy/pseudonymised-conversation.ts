@@ -22,7 +22,7 @@
  * const conversation = openConversation(cloud, { requestId, disclosure }, pseudonymiser);
  * const reply = await conversation.next(stepRequest); // stepRequest.context holds the real values
  */
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import { AppError } from '../../shared/errors.ts';
 import { skippedReply, withheldReply, type CloudClient, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from '../cloud/cloud-client.ts';
 import type { CloudDisclosure } from '../cloud/cloud-disclosure.ts';

@@ -15,8 +15,8 @@
  * const cloud = pseudonyms.toCloud(context, sources); // { ids, sources, withheld, placeholders }
  * pseudonyms.fromCloud(cloud.ids, replyIds, context.length); // { ids, restored }: the values back in place
  */
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { encodeContinuation } from './encode-continuation.ts';
 import { FoldedText } from './folded-text.ts';
 import type { PrivateRange, PrivateValues } from './private-values.ts';

@@ -14,7 +14,7 @@
  * texts.text;          // decode(ids)
  * texts.rangeOf(3);    // { start: 10, end: 14 }: the characters token 3 wrote
  */
-import type { TextTokenizer, TokenStreamDecoder } from '../../shared/tokenizer.ts';
+import type { TextTokenizer, TokenStreamDecoder } from '../../shared/text/tokenizer.ts';
 
 /** Ids decoded again before a cut-back point: enough for the tokenizer's word-start rules to see a word's start. */
 const DECODER_CONTEXT = 4;

@@ -4,10 +4,10 @@
  * documents it (`max_new_tokens`, `top_p`, `route_span`).
  */
 import { AppError } from '../../shared/errors.ts';
-import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../shared/routing-key.ts';
+import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../shared/contract/routing-key.ts';
 import { KIND_NAME, readPrivateSpans } from '../privacy/private-spans.ts';
 import type { PrivateText } from '../privacy/private-values.ts';
-import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/router-threshold.ts';
+import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/contract/router-threshold.ts';
 
 export const MODES = ['joint', 'small_only', 'llm_only'] as const;
 export type Mode = (typeof MODES)[number];

@@ -5,7 +5,7 @@
  * on another stories model repeats `Once Once Once`).
  *
  * The identity is what makes the hidden states and ids what they are: the tokenizer's fingerprint
- * (src/shared/tokenizer-fingerprint.ts), the hidden size, and a digest of config.json's architecture fields
+ * (src/shared/text/tokenizer-fingerprint.ts), the hidden size, and a digest of config.json's architecture fields
  * (layers, sizes, heads, positions, rope). The weights are not hashed: a quantized or re-exported variant of
  * the same model (another .onnx of the same pack) serves the same router, and hashing a large model at every
  * start would cost seconds. Two fine-tunes of one architecture and tokenizer are thus not told apart;
@@ -24,8 +24,8 @@ import { basename, join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { AppError } from '../../shared/errors.ts';
 import { isRecord } from '../../shared/is-record.ts';
-import { readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
-import { tokenizerFingerprint } from '../../shared/tokenizer-fingerprint.ts';
+import { readJsonFile, type ModelPack } from '../../shared/model/model-pack.ts';
+import { tokenizerFingerprint } from '../../shared/text/tokenizer-fingerprint.ts';
 
 /** router.json's `edge_model`. */
 export interface EdgeModelIdentity {

@@ -11,9 +11,9 @@
  */
 import { toBinary } from '@bufbuild/protobuf';
 import { ModelProtoSchema } from 'onnx-buf';
-import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
-import { ort, type InferenceSession } from '../../shared/ort.ts';
-import { runSession } from '../../shared/run-session.ts';
+import { DataType, GraphBuilder } from '../../shared/model/onnx-graph.ts';
+import { ort, type InferenceSession } from '../../shared/model/ort.ts';
+import { runSession } from '../../shared/model/run-session.ts';
 
 /** Rows at least this long go to onnxruntime; shorter ones cost less in JavaScript than a session run (measured: 512 entries 0.005 ms in JS, 0.04 ms in a run). */
 export const ONNX_SUMS_MIN_LENGTH = 8192;

@@ -13,10 +13,10 @@
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
-import { topProbability } from '../../shared/logits.ts';
-import { readJsonFile } from '../../shared/model-pack.ts';
-import { ort, type InferenceSession, type OrtTensor } from '../../shared/ort.ts';
-import { runSession } from '../../shared/run-session.ts';
+import { topProbability } from '../../shared/model/logits.ts';
+import { readJsonFile } from '../../shared/model/model-pack.ts';
+import { ort, type InferenceSession, type OrtTensor } from '../../shared/model/ort.ts';
+import { runSession } from '../../shared/model/run-session.ts';
 import type { EdgeModelIdentity } from './edge-model-identity.ts';
 import { LogitSums, ONNX_SUMS_MIN_LENGTH } from './logit-sums.ts';
 import {
@@ -30,7 +30,7 @@ import {
   writeExtraFeatures,
   type FeatureGroup,
 } from './router-features.ts';
-import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/router-threshold.ts';
+import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/contract/router-threshold.ts';
 
 export interface RouterInfo {
   /** `onnx:<folder>` for a trained router, `builtin:top1-probability` for the fallback scorer. */

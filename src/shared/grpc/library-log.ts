@@ -8,7 +8,7 @@
  * routeGrpcLibraryLog(createLogger('shim', config.logLevel)); // once, in an entry point
  */
 import { setLogger } from '@grpc/grpc-js';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../process/logger.ts';
 
 export function routeGrpcLibraryLog(log: Logger): void {
   const write = (...args: unknown[]) => log.debug('grpc-js', { message: args.map(String).join(' ') });

@@ -2,9 +2,9 @@
  * Conversions between the contract's vocabulary (contract-vocabulary.ts) (`TokenSource`, finish reasons) and the cloud proto's enums,
  * and of a tokenizer's fingerprint (tokenizer-fingerprint.ts) to and from its message, shared by the shim and the edge's gRPC client.
  */
-import type { SpanFinish, TokenSource } from '../contract-vocabulary.ts';
+import type { SpanFinish, TokenSource } from '../contract/contract-vocabulary.ts';
 import { AppError } from '../errors.ts';
-import { TOKENIZER_PARTS, type TokenizerFingerprint, type TokenizerPart } from '../tokenizer-fingerprint.ts';
+import { TOKENIZER_PARTS, type TokenizerFingerprint, type TokenizerPart } from '../text/tokenizer-fingerprint.ts';
 import type { WireFinishReason__Output, WireTokenizerFingerprint, WireTokenizerFingerprint__Output, WireTokenSource__Output } from './proto.ts';
 
 const TO_WIRE: Record<TokenSource, WireTokenSource__Output> = {

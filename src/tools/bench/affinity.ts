@@ -21,7 +21,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { percentile, round } from '../../shared/statistics.ts';
 import { integerFlag, numberFlag, parseFlags, UsageError } from '../cli-support.ts';

@@ -11,9 +11,9 @@ import { availableParallelism } from 'node:os';
 import { toBinary } from '@bufbuild/protobuf';
 import { ModelProtoSchema, type ModelProto } from 'onnx-buf';
 import { percentile } from '../../shared/statistics.ts';
-import { ort, type InferenceSession, type OrtTensor } from '../../shared/ort.ts';
+import { ort, type InferenceSession, type OrtTensor } from '../../shared/model/ort.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
-import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
+import { DataType, GraphBuilder } from '../../shared/model/onnx-graph.ts';
 import { quantizeModel, type QuantizationScheme } from '../models/quantize.ts';
 
 export const USAGE = `int8-kernels [--pairs 4] [--runs 40] [--threads N] [--json]

@@ -19,9 +19,9 @@ import { dirname } from 'node:path';
 import { toBinary } from '@bufbuild/protobuf';
 import { ModelProtoSchema, type NodeProto, type TensorProto } from 'onnx-buf';
 import { AppError } from '../../shared/errors.ts';
-import { DataType, valueInfo } from '../../shared/onnx-graph.ts';
+import { DataType, valueInfo } from '../../shared/model/onnx-graph.ts';
 import { median } from '../../shared/statistics.ts';
-import { ort, type InferenceSession, type OrtTensor } from '../../shared/ort.ts';
+import { ort, type InferenceSession, type OrtTensor } from '../../shared/model/ort.ts';
 import { readModel } from '../models/onnx-file.ts';
 import { intAttribute } from '../models/graph-index.ts';
 

@@ -10,7 +10,7 @@
  * const { results, peer } = await compareWithLlamaCpp({ preset: 'qwen2.5-0.5b', dtypes: ['q4'], threads: 2, copyBytes: 2 ** 30, promptTokens: 100, steps: 32, warmup: 4, rounds: 4, log });
  * console.log(formatPeerComparison(results, peer));
  */
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import type { BenchLayout } from '../models/random-pack.ts';
 import { ensurePeerGgufs, PEER_TYPES, type PeerResult, startLlamaCppDecode } from '../llama-cpp-peer/llama-cpp-peer.ts';
 import { type Alternation, alternateRounds, type RoundSide } from './alternating-rounds.ts';

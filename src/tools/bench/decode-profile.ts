@@ -10,10 +10,10 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DecoderModel } from '../../shared/decoder-model.ts';
+import { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { argmax } from '../../shared/logits.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { argmax } from '../../shared/model/logits.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { integerFlag, UsageError } from '../cli-support.ts';
 import { BENCH_LAYOUTS, type BenchLayout } from '../models/random-pack.ts';
 import { ensureDtypePack, parseDtypes } from './decode-packs.ts';

@@ -12,10 +12,10 @@
  * const result = session.result();
  * await session.close();
  */
-import { DecoderModel, type DecoderSequence } from '../../shared/decoder-model.ts';
+import { DecoderModel, type DecoderSequence } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { argmax } from '../../shared/logits.ts';
-import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
+import { argmax } from '../../shared/model/logits.ts';
+import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
 import { median, percentile } from '../../shared/statistics.ts';
 import { copyBuffers, CopyTeam, singleThreadCopyBandwidth } from './decode-bandwidth.ts';
 import type { DecodeBenchResult, DecodeRound } from './decode-report.ts';

@@ -6,8 +6,8 @@
  * const { dir } = await resolvePack({ preset: 'qwen2.5-0.5b', layout: 'fused', log: console.error });
  * const ids = await promptIds(loadModelPack(dir), 100);
  */
-import type { ModelPack } from '../../shared/model-pack.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { ModelPack } from '../../shared/model/model-pack.ts';
+import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { UsageError } from '../cli-support.ts';
 import { ensureBenchPack, type BenchLayout } from '../models/random-pack.ts';
 

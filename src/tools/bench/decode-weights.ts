@@ -6,10 +6,10 @@
  * cache, which attention reads whole at every step.
  */
 import type { TensorProto } from 'onnx-buf';
-import type { ModelPack } from '../../shared/model-pack.ts';
+import type { ModelPack } from '../../shared/model/model-pack.ts';
 import { elemBits } from '../models/graph-index.ts';
 import { readModel } from '../models/onnx-file.ts';
-import { allNodes } from '../../shared/onnx-graph.ts';
+import { allNodes } from '../../shared/model/onnx-graph.ts';
 
 export interface WeightTraffic {
   /** Bytes of weights read per decode step. */

@@ -7,7 +7,7 @@
  * @example
  * const ms = await reprefillTokenMs(edgeModel, promptIds, generatedIds); // one time per generated token
  */
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 
 /** Time to produce each of `ids` by recomputing prompt + the ids before it, in ms. */
 export async function reprefillTokenMs(edgeModel: DecoderModel, promptIds: readonly number[], ids: readonly number[]): Promise<number[]> {

@@ -13,10 +13,10 @@ import type { CloudClient, CloudConversation, CloudStepRequest } from '../../edg
 import { encodePrompt, generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
 import { median } from '../../shared/statistics.ts';
 import { parseGenerationRequest, type Mode } from '../../edge/request/generation-request.ts';
-import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
+import { loadEdgeEngine } from '../../edge/server/load-edge-engine.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { DEMO, MODELS_DIR } from '../../shared/paths.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';

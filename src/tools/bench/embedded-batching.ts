@@ -10,7 +10,7 @@
  * // bun run bench embedded-batching --sessions 64 --share 0.1,1 --max-batch 1,8 --duration 5 --json
  * await main(['--sessions', '64', '--share', '0.1,1', '--json']);
  */
-import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
+import { EmbeddedBackend } from '../../cloud/backends/embedded-backend.ts';
 import { DEFAULT_SHIM_CONFIG } from '../../cloud/config.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { round } from '../../shared/statistics.ts';

@@ -12,7 +12,7 @@
  * const tally = new FleetTally();
  * await Promise.all(clients.map((client, i) => fleetEdge(client, corpus, i, { pace, seed: 1, measureFrom, deadline }, tally)));
  */
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import type { CloudStepRequest } from '../../edge/cloud/cloud-client.ts';
 import type { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';

@@ -20,7 +20,7 @@
 import type { ShimConfig } from '../../cloud/config.ts';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { percentile, round } from '../../shared/statistics.ts';
 import { pinThisProcess } from './cpu-pinning.ts';

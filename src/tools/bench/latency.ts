@@ -19,9 +19,9 @@ import { interceptSteps, type CloudClient } from '../../edge/cloud/cloud-client.
 import { generate, type DoneEvent, type EdgeEngine } from '../../edge/loop/decoder-loop.ts';
 import { parseGenerationRequest } from '../../edge/request/generation-request.ts';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
-import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
+import { loadEdgeEngine } from '../../edge/server/load-edge-engine.ts';
 import { AppError } from '../../shared/errors.ts';
-import { silentLogger } from '../../shared/logger.ts';
+import { silentLogger } from '../../shared/process/logger.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { startDelayProxyThread, type DelayProxyThread } from '../delay-proxy/delay-proxy-thread.ts';
 import { readEvalDataset } from '../eval/eval-dataset.ts';

@@ -11,10 +11,10 @@
  * Started by `load-shim-child.ts` as `bun load-shim.ts '<json of ShimConfig overrides>'`.
  */
 import { shimConfig, type ShimConfig } from '../../cloud/config.ts';
-import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
+import { EmbeddedBackend } from '../../cloud/backends/embedded-backend.ts';
 import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
 import { errorMessage } from '../../shared/errors.ts';
-import { createLogger } from '../../shared/logger.ts';
+import { createLogger } from '../../shared/process/logger.ts';
 import { startLoopLagProbe, type LoopLag } from './loop-lag.ts';
 
 /** What the shim process holds at one moment (after `Bun.gc(true)`, RSS settled, when asked). */

@@ -7,13 +7,13 @@
  * const tally = new Tally();
  * await Promise.all(clients.map((client, i) => streamWorker(client, corpus, i, deadline, 10, STEPS_PER_SESSION, tally)));
  */
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import type { DoneEvent } from '../../edge/loop/decoder-loop.ts';
 import type { EdgeRuntime } from '../../edge/edge-runtime.ts';
 import type { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { DEMO } from '../../shared/paths.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { CloudGate } from '../../edge/cloud/cloud-gate.ts';
 
 /** Routed steps per session before it is closed and a fresh one opened. */

@@ -32,7 +32,7 @@ import { EdgeRuntime } from '../../edge/edge-runtime.ts';
 import { DEFAULT_LIMITS } from '../../edge/request/generation-request.ts';
 import { percentile, round } from '../../shared/statistics.ts';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
-import { loadEdgeEngine, type LoadedEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
+import { loadEdgeEngine, type LoadedEdgeEngine } from '../../edge/server/load-edge-engine.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';

@@ -16,7 +16,7 @@
  * const tally = new OverloadTally();
  * await Promise.all(clients.map((client, i) => overloadEdge(client, corpus, i, { pace, policy, seed: 1, measureFrom, deadline }, tally)));
  */
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import { BoxRouting } from '../../edge/routing/box-routing.ts';
 import type { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { RoutingCut } from '../../edge/routing/routing-cut.ts';

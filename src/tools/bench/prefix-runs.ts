@@ -10,7 +10,7 @@ import { generate, type EdgeEngine } from '../../edge/loop/decoder-loop.ts';
 import type { GenerationMetrics } from '../../edge/loop/generation-metrics.ts';
 import { parseGenerationRequest } from '../../edge/request/generation-request.ts';
 import { AppError } from '../../shared/errors.ts';
-import { PrefixCache } from '../../shared/prefix-cache.ts';
+import { PrefixCache } from '../../shared/model/prefix-cache.ts';
 
 /** One generation from `ids`: its final metrics and the ids it generated. */
 export async function runIds(engine: EdgeEngine, ids: readonly number[], maxNewTokens: number): Promise<{ metrics: GenerationMetrics; output: number[] }> {

@@ -18,8 +18,8 @@
  */
 import { availableParallelism } from 'node:os';
 import type { EdgeEngine } from '../../edge/loop/decoder-loop.ts';
-import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { loadEdgeEngine } from '../../edge/server/load-edge-engine.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { median } from '../../shared/statistics.ts';

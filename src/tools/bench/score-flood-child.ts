@@ -13,7 +13,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { errorMessage } from '../../shared/errors.ts';
 import { CloudRouterClient } from '../../shared/grpc/proto.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { loadCorpus } from './load-workers.ts';
 
 export interface FloodOptions {

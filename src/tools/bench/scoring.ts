@@ -9,12 +9,12 @@
  */
 import { shimConfig } from '../../cloud/config.ts';
 import { startShim, type ShimServer } from '../../cloud/shim-server.ts';
-import { DecoderModel } from '../../shared/decoder-model.ts';
-import { silentLogger } from '../../shared/logger.ts';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { DecoderModel } from '../../shared/model/decoder-model.ts';
+import { silentLogger } from '../../shared/process/logger.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { DEMO } from '../../shared/paths.ts';
 import { median, round } from '../../shared/statistics.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { encodePrompt } from '../../edge/loop/decoder-loop.ts';
 import { integerFlag, parseFlags } from '../cli-support.ts';
 import { InProcessScorer, ShimScorer } from '../lab/cloud-scorer.ts';

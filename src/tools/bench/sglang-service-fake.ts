@@ -1,6 +1,6 @@
 /**
  * An SGLang server stand-in for `bench fleet`: it speaks SGLang's native API as ../shared/SGLANG_API.md
- * describes it and as src/cloud/sglang-backend.ts reads it (`POST /generate` with `input_ids`, streaming
+ * describes it and as src/cloud/backends/sglang-backend.ts reads it (`POST /generate` with `input_ids`, streaming
  * or not, `return_logprob`, `meta_info` with `prompt_tokens`, `completion_tokens`, `cached_tokens` and
  * `e2e_latency`, `output_ids`; `POST /abort_request`, `GET /health`, `GET /get_model_info`), and answers
  * after a modelled service time instead of running a model, so that what the benchmark measures is the
@@ -26,7 +26,7 @@
  * await fetch(`${fake.url}/generate`, { method: 'POST', body: JSON.stringify({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 1 } }) });
  * await fake.stop();
  */
-import { FifoSlots } from '../../shared/fifo-slots.ts';
+import { FifoSlots } from '../../shared/process/fifo-slots.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { TokenTrie } from './token-trie.ts';
 

@@ -9,18 +9,18 @@
  *   comparison the time to re-prefill the 400-token context.
  */
 import { shimConfig } from '../../cloud/config.ts';
-import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
-import { silentLogger } from '../../shared/logger.ts';
+import { EmbeddedBackend } from '../../cloud/backends/embedded-backend.ts';
+import { silentLogger } from '../../shared/process/logger.ts';
 import { startShim } from '../../cloud/shim-server.ts';
-import type { SamplingSettings } from '../../cloud/backend.ts';
-import type { TokenSource } from '../../shared/contract-vocabulary.ts';
+import type { SamplingSettings } from '../../cloud/backends/backend.ts';
+import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import { percentile, round } from '../../shared/statistics.ts';
 import { stepMessage } from '../../edge/cloud/context-delta.ts';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
 import { serializeRouteRequest } from '../../shared/grpc/proto.ts';
 import { toWireSources } from '../../shared/grpc/wire.ts';
 import { DEMO } from '../../shared/paths.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { integerFlag, parseFlags } from '../cli-support.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 import { CloudGate } from '../../edge/cloud/cloud-gate.ts';

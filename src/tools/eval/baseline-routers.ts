@@ -4,7 +4,7 @@
  */
 import { logitStats } from '../../edge/routing/router-features.ts';
 import type { Router, RouterInfo } from '../../edge/routing/router.ts';
-import { topProbability } from '../../shared/logits.ts';
+import { topProbability } from '../../shared/model/logits.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { MAX_SCORE } from '../router/mlp.ts';
 

@@ -16,7 +16,7 @@
  * const result = await evaluateChat({ edge, scorer, router, routerPack, conversations, template, thresholds: [0, 0.8, 1], shares: [0.3], seed: 0, maxNewTokens: 300 });
  */
 import type { Router } from '../../edge/routing/router.ts';
-import type { ChatTemplate } from '../../shared/chat-template.ts';
+import type { ChatTemplate } from '../../shared/text/chat-template.ts';
 import type { Conversation } from '../lab/chat-dataset.ts';
 import { userTurnPrompts } from '../lab/chat-turns.ts';
 import type { CloudScorer } from '../lab/cloud-scorer.ts';

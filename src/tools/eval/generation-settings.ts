@@ -10,7 +10,7 @@
  */
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import type { Router } from '../../edge/routing/router.ts';
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { EntropyRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
 import { freeRunningFigures } from '../lab/free-running-metrics.ts';
 import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun } from '../lab/generation-runs.ts';

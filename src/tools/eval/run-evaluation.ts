@@ -9,10 +9,10 @@
  */
 import { existsSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { loadEdgeEngine } from '../../edge/loop/load-edge-engine.ts';
+import { loadEdgeEngine } from '../../edge/server/load-edge-engine.ts';
 import type { RouterJson } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack, readJsonFile, type ModelPack } from '../../shared/model/model-pack.ts';
 import { CHAT_DEMO, DEMO, PROJECT_ROOT, TRUNCATED_DEMO } from '../../shared/paths.ts';
 import { splitByParagraph } from '../lab/text-corpus.ts';
 import type { ProgressReporter } from '../lab/progress.ts';

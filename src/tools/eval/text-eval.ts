@@ -19,7 +19,7 @@
  */
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import type { Router } from '../../edge/routing/router.ts';
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { scoreWithRouterPack } from '../router/batch-scorer.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
 import { teacherForce } from '../lab/teacher-forcing.ts';

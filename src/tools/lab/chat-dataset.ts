@@ -11,7 +11,7 @@
  * chat?.conversations[0]!.messages.length; // 2
  */
 import { AppError } from '../../shared/errors.ts';
-import type { ChatMessage } from '../../shared/chat-template.ts';
+import type { ChatMessage } from '../../shared/text/chat-template.ts';
 import { isRecord } from '../../shared/is-record.ts';
 
 export interface Conversation {

@@ -20,8 +20,8 @@
  * // ids[p + 1] is an assistant token for every p in positions
  */
 import { AppError } from '../../shared/errors.ts';
-import type { ChatMessage, ChatTemplate } from '../../shared/chat-template.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { ChatMessage, ChatTemplate } from '../../shared/text/chat-template.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 
 interface Span {
   message: number;

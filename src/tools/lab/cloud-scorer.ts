@@ -2,7 +2,7 @@
  * The cloud model as teacher forcing reads it: per position of a sequence, the log-probability of the next
  * id, of a candidate (the edge's proposal) and the top-k. Two ways to get it, one answer: in this process
  * from an ONNX pack (`InProcessScorer`), or from a running shim's Score call (`ShimScorer`), whatever backend
- * the shim runs (embedded, SGLang, an OpenAI-compatible server). Both end in src/shared/position-scores.ts
+ * the shim runs (embedded, SGLang, an OpenAI-compatible server). Both end in src/shared/model/position-scores.ts
  * for the embedded model, so a router trained either way sees the same figures.
  *
  * @example
@@ -14,9 +14,9 @@ import { bearer } from '../../shared/grpc/auth.ts';
 import { toAppError } from '../../shared/grpc/errors.ts';
 import { CloudRouterClient, type CloudRouterClientType, type ScoreResponse__Output } from '../../shared/grpc/proto.ts';
 import { clientTls } from '../../shared/grpc/tls.ts';
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { scoreOnModel, type PositionScores, type ScoreRowsOptions } from '../../shared/position-scores.ts';
+import { scoreOnModel, type PositionScores, type ScoreRowsOptions } from '../../shared/model/position-scores.ts';
 
 export interface CloudScorer {
   /** How reports name it: a pack folder, or `shim HOST:PORT (backend)`. */

@@ -9,9 +9,9 @@
  * await records.addSequence(ids, 0);
  * const forced = records.build(); // forced.count records
  */
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { argmax } from '../../shared/logits.ts';
+import { argmax } from '../../shared/model/logits.ts';
 import type { CloudScorer } from './cloud-scorer.ts';
 import { logitStats, REPETITION_WINDOW, writeExtraFeatures } from '../../edge/routing/router-features.ts';
 import { ALL_EXTRA_GROUPS, ALL_EXTRA_WIDTH } from './feature-matrix.ts';

@@ -12,10 +12,10 @@ import { encodePrompt, generate, type LoopRequest, type TokenEvent } from '../..
 import type { FinishReason } from '../../edge/loop/generation-events.ts';
 import { DEFAULT_LIMITS, parseGenerationRequest, type GenerationLimits } from '../../edge/request/generation-request.ts';
 import type { Router } from '../../edge/routing/router.ts';
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { CloudScorer } from './cloud-scorer.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 
 /** The edge model, its tokenizer, and the cloud the loop routes to. */
 export interface EvalEdge {

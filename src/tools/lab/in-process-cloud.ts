@@ -3,7 +3,7 @@
  * side is GrpcCloudConversation (the context-delta protocol, the resend rule, pipelined conditional steps),
  * the cloud side is the shim's `routeSession` core over a SessionStore and the EmbeddedBackend on the cloud
  * model, and only the socket is replaced, by an in-memory stream that still serializes every message with
- * the proto (cloud/in-memory-route.ts). So the evaluation, the router's on-policy rounds and the loop tests
+ * the proto (cloud/sessions/in-memory-route.ts). So the evaluation, the router's on-policy rounds and the loop tests
  * measure the cloud path the system runs: the shim's skip rule, sampling mapping, step validation and reply
  * text. There is no circuit breaker: it guards a user's wait against a dead network shim, and an evaluation
  * must not quietly turn routed tokens into edge tokens.
@@ -15,17 +15,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { shimConfig } from '../../cloud/config.ts';
-import { EmbeddedBackend } from '../../cloud/embedded-backend.ts';
-import { openInMemoryRoute } from '../../cloud/in-memory-route.ts';
-import type { ShimContext } from '../../cloud/route-session.ts';
-import { SessionStore } from '../../cloud/session-store.ts';
-import { StepAdmission } from '../../cloud/step-admission.ts';
+import { EmbeddedBackend } from '../../cloud/backends/embedded-backend.ts';
+import { openInMemoryRoute } from '../../cloud/sessions/in-memory-route.ts';
+import type { ShimContext } from '../../cloud/sessions/route-session.ts';
+import { SessionStore } from '../../cloud/sessions/session-store.ts';
+import { StepAdmission } from '../../cloud/admission/step-admission.ts';
 import type { CloudClient, CloudConversation, CloudStepReply, CloudStepRequest, ConversationOptions } from '../../edge/cloud/cloud-client.ts';
 import { GrpcCloudConversation, type RouteStreamHost } from '../../edge/cloud/grpc-cloud-conversation.ts';
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { silentLogger } from '../../shared/logger.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import { silentLogger } from '../../shared/process/logger.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 
 export interface InProcessCloudOptions {
   /** Keep a copy of every step request in `requests` (for tests; default true). */

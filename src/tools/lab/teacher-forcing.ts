@@ -11,11 +11,11 @@
  * const keep = citerLabels(forced); // 1 = keep the edge token, 0 = route
  */
 import { encodePrompt } from '../../edge/loop/decoder-loop.ts';
-import { DecoderModel } from '../../shared/decoder-model.ts';
+import { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
-import { vocabularyText } from '../../shared/vocabulary.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
+import { vocabularyText } from '../../shared/text/vocabulary.ts';
+import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { InProcessScorer, type CloudScorer } from './cloud-scorer.ts';
 import { ForcedRecords, type ForcedSequence, type SequenceReading, type TeacherForced } from './forced-records.ts';
 

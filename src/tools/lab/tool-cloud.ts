@@ -12,11 +12,11 @@
  */
 import type { CloudClient } from '../../edge/cloud/cloud-client.ts';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
-import { DecoderModel } from '../../shared/decoder-model.ts';
+import { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
-import { vocabularySha256 } from '../../shared/vocabulary.ts';
+import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
+import { vocabularySha256 } from '../../shared/text/vocabulary.ts';
 import { InProcessScorer, ShimScorer, type CloudScorer, type ShimScorerOptions } from './cloud-scorer.ts';
 import { InProcessCloud } from './in-process-cloud.ts';
 import { checkSameVocabulary } from './teacher-forcing.ts';

@@ -12,10 +12,10 @@
  */
 import { chatTemplateOption } from '../../edge/chat/edge-chat.ts';
 import { encodePrompt } from '../../edge/loop/decoder-loop.ts';
-import { ChatTemplate } from '../../shared/chat-template.ts';
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import { ChatTemplate } from '../../shared/text/chat-template.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { assistantPositions, userTurnPrompts } from './chat-turns.ts';
 import { continuationPrompts } from './continuation-prompts.ts';
 import type { ForcedSequence } from './forced-records.ts';

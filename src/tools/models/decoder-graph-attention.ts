@@ -20,7 +20,7 @@
  * pass through (cos 1, sin 0).
  */
 import { AppError } from '../../shared/errors.ts';
-import { DataType, type GraphBuilder } from '../../shared/onnx-graph.ts';
+import { DataType, type GraphBuilder } from '../../shared/model/onnx-graph.ts';
 import type { DecodeAttention, DecoderLayout } from './decoder-graph-options.ts';
 
 export type { DecodeAttention } from './decoder-graph-options.ts';

@@ -32,7 +32,7 @@ import type { DecoderGraphOptions } from './decoder-graph-options.ts';
 import { addDecoderOutputs, addLmHead, addLogitsOutputs } from './decoder-graph-head.ts';
 import { DEFAULT_DECODE_ATTENTION, decodeStepAttention, decodeStepSwitch } from './decoder-graph-attention.ts';
 import { AppError } from '../../shared/errors.ts';
-import { DataType, FloatAttr, GraphBuilder } from '../../shared/onnx-graph.ts';
+import { DataType, FloatAttr, GraphBuilder } from '../../shared/model/onnx-graph.ts';
 
 /** onnxruntime's CPU GroupQueryAttention refuses other head sizes at run time ("head_size shall be a multiple of 16"). */
 export const GQA_HEAD_DIM_MULTIPLE = 16;

@@ -7,7 +7,7 @@
  * addDecoderOutputs(g, spec, logits, hidden, true, 'total_sequence_length');
  */
 import type { DecoderSpec, DecoderWeights } from './decoder-spec.ts';
-import { DataType, FloatAttr, type GraphBuilder } from '../../shared/onnx-graph.ts';
+import { DataType, FloatAttr, type GraphBuilder } from '../../shared/model/onnx-graph.ts';
 
 /**
  * `matmul` multiplies by a `[hidden, vocab]` matrix; `gemm` uses `Gemm(transB=1)` directly on the

@@ -9,7 +9,7 @@ import { checkSpec, type DecoderSpec, type DecoderWeights } from './decoder-spec
 import { addDecoderOutputs, addLmHead } from './decoder-graph-head.ts';
 import { buildFusedDecoderGraph } from './decoder-graph-fused.ts';
 import type { DecoderGraphOptions } from './decoder-graph-options.ts';
-import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
+import { DataType, GraphBuilder } from '../../shared/model/onnx-graph.ts';
 
 export { transpose } from './decoder-graph-head.ts';
 

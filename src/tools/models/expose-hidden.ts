@@ -18,11 +18,11 @@ import { basename, join, resolve } from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { NodeProtoSchema, ValueInfoProtoSchema, type ModelProto, type ValueInfoProto } from 'onnx-buf';
 import { AppError } from '../../shared/errors.ts';
-import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model-pack.ts';
+import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model/model-pack.ts';
 import { formatDims, GraphIndex, type TensorType } from './graph-index.ts';
 import { decideHead, describeCandidate, type HeadCandidate, HIDDEN_STATES, hiddenStateCandidates, nodeLabel, traceHeads } from './lm-head.ts';
 import { externalDataFiles, readModel, writeModel } from './onnx-file.ts';
-import { valueInfo } from '../../shared/onnx-graph.ts';
+import { valueInfo } from '../../shared/model/onnx-graph.ts';
 import { checkDataFiles, writeModelBesideData } from './write-beside-data.ts';
 
 export interface ExposeHiddenOptions {

@@ -5,7 +5,7 @@
  * values inside If/Loop bodies are not visible from outside anyway.
  */
 import type { GraphProto, NodeProto, TensorProto, TypeProto, ValueInfoProto } from 'onnx-buf';
-import { DataType, type Dim } from '../../shared/onnx-graph.ts';
+import { DataType, type Dim } from '../../shared/model/onnx-graph.ts';
 
 export interface TensorType {
   elemType: DataType;

@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { NodeProto } from 'onnx-buf';
 import { AppError } from '../../shared/errors.ts';
-import { readJsonFile } from '../../shared/model-pack.ts';
+import { readJsonFile } from '../../shared/model/model-pack.ts';
 import type { DecoderSpec, DecoderWeights, LayerWeights } from './decoder-spec.ts';
 import { specFromHubConfig } from './hub-export-config.ts';
 import { ExportConstants, QUANTIZED_ADVICE, type WeightType } from './hub-export-tensors.ts';

@@ -10,8 +10,8 @@
  */
 import type { GraphProto, NodeProto, TensorProto } from 'onnx-buf';
 import { AppError } from '../../shared/errors.ts';
-import { halfBitsToFloat32 } from '../../shared/float-tensors.ts';
-import { DataType } from '../../shared/onnx-graph.ts';
+import { halfBitsToFloat32 } from '../../shared/model/float-tensors.ts';
+import { DataType } from '../../shared/model/onnx-graph.ts';
 import { elemTypeName, intsAttribute } from './graph-index.ts';
 import { initializerFloats, loadExternalData } from './initializer-data.ts';
 

@@ -13,8 +13,8 @@
 import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
-import { DEFAULT_MODEL_FILE, modelFiles, readJsonFile } from '../../shared/model-pack.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { DEFAULT_MODEL_FILE, modelFiles, readJsonFile } from '../../shared/model/model-pack.ts';
+import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { checkHubFile, hubRoots, MAX_METADATA_BYTES, MAX_ONNX_BYTES, present, weightBytesBound } from './hub-files.ts';
 import { HUB_METADATA_FILES } from './optimize.ts';
 

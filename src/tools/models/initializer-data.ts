@@ -6,7 +6,7 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { TensorProto_DataLocation, type TensorProto } from 'onnx-buf';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { DataType } from '../../shared/onnx-graph.ts';
+import { DataType } from '../../shared/model/onnx-graph.ts';
 
 export function initializerFloats(t: TensorProto, modelPath: string): Float32Array {
   if (t.dataType !== DataType.FLOAT) throw new AppError('INVALID_ARGUMENT', `${modelPath}: ${t.name} is not float32`);

@@ -16,12 +16,12 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { TensorProto_DataLocation, type TensorProto } from 'onnx-buf';
-import { type DecoderIo, formatDecoderIo, readDecoderIo } from '../../shared/decoder-io.ts';
+import { type DecoderIo, formatDecoderIo, readDecoderIo } from '../../shared/model/decoder-io.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { modelFiles } from '../../shared/model-pack.ts';
+import { modelFiles } from '../../shared/model/model-pack.ts';
 import { elemBits, elemTypeName, formatDims, GraphIndex, type TensorType } from './graph-index.ts';
 import { decideHead, HIDDEN_STATES, hiddenStateCandidates, LOGITS, nodeLabel, vocabSize } from './lm-head.ts';
-import { allNodes, type Dim } from '../../shared/onnx-graph.ts';
+import { allNodes, type Dim } from '../../shared/model/onnx-graph.ts';
 import { externalDataFiles, readModel } from './onnx-file.ts';
 
 export interface TensorDescription {

@@ -9,7 +9,7 @@
  * quantizer's scale also reaches `logits` (through the output's rescaling Mul), which is not a second path.
  */
 import type { NodeProto } from 'onnx-buf';
-import { DataType, type Dim } from '../../shared/onnx-graph.ts';
+import { DataType, type Dim } from '../../shared/model/onnx-graph.ts';
 import { formatDims, type GraphIndex, intAttribute, type TensorType } from './graph-index.ts';
 
 export const LOGITS = 'logits';

@@ -6,9 +6,9 @@
  * @example
  * const { argmaxes, perplexity } = await nextTokenFigures(model, tokenizer, ['Once upon a time, ...']);
  */
-import type { DecoderModel } from '../../shared/decoder-model.ts';
-import { argmax, logSumExp } from '../../shared/logits.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
+import { argmax, logSumExp } from '../../shared/model/logits.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 
 export interface NextTokenFigures {
   /** The model's top-1 id after each position but the last of every paragraph, in order. */

@@ -16,7 +16,7 @@
 import { existsSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model-pack.ts';
+import { DEFAULT_MODEL_FILE, modelFiles } from '../../shared/model/model-pack.ts';
 import { writeFolderAtomically } from './atomic-output.ts';
 import { sha256File } from './convert-llama2c.ts';
 import { buildDecoderGraph, type DecoderLayout } from './decoder-graph.ts';

@@ -10,7 +10,7 @@
 import { readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError, errorMessage } from '../../shared/errors.ts';
-import { DEFAULT_MODEL_FILE } from '../../shared/model-pack.ts';
+import { DEFAULT_MODEL_FILE } from '../../shared/model/model-pack.ts';
 import { exposeHiddenStates, type ExposeHiddenResult } from './expose-hidden.ts';
 import type { HubFolder } from './hub-folder.ts';
 import { inspectModel } from './inspect-model.ts';

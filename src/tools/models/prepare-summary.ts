@@ -1,6 +1,6 @@
 /** What `models prepare` prints: the layout chosen and why, the files, and the command that runs the pack. */
 import { basename } from 'node:path';
-import { DEFAULT_MODEL_FILE } from '../../shared/model-pack.ts';
+import { DEFAULT_MODEL_FILE } from '../../shared/model/model-pack.ts';
 import { formatExposeResult } from './expose-hidden.ts';
 import { formatOptimizeResult } from './optimize.ts';
 import type { PrepareResult } from './prepare.ts';

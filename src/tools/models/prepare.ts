@@ -22,8 +22,8 @@
 import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve, sep } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
-import { loadModelPack, modelFiles } from '../../shared/model-pack.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { loadModelPack, modelFiles } from '../../shared/model/model-pack.ts';
+import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { writeFolderAtomically } from './atomic-output.ts';
 import { readHubFolder, type HubFolder } from './hub-folder.ts';
 import { copyHubFiles } from './optimize.ts';

@@ -10,7 +10,7 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { AttributeProtoSchema, AttributeProto_AttributeType, NodeProtoSchema, TensorProtoSchema, type GraphProto, type TensorProto } from 'onnx-buf';
-import { DataType } from '../../shared/onnx-graph.ts';
+import { DataType } from '../../shared/model/onnx-graph.ts';
 
 const MS_DOMAIN = 'com.microsoft';
 

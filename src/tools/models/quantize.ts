@@ -26,7 +26,7 @@ import { writeFolderAtomically } from './atomic-output.ts';
 import { intAttribute } from './graph-index.ts';
 import { initializerFloats, loadExternalData } from './initializer-data.ts';
 import { readModel, writeModel } from './onnx-file.ts';
-import { allNodes, DataType } from '../../shared/onnx-graph.ts';
+import { allNodes, DataType } from '../../shared/model/onnx-graph.ts';
 import { PACK_SOURCE_FILE } from './pack-writer.ts';
 import { isValidBlockSize, quantizeBlocks, type WeightBits } from './quantize-blocks.ts';
 import { quantizeColumns, WEIGHT_ZERO_POINT } from './quantize-integer.ts';

@@ -5,7 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { readJsonFile } from '../../shared/model-pack.ts';
+import { readJsonFile } from '../../shared/model/model-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import type { DecoderSpec, DecoderWeights, LayerWeights } from './decoder-spec.ts';
 

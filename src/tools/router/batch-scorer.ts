@@ -12,11 +12,11 @@
 import { join, resolve } from 'node:path';
 import type { RouterJson } from '../../edge/routing/router.ts';
 import { AppError } from '../../shared/errors.ts';
-import { readJsonFile } from '../../shared/model-pack.ts';
-import { ort, type OrtTensor } from '../../shared/ort.ts';
+import { readJsonFile } from '../../shared/model/model-pack.ts';
+import { ort, type OrtTensor } from '../../shared/model/ort.ts';
 import { extraWidth, parseFeatureGroups, readsPreviousHidden, readsToken } from '../../edge/routing/router-features.ts';
 import { pickExtraColumns } from '../lab/feature-matrix.ts';
-import { runSession } from '../../shared/run-session.ts';
+import { runSession } from '../../shared/model/run-session.ts';
 
 const BATCH_ROWS = 4096;
 

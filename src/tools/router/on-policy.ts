@@ -10,9 +10,9 @@
  * const round = await collectTrajectories({ edgeModel, cloud, tokenizer, router, prompts, thresholds: [0.3, 0.5], maxNewTokens: 48, seed: 0 });
  */
 import type { Router } from '../../edge/routing/router.ts';
-import type { DecoderModel } from '../../shared/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import type { ToolCloud } from '../lab/tool-cloud.ts';
-import type { TextTokenizer } from '../../shared/tokenizer.ts';
+import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { freeRunningFigures, type FreeRunningFigures } from '../lab/free-running-metrics.ts';
 import { generateAll, type Prompt } from '../lab/generation-runs.ts';
 import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';

@@ -8,7 +8,7 @@ import { initialWeights, normalSampler } from './mlp.ts';
 import { writeRouterPack } from './router-pack.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { edgeModelIdentity } from '../../edge/routing/edge-model-identity.ts';
-import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/router-threshold.ts';
+import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/contract/router-threshold.ts';
 
 /** Token rows of a random router: about as many ids as a trained router of a large vocabulary gives a row of their own. */
 export const RANDOM_TOKEN_ROWS = 16_384;

@@ -14,7 +14,7 @@ import { extraWidth, readsPreviousHidden, type FeatureGroup } from '../../edge/r
 import { inputWidth } from '../lab/feature-matrix.ts';
 import { writeFolderAtomically } from '../models/atomic-output.ts';
 import type { OutputClaim } from '../models/output-ownership.ts';
-import { DataType, GraphBuilder } from '../../shared/onnx-graph.ts';
+import { DataType, GraphBuilder } from '../../shared/model/onnx-graph.ts';
 import { writeModel } from '../models/onnx-file.ts';
 import { PACK_SOURCE_FILE } from '../models/pack-writer.ts';
 import { foldStandardization, MAX_SCORE, type MlpWeights, type TokenVectors } from './mlp.ts';

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { loadModelPack, type ModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
 import { readTextCorpus } from '../lab/text-corpus.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROLLOUT_LABELS, DEFAULT_ROUTER_LEARNING_RATE, TRAINER_VERSION, type TrainRouterOptions } from './train-router-options.ts';
 

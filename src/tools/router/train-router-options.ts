@@ -11,7 +11,7 @@ import { AppError } from '../../shared/errors.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { DEFAULT_LEARNING_RATE } from './train-mlp.ts';
-import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/router-threshold.ts';
+import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/contract/router-threshold.ts';
 
 /** Bump when training changes what it produces, so `models demo` retrains older routers. */
 export const TRAINER_VERSION = 4;

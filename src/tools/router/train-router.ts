@@ -14,12 +14,12 @@
  *   labels: 'citer', features: ['hidden', 'logit_stats', 'repetition'], rounds: 2, rolloutPrompts: 64, rolloutTokens: 48 });
  */
 import { resolve } from 'node:path';
-import { loadModelPack } from '../../shared/model-pack.ts';
+import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { AppError } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { readsToken, type FeatureGroup } from '../../edge/routing/router-features.ts';
-import { DecoderModel } from '../../shared/decoder-model.ts';
-import { TextTokenizer } from '../../shared/tokenizer.ts';
+import { DecoderModel } from '../../shared/model/decoder-model.ts';
+import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { inputWidth, routerInputs } from '../lab/feature-matrix.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
 import { concatForced, selectParagraphs } from '../lab/forced-selection.ts';

@@ -16,7 +16,7 @@
  * runtime.start(request.raw);
  */
 import { randomInt } from 'node:crypto';
-import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/routing-key.ts';
+import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/contract/routing-key.ts';
 import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../request/generation-request.ts';
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';

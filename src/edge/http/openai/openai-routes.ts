@@ -15,7 +15,7 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { EdgeChat } from '../../chat/edge-chat.ts';
-import type { Logger } from '../../../shared/logger.ts';
+import type { Logger } from '../../../shared/process/logger.ts';
 import { AppError, errorMessage } from '../../../shared/errors.ts';
 import type { EdgeRuntime } from '../../edge-runtime.ts';
 import { accessTokenGuard, AUTHENTICATE_CHALLENGE } from '../access-token.ts';

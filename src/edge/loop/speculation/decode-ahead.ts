@@ -5,7 +5,7 @@
  * (speculation-chains.ts) once the reply is in; nothing here emits tokens. A speculative position that
  * routes may be sent at once as a conditional step (`branch`), the edge going on from its guess there too.
  */
-import type { AppendResult } from '../../../shared/decoder-model.ts';
+import type { AppendResult } from '../../../shared/model/decoder-model.ts';
 
 /** One speculative position after the routed one: what the edge computed there, before knowing the reply. */
 export interface SpeculativeStep {

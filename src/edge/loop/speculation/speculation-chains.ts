@@ -8,9 +8,9 @@
  * step that failed or came back skipped there is sent again as a plain step, so the cloud is asked at
  * every routed position exactly as without speculation.
  */
-import type { AppendResult } from '../../../shared/decoder-model.ts';
+import type { AppendResult } from '../../../shared/model/decoder-model.ts';
 import { isAbortError } from '../../../shared/errors.ts';
-import type { TokenSource } from '../../../shared/contract-vocabulary.ts';
+import type { TokenSource } from '../../../shared/contract/contract-vocabulary.ts';
 import { refusesSteps, type CloudConversation, type CloudStepReply, type CloudStepRequest } from '../../cloud/cloud-client.ts';
 import { decodeAhead, type SpeculativeStep } from './decode-ahead.ts';
 import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from '../edge-engine.ts';

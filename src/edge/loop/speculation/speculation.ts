@@ -7,7 +7,7 @@
  * which picks); `NO_SPECULATION` is what a request that does not speculate gets.
  */
 import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../../cloud/cloud-client.ts';
-import type { AppendResult } from '../../../shared/decoder-model.ts';
+import type { AppendResult } from '../../../shared/model/decoder-model.ts';
 import type { SpeculativeStep } from './decode-ahead.ts';
 
 /** A position the edge decoded ahead and kept: its forward pass, router score and pick are done. */
