@@ -64,3 +64,18 @@ export function measuredFigures(source: string): string[] {
     .flatMap((text) => text.split(/(?<=[.;])\s+(?=[A-Z`(])|;\s+/))
     .filter((sentence) => FIGURE.test(sentence) && MEASURED.test(sentence));
 }
+
+/** A quantity with a unit of time, size or speed, a percentage, or a ratio, as prose would type it. */
+const PROSE_FIGURE = /\d[\d.,½]*\s?(?:ms|µs|s|seconds?|minutes?|bytes|KB|KiB|MB|MiB|GB|GiB|tokens\/s|steps\/s|×)(?![\w])|\d+(?:\.\d+)?%/;
+
+/**
+ * The lines of a Markdown page's prose that type a figure by hand: code blocks and `code spans` (commands,
+ * flags, defaults) are left out, so what remains is a figure someone read off a run.
+ */
+export function handTypedFigures(markdown: string): string[] {
+  return markdown
+    .replace(/```[\s\S]*?```/g, '')
+    .replace(/`[^`\n]*`/g, '')
+    .split('\n')
+    .filter((line) => PROSE_FIGURE.test(line));
+}

@@ -1,14 +1,14 @@
 /**
- * Comments say why; a measured figure lives in docs/results/*.jsonl and the generated docs/results.md, with
- * the command, machine and date that made it, and a comment links there. The rule (tests/helpers/
- * comment-figures.ts) is checked on comments this tree once held, on defaults and examples that must pass,
- * and then on every source file under src/.
+ * A measured figure lives in docs/results/*.jsonl and the generated docs/results.md, with the command,
+ * machine and date that made it; comments say why and the README says what is measured, both linking there.
+ * The rules (tests/helpers/measured-figures.ts) are checked on text this tree once held, on defaults and
+ * examples that must pass, and then on every source file under src/ and on the README.
  */
 import { describe, expect, test } from 'bun:test';
 import { Glob } from 'bun';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { commentTexts, measuredFigures } from './helpers/comment-figures.ts';
+import { commentTexts, handTypedFigures, measuredFigures } from './helpers/measured-figures.ts';
 import { PROJECT_ROOT } from '../src/shared/paths.ts';
 
 /** Comments src/ held before the figures moved out, each a measurement. */
@@ -71,5 +71,25 @@ describe('measured figures in comments', () => {
     expect(files.length).toBeGreaterThan(300);
     const found = files.flatMap((path) => measuredFigures(readFileSync(join(PROJECT_ROOT, path), 'utf8')).map((sentence) => `${path}: ${sentence}`));
     expect(found).toEqual([]);
+  });
+});
+
+describe('hand-typed figures in the README', () => {
+  test('figures read off a run are found; commands, flags and defaults in code are not', () => {
+    const old = [
+      'the cloud receives only the token ids it has not seen (26 bytes per routed step),',
+      'On a 2-core machine the suites took about 10½ minutes before the chat pair (the first',
+      '| fp32 / F32 | 55.3 (47.1), 47.5 (46.1) | 52.4 (44.1), 43.8 (42.7) | 1.07 (0.90–1.12) | 223, 226 ms | 548, 607 ms |',
+      'fp32 decodes within a tenth of llama.cpp and routes 23.8% of tokens',
+    ];
+    expect(old.filter((line) => handTypedFigures(line).length === 0)).toEqual([]);
+    const allowed = ['| `--max-concurrent`, `--max-batch` | 8, 8 | generations at once |', '```sh\nbun run bench latency --rtt-ms 170\n```', 'The demo router\'s τ is 0.8.'];
+    expect(allowed.flatMap(handTypedFigures)).toEqual([]);
+  });
+
+  test('the README types no figure: it links docs/results.md', () => {
+    const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+    expect(handTypedFigures(readme)).toEqual([]);
+    expect(readme).toContain('(docs/results.md#decode-speed-against-llamacpp)');
   });
 });
