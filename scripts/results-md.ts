@@ -11,7 +11,7 @@
  * ```
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { decodeBenchSection, edgeBenchSection, latencyBenchSection, loadBenchSection, shimBenchSection } from './results/bench-sections.ts';
+import { decodeBenchSection, decodePeerBenchSection, edgeBenchSection, latencyBenchSection, loadBenchSection, shimBenchSection } from './results/bench-sections.ts';
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
 import { chatEvalSection, routerEvalSection } from './results/chat-sections.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
@@ -173,6 +173,13 @@ const PAIRS: PairSection[] = [
       'random, so only timings mean anything here: what routing and the KV cache cost next to a real edge model\'s decode step.',
     measurements: [
       { title: 'Edge decode speed', file: 'qwen2.5-0.5b-bench-decode', render: decodeBenchSection, command: 'bun run bench decode --preset qwen2.5-0.5b --json', required: false },
+      {
+        title: 'Decode speed against llama.cpp',
+        file: 'qwen2.5-0.5b-bench-decode-llama-cpp',
+        render: decodePeerBenchSection,
+        command: 'bun run bench decode --preset qwen2.5-0.5b --layout fused --dtype fp32,int8,q4 --peer llama.cpp --rounds 6 --json',
+        required: false,
+      },
       { title: 'Routing cost on the edge', file: 'qwen2.5-0.5b-bench-edge', render: edgeBenchSection, command: 'bun run bench edge --preset qwen2.5-0.5b --json', required: false },
       {
         title: 'Latency over a 170 ms round trip, the cloud model on the other core',

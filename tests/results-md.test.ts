@@ -8,7 +8,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readDataFile } from '../scripts/results/data-file.ts';
-import { decodeBenchSection } from '../scripts/results/bench-sections.ts';
+import { decodeBenchSection, decodePeerBenchSection } from '../scripts/results/bench-sections.ts';
 import { provenance } from '../scripts/results/markdown.ts';
 import { RESULTS_PAGE, renderResultsPage } from '../scripts/results-md.ts';
 
@@ -91,5 +91,20 @@ describe('docs/results.md', () => {
     const markdown = decodeBenchSection(readDataFile('tests/fixtures/results', 'demo-bench-decode'));
     expect(markdown).toContain('| decode, ms per token (p90) | 0.85 (68.40), 1179.3 tokens/s |');
     expect(markdown).toContain('| prefill of 100 tokens | 61.9 ms |');
+  });
+
+  test('the comparison with llama.cpp renders one row per weight type, ours beside the peer', () => {
+    // tests/fixtures/results/decode-peer-shape.jsonl: round figures in the shape `bench decode --peer llama.cpp --json` prints.
+    const markdown = decodePeerBenchSection(readDataFile('tests/fixtures/results', 'decode-peer-shape'));
+    expect(markdown).toContain('| fp32 / F32 | 50.0 (40.0) | 50.0 (45.0) | 1.25 (0.50–1.50) | 200.0 ms / 500.0 ms |');
+    expect(markdown).toContain('| q4 / Q4_0 | 10.0 (9.0) | 10.0 (8.0) | 1.00 (0.75–1.25) | 150.0 ms / 140.0 ms |');
+    expect(markdown).toContain('at 2 threads after a 100-token prompt');
+    const dir = mkdtempSync(join(tmpdir(), 'results-data-'));
+    made.push(dir);
+    const [header, line] = readFileSync('tests/fixtures/results/decode-peer-shape.jsonl', 'utf8').split('\n');
+    const data = JSON.parse(line!);
+    data.peer.pop();
+    writeFileSync(join(dir, 'x.jsonl'), `${header}\n${JSON.stringify(data)}\n`);
+    expect(() => decodePeerBenchSection(readDataFile(dir, 'x'))).toThrow('"peer[1]" is missing or not an object');
   });
 });

@@ -1,7 +1,7 @@
 /**
  * docs/results.md's timing sections, from `bun run bench <target> --json` output: the edge ↔ cloud hop
  * (`shim`), the routing cost on the edge (`edge`), edge decode speed against its memory-bandwidth bound
- * (`decode`), the reference paper's latency table over a delayed gRPC link (`latency`) and the shim under
+ * (`decode`), the same against llama.cpp in alternating rounds (`decode --peer llama.cpp`), the reference paper's latency table over a delayed gRPC link (`latency`) and the shim under
  * sustained load, its memory included (`load`).
  *
  * @example
@@ -99,6 +99,36 @@ export function decodeBenchSection(file: DataFile): string {
         ['peak RSS', `${f1(d.num('peak_rss_mb'))} MB`],
       ],
     ),
+  ].join('\n');
+}
+
+/**
+ * `bench decode --dtype … --peer llama.cpp --json`: per weight type, our decode step and llama.cpp's on the
+ * same random weights (`results[i]` beside `peer[i]`), each engine in a process of its own, in alternating rounds.
+ */
+export function decodePeerBenchSection(file: DataFile): string {
+  const d = file.data;
+  const peer = d.list('peer');
+  const results = d.list('results');
+  const rows = results.map((ours, i) => {
+    const theirs = peer[i] ?? d.obj(`peer[${i}]`);
+    const byRound = ours.obj('ratio_to_peer_by_round');
+    return [
+      `${ours.str('dtype')} / ${theirs.str('dtype').toUpperCase()}`,
+      `${f1(ours.num('ms_per_token'))} (${f1(ours.num('min_ms_per_token'))})`,
+      `${f1(theirs.num('ms_per_token'))} (${f1(theirs.num('min_ms_per_token'))})`,
+      `${f2(byRound.num('median'))} (${f2(byRound.num('min'))}–${f2(byRound.num('max'))})`,
+      `${f1(ours.num('prefill_ms'))} ms / ${f1(theirs.num('prefill_ms'))} ms`,
+    ];
+  });
+  return [
+    provenance(file),
+    '',
+    `Both engines decode the same random weights (\`${d.str('target')}\`), each loaded in a process of its own, in alternating rounds at ` +
+      `${d.num('threads')} threads after a ${results[0]!.num('prompt_tokens')}-token prompt. Milliseconds per token are medians over all steps, ` +
+      'the fastest step in brackets; "by round" is the median (min–max) of the rounds\' ratios, the figure a shared machine\'s noise moves least.',
+    '',
+    table(['weights (ours / llama.cpp)', 'ours ms/token (fastest)', 'llama.cpp ms/token (fastest)', 'ours / llama.cpp by round', 'prefill, ours / llama.cpp'], rows),
   ].join('\n');
 }
 

@@ -185,8 +185,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   sendHiddenState: false,
   routingKeySecret: undefined,
   privateFoldCase: false,
-  // Auto: decoding ahead gains where the edge's guesses at routed positions hit (the 0.5B shape, docs/results.md
-  // section 5) and only wastes edge steps where they miss (every demo page run: 0% of its guesses).
+  // Auto: decoding ahead gains where the edge's guesses at routed positions hit and only wastes edge steps
+  // where they miss, as on the demo pair, so each box decides from the hit rate it sees (speculation-policy.ts).
   speculate: 'auto',
   // Unset: a request that names nothing is routed at the router's default τ, as before budgets existed.
   routeShare: undefined,

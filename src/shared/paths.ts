@@ -31,18 +31,17 @@ export const DEMO = {
   edgePack: join(MODELS_DIR, 'stories260k-distilled-1l'),
   routerPack: join(MODELS_DIR, 'router-stories260k-distilled-1l'),
   /**
-   * The router's default τ (docs/results.md, "The default threshold"): chosen so that the page's first run
-   * (greedy, "Once upon a time", 64 tokens) shows the cloud at work, 7 tokens routed where 0.7 routed 2,
-   * and reads better than the edge alone. On the held-out TinyStories paragraphs `bun run eval` measured
-   * 23.8% of the generated tokens routed (rep4 0.115, cloud perplexity 2.27; small_only 0.209 and 3.14;
-   * 0.9 loops more than the edge alone, rep4 0.241) and 35.8% of teacher-forced positions.
+   * The router's default τ: chosen so that the page's first run (greedy, "Once upon a time", 64 tokens)
+   * shows the cloud at work, where 0.7 leaves it nearly idle, and reads better than the edge alone; 0.9
+   * loops more than the edge alone. What it routes and gains on held-out TinyStories paragraphs:
+   * docs/results.md, "The demo pair", "Routing quality on held-out TinyStories paragraphs".
    */
   routerThreshold: 0.8,
 } as const;
 
 /**
  * The earlier demo pair, kept for a bigger quality gap: the first 3 layers of stories260K with no training
- * (perplexity 47.5 against 4.54) on the edge, the same cloud pack. `bun run models demo` builds it too.
+ * on the edge, the same cloud pack (docs/results.md, "The truncated pair"). `bun run models demo` builds it too.
  */
 export const TRUNCATED_DEMO = {
   ...DEMO,

@@ -17,8 +17,8 @@ export interface TextSpan {
 
 /**
  * Largest program (RE2's own measure of a pattern's cost) accepted. Matching time grows with it times the
- * text's length: `\w{200}x` (a 203-step program) scans 256 KiB of text in about a second on one x86-64 core,
- * a 16 KiB prompt in about 60 ms; ordinary patterns such as `\bEMP-\d{6}\b` are under 20.
+ * text's length, so the cap bounds what one operator pattern can cost a long prompt: `\w{200}x` is a
+ * 203-step program, ordinary patterns such as `\bEMP-\d{6}\b` are under 20 (docs/privacy-detection.md).
  */
 export const MAX_PROGRAM_SIZE = 200;
 

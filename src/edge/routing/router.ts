@@ -159,8 +159,8 @@ export class OnnxRouter implements Router {
 /**
  * The edge model's top-1 probability: needs no training, and is what "confidence" means by default. It
  * is 1 / Σ exp(x − max); over a long row (a 151,936-token vocabulary) the exponentials go to onnxruntime
- * (logit-sums.ts), made on the first such row: in JavaScript they cost about 1 ms a token, a third of
- * the time a four-user q4 decode step spent outside its forward pass.
+ * (logit-sums.ts), made on the first such row: in JavaScript they were a large share of the time a
+ * batched q4 decode step spent outside its forward pass.
  */
 export class TopProbabilityScorer implements Router {
   readonly info: RouterInfo = { name: 'builtin:top1-probability', hiddenSize: null, defaultThreshold: DEFAULT_ROUTER_THRESHOLD };

@@ -10,8 +10,8 @@
  *   next `horizon` must route `share·window − r` for the window to end on target, so the quantile is that
  *   over `horizon` (clamped to [0, 1]). Before the window fills, the tokens seen so far stand for it. The
  *   horizon trades the band for the order: a short one follows the count closely and routes more positions
- *   out of the router's order. Of 20, 35 and 50, 50 lost the least quality against fixed τ at shares 0.05,
- *   0.2 and 0.3 and was within 0.1 point of the best at 0.10 (docs/routing-budgets.md, "Measured"). A
+ *   out of the router's order. Of 20, 35 and 50, 50 lost the least quality against fixed τ over the
+ *   shares compared (docs/routing-budgets.md, "Measured"). A
  *   quantile of fixed τ's scores alone would wander: at 10% of 200 tokens a binomial count varies by ±4
  *   tokens (±0.02) at one standard deviation, so feedback on the count is what holds the band.
  * - A guard keeps every full window inside `share ± tolerance`: a position is routed whatever its score

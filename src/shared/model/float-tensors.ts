@@ -66,8 +66,9 @@ export function float32Rows(tensor: OrtTensor, from: number, to: number): Float3
 /**
  * Elements [from, to) of a logits tensor `[batch, positions, vocab]` as float32. Where it holds at most
  * two positions a row (decode steps, a head that keeps the last two), float32 data comes as a view: copying
- * a row of Qwen's vocabulary (608 KB) into fresh memory cost up to 12 ms of a 4-row batched pass at the
- * 0.5B shape. Where it holds every position of a long prompt, a copy: a view would keep all of it alive.
+ * a row of Qwen's vocabulary (608 KB) into fresh memory faults its pages in on every step, a share of a
+ * batched pass at the 0.5B shape worth saving. Where it holds every position of a long prompt, a copy: a
+ * view would keep all of it alive.
  */
 export function logitRows(tensor: OrtTensor, from: number, to: number): Float32Array {
   return tensor.data instanceof Float32Array && tensor.dims[1]! <= 2 ? tensor.data.subarray(from, to) : float32Rows(tensor, from, to);

@@ -1,9 +1,8 @@
 /**
  * Released fused-layout KV buffers, kept for the next buffer of the same size. A fresh buffer of
- * megabytes costs more than the copy into it: every page is faulted in and zeroed on first touch (on
- * this project's 2-core VM, a 25 MB KV restore at the Qwen2.5-0.5B shape took 5 to 110 ms fresh, 2 to 5 ms
- * into pages already mapped). Sequences come and go with buffers of a few sizes (capacities are whole
- * KV_CAPACITY_STEPs), so a restore, a growth, a new generation's first append and a batched step's
+ * megabytes costs more than the copy into it: every page is faulted in and zeroed on first touch, where
+ * pages already mapped take only the copy. Sequences come and go with buffers of a few sizes (capacities
+ * are whole KV_CAPACITY_STEPs), so a restore, a growth, a new generation's first append and a batched step's
  * batch buffer mostly find one here.
  *
  * Where a take finds nothing of its size and the size is large (SPARE_MIN_BYTES), the pool asks `makeSpare`

@@ -10,9 +10,8 @@
  * into fresh memory, whose pages fault in. That is also why the capacity grows in steps of KV_CAPACITY_STEP
  * positions rather than doubling: for older graphs a small step keeps that copy within 31 positions of the
  * length, and a growth copies the cache once every 32 tokens, into a released buffer of that size from the
- * model's KvBufferPool where one is free. At the Qwen2.5-0.5B shape, q4, about 130 positions, an older
- * graph with steps of 32 against 256 faulted ~400 pages a step instead of ~600 and ran at a median of
- * 20.7–26.8 ms instead of 22.6–30.1 ms (two runs each, alternating, on a noisy 2-core VM).
+ * model's KvBufferPool where one is free. The smaller the step, the fewer fresh pages each step's copy
+ * faults in, and page faults are a step's time that no kernel spends computing.
  *
  * @example
  * const capacity = kvCapacity(300, 288, 2048); // 320

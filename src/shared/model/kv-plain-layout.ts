@@ -115,8 +115,8 @@ export class PlainLayout implements KvLayout {
   /**
    * A zeroed `[rows, kv_heads, positions, head_dim]` cache tensor: float32 ones are the first part of a
    * buffer from the model's pool with room for a whole number of capacity steps, so the next passes, a
-   * position longer, find the same sizes there (fresh memory costs more than the copy into it: on the
-   * 2-core VM, 25 MB of fresh arrays took 15 to 82 ms to fill, 2 ms when reused). A float16 cache's bits
+   * position longer, find the same sizes there (fresh memory costs more than the copy into it: every page
+   * faults in and is zeroed on first touch, kv-buffer-pool.ts). A float16 cache's bits
    * sit in a float32 buffer of half the elements (the pool holds float32 arrays; the memory is what matters).
    */
   private cacheTensor(like: CacheData, dims: readonly [number, number, number, number]): OrtTensor {

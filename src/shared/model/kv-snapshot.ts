@@ -10,7 +10,7 @@
  * cache: shared while at most half of them is free, copied compact otherwise, so a short prompt in a
  * fresh buffer does not hold a whole buffer's bytes of the cache's bound (a plain-layout cache written by a
  * batched pass is likewise the first part of a larger pooled buffer). At 1,000 tokens of the Qwen2.5-0.5B
- * shape the copy it saves was 25 MB and about 100 ms before the first token. Restoring is the layout's
+ * shape the copy it saves is 25 MB, written into fresh pages before the first token. Restoring is the layout's
  * (kv-layout.ts): a plain cache restored whole shares the snapshot's memory, a fused one is copied.
  *
  * A snapshot also holds the `hidden_states` of its last position: the `previousHidden` of the next

@@ -1,10 +1,10 @@
 /**
  * Zeroed float32 buffers whose memory is already mapped, made on a worker thread. A fresh buffer of
- * megabytes costs its first writer a page fault per 4 KiB page: on this project's 2-core VM, copying a
- * 950-position prompt cache of the Qwen2.5-0.5B shape (48 buffers of 512 KiB) into fresh memory took 35 to
- * 105 ms, into buffers a worker had written first 1.3 ms. So the KV buffer pool asks here for a spare of
- * each large size it had to allocate (kv-buffer-pool.ts), and the faults happen off the decoding thread,
- * while it runs the forward passes.
+ * megabytes costs its first writer a page fault per 4 KiB page, and a prompt cache of the Qwen2.5-0.5B
+ * shape is dozens of such buffers (48 of 512 KiB at 950 positions): copied into fresh memory, the faults
+ * cost many times the copy itself; into buffers a worker has written first, only the copy is left. So the
+ * KV buffer pool asks here for a spare of each large size it had to allocate (kv-buffer-pool.ts), and the
+ * faults happen off the decoding thread, while it runs the forward passes.
  *
  * One worker serves the process, started on first use and unreferenced, so it never keeps the process
  * alive. Where no worker can start, requests fail and the pool simply allocates as before.

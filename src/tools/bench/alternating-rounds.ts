@@ -1,6 +1,6 @@
 /**
  * Two decoders timed in alternating rounds (ours round 1, the peer's round 1, ours round 2, ...), the same
- * steps per round for both, so that a shared machine whose speed moves by 2× within a minute slows both
+ * steps per round for both, so that a shared machine whose speed moves within a minute slows both
  * alike. Each round's ratio compares two figures taken seconds apart; their median is the comparison the
  * machine's noise moves least. The ratio of the two medians over all steps is kept too.
  *

@@ -127,7 +127,7 @@ export async function main(args: string[]): Promise<void> {
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const sessions = integerFlag(values, 'sessions', 64, [1, 256])!;
   const durationS = integerFlag(values, 'duration', 5, [1, 300])!;
-  // One thread by default, as every figure in docs/deploy-fleet.md was measured; 0 is the shim's default.
+  // One thread by default, as the runs docs/deploy-fleet.md describes were made; 0 is the shim's default.
   const threads = integerFlag(values, 'threads', 1, [0, 64])!;
   const shares = numberList(values.share, 'share', [0.1, 1], (n) => n > 0 && n <= 1);
   const maxBatches = numberList(values['max-batch'], 'max-batch', [1, 8], (n) => Number.isInteger(n) && n >= 1 && n <= 256);

@@ -15,8 +15,8 @@ import { isCpuList } from './cpu-pinning.ts';
 
 export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
 /**
- * Around the demo router's default τ (0.8): on the default prompts 2.5%, 13%, 31% and 61% of the generated
- * tokens routed (measured with --rtt-ms 0, 5 prompts × 64 tokens).
+ * Around the demo router's default τ (0.8): from a few of the generated tokens routed to most of them on
+ * the default prompts (docs/results.md, "Latency over a 170 ms round trip", has the shares).
  */
 export const DEFAULT_BENCH_THRESHOLDS: readonly number[] = [0.6, 0.7, 0.8, 0.9];
 

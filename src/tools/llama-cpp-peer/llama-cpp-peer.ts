@@ -2,7 +2,7 @@
  * `bench decode --peer llama.cpp`: the same random weights as GGUF (F32, Q8_0, Q4_0), decoded by llama.cpp
  * through node-llama-cpp under node, with our thread count, prompt and step counts, in rounds alternating
  * with ours (bench/decode-peer.ts). node-llama-cpp is a
- * benchmark-only peer, not a dependency: it is installed on first use into a cache folder (about 700 MB),
+ * benchmark-only peer, not a dependency: it is installed on first use into a cache folder (a large download),
  * and its prebuilt CPU binary is loaded (`build: "never"`), so nothing is compiled here.
  */
 import { spawn } from 'node:child_process';

@@ -9,10 +9,10 @@
  * then runs two small matrix products per row and head. Here nothing is copied: the scores are taken
  * against the past buffer in place and against the new position apart, one softmax over both, and the
  * query heads that share a KV head go through one product (`[batch, kv_heads, group, head_dim]`). The
- * price is some twenty small kernels a layer where the op is one, so it gains only once the cache is long
- * (at the Qwen2.5-0.5B shape, from about 300 cached positions for one row and 100 for four; the figures are
- * in docs/model-packs.md, "Decode steps through standard ops"). Prefills stay with the op, which ran a
- * 100-token prefill's attention in about half the time these ops took.
+ * price is some twenty small kernels a layer where the op is one, so it gains only once the cache is long,
+ * and sooner in a batch than for one row (docs/model-packs.md, "Decode steps through standard ops", says
+ * how to find where on a machine). Prefills stay with the op: with many new positions the copy is a small
+ * part of its work, and its one kernel runs their attention faster than these ops.
  *
  * The rotary embedding is applied to q and k of every head at once, half-split as GroupQueryAttention does
  * (`rotary_interleaved=0`): x·cos + rotate_half(x)·sin, rotate_half as a product with a signed permutation
@@ -29,8 +29,7 @@ export type { DecodeAttention } from './decoder-graph-options.ts';
 export const DECODE_ATTENTIONS: readonly DecodeAttention[] = ['gqa', 'matmul'];
 /**
  * GroupQueryAttention by default: the standard ops cost more than they save below a few hundred cached
- * positions (docs/model-packs.md), where a lone step at the Qwen2.5-0.5B shape, q4, ran 7% slower; from
- * about 300 positions alone, or 100 in a batch of four, they win (17% a step at 1,000).
+ * positions, where most steps of a short chat are, and win only past them (docs/model-packs.md).
  */
 export const DEFAULT_DECODE_ATTENTION: DecodeAttention = 'gqa';
 

@@ -3,7 +3,7 @@
  * zero point 128 (scale = the column's largest magnitude / 127, levels 1..255), multiplied by
  * activations that DynamicQuantizeLinear turns into uint8 on every call. The weights are uint8, not
  * int8: onnxruntime's u8×s8 kernel on CPUs without VNNI adds pairs of products in 16 bits, which
- * saturate (255·127·2 > 32767) and cost the demo pack 11 points of next-token agreement; u8×u8 widens
+ * saturate (255·127·2 > 32767) and cost the demo pack next-token agreement; u8×u8 widens
  * first. `--dtype int8` used this form until MatMulNBits bits=8 with accuracy_level 4 proved at least as
  * fast (`bench int8-kernels`) and batchable; `bench int8-kernels` still times it against that.
  *

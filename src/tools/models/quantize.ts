@@ -10,7 +10,7 @@
  * Why MatMulNBits for int8 too (`bench int8-kernels`, docs/model-packs.md): with accuracy_level 4 its
  * bits=8 kernel is at least as fast as DynamicQuantizeLinear + MatMulInteger (the earlier int8 form, still
  * written by the `integer` scheme for that bench), and it quantizes activations per row and block, so
- * the rows of a batch do not change each other's rounding and int8 packs batch (shared/scheduler/decode-scheduler.ts).
+ * the rows of a batch do not change each other's rounding and int8 packs batch (shared/model/scheduler/decode-scheduler.ts).
  * accuracy_level 4 runs several times faster than MatMulNBits' fp32 default.
  *
  * @example

@@ -133,7 +133,7 @@ interface Gradients {
 /**
  * Adds one row's gradients (back-propagated from `dz2`, d(BCE)/d(logit), soft targets too) to the
  * batch's. A function of its own rather than a block inside trainMlp's loop: Bun's JIT compiled that
- * loop, big and entered mid-way, inconsistently (the same epoch took 1 s in one run, 10 s in another).
+ * loop, big and entered mid-way, inconsistently (the same epoch ran many times slower in some runs).
  */
 function addRowGradients(weights: MlpWeights, row: Float32Array, z1: Float64Array, dz2: number, tokenAt: number, g: Gradients, dz1: Float64Array): void {
   const { inputSize: n, hiddenUnits: h, w2 } = weights;

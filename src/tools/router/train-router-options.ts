@@ -20,7 +20,7 @@ export const VALIDATION_FRACTION = 0.1;
 /**
  * Score below which a token is routed by default, for the hard label rules: with a calibrated P(keep),
  * 0.5 is the decision that errs least often. A soft rule's score is (1 − E[gain]) / 2, below 0.5 wherever
- * routing is expected to gain anything at all (87% of the truncated pair's positions), so its default is
+ * routing is expected to gain anything at all (most of the truncated pair's positions), so its default is
  * measured instead: `softRuleThreshold`.
  */
 export const DEFAULT_THRESHOLD = DEFAULT_ROUTER_THRESHOLD;
@@ -28,7 +28,7 @@ export const DEFAULT_THRESHOLD = DEFAULT_ROUTER_THRESHOLD;
 export const DEFAULT_HIDDEN_UNITS = 64;
 /**
  * `--members` when not given: independently initialised MLPs whose logits are averaged (one MLP of
- * members × hidden units in router.onnx). Three recover about a point more of the gap than one
+ * members × hidden units in router.onnx). Three recover more of the gap than one
  * (docs/router-training.md).
  */
 export const DEFAULT_MEMBERS = 3;
@@ -48,7 +48,7 @@ export const DEFAULT_ROLLOUT_TOKENS = 64;
 export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
 /**
  * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
- * and in the cloud's expectation; 2 points above CITER's at 30% routed on the truncated pair),
+ * and in the cloud's expectation; above CITER's on the truncated pair),
  * divergence on the rollouts (which have no text, and where it is what breaks loops); measured in
  * docs/router-training.md.
  */
