@@ -2,12 +2,12 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
-import type { DescribeRequest as _tokenrouter_cloud_v1_DescribeRequest, DescribeRequest__Output as _tokenrouter_cloud_v1_DescribeRequest__Output } from './DescribeRequest';
-import type { RouteRequest as _tokenrouter_cloud_v1_RouteRequest, RouteRequest__Output as _tokenrouter_cloud_v1_RouteRequest__Output } from './RouteRequest';
-import type { RouteResponse as _tokenrouter_cloud_v1_RouteResponse, RouteResponse__Output as _tokenrouter_cloud_v1_RouteResponse__Output } from './RouteResponse';
-import type { ScoreRequest as _tokenrouter_cloud_v1_ScoreRequest, ScoreRequest__Output as _tokenrouter_cloud_v1_ScoreRequest__Output } from './ScoreRequest';
-import type { ScoreResponse as _tokenrouter_cloud_v1_ScoreResponse, ScoreResponse__Output as _tokenrouter_cloud_v1_ScoreResponse__Output } from './ScoreResponse';
-import type { ShimDescription as _tokenrouter_cloud_v1_ShimDescription, ShimDescription__Output as _tokenrouter_cloud_v1_ShimDescription__Output } from './ShimDescription';
+import type { DescribeRequest as _tokenrouter_cloud_v1_DescribeRequest, DescribeRequest__Output as _tokenrouter_cloud_v1_DescribeRequest__Output } from '../../../tokenrouter/cloud/v1/DescribeRequest';
+import type { RouteRequest as _tokenrouter_cloud_v1_RouteRequest, RouteRequest__Output as _tokenrouter_cloud_v1_RouteRequest__Output } from '../../../tokenrouter/cloud/v1/RouteRequest';
+import type { RouteResponse as _tokenrouter_cloud_v1_RouteResponse, RouteResponse__Output as _tokenrouter_cloud_v1_RouteResponse__Output } from '../../../tokenrouter/cloud/v1/RouteResponse';
+import type { ScoreRequest as _tokenrouter_cloud_v1_ScoreRequest, ScoreRequest__Output as _tokenrouter_cloud_v1_ScoreRequest__Output } from '../../../tokenrouter/cloud/v1/ScoreRequest';
+import type { ScoreResponse as _tokenrouter_cloud_v1_ScoreResponse, ScoreResponse__Output as _tokenrouter_cloud_v1_ScoreResponse__Output } from '../../../tokenrouter/cloud/v1/ScoreResponse';
+import type { ShimDescription as _tokenrouter_cloud_v1_ShimDescription, ShimDescription__Output as _tokenrouter_cloud_v1_ShimDescription__Output } from '../../../tokenrouter/cloud/v1/ShimDescription';
 
 export interface CloudRouterClient extends grpc.Client {
   /**

@@ -1,7 +1,7 @@
 // Original file: proto/cloud_router.proto
 
-import type { OpenSession as _tokenrouter_cloud_v1_OpenSession, OpenSession__Output as _tokenrouter_cloud_v1_OpenSession__Output } from './OpenSession';
-import type { RouteStep as _tokenrouter_cloud_v1_RouteStep, RouteStep__Output as _tokenrouter_cloud_v1_RouteStep__Output } from './RouteStep';
+import type { OpenSession as _tokenrouter_cloud_v1_OpenSession, OpenSession__Output as _tokenrouter_cloud_v1_OpenSession__Output } from '../../../tokenrouter/cloud/v1/OpenSession';
+import type { RouteStep as _tokenrouter_cloud_v1_RouteStep, RouteStep__Output as _tokenrouter_cloud_v1_RouteStep__Output } from '../../../tokenrouter/cloud/v1/RouteStep';
 
 export interface RouteRequest {
   'open'?: (_tokenrouter_cloud_v1_OpenSession | null);

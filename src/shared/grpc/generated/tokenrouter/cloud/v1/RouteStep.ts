@@ -1,7 +1,7 @@
 // Original file: proto/cloud_router.proto
 
-import type { TokenSource as _tokenrouter_cloud_v1_TokenSource, TokenSource__Output as _tokenrouter_cloud_v1_TokenSource__Output } from './TokenSource';
-import type { Sampling as _tokenrouter_cloud_v1_Sampling, Sampling__Output as _tokenrouter_cloud_v1_Sampling__Output } from './Sampling';
+import type { TokenSource as _tokenrouter_cloud_v1_TokenSource, TokenSource__Output as _tokenrouter_cloud_v1_TokenSource__Output } from '../../../tokenrouter/cloud/v1/TokenSource';
+import type { Sampling as _tokenrouter_cloud_v1_Sampling, Sampling__Output as _tokenrouter_cloud_v1_Sampling__Output } from '../../../tokenrouter/cloud/v1/Sampling';
 
 /**
  * One routed token (or span): the context delta plus the routing decision that caused it.

@@ -1,6 +1,6 @@
 // Original file: proto/cloud_router.proto
 
-import type { PositionScore as _tokenrouter_cloud_v1_PositionScore, PositionScore__Output as _tokenrouter_cloud_v1_PositionScore__Output } from './PositionScore';
+import type { PositionScore as _tokenrouter_cloud_v1_PositionScore, PositionScore__Output as _tokenrouter_cloud_v1_PositionScore__Output } from '../../../tokenrouter/cloud/v1/PositionScore';
 
 export interface ScoreResponse {
   /**

@@ -1,6 +1,6 @@
 // Original file: proto/cloud_router.proto
 
-import type { TokenizerFingerprint as _tokenrouter_cloud_v1_TokenizerFingerprint, TokenizerFingerprint__Output as _tokenrouter_cloud_v1_TokenizerFingerprint__Output } from './TokenizerFingerprint';
+import type { TokenizerFingerprint as _tokenrouter_cloud_v1_TokenizerFingerprint, TokenizerFingerprint__Output as _tokenrouter_cloud_v1_TokenizerFingerprint__Output } from '../../../tokenrouter/cloud/v1/TokenizerFingerprint';
 
 export interface SessionOpened {
   /**

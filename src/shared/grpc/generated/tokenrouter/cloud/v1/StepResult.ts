@@ -1,8 +1,8 @@
 // Original file: proto/cloud_router.proto
 
-import type { TopAlternatives as _tokenrouter_cloud_v1_TopAlternatives, TopAlternatives__Output as _tokenrouter_cloud_v1_TopAlternatives__Output } from './TopAlternatives';
-import type { FinishReason as _tokenrouter_cloud_v1_FinishReason, FinishReason__Output as _tokenrouter_cloud_v1_FinishReason__Output } from './FinishReason';
-import type { ShimLoad as _tokenrouter_cloud_v1_ShimLoad, ShimLoad__Output as _tokenrouter_cloud_v1_ShimLoad__Output } from './ShimLoad';
+import type { TopAlternatives as _tokenrouter_cloud_v1_TopAlternatives, TopAlternatives__Output as _tokenrouter_cloud_v1_TopAlternatives__Output } from '../../../tokenrouter/cloud/v1/TopAlternatives';
+import type { FinishReason as _tokenrouter_cloud_v1_FinishReason, FinishReason__Output as _tokenrouter_cloud_v1_FinishReason__Output } from '../../../tokenrouter/cloud/v1/FinishReason';
+import type { ShimLoad as _tokenrouter_cloud_v1_ShimLoad, ShimLoad__Output as _tokenrouter_cloud_v1_ShimLoad__Output } from '../../../tokenrouter/cloud/v1/ShimLoad';
 
 /**
  * The cloud model's state after a step.

@@ -1,9 +1,9 @@
 // Original file: proto/cloud_router.proto
 
-import type { TokenizerPartDigest as _tokenrouter_cloud_v1_TokenizerPartDigest, TokenizerPartDigest__Output as _tokenrouter_cloud_v1_TokenizerPartDigest__Output } from './TokenizerPartDigest';
+import type { TokenizerPartDigest as _tokenrouter_cloud_v1_TokenizerPartDigest, TokenizerPartDigest__Output as _tokenrouter_cloud_v1_TokenizerPartDigest__Output } from '../../../tokenrouter/cloud/v1/TokenizerPartDigest';
 
 /**
- * What a model pack means by its token ids. Both sides compute it the same way (src/shared/text/tokenizer-fingerprint.ts)
+ * What a model pack means by its token ids. Both sides compute it the same way (src/shared/tokenizer-fingerprint.ts)
  * from tokenizer.json and tokenizer_config.json; equal `sha256` = the same tokenizer.
  */
 export interface TokenizerFingerprint {
@@ -23,7 +23,7 @@ export interface TokenizerFingerprint {
 }
 
 /**
- * What a model pack means by its token ids. Both sides compute it the same way (src/shared/text/tokenizer-fingerprint.ts)
+ * What a model pack means by its token ids. Both sides compute it the same way (src/shared/tokenizer-fingerprint.ts)
  * from tokenizer.json and tokenizer_config.json; equal `sha256` = the same tokenizer.
  */
 export interface TokenizerFingerprint__Output {

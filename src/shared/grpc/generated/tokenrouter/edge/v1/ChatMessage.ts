@@ -1,6 +1,6 @@
 // Original file: proto/edge_generator.proto
 
-import type { PrivateSpan as _tokenrouter_edge_v1_PrivateSpan, PrivateSpan__Output as _tokenrouter_edge_v1_PrivateSpan__Output } from './PrivateSpan';
+import type { PrivateSpan as _tokenrouter_edge_v1_PrivateSpan, PrivateSpan__Output as _tokenrouter_edge_v1_PrivateSpan__Output } from '../../../tokenrouter/edge/v1/PrivateSpan';
 
 export interface ChatMessage {
   'role'?: (string);

@@ -1,6 +1,6 @@
 // Original file: proto/edge_generator.proto
 
-import type { Metrics as _tokenrouter_edge_v1_Metrics, Metrics__Output as _tokenrouter_edge_v1_Metrics__Output } from './Metrics';
+import type { Metrics as _tokenrouter_edge_v1_Metrics, Metrics__Output as _tokenrouter_edge_v1_Metrics__Output } from '../../../tokenrouter/edge/v1/Metrics';
 
 export interface Done {
   /**

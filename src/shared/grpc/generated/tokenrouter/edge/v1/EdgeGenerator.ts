@@ -2,8 +2,8 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
-import type { GenerateEvent as _tokenrouter_edge_v1_GenerateEvent, GenerateEvent__Output as _tokenrouter_edge_v1_GenerateEvent__Output } from './GenerateEvent';
-import type { GenerateRequest as _tokenrouter_edge_v1_GenerateRequest, GenerateRequest__Output as _tokenrouter_edge_v1_GenerateRequest__Output } from './GenerateRequest';
+import type { GenerateEvent as _tokenrouter_edge_v1_GenerateEvent, GenerateEvent__Output as _tokenrouter_edge_v1_GenerateEvent__Output } from '../../../tokenrouter/edge/v1/GenerateEvent';
+import type { GenerateRequest as _tokenrouter_edge_v1_GenerateRequest, GenerateRequest__Output as _tokenrouter_edge_v1_GenerateRequest__Output } from '../../../tokenrouter/edge/v1/GenerateRequest';
 
 export interface EdgeGeneratorClient extends grpc.Client {
   Generate(argument: _tokenrouter_edge_v1_GenerateRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_tokenrouter_edge_v1_GenerateEvent__Output>;

@@ -1,7 +1,7 @@
 // Original file: proto/edge_generator.proto
 
-import type { ChatMessage as _tokenrouter_edge_v1_ChatMessage, ChatMessage__Output as _tokenrouter_edge_v1_ChatMessage__Output } from './ChatMessage';
-import type { PrivateSpan as _tokenrouter_edge_v1_PrivateSpan, PrivateSpan__Output as _tokenrouter_edge_v1_PrivateSpan__Output } from './PrivateSpan';
+import type { ChatMessage as _tokenrouter_edge_v1_ChatMessage, ChatMessage__Output as _tokenrouter_edge_v1_ChatMessage__Output } from '../../../tokenrouter/edge/v1/ChatMessage';
+import type { PrivateSpan as _tokenrouter_edge_v1_PrivateSpan, PrivateSpan__Output as _tokenrouter_edge_v1_PrivateSpan__Output } from '../../../tokenrouter/edge/v1/PrivateSpan';
 
 export interface GenerateRequest {
   /**

@@ -1,7 +1,7 @@
 // Original file: proto/edge_generator.proto
 
-import type { RoutingBudget as _tokenrouter_edge_v1_RoutingBudget, RoutingBudget__Output as _tokenrouter_edge_v1_RoutingBudget__Output } from './RoutingBudget';
-import type { CloudDisclosure as _tokenrouter_edge_v1_CloudDisclosure, CloudDisclosure__Output as _tokenrouter_edge_v1_CloudDisclosure__Output } from './CloudDisclosure';
+import type { RoutingBudget as _tokenrouter_edge_v1_RoutingBudget, RoutingBudget__Output as _tokenrouter_edge_v1_RoutingBudget__Output } from '../../../tokenrouter/edge/v1/RoutingBudget';
+import type { CloudDisclosure as _tokenrouter_edge_v1_CloudDisclosure, CloudDisclosure__Output as _tokenrouter_edge_v1_CloudDisclosure__Output } from '../../../tokenrouter/edge/v1/CloudDisclosure';
 
 export interface Metrics {
   'promptTokens'?: (number);

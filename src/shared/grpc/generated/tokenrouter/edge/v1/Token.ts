@@ -1,6 +1,6 @@
 // Original file: proto/edge_generator.proto
 
-import type { TokenTimings as _tokenrouter_edge_v1_TokenTimings, TokenTimings__Output as _tokenrouter_edge_v1_TokenTimings__Output } from './TokenTimings';
+import type { TokenTimings as _tokenrouter_edge_v1_TokenTimings, TokenTimings__Output as _tokenrouter_edge_v1_TokenTimings__Output } from '../../../tokenrouter/edge/v1/TokenTimings';
 
 export interface Token {
   'index'?: (number);
