@@ -27,9 +27,9 @@ import { teacherForceSequences } from '../lab/teacher-forcing.ts';
 import { trainingDocuments } from '../lab/training-documents.ts';
 import { scoreWithRouterPack } from '../router/batch-scorer.ts';
 import { MAX_SCORE } from '../router/mlp.ts';
-import { entropyScore } from './baseline-routers.ts';
+import { entropyScore } from '../lab/baseline-routers.ts';
 import { mentions, requestedWords } from './requested-words.ts';
-import { atShare, type ShareRow } from './share-table.ts';
+import { atShare, type ShareRow } from '../lab/share-table.ts';
 
 export interface ChatEvalOptions {
   edge: EvalEdge;

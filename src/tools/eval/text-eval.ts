@@ -26,14 +26,14 @@ import { teacherForce } from '../lab/teacher-forcing.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { ALL_EXTRA_WIDTH } from '../lab/feature-matrix.ts';
 import { MAX_SCORE } from '../router/mlp.ts';
-import { entropyScore } from './baseline-routers.ts';
+import { entropyScore } from '../lab/baseline-routers.ts';
 import { dumpRows, writeDump } from './eval-dump.ts';
 import { freeRunningFigures } from '../lab/free-running-metrics.ts';
-import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting } from './generation-settings.ts';
+import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
 import type { EvalEdge } from '../lab/generation-runs.ts';
 import { continuationPrompts } from '../lab/continuation-prompts.ts';
 import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from '../lab/ratio-matching.ts';
-import { atShare, type ShareRow } from './share-table.ts';
+import { atShare, type ShareRow } from '../lab/share-table.ts';
 import { shareBudgetRows, type ShareBudgetRow } from './share-budget-table.ts';
 import { spanRows, type SpanRow } from './span-table.ts';
 

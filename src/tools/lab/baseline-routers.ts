@@ -6,7 +6,7 @@ import { logitStats } from '../../edge/routing/router-features.ts';
 import type { Router, RouterInfo } from '../../edge/routing/router.ts';
 import { topProbability } from '../../shared/logits.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
-import { MAX_SCORE } from '../router/mlp.ts';
+import { MAX_SCORE } from './max-score.ts';
 
 /** The edge model's top-1 probability, capped below 1 like the trained router so that τ = 1 routes every token. */
 export function cappedTopProbability(logits: Float32Array): number {
