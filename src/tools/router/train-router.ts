@@ -36,6 +36,7 @@ import { labelsBy, labelsFor, SOFT_LABEL_RULES, type LabelRule } from './labels.
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
+import { heldOutReport } from './held-out-report.ts';
 import { checkFolderOutput } from '../models/output-ownership.ts';
 import { ROUTER_TRAIN_TOOL, writeRouterPack } from './router-pack.ts';
 import { routerSource } from './router-source.ts';
@@ -249,6 +250,10 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       );
     }
 
+    // Measured before writing, so router.json holds it: what the router is worth against --router builtin.
+    const held = o.report?.documents && heldOut.length
+      ? await heldOutReport({ edge: { edgeModel, tokenizer, cloud: cloud.client }, scorer: cloud.scorer, documents, heldOut, noun: corpus.kind === 'chat' ? 'conversation' : 'paragraph', weights: result.weights, features: o.features, settings: o.report, seed: o.seed, progress })
+      : undefined;
     const last = rounds[rounds.length - 1]!;
     const defaultThreshold =
       o.defaultThreshold ??
@@ -270,6 +275,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       labels: o.labels,
       features: o.features,
       rounds,
+      ...(held ? { heldOut: held } : {}),
       seconds: 0,
     };
     const meta = routerMeta(o, report, { edgeModelDir: edgePack.dir, cloudModelDir: cloud.pack?.dir, cloud: cloud.description, hiddenSize: forced.hiddenSize, corpus, rolloutRule });
