@@ -22,13 +22,15 @@ import {
 import { DEFAULT_REPORT } from './held-out-report.ts';
 import { formatTrainReport } from './train-report.ts';
 import { trainRouter } from './train-router.ts';
+import { join } from 'node:path';
+import { readJsonFile } from '../../shared/model-pack.ts';
 
 const USAGE = `usage: bun run router <command> [flags]
 
   train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--force] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--report-documents 64] [--report-prompts 16] [--report-tokens 48]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--report-documents 64] [--report-prompts 16] [--report-tokens 48] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -49,7 +51,8 @@ const USAGE = `usage: bun run router <command> [flags]
       and free-running from --report-prompts prompts (--report-tokens each) the cloud's perplexity of the output and
       its rep4 at matched shares, for the trained router, the edge's top-1 probability (the built-in router,
       --router builtin), its entropy and random routing; --report-documents 0: no report, --report-prompts 0:
-      teacher forcing only
+      teacher forcing only; --report-text FILE reports on that file (text or chat, held out as a whole) instead;
+      --json ends the output with one line of JSON: the report, the training time and the training's figures
   eval --router DIR --text FILE [--edge-model PACK] [--cloud-model PACK | --cloud HOST:PORT] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs (or a chat dataset's conversations,
       at the assistant's tokens) after the first train-fraction (the packs default to the ones router.json names)
@@ -112,6 +115,8 @@ async function trainCommand(args: string[]): Promise<void> {
     'report-documents': { type: 'string' },
     'report-prompts': { type: 'string' },
     'report-tokens': { type: 'string' },
+    'report-text': { type: 'string' },
+    json: { type: 'boolean' },
   });
   const cloud = cloudSourceFlags(values, process.env);
   const report = await trainRouter(
@@ -140,12 +145,15 @@ async function trainCommand(args: string[]): Promise<void> {
         documents: integerFlag(values, 'report-documents', DEFAULT_REPORT.documents, [0, 100_000])!,
         prompts: integerFlag(values, 'report-prompts', DEFAULT_REPORT.prompts, [0, 100_000])!,
         maxNewTokens: integerFlag(values, 'report-tokens', DEFAULT_REPORT.maxNewTokens, [1, 4096])!,
+        ...(values['report-text'] ? { text: values['report-text'] } : {}),
       },
     },
     progressFor(process.stderr),
   );
   console.log(formatTrainReport(report));
   console.log(`wrote ${report.out}`);
+  // One line a results file can keep (scripts/record-result.ts): what router.json holds, and the time it took.
+  if (values.json) console.log(JSON.stringify({ ...(readJsonFile(join(report.out, 'router.json')) as object), seconds: report.seconds }));
 }
 
 async function evalCommand(args: string[]): Promise<void> {

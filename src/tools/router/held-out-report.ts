@@ -40,6 +40,8 @@ export interface ReportSettings {
   /** Most runs spent matching a router's routed share along generations. */
   calibrationRuns: number;
   shares: readonly number[];
+  /** A file to report on, held out as a whole (text or chat); the training text's held-out part when absent. */
+  text?: string;
 }
 
 export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 16, maxNewTokens: 48, calibrationRuns: 4, shares: [0.1, 0.2, 0.3] });
@@ -86,7 +88,7 @@ export interface HeldOutReportOptions {
   edge: EvalEdge;
   scorer: CloudScorer;
   documents: TrainingDocuments;
-  /** Indices of the held-out documents, in file order. */
+  /** Indices of the documents to read, in file order. */
   heldOut: readonly number[];
   noun: HeldOutReport['noun'];
   weights: MlpWeights;
