@@ -102,6 +102,10 @@ test('the verdict: beats top-1 only where it does at every share under both, and
       'Serve the built-in one with `--router builtin` (bun run start / bun run edge), or train on more text. ' +
       "Its free-running output repeats itself more than random routing's (rep4) at 10% routed.",
   });
+  // More routing alone lowers perplexity: top-1's runs at 30% instead of 20% are no comparison, and no win.
+  const unmatched = { ...base, free_running: { ...base.free_running, at_share: [base.free_running.at_share[0]!, { ...base.free_running.at_share[1]!, top1: { ...free(2.6, 0.1), routed_share: 0.3 } }] } };
+  expect(judged(unmatched).beats_top1).toBe(false);
+  expect(judged(unmatched).verdict).toContain("free-running at 30% the routed shares did not match (the router's runs 20%, top-1's 30%), so it is not shown to win there");
 });
 
 test("the page's about box shows the router, its report and the verdict", async () => {

@@ -107,6 +107,8 @@ export interface SettingsOptions {
   shares: readonly number[];
   /** Router scores under teacher forcing, for the router's first threshold guess at each share. */
   routerGuess: readonly number[];
+  /** The baselines' teacher-forced scores, for their first guesses too; without them a baseline starts at τ = share. */
+  baselineGuess?: { top1: readonly number[]; entropy: readonly number[] };
   calibrationRuns: number;
   tolerance: number;
   onSetting?: (label: string) => void;
@@ -122,7 +124,8 @@ export async function generationSettings(o: SettingsOptions): Promise<Generation
         settings.push(setting(method, share, share, await o.runs.run('random', share), reference, 1));
         continue;
       }
-      const guess = method === 'router' ? quantileThreshold(o.routerGuess, share) : share;
+      const scores = method === 'router' ? o.routerGuess : o.baselineGuess?.[method];
+      const guess = scores ? quantileThreshold(scores, share) : share;
       const matched = await matchRoutedRatio((t) => o.runs.run(method, t), share, { guess, maxRuns: o.calibrationRuns, tolerance: o.tolerance });
       settings.push(setting(method, matched.threshold, share, matched.result, reference, matched.runs));
     }

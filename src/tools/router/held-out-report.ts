@@ -44,7 +44,9 @@ export interface ReportSettings {
   text?: string;
 }
 
-export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 16, maxNewTokens: 48, calibrationRuns: 4, shares: [0.1, 0.2, 0.3] });
+export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 16, maxNewTokens: 48, calibrationRuns: 6, shares: [0.1, 0.2, 0.3] });
+/** Free-running shares further apart than this (router against top-1) are not compared: more routing alone lowers perplexity. */
+export const MATCHED_WITHIN = 0.03;
 /** Routed-share difference that ends a threshold search early: a few tokens of a report's generations. */
 const SHARE_TOLERANCE = 0.01;
 /** Tokens of a paragraph a free-running prompt keeps (the on-policy rollouts' prompts). */
@@ -110,7 +112,8 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
     progress?.stop(),
   );
   const router = predict(o.weights, routerInputs(forced, o.features).features, forced.count, readsToken(o.features) ? forced.proposed : undefined);
-  const forcedRows = atShare(forced, { router, ...forcedBaselineScores(forced) }, settings.shares, o.seed);
+  const baselines = forcedBaselineScores(forced);
+  const forcedRows = atShare(forced, { router, ...baselines }, settings.shares, o.seed);
 
   const prompts = settings.prompts > 0 ? o.documents.rolloutPrompts(o.heldOut, REPORT_PREFIX_TOKENS).slice(0, settings.prompts) : [];
   let generated: GenerationSetting[] = [];
@@ -123,6 +126,7 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
         runs,
         shares: settings.shares,
         routerGuess: Array.from(router),
+        baselineGuess: { top1: Array.from(baselines.top1), entropy: Array.from(baselines.entropy) },
         calibrationRuns: settings.calibrationRuns,
         tolerance: SHARE_TOLERANCE,
         onSetting: (label) => progress?.update(++done, label),
@@ -163,7 +167,9 @@ export function judged(r: Pick<HeldOutReport, 'noun' | 'documents' | 'teacher_fo
     if (!(row.router > row.top1)) losses.push(`teacher-forced at ${pct(row.share)} routed it recovers ${pct(row.router)} of the gap against top-1's ${pct(row.top1)}`);
   }
   for (const row of r.free_running.at_share) {
-    if (!(row.router.ppl_cloud < row.top1.ppl_cloud)) {
+    if (!(Math.abs(row.router.routed_share - row.top1.routed_share) <= MATCHED_WITHIN)) {
+      losses.push(`free-running at ${pct(row.share)} the routed shares did not match (the router's runs ${pct(row.router.routed_share)}, top-1's ${pct(row.top1.routed_share)}), so it is not shown to win there`);
+    } else if (!(row.router.ppl_cloud < row.top1.ppl_cloud)) {
       losses.push(`free-running at ${pct(row.share)} the cloud's perplexity of its output is ${row.router.ppl_cloud.toFixed(2)} against top-1's ${row.top1.ppl_cloud.toFixed(2)}`);
     }
   }
