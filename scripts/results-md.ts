@@ -16,6 +16,7 @@ import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts
 import { chatEvalSection, routerEvalSection } from './results/chat-sections.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
 import { privateSpansSection } from './results/privacy-sections.ts';
+import { routerTrainSection } from './results/router-train-section.ts';
 import { scoreFloodBenchSection, scoringBenchSection, throughShimEvalSection } from './results/shim-sections.ts';
 import { RESULTS_DIR } from './record-result.ts';
 import { CHAT_DEMO, DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
@@ -105,6 +106,13 @@ const PAIRS: PairSection[] = [
         file: 'demo-eval-private-spans',
         render: privateSpansSection,
         command: `bun run eval --dataset ${TINYSTORIES} --private-entities 3 --json`,
+        required: false,
+      },
+      {
+        title: "`router train` with its defaults: the held-out report against --router builtin",
+        file: 'router-train-demo',
+        render: routerTrainSection,
+        command: `bun run router train --edge-model models/stories260k-distilled-1l --cloud-model models/stories260k --text ${TINYSTORIES} --out /tmp/router-runs/after-demo --json`,
         required: false,
       },
       { title: 'The edge ↔ cloud hop', file: 'demo-bench-shim', render: shimBenchSection, command: 'bun run bench shim --json', required: true },

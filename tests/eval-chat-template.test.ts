@@ -18,7 +18,7 @@ import { parseEvalOptions } from '../src/tools/eval/eval-options.ts';
 import { formatMarkdown, toJson } from '../src/tools/eval/eval-report.ts';
 import { buildChoiceMessage, buildChoicePrompt, CHOICE_STOP, extractAnswer, extractChatAnswer, toQuestion } from '../src/tools/eval/multiple-choice.ts';
 import { runEvaluation } from '../src/tools/eval/run-evaluation.ts';
-import { TopProbabilityRouter } from '../src/tools/eval/baseline-routers.ts';
+import { TopProbabilityRouter } from '../src/tools/lab/baseline-routers.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { nestedRows, toJsonl } from './helpers/eval-commonsenseqa.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { RandomRouter, TopProbabilityRouter } from '../src/tools/eval/baseline-routers.ts';
+import { RandomRouter, TopProbabilityRouter } from '../src/tools/lab/baseline-routers.ts';
 import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from '../src/tools/lab/ratio-matching.ts';
 import { MAX_SCORE } from '../src/tools/router/mlp.ts';
 

@@ -130,7 +130,7 @@ test('router train --labels citer --rounds 0 is the first trainer: CITER labels,
   const text = join(work, 'citer.txt');
   writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 30).join('\n\n'));
   const dir = join(work, 'citer-router');
-  const r = router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', dir, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden');
+  const r = router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', dir, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden', '--report-documents', '0');
   expect(r.code).toBe(0);
   const meta = JSON.parse(readFileSync(join(dir, 'router.json'), 'utf8'));
   expect(meta.features).toEqual(['hidden']);
@@ -145,7 +145,7 @@ test('router train on a short text writes a loadable pack; router eval reads it 
   const small = join(work, 'small-router');
   const r = router(
     'train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', small, '--epochs', '2', '--hidden-units', '8', '--seed', '3',
-    '--rounds', '1', '--rollout-prompts', '4', '--rollout-tokens', '8', '--features', 'hidden,repetition',
+    '--rounds', '1', '--rollout-prompts', '4', '--rollout-tokens', '8', '--features', 'hidden,repetition', '--report-documents', '0',
   );
   // No bar when stderr is not a terminal: plain progress lines, one as each phase starts.
   const lines = r.stderr.trim().split('\n');

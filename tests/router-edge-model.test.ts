@@ -25,7 +25,7 @@ beforeAll(async () => {
   await ensureDemoPacks();
   const text = join(work, 'text.txt');
   writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 30).join('\n\n'));
-  const args = ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', trained, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden'];
+  const args = ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', trained, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden', '--report-documents', '0'];
   const r = Bun.spawnSync(['bun', 'src/tools/router/cli.ts', 'train', ...args], { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' });
   if (r.exitCode !== 0) throw new Error(`router train failed: ${r.stderr.toString()}`);
 }, 120_000);

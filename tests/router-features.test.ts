@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test';
 import { extraFeatures, extraWidth, logitStats, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/routing/router-features.ts';
 import { commonPrefix, freeRunningFigures, isStuck, rep4 } from '../src/tools/lab/free-running-metrics.ts';
-import { atShare } from '../src/tools/eval/share-table.ts';
+import { atShare } from '../src/tools/lab/share-table.ts';
 import { pickExtraColumns, routerInputs } from '../src/tools/lab/feature-matrix.ts';
 import { divergenceLabel, divergenceLabels } from '../src/tools/router/labels.ts';
 import { detectSplit, splitText } from '../src/tools/lab/text-corpus.ts';

@@ -209,7 +209,7 @@ describe('router train', () => {
   const text = join(work, 'stories.txt');
   const out = join(work, 'router');
   const train = (...extra: string[]) =>
-    router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', out, '--epochs', '3', '--hidden-units', '8', '--members', '1', '--rounds', '0', '--features', 'hidden', '--labels', 'citer', ...extra);
+    router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', out, '--epochs', '3', '--hidden-units', '8', '--members', '1', '--rounds', '0', '--features', 'hidden', '--labels', 'citer', '--report-documents', '0', ...extra);
   beforeAll(() => {
     writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 10).join('\n\n'));
   });

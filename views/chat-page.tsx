@@ -12,6 +12,7 @@ import type { FormDefaults } from './generate-page.tsx';
 import { Layout } from './layout.tsx';
 import { MarkControls, MarkedList, marksFor, PrivateDetect } from './private-marks.tsx';
 import { ErrorMessage } from './run-fragments.tsx';
+import { RouterAbout } from './router-about.tsx';
 import { MaxNewTokensInput, ModeChoice, TemperatureInput, ThresholdSlider } from './run-settings.tsx';
 
 export function ChatPage(props: { defaults: FormDefaults }) {
@@ -70,6 +71,9 @@ function ChatSettings(props: { defaults: FormDefaults }) {
         <TemperatureInput id="chat-temperature" />
         <PrivateDetect kinds={defaults.privateDetectKinds} />
         <BudgetFields budget={defaults.budget} />
+        <div class="wide">
+          <RouterAbout router={defaults.router} />
+        </div>
       </div>
     </details>
   );

@@ -1,7 +1,8 @@
 /** @jsxImportSource hono/jsx */
 /** The generate and compare pages: the same controls, one or two output panels. */
-import type { ViewRouteBudget as RouteBudget } from './view-model.ts';
+import type { ViewRouteBudget as RouteBudget, ViewRouterAbout } from './view-model.ts';
 import { Layout } from './layout.tsx';
+import { RouterAbout } from './router-about.tsx';
 import { MarkControls, MarkedList, marksFor, PrivateDetect } from './private-marks.tsx';
 import { MaxNewTokensInput, ModeChoice, TemperatureInput, ThresholdSlider } from './run-settings.tsx';
 
@@ -17,6 +18,8 @@ export interface FormDefaults {
   executionProviders: readonly string[];
   /** The kinds the edge's detector finds (`private_detect`); none when it has no detector. */
   privateDetectKinds: readonly string[];
+  /** The router the edge serves and what its training measured on held-out text (the about box). */
+  router: ViewRouterAbout;
 }
 
 function Controls(props: { defaults: FormDefaults; action: string; compare: boolean }) {
@@ -113,6 +116,7 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean; 
         score and timings; the bars under the text show every token's score against τ.
       </p>
       <p class="runs-on">The edge model runs on onnxruntime with the {props.defaults.executionProviders.join(', then ')} execution provider.</p>
+      <RouterAbout router={props.defaults.router} />
       <section id="runs" class="runs" aria-live="polite" hx-on--after-swap={REVEAL_NEW_RUN}></section>
       <script type="module" src="/assets/private-marks.js"></script>
     </Layout>

@@ -110,3 +110,31 @@ export interface ViewMetrics {
   budget: ViewBudgetReport;
   cloud: ViewCloudReport;
 }
+
+/** One router's free-running run at a share, in the held-out report. */
+export interface ViewFreeRun {
+  routedShare: number;
+  pplCloud: number;
+  rep4: number;
+}
+
+/** What `router train` measured on held-out documents (router.json's training.held_out_report). */
+export interface ViewHeldOutReport {
+  noun: string;
+  documents: number;
+  positions: number;
+  /** Recovered share of the edge→cloud gap under teacher forcing. */
+  teacherForced: { share: number; router: number; top1: number; entropy: number; random: number }[];
+  freeRunning: { prompts: number; maxNewTokens: number; atShare: { share: number; router: ViewFreeRun; top1: ViewFreeRun; entropy: ViewFreeRun; random: ViewFreeRun }[] };
+  beatsTop1: boolean;
+  verdict: string;
+}
+
+/** The router the edge serves, for the page's about box. */
+export interface ViewRouterAbout {
+  /** `onnx:<folder>` for a trained router pack, `builtin:top1-probability` for the built-in one. */
+  name: string;
+  defaultThreshold: number;
+  /** Absent for the built-in router and for packs trained without a report. */
+  report?: ViewHeldOutReport;
+}

@@ -24,7 +24,8 @@ export async function startTestEdge(
     maxConcurrent?: number;
     /** The cloud the edge talks to: the in-process cloud pack (default), none, or a client built around it. */
     cloud?: 'in-process' | 'none' | ((inProcess: InProcessCloud) => CloudClient);
-    router?: 'builtin' | 'trained';
+    /** The built-in router, the demo's trained one, or a router pack folder trained for the demo edge model. */
+    router?: 'builtin' | 'trained' | { pack: string };
     /** The edge's --speculate setting (what requests that do not say get). */
     speculateByDefault?: boolean | 'auto';
     /** Bytes of the edge's prompt cache; none when omitted. */
@@ -43,7 +44,7 @@ export async function startTestEdge(
   const inProcess = new InProcessCloud(cloudModel);
   const cloud =
     options.cloud === 'none' ? undefined : typeof options.cloud === 'function' ? options.cloud(inProcess) : inProcess;
-  const router = await loadRouter(options.router === 'trained' ? demo.routerPack : undefined);
+  const router = await loadRouter(options.router === 'trained' ? demo.routerPack : typeof options.router === 'object' ? options.router.pack : undefined);
   const runtime = new EdgeRuntime(
     {
       edgeModel,

@@ -17,6 +17,7 @@ import type { SpecialTokensInMessages } from '../../shared/text/chat-template.ts
 import type { Logger } from '../../shared/process/logger.ts';
 import { AppError, errorMessage, isAppError, type ErrorCode } from '../../shared/errors.ts';
 import { GeneratePage } from '../../../views/generate-page.tsx';
+import { routerAbout } from './router-about.ts';
 import { UnauthorizedPage } from '../../../views/unauthorized-page.tsx';
 import { RefusedTurn } from '../../../views/chat-fragments.tsx';
 import { CloudState, EndStatus, ErrorMessage, RunPanel } from '../../../views/run-fragments.tsx';
@@ -131,6 +132,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     budget: runtime.limits.defaultBudget ?? {},
     executionProviders: runtime.engine.edgeModel.executionProviders,
     privateDetectKinds: runtime.engine.privateDetector?.knownKinds ?? [],
+    router: routerAbout(runtime.engine.router.info),
   };
   app.get('/', (c) => c.html(<GeneratePage defaults={defaults} compare={false} chat={chat.available} />));
   app.get('/compare', (c) => c.html(<GeneratePage defaults={defaults} compare={true} chat={chat.available} />));

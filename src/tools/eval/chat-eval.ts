@@ -20,16 +20,14 @@ import type { ChatTemplate } from '../../shared/text/chat-template.ts';
 import type { Conversation } from '../lab/chat-dataset.ts';
 import { userTurnPrompts } from '../lab/chat-turns.ts';
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
-import { ALL_EXTRA_WIDTH } from '../lab/feature-matrix.ts';
 import { generateAll, type EvalEdge, type GenerationRun, type Prompt } from '../lab/generation-runs.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { teacherForceSequences } from '../lab/teacher-forcing.ts';
 import { trainingDocuments } from '../lab/training-documents.ts';
 import { scoreWithRouterPack } from '../router/batch-scorer.ts';
-import { MAX_SCORE } from '../router/mlp.ts';
-import { entropyScore } from './baseline-routers.ts';
+import { forcedBaselineScores } from '../lab/baseline-routers.ts';
 import { mentions, requestedWords } from './requested-words.ts';
-import { atShare, type ShareRow } from './share-table.ts';
+import { atShare, type ShareRow } from '../lab/share-table.ts';
 
 export interface ChatEvalOptions {
   edge: EvalEdge;
@@ -124,8 +122,7 @@ export async function evaluateChat(o: ChatEvalOptions): Promise<ChatEvalResult> 
     progress?.stop(),
   );
   const n = forced.count;
-  const top1 = Float32Array.from({ length: n }, (_, i) => Math.min(forced.extra[i * ALL_EXTRA_WIDTH + 1]!, MAX_SCORE));
-  const entropy = Float32Array.from({ length: n }, (_, i) => entropyScore(forced.extra[i * ALL_EXTRA_WIDTH]!));
+  const { top1, entropy } = forcedBaselineScores(forced);
   const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced) : top1;
   const accuracy = (routed: (i: number) => boolean) => {
     let right = 0;

@@ -13,7 +13,7 @@
 import { chatTemplateOption } from '../../edge/chat/edge-chat.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
-import { ProbeRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
+import { ProbeRouter, RandomRouter, TopProbabilityRouter } from '../lab/baseline-routers.ts';
 import { ChatTemplate } from '../../shared/text/chat-template.ts';
 import { generateAll, type EvalEdge, type GenerationRun, type Prompt } from '../lab/generation-runs.ts';
 import { buildChoiceMessage, buildChoicePrompt, CHOICE_STOP, extractAnswer, extractChatAnswer, type Choice, type MultipleChoiceQuestion } from './multiple-choice.ts';

@@ -8,7 +8,7 @@ import { CLOUD_FLAGS, cloudSourceFlags } from '../cloud-flags.ts';
 import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
 import { DEFAULT_THRESHOLDS } from '../router/routing-curve.ts';
 import { TEXT_SPLITS, type TextSplit } from '../lab/text-corpus.ts';
-import { DEFAULT_SHARES } from './share-table.ts';
+import { DEFAULT_SHARES } from '../lab/share-table.ts';
 import { ENTITY_KINDS, SYNTHETIC_NAMES } from './synthetic-entities.ts';
 
 /** Most entities per paragraph: one name each of SYNTHETIC_NAMES, with its email and phone number. */

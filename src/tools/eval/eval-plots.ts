@@ -8,7 +8,7 @@
 import { parse, View } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import type { EvalResult } from './eval-report.ts';
-import type { GenerationSetting } from './generation-settings.ts';
+import type { GenerationSetting } from '../lab/generation-settings.ts';
 
 export interface Series {
   name: string;

@@ -24,16 +24,14 @@ import { scoreWithRouterPack } from '../router/batch-scorer.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
 import { teacherForce } from '../lab/teacher-forcing.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
-import { ALL_EXTRA_WIDTH } from '../lab/feature-matrix.ts';
-import { MAX_SCORE } from '../router/mlp.ts';
-import { entropyScore } from './baseline-routers.ts';
+import { forcedBaselineScores } from '../lab/baseline-routers.ts';
 import { dumpRows, writeDump } from './eval-dump.ts';
 import { freeRunningFigures } from '../lab/free-running-metrics.ts';
-import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting } from './generation-settings.ts';
+import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
 import type { EvalEdge } from '../lab/generation-runs.ts';
 import { continuationPrompts } from '../lab/continuation-prompts.ts';
 import { lowestSelection, matchRoutedRatio, quantileThreshold, randomSelection } from '../lab/ratio-matching.ts';
-import { atShare, type ShareRow } from './share-table.ts';
+import { atShare, type ShareRow } from '../lab/share-table.ts';
 import { shareBudgetRows, type ShareBudgetRow } from './share-budget-table.ts';
 import { spanRows, type SpanRow } from './span-table.ts';
 
@@ -138,8 +136,7 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
     );
   }
   const n = forced.count;
-  const top1 = Float32Array.from({ length: n }, (_, i) => Math.min(forced.extra[i * ALL_EXTRA_WIDTH + 1]!, MAX_SCORE));
-  const entropy = Float32Array.from({ length: n }, (_, i) => entropyScore(forced.extra[i * ALL_EXTRA_WIDTH]!));
+  const { top1, entropy } = forcedBaselineScores(forced);
   const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced) : top1;
   if (o.dump) await writeDump(o.dump, dumpRows(forced, scores), o.force);
   let edgeRight = 0;

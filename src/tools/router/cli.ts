@@ -19,15 +19,18 @@ import {
   DEFAULT_MEMBERS,
   DEFAULT_ROUNDS,
 } from './train-router-options.ts';
+import { DEFAULT_REPORT } from './held-out-report.ts';
 import { formatTrainReport } from './train-report.ts';
 import { trainRouter } from './train-router.ts';
+import { join } from 'node:path';
+import { readJsonFile } from '../../shared/model/model-pack.ts';
 
 const USAGE = `usage: bun run router <command> [flags]
 
   train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--force] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain] [--rollout-labels divergence|cloud-gain] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--report-documents 64] [--report-prompts 16] [--report-tokens 48] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -42,7 +45,14 @@ const USAGE = `usage: bun run router <command> [flags]
       a chat dataset (JSONL, one {"messages": [{"role", "content"}, ...]} per line) is rendered through the edge
       pack's chat template and split by conversation, with records at the assistant's tokens only and rollouts
       from the turns up to each user message; --out is a new or empty folder, or with --force a router pack
-      these tools wrote (written-by.json in it); nothing else is ever replaced
+      these tools wrote (written-by.json in it); nothing else is ever replaced.
+      At the end it reports on the held-out documents (stored in router.json as training.held_out_report): under
+      teacher forcing the share of the edge→cloud gap recovered at 10/20/30% routed (the first --report-documents),
+      and free-running from --report-prompts prompts (--report-tokens each) the cloud's perplexity of the output and
+      its rep4 at matched shares, for the trained router, the edge's top-1 probability (the built-in router,
+      --router builtin), its entropy and random routing; --report-documents 0: no report, --report-prompts 0:
+      teacher forcing only; --report-text FILE reports on that file (text or chat, held out as a whole) instead;
+      --json ends the output with one line of JSON: the report, the training time and the training's figures
   eval --router DIR --text FILE [--edge-model PACK] [--cloud-model PACK | --cloud HOST:PORT] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--json]
       routed ratio and next-token accuracy per threshold on the paragraphs (or a chat dataset's conversations,
       at the assistant's tokens) after the first train-fraction (the packs default to the ones router.json names)
@@ -102,6 +112,11 @@ async function trainCommand(args: string[]): Promise<void> {
     'rollout-prompts': { type: 'string' },
     'rollout-tokens': { type: 'string' },
     force: { type: 'boolean' },
+    'report-documents': { type: 'string' },
+    'report-prompts': { type: 'string' },
+    'report-tokens': { type: 'string' },
+    'report-text': { type: 'string' },
+    json: { type: 'boolean' },
   });
   const cloud = cloudSourceFlags(values, process.env);
   const report = await trainRouter(
@@ -125,11 +140,20 @@ async function trainCommand(args: string[]): Promise<void> {
       rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,
       rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
       force: values.force === true,
+      report: {
+        ...DEFAULT_REPORT,
+        documents: integerFlag(values, 'report-documents', DEFAULT_REPORT.documents, [0, 100_000])!,
+        prompts: integerFlag(values, 'report-prompts', DEFAULT_REPORT.prompts, [0, 100_000])!,
+        maxNewTokens: integerFlag(values, 'report-tokens', DEFAULT_REPORT.maxNewTokens, [1, 4096])!,
+        ...(values['report-text'] ? { text: values['report-text'] } : {}),
+      },
     },
     progressFor(process.stderr),
   );
   console.log(formatTrainReport(report));
   console.log(`wrote ${report.out}`);
+  // One line a results file can keep (scripts/record-result.ts): what router.json holds, and the time it took.
+  if (values.json) console.log(JSON.stringify({ ...(readJsonFile(join(report.out, 'router.json')) as object), seconds: report.seconds }));
 }
 
 async function evalCommand(args: string[]): Promise<void> {

@@ -7,9 +7,9 @@
  * const scores = predict(weights, hiddenRows, rows);
  */
 import { seededRandom } from '../../shared/seeded-random.ts';
+import { MAX_SCORE } from '../lab/max-score.ts';
 
-/** The largest float32 below 1: the highest score a router can return. */
-export const MAX_SCORE = 1 - 2 ** -24;
+export { MAX_SCORE };
 
 export interface MlpWeights {
   inputSize: number;

@@ -10,6 +10,7 @@ import type { RouterJson } from '../../edge/routing/router.ts';
 import type { FeatureGroup } from '../../edge/routing/router-features.ts';
 import { edgeModelIdentity } from '../../edge/routing/edge-model-identity.ts';
 import type { TextCorpus } from '../lab/text-corpus.ts';
+import { formatHeldOutReport, type HeldOutReport } from './held-out-report.ts';
 import { LABEL_RULE_TEXT, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROUTER_LEARNING_RATE, VALIDATION_FRACTION, type TrainRouterOptions } from './train-router-options.ts';
 
@@ -50,6 +51,8 @@ export interface TrainRouterReport {
   labels: LabelRule;
   features: readonly FeatureGroup[];
   rounds: RoundReport[];
+  /** The trained router against the baselines on held-out documents, when measured. */
+  heldOut?: HeldOutReport;
   seconds: number;
 }
 
@@ -101,6 +104,8 @@ export function routerMeta(
       rounds: rounds.map(roundJson),
       rollout_prompts: o.rolloutPrompts,
       rollout_tokens: o.rolloutTokens,
+      // What the page's about box and a user deciding between this router and --router builtin read.
+      ...(report.heldOut ? { held_out_report: report.heldOut } : {}),
     },
   };
 }
@@ -133,13 +138,14 @@ function roundJson(r: RoundReport): Record<string, unknown> {
 export function formatTrainReport(r: TrainRouterReport): string {
   return [
     r.chat
-      ? `conversations: ${r.paragraphs.train} train, ${r.paragraphs.validation} validation, ${r.paragraphs.heldOut} held out (not used)${r.chat.skippedLines.length ? `; ${r.chat.skippedLines.length} without an assistant turn skipped` : ''}; records at the assistant's tokens only`
-      : `paragraphs: ${r.paragraphs.train} train, ${r.paragraphs.validation} validation, ${r.paragraphs.heldOut} held out (not used)`,
+      ? `conversations: ${r.paragraphs.train} train, ${r.paragraphs.validation} validation, ${r.paragraphs.heldOut} held out (not trained on)${r.chat.skippedLines.length ? `; ${r.chat.skippedLines.length} without an assistant turn skipped` : ''}; records at the assistant's tokens only`
+      : `paragraphs: ${r.paragraphs.train} train, ${r.paragraphs.validation} validation, ${r.paragraphs.heldOut} held out (not trained on)`,
     `examples: ${r.examples} (${r.trainExamples} train, ${r.validationExamples} validation); label balance ${r.labelBalance.toFixed(4)} keep / ${(1 - r.labelBalance).toFixed(4)} route`,
     `validation: AUC ${r.valAuc.toFixed(4)}, accuracy@0.5 ${r.valAccuracy.toFixed(4)} (label balance ${r.validationLabelBalance.toFixed(4)})`,
     `labels: ${r.labels}; features: ${r.features.join(', ')}`,
     ...r.rounds.map(formatRound),
     `epochs: ${r.epochsRun} run, best ${r.bestEpoch}; default threshold ${r.defaultThreshold}; ${r.seconds.toFixed(1)} s`,
+    ...(r.heldOut ? [formatHeldOutReport(r.heldOut)] : []),
   ].join('\n');
 }
 

@@ -12,6 +12,7 @@ import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-fea
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { DEFAULT_LEARNING_RATE } from './train-mlp.ts';
 import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/contract/router-threshold.ts';
+import type { ReportSettings } from './held-out-report.ts';
 
 /** Bump when training changes what it produces, so `models demo` retrains older routers. */
 export const TRAINER_VERSION = 4;
@@ -109,6 +110,8 @@ export interface TrainRouterOptions {
   rolloutTokens: number;
   /** `--force`: replace a router pack this project's tools wrote at `out` (output-ownership.ts). */
   force?: boolean;
+  /** The held-out report after training (held-out-report.ts; the CLI's DEFAULT_REPORT); absent = none. */
+  report?: ReportSettings;
 }
 
 export function validateTrainOptions(o: TrainRouterOptions): void {
@@ -135,6 +138,9 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (!Number.isInteger(o.rolloutTokens) || o.rolloutTokens < 1 || o.rolloutTokens > 4096) bad(`--rollout-tokens must be an integer in [1, 4096], got ${o.rolloutTokens}`);
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
+  }
+  for (const [flag, value] of [['documents', o.report?.documents], ['prompts', o.report?.prompts], ['tokens', o.report?.maxNewTokens]] as const) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 0 && value <= 100_000)) bad(`--report-${flag} must be an integer in [0, 100000], got ${value}`);
   }
   if ((o.cloudModel === undefined) === (o.cloud === undefined)) bad('give the cloud as --cloud-model PACK or as --cloud HOST:PORT (one of them)');
   for (const pack of [o.edgeModel, o.cloudModel]) {

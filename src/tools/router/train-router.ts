@@ -5,8 +5,8 @@
  * system's own trajectories against the cloud, aggregate, retrain. A chat dataset (JSONL of `messages`)
  * is read through the edge pack's chat template instead: records at the assistant's tokens only, split by
  * conversation, rollouts from the turns up to each user message (training-documents.ts). Writes the router pack with each
- * round's figures. Bad input fails before anything is written. Its options and defaults are in
- * train-router-options.ts, the pack's recorded source in router-source.ts, its figures in train-report.ts.
+ * round's figures and a report on held-out documents against the baselines (held-out-report.ts). Bad input
+ * fails before anything is written. Options and defaults: train-router-options.ts; figures: train-report.ts.
  *
  * @example
  * const report = await trainRouter({ edgeModel: 'models/stories260k-3l', cloudModel: 'models/stories260k',
@@ -36,6 +36,7 @@ import { labelsBy, labelsFor, SOFT_LABEL_RULES, type LabelRule } from './labels.
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
+import { heldOutReport } from './held-out-report.ts';
 import { checkFolderOutput } from '../models/output-ownership.ts';
 import { ROUTER_TRAIN_TOOL, writeRouterPack } from './router-pack.ts';
 import { routerSource } from './router-source.ts';
@@ -75,11 +76,7 @@ interface FitResult {
 }
 
 /** Records with their rule's binary labels and training targets (labels.ts says how each rule treats rollouts). */
-interface Labelled {
-  forced: TeacherForced;
-  labels: Uint8Array;
-  targets: Float32Array;
-}
+type Labelled = { forced: TeacherForced; labels: Uint8Array; targets: Float32Array };
 
 function labelled(forced: TeacherForced, rule: LabelRule): Labelled {
   return { forced, ...labelsFor(rule, forced) };
@@ -111,6 +108,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const claim = { tool: ROUTER_TRAIN_TOOL, force: o.force };
   checkFolderOutput(resolve(o.out), claim);
   const corpus = readTrainingCorpus(o.text);
+  // A report on another file reads all of it (e.g. a held-back set no model of the pair was trained on).
+  const reportCorpus = o.report?.text ? readTrainingCorpus(o.report.text) : corpus;
   const edgePack = loadModelPack(o.edgeModel, o.edgeModelFile);
   const documentsIn = documentCount(corpus);
   // Document indices: paragraphs of text, or a chat dataset's conversations (split by conversation).
@@ -127,6 +126,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
 
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
   const template = chatTemplateFor(corpus, tokenizer, edgePack.dir, o.chatTemplate);
+  const reportTemplate = reportCorpus === corpus ? template : chatTemplateFor(reportCorpus, tokenizer, edgePack.dir, o.chatTemplate);
   const edgeModel = await DecoderModel.load(edgePack);
   const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: o.cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer).catch(async (e: unknown) => {
     await edgeModel.release();
@@ -249,6 +249,11 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       );
     }
 
+    // Measured before writing, so router.json holds it: what the router is worth against --router builtin.
+    const reportOn = reportCorpus === corpus ? { documents, heldOut } : { documents: trainingDocuments(reportCorpus, { edgeModel, tokenizer }, reportTemplate), heldOut: [...Array(documentCount(reportCorpus).count).keys()] };
+    const held = o.report?.documents && reportOn.heldOut.length
+      ? await heldOutReport({ edge: { edgeModel, tokenizer, cloud: cloud.client }, scorer: cloud.scorer, ...reportOn, noun: documentCount(reportCorpus).noun, weights: result.weights, features: o.features, settings: o.report, seed: o.seed, progress })
+      : undefined;
     const last = rounds[rounds.length - 1]!;
     const defaultThreshold =
       o.defaultThreshold ??
@@ -270,6 +275,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       labels: o.labels,
       features: o.features,
       rounds,
+      ...(held ? { heldOut: held } : {}),
       seconds: 0,
     };
     const meta = routerMeta(o, report, { edgeModelDir: edgePack.dir, cloudModelDir: cloud.pack?.dir, cloud: cloud.description, hiddenSize: forced.hiddenSize, corpus, rolloutRule });

@@ -8,13 +8,13 @@
  * @example
  * const settings = await generationSettings({ runs, shares: [0.1, 0.3], routerGuess, calibrationRuns: 6, tolerance: 0.005, seed: 0 });
  */
-import type { CloudScorer } from '../lab/cloud-scorer.ts';
+import type { CloudScorer } from './cloud-scorer.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { EntropyRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
-import { freeRunningFigures } from '../lab/free-running-metrics.ts';
-import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun } from '../lab/generation-runs.ts';
-import { matchRoutedRatio, quantileThreshold } from '../lab/ratio-matching.ts';
+import { freeRunningFigures } from './free-running-metrics.ts';
+import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun, type Prompt } from './generation-runs.ts';
+import { matchRoutedRatio, quantileThreshold } from './ratio-matching.ts';
 
 export const GENERATION_METHODS = ['small_only', 'llm_only', 'router', 'random', 'top1', 'entropy'] as const;
 export type GenerationMethod = (typeof GENERATION_METHODS)[number];
@@ -45,7 +45,7 @@ export class GenerationRuns {
   constructor(
     private readonly edge: EvalEdge,
     private readonly scorer: CloudScorer,
-    private readonly prompts: readonly string[],
+    private readonly prompts: readonly Prompt[],
     private readonly maxNewTokens: number,
     private readonly routers: Record<Exclude<GenerationMethod, 'small_only' | 'llm_only'>, () => Router>,
   ) {}
@@ -107,6 +107,8 @@ export interface SettingsOptions {
   shares: readonly number[];
   /** Router scores under teacher forcing, for the router's first threshold guess at each share. */
   routerGuess: readonly number[];
+  /** The baselines' teacher-forced scores, for their first guesses too; without them a baseline starts at τ = share. */
+  baselineGuess?: { top1: readonly number[]; entropy: readonly number[] };
   calibrationRuns: number;
   tolerance: number;
   onSetting?: (label: string) => void;
@@ -122,7 +124,8 @@ export async function generationSettings(o: SettingsOptions): Promise<Generation
         settings.push(setting(method, share, share, await o.runs.run('random', share), reference, 1));
         continue;
       }
-      const guess = method === 'router' ? quantileThreshold(o.routerGuess, share) : share;
+      const scores = method === 'router' ? o.routerGuess : o.baselineGuess?.[method];
+      const guess = scores ? quantileThreshold(scores, share) : share;
       const matched = await matchRoutedRatio((t) => o.runs.run(method, t), share, { guess, maxRuns: o.calibrationRuns, tolerance: o.tolerance });
       settings.push(setting(method, matched.threshold, share, matched.result, reference, matched.runs));
     }

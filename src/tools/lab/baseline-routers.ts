@@ -6,7 +6,9 @@ import { logitStats } from '../../edge/routing/router-features.ts';
 import type { Router, RouterInfo } from '../../edge/routing/router.ts';
 import { topProbability } from '../../shared/model/logits.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
-import { MAX_SCORE } from '../router/mlp.ts';
+import { ALL_EXTRA_WIDTH } from './feature-matrix.ts';
+import type { TeacherForced } from './forced-records.ts';
+import { MAX_SCORE } from './max-score.ts';
 
 /** The edge model's top-1 probability, capped below 1 like the trained router so that τ = 1 routes every token. */
 export function cappedTopProbability(logits: Float32Array): number {
@@ -43,6 +45,18 @@ export class TopProbabilityRouter implements Router {
 /** 1 / (1 + H) of the edge distribution's entropy H (nats): low where the edge model is unsure, so those route first. */
 export function entropyScore(entropy: number): number {
   return Math.min(1 / (1 + entropy), MAX_SCORE);
+}
+
+/**
+ * The top-1 and entropy baselines' scores of teacher-forced records, read from the logit statistics every
+ * record keeps (the first two extra columns: entropy, then top-1 probability).
+ */
+export function forcedBaselineScores(forced: Pick<TeacherForced, 'count' | 'extra'>): { top1: Float32Array; entropy: Float32Array } {
+  const n = forced.count;
+  return {
+    top1: Float32Array.from({ length: n }, (_, i) => Math.min(forced.extra[i * ALL_EXTRA_WIDTH + 1]!, MAX_SCORE)),
+    entropy: Float32Array.from({ length: n }, (_, i) => entropyScore(forced.extra[i * ALL_EXTRA_WIDTH]!)),
+  };
 }
 
 /** Routes by the edge model's entropy (highest first), through `entropyScore`. */
