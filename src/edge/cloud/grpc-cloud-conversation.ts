@@ -1,7 +1,8 @@
 /**
  * One CloudConversation over Route streams: the edge's side of one generation's talk with the shim. The
- * stream opens at the first `next` with the whole context and carries one step at a time after that (the
- * messages themselves are context-delta.ts's). A stream that broke, expired or disagrees with the edge's
+ * stream opens at the first `next` with the whole context, or before it with `prefill` (the shim prefills
+ * the context ahead; a shim that ends that stream before its `prefilled` never read the step sent behind, which
+ * goes again on a new stream), and carries one step at a time after that (the messages are context-delta.ts's). A stream that broke, expired or disagrees with the edge's
  * context is dropped and the next step opens another with the whole context. One rule resends a step: the
  * shim ended the reused stream before looking at it (idle expiry, shutdown); any other failure answers the
  * step. A conditional step is a step with an assumption: it goes out behind the step in flight on the same
