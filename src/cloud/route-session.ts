@@ -60,7 +60,7 @@ export function endMessage(error: unknown, totals: Totals = { steps: 0, generate
 }
 
 /** An opened session and what its steps need. */
-export interface OpenRoute {
+interface OpenRoute {
   readonly session: RoutingSession;
   readonly sequence: BackendSequence;
   /** The session's sampling settings: a step may change them. */

@@ -10,10 +10,21 @@
  * if (open.prefill) yield await prefillAhead(route, ctx); // { prefilled: { contextLength, cachedTokens, ... } }
  */
 import type { RouteResponse } from '../shared/grpc/proto.ts';
+import type { Logger } from '../shared/logger.ts';
+import type { BackendSequence } from './backend.ts';
 import { withDeadline } from './backend-deadline.ts';
-import type { OpenRoute, ShimContext } from './route-session.ts';
+import type { RoutingSession, SessionStore } from './session-store.ts';
+import type { StepAdmission } from './step-admission.ts';
 
-export async function prefillAhead(route: OpenRoute, ctx: ShimContext): Promise<RouteResponse> {
+/** The opened session, as route-session.ts holds it. */
+interface PrefillRoute {
+  readonly session: RoutingSession;
+  readonly sequence: BackendSequence;
+  readonly stepTimeoutMs: number;
+  readonly signal: AbortSignal;
+}
+
+export async function prefillAhead(route: PrefillRoute, ctx: { admission: StepAdmission; store: SessionStore; log: Logger }): Promise<RouteResponse> {
   const { session, sequence } = route;
   const { admission, store, log } = ctx;
   const contextLength = session.ids.length;

@@ -5,7 +5,7 @@
  */
 import type { AppError } from '../../shared/errors.ts';
 import type { SessionOpened__Output } from '../../shared/grpc/proto.ts';
-import type { GrpcCloudConversation } from './grpc-cloud-conversation.ts';
+import type { CloudConversation } from './cloud-client.ts';
 import type { RouteStream } from './live-route-stream.ts';
 
 /**
@@ -27,7 +27,7 @@ export interface RouteStreamHost {
   stepSucceeded(): void;
   stepFailed(failure: StepFailure): void;
   /** The conversation closed. */
-  forget(conversation: GrpcCloudConversation): void;
+  forget(conversation: CloudConversation): void;
 }
 
 /** Failures that say the shim is gone, broken or overloaded, rather than that the request was wrong. */
