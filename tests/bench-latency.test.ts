@@ -124,7 +124,7 @@ test('bench latency with a 20 ms round trip: a Markdown table, then one JSON lin
   const table = lines.slice(0, -1).join('\n');
   expect(table).toContain('| setting | routed | routed % |');
   for (const name of ['small_only', 'joint τ=0.2', 'joint τ=0.5 spec', 'joint τ=0.8', 'llm_only']) expect(table).toContain(`| ${name} |`);
-  expect(table).toContain('identical outputs with and without speculation: true');
+  expect(table).toContain('identical outputs with and without speculation and prefill ahead: true');
   const result = JSON.parse(lines.at(-1)!) as LatencyBenchResult;
   expect(result.rtt_ms).toBe(20);
   expect(result.prompts).toBe(2);

@@ -99,7 +99,8 @@ async function runOnce(engine: EdgeEngine, meter: CloudMeter, prompt: string, se
       ids.push(event.id);
       // The loop times the step on a span's first token; the rest arrived with it and waited nothing more.
       waits.push(event.timings.cloudMs);
-      if (event.source !== 'slm' && event.score !== null) firstRoutedWaitMs ??= event.timings.cloudMs;
+      // A span's first token carries the step's wait; the rest of it, 0.
+      if (event.source !== 'slm' && event.timings.cloudMs > 0) firstRoutedWaitMs ??= event.timings.cloudMs;
       cloudError ??= event.cloudError;
     }
   }
