@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { interceptSteps, type CloudClient } from '../src/edge/cloud/cloud-client.ts';
 import { CloudGate } from '../src/edge/cloud/cloud-gate.ts';
+import { DEFAULT_EDGE_CONFIG, EDGE_USAGE, parseEdgeConfig } from '../src/edge/config.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { prefillsAhead, type PrefillInputs } from '../src/edge/loop/cloud-prefill.ts';
 import { generate, type DoneEvent, type EdgeEngine, type TokenEvent } from '../src/edge/loop/decoder-loop.ts';
@@ -234,4 +235,14 @@ describe("auto's decision", () => {
   for (const [name, inputs, expected] of cases) {
     test(name, () => expect(prefillsAhead({ ...base, ...inputs })).toBe(expected));
   }
+});
+
+describe('the setting', () => {
+  test('--cloud-prefill eager|lazy|auto (EDGE_CLOUD_PREFILL): lazy by default, anything else refused', () => {
+    expect(DEFAULT_EDGE_CONFIG.cloudPrefill).toBe('lazy');
+    expect(parseEdgeConfig(['--cloud-prefill', 'eager'], {}).cloudPrefill).toBe('eager');
+    expect(parseEdgeConfig([], { EDGE_CLOUD_PREFILL: 'auto' }).cloudPrefill).toBe('auto');
+    expect(EDGE_USAGE).toContain('--cloud-prefill eager|lazy|auto');
+    expect(() => parseEdgeConfig(['--cloud-prefill', 'soon'], {})).toThrow('--cloud-prefill');
+  });
 });

@@ -195,8 +195,9 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   // Auto: decoding ahead gains where the edge's guesses at routed positions hit (the 0.5B shape, docs/results.md
   // section 5) and only wastes edge steps where they miss (every demo page run: 0% of its guesses).
   speculate: 'auto',
-  // Auto: the prompt goes ahead where tokens are likely to route, and a box whose generations do not route sends nothing early.
-  cloudPrefill: 'auto',
+  // Lazy: nothing leaves the box before a token routes (what privacy.md and the record of what left promise
+  // by default); eager and auto trade that for a first routed token without the cloud's prefill.
+  cloudPrefill: 'lazy',
   // Unset: a request that names nothing is routed at the router's default τ, as before budgets existed.
   routeShare: undefined,
   routeTokensPerMinute: undefined,
