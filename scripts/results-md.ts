@@ -17,6 +17,7 @@ import { chatEvalSection, routerEvalSection } from './results/chat-sections.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
 import { privateSpansSection } from './results/privacy-sections.ts';
 import { routerTrainSection } from './results/router-train-section.ts';
+import { latencyFloorSection } from './results/latency-floor-section.ts';
 import { scoreFloodBenchSection, scoringBenchSection, throughShimEvalSection } from './results/shim-sections.ts';
 import { RESULTS_DIR } from './record-result.ts';
 import { CHAT_DEMO, DEMO, TRUNCATED_DEMO } from '../src/shared/paths.ts';
@@ -123,6 +124,24 @@ const PAIRS: PairSection[] = [
         file: 'demo-bench-latency',
         render: latencyBenchSection,
         command: 'bun run bench latency --prompts 4 --max-new-tokens 48 --thresholds 0.6,0.7,0.8 --speculate off,on --json',
+        required: false,
+      },
+      {
+        title: 'The latency floor at 24 new tokens: where a joint answer\'s extra time goes, with and without the prompt sent ahead',
+        file: 'demo-bench-latency-floor-24',
+        render: latencyFloorSection,
+        command:
+          'bun run bench latency --prompts 3 --max-new-tokens 24 --rtt-ms 170 --router uniform --thresholds 0.1 --speculate off,on --cloud-prefill lazy,eager ' +
+          '--edge-model models/stories260k-distilled-1l --cloud-model models/stories260k-distilled-1l --edge-cpus 0 --shim-cpus 1 --threads 1 --json',
+        required: false,
+      },
+      {
+        title: 'The latency floor at 128 new tokens: where a joint answer\'s extra time goes, with and without the prompt sent ahead',
+        file: 'demo-bench-latency-floor-128',
+        render: latencyFloorSection,
+        command:
+          'bun run bench latency --prompts 3 --max-new-tokens 128 --rtt-ms 170 --router uniform --thresholds 0.1 --speculate off,on --cloud-prefill lazy,eager ' +
+          '--edge-model models/stories260k-distilled-1l --cloud-model models/stories260k-distilled-1l --edge-cpus 0 --shim-cpus 1 --threads 1 --json',
         required: false,
       },
     ],

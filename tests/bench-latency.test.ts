@@ -44,18 +44,25 @@ const KEYS: (keyof LatencyRow)[] = [
   'wait_p50_ms',
   'wait_p99_ms',
   'wait_max_ms',
+  'prefill_ahead',
+  'first_wait_ms',
+  'decode_step_ms',
+  'extra_ms',
+  'prefill_critical_ms',
+  'tail_ms',
+  'redecode_ms',
 ];
 
 /** What must hold for any run, whatever the machine's speed. */
-function checkRows(result: LatencyBenchResult, thresholds: number[], speculate = [true], waits: number[] = []) {
+function checkRows(result: LatencyBenchResult, thresholds: number[], speculate = [true], waits: number[] = [], ahead = [false]) {
   const { rows, rtt_ms: rtt } = result;
-  type Row = [string, number | null, boolean, number | null];
+  type Row = [string, number | null, boolean, number | null, boolean];
   const settings: Row[] = [
-    ['small_only', null, false, null],
-    ...thresholds.flatMap((t) => speculate.flatMap((on) => [null, ...waits].map((w): Row => ['joint', t, on, w]))),
-    ['llm_only', null, false, null],
+    ['small_only', null, false, null, false],
+    ...thresholds.flatMap((t) => speculate.flatMap((on) => ahead.flatMap((a) => [null, ...waits].map((w): Row => ['joint', t, on, w, a])))),
+    ['llm_only', null, false, null, false],
   ];
-  expect(rows.map((r): Row => [r.mode, r.threshold, r.speculate, r.route_wait_ms])).toEqual(settings);
+  expect(rows.map((r): Row => [r.mode, r.threshold, r.speculate, r.route_wait_ms, r.prefill_ahead])).toEqual(settings);
   for (const row of rows) {
     expect(row.wait_p50_ms).toBeGreaterThanOrEqual(0);
     expect(row.wait_p99_ms).toBeGreaterThanOrEqual(row.wait_p50_ms);
@@ -81,6 +88,15 @@ function checkRows(result: LatencyBenchResult, thresholds: number[], speculate =
     // One token per routed step (route span 1), plus at most one call per prompt whose reply was the end of text.
     expect(row.cloud_calls).toBeGreaterThanOrEqual(row.routed_count);
     expect(row.cloud_calls).toBeLessThanOrEqual(row.routed_count + 1);
+  }
+  for (const row of rows) {
+    // The floor: the extra time over small_only is split whole into prefill, tail and re-decode.
+    expect(row.extra_ms).toBeCloseTo(row.overall_ms - rows[0]!.overall_ms, 6);
+    expect(row.prefill_critical_ms + row.tail_ms + row.redecode_ms).toBeCloseTo(row.extra_ms, 6);
+    expect(row.prefill_critical_ms).toBeGreaterThanOrEqual(0);
+    expect(row.redecode_ms).toBeCloseTo(row.wasted_ms, 6);
+    expect(row.first_wait_ms === null).toBe(row.routed_count === 0 && row.fallback_total === 0);
+    if (row.first_wait_ms !== null && !row.speculate) expect(row.first_wait_ms).toBeGreaterThanOrEqual(rtt);
   }
   const edgeOnly = rows[0]!;
   const cloudOnly = rows.at(-1)!;
@@ -108,7 +124,7 @@ test('bench latency with a 20 ms round trip: a Markdown table, then one JSON lin
   const table = lines.slice(0, -1).join('\n');
   expect(table).toContain('| setting | routed | routed % |');
   for (const name of ['small_only', 'joint τ=0.2', 'joint τ=0.5 spec', 'joint τ=0.8', 'llm_only']) expect(table).toContain(`| ${name} |`);
-  expect(table).toContain('identical outputs with and without speculation: true');
+  expect(table).toContain('identical outputs with and without speculation and prefill ahead: true');
   const result = JSON.parse(lines.at(-1)!) as LatencyBenchResult;
   expect(result.rtt_ms).toBe(20);
   expect(result.prompts).toBe(2);
@@ -144,14 +160,16 @@ test('--route-wait-ms: each τ again under each wait budget, with the per-token 
   expect(tight!.wait_max_ms).toBe(0);
 }, 60_000);
 
-test('--edge-cpus/--shim-cpus: the shim runs as a separate, pinned process and the bench behaves as with the in-process one', () => {
+test('--edge-cpus/--shim-cpus: the shim runs as a separate, pinned process and the bench behaves as with the in-process one (here with --cloud-prefill lazy,eager)', () => {
   // CPU 0 for both, so that the test runs on a one-core machine too; the pinning itself is taskset's.
-  const r = bench('--prompts', '1', '--max-new-tokens', '6', '--rtt-ms', '10', '--thresholds', '0.5', '--speculate', 'off,on', '--edge-cpus', '0', '--shim-cpus', '0', '--json');
+  const r = bench('--prompts', '1', '--max-new-tokens', '6', '--rtt-ms', '10', '--thresholds', '0.5', '--speculate', 'off,on', '--cloud-prefill', 'lazy,eager', '--edge-cpus', '0', '--shim-cpus', '0', '--json');
   expect(r.code).toBe(0);
   expect(r.stderr).toContain('started cloud shim (CPUs 0)');
+  expect(r.stderr).toContain('joint τ=0.5 spec ahead');
   const result = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as LatencyBenchResult;
   expect(result.cloud).toBe(`shim process on CPUs 0 (edge on 0), embedded ${DEMO.cloudPack}`);
-  checkRows(result, [0.5], [false, true]);
+  // With the prompt sent ahead too: the same tokens in every joint row.
+  checkRows(result, [0.5], [false, true], [], [false, true]);
   expect(result.identical_outputs).toBe(true);
 }, 60_000);
 
@@ -240,6 +258,7 @@ test('bench latency: bad flags are usage errors', () => {
     [['--route-wait-ms', '300,soon'], 'error: --route-wait-ms must be comma-separated integers in [1, 600000], got "300,soon"'],
     [['--route-wait-ms', '0'], 'error: --route-wait-ms must be comma-separated integers in [1, 600000], got "0"'],
     [['--route-span', '17'], 'error: --route-span must be in [1, 16], got 17'],
+    [['--cloud-prefill', 'auto'], 'error: --cloud-prefill must be lazy, eager or lazy,eager, got "auto"'],
   ];
   for (const [args, message] of cases) {
     const r = bench(...args);

@@ -50,6 +50,8 @@ export interface EdgeConfig {
    * (on), never (off), or where the measured hit rate, round trip and edge step say it pays (auto).
    */
   speculate: 'auto' | 'on' | 'off';
+  /** When a joint generation opens its cloud conversation: with the request (eager), at the first routed token (lazy), or eager where it is likely to route (auto). */
+  cloudPrefill: 'eager' | 'lazy' | 'auto';
   /**
    * The routing budgets of requests that name neither τ nor a budget (each unset by default): a target
    * share of generated tokens routed, cloud tokens per minute for the box, a wait per token in ms.
@@ -123,6 +125,11 @@ const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
     values: ['auto', 'on', 'off'],
     help: "default of requests' speculate: decode ahead from the edge's guess while a routed token is on the network (the same tokens either way); auto does it where the measured hit rate and round trip say the time saved is above the edge's thrown-away steps",
   },
+  cloudPrefill: {
+    kind: 'enum',
+    values: ['eager', 'lazy', 'auto'],
+    help: "when a joint generation opens its cloud conversation: eager sends the prompt with the request, so the cloud prefills while the edge does; lazy at the first routed token; auto eagerly where the generation is likely to route (its budget, τ, the conversation's earlier turns, the box's recent router scores); the same tokens either way",
+  },
   routeShare: {
     kind: 'number',
     min: 0,
@@ -188,6 +195,9 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   // Auto: decoding ahead gains where the edge's guesses at routed positions hit and only wastes edge steps
   // where they miss, as on the demo pair, so each box decides from the hit rate it sees (speculation-policy.ts).
   speculate: 'auto',
+  // Lazy: nothing leaves the box before a token routes (what privacy.md and the record of what left promise
+  // by default); eager and auto trade that for a first routed token without the cloud's prefill.
+  cloudPrefill: 'lazy',
   // Unset: a request that names nothing is routed at the router's default τ, as before budgets existed.
   routeShare: undefined,
   routeTokensPerMinute: undefined,

@@ -49,8 +49,23 @@ export interface BackendStepResult {
   text?: string;
 }
 
+/** A prefill ahead of the session's first step: the context to compute into the backend's cache, nothing generated. */
+export type BackendPrefillRequest = Omit<BackendStepRequest, 'maxTokens' | 'sampling'>;
+
+export interface BackendPrefillResult {
+  /** Context tokens found in the cache, and tokens computed now. */
+  cachedTokens: number;
+  prefilledTokens: number;
+  backendMs: number;
+}
+
 export interface BackendSequence {
   step(request: BackendStepRequest): Promise<BackendStepResult>;
+  /**
+   * Computes the context into the backend's cache so that the first step reuses it (proto `open.prefill`).
+   * Absent where the backend keeps nothing between requests (an OpenAI-compatible server): nothing to do.
+   */
+  prefill?(request: BackendPrefillRequest): Promise<BackendPrefillResult>;
   /** Frees what the session holds (a KV cache); safe to call twice. */
   dispose(): void;
 }

@@ -30,7 +30,7 @@ import { abortReason } from '../../shared/grpc/stream.ts';
 import type { SpanFinish, TokenAlternative } from '../../shared/contract/contract-vocabulary.ts';
 import { scoreOnModel } from '../../shared/model/position-scores.ts';
 import { checkRoomToGenerate } from './context-window.ts';
-import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { Backend, BackendInfo, BackendPrefillRequest, BackendPrefillResult, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 
 export interface EmbeddedBackendOptions {
   modelPack: string;
@@ -211,6 +211,27 @@ class EmbeddedSequence implements BackendSequence {
       return { ids, logprobs, top, cachedTokens, backendMs: performance.now() - start, finish };
     } catch (e) {
       // The cache may now hold tokens the session's context will never have: start over next time.
+      this.evict({ keep: false });
+      throw e;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** Appends what the cache lacks of the context; the first step then samples from the logits it leaves. */
+  async prefill(request: BackendPrefillRequest): Promise<BackendPrefillResult> {
+    const start = performance.now();
+    const { context, signal } = request;
+    if (context.length === 0) throw new AppError('INVALID_ARGUMENT', 'the context is empty: open the session with at least one token');
+    checkRoomToGenerate(context.length, this.backend.model.pack.maxPositions);
+    this.busy = true;
+    try {
+      const sequence = this.acquire(context);
+      const cachedTokens = sequence.length;
+      if (signal.aborted) throw abortReason(signal);
+      if (sequence.length < context.length) this.logits = (await sequence.append(context.slice(sequence.length))).logits;
+      return { cachedTokens, prefilledTokens: context.length - cachedTokens, backendMs: performance.now() - start };
+    } catch (e) {
       this.evict({ keep: false });
       throw e;
     } finally {

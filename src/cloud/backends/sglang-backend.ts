@@ -13,7 +13,7 @@
 import { roomForOneToken } from './remote-scores.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { SpanFinish, TokenAlternative } from '../../shared/contract/contract-vocabulary.ts';
-import type { Backend, BackendInfo, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type { Backend, BackendInfo, BackendPrefillRequest, BackendPrefillResult, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
 import { isRecord } from '../../shared/is-record.ts';
 import { HttpBackendClient } from './http-backend-client.ts';
 import { sglangScoreBody, sglangScores, throwIfAborted } from './sglang-score.ts';
@@ -43,7 +43,7 @@ export class SglangBackend implements Backend {
   }
 
   openSequence(): BackendSequence {
-    return { step: (request) => this.step(request), dispose: () => {} };
+    return { step: (request) => this.step(request), prefill: (request) => this.prefill(request), dispose: () => {} };
   }
 
   async close(): Promise<void> {
@@ -67,6 +67,32 @@ export class SglangBackend implements Backend {
       throw e;
     } finally {
       release();
+    }
+  }
+
+  /**
+   * A `/generate` with no new tokens: SGLang computes the prompt and its radix cache keeps the prefix for the
+   * session's first step, on the worker the routing key picks.
+   */
+  private async prefill(request: BackendPrefillRequest): Promise<BackendPrefillResult> {
+    const { signal, routingKey } = request;
+    const body = {
+      input_ids: request.context,
+      sampling_params: { max_new_tokens: 0, temperature: 0 },
+      rid: request.requestId,
+      ...(routingKey ? { routing_key: routingKey } : {}),
+      stream: false,
+    };
+    const start = performance.now();
+    try {
+      const reply = await this.http.json(await this.http.post('/generate', body, signal, routingKey), signal);
+      const meta = isRecord(reply) && isRecord(reply.meta_info) ? reply.meta_info : {};
+      if (isRecord(meta.finish_reason)) throwIfAborted(meta.finish_reason);
+      const cachedTokens = typeof meta.cached_tokens === 'number' ? Math.min(meta.cached_tokens, request.context.length) : 0;
+      return { cachedTokens, prefilledTokens: request.context.length - cachedTokens, backendMs: performance.now() - start };
+    } catch (e) {
+      if (signal.aborted) this.abortRemote(request.requestId, routingKey);
+      throw e;
     }
   }
 

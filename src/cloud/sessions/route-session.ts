@@ -4,8 +4,9 @@
  * the edge half-closes), checks them (route-request-checks.ts), keeps the context in the session store, asks
  * the backend for each span under a deadline once the shim's admission control lets it (step-admission.ts:
  * a step that would miss its deadline waiting for the backend is answered `overloaded` instead), and yields
- * the responses: `opened`, one `step` per step (each with the shim's load), and always a final `end` (code 0,
- * or the error's status code, after which the error is rethrown for the transport).
+ * the responses: `opened` (then `prefilled` when `open` asked for a prefill ahead: session-prefill.ts), one
+ * `step` per step (each with the shim's load), and always a final `end` (code 0, or the error's status code,
+ * after which the error is rethrown for the transport).
  */
 import { AppError } from '../../shared/errors.ts';
 import { grpcCode, toAppError } from '../../shared/grpc/errors.ts';
@@ -22,6 +23,8 @@ import { nextRouteSessionState, routeRequestRead, type RouteSessionState } from 
 import { SessionExpiredError, type RoutingSession, type SessionStore } from './session-store.ts';
 import { spanText } from '../backends/span-text.ts';
 import { loggableMessage } from '../quoting-error.ts';
+import { withDeadline } from '../backends/backend-deadline.ts';
+import { prefillAhead } from './session-prefill.ts';
 import type { AdmissionLoad, StepAdmission } from '../admission/step-admission.ts';
 
 export interface ShimContext {
@@ -87,6 +90,8 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
         log.debug('session opened', { session: session.id, requestId: session.requestId, routingKey: session.routingKey, context: session.ids.length });
         const tokenizer = ctx.tokenizerFingerprint ? { tokenizer: toWireFingerprint(ctx.tokenizerFingerprint) } : {};
         yield { opened: { sessionId: session.id, backend: backend.info.name, vocabSize: backend.info.vocabSize ?? 0, maxContext: backend.info.maxContext ?? 0, ...tokenizer } };
+        // Before the next message is read: a step sent behind the prefill reuses what it computed.
+        if (read.open.prefill) yield await prefillAhead(route, ctx);
       } else if (read.event === 'step') {
         // The state machine admits a step only once the session is open.
         const open = route!;
@@ -229,21 +234,4 @@ function stepResponse(result: BackendStepResult, ctx: ShimContext, session: Rout
       load,
     },
   };
-}
-
-/** Runs `fn` with a signal that aborts with `parent`, or with DEADLINE_EXCEEDED after `ms`. */
-async function withDeadline<T>(parent: AbortSignal, ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(parent.reason);
-  if (parent.aborted) onAbort();
-  else parent.addEventListener('abort', onAbort, { once: true });
-  const timer = setTimeout(() => controller.abort(new AppError('DEADLINE_EXCEEDED', `the backend did not answer within ${ms} ms`)), ms);
-  try {
-    return await fn(controller.signal);
-  } catch (e) {
-    throw controller.signal.aborted ? abortReason(controller.signal) : e;
-  } finally {
-    clearTimeout(timer);
-    parent.removeEventListener('abort', onAbort);
-  }
 }

@@ -114,6 +114,13 @@ export function withheldReply(): CloudStepReply {
 
 export interface CloudConversation {
   next(request: CloudStepRequest): Promise<CloudStepReply>;
+  /**
+   * Sends `request.context` ahead of the first step, for the cloud to prefill while the edge decodes (proto
+   * `open.prefill`); the first `next` then sends only what was added since. Best-effort and not awaited: a
+   * conversation that has a stream already, a cloud that refuses, or a gate that stops the context sends
+   * nothing, and the first step opens its stream as it would have. Absent: the conversation cannot.
+   */
+  prefill?(request: CloudStepRequest): void;
   /** Ends the conversation (its session on the cloud side) and frees it; safe to call twice. */
   close(): Promise<void>;
 }
@@ -198,6 +205,8 @@ export function interceptSteps(
           reply.then(done, done);
           return reply;
         },
+        // Not a step: an open sent ahead goes to `conversation` as it is.
+        ...(conversation.prefill ? { prefill: (request: CloudStepRequest) => conversation.prefill!(request) } : {}),
         close: () => conversation.close(),
       };
     },

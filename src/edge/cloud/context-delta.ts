@@ -53,6 +53,15 @@ export class ShimContextCopy {
     ];
   }
 
+  /**
+   * The message that opens a stream ahead of its first step (proto `open.prefill`): the whole context, for
+   * the shim to prefill; the copy starts over from it, and the first step sends only what follows.
+   */
+  openAhead(request: CloudStepRequest, requestId: string, stepTimeoutMs: number, routingKey = ''): RouteRequest[] {
+    const [open] = this.open(request, requestId, stepTimeoutMs, routingKey);
+    return [{ open: { ...open!.open, prefill: true } }];
+  }
+
   /** The step that sends what the shim lacks of `request.context` (which `matches` the copy); the copy takes it in. */
   step(request: CloudStepRequest): RouteRequest {
     const from = this.ids.length;

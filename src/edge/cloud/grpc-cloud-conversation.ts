@@ -1,7 +1,8 @@
 /**
  * One CloudConversation over Route streams: the edge's side of one generation's talk with the shim. The
- * stream opens at the first `next` with the whole context and carries one step at a time after that (the
- * messages themselves are context-delta.ts's). A stream that broke, expired or disagrees with the edge's
+ * stream opens at the first `next` with the whole context, or before it with `prefill` (the shim prefills
+ * the context ahead; a shim that ends that stream before its `prefilled` never read the step sent behind, which
+ * goes again on a new stream), and carries one step at a time after that (the messages are context-delta.ts's). A stream that broke, expired or disagrees with the edge's
  * context is dropped and the next step opens another with the whole context. One rule resends a step: the
  * shim ended the reused stream before looking at it (idle expiry, shutdown); any other failure answers the
  * step. A conditional step is a step with an assumption: it goes out behind the step in flight on the same
@@ -25,7 +26,7 @@
  */
 import { AppError } from '../../shared/errors.ts';
 import { toAppError } from '../../shared/grpc/errors.ts';
-import type { RouteRequest, SessionOpened__Output } from '../../shared/grpc/proto.ts';
+import type { RouteRequest } from '../../shared/grpc/proto.ts';
 import { abortReason } from '../../shared/grpc/stream.ts';
 import { CircuitOpenError } from './cloud-backoff.ts';
 import { skippedReply, withheldReply, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from './cloud-client.ts';
@@ -35,34 +36,10 @@ import { checkSources, loadOf, ShimContextCopy, toReply } from './context-delta.
 import { LiveRouteStream, PredecessorFailed, StreamEnded, type RouteStream, type SentStep } from './live-route-stream.ts';
 import { enterRouteStreamState, INITIAL_ROUTE_STREAM_STATE, isRefusal, mayResend, routeStreamTransition, type RouteStreamEvent } from './route-stream-states.ts';
 
+import { CREDENTIAL_REFUSALS, TRANSPORT_FAILURES, type RouteStreamHost } from './route-stream-host.ts';
+
 export type { RouteStream } from './live-route-stream.ts';
-
-/**
- * How a failed step ended, for the host's breaker: `abandoned` says nothing about the cloud; `refused` is
- * the shim turning down this edge's credentials, which no retry mends and the box's state must show.
- */
-export type StepFailure = 'abandoned' | 'error' | 'deadline' | 'refused';
-
-/** What a conversation needs from whoever carries its streams. */
-export interface RouteStreamHost {
-  /** Deadline of one step, from sending it to its reply. */
-  readonly stepTimeoutMs: number;
-  /** How long `close` waits for the shim to confirm the end of a stream. */
-  readonly closeTimeoutMs: number;
-  /** Opens a Route stream; throws CircuitOpenError when the host refuses without trying. */
-  startStream(): RouteStream;
-  /** Checks the shim's `opened` before any result on its stream is read; throws to refuse the stream (a tokenizer not the edge model's). */
-  sessionOpened?(opened: SessionOpened__Output): void;
-  stepSucceeded(): void;
-  stepFailed(failure: StepFailure): void;
-  /** The conversation closed. */
-  forget(conversation: GrpcCloudConversation): void;
-}
-
-/** Failures that say the shim is gone, broken or overloaded, rather than that the request was wrong. */
-const TRANSPORT_FAILURES = new Set<AppError['code']>(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'INTERNAL', 'RESOURCE_EXHAUSTED']);
-/** The shim's answers to a wrong or missing token (or a client certificate it does not accept). */
-export const CREDENTIAL_REFUSALS = new Set<AppError['code']>(['UNAUTHENTICATED', 'PERMISSION_DENIED']);
+export { CREDENTIAL_REFUSALS, type RouteStreamHost, type StepFailure } from './route-stream-host.ts';
 
 /** What a conditional step assumes: the step in flight, which it is written behind and read after. */
 interface Assumption {
@@ -119,6 +96,25 @@ export class GrpcCloudConversation implements CloudConversation {
   }
 
   private readonly onAbort = () => this.dropStream();
+
+  /** Opens the stream ahead of the first step, with the whole context and `prefill` (CloudConversation.prefill). */
+  prefill(request: CloudStepRequest): void {
+    if (this.live || this.state.phase !== 'no-stream' || this.state.inFlight > 0 || this.signal?.aborted) return;
+    checkSources(request);
+    const messages = this.gate.pass(this.shim.openAhead(request, this.requestId, this.stepTimeoutMs, this.routingKey), request.context);
+    let stream: RouteStream | undefined;
+    try {
+      // The breaker refuses without trying (CircuitOpenError): then the first step finds it as it would have.
+      if (messages) stream = this.host.startStream();
+    } catch {}
+    if (!messages || !stream) return this.shim.reset();
+    this.disclosure?.sent(messages);
+    this.disclosure?.holds(this.shim.context);
+    this.enter('ahead');
+    this.live = new LiveRouteStream(stream, (opened) => this.host.sessionOpened?.(opened), { ahead: true });
+    // A write that fails shows on the first step, which then opens another stream.
+    this.live.send(messages, { reused: false }).written.catch(() => {});
+  }
 
   async next(request: CloudStepRequest): Promise<CloudStepReply> {
     const pipelined = request.conditional === true && this.state.inFlight > 0;

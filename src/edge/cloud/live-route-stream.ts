@@ -13,7 +13,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { AppError } from '../../shared/errors.ts';
 import { appErrorCode } from '../../shared/grpc/errors.ts';
-import type { RouteResponse__Output, SessionEnd__Output, SessionOpened__Output, StepResult__Output } from '../../shared/grpc/proto.ts';
+import type { Prefilled__Output, RouteResponse__Output, SessionEnd__Output, SessionOpened__Output, StepResult__Output } from '../../shared/grpc/proto.ts';
 import { StreamReader, writeMessage } from '../../shared/grpc/stream.ts';
 import type { PassedMessages } from './cloud-gate.ts';
 
@@ -39,13 +39,19 @@ export class LiveRouteStream {
   private lastWrite: Promise<unknown> = Promise.resolve();
   /** The shim's id for this stream's session (for logs). */
   sessionId: string | undefined;
+  /** Opened ahead of its first step (`open.prefill`) and `prefilled` not read yet: the shim has read no step. */
+  awaitingPrefill: boolean;
+  /** What the prefill ahead did, once read. */
+  prefilled: Prefilled__Output | undefined;
 
   constructor(
     readonly stream: RouteStream,
     /** Sees the shim's `opened` before any result is read; what it throws fails the step. */
     private readonly onOpened?: (opened: SessionOpened__Output) => void,
+    { ahead = false }: { ahead?: boolean } = {},
   ) {
     this.reader = new StreamReader<RouteResponse__Output>(stream);
+    this.awaitingPrefill = ahead;
   }
 
   /**
@@ -75,10 +81,13 @@ export class LiveRouteStream {
       while (true) {
         const next = await this.reader.next(wait);
         if (next.done) throw new AppError('UNAVAILABLE', 'the cloud ended the stream without answering the step');
-        const { opened, step, end } = next.value;
+        const { opened, prefilled, step, end } = next.value;
         if (opened) {
           this.sessionId = opened.sessionId;
           this.onOpened?.(opened);
+        } else if (prefilled) {
+          this.prefilled = prefilled;
+          this.awaitingPrefill = false;
         } else if (step) {
           this.answered++;
           return step;
@@ -106,22 +115,27 @@ export class StreamEnded extends AppError {
   readonly expired: boolean;
   /** The shim ended a stream the step reused without answering anything after the steps before it: it never looked at the step. */
   readonly unseen: boolean;
+  /** The shim ended a stream opened ahead before its `prefilled`: it reads no step before that, so it never read this one. */
+  readonly beforePrefilled: boolean;
 
   constructor(end: SessionEnd__Output, sent: SentStep) {
     const clean = end.code === 0;
     super(clean ? 'UNAVAILABLE' : appErrorCode(end.code), clean ? 'the cloud ended the stream without answering the step' : end.message);
     this.expired = end.expired;
     this.unseen = sent.reused && end.steps === sent.stepsBefore;
+    this.beforePrefilled = sent.live.awaitingPrefill;
   }
 
   /**
    * The shim ended the stream before looking at the step, for a reason a new stream may not share: it expired
    * the idle session (its final message crossed the step), or it ended as UNAVAILABLE (shutting down, backend
    * unreachable: a retry fails fast if that persists). Any other end answers the step (the shim saw it and
-   * failed it, e.g. at its deadline): sending it again would only make the edge wait again.
+   * failed it, e.g. at its deadline): sending it again would only make the edge wait again. A stream opened
+   * ahead that ended before its prefill was answered (a session cap, the prefill's own failure) never read the
+   * step either, whatever the code: the step goes out on a new stream as it would have without the open ahead.
    */
   get resendable(): boolean {
-    return this.unseen && (this.code === 'UNAVAILABLE' || this.expired);
+    return this.beforePrefilled || (this.unseen && (this.code === 'UNAVAILABLE' || this.expired));
   }
 }
 

@@ -4,7 +4,7 @@
  * `routeStreamTransition`; GrpcCloudConversation does the I/O around it.
  *
  * Phases: `no-stream` (the next step opens one with the whole context), `opening` (`open` and the first step
- * are on their way), `open` (the shim answered a step on it), `draining` (close half-closed it, or waits to),
+ * are on their way, or `open` alone, sent ahead of the first step to have the cloud prefill), `open` (the shim answered a step on it), `draining` (close half-closed it, or waits to),
  * `ended` (closed: no more steps). Steps in flight: 0, 1, or 2 when a conditional step joined the step in
  * flight on its stream. A step that is refused says why with a status code, as a Refusal.
  *
@@ -30,10 +30,10 @@ export interface RouteStreamState {
  * step's result arrived. `drop`: the stream broke, ended, disagrees with the edge, or the generation was
  * cancelled. `settle`: a step's reply or failure is handed back. `close` / `closed`: close begins / ends.
  */
-export type RouteStreamEvent = 'step' | 'pipeline' | 'open' | 'answer' | 'drop' | 'settle' | 'close' | 'closed';
+export type RouteStreamEvent = 'step' | 'pipeline' | 'open' | 'ahead' | 'answer' | 'drop' | 'settle' | 'close' | 'closed';
 
 export const ROUTE_STREAM_PHASES: readonly RouteStreamPhase[] = ['no-stream', 'opening', 'open', 'draining', 'ended'];
-export const ROUTE_STREAM_EVENTS: readonly RouteStreamEvent[] = ['step', 'pipeline', 'open', 'answer', 'drop', 'settle', 'close', 'closed'];
+export const ROUTE_STREAM_EVENTS: readonly RouteStreamEvent[] = ['step', 'pipeline', 'open', 'ahead', 'answer', 'drop', 'settle', 'close', 'closed'];
 export const INITIAL_ROUTE_STREAM_STATE: RouteStreamState = Object.freeze({ phase: 'no-stream', inFlight: 0 });
 
 /** A transition that does not happen, and the status it fails with. */
@@ -64,6 +64,9 @@ export function routeStreamTransition(state: RouteStreamState, event: RouteStrea
       if (live) return internal('a stream is open already');
       // For the one step in flight (its first try, or its resend): a conditional step is never sent again.
       return inFlight === 1 ? { phase: 'opening', inFlight } : internal('a stream opens for the one step in flight');
+    case 'ahead':
+      if (closing) return CLOSED;
+      return live || inFlight > 0 ? internal('a stream opens ahead only before any step') : { phase: 'opening', inFlight };
     case 'answer':
       // A result read from a stream dropped or closed meanwhile changes nothing.
       if (inFlight === 0) return internal('a result arrived with no step in flight');

@@ -5,7 +5,8 @@
  * with one forward pass, so the prompt is prefilled exactly once. It knows nothing of HTTP or gRPC:
  * callers iterate the events and serialize them.
  *
- * The steps, in order: prepare (GenerationState), prefill, then per position: replay a kept position,
+ * The steps, in order: prepare (GenerationState), send the prompt ahead to the cloud (cloud-prefill.ts: only
+ * when --cloud-prefill says so), prefill, then per position: replay a kept position,
  * score it, decide, ask the cloud or pick locally, emit, advance the edge cache; finish. Speculation
  * (decoding ahead while a routed step is on the network) is one object the loop calls at four points
  * (speculation.ts); without it those calls do nothing.
@@ -17,6 +18,7 @@ import type { GenerationEvent, TokenEvent } from './generation-events.ts';
 import { checkCloudReply, elapsed, GenerationState, type Decision } from './generation-state.ts';
 import type { KeptPosition, Speculation } from './speculation/speculation.ts';
 import { speculationFor } from './speculation/speculation-chains.ts';
+import { rememberTurn, sendPromptAhead } from './cloud-prefill.ts';
 
 export { encodePrompt, promptIdsOf, promptIdsThatFit, type EdgeEngine, type LoopRequest, type SpeculationSettings } from './edge-engine.ts';
 export type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from './generation-events.ts';
@@ -123,7 +125,11 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
   const speculation = speculationFor(state);
   const { metrics } = state;
   try {
-    if (request.mode !== 'llm_only') await state.startEdge();
+    if (request.mode !== 'llm_only') {
+      // The cloud prefills the prompt while the edge does, when the setting says so (cloud-prefill.ts).
+      sendPromptAhead(state);
+      await state.startEdge();
+    }
     while (true) {
       const end = state.endBeforeStep();
       if (end) return yield state.finish(end);
@@ -151,6 +157,7 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
       if (!fed) await state.advanceEdge(accepted);
     }
   } finally {
+    rememberTurn(state);
     await state.release();
   }
 }

@@ -16,6 +16,7 @@ import type { GenerationRequest } from '../request/generation-request.ts';
 import type { Router } from '../routing/router.ts';
 import type { RoutingStatusSource } from '../routing/routing-status.ts';
 import type { SpeculationPolicy } from './speculation/speculation-policy.ts';
+import type { RoutedTurns } from './routed-turns.ts';
 
 /**
  * How the edge decodes ahead while a routed step is on the network (requests with `speculate`). Every
@@ -43,6 +44,15 @@ export interface SpeculationSettings {
 
 export const DEFAULT_SPECULATION_DEPTH = 16;
 
+/** When a joint generation opens its cloud conversation (the edge's --cloud-prefill; cloud-prefill.ts). */
+export type CloudPrefillMode = 'eager' | 'lazy' | 'auto';
+
+export interface CloudPrefillSettings {
+  mode: CloudPrefillMode;
+  /** Whether each recent conversation's last turn routed, which `auto` reads; absent: not known. */
+  turns?: RoutedTurns;
+}
+
 export interface EdgeEngine {
   edgeModel: DecoderModel;
   /** Runs the generations' appends on `edgeModel` in shared passes (decode-scheduler.ts); absent: each runs alone. */
@@ -54,6 +64,8 @@ export interface EdgeEngine {
   /** Send the edge model's hidden state with routed steps (off by default: large and private). */
   sendHiddenState?: boolean;
   speculation?: SpeculationSettings;
+  /** When the cloud conversation opens: absent, at the first routed token (`lazy`). */
+  cloudPrefill?: CloudPrefillSettings;
   /**
    * KV caches of earlier generations (over `edgeModel`), which a new one whose prompt starts the same way
    * starts from; absent: every prompt is prefilled whole.

@@ -116,7 +116,7 @@ export class GenerationState {
     this.privacy = request.privateValues ? new Pseudonymiser(tokenizer, request.privateValues) : undefined;
   }
 
-  /** The generation's cloud conversation, opened at its first routed step; with private values, through the pseudonymiser. */
+  /** The generation's cloud conversation, opened at its first routed step or ahead of it (cloud-prefill.ts); with private values, through the pseudonymiser. */
   openConversation(): CloudConversation {
     const cloud = this.engine.cloud;
     if (!cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');

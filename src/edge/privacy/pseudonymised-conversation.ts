@@ -66,6 +66,22 @@ export class PseudonymisedConversation implements CloudConversation {
     return reply;
   }
 
+  /**
+   * Sends the pseudonymised context ahead (CloudConversation.prefill), before any step: the cloud reads
+   * placeholders there as in every step. A context that ends where a value may be under way is not sent.
+   */
+  prefill(request: CloudStepRequest): void {
+    if (this.closed || this.inner) return;
+    const translating = performance.now();
+    const cloud = this.pseudonymiser.toCloud(request.context, request.sources);
+    this.spent(translating);
+    if (cloud.withheld) return;
+    for (const p of cloud.placeholders) this.disclosure?.placeholders.add(p);
+    this.inner = this.open();
+    this.cloudHolds = cloud.ids;
+    this.inner.prefill?.({ ...request, context: cloud.ids, sources: cloud.sources, hiddenState: undefined });
+  }
+
   /** Closes the conversation underneath, which settles a step still in flight (its deadline bounds the wait). */
   async close(): Promise<void> {
     this.closed = true;

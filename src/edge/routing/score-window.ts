@@ -25,6 +25,12 @@ export class ScoreWindow {
     this.next = (this.next + 1) % this.capacity;
   }
 
+  /** The share of the window below `cut`: how much of it τ = cut would have routed; null when empty. */
+  shareBelow(cut: number): number | null {
+    if (this.scores.length === 0) return null;
+    return this.scores.filter((s) => s < cut).length / this.scores.length;
+  }
+
   /**
    * The cut routing a share `q` of the window: the ⌊q·n⌋-th smallest score (0-based), so that at most a
    * share q of the window lies below it (rounding up instead would let a window of a few scores route

@@ -25,6 +25,7 @@ import { loadEdgeEngine } from './load-edge-engine.ts';
 import { EdgeChat } from '../chat/edge-chat.ts';
 import { basename } from 'node:path';
 import { tokenizerFingerprint } from '../../shared/text/tokenizer-fingerprint.ts';
+import { RoutedTurns } from '../loop/routed-turns.ts';
 
 /** Bodies above this are refused; the prompt limit itself is checked after parsing. */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -79,7 +80,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     : undefined;
   const promptCache = config.promptCacheMb > 0 ? new PrefixCache(parts.edgeModel, { maxBytes: config.promptCacheMb * 2 ** 20 }) : undefined;
   const runtime = new EdgeRuntime(
-    { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, privateFoldCase: config.privateFoldCase, privateDetector: PrivateDetector.create(config.privateDetection.kinds, config.privateDetection.patterns), speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' } },
+    { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, privateFoldCase: config.privateFoldCase, privateDetector: PrivateDetector.create(config.privateDetection.kinds, config.privateDetection.patterns), speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' }, cloudPrefill: { mode: config.cloudPrefill, turns: new RoutedTurns() } },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent, defaultBudget: routeBudgetOf(config) },
     log,
   );

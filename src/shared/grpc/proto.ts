@@ -58,6 +58,7 @@ export type * from './generated/tokenrouter/cloud/v1/Sampling.ts';
 export type * from './generated/tokenrouter/cloud/v1/StepResult.ts';
 export type * from './generated/tokenrouter/cloud/v1/ShimLoad.ts';
 export type * from './generated/tokenrouter/cloud/v1/SessionEnd.ts';
+export type * from './generated/tokenrouter/cloud/v1/Prefilled.ts';
 export type * from './generated/tokenrouter/cloud/v1/SessionOpened.ts';
 export type * from './generated/tokenrouter/cloud/v1/TopAlternatives.ts';
 export type { TokenSource as WireTokenSource, TokenSource__Output as WireTokenSource__Output } from './generated/tokenrouter/cloud/v1/TokenSource.ts';

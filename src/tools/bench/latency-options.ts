@@ -12,6 +12,7 @@ import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
 import { parseThresholds } from '../eval/eval-options.ts';
 import { isCpuList } from './cpu-pinning.ts';
+import type { CloudPrefillMode } from '../../edge/loop/edge-engine.ts';
 
 export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
 /**
@@ -35,6 +36,8 @@ export interface LatencyBenchOptions {
   routeSpan?: number;
   /** Joint rows for each value, in this order: without and/or with speculative continuation. */
   speculate: readonly boolean[];
+  /** Joint rows for each value, in this order: the conversation opened at the first routed token (lazy) and/or with the request (eager). */
+  prefill?: readonly CloudPrefillMode[];
   /** Speculating rows send a routed speculative position's step at once (EdgeEngine.speculation.conditionalSteps); default on. */
   conditionalSteps?: boolean;
   edgeModel: string;
@@ -83,6 +86,15 @@ export function parseSpeculate(raw: string): boolean[] {
   return parts.map((p) => p === 'on');
 }
 
+/** `lazy`, `eager` or both (comma-separated, each once), in the order given. */
+export function parsePrefill(raw: string): CloudPrefillMode[] {
+  const parts = raw.split(',').map((p) => p.trim());
+  if (!parts.every((p) => p === 'lazy' || p === 'eager') || new Set(parts).size !== parts.length) {
+    throw new UsageError(`--cloud-prefill must be lazy, eager or lazy,eager, got ${JSON.stringify(raw)}`);
+  }
+  return parts as CloudPrefillMode[];
+}
+
 /** The flags of `bench latency` as options (all but `log`); `usesDemo` when a demo pack fills a default. */
 export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchOptions, 'log'>; json: boolean; usesDemo: boolean } {
   const { values, positionals } = parseFlags(args, {
@@ -93,6 +105,7 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
     'route-wait-ms': { type: 'string' },
     'route-span': { type: 'string' },
     speculate: { type: 'string' },
+    'cloud-prefill': { type: 'string' },
     'conditional-steps': { type: 'string' },
     dataset: { type: 'string' },
     'edge-model': { type: 'string' },
@@ -144,6 +157,7 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
       routeWaitMs,
       routeSpan,
       speculate,
+      prefill: parsePrefill(values['cloud-prefill'] ?? 'lazy'),
       conditionalSteps: conditional === 'on',
       edgeModel: values['edge-model'] ?? DEMO.edgePack,
       router: router === 'builtin' ? undefined : router,

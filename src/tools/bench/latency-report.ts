@@ -8,9 +8,10 @@
 import type { GenerationMetrics } from '../../edge/loop/generation-metrics.ts';
 import type { Mode } from '../../edge/request/generation-request.ts';
 import { mean, percentile } from '../../shared/statistics.ts';
+import { latencyFloor, type LatencyFloor } from './latency-floor.ts';
 
 /** One routing setting: means per prompt unless the name says otherwise. */
-export interface LatencyRow {
+export interface LatencyRow extends LatencyFloor {
   mode: Mode;
   /** τ of a joint row; null for small_only and llm_only. */
   threshold: number | null;
@@ -18,6 +19,8 @@ export interface LatencyRow {
   speculate: boolean;
   /** The wait budget a joint row ran under (route_wait_ms); null for fixed τ and the other modes. */
   route_wait_ms: number | null;
+  /** A joint row whose conversation opened with the request, the prompt sent ahead (--cloud-prefill eager). */
+  prefill_ahead: boolean;
   tokens: number;
   routed_count: number;
   /** Routed tokens / generated tokens, over all prompts. */
@@ -71,7 +74,7 @@ export interface LatencyBenchResult {
   router: string;
   cloud: string;
   rows: LatencyRow[];
-  /** True when, for every prompt and τ, the joint tokens with and without speculation are the same; null unless both ran. */
+  /** True when, for every prompt and τ, the joint tokens with and without speculation and prefill ahead are the same; null unless a pair ran. */
   identical_outputs: boolean | null;
 }
 
@@ -79,6 +82,8 @@ export interface LatencyBenchResult {
 export interface CloudTally {
   calls: number;
   backendMs: number;
+  /** Each call's backend time, in order. */
+  stepBackendMs: number[];
 }
 
 /** One routing setting of the table. */
@@ -88,6 +93,8 @@ export interface Setting {
   speculate: boolean;
   /** A joint row's wait budget; null: fixed τ. */
   routeWaitMs: number | null;
+  /** The prompt sent ahead to the cloud (joint rows only). */
+  prefillAhead?: boolean;
 }
 
 export interface PromptRun {
@@ -99,6 +106,8 @@ export interface PromptRun {
   cloud: CloudTally;
   /** Why the cloud failed a routed token, the first time it did. */
   cloudError: string | undefined;
+  /** The cloud wait of the first routed token; null when nothing routed. */
+  firstRoutedWaitMs: number | null;
 }
 
 /** A setting's row from its runs (one per prompt); the ratios to small_only are filled in by the caller. */
@@ -117,6 +126,11 @@ export function summarize(setting: Setting, runs: PromptRun[], rttMs: number): L
     threshold: setting.threshold,
     speculate: setting.speculate,
     route_wait_ms: setting.routeWaitMs,
+    prefill_ahead: setting.prefillAhead === true,
+    ...latencyFloor(
+      runs.map((r) => ({ firstRoutedWaitMs: r.firstRoutedWaitMs, stepBackendMs: r.cloud.stepBackendMs, wastedMs: r.metrics.wastedMs })),
+      rttMs,
+    ),
     tokens: m((r) => r.metrics.tokens),
     routed_count: m((r) => r.metrics.routed),
     routed_ratio: tokens ? routed / tokens : 0,
@@ -146,12 +160,12 @@ export function summarize(setting: Setting, runs: PromptRun[], rttMs: number): L
   };
 }
 
-/** Whether every prompt's joint tokens match between the rows without and with speculation at each τ. */
+/** Whether every prompt's joint tokens match between each row with speculation or prefill ahead and the row without either at its τ. */
 export function identicalOutputs(settings: Setting[], runs: PromptRun[][]): boolean | null {
   let compared = false;
   for (const [s, setting] of settings.entries()) {
-    if (setting.mode !== 'joint' || !setting.speculate) continue;
-    const t = settings.findIndex((x) => x.mode === 'joint' && x.threshold === setting.threshold && x.routeWaitMs === setting.routeWaitMs && !x.speculate);
+    if (setting.mode !== 'joint' || (!setting.speculate && !setting.prefillAhead)) continue;
+    const t = settings.findIndex((x) => x.mode === 'joint' && x.threshold === setting.threshold && x.routeWaitMs === setting.routeWaitMs && !x.speculate && !x.prefillAhead);
     if (t < 0) continue;
     compared = true;
     for (const [p, run] of runs[s]!.entries()) if (run.ids.join(',') !== runs[t]![p]!.ids.join(',')) return false;
@@ -159,9 +173,10 @@ export function identicalOutputs(settings: Setting[], runs: PromptRun[][]): bool
   return compared ? true : null;
 }
 
-export function label(s: { mode: Mode; threshold: number | null; speculate: boolean; routeWaitMs?: number | null; route_wait_ms?: number | null }): string {
+export function label(s: { mode: Mode; threshold: number | null; speculate: boolean; routeWaitMs?: number | null; route_wait_ms?: number | null; prefillAhead?: boolean; prefill_ahead?: boolean }): string {
   const wait = s.routeWaitMs ?? s.route_wait_ms ?? null;
-  return s.mode === 'joint' ? `joint τ=${s.threshold}${wait === null ? '' : ` wait≤${wait}`}${s.speculate ? ' spec' : ''}` : s.mode;
+  const ahead = (s.prefillAhead ?? s.prefill_ahead) === true;
+  return s.mode === 'joint' ? `joint τ=${s.threshold}${wait === null ? '' : ` wait≤${wait}`}${s.speculate ? ' spec' : ''}${ahead ? ' ahead' : ''}` : s.mode;
 }
 
 /** The result as a Markdown table with a line saying what was measured. */
@@ -185,6 +200,9 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     'hit rate',
     'wasted steps',
     'conditional steps',
+    'first routed wait (ms)',
+    'extra over small_only (ms)',
+    'of it: cloud prefill / tail / re-decode (ms)',
   ];
   const rows = r.rows.map((row) => [
     label(row),
@@ -204,6 +222,9 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     row.hit_rate === null ? '–' : row.hit_rate.toFixed(2),
     row.wasted_steps.toFixed(1),
     row.conditional_steps.toFixed(1),
+    row.first_wait_ms === null ? '–' : ms(row.first_wait_ms),
+    ms(row.extra_ms),
+    `${ms(row.prefill_critical_ms)} / ${ms(row.tail_ms)} / ${ms(row.redecode_ms)}`,
   ]);
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [
@@ -212,6 +233,6 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     line(header),
     line(header.map((_, i) => (i === 0 ? '---' : '---:'))),
     ...rows.map(line),
-    ...(r.identical_outputs === null ? [] : ['', `identical outputs with and without speculation: ${r.identical_outputs}`]),
+    ...(r.identical_outputs === null ? [] : ['', `identical outputs with and without speculation and prefill ahead: ${r.identical_outputs}`]),
   ].join('\n');
 }

@@ -31,9 +31,10 @@ import { pinThisProcess, startPinnedShim, type PinnedShim } from './cpu-pinning.
 import { parseAddress, parseLatencyFlags, UNIFORM_ROUTER, type LatencyBenchOptions } from './latency-options.ts';
 import { formatLatencyTable, identicalOutputs, label, summarize, type CloudTally, type LatencyBenchResult, type PromptRun, type Setting } from './latency-report.ts';
 import { UniformShareRouter } from './uniform-share-router.ts';
+import { splitExtra } from './latency-floor.ts';
 
 export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--route-wait-ms LIST] [--route-span N]
-                [--speculate off,on] [--conditional-steps on|off] [--dataset FILE]
+                [--speculate off,on] [--cloud-prefill lazy,eager] [--conditional-steps on|off] [--dataset FILE]
                 [--edge-model PACK] [--router DIR|builtin|uniform] [--cloud-model PACK | --cloud HOST:PORT] [--threads T] [--json]
                 [--edge-cpus LIST --shim-cpus LIST]
                 [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
@@ -46,6 +47,9 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
       every row reports the per-token cloud wait (p50, p99, max; a token that did not route waits 0);
       --route-span: tokens a routed step asks the cloud for (default 1);
       --speculate: joint rows without and/or with speculative continuation (default off), on the same prompts;
+      --cloud-prefill: joint rows with the conversation opened at the first routed token (lazy, the default)
+      and/or with the request, the prompt sent ahead for the cloud to prefill (eager); every row splits its
+      extra time over small_only into cloud prefill on the critical path, the tail and re-decode;
       --conditional-steps off: a speculative position that routes waits for the first reply instead of being
       sent at once as a conditional step (default on);
       a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags);
@@ -56,7 +60,7 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
 /** Counts the steps of the current generation and their backend time on their way through `client`. */
 class CloudMeter {
   readonly client: CloudClient;
-  private tally: CloudTally = { calls: 0, backendMs: 0 };
+  private tally: CloudTally = { calls: 0, backendMs: 0, stepBackendMs: [] };
 
   constructor(inner: CloudClient) {
     this.client = interceptSteps(inner, async (request, next) => {
@@ -65,6 +69,7 @@ class CloudMeter {
       if (reply.skipped) return reply;
       this.tally.calls++;
       this.tally.backendMs += reply.backendMs;
+      this.tally.stepBackendMs.push(reply.backendMs);
       return reply;
     });
   }
@@ -72,7 +77,7 @@ class CloudMeter {
   /** The counts since the last call, and a fresh start. */
   take(): CloudTally {
     const t = this.tally;
-    this.tally = { calls: 0, backendMs: 0 };
+    this.tally = { calls: 0, backendMs: 0, stepBackendMs: [] };
     return t;
   }
 }
@@ -87,17 +92,20 @@ async function runOnce(engine: EdgeEngine, meter: CloudMeter, prompt: string, se
   let cloudError: string | undefined;
   const ids: number[] = [];
   const waits: number[] = [];
+  let firstRoutedWaitMs: number | null = null;
   for await (const event of generate(engine, request)) {
     if (event.type === 'done') done = event;
     else if (event.type === 'token') {
       ids.push(event.id);
       // The loop times the step on a span's first token; the rest arrived with it and waited nothing more.
       waits.push(event.timings.cloudMs);
+      // A span's first token carries the step's wait; the rest of it, 0.
+      if (event.source !== 'slm' && event.timings.cloudMs > 0) firstRoutedWaitMs ??= event.timings.cloudMs;
       cloudError ??= event.cloudError;
     }
   }
   if (!done) throw new AppError('INTERNAL', 'the decoding loop ended without a done event');
-  return { ids, waits, metrics: done.metrics, cloud: meter.take(), cloudError };
+  return { ids, waits, metrics: done.metrics, cloud: meter.take(), cloudError, firstRoutedWaitMs };
 }
 
 export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBenchResult> {
@@ -107,7 +115,11 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
   const waits = [null, ...(o.routeWaitMs ?? [])];
   const settings: Setting[] = [
     { mode: 'small_only', threshold: null, speculate: false, routeWaitMs: null },
-    ...o.thresholds.flatMap((threshold) => o.speculate.flatMap((speculate) => waits.map((routeWaitMs) => ({ mode: 'joint' as const, threshold, speculate, routeWaitMs })))),
+    ...o.thresholds.flatMap((threshold) =>
+      o.speculate.flatMap((speculate) =>
+        (o.prefill ?? ['lazy']).flatMap((prefill) => waits.map((routeWaitMs) => ({ mode: 'joint' as const, threshold, speculate, routeWaitMs, prefillAhead: prefill === 'eager' }))),
+      ),
+    ),
     { mode: 'llm_only', threshold: null, speculate: false, routeWaitMs: null },
   ];
 
@@ -147,7 +159,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
 
     // Each setting is its own edge box: a wait budget learns the round trip from its own steps only, from
     // nothing at the first prompt (a fresh box routes until it has measured a wait), across the prompts after.
-    const engines = settings.map((): EdgeEngine => ({ ...engine, routing: new BoxRouting() }));
+    const engines = settings.map((setting): EdgeEngine => ({ ...engine, routing: new BoxRouting(), cloudPrefill: { mode: setting.prefillAhead ? 'eager' : 'lazy' } }));
     // Prompt by prompt, every setting in turn, so that drifts in machine load touch all rows alike.
     const runs: PromptRun[][] = settings.map(() => []);
     for (const [p, prompt] of prompts.entries()) {
@@ -163,6 +175,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     const base = rows[0]!.tbt_ms;
     for (const row of rows) row.tbt_ratio = row.mode === 'llm_only' || base === 0 ? null : row.tbt_ms / base;
     for (const row of rows) row.overall_ratio = row.overall_ms / rows[0]!.overall_ms;
+    for (const row of rows) splitExtra(row, rows[0]!.overall_ms);
     return {
       rtt_ms: o.rttMs,
       prompts: prompts.length,

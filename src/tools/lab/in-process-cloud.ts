@@ -99,6 +99,7 @@ export class InProcessCloud implements CloudClient {
         if (reply.skipped) this.skipped++;
         return reply;
       },
+      prefill: (request: CloudStepRequest) => conversation.prefill(request),
       close: async () => {
         if (!closed) this.openConversations--;
         closed = true;

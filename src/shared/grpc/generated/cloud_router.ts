@@ -5,6 +5,7 @@ import type { CloudRouterClient as _tokenrouter_cloud_v1_CloudRouterClient, Clou
 import type { DescribeRequest as _tokenrouter_cloud_v1_DescribeRequest, DescribeRequest__Output as _tokenrouter_cloud_v1_DescribeRequest__Output } from './tokenrouter/cloud/v1/DescribeRequest';
 import type { OpenSession as _tokenrouter_cloud_v1_OpenSession, OpenSession__Output as _tokenrouter_cloud_v1_OpenSession__Output } from './tokenrouter/cloud/v1/OpenSession';
 import type { PositionScore as _tokenrouter_cloud_v1_PositionScore, PositionScore__Output as _tokenrouter_cloud_v1_PositionScore__Output } from './tokenrouter/cloud/v1/PositionScore';
+import type { Prefilled as _tokenrouter_cloud_v1_Prefilled, Prefilled__Output as _tokenrouter_cloud_v1_Prefilled__Output } from './tokenrouter/cloud/v1/Prefilled';
 import type { RouteRequest as _tokenrouter_cloud_v1_RouteRequest, RouteRequest__Output as _tokenrouter_cloud_v1_RouteRequest__Output } from './tokenrouter/cloud/v1/RouteRequest';
 import type { RouteResponse as _tokenrouter_cloud_v1_RouteResponse, RouteResponse__Output as _tokenrouter_cloud_v1_RouteResponse__Output } from './tokenrouter/cloud/v1/RouteResponse';
 import type { RouteStep as _tokenrouter_cloud_v1_RouteStep, RouteStep__Output as _tokenrouter_cloud_v1_RouteStep__Output } from './tokenrouter/cloud/v1/RouteStep';
@@ -33,6 +34,7 @@ export interface ProtoGrpcType {
         FinishReason: EnumTypeDefinition
         OpenSession: MessageTypeDefinition<_tokenrouter_cloud_v1_OpenSession, _tokenrouter_cloud_v1_OpenSession__Output>
         PositionScore: MessageTypeDefinition<_tokenrouter_cloud_v1_PositionScore, _tokenrouter_cloud_v1_PositionScore__Output>
+        Prefilled: MessageTypeDefinition<_tokenrouter_cloud_v1_Prefilled, _tokenrouter_cloud_v1_Prefilled__Output>
         RouteRequest: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteRequest, _tokenrouter_cloud_v1_RouteRequest__Output>
         RouteResponse: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteResponse, _tokenrouter_cloud_v1_RouteResponse__Output>
         RouteStep: MessageTypeDefinition<_tokenrouter_cloud_v1_RouteStep, _tokenrouter_cloud_v1_RouteStep__Output>

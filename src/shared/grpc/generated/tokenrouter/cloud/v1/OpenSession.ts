@@ -32,6 +32,11 @@ export interface OpenSession {
    * streams included. At most 200 printable ASCII characters (it travels as an HTTP header value).
    */
   'routingKey'?: (string);
+  /**
+   * Compute the context's cache now, before any step, and answer `prefilled` (see the top of this file): the
+   * edge sends its prompt ahead of its first routed token, so that the cloud prefills while the edge does.
+   */
+  'prefill'?: (boolean);
 }
 
 /**
@@ -63,4 +68,9 @@ export interface OpenSession__Output {
    * streams included. At most 200 printable ASCII characters (it travels as an HTTP header value).
    */
   'routingKey': (string);
+  /**
+   * Compute the context's cache now, before any step, and answer `prefilled` (see the top of this file): the
+   * edge sends its prompt ahead of its first routed token, so that the cloud prefills while the edge does.
+   */
+  'prefill': (boolean);
 }
