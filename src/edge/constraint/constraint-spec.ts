@@ -11,6 +11,7 @@
  */
 import { AppError } from '../../shared/errors.ts';
 import { isRecord } from '../../shared/is-record.ts';
+import { unsupportedKeyword } from './schema-keywords.ts';
 
 export type ConstraintKind = 'json_schema' | 'json_object' | 'grammar' | 'regex' | 'choice' | 'structural_tag';
 
@@ -71,7 +72,10 @@ function schemaText(value: unknown, name: string): string {
     }
   }
   if (!isRecord(schema) && schema !== true) invalid(`${name} must be a JSON schema object, got ${JSON.stringify(value)?.slice(0, 80)}`);
-  return bounded(JSON.stringify(schema), name);
+  const text = bounded(JSON.stringify(schema), name);
+  const unsupported = unsupportedKeyword(schema);
+  if (unsupported) invalid(`${name} uses "${unsupported.keyword}" (at ${unsupported.at}), which constrained decoding does not enforce; remove it`);
+  return text;
 }
 
 function nonEmptyText(value: unknown, name: string): string {

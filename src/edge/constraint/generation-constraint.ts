@@ -57,11 +57,14 @@ export async function prepareConstraint(engine: ConstraintEngine, request: Const
   try {
     const forced = probe.forcedText();
     const endsAfter = probe.acceptText(forced) && (await probe.mayEnd());
-    const { text, needed } = fewestTokens(forced, endsAfter, engine.tokenizer);
+    // A choice is known whole: the fewest tokens of its shortest-to-write string.
+    const { text, needed } = request.constraint.choices
+      ? request.constraint.choices.map((c) => fewestTokens(c, true, engine.tokenizer)).reduce((a, b) => (b.needed < a.needed ? b : a))
+      : fewestTokens(forced, endsAfter, engine.tokenizer);
     if (needed > request.maxNewTokens) {
       throw new AppError(
         'INVALID_ARGUMENT',
-        `the ${request.constraint.kind} cannot be satisfied within ${request.maxNewTokens} tokens: every output starts with ${JSON.stringify(text)}, at least ${needed} tokens; raise the token limit`,
+        `the ${request.constraint.kind} cannot be satisfied within ${request.maxNewTokens} tokens: ${request.constraint.choices ? 'its shortest choice to write,' : 'every output starts with'} ${JSON.stringify(text)}, takes at least ${needed}; raise the token limit`,
       );
     }
   } finally {
