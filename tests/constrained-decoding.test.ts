@@ -22,6 +22,8 @@ import { DecoderModel } from '../src/shared/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model-pack.ts';
 import { TextTokenizer } from '../src/shared/tokenizer.ts';
 import { writeRandomPack } from '../src/tools/models/random-pack.ts';
+import OpenAI from 'openai';
+import { createEdgeApp } from '../src/edge/http/app.tsx';
 import { startTestShim } from './helpers/cloud-fixture.ts';
 import { schemaProblems } from './helpers/schema-check.ts';
 
@@ -141,3 +143,24 @@ test(`${CASES} seeded generations at temperature 1 all validate, with routed tok
   expect(totals.replaced).toBeGreaterThan(0);
   expect(totals.fallbackSource).toBe(0);
 }, 600_000);
+
+test('the OpenAI client gets JSON of its schema (response_format) and one of its choices (structured_outputs); the JSON API a regex', async () => {
+  const app = createEdgeApp(runtime, { maxBodyBytes: 1 << 20 });
+  const client = new OpenAI({ apiKey: 'unused', baseURL: 'http://edge.test/v1', maxRetries: 0, fetch: (input, init) => app.fetch(new Request(input, init)) });
+  const [{ id: model }] = (await client.models.list()).data as [{ id: string }];
+  const person = await client.chat.completions.create({
+    model,
+    messages: [{ role: 'user', content: 'Who?' }],
+    temperature: 1,
+    seed: 5,
+    max_tokens: 96,
+    response_format: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON, strict: true } },
+  });
+  const text = person.choices[0]!.message.content!;
+  expect(jsonProblems(PERSON, text)).toEqual([]);
+  const picked = await client.completions.create({ model, prompt: 'Pick:', temperature: 1, seed: 6, max_tokens: 8, structured_outputs: { choice: CHOICES } } as never);
+  expect(CHOICES).toContain((picked as { choices: { text: string }[] }).choices[0]!.text);
+  const res = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'Code:', temperature: 1, seed: 7, max_new_tokens: 32, regex: '[0-9]{3}-[a-z]{2,4}' }), headers: { 'content-type': 'application/json' } });
+  const done = JSON.parse((await res.text()).split('\n').filter((l) => l.startsWith('data:')).at(-1)!.slice(5)) as { text: string; finish_reason: string };
+  expect(done.text).toMatch(/^[0-9]{3}-[a-z]{2,4}$/);
+});
