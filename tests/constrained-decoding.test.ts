@@ -146,8 +146,8 @@ test(`${CASES} seeded generations at temperature 1 all validate, with routed tok
 
 test('the OpenAI client gets JSON of its schema (response_format) and one of its choices (structured_outputs); the JSON API a regex', async () => {
   const app = createEdgeApp(runtime, { maxBodyBytes: 1 << 20 });
-  const client = new OpenAI({ apiKey: 'unused', baseURL: 'http://edge.test/v1', maxRetries: 0, fetch: (input, init) => app.fetch(new Request(input, init)) });
-  const [{ id: model }] = (await client.models.list()).data as [{ id: string }];
+  const client = new OpenAI({ apiKey: 'unused', baseURL: 'http://edge.test/v1', maxRetries: 0, fetch: async (input, init) => app.fetch(new Request(input as string, init)) });
+  const model = (await client.models.list()).data[0]!.id;
   const person = await client.chat.completions.create({
     model,
     messages: [{ role: 'user', content: 'Who?' }],
@@ -157,6 +157,7 @@ test('the OpenAI client gets JSON of its schema (response_format) and one of its
     response_format: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON, strict: true } },
   });
   const text = person.choices[0]!.message.content!;
+  expect(Object.keys((person.usage as unknown as { constraint: object }).constraint)).toEqual(['cloud_tokens_replaced', 'constrained_fallbacks', 'span_tokens_dropped']);
   expect(jsonProblems(PERSON, text)).toEqual([]);
   const picked = await client.completions.create({ model, prompt: 'Pick:', temperature: 1, seed: 6, max_tokens: 8, structured_outputs: { choice: CHOICES } } as never);
   expect(CHOICES).toContain((picked as { choices: { text: string }[] }).choices[0]!.text);
