@@ -23,6 +23,7 @@ const ROOM_ORDER = {
     ['request', '^src/edge/request/'],
     ['privacy', '^src/edge/privacy/'],
     ['cloud client', '^src/edge/cloud/'],
+    ['constraint', '^src/edge/constraint/'],
   ],
   cloud: [
     ['entry', '^src/cloud/main\\.ts$'],

@@ -58,10 +58,35 @@ function Controls(props: { defaults: FormDefaults; action: string; compare: bool
       </div>
       {/* Last: a setting few runs change, which must not move the settings everyone uses (or the tab order to them). */}
       <PrivateDetect kinds={defaults.privateDetectKinds} />
+      <ConstraintInputs />
       <div class="wide">
         <button type="submit">{props.compare ? 'Compare' : 'Generate'}</button>
       </div>
     </form>
+  );
+}
+
+/**
+ * The output's constraint, folded away (few runs use one): at most one of the four may be filled; blank = none.
+ * The edge holds it on every token, the cloud's included (docs/api.md, Constrained output).
+ */
+function ConstraintInputs() {
+  const boxes: [string, string, string][] = [
+    ['json_schema', 'JSON schema', '{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}'],
+    ['grammar', 'Grammar (xgrammar EBNF or llama.cpp GBNF)', 'root ::= "yes" | "no"'],
+    ['regex', 'Regular expression', '[0-9]{3}-[a-z]+'],
+    ['choice', 'Choices, one a line', 'A\nB\nC'],
+  ];
+  return (
+    <details class="wide" data-testid="constraint">
+      <summary>Constrain the output</summary>
+      {boxes.map(([name, label, placeholder]) => (
+        <div>
+          <label for={name}>{label}</label>
+          <textarea id={name} name={name} rows={2} placeholder={placeholder}></textarea>
+        </div>
+      ))}
+    </details>
   );
 }
 

@@ -4,6 +4,7 @@
  * shutdown can end them), and the metrics. HTTP and gRPC entry points both call `start`, which checks the
  * request and returns the generation's id with its event stream.
  */
+import { prepareConstraint } from './constraint/generation-constraint.ts';
 import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../shared/errors.ts';
 import { silentLogger, type Logger } from '../shared/process/logger.ts';
@@ -121,6 +122,25 @@ export class EdgeRuntime {
       }
     }
     return { id, request, events: (signal?: AbortSignal) => logGeneration(runtime.log, id, request, events(signal)) };
+  }
+
+  /**
+   * `start`, once the request's constraint is compiled and found satisfiable (constraint/): the entry points'
+   * way in, so that a refused schema or grammar is a status like every other refusal, never a broken stream.
+   */
+  async begin(raw: RawGenerationRequest, id: string = randomUUID(), promptIds?: readonly number[]): Promise<ReturnType<EdgeRuntime['start']>> {
+    await this.prepare(this.check(raw, promptIds));
+    return this.start(raw, id, promptIds);
+  }
+
+  /** Compiles a checked request's constraint (cached by content), counting a refusal in the metrics. */
+  async prepare(request: LoopRequest): Promise<void> {
+    try {
+      await prepareConstraint(this.engine, request);
+    } catch (e) {
+      this.metrics.refused.inc({ code: isAppError(e) ? e.code : 'INTERNAL' });
+      throw e;
+    }
   }
 
   /**

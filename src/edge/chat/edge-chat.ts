@@ -70,11 +70,11 @@ export class EdgeChat {
    * The messages' private texts are the generation's; `private_spans` of the whole request would point into
    * a prompt the caller never saw, so they are refused.
    */
-  start(runtime: Pick<EdgeRuntime, 'start'>, messages: readonly EdgeChatMessage[], raw: RawGenerationRequest, id?: string): ReturnType<EdgeRuntime['start']> {
+  start(runtime: Pick<EdgeRuntime, 'begin'>, messages: readonly EdgeChatMessage[], raw: RawGenerationRequest, id?: string): ReturnType<EdgeRuntime['begin']> {
     if (raw.privateSpans != null) throw new AppError('INVALID_ARGUMENT', 'with messages, mark private spans in each message (messages[i].private_spans), not in the request');
     const { text, ids } = this.prompt(messages.map(({ role, content }) => ({ role, content })));
     const privateTexts = messages.flatMap((m) => m.privateTexts ?? []);
-    return runtime.start({ ...raw, prompt: text, ...(privateTexts.length > 0 ? { privateTexts } : {}) }, id, ids);
+    return runtime.begin({ ...raw, prompt: text, ...(privateTexts.length > 0 ? { privateTexts } : {}) }, id, ids);
   }
 }
 

@@ -57,6 +57,10 @@ function toRawRequest(r: GenerateRequest__Output): RawGenerationRequest {
       // proto3 has no unset list: an empty one is none.
       private_spans: r.privateSpans.length > 0 ? r.privateSpans.map(wireSpan) : undefined,
       private_detect: r.privateDetect.length > 0 ? r.privateDetect : undefined,
+      json_schema: r.jsonSchema,
+      grammar: r.grammar,
+      regex: r.regex,
+      choice: r.choice.length > 0 ? r.choice : undefined,
     },
     'typed',
   );
@@ -109,7 +113,7 @@ export class EdgeGrpcServer {
     try {
       checkBearer(call.metadata, this.options.accessToken || undefined);
       assertWellFormed(call.request);
-      run = this.startRun(call.request);
+      run = await this.startRun(call.request);
     } catch (e) {
       call.emit('error', toGrpcStatus(e));
       return;
@@ -131,8 +135,8 @@ export class EdgeGrpcServer {
   }
 
   /** A prompt's generation, or a conversation's through the chat template: exactly one of the two. */
-  private startRun(request: GenerateRequest__Output): ReturnType<EdgeRuntime['start']> {
-    if (request.messages.length === 0) return this.runtime.start(toRawRequest(request));
+  private async startRun(request: GenerateRequest__Output): ReturnType<EdgeRuntime['begin']> {
+    if (request.messages.length === 0) return this.runtime.begin(toRawRequest(request));
     if (request.prompt !== '') throw new AppError('INVALID_ARGUMENT', 'give either prompt or messages, not both');
     const messages = readChatMessages(
       request.messages.map(({ role, content, privateSpans }) => ({ role, content, ...(privateSpans.length > 0 ? { private_spans: privateSpans.map(wireSpan) } : {}) })),

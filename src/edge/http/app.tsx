@@ -140,15 +140,15 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
   app.get('/fragments/cloud-state', (c) => c.html(<CloudState state={runtime.cloudState()} reason={runtime.cloudReason()} />));
 
   app.post('/runs', async (c) => {
-    const run = pending.add(readGenerationRequest(await readForm(c), 'form'));
+    const run = await pending.add(readGenerationRequest(await readForm(c), 'form'));
     return c.html(<RunPanel id={run.id} request={run.request} title={run.request.mode} />);
   });
   app.post('/compare', async (c) => {
     const raw = readGenerationRequest(await readForm(c), 'form');
-    const edgeOnly = pending.add({ ...raw, mode: 'small_only' });
+    const edgeOnly = await pending.add({ ...raw, mode: 'small_only' });
     // One side after the other: run together, each side's timings would include the other's load on
     // the same cores, and the comparison is about those timings.
-    const joint = pending.add({ ...raw, mode: 'joint' }, { after: edgeOnly });
+    const joint = await pending.add({ ...raw, mode: 'joint' }, { after: edgeOnly });
     return c.html(
       <>
         <RunPanel id={edgeOnly.id} request={edgeOnly.request} title="small_only (edge alone)" />
@@ -180,7 +180,7 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
 
   app.post('/api/generate', async (c) => {
     const { body, encoding } = await readJsonOrForm(c);
-    const run = startFromBody(runtime, chat, body, encoding);
+    const run = await startFromBody(runtime, chat, body, encoding);
     return streamSSE(c, async (stream) => {
       await streamRunAsJson(stream, run.events(abortOn(stream)));
     });

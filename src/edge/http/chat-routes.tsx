@@ -94,7 +94,7 @@ export function chatRoutes(deps: ChatRouteDeps): Hono {
       const fields = Object.fromEntries(Object.entries(form).filter(([name]) => !CHAT_FIELDS.has(name)));
       const privateTexts = [...(known ? chats.privateTexts(known) : []), ...marked];
       const raw = { ...readGenerationRequest({ ...fields, prompt: text, conversation: id }, 'form'), ...(privateTexts.length > 0 ? { privateTexts } : {}) };
-      const run: PageRun = pending.add(raw, { promptIds: ids, chatTurn: { commit: (reply) => chats.commit(id, run.id, reply) } });
+      const run: PageRun = await pending.add(raw, { promptIds: ids, chatTurn: { commit: (reply) => chats.commit(id, run.id, reply) } });
       chats.begin(known ?? chats.create(id), run.id, message, marked);
       void run.over.then(() => chats.settle(id, run.id));
       return c.html(

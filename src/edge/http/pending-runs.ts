@@ -8,10 +8,10 @@
  * for their stream are bounded in number (the oldest is dropped) and in time (the grace period).
  *
  * @example
- * const run = pending.add(raw);                   // on POST /runs: checked, no slot taken
+ * const run = await pending.add(raw);                   // on POST /runs: checked, no slot taken
  * const same = pending.take(run.id);              // on GET /runs/:id/events: once
- * const queued = pending.add(raw, { after: run }); // starts only once `run` is over
- * const turn = pending.add({ ...raw, prompt: text }, { promptIds: ids, chatTurn }); // a chat's turn (chat-routes.tsx)
+ * const queued = await pending.add(raw, { after: run }); // starts only once `run` is over
+ * const turn = await pending.add({ ...raw, prompt: text }, { promptIds: ids, chatTurn }); // a chat's turn (chat-routes.tsx)
  */
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { GenerationRequest, RawGenerationRequest } from '../request/generation-request.ts';
@@ -60,8 +60,9 @@ export class PendingRuns {
   constructor(private readonly runtime: EdgeRuntime) {}
 
   /** Checks `raw` (throwing the refusal) and keeps the run until its stream opens; takes no slot. */
-  add(raw: RawGenerationRequest, options: PageRunOptions = {}): PageRun {
+  async add(raw: RawGenerationRequest, options: PageRunOptions = {}): Promise<PageRun> {
     const request = this.runtime.check(raw, options.promptIds);
+    await this.runtime.prepare(request);
     this.dropOldestWaiting();
     const stop = new AbortController();
     let finish!: () => void;

@@ -15,14 +15,16 @@ import { AppError, errorMessage, isAbortError } from '../../shared/errors.ts';
 import type { CloudLoad } from '../cloud/cloud-client.ts';
 import type { LoopRequest, EdgeEngine } from './edge-engine.ts';
 import type { GenerationEvent, TokenEvent } from './generation-events.ts';
-import { checkCloudReply, elapsed, GenerationState, type Decision } from './generation-state.ts';
+import { checkCloudReply } from './cloud-reply-check.ts';
+import { elapsed, GenerationState, type Decision } from './generation-state.ts';
+import { openConstraint } from '../constraint/generation-constraint.ts';
 import type { KeptPosition, Speculation } from './speculation/speculation.ts';
 import { speculationFor } from './speculation/speculation-chains.ts';
 import { rememberTurn, sendPromptAhead } from './cloud-prefill.ts';
 
 export { encodePrompt, promptIdsOf, promptIdsThatFit, type EdgeEngine, type LoopRequest, type SpeculationSettings } from './edge-engine.ts';
 export type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from './generation-events.ts';
-export { checkCloudReply } from './generation-state.ts';
+export { checkCloudReply } from './cloud-reply-check.ts';
 
 /** What asking the cloud at a routed position gave. */
 interface CloudOutcome {
@@ -95,6 +97,11 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
     // A private value put back in place of the cloud's placeholder may run past the span (budget ≤ room), never past the room.
     chosen = checkCloudReply(answer, answer.pastSpan ? state.room : budget, state.vocabSize);
     source = 'llm';
+    if (state.constraint) {
+      // The grammar holds the cloud's tokens too: its allowed prefix, its best allowed alternative, or the edge's own.
+      chosen = state.constraint.acceptCloud(chosen, answer.topAlternatives, state.vocabSize);
+      if (!chosen) source = 'slm';
+    }
   } catch (e) {
     if (edgeFailure) throw edgeFailure.error;
     if (state.signal?.aborted || isAbortError(e)) return { source, cloudMs: 0, cancelled: true };
@@ -116,6 +123,7 @@ async function askCloud(state: GenerationState, speculation: Speculation, score:
 async function pickLocally(state: GenerationState, kept: KeptPosition | undefined): Promise<number[]> {
   if (kept?.step.token !== undefined) return [kept.step.token];
   if (!state.sequence) await state.startEdge(); // llm_only with the cloud down: the edge takes over
+  if (state.constraint) return [await state.constraint.pick(state.last!.logits, state.sampling())];
   return [state.pick(state.last!)];
 }
 
@@ -125,13 +133,15 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
   const speculation = speculationFor(state);
   const { metrics } = state;
   try {
+    state.constraint = await openConstraint(engine, request);
     if (request.mode !== 'llm_only') {
       // The cloud prefills the prompt while the edge does, when the setting says so (cloud-prefill.ts).
       sendPromptAhead(state);
       await state.startEdge();
     }
     while (true) {
-      const end = state.endBeforeStep();
+      // A grammar that can take nothing but an end token has ended the output.
+      const end = (await state.constraint?.finished()) ? 'eos' : state.endBeforeStep();
       if (end) return yield state.finish(end);
       const stepStart = performance.now();
       const kept = speculation.replayKept();

@@ -1,3 +1,4 @@
+import type { ConstraintCounts } from '../constraint/token-constraint.ts';
 import { mean, percentile } from '../../shared/statistics.ts';
 import type { DisclosureReport } from '../cloud/cloud-disclosure.ts';
 import type { RoutingBudgetReport } from '../routing/routing-budget-report.ts';
@@ -52,6 +53,8 @@ export interface GenerationMetrics {
   /** Those whose assumed token was wrong: the cloud skipped them. */
   conditionalSkipped: number;
   speculateSetting: SpeculateSetting;
+  /** What the request's constraint changed (absent without one): cloud tokens it replaced, constrained fallbacks. */
+  constraint?: ConstraintCounts;
   /** In `auto`: the routed positions where the edge decoded ahead, and those where it only waited. */
   speculationDecisions: { ahead: number; waited: number };
   /** In `auto`: the figures of the last decision (null when it made none). */

@@ -6,10 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AppendableSequence, AppendResult } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
-import { sampleToken } from '../../shared/model/sampling.ts';
+import { sampleToken, type SamplingOptions } from '../../shared/model/sampling.ts';
+import { CONSTRAINED_TOP_K, type TokenConstraint } from '../constraint/token-constraint.ts';
 import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import { BoxRouting } from '../routing/box-routing.ts';
-import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../cloud/cloud-client.ts';
+import type { CloudConversation, CloudStepRequest } from '../cloud/cloud-client.ts';
 import { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
 import { openConversation } from '../privacy/pseudonymised-conversation.ts';
 import { Pseudonymiser } from '../privacy/pseudonymiser.ts';
@@ -35,24 +36,6 @@ export interface Decision {
 
 export function elapsed(since: number): number {
   return performance.now() - since;
-}
-
-/**
- * The ids of a cloud reply, checked before the edge uses them: between 1 and `maxTokens` of them, each an
- * integer id of the edge's vocabulary. Throws (and the loop falls back to the edge model) otherwise: a
- * broken or mismatched cloud must cost a routed token, never the generation, whose edge KV cache would
- * refuse the ids.
- */
-export function checkCloudReply(reply: CloudStepReply, maxTokens: number, vocabSize: number): number[] {
-  const ids: unknown = reply?.tokens;
-  if (!Array.isArray(ids) || ids.length === 0) throw new AppError('INTERNAL', 'the cloud returned no tokens');
-  if (ids.length > maxTokens) throw new AppError('INTERNAL', `the cloud returned ${ids.length} tokens for a step of at most ${maxTokens}`);
-  for (const id of ids) {
-    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-      throw new AppError('INTERNAL', `the cloud returned token id ${String(id)}, outside the edge vocabulary [0, ${vocabSize})`);
-    }
-  }
-  return ids as number[];
 }
 
 /**
@@ -91,6 +74,8 @@ export class GenerationState {
   last: AppendResult | undefined;
   /** Edge model time not yet attributed to a token: the forward pass that produced the logits in use. */
   pendingSlmMs = 0;
+  /** The request's grammar matcher, when it has a constraint (constraint/): every chosen token passes it. */
+  constraint: TokenConstraint | undefined;
 
   constructor(
     readonly engine: EdgeEngine,
@@ -203,8 +188,13 @@ export class GenerationState {
 
   /** The edge's own token at a position: the request's sampling, drawing from the generation's random stream. */
   pick(result: AppendResult): number {
+    return sampleToken(result.logits, this.sampling());
+  }
+
+  /** The request's sampling, drawing from the generation's random stream. */
+  sampling(): SamplingOptions {
     const { temperature, topP } = this.request;
-    return sampleToken(result.logits, { temperature, topP, random: this.random.next, vocabLimit: this.engine.tokenizer.vocabSize });
+    return { temperature, topP, random: this.random.next, vocabLimit: this.engine.tokenizer.vocabSize };
   }
 
   /** The edge's top-1 token at a position: what decoding ahead assumes the cloud will answer. */
@@ -227,7 +217,8 @@ export class GenerationState {
       routerScore: at.score ?? 0,
       threshold: request.threshold,
       hiddenState: this.engine.sendHiddenState ? at.hidden : undefined,
-      topLogprobs: 0,
+      // A constrained generation takes the cloud's most likely allowed token: it needs the cloud's top-k.
+      topLogprobs: this.constraint ? CONSTRAINED_TOP_K : 0,
       room: this.room,
       signal,
     };
@@ -271,6 +262,7 @@ export class GenerationState {
     this.text += this.stopFilter.push(this.textDecoder.flush()).text;
     this.text += finishReason === 'stop' ? '' : this.stopFilter.flush();
     const metrics = this.metrics.finish(this.cut.report(), this.disclosure.report());
+    if (this.constraint) metrics.constraint = { ...this.constraint.counts };
     return { type: 'done', finishReason, text: this.text, metrics, requestId: this.requestId, router: this.engine.router.info.name, cloudText: this.cloudText() };
   }
 
@@ -278,6 +270,7 @@ export class GenerationState {
   async release(): Promise<void> {
     if (this.sequence) this.engine.promptCache?.keep(this.sequence);
     this.sequence?.dispose();
+    this.constraint?.dispose();
     await this.conversation?.close().catch(() => {});
   }
 }

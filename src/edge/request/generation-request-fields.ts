@@ -16,6 +16,15 @@
 import { AppError } from '../../shared/errors.ts';
 import { DECIMAL_NUMBER } from '../../shared/number-text.ts';
 import type { RawGenerationRequest } from './generation-request.ts';
+import type { RawConstraint } from '../constraint/constraint-spec.ts';
+
+/** The constraint fields: documented name → key of the request's `constraint` (constraint-spec.ts checks them). */
+const CONSTRAINT_FIELDS = new Map<string, keyof RawConstraint>([
+  ['json_schema', 'jsonSchema'],
+  ['grammar', 'grammar'],
+  ['regex', 'regex'],
+  ['choice', 'choice'],
+]);
 
 /** Documented name → the request's own key, and what kind of value it takes. */
 const FIELDS = new Map<string, { key: keyof RawGenerationRequest; kind: 'text' | 'number' | 'texts' | 'boolean' | 'spans' }>([
@@ -37,7 +46,7 @@ const FIELDS = new Map<string, { key: keyof RawGenerationRequest; kind: 'text' |
   ['private_detect', { key: 'privateDetect', kind: 'texts' }],
 ]);
 
-export const REQUEST_FIELD_NAMES: readonly string[] = [...FIELDS.keys()];
+export const REQUEST_FIELD_NAMES: readonly string[] = [...FIELDS.keys(), ...CONSTRAINT_FIELDS.keys()];
 
 /**
  * `typed`: JSON and protobuf, where a number is a number. `form`: application/x-www-form-urlencoded,
@@ -56,7 +65,7 @@ function snakeCase(name: string): string {
 }
 
 function refuseUnknown(names: string[]): void {
-  const unknown = names.filter((n) => !FIELDS.has(n));
+  const unknown = names.filter((n) => !FIELDS.has(n) && !CONSTRAINT_FIELDS.has(n));
   if (unknown.length === 0) return;
   const described = unknown.map((n) => (FIELDS.has(snakeCase(n)) ? `"${n}" (did you mean "${snakeCase(n)}"?)` : JSON.stringify(n)));
   invalid(`unknown field${unknown.length > 1 ? 's' : ''} ${described.join(', ')}; the fields are ${REQUEST_FIELD_NAMES.join(', ')}`);
@@ -119,7 +128,14 @@ function single(name: string, value: unknown): unknown {
 export function readGenerationRequest(body: Record<string, unknown>, encoding: RequestEncoding): RawGenerationRequest {
   refuseUnknown(Object.keys(body));
   const raw: RawGenerationRequest = {};
+  const constraint: RawConstraint = {};
   for (const [name, value] of Object.entries(body)) {
+    const constraintKey = CONSTRAINT_FIELDS.get(name);
+    if (constraintKey) {
+      // A form's blank field is no constraint; text is read as JSON or lines where the field takes a list.
+      if (value !== '') constraint[constraintKey] = encoding === 'form' ? single(name, value) : value;
+      continue;
+    }
     const { key, kind } = FIELDS.get(name)!;
     if (kind === 'texts') raw[key] = value;
     else if (kind === 'spans') raw[key] = encoding === 'form' ? formSpans(name, single(name, value) as string) : value;
@@ -128,5 +144,6 @@ export function readGenerationRequest(body: Record<string, unknown>, encoding: R
       raw[key] = kind === 'number' ? formNumber(name, text as string) : kind === 'boolean' ? formSwitch(name, text as string) : text;
     } else raw[key] = kind === 'number' ? typedNumber(name, value) : kind === 'boolean' ? typedBoolean(name, value) : value;
   }
+  if (Object.keys(constraint).length > 0) raw.constraint = constraint;
   return raw;
 }

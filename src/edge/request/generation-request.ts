@@ -8,6 +8,7 @@ import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../shared/contract
 import { KIND_NAME, readPrivateSpans } from '../privacy/private-spans.ts';
 import type { PrivateText } from '../privacy/private-values.ts';
 import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/contract/router-threshold.ts';
+import { readConstraint, type ConstraintSpec, type RawConstraint } from '../constraint/constraint-spec.ts';
 
 export const MODES = ['joint', 'small_only', 'llm_only'] as const;
 export type Mode = (typeof MODES)[number];
@@ -53,6 +54,8 @@ export interface GenerationRequest {
   privateTexts?: PrivateText[];
   /** Detector kinds this request adds to the box's `--private-detect` (checked against the box's detector). */
   privateDetect?: string[];
+  /** What the output must follow (a JSON schema, a grammar, a regex, a choice): held on every token (constraint/). */
+  constraint?: ConstraintSpec;
 }
 
 /** The routing budgets of a request or of the edge's settings (the defaults of requests that name neither τ nor a budget). */
@@ -141,6 +144,13 @@ function privateFields(raw: RawGenerationRequest, prompt: string): Pick<Generati
   return { ...(texts.length > 0 ? { privateTexts: texts } : {}), ...(detect.length > 0 ? { privateDetect: detect } : {}) };
 }
 
+/** The request's constraint fields (each entry point gathers them under `constraint`), read into one spec. */
+function constraintField(raw: unknown): Pick<GenerationRequest, 'constraint'> {
+  if (raw === undefined || raw === null) return {};
+  const constraint = readConstraint(raw as RawConstraint);
+  return constraint ? { constraint } : {};
+}
+
 /** `conversation`: absent, or a routing key the cloud can pass on as a header value (routing-key.ts). */
 function conversationField(raw: unknown): string | undefined {
   if (raw === undefined || raw === null) return undefined;
@@ -213,5 +223,6 @@ export function parseGenerationRequest(
     ...(conversation === undefined ? {} : { conversation }),
     ...budgetFields(raw, defaultBudget),
     ...privateFields(raw, prompt),
+    ...constraintField(raw.constraint),
   };
 }

@@ -62,6 +62,20 @@ function defaultChatTemplate(field: unknown): string | undefined {
   return named?.template;
 }
 
+/** GPT-2's byte-to-character map (Qwen, Llama 3), SentencePiece's `<0xAB>` byte tokens (Llama 2), or plain text. */
+export type VocabularyKind = 'byte_level' | 'byte_fallback' | 'raw';
+
+function vocabularyKindOf(decoder: unknown): VocabularyKind {
+  if (!isRecord(decoder)) return 'raw';
+  if (decoder.type === 'ByteLevel') return 'byte_level';
+  if (decoder.type === 'ByteFallback') return 'byte_fallback';
+  if (decoder.type === 'Sequence' && Array.isArray(decoder.decoders)) {
+    const kinds = decoder.decoders.map(vocabularyKindOf);
+    return kinds.find((k) => k !== 'raw') ?? 'raw';
+  }
+  return 'raw';
+}
+
 export class TextTokenizer {
   /** One more than the highest id the tokenizer knows (added tokens included). */
   readonly vocabSize: number;
@@ -82,6 +96,8 @@ export class TextTokenizer {
     private readonly hf: Tokenizer,
     config: TokenizerConfigFields,
     source: string,
+    /** How the vocabulary's token strings spell bytes (tokenizer.json's decoder): what a grammar engine needs to read them. */
+    readonly vocabularyKind: VocabularyKind = 'raw',
   ) {
     let maxId = -1;
     for (const id of hf.get_vocab(true).values()) maxId = Math.max(maxId, id);
@@ -132,7 +148,14 @@ export class TextTokenizer {
     } catch (e) {
       throw new AppError('INVALID_ARGUMENT', `${source}: unusable tokenizer.json (${errorMessage(e)})`, { cause: e });
     }
-    return new TextTokenizer(hf, tokenizerConfig as TokenizerConfigFields, source);
+    return new TextTokenizer(hf, tokenizerConfig as TokenizerConfigFields, source, vocabularyKindOf(tokenizerJson.decoder));
+  }
+
+  /** Every token's string as the vocabulary spells it (`Ġthe`, `<0x0A>`), indexed by id; '' for an id with none. */
+  encodedVocabulary(): string[] {
+    const tokens = new Array<string>(this.vocabSize).fill('');
+    for (const [token, id] of this.hf.get_vocab(true)) tokens[id] = token;
+    return tokens;
   }
 
   encode(text: string, options: EncodeOptions = {}): number[] {

@@ -20,6 +20,7 @@ import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/contr
 import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../request/generation-request.ts';
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';
+import { CONSTRAINT_FIELDS, readOpenAIConstraint } from './openai-constraint.ts';
 import { CHAT_ROLES, type EdgeChatMessage } from '../../chat/chat-messages.ts';
 import { readPrivateSpans } from '../../privacy/private-spans.ts';
 import type { PrivateText } from '../../privacy/private-values.ts';
@@ -51,7 +52,7 @@ const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 const MAX_STOP = 4;
 
 const ROUTE_BUDGET_FIELDS = ['route_share', 'route_tokens_per_minute', 'route_wait_ms'];
-const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'prompt_cache_key', 'routing_mode', 'routing_threshold', 'route_span', ...ROUTE_BUDGET_FIELDS, 'private_detect'];
+const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'prompt_cache_key', 'routing_mode', 'routing_threshold', 'route_span', ...ROUTE_BUDGET_FIELDS, 'private_detect', ...CONSTRAINT_FIELDS];
 const NEUTRAL = { presence_penalty: [0], frequency_penalty: [0] };
 
 export function parseCompletionRequest(body: Record<string, unknown>, limits: GenerationLimits): CompletionRequest {
@@ -84,6 +85,7 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
   const stream = fields.boolean('stream') ?? false;
   const conversation = parseConversation(fields.string('prompt_cache_key'));
   const privateDetect = parsePrivateDetect(fields.get('private_detect'));
+  const constraint = readOpenAIConstraint(fields);
   return {
     model,
     stream,
@@ -104,6 +106,7 @@ function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewToken
       stop: parseStop(fields.get('stop')),
       ...(privateDetect === undefined ? {} : { privateDetect }),
       ...(conversation === undefined ? {} : { conversation }),
+      ...(constraint === undefined ? {} : { constraint: constraint.raw }),
     },
   };
 }

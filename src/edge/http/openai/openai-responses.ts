@@ -38,6 +38,8 @@ export interface Usage {
   routing?: Record<string, unknown>;
   /** What left the box for the cloud, in snake_case (`tokens_sent`, `bytes_sent`, `placeholders`, ...). */
   cloud: CloudUsage;
+  /** With a constraint: `cloud_tokens_replaced`, `constrained_fallbacks`, `span_tokens_dropped` (constraint/). */
+  constraint?: Record<string, number>;
 }
 
 export interface CloudUsage {
@@ -111,6 +113,7 @@ export function usage(metrics: GenerationMetrics): Usage {
     fallback_tokens: metrics.fallback,
     ...(report ? { routing: snakeCaseKeys(report) as Record<string, unknown> } : {}),
     cloud: snakeCaseKeys(metrics.cloud) as CloudUsage,
+    ...(metrics.constraint ? { constraint: snakeCaseKeys(metrics.constraint) as Record<string, number> } : {}),
   };
 }
 

@@ -66,7 +66,7 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
   api.post('/completions', async (c) => {
     const request = parseCompletionRequest(await readJsonObject(c), runtime.limits);
     checkModel(request.model);
-    if (typeof request.prompt === 'string') return respond(c, COMPLETION, request, runtime.start({ ...request.raw, prompt: request.prompt }));
+    if (typeof request.prompt === 'string') return respond(c, COMPLETION, request, await runtime.begin({ ...request.raw, prompt: request.prompt }));
     let text: string;
     try {
       // The ids are fed as they are; their text only describes them (logs, the prompt checks).
@@ -74,7 +74,7 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
     } catch (e) {
       throw new OpenAIParamError('prompt', `prompt: ${errorMessage(e)}`);
     }
-    return respond(c, COMPLETION, request, runtime.start({ ...request.raw, prompt: text }, undefined, request.prompt));
+    return respond(c, COMPLETION, request, await runtime.begin({ ...request.raw, prompt: text }, undefined, request.prompt));
   });
 
   api.post('/chat/completions', async (c) => {
@@ -82,7 +82,7 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
     checkModel(request.model);
     if (!chat.available) throw new OpenAIParamError('messages', `${chat.problem} (to /v1/completions)`);
     // The template's special tokens (<|im_start|>, BOS...) become their ids; a message's stay text unless configured.
-    return respond(c, CHAT, request, chat.start(runtime, request.messages, request.raw));
+    return respond(c, CHAT, request, await chat.start(runtime, request.messages, request.raw));
   });
 
   api.all('*', (c) => {

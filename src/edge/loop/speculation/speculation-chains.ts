@@ -277,7 +277,8 @@ export class SpeculationChains implements Speculation {
 export function speculationFor(state: GenerationState): Speculation {
   const { request, engine } = state;
   state.metrics.speculateSetting = request.speculate === 'auto' ? 'auto' : request.speculate ? 'on' : 'off';
-  if (!request.speculate || request.mode !== 'joint' || request.routeSpan !== 1) return NO_SPECULATION;
+  // A constrained generation does not decode ahead: its guesses would have to follow the grammar's matcher too.
+  if (!request.speculate || request.mode !== 'joint' || request.routeSpan !== 1 || request.constraint) return NO_SPECULATION;
   // The box's policy (the runtime makes it at start), or one of this generation's own for an engine without one.
   const settings = engine.speculation ?? {};
   return new SpeculationChains(state, settings, settings.policy ?? new SpeculationPolicy(), request.speculate === 'auto');

@@ -65,6 +65,16 @@ export interface GenerateRequest {
    * operator's --private-pattern kind).
    */
   'privateDetect'?: (string)[];
+  /**
+   * What the output must follow, held on every token whichever model chose it (at most one; the constraint never
+   * leaves the box: the cloud is asked for its top-k and the edge takes its most likely allowed token). A JSON
+   * schema (its JSON text), a grammar in xgrammar's EBNF (llama.cpp's GBNF reads as it is), a regular
+   * expression, or a list of strings the output is exactly one of. A refused one answers INVALID_ARGUMENT.
+   */
+  'jsonSchema'?: (string);
+  'grammar'?: (string);
+  'regex'?: (string);
+  'choice'?: (string)[];
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";
@@ -76,6 +86,9 @@ export interface GenerateRequest {
   '_routeShare'?: "routeShare";
   '_routeTokensPerMinute'?: "routeTokensPerMinute";
   '_routeWaitMs'?: "routeWaitMs";
+  '_jsonSchema'?: "jsonSchema";
+  '_grammar'?: "grammar";
+  '_regex'?: "regex";
 }
 
 export interface GenerateRequest__Output {
@@ -140,6 +153,16 @@ export interface GenerateRequest__Output {
    * operator's --private-pattern kind).
    */
   'privateDetect': (string)[];
+  /**
+   * What the output must follow, held on every token whichever model chose it (at most one; the constraint never
+   * leaves the box: the cloud is asked for its top-k and the edge takes its most likely allowed token). A JSON
+   * schema (its JSON text), a grammar in xgrammar's EBNF (llama.cpp's GBNF reads as it is), a regular
+   * expression, or a list of strings the output is exactly one of. A refused one answers INVALID_ARGUMENT.
+   */
+  'jsonSchema'?: (string);
+  'grammar'?: (string);
+  'regex'?: (string);
+  'choice': (string)[];
   '_threshold'?: "threshold";
   '_maxNewTokens'?: "maxNewTokens";
   '_temperature'?: "temperature";
@@ -151,4 +174,7 @@ export interface GenerateRequest__Output {
   '_routeShare'?: "routeShare";
   '_routeTokensPerMinute'?: "routeTokensPerMinute";
   '_routeWaitMs'?: "routeWaitMs";
+  '_jsonSchema'?: "jsonSchema";
+  '_grammar'?: "grammar";
+  '_regex'?: "regex";
 }
