@@ -142,7 +142,7 @@ test(`${CASES} seeded generations at temperature 1 all validate, with routed tok
   expect(perLeg.get('small_only')).toBe(0);
   expect(totals.replaced).toBeGreaterThan(0);
   expect(totals.fallbackSource).toBe(0);
-}, 600_000);
+}, Math.max(600_000, CASES * 4_000));
 
 test('the OpenAI client gets JSON of its schema (response_format) and one of its choices (structured_outputs); the JSON API a regex', async () => {
   const app = createEdgeApp(runtime, { maxBodyBytes: 1 << 20 });
