@@ -78,7 +78,7 @@ function ConstraintInputs() {
     ['choice', 'Choices, one a line', 'A\nB\nC'],
   ];
   return (
-    <details class="wide" data-testid="constraint">
+    <details class="constraint" data-testid="constraint">
       <summary>Constrain the output</summary>
       {boxes.map(([name, label, placeholder]) => (
         <div>
@@ -140,9 +140,10 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean; 
         were routed but the cloud was unreachable, so the edge model chose them. Tap or click a token for its router
         score and timings; the bars under the text show every token's score against τ.
       </p>
+      <section id="runs" class="runs" aria-live="polite" hx-on--after-swap={REVEAL_NEW_RUN}></section>
+      {/* Below the runs: reference for whoever asks, which must not push a new run below the fold on a desktop. */}
       <p class="runs-on">The edge model runs on onnxruntime with the {props.defaults.executionProviders.join(', then ')} execution provider.</p>
       <RouterAbout router={props.defaults.router} />
-      <section id="runs" class="runs" aria-live="polite" hx-on--after-swap={REVEAL_NEW_RUN}></section>
       <script type="module" src="/assets/private-marks.js"></script>
     </Layout>
   );

@@ -188,27 +188,32 @@ export class GrpcCloudConversation implements CloudConversation {
     if (this.live && (this.live.endedBetweenSteps || !this.shim.matches(request.context))) this.dropStream();
     if (this.live) {
       const passed = this.passed([this.shim.step(request)], request.context);
-      return passed && this.live.send(passed, { reused: true });
+      return passed && this.written(this.live, passed, { reused: true });
     }
     const passed = this.passed(this.shim.open(request, this.requestId, this.stepTimeoutMs, this.routingKey), request.context);
     if (!passed) return undefined;
     this.enter('open');
     this.live = new LiveRouteStream(this.host.startStream(), (opened) => this.host.sessionOpened?.(opened));
-    return this.live.send(passed, { reused: false });
+    return this.written(this.live, passed, { reused: false });
   }
 
   /** A conditional step's message behind the step in flight, when the gate passes it. */
   private sendAssumed(request: CloudStepRequest, assumes: Assumption): SentStep | undefined {
     const passed = this.passed([assumes.message], request.context);
-    return passed && this.live!.send(passed, { reused: true, behind: true });
+    return passed && this.written(this.live!, passed, { reused: true, behind: true });
   }
 
-  /** `messages` through the gate, counted in the generation's record of what left; undefined when the gate stopped them. */
+  /** `messages` through the gate; undefined when the gate stopped them, which the record of what left counts. */
   private passed(messages: RouteRequest[], contextAfter: readonly number[]): PassedMessages | undefined {
     const passed = this.gate.pass(messages, contextAfter);
-    if (passed) this.disclosure?.sent(passed);
-    else if (this.disclosure) this.disclosure.gateBlockedSteps++;
+    if (!passed && this.disclosure) this.disclosure.gateBlockedSteps++;
     return passed;
+  }
+
+  /** Writes passed messages on `live`, counted in the record of what left once a stream carries them. */
+  private written(live: LiveRouteStream, messages: PassedMessages, options: { reused: boolean; behind?: boolean }): SentStep {
+    this.disclosure?.sent(messages);
+    return live.send(messages, options);
   }
 
   /**
