@@ -63,9 +63,27 @@ module.exports = {
   forbidden: [
     ...roomRules,
     { name: 'no-circular', severity: 'error', comment: 'files that import each other in a loop', from: { path: '^(src|views)/' }, to: { circular: true } },
-    { name: 'edge-not-cloud', severity: 'error', comment: 'the edge reaches the cloud through proto/ and src/shared only', from: { path: '^src/edge/' }, to: { path: '^src/cloud/' } },
-    { name: 'cloud-not-edge', severity: 'error', comment: 'the shim knows nothing of the edge but the contract', from: { path: '^src/cloud/' }, to: { path: '^src/edge/' } },
-    { name: 'shared-is-shared', severity: 'error', comment: 'src/shared serves both sides and depends on neither', from: { path: '^src/shared/' }, to: { path: '^src/(edge|cloud|tools)/' } },
+    {
+      name: 'edge-not-cloud',
+      severity: 'error',
+      comment: 'the edge reaches the cloud through proto/ and src/shared only',
+      from: { path: '^src/edge/' },
+      to: { path: '^src/cloud/' },
+    },
+    {
+      name: 'cloud-not-edge',
+      severity: 'error',
+      comment: 'the shim knows nothing of the edge but the contract',
+      from: { path: '^src/cloud/' },
+      to: { path: '^src/edge/' },
+    },
+    {
+      name: 'shared-is-shared',
+      severity: 'error',
+      comment: 'src/shared serves both sides and depends on neither',
+      from: { path: '^src/shared/' },
+      to: { path: '^src/(edge|cloud|tools)/' },
+    },
     {
       name: 'product-not-tools',
       severity: 'error',
@@ -74,8 +92,20 @@ module.exports = {
       to: { path: '^src/tools/' },
     },
     { name: 'views-not-edge', severity: 'error', comment: 'the views read view-model.ts, not the edge', from: { path: '^views/' }, to: { path: '^src/' } },
-    { name: 'lab-not-eval-or-router', severity: 'error', comment: 'what evaluation and router training share imports neither', from: { path: '^src/tools/lab/' }, to: { path: '^src/tools/(eval|router)/' } },
-    { name: 'router-not-eval', severity: 'error', comment: 'eval evaluates trained routers, never the other way', from: { path: '^src/tools/router/' }, to: { path: '^src/tools/eval/' } },
+    {
+      name: 'lab-not-eval-or-router',
+      severity: 'error',
+      comment: 'what evaluation and router training share imports neither',
+      from: { path: '^src/tools/lab/' },
+      to: { path: '^src/tools/(eval|router)/' },
+    },
+    {
+      name: 'router-not-eval',
+      severity: 'error',
+      comment: 'eval evaluates trained routers, never the other way',
+      from: { path: '^src/tools/router/' },
+      to: { path: '^src/tools/eval/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

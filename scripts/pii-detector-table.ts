@@ -48,7 +48,8 @@ export function scoreDetector(cases: readonly LabelledCase[] = LABELLED_CASES): 
     const found = detector.detect(text);
     for (const span of labelled) {
       tally(span.kind).labelled++;
-      if (!found.some((f) => same(f, span))) mistakes.push(`missed ${span.kind} ${JSON.stringify(text.slice(span.start, span.end))} in ${JSON.stringify(text)}`);
+      if (!found.some((f) => same(f, span)))
+        mistakes.push(`missed ${span.kind} ${JSON.stringify(text.slice(span.start, span.end))} in ${JSON.stringify(text)}`);
     }
     for (const span of found) {
       tally(span.kind).found++;
@@ -61,7 +62,9 @@ export function scoreDetector(cases: readonly LabelledCase[] = LABELLED_CASES): 
 
 /** The scores as the page shows them. */
 export function scoresMarkdown(scores: TableScores): string {
-  const rows = scores.kinds.map((s) => `| \`${s.kind}\` | ${s.labelled} | ${s.found} | ${s.right} | ${precisionOf(s).toFixed(2)} | ${recallOf(s).toFixed(2)} |`);
+  const rows = scores.kinds.map(
+    (s) => `| \`${s.kind}\` | ${s.labelled} | ${s.found} | ${s.right} | ${precisionOf(s).toFixed(2)} | ${recallOf(s).toFixed(2)} |`,
+  );
   return [
     `${scores.cases} cases, ${scores.withoutEntities} of them with no entity (look-alikes and prose). Every built-in kind on.`,
     '',

@@ -11,7 +11,14 @@
  * ```
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { decodeBenchSection, decodePeerBenchSection, edgeBenchSection, latencyBenchSection, loadBenchSection, shimBenchSection } from './results/bench-sections.ts';
+import {
+  decodeBenchSection,
+  decodePeerBenchSection,
+  edgeBenchSection,
+  latencyBenchSection,
+  loadBenchSection,
+  shimBenchSection,
+} from './results/bench-sections.ts';
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
 import { chatEvalSection, routerEvalSection } from './results/chat-sections.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
@@ -26,7 +33,8 @@ export const RESULTS_PAGE = 'docs/results.md';
 
 const TINYSTORIES = '../shared/assets/datasets/tinystories/tinystories_excerpt_197k.txt';
 const CHATS_HELDBACK = '../shared/assets/models/stories260K-chat/chats-heldback.jsonl';
-const CHAT_PACKS = '--edge-model models/stories260k-chat-distilled-1l --cloud-model models/stories260k-chat --router models/router-stories260k-chat-distilled-1l';
+const CHAT_PACKS =
+  '--edge-model models/stories260k-chat-distilled-1l --cloud-model models/stories260k-chat --router models/router-stories260k-chat-distilled-1l';
 const COMMONSENSEQA = '../shared/assets/datasets/commonsenseqa/commonsenseqa_200_samples.jsonl';
 
 /** One measurement of the page: its data file, how it is shown, and the command that makes the file. */
@@ -60,7 +68,7 @@ const PAIRS: PairSection[] = [
       'What `bun run start` serves: the edge model `models/stories260k-chat-distilled-1l` and the cloud model `models/stories260k-chat`, ' +
       'the story pair fine-tuned to answer story requests in a plain-text chat format (`User: …` / `Assistant: …</s>`; ' +
       '`../shared/assets/models/stories260K-chat/README.md` says how), and the router `models/router-stories260k-chat-distilled-1l`, ' +
-      'trained by `bun run models demo` on the first tenth of the pair\'s training conversations (records at the assistant\'s tokens, ' +
+      "trained by `bun run models demo` on the first tenth of the pair's training conversations (records at the assistant's tokens, " +
       `rollouts from the user turns; [router-training.md](router-training.md#chat-datasets)), default τ ${CHAT_DEMO.routerThreshold}. Measured on the ` +
       '140 held-back conversations, none of whose stories is in a training conversation.',
     measurements: [
@@ -110,7 +118,7 @@ const PAIRS: PairSection[] = [
         required: false,
       },
       {
-        title: "`router train` with its defaults: the held-out report against --router builtin",
+        title: '`router train` with its defaults: the held-out report against --router builtin',
         file: 'router-train-demo',
         render: routerTrainSection,
         command: `bun run router train --edge-model models/stories260k-distilled-1l --cloud-model models/stories260k --text ${TINYSTORIES} --out /tmp/router-runs/after-demo --json`,
@@ -118,7 +126,13 @@ const PAIRS: PairSection[] = [
       },
       { title: 'The edge ↔ cloud hop', file: 'demo-bench-shim', render: shimBenchSection, command: 'bun run bench shim --json', required: true },
       { title: 'Routing cost on the edge', file: 'demo-bench-edge', render: edgeBenchSection, command: 'bun run bench edge --json', required: true },
-      { title: 'The shim under sustained load, and its memory', file: 'demo-bench-load', render: loadBenchSection, command: 'bun run bench load --json', required: true },
+      {
+        title: 'The shim under sustained load, and its memory',
+        file: 'demo-bench-load',
+        render: loadBenchSection,
+        command: 'bun run bench load --json',
+        required: true,
+      },
       {
         title: 'Latency over a 170 ms round trip',
         file: 'demo-bench-latency',
@@ -127,7 +141,7 @@ const PAIRS: PairSection[] = [
         required: false,
       },
       {
-        title: 'The latency floor at 24 new tokens: where a joint answer\'s extra time goes, with and without the prompt sent ahead',
+        title: "The latency floor at 24 new tokens: where a joint answer's extra time goes, with and without the prompt sent ahead",
         file: 'demo-bench-latency-floor-24',
         render: latencyFloorSection,
         command:
@@ -136,7 +150,7 @@ const PAIRS: PairSection[] = [
         required: false,
       },
       {
-        title: 'The latency floor at 128 new tokens: where a joint answer\'s extra time goes, with and without the prompt sent ahead',
+        title: "The latency floor at 128 new tokens: where a joint answer's extra time goes, with and without the prompt sent ahead",
         file: 'demo-bench-latency-floor-128',
         render: latencyFloorSection,
         command:
@@ -175,7 +189,13 @@ const PAIRS: PairSection[] = [
       'backend, as well as a pack in process ([bring-your-own-pair.md](bring-your-own-pair.md)). The demo pair both ways: what teacher ' +
       'forcing costs through the Score call, and one evaluation run twice, the second through `bun run shim` on loopback.',
     measurements: [
-      { title: 'Teacher forcing through the Score call', file: 'demo-bench-scoring', render: scoringBenchSection, command: 'bun run bench scoring --json', required: false },
+      {
+        title: 'Teacher forcing through the Score call',
+        file: 'demo-bench-scoring',
+        render: scoringBenchSection,
+        command: 'bun run bench scoring --json',
+        required: false,
+      },
       {
         title: 'Routed steps while a tool scores through the same shim',
         file: 'demo-bench-score-flood',
@@ -197,9 +217,15 @@ const PAIRS: PairSection[] = [
     about:
       'A random-weight model of the real Qwen2.5-0.5B shape (24 layers, hidden size 896, vocabulary 151,936, 1.84 GiB of float32 ' +
       'weights), built once under `models/bench/` by the first command that needs it, with a random-weight router. The weights are ' +
-      'random, so only timings mean anything here: what routing and the KV cache cost next to a real edge model\'s decode step.',
+      "random, so only timings mean anything here: what routing and the KV cache cost next to a real edge model's decode step.",
     measurements: [
-      { title: 'Edge decode speed', file: 'qwen2.5-0.5b-bench-decode', render: decodeBenchSection, command: 'bun run bench decode --preset qwen2.5-0.5b --json', required: false },
+      {
+        title: 'Edge decode speed',
+        file: 'qwen2.5-0.5b-bench-decode',
+        render: decodeBenchSection,
+        command: 'bun run bench decode --preset qwen2.5-0.5b --json',
+        required: false,
+      },
       {
         title: 'Decode speed against llama.cpp',
         file: 'qwen2.5-0.5b-bench-decode-llama-cpp',
@@ -207,7 +233,13 @@ const PAIRS: PairSection[] = [
         command: 'bun run bench decode --preset qwen2.5-0.5b --layout fused --dtype fp32,int8,q4 --peer llama.cpp --rounds 6 --json',
         required: false,
       },
-      { title: 'Routing cost on the edge', file: 'qwen2.5-0.5b-bench-edge', render: edgeBenchSection, command: 'bun run bench edge --preset qwen2.5-0.5b --json', required: false },
+      {
+        title: 'Routing cost on the edge',
+        file: 'qwen2.5-0.5b-bench-edge',
+        render: edgeBenchSection,
+        command: 'bun run bench edge --preset qwen2.5-0.5b --json',
+        required: false,
+      },
       {
         title: 'Latency over a 170 ms round trip, the cloud model on the other core',
         file: 'qwen2.5-0.5b-bench-latency',

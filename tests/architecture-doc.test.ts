@@ -61,7 +61,7 @@ describe('docs/architecture.md', () => {
     expect(fileNames.filter((name) => !SOURCES.some((s) => basename(s.path) === name))).toEqual([]);
   });
 
-  test('every class, function and member it names is declared, a member in its owner\'s file', () => {
+  test("every class, function and member it names is declared, a member in its owner's file", () => {
     const missing = codeNames.filter((name) => {
       const [owner, member] = name.split('.') as [string, string | undefined];
       const homes = SOURCES.filter((s) => declares(s.text, owner));

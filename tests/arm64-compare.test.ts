@@ -33,11 +33,16 @@ test('identical reports pass every check', () => {
   const rows = compareReports(report('x64'), report('arm64'));
   expect(failures(rows)).toEqual([]);
   expect(rows.filter((r) => r.ok === true)).toHaveLength(11);
-  expect(rows.find((r) => r.check === 'demo pair joint (shim over gRPC): same tokens routed to the shim')?.detail).toBe('1 routed on x64, 1 on arm64; 0 fell back');
+  expect(rows.find((r) => r.check === 'demo pair joint (shim over gRPC): same tokens routed to the shim')?.detail).toBe(
+    '1 routed on x64, 1 on arm64; 0 fell back',
+  );
 });
 
 test('a different demo-pair id or a token the edge kept instead of routing fails, naming where', () => {
-  const other = report('arm64', { smallOnly: { ids: [10, 11, 13], sources: ['slm', 'slm', 'slm'] }, joint: { ids: [10, 20, 12], sources: ['slm', 'fallback', 'slm'] } });
+  const other = report('arm64', {
+    smallOnly: { ids: [10, 11, 13], sources: ['slm', 'slm', 'slm'] },
+    joint: { ids: [10, 20, 12], sources: ['slm', 'fallback', 'slm'] },
+  });
   expect(failures(compareReports(report('x64'), other))).toEqual([
     'demo pair small_only: greedy ids identical: differ from token 2: x64 12, arm64 13',
     'demo pair joint (shim over gRPC): same tokens routed to the shim: 1 routed on x64, 0 on arm64; 1 fell back',

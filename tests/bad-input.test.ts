@@ -109,7 +109,12 @@ describe('edge HTTP API and page', () => {
     app = createEdgeApp(edge.runtime, { maxBodyBytes: MAX_BODY_BYTES });
   });
 
-  const json = (body: unknown) => app.request('/api/generate', { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const json = (body: unknown) =>
+    app.request('/api/generate', {
+      method: 'POST',
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
   const rawJson = (bytes: Uint8Array) => app.request('/api/generate', { method: 'POST', body: bytes, headers: { 'content-type': 'application/json' } });
   const form = (fields: Record<string, string>, path = '/runs') =>
     app.request(path, { method: 'POST', body: new URLSearchParams(fields), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
@@ -118,13 +123,15 @@ describe('edge HTTP API and page', () => {
     for (const [k, v] of Object.entries(fields)) body.set(k, v);
     return app.request('/runs', { method: 'POST', body });
   };
-  const rawForm = (body: string | Uint8Array, path = '/runs') => app.request(path, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const rawForm = (body: string | Uint8Array, path = '/runs') =>
+    app.request(path, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   const bytes = (...parts: (string | number[])[]) => new Uint8Array(parts.flatMap((p) => (typeof p === 'string' ? [...new TextEncoder().encode(p)] : p)));
 
   /** The message a refusal carries: the JSON error's, or the text of the page fragment's alert. */
   async function outcome(name: string, res: Response): Promise<Outcome> {
     const text = await res.text();
-    if (res.headers.get('content-type')?.includes('application/json')) return { name, status: res.status, message: (JSON.parse(text) as { error: { message: string } }).error.message };
+    if (res.headers.get('content-type')?.includes('application/json'))
+      return { name, status: res.status, message: (JSON.parse(text) as { error: { message: string } }).error.message };
     const alert = text.match(/<div class="error" role="alert">([^<]*)<\/div>/)?.[1];
     if (alert !== undefined) return { name, status: res.status, message: unescapeHtml(alert) };
     return { name, status: res.status, message: `no error message in: ${text.slice(0, 200)}` };
@@ -141,8 +148,15 @@ describe('edge HTTP API and page', () => {
       .filter((block) => block.trim())
       .map((block) => {
         const lines = block.split('\n');
-        const event = lines.find((l) => l.startsWith('event:'))?.slice(6).trim() ?? 'message';
-        const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+        const event =
+          lines
+            .find((l) => l.startsWith('event:'))
+            ?.slice(6)
+            .trim() ?? 'message';
+        const data = lines
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).replace(/^ /, ''))
+          .join('\n');
         return { event, data };
       });
   }
@@ -158,7 +172,12 @@ describe('edge HTTP API and page', () => {
       ['api: prompt above the character limit', () => json({ prompt: OVER_CHAR_LIMIT }), 400, 'prompt is 20000 characters; the limit is 16384'],
       ['api: prompt longer than the context window', () => json({ prompt: LONG_PROMPT }), 400, "prompt is 602 tokens; the edge model's context window is 512"],
       ['page: prompt longer than the context window', () => form({ prompt: LONG_PROMPT }), 400, "prompt is 602 tokens; the edge model's context window is 512"],
-      ['compare: prompt longer than the context window', () => form({ prompt: LONG_PROMPT }, '/compare'), 400, "prompt is 602 tokens; the edge model's context window is 512"],
+      [
+        'compare: prompt longer than the context window',
+        () => form({ prompt: LONG_PROMPT }, '/compare'),
+        400,
+        "prompt is 602 tokens; the edge model's context window is 512",
+      ],
       ['api: threshold NaN', () => json({ prompt: 'x', threshold: 'NaN' }), 400, 'threshold must be a number, got "NaN"'],
       ['page: threshold NaN', () => form({ prompt: 'x', threshold: 'NaN' }), 400, 'threshold must be a number, got "NaN"'],
       ['api: threshold negative', () => json({ prompt: 'x', threshold: -0.1 }), 400, 'threshold must be in [0, 1], got -0.1'],
@@ -171,7 +190,12 @@ describe('edge HTTP API and page', () => {
       ['api: max tokens 0', () => json({ prompt: 'x', max_new_tokens: 0 }), 400, 'max_new_tokens must be an integer in [1, 1024], got 0'],
       ['page: max tokens 0', () => form({ prompt: 'x', max_new_tokens: '0' }), 400, 'max_new_tokens must be an integer in [1, 1024], got 0'],
       ['api: max tokens huge', () => json({ prompt: 'x', max_new_tokens: 1e9 }), 400, 'max_new_tokens must be an integer in [1, 1024], got 1000000000'],
-      ['page: max tokens huge', () => form({ prompt: 'x', max_new_tokens: '99999999999' }), 400, 'max_new_tokens must be an integer in [1, 1024], got 99999999999'],
+      [
+        'page: max tokens huge',
+        () => form({ prompt: 'x', max_new_tokens: '99999999999' }),
+        400,
+        'max_new_tokens must be an integer in [1, 1024], got 99999999999',
+      ],
       ['api: a number in a string', () => json({ prompt: 'x', threshold: '0.7' }), 400, 'threshold must be a number, got "0.7"'],
       ['api: a hex number in a string', () => json({ prompt: 'x', max_new_tokens: '0x10' }), 400, 'max_new_tokens must be a number, got "0x10"'],
       ['api: a padded number in a string', () => json({ prompt: 'x', max_new_tokens: ' 8 ' }), 400, 'max_new_tokens must be a number, got " 8 "'],
@@ -186,11 +210,31 @@ describe('edge HTTP API and page', () => {
       ['api: route_share in a string', () => json({ prompt: 'x', route_share: '0.1' }), 400, 'route_share must be a number, got "0.1"'],
       ['page: route_share not a number', () => form({ prompt: 'x', route_share: 'ten percent' }), 400, 'route_share must be a number, got "ten percent"'],
       ['page: route_share negative', () => form({ prompt: 'x', route_share: '-0.1' }), 400, 'route_share must be in (0, 1], got -0.1'],
-      ['api: route_tokens_per_minute fractional', () => json({ prompt: 'x', route_tokens_per_minute: 2.5 }), 400, 'route_tokens_per_minute must be an integer in [1, 10000000], got 2.5'],
-      ['page: route_tokens_per_minute 0', () => form({ prompt: 'x', route_tokens_per_minute: '0' }), 400, 'route_tokens_per_minute must be an integer in [1, 10000000], got 0'],
+      [
+        'api: route_tokens_per_minute fractional',
+        () => json({ prompt: 'x', route_tokens_per_minute: 2.5 }),
+        400,
+        'route_tokens_per_minute must be an integer in [1, 10000000], got 2.5',
+      ],
+      [
+        'page: route_tokens_per_minute 0',
+        () => form({ prompt: 'x', route_tokens_per_minute: '0' }),
+        400,
+        'route_tokens_per_minute must be an integer in [1, 10000000], got 0',
+      ],
       ['api: route_wait_ms negative', () => json({ prompt: 'x', route_wait_ms: -5 }), 400, 'route_wait_ms must be an integer in [1, 600000], got -5'],
-      ['page: route_wait_ms above the limit', () => form({ prompt: 'x', route_wait_ms: '700000' }), 400, 'route_wait_ms must be an integer in [1, 600000], got 700000'],
-      ['api: a camelCase name', () => json({ prompt: 'x', maxNewTokens: 3 }), 400, 'unknown field "maxNewTokens" (did you mean "max_new_tokens"?); the fields are prompt, mode, threshold, max_new_tokens, temperature, top_p, seed, stop, route_span'],
+      [
+        'page: route_wait_ms above the limit',
+        () => form({ prompt: 'x', route_wait_ms: '700000' }),
+        400,
+        'route_wait_ms must be an integer in [1, 600000], got 700000',
+      ],
+      [
+        'api: a camelCase name',
+        () => json({ prompt: 'x', maxNewTokens: 3 }),
+        400,
+        'unknown field "maxNewTokens" (did you mean "max_new_tokens"?); the fields are prompt, mode, threshold, max_new_tokens, temperature, top_p, seed, stop, route_span',
+      ],
       ['api: unknown fields', () => json({ prompt: 'x', n: 2, topP: 0.5 }), 400, 'unknown fields "n", "topP" (did you mean "top_p"?); the fields are'],
       ['api: a __proto__ field', () => json('{"prompt":"x","__proto__":{"threshold":2}}'), 400, 'unknown field "__proto__"; the fields are'],
       ['page: a camelCase name', () => form({ prompt: 'x', routeSpan: '2' }), 400, 'unknown field "routeSpan" (did you mean "route_span"?)'],
@@ -205,37 +249,164 @@ describe('edge HTTP API and page', () => {
       ['api: not JSON', () => json('{prompt'), 400, 'request body must be a JSON object'],
       ['api: an empty stop string', () => json({ prompt: 'x', stop: ['\n', ''] }), 400, 'stop[1] is empty: a stop string needs at least one character'],
       ['api: 100 empty stop strings', () => json({ prompt: 'x', stop: new Array(100).fill('') }), 400, 'stop must be at most 8 non-empty strings'],
-      ['api: JSON sent as a form', () => app.request('/api/generate', { method: 'POST', body: '{"prompt":"x"}', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 400, 'the body is JSON but its Content-Type is application/x-www-form-urlencoded (what curl -d sends): send it with Content-Type: application/json'],
-      ['api: JSON sent as text/plain', () => app.request('/api/generate', { method: 'POST', body: '{"prompt":"x"}', headers: { 'content-type': 'text/plain' } }), 400, 'send the request as JSON with Content-Type: application/json (or as a form), got text/plain'],
-      ['api: JSON without a content type', () => app.request('/api/generate', { method: 'POST', body: new TextEncoder().encode('{"prompt":"x"}') }), 400, 'send the request as JSON with Content-Type: application/json (or as a form), got no content type'],
+      [
+        'api: JSON sent as a form',
+        () => app.request('/api/generate', { method: 'POST', body: '{"prompt":"x"}', headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+        400,
+        'the body is JSON but its Content-Type is application/x-www-form-urlencoded (what curl -d sends): send it with Content-Type: application/json',
+      ],
+      [
+        'api: JSON sent as text/plain',
+        () => app.request('/api/generate', { method: 'POST', body: '{"prompt":"x"}', headers: { 'content-type': 'text/plain' } }),
+        400,
+        'send the request as JSON with Content-Type: application/json (or as a form), got text/plain',
+      ],
+      [
+        'api: JSON without a content type',
+        () => app.request('/api/generate', { method: 'POST', body: new TextEncoder().encode('{"prompt":"x"}') }),
+        400,
+        'send the request as JSON with Content-Type: application/json (or as a form), got no content type',
+      ],
       ['api: a form field given twice', () => rawForm('prompt=x&seed=1&seed=2', '/api/generate'), 400, 'seed is given 2 times; give it once'],
       ['api: a JSON array', () => json('["x"]'), 400, 'request body must be a JSON object'],
       ['api: conversation not a string', () => json({ prompt: 'x', conversation: 42 }), 400, 'conversation must be a string, got 42'],
       ['api: empty conversation', () => json({ prompt: 'x', conversation: '' }), 400, 'conversation must not be empty'],
       ['api: conversation too long', () => json({ prompt: 'x', conversation: 'c'.repeat(129) }), 400, 'conversation is 129 characters; the limit is 128'],
-      ['api: a line break in conversation', () => json({ prompt: 'x', conversation: 'chat\r\nX-Evil: 1' }), 400, 'conversation must be printable ASCII (a header value); character 4 is U+000D'],
-      ['api: non-ASCII conversation', () => json({ prompt: 'x', conversation: 'chät' }), 400, 'conversation must be printable ASCII (a header value); character 2 is U+00E4'],
-      ['api: overlapping private spans', () => json({ prompt: 'Ann and Bo', private_spans: [[0, 3], [2, 6]] }), 400, 'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps'],
-      ['api: a private span past the prompt', () => json({ prompt: '🙂 Ann', private_spans: [[2, 9]] }), 400, "private_spans[0] = [2, 9) is not a non-empty range inside the text's 5 code points"],
-      ['api: private spans not a list', () => json({ prompt: 'Ann', private_spans: 'Ann' }), 400, 'private_spans must be a list of [start, end] code-point ranges, got "Ann"'],
-      ['api: a private span of a bad kind', () => json({ prompt: 'Ann', private_spans: [[0, 3, 'Full Name']] }), 400, 'private_spans[0]: kind must be lowercase letters, digits and _ (at most 16, a letter first), got "Full Name"'],
+      [
+        'api: a line break in conversation',
+        () => json({ prompt: 'x', conversation: 'chat\r\nX-Evil: 1' }),
+        400,
+        'conversation must be printable ASCII (a header value); character 4 is U+000D',
+      ],
+      [
+        'api: non-ASCII conversation',
+        () => json({ prompt: 'x', conversation: 'chät' }),
+        400,
+        'conversation must be printable ASCII (a header value); character 2 is U+00E4',
+      ],
+      [
+        'api: overlapping private spans',
+        () =>
+          json({
+            prompt: 'Ann and Bo',
+            private_spans: [
+              [0, 3],
+              [2, 6],
+            ],
+          }),
+        400,
+        'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps',
+      ],
+      [
+        'api: a private span past the prompt',
+        () => json({ prompt: '🙂 Ann', private_spans: [[2, 9]] }),
+        400,
+        "private_spans[0] = [2, 9) is not a non-empty range inside the text's 5 code points",
+      ],
+      [
+        'api: private spans not a list',
+        () => json({ prompt: 'Ann', private_spans: 'Ann' }),
+        400,
+        'private_spans must be a list of [start, end] code-point ranges, got "Ann"',
+      ],
+      [
+        'api: a private span of a bad kind',
+        () => json({ prompt: 'Ann', private_spans: [[0, 3, 'Full Name']] }),
+        400,
+        'private_spans[0]: kind must be lowercase letters, digits and _ (at most 16, a letter first), got "Full Name"',
+      ],
       // A prompt is never cut to fit the window (so a span is never cut with it): it is refused whole.
-      ['api: private spans in a prompt longer than the context window', () => json({ prompt: LONG_PROMPT, private_spans: [[0, 4]] }), 400, "prompt is 602 tokens; the edge model's context window is 512"],
-      ['api: private spans beside messages', () => json({ messages: [{ role: 'user', content: 'Ann' }], private_spans: [[0, 3]] }), 400, 'with messages, mark private spans in each message (messages[i].private_spans), not in the request'],
-      ['api: a message span past its content', () => json({ messages: [{ role: 'user', content: 'Ann', private_spans: [[1, 7]] }] }), 400, "messages[0].private_spans[0] = [1, 7) is not a non-empty range inside the text's 3 code points"],
-      ['page: private spans not JSON', () => form({ prompt: 'Ann', private_spans: '[[0,' }), 400, 'private_spans must be a JSON list of [start, end] code-point ranges, got "[[0,"'],
-      ['page: overlapping private spans', () => form({ prompt: 'Ann and Bo', private_spans: '[[0,3],[2,6]]' }), 400, 'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps'],
-      ['api: a JSON schema xgrammar refuses', () => json({ prompt: 'x', json_schema: { type: 'object', properties: 5 } }), 400, 'json_schema was refused by the grammar compiler: properties must be an object'],
-      ['api: a JSON schema of an unknown type', () => json({ prompt: 'x', json_schema: { type: 'strung' } }), 400, 'json_schema was refused by the grammar compiler: Unsupported type "strung"'],
-      ['api: a JSON schema keyword not enforced', () => json({ prompt: 'x', json_schema: { type: 'array', uniqueItems: true } }), 400, 'json_schema uses "uniqueItems" (at $), which constrained decoding does not enforce; remove it'],
-      ['api: a JSON schema over the size bound', () => json({ prompt: 'x', json_schema: { type: 'object', description: 'd'.repeat(40_000) } }), 400, 'json_schema is 40034 characters; the limit is 32768'],
-      ['api: a grammar with an undefined rule', () => json({ prompt: 'x', grammar: 'root ::= "a" | b' }), 400, 'grammar was refused by the grammar compiler: EBNF parser error at line 1, column 16: Rule "b" is not defined'],
-      ['page: a regex that does not parse', () => form({ prompt: 'x', regex: '[a-' }), 400, "regex was refused by the grammar compiler: Regex parsing error at position 4: Unclosed '['"],
-      ['api: two constraints', () => json({ prompt: 'x', regex: 'a', choice: ['a'] }), 400, 'give at most one of regex, choice: a generation follows one constraint'],
+      [
+        'api: private spans in a prompt longer than the context window',
+        () => json({ prompt: LONG_PROMPT, private_spans: [[0, 4]] }),
+        400,
+        "prompt is 602 tokens; the edge model's context window is 512",
+      ],
+      [
+        'api: private spans beside messages',
+        () => json({ messages: [{ role: 'user', content: 'Ann' }], private_spans: [[0, 3]] }),
+        400,
+        'with messages, mark private spans in each message (messages[i].private_spans), not in the request',
+      ],
+      [
+        'api: a message span past its content',
+        () => json({ messages: [{ role: 'user', content: 'Ann', private_spans: [[1, 7]] }] }),
+        400,
+        "messages[0].private_spans[0] = [1, 7) is not a non-empty range inside the text's 3 code points",
+      ],
+      [
+        'page: private spans not JSON',
+        () => form({ prompt: 'Ann', private_spans: '[[0,' }),
+        400,
+        'private_spans must be a JSON list of [start, end] code-point ranges, got "[[0,"',
+      ],
+      [
+        'page: overlapping private spans',
+        () => form({ prompt: 'Ann and Bo', private_spans: '[[0,3],[2,6]]' }),
+        400,
+        'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps',
+      ],
+      [
+        'api: a JSON schema xgrammar refuses',
+        () => json({ prompt: 'x', json_schema: { type: 'object', properties: 5 } }),
+        400,
+        'json_schema was refused by the grammar compiler: properties must be an object',
+      ],
+      [
+        'api: a JSON schema of an unknown type',
+        () => json({ prompt: 'x', json_schema: { type: 'strung' } }),
+        400,
+        'json_schema was refused by the grammar compiler: Unsupported type "strung"',
+      ],
+      [
+        'api: a JSON schema keyword not enforced',
+        () => json({ prompt: 'x', json_schema: { type: 'array', uniqueItems: true } }),
+        400,
+        'json_schema uses "uniqueItems" (at $), which constrained decoding does not enforce; remove it',
+      ],
+      [
+        'api: a JSON schema over the size bound',
+        () => json({ prompt: 'x', json_schema: { type: 'object', description: 'd'.repeat(40_000) } }),
+        400,
+        'json_schema is 40034 characters; the limit is 32768',
+      ],
+      [
+        'api: a grammar with an undefined rule',
+        () => json({ prompt: 'x', grammar: 'root ::= "a" | b' }),
+        400,
+        'grammar was refused by the grammar compiler: EBNF parser error at line 1, column 16: Rule "b" is not defined',
+      ],
+      [
+        'page: a regex that does not parse',
+        () => form({ prompt: 'x', regex: '[a-' }),
+        400,
+        "regex was refused by the grammar compiler: Regex parsing error at position 4: Unclosed '['",
+      ],
+      [
+        'api: two constraints',
+        () => json({ prompt: 'x', regex: 'a', choice: ['a'] }),
+        400,
+        'give at most one of regex, choice: a generation follows one constraint',
+      ],
       ['api: an empty choice', () => json({ prompt: 'x', choice: [] }), 400, 'choice must be a list of 1 to 256 strings'],
-      ['api: a schema no output fits in max_new_tokens', () => json({ prompt: 'x', max_new_tokens: 3, json_schema: { type: 'object', properties: { alpha: { type: 'string' } }, required: ['alpha'] } }), 400, 'the json_schema cannot be satisfied within 3 tokens: every output starts with "{\\"alpha\\": \\"", takes at least'],
-      ['page: a choice no output fits in max_new_tokens', () => form({ prompt: 'x', max_new_tokens: '2', choice: 'Once upon a time there was\nThe end of the story' }), 400, 'the choice cannot be satisfied within 2 tokens: its shortest choice to write,'],
-      ['page: stop an unknown run', () => app.request('/runs/00000000-0000-0000-0000-000000000000/stop', { method: 'POST' }), 404, 'no running generation 00000000-0000-0000-0000-000000000000'],
+      [
+        'api: a schema no output fits in max_new_tokens',
+        () => json({ prompt: 'x', max_new_tokens: 3, json_schema: { type: 'object', properties: { alpha: { type: 'string' } }, required: ['alpha'] } }),
+        400,
+        'the json_schema cannot be satisfied within 3 tokens: every output starts with "{\\"alpha\\": \\"", takes at least',
+      ],
+      [
+        'page: a choice no output fits in max_new_tokens',
+        () => form({ prompt: 'x', max_new_tokens: '2', choice: 'Once upon a time there was\nThe end of the story' }),
+        400,
+        'the choice cannot be satisfied within 2 tokens: its shortest choice to write,',
+      ],
+      [
+        'page: stop an unknown run',
+        () => app.request('/runs/00000000-0000-0000-0000-000000000000/stop', { method: 'POST' }),
+        404,
+        'no running generation 00000000-0000-0000-0000-000000000000',
+      ],
     ];
     const outcomes: Outcome[] = [];
     for (const [name, send] of cases) outcomes.push(await outcome(name, await send()));
@@ -279,7 +450,8 @@ describe('edge HTTP API and page', () => {
     // A form sent to the API is read as a form: the same fields, written as text.
     const apiForm = await readSse(await form({ prompt: 'Once upon a time', mode: 'small_only', max_new_tokens: '3' }, '/api/generate'));
     expect(apiForm.map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
-    const texts = (events: { event: string; data: string }[]) => events.filter((e) => e.event === 'token').map((e) => (JSON.parse(e.data) as { text: string }).text);
+    const texts = (events: { event: string; data: string }[]) =>
+      events.filter((e) => e.event === 'token').map((e) => (JSON.parse(e.data) as { text: string }).text);
     expect(texts(apiForm)).toEqual(texts(api));
     const panel = await form({ prompt: 'Once upon a time', mode: 'small_only', max_new_tokens: '3' });
     expect(panel.status).toBe(200);
@@ -298,7 +470,11 @@ describe('edge OpenAI API (/v1)', () => {
 
   const MODEL = 'stories260k-distilled-1l';
   const post = (path: string, body: unknown) =>
-    app.request(`/v1/${path}`, { method: 'POST', body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    app.request(`/v1/${path}`, {
+      method: 'POST',
+      body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
   const completion = (fields: Record<string, unknown>) => post('completions', { model: MODEL, prompt: 'x', ...fields });
   const chat = (fields: Record<string, unknown>) => post('chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'x' }], ...fields });
   const invalidUtf8 = new Uint8Array([...new TextEncoder().encode(`{"model":"${MODEL}","prompt":"a`), 0xff, 0xfe, ...new TextEncoder().encode('b"}')]);
@@ -316,7 +492,10 @@ describe('edge OpenAI API (/v1)', () => {
 
   /** `data:` payloads of an OpenAI stream. */
   async function streamData(res: Response): Promise<string[]> {
-    return (await res.text()).split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => b.slice(6));
+    return (await res.text())
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: '))
+      .map((b) => b.slice(6));
   }
 
   test('the whole matrix gets OpenAI errors with messages and params; then a normal completion succeeds', async () => {
@@ -324,10 +503,28 @@ describe('edge OpenAI API (/v1)', () => {
       ['empty prompt', () => completion({ prompt: '  ' }), 400, 'prompt must not be empty', 'prompt'],
       ['1 MB prompt', () => completion({ prompt: 'x'.repeat(ONE_MB) }), 413, `request body is larger than ${MAX_BODY_BYTES} bytes`, null],
       ['prompt above the character limit', () => completion({ prompt: OVER_CHAR_LIMIT }), 400, 'prompt is 20000 characters; the limit is 16384', null],
-      ['prompt longer than the context window', () => completion({ prompt: LONG_PROMPT }), 400, "prompt is 602 tokens; the edge model's context window is 512", null],
-      ['token ids longer than the context window', () => completion({ prompt: new Array(600).fill(403) }), 400, "prompt is 600 tokens; the edge model's context window is 512", null],
+      [
+        'prompt longer than the context window',
+        () => completion({ prompt: LONG_PROMPT }),
+        400,
+        "prompt is 602 tokens; the edge model's context window is 512",
+        null,
+      ],
+      [
+        'token ids longer than the context window',
+        () => completion({ prompt: new Array(600).fill(403) }),
+        400,
+        "prompt is 600 tokens; the edge model's context window is 512",
+        null,
+      ],
       ['token id outside the vocabulary', () => completion({ prompt: [1, 600] }), 400, 'prompt: token id 600 is not in the vocabulary (512 ids)', 'prompt'],
-      ['token ids that are not integers', () => completion({ prompt: [1, 2.5] }), 400, 'prompt must be a string or a non-empty list of token ids (non-negative integers)', 'prompt'],
+      [
+        'token ids that are not integers',
+        () => completion({ prompt: [1, 2.5] }),
+        400,
+        'prompt must be a string or a non-empty list of token ids (non-negative integers)',
+        'prompt',
+      ],
       ['a batch of prompts', () => completion({ prompt: ['a', 'b'] }), 400, 'prompt holds 2 prompts; this edge answers one per request', 'prompt'],
       ['no prompt', () => post('completions', { model: MODEL }), 400, 'prompt is required', 'prompt'],
       ['no model', () => post('completions', { prompt: 'x' }), 400, 'model is required (GET /v1/models lists it)', 'model'],
@@ -338,24 +535,84 @@ describe('edge OpenAI API (/v1)', () => {
       ['top_p 0', () => completion({ top_p: 0 }), 400, 'top_p must be in (0, 1], got 0', 'top_p'],
       ['routing_threshold negative', () => completion({ routing_threshold: -0.1 }), 400, 'routing_threshold must be in [0, 1], got -0.1', 'routing_threshold'],
       ['routing_threshold above 1', () => completion({ routing_threshold: 1.5 }), 400, 'routing_threshold must be in [0, 1], got 1.5', 'routing_threshold'],
-      ['routing_threshold not a number', () => completion({ routing_threshold: 'abc' }), 400, 'routing_threshold must be a number, got "abc"', 'routing_threshold'],
-      ['unknown routing_mode', () => completion({ routing_mode: 'turbo' }), 400, 'routing_mode must be one of joint, small_only, llm_only, got "turbo"', 'routing_mode'],
+      [
+        'routing_threshold not a number',
+        () => completion({ routing_threshold: 'abc' }),
+        400,
+        'routing_threshold must be a number, got "abc"',
+        'routing_threshold',
+      ],
+      [
+        'unknown routing_mode',
+        () => completion({ routing_mode: 'turbo' }),
+        400,
+        'routing_mode must be one of joint, small_only, llm_only, got "turbo"',
+        'routing_mode',
+      ],
       ['prompt_cache_key not a string', () => chat({ prompt_cache_key: 7 }), 400, 'prompt_cache_key must be a string, got 7', 'prompt_cache_key'],
-      ['prompt_cache_key too long', () => completion({ prompt_cache_key: 'k'.repeat(129) }), 400, 'prompt_cache_key is 129 characters; the limit is 128', 'prompt_cache_key'],
-      ['prompt_cache_key with a control character', () => chat({ prompt_cache_key: 'a\u0000b' }), 400, 'prompt_cache_key must be printable ASCII (a header value); character 1 is U+0000', 'prompt_cache_key'],
+      [
+        'prompt_cache_key too long',
+        () => completion({ prompt_cache_key: 'k'.repeat(129) }),
+        400,
+        'prompt_cache_key is 129 characters; the limit is 128',
+        'prompt_cache_key',
+      ],
+      [
+        'prompt_cache_key with a control character',
+        () => chat({ prompt_cache_key: 'a\u0000b' }),
+        400,
+        'prompt_cache_key must be printable ASCII (a header value); character 1 is U+0000',
+        'prompt_cache_key',
+      ],
       ['route_span above the limit', () => completion({ route_span: 17 }), 400, 'route_span must be an integer in [1, 16], got 17', 'route_span'],
       ['route_share 0', () => completion({ route_share: 0 }), 400, 'route_share must be in (0, 1], got 0', 'route_share'],
       ['route_share not a number', () => chat({ route_share: '10%' }), 400, 'route_share must be a number, got "10%"', 'route_share'],
-      ['route_tokens_per_minute fractional', () => completion({ route_tokens_per_minute: 2.5 }), 400, 'route_tokens_per_minute must be an integer in [1, 10000000], got 2.5', 'route_tokens_per_minute'],
+      [
+        'route_tokens_per_minute fractional',
+        () => completion({ route_tokens_per_minute: 2.5 }),
+        400,
+        'route_tokens_per_minute must be an integer in [1, 10000000], got 2.5',
+        'route_tokens_per_minute',
+      ],
       ['route_wait_ms in a string', () => chat({ route_wait_ms: '300' }), 400, 'route_wait_ms must be an integer in [1, 600000], got "300"', 'route_wait_ms'],
-      ['route_wait_ms above the limit', () => completion({ route_wait_ms: 600_001 }), 400, 'route_wait_ms must be an integer in [1, 600000], got 600001', 'route_wait_ms'],
+      [
+        'route_wait_ms above the limit',
+        () => completion({ route_wait_ms: 600_001 }),
+        400,
+        'route_wait_ms must be an integer in [1, 600000], got 600001',
+        'route_wait_ms',
+      ],
       ['max_tokens 0', () => completion({ max_tokens: 0 }), 400, 'max_tokens must be an integer in [1, 1024], got 0', 'max_tokens'],
       ['max_tokens huge', () => completion({ max_tokens: 1e9 }), 400, 'max_tokens must be an integer in [1, 1024], got 1000000000', 'max_tokens'],
-      ['max_completion_tokens 0', () => chat({ max_completion_tokens: 0 }), 400, 'max_completion_tokens must be an integer in [1, 1024], got 0', 'max_completion_tokens'],
+      [
+        'max_completion_tokens 0',
+        () => chat({ max_completion_tokens: 0 }),
+        400,
+        'max_completion_tokens must be an integer in [1, 1024], got 0',
+        'max_completion_tokens',
+      ],
       ['seed negative', () => completion({ seed: -1 }), 400, 'seed must be an integer in [0, 4294967295], got -1', 'seed'],
-      ['five stop strings', () => completion({ stop: ['a', 'b', 'c', 'd', 'e'] }), 400, 'stop must be a non-empty string or a list of at most 4 of them', 'stop'],
-      ['an empty stop string', () => completion({ stop: ['a', ''] }), 400, 'stop must be a non-empty string or a list of at most 4 of them, got ["a",""]', 'stop'],
-      ['a prompt nested 120,000 lists deep', () => post('completions', `{"model":"${MODEL}","prompt":${'['.repeat(120_000)}"a"${']'.repeat(120_000)}}`), 400, 'prompt must be a string or a non-empty list of token ids (non-negative integers), or a list of one of them', 'prompt'],
+      [
+        'five stop strings',
+        () => completion({ stop: ['a', 'b', 'c', 'd', 'e'] }),
+        400,
+        'stop must be a non-empty string or a list of at most 4 of them',
+        'stop',
+      ],
+      [
+        'an empty stop string',
+        () => completion({ stop: ['a', ''] }),
+        400,
+        'stop must be a non-empty string or a list of at most 4 of them, got ["a",""]',
+        'stop',
+      ],
+      [
+        'a prompt nested 120,000 lists deep',
+        () => post('completions', `{"model":"${MODEL}","prompt":${'['.repeat(120_000)}"a"${']'.repeat(120_000)}}`),
+        400,
+        'prompt must be a string or a non-empty list of token ids (non-negative integers), or a list of one of them',
+        'prompt',
+      ],
       ['a prompt nested three lists deep', () => completion({ prompt: [[['a']]] }), 400, 'prompt must be a string or a non-empty list of token ids', 'prompt'],
       ...Object.getOwnPropertyNames(Object.prototype).map((role): [string, () => Response | Promise<Response>, number, string, string] => [
         `chat: the role ${role} (Object.prototype's)`,
@@ -368,32 +625,134 @@ describe('edge OpenAI API (/v1)', () => {
       ...Object.getOwnPropertyNames(Object.prototype).flatMap((key): [string, () => Response | Promise<Response>, number, string, string][] => {
         const withKey = (base: Record<string, unknown>) => `${JSON.stringify(base).slice(0, -1)},${JSON.stringify(key)}:1}`;
         return [
-          [`completions: the key ${key}`, () => post('completions', withKey({ model: MODEL, prompt: 'x' })), 400, `unsupported parameter: ${key} is not supported by this edge`, key],
-          [`chat: the key ${key}`, () => post('chat/completions', withKey({ model: MODEL, messages: [{ role: 'user', content: 'x' }] })), 400, `unsupported parameter: ${key} is not supported by this edge`, key],
-          [`stream_options: the key ${key}`, () => post('completions', `{"model":"${MODEL}","prompt":"x","stream":true,"stream_options":${withKey({ include_usage: true })}}`), 400, `unsupported parameter: ${key}`, key],
+          [
+            `completions: the key ${key}`,
+            () => post('completions', withKey({ model: MODEL, prompt: 'x' })),
+            400,
+            `unsupported parameter: ${key} is not supported by this edge`,
+            key,
+          ],
+          [
+            `chat: the key ${key}`,
+            () => post('chat/completions', withKey({ model: MODEL, messages: [{ role: 'user', content: 'x' }] })),
+            400,
+            `unsupported parameter: ${key} is not supported by this edge`,
+            key,
+          ],
+          [
+            `stream_options: the key ${key}`,
+            () => post('completions', `{"model":"${MODEL}","prompt":"x","stream":true,"stream_options":${withKey({ include_usage: true })}}`),
+            400,
+            `unsupported parameter: ${key}`,
+            key,
+          ],
         ];
       }),
       ['n 2', () => completion({ n: 2 }), 400, 'n must be 1: this edge generates one choice per request, got 2', 'n'],
       ['unsupported parameter', () => completion({ suffix: '!' }), 400, 'unsupported parameter: suffix is not supported by this edge', 'suffix'],
-      ['logprobs asked for', () => completion({ logprobs: 5 }), 400, 'unsupported parameter: logprobs (only 0, its default) is not supported by this edge', 'logprobs'],
-      ['response_format of an unknown type', () => completion({ response_format: { type: 'xml' } }), 400, 'response_format.type must be text, json_object or json_schema, got "xml"', 'response_format.type'],
-      ['response_format json_schema without a schema', () => chat({ response_format: { type: 'json_schema', json_schema: { name: 'x' } } }), 400, 'response_format.json_schema must be an object with a schema', 'response_format.json_schema'],
-      ['response_format with a schema xgrammar refuses', () => completion({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'strung' } } } }), 400, 'json_schema was refused by the grammar compiler: Unsupported type "strung"', null],
-      ['structured_outputs with an unknown key', () => completion({ structured_outputs: { yaml: 'x' } }), 400, 'structured_outputs.yaml is not supported; the keys are json, regex, choice, grammar, json_object, structural_tag', 'structured_outputs.yaml'],
-      ['two ways of constraining', () => completion({ response_format: { type: 'json_object' }, guided_regex: 'a+' }), 400, 'give one constraint: response_format and guided_regex were both given', 'guided_regex'],
-      ['guided_grammar that does not parse', () => completion({ guided_grammar: 'root ::= (' }), 400, 'grammar was refused by the grammar compiler: EBNF parser error', null],
-      ['stream_options without stream', () => completion({ stream_options: { include_usage: true } }), 400, 'stream_options is only allowed with stream: true', 'stream_options'],
-      ['unknown stream option', () => completion({ stream: true, stream_options: { include_obfuscation: true } }), 400, 'unsupported parameter: include_obfuscation', 'include_obfuscation'],
+      [
+        'logprobs asked for',
+        () => completion({ logprobs: 5 }),
+        400,
+        'unsupported parameter: logprobs (only 0, its default) is not supported by this edge',
+        'logprobs',
+      ],
+      [
+        'response_format of an unknown type',
+        () => completion({ response_format: { type: 'xml' } }),
+        400,
+        'response_format.type must be text, json_object or json_schema, got "xml"',
+        'response_format.type',
+      ],
+      [
+        'response_format json_schema without a schema',
+        () => chat({ response_format: { type: 'json_schema', json_schema: { name: 'x' } } }),
+        400,
+        'response_format.json_schema must be an object with a schema',
+        'response_format.json_schema',
+      ],
+      [
+        'response_format with a schema xgrammar refuses',
+        () => completion({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'strung' } } } }),
+        400,
+        'json_schema was refused by the grammar compiler: Unsupported type "strung"',
+        null,
+      ],
+      [
+        'structured_outputs with an unknown key',
+        () => completion({ structured_outputs: { yaml: 'x' } }),
+        400,
+        'structured_outputs.yaml is not supported; the keys are json, regex, choice, grammar, json_object, structural_tag',
+        'structured_outputs.yaml',
+      ],
+      [
+        'two ways of constraining',
+        () => completion({ response_format: { type: 'json_object' }, guided_regex: 'a+' }),
+        400,
+        'give one constraint: response_format and guided_regex were both given',
+        'guided_regex',
+      ],
+      [
+        'guided_grammar that does not parse',
+        () => completion({ guided_grammar: 'root ::= (' }),
+        400,
+        'grammar was refused by the grammar compiler: EBNF parser error',
+        null,
+      ],
+      [
+        'stream_options without stream',
+        () => completion({ stream_options: { include_usage: true } }),
+        400,
+        'stream_options is only allowed with stream: true',
+        'stream_options',
+      ],
+      [
+        'unknown stream option',
+        () => completion({ stream: true, stream_options: { include_obfuscation: true } }),
+        400,
+        'unsupported parameter: include_obfuscation',
+        'include_obfuscation',
+      ],
       ['stream not a boolean', () => completion({ stream: 'yes' }), 400, 'stream must be a boolean, got "yes"', 'stream'],
       ['invalid UTF-8 bytes', () => post('completions', invalidUtf8), 400, 'the request body is not valid UTF-8', null],
-      ['lone surrogate escape', () => post('completions', `{"model":"${MODEL}","prompt":"a\\ud800b"}`), 400, 'prompt is not valid Unicode text (it holds a lone surrogate)', null],
+      [
+        'lone surrogate escape',
+        () => post('completions', `{"model":"${MODEL}","prompt":"a\\ud800b"}`),
+        400,
+        'prompt is not valid Unicode text (it holds a lone surrogate)',
+        null,
+      ],
       ['not JSON', () => post('completions', '{prompt'), 400, 'request body must be a JSON object', null],
       ['a JSON array', () => post('completions', '["x"]'), 400, 'request body must be a JSON object', null],
       ['chat: no messages', () => chat({ messages: [] }), 400, 'messages must be a non-empty list', 'messages'],
-      ['chat: a tool message', () => chat({ messages: [{ role: 'tool', content: 'x' }] }), 400, 'messages[0].role must be one of system, developer, user, assistant, got "tool"', 'messages[0].role'],
-      ['chat: an image part', () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }), 400, 'messages[0].content[0]: only text parts are supported, got type "image_url"', 'messages[0].content[0]'],
-      ['chat: tool calls', () => chat({ messages: [{ role: 'assistant', content: 'x', tool_calls: [] }] }), 400, 'unsupported parameter: messages[0].tool_calls', 'messages[0].tool_calls'],
-      ['chat: a model without a chat template', () => chat({}), 400, `model ${MODEL} has no chat template (no chat_template.jinja, no chat_template in its tokenizer_config.json; the edge's --chat-template can name one); send a prompt instead (to /v1/completions)`, 'messages'],
+      [
+        'chat: a tool message',
+        () => chat({ messages: [{ role: 'tool', content: 'x' }] }),
+        400,
+        'messages[0].role must be one of system, developer, user, assistant, got "tool"',
+        'messages[0].role',
+      ],
+      [
+        'chat: an image part',
+        () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }),
+        400,
+        'messages[0].content[0]: only text parts are supported, got type "image_url"',
+        'messages[0].content[0]',
+      ],
+      [
+        'chat: tool calls',
+        () => chat({ messages: [{ role: 'assistant', content: 'x', tool_calls: [] }] }),
+        400,
+        'unsupported parameter: messages[0].tool_calls',
+        'messages[0].tool_calls',
+      ],
+      [
+        'chat: a model without a chat template',
+        () => chat({}),
+        400,
+        `model ${MODEL} has no chat template (no chat_template.jinja, no chat_template in its tokenizer_config.json; the edge's --chat-template can name one); send a prompt instead (to /v1/completions)`,
+        'messages',
+      ],
       ['unknown endpoint', () => app.request('/v1/embeddings', { method: 'POST', body: '{}' }), 404, 'no such endpoint: POST /v1/embeddings', null],
     ];
     const outcomes = [];
@@ -452,9 +811,16 @@ describe('edge gRPC Generate', () => {
 
   /** A call that sends `bytes` as they are, so the server sees exactly what a broken client would send. */
   function call(bytes: Buffer) {
-    const stream = client.makeServerStreamRequest(GENERATE, (b: Buffer) => b, (b: Buffer) => edgeGeneratorService.Generate.responseDeserialize(b), bytes, new grpc.Metadata(), {
-      deadline: Date.now() + 30_000,
-    });
+    const stream = client.makeServerStreamRequest(
+      GENERATE,
+      (b: Buffer) => b,
+      (b: Buffer) => edgeGeneratorService.Generate.responseDeserialize(b),
+      bytes,
+      new grpc.Metadata(),
+      {
+        deadline: Date.now() + 30_000,
+      },
+    );
     const events: GenerateEvent__Output[] = [];
     stream.on('data', (e: GenerateEvent__Output) => events.push(e));
     stream.on('error', () => {});
@@ -473,34 +839,115 @@ describe('edge gRPC Generate', () => {
       ['empty prompt', message({ prompt: '' }), 'INVALID_ARGUMENT', 'prompt must not be empty'],
       ['an empty stop string', message({ prompt: 'x', stop: ['.', ''] }), 'INVALID_ARGUMENT', 'stop[1] is empty: a stop string needs at least one character'],
       ['a JSON schema that is not JSON', message({ prompt: 'x', jsonSchema: '{"type": ' }), 'INVALID_ARGUMENT', 'json_schema is not valid JSON'],
-      ['a regex xgrammar refuses', message({ prompt: 'x', regex: '(?<=a)b' }), 'INVALID_ARGUMENT', 'regex was refused by the grammar compiler: Regex parsing error at position 3: Lookbehind is not supported yet.'],
-      ['a choice no output fits in max_new_tokens', message({ prompt: 'x', maxNewTokens: 1, choice: ['Once upon a time'] }), 'INVALID_ARGUMENT', 'the choice cannot be satisfied within 1 tokens'],
+      [
+        'a regex xgrammar refuses',
+        message({ prompt: 'x', regex: '(?<=a)b' }),
+        'INVALID_ARGUMENT',
+        'regex was refused by the grammar compiler: Regex parsing error at position 3: Lookbehind is not supported yet.',
+      ],
+      [
+        'a choice no output fits in max_new_tokens',
+        message({ prompt: 'x', maxNewTokens: 1, choice: ['Once upon a time'] }),
+        'INVALID_ARGUMENT',
+        'the choice cannot be satisfied within 1 tokens',
+      ],
       ['1 MB prompt', oneMb, 'RESOURCE_EXHAUSTED', `Received message larger than max (${oneMb.length} vs ${MAX_BODY_BYTES})`],
       ['prompt above the character limit', message({ prompt: OVER_CHAR_LIMIT }), 'INVALID_ARGUMENT', 'prompt is 20000 characters; the limit is 16384'],
-      ['prompt longer than the context window', message({ prompt: LONG_PROMPT }), 'INVALID_ARGUMENT', "prompt is 602 tokens; the edge model's context window is 512"],
+      [
+        'prompt longer than the context window',
+        message({ prompt: LONG_PROMPT }),
+        'INVALID_ARGUMENT',
+        "prompt is 602 tokens; the edge model's context window is 512",
+      ],
       ['threshold NaN', message({ prompt: 'x', threshold: Number.NaN }), 'INVALID_ARGUMENT', 'threshold must be a number, got NaN'],
-      ['conversation with a line break', message({ prompt: 'x', conversation: 'a\nb' }), 'INVALID_ARGUMENT', 'conversation must be printable ASCII (a header value); character 1 is U+000A'],
-      ['conversation too long', message({ prompt: 'x', conversation: 'c'.repeat(129) }), 'INVALID_ARGUMENT', 'conversation is 129 characters; the limit is 128'],
+      [
+        'conversation with a line break',
+        message({ prompt: 'x', conversation: 'a\nb' }),
+        'INVALID_ARGUMENT',
+        'conversation must be printable ASCII (a header value); character 1 is U+000A',
+      ],
+      [
+        'conversation too long',
+        message({ prompt: 'x', conversation: 'c'.repeat(129) }),
+        'INVALID_ARGUMENT',
+        'conversation is 129 characters; the limit is 128',
+      ],
       ['threshold negative', message({ prompt: 'x', threshold: -0.5 }), 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got -0.5'],
       ['threshold above 1', message({ prompt: 'x', threshold: 1.5 }), 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got 1.5'],
-      ['threshold not a number (a string on the wire)', Buffer.from([...lenField(1, utf8('x')), ...lenField(3, utf8('abc'))]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field threshold (3) has wire type 2; its type float needs 5'],
+      [
+        'threshold not a number (a string on the wire)',
+        Buffer.from([...lenField(1, utf8('x')), ...lenField(3, utf8('abc'))]),
+        'INVALID_ARGUMENT',
+        'malformed GenerateRequest: field threshold (3) has wire type 2; its type float needs 5',
+      ],
       ['max tokens 0', message({ prompt: 'x', maxNewTokens: 0 }), 'INVALID_ARGUMENT', 'max_new_tokens must be an integer in [1, 1024], got 0'],
-      ['max tokens huge', message({ prompt: 'x', maxNewTokens: 4_294_967_295 }), 'INVALID_ARGUMENT', 'max_new_tokens must be an integer in [1, 1024], got 4294967295'],
+      [
+        'max tokens huge',
+        message({ prompt: 'x', maxNewTokens: 4_294_967_295 }),
+        'INVALID_ARGUMENT',
+        'max_new_tokens must be an integer in [1, 1024], got 4294967295',
+      ],
       ['top_p 0', message({ prompt: 'x', topP: 0 }), 'INVALID_ARGUMENT', 'top_p must be in (0, 1], got 0'],
       ['route_span above the limit', message({ prompt: 'x', routeSpan: 99 }), 'INVALID_ARGUMENT', 'route_span must be an integer in [1, 16], got 99'],
       ['route_share 0', message({ prompt: 'x', routeShare: 0 }), 'INVALID_ARGUMENT', 'route_share must be in (0, 1], got 0'],
       ['route_share above 1', message({ prompt: 'x', routeShare: 1.5 }), 'INVALID_ARGUMENT', 'route_share must be in (0, 1], got 1.5'],
       ['route_share NaN', message({ prompt: 'x', routeShare: Number.NaN }), 'INVALID_ARGUMENT', 'route_share must be a number, got NaN'],
-      ['route_tokens_per_minute 0', message({ prompt: 'x', routeTokensPerMinute: 0 }), 'INVALID_ARGUMENT', 'route_tokens_per_minute must be an integer in [1, 10000000], got 0'],
-      ['route_wait_ms above the limit', message({ prompt: 'x', routeWaitMs: 4_294_967_295 }), 'INVALID_ARGUMENT', 'route_wait_ms must be an integer in [1, 600000], got 4294967295'],
-      ['overlapping private spans', message({ prompt: 'Ann and Bo', privateSpans: [{ start: 0, end: 3 }, { start: 2, end: 6 }] }), 'INVALID_ARGUMENT', 'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps'],
-      ['a private span past the prompt', message({ prompt: 'Ann', privateSpans: [{ start: 1, end: 40 }] }), 'INVALID_ARGUMENT', "private_spans[0] = [1, 40) is not a non-empty range inside the text's 3 code points"],
-      ['a private span of a bad kind', message({ prompt: 'Ann', privateSpans: [{ start: 0, end: 3, kind: 'Name' }] }), 'INVALID_ARGUMENT', 'private_spans[0]: kind must be lowercase letters, digits and _ (at most 16, a letter first), got "Name"'],
+      [
+        'route_tokens_per_minute 0',
+        message({ prompt: 'x', routeTokensPerMinute: 0 }),
+        'INVALID_ARGUMENT',
+        'route_tokens_per_minute must be an integer in [1, 10000000], got 0',
+      ],
+      [
+        'route_wait_ms above the limit',
+        message({ prompt: 'x', routeWaitMs: 4_294_967_295 }),
+        'INVALID_ARGUMENT',
+        'route_wait_ms must be an integer in [1, 600000], got 4294967295',
+      ],
+      [
+        'overlapping private spans',
+        message({
+          prompt: 'Ann and Bo',
+          privateSpans: [
+            { start: 0, end: 3 },
+            { start: 2, end: 6 },
+          ],
+        }),
+        'INVALID_ARGUMENT',
+        'private_spans[1] = [2, 6) overlaps or comes before the span before it (which ends at 3); give spans in order, without overlaps',
+      ],
+      [
+        'a private span past the prompt',
+        message({ prompt: 'Ann', privateSpans: [{ start: 1, end: 40 }] }),
+        'INVALID_ARGUMENT',
+        "private_spans[0] = [1, 40) is not a non-empty range inside the text's 3 code points",
+      ],
+      [
+        'a private span of a bad kind',
+        message({ prompt: 'Ann', privateSpans: [{ start: 0, end: 3, kind: 'Name' }] }),
+        'INVALID_ARGUMENT',
+        'private_spans[0]: kind must be lowercase letters, digits and _ (at most 16, a letter first), got "Name"',
+      ],
       ['unknown mode', message({ prompt: 'x', mode: 'turbo' }), 'INVALID_ARGUMENT', 'mode must be one of joint, small_only, llm_only, got "turbo"'],
-      ['invalid UTF-8 in the prompt', Buffer.from(lenField(1, [0x61, 0xff, 0xfe, 0x62])), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field prompt (1) is not valid UTF-8'],
-      ['invalid UTF-8 in a stop string', Buffer.from([...lenField(1, utf8('x')), ...lenField(8, [0xc3])]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field stop (8) is not valid UTF-8'],
+      [
+        'invalid UTF-8 in the prompt',
+        Buffer.from(lenField(1, [0x61, 0xff, 0xfe, 0x62])),
+        'INVALID_ARGUMENT',
+        'malformed GenerateRequest: field prompt (1) is not valid UTF-8',
+      ],
+      [
+        'invalid UTF-8 in a stop string',
+        Buffer.from([...lenField(1, utf8('x')), ...lenField(8, [0xc3])]),
+        'INVALID_ARGUMENT',
+        'malformed GenerateRequest: field stop (8) is not valid UTF-8',
+      ],
       ['malformed protobuf: garbage', Buffer.from([0xff, 0xff, 0xff]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: truncated varint at byte 0'],
-      ['malformed protobuf: a length past the end', Buffer.from([0x0a, 0x10, 0x41]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: field prompt (1) at byte 2 needs 16 bytes, 1 left'],
+      [
+        'malformed protobuf: a length past the end',
+        Buffer.from([0x0a, 0x10, 0x41]),
+        'INVALID_ARGUMENT',
+        'malformed GenerateRequest: field prompt (1) at byte 2 needs 16 bytes, 1 left',
+      ],
       ['malformed protobuf: invalid wire type', Buffer.from([0x0f, 0x00]), 'INVALID_ARGUMENT', 'malformed GenerateRequest: invalid wire type 7 at byte 0'],
     ];
     const outcomes: Outcome[] = [];
@@ -553,9 +1000,15 @@ describe('cloud shim Route', () => {
 
   /** A Route stream carrying `messages` as raw bytes; half-closes after them unless `keepOpen`. */
   function route(messages: Buffer[], keepOpen = false) {
-    const stream = client.makeBidiStreamRequest(ROUTE, (b: Buffer) => b, (b: Buffer) => cloudRouterService.Route.responseDeserialize(b), new grpc.Metadata(), {
-      deadline: Date.now() + 30_000,
-    });
+    const stream = client.makeBidiStreamRequest(
+      ROUTE,
+      (b: Buffer) => b,
+      (b: Buffer) => cloudRouterService.Route.responseDeserialize(b),
+      new grpc.Metadata(),
+      {
+        deadline: Date.now() + 30_000,
+      },
+    );
     const responses: RouteResponse__Output[] = [];
     stream.on('data', (m: RouteResponse__Output) => responses.push(m));
     stream.on('error', () => {});
@@ -583,24 +1036,79 @@ describe('cloud shim Route', () => {
       ['empty prompt (no context)', [open([])], 'INVALID_ARGUMENT', 'open needs the context: at least one token id'],
       ['1 MB prompt', [oneMb], 'RESOURCE_EXHAUSTED', `Received message larger than max (${oneMb.length} vs ${MAX_MESSAGE_BYTES})`],
       ['prompt longer than the context window', [open(new Array(600).fill(1))], 'OUT_OF_RANGE', "context of 600 tokens exceeds the model's window of 512"],
-      ['a step that would generate past the window', [open(new Array(511).fill(1)), step({ offset: 511, ids: [403], sources: ['TOKEN_SOURCE_SLM'] })], 'OUT_OF_RANGE', "context of 512 tokens fills the model's window of 512: no position is left to generate"],
+      [
+        'a step that would generate past the window',
+        [open(new Array(511).fill(1)), step({ offset: 511, ids: [403], sources: ['TOKEN_SOURCE_SLM'] })],
+        'OUT_OF_RANGE',
+        "context of 512 tokens fills the model's window of 512: no position is left to generate",
+      ],
       ['threshold NaN', [open([1]), step({ threshold: Number.NaN })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got NaN'],
       ['threshold negative', [open([1]), step({ threshold: -0.5 })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got -0.5'],
       ['threshold above 1', [open([1]), step({ threshold: 1.5 })], 'INVALID_ARGUMENT', 'threshold must be in [0, 1], got 1.5'],
-      ['threshold not a number (a string on the wire)', [open([1]), Buffer.from([0x12, 0x05, 0x3a, 0x03, ...Buffer.from('abc')])], 'INVALID_ARGUMENT', 'malformed RouteRequest: field threshold (7) has wire type 2; its type float needs 5'],
+      [
+        'threshold not a number (a string on the wire)',
+        [open([1]), Buffer.from([0x12, 0x05, 0x3a, 0x03, ...Buffer.from('abc')])],
+        'INVALID_ARGUMENT',
+        'malformed RouteRequest: field threshold (7) has wire type 2; its type float needs 5',
+      ],
       ['router score NaN', [open([1]), step({ routerScore: Number.NaN })], 'INVALID_ARGUMENT', 'router_score must be a finite number, got NaN'],
       ['max tokens huge', [open([1]), step({ maxTokens: 4_294_967_295 })], 'INVALID_ARGUMENT', "max_tokens 4294967295 is above this shim's limit of 64"],
-      ['token ids outside the vocabulary: open', [open([1, 512])], 'INVALID_ARGUMENT', 'context_ids holds token id 512 (index 1), outside the vocabulary [0, 512)'],
-      ['token ids outside the vocabulary: step', [open([1]), step({ ids: [99_999], sources: ['TOKEN_SOURCE_SLM'] })], 'INVALID_ARGUMENT', 'the step holds token id 99999 (index 0), outside the vocabulary [0, 512)'],
+      [
+        'token ids outside the vocabulary: open',
+        [open([1, 512])],
+        'INVALID_ARGUMENT',
+        'context_ids holds token id 512 (index 1), outside the vocabulary [0, 512)',
+      ],
+      [
+        'token ids outside the vocabulary: step',
+        [open([1]), step({ ids: [99_999], sources: ['TOKEN_SOURCE_SLM'] })],
+        'INVALID_ARGUMENT',
+        'the step holds token id 99999 (index 0), outside the vocabulary [0, 512)',
+      ],
       ['unknown session (a step with no open)', [step({})], 'FAILED_PRECONDITION', 'the first message of a stream must be `open`'],
-      ['routing key with a line break', [wire({ open: { requestId: 'r', routingKey: 'chat\r\nX-Evil: 1', contextIds: [1] } })], 'INVALID_ARGUMENT', 'routing_key must be printable ASCII (a header value); character 4 is U+000D'],
-      ['routing key too long', [wire({ open: { requestId: 'r', routingKey: 'k'.repeat(201), contextIds: [1] } })], 'INVALID_ARGUMENT', 'routing_key is 201 characters; the limit is 200'],
-      ['request id (the routing key) not ASCII', [open([1], 'rüd')], 'INVALID_ARGUMENT', 'request_id (the routing key when routing_key is empty) must be printable ASCII (a header value); character 1 is U+00FC'],
-      ['invalid UTF-8 in request_id', [Buffer.from([0x0a, requestId.length + contextIds.length, ...requestId, ...contextIds])], 'INVALID_ARGUMENT', 'malformed RouteRequest: field requestId (1) is not valid UTF-8'],
+      [
+        'routing key with a line break',
+        [wire({ open: { requestId: 'r', routingKey: 'chat\r\nX-Evil: 1', contextIds: [1] } })],
+        'INVALID_ARGUMENT',
+        'routing_key must be printable ASCII (a header value); character 4 is U+000D',
+      ],
+      [
+        'routing key too long',
+        [wire({ open: { requestId: 'r', routingKey: 'k'.repeat(201), contextIds: [1] } })],
+        'INVALID_ARGUMENT',
+        'routing_key is 201 characters; the limit is 200',
+      ],
+      [
+        'request id (the routing key) not ASCII',
+        [open([1], 'rüd')],
+        'INVALID_ARGUMENT',
+        'request_id (the routing key when routing_key is empty) must be printable ASCII (a header value); character 1 is U+00FC',
+      ],
+      [
+        'invalid UTF-8 in request_id',
+        [Buffer.from([0x0a, requestId.length + contextIds.length, ...requestId, ...contextIds])],
+        'INVALID_ARGUMENT',
+        'malformed RouteRequest: field requestId (1) is not valid UTF-8',
+      ],
       ['malformed protobuf: garbage', [Buffer.from([0xff, 0xff, 0xff])], 'INVALID_ARGUMENT', 'malformed RouteRequest: truncated varint at byte 0'],
-      ['malformed protobuf: a nested length past the end', [Buffer.from([0x0a, 0x02, 0x1a, 0x05])], 'INVALID_ARGUMENT', 'malformed RouteRequest: field contextIds (3) at byte 4 needs 5 bytes, 0 left'],
-      ['malformed protobuf after a good open', [open([1]), Buffer.from([0x12, 0x01, 0x0f])], 'INVALID_ARGUMENT', 'malformed RouteRequest: invalid wire type 7 at byte 2'],
-      ['a step above the size limit', [open([1]), bigStep], 'RESOURCE_EXHAUSTED', `Received message larger than max (${bigStep.length} vs ${MAX_MESSAGE_BYTES})`],
+      [
+        'malformed protobuf: a nested length past the end',
+        [Buffer.from([0x0a, 0x02, 0x1a, 0x05])],
+        'INVALID_ARGUMENT',
+        'malformed RouteRequest: field contextIds (3) at byte 4 needs 5 bytes, 0 left',
+      ],
+      [
+        'malformed protobuf after a good open',
+        [open([1]), Buffer.from([0x12, 0x01, 0x0f])],
+        'INVALID_ARGUMENT',
+        'malformed RouteRequest: invalid wire type 7 at byte 2',
+      ],
+      [
+        'a step above the size limit',
+        [open([1]), bigStep],
+        'RESOURCE_EXHAUSTED',
+        `Received message larger than max (${bigStep.length} vs ${MAX_MESSAGE_BYTES})`,
+      ],
     ];
     const outcomes: Outcome[] = [];
     for (const [name, messages] of cases) outcomes.push(await outcome(name, messages));
@@ -650,7 +1158,9 @@ describe('cloud shim Score', () => {
     if (token !== null) metadata.set('authorization', `Bearer ${token}`);
     return new Promise((resolve) => {
       client.Score({ ids: [1, 403], ...request }, metadata, { deadline: Date.now() + 20_000 }, (error, reply) =>
-        resolve(error ? { status: grpc.status[error.code], message: error.details, positions: 0 } : { status: 'OK', message: '', positions: reply!.positions.length }),
+        resolve(
+          error ? { status: grpc.status[error.code], message: error.details, positions: 0 } : { status: 'OK', message: '', positions: reply!.positions.length },
+        ),
       );
     });
   }
@@ -661,10 +1171,28 @@ describe('cloud shim Score', () => {
       ['a wrong token', {}, 'nope', 'UNAUTHENTICATED', 'invalid bearer token'],
       ['one id', { ids: [1] }, TOKEN, 'INVALID_ARGUMENT', 'a sequence to score needs 2 ids or more (one position predicting the next), got 1'],
       ['no ids', { ids: [] }, TOKEN, 'INVALID_ARGUMENT', 'a sequence to score needs 2 ids or more'],
-      ['longer than the window', { ids: new Array(513).fill(1) }, TOKEN, 'OUT_OF_RANGE', "the sequence is 513 tokens, above the cloud model's window of 512: score it in windows of at most 512"],
+      [
+        'longer than the window',
+        { ids: new Array(513).fill(1) },
+        TOKEN,
+        'OUT_OF_RANGE',
+        "the sequence is 513 tokens, above the cloud model's window of 512: score it in windows of at most 512",
+      ],
       ['an id outside the vocabulary', { ids: [1, 512] }, TOKEN, 'INVALID_ARGUMENT', "ids[1] is 512, outside the cloud model's vocabulary [0, 512)"],
-      ['candidates of the wrong length', { ids: [1, 403, 9], candidateIds: [5] }, TOKEN, 'INVALID_ARGUMENT', 'candidate_ids must hold one id per position (2) or none, got 1'],
-      ['a candidate outside the vocabulary', { ids: [1, 403], candidateIds: [9999] }, TOKEN, 'INVALID_ARGUMENT', "candidate_ids[0] is 9999, outside the cloud model's vocabulary [0, 512)"],
+      [
+        'candidates of the wrong length',
+        { ids: [1, 403, 9], candidateIds: [5] },
+        TOKEN,
+        'INVALID_ARGUMENT',
+        'candidate_ids must hold one id per position (2) or none, got 1',
+      ],
+      [
+        'a candidate outside the vocabulary',
+        { ids: [1, 403], candidateIds: [9999] },
+        TOKEN,
+        'INVALID_ARGUMENT',
+        "candidate_ids[0] is 9999, outside the cloud model's vocabulary [0, 512)",
+      ],
       ['top_k above 20', { topK: 21 }, TOKEN, 'INVALID_ARGUMENT', 'top_k must be at most 20, got 21'],
       ['a request id of 100,000 characters', { requestId: 'r'.repeat(100_000) }, TOKEN, 'INVALID_ARGUMENT', 'request_id is longer than 200 characters'],
     ];
@@ -687,7 +1215,10 @@ describe('gRPC health service names (edge and shim)', () => {
     edgeServer = new EdgeGrpcServer(edge.runtime, { host: '127.0.0.1', port: 0, maxReceiveBytes: MAX_BODY_BYTES });
     const edgePort = await edgeServer.start();
     shim = await startTestShim();
-    clients.push(new HealthClient(`127.0.0.1:${edgePort}`, grpc.credentials.createInsecure()), new HealthClient(shim.address, grpc.credentials.createInsecure()));
+    clients.push(
+      new HealthClient(`127.0.0.1:${edgePort}`, grpc.credentials.createInsecure()),
+      new HealthClient(shim.address, grpc.credentials.createInsecure()),
+    );
   });
 
   afterAll(async () => {
@@ -719,7 +1250,10 @@ describe('gRPC health service names (edge and shim)', () => {
       ['unknown, at the limit', 'x'.repeat(MAX_SERVICE_NAME_CHARS), 'NOT_FOUND', `unknown service "${'x'.repeat(MAX_SERVICE_NAME_CHARS)}"`],
     ] as const;
     const outcomes: Outcome[] = [];
-    for (const [server, client] of [['edge', clients[0]!], ['shim', clients[1]!]] as const) {
+    for (const [server, client] of [
+      ['edge', clients[0]!],
+      ['shim', clients[1]!],
+    ] as const) {
       for (const [name, service] of names) outcomes.push({ name: `${server}: Check, ${name}`, ...(await check(client, service)) });
       for (const [name, service] of names.slice(0, 2)) outcomes.push({ name: `${server}: Watch, ${name}`, ...(await watch(client, service)) });
     }

@@ -31,7 +31,10 @@ test('Prometheus: the generations by mean batch size, the rows per pass of the b
   const metrics = new EdgeMetrics();
   const stats = { passes: 4, rows: 10, sizes: [0, 1, 0, 3], promptsTogether: 5, keptBuffersReused: 2, keptRowsCopied: 1 };
   metrics.describeBatching(stats);
-  metrics.observe({ type: 'done', finishReason: 'length', text: '', metrics: metricsWith([3, 3]), requestId: 'r1', router: 'builtin', cloudText: '' }, 'small_only');
+  metrics.observe(
+    { type: 'done', finishReason: 'length', text: '', metrics: metricsWith([3, 3]), requestId: 'r1', router: 'builtin', cloudText: '' },
+    'small_only',
+  );
   const text = await metrics.registry.metrics();
   expect(text).toContain('edge_decode_rows_per_pass 2.5');
   expect(text).toContain('edge_prompts_fed_together 5');

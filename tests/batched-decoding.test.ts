@@ -49,7 +49,7 @@ beforeAll(async () => {
   demoEdge = demo.edgePack;
   demoCloud = demo.cloudPack;
   for (const layout of LAYOUTS) {
-    const graph = layout === 'fused-matmul' ? { layout: 'fused', decodeAttention: 'matmul' } as const : { layout };
+    const graph = layout === 'fused-matmul' ? ({ layout: 'fused', decodeAttention: 'matmul' } as const) : { layout };
     await writeRandomPack({ preset: 'tiny-qwen2', out: QWEN[layout], seed: 11, hiddenStatesOutput: true, ...graph });
     await quantizePack({ input: QWEN[layout], output: QWEN_INT8[layout], dtype: 'int8' });
   }
@@ -101,7 +101,11 @@ interface CompareOptions {
   tolerance?: number;
 }
 
-async function compareAloneAndBatched(packDir: string, count: number, options: CompareOptions = {}): Promise<{ worst: number; meanBatch: number; promptsTogether: number; poolReused: number }> {
+async function compareAloneAndBatched(
+  packDir: string,
+  count: number,
+  options: CompareOptions = {},
+): Promise<{ worst: number; meanBatch: number; promptsTogether: number; poolReused: number }> {
   const pack = loadModelPack(packDir, options.modelFile);
   const alone = await DecoderModel.load(pack, { threads: 1 });
   const batched = await DecoderModel.load(pack, { threads: 1 });
@@ -217,7 +221,7 @@ describe('appends of several tokens share decode passes in the plain layout (app
     console.log(`demo cloud, ragged appends: max |Δlogit| ${worst.toExponential(2)}, ${sharedAppends} multi-token appends batched`);
     expect(sharedAppends).toBeGreaterThanOrEqual(10);
   });
-  test('Hugging Face export of stories260K (3 layers), fp32: padding between a row\'s cache and its tokens honoured by the exported graph', async () => {
+  test("Hugging Face export of stories260K (3 layers), fp32: padding between a row's cache and its tokens honoured by the exported graph", async () => {
     const { worst, sharedAppends } = await compareRaggedAppends(hub.edge, 'model.onnx');
     console.log(`hub export, ragged appends: max |Δlogit| ${worst.toExponential(2)}, ${sharedAppends} multi-token appends batched`);
     expect(sharedAppends).toBeGreaterThanOrEqual(10);
@@ -535,7 +539,9 @@ describe('the scheduler', () => {
     const log = { debug() {}, info() {}, error() {}, warn: (line: string) => warnings.push(line) };
     const model = await DecoderModel.load(loadModelPack(hub.edge, 'model_quantized.onnx'), { log });
     expect(DecodeScheduler.over(model, { maxBatch: 4 }, log)).toBeUndefined();
-    expect(warnings).toEqual([`${hub.edge}: decode steps run one sequence at a time: the export quantizes activations with one scale per tensor (DynamicQuantizeLinear), which would mix the rows of a batch`]);
+    expect(warnings).toEqual([
+      `${hub.edge}: decode steps run one sequence at a time: the export quantizes activations with one scale per tensor (DynamicQuantizeLinear), which would mix the rows of a batch`,
+    ]);
     await model.release();
   });
 

@@ -71,42 +71,46 @@ async function run(edgeModel: DecoderModel, prompt: string, startAfterMs: number
   return { decisions: tokens.map((t) => `${t.id}:${t.source}`), scores: tokens.map((t) => t.score), done: events.at(-1) as DoneEvent };
 }
 
-test.each(['plain', 'fused'] as const)('%s layout: batched generations emit what each emits alone (routing, speculation, one cancelled)', async (layout) => {
-  const { alone: aloneEdge, batched: batchedEdge, scheduler } = edges[layout];
-  const alone: Awaited<ReturnType<typeof run>>[] = [];
-  for (const prompt of PROMPTS) alone.push(await run(aloneEdge, prompt, 0));
-  const batched = await Promise.all(PROMPTS.map((prompt, i) => run(batchedEdge, prompt, i * 15, i === CANCELLED ? CANCEL_AFTER : undefined, scheduler)));
-  let worstScore = 0;
-  batched.forEach((b, i) => {
-    b.scores.forEach((s, k) => {
-      const reference = alone[i]!.scores[k];
-      expect(s === null).toBe(reference === null);
-      if (s !== null && reference !== null && reference !== undefined) worstScore = Math.max(worstScore, Math.abs(s - reference));
+test.each(['plain', 'fused'] as const)(
+  '%s layout: batched generations emit what each emits alone (routing, speculation, one cancelled)',
+  async (layout) => {
+    const { alone: aloneEdge, batched: batchedEdge, scheduler } = edges[layout];
+    const alone: Awaited<ReturnType<typeof run>>[] = [];
+    for (const prompt of PROMPTS) alone.push(await run(aloneEdge, prompt, 0));
+    const batched = await Promise.all(PROMPTS.map((prompt, i) => run(batchedEdge, prompt, i * 15, i === CANCELLED ? CANCEL_AFTER : undefined, scheduler)));
+    let worstScore = 0;
+    batched.forEach((b, i) => {
+      b.scores.forEach((s, k) => {
+        const reference = alone[i]!.scores[k];
+        expect(s === null).toBe(reference === null);
+        if (s !== null && reference !== null && reference !== undefined) worstScore = Math.max(worstScore, Math.abs(s - reference));
+      });
+      if (i === CANCELLED) {
+        expect(b.done.finishReason).toBe('cancelled');
+        expect(b.decisions).toEqual(alone[i]!.decisions.slice(0, b.decisions.length));
+      } else {
+        expect(b.decisions).toEqual(alone[i]!.decisions);
+        expect(b.done.text).toBe(alone[i]!.done.text);
+      }
+      expect(alone[i]!.done.metrics.meanBatchSize).toBe(1);
     });
-    if (i === CANCELLED) {
-      expect(b.done.finishReason).toBe('cancelled');
-      expect(b.decisions).toEqual(alone[i]!.decisions.slice(0, b.decisions.length));
-    } else {
-      expect(b.decisions).toEqual(alone[i]!.decisions);
-      expect(b.done.text).toBe(alone[i]!.done.text);
-    }
-    expect(alone[i]!.done.metrics.meanBatchSize).toBe(1);
-  });
-  console.log(`router scores batched vs alone: max |Δ| ${worstScore.toExponential(2)}`);
-  expect(worstScore).toBeLessThan(SCORE_TOLERANCE);
-  // Routing and speculation did run, and the steps were shared.
-  expect(alone.reduce((n, a) => n + a.done.metrics.routed, 0)).toBeGreaterThan(0);
-  expect(alone.reduce((n, a) => n + a.done.metrics.wastedSteps, 0)).toBeGreaterThan(0);
-  expect(batched.reduce((n, b) => n + b.done.metrics.speculated, 0)).toBeGreaterThan(0);
-  expect(Math.max(...batched.map((b) => b.done.metrics.meanBatchSize))).toBeGreaterThan(1.5);
-  expect(scheduler.stats.sizes.slice(2).some((n) => n > 0)).toBe(true);
-  expect(batchedEdge.stats.liveSequences).toBe(0);
-  // The fused layout keeps its batch buffers from pass to pass, copying in the rows that rollbacks and
-  // newcomers changed; the plain layout gathers every pass.
-  const { keptBuffersReused, keptRowsCopied } = scheduler.stats;
-  if (layout === 'fused') expect(Math.min(keptBuffersReused, keptRowsCopied)).toBeGreaterThan(0);
-  else expect(keptBuffersReused + keptRowsCopied).toBe(0);
-}, 120_000);
+    console.log(`router scores batched vs alone: max |Δ| ${worstScore.toExponential(2)}`);
+    expect(worstScore).toBeLessThan(SCORE_TOLERANCE);
+    // Routing and speculation did run, and the steps were shared.
+    expect(alone.reduce((n, a) => n + a.done.metrics.routed, 0)).toBeGreaterThan(0);
+    expect(alone.reduce((n, a) => n + a.done.metrics.wastedSteps, 0)).toBeGreaterThan(0);
+    expect(batched.reduce((n, b) => n + b.done.metrics.speculated, 0)).toBeGreaterThan(0);
+    expect(Math.max(...batched.map((b) => b.done.metrics.meanBatchSize))).toBeGreaterThan(1.5);
+    expect(scheduler.stats.sizes.slice(2).some((n) => n > 0)).toBe(true);
+    expect(batchedEdge.stats.liveSequences).toBe(0);
+    // The fused layout keeps its batch buffers from pass to pass, copying in the rows that rollbacks and
+    // newcomers changed; the plain layout gathers every pass.
+    const { keptBuffersReused, keptRowsCopied } = scheduler.stats;
+    if (layout === 'fused') expect(Math.min(keptBuffersReused, keptRowsCopied)).toBeGreaterThan(0);
+    else expect(keptBuffersReused + keptRowsCopied).toBe(0);
+  },
+  120_000,
+);
 
 test("the cloud's embedded backend batches concurrent sessions' spans: the same ids as one at a time", async () => {
   const options = { modelPack: pair.cloudModel.pack.dir, maxLiveSequences: 8 };
@@ -147,7 +151,8 @@ test("the embedded backend's steps that append the edge's tokens since the last 
       const contexts = prompts.map((p) => [...p]);
       const ids: number[][] = prompts.map(() => []);
       for (let round = 0; round < 6; round++) {
-        const step = (i: number) => sequences[i]!.step({ context: contexts[i]!, maxTokens: 1, sampling, requestId: `s${i}-${round}`, signal: new AbortController().signal });
+        const step = (i: number) =>
+          sequences[i]!.step({ context: contexts[i]!, maxTokens: 1, sampling, requestId: `s${i}-${round}`, signal: new AbortController().signal });
         const results: { ids: number[] }[] = [];
         if (backend === alone) for (let i = 0; i < prompts.length; i++) results.push(await step(i));
         else results.push(...(await Promise.all(prompts.map((_, i) => step(i)))));

@@ -35,8 +35,24 @@ describe('the round scheduler', () => {
   test('ours and the peer alternate, each warmed up right before its first round, with exact medians and ratios', async () => {
     const calls: string[] = [];
     // The machine slows down 2× in round 2: both sides' medians move, the per-round ratio does not.
-    const ours = fakeSide('ours', [[20, 22, 24], [40, 44, 48], [21, 23, 19]], calls);
-    const peer = fakeSide('peer', [[10, 11, 12], [20, 22, 24], [20, 20, 20]], calls);
+    const ours = fakeSide(
+      'ours',
+      [
+        [20, 22, 24],
+        [40, 44, 48],
+        [21, 23, 19],
+      ],
+      calls,
+    );
+    const peer = fakeSide(
+      'peer',
+      [
+        [10, 11, 12],
+        [20, 22, 24],
+        [20, 20, 20],
+      ],
+      calls,
+    );
     const a = await alternateRounds(ours, peer, { steps: 9, rounds: 3, warmup: 2 });
     expect(calls).toEqual(['ours warm-up 2', 'ours round 3', 'peer warm-up 2', 'peer round 3', 'ours round 3', 'peer round 3', 'ours round 3', 'peer round 3']);
     expect(a.ours.roundMsPerToken).toEqual([22, 44, 21]);
@@ -66,21 +82,32 @@ describe('the round scheduler', () => {
 describe('the line protocol', () => {
   test('a helper that exits before it answers, says it failed or stays silent is a clear error', async () => {
     const log = () => {};
-    await expect(LineProcess.start({ command: [process.execPath, '-e', 'process.exit(3)'], name: 'the quitter', log })).rejects.toThrow('the quitter exited with code 3 before answering "ready"');
+    await expect(LineProcess.start({ command: [process.execPath, '-e', 'process.exit(3)'], name: 'the quitter', log })).rejects.toThrow(
+      'the quitter exited with code 3 before answering "ready"',
+    );
     const failing = `console.log(JSON.stringify({ type: 'failed', message: 'no such model' }))`;
-    await expect(LineProcess.start({ command: [process.execPath, '-e', failing], name: 'the failing one', log })).rejects.toThrow('the failing one failed: no such model');
-    const gone = await LineProcess.start({ command: [process.execPath, '-e', `console.log(JSON.stringify({ type: 'ready' }))`], name: 'the short-lived one', log });
+    await expect(LineProcess.start({ command: [process.execPath, '-e', failing], name: 'the failing one', log })).rejects.toThrow(
+      'the failing one failed: no such model',
+    );
+    const gone = await LineProcess.start({
+      command: [process.execPath, '-e', `console.log(JSON.stringify({ type: 'ready' }))`],
+      name: 'the short-lived one',
+      log,
+    });
     await expect(gone.helper.request({ type: 'round', steps: 1 })).rejects.toThrow('the short-lived one exited with code 0 before answering "round"');
     await gone.helper.close();
     const silent = 'setTimeout(() => {}, 60_000)';
-    await expect(LineProcess.start({ command: [process.execPath, '-e', silent], name: 'the silent one', log, timeoutMs: 300 })).rejects.toThrow('the silent one did not answer "ready" within 300 ms');
+    await expect(LineProcess.start({ command: [process.execPath, '-e', silent], name: 'the silent one', log, timeoutMs: 300 })).rejects.toThrow(
+      'the silent one did not answer "ready" within 300 ms',
+    );
   });
 
-  test("our decode child: loaded once, it answers warm-up, rounds, a bad request and finish, and two of them alternate", async () => {
+  test('our decode child: loaded once, it answers warm-up, rounds, a bad request and finish, and two of them alternate', async () => {
     const dir = await ensureBenchPack('tiny-qwen2', () => {});
     const options = { dir, threads: 1, promptTokens: 8, plannedSteps: 2 + 6, bandwidthGbS: 10 };
     const lines: string[] = [];
-    const start = () => LineProcess.start({ command: [process.execPath, DECODE_ROUND_CHILD, JSON.stringify(options)], name: 'our tiny decode', log: (l) => lines.push(l) });
+    const start = () =>
+      LineProcess.start({ command: [process.execPath, DECODE_ROUND_CHILD, JSON.stringify(options)], name: 'our tiny decode', log: (l) => lines.push(l) });
     const a = await start();
     try {
       expect(a.ready.type).toBe('ready');
@@ -120,19 +147,33 @@ test("bench concurrency: the peer's row for each user count runs right after our
     threads: 1,
     log: (line) => order.push(line.replace(/:.*tokens\/s.*$/, '').replace(/^loading .*/, 'loading')),
     afterUsers: async (users, prompts) => {
-      order.push(`peer ${users} users on ${prompts.slice(0, users).map((p) => p.length).join(',')} prompt tokens`);
+      order.push(
+        `peer ${users} users on ${prompts
+          .slice(0, users)
+          .map((p) => p.length)
+          .join(',')} prompt tokens`,
+      );
     },
   });
   expect(order).toEqual(['loading', 'tiny', 'tiny', 'peer 1 users on 4 prompt tokens', 'tiny', 'tiny', 'peer 2 users on 4,4 prompt tokens']);
   expect(result.rounds.map((r) => `${r.users} ${r.batched}`)).toEqual(['1 false', '1 true', '2 false', '2 true']);
 }, 120_000);
 
-test('bench concurrency --repeat: each row over its own repeat\'s first row, median and range per user count', () => {
+test("bench concurrency --repeat: each row over its own repeat's first row, median and range per user count", () => {
   const row = (repeat: number, users: number, batched: boolean, tokensPerSecond: number) => ({ repeat, users, batched, tokensPerSecond });
   const ratios = repeatRatios([
-    row(0, 1, false, 10), row(0, 1, true, 12), row(0, 4, false, 11), row(0, 4, true, 25),
-    row(1, 1, false, 20), row(1, 1, true, 20), row(1, 4, false, 30), row(1, 4, true, 60),
-    row(2, 1, false, 8), row(2, 1, true, 10), row(2, 4, false, 8), row(2, 4, true, 20),
+    row(0, 1, false, 10),
+    row(0, 1, true, 12),
+    row(0, 4, false, 11),
+    row(0, 4, true, 25),
+    row(1, 1, false, 20),
+    row(1, 1, true, 20),
+    row(1, 4, false, 30),
+    row(1, 4, true, 60),
+    row(2, 1, false, 8),
+    row(2, 1, true, 10),
+    row(2, 4, false, 8),
+    row(2, 4, true, 20),
   ]);
   expect(ratios).toEqual([
     { users: 1, batched: false, median: 1, min: 1, max: 1 },
@@ -142,10 +183,19 @@ test('bench concurrency --repeat: each row over its own repeat\'s first row, med
   ]);
 });
 
-test('bench concurrency --repeat 2: the user counts run twice over, each repeat\'s rows together', async () => {
+test("bench concurrency --repeat 2: the user counts run twice over, each repeat's rows together", async () => {
   const dir = await ensureBenchPack('tiny-qwen2', () => {});
   const result = await benchConcurrencyOn('tiny', dir, { users: [1, 2], repeats: 2, promptTokens: 4, newTokens: 2, maxBatch: 2, threads: 1, log: () => {} });
-  expect(result.rounds.map((r) => `${r.repeat} ${r.users} ${r.batched}`)).toEqual(['0 1 false', '0 1 true', '0 2 false', '0 2 true', '1 1 false', '1 1 true', '1 2 false', '1 2 true']);
+  expect(result.rounds.map((r) => `${r.repeat} ${r.users} ${r.batched}`)).toEqual([
+    '0 1 false',
+    '0 1 true',
+    '0 2 false',
+    '0 2 true',
+    '1 1 false',
+    '1 1 true',
+    '1 2 false',
+    '1 2 true',
+  ]);
   expect(result.byRepeat.map((r) => `${r.users} ${r.batched}`)).toEqual(['1 false', '1 true', '2 false', '2 true']);
   expect(result.byRepeat[0]).toEqual({ users: 1, batched: false, median: 1, min: 1, max: 1 });
   // Time inside onnxruntime's run is part of each round's wall time, and its ratios are taken the same way.
@@ -164,7 +214,10 @@ test('bench concurrency --repeat 2: the user counts run twice over, each repeat\
 }, 120_000);
 
 test('bench decode --peer: more rounds than steps is refused before anything is loaded or installed', () => {
-  const r = Bun.spawnSync(['bun', 'src/tools/bench/cli.ts', 'decode', '--preset', 'tiny-qwen2', '--dtype', 'q4', '--peer', 'llama.cpp', '--steps', '2', '--rounds', '3'], { stdout: 'pipe', stderr: 'pipe' });
+  const r = Bun.spawnSync(
+    ['bun', 'src/tools/bench/cli.ts', 'decode', '--preset', 'tiny-qwen2', '--dtype', 'q4', '--peer', 'llama.cpp', '--steps', '2', '--rounds', '3'],
+    { stdout: 'pipe', stderr: 'pipe' },
+  );
   expect(r.exitCode).toBe(2);
   expect(r.stderr.toString()).toContain('--rounds must be in [1, 2], got 3');
 });

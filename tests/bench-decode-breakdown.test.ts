@@ -14,7 +14,10 @@ test('each thread count gets a row; run + rest is the step, the shares add up to
     expect(r.run_ms).toBeLessThanOrEqual(r.step_ms * 1.5);
     expect(r.router_ms).toBeGreaterThan(0);
     const shares = Object.values(r.shares).reduce((a, b) => a + b, 0);
-    expect(shares).toBeCloseTo((r.run_ms + r.append_rest_ms + r.argmax_ms + r.sample_ms + r.router_ms) / (r.step_ms + r.argmax_ms + r.sample_ms + r.router_ms), 9);
+    expect(shares).toBeCloseTo(
+      (r.run_ms + r.append_rest_ms + r.argmax_ms + r.sample_ms + r.router_ms) / (r.step_ms + r.argmax_ms + r.sample_ms + r.router_ms),
+      9,
+    );
   }
   const table = formatBreakdown(rows).split('\n');
   expect(table).toHaveLength(3);

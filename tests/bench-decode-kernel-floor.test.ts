@@ -47,7 +47,7 @@ describe('weightKernelsModel', () => {
     expect(new Set(graph.initializer.map((t) => t.name))).toEqual(weights);
   });
 
-  test('an fp32 pack keeps its MatMul and Gemm nodes on weights, and each computes x · W with the pack\'s weights', async () => {
+  test("an fp32 pack keeps its MatMul and Gemm nodes on weights, and each computes x · W with the pack's weights", async () => {
     const { modelPath } = loadModelPack(packs.fp32);
     const full = readModel(modelPath).graph!;
     const initializers = new Set(full.initializer.map((t) => t.name));
@@ -61,9 +61,14 @@ describe('weightKernelsModel', () => {
     const [k, n] = weight.dims.map(Number) as [number, number];
     const w = initializerFloats(weight, modelPath);
     const input = (width: number) => Float32Array.from({ length: width }, (_, i) => Math.sin(i) / 8);
-    const session = await ort.InferenceSession.create(toBinary(ModelProtoSchema, model), { intraOpNumThreads: 1, extra: { session: { model_external_initializers_file_folder_path: packs.fp32 } } });
+    const session = await ort.InferenceSession.create(toBinary(ModelProtoSchema, model), {
+      intraOpNumThreads: 1,
+      extra: { session: { model_external_initializers_file_folder_path: packs.fp32 } },
+    });
     try {
-      const out = await session.run(Object.fromEntries(widths.map((width) => [`x${width}`, new ort.Tensor('float32', input(width), [1, width])])), [node.output[0]!]);
+      const out = await session.run(Object.fromEntries(widths.map((width) => [`x${width}`, new ort.Tensor('float32', input(width), [1, width])])), [
+        node.output[0]!,
+      ]);
       const got = out[node.output[0]!]!.data as Float32Array;
       const x = input(k);
       for (let col = 0; col < n; col++) {
@@ -76,7 +81,7 @@ describe('weightKernelsModel', () => {
     }
   });
 
-  test('WeightKernels times a pass through them and writes nothing into the pack\'s folder', async () => {
+  test("WeightKernels times a pass through them and writes nothing into the pack's folder", async () => {
     const before = readdirSync(packs.q4).sort();
     const floor = await WeightKernels.open(loadModelPack(packs.q4).modelPath, 1);
     try {
@@ -102,7 +107,25 @@ describe('bun run bench decode --kernel-floor', () => {
   test('each round gets its floor and the JSON carries their median', async () => {
     await ensureDemoPacks();
     const proc = Bun.spawn(
-      ['bun', 'src/tools/bench/cli.ts', 'decode', '--pack', TRUNCATED_DEMO.edgePack, '--kernel-floor', '--prompt-tokens', '20', '--steps', '8', '--rounds', '2', '--threads', '1', '--bandwidth-gb-s', '10', '--json'],
+      [
+        'bun',
+        'src/tools/bench/cli.ts',
+        'decode',
+        '--pack',
+        TRUNCATED_DEMO.edgePack,
+        '--kernel-floor',
+        '--prompt-tokens',
+        '20',
+        '--steps',
+        '8',
+        '--rounds',
+        '2',
+        '--threads',
+        '1',
+        '--bandwidth-gb-s',
+        '10',
+        '--json',
+      ],
       { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' },
     );
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);

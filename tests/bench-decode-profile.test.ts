@@ -55,7 +55,21 @@ describe('bun run bench decode --profile', () => {
   test('on the 3-layer demo pack: the nodes of each step and the whole KV cache copied once per step', async () => {
     await ensureDemoPacks();
     const proc = Bun.spawn(
-      ['bun', 'src/tools/bench/cli.ts', 'decode', '--pack', TRUNCATED_DEMO.edgePack, '--profile', '--prompt-tokens', '20', '--steps', '4', '--threads', '1', '--json'],
+      [
+        'bun',
+        'src/tools/bench/cli.ts',
+        'decode',
+        '--pack',
+        TRUNCATED_DEMO.edgePack,
+        '--profile',
+        '--prompt-tokens',
+        '20',
+        '--steps',
+        '4',
+        '--threads',
+        '1',
+        '--json',
+      ],
       { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' },
     );
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
@@ -64,7 +78,7 @@ describe('bun run bench decode --profile', () => {
     const pack = loadModelPack(TRUNCATED_DEMO.edgePack);
     // Steps 1..4 after the prompt and one untimed step write present caches of 22..25 positions: K and V, float32.
     const perPosition = 2 * pack.numLayers * pack.numKvHeads * pack.headDim * 4;
-    expect(json.kv_copy_bytes).toBe(perPosition * (22 + 23 + 24 + 25) / 4);
+    expect(json.kv_copy_bytes).toBe((perPosition * (22 + 23 + 24 + 25)) / 4);
     // onnxruntime-node copies every output out: the present caches again, the logits and the hidden states.
     expect(json.output_bytes).toBe(json.kv_copy_bytes + (pack.vocabSize + pack.hiddenSize) * 4);
     expect(json.steps).toBe(4);

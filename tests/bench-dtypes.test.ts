@@ -12,7 +12,24 @@ function bench(...args: string[]) {
 }
 
 test('bench decode --dtype: one result per weight type, each from its own process, from packs quantized once', () => {
-  const r = bench('decode', '--preset', 'tiny-qwen2', '--dtype', 'fp32,q4', '--steps', '4', '--rounds', '1', '--warmup', '1', '--prompt-tokens', '8', '--copy-mib', '64', '--json');
+  const r = bench(
+    'decode',
+    '--preset',
+    'tiny-qwen2',
+    '--dtype',
+    'fp32,q4',
+    '--steps',
+    '4',
+    '--rounds',
+    '1',
+    '--warmup',
+    '1',
+    '--prompt-tokens',
+    '8',
+    '--copy-mib',
+    '64',
+    '--json',
+  );
   expect({ code: r.code, log: r.stderr }).toEqual({ code: 0, log: expect.any(String) });
   const lines = r.stdout.trim().split('\n');
   expect(lines[0]).toStartWith('dtype  ms/token');
@@ -21,7 +38,8 @@ test('bench decode --dtype: one result per weight type, each from its own proces
   expect(json.results.map((x: { dtype: string }) => x.dtype)).toEqual(['fp32', 'q4']);
   const [fp32, q4] = json.results;
   for (const x of json.results) {
-    for (const key of ['ms_per_token', 'bound_ms_per_token', 'fraction_of_bound', 'peak_rss_mb', 'prefill_ms', 'ms_per_token_p90']) expect(x[key]).toBeGreaterThan(0);
+    for (const key of ['ms_per_token', 'bound_ms_per_token', 'fraction_of_bound', 'peak_rss_mb', 'prefill_ms', 'ms_per_token_p90'])
+      expect(x[key]).toBeGreaterThan(0);
     expect(x.fraction_of_bound).toBeCloseTo(x.bound_ms_per_token / x.ms_per_token, 10);
   }
   // Both bounds divide by the parent's one bandwidth figure.
@@ -37,7 +55,23 @@ test('bench decode --dtype: one result per weight type, each from its own proces
     from: { tool: 'random', preset: 'tiny-qwen2', seed: 0, graph: 2 },
   });
   // "Once": a second run finds both packs up to date (the recorded source matches what the bench asks for).
-  const again = bench('decode', '--preset', 'tiny-qwen2', '--dtype', 'fp32,q4', '--steps', '2', '--rounds', '1', '--warmup', '1', '--prompt-tokens', '4', '--copy-mib', '16');
+  const again = bench(
+    'decode',
+    '--preset',
+    'tiny-qwen2',
+    '--dtype',
+    'fp32,q4',
+    '--steps',
+    '2',
+    '--rounds',
+    '1',
+    '--warmup',
+    '1',
+    '--prompt-tokens',
+    '4',
+    '--copy-mib',
+    '16',
+  );
   expect({ code: again.code, log: again.stderr }).toEqual({ code: 0, log: expect.any(String) });
   expect(again.stdout + again.stderr).not.toMatch(/building|quantizing/);
   const ops = readModel(join(q4Pack, 'model.onnx')).graph!.node.map((n) => n.opType);
@@ -51,7 +85,13 @@ test('the int8 bench pack is MatMulNBits bits=8; one recorded as the earlier int
   const dir = await ensureDtypePack('tiny-qwen2', 'int8', (line) => lines.push(line));
   const sourceFile = join(dir, 'pack-source.json');
   const source = JSON.parse(readFileSync(sourceFile, 'utf8'));
-  expect(source).toEqual({ tool: 'quantize', dtype: 'int8', blockSize: 32, accuracyLevel: 4, from: { tool: 'random', preset: 'tiny-qwen2', seed: 0, graph: 2 } });
+  expect(source).toEqual({
+    tool: 'quantize',
+    dtype: 'int8',
+    blockSize: 32,
+    accuracyLevel: 4,
+    from: { tool: 'random', preset: 'tiny-qwen2', seed: 0, graph: 2 },
+  });
   const nbits = readModel(join(dir, 'model.onnx')).graph!.node.filter((n) => n.opType === 'MatMulNBits');
   expect(nbits.length).toBe(7 * 2 + 1);
   expect(nbits.every((n) => Number(n.attribute.find((a) => a.name === 'bits')!.i) === 8)).toBe(true);
@@ -87,5 +127,5 @@ test('bench int8-kernels: every form of the same weights, fp32 first', () => {
   // 896×4864 twice: fp32 bytes, then 8-bit (+ column scales), 4-bit blocks (+ block scales).
   expect(json.results[0].weight_bytes).toBe(2 * 896 * 4864 * 4);
   expect(json.results[1].weight_bytes).toBe(2 * 896 * 4864 + (4864 + 896) * 4 + 2);
-  expect(json.results[4].weight_bytes).toBe(2 * (896 * 4864) / 2 + ((896 / 32) * 4864 + (4864 / 32) * 896) * 4);
+  expect(json.results[4].weight_bytes).toBe((2 * (896 * 4864)) / 2 + ((896 / 32) * 4864 + (4864 / 32) * 896) * 4);
 }, 120_000);

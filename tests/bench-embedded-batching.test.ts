@@ -19,7 +19,20 @@ beforeAll(async () => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 test('one-token steps share passes; the ten-token steps of a 10% routed share do with --append-tokens 16, never with 1', () => {
-  const r = runBench(['embedded-batching', '--sessions', '8', '--duration', '1', '--share', '0.1,1', '--max-batch', '1,8', '--append-tokens', '1,16', '--json']);
+  const r = runBench([
+    'embedded-batching',
+    '--sessions',
+    '8',
+    '--duration',
+    '1',
+    '--share',
+    '0.1,1',
+    '--max-batch',
+    '1,8',
+    '--append-tokens',
+    '1,16',
+    '--json',
+  ]);
   expect(r.stderr).not.toContain('error');
   expect(r.code).toBe(0);
   const { rows } = lastJsonLine(r.stdout);
@@ -67,11 +80,28 @@ test('--threads: the backend runs with that many threads per pass, said in the h
   expect(bad.stderr).toContain('--threads');
 }, 120_000);
 
-test('compareWithAlone: each row over its own share\'s --max-batch 1 row; none without one', () => {
-  const row = (share: number, maxBatch: number, stepsPerS: number, runMsPerStep: number): EmbeddedBatchingRow => ({ share, max_batch: maxBatch, append_tokens: 1, sessions: 8, steps: 100, steps_per_s: stepsPerS, passes_per_step: 1, pass_sizes: {}, passes_on_kept_buffers: 0, run_ms_per_step: runMsPerStep, x_alone: null, run_x_alone: null });
+test("compareWithAlone: each row over its own share's --max-batch 1 row; none without one", () => {
+  const row = (share: number, maxBatch: number, stepsPerS: number, runMsPerStep: number): EmbeddedBatchingRow => ({
+    share,
+    max_batch: maxBatch,
+    append_tokens: 1,
+    sessions: 8,
+    steps: 100,
+    steps_per_s: stepsPerS,
+    passes_per_step: 1,
+    pass_sizes: {},
+    passes_on_kept_buffers: 0,
+    run_ms_per_step: runMsPerStep,
+    x_alone: null,
+    run_x_alone: null,
+  });
   const rows = [row(0.1, 1, 1000, 0.5), row(0.1, 8, 1500, 0.2), row(1, 8, 3000, 0.1)];
   compareWithAlone(rows);
-  expect(rows.map((r) => [r.x_alone, r.run_x_alone])).toEqual([[1, 1], [1.5, 2.5], [null, null]]);
+  expect(rows.map((r) => [r.x_alone, r.run_x_alone])).toEqual([
+    [1, 1],
+    [1.5, 2.5],
+    [null, null],
+  ]);
 });
 
 test('--pack: a fused cloud pack; passes over the sessions of the pass before feed its batch buffers again', () => {

@@ -38,7 +38,22 @@ test('a short sweep: every row served without errors, the fake finds contexts ca
     expect(row.error_messages).toBeUndefined();
     expect(row.steps).toBeGreaterThan(0);
     expect(row.steps_per_s).toBe(Math.round((row.steps / 2) * 10) / 10);
-    for (const key of ['p50_added_ms', 'p99_added_ms', 'p50_shim_ms', 'p99_shim_ms', 'p50_round_trip_ms', 'p99_round_trip_ms', 'shim_cpu_ms_per_step', 'load_cpu_ms_per_step', 'load_loop_lag_p99_ms', 'shim_loop_lag_p99_ms', 'load_loop_lag_max_ms', 'shim_loop_lag_max_ms', 'cached_share']) expect(typeof row[key]).toBe('number');
+    for (const key of [
+      'p50_added_ms',
+      'p99_added_ms',
+      'p50_shim_ms',
+      'p99_shim_ms',
+      'p50_round_trip_ms',
+      'p99_round_trip_ms',
+      'shim_cpu_ms_per_step',
+      'load_cpu_ms_per_step',
+      'load_loop_lag_p99_ms',
+      'shim_loop_lag_p99_ms',
+      'load_loop_lag_max_ms',
+      'shim_loop_lag_max_ms',
+      'cached_share',
+    ])
+      expect(typeof row[key]).toBe('number');
     for (const lag of [row.load_loop_lag_p99_ms, row.shim_loop_lag_p99_ms]) expect(lag).toBeGreaterThanOrEqual(0);
     // The longest stall is at least the p99's.
     expect(row.load_loop_lag_max_ms).toBeGreaterThanOrEqual(row.load_loop_lag_p99_ms);

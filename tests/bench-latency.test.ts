@@ -110,7 +110,10 @@ function checkRows(result: LatencyBenchResult, thresholds: number[], speculate =
   // More routing as τ grows: in tokens up to the last joint row (llm_only may stop earlier at the cloud's
   // end of text, with fewer tokens in all), and in share over every row.
   // (Fixed τ only: a wait budget routes less than its τ.)
-  const routed = rows.slice(0, -1).filter((r) => r.route_wait_ms === null).map((r) => r.routed_count);
+  const routed = rows
+    .slice(0, -1)
+    .filter((r) => r.route_wait_ms === null)
+    .map((r) => r.routed_count);
   for (let i = 1; i < routed.length; i++) expect(routed[i]!).toBeGreaterThanOrEqual(routed[i - 1]!);
   const ratios = rows.filter((r) => r.route_wait_ms === null).map((r) => r.routed_ratio);
   for (let i = 1; i < ratios.length; i++) expect(ratios[i]!).toBeGreaterThanOrEqual(ratios[i - 1]!);
@@ -162,7 +165,25 @@ test('--route-wait-ms: each τ again under each wait budget, with the per-token 
 
 test('--edge-cpus/--shim-cpus: the shim runs as a separate, pinned process and the bench behaves as with the in-process one (here with --cloud-prefill lazy,eager)', () => {
   // CPU 0 for both, so that the test runs on a one-core machine too; the pinning itself is taskset's.
-  const r = bench('--prompts', '1', '--max-new-tokens', '6', '--rtt-ms', '10', '--thresholds', '0.5', '--speculate', 'off,on', '--cloud-prefill', 'lazy,eager', '--edge-cpus', '0', '--shim-cpus', '0', '--json');
+  const r = bench(
+    '--prompts',
+    '1',
+    '--max-new-tokens',
+    '6',
+    '--rtt-ms',
+    '10',
+    '--thresholds',
+    '0.5',
+    '--speculate',
+    'off,on',
+    '--cloud-prefill',
+    'lazy,eager',
+    '--edge-cpus',
+    '0',
+    '--shim-cpus',
+    '0',
+    '--json',
+  );
   expect(r.code).toBe(0);
   expect(r.stderr).toContain('started cloud shim (CPUs 0)');
   expect(r.stderr).toContain('joint τ=0.5 spec ahead');

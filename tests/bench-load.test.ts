@@ -45,7 +45,14 @@ test('a short load run: no errors, every routed step and generation counted, the
   expect(result.rss_start_mb).toBeGreaterThan(0);
   expect(result.rss_end_mb).toBeGreaterThan(0);
   // The prefix cache (512 MB by default) keeps closed sessions' KV caches: part of the end's RSS, reported apart.
-  for (const key of ['prefix_cache_mb_start', 'prefix_cache_mb_end', 'prefix_cache_bytes_start', 'prefix_cache_bytes_end', 'rss_end_net_of_cache_mb', 'rss_net_growth']) {
+  for (const key of [
+    'prefix_cache_mb_start',
+    'prefix_cache_mb_end',
+    'prefix_cache_bytes_start',
+    'prefix_cache_bytes_end',
+    'rss_end_net_of_cache_mb',
+    'rss_net_growth',
+  ]) {
     expect(typeof result[key]).toBe('number');
   }
   expect(result.prefix_cache_bytes_start).toBeGreaterThanOrEqual(0);
@@ -58,7 +65,9 @@ test('a short load run: no errors, every routed step and generation counted, the
   expect(result.rss_net_growth).toBeCloseTo(result.rss_end_net_of_cache_mb / result.rss_start_mb, 2);
   const text = lines.slice(0, -1).join('\n');
   expect(text).toMatch(new RegExp(`of it the prefix cache +${result.prefix_cache_mb_start.toFixed(1)} → ${result.prefix_cache_mb_end.toFixed(1)} MB`));
-  expect(text).toMatch(new RegExp(`net of the prefix cache +${result.rss_end_net_of_cache_mb.toFixed(1)} MB, ${result.rss_net_growth.toFixed(2)}× the start \\(target ≤ 1\\.5\\)`));
+  expect(text).toMatch(
+    new RegExp(`net of the prefix cache +${result.rss_end_net_of_cache_mb.toFixed(1)} MB, ${result.rss_net_growth.toFixed(2)}× the start \\(target ≤ 1\\.5\\)`),
+  );
   expect(result.shim_sessions_end).toBe(0);
   expect(result.shim_context_tokens_end).toBe(0);
   expect(result.shim_streams_end).toBe(0);
@@ -74,7 +83,18 @@ async function oneSession(shim: ShimServer, steps: number): Promise<void> {
     const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'prefix-cache-bytes' });
     try {
       for (let k = 0; k < steps; k++) {
-        const reply = await conversation.next({ context, sources: context.map(() => 'prompt'), tokenIndex: k, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0.2, threshold: 0.5, topLogprobs: 0 });
+        const reply = await conversation.next({
+          context,
+          sources: context.map(() => 'prompt'),
+          tokenIndex: k,
+          maxTokens: 1,
+          temperature: 0,
+          topP: 1,
+          stopTokenIds: [],
+          routerScore: 0.2,
+          threshold: 0.5,
+          topLogprobs: 0,
+        });
         context.push(reply.tokens[0]!);
       }
     } finally {

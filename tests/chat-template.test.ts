@@ -34,13 +34,22 @@ describe('the Qwen2.5-Instruct chat template', () => {
   test('without a system message the template supplies its default one', () => {
     expect(template.render([{ role: 'user', content: 'Hi' }])).toBe(`${DEFAULT_SYSTEM}<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n`);
     expect(template.render([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: false })).toBe(`${DEFAULT_SYSTEM}<|im_start|>user\nHi<|im_end|>\n`);
-    expect(template.render([{ role: 'user', content: 'A' }, { role: 'assistant', content: 'B' }])).toBe(
-      `${DEFAULT_SYSTEM}<|im_start|>user\nA<|im_end|>\n<|im_start|>assistant\nB<|im_end|>\n<|im_start|>assistant\n`,
-    );
+    expect(
+      template.render([
+        { role: 'user', content: 'A' },
+        { role: 'assistant', content: 'B' },
+      ]),
+    ).toBe(`${DEFAULT_SYSTEM}<|im_start|>user\nA<|im_end|>\n<|im_start|>assistant\nB<|im_end|>\n<|im_start|>assistant\n`);
   });
 
   test('the rendered prompt encodes with one id per special token; <|im_end|> is the EOS that ends a turn', () => {
-    const ids = qwen.encode(template.render([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: '你好' }]), { addBos: false });
+    const ids = qwen.encode(
+      template.render([
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: '你好' },
+      ]),
+      { addBos: false },
+    );
     expect(ids.filter((id) => qwen.isSpecialId(id))).toEqual([151644, 151645, 151644, 151645, 151644]);
     expect(ids.slice(0, 3)).toEqual([151644, qwen.tokenToId('system')!, qwen.tokenToId('Ċ')!]);
     expect(ids.at(-1)).toBe(qwen.tokenToId('Ċ')!);
@@ -55,12 +64,22 @@ describe('templates from a tokenizer config', () => {
   });
 
   test('bos_token and eos_token reach the template; raise_exception and parse errors are INVALID_ARGUMENT', () => {
-    const t = ChatTemplate.parse("{{ bos_token }}{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system role') }}{% endif %}{{ m.content + eos_token }}{% endfor %}", {
-      bosToken: '<s>',
-      eosToken: '</s>',
-    });
-    expect(t.render([{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }])).toBe('<s>a</s>b</s>');
-    expect(() => t.render([{ role: 'system', content: 'x' }])).toThrow(new AppError('INVALID_ARGUMENT', "the model's chat template refused these messages: no system role"));
+    const t = ChatTemplate.parse(
+      "{{ bos_token }}{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system role') }}{% endif %}{{ m.content + eos_token }}{% endfor %}",
+      {
+        bosToken: '<s>',
+        eosToken: '</s>',
+      },
+    );
+    expect(
+      t.render([
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b' },
+      ]),
+    ).toBe('<s>a</s>b</s>');
+    expect(() => t.render([{ role: 'system', content: 'x' }])).toThrow(
+      new AppError('INVALID_ARGUMENT', "the model's chat template refused these messages: no system role"),
+    );
     expect(() => ChatTemplate.parse('{% for %}')).toThrow(AppError);
   });
 });
@@ -134,7 +153,7 @@ describe("transformers' apply_chat_template, case by case", async () => {
   });
 
   test('a template that rewrites content cannot keep injected text apart: refused by name; without special text it is served', () => {
-    const trimming = ChatTemplate.parse("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content | upper }}<|im_end|>\n{% endfor %}");
+    const trimming = ChatTemplate.parse('{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content | upper }}<|im_end|>\n{% endfor %}');
     expect(() => trimming.encode([{ role: 'user', content: 'hi<|im_end|>' }], qwen)).toThrow(/--chat-special-tokens parse/);
     expect(trimming.encode([{ role: 'user', content: 'hi' }], qwen).text).toBe('<|im_start|>user\nHI<|im_end|>\n');
   });

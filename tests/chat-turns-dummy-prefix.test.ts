@@ -31,7 +31,11 @@ const LLAMA2_TEMPLATE =
 const user = (content: string): ChatMessage => ({ role: 'user', content });
 const assistant = (content: string): ChatMessage => ({ role: 'assistant', content });
 const HAND_MADE: ChatMessage[][] = [
-  [{ role: 'system', content: 'You tell short stories.' }, user('Tell me a story about a cat.'), assistant('Once upon a time, there was a cat named Tom.\nHe was happy.')],
+  [
+    { role: 'system', content: 'You tell short stories.' },
+    user('Tell me a story about a cat.'),
+    assistant('Once upon a time, there was a cat named Tom.\nHe was happy.'),
+  ],
   [user('Tell me a short story.'), assistant('Lily had a red ball.'), user('Tell me another one.'), assistant('Tim saw a big dog. The end.')],
   [user('Why is </s> here?'), assistant(' It is text you typed: </s> ends nothing.')],
   [user('Say coffee.'), assistant('Un café ☕, s’il vous plaît.')],
@@ -54,7 +58,12 @@ function runs(positions: readonly number[]): [number, number][] {
 /** The text tokens [first, last] add after the tokens before them (a space that starts a word kept). */
 function addedText(ids: readonly number[], first: number, last: number): string {
   const stream = tokenizer.createStreamDecoder({ skipSpecialTokens: false, context: ids.slice(0, first) });
-  return ids.slice(first, last + 1).map((id) => stream.push(id)).join('') + stream.flush();
+  return (
+    ids
+      .slice(first, last + 1)
+      .map((id) => stream.push(id))
+      .join('') + stream.flush()
+  );
 }
 
 /** `headerEnd`: the token that ends each assistant turn's header (`:` of `Assistant:`, `]` of `[/INST]`). */

@@ -24,10 +24,15 @@ const HELP_CASES: [string[], string][] = [
   [['run', 'kiosk', '--', '--help'], 'usage: bun run kiosk'],
   [['run', 'edge', '--', '--help'], 'usage: bun run edge'],
   [['run', 'shim', '--', '--help'], 'usage: bun run shim'],
-  ...['convert-llama2c', 'random', 'expose-hidden', 'inspect', 'demo', 'quantize', 'optimize'].map((c): [string[], string] => [['run', 'models', c, '--help'], 'usage: bun run models']),
+  ...['convert-llama2c', 'random', 'expose-hidden', 'inspect', 'demo', 'quantize', 'optimize'].map((c): [string[], string] => [
+    ['run', 'models', c, '--help'],
+    'usage: bun run models',
+  ]),
   ...['train', 'eval'].map((c): [string[], string] => [['run', 'router', c, '--help'], 'usage: bun run router']),
   [['run', 'eval', '--help'], 'usage: bun run eval'],
-  ...['edge', 'decode', 'shim', 'latency', 'load', 'concurrency', 'prefix', 'fleet', 'affinity', 'embedded-batching', 'score-flood'].map((t): [string[], string] => [['run', 'bench', t, '--help'], `usage: bun run bench ${t} `]),
+  ...['edge', 'decode', 'shim', 'latency', 'load', 'concurrency', 'prefix', 'fleet', 'affinity', 'embedded-batching', 'score-flood'].map(
+    (t): [string[], string] => [['run', 'bench', t, '--help'], `usage: bun run bench ${t} `],
+  ),
 ];
 
 describe('--help', () => {
@@ -98,7 +103,10 @@ describe('client --json', () => {
     const { code, stdout, stderr } = await run([join('src/tools/client.ts'), 'Once upon a time', '--address', address, '--max-new-tokens', '3', '--json']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    const events = stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, Record<string, unknown>>);
+    const events = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, Record<string, unknown>>);
     expect(events.map((e) => Object.keys(e))).toEqual([['token'], ['token'], ['token'], ['done']]);
     for (const { token } of events.slice(0, 3)) {
       expect(Object.keys(token!).sort()).toEqual(['cloudError', 'id', 'index', 'score', 'source', 'text', 'timings']);

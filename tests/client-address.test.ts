@@ -13,7 +13,13 @@ import { freePort } from './helpers/shim-process.ts';
 /** The client as a process, with only these EDGE_* variables (none from the test's own environment). */
 async function client(args: string[], edgeEnv: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('EDGE_')));
-  const child = Bun.spawn(['bun', 'src/tools/client.ts', ...args], { cwd: PROJECT_ROOT, env: { ...env, ...edgeEnv }, stdout: 'pipe', stderr: 'pipe', timeout: 60_000 });
+  const child = Bun.spawn(['bun', 'src/tools/client.ts', ...args], {
+    cwd: PROJECT_ROOT,
+    env: { ...env, ...edgeEnv },
+    stdout: 'pipe',
+    stderr: 'pipe',
+    timeout: 60_000,
+  });
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   return { code, stdout, stderr };
 }
@@ -31,7 +37,10 @@ describe('bun run client without --address', () => {
     const result = await client(['Once upon a time', '--max-new-tokens', '3', '--json'], { EDGE_GRPC_PORT: String(edge.grpcPort) });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    const events = result.stdout.trim().split('\n').map((line) => Object.keys(JSON.parse(line) as object)[0]);
+    const events = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => Object.keys(JSON.parse(line) as object)[0]);
     expect(events).toEqual(['token', 'token', 'token', 'done']);
   });
 

@@ -30,7 +30,7 @@ class RecordingShim {
           this.messages.push(m);
           if (m.open) call.write({ opened: { sessionId: 'rec', backend: 'recording' } });
           if (m.step && this.answer) {
-            this.held += (m.step.ids.length) + this.answer.length;
+            this.held += m.step.ids.length + this.answer.length;
             call.write({ step: { ids: this.answer, logprobs: this.answer.map(() => -0.5), contextLength: this.contextLength() } });
           }
         });
@@ -86,10 +86,21 @@ describe('what the client sends', () => {
       await conversation.close();
 
       const [open, s1, s2, s3] = rec.messages;
-      expect(open!.open).toMatchObject({ requestId: 'wire', contextIds: [1, 403, 407], contextSources: ['TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT'] });
+      expect(open!.open).toMatchObject({
+        requestId: 'wire',
+        contextIds: [1, 403, 407],
+        contextSources: ['TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT'],
+      });
       expect(open!.open!.sampling).toMatchObject({ temperature: 0, topP: 1, stopTokenIds: [2], topLogprobs: 0 });
       expect(s1!.step).toMatchObject({ offset: 3, ids: [], sources: [], tokenIndex: 0, maxTokens: 1, sampling: null });
-      expect(s2!.step).toMatchObject({ offset: 4, ids: [261, 378], sources: ['TOKEN_SOURCE_SLM', 'TOKEN_SOURCE_SLM'], tokenIndex: 3, sampling: null, slmHiddenState: [] });
+      expect(s2!.step).toMatchObject({
+        offset: 4,
+        ids: [261, 378],
+        sources: ['TOKEN_SOURCE_SLM', 'TOKEN_SOURCE_SLM'],
+        tokenIndex: 3,
+        sampling: null,
+        slmHiddenState: [],
+      });
       expect(s2!.step!.routerScore).toBeCloseTo(0.125, 6);
       // Only the settings that changed travel again, and the hidden state only when the loop passes it.
       expect(s3!.step).toMatchObject({ offset: 7, ids: [], slmHiddenState: [0.25, -1] });
@@ -136,9 +147,17 @@ describe('what the client sends', () => {
   test('half-open: one probe goes to the shim while other steps are refused; a failed probe reopens for longer', async () => {
     rec.answer = null;
     // The health probe off: here a routed step is the probe (the health probe's turn is in cloud-health-probe.test.ts).
-    const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 100, maxMs: 60_000 }, healthProbe: false });
+    const client = new GrpcCloudClient({
+      address: `127.0.0.1:${rec.port}`,
+      stepTimeoutMs: 150,
+      backoff: { initialMs: 100, maxMs: 60_000 },
+      healthProbe: false,
+    });
     try {
-      const [a, b] = [client.openConversation({ gate: CloudGate.OPEN, requestId: 'probe-a' }), client.openConversation({ gate: CloudGate.OPEN, requestId: 'probe-b' })];
+      const [a, b] = [
+        client.openConversation({ gate: CloudGate.OPEN, requestId: 'probe-a' }),
+        client.openConversation({ gate: CloudGate.OPEN, requestId: 'probe-b' }),
+      ];
       expect(await rejectionCode(a.next(new EdgeContext([1]).step()))).toBe('DEADLINE_EXCEEDED');
       await waitFor(() => client.backoff.state === 'half-open', 2_000, 'the delay to pass');
       const opens = rec.messages.filter((m) => m.open).length;
@@ -395,7 +414,11 @@ describe('circuit breaker (injected clock)', () => {
   /** A breaker on a clock the test moves; no jitter unless asked, so delays are exact. */
   function breaker(options: { failureThreshold?: number; jitter?: number; random?: () => number } = {}) {
     const clock = { now: 1_000 };
-    const b = new CloudBackoff({ initialMs: 100, maxMs: 400, failureThreshold: options.failureThreshold, jitter: options.jitter ?? 0 }, () => clock.now, options.random);
+    const b = new CloudBackoff(
+      { initialMs: 100, maxMs: 400, failureThreshold: options.failureThreshold, jitter: options.jitter ?? 0 },
+      () => clock.now,
+      options.random,
+    );
     return { clock, b };
   }
   const refusal = (b: CloudBackoff) => {
@@ -502,7 +525,11 @@ describe('circuit breaker (injected clock)', () => {
   });
 
   test('jitter spreads each delay by ±jitter', () => {
-    for (const [random, delay] of [[0, 80], [0.5, 100], [1, 120]] as const) {
+    for (const [random, delay] of [
+      [0, 80],
+      [0.5, 100],
+      [1, 120],
+    ] as const) {
       const { b } = breaker({ failureThreshold: 1, jitter: 0.2, random: () => random });
       b.failure();
       expect(refusal(b)).toBe(`cloud unavailable after 1 failed attempt(s); circuit open, next attempt in ${delay} ms`);

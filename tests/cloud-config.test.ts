@@ -91,17 +91,25 @@ describe('shim config', () => {
   });
 
   test('usage names the default --model-pack, the one an embedded shim starts with', () => {
-    expect(SHIM_USAGE).toContain('--model-pack VALUE\n      model pack folder (embedded model; tokenizer for reply text) (default models/stories260k, the demo cloud pack, with --backend embedded; none with sglang or openai)');
+    expect(SHIM_USAGE).toContain(
+      '--model-pack VALUE\n      model pack folder (embedded model; tokenizer for reply text) (default models/stories260k, the demo cloud pack, with --backend embedded; none with sglang or openai)',
+    );
     expect(parseShimConfig([], {}).modelPack).toBe(join(PROJECT_ROOT, 'models/stories260k'));
     expect(parseShimConfig(['--backend', 'openai', '--backend-url', 'http://openai:8000'], {}).modelPack).toBeUndefined();
     // The README's table of shim settings says the same.
-    const row = readFileSync('README.md', 'utf8').split('\n').find((line) => line.startsWith('| `--model-pack`'));
+    const row = readFileSync('README.md', 'utf8')
+      .split('\n')
+      .find((line) => line.startsWith('| `--model-pack`'));
     expect(row).toContain('`models/stories260k` (the demo cloud pack) with `embedded`, none with `sglang` / `openai`');
   });
 
-  test('--max-batch and --batch-append-tokens reach the embedded backend\'s batcher (the demo cloud pack is the plain layout)', async () => {
+  test("--max-batch and --batch-append-tokens reach the embedded backend's batcher (the demo cloud pack is the plain layout)", async () => {
     await ensureDemoPacks();
-    for (const [argv, appendTokens] of [[[], DEFAULT_SHIM_CONFIG.batchAppendTokens], [['--batch-append-tokens', '5'], 5], [['--batch-append-tokens', '1'], 1]] as const) {
+    for (const [argv, appendTokens] of [
+      [[], DEFAULT_SHIM_CONFIG.batchAppendTokens],
+      [['--batch-append-tokens', '5'], 5],
+      [['--batch-append-tokens', '1'], 1],
+    ] as const) {
       const backend = (await createBackend(parseShimConfig([...argv, '--max-batch', '4'], {}), undefined)) as EmbeddedBackend;
       try {
         expect(backend.scheduler?.maxBatch).toBe(4);

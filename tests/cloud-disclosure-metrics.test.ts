@@ -48,7 +48,11 @@ test('each done event adds its metrics.cloud, a generation that sent nothing add
   first.withheldSteps = 1;
   // One without: a reopened stream (its whole context again) and nothing private.
   const second = new CloudDisclosure();
-  second.sent([{ open: { requestId: 'r2', contextIds: [1, 2, 3] } }, { open: { requestId: 'r2', contextIds: [1, 2, 3, 4] } }, { step: { offset: 4, ids: [5, 6] } }]);
+  second.sent([
+    { open: { requestId: 'r2', contextIds: [1, 2, 3] } },
+    { open: { requestId: 'r2', contextIds: [1, 2, 3, 4] } },
+    { step: { offset: 4, ids: [5, 6] } },
+  ]);
   const [a, b] = [first.report(), second.report()];
   expect([a.tokensSent, a.hiddenStateBytes, a.placeholders, a.withheldSteps, a.steps, a.streams]).toEqual([7, 32, 2, 1, 2, 1]);
   expect([b.tokensSent, b.hiddenStateBytes, b.placeholders, b.withheldSteps, b.steps, b.streams]).toEqual([9, 0, 0, 0, 1, 2]);

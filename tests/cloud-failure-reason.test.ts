@@ -41,7 +41,10 @@ async function reason(options: GrpcCloudClientOptions, during?: () => Promise<vo
   try {
     const step = client.openConversation({ gate: CloudGate.OPEN, requestId: 'reason' }).next(new EdgeContext([1]).step());
     await during?.();
-    const error = (await step.then(() => new Error('the step succeeded'), (e: unknown) => e)) as AppError;
+    const error = (await step.then(
+      () => new Error('the step succeeded'),
+      (e: unknown) => e,
+    )) as AppError;
     return { code: error.code, message: error.message };
   } finally {
     await client.close();
@@ -71,9 +74,14 @@ describe('real failures in plain words', () => {
   test('a shim that takes the step and never answers: the edge’s deadline', async () => {
     const server = new grpc.Server();
     server.addService(cloudRouterService, { Route: () => {} });
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
     try {
-      expect(await reason({ address: `127.0.0.1:${port}`, stepTimeoutMs: 150 })).toEqual({ code: 'DEADLINE_EXCEEDED', message: 'cloud did not answer within 150 ms' });
+      expect(await reason({ address: `127.0.0.1:${port}`, stepTimeoutMs: 150 })).toEqual({
+        code: 'DEADLINE_EXCEEDED',
+        message: 'cloud did not answer within 150 ms',
+      });
     } finally {
       server.forceShutdown();
     }
@@ -81,11 +89,17 @@ describe('real failures in plain words', () => {
 
   test('the shim’s own deadline on its model reads the same', async () => {
     // The shim's `end` says "the backend did not answer within 300 ms", well before the edge's 5 s.
-    expect(await reason({ address: slowShim.address, authToken: 'right-token' })).toEqual({ code: 'DEADLINE_EXCEEDED', message: 'cloud did not answer within 300 ms' });
+    expect(await reason({ address: slowShim.address, authToken: 'right-token' })).toEqual({
+      code: 'DEADLINE_EXCEEDED',
+      message: 'cloud did not answer within 300 ms',
+    });
   });
 
   test('a wrong token: "cloud refused the token", with the shim’s reason', async () => {
-    expect(await reason({ address: slowShim.address, authToken: 'wrong-token' })).toEqual({ code: 'UNAUTHENTICATED', message: 'cloud refused the token (invalid bearer token)' });
+    expect(await reason({ address: slowShim.address, authToken: 'wrong-token' })).toEqual({
+      code: 'UNAUTHENTICATED',
+      message: 'cloud refused the token (invalid bearer token)',
+    });
   });
 
   test('the connection cut while the step is on its way', async () => {
@@ -94,7 +108,10 @@ describe('real failures in plain words', () => {
       await Bun.sleep(100); // the step is at the shim, its model busy for 300 ms more
       await proxy.close();
     };
-    expect(await reason({ address: proxy.address, authToken: 'right-token' }, cut)).toEqual({ code: 'UNAVAILABLE', message: 'cloud connection lost during the step' });
+    expect(await reason({ address: proxy.address, authToken: 'right-token' }, cut)).toEqual({
+      code: 'UNAVAILABLE',
+      message: 'cloud connection lost during the step',
+    });
   });
 });
 

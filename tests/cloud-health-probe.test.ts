@@ -135,12 +135,31 @@ describe('a shim killed and started again on the same port', () => {
     const demo = await ensureDemoPacks();
     const port = await freePort();
     let shim = await ShimProcess.start(port, demo.cloudPack);
-    const flags = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--log-level', 'error', '--edge-model', demo.edgePack, '--router', demo.routerPack];
+    const flags = [
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--grpc-port',
+      'off',
+      '--log-level',
+      'error',
+      '--edge-model',
+      demo.edgePack,
+      '--router',
+      demo.routerPack,
+    ];
     const edge = await startEdge(parseEdgeConfig([...flags, '--cloud', `127.0.0.1:${port}`], {}));
     const cloudState = async () => ((await (await fetch(`${edge.url}readyz`)).json()) as { cloud: string }).cloud;
     const headerState = async () => /cloud: ([a-z-]+)/.exec(await (await fetch(`${edge.url}fragments/cloud-state`)).text())?.[1];
     const generate = async () => {
-      const body = await (await fetch(`${edge.url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 1, max_new_tokens: 8 }), headers: { 'content-type': 'application/json' } })).text();
+      const body = await (
+        await fetch(`${edge.url}api/generate`, {
+          method: 'POST',
+          body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', threshold: 1, max_new_tokens: 8 }),
+          headers: { 'content-type': 'application/json' },
+        })
+      ).text();
       return body
         .split('\n\n')
         .filter((block) => block.startsWith('event: token'))

@@ -91,7 +91,7 @@ function expectNoContent(run: Run): void {
 }
 
 describe('by default', () => {
-  test('steps and a bad step: sizes and codes in the log, the id only in the edge\'s error', async () => {
+  test("steps and a bad step: sizes and codes in the log, the id only in the edge's error", async () => {
     const run = await runShim({}, { steps: 2, badStep: true });
     expect(run.replies).toHaveLength(2);
     expect(run.replies.join('')).not.toBe('');
@@ -108,7 +108,7 @@ describe('by default', () => {
     expect(run.errors).toEqual([expect.stringContaining(`the step holds token id ${BAD_ID} (index 0), outside the vocabulary [0, 512)`)]);
   });
 
-  test('a backend error body that echoes the prompt: its length in the log, its words only in the edge\'s error', async () => {
+  test("a backend error body that echoes the prompt: its length in the log, its words only in the edge's error", async () => {
     const body = { error: { message: `cannot serve the prompt "${PROMPT}"` } };
     const run = await runShim({}, { steps: 1, sglang: { httpError: { status: 500, body } } });
     expectNoContent(run);

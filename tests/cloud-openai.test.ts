@@ -43,7 +43,10 @@ async function steps(client: GrpcCloudClient, topLogprobs = 0) {
   const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'oa' });
   const replies = [];
   try {
-    for (const [span, edgeIds] of [[3, [261]], [2, [376]]] as const) {
+    for (const [span, edgeIds] of [
+      [3, [261]],
+      [2, [376]],
+    ] as const) {
       edge.push(edgeIds, 'slm');
       const expected = await greedyReference(model, edge.ids, span);
       const reply = await conversation.next(edge.step({ maxTokens: span, topLogprobs }));
@@ -101,7 +104,10 @@ describe('openai backend', () => {
 
   test('a server that returns text only is a clear FAILED_PRECONDITION, not a guess', async () => {
     await withOpenAi({ tokenIds: false }, {}, async ({ client }) => {
-      const error = await client.openConversation({ gate: CloudGate.OPEN, requestId: 'text-only' }).next(new EdgeContext([1]).step()).catch((e) => e);
+      const error = await client
+        .openConversation({ gate: CloudGate.OPEN, requestId: 'text-only' })
+        .next(new EdgeContext([1]).step())
+        .catch((e) => e);
       expect(error.code).toBe('FAILED_PRECONDITION');
       expect(error.message).toContain('return_token_ids');
     });
@@ -140,7 +146,7 @@ describe('openai backend', () => {
     });
   });
 
-  test('an error in the middle of a stream fails the step with the server\'s message', async () => {
+  test("an error in the middle of a stream fails the step with the server's message", async () => {
     await withOpenAi({ streamError: 'CUDA out of memory' }, { backendStream: true }, async ({ client }) => {
       const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'oa-stream-error' });
       const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
@@ -153,7 +159,10 @@ describe('openai backend', () => {
   test('error bodies in both styles become clear errors', async () => {
     for (const errors of ['sglang', 'vllm'] as const) {
       await withOpenAi({ errors, fail: 'prompt is too silly' }, {}, async ({ client }) => {
-        const error = await client.openConversation({ gate: CloudGate.OPEN, requestId: 'err' }).next(new EdgeContext([1]).step()).catch((e) => e);
+        const error = await client
+          .openConversation({ gate: CloudGate.OPEN, requestId: 'err' })
+          .next(new EdgeContext([1]).step())
+          .catch((e) => e);
         expect(error.code).toBe('INVALID_ARGUMENT');
         expect(error.message).toBe('openai: HTTP 400: prompt is too silly');
       });

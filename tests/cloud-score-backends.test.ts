@@ -48,7 +48,11 @@ async function reference(sequence: number[], options: { candidates?: number[]; t
 
 type Fake = FakeSglang | FakeOpenAi;
 
-async function withShim<T>(fake: Fake, shimOptions: Partial<ShimConfig>, fn: (score: (request: ScoreRequest) => Promise<ScoreResponse__Output>) => Promise<T>): Promise<T> {
+async function withShim<T>(
+  fake: Fake,
+  shimOptions: Partial<ShimConfig>,
+  fn: (score: (request: ScoreRequest) => Promise<ScoreResponse__Output>) => Promise<T>,
+): Promise<T> {
   const backend: Partial<ShimConfig> = fake instanceof FakeSglang ? { backend: 'sglang' } : { backend: 'openai', backendModel: 'stories260k' };
   const shim = await startTestShim({ ...backend, backendUrl: fake.url, ...shimOptions });
   const client = new CloudRouterClient(shim.address, grpc.credentials.createInsecure());
@@ -192,7 +196,16 @@ describe('Score through the openai backend', () => {
       const { bounded } = checkScores(reply, await reference(ids, { candidates, topK: TOP_K }), TOP_K, false);
       expect(bounded).toBeGreaterThan(0);
       expect(fake.requests).toEqual([
-        { model: 'stories260k', prompt: ids, max_tokens: 0, temperature: 0, prompt_logprobs: TOP_K, echo: true, logprobs: TOP_K, return_tokens_as_token_ids: true },
+        {
+          model: 'stories260k',
+          prompt: ids,
+          max_tokens: 0,
+          temperature: 0,
+          prompt_logprobs: TOP_K,
+          echo: true,
+          logprobs: TOP_K,
+          return_tokens_as_token_ids: true,
+        },
       ]);
     });
   });

@@ -39,7 +39,9 @@ afterAll(async () => {
 });
 
 function score(request: ScoreRequest): Promise<ScoreResponse__Output> {
-  return new Promise((resolve, reject) => scorer.Score(request, { deadline: Date.now() + 60_000 }, (error, reply) => (error ? reject(error) : resolve(reply!))));
+  return new Promise((resolve, reject) =>
+    scorer.Score(request, { deadline: Date.now() + 60_000 }, (error, reply) => (error ? reject(error) : resolve(reply!))),
+  );
 }
 
 /** A full window of real text: the longest sequence one Score call may hold. */

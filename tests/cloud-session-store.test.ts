@@ -73,7 +73,10 @@ describe('session store', () => {
     // The stream's final message says the session expired (so the edge may resend a step that crossed it);
     // other failures, a step's own deadline among them, do not.
     expect(endMessage(idle.signal.reason).end).toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED, expired: true });
-    expect(endMessage(new AppError('DEADLINE_EXCEEDED', 'the backend did not answer')).end).toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED, expired: false });
+    expect(endMessage(new AppError('DEADLINE_EXCEEDED', 'the backend did not answer')).end).toMatchObject({
+      code: grpc.status.DEADLINE_EXCEEDED,
+      expired: false,
+    });
   });
 
   test('shutdown aborts every session and refuses new ones', () => {

@@ -47,7 +47,11 @@ async function checkSteps(client: GrpcCloudClient, topLogprobs = 0): Promise<{ t
   const cached: number[] = [];
   const contexts: number[][] = [];
   try {
-    for (const [span, edgeIds] of [[3, [261]], [1, [376]], [2, []]] as const) {
+    for (const [span, edgeIds] of [
+      [3, [261]],
+      [1, [376]],
+      [2, []],
+    ] as const) {
       edge.push(edgeIds, 'slm');
       const expected = await greedyReference(model, edge.ids, span);
       contexts.push([...edge.ids]);
@@ -76,7 +80,12 @@ describe('sglang backend', () => {
       expect(fake.requests.map((r) => r.input_ids)).toEqual(contexts);
       expect(cached).toEqual([0, contexts[1]!.length - 1, contexts[2]!.length - 1]);
       const request = fake.requests[1]!;
-      expect(request).toMatchObject({ return_logprob: true, top_logprobs_num: 2, stream: false, sampling_params: { max_new_tokens: 1, temperature: 0, stop_token_ids: [2] } });
+      expect(request).toMatchObject({
+        return_logprob: true,
+        top_logprobs_num: 2,
+        stream: false,
+        sampling_params: { max_new_tokens: 1, temperature: 0, stop_token_ids: [2] },
+      });
       expect(typeof request.rid).toBe('string');
       expect(new Set(fake.requests.map((r) => r.rid)).size).toBe(fake.requests.length);
     });
@@ -171,13 +180,17 @@ describe('sglang backend', () => {
       await conversation.close();
     });
     // The context-length error, reported in the stream instead of as a 400, is OUT_OF_RANGE all the same.
-    await withSglang({ streamError: "The input (600 tokens) is longer than the model's context length (512 tokens)." }, { backendStream: true }, async ({ client }) => {
-      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'stream-too-long' });
-      const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
-      expect(error.code).toBe('OUT_OF_RANGE');
-      expect(error.message).toContain("longer than the model's context length");
-      await conversation.close();
-    });
+    await withSglang(
+      { streamError: "The input (600 tokens) is longer than the model's context length (512 tokens)." },
+      { backendStream: true },
+      async ({ client }) => {
+        const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'stream-too-long' });
+        const error = await conversation.next(new EdgeContext([1]).step({ maxTokens: 4 })).catch((e) => e);
+        expect(error.code).toBe('OUT_OF_RANGE');
+        expect(error.message).toContain("longer than the model's context length");
+        await conversation.close();
+      },
+    );
     await withSglang({ abortFinish: 'Abort by scheduler' }, {}, async ({ client }) => {
       const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'abort-finish' });
       const error = await conversation.next(new EdgeContext([1]).step()).catch((e) => e);
@@ -188,20 +201,27 @@ describe('sglang backend', () => {
   });
 
   test('overload (503) is UNAVAILABLE; a server that cannot be reached too, after the retries', async () => {
-    await withSglang({ httpError: { status: 503, body: { object: 'error', message: 'Server overloaded', type: 'Service Unavailable', param: null, code: 503 } } }, {}, async ({ client }) => {
-      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'overload' });
-      const error = await conversation.next(new EdgeContext([1]).step()).catch((e) => e);
-      expect(error.code).toBe('UNAVAILABLE');
-      expect(error.message).toBe('sglang: HTTP 503: Server overloaded');
-      await conversation.close();
-    });
+    await withSglang(
+      { httpError: { status: 503, body: { object: 'error', message: 'Server overloaded', type: 'Service Unavailable', param: null, code: 503 } } },
+      {},
+      async ({ client }) => {
+        const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'overload' });
+        const error = await conversation.next(new EdgeContext([1]).step()).catch((e) => e);
+        expect(error.code).toBe('UNAVAILABLE');
+        expect(error.message).toBe('sglang: HTTP 503: Server overloaded');
+        await conversation.close();
+      },
+    );
     const closed = new FakeSglang(model, tokenizer);
     const url = closed.url;
     await closed.stop();
     const shim = await startTestShim({ backend: 'sglang', backendUrl: url, backendRetries: 2 });
     const client = new GrpcCloudClient({ address: shim.address });
     try {
-      const error = await client.openConversation({ gate: CloudGate.OPEN, requestId: 'down' }).next(new EdgeContext([1]).step()).catch((e) => e);
+      const error = await client
+        .openConversation({ gate: CloudGate.OPEN, requestId: 'down' })
+        .next(new EdgeContext([1]).step())
+        .catch((e) => e);
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toContain('cannot reach');
     } finally {
@@ -214,9 +234,14 @@ describe('sglang backend', () => {
 describe('HTTP error bodies', () => {
   test('every documented shape gives a clear message and the right code', () => {
     const cases: [number, unknown, string, string][] = [
-      [400, { error: { message: 'The input (600 tokens) is longer than the model\'s context length (512 tokens).' } }, 'OUT_OF_RANGE', 'longer than'],
+      [400, { error: { message: "The input (600 tokens) is longer than the model's context length (512 tokens)." } }, 'OUT_OF_RANGE', 'longer than'],
       [400, { object: 'error', message: 'max_new_tokens must be ≥ 0', type: 'Bad Request', param: null, code: 400 }, 'INVALID_ARGUMENT', 'max_new_tokens'],
-      [422, { detail: [{ loc: ['body', 'input_ids'], msg: 'field required', type: 'value_error.missing' }] }, 'INVALID_ARGUMENT', 'body.input_ids: field required'],
+      [
+        422,
+        { detail: [{ loc: ['body', 'input_ids'], msg: 'field required', type: 'value_error.missing' }] },
+        'INVALID_ARGUMENT',
+        'body.input_ids: field required',
+      ],
       [503, { object: 'error', message: 'overloaded', type: 'Service Unavailable', param: null, code: 503 }, 'UNAVAILABLE', 'overloaded'],
       [400, { error: { message: 'bad prompt', type: 'BadRequestError', code: 400 } }, 'INVALID_ARGUMENT', 'bad prompt'],
       [404, { detail: 'Not Found' }, 'FAILED_PRECONDITION', 'Not Found'],

@@ -60,7 +60,9 @@ describe('sources inside a step', () => {
     const sources = ['TOKEN_SOURCE_SLM', 'TOKEN_SOURCE_PROMPT'] as const;
     const { responses, status } = await rawStream([open(), { step: { offset: 1, ids: [403, 407], sources: [...sources] } }]);
     expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect(status.details).toBe('sources[1] is TOKEN_SOURCE_PROMPT: a step carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids');
+    expect(status.details).toBe(
+      'sources[1] is TOKEN_SOURCE_PROMPT: a step carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids',
+    );
     expect(responses.map((r) => r.message)).toEqual(['opened', 'end']);
     await waitFor(() => shim.store.count === 0, 2_000, 'session freed');
   });
@@ -79,9 +81,17 @@ describe('messages over the size limit', () => {
     // 16 tokens with 20 alternatives each serialize to about 2.3 KB, over the 1 KiB limit.
     const { responses, status } = await rawStream([open([], 20), { step: { offset: 1, ids: [], sources: [], maxTokens: 16 } }], small);
     expect(status.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
-    expect(status.details).toMatch(/^the step result is \d+ bytes, above this shim's gRPC message limit of 1024: ask for fewer tokens \(max_tokens\) or alternatives \(top_logprobs\)$/);
+    expect(status.details).toMatch(
+      /^the step result is \d+ bytes, above this shim's gRPC message limit of 1024: ask for fewer tokens \(max_tokens\) or alternatives \(top_logprobs\)$/,
+    );
     expect(responses.map((r) => r.message)).toEqual(['opened', 'end']);
-    expect(responses[1]!.end).toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED, message: status.details, steps: 1, generatedTokens: 16, contextTokens: 17 });
+    expect(responses[1]!.end).toMatchObject({
+      code: grpc.status.RESOURCE_EXHAUSTED,
+      message: status.details,
+      steps: 1,
+      generatedTokens: 16,
+      contextTokens: 17,
+    });
     await waitFor(() => small.store.count === 0, 2_000, 'session freed');
   });
 

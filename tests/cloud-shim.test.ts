@@ -31,7 +31,11 @@ afterAll(async () => {
 });
 
 /** One client per test, always closed. */
-async function withClient<T>(fn: (client: GrpcCloudClient) => Promise<T>, options: Partial<ConstructorParameters<typeof GrpcCloudClient>[0]> = {}, target = shim): Promise<T> {
+async function withClient<T>(
+  fn: (client: GrpcCloudClient) => Promise<T>,
+  options: Partial<ConstructorParameters<typeof GrpcCloudClient>[0]> = {},
+  target = shim,
+): Promise<T> {
   const client = new GrpcCloudClient({ address: target.address, stepTimeoutMs: 5_000, ...options });
   try {
     return await fn(client);
@@ -131,7 +135,10 @@ describe('routed steps (embedded backend)', () => {
           const sa = client.openConversation({ gate: CloudGate.OPEN, requestId: 'a' });
           const sb = client.openConversation({ gate: CloudGate.OPEN, requestId: 'b' });
           for (let i = 0; i < 3; i++) {
-            for (const [edge, conversation] of [[a, sa], [b, sb]] as const) {
+            for (const [edge, conversation] of [
+              [a, sa],
+              [b, sb],
+            ] as const) {
               const expected = await greedyReference(model, edge.ids, 2);
               const reply = await conversation.next(edge.step({ maxTokens: 2 }));
               expect(reply.tokens).toEqual(expected);
@@ -187,7 +194,11 @@ describe('errors', () => {
     const window = model.pack.maxPositions;
     const prompt = (length: number) => [1, ...new Array<number>(length - 1).fill(403)];
     // Opened with max − 2 tokens, a one-token step brings it to max − 1: one token at the window's last position.
-    const last = await rawStream([open(prompt(window - 2)), { step: { offset: window - 2, ids: [407], sources: ['TOKEN_SOURCE_SLM'], maxTokens: 5 } }, { step: { offset: window, ids: [], sources: [] } }]);
+    const last = await rawStream([
+      open(prompt(window - 2)),
+      { step: { offset: window - 2, ids: [407], sources: ['TOKEN_SOURCE_SLM'], maxTokens: 5 } },
+      { step: { offset: window, ids: [], sources: [] } },
+    ]);
     expect(last.responses.map((r) => r.message)).toEqual(['opened', 'step', 'end']);
     expect(last.responses[1]!.step).toMatchObject({ contextLength: window, finishReason: 'FINISH_REASON_CONTEXT' });
     expect(last.responses[1]!.step!.ids).toHaveLength(1);
@@ -246,7 +257,7 @@ describe('errors', () => {
     }
   });
 
-  test('the edge model\'s hidden state (slm_hidden_state) is accepted when it fits', async () => {
+  test("the edge model's hidden state (slm_hidden_state) is accepted when it fits", async () => {
     await withClient(async (client) => {
       const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'hidden' });
       const edge = new EdgeContext([1]);
@@ -351,7 +362,11 @@ describe('conditional steps (pipelined)', () => {
   });
 
   test('a plain step must still start at the context end', async () => {
-    const { status } = await rawStream([open([1, 403]), { step: { offset: 2, ids: [], sources: [] } }, { step: { offset: 2, ids: [407], sources: edgeSources(1) } }]);
+    const { status } = await rawStream([
+      open([1, 403]),
+      { step: { offset: 2, ids: [], sources: [] } },
+      { step: { offset: 2, ids: [407], sources: edgeSources(1) } },
+    ]);
     expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);
     expect(status.details).toContain('overlap');
   });

@@ -90,6 +90,8 @@ describe('mutual TLS', () => {
 
   test('no client certificate, or one from another CA, is refused', async () => {
     expect(await rejectionCode(firstToken(shim, { tls: { caFile: certs.caCert } }))).toBe('UNAVAILABLE');
-    expect(await rejectionCode(firstToken(shim, { tls: { caFile: certs.caCert, certFile: certs.strangerCert, keyFile: certs.strangerKey } }))).toBe('UNAVAILABLE');
+    expect(await rejectionCode(firstToken(shim, { tls: { caFile: certs.caCert, certFile: certs.strangerCert, keyFile: certs.strangerKey } }))).toBe(
+      'UNAVAILABLE',
+    );
   });
 });

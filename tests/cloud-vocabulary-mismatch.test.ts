@@ -59,11 +59,13 @@ describe('the tokenizer fingerprint (src/shared)', () => {
     const vocab = { ...tokenizer.model.vocab, ' the': tokenizer.model.vocab[' a']!, ' a': tokenizer.model.vocab[' the']! };
     const swapped = fingerprintOf({ ...tokenizer, model: { ...tokenizer.model, vocab } }, config);
     expect(swapped.vocabularySize).toBe(512);
-    expect(describeTokenizerMismatch({ name: 'this one', fingerprint: swapped }, { name: 'the edge model\'s', fingerprint: edge })).toEndWith(
+    expect(describeTokenizerMismatch({ name: 'this one', fingerprint: swapped }, { name: "the edge model's", fingerprint: edge })).toEndWith(
       ': they differ in vocabulary (tokenizer.json)',
     );
     const otherEos = fingerprintOf(tokenizer, { ...config, eos_token: '<unk>' });
-    expect(describeTokenizerMismatch({ name: 'a', fingerprint: otherEos }, { name: 'b', fingerprint: edge })).toEndWith(': they differ in special ids (tokenizer_config.json)');
+    expect(describeTokenizerMismatch({ name: 'a', fingerprint: otherEos }, { name: 'b', fingerprint: edge })).toEndWith(
+      ': they differ in special ids (tokenizer_config.json)',
+    );
     const qwen = tokenizerFingerprint(qwenPack);
     expect(describeTokenizerMismatch({ name: "the shim's tokenizer", fingerprint: qwen }, { name: "the edge model's", fingerprint: edge })).toBe(
       `the shim's tokenizer (vocabulary ${qwen.vocabularySize.toLocaleString('en-US')} ids, fingerprint ${qwen.sha256.slice(0, 12)}) is not the edge model's (512 ids, fingerprint ${edge.sha256.slice(0, 12)}): ` +
@@ -75,11 +77,14 @@ describe('the tokenizer fingerprint (src/shared)', () => {
 test('the demo edge against a shim process with another tokenizer: cloud mismatch everywhere, nothing routed, no token marked llm', async () => {
   const port = await freePort();
   const shim = await ShimProcess.start(port, qwenPack);
-  const edge = Bun.spawn(['bun', 'src/edge/main.ts', '--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', `127.0.0.1:${port}`, '--log-level', 'info'], {
-    cwd: PROJECT_ROOT,
-    stdout: 'ignore',
-    stderr: 'pipe',
-  });
+  const edge = Bun.spawn(
+    ['bun', 'src/edge/main.ts', '--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', `127.0.0.1:${port}`, '--log-level', 'info'],
+    {
+      cwd: PROJECT_ROOT,
+      stdout: 'ignore',
+      stderr: 'pipe',
+    },
+  );
   const stderr = collectOutput(edge.stderr);
   try {
     const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as { url: string };
@@ -106,7 +111,9 @@ test('the demo edge against a shim process with another tokenizer: cloud mismatc
     const stream = readSse(await fetch(`${base}/api/generate`, { method: 'POST', body, headers: { 'content-type': 'application/json' } }));
     expect(await stream.ended).toBe(true);
     const tokens = stream.events.filter((e) => e.event === 'token').map((e) => JSON.parse(e.data) as { source: string; cloud_error?: string });
-    const done = JSON.parse(stream.events.find((e) => e.event === 'done')!.data) as { metrics: { fallback: number; cloud: { tokens_sent: number; streams: number } } };
+    const done = JSON.parse(stream.events.find((e) => e.event === 'done')!.data) as {
+      metrics: { fallback: number; cloud: { tokens_sent: number; streams: number } };
+    };
     expect(tokens.length).toBe(12);
     expect(tokens.map((t) => t.source)).toEqual(tokens.map(() => 'fallback'));
     expect(tokens.every((t) => t.cloud_error === reason)).toBe(true);
@@ -134,7 +141,9 @@ describe('the gRPC client against in-process shims', () => {
       expect(client.stateReason()).toContain("is not the edge model's (512 ids");
       // Refused before anything is sent: the breaker counts nothing, the shim sees no new session.
       const sessionsBefore = shim.store.count;
-      await expect(client.openConversation({ gate: CloudGate.OPEN, requestId: 'r2' }).next(context.step())).rejects.toMatchObject({ code: 'FAILED_PRECONDITION' });
+      await expect(client.openConversation({ gate: CloudGate.OPEN, requestId: 'r2' }).next(context.step())).rejects.toMatchObject({
+        code: 'FAILED_PRECONDITION',
+      });
       expect(shim.store.count).toBe(sessionsBefore);
       expect(client.backoff.consecutiveFailures).toBe(0);
       expect(await client.checkVocabulary()).toBe('mismatch');
@@ -161,7 +170,7 @@ describe('the gRPC client against in-process shims', () => {
     }
   });
 
-  test('a shim restarted with the edge model\'s tokenizer is routed to again, without an edge restart', async () => {
+  test("a shim restarted with the edge model's tokenizer is routed to again, without an edge restart", async () => {
     const clock = new ManualClock();
     const wrong = await startTestShim({ modelPack: qwenPack });
     const port = wrong.port;

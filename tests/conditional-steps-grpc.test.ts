@@ -51,7 +51,6 @@ afterAll(async () => {
   await edge.release();
 });
 
-
 async function run(prompt: string, threshold: number, speculate: boolean, cloud: CloudClient) {
   const engine = { edgeModel: edge, router: new TopProbabilityScorer(), tokenizer, cloud };
   const events: GenerationEvent[] = [];

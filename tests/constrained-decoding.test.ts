@@ -64,8 +64,16 @@ function jsonProblems(schema: Record<string, unknown>, text: string): string[] {
 const CONSTRAINTS: Constraint[] = [
   { name: 'person schema', fields: { constraint: { jsonSchema: PERSON } }, problems: (t) => jsonProblems(PERSON, t) },
   { name: 'tags schema', fields: { constraint: { jsonSchema: TAGS } }, problems: (t) => jsonProblems(TAGS, t) },
-  { name: 'regex', fields: { constraint: { regex: '[0-9]{3}-[a-z]{2,4}' } }, problems: (t) => (/^[0-9]{3}-[a-z]{2,4}$/.test(t) ? [] : [`${JSON.stringify(t)} does not match`]) },
-  { name: 'gbnf grammar', fields: { constraint: { grammar: SUM_GRAMMAR } }, problems: (t) => (SUM_LANGUAGE.test(t) ? [] : [`${JSON.stringify(t)} is not in the grammar`]) },
+  {
+    name: 'regex',
+    fields: { constraint: { regex: '[0-9]{3}-[a-z]{2,4}' } },
+    problems: (t) => (/^[0-9]{3}-[a-z]{2,4}$/.test(t) ? [] : [`${JSON.stringify(t)} does not match`]),
+  },
+  {
+    name: 'gbnf grammar',
+    fields: { constraint: { grammar: SUM_GRAMMAR } },
+    problems: (t) => (SUM_LANGUAGE.test(t) ? [] : [`${JSON.stringify(t)} is not in the grammar`]),
+  },
   { name: 'choice', fields: { constraint: { choice: CHOICES } }, problems: (t) => (CHOICES.includes(t) ? [] : [`${JSON.stringify(t)} is no choice`]) },
 ];
 
@@ -111,42 +119,54 @@ async function run(raw: RawGenerationRequest): Promise<{ done: DoneEvent; source
   return { done, sources: events.flatMap((e) => (e.type === 'token' ? [e.source] : [])) };
 }
 
-test(`${CASES} seeded generations at temperature 1 all validate, with routed tokens the mask held`, async () => {
-  const invalid: string[] = [];
-  const totals = { generations: 0, tokens: 0, routed: 0, replaced: 0, fallbacks: 0, spanDropped: 0, fallbackSource: 0 };
-  const perLeg = new Map<string, number>();
-  const legMs = new Map<string, number>();
-  for (let i = 0; i < CASES; i++) {
-    const leg = LEGS[i % LEGS.length]!;
-    const constraint = CONSTRAINTS[Math.floor(i / LEGS.length) % CONSTRAINTS.length]!;
-    const t = performance.now();
-    const { done, sources } = await run({ prompt: `Answer ${i}:`, temperature: 1, seed: 1000 + i, maxNewTokens: 96, ...leg.fields, ...constraint.fields });
-    const problems = constraint.problems(done.text);
-    if (problems.length > 0 || done.finishReason !== 'eos') invalid.push(`${leg.name} / ${constraint.name} / seed ${1000 + i} (${done.finishReason}): ${problems.join('; ')} ${JSON.stringify(done.text)}`);
-    totals.generations++;
-    totals.tokens += done.metrics.tokens;
-    totals.routed += done.metrics.routed;
-    totals.fallbackSource += sources.filter((s) => s === 'fallback').length;
-    totals.replaced += done.metrics.constraint!.cloudTokensReplaced;
-    totals.fallbacks += done.metrics.constraint!.constrainedFallbacks;
-    totals.spanDropped += done.metrics.constraint!.spanTokensDropped;
-    perLeg.set(leg.name, (perLeg.get(leg.name) ?? 0) + done.metrics.routed);
-    legMs.set(`${leg.name}/${constraint.name}`, Math.round((legMs.get(`${leg.name}/${constraint.name}`) ?? 0) + performance.now() - t));
-  }
-  console.log(`constrained decoding: ${JSON.stringify(totals)}; routed per leg ${JSON.stringify(Object.fromEntries(perLeg))} ms ${JSON.stringify(Object.fromEntries(legMs))}`);
-  expect(invalid).toEqual([]);
-  // The mask did hold cloud tokens: some were routed, and some of those the grammar had to replace.
-  expect(perLeg.get('joint span 1')!).toBeGreaterThan(0);
-  expect(perLeg.get('joint span 4')!).toBeGreaterThan(0);
-  expect(perLeg.get('llm_only')!).toBeGreaterThan(0);
-  expect(perLeg.get('small_only')).toBe(0);
-  expect(totals.replaced).toBeGreaterThan(0);
-  expect(totals.fallbackSource).toBe(0);
-}, Math.max(600_000, CASES * 4_000));
+test(
+  `${CASES} seeded generations at temperature 1 all validate, with routed tokens the mask held`,
+  async () => {
+    const invalid: string[] = [];
+    const totals = { generations: 0, tokens: 0, routed: 0, replaced: 0, fallbacks: 0, spanDropped: 0, fallbackSource: 0 };
+    const perLeg = new Map<string, number>();
+    const legMs = new Map<string, number>();
+    for (let i = 0; i < CASES; i++) {
+      const leg = LEGS[i % LEGS.length]!;
+      const constraint = CONSTRAINTS[Math.floor(i / LEGS.length) % CONSTRAINTS.length]!;
+      const t = performance.now();
+      const { done, sources } = await run({ prompt: `Answer ${i}:`, temperature: 1, seed: 1000 + i, maxNewTokens: 96, ...leg.fields, ...constraint.fields });
+      const problems = constraint.problems(done.text);
+      if (problems.length > 0 || done.finishReason !== 'eos')
+        invalid.push(`${leg.name} / ${constraint.name} / seed ${1000 + i} (${done.finishReason}): ${problems.join('; ')} ${JSON.stringify(done.text)}`);
+      totals.generations++;
+      totals.tokens += done.metrics.tokens;
+      totals.routed += done.metrics.routed;
+      totals.fallbackSource += sources.filter((s) => s === 'fallback').length;
+      totals.replaced += done.metrics.constraint!.cloudTokensReplaced;
+      totals.fallbacks += done.metrics.constraint!.constrainedFallbacks;
+      totals.spanDropped += done.metrics.constraint!.spanTokensDropped;
+      perLeg.set(leg.name, (perLeg.get(leg.name) ?? 0) + done.metrics.routed);
+      legMs.set(`${leg.name}/${constraint.name}`, Math.round((legMs.get(`${leg.name}/${constraint.name}`) ?? 0) + performance.now() - t));
+    }
+    console.log(
+      `constrained decoding: ${JSON.stringify(totals)}; routed per leg ${JSON.stringify(Object.fromEntries(perLeg))} ms ${JSON.stringify(Object.fromEntries(legMs))}`,
+    );
+    expect(invalid).toEqual([]);
+    // The mask did hold cloud tokens: some were routed, and some of those the grammar had to replace.
+    expect(perLeg.get('joint span 1')!).toBeGreaterThan(0);
+    expect(perLeg.get('joint span 4')!).toBeGreaterThan(0);
+    expect(perLeg.get('llm_only')!).toBeGreaterThan(0);
+    expect(perLeg.get('small_only')).toBe(0);
+    expect(totals.replaced).toBeGreaterThan(0);
+    expect(totals.fallbackSource).toBe(0);
+  },
+  Math.max(600_000, CASES * 4_000),
+);
 
 test('the OpenAI client gets JSON of its schema (response_format) and one of its choices (structured_outputs); the JSON API a regex', async () => {
   const app = createEdgeApp(runtime, { maxBodyBytes: 1 << 20 });
-  const client = new OpenAI({ apiKey: 'unused', baseURL: 'http://edge.test/v1', maxRetries: 0, fetch: async (input, init) => app.fetch(new Request(input as string, init)) });
+  const client = new OpenAI({
+    apiKey: 'unused',
+    baseURL: 'http://edge.test/v1',
+    maxRetries: 0,
+    fetch: async (input, init) => app.fetch(new Request(input as string, init)),
+  });
   const model = (await client.models.list()).data[0]!.id;
   const person = await client.chat.completions.create({
     model,
@@ -157,11 +177,32 @@ test('the OpenAI client gets JSON of its schema (response_format) and one of its
     response_format: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON, strict: true } },
   });
   const text = person.choices[0]!.message.content!;
-  expect(Object.keys((person.usage as unknown as { constraint: object }).constraint)).toEqual(['cloud_tokens_replaced', 'constrained_fallbacks', 'span_tokens_dropped']);
+  expect(Object.keys((person.usage as unknown as { constraint: object }).constraint)).toEqual([
+    'cloud_tokens_replaced',
+    'constrained_fallbacks',
+    'span_tokens_dropped',
+  ]);
   expect(jsonProblems(PERSON, text)).toEqual([]);
-  const picked = await client.completions.create({ model, prompt: 'Pick:', temperature: 1, seed: 6, max_tokens: 8, structured_outputs: { choice: CHOICES } } as never);
+  const picked = await client.completions.create({
+    model,
+    prompt: 'Pick:',
+    temperature: 1,
+    seed: 6,
+    max_tokens: 8,
+    structured_outputs: { choice: CHOICES },
+  } as never);
   expect(CHOICES).toContain((picked as { choices: { text: string }[] }).choices[0]!.text);
-  const res = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'Code:', temperature: 1, seed: 7, max_new_tokens: 32, regex: '[0-9]{3}-[a-z]{2,4}' }), headers: { 'content-type': 'application/json' } });
-  const done = JSON.parse((await res.text()).split('\n').filter((l) => l.startsWith('data:')).at(-1)!.slice(5)) as { text: string; finish_reason: string };
+  const res = await app.request('/api/generate', {
+    method: 'POST',
+    body: JSON.stringify({ prompt: 'Code:', temperature: 1, seed: 7, max_new_tokens: 32, regex: '[0-9]{3}-[a-z]{2,4}' }),
+    headers: { 'content-type': 'application/json' },
+  });
+  const done = JSON.parse(
+    (await res.text())
+      .split('\n')
+      .filter((l) => l.startsWith('data:'))
+      .at(-1)!
+      .slice(5),
+  ) as { text: string; finish_reason: string };
   expect(done.text).toMatch(/^[0-9]{3}-[a-z]{2,4}$/);
 });

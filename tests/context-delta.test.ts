@@ -10,7 +10,21 @@ import { EdgeContext } from './helpers/cloud-fixture.ts';
 
 /** A step result as the wire delivers it (defaults filled in). */
 function result(ids: number[], contextLength: number, extra: Partial<StepResult__Output> = {}): StepResult__Output {
-  return { ids, text: '', logprobs: ids.map(() => -0.5), top: [], cachedTokens: 0, backendMs: 1, shimMs: 0.5, finishReason: 'FINISH_REASON_UNSPECIFIED', contextLength, skipped: false, load: null, overloaded: false, ...extra };
+  return {
+    ids,
+    text: '',
+    logprobs: ids.map(() => -0.5),
+    top: [],
+    cachedTokens: 0,
+    backendMs: 1,
+    shimMs: 0.5,
+    finishReason: 'FINISH_REASON_UNSPECIFIED',
+    contextLength,
+    skipped: false,
+    load: null,
+    overloaded: false,
+    ...extra,
+  };
 }
 
 const SAMPLING = { temperature: 0, topP: 1, stopTokenIds: [2], topLogprobs: 0 };
@@ -21,7 +35,15 @@ describe('a plain stream', () => {
     const edge = new EdgeContext([1, 403, 407]);
     const shim = new ShimContextCopy();
     expect(shim.open(edge.step(), 'r1', 10_000)).toEqual([
-      { open: { requestId: 'r1', sampling: SAMPLING, contextIds: [1, 403, 407], contextSources: ['TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT'], stepTimeoutMs: 10_000 } },
+      {
+        open: {
+          requestId: 'r1',
+          sampling: SAMPLING,
+          contextIds: [1, 403, 407],
+          contextSources: ['TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT', 'TOKEN_SOURCE_PROMPT'],
+          stepTimeoutMs: 10_000,
+        },
+      },
       { step: { offset: 3, ids: [], sources: [], ...RECORDS } },
     ]);
     expect(shim.length).toBe(3);
@@ -118,12 +140,26 @@ describe('the wire mapping', () => {
   });
 
   test('a step result becomes the loop reply; a missing alternative logprob is NaN', () => {
-    const reply = toReply(result([261, 300], 9, { text: ' Tim', top: [{ ids: [261, 5], logprobs: [-0.1] }, { ids: [], logprobs: [] }] }));
+    const reply = toReply(
+      result([261, 300], 9, {
+        text: ' Tim',
+        top: [
+          { ids: [261, 5], logprobs: [-0.1] },
+          { ids: [], logprobs: [] },
+        ],
+      }),
+    );
     expect(reply).toEqual({
       tokens: [261, 300],
       text: ' Tim',
       logprobs: [-0.5, -0.5],
-      topAlternatives: [[{ id: 261, logprob: -0.1 }, { id: 5, logprob: Number.NaN }], []],
+      topAlternatives: [
+        [
+          { id: 261, logprob: -0.1 },
+          { id: 5, logprob: Number.NaN },
+        ],
+        [],
+      ],
       cachedTokens: 0,
       backendMs: 1,
       shimMs: 0.5,

@@ -118,7 +118,7 @@ describe('a share budget', () => {
   });
 });
 
-test('a token budget is a hard cap over every minute, spread over the box\'s tokens rather than spent at once', async () => {
+test("a token budget is a hard cap over every minute, spread over the box's tokens rather than spent at once", async () => {
   // A router stand-in that takes a second per position on the box's clock, with scores that vary.
   const clock = { t: 0 };
   let seed = 11;
@@ -151,7 +151,17 @@ test('a wait budget routes while the cloud answers within it and stops once it d
 });
 
 test('an overloaded refusal is decided on the edge, counted, and not a failure of the generation', async () => {
-  const overloaded: CloudStepReply = { tokens: [], text: '', logprobs: [], topAlternatives: [], cachedTokens: 0, backendMs: 0, shimMs: 0, overloaded: true, load: { stepsInFlight: 8, stepsQueued: 30, backendMs: 40 } };
+  const overloaded: CloudStepReply = {
+    tokens: [],
+    text: '',
+    logprobs: [],
+    topAlternatives: [],
+    cachedTokens: 0,
+    backendMs: 0,
+    shimMs: 0,
+    overloaded: true,
+    load: { stepsInFlight: 8, stepsQueued: 30, backendMs: 40 },
+  };
   const refusing = interceptSteps(pair.cloud, async () => overloaded);
   const { tokens, done } = await run({ threshold: 0.6, maxNewTokens: 30 }, engine({ cloud: refusing }));
   const small = await run({ mode: 'small_only', maxNewTokens: 30 });

@@ -7,21 +7,29 @@ import { SpeculationPolicy } from '../src/edge/loop/speculation/speculation-poli
 import { edgeEcho, late } from './helpers/scripted-clouds.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
 
-const PROMPTS = ['Once upon a time, there was a little dog', 'Lily went to the park', 'The sun was hot and', 'Tom had a big red ball. One day', 'Mom said', 'There was a tree'];
+const PROMPTS = [
+  'Once upon a time, there was a little dog',
+  'Lily went to the park',
+  'The sun was hot and',
+  'Tom had a big red ball. One day',
+  'Mom said',
+  'There was a tree',
+];
 const router = new TopProbabilityScorer();
 
 let pair: DemoPairModels;
 beforeAll(async () => (pair = await loadDemoPairModels({ record: false })));
 afterAll(() => pair.release());
 
-
-
 const echo = (offset: number, delayMs: number) => edgeEcho(pair.edge, pair.tokenizer, offset, delayMs);
 
 async function run(engine: EdgeEngine, raw: RawGenerationRequest) {
   const tokens: TokenEvent[] = [];
   let done: DoneEvent | undefined;
-  for await (const e of generate(engine, parseGenerationRequest({ prompt: PROMPTS[0], mode: 'joint', maxNewTokens: 24, ...raw }, undefined, 0.5, engine.speculation?.byDefault))) {
+  for await (const e of generate(
+    engine,
+    parseGenerationRequest({ prompt: PROMPTS[0], mode: 'joint', maxNewTokens: 24, ...raw }, undefined, 0.5, engine.speculation?.byDefault),
+  )) {
     if (e.type === 'token') tokens.push(e);
     else done = e;
   }
@@ -31,7 +39,13 @@ async function run(engine: EdgeEngine, raw: RawGenerationRequest) {
 describe('speculate auto', () => {
   test('the same tokens, sources and scores as on and off, on many prompts; it decodes ahead at some positions and waits at others', async () => {
     // A prior that starts it on: the demo pair's misses then turn it off.
-    const engine: EdgeEngine = { edgeModel: pair.edge, router, tokenizer: pair.tokenizer, cloud: late(pair.cloud, 5), speculation: { byDefault: 'auto', policy: new SpeculationPolicy({ priorHitRate: 0.9 }) } };
+    const engine: EdgeEngine = {
+      edgeModel: pair.edge,
+      router,
+      tokenizer: pair.tokenizer,
+      cloud: late(pair.cloud, 5),
+      speculation: { byDefault: 'auto', policy: new SpeculationPolicy({ priorHitRate: 0.9 }) },
+    };
     const totals = { ahead: 0, waited: 0 };
     for (const prompt of PROMPTS) {
       for (const threshold of [0.6, 0.9]) {

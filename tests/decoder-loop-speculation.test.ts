@@ -35,8 +35,6 @@ beforeAll(async () => {
 
 afterAll(() => pair.release());
 
-
-
 const echo = (offset: number, delayMs: number) => edgeEcho(edge, tokenizer, offset, delayMs);
 
 async function run(raw: RawGenerationRequest, overrides: Partial<EdgeEngine> = {}, signal?: AbortSignal) {
@@ -129,7 +127,6 @@ describe('the policy is unchanged by speculation (greedy)', () => {
     expect(on.done.metrics.speculated).toBe(0);
   });
 });
-
 
 /** Waits for the replies a generation did not wait for (a skipped step behind the last routed position). */
 async function settled(counts: { inFlight: number }): Promise<void> {
@@ -255,7 +252,10 @@ describe('conditional steps: a second routed position is sent while the first is
 
   test('sampling: the same seed gives the same output with conditional steps', async () => {
     for (const seed of [1, 2, 3]) {
-      const off = await run({ mode: 'joint', threshold: 0.9, temperature: 0.9, topP: 0.95, seed, maxNewTokens: 30, speculate: false }, { cloud: jittery(cloud) });
+      const off = await run(
+        { mode: 'joint', threshold: 0.9, temperature: 0.9, topP: 0.95, seed, maxNewTokens: 30, speculate: false },
+        { cloud: jittery(cloud) },
+      );
       const { client, counts } = recordingSteps(jittery(cloud));
       const on = await run({ mode: 'joint', threshold: 0.9, temperature: 0.9, topP: 0.95, seed, maxNewTokens: 30, speculate: true }, { cloud: client });
       expect(on.decisions).toEqual(off.decisions);
@@ -265,7 +265,10 @@ describe('conditional steps: a second routed position is sent while the first is
 
   test('engine.conditionalSteps false: speculation stops at the second routed position, as before', async () => {
     const { client, counts } = recordingSteps(jittery(cloud));
-    const off = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: jittery(cloud), speculation: { conditionalSteps: false } });
+    const off = await run(
+      { mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true },
+      { cloud: jittery(cloud), speculation: { conditionalSteps: false } },
+    );
     const on = await run({ mode: 'joint', threshold: 0.9, maxNewTokens: 30, speculate: true }, { cloud: client });
     expect(on.decisions).toEqual(off.decisions);
     expect(off.done.metrics.conditionalSteps).toBe(0);
@@ -368,16 +371,22 @@ describe('request field', () => {
   });
 
   test('the README and docs/api.md give the values the readers take: true/false typed, on/off/auto in forms', () => {
-    const row = readFileSync('README.md', 'utf8').split('\n').find((line) => line.startsWith('| `speculate` |'));
-    expect(row).toContain('`true` or `false` in JSON and gRPC (left out, the edge\'s `--speculate`, which may be `auto`); `on`, `off` or `auto` in the page\'s forms');
-    expect(readFileSync('docs/api.md', 'utf8').replaceAll('\n', ' ')).toContain('`speculate` as `on`, `off` or `auto`, where JSON and gRPC take `true` or `false`');
+    const row = readFileSync('README.md', 'utf8')
+      .split('\n')
+      .find((line) => line.startsWith('| `speculate` |'));
+    expect(row).toContain(
+      "`true` or `false` in JSON and gRPC (left out, the edge's `--speculate`, which may be `auto`); `on`, `off` or `auto` in the page's forms",
+    );
+    expect(readFileSync('docs/api.md', 'utf8').replaceAll('\n', ' ')).toContain(
+      '`speculate` as `on`, `off` or `auto`, where JSON and gRPC take `true` or `false`',
+    );
     for (const word of ['on', 'off', 'auto']) expect(() => readGenerationRequest({ prompt: 'x', speculate: word }, 'form')).not.toThrow();
     for (const value of [true, false]) expect(readGenerationRequest({ prompt: 'x', speculate: value }, 'typed').speculate).toBe(value);
   });
 });
 
 describe('DecoderSequence checkpoint and rollback', () => {
-  test("previousHidden is the hidden state of the position before the last: zeros first, then across prefills, spans and rollbacks", async () => {
+  test('previousHidden is the hidden state of the position before the last: zeros first, then across prefills, spans and rollbacks', async () => {
     const prompt = tokenizer.encode(PROMPTS[0]!, { addBos: true });
     const reference = edge.newSequence();
     const all = await reference.append([...prompt, 7, 8, 9], { allPositions: true });

@@ -53,6 +53,6 @@ test('a target nobody listens on is not an error until dialed, and close ends th
   await proxy.close(); // twice is harmless
 });
 
-test('bad options are refused by the thread with the proxy\'s own message', async () => {
+test("bad options are refused by the thread with the proxy's own message", async () => {
   await expect(startDelayProxyThread({ targetHost: '127.0.0.1', targetPort: 1, delayMs: -1 })).rejects.toThrow('delayMs must be a finite number ≥ 0, got -1');
 });

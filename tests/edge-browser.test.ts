@@ -127,7 +127,9 @@ test('joint at a high threshold: red tokens, routed count equals red tokens, hov
   const red = await page.locator('.output .tok-llm').count();
   expect(red).toBeGreaterThan(0);
   expect(Number(await page.locator('[data-metric=routed]').getAttribute('data-value'))).toBe(red);
-  expect(await page.locator('.output .tok-llm').first().getAttribute('title')).toMatch(/^cloud model · router score 0\.\d{3} \(below τ 0\.90\) · edge \d+\.\d ms, router \d+\.\d ms, cloud \d+\.\d ms$/);
+  expect(await page.locator('.output .tok-llm').first().getAttribute('title')).toMatch(
+    /^cloud model · router score 0\.\d{3} \(below τ 0\.90\) · edge \d+\.\d ms, router \d+\.\d ms, cloud \d+\.\d ms$/,
+  );
   await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-joint.png'), fullPage: true });
 });
 
@@ -232,7 +234,7 @@ describe('generated markup is shown as text', () => {
     await page.screenshot({ path: join(ARTIFACTS_DIR, 'edge-page-markup-as-text.png'), fullPage: true });
   });
 
-  test('a newline from the cloud shows as a ↵ in the token\'s colour; the text keeps the newline', async () => {
+  test("a newline from the cloud shows as a ↵ in the token's colour; the text keeps the newline", async () => {
     const text = 'in the park.\nThe end';
     ids = markupEdge.runtime.engine.tokenizer.encode(text, { addBos: false, parseSpecialTokens: false });
     await generate({ mode: 'llm_only', prompt: 'They played', max_new_tokens: String(ids.length), base: markupPage.base });
@@ -301,7 +303,9 @@ describe('the cloud connection in the page', () => {
       expect(await tab.locator('.output .tok-fallback').count()).toBe(12);
       expect(await tab.locator('.output .tok-llm, .output .tok-slm').count()).toBe(0);
       expect(await tab.locator('[data-metric=fallback]').textContent()).toBe('12');
-      expect(await tab.locator('.output .tok-fallback').first().getAttribute('title')).toMatch(/^edge model \(cloud unreachable\) · router score 0\.\d{3} \(below τ 1\.00\) · edge [^·]+ · \S/);
+      expect(await tab.locator('.output .tok-fallback').first().getAttribute('title')).toMatch(
+        /^edge model \(cloud unreachable\) · router score 0\.\d{3} \(below τ 1\.00\) · edge [^·]+ · \S/,
+      );
       // Marked differently from the edge model's own tokens: dashed underline (and its own colour).
       const style = (selector: string) =>
         tab.evaluate<{ line: string; decoration: string; color: string }>(
@@ -330,7 +334,7 @@ describe('the cloud connection in the page', () => {
   });
 });
 
-describe('a token\'s score on a phone and a desktop', () => {
+describe("a token's score on a phone and a desktop", () => {
   const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
 
   /** What the page shows of each heat-line bar and of the token it stands for. */
@@ -387,7 +391,9 @@ describe('a token\'s score on a phone and a desktop', () => {
         const detail = tab.locator('[data-testid=token-detail]');
         const routed = tab.locator('.output .tok-llm').first();
         await routed.tap();
-        expect(await detail.textContent()).toMatch(/^cloud model · router score 0\.\d{3} \(below τ 0\.90\) · edge \d+\.\d ms, router \d+\.\d ms, cloud \d+\.\d ms$/);
+        expect(await detail.textContent()).toMatch(
+          /^cloud model · router score 0\.\d{3} \(below τ 0\.90\) · edge \d+\.\d ms, router \d+\.\d ms, cloud \d+\.\d ms$/,
+        );
         expect(await detail.textContent()).toBe((await routed.getAttribute('data-detail'))!);
         expect(await routed.getAttribute('class')).toContain('selected');
 

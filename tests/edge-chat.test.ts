@@ -23,7 +23,16 @@ let client: EdgeGeneratorClientType;
 let tokenizer: TextTokenizer;
 
 async function startChatEdge(overrides: Partial<EdgeConfig>): Promise<RunningEdge> {
-  return startEdge({ ...DEFAULT_EDGE_CONFIG, host: '127.0.0.1', port: 0, grpcPort: 0, cloud: undefined, router: DEMO.routerPack, logLevel: 'error', ...overrides });
+  return startEdge({
+    ...DEFAULT_EDGE_CONFIG,
+    host: '127.0.0.1',
+    port: 0,
+    grpcPort: 0,
+    cloud: undefined,
+    router: DEMO.routerPack,
+    logLevel: 'error',
+    ...overrides,
+  });
 }
 
 beforeAll(async () => {
@@ -71,7 +80,7 @@ function grpcGenerate(request: GenerateRequest, on = client): Promise<{ ids: num
 }
 
 describe('a conversation on every entry point', () => {
-  test('the JSON API, gRPC and the OpenAI API generate from the template\'s ids: the same tokens as those ids sent as a prompt', async () => {
+  test("the JSON API, gRPC and the OpenAI API generate from the template's ids: the same tokens as those ids sent as a prompt", async () => {
     const ids = tokenizer.encode(RENDERED, { addBos: false, parseSpecialTokens: true });
     const settings = { max_new_tokens: 10, mode: 'small_only' };
     const byPrompt = await fetch(`${edge.url}v1/completions`, {
@@ -123,7 +132,11 @@ describe('bad input: a 400 / INVALID_ARGUMENT naming the problem, and the next r
     const cases: [string, Record<string, unknown>, string][] = [
       ['messages and prompt together', { messages: CONVERSATION, prompt: 'x' }, 'give either prompt or messages, not both'],
       ['an empty conversation', { messages: [] }, 'messages must be a non-empty list of {role, content}'],
-      ['a role nobody knows', { messages: [{ role: 'narrator', content: 'x' }] }, 'messages[0].role must be one of system, developer, user, assistant, got "narrator"'],
+      [
+        'a role nobody knows',
+        { messages: [{ role: 'narrator', content: 'x' }] },
+        'messages[0].role must be one of system, developer, user, assistant, got "narrator"',
+      ],
       ['content that is not text', { messages: [{ role: 'user', content: 7 }] }, 'messages[0].content must be a string, got 7'],
       ['a conversation past the context window', { messages: long }, "the edge model's context window is 512"],
     ];
@@ -136,13 +149,19 @@ describe('bad input: a 400 / INVALID_ARGUMENT naming the problem, and the next r
       const viaGrpc = await grpcGenerate(request);
       // proto3 cannot tell an empty list from none: over gRPC an empty conversation is a request without a prompt.
       const grpcMessage = (body.messages as unknown[]).length === 0 ? 'prompt must not be empty' : message;
-      expect({ name, code: viaGrpc.error?.code, details: viaGrpc.error?.details }).toEqual({ name, code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining(grpcMessage) });
+      expect({ name, code: viaGrpc.error?.code, details: viaGrpc.error?.details }).toEqual({
+        name,
+        code: grpc.status.INVALID_ARGUMENT,
+        details: expect.stringContaining(grpcMessage),
+      });
     }
     expect(tokenIds((await api('/api/generate', { messages: CONVERSATION, max_new_tokens: 3, mode: 'small_only' })).text)).toHaveLength(3);
   }, 60_000);
 
   test('a template that refuses a role, one that throws, and a model without a template', async () => {
-    const refusing = await makeChatPack("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('system messages are not supported') }}{% endif %}{{ m.content }}{% endfor %}");
+    const refusing = await makeChatPack(
+      "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('system messages are not supported') }}{% endif %}{{ m.content }}{% endfor %}",
+    );
     const throwing = await makeChatPack('{{ messages[0].content.nope() }}');
     const refusingEdge = await startChatEdge({ edgeModel: refusing.dir, grpcPort: -1 });
     const throwingEdge = await startChatEdge({ edgeModel: throwing.dir, grpcPort: -1 });
@@ -158,7 +177,8 @@ describe('bad input: a 400 / INVALID_ARGUMENT naming the problem, and the next r
       expect(none.status).toBe(400);
       expect(none.text).toContain('has no chat template');
       // Each still serves a prompt.
-      for (const e of [refusingEdge, throwingEdge, plainEdge]) expect(tokenIds((await api('/api/generate', { prompt: 'Once', max_new_tokens: 2, mode: 'small_only' }, e.url)).text)).toHaveLength(2);
+      for (const e of [refusingEdge, throwingEdge, plainEdge])
+        expect(tokenIds((await api('/api/generate', { prompt: 'Once', max_new_tokens: 2, mode: 'small_only' }, e.url)).text)).toHaveLength(2);
     } finally {
       await Promise.all([refusingEdge.stop(), throwingEdge.stop(), plainEdge.stop()]);
       refusing.remove();
@@ -170,14 +190,20 @@ describe('bad input: a 400 / INVALID_ARGUMENT naming the problem, and the next r
 describe('templates as exports ship them', () => {
   test('chat_template.jinja beside the config wins over tokenizer_config.json; --chat-template FILE and chatml override both', async () => {
     const jinja = await makeChatPack();
-    writeFileSync(join(jinja.dir, 'chat_template.jinja'), "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}");
+    writeFileSync(
+      join(jinja.dir, 'chat_template.jinja'),
+      '{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}',
+    );
     const file = join(jinja.dir, 'other.jinja');
     writeFileSync(file, TEST_CHAT_TEMPLATE);
     const fromJinja = await startChatEdge({ edgeModel: jinja.dir, grpcPort: -1 });
     const fromFile = await startChatEdge({ edgeModel: jinja.dir, grpcPort: -1, chatTemplate: file });
     const chatml = await startChatEdge({ edgeModel: jinja.dir, grpcPort: -1, chatTemplate: 'chatml' });
     try {
-      const rendered = async (e: RunningEdge) => tokenizer.decode(JSON.parse((await api('/tokenize', { messages: [{ role: 'user', content: 'Hi' }] }, e.url)).text).tokens, { skipSpecialTokens: false });
+      const rendered = async (e: RunningEdge) =>
+        tokenizer.decode(JSON.parse((await api('/tokenize', { messages: [{ role: 'user', content: 'Hi' }] }, e.url)).text).tokens, {
+          skipSpecialTokens: false,
+        });
       expect(await rendered(fromJinja)).toBe('<s> [user] Hi\n[assistant]');
       expect(await rendered(fromFile)).toBe('<s> user: Hi\nassistant:');
       expect(await rendered(chatml)).toBe('<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n');
@@ -192,16 +218,34 @@ describe('templates as exports ship them', () => {
 
 describe('bun run client --chat', () => {
   test('a conversation in the terminal: each turn streams, /reset starts over, /exit ends; the second turn finds the first in the prompt cache', async () => {
-    const child = Bun.spawn(['bun', 'src/tools/client.ts', '--chat', '--system', 'Tell stories.', '--mode', 'small_only', '--max-new-tokens', '4', '--address', `127.0.0.1:${edge.grpcPort}`], {
-      stdin: 'pipe',
-      stdout: 'pipe',
-      stderr: 'pipe',
-    });
+    const child = Bun.spawn(
+      [
+        'bun',
+        'src/tools/client.ts',
+        '--chat',
+        '--system',
+        'Tell stories.',
+        '--mode',
+        'small_only',
+        '--max-new-tokens',
+        '4',
+        '--address',
+        `127.0.0.1:${edge.grpcPort}`,
+      ],
+      {
+        stdin: 'pipe',
+        stdout: 'pipe',
+        stderr: 'pipe',
+      },
+    );
     child.stdin.write('A story about a cat.\nAnd then?\n/reset\nA story about a cat.\n/exit\n');
     await child.stdin.end();
     const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-    const turns = [...stdout.matchAll(/4 tokens, 0 routed \(0\.0%\), 0 fallback · prompt (\d+) tokens \((\d+) cached\)/g)].map((m) => ({ prompt: Number(m[1]), cached: Number(m[2]) }));
+    const turns = [...stdout.matchAll(/4 tokens, 0 routed \(0\.0%\), 0 fallback · prompt (\d+) tokens \((\d+) cached\)/g)].map((m) => ({
+      prompt: Number(m[1]),
+      cached: Number(m[2]),
+    }));
     expect(turns).toHaveLength(3);
     // The second turn holds the first (its user message and reply): longer, and most of it cached.
     expect(turns[1]!.prompt).toBeGreaterThan(turns[0]!.prompt);

@@ -16,7 +16,20 @@ const REFUSED = /circuit open|reconnection attempt is in progress/;
 /** The fallback reasons of an 8-token generation where every token is routed to an unreachable cloud. */
 async function fallbackReasons(threshold: number): Promise<string[]> {
   const demo = await ensureDemoPacks();
-  const flags = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--log-level', 'error', '--edge-model', demo.edgePack, '--router', demo.routerPack];
+  const flags = [
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--grpc-port',
+    'off',
+    '--log-level',
+    'error',
+    '--edge-model',
+    demo.edgePack,
+    '--router',
+    demo.routerPack,
+  ];
   const edge = await startEdge(parseEdgeConfig([...flags, '--cloud', `127.0.0.1:${await freePort()}`, '--cloud-failure-threshold', String(threshold)], {}));
   try {
     const response = await fetch(`${edge.url}api/generate`, {

@@ -21,7 +21,7 @@ test('flags beat EDGE_* variables, which beat the config file', () => {
   expect(parseEdgeConfig(['--router', 'builtin'], {}).router).toBeUndefined();
 });
 
-test("the gRPC service is turned off with the word off, from any source", () => {
+test('the gRPC service is turned off with the word off, from any source', () => {
   const file = join(dir, 'no-grpc.json');
   writeFileSync(file, JSON.stringify({ grpcPort: 'off' }));
   expect(parseEdgeConfig(['--grpc-port', 'off'], {}).grpcPort).toBe(-1);
@@ -73,7 +73,11 @@ test('--speculate auto|on|off (EDGE_SPECULATE): auto by default, anything else r
 });
 
 test('--route-share, --route-tokens-per-minute, --route-wait-ms: unset by default, from every source, checked', () => {
-  expect([DEFAULT_EDGE_CONFIG.routeShare, DEFAULT_EDGE_CONFIG.routeTokensPerMinute, DEFAULT_EDGE_CONFIG.routeWaitMs]).toEqual([undefined, undefined, undefined]);
+  expect([DEFAULT_EDGE_CONFIG.routeShare, DEFAULT_EDGE_CONFIG.routeTokensPerMinute, DEFAULT_EDGE_CONFIG.routeWaitMs]).toEqual([
+    undefined,
+    undefined,
+    undefined,
+  ]);
   expect(routeBudgetOf(parseEdgeConfig([], {}))).toEqual({});
   const file = join(dir, 'budget.json');
   writeFileSync(file, JSON.stringify({ routeWaitMs: 300 }));
@@ -96,7 +100,10 @@ test('--route-share, --route-tokens-per-minute, --route-wait-ms: unset by defaul
 
 test('--private-detect KINDS and repeatable --private-pattern KIND=REGEX: none by default, from every source, checked', () => {
   expect(parseEdgeConfig([], {}).privateDetection).toEqual({ kinds: [], patterns: [] });
-  const config = parseEdgeConfig(['--private-detect', 'phone,email,ticket', '--private-pattern', 'ticket=TCK-\\d+', '--private-pattern', 'badge=EMP-\\d{6}'], {});
+  const config = parseEdgeConfig(
+    ['--private-detect', 'phone,email,ticket', '--private-pattern', 'ticket=TCK-\\d+', '--private-pattern', 'badge=EMP-\\d{6}'],
+    {},
+  );
   expect(config.privateDetection).toEqual({
     kinds: ['email', 'phone', 'ticket', 'badge'],
     patterns: [
@@ -122,7 +129,11 @@ test('--private-detect KINDS and repeatable --private-pattern KIND=REGEX: none b
     [['--private-pattern', 'ticket'], {}, '--private-pattern must be KIND=REGEX, got "ticket"'],
     [['--private-pattern', 'Ticket=x'], {}, 'the kind must be lowercase [a-z][a-z0-9_]{0,15}'],
     [['--private-pattern', 'iban=x'], {}, 'iban is a built-in kind'],
-    [['--private-pattern', 'pair=(\\w)\\1'], {}, '--private-pattern pair=(\\w)\\1: does not compile under the linear-time engine (RE2; no backreferences or lookaround): error parsing regexp: invalid escape sequence: `\\1`'],
+    [
+      ['--private-pattern', 'pair=(\\w)\\1'],
+      {},
+      '--private-pattern pair=(\\w)\\1: does not compile under the linear-time engine (RE2; no backreferences or lookaround): error parsing regexp: invalid escape sequence: `\\1`',
+    ],
     [['--config', badFile], {}, 'privatePattern must be a string or an array of strings, got 5'],
   ];
   for (const [argv, env, message] of cases) expect(() => parseEdgeConfig(argv, env)).toThrow(message);

@@ -115,7 +115,15 @@ test('speculate over gRPC: the edge default (on) unless the request says off; th
 test('a float field reads as the decimal that was sent: τ 0.8 reaches the log and the cloud as 0.8, not 0.800000011920929', async () => {
   stepThresholds.length = 0;
   logLines.length = 0;
-  const { events, error } = await collect({ prompt: 'Once upon a time', mode: 'joint', threshold: 0.8, temperature: 0.7, topP: 0.9, seed: 1, maxNewTokens: 16 });
+  const { events, error } = await collect({
+    prompt: 'Once upon a time',
+    mode: 'joint',
+    threshold: 0.8,
+    temperature: 0.7,
+    topP: 0.9,
+    seed: 1,
+    maxNewTokens: 16,
+  });
   expect(error).toBeUndefined();
   expect(logLines.find((l) => l.msg === 'generation started')).toMatchObject({ threshold: 0.8 });
   expect(stepThresholds.length).toBeGreaterThan(0);
@@ -125,7 +133,17 @@ test('a float field reads as the decimal that was sent: τ 0.8 reaches the log a
 });
 
 test('shortestFloat32: the shortest decimal that is the same float32', () => {
-  const cases: [number, number][] = [[0.8, 0.8], [0.1, 0.1], [0.95, 0.95], [1 / 3, 0.33333334], [0.5, 0.5], [1, 1], [0, 0], [123456.789, 123456.79], [16777217, 16777216]];
+  const cases: [number, number][] = [
+    [0.8, 0.8],
+    [0.1, 0.1],
+    [0.95, 0.95],
+    [1 / 3, 0.33333334],
+    [0.5, 0.5],
+    [1, 1],
+    [0, 0],
+    [123456.789, 123456.79],
+    [16777217, 16777216],
+  ];
   for (const [sent, read] of cases) expect([sent, shortestFloat32(Math.fround(sent))]).toEqual([sent, read]);
   // Every value is the float32 it came as: nothing but the printing changes.
   for (const [sent] of cases) expect(Math.fround(shortestFloat32(Math.fround(sent)))).toBe(Math.fround(sent));
@@ -216,7 +234,10 @@ describe('the command-line client', () => {
 
   test('--json prints one event per line; errors exit non-zero with the message', async () => {
     const r = await runClient('Hi', '--address', address, '--token', 'tok', '--threshold', '1', '--max-new-tokens', '3', '--json');
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(4);
     expect(lines.slice(0, 3).every((e) => e.token?.source === 'llm')).toBe(true);
     const bad = await runClient('Hi', '--address', address, '--token', 'tok', '--threshold', '7');

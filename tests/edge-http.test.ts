@@ -49,7 +49,11 @@ async function readSse(res: Response): Promise<{ event: string; data: string }[]
     .filter((block) => block.trim())
     .map((block) => {
       const lines = block.split('\n');
-      const event = lines.find((l) => l.startsWith('event:'))?.slice(6).trim() ?? 'message';
+      const event =
+        lines
+          .find((l) => l.startsWith('event:'))
+          ?.slice(6)
+          .trim() ?? 'message';
       const data = lines
         .filter((l) => l.startsWith('data:'))
         .map((l) => l.slice(5).replace(/^ /, ''))
@@ -156,7 +160,7 @@ describe('a generation through the page fragments', () => {
     const ids = [...html.matchAll(/\/runs\/([0-9a-f-]+)\/events/g)].map((m) => m[1]!);
     expect(ids).toHaveLength(2);
     expect(html).toContain('small_only (edge alone)');
-    expect(html).toContain("waits for small_only to finish, so neither&#39;s timings include the other&#39;s load");
+    expect(html).toContain('waits for small_only to finish, so neither&#39;s timings include the other&#39;s load');
     // The joint side's stream opens first (as a browser may) and waits; it starts when small_only ends.
     const jointResponse = app.request(`/runs/${ids[1]}/events`);
     await Bun.sleep(50);
@@ -254,7 +258,6 @@ describe('validation errors are 4xx with the message in the page', () => {
     expect(api.status).toBe(413);
     expect(await api.json()).toEqual({ error: { code: 'RESOURCE_EXHAUSTED', message: 'request body is larger than 65536 bytes' } });
   });
-
 });
 
 describe('speculation setting', () => {
@@ -272,7 +275,9 @@ describe('speculation setting', () => {
     const id = panel.match(/sse-connect="\/runs\/([0-9a-f-]+)\/events"/)![1]!;
     const events = await readSse(await app.request(`/runs/${id}/events`));
     const metrics = events.find((e) => e.event === 'metrics')!.data;
-    expect(metrics).toMatch(/<dd data-metric="speculate">auto: \d+ \/ [1-9]\d*; hit rate \d+%, round trip (\?|[\d.]+ ms), edge step (\?|[\d.]+ ms): saves [\d.]+ ms, costs [\d.]+ ms<\/dd>/);
+    expect(metrics).toMatch(
+      /<dd data-metric="speculate">auto: \d+ \/ [1-9]\d*; hit rate \d+%, round trip (\?|[\d.]+ ms), edge step (\?|[\d.]+ ms): saves [\d.]+ ms, costs [\d.]+ ms<\/dd>/,
+    );
   });
 
   test('the API reports speculation in the final metrics and refuses a value that is not a boolean', async () => {
@@ -298,7 +303,12 @@ describe('JSON API', () => {
     const done = JSON.parse(events.at(-1)!.data);
     expect(done.type).toBe('done');
     expect(done.metrics.tokens).toBe(8);
-    expect(done.text).toBe(events.filter((e) => e.event === 'token').map((e) => JSON.parse(e.data).text).join(''));
+    expect(done.text).toBe(
+      events
+        .filter((e) => e.event === 'token')
+        .map((e) => JSON.parse(e.data).text)
+        .join(''),
+    );
   });
 
   test('event fields are snake_case, named as in proto/edge_generator.proto, at every depth; /api/info too', async () => {
@@ -333,7 +343,7 @@ describe('JSON API', () => {
 describe('operations', () => {
   test('healthz, readyz and Prometheus metrics', async () => {
     expect(await (await app.request('/healthz')).json()).toEqual({ status: 'ok' });
-    expect(((await (await app.request("/readyz")).json()) as { ready: boolean }).ready).toBe(true);
+    expect(((await (await app.request('/readyz')).json()) as { ready: boolean }).ready).toBe(true);
     // prom-client hands out its live values: read the number at once.
     const invalid = async () => (await edge.runtime.metrics.refused.get()).values.find((x) => x.labels.code === 'INVALID_ARGUMENT')?.value ?? 0;
     const before = await invalid();
@@ -393,10 +403,12 @@ describe('operations', () => {
     expect(html).toContain('<form class="controls token-form" method="get" action="/compare">');
     expect(html).toContain('<input id="token" name="token" type="password"');
     expect(html).not.toContain('/fragments/cloud-state');
-    expect(html).not.toContain("That token is wrong; try again.");
-    expect(await (await guarded.request('/?token=nope')).text()).toContain("That token is wrong; try again.");
+    expect(html).not.toContain('That token is wrong; try again.');
+    expect(await (await guarded.request('/?token=nope')).text()).toContain('That token is wrong; try again.');
     const api = await guarded.request('/api/info');
-    expect(await api.json()).toEqual({ error: { code: 'UNAUTHENTICATED', message: 'this edge requires an access token (Authorization: Bearer, or open the page with ?token=...)' } });
+    expect(await api.json()).toEqual({
+      error: { code: 'UNAUTHENTICATED', message: 'this edge requires an access token (Authorization: Bearer, or open the page with ?token=...)' },
+    });
     const fragment = await guarded.request('/fragments/cloud-state', { headers: { 'hx-request': 'true' } });
     expect(fragment.status).toBe(401);
     expect(await fragment.text()).toStartWith('<div class="error" role="alert">');

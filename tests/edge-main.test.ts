@@ -94,10 +94,14 @@ test('SIGTERM mid-generation: readiness 503, streams end with a final UNAVAILABL
     expect(runId).toBeDefined();
 
     edge.kill('SIGTERM');
-    const notReady = await poll(async () => {
-      const res = await fetch(`${base}/readyz`);
-      return res.status === 503 ? res : undefined;
-    }, 10_000, '/readyz to answer 503');
+    const notReady = await poll(
+      async () => {
+        const res = await fetch(`${base}/readyz`);
+        return res.status === 503 ? res : undefined;
+      },
+      10_000,
+      '/readyz to answer 503',
+    );
     expect(await notReady.json()).toMatchObject({ ready: false });
     health = new HealthClient(`127.0.0.1:${ready.grpcPort}`, grpc.credentials.createInsecure());
     const serving = await new Promise<string>((resolve, reject) =>

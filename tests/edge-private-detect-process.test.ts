@@ -65,7 +65,22 @@ afterAll(async () => {
 
 test('--private-detect all: the values a validator would miss reach the cloud only as placeholders', async () => {
   const edge = Bun.spawn(
-    ['bun', 'src/edge/main.ts', '--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', shim.address, '--private-detect', 'all', '--log-level', 'info'],
+    [
+      'bun',
+      'src/edge/main.ts',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--grpc-port',
+      'off',
+      '--cloud',
+      shim.address,
+      '--private-detect',
+      'all',
+      '--log-level',
+      'info',
+    ],
     { cwd: PROJECT_ROOT, stdout: 'ignore', stderr: 'pipe' },
   );
   const stderr = collectOutput(edge.stderr);
@@ -73,7 +88,9 @@ test('--private-detect all: the values a validator would miss reach the cloud on
     const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as { url: string };
     const prompt = `Notes for ${VALUES.map(([value]) => value).join(', ')}; ${LOOK_ALIKES.join(', ')}. Once upon a time`;
     const body = JSON.stringify({ prompt, mode: 'llm_only', max_new_tokens: 4 });
-    const stream = readSse(await fetch(`${ready.url.replace(/\/$/, '')}/api/generate`, { method: 'POST', body, headers: { 'content-type': 'application/json' } }));
+    const stream = readSse(
+      await fetch(`${ready.url.replace(/\/$/, '')}/api/generate`, { method: 'POST', body, headers: { 'content-type': 'application/json' } }),
+    );
     expect(await stream.ended).toBe(true);
     const done = stream.events.find((e) => e.event === 'done');
     expect(done).toBeDefined();

@@ -50,6 +50,8 @@ describe('detection on the edge', () => {
     sent.length = 0;
     await run({ prompt: 'Call +44 20 7946 0958 now. Then', privateDetect: ['phone'] });
     expect(sent.join('\n')).not.toContain('7946');
-    expect(() => edge.runtime.start({ prompt: 'x', privateDetect: ['dna'] })).toThrow('private_detect names "dna", which this edge does not detect (it knows: email, phone, card, iban, ip, badge)');
+    expect(() => edge.runtime.start({ prompt: 'x', privateDetect: ['dna'] })).toThrow(
+      'private_detect names "dna", which this edge does not detect (it knows: email, phone, card, iban, ip, badge)',
+    );
   });
 });

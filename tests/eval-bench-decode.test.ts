@@ -74,13 +74,39 @@ describe('bun run bench decode', () => {
   test('a short run on the demo edge pack prints its figures and the JSON line', async () => {
     const demo = await ensureDemoPacks();
     const proc = Bun.spawn(
-      ['bun', 'src/tools/bench/cli.ts', 'decode', '--pack', demo.edgePack, '--prompt-tokens', '20', '--steps', '4', '--warmup', '1', '--rounds', '2', '--copy-mib', '32', '--json'],
+      [
+        'bun',
+        'src/tools/bench/cli.ts',
+        'decode',
+        '--pack',
+        demo.edgePack,
+        '--prompt-tokens',
+        '20',
+        '--steps',
+        '4',
+        '--warmup',
+        '1',
+        '--rounds',
+        '2',
+        '--copy-mib',
+        '32',
+        '--json',
+      ],
       { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' },
     );
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
     expect(code).toBe(0);
     const json = JSON.parse(stdout.trim().split('\n').at(-1)!);
-    for (const key of ['ms_per_token', 'bound_ms_per_token', 'fraction_of_bound', 'tokens_per_second', 'prefill_ms', 'prompt_tokens', 'bandwidth_gb_s', 'weight_bytes']) {
+    for (const key of [
+      'ms_per_token',
+      'bound_ms_per_token',
+      'fraction_of_bound',
+      'tokens_per_second',
+      'prefill_ms',
+      'prompt_tokens',
+      'bandwidth_gb_s',
+      'weight_bytes',
+    ]) {
       expect(typeof json[key]).toBe('number');
       expect(json[key]).toBeGreaterThan(0);
     }

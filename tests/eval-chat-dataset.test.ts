@@ -23,7 +23,9 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('what a request asks the reply to mention', () => {
   test("the words of every held-back request, as the chat pair's provenance lists them", () => {
-    const lines = readFileSync(join(CHAT_DEMO.chatDir, 'provenance', 'heldback-meta.jsonl'), 'utf8').trim().split('\n');
+    const lines = readFileSync(join(CHAT_DEMO.chatDir, 'provenance', 'heldback-meta.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
     expect(lines).toHaveLength(140);
     for (const line of lines) {
       const meta = JSON.parse(line) as { messages: { role: string; content: string }[]; requested: string[][] };
@@ -58,7 +60,10 @@ describe('bun run eval on a chat dataset', () => {
     const conversations = parseChatDataset(readFileSync(file, 'utf8'), file)!.conversations;
     const tokenizer = await TextTokenizer.fromPack(CHAT_DEMO.edgePack);
     const template = ChatTemplate.ofTokenizer(tokenizer)!;
-    const positions = conversations.reduce((s, c) => s + assistantPositions(template, tokenizer, new Set(tokenizer.eosIds), c.messages, 'test').positions.length, 0);
+    const positions = conversations.reduce(
+      (s, c) => s + assistantPositions(template, tokenizer, new Set(tokenizer.eosIds), c.messages, 'test').positions.length,
+      0,
+    );
     const words = conversations.map((c) => requestedWords(c.messages.findLast((m) => m.role === 'user')!.content));
 
     const packs = ['--edge-model', CHAT_DEMO.edgePack, '--cloud-model', CHAT_DEMO.cloudPack, '--router', CHAT_DEMO.routerPack];
@@ -67,13 +72,23 @@ describe('bun run eval on a chat dataset', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('| τ | routed | ended by the model | all requested words | requested words | mean tokens |');
     const json = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
-    expect(json).toMatchObject({ format: 'chat', selection: "conversations 1–3 of 3 (not the router's training text: held out as a whole)", conversations: 3, positions });
+    expect(json).toMatchObject({
+      format: 'chat',
+      selection: "conversations 1–3 of 3 (not the router's training text: held out as a whole)",
+      conversations: 3,
+      positions,
+    });
     expect(json.teacher_forcing.points.map((p: { routed_ratio: number }) => p.routed_ratio)).toEqual([0, 1]);
     expect(json.teacher_forcing.points[0].quality).toBe(json.small_only_accuracy);
     expect(json.teacher_forcing.points[1].quality).toBe(json.large_only_accuracy);
     expect(json.teacher_forcing.at_share).toHaveLength(1);
     expect(json.teacher_forcing.at_share[0]).toMatchObject({ share: 0.3, routed: Math.floor(0.3 * positions) });
-    expect(json.replies).toMatchObject({ count: 3, max_new_tokens: 24, requests_naming_words: words.filter((w) => w.length).length, requested_words: words.flat().length });
+    expect(json.replies).toMatchObject({
+      count: 3,
+      max_new_tokens: 24,
+      requests_naming_words: words.filter((w) => w.length).length,
+      requested_words: words.flat().length,
+    });
     const [edgeAlone, cloudAlone] = json.replies.points;
     expect([edgeAlone.routed_share, cloudAlone.routed_share]).toEqual([0, 1]);
     // 24 tokens are too few for a story: no reply ends before the cap.

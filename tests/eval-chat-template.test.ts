@@ -140,7 +140,22 @@ describe('the evaluation through a chat template', () => {
   test('bun run eval on a templated pack: the report says how the questions were asked', async () => {
     const file = join(work, 'csqa.jsonl');
     writeFileSync(file, toJsonl(rows));
-    const options = parseEvalOptions(['--dataset', file, '--edge-model', pack, '--cloud-model', pack, '--router', 'builtin', '--thresholds', '0', '--max-new-tokens', '3', '--calibration-runs', '1']);
+    const options = parseEvalOptions([
+      '--dataset',
+      file,
+      '--edge-model',
+      pack,
+      '--cloud-model',
+      pack,
+      '--router',
+      'builtin',
+      '--thresholds',
+      '0',
+      '--max-new-tokens',
+      '3',
+      '--calibration-runs',
+      '1',
+    ]);
     const report = await runEvaluation(options);
     expect(report.result.kind).toBe('multiple-choice');
     expect(toJson(report).prompt_format).toBe('chat-template');
@@ -162,6 +177,8 @@ describe("the edge's --chat-template in the tools", () => {
     const { chatTemplateFor } = await import('../src/tools/lab/training-documents.ts');
     const corpus = { kind: 'chat', path: 'chats.jsonl' } as Parameters<typeof chatTemplateFor>[0];
     expect(() => chatTemplateFor(corpus, tokenizer, demo.edgePack)).toThrow('has no chat template');
-    expect(chatTemplateFor(corpus, tokenizer, demo.edgePack, 'chatml')!.render([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: false })).toBe('<|im_start|>user\nHi<|im_end|>\n');
+    expect(chatTemplateFor(corpus, tokenizer, demo.edgePack, 'chatml')!.render([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: false })).toBe(
+      '<|im_start|>user\nHi<|im_end|>\n',
+    );
   });
 });

@@ -25,8 +25,27 @@ describe('bun run eval', () => {
     const out = join(work, 'plots');
     const dump = join(work, 'positions.jsonl');
     const { stdout, stderr, code } = await evalCli([
-      '--dataset', DEMO.tinyStories, '--limit', '3', '--continuations', '2', '--max-new-tokens', '8',
-      '--thresholds', '1,0,0.5', '--shares', '0.3', '--calibration-runs', '2', '--out', out, '--name', 'stories', '--dump', dump, '--json',
+      '--dataset',
+      DEMO.tinyStories,
+      '--limit',
+      '3',
+      '--continuations',
+      '2',
+      '--max-new-tokens',
+      '8',
+      '--thresholds',
+      '1,0,0.5',
+      '--shares',
+      '0.3',
+      '--calibration-runs',
+      '2',
+      '--out',
+      out,
+      '--name',
+      'stories',
+      '--dump',
+      dump,
+      '--json',
     ]);
     expect(stderr).not.toContain('error');
     expect(code).toBe(0);
@@ -50,13 +69,31 @@ describe('bun run eval', () => {
     const budgets = json.teacher_forcing.share_budget;
     expect(budgets.map((b: { share: number; scope: string }) => `${b.scope}@${b.share}`)).toEqual(['document@0.1', 'stream@0.1']);
     expect(Object.keys(budgets[0]).sort()).toEqual([
-      'budget_recovered', 'early_window_max', 'early_window_min', 'early_windows', 'full_window_max', 'full_window_min', 'full_windows',
-      'guarded', 'realized_share', 'routed', 'scope', 'share', 'tau', 'tau_recovered', 'tau_share',
+      'budget_recovered',
+      'early_window_max',
+      'early_window_min',
+      'early_windows',
+      'full_window_max',
+      'full_window_min',
+      'full_windows',
+      'guarded',
+      'realized_share',
+      'routed',
+      'scope',
+      'share',
+      'tau',
+      'tau_recovered',
+      'tau_share',
     ]);
     for (const b of budgets) expect(Math.abs(b.tau_share - b.realized_share) * json.positions).toBeLessThanOrEqual(1);
     expect(json.teacher_forcing.spans.map((r: { span: number }) => r.span)).toEqual([1, 2, 4]);
     expect(json.generation.settings.map((g: { method: string; target_share: number | null }) => `${g.method}@${g.target_share}`)).toEqual([
-      'small_only@null', 'llm_only@null', 'router@0.3', 'random@0.3', 'top1@0.3', 'entropy@0.3',
+      'small_only@null',
+      'llm_only@null',
+      'router@0.3',
+      'random@0.3',
+      'top1@0.3',
+      'entropy@0.3',
     ]);
     const [edgeOnly, cloudOnly] = json.generation.settings;
     expect(edgeOnly.routed_share).toBe(0);
@@ -67,15 +104,23 @@ describe('bun run eval', () => {
       expect(g.examples).toHaveLength(2);
       expect(g.stuck).toBeLessThanOrEqual(2);
     }
-    const lines = readFileSync(dump, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = readFileSync(dump, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(json.positions);
     expect(Object.keys(lines[0]).sort()).toEqual(['entropy', 'llm_correct', 'next_id', 'paragraph', 'route_label', 'router_score', 'slm_correct', 'top1']);
     expect(lines.reduce((s: number, l: { slm_correct: number }) => s + l.slm_correct, 0) / lines.length).toBeCloseTo(json.small_only_accuracy, 12);
     expect(json.baselines.random).toHaveLength(3);
     expect(json.baselines.top1[1].routed_ratio).toBe(json.points[1].routed_ratio);
     expect(readdirSync(out).sort()).toEqual([
-      'stories-perplexity-at-share.svg', 'stories-perplexity.svg', 'stories-quality-vs-routed.svg', 'stories-quality.svg',
-      'stories-recovered-at-share.svg', 'stories-routed.svg', 'stories-stuck-at-share.svg',
+      'stories-perplexity-at-share.svg',
+      'stories-perplexity.svg',
+      'stories-quality-vs-routed.svg',
+      'stories-quality.svg',
+      'stories-recovered-at-share.svg',
+      'stories-routed.svg',
+      'stories-stuck-at-share.svg',
     ]);
     expect(readFileSync(join(out, 'stories-stuck-at-share.svg'), 'utf8')).toContain('edge entropy');
     const svg = readFileSync(join(out, 'stories-quality.svg'), 'utf8');
@@ -85,10 +130,25 @@ describe('bun run eval', () => {
 
   test('a text that is not the training text is held out whole, in windows when long; --from-fraction is refused for it', async () => {
     // One story per line, and one line far longer than the 512-token window.
-    const stories = readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(1000, 1003).map((p) => p.replace(/\s+/g, ' '));
+    const stories = readFileSync(DEMO.tinyStories, 'utf8')
+      .split(/\n\s*\n/)
+      .slice(1000, 1003)
+      .map((p) => p.replace(/\s+/g, ' '));
     const file = join(work, 'stories-per-line.txt');
     writeFileSync(file, `${stories[0]}\n${stories[1]}\n${Array.from({ length: 30 }, () => stories[2]).join(' ')}\n`);
-    const { stdout, stderr, code } = await evalCli(['--dataset', file, '--continuations', '1', '--max-new-tokens', '4', '--thresholds', '0.5', '--shares', 'none', '--json']);
+    const { stdout, stderr, code } = await evalCli([
+      '--dataset',
+      file,
+      '--continuations',
+      '1',
+      '--max-new-tokens',
+      '4',
+      '--thresholds',
+      '0.5',
+      '--shares',
+      'none',
+      '--json',
+    ]);
     expect(code).toBe(0);
     expect(stderr).toContain("3 documents, split line (auto-detected); not the router's training text: held out as a whole");
     expect(stderr).toContain('1 of 3 paragraphs are longer than the context window (512 tokens): scored in consecutive windows, every token once');

@@ -75,9 +75,21 @@ describe('answer extraction', () => {
   test('the earliest match wins; at the same place the longer one', () => {
     expect(answer(' compile, or maybe E')).toBe('B');
     expect(answer(' E, not compile')).toBe('E');
-    const q: MultipleChoiceQuestion = { ...program, choices: [{ label: 'A', text: 'A lot' }, { label: 'B', text: 'little' }] };
+    const q: MultipleChoiceQuestion = {
+      ...program,
+      choices: [
+        { label: 'A', text: 'A lot' },
+        { label: 'B', text: 'little' },
+      ],
+    };
     expect(answer('A lot of it', q)).toBe('A');
-    const overlap: MultipleChoiceQuestion = { ...program, choices: [{ label: 'A', text: 'mad' }, { label: 'B', text: 'get mad' }] };
+    const overlap: MultipleChoiceQuestion = {
+      ...program,
+      choices: [
+        { label: 'A', text: 'mad' },
+        { label: 'B', text: 'get mad' },
+      ],
+    };
     expect(answer(' get mad', overlap)).toBe('B');
   });
 

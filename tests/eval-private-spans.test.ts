@@ -89,14 +89,19 @@ describe('the evaluation', () => {
     const [plain, pseudonymised] = r.runs;
     expect(pseudonymised!.teacherForcing.routed).toBe(plain!.teacherForcing.routed);
     expect(plain!.teacherForcing.routed).toBeGreaterThan(0);
-    expect([plain!.teacherForcing.withheld, plain!.teacherForcing.placeholders, plain!.generation.withheldSteps, plain!.generation.placeholders]).toEqual([0, 0, 0, 0]);
+    expect([plain!.teacherForcing.withheld, plain!.teacherForcing.placeholders, plain!.generation.withheldSteps, plain!.generation.placeholders]).toEqual([
+      0, 0, 0, 0,
+    ]);
     expect(pseudonymised!.teacherForcing.placeholders).toBeGreaterThan(0);
     expect(pseudonymised!.teacherForcing.withheld).toBeGreaterThan(0);
     expect(pseudonymised!.generation.placeholders).toBeGreaterThan(0);
     const forcing = pseudonymised!.teacherForcing;
     expect(forcing.cloudShare).toBeCloseTo((forcing.routed - forcing.withheld) / r.positions, 12);
     for (const run of r.runs) {
-      expect(run.teacherForcing.gapRecovered).toBeCloseTo((run.teacherForcing.accuracy - r.smallOnlyAccuracy) / (r.largeOnlyAccuracy - r.smallOnlyAccuracy), 12);
+      expect(run.teacherForcing.gapRecovered).toBeCloseTo(
+        (run.teacherForcing.accuracy - r.smallOnlyAccuracy) / (r.largeOnlyAccuracy - r.smallOnlyAccuracy),
+        12,
+      );
       expect(run.generation.prompts).toBe(3);
       expect(run.generation.msPerToken).toBeGreaterThan(0);
       expect(run.generation.tokensSent).toBeGreaterThan(0);
@@ -118,7 +123,15 @@ describe('the evaluation', () => {
   test('through a shim: the same figures as in process, timings aside', () => {
     const untimed = (report: EvalReport) => {
       const { leakCheck, runs, example, ...rest } = privacy(report);
-      return { leakCheck, example, ...rest, runs: runs.map(({ generation: { msPerToken: _m, cloudMsPerToken: _c, msBetweenTokens: _b, pseudonymMsPerToken: _p, ...generation }, ...run }) => ({ ...run, generation })) };
+      return {
+        leakCheck,
+        example,
+        ...rest,
+        runs: runs.map(({ generation: { msPerToken: _m, cloudMsPerToken: _c, msBetweenTokens: _b, pseudonymMsPerToken: _p, ...generation }, ...run }) => ({
+          ...run,
+          generation,
+        })),
+      };
     };
     expect(privacy(remote).leakCheck.passed).toBe(true);
     expect(untimed(remote)).toEqual(untimed(local));
@@ -127,7 +140,15 @@ describe('the evaluation', () => {
   test('the JSON object (snake_case) and the printed tables', () => {
     const json = toJson(local) as { evaluation: string; runs: Record<string, Record<string, unknown>>[]; leak_check: Record<string, unknown> };
     expect(json.evaluation).toBe('private-spans');
-    expect(Object.keys(json.runs[0]!.teacher_forcing!)).toEqual(['routed', 'routed_share', 'withheld', 'cloud_share', 'accuracy', 'gap_recovered', 'placeholders']);
+    expect(Object.keys(json.runs[0]!.teacher_forcing!)).toEqual([
+      'routed',
+      'routed_share',
+      'withheld',
+      'cloud_share',
+      'accuracy',
+      'gap_recovered',
+      'placeholders',
+    ]);
     expect(json.runs[1]!.generation).toMatchObject({ withheld_steps: expect.any(Number), tokens_sent: expect.any(Number), ms_per_token: expect.any(Number) });
     expect(json.leak_check.passed).toBe(true);
     const markdown = formatMarkdown(local);

@@ -36,7 +36,11 @@ describe('windows', () => {
 
   test('scopes: one per document (consecutive positions of one paragraph), or the whole stream', () => {
     const paragraph = [0, 0, 0, 4, 4, 7];
-    expect(scopeRanges(paragraph, 'document')).toEqual([[0, 3], [3, 5], [5, 6]]);
+    expect(scopeRanges(paragraph, 'document')).toEqual([
+      [0, 3],
+      [3, 5],
+      [5, 6],
+    ]);
     expect(scopeRanges(paragraph, 'stream')).toEqual([[0, 6]]);
     expect(scopeRanges([], 'document')).toEqual([]);
     expect(scopeRanges([], 'stream')).toEqual([]);
@@ -46,10 +50,20 @@ describe('windows', () => {
 describe('the share budget over positions in order', () => {
   test('drives the edge ShareCut exactly: a fresh cut per scope seeded with the 200 scores before it, decisions as decide() gives them', () => {
     const scores = scrambled(450);
-    const { routed, guarded } = driveShareCut(scores, [[0, 250], [250, 450]], 0.1);
+    const { routed, guarded } = driveShareCut(
+      scores,
+      [
+        [0, 250],
+        [250, 450],
+      ],
+      0.1,
+    );
     const expected: number[] = [];
     let expectedGuarded = 0;
-    for (const [start, end] of [[0, 250], [250, 450]] as const) {
+    for (const [start, end] of [
+      [0, 250],
+      [250, 450],
+    ] as const) {
       const cut = new ShareCut(0.1, {}, Array.from(scores).slice(Math.max(0, start - 200), start));
       for (let i = start; i < end; i++) {
         const d = cut.decide(scores[i]!);
@@ -81,7 +95,12 @@ describe('the share budget over positions in order', () => {
       // Distinct scores: τ halfway between the k-th and (k+1)-th lowest routes exactly k.
       expect(Math.abs(r.tau_share - r.realized_share) * o.count).toBeLessThanOrEqual(1);
       expect(r.tau_share).toBe(r.realized_share);
-      expect(r.tau_recovered).toBe(recoveredFraction(o, Uint8Array.from(scores, (s) => (s < r.tau ? 1 : 0))));
+      expect(r.tau_recovered).toBe(
+        recoveredFraction(
+          o,
+          Uint8Array.from(scores, (s) => (s < r.tau ? 1 : 0)),
+        ),
+      );
     }
     // Documents of 300 and 450 tokens have 101 and 251 full windows; the 150-token one none. The stream: 701.
     expect(rows[0]!.full_windows).toBe(101 + 251);

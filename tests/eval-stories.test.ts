@@ -134,7 +134,14 @@ describe('text: teacher-forced accuracy and generated continuations', () => {
   });
 
   test('generation settings: the edge alone, the cloud alone, and each method matched to the share', () => {
-    expect(text.settings.map((g) => `${g.method}@${g.target_share}`)).toEqual(['small_only@null', 'llm_only@null', 'router@0.3', 'random@0.3', 'top1@0.3', 'entropy@0.3']);
+    expect(text.settings.map((g) => `${g.method}@${g.target_share}`)).toEqual([
+      'small_only@null',
+      'llm_only@null',
+      'router@0.3',
+      'random@0.3',
+      'top1@0.3',
+      'entropy@0.3',
+    ]);
     const [edgeOnly, cloudOnly] = text.settings;
     expect(edgeOnly!.routed_share).toBe(0);
     expect(edgeOnly!.ppl_cloud).toBe(text.points[0]!.cloudPerplexity);

@@ -67,19 +67,22 @@ test('provider lists are parsed in order, case and spaces ignored; malformed and
 
 test('resolving: a missing provider is an error naming the available ones, or dropped with a warning when the list ends in cpu', () => {
   expect(resolveExecutionProviders(['cuda', 'cpu'], ['cpu', 'cuda'])).toEqual(['cuda', 'cpu']);
-  expect(() => resolveExecutionProviders(['coreml'], ['cpu', 'webgpu'])).toThrow(
-    "execution provider coreml is not available in this platform's onnxruntime",
-  );
+  expect(() => resolveExecutionProviders(['coreml'], ['cpu', 'webgpu'])).toThrow("execution provider coreml is not available in this platform's onnxruntime");
   expect(() => resolveExecutionProviders(['coreml', 'webgpu'], ['cpu', 'webgpu'])).toThrow('available: cpu, webgpu');
   const { lines, log } = recordingLogger();
   expect(resolveExecutionProviders(['coreml', 'webgpu', 'cpu'], ['cpu', 'webgpu'], log)).toEqual(['webgpu', 'cpu']);
-  expect(lines).toEqual([expect.objectContaining({ level: 'warn', msg: 'execution provider not available; falling back', missing: ['coreml'], using: ['webgpu', 'cpu'] })]);
+  expect(lines).toEqual([
+    expect.objectContaining({ level: 'warn', msg: 'execution provider not available; falling back', missing: ['coreml'], using: ['webgpu', 'cpu'] }),
+  ]);
 });
 
 test("the available list is onnxruntime-node's bundled providers plus installed ones, cpu always among them", () => {
   const available = availableExecutionProviders();
   expect(available).toContain('cpu');
-  const bundled = ort.listSupportedBackends().filter((b) => b.bundled).map((b) => b.name);
+  const bundled = ort
+    .listSupportedBackends()
+    .filter((b) => b.bundled)
+    .map((b) => b.name);
   for (const name of bundled) expect(available).toContain(name);
 });
 
@@ -91,7 +94,9 @@ test('cpu: the session runs on it and says so', () => {
 test('an unavailable provider fails the load with a message naming the available ones', async () => {
   const available = availableExecutionProviders();
   const load = DecoderModel.load(loadModelPack(DEMO.edgePack), { executionProviders: [UNAVAILABLE] });
-  await expect(load).rejects.toThrow(`execution provider ${UNAVAILABLE} is not available in this platform's onnxruntime (${process.platform}/${process.arch}); available: ${available.join(', ')}`);
+  await expect(load).rejects.toThrow(
+    `execution provider ${UNAVAILABLE} is not available in this platform's onnxruntime (${process.platform}/${process.arch}); available: ${available.join(', ')}`,
+  );
 });
 
 test('a list ending in cpu falls back to it with a warning and decodes the same greedy ids', async () => {
@@ -119,7 +124,9 @@ test('webgpu,cpu: runs on WebGPU where an adapter exists, otherwise falls back t
       expect(lines).toEqual([]);
     } else {
       expect(model.executionProviders).toEqual(['cpu']);
-      expect(lines).toEqual([expect.objectContaining({ level: 'warn', msg: 'execution provider could not start; falling back to cpu', providers: ['webgpu', 'cpu'] })]);
+      expect(lines).toEqual([
+        expect.objectContaining({ level: 'warn', msg: 'execution provider could not start; falling back to cpu', providers: ['webgpu', 'cpu'] }),
+      ]);
       expect(String(lines[0]!.error)).toContain('WebGPU adapter');
     }
     expect(await greedyIds(model, PROMPT, 12)).toEqual(cpuIds);
@@ -127,7 +134,10 @@ test('webgpu,cpu: runs on WebGPU where an adapter exists, otherwise falls back t
     await model.release();
   }
   // Without cpu at the end, a provider that cannot start is a start-up error naming it.
-  if (!adapter) await expect(DecoderModel.load(loadModelPack(DEMO.edgePack), { executionProviders: ['webgpu'] })).rejects.toThrow('execution provider webgpu could not start');
+  if (!adapter)
+    await expect(DecoderModel.load(loadModelPack(DEMO.edgePack), { executionProviders: ['webgpu'] })).rejects.toThrow(
+      'execution provider webgpu could not start',
+    );
 });
 
 test('the edge refuses to start on an unavailable provider, naming the available ones', async () => {
@@ -136,7 +146,9 @@ test('the edge refuses to start on an unavailable provider, naming the available
 });
 
 test("the shim's embedded backend takes the same setting: refused when unavailable, a fallback when it ends in cpu", async () => {
-  await expect(createBackend(shimConfig({ executionProvider: UNAVAILABLE }), undefined)).rejects.toThrow(`available: ${availableExecutionProviders().join(', ')}`);
+  await expect(createBackend(shimConfig({ executionProvider: UNAVAILABLE }), undefined)).rejects.toThrow(
+    `available: ${availableExecutionProviders().join(', ')}`,
+  );
   const { lines, log } = recordingLogger();
   const backend = await createBackend(shimConfig({ executionProvider: `${UNAVAILABLE},cpu` }), undefined, log);
   try {
@@ -152,7 +164,10 @@ let edge: RunningEdge | undefined;
 afterAll(() => edge?.stop());
 
 test('the edge on a fallback list: /api/info, the page and the Prometheus info gauge say cpu runs', async () => {
-  const config = parseEdgeConfig(['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--execution-provider', `${UNAVAILABLE},cpu`], {});
+  const config = parseEdgeConfig(
+    ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--execution-provider', `${UNAVAILABLE},cpu`],
+    {},
+  );
   edge = await startEdge(config, { log: silentLogger });
   const info = (await (await fetch(new URL('/api/info', edge.url))).json()) as { execution_providers: string[] };
   expect(info.execution_providers).toEqual(['cpu']);

@@ -98,7 +98,12 @@ function writeAmbiguousModel(path: string): void {
   const g = new GraphBuilder('two-heads');
   const x = g.input('x', DataType.FLOAT, ['batch', 'seq', 8]);
   const scaled = g.op('Mul', [x, g.floats('half', [0.5], [])], {}, ['scaled_x']);
-  const w = (name: string) => g.floats(name, Float32Array.from({ length: 80 }, (_, i) => i / 80), [8, 10]);
+  const w = (name: string) =>
+    g.floats(
+      name,
+      Float32Array.from({ length: 80 }, (_, i) => i / 80),
+      [8, 10],
+    );
   const sum = g.op('Add', [g.op('MatMul', [x, w('w1')]), g.op('MatMul', [scaled, w('w2')])]);
   g.output(sum, 'logits', DataType.FLOAT, ['batch', 'seq', 10]);
   writeModel(g.toModel(), path);

@@ -48,7 +48,12 @@ describe('rendering and starting nginx', () => {
   test('sets the marked listen and upstream lines and keeps everything else as shipped', async () => {
     const template = await Bun.file(GRPC_SHIMS_CONFIG).text();
     const text = renderNginxConfig(template, { listen: '127.0.0.1:7000', upstreams: ['10.0.0.1:50051', '10.0.0.2:50051', '10.0.0.3:50051'] });
-    expect(text.split('\n').filter((l) => /# @(listen|upstream)$/.test(l)).map((l) => l.trim())).toEqual([
+    expect(
+      text
+        .split('\n')
+        .filter((l) => /# @(listen|upstream)$/.test(l))
+        .map((l) => l.trim()),
+    ).toEqual([
       'server 10.0.0.1:50051 max_fails=1 fail_timeout=10s;  # @upstream',
       'server 10.0.0.2:50051 max_fails=1 fail_timeout=10s;  # @upstream',
       'server 10.0.0.3:50051 max_fails=1 fail_timeout=10s;  # @upstream',
@@ -104,7 +109,10 @@ describe('an edge through nginx to two shims', () => {
     tokenizer = await TextTokenizer.fromPack(demo.edgePack);
     ports = [await freePort(), await freePort()];
     shims = await Promise.all(ports.map((port) => ShimProcess.start(port, demo.cloudPack, { logLevel: 'debug' })));
-    nginx = await NginxProcess.start(GRPC_SHIMS_CONFIG, ports.map((port) => `127.0.0.1:${port}`));
+    nginx = await NginxProcess.start(
+      GRPC_SHIMS_CONFIG,
+      ports.map((port) => `127.0.0.1:${port}`),
+    );
     cloud = new GrpcCloudClient({ address: nginx.address, stepTimeoutMs: 5_000, backoff: { initialMs: 100, maxMs: 400, failureThreshold: 3 } });
     runtime = new EdgeRuntime({ edgeModel, router, tokenizer, cloud }, { ...DEFAULT_LIMITS, maxConcurrent: 4 });
   }, 120_000);
@@ -199,7 +207,10 @@ describe('an edge through nginx to two shims', () => {
     // The dead shim comes back on its port; a fresh nginx, since the old one skips it for fail_timeout.
     const dead = shims.findIndex((shim) => shim.child.exitCode !== null || shim.child.signalCode !== null);
     shims[dead] = await ShimProcess.start(ports[dead]!, demo.cloudPack, { logLevel: 'debug' });
-    const balancer = await NginxProcess.start(GRPC_SHIMS_CONFIG, ports.map((port) => `127.0.0.1:${port}`));
+    const balancer = await NginxProcess.start(
+      GRPC_SHIMS_CONFIG,
+      ports.map((port) => `127.0.0.1:${port}`),
+    );
     const fleetCloud = new GrpcCloudClient({ address: balancer.address, stepTimeoutMs: 5_000, backoff: { initialMs: 100, maxMs: 400 } });
     const fleetEdge = new EdgeRuntime({ edgeModel, router, tokenizer, cloud: fleetCloud }, { ...DEFAULT_LIMITS, maxConcurrent: 4 });
     const sessionsOnSurvivor = () => shims[1]!.logRecords().filter((r) => r.msg === 'session opened').length;
@@ -249,7 +260,10 @@ describe('nginx in front of two SGLang fakes, hashing X-SMG-Routing-Key', () => 
     cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
     const tokenizer = await TextTokenizer.fromPack(demo.cloudPack);
     fakes = [new FakeSglang(cloudModel, tokenizer), new FakeSglang(cloudModel, tokenizer)];
-    nginx = await NginxProcess.start(SGLANG_AFFINITY_CONFIG, fakes.map((fake) => new URL(fake.url).host));
+    nginx = await NginxProcess.start(
+      SGLANG_AFFINITY_CONFIG,
+      fakes.map((fake) => new URL(fake.url).host),
+    );
     contexts = prompts.map((prompt) => tokenizer.encode(prompt, { addBos: true }));
   }, 120_000);
 

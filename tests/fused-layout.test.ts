@@ -46,7 +46,8 @@ const PACKS = { plain: join(work, 'plain'), fused: join(work, 'fused'), matmul: 
 let tokenizer: TextTokenizer;
 
 beforeAll(async () => {
-  for (const layout of ['plain', 'fused'] as const) await writeRandomPack({ preset: 'tiny-qwen2', out: PACKS[layout], seed: 7, hiddenStatesOutput: true, layout });
+  for (const layout of ['plain', 'fused'] as const)
+    await writeRandomPack({ preset: 'tiny-qwen2', out: PACKS[layout], seed: 7, hiddenStatesOutput: true, layout });
   await writeRandomPack({ preset: 'tiny-qwen2', out: PACKS.matmul, seed: 7, hiddenStatesOutput: true, layout: 'fused', decodeAttention: 'matmul' });
   tokenizer = await TextTokenizer.fromPack(PACKS.plain);
 });
@@ -95,7 +96,10 @@ describe('fp32 fused vs plain', () => {
     await ensureDemoPacks();
     const out = join(work, 'stories-fused');
     await convertLlama2c({ checkpoint: DEMO.checkpoint, tokenizer: DEMO.tokenizer, out, layout: 'fused' });
-    const models = [await DecoderModel.load(loadModelPack(DEMO.cloudPack), { threads: 1 }), await DecoderModel.load(loadModelPack(out), { threads: 1 })] as const;
+    const models = [
+      await DecoderModel.load(loadModelPack(DEMO.cloudPack), { threads: 1 }),
+      await DecoderModel.load(loadModelPack(out), { threads: 1 }),
+    ] as const;
     try {
       expect(models[1].io.layout).toBe('fused');
       expect(models[1].cacheHeadDim).toBe(16);
@@ -121,41 +125,44 @@ describe('fp32 fused vs plain', () => {
 });
 
 describe('models quantize on a fused pack', () => {
-  test.each(['fused', 'matmul'] as const)('%s: q4 keeps the attention, quantizes every weight and no attention constant; the same greedy ids as the plain pack quantized alike', async (pack) => {
-    if (!existsSync(`${PACKS.plain}-q4`)) await quantizePack({ input: PACKS.plain, output: `${PACKS.plain}-q4`, dtype: 'q4' });
-    await quantizePack({ input: PACKS[pack], output: `${PACKS[pack]}-q4`, dtype: 'q4' });
-    const ops = Object.fromEntries(inspectPath(`${PACKS[pack]}-q4`)[0]!.opCounts.map((o) => [o.opType, o.count]));
-    // Counted in If branches too: with matmul decode steps, per layer one GroupQueryAttention (prefills) beside the steps' ops.
-    expect(ops['com.microsoft.GroupQueryAttention']).toBe(2);
-    expect(ops.If ?? 0).toBe(pack === 'matmul' ? 2 + 1 : 0);
-    expect(ops['com.microsoft.SkipSimplifiedLayerNormalization']).toBe(4);
-    // Per layer q/k/v packed, o, gate/up packed and down; plus the LM head.
-    expect(ops['com.microsoft.MatMulNBits']).toBe(2 * 4 + 1);
-    // What MatMul is left multiplies activations, or by the exact ±1 rotation matrix, which stays float32.
-    const graph = readModel(join(`${PACKS[pack]}-q4`, 'model.onnx')).graph!;
-    const initializers = new Set(graph.initializer.map((t) => t.name));
-    const constantOperands = [...allNodes(graph)].filter((n) => n.opType === 'MatMul').flatMap((n) => n.input.filter((i) => initializers.has(i)));
-    expect(constantOperands).toEqual(pack === 'matmul' ? ['const.attn.rotate_half', 'const.attn.rotate_half'] : []);
-    const models = await Promise.all([PACKS.plain, PACKS[pack]].map((dir) => DecoderModel.load(loadModelPack(`${dir}-q4`), { threads: 1 })));
-    try {
-      expect(models[1]!.io.layout).toBe('fused');
-      const seqs = models.map((m) => m.newSequence());
-      let results = await Promise.all(seqs.map((s) => s.append(tokenizer.encode(PROMPTS[1]!))));
-      for (let step = 0; step < 16; step++) {
-        expect(maxAbsDiff(results[0]!.logits, results[1]!.logits)).toBeLessThan(LOGIT_TOLERANCE);
-        const next = argmax(results[0]!.logits);
-        expect(argmax(results[1]!.logits)).toBe(next);
-        results = await Promise.all(seqs.map((s) => s.append([next])));
+  test.each(['fused', 'matmul'] as const)(
+    '%s: q4 keeps the attention, quantizes every weight and no attention constant; the same greedy ids as the plain pack quantized alike',
+    async (pack) => {
+      if (!existsSync(`${PACKS.plain}-q4`)) await quantizePack({ input: PACKS.plain, output: `${PACKS.plain}-q4`, dtype: 'q4' });
+      await quantizePack({ input: PACKS[pack], output: `${PACKS[pack]}-q4`, dtype: 'q4' });
+      const ops = Object.fromEntries(inspectPath(`${PACKS[pack]}-q4`)[0]!.opCounts.map((o) => [o.opType, o.count]));
+      // Counted in If branches too: with matmul decode steps, per layer one GroupQueryAttention (prefills) beside the steps' ops.
+      expect(ops['com.microsoft.GroupQueryAttention']).toBe(2);
+      expect(ops.If ?? 0).toBe(pack === 'matmul' ? 2 + 1 : 0);
+      expect(ops['com.microsoft.SkipSimplifiedLayerNormalization']).toBe(4);
+      // Per layer q/k/v packed, o, gate/up packed and down; plus the LM head.
+      expect(ops['com.microsoft.MatMulNBits']).toBe(2 * 4 + 1);
+      // What MatMul is left multiplies activations, or by the exact ±1 rotation matrix, which stays float32.
+      const graph = readModel(join(`${PACKS[pack]}-q4`, 'model.onnx')).graph!;
+      const initializers = new Set(graph.initializer.map((t) => t.name));
+      const constantOperands = [...allNodes(graph)].filter((n) => n.opType === 'MatMul').flatMap((n) => n.input.filter((i) => initializers.has(i)));
+      expect(constantOperands).toEqual(pack === 'matmul' ? ['const.attn.rotate_half', 'const.attn.rotate_half'] : []);
+      const models = await Promise.all([PACKS.plain, PACKS[pack]].map((dir) => DecoderModel.load(loadModelPack(`${dir}-q4`), { threads: 1 })));
+      try {
+        expect(models[1]!.io.layout).toBe('fused');
+        const seqs = models.map((m) => m.newSequence());
+        let results = await Promise.all(seqs.map((s) => s.append(tokenizer.encode(PROMPTS[1]!))));
+        for (let step = 0; step < 16; step++) {
+          expect(maxAbsDiff(results[0]!.logits, results[1]!.logits)).toBeLessThan(LOGIT_TOLERANCE);
+          const next = argmax(results[0]!.logits);
+          expect(argmax(results[1]!.logits)).toBe(next);
+          results = await Promise.all(seqs.map((s) => s.append([next])));
+        }
+        for (const s of seqs) s.dispose();
+      } finally {
+        for (const m of models) await m.release();
       }
-      for (const s of seqs) s.dispose();
-    } finally {
-      for (const m of models) await m.release();
-    }
-  });
+    },
+  );
 });
 
 describe('num_logits_to_keep', () => {
-  test('a prefill returns the last two positions\' logits, the last equal to the last row of every position\'s', async () => {
+  test("a prefill returns the last two positions' logits, the last equal to the last row of every position's", async () => {
     await withModels(async (plain, fused) => {
       for (const model of [plain, fused]) {
         expect(model.io.logitsToKeep).toBe(true);
@@ -221,7 +228,8 @@ describe('the shared KV buffer', () => {
     const session = await ort.InferenceSession.create(pack.modelPath, { intraOpNumThreads: 1 });
     try {
       const capacity = 8;
-      const buffer = (): InstanceType<typeof ort.Tensor> => new ort.Tensor('float32', new Float32Array(pack.numKvHeads * capacity * pack.headDim), [1, pack.numKvHeads, capacity, pack.headDim]);
+      const buffer = (): InstanceType<typeof ort.Tensor> =>
+        new ort.Tensor('float32', new Float32Array(pack.numKvHeads * capacity * pack.headDim), [1, pack.numKvHeads, capacity, pack.headDim]);
       const key = buffer();
       const value = buffer();
       // Layer 1's buffers are fed and fetched too; only layer 0's are inspected.
@@ -256,7 +264,8 @@ describe('the shared KV buffer', () => {
     const session = await ort.InferenceSession.create(pack.modelPath, { intraOpNumThreads: 1 });
     try {
       const capacity = 8;
-      const zeros = (batch: number) => new ort.Tensor('float32', new Float32Array(batch * pack.numKvHeads * capacity * pack.headDim), [batch, pack.numKvHeads, capacity, pack.headDim]);
+      const zeros = (batch: number) =>
+        new ort.Tensor('float32', new Float32Array(batch * pack.numKvHeads * capacity * pack.headDim), [batch, pack.numKvHeads, capacity, pack.headDim]);
       const buffers = (batch: number) => Object.fromEntries(['0.key', '0.value', '1.key', '1.value'].map((n) => [n, zeros(batch)]));
       const run = async (ids: number[], batch: number, seqlens: number[], kv: Record<string, InstanceType<typeof ort.Tensor>>) => {
         const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
@@ -276,7 +285,9 @@ describe('the shared KV buffer', () => {
       const positions = (t: InstanceType<typeof ort.Tensor>, row: number, from: number, count: number) => {
         const [, heads, cap, hd] = t.dims as number[];
         const data = t.data as Float32Array;
-        return Array.from({ length: heads! }, (_, h) => Array.from(data.subarray(((row * heads! + h) * cap! + from) * hd!, ((row * heads! + h) * cap! + from + count) * hd!)));
+        return Array.from({ length: heads! }, (_, h) =>
+          Array.from(data.subarray(((row * heads! + h) * cap! + from) * hd!, ((row * heads! + h) * cap! + from + count) * hd!)),
+        );
       };
       const rows = (t: InstanceType<typeof ort.Tensor>, row: number) => positions(t, row, 0, t.dims[2]!);
       // A prompt of three: new_key_values holds positions 0 to 2 of present.
@@ -292,7 +303,11 @@ describe('the shared KV buffer', () => {
       const step = await run([7, 9], 2, lengths, pair);
       for (const n of Object.keys(pair)) {
         lengths.forEach((length, row) => expect(rows(step[`new_key_values.${n}`]!, row)).toEqual(positions(pair[n]!, row, length, 1)));
-        expect(positions(pair[n]!, 1, 2, 1).flat().some((x) => x !== 0)).toBe(true);
+        expect(
+          positions(pair[n]!, 1, 2, 1)
+            .flat()
+            .some((x) => x !== 0),
+        ).toBe(true);
       }
     } finally {
       await session.release();
@@ -302,7 +317,10 @@ describe('the shared KV buffer', () => {
   test('a graph without new_key_values.* (built before them) still runs, fetching the buffers: the same logits, batched too (prompts and steps)', async () => {
     const older = join(work, 'fused-older');
     await writeRandomPack({ preset: 'tiny-qwen2', out: older, seed: 7, hiddenStatesOutput: true, layout: 'fused', newKeyValuesOutputs: false });
-    const models = [await DecoderModel.load(loadModelPack(PACKS.fused), { threads: 1 }), await DecoderModel.load(loadModelPack(older), { threads: 1 })] as const;
+    const models = [
+      await DecoderModel.load(loadModelPack(PACKS.fused), { threads: 1 }),
+      await DecoderModel.load(loadModelPack(older), { threads: 1 }),
+    ] as const;
     const schedulers = models.map((model) => DecodeScheduler.over(model, { maxBatch: 4 })!);
     try {
       expect([models[0].io.newKeyValues, models[1].io.newKeyValues]).toEqual([true, false]);
@@ -359,7 +377,10 @@ describe('reading the layout from the inputs', () => {
   });
 
   test('a fused graph may return its cache as the new positions alone (new_key_values.*); a plain one may not', () => {
-    const newPositions = [{ name: 'logits', type: 'float32' }, ...cache.map((n) => ({ name: n.replace('past_key_values', 'new_key_values'), type: 'float32' }))];
+    const newPositions = [
+      { name: 'logits', type: 'float32' },
+      ...cache.map((n) => ({ name: n.replace('past_key_values', 'new_key_values'), type: 'float32' })),
+    ];
     const io = readDecoderIo({ where: 'm.onnx', numLayers: 1, inputs: inputs('int32'), outputs: newPositions });
     expect([io.layout, io.newKeyValues, io.cache]).toEqual(['fused', true, 'float32']);
     const plainInputs = [{ name: 'input_ids', type: 'int64' }, { name: 'attention_mask', type: 'int64' }, ...cache.map((name) => ({ name, type: 'float32' }))];
@@ -391,18 +412,20 @@ describe('bench decode --profile on the fused layout', () => {
 });
 
 describe('bytes read per token on the fused layout', () => {
-  test.each(['fused', 'matmul'] as const)('%s: the rotary cos/sin tables count as lookups (one row per step), so fused and plain read the same weights', (pack) => {
-    const plain = weightTraffic(join(PACKS.plain, 'model.onnx'));
-    const fused = weightTraffic(join(PACKS[pack], 'model.onnx'));
-    expect(fused.lookups).toEqual(['const.cos_cache', 'const.sin_cache']);
-    const { maxPositions, headDim, hiddenSize, numKvHeads } = loadModelPack(PACKS[pack]);
-    const tables = 2 * maxPositions * (headDim / 2) * 4;
-    // The decode steps' standard-op attention adds its rotation matrix and per-head factors, [head_dim, head_dim] and 3 × [heads, head_dim].
-    const heads = hiddenSize / headDim + 2 * numKvHeads;
-    const attentionConstants = pack === 'matmul' ? 4 * (headDim * headDim + 3 * heads * headDim) : 0;
-    // Besides those, each graph holds only shape constants (the plain one its mask and inverse frequencies too): a few hundred bytes.
-    expect(Math.abs(fused.perToken - 2 * (headDim / 2) * 4 - attentionConstants - plain.perToken)).toBeLessThan(1024);
-    expect(Math.abs(fused.total - tables - attentionConstants - plain.total)).toBeLessThan(1024);
-  });
-
+  test.each(['fused', 'matmul'] as const)(
+    '%s: the rotary cos/sin tables count as lookups (one row per step), so fused and plain read the same weights',
+    (pack) => {
+      const plain = weightTraffic(join(PACKS.plain, 'model.onnx'));
+      const fused = weightTraffic(join(PACKS[pack], 'model.onnx'));
+      expect(fused.lookups).toEqual(['const.cos_cache', 'const.sin_cache']);
+      const { maxPositions, headDim, hiddenSize, numKvHeads } = loadModelPack(PACKS[pack]);
+      const tables = 2 * maxPositions * (headDim / 2) * 4;
+      // The decode steps' standard-op attention adds its rotation matrix and per-head factors, [head_dim, head_dim] and 3 × [heads, head_dim].
+      const heads = hiddenSize / headDim + 2 * numKvHeads;
+      const attentionConstants = pack === 'matmul' ? 4 * (headDim * headDim + 3 * heads * headDim) : 0;
+      // Besides those, each graph holds only shape constants (the plain one its mask and inverse frequencies too): a few hundred bytes.
+      expect(Math.abs(fused.perToken - 2 * (headDim / 2) * 4 - attentionConstants - plain.perToken)).toBeLessThan(1024);
+      expect(Math.abs(fused.total - tables - attentionConstants - plain.total)).toBeLessThan(1024);
+    },
+  );
 });

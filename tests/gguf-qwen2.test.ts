@@ -39,12 +39,19 @@ test('the tiny Qwen2 pack as GGUF: llama.cpp tensor names, ggml shapes, matrices
     [`blk.${i}.ffn_down.weight`, [128, 64], 2],
   ];
   // Tied embeddings: no output.weight, llama.cpp reuses token_embd.
-  expect(file.tensors.map((t) => [t.name, t.dims, t.type])).toEqual([['token_embd.weight', [64, 151936], 2], ...layer(0), ...layer(1), ['output_norm.weight', [64], 0]]);
+  expect(file.tensors.map((t) => [t.name, t.dims, t.type])).toEqual([
+    ['token_embd.weight', [64, 151936], 2],
+    ...layer(0),
+    ...layer(1),
+    ['output_norm.weight', [64], 0],
+  ]);
   for (const t of file.tensors) expect(t.offset % 32).toBe(0);
   const meta = (key: string) => file.metadata.get(key)?.value;
   expect(meta('general.architecture')).toBe('qwen2');
   expect(meta('general.file_type')).toBe(2);
-  expect([meta('qwen2.block_count'), meta('qwen2.context_length'), meta('qwen2.embedding_length'), meta('qwen2.feed_forward_length')]).toEqual([2, 2048, 64, 128]);
+  expect([meta('qwen2.block_count'), meta('qwen2.context_length'), meta('qwen2.embedding_length'), meta('qwen2.feed_forward_length')]).toEqual([
+    2, 2048, 64, 128,
+  ]);
   expect([meta('qwen2.attention.head_count'), meta('qwen2.attention.head_count_kv')]).toEqual([4, 2]);
   expect(meta('qwen2.rope.freq_base')).toBe(1000000);
   expect(meta('qwen2.attention.layer_norm_rms_epsilon')).toBe(Math.fround(1e-6));
@@ -73,7 +80,13 @@ test('the conversion keeps the weights: ONNX [in, out] matrices become ggml rows
   };
   const wk = weights.layers[1]!.wk; // [64 in, 32 out]
   const k = floats('blk.1.attn_k.weight'); // 32 rows of 64
-  for (const [o, i] of [[0, 0], [0, 1], [5, 63], [31, 17]] as const) expect(k[o * 64 + i]).toBe(wk[i * 32 + o]!);
+  for (const [o, i] of [
+    [0, 0],
+    [0, 1],
+    [5, 63],
+    [31, 17],
+  ] as const)
+    expect(k[o * 64 + i]).toBe(wk[i * 32 + o]!);
   expect(floats('token_embd.weight')).toEqual(weights.embed);
   expect(floats('blk.0.attn_v.bias')).toEqual(weights.layers[0]!.bv!);
 });

@@ -69,8 +69,12 @@ test('writeGguf refuses data that does not fit its dims and leaves no file behin
   const dir = tmp();
   try {
     const path = join(dir, 'bad.gguf');
-    expect(() => writeGguf(path, new Map(), [{ name: 'w', dims: [32, 2], type: 'Q8_0', data: () => new Uint8Array(34) }])).toThrow('tensor w: 34 bytes of data, its dims and type need 68');
-    expect(() => writeGguf(path, new Map(), [{ name: 'w', dims: [30], type: 'Q4_0', data: () => new Uint8Array(18) }])).toThrow('Q4_0 rows need a multiple of 32 values, got 30');
+    expect(() => writeGguf(path, new Map(), [{ name: 'w', dims: [32, 2], type: 'Q8_0', data: () => new Uint8Array(34) }])).toThrow(
+      'tensor w: 34 bytes of data, its dims and type need 68',
+    );
+    expect(() => writeGguf(path, new Map(), [{ name: 'w', dims: [30], type: 'Q4_0', data: () => new Uint8Array(18) }])).toThrow(
+      'Q4_0 rows need a multiple of 32 values, got 30',
+    );
     expect(existsSync(path)).toBe(false);
     expect(existsSync(`${path}.partial`)).toBe(false);
   } finally {

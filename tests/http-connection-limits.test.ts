@@ -59,7 +59,22 @@ async function generate(url: string): Promise<string[]> {
 
 async function startTestEdgeServer(flags: string[]): Promise<RunningEdge> {
   const demo = await ensureDemoPacks();
-  const base = ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--log-level', 'error', '--edge-model', demo.edgePack, '--router', demo.routerPack];
+  const base = [
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--grpc-port',
+    'off',
+    '--cloud',
+    'none',
+    '--log-level',
+    'error',
+    '--edge-model',
+    demo.edgePack,
+    '--router',
+    demo.routerPack,
+  ];
   return startEdge(parseEdgeConfig([...base, '--idle-timeout', String(IDLE_S), ...flags], {}));
 }
 
@@ -75,13 +90,18 @@ describe('stuck connections', () => {
   test('300 stuck connections are closed within the timeout; /healthz, a generation and a slow upload are served meanwhile', async () => {
     const partialHeaders = await Promise.all(Array.from({ length: 100 }, () => rawConnection(port, 'GET /healthz HTTP/1.1\r\nHost: edge\r\n')));
     const partialBodies = await Promise.all(
-      Array.from({ length: 100 }, () => rawConnection(port, 'POST /api/generate HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"pro')),
+      Array.from({ length: 100 }, () =>
+        rawConnection(port, 'POST /api/generate HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"pro'),
+      ),
     );
     const keepAlive = await Promise.all(Array.from({ length: 100 }, () => rawConnection(port, 'GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n')));
     await waitUntil(() => keepAlive.every((c) => c.received().includes('{"status":"ok"}')), 10_000, 'the keep-alive requests to be answered');
 
     // A slow upload that keeps sending (a few bytes every 0.6 s, for longer than the stuck ones last).
-    const upload = await rawConnection(port, `POST /api/generate HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: ${GENERATE_BODY.length}\r\n\r\n`);
+    const upload = await rawConnection(
+      port,
+      `POST /api/generate HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: ${GENERATE_BODY.length}\r\n\r\n`,
+    );
     const sending = (async () => {
       for (let at = 0; at < GENERATE_BODY.length; at += 4) {
         upload.socket.write(GENERATE_BODY.slice(at, at + 4));
@@ -108,7 +128,7 @@ describe('stuck connections', () => {
     expect(await upload.closed).toBeGreaterThan(0);
     expect((await fetch(`${edge.url}healthz`)).status).toBe(200);
   }, 60_000);
-  test('a method the edge serves nowhere gets 501; a request line Bun\'s parser refuses (BREW, a lowercase get) is closed without a reply, before the app sees it, and the edge stays healthy (issue 54, item 7h)', async () => {
+  test("a method the edge serves nowhere gets 501; a request line Bun's parser refuses (BREW, a lowercase get) is closed without a reply, before the app sees it, and the edge stays healthy (issue 54, item 7h)", async () => {
     const propfind = await rawConnection(port, 'PROPFIND /api/generate HTTP/1.1\r\nHost: edge\r\n\r\n');
     await waitUntil(() => propfind.received().includes('PROPFIND"}'), 5_000, 'the PROPFIND to be answered');
     expect(propfind.received()).toStartWith('HTTP/1.1 501');
@@ -138,7 +158,9 @@ describe('the bound on requests in progress', () => {
 
   test('20 slow uploads with the token fill it: a new generation gets 503 with a message and is closed, while /healthz, /readyz and /metrics answer 200 (issue 54, item 5); served again once the uploads are gone', async () => {
     const uploads = await Promise.all(
-      Array.from({ length: 20 }, () => rawConnection(port, `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${auth}Content-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"prompt":"`)),
+      Array.from({ length: 20 }, () =>
+        rawConnection(port, `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${auth}Content-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"prompt":"`),
+      ),
     );
     // Each keeps sending a byte now and then, so none is cut as stalled while the checks run.
     let trickling = true;
@@ -150,7 +172,10 @@ describe('the bound on requests in progress', () => {
     })();
     try {
       await Bun.sleep(300);
-      const refused = await rawConnection(port, `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${auth}Content-Type: application/json\r\nContent-Length: ${GENERATE_BODY.length}\r\n\r\n${GENERATE_BODY}`);
+      const refused = await rawConnection(
+        port,
+        `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${auth}Content-Type: application/json\r\nContent-Length: ${GENERATE_BODY.length}\r\n\r\n${GENERATE_BODY}`,
+      );
       expect(await Promise.race([refused.closed, Bun.sleep(5_000).then(() => Infinity)])).toBeLessThan(5_000);
       expect(refused.received()).toStartWith('HTTP/1.1 503');
       expect(refused.received()).toContain('"message":"the edge has 20 requests in progress, its limit; try again shortly"');
@@ -170,7 +195,11 @@ describe('the bound on requests in progress', () => {
       for (const u of uploads) u.socket.destroy();
     }
     await Bun.sleep(300);
-    const res = await fetch(`${edge.url}api/generate`, { method: 'POST', body: GENERATE_BODY, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${edge.url}api/generate`, {
+      method: 'POST',
+      body: GENERATE_BODY,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.status).toBe(200);
     expect([...(await res.text()).matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['token', 'token', 'token', 'done']);
   }, 60_000);
@@ -223,7 +252,10 @@ describe('unauthenticated slow uploads (issue 45, item 1)', () => {
     const paths = ['/api/generate', '/v1/completions', '/runs'];
     const uploads = await Promise.all(
       Array.from({ length: 270 }, (_, i) =>
-        rawConnection(port, `POST ${paths[i % paths.length]} HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"prompt":"`),
+        rawConnection(
+          port,
+          `POST ${paths[i % paths.length]} HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"prompt":"`,
+        ),
       ),
     );
     const headersSentAt = Date.now();
@@ -244,7 +276,11 @@ describe('unauthenticated slow uploads (issue 45, item 1)', () => {
 
       const health = await fetch(`${edge.url}healthz`);
       expect(health.status).toBe(200);
-      const res = await fetch(`${edge.url}api/generate`, { method: 'POST', body: GENERATE_BODY, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` } });
+      const res = await fetch(`${edge.url}api/generate`, {
+        method: 'POST',
+        body: GENERATE_BODY,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      });
       expect(res.status).toBe(200);
       expect([...(await res.text()).matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['token', 'token', 'token', 'done']);
       // The refused connections are closed by the edge, not left to the client.
@@ -274,7 +310,10 @@ describe('unauthenticated slow uploads (issue 45, item 1)', () => {
 
   test('an upload with the token (bearer, or the cookie a page login sets) is read and served', async () => {
     for (const credential of [`Authorization: Bearer ${TOKEN}`, `Cookie: edge_token=${TOKEN}`]) {
-      const upload = await rawConnection(port, `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${credential}\r\nContent-Type: application/json\r\nContent-Length: ${GENERATE_BODY.length}\r\n\r\n`);
+      const upload = await rawConnection(
+        port,
+        `POST /api/generate HTTP/1.1\r\nHost: edge\r\n${credential}\r\nContent-Type: application/json\r\nContent-Length: ${GENERATE_BODY.length}\r\n\r\n`,
+      );
       for (let at = 0; at < GENERATE_BODY.length; at += 16) {
         upload.socket.write(GENERATE_BODY.slice(at, at + 16));
         await Bun.sleep(50);

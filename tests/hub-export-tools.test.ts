@@ -49,7 +49,7 @@ describe('expose-hidden on every variant', () => {
     expect(readModel(out).graph!.output.map((o) => o.name)).toContain('hidden_states');
   });
 
-  test('int8: the exposed hidden state is the fp32 one up to the quantized layers\' error', async () => {
+  test("int8: the exposed hidden state is the fp32 one up to the quantized layers' error", async () => {
     const pack = join(dir, 'pack-3l');
     mkdirSync(pack);
     for (const f of ['config.json', 'generation_config.json']) copyFileSync(join(HUB_3L, f), join(pack, f));
@@ -144,7 +144,15 @@ describe('heads written other ways', () => {
     const graph = model.graph!;
     const head = graph.node.find((n) => n.output[0] === 'logits')!;
     head.output[0] = 'logits_half';
-    graph.node.push(create(NodeProtoSchema, { opType: 'Cast', name: '/logits/Cast', input: ['logits_half'], output: ['logits'], attribute: [create(AttributeProtoSchema, { name: 'to', type: AttributeProto_AttributeType.INT, i: BigInt(DataType.FLOAT) })] }));
+    graph.node.push(
+      create(NodeProtoSchema, {
+        opType: 'Cast',
+        name: '/logits/Cast',
+        input: ['logits_half'],
+        output: ['logits'],
+        attribute: [create(AttributeProtoSchema, { name: 'to', type: AttributeProto_AttributeType.INT, i: BigInt(DataType.FLOAT) })],
+      }),
+    );
     graph.output[graph.output.findIndex((o) => o.name === 'logits')] = valueInfo('logits', DataType.FLOAT, ['batch_size', 'sequence_length', 512]);
     const pack = await packOf('cast-head', model);
     expect(pack.head).toBe('/m/lm_head/MatMul (MatMul)');
@@ -159,7 +167,11 @@ describe('heads written other ways', () => {
     const head = graph.node.find((n) => n.output[0] === 'logits')!;
     const untied = head.input[1]!;
     head.input[1] = '/tied/embed_T';
-    graph.node.splice(graph.node.indexOf(head), 0, create(NodeProtoSchema, { opType: 'Transpose', name: '/tied/Transpose', input: ['m.model.embed_tokens.weight'], output: ['/tied/embed_T'] }));
+    graph.node.splice(
+      graph.node.indexOf(head),
+      0,
+      create(NodeProtoSchema, { opType: 'Transpose', name: '/tied/Transpose', input: ['m.model.embed_tokens.weight'], output: ['/tied/embed_T'] }),
+    );
     graph.initializer = graph.initializer.filter((t) => t.name !== untied);
     const pack = await packOf('tied-head', model);
     expect(pack.head).toBe('/m/lm_head/MatMul (MatMul)');
@@ -192,7 +204,11 @@ describe('bad input: one error line, nothing written', () => {
   test('no vocabulary-sized head: named by --node as a weight', () => {
     const out = join(dir, 'bad-out-2');
     mkdirSync(out);
-    expectRefused(['expose-hidden', '--in', join(HUB_3L, 'model.onnx'), '--out', out, '--node', 'm.model.norm.weight'], /^error: .*m\.model\.norm\.weight is a weight, not an activation/, out);
+    expectRefused(
+      ['expose-hidden', '--in', join(HUB_3L, 'model.onnx'), '--out', out, '--node', 'm.model.norm.weight'],
+      /^error: .*m\.model\.norm\.weight is a weight, not an activation/,
+      out,
+    );
   });
 
   test('an unreadable file, a folder without model.onnx, a file that is not ONNX', () => {
@@ -219,7 +235,9 @@ describe('inspect', () => {
     expect(sections).toBe(VARIANTS.length);
     expect(text).toContain('KV cache float16 (3 layers, kept in float16 between steps)');
     expect(text).toContain('logits float16 (converted to float32 once per step)');
-    expect(text).toMatch(/\* \/m\/model\/norm\/Mul_1_output_0\s+float32\s+\[unk__\d+, unk__\d+, 64\]\s+→ \/m\/lm_head\/MatMul_quant \(MatMulInteger\), weight onnx::MatMul_1034_quantized \[64, 512\]/);
+    expect(text).toMatch(
+      /\* \/m\/model\/norm\/Mul_1_output_0\s+float32\s+\[unk__\d+, unk__\d+, 64\]\s+→ \/m\/lm_head\/MatMul_quant \(MatMulInteger\), weight onnx::MatMul_1034_quantized \[64, 512\]/,
+    );
     expect(text).toContain('hidden_states none (run models expose-hidden to add it)');
   });
 
@@ -229,7 +247,7 @@ describe('inspect', () => {
   });
 });
 
-describe('reading a decoder export\'s declarations', () => {
+describe("reading a decoder export's declarations", () => {
   const base = (): { inputs: DeclaredValue[]; outputs: DeclaredValue[] } => ({
     inputs: [
       { name: 'input_ids', type: 'int32' },
@@ -245,7 +263,15 @@ describe('reading a decoder export\'s declarations', () => {
   const read = (d: { inputs: DeclaredValue[]; outputs: DeclaredValue[] }) => readDecoderIo({ where: 'm.onnx', numLayers: 1, ...d });
 
   test('int32 ids, no mask, no position_ids, a float16 cache', () => {
-    expect(read(base())).toEqual({ ids: 'int32', logitsToKeep: false, cache: 'float16', logits: 'float32', pastNames: ['past_key_values.0.key', 'past_key_values.0.value'], layout: 'plain', newKeyValues: false });
+    expect(read(base())).toEqual({
+      ids: 'int32',
+      logitsToKeep: false,
+      cache: 'float16',
+      logits: 'float32',
+      pastNames: ['past_key_values.0.key', 'past_key_values.0.value'],
+      layout: 'plain',
+      newKeyValues: false,
+    });
   });
 
   test('num_logits_to_keep: an int64 scalar is fed (logits of the last position), another type refused', () => {
@@ -273,7 +299,9 @@ describe('reading a decoder export\'s declarations', () => {
     const mixed = base();
     mixed.outputs[1] = { name: 'present.0.key', type: 'float32' };
     expect(() => read(mixed)).toThrow(/mixes float32 and float16/);
-    expect(() => readDecoderIo({ where: 'm.onnx', numLayers: 2, ...base() })).toThrow(/KV cache of 2 layers .*missing past_key_values\.1\.key, past_key_values\.1\.value/);
+    expect(() => readDecoderIo({ where: 'm.onnx', numLayers: 2, ...base() })).toThrow(
+      /KV cache of 2 layers .*missing past_key_values\.1\.key, past_key_values\.1\.value/,
+    );
     const floatIds = base();
     floatIds.inputs[0] = { name: 'input_ids', type: 'float32' };
     expect(() => read(floatIds)).toThrow(/input input_ids is float32; the edge feeds int32 or int64/);

@@ -65,10 +65,7 @@ async function generateWith(
   const cloudModel = cloudPack && 'dir' in cloudPack ? await DecoderModel.load(loadModelPack(cloudPack.dir, cloudPack.file)) : undefined;
   const cloud = cloudModel ? new InProcessCloud(cloudModel, { record: false }) : (cloudPack as CloudClient | undefined);
   const router = await loadRouter(undefined);
-  const runtime = new EdgeRuntime(
-    { edgeModel, router, tokenizer: await TextTokenizer.fromPack(edgeModelDir), cloud },
-    { ...DEFAULT_LIMITS, maxConcurrent: 1 },
-  );
+  const runtime = new EdgeRuntime({ edgeModel, router, tokenizer: await TextTokenizer.fromPack(edgeModelDir), cloud }, { ...DEFAULT_LIMITS, maxConcurrent: 1 });
   try {
     const events: GenerationEvent[] = [];
     for await (const e of runtime.start({ prompt: PROMPT, temperature: 0, maxNewTokens: TOKENS, ...request }).events()) events.push(e);
@@ -133,7 +130,7 @@ describe.each([
     });
   });
 
-  test('fp32: the same ids as the project\'s own conversion of the same layers, token for token', async () => {
+  test("fp32: the same ids as the project's own conversion of the same layers, token for token", async () => {
     const own = await generateWith(converted(), 'model.onnx', { mode: 'small_only' });
     expect(runs.get('model.onnx')!.ids).toEqual(own.ids);
     expect(own.ids).toHaveLength(TOKENS);
@@ -165,15 +162,41 @@ describe.each([
 test('bun run edge --edge-model PACK --edge-model-file model_fp16.onnx serves that file over HTTP: the same ids as in process', async () => {
   const inProcess = await generateWith(packs.edge, 'model_fp16.onnx', { mode: 'small_only' });
   const edge = Bun.spawn(
-    ['bun', 'src/edge/main.ts', '--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--router', 'builtin', '--edge-model', packs.edge, '--edge-model-file', 'model_fp16.onnx'],
+    [
+      'bun',
+      'src/edge/main.ts',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--grpc-port',
+      'off',
+      '--cloud',
+      'none',
+      '--router',
+      'builtin',
+      '--edge-model',
+      packs.edge,
+      '--edge-model-file',
+      'model_fp16.onnx',
+    ],
     { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' },
   );
   const stderr = collectOutput(edge.stderr);
   try {
-    const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as { url: string; edgeModelFile: string };
+    const ready = JSON.parse(await stderr.waitForLine((l) => l.includes('"edge ready"'), 60_000, 'the edge to start')) as {
+      url: string;
+      edgeModelFile: string;
+    };
     expect(ready.edgeModelFile).toBe('model_fp16.onnx');
     const request = { prompt: PROMPT, mode: 'small_only', max_new_tokens: TOKENS, temperature: 0 };
-    const stream = readSse(await fetch(`${ready.url.replace(/\/$/, '')}/api/generate`, { method: 'POST', body: JSON.stringify(request), headers: { 'content-type': 'application/json' } }));
+    const stream = readSse(
+      await fetch(`${ready.url.replace(/\/$/, '')}/api/generate`, {
+        method: 'POST',
+        body: JSON.stringify(request),
+        headers: { 'content-type': 'application/json' },
+      }),
+    );
     await stream.waitFor((events) => events.some((e) => e.event === 'done' || e.event === 'error'), 30_000, 'the generation to end');
     const ids = stream.events.filter((e) => e.event === 'token').map((e) => (JSON.parse(e.data) as { id: number }).id);
     expect(ids).toEqual(inProcess.ids);
@@ -209,7 +232,7 @@ describe('joint generation: each 3-layer variant on the edge, the 5-layer fp32 e
     }
   });
 
-  test('fp32 exports: the same joint ids as the project\'s own 3- and 5-layer conversions', async () => {
+  test("fp32 exports: the same joint ids as the project's own 3- and 5-layer conversions", async () => {
     const request = { mode: 'joint', threshold: 0.5 };
     const hub = await generateWith(packs.edge, 'model.onnx', request, { dir: packs.cloud, file: 'model.onnx' });
     const own = await generateWith(packs.converted3, 'model.onnx', request, { dir: packs.converted5, file: 'model.onnx' });
@@ -259,7 +282,9 @@ test('a router trained on the int8 variant is evaluated on the fp32 and fp16 var
 
 describe('bad input', () => {
   test('a variant that is not in the pack: NOT_FOUND naming the files that are', () => {
-    expect(() => loadModelPack(packs.edge, 'model_q4f16.onnx')).toThrow(/no model_q4f16\.onnx; it has model\.onnx, model_fp16\.onnx, model_q4\.onnx, model_quantized\.onnx/);
+    expect(() => loadModelPack(packs.edge, 'model_q4f16.onnx')).toThrow(
+      /no model_q4f16\.onnx; it has model\.onnx, model_fp16\.onnx, model_q4\.onnx, model_quantized\.onnx/,
+    );
   });
 
   test('a path instead of a file name is refused', () => {

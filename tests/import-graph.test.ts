@@ -66,7 +66,9 @@ test('the scan sees the tools layers: eval imports router and lab, router import
 
 test('each side keeps at most 12 files at its top: the rest live in rooms (.dependency-cruiser.cjs orders them)', () => {
   const tops = ['shared', 'cloud', 'edge'].map((side) => {
-    const files = readdirSync(join(SRC, side), { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+    const files = readdirSync(join(SRC, side), { withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => e.name);
     return { side, files: files.length <= 12 ? files.length : files };
   });
   expect(tops.filter((t) => typeof t.files !== 'number')).toEqual([]);
@@ -75,7 +77,8 @@ test('each side keeps at most 12 files at its top: the rest live in rooms (.depe
 test('the room order names every room of each side: a folder it does not place would escape the rules', () => {
   const order = readFileSync(join(PROJECT_ROOT, '.dependency-cruiser.cjs'), 'utf8');
   // A room is placed by its own pattern (^src/edge/loop/) or inside an alternation (^src/edge/(http|grpc)/).
-  const placed = (side: string, room: string) => order.includes(`^src/${side}/${room}/`) || new RegExp(`\\^src/${side}/\\([^)]*\\b${room}\\b[^)]*\\)/`).test(order);
+  const placed = (side: string, room: string) =>
+    order.includes(`^src/${side}/${room}/`) || new RegExp(`\\^src/${side}/\\([^)]*\\b${room}\\b[^)]*\\)/`).test(order);
   const unplaced = ['shared', 'cloud', 'edge'].flatMap((side) =>
     readdirSync(join(SRC, side), { withFileTypes: true })
       .filter((e) => e.isDirectory() && !placed(side, e.name))

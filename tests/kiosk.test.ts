@@ -10,7 +10,11 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 test('waits for /readyz, then starts the browser in kiosk mode on the page', async () => {
   let ready = false;
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (req) => new Response(null, { status: new URL(req.url).pathname === '/readyz' && ready ? 200 : 503 }) });
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: (req) => new Response(null, { status: new URL(req.url).pathname === '/readyz' && ready ? 200 : 503 }),
+  });
   // A stand-in browser that records its arguments: the launcher's contract is the command it runs.
   const browser = join(work, 'browser.sh');
   const record = join(work, 'args.txt');

@@ -89,7 +89,14 @@ describe('KvBufferPool', () => {
           asked.push(elements);
           pending.push(() => resolve(new Float32Array(elements)));
         });
-      return { make, asked, deliver: async () => { for (const go of pending.splice(0)) go(); await Promise.resolve(); } };
+      return {
+        make,
+        asked,
+        deliver: async () => {
+          for (const go of pending.splice(0)) go();
+          await Promise.resolve();
+        },
+      };
     }
 
     test('a take that finds nothing of a large size asks for one spare of it; the next take of that size gets it', async () => {
@@ -193,7 +200,7 @@ describe('recycled buffers in a fused model', () => {
   });
 });
 
-describe('the plain layout\'s batched passes', () => {
+describe("the plain layout's batched passes", () => {
   const work = mkdtempSync(join(tmpdir(), 'kv-pool-plain-'));
   let pack: ReturnType<typeof loadModelPack>;
   beforeAll(async () => {
@@ -222,7 +229,7 @@ describe('the plain layout\'s batched passes', () => {
     return { ids, logits };
   }
 
-  test('gathered batch buffers and each row\'s new cache come from the pool and go back to it; recycled memory gives exactly the logits of new memory', async () => {
+  test("gathered batch buffers and each row's new cache come from the pool and go back to it; recycled memory gives exactly the logits of new memory", async () => {
     const recycling = await DecoderModel.load(pack, { threads: 1 });
     const fresh = await DecoderModel.load(pack, { threads: 1 });
     const [onRecycling, onFresh] = [DecodeScheduler.over(recycling, { maxBatch: 4 })!, DecodeScheduler.over(fresh, { maxBatch: 4 })!];

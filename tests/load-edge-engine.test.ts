@@ -34,7 +34,14 @@ beforeAll(async () => {
   const edge = loadModelPack(DEMO.edgePack);
   expect([edge.hiddenSize, edge.vocabSize]).toEqual([64, 512]);
   await writeRandomRouterPack(narrowRouter, { hiddenSize: 32, vocabSize: 512, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere', edgeModelDir: DEMO.edgePack });
-  await writeRandomRouterPack(otherVocabularyRouter, { hiddenSize: 64, vocabSize: 1000, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere', edgeModelDir: DEMO.edgePack });
+  await writeRandomRouterPack(otherVocabularyRouter, {
+    hiddenSize: 64,
+    vocabSize: 1000,
+    hiddenUnits: 8,
+    seed: 0,
+    edgeModel: 'elsewhere',
+    edgeModelDir: DEMO.edgePack,
+  });
   await writeRandomRouterPack(fittingRouter, { hiddenSize: 64, vocabSize: 512, hiddenUnits: 8, seed: 0, edgeModel: 'elsewhere', edgeModelDir: DEMO.edgePack });
   const { spec, weights } = readLlama2cCheckpoint(DEMO.edgeCheckpoint);
   await writeDecoderPack(noHiddenPack, {
@@ -92,7 +99,7 @@ describe('loadEdgeEngine', () => {
     await expect(refused).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
-  test("a token-reading router built over another vocabulary is refused, naming both vocabularies", async () => {
+  test('a token-reading router built over another vocabulary is refused, naming both vocabularies', async () => {
     await expect(loadEdgeEngine({ edgeModel: DEMO.edgePack, router: otherVocabularyRouter })).rejects.toThrow(
       `router ${otherVocabularyRouter} reads the proposed token over a vocabulary of 1000 ids; ${DEMO.edgePack} has 512 (router trained for another model?)`,
     );
@@ -108,7 +115,7 @@ describe('loadEdgeEngine', () => {
     await parts.release();
   });
 
-  test("a router the caller built is checked too, and released when refused", async () => {
+  test('a router the caller built is checked too, and released when refused', async () => {
     const router = fakeRouter(48);
     await expect(loadEdgeEngine({ edgeModel: DEMO.edgePack, router })).rejects.toThrow('router fake:48 expects hidden size 48');
     expect(router.released).toBe(1);

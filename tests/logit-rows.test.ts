@@ -4,7 +4,12 @@ import { logitRows } from '../src/shared/model/float-tensors.ts';
 import { ort } from '../src/shared/model/ort.ts';
 
 const VOCAB = 4;
-const logits = (positions: number) => new ort.Tensor('float32', Float32Array.from({ length: 2 * positions * VOCAB }, (_, i) => i), [2, positions, VOCAB]);
+const logits = (positions: number) =>
+  new ort.Tensor(
+    'float32',
+    Float32Array.from({ length: 2 * positions * VOCAB }, (_, i) => i),
+    [2, positions, VOCAB],
+  );
 
 test('at most two positions a row: the last row of row 1 as a view of the output', () => {
   for (const positions of [1, 2]) {

@@ -83,7 +83,11 @@ describe('hand-typed figures in the README', () => {
       'fp32 decodes within a tenth of llama.cpp and routes 23.8% of tokens',
     ];
     expect(old.filter((line) => handTypedFigures(line).length === 0)).toEqual([]);
-    const allowed = ['| `--max-concurrent`, `--max-batch` | 8, 8 | generations at once |', '```sh\nbun run bench latency --rtt-ms 170\n```', 'The demo router\'s τ is 0.8.'];
+    const allowed = [
+      '| `--max-concurrent`, `--max-batch` | 8, 8 | generations at once |',
+      '```sh\nbun run bench latency --rtt-ms 170\n```',
+      "The demo router's τ is 0.8.",
+    ];
     expect(allowed.flatMap(handTypedFigures)).toEqual([]);
   });
 

@@ -118,7 +118,17 @@ describe('convert-llama2c bad input: one-line error naming the file, nothing wri
   });
 
   test('a --chat-template that cannot be read', () => {
-    const r = models('convert-llama2c', '--checkpoint', DEMO.checkpoint, '--tokenizer', DEMO.tokenizer, '--chat-template', join(work, 'no-such.jinja'), '--out', out);
+    const r = models(
+      'convert-llama2c',
+      '--checkpoint',
+      DEMO.checkpoint,
+      '--tokenizer',
+      DEMO.tokenizer,
+      '--chat-template',
+      join(work, 'no-such.jinja'),
+      '--out',
+      out,
+    );
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${join(work, 'no-such.jinja')}: cannot read chat template`);
     expect(existsSync(out)).toBe(false);
@@ -153,10 +163,16 @@ test('models demo --pair names one pair (bun run start builds only the one it se
   for (const name of ['stories', 'demo']) {
     const stories = run(name);
     expect(stories.exitCode).toBe(0);
-    expect(stories.stdout.toString().trim().split('\n')).toEqual([...[DEMO.cloudPack, DEMO.edgePack, DEMO.routerPack].map((d) => `${d}: up to date`), 'demo packs up to date']);
+    expect(stories.stdout.toString().trim().split('\n')).toEqual([
+      ...[DEMO.cloudPack, DEMO.edgePack, DEMO.routerPack].map((d) => `${d}: up to date`),
+      'demo packs up to date',
+    ]);
   }
   const chat = run('chat');
-  expect(chat.stdout.toString().trim().split('\n')).toEqual([...[CHAT_DEMO.cloudPack, CHAT_DEMO.edgePack, CHAT_DEMO.routerPack].map((d) => `${d}: up to date`), 'demo packs up to date']);
+  expect(chat.stdout.toString().trim().split('\n')).toEqual([
+    ...[CHAT_DEMO.cloudPack, CHAT_DEMO.edgePack, CHAT_DEMO.routerPack].map((d) => `${d}: up to date`),
+    'demo packs up to date',
+  ]);
   const truncated = run('truncated');
   expect(truncated.stdout.toString()).toContain(`${TRUNCATED_DEMO.edgePack}: up to date`);
   expect(truncated.stdout.toString()).not.toContain(DEMO.edgePack);
@@ -201,7 +217,17 @@ test("the chat pair: both chat-tuned checkpoints whole, the pair's chat template
 
 test("a router's default threshold outside [0, 1] is refused before anything is written", async () => {
   const out = join(work, 'router-bad-threshold');
-  const options = { ...DEMO_ROUTER_TRAINING, edgeModel: DEMO.edgePack, cloudModel: DEMO.cloudPack, text: DEMO.tinyStories, out, trainFraction: 0.8, seed: 0, maxEpochs: 1, hiddenUnits: 4 };
+  const options = {
+    ...DEMO_ROUTER_TRAINING,
+    edgeModel: DEMO.edgePack,
+    cloudModel: DEMO.cloudPack,
+    text: DEMO.tinyStories,
+    out,
+    trainFraction: 0.8,
+    seed: 0,
+    maxEpochs: 1,
+    hiddenUnits: 4,
+  };
   await expect(trainRouter({ ...options, defaultThreshold: 1.5 })).rejects.toThrow('default threshold must be in [0, 1], got 1.5');
   expect(existsSync(out)).toBe(false);
 });

@@ -115,7 +115,7 @@ test('greedy decoding of 60 tokens from <s> gives the MANIFEST text', async () =
   expect(await greedyFromBos(packs.cloud, 60)).toBe(MANIFEST_TEXT);
 });
 
-test('the demo edge pack (distilled 1-layer) alone writes the reference forward pass\'s fluent text', async () => {
+test("the demo edge pack (distilled 1-layer) alone writes the reference forward pass's fluent text", async () => {
   expect(await greedyFromBos(packs['distilled-1l'], 60)).toBe(DISTILLED_TEXT);
 });
 

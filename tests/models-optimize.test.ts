@@ -45,7 +45,10 @@ const LOGIT_TOLERANCE = 1e-4;
  * the fp16 export run in float16 is off by (1.4e-2, hub-exports.test.ts).
  */
 const FP16_LOGIT_TOLERANCE = 3e-2;
-const FOLDERS = [['stories260k-hf', 5], ['stories260k-3l-hf', 3]] as const;
+const FOLDERS = [
+  ['stories260k-hf', 5],
+  ['stories260k-3l-hf', 3],
+] as const;
 
 const work = mkdtempSync(join(tmpdir(), 'models-optimize-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -77,8 +80,21 @@ describe.each(FOLDERS)('%s rebuilt by the plain builder', (folder, layers) => {
   test('the spec comes from config.json and the graph: tied embedding, no biases, half-split rotary', () => {
     const { spec, weightType, weights } = readHubExport(join(HF_EXPORTS, folder, 'model.onnx'));
     expect(spec).toEqual({
-      modelType: 'llama', vocabSize: 512, hiddenSize: 64, intermediateSize: 172, numLayers: layers, numHeads: 8, numKvHeads: 4, headDim: 8,
-      ropeTheta: 10000, rmsNormEps: 1e-5, maxPositions: 512, qkvBias: false, tieEmbeddings: true, bosTokenId: 1, eosTokenIds: [2],
+      modelType: 'llama',
+      vocabSize: 512,
+      hiddenSize: 64,
+      intermediateSize: 172,
+      numLayers: layers,
+      numHeads: 8,
+      numKvHeads: 4,
+      headDim: 8,
+      ropeTheta: 10000,
+      rmsNormEps: 1e-5,
+      maxPositions: 512,
+      qkvBias: false,
+      tieEmbeddings: true,
+      bosTokenId: 1,
+      eosTokenIds: [2],
     });
     expect(weightType).toBe('float32');
     expect(weights.lmHead).toBeUndefined();
@@ -137,10 +153,28 @@ describe('the output pack on the edge', () => {
   });
 
   test('a full pack: config, generation config and tokenizer files copied, hidden_states, pack-source.json', async () => {
-    expect(readdirSync(out).sort()).toEqual(['config.json', 'generation_config.json', 'model.onnx', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json']);
-    for (const f of ['generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) expect(readFileSync(join(out, f))).toEqual(readFileSync(join(hub, f)));
+    expect(readdirSync(out).sort()).toEqual([
+      'config.json',
+      'generation_config.json',
+      'model.onnx',
+      'pack-source.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'written-by.json',
+    ]);
+    for (const f of ['generation_config.json', 'tokenizer.json', 'tokenizer_config.json'])
+      expect(readFileSync(join(out, f))).toEqual(readFileSync(join(hub, f)));
     const pack = loadModelPack(out);
-    expect([pack.modelType, pack.numLayers, pack.numKvHeads, pack.headDim, pack.hiddenSize, pack.vocabSize, pack.bosTokenId, pack.eosTokenIds]).toEqual(['llama', 5, 4, 8, 64, 512, 1, [2]]);
+    expect([pack.modelType, pack.numLayers, pack.numKvHeads, pack.headDim, pack.hiddenSize, pack.vocabSize, pack.bosTokenId, pack.eosTokenIds]).toEqual([
+      'llama',
+      5,
+      4,
+      8,
+      64,
+      512,
+      1,
+      [2],
+    ]);
     const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')) as Record<string, unknown>;
     expect([config.torch_dtype, config.tie_word_embeddings, config.transformers_version]).toEqual(['float32', true, '5.17.0']);
     expect(JSON.parse(readFileSync(join(out, 'pack-source.json'), 'utf8'))).toMatchObject({ tool: 'optimize', layout: 'plain' });
@@ -149,7 +183,7 @@ describe('the output pack on the edge', () => {
     await model.release();
   });
 
-  test('the EdgeRuntime generates transformers\' greedy text from it (small_only, the tokenizer it carries)', async () => {
+  test("the EdgeRuntime generates transformers' greedy text from it (small_only, the tokenizer it carries)", async () => {
     const edgeModel = await DecoderModel.load(loadModelPack(out));
     const router = await loadRouter(undefined);
     const tokenizer = await TextTokenizer.fromPack(out);
@@ -225,25 +259,77 @@ function foreignGraph(name: string, fused: boolean): string {
 describe('refusals (INVALID_ARGUMENT naming what was expected and found) and failures leave no output', () => {
   const q = '/m/model/layers.0';
   const cases: [string, () => string, string][] = [
-    ['a q4 export', () => join(HF_EXPORTS, 'stories260k-hf', 'model_q4.onnx'), `a quantized export (com.microsoft MatMulNBits at ${q}/self_attn/q_proj/MatMul_Q4); optimize the fp32 export, then \`models quantize\``],
-    ['an int8 export', () => join(HF_EXPORTS, 'stories260k-3l-hf', 'model_quantized.onnx'), 'a quantized export (DequantizeLinear at /m/model/embed_tokens/Gather_output_0_DequantizeLinear); optimize the fp32 export, then `models quantize`'],
-    ['a graph that is no decoder', () => foreignGraph('not-a-decoder', false), 'no decoder layers found: expected nodes named like /model/layers.0/self_attn/q_proj/MatMul'],
-    ['a graph already in the fused layout', () => foreignGraph('already-fused', true), 'already in onnxruntime\'s fused layout (com.microsoft GroupQueryAttention at '],
-    ['a missing layer (the 3-layer graph, the 5-layer config)', () => editedHub(work, 'missing-layer', { modelFrom: 'stories260k-3l-hf', configFrom: 'stories260k-hf' }), 'config.json has num_hidden_layers 5, but layers 3, 4 are missing (the graph has layers 0, 1, 2)'],
-    ['an extra layer (the 5-layer graph, the 3-layer config)', () => editedHub(work, 'extra-layer', { modelFrom: 'stories260k-hf', configFrom: 'stories260k-3l-hf' }), 'config.json has num_hidden_layers 3, but the graph has layers 0, 1, 2, 3, 4'],
-    ['an unknown architecture', () => editedHub(work, 'gpt2', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.model_type = 'gpt2') }), 'model_type "gpt2" is not one this tool rewrites (expected llama or qwen2'],
-    ['a weight of another shape than config.json says', () => editedHub(work, 'narrow-mlp', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.intermediate_size = 128) }), `${q}/mlp/gate_proj/MatMul: weight onnx::MatMul_975 is [64, 172], expected [64, 128] for /model/layers.0/mlp/gate_proj/ from config.json`],
-    ['another rotary base than the graph\'s', () => editedHub(work, 'rope-theta', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.rope_parameters = { rope_type: 'default', rope_theta: 500000 }) }), 'the rotary frequencies [1.000, 0.1000, 0.01000, 0.001000] are not rope_theta 500000\'s for head_dim 8 ([1.000, 0.03761, 0.001414, 0.00005318])'],
-    ['a scaled rotary embedding', () => editedHub(work, 'rope-llama3', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.rope_parameters = { rope_type: 'llama3', rope_theta: 10000 }) }), 'rope_parameters.rope_type is "llama3": only the default rotary embedding is rewritten'],
-    ['a bias on o_proj (Llama with attention_bias)', () => editedHub(work, 'o-bias', { modelFrom: 'stories260k-3l-hf', graph: (m) => addProjectionBiases(m, ['o']) }), 'model/layers.0/self_attn/o_proj has a bias (/m/model/layers.0/self_attn/o_proj/Add), which the decoder graph does not have'],
-    ['a bias on q_proj alone', () => editedHub(work, 'q-bias', { modelFrom: 'stories260k-3l-hf', graph: (m) => addProjectionBiases(m, ['q']) }), 'q/k/v biases must be on all three projections of every layer, or on none; found layer 0: q_proj; layer 1: q_proj; layer 2: q_proj'],
+    [
+      'a q4 export',
+      () => join(HF_EXPORTS, 'stories260k-hf', 'model_q4.onnx'),
+      `a quantized export (com.microsoft MatMulNBits at ${q}/self_attn/q_proj/MatMul_Q4); optimize the fp32 export, then \`models quantize\``,
+    ],
+    [
+      'an int8 export',
+      () => join(HF_EXPORTS, 'stories260k-3l-hf', 'model_quantized.onnx'),
+      'a quantized export (DequantizeLinear at /m/model/embed_tokens/Gather_output_0_DequantizeLinear); optimize the fp32 export, then `models quantize`',
+    ],
+    [
+      'a graph that is no decoder',
+      () => foreignGraph('not-a-decoder', false),
+      'no decoder layers found: expected nodes named like /model/layers.0/self_attn/q_proj/MatMul',
+    ],
+    [
+      'a graph already in the fused layout',
+      () => foreignGraph('already-fused', true),
+      "already in onnxruntime's fused layout (com.microsoft GroupQueryAttention at ",
+    ],
+    [
+      'a missing layer (the 3-layer graph, the 5-layer config)',
+      () => editedHub(work, 'missing-layer', { modelFrom: 'stories260k-3l-hf', configFrom: 'stories260k-hf' }),
+      'config.json has num_hidden_layers 5, but layers 3, 4 are missing (the graph has layers 0, 1, 2)',
+    ],
+    [
+      'an extra layer (the 5-layer graph, the 3-layer config)',
+      () => editedHub(work, 'extra-layer', { modelFrom: 'stories260k-hf', configFrom: 'stories260k-3l-hf' }),
+      'config.json has num_hidden_layers 3, but the graph has layers 0, 1, 2, 3, 4',
+    ],
+    [
+      'an unknown architecture',
+      () => editedHub(work, 'gpt2', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.model_type = 'gpt2') }),
+      'model_type "gpt2" is not one this tool rewrites (expected llama or qwen2',
+    ],
+    [
+      'a weight of another shape than config.json says',
+      () => editedHub(work, 'narrow-mlp', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.intermediate_size = 128) }),
+      `${q}/mlp/gate_proj/MatMul: weight onnx::MatMul_975 is [64, 172], expected [64, 128] for /model/layers.0/mlp/gate_proj/ from config.json`,
+    ],
+    [
+      "another rotary base than the graph's",
+      () =>
+        editedHub(work, 'rope-theta', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.rope_parameters = { rope_type: 'default', rope_theta: 500000 }) }),
+      "the rotary frequencies [1.000, 0.1000, 0.01000, 0.001000] are not rope_theta 500000's for head_dim 8 ([1.000, 0.03761, 0.001414, 0.00005318])",
+    ],
+    [
+      'a scaled rotary embedding',
+      () => editedHub(work, 'rope-llama3', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.rope_parameters = { rope_type: 'llama3', rope_theta: 10000 }) }),
+      'rope_parameters.rope_type is "llama3": only the default rotary embedding is rewritten',
+    ],
+    [
+      'a bias on o_proj (Llama with attention_bias)',
+      () => editedHub(work, 'o-bias', { modelFrom: 'stories260k-3l-hf', graph: (m) => addProjectionBiases(m, ['o']) }),
+      'model/layers.0/self_attn/o_proj has a bias (/m/model/layers.0/self_attn/o_proj/Add), which the decoder graph does not have',
+    ],
+    [
+      'a bias on q_proj alone',
+      () => editedHub(work, 'q-bias', { modelFrom: 'stories260k-3l-hf', graph: (m) => addProjectionBiases(m, ['q']) }),
+      'q/k/v biases must be on all three projections of every layer, or on none; found layer 0: q_proj; layer 1: q_proj; layer 2: q_proj',
+    ],
   ];
 
   test.each(cases)('%s', async (_name, input, message) => {
     const inputPath = input();
     const output = join(work, `refused-${readdirSync(work).length}`);
     const before = readdirSync(work).sort();
-    await expect(optimizeHubExport({ input: inputPath, output, layout: 'plain' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining(message) });
+    await expect(optimizeHubExport({ input: inputPath, output, layout: 'plain' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining(message),
+    });
     expect(existsSync(output)).toBe(false);
     expect(readdirSync(work).sort()).toEqual(before);
   });
@@ -262,7 +348,10 @@ describe('refusals (INVALID_ARGUMENT naming what was expected and found) and fai
     const hub = editedHub(work, 'unreadable-tokenizer', { modelFrom: 'stories260k-3l-hf' });
     mkdirSync(join(hub, 'tokenizer.json'));
     const output = join(work, 'unreadable-tokenizer-pack');
-    await expect(optimizeHubExport({ input: hub, output, layout: 'plain' })).rejects.toMatchObject({ code: 'NOT_FOUND', message: expect.stringContaining(`${join(hub, 'tokenizer.json')}: cannot read (EISDIR`) });
+    await expect(optimizeHubExport({ input: hub, output, layout: 'plain' })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      message: expect.stringContaining(`${join(hub, 'tokenizer.json')}: cannot read (EISDIR`),
+    });
     expect(existsSync(output)).toBe(false);
     expect(readdirSync(work).filter((f) => f.includes('.partial-'))).toEqual([]);
   });

@@ -37,7 +37,7 @@ const TRANSFORMERS_5L = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
  * (measured here 1.0e-5 for the 5-layer model, 9.5e-6 for the edited Qwen2 one).
  */
 const LOGIT_TOLERANCE = 1e-4;
-const TEMPLATE = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}";
+const TEMPLATE = '{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}';
 
 const work = mkdtempSync(join(tmpdir(), 'models-prepare-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -53,17 +53,30 @@ describe('a Llama hub download (stories260k-hf: onnx/ with all four files, model
     hub = layOutHubDownload(work, 'llama-hub', { from: hubExport('stories260k-hf'), chatTemplate: TEMPLATE, externalData: ['model.onnx'] });
   });
 
-  test('the fused layout from model.onnx; the hub\'s other files left out; config, tokenizer and chat template along', async () => {
+  test("the fused layout from model.onnx; the hub's other files left out; config, tokenizer and chat template along", async () => {
     const r = await preparePack({ input: hub, output: out });
     expect(r.layout).toBe('fused');
     expect(r.layout === 'fused' && r.optimized.modelPath).toBe(join(hub, 'onnx', 'model.onnx'));
     expect(r.leftOut.map((l) => l.file)).toEqual(['model_fp16.onnx', 'model_q4.onnx', 'model_quantized.onnx']);
-    expect(listing(out)).toEqual(['chat_template.jinja', 'config.json', 'generation_config.json', 'model.onnx', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json']);
+    expect(listing(out)).toEqual([
+      'chat_template.jinja',
+      'config.json',
+      'generation_config.json',
+      'model.onnx',
+      'pack-source.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'written-by.json',
+    ]);
     const ops = Object.fromEntries(inspectPath(out)[0]!.opCounts.map((o) => [o.opType, o.count]));
     expect(ops['com.microsoft.GroupQueryAttention']).toBe(5);
     expect(readFileSync(join(out, 'tokenizer.json'))).toEqual(readFileSync(join(hub, 'tokenizer.json')));
     expect((await TextTokenizer.fromPack(out)).chatTemplate).toBe(TEMPLATE);
-    expect(JSON.parse(readFileSync(join(out, 'pack-source.json'), 'utf8'))).toMatchObject({ tool: 'prepare', layout: 'fused', from: { tool: 'optimize', layout: 'fused' } });
+    expect(JSON.parse(readFileSync(join(out, 'pack-source.json'), 'utf8'))).toMatchObject({
+      tool: 'prepare',
+      layout: 'fused',
+      from: { tool: 'optimize', layout: 'fused' },
+    });
   });
 
   test(`the edge's loader takes it: the tokenizer encodes the prompt, transformers' greedy ids, logits within ${LOGIT_TOLERANCE} of the export`, async () => {
@@ -92,7 +105,11 @@ describe.each(['q4', 'int8'] as const)('--dtype %s (stories260k-3l-hf)', (dtype)
     await optimizeHubExport({ input: hub, output: `${byHand}-fp32` });
     await quantizePack({ input: `${byHand}-fp32`, output: byHand, dtype });
     expect(readFileSync(join(out, 'model.onnx'))).toEqual(readFileSync(join(byHand, 'model.onnx')));
-    expect(JSON.parse(readFileSync(join(out, 'pack-source.json'), 'utf8'))).toMatchObject({ tool: 'prepare', dtype, from: { tool: 'quantize', dtype, from: { tool: 'optimize' } } });
+    expect(JSON.parse(readFileSync(join(out, 'pack-source.json'), 'utf8'))).toMatchObject({
+      tool: 'prepare',
+      dtype,
+      from: { tool: 'quantize', dtype, from: { tool: 'optimize' } },
+    });
     const ops = Object.fromEntries(inspectPath(out)[0]!.opCounts.map((o) => [o.opType, o.count]));
     expect([ops['com.microsoft.GroupQueryAttention'], ops['com.microsoft.MatMulNBits']]).toEqual([3, 3 * 4 + 1]);
     const run = await greedyRunOfPack(out, 'model.onnx', PROMPT_IDS, 2);
@@ -120,7 +137,11 @@ test(`a Qwen2 export (q/k/v biases, untied LM head) in onnx/: the fused path, th
 
 describe('exports optimize does not rewrite: the files as they come, hidden_states exposed in each', () => {
   test('only quantized files (q4, int8 with its weights in model_quantized.onnx_data) and one the edge refuses: both kept with hidden_states, the same logits bit for bit; the refused one left out with why', async () => {
-    const hub = layOutHubDownload(work, 'quantized-hub', { from: hubExport('stories260k-3l-hf'), files: ['model_q4.onnx', 'model_quantized.onnx'], externalData: ['model_quantized.onnx'] });
+    const hub = layOutHubDownload(work, 'quantized-hub', {
+      from: hubExport('stories260k-3l-hf'),
+      files: ['model_q4.onnx', 'model_quantized.onnx'],
+      externalData: ['model_quantized.onnx'],
+    });
     // A merged decoder's branch input: the edge cannot fill it, so the file cannot run there.
     const merged = readModel(join(hub, 'onnx', 'model_q4.onnx'));
     merged.graph!.input.push(valueInfo('use_cache_branch', DataType.BOOL, [1]));
@@ -131,9 +152,22 @@ describe('exports optimize does not rewrite: the files as they come, hidden_stat
     expect(r.whyNotFused).toBe('no model.onnx or model_fp16.onnx to rebuild (only decoder_model_merged.onnx, model_q4.onnx, model_quantized.onnx)');
     expect(r.leftOut).toEqual([{ file: 'decoder_model_merged.onnx', reason: expect.stringContaining('input use_cache_branch is not fed by the edge') }]);
     expect(r.runFile).toBe('model_q4.onnx');
-    expect(listing(out)).toEqual(['config.json', 'generation_config.json', 'model_q4.onnx', 'model_quantized.onnx', 'model_quantized.onnx_data', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json']);
+    expect(listing(out)).toEqual([
+      'config.json',
+      'generation_config.json',
+      'model_q4.onnx',
+      'model_quantized.onnx',
+      'model_quantized.onnx_data',
+      'pack-source.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'written-by.json',
+    ]);
     for (const file of ['model_q4.onnx', 'model_quantized.onnx']) {
-      const [exported, prepared] = [await greedyRunOfPack(hubExport('stories260k-3l-hf'), file, PROMPT_IDS, 4), await greedyRunOfPack(out, file, PROMPT_IDS, 4)];
+      const [exported, prepared] = [
+        await greedyRunOfPack(hubExport('stories260k-3l-hf'), file, PROMPT_IDS, 4),
+        await greedyRunOfPack(out, file, PROMPT_IDS, 4),
+      ];
       expect(prepared.hidden[0]).toHaveLength(64);
       expect(prepared.ids).toEqual(exported.ids);
       expect(prepared.logits).toEqual(exported.logits);
@@ -159,7 +193,12 @@ describe('exports optimize does not rewrite: the files as they come, hidden_stat
   test('--dtype names a hub file that is not there: refused before anything is written', async () => {
     const hub = layOutHubDownload(work, 'q4-only-hub', { from: hubExport('stories260k-3l-hf'), files: ['model_q4.onnx'] });
     const output = join(work, 'q4-only-int8');
-    await expect(preparePack({ input: hub, output, dtype: 'int8' })).rejects.toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringContaining('--dtype int8: the fused layout cannot be built (no model.onnx or model_fp16.onnx to rebuild (only model_q4.onnx)), and') });
+    await expect(preparePack({ input: hub, output, dtype: 'int8' })).rejects.toMatchObject({
+      code: 'FAILED_PRECONDITION',
+      message: expect.stringContaining(
+        '--dtype int8: the fused layout cannot be built (no model.onnx or model_fp16.onnx to rebuild (only model_q4.onnx)), and',
+      ),
+    });
     expect(existsSync(output)).toBe(false);
     expect(partials()).toEqual([]);
   });
@@ -167,16 +206,60 @@ describe('exports optimize does not rewrite: the files as they come, hidden_stat
 
 describe('what is missing is named with where it comes from; nothing is left at --out', () => {
   const from = hubExport('stories260k-3l-hf');
-  const download = 'download it from the model\'s hub repository, the same revision as the ONNX files';
+  const download = "download it from the model's hub repository, the same revision as the ONNX files";
   const cases: [string, (dir: string) => string, string, string][] = [
-    ['no tokenizer.json', (d) => layOutHubDownload(d, 'hub', { from, without: ['tokenizer.json'] }), 'NOT_FOUND', `no tokenizer.json in ${'HUB'}: ${download}; the edge and the shim turn text into ids with it`],
-    ['no tokenizer_config.json', (d) => layOutHubDownload(d, 'hub', { from, without: ['tokenizer_config.json'] }), 'NOT_FOUND', `no tokenizer_config.json in HUB: ${download}`],
-    ['no config.json', (d) => layOutHubDownload(d, 'hub', { from, without: ['config.json'] }), 'NOT_FOUND', `no config.json in HUB: ${download} (it sits at the top of the repository, beside onnx/)`],
-    ['no ONNX file', (d) => layOutHubDownload(d, 'hub', { from, files: [] }), 'NOT_FOUND', 'no ONNX file in HUB or HUB/onnx: download the onnx/ folder of the model\'s hub repository'],
-    ['a Git LFS pointer instead of the model', (d) => lfsPointer(layOutHubDownload(d, 'hub', { from, files: ['model.onnx'] })), 'NOT_FOUND', 'HUB/onnx/model.onnx is a Git LFS pointer, not the file itself: fetch it'],
-    ['a model.onnx that is not ONNX', (d) => garbage(layOutHubDownload(d, 'hub', { from, files: ['model.onnx'] })), 'INVALID_ARGUMENT', 'HUB/onnx/model.onnx: not an ONNX model'],
-    ['an ONNX file that is no decoder', (d) => notADecoder(layOutHubDownload(d, 'hub', { from, files: [] })), 'FAILED_PRECONDITION', 'the edge runs none of HUB/onnx\'s ONNX files: model.onnx: HUB/onnx/model.onnx: not a decoder export (missing input_ids, logits)'],
-    ['another model\'s tokenizer', (d) => layOutHubDownload(d, 'hub', { from: editedHub(d, 'small-vocab', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.vocab_size = 256) }), files: ['model.onnx'] }), 'INVALID_ARGUMENT', 'HUB/tokenizer.json knows 512 tokens, more than config.json\'s vocab_size 256: it is another model\'s tokenizer'],
+    [
+      'no tokenizer.json',
+      (d) => layOutHubDownload(d, 'hub', { from, without: ['tokenizer.json'] }),
+      'NOT_FOUND',
+      `no tokenizer.json in ${'HUB'}: ${download}; the edge and the shim turn text into ids with it`,
+    ],
+    [
+      'no tokenizer_config.json',
+      (d) => layOutHubDownload(d, 'hub', { from, without: ['tokenizer_config.json'] }),
+      'NOT_FOUND',
+      `no tokenizer_config.json in HUB: ${download}`,
+    ],
+    [
+      'no config.json',
+      (d) => layOutHubDownload(d, 'hub', { from, without: ['config.json'] }),
+      'NOT_FOUND',
+      `no config.json in HUB: ${download} (it sits at the top of the repository, beside onnx/)`,
+    ],
+    [
+      'no ONNX file',
+      (d) => layOutHubDownload(d, 'hub', { from, files: [] }),
+      'NOT_FOUND',
+      "no ONNX file in HUB or HUB/onnx: download the onnx/ folder of the model's hub repository",
+    ],
+    [
+      'a Git LFS pointer instead of the model',
+      (d) => lfsPointer(layOutHubDownload(d, 'hub', { from, files: ['model.onnx'] })),
+      'NOT_FOUND',
+      'HUB/onnx/model.onnx is a Git LFS pointer, not the file itself: fetch it',
+    ],
+    [
+      'a model.onnx that is not ONNX',
+      (d) => garbage(layOutHubDownload(d, 'hub', { from, files: ['model.onnx'] })),
+      'INVALID_ARGUMENT',
+      'HUB/onnx/model.onnx: not an ONNX model',
+    ],
+    [
+      'an ONNX file that is no decoder',
+      (d) => notADecoder(layOutHubDownload(d, 'hub', { from, files: [] })),
+      'FAILED_PRECONDITION',
+      "the edge runs none of HUB/onnx's ONNX files: model.onnx: HUB/onnx/model.onnx: not a decoder export (missing input_ids, logits)",
+    ],
+    [
+      "another model's tokenizer",
+      (d) =>
+        layOutHubDownload(d, 'hub', {
+          from: editedHub(d, 'small-vocab', { modelFrom: 'stories260k-3l-hf', config: (c) => (c.vocab_size = 256) }),
+          files: ['model.onnx'],
+        }),
+      'INVALID_ARGUMENT',
+      "HUB/tokenizer.json knows 512 tokens, more than config.json's vocab_size 256: it is another model's tokenizer",
+    ],
   ];
 
   test.each(cases)('%s', async (_name, make, code, message) => {
@@ -192,7 +275,10 @@ describe('what is missing is named with where it comes from; nothing is left at 
   test('everything missing at once: one error naming each file', async () => {
     const hub = join(work, 'empty-hub');
     mkdirSync(hub);
-    const error = await preparePack({ input: hub, output: join(work, 'empty-pack') }).then(() => new Error('prepared'), (e: Error) => e);
+    const error = await preparePack({ input: hub, output: join(work, 'empty-pack') }).then(
+      () => new Error('prepared'),
+      (e: Error) => e,
+    );
     expect(error.message.split('; no ').length).toBe(4);
     for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'ONNX file']) expect(error.message).toContain(`no ${f} in ${hub}`);
   });
@@ -206,15 +292,29 @@ describe('what is missing is named with where it comes from; nothing is left at 
   });
 });
 
-describe('--cloud-only: the shim\'s pack for an HTTP backend', () => {
-  test('a download without ONNX (as a large model\'s repository is): config, tokenizer files and chat template only; the shim starts on it with sglang and openai', async () => {
+describe("--cloud-only: the shim's pack for an HTTP backend", () => {
+  test("a download without ONNX (as a large model's repository is): config, tokenizer files and chat template only; the shim starts on it with sglang and openai", async () => {
     const hub = layOutHubDownload(work, 'cloud-hub', { from: hubExport('stories260k-hf'), files: [], chatTemplate: TEMPLATE });
     const out = join(work, 'cloud-pack');
     const r = await preparePack({ input: hub, output: out, cloudOnly: true });
     expect(r.layout).toBe('cloud-only');
-    expect(listing(out)).toEqual(['chat_template.jinja', 'config.json', 'generation_config.json', 'pack-source.json', 'tokenizer.json', 'tokenizer_config.json', 'written-by.json']);
-    for (const backend of [['--backend', 'sglang'], ['--backend', 'openai', '--openai-retokenize']]) {
-      const config = parseShimConfig([...backend, '--backend-url', 'http://127.0.0.1:9', '--model-pack', out, '--port', '0', '--host', '127.0.0.1', '--log-level', 'silent'], {});
+    expect(listing(out)).toEqual([
+      'chat_template.jinja',
+      'config.json',
+      'generation_config.json',
+      'pack-source.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'written-by.json',
+    ]);
+    for (const backend of [
+      ['--backend', 'sglang'],
+      ['--backend', 'openai', '--openai-retokenize'],
+    ]) {
+      const config = parseShimConfig(
+        [...backend, '--backend-url', 'http://127.0.0.1:9', '--model-pack', out, '--port', '0', '--host', '127.0.0.1', '--log-level', 'silent'],
+        {},
+      );
       const shim = await startShim(config);
       try {
         expect([shim.backend.info.vocabSize, shim.backend.info.maxContext]).toEqual([512, 512]);
@@ -244,7 +344,9 @@ test('bun run models prepare: the summary and the edge command; a refusal on std
   const ok = await run([hub, '--out', out]);
   expect(ok.code).toBe(0);
   expect(ok.stdout).toContain(`wrote ${out} (fused layout) from ${join(hub, 'onnx', 'model.onnx')}`);
-  expect(ok.stdout).toContain('left out model_fp16.onnx, model_q4.onnx, model_quantized.onnx: plain graphs; the fused model.onnx, rebuilt from model.onnx, runs instead (--dtype q4|int8 quantizes it)');
+  expect(ok.stdout).toContain(
+    'left out model_fp16.onnx, model_q4.onnx, model_quantized.onnx: plain graphs; the fused model.onnx, rebuilt from model.onnx, runs instead (--dtype q4|int8 quantizes it)',
+  );
   // --router builtin: no router was trained for this pack, and the default (the demo's) is refused on it.
   expect(ok.stdout).toEndWith(
     `run the edge with it (the edge model's own top-1 probability as the router):\n  bun run edge -- --edge-model ${out} --router builtin\n` +

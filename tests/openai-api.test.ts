@@ -79,7 +79,11 @@ afterAll(async () => {
 
 /** The edge's own API for the same request: the reference every OpenAI answer is compared with. */
 async function nativeText(request: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`${base}/api/generate`, { method: 'POST', body: JSON.stringify(request), headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' } });
+  const res = await fetch(`${base}/api/generate`, {
+    method: 'POST',
+    body: JSON.stringify(request),
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+  });
   const stream = readSse(res);
   await stream.ended;
   const done = stream.events.find((e) => e.event === 'done');
@@ -117,22 +121,59 @@ describe('completions', () => {
   const prompt = 'Once upon a time';
 
   test('non-streaming: the same text as the edge API, OpenAI usage plus the routing counts', async () => {
-    const reply = await client.completions.create({ model: MODEL, prompt, max_tokens: 12, temperature: 0, routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
+    const reply = await client.completions.create({
+      model: MODEL,
+      prompt,
+      max_tokens: 12,
+      temperature: 0,
+      routing_mode: 'small_only',
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     const expected = await nativeText({ prompt, mode: 'small_only', max_new_tokens: 12, temperature: 0 });
     const promptTokens = tokenizer.encode(prompt, { addBos: true, parseSpecialTokens: false }).length;
     expect(reply).toMatchObject({ object: 'text_completion', model: MODEL, choices: [{ index: 0, text: expected, finish_reason: 'length', logprobs: null }] });
     expect(reply.id).toStartWith('cmpl-');
-    expect(reply.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 12, total_tokens: promptTokens + 12, prompt_tokens_details: { cached_tokens: 0 }, routed_tokens: 0, fallback_tokens: 0, routing: { policy: 'threshold', threshold: 0.8, cut: 0.8, mean_cut: 0.8, decided: 0, routed_positions: 0, realized_share: 0, overloaded: 0 }, cloud: { tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, gate_blocked_steps: 0, pseudonym_ms: 0 } } as OpenAI.CompletionUsage);
+    expect(reply.usage).toEqual({
+      prompt_tokens: promptTokens,
+      completion_tokens: 12,
+      total_tokens: promptTokens + 12,
+      prompt_tokens_details: { cached_tokens: 0 },
+      routed_tokens: 0,
+      fallback_tokens: 0,
+      routing: { policy: 'threshold', threshold: 0.8, cut: 0.8, mean_cut: 0.8, decided: 0, routed_positions: 0, realized_share: 0, overloaded: 0 },
+      cloud: {
+        tokens_sent: 0,
+        bytes_sent: 0,
+        hidden_state_bytes: 0,
+        steps: 0,
+        streams: 0,
+        placeholders: 0,
+        withheld_steps: 0,
+        gate_blocked_steps: 0,
+        pseudonym_ms: 0,
+      },
+    } as OpenAI.CompletionUsage);
 
     // The same prompt as token ids (BOS included) continues identically.
     const ids = tokenizer.encode(prompt, { addBos: true, parseSpecialTokens: false });
-    const byIds = await client.completions.create({ model: MODEL, prompt: ids, max_tokens: 12, temperature: 0, routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
+    const byIds = await client.completions.create({
+      model: MODEL,
+      prompt: ids,
+      max_tokens: 12,
+      temperature: 0,
+      routing_mode: 'small_only',
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(byIds.choices[0]!.text).toBe(expected);
     expect(byIds.usage!.prompt_tokens).toBe(ids.length);
   });
 
   test('llm_only from the BOS token: the cloud model writes the reference greedy story, every token routed', async () => {
-    const reply = await client.completions.create({ model: MODEL, prompt: [1], max_tokens: 24, temperature: 0, routing_mode: 'llm_only' } as OpenAI.CompletionCreateParamsNonStreaming);
+    const reply = await client.completions.create({
+      model: MODEL,
+      prompt: [1],
+      max_tokens: 24,
+      temperature: 0,
+      routing_mode: 'llm_only',
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(reply.choices[0]!.text).toStartWith('Once upon a time, there was a little girl named Lily.');
     expect(reply.usage).toMatchObject({ prompt_tokens: 1, completion_tokens: 24, routed_tokens: 24, fallback_tokens: 0 });
   });
@@ -140,7 +181,14 @@ describe('completions', () => {
   test('a stop string ends the text before it, with finish_reason stop', async () => {
     const full = await nativeText({ prompt, mode: 'small_only', max_new_tokens: 30, temperature: 0 });
     const stop = full.includes(',') ? ',' : '.';
-    const reply = await client.completions.create({ model: MODEL, prompt, max_tokens: 30, temperature: 0, stop: [stop], routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
+    const reply = await client.completions.create({
+      model: MODEL,
+      prompt,
+      max_tokens: 30,
+      temperature: 0,
+      stop: [stop],
+      routing_mode: 'small_only',
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(reply.choices[0]).toMatchObject({ text: full.slice(0, full.indexOf(stop)), finish_reason: 'stop' });
   });
 
@@ -148,7 +196,11 @@ describe('completions', () => {
     // The demo router is sure of a story's opening words (scores 0.9–0.999 here): τ 0.99 routes some, keeps others.
     const tau = 0.99;
     const params = { model: MODEL, prompt, max_tokens: 20, temperature: 0, routing_threshold: tau };
-    const stream = await client.completions.create({ ...params, stream: true, stream_options: { include_usage: true } } as OpenAI.CompletionCreateParamsStreaming);
+    const stream = await client.completions.create({
+      ...params,
+      stream: true,
+      stream_options: { include_usage: true },
+    } as OpenAI.CompletionCreateParamsStreaming);
     const chunks: OpenAI.Completion[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     const tokens = chunks.filter((c) => c.choices.length === 1 && c.choices[0]!.finish_reason === null);
@@ -192,8 +244,20 @@ describe('chat completions', () => {
     const ids = tokenizer.encode(rendered, { addBos: false, parseSpecialTokens: true });
     expect(ids[0]).toBe(1); // <s> written by the template became the BOS id, not its characters
 
-    const reply = await client.chat.completions.create({ model: MODEL, messages, max_completion_tokens: 16, temperature: 0, routing_mode: 'small_only' } as OpenAI.ChatCompletionCreateParamsNonStreaming);
-    const byIds = await client.completions.create({ model: MODEL, prompt: ids, max_tokens: 16, temperature: 0, routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
+    const reply = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      max_completion_tokens: 16,
+      temperature: 0,
+      routing_mode: 'small_only',
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const byIds = await client.completions.create({
+      model: MODEL,
+      prompt: ids,
+      max_tokens: 16,
+      temperature: 0,
+      routing_mode: 'small_only',
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(reply).toMatchObject({
       object: 'chat.completion',
       model: MODEL,
@@ -217,15 +281,31 @@ describe('chat completions', () => {
     expect(ids.slice(0, at)).toEqual(parsed.slice(0, at));
     expect(tokenizer.decode(ids.slice(at), { skipSpecialTokens: false })).toStartWith('</s> Once');
 
-    const reply = await client.chat.completions.create({ model: MODEL, messages: typed, max_completion_tokens: 8, temperature: 0, routing_mode: 'small_only' } as OpenAI.ChatCompletionCreateParamsNonStreaming);
-    const byIds = await client.completions.create({ model: MODEL, prompt: ids, max_tokens: 8, temperature: 0, routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
+    const reply = await client.chat.completions.create({
+      model: MODEL,
+      messages: typed,
+      max_completion_tokens: 8,
+      temperature: 0,
+      routing_mode: 'small_only',
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const byIds = await client.completions.create({
+      model: MODEL,
+      prompt: ids,
+      max_tokens: 8,
+      temperature: 0,
+      routing_mode: 'small_only',
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(reply.usage!.prompt_tokens).toBe(ids.length);
     expect(reply.choices[0]!.message.content).toBe(byIds.choices[0]!.text);
   });
 
   test('streaming: the role first, then content deltas with routing, the finish, the usage', async () => {
     const params = { model: MODEL, messages, max_tokens: 12, temperature: 0, routing_mode: 'llm_only' };
-    const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } } as OpenAI.ChatCompletionCreateParamsStreaming);
+    const stream = await client.chat.completions.create({
+      ...params,
+      stream: true,
+      stream_options: { include_usage: true },
+    } as OpenAI.ChatCompletionCreateParamsStreaming);
     const chunks: OpenAI.ChatCompletionChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
@@ -242,7 +322,14 @@ describe('chat completions', () => {
 
 describe('slots, cancellation and refusals', () => {
   test('two running streams fill the slots (429 for a third); closing them gives the slots back', async () => {
-    const long = { model: MODEL, messages: [{ role: 'user' as const, content: 'Go on.' }], max_tokens: 400, temperature: 0, routing_mode: 'llm_only', stream: true };
+    const long = {
+      model: MODEL,
+      messages: [{ role: 'user' as const, content: 'Go on.' }],
+      max_tokens: 400,
+      temperature: 0,
+      routing_mode: 'llm_only',
+      stream: true,
+    };
     const streams = await Promise.all([0, 1].map(() => client.chat.completions.create(long as OpenAI.ChatCompletionCreateParamsStreaming)));
     const iterators = streams.map((s) => s[Symbol.asyncIterator]());
     for (const it of iterators) for (let i = 0; i < 3; i++) expect((await it.next()).done).toBe(false);
@@ -250,12 +337,23 @@ describe('slots, cancellation and refusals', () => {
 
     const busy = await client.completions.create({ model: MODEL, prompt: 'x', max_tokens: 2 }).catch((e: unknown) => e);
     expect(busy).toBeInstanceOf(OpenAI.RateLimitError);
-    expect((busy as InstanceType<typeof OpenAI.APIError>).error).toEqual({ message: 'too many generations at once (limit 2); try again shortly', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' });
+    expect((busy as InstanceType<typeof OpenAI.APIError>).error).toEqual({
+      message: 'too many generations at once (limit 2); try again shortly',
+      type: 'rate_limit_error',
+      param: null,
+      code: 'rate_limit_exceeded',
+    });
 
     // 400 tokens at ≥ 10 ms each would take 4 s; closed now, both end within a step or two.
     for (const s of streams) s.controller.abort();
     await waitForActive(0, 2_000, 'the closed streams to release their slots');
-    const after = await client.completions.create({ model: MODEL, prompt: 'x', max_tokens: 2, temperature: 0, routing_mode: 'small_only' } as OpenAI.CompletionCreateParamsNonStreaming);
+    const after = await client.completions.create({
+      model: MODEL,
+      prompt: 'x',
+      max_tokens: 2,
+      temperature: 0,
+      routing_mode: 'small_only',
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(after.usage!.completion_tokens).toBe(2);
   });
 
@@ -271,7 +369,11 @@ describe('slots, cancellation and refusals', () => {
   });
 
   test('every error status in OpenAI shape: 401, 404 (model, path), 400 (unsupported, n, range), 413', async () => {
-    const failure = (p: Promise<unknown>) => p.then(() => undefined, (e: InstanceType<typeof OpenAI.APIError>) => ({ status: e.status, error: e.error }));
+    const failure = (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (e: InstanceType<typeof OpenAI.APIError>) => ({ status: e.status, error: e.error }),
+      );
     const wrongKey = new OpenAI({ apiKey: 'wrong', baseURL: `${base}/v1`, maxRetries: 0 });
     expect(await failure(wrongKey.models.list())).toEqual({
       status: 401,
@@ -279,7 +381,12 @@ describe('slots, cancellation and refusals', () => {
     });
     expect(await failure(client.completions.create({ model: 'gpt-4o', prompt: 'x' }))).toEqual({
       status: 404,
-      error: { message: `the model "gpt-4o" does not exist on this edge; it serves ${MODEL}`, type: 'invalid_request_error', param: 'model', code: 'model_not_found' },
+      error: {
+        message: `the model "gpt-4o" does not exist on this edge; it serves ${MODEL}`,
+        type: 'invalid_request_error',
+        param: 'model',
+        code: 'model_not_found',
+      },
     });
     expect(await failure(client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], n: 2 }))).toEqual({
       status: 400,
@@ -299,7 +406,9 @@ describe('slots, cancellation and refusals', () => {
     });
     const noPath = await fetch(`${base}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${KEY}` }, body: '{}' });
     expect(noPath.status).toBe(404);
-    expect(await noPath.json()).toEqual({ error: { message: 'no such endpoint: POST /v1/embeddings', type: 'invalid_request_error', param: null, code: null } });
+    expect(await noPath.json()).toEqual({
+      error: { message: 'no such endpoint: POST /v1/embeddings', type: 'invalid_request_error', param: null, code: null },
+    });
     expect(await activeGenerations()).toBe(0);
   });
 });
@@ -309,7 +418,8 @@ describe('the end-of-turn token', () => {
     const messages = [{ role: 'user' as const, content: 'A story about a dog.' }];
     const request = { model: MODEL, messages, max_tokens: 12, temperature: 0, routing_mode: 'small_only' };
     const chunks: OpenAI.ChatCompletionChunk[] = [];
-    for await (const chunk of await client.chat.completions.create({ ...request, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)) chunks.push(chunk);
+    for await (const chunk of await client.chat.completions.create({ ...request, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming))
+      chunks.push(chunk);
     const tokens = chunks.filter((c) => c.choices[0]?.finish_reason === null && (c.choices[0] as unknown as Partial<Routed>).routing);
     const ids = tokens.map((c) => (c.choices[0] as unknown as Routed).routing.token_id);
     // A pack whose end-of-turn token (as <|im_end|> is Qwen's) is the reply's fourth token: the same reply stops before it.
@@ -318,11 +428,23 @@ describe('the end-of-turn token', () => {
     const eotPack = await makeChatPack();
     const configPath = join(eotPack.dir, 'tokenizer_config.json');
     writeFileSync(configPath, JSON.stringify({ ...JSON.parse(readFileSync(configPath, 'utf8')), eos_token: tokenizer.idToToken(eot) }));
-    const eotEdge = await startEdge({ ...DEFAULT_EDGE_CONFIG, host: '127.0.0.1', port: 0, grpcPort: -1, edgeModel: eotPack.dir, router: undefined, cloud: undefined, logLevel: 'error' });
+    const eotEdge = await startEdge({
+      ...DEFAULT_EDGE_CONFIG,
+      host: '127.0.0.1',
+      port: 0,
+      grpcPort: -1,
+      edgeModel: eotPack.dir,
+      router: undefined,
+      cloud: undefined,
+      logLevel: 'error',
+    });
     try {
       const eotClient = new OpenAI({ apiKey: 'unused', baseURL: `${eotEdge.url}v1`, maxRetries: 0 });
       const reply = await eotClient.chat.completions.create(request as OpenAI.ChatCompletionCreateParamsNonStreaming);
-      const beforeEot = tokens.slice(0, first).map((c) => c.choices[0]!.delta.content).join('');
+      const beforeEot = tokens
+        .slice(0, first)
+        .map((c) => c.choices[0]!.delta.content)
+        .join('');
       expect(reply.choices[0]).toMatchObject({ message: { content: beforeEot }, finish_reason: 'stop' });
       expect(reply.usage!.completion_tokens).toBe(first);
     } finally {

@@ -118,7 +118,12 @@ type CloudUsed = { cloud: CloudUsage };
 
 async function scrape(): Promise<Map<string, number>> {
   const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text();
-  return new Map(text.split('\n').filter((l) => /^edge_(cloud|private)_\w+_total /.test(l)).map((l) => [l.split(' ')[0]!, Number(l.split(' ')[1])]));
+  return new Map(
+    text
+      .split('\n')
+      .filter((l) => /^edge_(cloud|private)_\w+_total /.test(l))
+      .map((l) => [l.split(' ')[0]!, Number(l.split(' ')[1])]),
+  );
 }
 
 describe('completions', () => {
@@ -167,10 +172,27 @@ describe('completions', () => {
 
   test('nothing routed: usage.cloud all zero, cloud_text empty', async () => {
     const { result: reply, steps } = await cloudSteps(() =>
-      client.completions.create({ model: MODEL, prompt, max_tokens: 4, temperature: 0, routing_mode: 'small_only', private_spans: [spanOf(prompt, NAME)] } as OpenAI.CompletionCreateParamsNonStreaming),
+      client.completions.create({
+        model: MODEL,
+        prompt,
+        max_tokens: 4,
+        temperature: 0,
+        routing_mode: 'small_only',
+        private_spans: [spanOf(prompt, NAME)],
+      } as OpenAI.CompletionCreateParamsNonStreaming),
     );
     expect(steps).toHaveLength(0);
-    expect((reply.usage as unknown as CloudUsed).cloud).toEqual({ tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, gate_blocked_steps: 0, pseudonym_ms: 0 });
+    expect((reply.usage as unknown as CloudUsed).cloud).toEqual({
+      tokens_sent: 0,
+      bytes_sent: 0,
+      hidden_state_bytes: 0,
+      steps: 0,
+      streams: 0,
+      placeholders: 0,
+      withheld_steps: 0,
+      gate_blocked_steps: 0,
+      pseudonym_ms: 0,
+    });
     expect((reply.choices[0] as unknown as Extra).cloud_text).toBe('');
   });
 
@@ -200,9 +222,12 @@ describe('completions', () => {
 });
 
 describe('chat completions', () => {
-  test("each message marks its own content; text parts are counted as the parts joined with newlines", async () => {
+  test('each message marks its own content; text parts are counted as the parts joined with newlines', async () => {
     const user = `My name is ${NAME}. Tell me a story.`;
-    const parts = [{ type: 'text' as const, text: 'Hello.' }, { type: 'text' as const, text: `I play with ${OTHER}.` }];
+    const parts = [
+      { type: 'text' as const, text: 'Hello.' },
+      { type: 'text' as const, text: `I play with ${OTHER}.` },
+    ];
     const joined = parts.map((p) => p.text).join('\n');
     const messages = [
       { role: 'system', content: 'Tell stories.' },
@@ -211,7 +236,13 @@ describe('chat completions', () => {
       { role: 'user', content: `Where is ${NAME}?` },
     ];
     const { result: reply, steps } = await cloudSteps(() =>
-      client.chat.completions.create({ model: MODEL, messages, max_completion_tokens: 8, temperature: 0, routing_mode: 'llm_only' } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming),
+      client.chat.completions.create({
+        model: MODEL,
+        messages,
+        max_completion_tokens: 8,
+        temperature: 0,
+        routing_mode: 'llm_only',
+      } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming),
     );
     const received = receivedTexts(steps);
     for (const text of received) {
@@ -219,7 +250,9 @@ describe('chat completions', () => {
       expect(text).not.toContain(OTHER);
     }
     // The last message marks nothing, yet its mention is the same value: hidden too.
-    expect(received[0]).toContain('user: My name is [NAME_1]. Tell me a story.\nassistant: Hello.\nI play with [NAME_2].\nuser: Where is [NAME_1]?\nassistant:');
+    expect(received[0]).toContain(
+      'user: My name is [NAME_1]. Tell me a story.\nassistant: Hello.\nI play with [NAME_2].\nuser: Where is [NAME_1]?\nassistant:',
+    );
     expect((reply.usage as unknown as CloudUsed).cloud).toMatchObject({ placeholders: 2, streams: 1, steps: steps.length });
     expect((reply.choices[0] as unknown as Extra).cloud_text).toBe(heldText(steps));
   });
@@ -243,17 +276,38 @@ describe('chat completions', () => {
 });
 
 describe('refusals', () => {
-  const failure = (p: Promise<unknown>) => p.then(() => undefined, (e: InstanceType<typeof OpenAI.APIError>) => ({ status: e.status, error: e.error }));
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (e: InstanceType<typeof OpenAI.APIError>) => ({ status: e.status, error: e.error }),
+    );
   const invalid = (param: string, message: unknown) => ({ status: 400, error: { message, type: 'invalid_request_error', param, code: null } });
-  const complete = (extra: Record<string, unknown>) => failure(client.completions.create({ model: MODEL, prompt: 'Hi Ann.', max_tokens: 2, ...extra } as OpenAI.CompletionCreateParamsNonStreaming));
-  const chat = (body: Record<string, unknown>) => failure(client.chat.completions.create({ model: MODEL, max_tokens: 2, ...body } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming));
+  const complete = (extra: Record<string, unknown>) =>
+    failure(client.completions.create({ model: MODEL, prompt: 'Hi Ann.', max_tokens: 2, ...extra } as OpenAI.CompletionCreateParamsNonStreaming));
+  const chat = (body: Record<string, unknown>) =>
+    failure(client.chat.completions.create({ model: MODEL, max_tokens: 2, ...body } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming));
 
   test('bad spans are 400s that name the field', async () => {
-    expect(await complete({ private_spans: [[3, 99]] })).toEqual(invalid('private_spans', "private_spans[0] = [3, 99) is not a non-empty range inside the text's 7 code points"));
-    expect(await complete({ private_spans: 'Ann' })).toEqual(invalid('private_spans', 'private_spans must be a list of [start, end] code-point ranges, got "Ann"'));
-    expect(await complete({ private_spans: [[3, 6, 'Name']] })).toEqual(invalid('private_spans', 'private_spans[0]: kind must be lowercase letters, digits and _ (at most 16, a letter first), got "Name"'));
-    expect(await complete({ private_spans: [[3, 6], [4, 6]] })).toEqual(invalid('private_spans', expect.stringContaining('private_spans[1] = [4, 6) overlaps or comes before the span before it')));
-    expect(await complete({ prompt: [1, 403], private_spans: [[0, 1]] })).toEqual(invalid('private_spans', expect.stringContaining('a prompt of token ids has no text of yours to point into')));
+    expect(await complete({ private_spans: [[3, 99]] })).toEqual(
+      invalid('private_spans', "private_spans[0] = [3, 99) is not a non-empty range inside the text's 7 code points"),
+    );
+    expect(await complete({ private_spans: 'Ann' })).toEqual(
+      invalid('private_spans', 'private_spans must be a list of [start, end] code-point ranges, got "Ann"'),
+    );
+    expect(await complete({ private_spans: [[3, 6, 'Name']] })).toEqual(
+      invalid('private_spans', 'private_spans[0]: kind must be lowercase letters, digits and _ (at most 16, a letter first), got "Name"'),
+    );
+    expect(
+      await complete({
+        private_spans: [
+          [3, 6],
+          [4, 6],
+        ],
+      }),
+    ).toEqual(invalid('private_spans', expect.stringContaining('private_spans[1] = [4, 6) overlaps or comes before the span before it')));
+    expect(await complete({ prompt: [1, 403], private_spans: [[0, 1]] })).toEqual(
+      invalid('private_spans', expect.stringContaining('a prompt of token ids has no text of yours to point into')),
+    );
     expect(await chat({ messages: [{ role: 'user', content: 'Hi Ann.', private_spans: [[3, 9]] }] })).toEqual(
       invalid('messages[0].private_spans', "messages[0].private_spans[0] = [3, 9) is not a non-empty range inside the text's 7 code points"),
     );
@@ -263,14 +317,21 @@ describe('refusals', () => {
   });
 
   test('private_detect: a list of kind names, which the edge checks against its detector', async () => {
-    expect(await complete({ private_detect: 5 })).toEqual(invalid('private_detect', 'private_detect must be a list of detector kinds such as "email" or "phone", got 5'));
+    expect(await complete({ private_detect: 5 })).toEqual(
+      invalid('private_detect', 'private_detect must be a list of detector kinds such as "email" or "phone", got 5'),
+    );
     expect(await complete({ private_detect: ['no such kind'] })).toEqual({
       status: 400,
       error: { message: expect.stringContaining('private_detect must be at most 16 kind names'), type: 'invalid_request_error', param: null, code: null },
     });
     expect(await complete({ private_detect: ['nonesuch'] })).toEqual({
       status: 400,
-      error: { message: expect.stringContaining('private_detect names "nonesuch", which this edge does not detect'), type: 'invalid_request_error', param: null, code: null },
+      error: {
+        message: expect.stringContaining('private_detect names "nonesuch", which this edge does not detect'),
+        type: 'invalid_request_error',
+        param: null,
+        code: null,
+      },
     });
   });
 });

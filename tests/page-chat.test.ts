@@ -36,7 +36,13 @@ import { readSse } from './helpers/sse-client.ts';
 /** The test template, refusing a system message as Gemma's does: the role a template refuses. */
 const NO_SYSTEM_TEMPLATE = `{% for message in messages %}{% if message.role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% endfor %}${TEST_CHAT_TEMPLATE}`;
 /** Five messages; each width chats about its own animal, so neither restores the other's turns from the cache. */
-const messagesAbout = (animal: string) => [`Tell me a story about a ${animal}.`, `What did the ${animal} eat?`, `Where did the ${animal} go next?`, `Who did the ${animal} meet there?`, 'How did the story end?'];
+const messagesAbout = (animal: string) => [
+  `Tell me a story about a ${animal}.`,
+  `What did the ${animal} eat?`,
+  `Where did the ${animal} go next?`,
+  `Who did the ${animal} meet there?`,
+  'How did the story end?',
+];
 /** Far past the 512 positions of the demo model, well within the 16,384 characters a prompt may have. */
 const TOO_LONG = 'The big red ball rolled down the hill. '.repeat(60);
 /** Past the 65,536 bytes of body the app here takes (77,000 characters). */
@@ -116,7 +122,7 @@ async function reply(html: string) {
 }
 
 describe('a chat through the app', () => {
-  test('a turn answers with the user\'s turn, the streaming reply, Send turned off and the new chat\'s id; its reply keeps the conversation going', async () => {
+  test("a turn answers with the user's turn, the streaming reply, Send turned off and the new chat's id; its reply keeps the conversation going", async () => {
     const first = await send({ message: '  Tell me a story.  ' });
     expect(first.status).toBe(200);
     expect(first.html).toStartWith('<li class="turn turn-user" data-testid="user-turn"><p class="bubble">Tell me a story.</p></li>');
@@ -126,13 +132,18 @@ describe('a chat through the app', () => {
     const events = await reply(first.html);
     expect(events.filter((e) => e.event === 'token')).toHaveLength(8);
     const figures = events.find((e) => e.event === 'metrics')!.data;
-    expect(figures).toMatch(/^<p class="prompt-cache" data-testid="prompt-cache" data-prompt-tokens="\d+" data-cached-tokens="\d+">prompt \d+ tokens, \d+ from cache<\/p><dl class="metrics-summary"/);
+    expect(figures).toMatch(
+      /^<p class="prompt-cache" data-testid="prompt-cache" data-prompt-tokens="\d+" data-cached-tokens="\d+">prompt \d+ tokens, \d+ from cache<\/p><dl class="metrics-summary"/,
+    );
     const end = events.at(-1)!;
     expect(end.event).toBe('end');
     expect(end.data).toContain('<span data-finish="length">');
 
     // The next turn's prompt is the conversation: the first reply (trimmed) as the assistant's message.
-    const firstReply = events.filter((e) => e.event === 'token').map((e) => e.data.replace(/<[^>]+>/g, '')).join('');
+    const firstReply = events
+      .filter((e) => e.event === 'token')
+      .map((e) => e.data.replace(/<[^>]+>/g, ''))
+      .join('');
     const second = await send({ chat, message: 'And then?' });
     expect(second.status).toBe(200);
     expect(second.html).not.toContain('id="chat-id"');
@@ -191,7 +202,10 @@ describe('a chat through the app', () => {
     expect((await app.request(`/runs/${runIdOf(first.html)}/stop`, { method: 'POST' })).status).toBe(204);
     await stream.ended;
     expect(stream.events.at(-1)!.data).toContain('data-finish="cancelled"');
-    const partial = stream.events.filter((e) => e.event === 'token').map((e) => e.data.replace(/<[^>]+>/g, '')).join('');
+    const partial = stream.events
+      .filter((e) => e.event === 'token')
+      .map((e) => e.data.replace(/<[^>]+>/g, ''))
+      .join('');
     expect(partial.length).toBeGreaterThan(0);
     const next = await send({ chat, message: 'Shorter, please.' });
     const prompt = Number((await reply(next.html)).find((e) => e.event === 'metrics')!.data.match(/data-prompt-tokens="(\d+)"/)![1]);
@@ -278,7 +292,10 @@ async function chatTurn(tab: Page, message: string, turn: number): Promise<Reply
   })()`);
 }
 
-for (const [name, viewport, animal] of [['desktop', DESKTOP, 'cat'], ['phone', PHONE, 'dog']] as const) {
+for (const [name, viewport, animal] of [
+  ['desktop', DESKTOP, 'cat'],
+  ['phone', PHONE, 'dog'],
+] as const) {
   const MESSAGES = messagesAbout(animal);
   describe(`the chat in a browser, ${name} (${viewport.width}×${viewport.height})`, () => {
     test('five turns: each reply streams token by token with colours, scores and a heat line; the fifth restores at least 80% of its prompt from the cache; New chat empties the chat', async () => {

@@ -21,7 +21,12 @@ const values = (m: GenerationMetrics) => summaryRows(m).map(([label, value]) => 
 
 test('the summary: tokens, the share from the cloud, speed over the whole run, and the cloud time per cloud token', () => {
   const joint = run(['slm', 'llm', 'slm', 'llm'], { totalMs: 200, ttftMs: 20, cloudMs: 50 });
-  expect(values(joint)).toEqual(['Tokens written: 4', 'From the cloud: 2 of 4 (50.0%)', 'Speed: 20.0 tokens/s, the first after 20.0 ms', 'Cloud time: 50.0 ms for 2 tokens, 25.0 ms each']);
+  expect(values(joint)).toEqual([
+    'Tokens written: 4',
+    'From the cloud: 2 of 4 (50.0%)',
+    'Speed: 20.0 tokens/s, the first after 20.0 ms',
+    'Cloud time: 50.0 ms for 2 tokens, 25.0 ms each',
+  ]);
   expect(values(run(['llm'], { totalMs: 100, ttftMs: 100, cloudMs: 30 })).at(-1)).toBe('Cloud time: 30.0 ms for 1 token, 30.0 ms each');
 });
 
@@ -31,7 +36,9 @@ test('the edge alone, a cloud that never answered, and a run with no tokens say 
     'Speed: 50.0 tokens/s, the first after 10.0 ms',
     'Cloud time: none: every token came from the edge model',
   ]);
-  expect(values(run(['fallback', 'fallback'], { totalMs: 4000, ttftMs: 2000, cloudMs: 3900 })).at(-1)).toBe('Cloud time: 3900.0 ms waiting, no token came back');
+  expect(values(run(['fallback', 'fallback'], { totalMs: 4000, ttftMs: 2000, cloudMs: 3900 })).at(-1)).toBe(
+    'Cloud time: 3900.0 ms waiting, no token came back',
+  );
   expect(values(run([], { totalMs: 5, ttftMs: 5, cloudMs: 0 })).slice(2, 3)).toEqual(['Speed: no tokens']);
 });
 
@@ -41,7 +48,19 @@ test('the panel: the summary first, then every other figure inside a closed <det
   expect(summary!.match(/data-metric="[^"]+"/g)).toEqual(['data-metric="tokens"', 'data-metric="routed"', 'data-metric="speed"', 'data-metric="cloud-cost"']);
   expect(fold!.startsWith(' class="metrics-more" data-testid="metrics-more"><summary>More details</summary>')).toBe(true);
   expect(fold!.match(/data-metric="([^"]+)"/g)!.map((m) => m.slice(13, -1))).toEqual([
-    'policy', 'budget', 'fallback', 'cached', 'ttft', 'tbt', 'slm', 'batch', 'router', 'cloud', 'speculation', 'speculate', 'total',
+    'policy',
+    'budget',
+    'fallback',
+    'cached',
+    'ttft',
+    'tbt',
+    'slm',
+    'batch',
+    'router',
+    'cloud',
+    'speculation',
+    'speculate',
+    'total',
   ]);
   expect(html).toContain('<dd data-metric="routed" data-value="1">1 of 2 (50.0%)</dd>');
 });

@@ -104,11 +104,34 @@ describe('views/private-spans.js', () => {
 describe('views: marked text and what the cloud saw', () => {
   test('privateSegments: every occurrence of each value, overlapping and touching ones as one', () => {
     const cases: [string, string[], [string, boolean][]][] = [
-      ['Lily met Lily', ['Lily'], [['Lily', true], [' met ', false], ['Lily', true]]],
+      [
+        'Lily met Lily',
+        ['Lily'],
+        [
+          ['Lily', true],
+          [' met ', false],
+          ['Lily', true],
+        ],
+      ],
       ['Ann Lee Park', ['Ann Lee', 'Lee Park'], [['Ann Lee Park', true]]],
-      ['AnnLee x', ['Ann', 'Lee'], [['AnnLee', true], [' x', false]]],
+      [
+        'AnnLee x',
+        ['Ann', 'Lee'],
+        [
+          ['AnnLee', true],
+          [' x', false],
+        ],
+      ],
       ['no values here', ['Lily', ' '], [['no values here', false]]],
-      ['call 555 now', [' 555 '], [['call ', false], ['555', true], [' now', false]]],
+      [
+        'call 555 now',
+        [' 555 '],
+        [
+          ['call ', false],
+          ['555', true],
+          [' now', false],
+        ],
+      ],
       ['', ['Lily'], [['', false]]],
     ];
     for (const [text, values, want] of cases) {
@@ -117,12 +140,30 @@ describe('views: marked text and what the cloud saw', () => {
   });
 
   test('cloudSentText and byteText: the row "Sent to the cloud" in words', () => {
-    const report = (r: Partial<ViewCloudReport>): ViewCloudReport => ({ tokensSent: 0, bytesSent: 0, hiddenStateBytes: 0, steps: 0, streams: 0, placeholders: 0, withheldSteps: 0, ...r });
+    const report = (r: Partial<ViewCloudReport>): ViewCloudReport => ({
+      tokensSent: 0,
+      bytesSent: 0,
+      hiddenStateBytes: 0,
+      steps: 0,
+      streams: 0,
+      placeholders: 0,
+      withheldSteps: 0,
+      ...r,
+    });
     const cases: [ViewCloudReport, string][] = [
       [report({}), 'nothing'],
-      [report({ tokensSent: 34, bytesSent: 586, steps: 23, streams: 1, placeholders: 1 }), '34 tokens (586 B), 1 placeholder, no hidden states, 0 positions kept home'],
-      [report({ tokensSent: 1, bytesSent: 12_345, hiddenStateBytes: 2_048_000, placeholders: 2, withheldSteps: 1 }), '1 token (12.3 kB), 2 placeholders, 2.0 MB of hidden states, 1 position kept home'],
-      [report({ tokensSent: 9, bytesSent: 200, placeholders: 1, withheldSteps: 2, gateBlockedSteps: 1 }), '9 tokens (200 B), 1 placeholder, no hidden states, 2 positions kept home, 1 step stopped by the last check'],
+      [
+        report({ tokensSent: 34, bytesSent: 586, steps: 23, streams: 1, placeholders: 1 }),
+        '34 tokens (586 B), 1 placeholder, no hidden states, 0 positions kept home',
+      ],
+      [
+        report({ tokensSent: 1, bytesSent: 12_345, hiddenStateBytes: 2_048_000, placeholders: 2, withheldSteps: 1 }),
+        '1 token (12.3 kB), 2 placeholders, 2.0 MB of hidden states, 1 position kept home',
+      ],
+      [
+        report({ tokensSent: 9, bytesSent: 200, placeholders: 1, withheldSteps: 2, gateBlockedSteps: 1 }),
+        '9 tokens (200 B), 1 placeholder, no hidden states, 2 positions kept home, 1 step stopped by the last check',
+      ],
     ];
     for (const [r, text] of cases) expect(cloudSentText(r)).toBe(text);
     expect([0, 999, 1000, 999_949, 1_000_000].map(byteText)).toEqual(['0 B', '999 B', '1.0 kB', '999.9 kB', '1.0 MB']);
@@ -155,7 +196,10 @@ beforeAll(async () => {
   cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
   router = await loadRouter(undefined);
   const tokenizer = await TextTokenizer.fromPack(pack.dir);
-  runtime = new EdgeRuntime({ edgeModel, router, tokenizer, cloud: new InProcessCloud(cloudModel), privateDetector: EMAIL_DETECTOR }, { ...DEFAULT_LIMITS, maxConcurrent: 4 });
+  runtime = new EdgeRuntime(
+    { edgeModel, router, tokenizer, cloud: new InProcessCloud(cloudModel), privateDetector: EMAIL_DETECTOR },
+    { ...DEFAULT_LIMITS, maxConcurrent: 4 },
+  );
   app = createEdgeApp(runtime, { maxBodyBytes: 65536 });
   server = Bun.serve({
     hostname: '127.0.0.1',
@@ -163,7 +207,8 @@ beforeAll(async () => {
     idleTimeout: 0,
     async fetch(request) {
       const path = new URL(request.url).pathname;
-      if (request.method === 'POST' && (path === '/runs' || path === '/chat/turns')) received.push(Object.fromEntries(new URLSearchParams(await request.clone().text())));
+      if (request.method === 'POST' && (path === '/runs' || path === '/chat/turns'))
+        received.push(Object.fromEntries(new URLSearchParams(await request.clone().text())));
       return app.fetch(request);
     },
   });
@@ -202,14 +247,17 @@ function unescape(html: string): string {
 }
 
 describe('through the app', () => {
-  const turn = (fields: Record<string, string>) => app.request('/chat/turns', form({ chat: '', mode: 'joint', threshold: '0.9', max_new_tokens: '8', temperature: '0', ...fields }));
+  const turn = (fields: Record<string, string>) =>
+    app.request('/chat/turns', form({ chat: '', mode: 'joint', threshold: '0.9', max_new_tokens: '8', temperature: '0', ...fields }));
 
   test("a chat message's private spans hold for every later turn: the cloud reads the placeholder in turn two, where nothing was marked", async () => {
     const first = await turn({ message: ' 😀 My friend Lily is sad.', private_spans: '[[13,17,"name"]]' });
     expect(first.status).toBe(200);
     const firstHtml = await first.text();
     // Trimmed like any message; the mark is highlighted in the bubble.
-    expect(firstHtml).toStartWith('<li class="turn turn-user" data-testid="user-turn"><p class="bubble">😀 My friend <mark class="private" title="private: the cloud reads a placeholder">Lily</mark> is sad.</p></li>');
+    expect(firstHtml).toStartWith(
+      '<li class="turn turn-user" data-testid="user-turn"><p class="bubble">😀 My friend <mark class="private" title="private: the cloud reads a placeholder">Lily</mark> is sad.</p></li>',
+    );
     const firstCloud = await cloudTextOf(firstHtml);
     expect(firstCloud).toContain('😀 My friend [NAME_1] is sad.');
     expect(firstCloud).not.toContain('Lily');
@@ -237,7 +285,10 @@ describe('through the app', () => {
   test('the Generate form offers the detector kinds the edge knows; a run asking for one hides what it finds', async () => {
     const page = await (await app.request('/')).text();
     expect(page).toContain('<input type="checkbox" name="private_detect" value="email"/> email');
-    const posted = await app.request('/runs', form({ prompt: 'Mail ann@example.org today.', mode: 'joint', threshold: '0.9', max_new_tokens: '4', temperature: '0', private_detect: 'email' }));
+    const posted = await app.request(
+      '/runs',
+      form({ prompt: 'Mail ann@example.org today.', mode: 'joint', threshold: '0.9', max_new_tokens: '4', temperature: '0', private_detect: 'email' }),
+    );
     expect(posted.status).toBe(200);
     const cloud = await cloudTextOf(await posted.text());
     expect(cloud).toStartWith('Mail [EMAIL_1] today.');
@@ -320,7 +371,11 @@ describe('in a browser', () => {
       await run.locator('[data-finish]').waitFor();
 
       const sent = received.at(-1)!;
-      expect({ prompt: sent.prompt, private_spans: sent.private_spans, private_detect: sent.private_detect }).toEqual({ prompt, private_spans: '[[2,6,"name"]]', private_detect: 'email' });
+      expect({ prompt: sent.prompt, private_spans: sent.private_spans, private_detect: sent.private_detect }).toEqual({
+        prompt,
+        private_spans: '[[2,6,"name"]]',
+        private_detect: 'email',
+      });
       // The prompt shows what was marked, each occurrence.
       expect(await run.locator('.prompt mark.private').allTextContents()).toEqual(['Lily', 'Lily']);
 

@@ -114,7 +114,9 @@ test('phone (390×844): after Generate the new run is scrolled into view; its me
     expect(await more.getAttribute('open')).toBeNull();
     expect(await more.locator('summary').textContent()).toBe('More details');
     const details = ['policy', 'budget', 'fallback', 'cached', 'ttft', 'tbt', 'slm', 'batch', 'router', 'cloud', 'speculation', 'speculate', 'total'];
-    expect(await tab.evaluate<string[]>("[...document.querySelectorAll('details[data-testid=metrics-more] dd')].map((d) => d.dataset.metric)")).toEqual(details);
+    expect(await tab.evaluate<string[]>("[...document.querySelectorAll('details[data-testid=metrics-more] dd')].map((d) => d.dataset.metric)")).toEqual(
+      details,
+    );
     expect(await more.locator('[data-metric=tbt]').isVisible()).toBe(false);
     await tab.locator('.run').screenshot({ path: join(ARTIFACTS_DIR, 'page-phone-run-summary.png') });
     await more.locator('summary').tap();

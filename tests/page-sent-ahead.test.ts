@@ -81,9 +81,14 @@ test('a run that sent steps ahead on a guess says how many, how many guesses wer
     expect(guessed!.text).toStartWith(`${tokens} tokens (`);
     expect(guessed!.text).toContain(`, ${aheadSteps} ${aheadSteps === 1 ? 'step' : 'steps'} sent ahead on a guess (${aheadWrong} wrong)`);
     expect(guessed!.text.endsWith(streams > 1 ? `, ${streams} streams opened` : 'wrong)')).toBe(true);
-    expect(guessed!.why).toStartWith("These counts depend on timing as well as on the text: decoding ahead sent steps on the edge's guess while the cloud answered the one before");
+    expect(guessed!.why).toStartWith(
+      "These counts depend on timing as well as on the text: decoding ahead sent steps on the edge's guess while the cloud answered the one before",
+    );
     expect(guessed!.whyVisible).toBe(true);
-    await tab.locator('.run').first().screenshot({ path: join(ARTIFACTS_DIR, 'page-sent-ahead.png') });
+    await tab
+      .locator('.run')
+      .first()
+      .screenshot({ path: join(ARTIFACTS_DIR, 'page-sent-ahead.png') });
   } finally {
     await context.close();
   }
@@ -102,6 +107,6 @@ test('the words for given figures: nothing extra without guesses or reopened str
   const guessed = await render({ ...plain, conditionalSteps: 3, conditionalSkipped: 1, cloud: { ...plain.cloud, streams: 2 } });
   expect(guessed).toContain('0 positions kept home, 3 steps sent ahead on a guess (1 wrong), 2 streams opened<span class="legend sent-varies"');
   expect(guessed).toContain(
-    "These counts depend on timing as well as on the text: decoding ahead sent steps on the edge&#39;s guess while the cloud answered the one before, a wrong guess&#39;s for nothing; each stream opened again sent the whole context again. The same answer can cost more or less on another run.",
+    'These counts depend on timing as well as on the text: decoding ahead sent steps on the edge&#39;s guess while the cloud answered the one before, a wrong guess&#39;s for nothing; each stream opened again sent the whole context again. The same answer can cost more or less on another run.',
   );
 });

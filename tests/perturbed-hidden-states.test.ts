@@ -77,6 +77,8 @@ describe('perturbHiddenStates (another CPU’s last bits, simulated)', () => {
     const perturbation = perturbationFromEnv(edge.pack.dir, { PERTURB_HIDDEN_STATES: '3' });
     expect(perturbation).toBeDefined();
     perturbation!.restore();
-    expect(() => perturbationFromEnv(edge.pack.dir, { PERTURB_HIDDEN_STATES: '1e-6' })).toThrow('PERTURB_HIDDEN_STATES must be a seed (a whole number ≥ 0), got "1e-6"');
+    expect(() => perturbationFromEnv(edge.pack.dir, { PERTURB_HIDDEN_STATES: '1e-6' })).toThrow(
+      'PERTURB_HIDDEN_STATES must be a seed (a whole number ≥ 0), got "1e-6"',
+    );
   });
 });

@@ -172,11 +172,17 @@ describe('snapshots of caches a plain-layout batched pass wrote', () => {
   test('the first part of a pooled buffer: shared when it fills half of it, copied compact otherwise; bytes count the memory held', async () => {
     const model = models.plain;
     const name = model.io.pastNames[0]!;
-    for (const [length, shared] of [[5, false], [40, true]] as const) {
+    for (const [length, shared] of [
+      [5, false],
+      [40, true],
+    ] as const) {
       const [a, b] = [model.newSequence(), model.newSequence()];
       await a.append(ids(length));
       await b.append(ids(length + 1, 5));
-      await runBatchedPass(model, [{ sequence: a, tokens: [7] }, { sequence: b, tokens: [8] }]);
+      await runBatchedPass(model, [
+        { sequence: a, tokens: [7] },
+        { sequence: b, tokens: [8] },
+      ]);
       const data = a.cache[name]!.data as Float32Array;
       // length + 1 positions at the start of a buffer with room for a whole number of 32-position steps.
       const perPosition = data.byteLength / (length + 1);
@@ -253,7 +259,11 @@ describe('PrefixCache', () => {
     expect(again.cachedTokens).toBe(other.length - 2);
     const { result: fresh } = await prefill(new PrefixCache(models.plain, { maxBytes: 0 }), other);
     expect(maxAbsDiff(again.result.logits, fresh.logits)).toBeLessThan(LOGIT_TOLERANCE);
-    expect(cache.stats).toMatchObject({ entries: 2, lookedUpTokens: turn1.length + turn2.length + 2 * other.length, hitTokens: turn1.length + system.length + other.length - 2 });
+    expect(cache.stats).toMatchObject({
+      entries: 2,
+      lookedUpTokens: turn1.length + turn2.length + 2 * other.length,
+      hitTokens: turn1.length + system.length + other.length - 2,
+    });
   });
 
   test('a sequence an entry already holds is not copied again', async () => {

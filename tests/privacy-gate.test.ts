@@ -41,7 +41,12 @@ beforeAll(async () => {
   cleaning = TextTokenizer.fromJson(json, { ...config, clean_up_tokenization_spaces: true });
 });
 
-const values = (texts: [string, string][], options = {}) => PrivateValues.of(texts.map(([text, kind]) => ({ text, kind })), '', options);
+const values = (texts: [string, string][], options = {}) =>
+  PrivateValues.of(
+    texts.map(([text, kind]) => ({ text, kind })),
+    '',
+    options,
+  );
 const sources = (n: number): TokenSource[] => Array.from({ length: n }, () => 'prompt');
 
 describe('folding', () => {
@@ -68,7 +73,7 @@ describe('folding', () => {
   test('grown and cut back at random, the incremental form is always the whole text folded, and each folded character maps back to what it came from', () => {
     const pieces = ['Jose', '\u0301', ' ', 'Nu', '\u0301', 'n\u0303ez', ' ', 'ａｎｎ', '\u1112', '\u1161', '\u11AB', ' , ', 'x'];
     let seed = 7;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const folded = new FoldedText(false);
     let raw = '';
     for (let round = 0; round < 400; round++) {
@@ -105,13 +110,23 @@ describe('values matched as the tokenizer hands them back', () => {
   test('case-folded where asked, and always for a tokenizer that lowercases', () => {
     const ids = demo.encode('Mail ANN@EXAMPLE.ORG today', { addBos: true });
     expect(demo.decode(new Pseudonymiser(demo, values([['ann@example.org', 'email']])).toCloud(ids, sources(ids.length)).ids)).toContain('ANN@EXAMPLE.ORG');
-    expect(demo.decode(new Pseudonymiser(demo, values([['ann@example.org', 'email']], { foldCase: true })).toCloud(ids, sources(ids.length)).ids)).toBe('Mail [EMAIL_1] today');
+    expect(demo.decode(new Pseudonymiser(demo, values([['ann@example.org', 'email']], { foldCase: true })).toCloud(ids, sources(ids.length)).ids)).toBe(
+      'Mail [EMAIL_1] today',
+    );
     expect(tokenizerFoldsCase(demo)).toBe(false);
-    expect(tokenizerFoldsCase({ encode: (t: string) => [...t.toLowerCase()].map((c) => c.charCodeAt(0)), decode: (ids: readonly number[]) => String.fromCharCode(...ids) })).toBe(true);
+    expect(
+      tokenizerFoldsCase({
+        encode: (t: string) => [...t.toLowerCase()].map((c) => c.charCodeAt(0)),
+        decode: (ids: readonly number[]) => String.fromCharCode(...ids),
+      }),
+    ).toBe(true);
   });
 
   test('a value begun and left: its start goes as the placeholder once it is half the value (at least 4 characters); a common word that begins a value stays', () => {
-    const v = values([['ann@example.org', 'email'], ['Theodore', 'name']]);
+    const v = values([
+      ['ann@example.org', 'email'],
+      ['Theodore', 'name'],
+    ]);
     const ranges = (text: string) => v.privateRanges(text).map((r) => text.slice(r.start, r.end));
     expect(ranges('write to ann@example.com now')).toEqual(['ann@example.']);
     expect(ranges('write to ann@exa and more')).toEqual([]);
@@ -126,7 +141,10 @@ describe('the gate', () => {
   const open = (contextIds: number[], extra = {}) => [{ open: { requestId: 'r1', contextIds, ...extra } }, { step: { offset: contextIds.length, ids: [] } }];
 
   test('a context that holds a value in any form is stopped; one without passes', () => {
-    const v = values([['José Núñez', 'name'], ['ann@example.org', 'email']]);
+    const v = values([
+      ['José Núñez', 'name'],
+      ['ann@example.org', 'email'],
+    ]);
     for (const tokenizer of [qwen, demo]) {
       const gate = scanOf(tokenizer, v);
       for (const text of ['Patient Jose\u0301 Nu\u0301n\u0303ez.', 'Mail ａｎｎ＠ｅｘａｍｐｌｅ．ｏｒｇ', 'Patient José  Núñez.']) {
@@ -174,7 +192,18 @@ describe('the gate', () => {
       const conversation = cloud.openConversation({ requestId: 'gate', disclosure, gate: scanOf(demo, v) });
       const step = (text: string): CloudStepRequest => {
         const context = demo.encode(text, { addBos: true });
-        return { context, sources: sources(context.length), tokenIndex: 0, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [2], routerScore: 0.1, threshold: 0.5, topLogprobs: 0 };
+        return {
+          context,
+          sources: sources(context.length),
+          tokenIndex: 0,
+          maxTokens: 1,
+          temperature: 0,
+          topP: 1,
+          stopTokenIds: [2],
+          routerScore: 0.1,
+          threshold: 0.5,
+          topLogprobs: 0,
+        };
       };
       const first = await conversation.next(step('Once upon a time'));
       expect(first.tokens.length).toBe(1);

@@ -73,7 +73,13 @@ describe('detection that errs towards hiding', () => {
       // The emoji before puts every offset one surrogate pair further on; several systems' digits are pairs too.
       const text = `😀 call ${phone} or ${ip}.`;
       const found = everyBuiltIn.detect(text);
-      expect({ system, found: found.map((s) => [s.kind, text.slice(s.start, s.end)]) }).toEqual({ system, found: [['phone', phone], ['ip', ip]] });
+      expect({ system, found: found.map((s) => [s.kind, text.slice(s.start, s.end)]) }).toEqual({
+        system,
+        found: [
+          ['phone', phone],
+          ['ip', ip],
+        ],
+      });
     }
   });
 
@@ -88,7 +94,13 @@ describe('detection that errs towards hiding', () => {
   });
 
   test("an operator's pattern reads the text as typed and folded: EMP-\\d{6} finds full-width and Arabic-Indic digits", () => {
-    const detector = PrivateDetector.create(['employee_id', 'wide'], [{ kind: 'employee_id', pattern: String.raw`\bEMP-\d{6}\b` }, { kind: 'wide', pattern: '４２' }]);
+    const detector = PrivateDetector.create(
+      ['employee_id', 'wide'],
+      [
+        { kind: 'employee_id', pattern: String.raw`\bEMP-\d{6}\b` },
+        { kind: 'wide', pattern: '４２' },
+      ],
+    );
     const text = 'EMP-123456, EMP-１２３４５６ and EMP-١٢٣٤٥٦; ４２';
     expect(detector.detect(text).map((s) => [s.kind, text.slice(s.start, s.end)])).toEqual([
       ['employee_id', 'EMP-123456'],
@@ -145,10 +157,13 @@ test('overlaps: the longer span stays, then the earlier, then the kind listed fi
   ]);
   const same = PrivateDetector.create(['card', 'visa'], [{ kind: 'visa', pattern: String.raw`4\d{3}(?: \d{4}){3}` }]);
   expect(same.detect(card)).toEqual([{ start: 0, end: 19, kind: 'card' }]);
-  const earlier = PrivateDetector.create(['ab', 'bc'], [
-    { kind: 'bc', pattern: 'bc' },
-    { kind: 'ab', pattern: 'ab' },
-  ]);
+  const earlier = PrivateDetector.create(
+    ['ab', 'bc'],
+    [
+      { kind: 'bc', pattern: 'bc' },
+      { kind: 'ab', pattern: 'ab' },
+    ],
+  );
   expect(earlier.detect('abc')).toEqual([{ start: 0, end: 2, kind: 'ab' }]);
 });
 
@@ -186,7 +201,10 @@ describe('parsePrivateDetection', () => {
       kinds: [...BUILT_IN_KINDS, 'ticket'],
       patterns: [{ kind: 'ticket', pattern: 'TCK-\\d+' }],
     });
-    expect(parsePrivateDetection('ip, email,ticket', ['ticket=a=b'])).toEqual({ kinds: ['email', 'ip', 'ticket'], patterns: [{ kind: 'ticket', pattern: 'a=b' }] });
+    expect(parsePrivateDetection('ip, email,ticket', ['ticket=a=b'])).toEqual({
+      kinds: ['email', 'ip', 'ticket'],
+      patterns: [{ kind: 'ticket', pattern: 'a=b' }],
+    });
     // An operator's pattern is on whatever the list says: writing one is asking for it.
     expect(parsePrivateDetection('none', ['ticket=TCK-\\d+']).kinds).toEqual(['ticket']);
   });
@@ -202,11 +220,19 @@ describe('parsePrivateDetection', () => {
     [undefined, ['a_very_long_kind_name=x'], 'the kind must be lowercase'],
     [undefined, ['e-mail=x'], 'the kind must be lowercase'],
     [undefined, ['=x'], 'the kind must be lowercase'],
-    [undefined, ['email=\\w+@corp'], '--private-pattern email=\\w+@corp: email is a built-in kind; give the pattern\'s kind another name'],
+    [undefined, ['email=\\w+@corp'], "--private-pattern email=\\w+@corp: email is a built-in kind; give the pattern's kind another name"],
     [undefined, ['all=x'], 'all is reserved'],
     [undefined, ['private=x'], 'private is reserved'],
-    [undefined, ['t=['], '--private-pattern t=[: does not compile under the linear-time engine (RE2; no backreferences or lookaround): error parsing regexp: missing closing ]'],
-    [undefined, ['t=(\\w+)-\\1'], 'does not compile under the linear-time engine (RE2; no backreferences or lookaround): error parsing regexp: invalid escape sequence: `\\1`'],
+    [
+      undefined,
+      ['t=['],
+      '--private-pattern t=[: does not compile under the linear-time engine (RE2; no backreferences or lookaround): error parsing regexp: missing closing ]',
+    ],
+    [
+      undefined,
+      ['t=(\\w+)-\\1'],
+      'does not compile under the linear-time engine (RE2; no backreferences or lookaround): error parsing regexp: invalid escape sequence: `\\1`',
+    ],
     [undefined, ['t=secret(?=:)'], 'error parsing regexp: invalid or unsupported Perl syntax: `(?=`'],
     [undefined, ['t=(?<=id:)\\d+'], 'does not compile under the linear-time engine'],
     [undefined, ['t=x*'], '--private-pattern t=x*: matches the empty string'],

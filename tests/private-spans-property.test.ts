@@ -58,7 +58,12 @@ afterAll(async () => {
 });
 
 /** Runs one case; every context the conversation underneath is asked to send is kept in `sent`. */
-async function run(c: PrivateCase, cloud: CloudClient, privateValues: PrivateValues | undefined, sent: number[][]): Promise<{ done: DoneEvent; ids: number[] }> {
+async function run(
+  c: PrivateCase,
+  cloud: CloudClient,
+  privateValues: PrivateValues | undefined,
+  sent: number[][],
+): Promise<{ done: DoneEvent; ids: number[] }> {
   const recording = interceptSteps(cloud, (request, next) => {
     sent.push([...request.context]);
     return next(request);

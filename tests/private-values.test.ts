@@ -18,11 +18,21 @@ beforeAll(async () => {
   tokenizer = await TextTokenizer.fromPack((await ensureDemoPacks()).edgePack);
 });
 
-const values = (texts: [string, string][], prompt = '') => PrivateValues.of(texts.map(([text, kind]) => ({ text, kind })), prompt);
+const values = (texts: [string, string][], prompt = '') =>
+  PrivateValues.of(
+    texts.map(([text, kind]) => ({ text, kind })),
+    prompt,
+  );
 
 describe('private values', () => {
   test('a placeholder per value, numbered per kind in order; the same value keeps its placeholder; whitespace is not part of a value', () => {
-    const v = values([['Ann Lee', 'name'], [' ann@x.org ', 'email'], ['Bo', 'name'], ['Ann Lee', 'name'], ['ann@x.org', 'email']]);
+    const v = values([
+      ['Ann Lee', 'name'],
+      [' ann@x.org ', 'email'],
+      ['Bo', 'name'],
+      ['Ann Lee', 'name'],
+      ['ann@x.org', 'email'],
+    ]);
     expect(v.list.map((x) => [x.text, x.placeholder])).toEqual([
       ['Ann Lee', '[NAME_1]'],
       ['ann@x.org', '[EMAIL_1]'],
@@ -41,12 +51,28 @@ describe('private values', () => {
   });
 
   test.each([
-    ['Ann Lee met Ann', [[0, 7], [12, 15]]],
+    [
+      'Ann Lee met Ann',
+      [
+        [0, 7],
+        [12, 15],
+      ],
+    ],
     ['Ann Lee Park', [[0, 12]]],
-    ['Lee Park and Ann', [[0, 8], [13, 16]]],
+    [
+      'Lee Park and Ann',
+      [
+        [0, 8],
+        [13, 16],
+      ],
+    ],
     ['nothing here', []],
   ])('private ranges of %p: overlapping values merge', (text, expected) => {
-    const v = values([['Ann Lee', 'name'], ['Lee Park', 'name'], ['Ann', 'name']]);
+    const v = values([
+      ['Ann Lee', 'name'],
+      ['Lee Park', 'name'],
+      ['Ann', 'name'],
+    ]);
     expect(v.privateRanges(text).map((r) => [r.start, r.end])).toEqual(expected as number[][]);
   });
 
@@ -60,7 +86,12 @@ describe('private values', () => {
     ['he wrote to you', false],
     ['', false],
   ])('the end of %p is inside a value: %p', (text, inside) => {
-    expect(values([['Zenobia Kraszewski', 'name'], ['Zenobia', 'name']]).endsInsideValue(text)).toBe(inside);
+    expect(
+      values([
+        ['Zenobia Kraszewski', 'name'],
+        ['Zenobia', 'name'],
+      ]).endsInsideValue(text),
+    ).toBe(inside);
   });
 });
 
@@ -79,8 +110,22 @@ describe('private spans', () => {
     ['out of range', [[20, 30]], /not a non-empty range inside the text's 23 code points/],
     ['empty', [[3, 3]], /not a non-empty range/],
     ['negative', [[-1, 2]], /not a non-empty range/],
-    ['overlapping', [[2, 5], [4, 8]], /overlaps or comes before/],
-    ['out of order', [[6, 9], [2, 5]], /overlaps or comes before/],
+    [
+      'overlapping',
+      [
+        [2, 5],
+        [4, 8],
+      ],
+      /overlaps or comes before/,
+    ],
+    [
+      'out of order',
+      [
+        [6, 9],
+        [2, 5],
+      ],
+      /overlaps or comes before/,
+    ],
     ['not integers', [[1.5, 3]], /must be integers/],
     ['a bad kind', [[2, 5, 'Name!']], /kind must be lowercase/],
     ['whitespace only', [[1, 2]], /holds only whitespace/],
@@ -116,7 +161,10 @@ describe('the pseudonymiser', () => {
   const sources = (n: number) => Array.from({ length: n }, () => 'prompt' as const);
 
   test('every token writing a private character goes, run by run, as the run with placeholders; the rest is the same ids', () => {
-    const v = values([['Zenobia', 'name'], ['zen@x.org', 'email']]);
+    const v = values([
+      ['Zenobia', 'name'],
+      ['zen@x.org', 'email'],
+    ]);
     const prompt = 'Once Zenobia wrote (zen@x.org) to Tim. Zenobia';
     const ids = tokenizer.encode(prompt, { addBos: true });
     const cloud = new Pseudonymiser(tokenizer, v).toCloud(ids, sources(ids.length));

@@ -130,7 +130,10 @@ describe('generations with and without the prompt cache', () => {
         body: JSON.stringify({ model: 'stories260k-3l-chat', messages, max_tokens: 20, temperature: 0, routing_mode: 'joint', routing_threshold: 0.6 }),
       });
       expect(res.status).toBe(200);
-      return (await res.json()) as { choices: { message: { content: string } }[]; usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } } };
+      return (await res.json()) as {
+        choices: { message: { content: string } }[];
+        usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+      };
     };
     const turns: { role: string; content: string }[] = [{ role: 'system', content: 'Short stories only.' }];
     const cachedPerTurn: number[] = [];
@@ -173,7 +176,11 @@ describe('reporting', () => {
     const app = createEdgeApp(runtimes.cached, { maxBodyBytes: 1 << 20 });
     const prompt = 'Once upon a time, a little fox';
     const promptTokens = runtimes.cached.engine.tokenizer.encode(prompt, { addBos: true, parseSpecialTokens: false }).length;
-    const form = { method: 'POST', body: new URLSearchParams({ prompt, max_new_tokens: '6' }), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+    const form = {
+      method: 'POST',
+      body: new URLSearchParams({ prompt, max_new_tokens: '6' }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    };
     const cachedOnPage: number[] = [];
     for (let i = 0; i < 2; i++) {
       const panel = await (await app.request('/runs', form)).text();
@@ -187,7 +194,13 @@ describe('reporting', () => {
     // The first run may restore a head an earlier test left (the BOS token, "Once upon a time"); the second its own prompt.
     expect(cachedOnPage[0]).toBeLessThan(promptTokens - 2);
     expect(cachedOnPage[1]).toBe(promptTokens - 2);
-    const api = readSse(await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt, max_new_tokens: 6 }), headers: { 'content-type': 'application/json' } }));
+    const api = readSse(
+      await app.request('/api/generate', {
+        method: 'POST',
+        body: JSON.stringify({ prompt, max_new_tokens: 6 }),
+        headers: { 'content-type': 'application/json' },
+      }),
+    );
     await api.ended;
     const done = JSON.parse(api.events.find((e) => e.event === 'done')!.data) as { metrics: Record<string, number> };
     expect(done.metrics).toMatchObject({ prompt_tokens: promptTokens, cached_tokens: promptTokens - 2 });

@@ -24,8 +24,14 @@ test('the generated proto types are up to date with proto/', () => {
     expect(r.stderr.toString()).toBe('');
     expect(r.exitCode).toBe(0);
     const committed = join(PROJECT_ROOT, 'src/shared/grpc/generated');
-    const fresh = files(out).map((f) => relative(out, f)).sort();
-    expect(files(committed).map((f) => relative(committed, f)).sort()).toEqual(fresh);
+    const fresh = files(out)
+      .map((f) => relative(out, f))
+      .sort();
+    expect(
+      files(committed)
+        .map((f) => relative(committed, f))
+        .sort(),
+    ).toEqual(fresh);
     for (const name of fresh) expect(`${name}\n${readFileSync(join(committed, name), 'utf8')}`).toBe(`${name}\n${readFileSync(join(out, name), 'utf8')}`);
   } finally {
     rmSync(out, { recursive: true, force: true });

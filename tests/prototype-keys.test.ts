@@ -44,8 +44,16 @@ function requestsFor(name: string): [string, () => Promise<Response> | Response,
     ['completions: top-level key', () => post('/v1/completions', withKey(completion, name)), 400],
     ['completions: key set to null', () => post('/v1/completions', withKey(completion, name, null)), 200],
     ['chat: top-level key', () => post('/v1/chat/completions', withKey(chat, name)), 400],
-    ['chat: stream_options key', () => post('/v1/chat/completions', JSON.stringify({ ...chat, stream: true }).slice(0, -1) + `,"stream_options":${withKey({}, name).replace('{,', '{')}}`), 400],
-    ['chat: message key', () => post('/v1/chat/completions', JSON.stringify({ model, messages: [JSON.parse(withKey({ role: 'user', content: 'hi' }, name))] })), 400],
+    [
+      'chat: stream_options key',
+      () => post('/v1/chat/completions', JSON.stringify({ ...chat, stream: true }).slice(0, -1) + `,"stream_options":${withKey({}, name).replace('{,', '{')}}`),
+      400,
+    ],
+    [
+      'chat: message key',
+      () => post('/v1/chat/completions', JSON.stringify({ model, messages: [JSON.parse(withKey({ role: 'user', content: 'hi' }, name))] })),
+      400,
+    ],
     ['chat: role named so', () => post('/v1/chat/completions', JSON.stringify({ model, messages: [{ role: name, content: 'hi' }] })), 400],
     ['models: id named so', () => app.request(`/v1/models/${encoded}`), 404],
     ['page: run id named so (events)', () => app.request(`/runs/${encoded}/events`), 200],
@@ -64,7 +72,12 @@ test('every Object.prototype name, in every place a request can carry one, gets 
       const res = await send();
       const text = await res.text();
       // The refusal names the problem: the JSON error's message, or the page fragment's alert.
-      const message = status >= 400 && res.status === status ? (text.includes(name) || /must be one of|unknown field|not supported|no such|does not exist|no running/.test(text) ? 'says why' : text.slice(0, 200)) : '';
+      const message =
+        status >= 400 && res.status === status
+          ? text.includes(name) || /must be one of|unknown field|not supported|no such|does not exist|no running/.test(text)
+            ? 'says why'
+            : text.slice(0, 200)
+          : '';
       seen.push({ name, where, status: res.status, message });
       wanted.push({ name, where, status, message: status >= 400 ? 'says why' : '' });
     }
@@ -86,8 +99,16 @@ test('a bug that still answers 500 writes a log line, on the page and JSON API a
     throw new TypeError('a bug');
   };
   try {
-    const api = await logged.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: 'x' }), headers: { 'content-type': 'application/json' } });
-    const openai = await logged.request('/v1/completions', { method: 'POST', body: JSON.stringify({ model, prompt: 'x' }), headers: { 'content-type': 'application/json' } });
+    const api = await logged.request('/api/generate', {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'x' }),
+      headers: { 'content-type': 'application/json' },
+    });
+    const openai = await logged.request('/v1/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model, prompt: 'x' }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect([api.status, openai.status]).toEqual([500, 500]);
   } finally {
     edge.runtime.start = start;

@@ -35,15 +35,42 @@ class ScriptedCloud implements CloudConversation {
   async next(request: CloudStepRequest): Promise<CloudStepReply> {
     this.asked.push(request);
     const tokens = this.script.splice(0, request.maxTokens);
-    return { tokens, text: tokenizer.decode(tokens), logprobs: tokens.map(() => -0.5), topAlternatives: tokens.map(() => []), cachedTokens: 0, backendMs: 1, shimMs: 1 };
+    return {
+      tokens,
+      text: tokenizer.decode(tokens),
+      logprobs: tokens.map(() => -0.5),
+      topAlternatives: tokens.map(() => []),
+      cachedTokens: 0,
+      backendMs: 1,
+      shimMs: 1,
+    };
   }
   async close(): Promise<void> {}
 }
 
-const VALUES = () => PrivateValues.of([{ text: 'Zenobia', kind: 'name' }, { text: 'zen@x.org', kind: 'email' }], '');
+const VALUES = () =>
+  PrivateValues.of(
+    [
+      { text: 'Zenobia', kind: 'name' },
+      { text: 'zen@x.org', kind: 'email' },
+    ],
+    '',
+  );
 const sources = (n: number): TokenSource[] => Array.from({ length: n }, () => 'prompt');
 function step(context: number[], extra: Partial<CloudStepRequest> = {}): CloudStepRequest {
-  return { context, sources: sources(context.length), tokenIndex: 0, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [2], routerScore: 0.1, threshold: 0.5, topLogprobs: 0, ...extra };
+  return {
+    context,
+    sources: sources(context.length),
+    tokenIndex: 0,
+    maxTokens: 1,
+    temperature: 0,
+    topP: 1,
+    stopTokenIds: [2],
+    routerScore: 0.1,
+    threshold: 0.5,
+    topLogprobs: 0,
+    ...extra,
+  };
 }
 function conversationOver(script: number[], disclosure = new CloudDisclosure()) {
   const clouds: ScriptedCloud[] = [];
@@ -165,12 +192,18 @@ describe('through the decoding loop', () => {
       };
       const engine = { edgeModel: edge, router: new TopProbabilityScorer(), tokenizer, cloud };
       const prompt = 'Once there was a girl named Zenobia. One day,';
-      const request: LoopRequest = parseGenerationRequest({ prompt, mode: 'llm_only', maxNewTokens: 12, privateSpans: [[prompt.indexOf('Zenobia'), prompt.indexOf('Zenobia') + 7, 'name']] });
+      const request: LoopRequest = parseGenerationRequest({
+        prompt,
+        mode: 'llm_only',
+        maxNewTokens: 12,
+        privateSpans: [[prompt.indexOf('Zenobia'), prompt.indexOf('Zenobia') + 7, 'name']],
+      });
       request.privateValues = PrivateValues.of(request.privateTexts!, prompt);
       const tokens: TokenEvent[] = [];
       let done: DoneEvent | undefined;
-      for await (const e of generate(engine, request)) if (e.type === 'token') tokens.push(e);
-      else done = e;
+      for await (const e of generate(engine, request))
+        if (e.type === 'token') tokens.push(e);
+        else done = e;
       expect(done!.text).toStartWith(' Zenobia went');
       // The cloud's space, then the value in its placeholder's place: all cloud tokens, in the edge's cache too.
       expect(tokens.slice(0, 3).map((t) => t.source)).toEqual(['llm', 'llm', 'llm']);

@@ -30,14 +30,21 @@ async function run(cmd: string[], env: Record<string, string> = {}): Promise<{ c
 }
 
 beforeAll(async () => {
-  for (const [path, pkg] of [[PYTHON, 'python3'], ['/usr/bin/protoc', 'protobuf-compiler'], [PLUGIN, 'protobuf-compiler-grpc']] as const) {
+  for (const [path, pkg] of [
+    [PYTHON, 'python3'],
+    ['/usr/bin/protoc', 'protobuf-compiler'],
+    [PLUGIN, 'protobuf-compiler-grpc'],
+  ] as const) {
     if (!existsSync(path)) throw new Error(`${path} is missing: apt-get install ${pkg} (./scripts/setup.sh does)`);
   }
   const probe = await run([PYTHON, '-c', 'import grpc, google.protobuf']);
   if (probe.code !== 0) throw new Error(`Debian's python3-grpcio is missing (./scripts/setup.sh installs it): ${probe.stderr}`);
   generated = mkdtempSync(join(tmpdir(), 'edge-python-'));
   const out = [`--python_out=${generated}`, `--grpc_out=${generated}`, `--plugin=protoc-gen-grpc=${PLUGIN}`];
-  for (const args of [['-I', 'proto', 'edge_generator.proto'], ['-I', 'proto/grpc/health/v1', 'health.proto']]) {
+  for (const args of [
+    ['-I', 'proto', 'edge_generator.proto'],
+    ['-I', 'proto/grpc/health/v1', 'health.proto'],
+  ]) {
     const protoc = await run(['protoc', ...args, ...out]);
     expect(protoc).toMatchObject({ code: 0, stderr: '' });
   }
@@ -93,7 +100,10 @@ test('refusals come back as the gRPC status with the documented field names', as
     stderr: 'error: INVALID_ARGUMENT: max_new_tokens must be an integer in [1, 1024], got 0\n',
   });
   expect(await example('Hi', '--token', 'wrong')).toEqual({ code: 1, stdout: 'health: SERVING\n', stderr: 'error: UNAUTHENTICATED: invalid bearer token\n' });
-  const unreachable = await run([PYTHON, 'examples/python/edge_generate.py', 'Hi', '--address', '127.0.0.1:1'], { PYTHONPATH: generated, PYTHONDONTWRITEBYTECODE: '1' });
+  const unreachable = await run([PYTHON, 'examples/python/edge_generate.py', 'Hi', '--address', '127.0.0.1:1'], {
+    PYTHONPATH: generated,
+    PYTHONDONTWRITEBYTECODE: '1',
+  });
   expect(unreachable.code).toBe(1);
   expect(unreachable.stderr).toStartWith('error: UNAVAILABLE: ');
 });
@@ -110,9 +120,23 @@ test("--chat sends a conversation: the same reply as the edge generates from the
     ];
     const { text, ids } = chat.prompt(messages);
     let expected = '';
-    for await (const event of edge.runtime.start({ prompt: text, mode: 'small_only', maxNewTokens: 6 }, undefined, ids).events()) if (event.type === 'token') expected += event.text;
+    for await (const event of edge.runtime.start({ prompt: text, mode: 'small_only', maxNewTokens: 6 }, undefined, ids).events())
+      if (event.type === 'token') expected += event.text;
     const result = await run(
-      [PYTHON, 'examples/python/edge_generate.py', 'A story', '--chat', '--system', 'You tell stories.', '--mode', 'small_only', '--max-new-tokens', '6', '--address', chatAddress],
+      [
+        PYTHON,
+        'examples/python/edge_generate.py',
+        'A story',
+        '--chat',
+        '--system',
+        'You tell stories.',
+        '--mode',
+        'small_only',
+        '--max-new-tokens',
+        '6',
+        '--address',
+        chatAddress,
+      ],
       { PYTHONPATH: generated, PYTHONDONTWRITEBYTECODE: '1' },
     );
     expect(result).toEqual({ code: 0, stderr: '', stdout: `health: SERVING\n${expected}\ndone: length, 6 tokens, 0 routed, 0 fallback\n` });

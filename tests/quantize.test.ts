@@ -31,17 +31,18 @@ function weights(count: number, seed: number): Float32Array {
   let s = seed;
   return Float32Array.from({ length: count }, () => {
     s = (s * 1103515245 + 12345) % 2 ** 31;
-    return (s / 2 ** 30) - 1;
+    return s / 2 ** 30 - 1;
   });
 }
 
 function matmul(a: Float32Array, w: Float32Array, m: number, k: number, n: number): Float32Array {
   const out = new Float32Array(m * n);
-  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
-    let acc = 0;
-    for (let x = 0; x < k; x++) acc += a[i * k + x]! * w[x * n + j]!;
-    out[i * n + j] = acc;
-  }
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++) {
+      let acc = 0;
+      for (let x = 0; x < k; x++) acc += a[i * k + x]! * w[x * n + j]!;
+      out[i * n + j] = acc;
+    }
   return out;
 }
 
@@ -69,7 +70,11 @@ describe('block quantization', () => {
 });
 
 describe('MatMulNBits in onnxruntime', () => {
-  for (const [bits, blockSize] of [[4, 16], [4, 32], [8, 32]] as [WeightBits, number][]) {
+  for (const [bits, blockSize] of [
+    [4, 16],
+    [4, 32],
+    [8, 32],
+  ] as [WeightBits, number][]) {
     test(`bits=${bits} block ${blockSize}: onnxruntime's kernel equals dequantize-then-matmul in fp32 (K=72 pads the last block)`, async () => {
       const [m, k, n] = [3, 72, 24];
       const w = weights(k * n, bits * 100 + blockSize);
@@ -157,11 +162,12 @@ describe('DynamicQuantizeLinear + MatMulInteger in onnxruntime', () => {
     const xq = Array.from(a, (v) => Math.min(255, Math.max(0, roundHalfEven(v / xScale) + xZero)));
     const q = quantizeColumns(w, k, n, 'k-major');
     const expected = new Float32Array(m * n);
-    for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
-      let acc = 0;
-      for (let r = 0; r < k; r++) acc += (xq[i * k + r]! - xZero) * (q.data[r * n + j]! - WEIGHT_ZERO_POINT);
-      expected[i * n + j] = Math.fround(acc * Math.fround(xScale * q.scales[j]!));
-    }
+    for (let i = 0; i < m; i++)
+      for (let j = 0; j < n; j++) {
+        let acc = 0;
+        for (let r = 0; r < k; r++) acc += (xq[i * k + r]! - xZero) * (q.data[r * n + j]! - WEIGHT_ZERO_POINT);
+        expected[i * n + j] = Math.fround(acc * Math.fround(xScale * q.scales[j]!));
+      }
     expect(maxAbsDiff(got, expected)).toBeLessThan(1e-6);
     expect(maxAbsDiff(dequantizeColumns(q, k, n), w)).toBeLessThanOrEqual(Math.max(...q.scales) / 2 + 1e-7);
   });
@@ -194,7 +200,10 @@ describe('the shared stories260K export against onnxruntime quantizer output', (
   test('its logits equal model_q4.onnx exactly and lie within the measured distance of fp32', async () => {
     const dirs = { fp32: join(work, 'hf-fp32'), ref: join(work, 'hf-ref-q4'), ours: join(work, 'hf-q4') };
     await quantizePack({ input: join(HF_EXPORT, 'model.onnx'), output: dirs.ours, dtype: 'q4', accuracyLevel: 0 });
-    for (const [dir, file] of [[dirs.fp32, 'model.onnx'], [dirs.ref, 'model_q4.onnx']] as const) {
+    for (const [dir, file] of [
+      [dirs.fp32, 'model.onnx'],
+      [dirs.ref, 'model_q4.onnx'],
+    ] as const) {
       await quantizePack({ input: join(HF_EXPORT, 'model.onnx'), output: dir, dtype: 'q4' });
       copyFileSync(join(HF_EXPORT, file), join(dir, 'model.onnx'));
     }
@@ -258,7 +267,12 @@ describe('quantized demo cloud pack', () => {
     const nbits = nodes.filter((n) => n.opType === 'MatMulNBits');
     // 5 layers × 7 projections + the tied LM head.
     expect(nbits.length).toBe(36);
-    for (const n of nbits) expect(n.attribute.filter((a) => a.name !== 'K' && a.name !== 'N').map((a) => [a.name, Number(a.i)])).toEqual([['bits', 8], ['block_size', 32], ['accuracy_level', 4]]);
+    for (const n of nbits)
+      expect(n.attribute.filter((a) => a.name !== 'K' && a.name !== 'N').map((a) => [a.name, Number(a.i)])).toEqual([
+        ['bits', 8],
+        ['block_size', 32],
+        ['accuracy_level', 4],
+      ]);
   });
 
   test('int8 keeps next-token agreement with fp32 above 96% and perplexity within 0.6%', () => {
@@ -305,7 +319,9 @@ describe('bad input', () => {
   });
 
   test('a file that is not a model is INVALID_ARGUMENT, a missing one NOT_FOUND', async () => {
-    await expect(quantizePack({ input: join(HF_EXPORT, 'config.json'), output: join(work, 'x'), dtype: 'q4' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(quantizePack({ input: join(HF_EXPORT, 'config.json'), output: join(work, 'x'), dtype: 'q4' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
     await expect(quantizePack({ input: join(work, 'missing.onnx'), output: join(work, 'y'), dtype: 'q4' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
@@ -324,7 +340,13 @@ describe('models quantize on the command line', () => {
     // 5 layers × 7 projections + the tied LM head.
     expect(r.stdout).toStartWith(`wrote ${out}: 36 MatMul(s) as q4,`);
     const node = readModel(join(out, 'model.onnx')).graph!.node.find((n) => n.opType === 'MatMulNBits')!;
-    expect(node.attribute.map((a) => [a.name, Number(a.i)])).toEqual([['K', 64], ['N', 64], ['bits', 4], ['block_size', 64], ['accuracy_level', 4]]);
+    expect(node.attribute.map((a) => [a.name, Number(a.i)])).toEqual([
+      ['K', 64],
+      ['N', 64],
+      ['bits', 4],
+      ['block_size', 64],
+      ['accuracy_level', 4],
+    ]);
   });
 
   test('int8 takes --block-size and --accuracy-level as q4 does', () => {
@@ -333,7 +355,12 @@ describe('models quantize on the command line', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toStartWith(`wrote ${out}: 36 MatMul(s) as int8,`);
     const node = readModel(join(out, 'model.onnx')).graph!.node.find((n) => n.opType === 'MatMulNBits')!;
-    expect(node.attribute.map((a) => [a.name, Number(a.i)])).toEqual([['K', 64], ['N', 64], ['bits', 8], ['block_size', 64]]);
+    expect(node.attribute.map((a) => [a.name, Number(a.i)])).toEqual([
+      ['K', 64],
+      ['N', 64],
+      ['bits', 8],
+      ['block_size', 64],
+    ]);
   });
 
   test('bad flags are usage errors with a message', () => {

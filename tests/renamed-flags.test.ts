@@ -43,14 +43,29 @@ test("the edge's --help names the old spellings", () => {
 });
 
 test('eval and bench latency: --edge-model/--cloud-model and their old names --slm/--llm give the same options', () => {
-  const fresh = parseEvalOptions(['--dataset', 'x.txt', '--edge-model', 'e', '--cloud-model', 'c', '--edge-model-file', 'e.onnx', '--cloud-model-file', 'c.onnx']);
+  const fresh = parseEvalOptions([
+    '--dataset',
+    'x.txt',
+    '--edge-model',
+    'e',
+    '--cloud-model',
+    'c',
+    '--edge-model-file',
+    'e.onnx',
+    '--cloud-model-file',
+    'c.onnx',
+  ]);
   const old = parseEvalOptions(['--dataset', 'x.txt', '--slm', 'e', '--llm', 'c', '--slm-file', 'e.onnx', '--llm-file', 'c.onnx']);
   expect(old).toEqual(fresh);
   expect(fresh).toMatchObject({ edgeModel: 'e', cloudModel: 'c', edgeModelFile: 'e.onnx', cloudModelFile: 'c.onnx' });
   expect(parseLatencyFlags(['--slm', 'e', '--llm', 'c']).options).toMatchObject({ edgeModel: 'e', cloudModel: 'c' });
   expect(parseLatencyFlags(['--edge-model', 'e', '--cloud-model', 'c']).options).toMatchObject({ edgeModel: 'e', cloudModel: 'c' });
-  expect(() => parseLatencyFlags(['--cloud', 'h:1', '--llm', 'c'])).toThrow(new UsageError('--cloud (a running shim) and --cloud-model (the in-process shim) exclude each other'));
-  expect(() => parseEvalOptions(['--dataset', 'x.txt', '--slm', 'a', '--edge-model', 'b'])).toThrow(new UsageError('--edge-model and --slm (its old name) are both given'));
+  expect(() => parseLatencyFlags(['--cloud', 'h:1', '--llm', 'c'])).toThrow(
+    new UsageError('--cloud (a running shim) and --cloud-model (the in-process shim) exclude each other'),
+  );
+  expect(() => parseEvalOptions(['--dataset', 'x.txt', '--slm', 'a', '--edge-model', 'b'])).toThrow(
+    new UsageError('--edge-model and --slm (its old name) are both given'),
+  );
   expect(EVAL_USAGE).toContain('(old name: --slm)');
 });
 

@@ -77,7 +77,11 @@ describe('docs/results.md', () => {
   test('each measurement names its command, date, CPU, cores and load, from the first line', () => {
     const dir = mkdtempSync(join(tmpdir(), 'results-data-'));
     made.push(dir);
-    const header = { command: 'bun run bench shim --json', date: '2026-11-24T01:29:07.407Z', machine: { cpu: 'Some CPU', cores: 2, load_average_start: [10.61, 4.76, 1.88], load_average_end: [9.04, 5.08, 2.03] } };
+    const header = {
+      command: 'bun run bench shim --json',
+      date: '2026-11-24T01:29:07.407Z',
+      machine: { cpu: 'Some CPU', cores: 2, load_average_start: [10.61, 4.76, 1.88], load_average_end: [9.04, 5.08, 2.03] },
+    };
     writeFileSync(join(dir, 'x.jsonl'), `${JSON.stringify(header)}\n{}\n`);
     expect(provenance(readDataFile(dir, 'x'))).toBe(
       '```sh\nbun run bench shim --json\n```\n\n' +

@@ -22,9 +22,9 @@ const AFTER_END: Refusal = { refused: 'INTERNAL', message: 'the stream has ended
 // Columns, in ROUTE_SESSION_EVENTS' order:
 //                    open             step             empty            half-close
 const TABLE: Record<RouteSessionState, (RouteSessionState | Refusal)[]> = {
-  'awaiting-open': ['open',          FIRST_MUST_OPEN, FIRST_MUST_OPEN, 'ended'],
-  open:            [OPENS_ONCE,      'open',          OPENS_ONCE,      'ended'],
-  ended:           [AFTER_END,       AFTER_END,       AFTER_END,       AFTER_END],
+  'awaiting-open': ['open', FIRST_MUST_OPEN, FIRST_MUST_OPEN, 'ended'],
+  open: [OPENS_ONCE, 'open', OPENS_ONCE, 'ended'],
+  ended: [AFTER_END, AFTER_END, AFTER_END, AFTER_END],
 };
 
 describe('the shim Route stream transition table', () => {

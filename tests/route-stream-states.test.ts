@@ -27,21 +27,21 @@ type Expected = string | Refusal;
 // Columns, in ROUTE_STREAM_EVENTS' order:
 //                  step           pipeline       open           ahead          answer         drop           settle         close          closed
 const TABLE: Record<string, Expected[]> = {
-  'no-stream/0': ['no-stream/1', BUG,           BUG,           'opening/0',   BUG,           'no-stream/0', BUG,           'draining/0',  BUG],
-  'no-stream/1': [BUSY,          BUSY,          'opening/1',   BUG,           'no-stream/1', 'no-stream/1', 'no-stream/0', 'draining/1',  BUG],
-  'no-stream/2': [BUSY,          BUSY,          BUG,           BUG,           'no-stream/2', 'no-stream/2', 'no-stream/1', 'draining/2',  BUG],
-  'opening/0':   ['opening/1',   BUG,           BUG,           BUG,           BUG,           'no-stream/0', BUG,           'draining/0',  BUG],
-  'opening/1':   [BUSY,          'opening/2',   BUG,           BUG,           'open/1',      'no-stream/1', 'opening/0',   'draining/1',  BUG],
-  'opening/2':   [BUSY,          BUSY,          BUG,           BUG,           'open/2',      'no-stream/2', 'opening/1',   'draining/2',  BUG],
-  'open/0':      ['open/1',      BUG,           BUG,           BUG,           BUG,           'no-stream/0', BUG,           'draining/0',  BUG],
-  'open/1':      [BUSY,          'open/2',      BUG,           BUG,           'open/1',      'no-stream/1', 'open/0',      'draining/1',  BUG],
-  'open/2':      [BUSY,          BUSY,          BUG,           BUG,           'open/2',      'no-stream/2', 'open/1',      'draining/2',  BUG],
-  'draining/0':  [CLOSED,        CLOSED,        CLOSED,        CLOSED,        BUG,           'draining/0',  BUG,           CLOSED,        'ended/0'],
-  'draining/1':  [CLOSED,        CLOSED,        CLOSED,        CLOSED,        'draining/1',  'draining/1',  'draining/0',  CLOSED,        'ended/1'],
-  'draining/2':  [CLOSED,        CLOSED,        CLOSED,        CLOSED,        'draining/2',  'draining/2',  'draining/1',  CLOSED,        'ended/2'],
-  'ended/0':     [CLOSED,        CLOSED,        CLOSED,        CLOSED,        BUG,           'ended/0',     BUG,           CLOSED,        BUG],
-  'ended/1':     [CLOSED,        CLOSED,        CLOSED,        CLOSED,        'ended/1',     'ended/1',     'ended/0',     CLOSED,        BUG],
-  'ended/2':     [CLOSED,        CLOSED,        CLOSED,        CLOSED,        'ended/2',     'ended/2',     'ended/1',     CLOSED,        BUG],
+  'no-stream/0': ['no-stream/1', BUG, BUG, 'opening/0', BUG, 'no-stream/0', BUG, 'draining/0', BUG],
+  'no-stream/1': [BUSY, BUSY, 'opening/1', BUG, 'no-stream/1', 'no-stream/1', 'no-stream/0', 'draining/1', BUG],
+  'no-stream/2': [BUSY, BUSY, BUG, BUG, 'no-stream/2', 'no-stream/2', 'no-stream/1', 'draining/2', BUG],
+  'opening/0': ['opening/1', BUG, BUG, BUG, BUG, 'no-stream/0', BUG, 'draining/0', BUG],
+  'opening/1': [BUSY, 'opening/2', BUG, BUG, 'open/1', 'no-stream/1', 'opening/0', 'draining/1', BUG],
+  'opening/2': [BUSY, BUSY, BUG, BUG, 'open/2', 'no-stream/2', 'opening/1', 'draining/2', BUG],
+  'open/0': ['open/1', BUG, BUG, BUG, BUG, 'no-stream/0', BUG, 'draining/0', BUG],
+  'open/1': [BUSY, 'open/2', BUG, BUG, 'open/1', 'no-stream/1', 'open/0', 'draining/1', BUG],
+  'open/2': [BUSY, BUSY, BUG, BUG, 'open/2', 'no-stream/2', 'open/1', 'draining/2', BUG],
+  'draining/0': [CLOSED, CLOSED, CLOSED, CLOSED, BUG, 'draining/0', BUG, CLOSED, 'ended/0'],
+  'draining/1': [CLOSED, CLOSED, CLOSED, CLOSED, 'draining/1', 'draining/1', 'draining/0', CLOSED, 'ended/1'],
+  'draining/2': [CLOSED, CLOSED, CLOSED, CLOSED, 'draining/2', 'draining/2', 'draining/1', CLOSED, 'ended/2'],
+  'ended/0': [CLOSED, CLOSED, CLOSED, CLOSED, BUG, 'ended/0', BUG, CLOSED, BUG],
+  'ended/1': [CLOSED, CLOSED, CLOSED, CLOSED, 'ended/1', 'ended/1', 'ended/0', CLOSED, BUG],
+  'ended/2': [CLOSED, CLOSED, CLOSED, CLOSED, 'ended/2', 'ended/2', 'ended/1', CLOSED, BUG],
 };
 
 const STATES: RouteStreamState[] = ROUTE_STREAM_PHASES.flatMap((phase) => ([0, 1, 2] as const).map((inFlight) => ({ phase, inFlight })));

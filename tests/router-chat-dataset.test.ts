@@ -144,7 +144,12 @@ describe('a chat dataset', () => {
         expect(sequences[c]!.positions).toEqual(targets.map((t) => t - 1));
         // What the positions predict is each assistant message's text and the end of its turn, nothing else.
         const replies = messages.filter((m) => m.role === 'assistant').map((m) => `${m.content}<|im_end|>`);
-        expect(tokenizer.decode(targets.map((t) => ids[t]!), { skipSpecialTokens: false })).toBe(replies.join(''));
+        expect(
+          tokenizer.decode(
+            targets.map((t) => ids[t]!),
+            { skipSpecialTokens: false },
+          ),
+        ).toBe(replies.join(''));
         expectedNext.push(...targets.map((t) => ids[t]!));
         expectedConversation.push(...targets.map(() => c));
       }
@@ -159,7 +164,9 @@ describe('a chat dataset', () => {
         template.encode(kept[2]!.slice(0, 1), tokenizer, { addGenerationPrompt: true }),
         template.encode(kept[2]!.slice(0, 3), tokenizer, { addGenerationPrompt: true }),
       ]);
-      expect(typeof prompts[1] === 'object' && prompts[1].text.endsWith('<|im_start|>user\nAnd three plus three?<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
+      expect(typeof prompts[1] === 'object' && prompts[1].text.endsWith('<|im_start|>user\nAnd three plus three?<|im_end|>\n<|im_start|>assistant\n')).toBe(
+        true,
+      );
     } finally {
       await edgeModel.release();
       await cloudModel.release();
@@ -218,13 +225,25 @@ describe('bad chat input: refused before anything is written', () => {
 
   test('a mixed file, a role the template does not take, content that is not text', async () => {
     await refused('mixed', [good[0], JSON.stringify({ text: 'a story' })].join('\n'), /mixed\.jsonl:2: not a conversation .*mixes formats/);
-    await refused('tool-role', [good[0], good[1], JSON.stringify({ messages: [user('Hi'), { role: 'tool', content: '{}' }] })].join('\n'), /tool-role\.jsonl:3: message 2 has role "tool"/);
-    await refused('parts', JSON.stringify({ messages: [user('Hi'), { role: 'assistant', content: [{ type: 'text', text: 'Hello' }] }] }), /parts\.jsonl:1: message 2's content must be a string/);
+    await refused(
+      'tool-role',
+      [good[0], good[1], JSON.stringify({ messages: [user('Hi'), { role: 'tool', content: '{}' }] })].join('\n'),
+      /tool-role\.jsonl:3: message 2 has role "tool"/,
+    );
+    await refused(
+      'parts',
+      JSON.stringify({ messages: [user('Hi'), { role: 'assistant', content: [{ type: 'text', text: 'Hello' }] }] }),
+      /parts\.jsonl:1: message 2's content must be a string/,
+    );
     await refused('empty-messages', JSON.stringify({ messages: [] }), /empty-messages\.jsonl:1: "messages" must be a non-empty array/);
   });
 
   test('no conversation with an assistant turn', async () => {
-    await refused('no-assistant', jsonl([[user('Hello?')], [{ role: 'system', content: 'Be kind.' }, user('Anyone?')]]), 'no conversation has an assistant turn');
+    await refused(
+      'no-assistant',
+      jsonl([[user('Hello?')], [{ role: 'system', content: 'Be kind.' }, user('Anyone?')]]),
+      'no conversation has an assistant turn',
+    );
   });
 
   test('a pack without a chat template, for training and for evaluation', async () => {

@@ -35,9 +35,17 @@ beforeAll(async () => {
 describe('router train with bad input: one-line error, nothing written', () => {
   const text = () => DEMO.tinyStories;
   const cases: [string, () => string[], RegExp][] = [
-    ['missing edge pack', () => ['--edge-model', join(work, 'absent'), '--cloud-model', DEMO.cloudPack, '--text', text()], /absent: not a model pack \(no model\.onnx\)/],
+    [
+      'missing edge pack',
+      () => ['--edge-model', join(work, 'absent'), '--cloud-model', DEMO.cloudPack, '--text', text()],
+      /absent: not a model pack \(no model\.onnx\)/,
+    ],
     ['missing cloud pack', () => ['--edge-model', DEMO.edgePack, '--cloud-model', join(work, 'nowhere'), '--text', text()], /nowhere: not a model pack/],
-    ['missing text file', () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', join(work, 'absent.txt')], /absent\.txt: cannot read text file/],
+    [
+      'missing text file',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', join(work, 'absent.txt')],
+      /absent\.txt: cannot read text file/,
+    ],
     [
       'empty text file',
       () => {
@@ -78,14 +86,27 @@ describe('router train with bad input: one-line error, nothing written', () => {
       },
       /hidden_states has 64 values per position, config\.json says hidden_size 128/,
     ],
-    ['train fraction out of range', () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--train-fraction', '1.5'], /--train-fraction must be in \(0, 1\), got 1\.5/],
-    ['zero hidden units', () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--hidden-units', '0'], /--hidden-units must be an integer in \[1, 65536\], got 0/],
+    [
+      'train fraction out of range',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--train-fraction', '1.5'],
+      /--train-fraction must be in \(0, 1\), got 1\.5/,
+    ],
+    [
+      'zero hidden units',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--hidden-units', '0'],
+      /--hidden-units must be an integer in \[1, 65536\], got 0/,
+    ],
   ];
   for (const [name, args, message] of cases) {
     test(name, () => {
       const r = router('train', ...args(), '--out', out);
       // Progress lines (stderr is a pipe) may come first; the error is one line.
-      expect(r.stderr.trim().split('\n').filter((l) => !PROGRESS_LINE.test(l))).toHaveLength(1);
+      expect(
+        r.stderr
+          .trim()
+          .split('\n')
+          .filter((l) => !PROGRESS_LINE.test(l)),
+      ).toHaveLength(1);
       expect(r.stderr).toMatch(message);
       expect(r.code).toBe(1);
       expect(r.stdout).toBe('');
@@ -114,7 +135,10 @@ test('router train: --labels, --rollout-labels, --features and --rounds are chec
   const cases: [string[], RegExp][] = [
     [['--labels', 'oracle'], /--labels must be one of divergence, citer, gain, cloud-gain, mixed-gain, got "oracle"/],
     [['--rollout-labels', 'citer'], /--rollout-labels must be one of divergence, cloud-gain, got "citer"/],
-    [['--features', 'logit_stats'], /--features must be a comma-separated list of hidden, previous_hidden, logit_stats, repetition, position, token including hidden, got "logit_stats"/],
+    [
+      ['--features', 'logit_stats'],
+      /--features must be a comma-separated list of hidden, previous_hidden, logit_stats, repetition, position, token including hidden, got "logit_stats"/,
+    ],
     [['--rounds', '11'], /--rounds must be in \[0, 10\], got 11/],
     [['--rollout-tokens', '0'], /--rollout-tokens must be in \[1, 4096\], got 0/],
   ];
@@ -128,9 +152,37 @@ test('router train: --labels, --rollout-labels, --features and --rounds are chec
 
 test('router train --labels citer --rounds 0 is the first trainer: CITER labels, teacher forcing only', () => {
   const text = join(work, 'citer.txt');
-  writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 30).join('\n\n'));
+  writeFileSync(
+    text,
+    readFileSync(DEMO.tinyStories, 'utf8')
+      .split(/\n\s*\n/)
+      .slice(0, 30)
+      .join('\n\n'),
+  );
   const dir = join(work, 'citer-router');
-  const r = router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', dir, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden', '--report-documents', '0');
+  const r = router(
+    'train',
+    '--edge-model',
+    DEMO.edgePack,
+    '--cloud-model',
+    DEMO.cloudPack,
+    '--text',
+    text,
+    '--out',
+    dir,
+    '--epochs',
+    '2',
+    '--hidden-units',
+    '4',
+    '--labels',
+    'citer',
+    '--rounds',
+    '0',
+    '--features',
+    'hidden',
+    '--report-documents',
+    '0',
+  );
   expect(r.code).toBe(0);
   const meta = JSON.parse(readFileSync(join(dir, 'router.json'), 'utf8'));
   expect(meta.features).toEqual(['hidden']);
@@ -141,11 +193,40 @@ test('router train --labels citer --rounds 0 is the first trainer: CITER labels,
 
 test('router train on a short text writes a loadable pack; router eval reads it back', () => {
   const text = join(work, 'short.txt');
-  writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 40).join('\n\n'));
+  writeFileSync(
+    text,
+    readFileSync(DEMO.tinyStories, 'utf8')
+      .split(/\n\s*\n/)
+      .slice(0, 40)
+      .join('\n\n'),
+  );
   const small = join(work, 'small-router');
   const r = router(
-    'train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', small, '--epochs', '2', '--hidden-units', '8', '--seed', '3',
-    '--rounds', '1', '--rollout-prompts', '4', '--rollout-tokens', '8', '--features', 'hidden,repetition', '--report-documents', '0',
+    'train',
+    '--edge-model',
+    DEMO.edgePack,
+    '--cloud-model',
+    DEMO.cloudPack,
+    '--text',
+    text,
+    '--out',
+    small,
+    '--epochs',
+    '2',
+    '--hidden-units',
+    '8',
+    '--seed',
+    '3',
+    '--rounds',
+    '1',
+    '--rollout-prompts',
+    '4',
+    '--rollout-tokens',
+    '8',
+    '--features',
+    'hidden,repetition',
+    '--report-documents',
+    '0',
   );
   // No bar when stderr is not a terminal: plain progress lines, one as each phase starts.
   const lines = r.stderr.trim().split('\n');
@@ -156,7 +237,16 @@ test('router train on a short text writes a loadable pack; router eval reads it 
   expect(r.stdout).toMatch(/round 1: \d+ records; validation AUC \d\.\d{4} accuracy@0\.5 \d\.\d{4}, on-policy AUC .*; rollouts: 8 trajectories/);
   const meta = JSON.parse(readFileSync(join(small, 'router.json'), 'utf8'));
   expect(meta.features).toEqual(['hidden', 'repetition']);
-  expect(meta.training).toMatchObject({ seed: 3, hidden_units: 8, train_fraction: 0.8, max_epochs: 2, label_rule: 'mixed-gain', on_policy_label_rule: 'divergence', rollout_prompts: 4, rollout_tokens: 8 });
+  expect(meta.training).toMatchObject({
+    seed: 3,
+    hidden_units: 8,
+    train_fraction: 0.8,
+    max_epochs: 2,
+    label_rule: 'mixed-gain',
+    on_policy_label_rule: 'divergence',
+    rollout_prompts: 4,
+    rollout_tokens: 8,
+  });
   // A soft rule's default threshold is measured on the validation scores (softRuleThreshold), in thousandths.
   expect(meta.default_threshold).toBeGreaterThan(0);
   expect(meta.default_threshold).toBeLessThan(1);

@@ -116,7 +116,7 @@ describe('a router reading the previous hidden state, the position and the token
     }
   });
 
-  test("a pack whose router.json reads the previous hidden state but whose router.onnx does not is refused; so are rows without it", async () => {
+  test('a pack whose router.json reads the previous hidden state but whose router.onnx does not is refused; so are rows without it', async () => {
     const h = forced.hiddenSize;
     const out = join(work, 'no-previous-router');
     await writeRouterPack(out, { weights: initialWeights(h, 4, 0), meta: { hidden_size: h, slm: 'x', default_threshold: 0.5 }, source: {} });

@@ -24,8 +24,35 @@ const trained = join(work, 'router-distilled');
 beforeAll(async () => {
   await ensureDemoPacks();
   const text = join(work, 'text.txt');
-  writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 30).join('\n\n'));
-  const args = ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', trained, '--epochs', '2', '--hidden-units', '4', '--labels', 'citer', '--rounds', '0', '--features', 'hidden', '--report-documents', '0'];
+  writeFileSync(
+    text,
+    readFileSync(DEMO.tinyStories, 'utf8')
+      .split(/\n\s*\n/)
+      .slice(0, 30)
+      .join('\n\n'),
+  );
+  const args = [
+    '--edge-model',
+    DEMO.edgePack,
+    '--cloud-model',
+    DEMO.cloudPack,
+    '--text',
+    text,
+    '--out',
+    trained,
+    '--epochs',
+    '2',
+    '--hidden-units',
+    '4',
+    '--labels',
+    'citer',
+    '--rounds',
+    '0',
+    '--features',
+    'hidden',
+    '--report-documents',
+    '0',
+  ];
   const r = Bun.spawnSync(['bun', 'src/tools/router/cli.ts', 'train', ...args], { cwd: PROJECT_ROOT, stdout: 'pipe', stderr: 'pipe' });
   if (r.exitCode !== 0) throw new Error(`router train failed: ${r.stderr.toString()}`);
 }, 120_000);
@@ -69,7 +96,9 @@ describe('router.json names the edge model it was trained on', () => {
     // `slm` names the demo edge pack, which is there: compared by identity, so a renamed copy of it fits too.
     const named = editedRouter('old-named-present', withoutField(DEMO.edgePack));
     await (await loadEdgeEngine({ edgeModel: DEMO.edgePack, router: named })).release();
-    await expect(loadEdgeEngine({ edgeModel: TRUNCATED_DEMO.edgePack, router: named })).rejects.toThrow(`was trained for edge model ${DEMO.edgePack} (hidden size 64, 1 layer`);
+    await expect(loadEdgeEngine({ edgeModel: TRUNCATED_DEMO.edgePack, router: named })).rejects.toThrow(
+      `was trained for edge model ${DEMO.edgePack} (hidden size 64, 1 layer`,
+    );
     // `slm` names a folder that is not there: only its name can say, and it must be the edge model's.
     const gone = editedRouter('old-named-gone', withoutField('../elsewhere/stories260k-distilled-1l'));
     await (await loadEdgeEngine({ edgeModel: DEMO.edgePack, router: gone })).release();
@@ -101,7 +130,10 @@ test('models prepare, then the command it prints: it runs; the same pack with th
   expect(refusal.text()).toContain('start with --router builtin');
 
   // The printed command (bun run edge -- ARGS), on a free port.
-  const args = printed!.trim().replace(/^bun run edge -- /, '').split(' ');
+  const args = printed!
+    .trim()
+    .replace(/^bun run edge -- /, '')
+    .split(' ');
   const edge = Bun.spawn(['bun', 'src/edge/main.ts', ...args, ...flags, '--log-level', 'info'], { cwd: PROJECT_ROOT, stdout: 'ignore', stderr: 'pipe' });
   const stderr = collectOutput(edge.stderr);
   try {

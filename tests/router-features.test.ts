@@ -103,7 +103,9 @@ describe('divergence labels', () => {
     expect(divergenceLabel(0.2, 0.6)).toBe(0);
     expect(divergenceLabel(0.3, 0.6)).toBe(1); // exactly half: a near tie stays on the edge
     expect(divergenceLabel(0.6, 0.6)).toBe(1); // the same token
-    expect([...divergenceLabels({ count: 3, cloudProbOfEdgeTop1: Float32Array.of(0.1, 0.5, 0.4), cloudTopProb: Float32Array.of(0.5, 0.5, 0.9) })]).toEqual([0, 1, 0]);
+    expect([...divergenceLabels({ count: 3, cloudProbOfEdgeTop1: Float32Array.of(0.1, 0.5, 0.4), cloudTopProb: Float32Array.of(0.5, 0.5, 0.9) })]).toEqual([
+      0, 1, 0,
+    ]);
   });
 });
 
@@ -123,7 +125,13 @@ describe('loops in generated text', () => {
   test('figures pooled over outputs, with the common prefix against a reference', () => {
     expect(commonPrefix([1, 2, 3], [1, 2, 4])).toBe(2);
     const stuck = Array.from({ length: 16 }, () => 3);
-    const f = freeRunningFigures([[1, 2, 3, 4, 1, 2, 3, 4], stuck], [[1, 2, 9], [3, 3]]);
+    const f = freeRunningFigures(
+      [[1, 2, 3, 4, 1, 2, 3, 4], stuck],
+      [
+        [1, 2, 9],
+        [3, 3],
+      ],
+    );
     expect(f).toEqual({ rep4: (1 + 12) / (5 + 13), stuck: 1, outputs: 2, lcp: 2 });
   });
 });

@@ -27,11 +27,44 @@ function router(...args: string[]) {
 
 beforeAll(async () => {
   await ensureDemoPacks();
-  writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 40).join('\n\n'));
+  writeFileSync(
+    text,
+    readFileSync(DEMO.tinyStories, 'utf8')
+      .split(/\n\s*\n/)
+      .slice(0, 40)
+      .join('\n\n'),
+  );
   run = router(
-    'train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', weak,
-    '--epochs', '1', '--hidden-units', '1', '--members', '1', '--learning-rate', '0.000001', '--rounds', '0', '--features', 'hidden', '--labels', 'citer',
-    '--report-documents', '8', '--report-prompts', '3', '--report-tokens', '8', '--json',
+    'train',
+    '--edge-model',
+    DEMO.edgePack,
+    '--cloud-model',
+    DEMO.cloudPack,
+    '--text',
+    text,
+    '--out',
+    weak,
+    '--epochs',
+    '1',
+    '--hidden-units',
+    '1',
+    '--members',
+    '1',
+    '--learning-rate',
+    '0.000001',
+    '--rounds',
+    '0',
+    '--features',
+    'hidden',
+    '--labels',
+    'citer',
+    '--report-documents',
+    '8',
+    '--report-prompts',
+    '3',
+    '--report-tokens',
+    '8',
+    '--json',
   );
 }, 180_000);
 
@@ -73,7 +106,9 @@ test('router.json stores the report, and --json ends the output with it', () => 
 test('a router that does not beat top-1 says so plainly and names --router builtin', () => {
   const report = JSON.parse(readFileSync(join(weak, 'router.json'), 'utf8')).training.held_out_report as HeldOutReport;
   expect(report.beats_top1).toBe(false);
-  expect(report.verdict).toMatch(/^The trained router does NOT beat the built-in top-1 router on 8 held-out paragraphs: .+\. Serve the built-in one with `--router builtin`/);
+  expect(report.verdict).toMatch(
+    /^The trained router does NOT beat the built-in top-1 router on 8 held-out paragraphs: .+\. Serve the built-in one with `--router builtin`/,
+  );
   expect(run.stdout).toContain(report.verdict);
 });
 
@@ -84,16 +119,23 @@ test('the verdict: beats top-1 only where it does at every share under both, and
     documents: 5,
     teacher_forced: [0.1, 0.3].map((share) => ({ share, router: 0.5, top1: 0.4, entropy: 0.3, random: 0.1, oracle: 0.9 })),
     free_running: {
-      prompts: 2, max_new_tokens: 8, small_only: free(3, 0.2), llm_only: free(2, 0.1),
+      prompts: 2,
+      max_new_tokens: 8,
+      small_only: free(3, 0.2),
+      llm_only: free(2, 0.1),
       at_share: [0.1, 0.3].map((share) => ({ share, router: free(2.5, 0.1), top1: free(2.6, 0.1), entropy: free(2.7, 0.1), random: free(2.8, 0.12) })),
     },
   };
   expect(judged(base)).toEqual({
     beats_top1: true,
     repeats_more_than_random_at: [],
-    verdict: 'The trained router beats the built-in top-1 router on 5 held-out conversations, under teacher forcing and free-running, at every share from 10% to 30%.',
+    verdict:
+      'The trained router beats the built-in top-1 router on 5 held-out conversations, under teacher forcing and free-running, at every share from 10% to 30%.',
   });
-  const worse = { ...base, free_running: { ...base.free_running, at_share: [{ ...base.free_running.at_share[0]!, router: free(2.9, 0.2) }, base.free_running.at_share[1]!] } };
+  const worse = {
+    ...base,
+    free_running: { ...base.free_running, at_share: [{ ...base.free_running.at_share[0]!, router: free(2.9, 0.2) }, base.free_running.at_share[1]!] },
+  };
   expect(judged(worse)).toEqual({
     beats_top1: false,
     repeats_more_than_random_at: [0.1],
@@ -103,9 +145,17 @@ test('the verdict: beats top-1 only where it does at every share under both, and
       "Its free-running output repeats itself more than random routing's (rep4) at 10% routed.",
   });
   // More routing alone lowers perplexity: top-1's runs at 30% instead of 20% are no comparison, and no win.
-  const unmatched = { ...base, free_running: { ...base.free_running, at_share: [base.free_running.at_share[0]!, { ...base.free_running.at_share[1]!, top1: { ...free(2.6, 0.1), routed_share: 0.3 } }] } };
+  const unmatched = {
+    ...base,
+    free_running: {
+      ...base.free_running,
+      at_share: [base.free_running.at_share[0]!, { ...base.free_running.at_share[1]!, top1: { ...free(2.6, 0.1), routed_share: 0.3 } }],
+    },
+  };
   expect(judged(unmatched).beats_top1).toBe(false);
-  expect(judged(unmatched).verdict).toContain("free-running at 30% the routed shares did not match (the router's runs 20%, top-1's 30%), so it is not shown to win there");
+  expect(judged(unmatched).verdict).toContain(
+    "free-running at 30% the routed shares did not match (the router's runs 20%, top-1's 30%), so it is not shown to win there",
+  );
 });
 
 test("the page's about box shows the router, its report and the verdict", async () => {
@@ -115,7 +165,9 @@ test("the page's about box shows the router, its report and the verdict", async 
     const box = html.slice(html.indexOf('<details class="router-about"'), html.indexOf('</details>', html.indexOf('router-about')));
     expect(box).toContain('<summary>About this router</summary>');
     expect(box).toContain('The trained router weak-router, default τ 0.5.');
-    expect(box).toContain('<p class="about-verdict about-loses" data-testid="router-verdict">The trained router does NOT beat the built-in top-1 router on 8 held-out paragraphs');
+    expect(box).toContain(
+      '<p class="about-verdict about-loses" data-testid="router-verdict">The trained router does NOT beat the built-in top-1 router on 8 held-out paragraphs',
+    );
     expect(box).toContain('Teacher forcing on 8 held-out paragraphs');
     expect(box).toContain('Free running from 3 held-out prompts (8 tokens)');
     expect(box.match(/<th scope="row">(10|20|30)%<\/th>/g)).toHaveLength(6);
@@ -126,7 +178,19 @@ test("the page's about box shows the router, its report and the verdict", async 
 
 test('--report-text naming a missing file fails before training, nothing written', () => {
   const out = join(work, 'never');
-  const r = router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', out, '--report-text', join(work, 'absent.jsonl'));
+  const r = router(
+    'train',
+    '--edge-model',
+    DEMO.edgePack,
+    '--cloud-model',
+    DEMO.cloudPack,
+    '--text',
+    text,
+    '--out',
+    out,
+    '--report-text',
+    join(work, 'absent.jsonl'),
+  );
   expect(r.code).not.toBe(0);
   expect(r.stderr).toMatch(/absent\.jsonl: cannot read text file/);
   expect(existsSync(out)).toBe(false);

@@ -104,7 +104,11 @@ describe('logit statistics of a 151,936-entry row', () => {
     const weights = initialWeights(hiddenSize + 8, 8, 3);
     // Output weights that make the score depend visibly on the logit statistics (the random init may not).
     weights.b2 = 0.1;
-    await writeRouterPack(join(work, 'router'), { weights, meta: { hidden_size: hiddenSize, slm: '.', default_threshold: 0.5, features: [...features] }, source: {} });
+    await writeRouterPack(join(work, 'router'), {
+      weights,
+      meta: { hidden_size: hiddenSize, slm: '.', default_threshold: 0.5, features: [...features] },
+      source: {},
+    });
     const router = await OnnxRouter.load(join(work, 'router'));
     const reference = new MlpRouter(weights, features);
     const random = seededRandom(5);

@@ -111,7 +111,11 @@ describe('ensembles', () => {
       expect(Math.abs(scores[i]! - sigmoid(mean))).toBeLessThan(1e-6);
     }
     // Members differ (different seeds), so the mean is not any one of them.
-    expect(Math.abs(logitOf(members[0]!, probe.features.slice(0, HIDDEN), probe.proposed[0]!) - logitOf(members[1]!, probe.features.slice(0, HIDDEN), probe.proposed[0]!))).toBeGreaterThan(1e-4);
+    expect(
+      Math.abs(
+        logitOf(members[0]!, probe.features.slice(0, HIDDEN), probe.proposed[0]!) - logitOf(members[1]!, probe.features.slice(0, HIDDEN), probe.proposed[0]!),
+      ),
+    ).toBeGreaterThan(1e-4);
 
     const out = join(work, 'ensemble-router');
     await writeRouterPack(out, { weights: merged, meta: { hidden_size: HIDDEN, slm: 'x', default_threshold: 0.5, features: ['hidden', 'token'] }, source: {} });

@@ -149,7 +149,9 @@ describe('the demo router (stories260k-distilled-1l → stories260k, first 80% o
     // at τ 0.7 one machine kind measured 22.0% and another 21.4%, and retraining from hidden states perturbed
     // by 1e-6 (PERTURB_HIDDEN_STATES) moved the share at 0.8 from 35.8% by at most 0.2 points. ±2 points is
     // three times the largest difference seen, and still tells a moved default τ (0.75: 27.7%, 0.85: 45.3%).
-    console.log(`default τ ${meta.default_threshold}: ${(100 * share).toFixed(2)}% of ${heldOut.count} held-out positions routed${perturbation ? ' (router trained under PERTURB_HIDDEN_STATES)' : ''}`);
+    console.log(
+      `default τ ${meta.default_threshold}: ${(100 * share).toFixed(2)}% of ${heldOut.count} held-out positions routed${perturbation ? ' (router trained under PERTURB_HIDDEN_STATES)' : ''}`,
+    );
     expect(Math.abs(share - 0.358)).toBeLessThan(0.02);
   });
 

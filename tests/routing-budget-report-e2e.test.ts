@@ -46,12 +46,20 @@ function expectReport(report: Record<string, unknown>, policy: string, budgets: 
 
 async function lastSseData(res: Response): Promise<Record<string, unknown>> {
   const blocks = (await res.text()).split('\n\n').filter((block) => block.trim());
-  const data = blocks.at(-1)!.split('\n').find((line) => line.startsWith('data:'))!.slice(5);
+  const data = blocks
+    .at(-1)!
+    .split('\n')
+    .find((line) => line.startsWith('data:'))!
+    .slice(5);
   return JSON.parse(data) as Record<string, unknown>;
 }
 
 async function jsonBudget(body: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const res = await app.request('/api/generate', { method: 'POST', body: JSON.stringify({ prompt: PROMPT, max_new_tokens: 16, ...body }), headers: { 'content-type': 'application/json' } });
+  const res = await app.request('/api/generate', {
+    method: 'POST',
+    body: JSON.stringify({ prompt: PROMPT, max_new_tokens: 16, ...body }),
+    headers: { 'content-type': 'application/json' },
+  });
   expect(res.status).toBe(200);
   const done = await lastSseData(res);
   expect(done.type).toBe('done');
@@ -103,13 +111,28 @@ describe('gRPC Generate done message', () => {
 
   test('carries the report: share with route_share, the budget exact (a double)', async () => {
     const budget = (await done({ prompt: PROMPT, maxNewTokens: 16, routeShare: 0.2 })).metrics!.budget!;
-    expectReport({ policy: budget.policy, share: budget.share, cut: budget.cut, realized_share: budget.realizedShare, decided: budget.decided, routed_positions: budget.routedPositions }, 'share', { share: 0.2 });
+    expectReport(
+      {
+        policy: budget.policy,
+        share: budget.share,
+        cut: budget.cut,
+        realized_share: budget.realizedShare,
+        decided: budget.decided,
+        routed_positions: budget.routedPositions,
+      },
+      'share',
+      { share: 0.2 },
+    );
   });
 });
 
 describe('OpenAI usage.routing', () => {
   const post = (path: string, body: Record<string, unknown>) =>
-    app.request(`/v1/${path}`, { method: 'POST', body: JSON.stringify({ model: MODEL, max_tokens: 12, temperature: 0, ...body }), headers: { 'content-type': 'application/json' } });
+    app.request(`/v1/${path}`, {
+      method: 'POST',
+      body: JSON.stringify({ model: MODEL, max_tokens: 12, temperature: 0, ...body }),
+      headers: { 'content-type': 'application/json' },
+    });
 
   test('a completion with route_share reports policy share and its share', async () => {
     const res = await post('completions', { prompt: PROMPT, route_share: 0.2 });
@@ -121,14 +144,24 @@ describe('OpenAI usage.routing', () => {
   test('a stream with include_usage reports it in its last chunk; routing_threshold alone is threshold', async () => {
     const res = await post('completions', { prompt: PROMPT, routing_threshold: 0.6, stream: true, stream_options: { include_usage: true } });
     expect(res.status).toBe(200);
-    const chunks = (await res.text()).split('\n\n').filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)) as { usage: { routing: Record<string, unknown> } | null });
+    const chunks = (await res.text())
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: {'))
+      .map((b) => JSON.parse(b.slice(6)) as { usage: { routing: Record<string, unknown> } | null });
     expectReport(chunks.at(-1)!.usage!.routing, 'threshold', { threshold: 0.6, cut: 0.6 });
   });
 });
 
 describe('the page and Prometheus', () => {
   test("the metrics panel names the policy and the budget's use", async () => {
-    const form = new URLSearchParams({ prompt: PROMPT, threshold: '0.5', max_new_tokens: '12', route_share: '0.2', route_tokens_per_minute: '', route_wait_ms: '' });
+    const form = new URLSearchParams({
+      prompt: PROMPT,
+      threshold: '0.5',
+      max_new_tokens: '12',
+      route_share: '0.2',
+      route_tokens_per_minute: '',
+      route_wait_ms: '',
+    });
     const panel = await (await app.request('/runs', { method: 'POST', body: form, headers: { 'content-type': 'application/x-www-form-urlencoded' } })).text();
     const id = panel.match(/\/runs\/([0-9a-f-]+)\/events/)![1]!;
     const events = await (await app.request(`/runs/${id}/events`)).text();
@@ -136,7 +169,7 @@ describe('the page and Prometheus', () => {
     expect(events).toMatch(/<dd data-metric="budget">routed \d+\.\d% of positions \(\d+ \/ \d+\), target 20\.0%<\/dd>/);
   });
 
-  test("the generations above are counted by policy", async () => {
+  test('the generations above are counted by policy', async () => {
     const text = await (await app.request('/metrics')).text();
     expect(text).toMatch(/^edge_routing_generations_total\{policy="threshold"\} [1-9]\d*$/m);
     expect(text).toMatch(/^edge_routing_generations_total\{policy="share"\} [1-9]\d*$/m);

@@ -99,9 +99,12 @@ test('/api/info names the default budgets as the request fields do', async () =>
 });
 
 test("the started edge's --route-* settings become its requests' defaults", async () => {
-  const config = parseEdgeConfig(['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--log-level', 'error', '--route-share', '0.15'], {
-    EDGE_ROUTE_TOKENS_PER_MINUTE: '600',
-  });
+  const config = parseEdgeConfig(
+    ['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--log-level', 'error', '--route-share', '0.15'],
+    {
+      EDGE_ROUTE_TOKENS_PER_MINUTE: '600',
+    },
+  );
   const running = await startEdge(config);
   try {
     const info = (await (await fetch(new URL('/api/info', running.url))).json()) as Record<string, unknown>;
@@ -132,12 +135,15 @@ describe('the page', () => {
       return panel.match(/<h2>(.*?)<\/h2>/s)![1];
     };
     expect(await title({ threshold: '0.7' })).toBe('joint<small class="legend"> τ=0.70</small>');
-    expect(await title({ threshold: '0.7', route_share: '0.2', route_tokens_per_minute: '', route_wait_ms: '300' })).toBe('joint<small class="legend"> share 0.2, wait ≤ 300 ms</small>');
+    expect(await title({ threshold: '0.7', route_share: '0.2', route_tokens_per_minute: '', route_wait_ms: '300' })).toBe(
+      'joint<small class="legend"> share 0.2, wait ≤ 300 ms</small>',
+    );
     expect(await title({ route_tokens_per_minute: '600' })).toBe('joint<small class="legend"> 600 cloud tokens/min</small>');
   });
 
-  test("the metrics panel shows the policy, the effective cut, each budget and its use", async () => {
-    const render = async (budget: RoutingBudgetReport, mode: 'joint' | 'small_only' = 'joint') => String(await MetricsPanel({ metrics: metricsWith(budget), mode }).toString());
+  test('the metrics panel shows the policy, the effective cut, each budget and its use', async () => {
+    const render = async (budget: RoutingBudgetReport, mode: 'joint' | 'small_only' = 'joint') =>
+      String(await MetricsPanel({ metrics: metricsWith(budget), mode }).toString());
     const shareAndWait = await render(SHARE_AND_WAIT);
     expect(shareAndWait).toContain('<dd data-metric="policy">share+wait: cut 0.438 (mean 0.406)</dd>');
     expect(shareAndWait).toContain(
@@ -188,7 +194,17 @@ describe('OpenAI usage', () => {
         tokens_last_minute: 1234,
         overloaded: 0,
       },
-      cloud: { tokens_sent: 0, bytes_sent: 0, hidden_state_bytes: 0, steps: 0, streams: 0, placeholders: 0, withheld_steps: 0, gate_blocked_steps: 0, pseudonym_ms: 0 },
+      cloud: {
+        tokens_sent: 0,
+        bytes_sent: 0,
+        hidden_state_bytes: 0,
+        steps: 0,
+        streams: 0,
+        placeholders: 0,
+        withheld_steps: 0,
+        gate_blocked_steps: 0,
+        pseudonym_ms: 0,
+      },
     });
   });
 });

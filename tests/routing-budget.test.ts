@@ -109,7 +109,11 @@ describe('ShareCut', () => {
       return d.routed;
     });
     expect(decided).toEqual([false, false, false, false]); // the surest positions never route for want of scores
-    const seeded = new ShareCut(0.1, {}, Array.from({ length: 300 }, (_, i) => (i % 100) / 100)); // the last 200 kept
+    const seeded = new ShareCut(
+      0.1,
+      {},
+      Array.from({ length: 300 }, (_, i) => (i % 100) / 100),
+    ); // the last 200 kept
     expect(seeded.cut()).toBe(0.1); // ⌊0.1 · 200⌋ = the 20th smallest of 0.00..0.99 twice
     expect(seeded.decide(0.05).routed).toBe(true);
     expect(seeded.decide(0.5).routed).toBe(false);
@@ -235,7 +239,16 @@ describe('RoutingCut', () => {
     for (const s of [0, 0.39999, 0.4, 0.41, 1]) expect(cut.decide(s)).toEqual({ routed: s < 0.4, cut: 0.4 });
     cut.record(0.1, true);
     cut.record(0.9, false);
-    expect(cut.report()).toEqual({ policy: 'threshold', threshold: 0.4, cut: 0.4, meanCut: 0.4, decided: 2, routedPositions: 1, realizedShare: 0.5, overloaded: 0 });
+    expect(cut.report()).toEqual({
+      policy: 'threshold',
+      threshold: 0.4,
+      cut: 0.4,
+      meanCut: 0.4,
+      decided: 2,
+      routedPositions: 1,
+      realizedShare: 0.5,
+      overloaded: 0,
+    });
   });
 
   test('policy names join the budgets given', () => {

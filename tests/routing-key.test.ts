@@ -67,7 +67,9 @@ describe('routing key checks', () => {
       new AppError('INVALID_ARGUMENT', 'routing_key must be printable ASCII (a header value); character 1 is U+0009'),
     );
     // A request id that would be fine as an id but not as a header is refused only when it serves as the key.
-    expect(() => sessionRoutingKey({ requestId: 'ré', routingKey: '' })).toThrow('request_id (the routing key when routing_key is empty) must be printable ASCII');
+    expect(() => sessionRoutingKey({ requestId: 'ré', routingKey: '' })).toThrow(
+      'request_id (the routing key when routing_key is empty) must be printable ASCII',
+    );
     expect(sessionRoutingKey({ requestId: 'ré', routingKey: 'chat-42' })).toBe('chat-42');
   });
 });
@@ -201,7 +203,8 @@ describe('edge APIs → shim → SGLang', () => {
     await fake.stop();
   });
 
-  const post = (path: string, body: unknown) => app.request(path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const post = (path: string, body: unknown) =>
+    app.request(path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
   /** The keys of the requests the fake received while `fn` ran. */
   async function keysDuring(fn: () => Promise<void>): Promise<{ header: (string | null)[]; body: unknown[] }> {
@@ -257,7 +260,10 @@ describe('edge APIs → shim → SGLang', () => {
     const client = new EdgeGeneratorClient(`127.0.0.1:${await server.start()}`, grpc.credentials.createInsecure());
     try {
       const seen = await keysDuring(async () => {
-        const call = client.Generate({ prompt: 'Once upon a time', mode: 'llm_only', maxNewTokens: 2, conversation: 'lan-app:7' }, { deadline: Date.now() + 30_000 });
+        const call = client.Generate(
+          { prompt: 'Once upon a time', mode: 'llm_only', maxNewTokens: 2, conversation: 'lan-app:7' },
+          { deadline: Date.now() + 30_000 },
+        );
         const events: GenerateEvent__Output[] = [];
         for await (const event of call) events.push(event as GenerateEvent__Output);
         expect(events.map((e) => e.event)).toEqual(['token', 'token', 'done']);

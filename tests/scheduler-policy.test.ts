@@ -4,7 +4,14 @@
  * cut. No model: sequences are plain objects with a length, known by identity.
  */
 import { describe, expect, test } from 'bun:test';
-import { decideNextPass, inKeptRows, joinsDecodePass, type QueuedSequence, type SchedulerQueue, type SchedulerSettings } from '../src/shared/model/scheduler/decode-policy.ts';
+import {
+  decideNextPass,
+  inKeptRows,
+  joinsDecodePass,
+  type QueuedSequence,
+  type SchedulerQueue,
+  type SchedulerSettings,
+} from '../src/shared/model/scheduler/decode-policy.ts';
 
 interface Step {
   sequence: QueuedSequence;

@@ -21,7 +21,14 @@ test('a session that resends its growing context finds all but its new tokens ca
   const cached: number[] = [];
   for (let step = 0; step < 3; step++) {
     const started = performance.now();
-    const { status, json } = await generate({ input_ids: context, sampling_params: { max_new_tokens: 1, temperature: 0 }, return_logprob: true, rid: `r${step}`, routing_key: 'gen-1', stream: false });
+    const { status, json } = await generate({
+      input_ids: context,
+      sampling_params: { max_new_tokens: 1, temperature: 0 },
+      return_logprob: true,
+      rid: `r${step}`,
+      routing_key: 'gen-1',
+      stream: false,
+    });
     expect(status).toBe(200);
     // One decode step of 5 ms at least (the timer may fire late, never early).
     expect(performance.now() - started).toBeGreaterThanOrEqual(4.5);
@@ -43,7 +50,13 @@ test('streaming: cumulative chunks, one per token, then [DONE]; a stop id ends t
   const input = [1, 7, 8];
   const first = nextFakeId(input, 512);
   const second = nextFakeId([...input, first], 512);
-  const { status, text } = await generate({ input_ids: input, sampling_params: { max_new_tokens: 3, stop_token_ids: [second] }, return_logprob: true, top_logprobs_num: 2, stream: true });
+  const { status, text } = await generate({
+    input_ids: input,
+    sampling_params: { max_new_tokens: 3, stop_token_ids: [second] },
+    return_logprob: true,
+    top_logprobs_num: 2,
+    stream: true,
+  });
   expect(status).toBe(200);
   const events = text.trim().split('\n\n');
   expect(events.at(-1)).toBe('data: [DONE]');
@@ -134,7 +147,10 @@ test('with slots 1, concurrent requests are served one after another, each waiti
   try {
     const sent = performance.now();
     const requests = [0, 1, 2].map(async (i) => {
-      const response = await fetch(`${limited.url}/generate`, { method: 'POST', body: JSON.stringify({ input_ids: [1, 60 + i], sampling_params: { max_new_tokens: 1 }, stream: i === 1 }) });
+      const response = await fetch(`${limited.url}/generate`, {
+        method: 'POST',
+        body: JSON.stringify({ input_ids: [1, 60 + i], sampling_params: { max_new_tokens: 1 }, stream: i === 1 }),
+      });
       expect(response.status).toBe(200);
       await response.text();
       return performance.now() - sent;

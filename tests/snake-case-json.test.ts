@@ -4,7 +4,18 @@ import { snakeCaseJson, snakeCaseKeys, snakeCaseName } from '../src/edge/http/sn
 
 test('names: an underscore before each capital, lower-cased; digits and snake_case names unchanged', () => {
   const names = ['finishReason', 'tbtMeanMs', 'tbtP95Ms', 'routedRatio', 'cloudError', 'requestId', 'hitRate', 'tokens', 'max_new_tokens', 'x1'];
-  expect(names.map(snakeCaseName)).toEqual(['finish_reason', 'tbt_mean_ms', 'tbt_p95_ms', 'routed_ratio', 'cloud_error', 'request_id', 'hit_rate', 'tokens', 'max_new_tokens', 'x1']);
+  expect(names.map(snakeCaseName)).toEqual([
+    'finish_reason',
+    'tbt_mean_ms',
+    'tbt_p95_ms',
+    'routed_ratio',
+    'cloud_error',
+    'request_id',
+    'hit_rate',
+    'tokens',
+    'max_new_tokens',
+    'x1',
+  ]);
 });
 
 test('keys at every depth and inside arrays; values, nulls and key order kept', () => {
@@ -22,7 +33,9 @@ test('keys at every depth and inside arrays; values, nulls and key order kept', 
 });
 
 test('a field nobody listed comes out snake_case too', () => {
-  expect(snakeCaseJson({ metrics: { speculationDecision: 'off', expectedSavingMs: 3 } })).toBe('{"metrics":{"speculation_decision":"off","expected_saving_ms":3}}');
+  expect(snakeCaseJson({ metrics: { speculationDecision: 'off', expectedSavingMs: 3 } })).toBe(
+    '{"metrics":{"speculation_decision":"off","expected_saving_ms":3}}',
+  );
 });
 
 test('an undefined field is left out, as JSON.stringify leaves it', () => {

@@ -76,7 +76,7 @@ async function expectGracefulStop(system: RunningSystem): Promise<void> {
   expect(logs.some((l) => l.msg === 'forced exit before the shutdown finished')).toBe(false);
 }
 
-test('--pair stories serves the page and routes tokens to the story pair\'s shim; SIGTERM stops both children gracefully', async () => {
+test("--pair stories serves the page and routes tokens to the story pair's shim; SIGTERM stops both children gracefully", async () => {
   const system = await startSystem();
   try {
     expect(system.url).toBe(`http://127.0.0.1:${system.ports.edge}/`);
@@ -122,10 +122,22 @@ test('the README command serves the chat pair: a chat turn over /v1/chat/complet
 
     const models = (await (await fetch(`${system.url}v1/models`)).json()) as { data: { id: string }[] };
     expect(models.data.map((m) => m.id)).toEqual(['stories260k-chat-distilled-1l']);
-    const body = { model: 'stories260k-chat-distilled-1l', messages: [{ role: 'user', content: 'Tell me a story about a dog.' }], max_tokens: 300, temperature: 0 };
-    const reply = await fetch(`${system.url}v1/chat/completions`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    const body = {
+      model: 'stories260k-chat-distilled-1l',
+      messages: [{ role: 'user', content: 'Tell me a story about a dog.' }],
+      max_tokens: 300,
+      temperature: 0,
+    };
+    const reply = await fetch(`${system.url}v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(reply.status).toBe(200);
-    const completion = (await reply.json()) as { choices: { message: { content: string }; finish_reason: string }[]; usage: { completion_tokens: number; routed_tokens: number; fallback_tokens: number } };
+    const completion = (await reply.json()) as {
+      choices: { message: { content: string }; finish_reason: string }[];
+      usage: { completion_tokens: number; routed_tokens: number; fallback_tokens: number };
+    };
     // The chat-tuned pair ends its story itself (</s>), well before the cap, with some tokens from the cloud.
     expect(completion.choices[0]!.finish_reason).toBe('stop');
     expect(completion.usage.completion_tokens).toBeLessThan(300);
@@ -177,7 +189,11 @@ test("a Ctrl-C (SIGINT to the process group, which `bun run` forwards to the lau
     await expectGracefulStop(system);
     const logs = jsonLines(system.stderr);
     for (const component of ['shim', 'edge']) {
-      const stops = logs.filter((l) => l.component === component && ['stopping', 'already shutting down; another signal forces the exit', 'signal received; shutting down'].includes(l.msg as string));
+      const stops = logs.filter(
+        (l) =>
+          l.component === component &&
+          ['stopping', 'already shutting down; another signal forces the exit', 'signal received; shutting down'].includes(l.msg as string),
+      );
       expect(stops).toEqual([expect.objectContaining({ msg: 'stopping', signal: 'SIGINT', from: 'launcher' })]);
     }
   } finally {
@@ -185,13 +201,19 @@ test("a Ctrl-C (SIGINT to the process group, which `bun run` forwards to the lau
   }
 }, 150_000);
 
-test('the first start\'s progress: on a non-terminal, a line as each phase starts and then at most one per interval', () => {
+test("the first start's progress: on a non-terminal, a line as each phase starts and then at most one per interval", () => {
   let now = 0;
   const lines: string[] = [];
   const progress = lineProgress((line) => lines.push(line), { intervalMs: 5_000, now: () => now });
   now = 1_000;
   progress.start('teacher forcing', 400);
-  for (const [at, value] of [[2_000, 10], [5_900, 100], [6_000, 120], [9_000, 200], [11_400, 300]] as const) {
+  for (const [at, value] of [
+    [2_000, 10],
+    [5_900, 100],
+    [6_000, 120],
+    [9_000, 200],
+    [11_400, 300],
+  ] as const) {
     now = at;
     progress.update(value);
   }
@@ -270,7 +292,13 @@ test('a shim killed mid-generation: the generation finishes on fallback tokens, 
     // The edge's circuit lets a probe through on its backoff schedule; then routed tokens come from the shim again.
     let routedAgain = false;
     for (const until = performance.now() + 30_000; !routedAgain && performance.now() < until; await Bun.sleep(200)) {
-      const again = readSse(await fetch(`${system.url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 8 }), headers: { 'content-type': 'application/json' } }));
+      const again = readSse(
+        await fetch(`${system.url}api/generate`, {
+          method: 'POST',
+          body: JSON.stringify({ prompt: 'Once upon a time', mode: 'llm_only', max_new_tokens: 8 }),
+          headers: { 'content-type': 'application/json' },
+        }),
+      );
       await again.ended;
       routedAgain = again.events.some((e) => e.event === 'token' && JSON.parse(e.data).source === 'llm');
     }

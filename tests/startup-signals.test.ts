@@ -44,7 +44,23 @@ const ENTRY_POINTS: EntryPoint[] = [
     name: 'edge',
     args: async () => {
       const demo = await ensureDemoPacks();
-      return ['src/edge/main.ts', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--cloud', 'none', '--edge-model', demo.edgePack, '--router', demo.routerPack, '--log-level', 'debug'];
+      return [
+        'src/edge/main.ts',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--grpc-port',
+        '0',
+        '--cloud',
+        'none',
+        '--edge-model',
+        demo.edgePack,
+        '--router',
+        demo.routerPack,
+        '--log-level',
+        'debug',
+      ];
     },
     first: '"starting"',
     serving: '"edge ready"',
@@ -194,7 +210,11 @@ notifyReady({ address: 'child' });
       const printed: string[] = [];
       const child = new SupervisedChild({ name: 'child', command: ['bun', script], env: process.env }, (line) => printed.push(line));
       await child.firstReady;
-      const messages = () => readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l).msg as string);
+      const messages = () =>
+        readFileSync(logFile, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).msg as string);
       // As a terminal's Ctrl-C reaches every process of its group.
       process.kill(child.pid!, 'SIGINT');
       for (let waited = 0; !existsSync(logFile) && waited < 5_000; waited += 20) await Bun.sleep(20);

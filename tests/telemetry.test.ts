@@ -175,7 +175,11 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
       ...['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', '--edge-model', demo.edgePack, '--router', demo.routerPack],
     ]);
     const [, url] = await waitForOutput(edge.stdout, /edge page: (\S+)\n/, 'the edge');
-    const res = await fetch(`${url}api/generate`, { method: 'POST', body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', max_new_tokens: 4 }), headers: { 'content-type': 'application/json' } });
+    const res = await fetch(`${url}api/generate`, {
+      method: 'POST',
+      body: JSON.stringify({ prompt: 'Once upon a time', mode: 'joint', max_new_tokens: 4 }),
+      headers: { 'content-type': 'application/json' },
+    });
     const body = await res.text();
     expect(body).toContain('event: done');
     expect(body.match(/event: token/g)).toHaveLength(4);
@@ -186,7 +190,15 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
 
   test('the cloud shim (bun run shim): a routed step on the embedded model', async () => {
     const box = sandbox();
-    const shim = spawn(box, [join(PROJECT_ROOT, 'src/cloud/main.ts'), '--host', '127.0.0.1', '--port', '0', '--model-pack', (await ensureDemoPacks()).cloudPack]);
+    const shim = spawn(box, [
+      join(PROJECT_ROOT, 'src/cloud/main.ts'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--model-pack',
+      (await ensureDemoPacks()).cloudPack,
+    ]);
     const [, address] = await waitForOutput(shim.stderr, /"shim listening".*?"address":"([^"]+)"/, 'the shim');
     const client = new GrpcCloudClient({ address: address!, stepTimeoutMs: 10_000 });
     try {
@@ -217,10 +229,26 @@ describe('entry points that run ONNX sessions write no telemetry', () => {
     const box = sandbox();
     const demo = await ensureDemoPacks();
     const text = join(box.root, 'text.txt'); // beside the sandbox folders, not in them
-    await Bun.write(text, 'Once upon a time, there was a little girl named Lily. She loved to play outside.\n\nOne day, a big dog came to the park. The dog was happy and ran around.\n\nThe sun was warm and the birds sang. Everyone was happy that day.\n');
+    await Bun.write(
+      text,
+      'Once upon a time, there was a little girl named Lily. She loved to play outside.\n\nOne day, a big dog came to the park. The dog was happy and ran around.\n\nThe sun was warm and the birds sang. Everyone was happy that day.\n',
+    );
     const out = await runToEnd(box, [
       join(PROJECT_ROOT, 'src/tools/router/cli.ts'),
-      ...['eval', '--router', demo.routerPack, '--edge-model', demo.edgePack, '--cloud-model', demo.cloudPack, '--text', text, '--train-fraction', '0.5', '--json'],
+      ...[
+        'eval',
+        '--router',
+        demo.routerPack,
+        '--edge-model',
+        demo.edgePack,
+        '--cloud-model',
+        demo.cloudPack,
+        '--text',
+        text,
+        '--train-fraction',
+        '0.5',
+        '--json',
+      ],
     ]);
     const curve = JSON.parse(out.trim().split('\n').at(-1)!) as { positions: number; points: { threshold: number }[] };
     expect(curve.positions).toBeGreaterThan(0);

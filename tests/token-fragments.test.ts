@@ -38,11 +38,13 @@ test('punctuation alone is classed tok-punct; a word with punctuation is not', (
   ]);
 });
 
-test('the detail: source, score against τ in joint only, timings (cloud time unless the edge chose), a fallback\'s reason', () => {
+test("the detail: source, score against τ in joint only, timings (cloud time unless the edge chose), a fallback's reason", () => {
   const chosenByEdge = token({ source: 'slm', score: 0.9, timings: { slmMs: 2, routerMs: 0.5, cloudMs: 0 } });
   expect(tokenDetail(chosenByEdge, joint)).toBe('edge model · router score 0.900 (at or above τ 0.70) · edge 2.0 ms, router 0.5 ms');
   expect(tokenDetail(chosenByEdge, { mode: 'small_only', threshold: 0.7 })).toBe('edge model · router score 0.900 · edge 2.0 ms, router 0.5 ms');
-  expect(tokenDetail(token({ score: null }), { mode: 'llm_only', threshold: 0.7 })).toBe('cloud model · no router score · edge 1.3 ms, router 0.0 ms, cloud 15.5 ms');
+  expect(tokenDetail(token({ score: null }), { mode: 'llm_only', threshold: 0.7 })).toBe(
+    'cloud model · no router score · edge 1.3 ms, router 0.0 ms, cloud 15.5 ms',
+  );
   const fallback = token({ source: 'fallback', score: 0.2, cloudError: 'cloud unreachable (connection refused)' });
   expect(tokenDetail(fallback, joint)).toBe(
     'edge model (cloud unreachable) · router score 0.200 (below τ 0.70) · edge 1.3 ms, router 0.0 ms, cloud 15.5 ms · cloud unreachable (connection refused)',

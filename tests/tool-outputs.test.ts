@@ -7,7 +7,20 @@
  * allows. `router train` with its output in a pipe prints progress lines.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEMO, PROJECT_ROOT } from '../src/shared/paths.ts';
@@ -127,24 +140,48 @@ describe('models prepare reads only regular files inside the hub folder, of size
     return { hub, out: join(root, 'pack'), root };
   };
   const outside = join(work, 'outside-secret.txt');
-  beforeAll(() => writeFileSync(outside, 'not the model\'s'));
+  beforeAll(() => writeFileSync(outside, "not the model's"));
 
   const cases: [string, (hub: string) => void, (hub: string) => string][] = [
-    ['a chat template linking out of the folder (absolute link)', (h) => symlinkSync(outside, join(h, 'chat_template.jinja')), (h) => `${join(h, 'chat_template.jinja')} is a link to ${outside}, outside the hub folder`],
-    ['a tokenizer.json linking out by a relative path', (h) => (unlinkSync(join(h, 'tokenizer.json')), symlinkSync('../../outside-secret.txt', join(h, 'tokenizer.json'))), (h) => `${join(h, 'tokenizer.json')} is a link to ${outside}, outside the hub folder`],
-    ['onnx/model.onnx linking to /dev/zero', (h) => (unlinkSync(join(h, 'onnx', 'model.onnx')), symlinkSync('/dev/zero', join(h, 'onnx', 'model.onnx'))), (h) => `${join(h, 'onnx', 'model.onnx')} is a link to /dev/zero, outside the hub folder`],
-    ['onnx/model.onnx a FIFO', (h) => (unlinkSync(join(h, 'onnx', 'model.onnx')), mkfifo(join(h, 'onnx', 'model.onnx'))), (h) => `${join(h, 'onnx', 'model.onnx')} is a FIFO, not a regular file`],
+    [
+      'a chat template linking out of the folder (absolute link)',
+      (h) => symlinkSync(outside, join(h, 'chat_template.jinja')),
+      (h) => `${join(h, 'chat_template.jinja')} is a link to ${outside}, outside the hub folder`,
+    ],
+    [
+      'a tokenizer.json linking out by a relative path',
+      (h) => (unlinkSync(join(h, 'tokenizer.json')), symlinkSync('../../outside-secret.txt', join(h, 'tokenizer.json'))),
+      (h) => `${join(h, 'tokenizer.json')} is a link to ${outside}, outside the hub folder`,
+    ],
+    [
+      'onnx/model.onnx linking to /dev/zero',
+      (h) => (unlinkSync(join(h, 'onnx', 'model.onnx')), symlinkSync('/dev/zero', join(h, 'onnx', 'model.onnx'))),
+      (h) => `${join(h, 'onnx', 'model.onnx')} is a link to /dev/zero, outside the hub folder`,
+    ],
+    [
+      'onnx/model.onnx a FIFO',
+      (h) => (unlinkSync(join(h, 'onnx', 'model.onnx')), mkfifo(join(h, 'onnx', 'model.onnx'))),
+      (h) => `${join(h, 'onnx', 'model.onnx')} is a FIFO, not a regular file`,
+    ],
     ['a chat template that is a FIFO', (h) => mkfifo(join(h, 'chat_template.jinja')), (h) => `${join(h, 'chat_template.jinja')} is a FIFO, not a regular file`],
-    ['external data far larger than config.json allows (a sparse file)', (h) => (writeFileSync(join(h, 'onnx', 'model.onnx_data'), ''), truncateSync(join(h, 'onnx', 'model.onnx_data'), 8 * 2 ** 30)), (h) => `${join(h, 'onnx', 'model.onnx_data')} is ${8 * 2 ** 30} bytes, more than config.json's sizes allow`],
+    [
+      'external data far larger than config.json allows (a sparse file)',
+      (h) => (writeFileSync(join(h, 'onnx', 'model.onnx_data'), ''), truncateSync(join(h, 'onnx', 'model.onnx_data'), 8 * 2 ** 30)),
+      (h) => `${join(h, 'onnx', 'model.onnx_data')} is ${8 * 2 ** 30} bytes, more than config.json's sizes allow`,
+    ],
   ];
-  test.each(cases)('%s: refused by name, nothing written', (_name, change, message) => {
-    const { hub, out, root } = hubWith(change);
-    const r = models('prepare', hub, '--out', out);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(message(hub));
-    expect(existsSync(out)).toBe(false);
-    expect(readdirSync(root)).toEqual(['hub']);
-  }, 30_000);
+  test.each(cases)(
+    '%s: refused by name, nothing written',
+    (_name, change, message) => {
+      const { hub, out, root } = hubWith(change);
+      const r = models('prepare', hub, '--out', out);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(message(hub));
+      expect(existsSync(out)).toBe(false);
+      expect(readdirSync(root)).toEqual(['hub']);
+    },
+    30_000,
+  );
 
   test('links inside the folder, as a Hugging Face cache snapshot has them into its blobs, are read', () => {
     const repo = join(work, 'models--x--stories');
@@ -167,11 +204,14 @@ describe('the other writers', () => {
     const out = join(work, 'random');
     expect(models('random', '--preset', 'tiny-qwen2', '--out', out).code).toBe(0);
     const refused = models('random', '--preset', 'tiny-qwen2', '--out', out);
-    expect([refused.code, refused.stderr.trim()]).toEqual([1, `error: --out ${out} already holds a folder written by models random: pass --force to replace it`]);
+    expect([refused.code, refused.stderr.trim()]).toEqual([
+      1,
+      `error: --out ${out} already holds a folder written by models random: pass --force to replace it`,
+    ]);
     expect(models('random', '--preset', 'tiny-qwen2', '--out', out, '--force').code).toBe(0);
     rmSync(join(out, 'written-by.json'));
     rmSync(join(out, 'pack-source.json'));
-    expect(models('random', '--preset', 'tiny-qwen2', '--out', out, '--force').stderr).toContain('is a folder this project\'s tools did not write');
+    expect(models('random', '--preset', 'tiny-qwen2', '--out', out, '--force').stderr).toContain("is a folder this project's tools did not write");
     expect(existsSync(join(out, 'model.onnx'))).toBe(true);
   });
 
@@ -186,7 +226,9 @@ describe('the other writers', () => {
     expect(readFileSync(target).byteLength).toBeGreaterThan(1000);
     const fifo = join(work, 'exposed-fifo.onnx');
     mkfifo(fifo);
-    expect(models('expose-hidden', '--in', pack, '--out', fifo, '--force').stderr).toContain(`${fifo} is a FIFO: models expose-hidden writes a file there and replaces only a regular file`);
+    expect(models('expose-hidden', '--in', pack, '--out', fifo, '--force').stderr).toContain(
+      `${fifo} is a FIFO: models expose-hidden writes a file there and replaces only a regular file`,
+    );
     expect(lstatSync(fifo).isFIFO()).toBe(true);
   });
 
@@ -209,9 +251,40 @@ describe('router train', () => {
   const text = join(work, 'stories.txt');
   const out = join(work, 'router');
   const train = (...extra: string[]) =>
-    router('train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', out, '--epochs', '3', '--hidden-units', '8', '--members', '1', '--rounds', '0', '--features', 'hidden', '--labels', 'citer', '--report-documents', '0', ...extra);
+    router(
+      'train',
+      '--edge-model',
+      DEMO.edgePack,
+      '--cloud-model',
+      DEMO.cloudPack,
+      '--text',
+      text,
+      '--out',
+      out,
+      '--epochs',
+      '3',
+      '--hidden-units',
+      '8',
+      '--members',
+      '1',
+      '--rounds',
+      '0',
+      '--features',
+      'hidden',
+      '--labels',
+      'citer',
+      '--report-documents',
+      '0',
+      ...extra,
+    );
   beforeAll(() => {
-    writeFileSync(text, readFileSync(DEMO.tinyStories, 'utf8').split(/\n\s*\n/).slice(0, 10).join('\n\n'));
+    writeFileSync(
+      text,
+      readFileSync(DEMO.tinyStories, 'utf8')
+        .split(/\n\s*\n/)
+        .slice(0, 10)
+        .join('\n\n'),
+    );
   });
 
   test('with stderr a pipe it prints progress lines; its pack is refused without --force and replaced with it', () => {
@@ -221,7 +294,10 @@ describe('router train', () => {
     expect(r.stderr).toMatch(/^\[\d+ s\] training: 0\/3 \(0%\)$/m);
     expect(JSON.parse(readFileSync(join(out, 'written-by.json'), 'utf8'))).toMatchObject({ tool: 'router train' });
     const refused = train();
-    expect([refused.code, refused.stderr.trim()]).toEqual([1, `error: --out ${out} already holds a folder written by router train: pass --force to replace it`]);
+    expect([refused.code, refused.stderr.trim()]).toEqual([
+      1,
+      `error: --out ${out} already holds a folder written by router train: pass --force to replace it`,
+    ]);
     expect(train('--force').code).toBe(0);
   }, 120_000);
 
@@ -241,7 +317,12 @@ test('the demo builder rebuilds a stale pack it wrote (an older one without the 
   const dir = join(work, 'demo');
   mkdirSync(dir);
   const paths = { ...DEMO, cloudPack: join(dir, 'cloud'), edgePack: join(dir, 'edge'), routerPack: join(dir, 'router') };
-  for (const [from, to] of [[DEMO.cloudPack, paths.cloudPack], [DEMO.edgePack, paths.edgePack], [DEMO.routerPack, paths.routerPack]] as const) cpSync(from, to, { recursive: true });
+  for (const [from, to] of [
+    [DEMO.cloudPack, paths.cloudPack],
+    [DEMO.edgePack, paths.edgePack],
+    [DEMO.routerPack, paths.routerPack],
+  ] as const)
+    cpSync(from, to, { recursive: true });
   const stale = (pack: string) => writeFileSync(join(pack, 'pack-source.json'), JSON.stringify({ tool: 'convert-llama2c', converterVersion: 0 }));
   rmSync(join(paths.edgePack, 'written-by.json'), { force: true });
   stale(paths.edgePack);

@@ -56,7 +56,12 @@ beforeAll(async () => {
   paragraphs = await tinyStoriesParagraphs(20);
   texts = [...paragraphs.slice(0, 6), paragraphs.slice(6, 20).join(' ')];
   // In the windows an HTTP backend of the same model reads (one token short of its context: see BackendInfo).
-  local = await teacherForce({ edgeModel, cloud: new InProcessScorer(cloudModel, cloudModel.pack.maxPositions - 1), tokenizer: edgeTokenizer, paragraphs: texts });
+  local = await teacherForce({
+    edgeModel,
+    cloud: new InProcessScorer(cloudModel, cloudModel.pack.maxPositions - 1),
+    tokenizer: edgeTokenizer,
+    paragraphs: texts,
+  });
   expect(local.windowed).toBe(1);
 }, 120_000);
 
@@ -169,7 +174,20 @@ describe('router training and evaluation through the HTTP stand-ins', () => {
   test('eval of held-out text: the recovered-gap table within 1 point of the in-process one', async () => {
     const text = join(work, 'held-out.txt');
     writeFileSync(text, paragraphs.slice(8).join('\n\n'));
-    const flags = ['--dataset', text, '--router', demo.routerPack, '--continuations', '2', '--max-new-tokens', '8', '--calibration-runs', '1', '--route-share', 'none'];
+    const flags = [
+      '--dataset',
+      text,
+      '--router',
+      demo.routerPack,
+      '--continuations',
+      '2',
+      '--max-new-tokens',
+      '8',
+      '--calibration-runs',
+      '1',
+      '--route-share',
+      'none',
+    ];
     const inProcess = (await runEvaluation(parseEvalOptions(flags, {}))).result as TextEvalResult;
     await withShim(new FakeSglang(cloudModel, cloudTokenizer), async (shim) => {
       const report = await runEvaluation(parseEvalOptions([...flags, '--cloud', shim.address], {}));

@@ -80,7 +80,11 @@ describe('teacher forcing through the Score call', () => {
     expect(Array.from(remote.nextId)).toEqual(Array.from(local.nextId));
     let worst = 0;
     for (let i = 0; i < local.count; i++) {
-      worst = Math.max(worst, Math.abs(remote.cloudProbOfEdgeTop1[i]! - local.cloudProbOfEdgeTop1[i]!), Math.abs(remote.cloudTopProb[i]! - local.cloudTopProb[i]!));
+      worst = Math.max(
+        worst,
+        Math.abs(remote.cloudProbOfEdgeTop1[i]! - local.cloudProbOfEdgeTop1[i]!),
+        Math.abs(remote.cloudTopProb[i]! - local.cloudTopProb[i]!),
+      );
     }
     expect(worst).toBeLessThanOrEqual(1e-6);
     expect(Array.from(remote.hidden)).toEqual(Array.from(local.hidden));
@@ -166,9 +170,13 @@ describe('a shim that cannot serve the tools: a clear error, nothing written', (
     const { service } = CloudRouterClient as unknown as { service: grpc.ServiceDefinition };
     // Only Route, as a shim built before Score answered.
     server.addService({ Route: service.Route! } as grpc.ServiceDefinition, { Route: (call: grpc.ServerDuplexStream<unknown, unknown>) => call.end() });
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
     try {
-      expect(await trainThrough(`127.0.0.1:${port}`)).toStartWith(`the shim at 127.0.0.1:${port} has no Score call (an older build): update it to train or evaluate through it`);
+      expect(await trainThrough(`127.0.0.1:${port}`)).toStartWith(
+        `the shim at 127.0.0.1:${port} has no Score call (an older build): update it to train or evaluate through it`,
+      );
     } finally {
       server.forceShutdown();
     }
@@ -214,7 +222,9 @@ describe('a shim that cannot serve the tools: a clear error, nothing written', (
     };
     leaving = await startTestShim({}, { backend: going });
     const out = join(work, 'router-left');
-    expect(await trainThrough(leaving.address, out)).toMatch(/^(cannot reach the shim at 127\.0\.0\.1:\d+|the shim at 127\.0\.0\.1:\d+: the shim is shutting down)/);
+    expect(await trainThrough(leaving.address, out)).toMatch(
+      /^(cannot reach the shim at 127\.0\.0\.1:\d+|the shim at 127\.0\.0\.1:\d+: the shim is shutting down)/,
+    );
     expect(calls).toBe(3);
     expect(existsSync(out)).toBe(false);
   }, 60_000);

@@ -21,9 +21,8 @@ export function ChatPage(props: { defaults: FormDefaults }) {
       <section class="chat" id="chat" aria-label="Chat">
         <div class="chat-head">
           <p class="legend">
-            Replies stream in token by token: <span class="tok-llm">red</span> tokens came from the cloud model,{' '}
-            <span class="tok-fallback">underlined</span> ones were routed while the cloud was unreachable. Earlier turns are
-            restored from the edge's prompt cache, not computed again.
+            Replies stream in token by token: <span class="tok-llm">red</span> tokens came from the cloud model, <span class="tok-fallback">underlined</span>{' '}
+            ones were routed while the cloud was unreachable. Earlier turns are restored from the edge's prompt cache, not computed again.
           </p>
           <button id="new-chat" class="secondary" type="button" hx-post="/chat/reset" hx-include="#chat-id" hx-target="#turns" hx-swap="innerHTML">
             New chat

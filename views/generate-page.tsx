@@ -97,7 +97,13 @@ function ConstraintInputs() {
 function BudgetInputs(props: { budget: RouteBudget }) {
   const { budget } = props;
   const inputs: [string, string, string, number | undefined, Record<string, string>][] = [
-    ['route_share', 'Routed share budget', 'e.g. 0.10: one token in ten to the cloud; the cut moves to hold it', budget.routeShare, { min: '0', max: '1', step: '0.01' }],
+    [
+      'route_share',
+      'Routed share budget',
+      'e.g. 0.10: one token in ten to the cloud; the cut moves to hold it',
+      budget.routeShare,
+      { min: '0', max: '1', step: '0.01' },
+    ],
     ['route_tokens_per_minute', 'Cloud tokens per minute', 'for this box, all runs together', budget.routeTokensPerMinute, { min: '1', step: '1' }],
     ['route_wait_ms', 'Wait per token budget (ms)', 'fewer tokens routed as the round trip grows', budget.routeWaitMs, { min: '1', step: '1' }],
   ];
@@ -106,7 +112,15 @@ function BudgetInputs(props: { budget: RouteBudget }) {
       {inputs.map(([name, label, hint, value, range]) => (
         <div>
           <label for={name}>{label}</label>
-          <input id={name} name={name} type="number" value={value === undefined ? '' : String(value)} placeholder="blank = unset" aria-describedby={`${name}-help`} {...range} />
+          <input
+            id={name}
+            name={name}
+            type="number"
+            value={value === undefined ? '' : String(value)}
+            placeholder="blank = unset"
+            aria-describedby={`${name}-help`}
+            {...range}
+          />
           <small id={`${name}-help`} class="legend">
             {hint}
           </small>
@@ -126,7 +140,7 @@ const REVEAL_NEW_RUN = [
   'const run = this.firstElementChild;',
   'if (event.target !== this || !run) return;',
   'const top = run.getBoundingClientRect().top;',
-  "if (top >= 0 && top <= innerHeight - 6 * parseFloat(getComputedStyle(document.documentElement).fontSize)) return;",
+  'if (top >= 0 && top <= innerHeight - 6 * parseFloat(getComputedStyle(document.documentElement).fontSize)) return;',
   "run.scrollIntoView({ block: 'start', behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth' });",
 ].join(' ');
 
@@ -136,9 +150,9 @@ export function GeneratePage(props: { defaults: FormDefaults; compare: boolean; 
     <Layout title={props.compare ? 'Compare · Edge token router' : 'Edge token router'} chat={props.chat}>
       <Controls defaults={props.defaults} action={props.compare ? '/compare' : '/runs'} compare={props.compare} />
       <p class="legend">
-        Tokens in <span class="tok-llm">red</span> came from the cloud model; <span class="tok-fallback">underlined</span> ones
-        were routed but the cloud was unreachable, so the edge model chose them. Tap or click a token for its router
-        score and timings; the bars under the text show every token's score against τ.
+        Tokens in <span class="tok-llm">red</span> came from the cloud model; <span class="tok-fallback">underlined</span> ones were routed but the cloud was
+        unreachable, so the edge model chose them. Tap or click a token for its router score and timings; the bars under the text show every token's score
+        against τ.
       </p>
       <section id="runs" class="runs" aria-live="polite" hx-on--after-swap={REVEAL_NEW_RUN}></section>
       {/* Below the runs: reference for whoever asks, which must not push a new run below the fold on a desktop. */}

@@ -49,7 +49,8 @@ function watch(box) {
     const { marks: kept, dropped } = box.value === '' ? { marks: [], dropped: [] } : followEdit(seen, box.value, marks);
     seen = box.value;
     marks = kept;
-    note.textContent = dropped.length === 0 ? '' : `Unmarked ${dropped.map((m) => `“${m.text}”`).join(', ')}: the marked text was edited. Mark it again if it is still private.`;
+    note.textContent =
+      dropped.length === 0 ? '' : `Unmarked ${dropped.map((m) => `“${m.text}”`).join(', ')}: the marked text was edited. Mark it again if it is still private.`;
     show();
   };
 

@@ -10,7 +10,8 @@
 /** What a mark can say it is; its placeholder is the kind in capitals (`[NAME_1]`), `private` when it says nothing more. */
 export const MARK_KINDS = ['private', 'name', 'email', 'phone', 'number'] as const;
 
-const HINT = 'Select a name or a number in the text and mark it: the cloud reads a placeholder such as [NAME_1] instead, and the edge puts the text back in the answer.';
+const HINT =
+  'Select a name or a number in the text and mark it: the cloud reads a placeholder such as [NAME_1] instead, and the edge puts the text back in the answer.';
 
 /** The text box's attribute that ties it to the controls and list of id `id`. */
 export const marksFor = (id: string) => ({ 'data-private-marks': id });

@@ -50,8 +50,8 @@ function Report(props: { report: ViewHeldOutReport }) {
       {r.freeRunning.atShare.length ? (
         <table class="about-table">
           <caption>
-            Free running from {r.freeRunning.prompts} held-out prompts ({r.freeRunning.maxNewTokens} tokens): the cloud's perplexity of the output (lower
-            is better), at matched routed shares
+            Free running from {r.freeRunning.prompts} held-out prompts ({r.freeRunning.maxNewTokens} tokens): the cloud's perplexity of the output (lower is
+            better), at matched routed shares
           </caption>
           <thead>
             <tr>

@@ -10,7 +10,10 @@ export function ThresholdSlider(props: { id: string; threshold: number; help?: s
   return (
     <div>
       <label for={id}>
-        Threshold τ: <output id={`${id}-value`} for={id}>{props.threshold.toFixed(2)}</output>
+        Threshold τ:{' '}
+        <output id={`${id}-value`} for={id}>
+          {props.threshold.toFixed(2)}
+        </output>
       </label>
       <input
         id={id}

@@ -73,7 +73,16 @@ export function TokenSpan(props: { event: TokenEvent; request: Pick<GenerationRe
  */
 function withVisibleNewlines(text: string) {
   const lines = text.split('\n');
-  return lines.map((line, i) => (i === 0 ? line : <><span class="nl">{'\n'}</span>{line}</>));
+  return lines.map((line, i) =>
+    i === 0 ? (
+      line
+    ) : (
+      <>
+        <span class="nl">{'\n'}</span>
+        {line}
+      </>
+    ),
+  );
 }
 
 /**

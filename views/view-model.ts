@@ -125,7 +125,11 @@ export interface ViewHeldOutReport {
   positions: number;
   /** Recovered share of the edge→cloud gap under teacher forcing. */
   teacherForced: { share: number; router: number; top1: number; entropy: number; random: number }[];
-  freeRunning: { prompts: number; maxNewTokens: number; atShare: { share: number; router: ViewFreeRun; top1: ViewFreeRun; entropy: ViewFreeRun; random: ViewFreeRun }[] };
+  freeRunning: {
+    prompts: number;
+    maxNewTokens: number;
+    atShare: { share: number; router: ViewFreeRun; top1: ViewFreeRun; entropy: ViewFreeRun; random: ViewFreeRun }[];
+  };
   beatsTop1: boolean;
   verdict: string;
 }

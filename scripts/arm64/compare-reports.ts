@@ -97,7 +97,11 @@ function quantizedAgainstFp32(report: PlatformReport, dtype: 'int8' | 'q4'): Che
 /** Every check, in the order the summary prints them. */
 export function compareReports(reference: PlatformReport, other: PlatformReport): CheckRow[] {
   return [
-    { check: `execution providers on ${other.arch}`, ok: undefined, detail: `${other.executionProviders.join(', ')} (${reference.arch}: ${reference.executionProviders.join(', ')})` },
+    {
+      check: `execution providers on ${other.arch}`,
+      ok: undefined,
+      detail: `${other.executionProviders.join(', ')} (${reference.arch}: ${reference.executionProviders.join(', ')})`,
+    },
     ...sameRun('demo pair small_only', reference.smallOnly, other.smallOnly, other.arch),
     ...sameRun('demo pair joint (shim over gRPC)', reference.joint, other.joint, other.arch),
     ...(['fp32', 'int8', 'q4'] as const).flatMap((dtype) => samePack(`${dtype} pack`, reference.packs[dtype], other.packs[dtype], other.arch)),

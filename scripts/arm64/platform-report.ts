@@ -95,7 +95,11 @@ if (!values.quantized || !values.out) {
 const started = performance.now();
 const tokenizer = await TextTokenizer.fromPack(DEMO.cloudPack);
 const text = await Bun.file(DEMO.tinyStories).text();
-const paragraphs = text.split(/\n\s*\n/).map((p) => p.trim()).filter((p) => p.length > 0).slice(0, PARAGRAPHS);
+const paragraphs = text
+  .split(/\n\s*\n/)
+  .map((p) => p.trim())
+  .filter((p) => p.length > 0)
+  .slice(0, PARAGRAPHS);
 const pair = await decodeDemoPair();
 const report: PlatformReport = {
   arch: process.arch,

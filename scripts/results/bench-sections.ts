@@ -49,7 +49,10 @@ export function edgeBenchSection(file: DataFile): string {
         ['edge decode step', ms(d.num('slm_step_ms'))],
         ['router call', `${ms(d.num('router_ms'))} (${pct(d.num('router_share_of_step'))} of a step)`],
         ['time between tokens, no routing / routing', `${ms(d.num('tbt_ms_no_routing'))} / ${ms(d.num('tbt_ms_routing'))} (ratio ${f2(d.num('tbt_ratio'))})`],
-        ['time between tokens recomputing the whole sequence per token (no KV cache)', `${ms(d.num('tbt_ms_reprefill'))} (the KV cache is ${f1(d.num('speedup_vs_reprefill'))}× faster)`],
+        [
+          'time between tokens recomputing the whole sequence per token (no KV cache)',
+          `${ms(d.num('tbt_ms_reprefill'))} (the KV cache is ${f1(d.num('speedup_vs_reprefill'))}× faster)`,
+        ],
       ],
     ),
   ].join('\n');
@@ -76,7 +79,10 @@ export function loadBenchSection(file: DataFile): string {
         ['shim RSS after warm-up → after load', `${mb(d.num('rss_start_mb'))} → ${mb(d.num('rss_end_mb'))}`],
         ['of it the prefix cache', `${mb(d.num('prefix_cache_mb_start'))} → ${mb(d.num('prefix_cache_mb_end'))}`],
         ['after load, net of the prefix cache (target ≤ 1.5× the start)', `${mb(d.num('rss_end_net_of_cache_mb'))}, ${f2(d.num('rss_net_growth'))}× the start`],
-        ['shim at the end: sessions, context tokens, streams', `${d.num('shim_sessions_end')}, ${d.num('shim_context_tokens_end')}, ${d.num('shim_streams_end')}`],
+        [
+          'shim at the end: sessions, context tokens, streams',
+          `${d.num('shim_sessions_end')}, ${d.num('shim_context_tokens_end')}, ${d.num('shim_streams_end')}`,
+        ],
       ],
     ),
   ].join('\n');
@@ -128,7 +134,10 @@ export function decodePeerBenchSection(file: DataFile): string {
       `${d.num('threads')} threads after a ${results[0]!.num('prompt_tokens')}-token prompt. Milliseconds per token are medians over all steps, ` +
       'the fastest step in brackets; "by round" is the median (min–max) of the rounds\' ratios, the figure a shared machine\'s noise moves least.',
     '',
-    table(['weights (ours / llama.cpp)', 'ours ms/token (fastest)', 'llama.cpp ms/token (fastest)', 'ours / llama.cpp by round', 'prefill, ours / llama.cpp'], rows),
+    table(
+      ['weights (ours / llama.cpp)', 'ours ms/token (fastest)', 'llama.cpp ms/token (fastest)', 'ours / llama.cpp by round', 'prefill, ours / llama.cpp'],
+      rows,
+    ),
   ].join('\n');
 }
 
@@ -157,7 +166,11 @@ export function latencyBenchSection(file: DataFile): string {
       `link with ${d.num('rtt_ms')} ms of round trip added; ${d.num('prompts')} prompts of \`${shortName(d.str('dataset'))}\`, up to ` +
       `${d.num('max_new_tokens')} new tokens, greedy. Figures are means per prompt; TBT is the edge's time between tokens, waiting for the ` +
       'cloud left out; overall is the whole request.' +
-      (identical === null ? '' : identical ? ' With and without speculation the outputs are the same (`identical_outputs`).' : ' **The outputs with and without speculation differ** (`identical_outputs` false).'),
+      (identical === null
+        ? ''
+        : identical
+          ? ' With and without speculation the outputs are the same (`identical_outputs`).'
+          : ' **The outputs with and without speculation differ** (`identical_outputs` false).'),
     '',
     table(['setting', 'routed', 'tokens', 'TBT (ms)', 'TBT / small_only', 'overall (ms)', 'overall / small_only', 'hit rate', 'wasted steps'], rows),
   ].join('\n');

@@ -41,20 +41,32 @@ export function chatEvalSection(file: DataFile, options: { defaultThreshold: num
       `Next-token accuracy of the edge model alone ${f3(d.num('small_only_accuracy'))}, of the cloud model alone ${f3(d.num('large_only_accuracy'))}. ` +
       `At ${pct(share30.num('share'))} of positions routed the router recovers ${pct(share30.num('router'))} of the gap, random routing ` +
       `${pct(share30.num('random'))}, the edge's top-1 probability ${pct(share30.num('top1'))}; ` +
-      (behind.length === 0 ? 'the router recovers more than both at every share measured.' : `the router does not recover more than both at ${behind.join(', ')}.`) +
+      (behind.length === 0
+        ? 'the router recovers more than both at every share measured.'
+        : `the router does not recover more than both at ${behind.join(', ')}.`) +
       ` Replying freely at the default τ ${options.defaultThreshold}, ${pct(atDefault.num('routed_share'))} of the generated tokens are routed and ` +
       `${pct(atDefault.num('ended_by_model'))} of the replies end with \`</s>\` (the edge alone: ${pct(edgeAlone.num('ended_by_model'))}, the cloud alone: ` +
       `${pct(cloudAlone.num('ended_by_model'))}).`,
     '',
     'Next-token top-1 accuracy under teacher forcing, by τ:',
     '',
-    table(['τ', 'routed', 'accuracy'], points.map((p) => [f2(p.num('threshold')), f3(p.num('routed_ratio')), f3(p.num('quality'))])),
+    table(
+      ['τ', 'routed', 'accuracy'],
+      points.map((p) => [f2(p.num('threshold')), f3(p.num('routed_ratio')), f3(p.num('quality'))]),
+    ),
     '',
     'At fixed routed shares: the recovered fraction of the gap (every method routes exactly as many positions; the oracle routes where only the cloud is right):',
     '',
     table(
       ['share', 'router', 'random', 'top-1 prob.', 'entropy', 'oracle'],
-      atShare.map((row) => [pct(row.num('share')), pct(row.num('router')), pct(row.num('random')), pct(row.num('top1')), pct(row.num('entropy')), pct(row.num('oracle'))]),
+      atShare.map((row) => [
+        pct(row.num('share')),
+        pct(row.num('router')),
+        pct(row.num('random')),
+        pct(row.num('top1')),
+        pct(row.num('entropy')),
+        pct(row.num('oracle')),
+      ]),
     ),
     '',
     `Free-running replies to each conversation's last user turn (${replies.num('count')} replies, greedy, at most ${replies.num('max_new_tokens')} tokens), ` +
@@ -63,7 +75,14 @@ export function chatEvalSection(file: DataFile, options: { defaultThreshold: num
     '',
     table(
       ['τ', 'routed', 'ends with `</s>`', 'all requested words', 'requested words', 'mean tokens'],
-      replyPoints.map((p) => [f2(p.num('threshold')), f3(p.num('routed_share')), pct(p.num('ended_by_model')), pct(p.num('all_words_mentioned')), pct(p.num('words_mentioned')), f1(p.num('mean_reply_tokens'))]),
+      replyPoints.map((p) => [
+        f2(p.num('threshold')),
+        f3(p.num('routed_share')),
+        pct(p.num('ended_by_model')),
+        pct(p.num('all_words_mentioned')),
+        pct(p.num('words_mentioned')),
+        f1(p.num('mean_reply_tokens')),
+      ]),
     ),
     '',
     `The reply to the first conversation at τ ${options.defaultThreshold}: ${quoted(atDefault.strList('examples')[0]!)}`,
@@ -78,6 +97,9 @@ export function routerEvalSection(file: DataFile): string {
     `${d.num('positions')} teacher-forced positions; next-token accuracy of the edge model alone ${f3(d.num('smallOnlyAccuracy'))}, of the cloud model ` +
       `alone ${f3(d.num('largeOnlyAccuracy'))}:`,
     '',
-    table(['τ', 'routed', 'accuracy'], d.list('points').map((p) => [f2(p.num('threshold')), f3(p.num('routedRatio')), f3(p.num('accuracy'))])),
+    table(
+      ['τ', 'routed', 'accuracy'],
+      d.list('points').map((p) => [f2(p.num('threshold')), f3(p.num('routedRatio')), f3(p.num('accuracy'))]),
+    ),
   ].join('\n');
 }

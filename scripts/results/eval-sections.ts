@@ -76,7 +76,14 @@ export function textEvalSection(file: DataFile, options: TextEvalSectionOptions)
 
   const teacherForcing = table(
     ['τ', 'routed', 'router', 'random', 'top-1 prob.', 'top-1 τ'],
-    points.map((p, i) => [f2(p.num('threshold')), f3(p.num('routed_ratio')), f3(p.num('quality')), f3(random[i]!.num('quality')), f3(top1[i]!.num('quality')), f3(top1[i]!.num('baseline_threshold'))]),
+    points.map((p, i) => [
+      f2(p.num('threshold')),
+      f3(p.num('routed_ratio')),
+      f3(p.num('quality')),
+      f3(random[i]!.num('quality')),
+      f3(top1[i]!.num('quality')),
+      f3(top1[i]!.num('baseline_threshold')),
+    ]),
   );
   const continuations = table(
     ['τ', 'router routed', 'router PPL', 'random routed', 'random PPL', 'top-1 routed', 'top-1 PPL'],
@@ -92,13 +99,29 @@ export function textEvalSection(file: DataFile, options: TextEvalSectionOptions)
   );
   const shares = table(
     ['share', 'router', 'random', 'top-1 prob.', 'entropy', 'oracle'],
-    atShare.map((row) => [pct(row.num('share')), pct(row.num('router')), pct(row.num('random')), pct(row.num('top1')), pct(row.num('entropy')), pct(row.num('oracle'))]),
+    atShare.map((row) => [
+      pct(row.num('share')),
+      pct(row.num('router')),
+      pct(row.num('random')),
+      pct(row.num('top1')),
+      pct(row.num('entropy')),
+      pct(row.num('oracle')),
+    ]),
   );
   const freeRunning = table(
     ['method', 'target share', 'τ', 'routed', 'rep4', 'stuck', 'cloud PPL', 'LCP with llm_only'],
     settings.map((g) => {
       const target = g.numOrNull('target_share');
-      return [g.str('method'), target === null ? '–' : pct(target), f3(g.num('tau')), f3(g.num('routed_share')), f3(g.num('rep4')), `${g.num('stuck')}/${g.num('outputs')}`, f2(g.num('ppl_cloud')), f2(g.num('lcp_llm_only'))];
+      return [
+        g.str('method'),
+        target === null ? '–' : pct(target),
+        f3(g.num('tau')),
+        f3(g.num('routed_share')),
+        f3(g.num('rep4')),
+        `${g.num('stuck')}/${g.num('outputs')}`,
+        f2(g.num('ppl_cloud')),
+        f2(g.num('lcp_llm_only')),
+      ];
     }),
   );
   return [

@@ -36,11 +36,28 @@ export function latencyFloorSection(file: DataFile): string {
     '',
     `Edge model \`${shortName(d.str('slm'))}\`, router \`${shortName(d.str('router'))}\`, cloud \`${shortName(d.str('cloud'))}\`, ` +
       `${d.num('rtt_ms')} ms of round trip added; ${d.num('prompts')} prompts, up to ${d.num('max_new_tokens')} new tokens, greedy; ` +
-      'means per prompt. Extra is the overall time over small_only\'s; of it, cloud prefill is the first routed token\'s wait beyond one ' +
+      "means per prompt. Extra is the overall time over small_only's; of it, cloud prefill is the first routed token's wait beyond one " +
       'round trip and one cloud decode step, re-decode the speculative steps thrown away, and the tail the rest: round trips the edge ' +
       'could not hide.' +
-      (identical === null ? '' : identical ? ' The outputs are the same in every row of a τ (`identical_outputs`).' : ' **The outputs differ between rows of a τ** (`identical_outputs` false).'),
+      (identical === null
+        ? ''
+        : identical
+          ? ' The outputs are the same in every row of a τ (`identical_outputs`).'
+          : ' **The outputs differ between rows of a τ** (`identical_outputs` false).'),
     '',
-    table(['setting', 'routed', 'overall (ms)', 'overall / small_only', 'first routed wait (ms)', 'extra (ms)', 'cloud prefill (ms)', 'tail (ms)', 're-decode (ms)'], rows),
+    table(
+      [
+        'setting',
+        'routed',
+        'overall (ms)',
+        'overall / small_only',
+        'first routed wait (ms)',
+        'extra (ms)',
+        'cloud prefill (ms)',
+        'tail (ms)',
+        're-decode (ms)',
+      ],
+      rows,
+    ),
   ].join('\n');
 }

@@ -25,7 +25,10 @@ const ROWS: [string, (run: Fields) => string][] = [
   ['… token ids sent', (r) => String(r.obj('generation').num('tokens_sent'))],
   ['… bytes sent', (r) => String(r.obj('generation').num('bytes_sent'))],
   ['… ms per token (all; cloud steps)', (r) => `${f2(r.obj('generation').num('ms_per_token'))}; ${f2(r.obj('generation').num('cloud_ms_per_token'))}`],
-  ['… ms between tokens (of it translating placeholders)', (r) => `${f2(r.obj('generation').num('ms_between_tokens'))} (${f3(r.obj('generation').num('pseudonym_ms_per_token'))})`],
+  [
+    '… ms between tokens (of it translating placeholders)',
+    (r) => `${f2(r.obj('generation').num('ms_between_tokens'))} (${f3(r.obj('generation').num('pseudonym_ms_per_token'))})`,
+  ],
   ["… cloud model's perplexity of the output", (r) => f2(r.obj('generation').num('cloud_perplexity'))],
   ['… cloud texts holding an inserted entity', (r) => `${r.obj('generation').num('cloud_texts_with_entities')} of ${r.obj('generation').num('prompts')}`],
 ];
@@ -44,7 +47,15 @@ export function privateSpansSection(file: DataFile): string {
   for (const threshold of [...new Set(runs.map((r) => r.num('threshold')))]) {
     const plain = runs.find((r) => r.num('threshold') === threshold && !r.bool('pseudonyms'))!;
     const pseudonymised = runs.find((r) => r.num('threshold') === threshold && r.bool('pseudonyms'))!;
-    sections.push('', `τ ${f2(threshold)}:`, '', table(['', 'without pseudonyms', 'with pseudonyms'], ROWS.map(([label, value]) => [label, value(plain), value(pseudonymised)])));
+    sections.push(
+      '',
+      `τ ${f2(threshold)}:`,
+      '',
+      table(
+        ['', 'without pseudonyms', 'with pseudonyms'],
+        ROWS.map(([label, value]) => [label, value(plain), value(pseudonymised)]),
+      ),
+    );
     const ratio = pseudonymised.obj('generation').num('ms_between_tokens') / plain.obj('generation').num('ms_between_tokens');
     sections.push('', `Time between tokens with pseudonyms: ${f3(ratio)}× without (target ≤ 1.05: ${ratio <= 1.05 ? 'met' : 'missed'}).`);
   }

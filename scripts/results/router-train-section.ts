@@ -20,13 +20,19 @@ export function routerTrainSection(file: DataFile): string {
       `in ${f2(file.data.num('seconds') / 60)} minutes, report included. Teacher forcing on ${r.num('documents')} held-out ${r.str('noun')}s ` +
       `(${r.num('positions')} positions), share of the edge→cloud gap recovered:`,
     '',
-    table(['routed', 'trained', 'top-1', 'entropy', 'random', 'oracle'], r.list('teacher_forced').map((row) => [pct(row.num('share')), ...METHODS.map((m) => pct(row.num(m))), pct(row.num('oracle'))])),
+    table(
+      ['routed', 'trained', 'top-1', 'entropy', 'random', 'oracle'],
+      r.list('teacher_forced').map((row) => [pct(row.num('share')), ...METHODS.map((m) => pct(row.num(m))), pct(row.num('oracle'))]),
+    ),
     '',
     `Free running from ${free.num('prompts')} held-out prompts, ${free.num('max_new_tokens')} tokens each: the cloud's perplexity of the output (rep4), ` +
       `at matched routed shares; the edge alone ${f2(free.obj('small_only').num('ppl_cloud'))} (${f3(free.obj('small_only').num('rep4'))}), ` +
       `the cloud alone ${f2(free.obj('llm_only').num('ppl_cloud'))} (${f3(free.obj('llm_only').num('rep4'))}):`,
     '',
-    table(['routed', 'trained', 'top-1', 'entropy', 'random'], free.list('at_share').map((row) => [pct(row.num('share')), ...freeRow(row)])),
+    table(
+      ['routed', 'trained', 'top-1', 'entropy', 'random'],
+      free.list('at_share').map((row) => [pct(row.num('share')), ...freeRow(row)]),
+    ),
     '',
     `**Verdict:** ${r.str('verdict')}`,
   ].join('\n');

@@ -51,7 +51,10 @@ export function scoreFloodBenchSection(file: DataFile): string {
         ['routed step round trip alone, p50 / p99', steps(alone)],
         ['beside the Score flood, p50 / p99', steps(beside)],
         ['p99 beside the flood / alone (target ≤ 2×)', `${f2(d.num('p99_ratio'))}×`],
-        ['Score calls the flood completed meanwhile', `${beside.num('score_calls')} (${beside.num('score_positions')} positions, ${beside.num('score_errors')} failed)`],
+        [
+          'Score calls the flood completed meanwhile',
+          `${beside.num('score_calls')} (${beside.num('score_positions')} positions, ${beside.num('score_errors')} failed)`,
+        ],
       ],
     ),
   ].join('\n');
@@ -61,13 +64,13 @@ export function scoreFloodBenchSection(file: DataFile): string {
 export function throughShimEvalSection(file: DataFile, inProcess: string, dir: string): string {
   const local = readDataFile(dir, inProcess);
   const remote = file.data.obj('teacher_forcing').list('at_share');
-  const rows = local.data.obj('teacher_forcing').list('at_share').map((row, i) => {
-    const other = remote[i]!;
-    return [
-      pct(row.num('share')),
-      ...(['router', 'random', 'top1'] as const).flatMap((m) => [pct(row.num(m)), pct(other.num(m))]),
-    ];
-  });
+  const rows = local.data
+    .obj('teacher_forcing')
+    .list('at_share')
+    .map((row, i) => {
+      const other = remote[i]!;
+      return [pct(row.num('share')), ...(['router', 'random', 'top1'] as const).flatMap((m) => [pct(row.num(m)), pct(other.num(m))])];
+    });
   return [
     provenance(local),
     '',

@@ -34,7 +34,10 @@ import type { FifoSlots } from '../shared/process/fifo-slots.ts';
 function oversize(response: RouteResponse, limit: number): AppError | undefined {
   const bytes = serializeRouteResponse(response).length;
   if (bytes <= limit) return undefined;
-  return new AppError('RESOURCE_EXHAUSTED', `the step result is ${bytes} bytes, above this shim's gRPC message limit of ${limit}: ask for fewer tokens (max_tokens) or alternatives (top_logprobs)`);
+  return new AppError(
+    'RESOURCE_EXHAUSTED',
+    `the step result is ${bytes} bytes, above this shim's gRPC message limit of ${limit}: ask for fewer tokens (max_tokens) or alternatives (top_logprobs)`,
+  );
 }
 
 /** The controllers of the streams in flight, so shutdown can end them all. */

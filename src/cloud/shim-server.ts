@@ -81,15 +81,20 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
   });
   // What the pack means by its ids, computed once: Score replies, `opened` and Describe carry it.
   const vocabulary = tokenizer ? { vocabularySha256: vocabularySha256(config.modelPack!), tokenizerFingerprint: tokenizerFingerprint(config.modelPack!) } : {};
-  server.addService(strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME), cloudRouterHandlers({ config, store, backend, admission, tokenizer, log, ...vocabulary }, streams, new FifoSlots(SCORE_SLOTS)));
+  server.addService(
+    strictService('cloud_router.proto', CLOUD_ROUTER_SERVICE_NAME),
+    cloudRouterHandlers({ config, store, backend, admission, tokenizer, log, ...vocabulary }, streams, new FifoSlots(SCORE_SLOTS)),
+  );
   server.addService(healthService, health.handlers);
 
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   let port: number;
   try {
     port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`${host}:${config.port}`, serverCredentials(config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey!, clientCaFile: config.tlsClientCa } : undefined), (e, p) =>
-        e ? reject(e) : resolve(p),
+      server.bindAsync(
+        `${host}:${config.port}`,
+        serverCredentials(config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey!, clientCaFile: config.tlsClientCa } : undefined),
+        (e, p) => (e ? reject(e) : resolve(p)),
       ),
     );
   } catch (e) {
@@ -99,7 +104,13 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
   }
   health.set('', 'SERVING');
   health.set(CLOUD_ROUTER_SERVICE_NAME, 'SERVING');
-  log.info('shim listening', { address: `${host}:${port}`, backend: backend.info.name, maxInflightSteps: admission.maxInFlight, tls: Boolean(config.tlsCert), mtls: Boolean(config.tlsClientCa) });
+  log.info('shim listening', {
+    address: `${host}:${port}`,
+    backend: backend.info.name,
+    maxInflightSteps: admission.maxInFlight,
+    tls: Boolean(config.tlsCert),
+    mtls: Boolean(config.tlsClientCa),
+  });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (graceMs = config.shutdownGraceMs): Promise<void> =>
@@ -118,5 +129,15 @@ export async function startShim(config: Readonly<ShimConfig>, deps: ShimDependen
       log.info('shim stopped', { forced: timedOut });
     })());
 
-  return { port, address: `${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`, config, store, backend, health, streams, admission, shutdown };
+  return {
+    port,
+    address: `${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`,
+    config,
+    store,
+    backend,
+    health,
+    streams,
+    admission,
+    shutdown,
+  };
 }

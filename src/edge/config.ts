@@ -106,20 +106,27 @@ const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
   grpcPort: { kind: 'int', min: 0, offValue: -1, help: 'port of the gRPC Generate service (0 = any free port, off = no gRPC service)' },
   edgeModel: { kind: 'string', oldKey: 'slm', help: 'edge model pack folder' },
   edgeModelFile: { kind: 'string', oldKey: 'slmFile', help: 'ONNX file of the pack to run, e.g. model_q4.onnx (a hub folder holds several variants)' },
-  router: { kind: 'string', help: "router pack folder (refused when trained for another edge model), or 'builtin' for the edge model's top-1 probability (fits any)" },
+  router: {
+    kind: 'string',
+    help: "router pack folder (refused when trained for another edge model), or 'builtin' for the edge model's top-1 probability (fits any)",
+  },
   cloud: { kind: 'string', help: "cloud shim host:port, or 'none' to run the edge alone" },
   cloudToken: { kind: 'string', help: 'bearer token sent to the shim (prefer EDGE_CLOUD_TOKEN or the config file)' },
   cloudTlsCa: { kind: 'string', help: 'CA certificate (PEM) that signed the shim certificate; turns TLS on' },
   cloudTlsCert: { kind: 'string', help: 'client certificate (PEM) for mutual TLS' },
   cloudTlsKey: { kind: 'string', help: 'client key (PEM) for mutual TLS' },
   cloudDeadlineMs: { kind: 'int', min: 1, help: 'deadline of one routed step; past it the edge decides alone' },
-  cloudFailureThreshold: { kind: 'int', min: 1, help: 'failed cloud attempts in a row before the edge stops trying for a while (a missed deadline counts as all)' },
+  cloudFailureThreshold: {
+    kind: 'int',
+    min: 1,
+    help: 'failed cloud attempts in a row before the edge stops trying for a while (a missed deadline counts as all)',
+  },
   sendHiddenState: { kind: 'bool', help: "send the edge model's hidden state with routed steps (it leaves the device)" },
   routingKeySecret: {
     kind: 'string',
     help: "key of the HMAC that turns a request's conversation into the routing key the shim and its backend see (the caller's text never leaves the box); default: random at start; edges that share conversations behind one gateway set the same one",
   },
-  privateFoldCase: { kind: 'bool', help: 'match private values in any letter case too (always on when the edge model\'s tokenizer lowercases)' },
+  privateFoldCase: { kind: 'bool', help: "match private values in any letter case too (always on when the edge model's tokenizer lowercases)" },
   speculate: {
     kind: 'enum',
     values: ['auto', 'on', 'off'],
@@ -135,18 +142,33 @@ const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
     min: 0,
     help: 'target share of generated tokens routed to the cloud, in (0, 1]: the cut on the router scores moves to hold it, for requests that name neither threshold nor a budget',
   },
-  routeTokensPerMinute: { kind: 'int', min: 1, help: 'most cloud tokens this box spends per minute over all generations, for requests that name neither threshold nor a budget' },
-  routeWaitMs: { kind: 'int', min: 1, help: 'most milliseconds a token may wait for the cloud: the cut falls as the round trip or the cloud load grows, for requests that name neither threshold nor a budget' },
+  routeTokensPerMinute: {
+    kind: 'int',
+    min: 1,
+    help: 'most cloud tokens this box spends per minute over all generations, for requests that name neither threshold nor a budget',
+  },
+  routeWaitMs: {
+    kind: 'int',
+    min: 1,
+    help: 'most milliseconds a token may wait for the cloud: the cut falls as the round trip or the cloud load grows, for requests that name neither threshold nor a budget',
+  },
   accessToken: { kind: 'string', help: 'require this token for the page and APIs (bearer header, cookie or ?token=)' },
   chatSpecialTokens: {
     kind: 'enum',
     values: SPECIAL_TOKENS_IN_MESSAGES,
     help: "what special-token text such as <|im_end|> inside a chat message becomes: text (ordinary characters, so a message cannot forge a turn) or parse (the special token, as transformers' apply_chat_template does; for trusted clients only)",
   },
-  chatTemplate: { kind: 'string', help: "the chat template: a Jinja file, or chatml (default: the pack's chat_template.jinja or its tokenizer_config.json's chat_template)" },
+  chatTemplate: {
+    kind: 'string',
+    help: "the chat template: a Jinja file, or chatml (default: the pack's chat_template.jinja or its tokenizer_config.json's chat_template)",
+  },
   servedModelName: { kind: 'string', help: "the model's name in the APIs (OpenAI's model, /v1/models) (default: the edge pack's folder name)" },
   maxConcurrent: { kind: 'int', min: 1, help: 'generations running at once; more are refused' },
-  maxBatch: { kind: 'int', min: 1, help: "most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4, int8) may flip a near-tie (docs/operations.md)" },
+  maxBatch: {
+    kind: 'int',
+    min: 1,
+    help: 'most running generations whose decode steps share one forward pass of the edge model (1 = each step alone); the same tokens as alone, except that a plain-layout pack with int8 arithmetic (q4, int8) may flip a near-tie (docs/operations.md)',
+  },
   idleTimeout: {
     kind: 'int',
     min: 1,
@@ -157,11 +179,13 @@ const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
   promptCacheMb: {
     kind: 'int',
     min: 0,
-    help:
-      "megabytes of KV cache kept from finished and running generations, so a prompt that starts like an earlier one (a chat's next turn, a fixed system prompt) prefills only the rest; least recently used dropped first; 0 = off. The default holds about 10,000 tokens of Qwen2.5-0.5B's fp32 cache (24 KB a token), ten 1,000-token chats, beside its 2 GB of weights on an 8 GB board",
+    help: "megabytes of KV cache kept from finished and running generations, so a prompt that starts like an earlier one (a chat's next turn, a fixed system prompt) prefills only the rest; least recently used dropped first; 0 = off. The default holds about 10,000 tokens of Qwen2.5-0.5B's fp32 cache (24 KB a token), ten 1,000-token chats, beside its 2 GB of weights on an 8 GB board",
   },
   threads: { kind: 'int', min: 0, help: 'onnxruntime threads for the edge model (0 = default)' },
-  executionProvider: { kind: 'string', help: 'onnxruntime execution providers for the edge model in order of preference, e.g. coreml,cpu or cuda,cpu (ending in cpu = fall back to it)' },
+  executionProvider: {
+    kind: 'string',
+    help: 'onnxruntime execution providers for the edge model in order of preference, e.g. coreml,cpu or cuda,cpu (ending in cpu = fall back to it)',
+  },
   logLevel: { kind: 'enum', values: ['debug', 'info', 'warn', 'error'], help: 'log verbosity' },
   privateDetect: {
     kind: 'string',

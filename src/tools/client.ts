@@ -46,7 +46,8 @@ async function main(): Promise<void> {
     chat: { type: 'boolean' },
     system: { type: 'string' },
   });
-  if (values.chat ? positionals.length !== 0 : positionals.length !== 1) throw new UsageError(values.chat ? '--chat reads its turns from the terminal: give no prompt' : 'give exactly one prompt');
+  if (values.chat ? positionals.length !== 0 : positionals.length !== 1)
+    throw new UsageError(values.chat ? '--chat reads its turns from the terminal: give no prompt' : 'give exactly one prompt');
   if (values.system !== undefined && !values.chat) throw new UsageError('--system goes with --chat');
   if (values.speculate !== undefined && values.speculate !== 'on' && values.speculate !== 'off') {
     throw new UsageError(`--speculate must be on or off, got ${JSON.stringify(values.speculate)}`);
@@ -74,7 +75,10 @@ async function main(): Promise<void> {
   const color = process.stdout.isTTY && !values.json;
   try {
     if (values.chat) {
-      await chatInTerminal((messages) => streamEvents(client.Generate({ ...request, prompt: '', messages }, metadata, { deadline: Date.now() + deadlineMs }), color, values.json), values.system);
+      await chatInTerminal(
+        (messages) => streamEvents(client.Generate({ ...request, prompt: '', messages }, metadata, { deadline: Date.now() + deadlineMs }), color, values.json),
+        values.system,
+      );
     } else {
       await streamEvents(client.Generate(request, metadata, { deadline: Date.now() + deadlineMs }), color, values.json);
     }
@@ -85,7 +89,10 @@ async function main(): Promise<void> {
     if (error.code === grpc.status.UNAVAILABLE && /^No connection established|ECONNREFUSED|resolution failed/i.test(error.details)) {
       const from = values.address ? '--address' : 'EDGE_GRPC_PORT, or its default';
       const reason = error.details.replace(/^No connection established\. Last error: (Error: )?/, '').replace(/\.? *Resolution note: *$/, '');
-      throw new AppError('UNAVAILABLE', `no edge answered at ${address} (from ${from}): ${reason}; start one (bun run start) or give its address with --address host:port`);
+      throw new AppError(
+        'UNAVAILABLE',
+        `no edge answered at ${address} (from ${from}): ${reason}; start one (bun run start) or give its address with --address host:port`,
+      );
     }
     throw fromGrpcError(error);
   } finally {
@@ -112,7 +119,9 @@ async function streamEvents(call: AsyncIterable<unknown>, color: boolean, json: 
           `prompt ${m.promptTokens} tokens (${m.cachedTokens} cached) · ` +
           `TTFT ${m.ttftMs.toFixed(1)} ms · TBT ${m.tbtMeanMs.toFixed(2)} ms · cloud ${m.cloudMs.toFixed(1)} ms · ` +
           `total ${m.totalMs.toFixed(1)} ms · finished: ${event.done.finishReason}` +
-          (m.budget && m.budget.policy !== 'threshold' ? ` · ${m.budget.policy}: cut ${m.budget.cut.toFixed(3)}, ${(m.budget.realizedShare * 100).toFixed(1)}% of positions routed` : '') +
+          (m.budget && m.budget.policy !== 'threshold'
+            ? ` · ${m.budget.policy}: cut ${m.budget.cut.toFixed(3)}, ${(m.budget.realizedShare * 100).toFixed(1)}% of positions routed`
+            : '') +
           '\n',
       );
     } else if (event.error) {

@@ -24,7 +24,8 @@ export const CLOUD_FLAGS_USAGE = `--cloud-model PACK [--cloud-model-file F] | --
 export function cloudSourceFlags(values: Record<string, unknown>, env: Readonly<Record<string, string | undefined>>, fallbackPack?: string): CloudSource {
   const pack = values['cloud-model'] as string | undefined;
   const address = values.cloud as string | undefined;
-  if (pack !== undefined && address !== undefined) throw new UsageError('give the cloud either as --cloud-model PACK (in this process) or as --cloud HOST:PORT (a running shim), not both');
+  if (pack !== undefined && address !== undefined)
+    throw new UsageError('give the cloud either as --cloud-model PACK (in this process) or as --cloud HOST:PORT (a running shim), not both');
   if (address === undefined) {
     for (const flag of ['cloud-token', 'cloud-tls-ca']) if (values[flag] !== undefined) throw new UsageError(`--${flag} goes with --cloud HOST:PORT`);
     const dir = pack ?? fallbackPack;

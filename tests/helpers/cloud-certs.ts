@@ -28,13 +28,58 @@ function openssl(dir: string, args: string[]): void {
 }
 
 function makeCa(dir: string, name: string): void {
-  openssl(dir, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', '-subj', `/CN=${name}`]);
+  openssl(dir, [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.pem`,
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${name}`,
+  ]);
 }
 
 function makeLeaf(dir: string, name: string, ca: string, extensions: string): void {
   writeFileSync(join(dir, `${name}.ext`), extensions);
-  openssl(dir, ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`]);
-  openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`]);
+  openssl(dir, [
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.csr`,
+    '-subj',
+    `/CN=${name}`,
+  ]);
+  openssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.pem`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-out',
+    `${name}.pem`,
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+  ]);
 }
 
 export function makeTestCertificates(): TestCertificates {

@@ -77,7 +77,12 @@ export interface FakePromptPosition {
  * Prompt log-probabilities as a server computes them: one forward pass over every position, as
  * src/shared/model/position-scores.ts does. Entry 0 is null (nothing predicts the first id).
  */
-export async function fakePromptLogprobs(model: DecoderModel, input: readonly number[], topN: number, requestedIds: readonly number[] = []): Promise<(FakePromptPosition | null)[]> {
+export async function fakePromptLogprobs(
+  model: DecoderModel,
+  input: readonly number[],
+  topN: number,
+  requestedIds: readonly number[] = [],
+): Promise<(FakePromptPosition | null)[]> {
   const sequence = model.newSequence();
   try {
     const { allLogits } = await sequence.append(input, { allPositions: true });

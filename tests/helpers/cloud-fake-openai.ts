@@ -9,7 +9,17 @@
  */
 import type { DecoderModel } from '../../src/shared/model/decoder-model.ts';
 import type { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
-import { checkFields, disconnected, fakeGenerate, fakePromptLogprobs, is, RadixCacheSim, sse, type FakeGeneration, type FakePromptPosition } from './cloud-fake-model.ts';
+import {
+  checkFields,
+  disconnected,
+  fakeGenerate,
+  fakePromptLogprobs,
+  is,
+  RadixCacheSim,
+  sse,
+  type FakeGeneration,
+  type FakePromptPosition,
+} from './cloud-fake-model.ts';
 
 export interface FakeOpenAiOptions {
   /** Honour `return_token_ids` (recent vLLM / SGLang). Default true. */
@@ -150,14 +160,31 @@ export class FakeOpenAi {
             return;
           }
           const last = i === generation.ids.length - 1;
-          yield { ...base, choices: [{ index: 0, ...self.choice(generation, i, i + 1, withIds, withLogprobs, asTokenIds, i === 0 ? input : undefined), finish_reason: last ? finish : null }] };
+          yield {
+            ...base,
+            choices: [
+              {
+                index: 0,
+                ...self.choice(generation, i, i + 1, withIds, withLogprobs, asTokenIds, i === 0 ? input : undefined),
+                finish_reason: last ? finish : null,
+              },
+            ],
+          };
         }
         if (includeUsage) yield { ...base, choices: [], usage };
       })(),
     );
   }
 
-  private choice(g: FakeGeneration, from: number, to: number, withIds: boolean, withLogprobs: boolean, asTokenIds: boolean, prompt: number[] | undefined): Record<string, unknown> {
+  private choice(
+    g: FakeGeneration,
+    from: number,
+    to: number,
+    withIds: boolean,
+    withLogprobs: boolean,
+    asTokenIds: boolean,
+    prompt: number[] | undefined,
+  ): Record<string, unknown> {
     // The text leaves out a matched stop token, as both servers do by default.
     const pieces = g.pieces.slice(from, to).map((piece, i) => (g.matched !== undefined && from + i === g.ids.length - 1 ? '' : piece));
     const token = (id: number, piece: string) => (asTokenIds ? `token_id:${id}` : piece);

@@ -10,7 +10,17 @@
  */
 import type { DecoderModel } from '../../src/shared/model/decoder-model.ts';
 import type { TextTokenizer } from '../../src/shared/text/tokenizer.ts';
-import { checkFields, disconnected, fakeGenerate, fakePromptLogprobs, is, RadixCacheSim, sse, type FakeGeneration, type FakePromptPosition } from './cloud-fake-model.ts';
+import {
+  checkFields,
+  disconnected,
+  fakeGenerate,
+  fakePromptLogprobs,
+  is,
+  RadixCacheSim,
+  sse,
+  type FakeGeneration,
+  type FakePromptPosition,
+} from './cloud-fake-model.ts';
 
 export interface FakeSglangOptions {
   /** Where the ids are: `output_ids` (current), `token_ids` (some builds), `none` (before Aug 2025). */

@@ -17,6 +17,9 @@ export async function ensureDemoPacks(): Promise<typeof DEMO> {
 /** The first `count` paragraphs of the TinyStories excerpt (split on blank lines, trimmed). */
 export async function tinyStoriesParagraphs(count?: number): Promise<string[]> {
   const text = await Bun.file(DEMO.tinyStories).text();
-  const paragraphs = text.split(/\n\s*\n/).map((p) => p.trim()).filter((p) => p.length > 0);
+  const paragraphs = text
+    .split(/\n\s*\n/)
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0);
   return count === undefined ? paragraphs : paragraphs.slice(0, count);
 }

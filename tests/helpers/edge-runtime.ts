@@ -42,8 +42,7 @@ export async function startTestEdge(
   const edgeModel = await DecoderModel.load(loadModelPack(demo.edgePack));
   const cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
   const inProcess = new InProcessCloud(cloudModel);
-  const cloud =
-    options.cloud === 'none' ? undefined : typeof options.cloud === 'function' ? options.cloud(inProcess) : inProcess;
+  const cloud = options.cloud === 'none' ? undefined : typeof options.cloud === 'function' ? options.cloud(inProcess) : inProcess;
   const router = await loadRouter(options.router === 'trained' ? demo.routerPack : typeof options.router === 'object' ? options.router.pack : undefined);
   const runtime = new EdgeRuntime(
     {

@@ -76,5 +76,9 @@ export function untieLmHead(model: ModelProto): void {
   const old = graph.initializer[at]!;
   const values = initializerFloats(old, 'lm_head');
   const noise = wave(values.length, 0.3, 0.05);
-  graph.initializer[at] = tensor(old.name, values.map((v, i) => v + noise[i]!), old.dims.map(Number));
+  graph.initializer[at] = tensor(
+    old.name,
+    values.map((v, i) => v + noise[i]!),
+    old.dims.map(Number),
+  );
 }

@@ -32,19 +32,32 @@ export function readGguf(bytes: Uint8Array, alignment = 32): ReadGguf {
   };
   const scalar = (type: number): unknown => {
     switch (type) {
-      case 0: return view.getUint8(at++);
-      case 1: return view.getInt8(at++);
-      case 2: return ((at += 2), view.getUint16(at - 2, true));
-      case 3: return ((at += 2), view.getInt16(at - 2, true));
-      case 4: return u32();
-      case 5: return ((at += 4), view.getInt32(at - 4, true));
-      case 6: return ((at += 4), view.getFloat32(at - 4, true));
-      case 7: return view.getUint8(at++) === 1;
-      case 8: return str();
-      case 10: return ((at += 8), view.getBigUint64(at - 8, true));
-      case 11: return ((at += 8), view.getBigInt64(at - 8, true));
-      case 12: return ((at += 8), view.getFloat64(at - 8, true));
-      default: throw new Error(`unknown GGUF value type ${type}`);
+      case 0:
+        return view.getUint8(at++);
+      case 1:
+        return view.getInt8(at++);
+      case 2:
+        return ((at += 2), view.getUint16(at - 2, true));
+      case 3:
+        return ((at += 2), view.getInt16(at - 2, true));
+      case 4:
+        return u32();
+      case 5:
+        return ((at += 4), view.getInt32(at - 4, true));
+      case 6:
+        return ((at += 4), view.getFloat32(at - 4, true));
+      case 7:
+        return view.getUint8(at++) === 1;
+      case 8:
+        return str();
+      case 10:
+        return ((at += 8), view.getBigUint64(at - 8, true));
+      case 11:
+        return ((at += 8), view.getBigInt64(at - 8, true));
+      case 12:
+        return ((at += 8), view.getFloat64(at - 8, true));
+      default:
+        throw new Error(`unknown GGUF value type ${type}`);
     }
   };
   const magic = u32();

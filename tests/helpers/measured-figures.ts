@@ -43,7 +43,12 @@ export function commentTexts(source: string): string[] {
   for (const line of source.split('\n')) {
     const trimmed = line.trim();
     if (inBlock || trimmed.startsWith('/*')) {
-      run.push(trimmed.replace(/^\/\*\*?|\*\/$/g, '').replace(/^\*(?!\/)/, '').trim());
+      run.push(
+        trimmed
+          .replace(/^\/\*\*?|\*\/$/g, '')
+          .replace(/^\*(?!\/)/, '')
+          .trim(),
+      );
       inBlock = !trimmed.endsWith('*/');
       if (!inBlock) flush();
       continue;

@@ -56,7 +56,11 @@ export interface PrivateCase {
 export function heldOutStories(): string[] {
   const text = readFileSync(join(ASSETS_DIR, 'datasets/tinystories/tinystories_excerpt_197k.txt'), 'utf8');
   // The last part of the excerpt: text the routers were not trained on.
-  return text.slice(-60_000).split(/\n\s*\n/).map((s) => s.trim()).filter((s) => s.length > 120);
+  return text
+    .slice(-60_000)
+    .split(/\n\s*\n/)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 120);
 }
 
 /** `forms`: names drawn from FORM_NAMES, the spellings a tokenizer may change. */
@@ -68,7 +72,8 @@ export function privateCase(seed: number, stories: readonly string[], options: {
   const head = story.slice(0, cut > 0 ? cut : 120);
   const name = pick(options.forms ? FORM_NAMES : NAMES);
   const pieces: { text: string; kind?: string }[] = [{ text: pick(DECORATIONS) }, { text: name, kind: 'name' }, { text: ` had a friend. ${head} ` }];
-  if (random() < 0.6) pieces.push({ text: 'Write to ' }, { text: pick(EMAILS), kind: 'email' }, { text: ' or call ' }, { text: pick(PHONES), kind: 'phone' }, { text: '. ' });
+  if (random() < 0.6)
+    pieces.push({ text: 'Write to ' }, { text: pick(EMAILS), kind: 'email' }, { text: ' or call ' }, { text: pick(PHONES), kind: 'phone' }, { text: '. ' });
   if (random() < 0.3) pieces.push({ text: 'The card was ' }, { text: pick(CARDS), kind: 'card' }, { text: '. ' });
   // Ending on the name's first word invites the edge to copy it: generated text repeating a value is private too.
   pieces.push({ text: random() < 0.5 ? `Then ${name.split(' ')[0]}` : `${name} said` });

@@ -71,7 +71,10 @@ export class PrivacyRig {
     const [edge, cloudModel] = await Promise.all([DecoderModel.load(loadModelPack(o.edgePack)), DecoderModel.load(loadModelPack(o.cloudPack))]);
     const sglang = new FakeSglang(cloudModel, o.tokenizer);
     const log: string[] = [];
-    const shim = await startTestShim({ backend: 'sglang', backendUrl: sglang.url, modelPack: o.cloudPack }, { log: createLogger('shim', 'debug', (line) => void log.push(line)) });
+    const shim = await startTestShim(
+      { backend: 'sglang', backendUrl: sglang.url, modelPack: o.cloudPack },
+      { log: createLogger('shim', 'debug', (line) => void log.push(line)) },
+    );
     const client = new WireRecordingClient({ address: shim.address, stepTimeoutMs: 30_000 });
     return new PrivacyRig(log, o.tokenizer, edge, cloudModel, sglang, shim, client);
   }

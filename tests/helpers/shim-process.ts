@@ -74,4 +74,3 @@ export class ShimProcess {
     await this.child.exited;
   }
 }
-

@@ -36,8 +36,15 @@ export function readSse(response: Response): SseStream {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           const lines = block.split('\n');
-          const event = lines.find((l) => l.startsWith('event:'))?.slice(6).trim() ?? 'message';
-          const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+          const event =
+            lines
+              .find((l) => l.startsWith('event:'))
+              ?.slice(6)
+              .trim() ?? 'message';
+          const data = lines
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).replace(/^ /, ''))
+            .join('\n');
           events.push({ event, data });
         }
       }

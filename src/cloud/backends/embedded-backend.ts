@@ -30,7 +30,17 @@ import { abortReason } from '../../shared/grpc/stream.ts';
 import type { SpanFinish, TokenAlternative } from '../../shared/contract/contract-vocabulary.ts';
 import { scoreOnModel } from '../../shared/model/position-scores.ts';
 import { checkRoomToGenerate } from './context-window.ts';
-import type { Backend, BackendInfo, BackendPrefillRequest, BackendPrefillResult, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type {
+  Backend,
+  BackendInfo,
+  BackendPrefillRequest,
+  BackendPrefillResult,
+  BackendScoreRequest,
+  BackendScoreResult,
+  BackendSequence,
+  BackendStepRequest,
+  BackendStepResult,
+} from './backend.ts';
 
 export interface EmbeddedBackendOptions {
   modelPack: string;
@@ -101,7 +111,10 @@ export class EmbeddedBackend implements Backend {
    * A backend over a model that is already loaded (the evaluation's in-process cloud shares one with its
    * caller). `close` still releases the model.
    */
-  static over(model: DecoderModel, options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log' | 'maxBatch' | 'appendTokens'>): EmbeddedBackend {
+  static over(
+    model: DecoderModel,
+    options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log' | 'maxBatch' | 'appendTokens'>,
+  ): EmbeddedBackend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }
 

@@ -90,7 +90,11 @@ export class HttpBackendClient {
     try {
       return JSON.parse(text);
     } catch {
-      throw new QuotingError('INTERNAL', `${this.options.name}: reply is not JSON: ${text.slice(0, 200)}`, `${this.options.name}: reply is not JSON (${text.length} characters)`);
+      throw new QuotingError(
+        'INTERNAL',
+        `${this.options.name}: reply is not JSON: ${text.slice(0, 200)}`,
+        `${this.options.name}: reply is not JSON (${text.length} characters)`,
+      );
     }
   }
 
@@ -141,9 +145,18 @@ export class HttpBackendClient {
     try {
       event = JSON.parse(payload);
     } catch {
-      throw new QuotingError('INTERNAL', `${this.options.name}: event is not JSON: ${payload.slice(0, 200)}`, `${this.options.name}: event is not JSON (${payload.length} characters)`);
+      throw new QuotingError(
+        'INTERNAL',
+        `${this.options.name}: event is not JSON: ${payload.slice(0, 200)}`,
+        `${this.options.name}: event is not JSON (${payload.length} characters)`,
+      );
     }
-    if (!isRecord(event)) throw new QuotingError('INTERNAL', `${this.options.name}: event is not an object: ${payload.slice(0, 200)}`, `${this.options.name}: event is not an object (${payload.length} characters)`);
+    if (!isRecord(event))
+      throw new QuotingError(
+        'INTERNAL',
+        `${this.options.name}: event is not an object: ${payload.slice(0, 200)}`,
+        `${this.options.name}: event is not an object (${payload.length} characters)`,
+      );
     if ('error' in event && event.error !== null && event.error !== undefined) {
       const message = errorBodyMessage(event) ?? payload.slice(0, 200);
       // The same failure as a 400 before streaming: a context the model cannot take is OUT_OF_RANGE there too.
@@ -171,7 +184,11 @@ export function httpBackendError(name: string, status: number, bodyText: string)
     message = undefined;
   }
   message ??= bodyText.trim().slice(0, 300) || '(empty body)';
-  return new QuotingError(httpStatusCode(status, message), `${name}: HTTP ${status}: ${message}`, `${name}: HTTP ${status} (a message of ${message.length} characters)`);
+  return new QuotingError(
+    httpStatusCode(status, message),
+    `${name}: HTTP ${status}: ${message}`,
+    `${name}: HTTP ${status} (a message of ${message.length} characters)`,
+  );
 }
 
 /** How SGLang and vLLM word a context that exceeds the model's window. */
@@ -205,7 +222,6 @@ export function errorBodyMessage(body: unknown): string | undefined {
   }
   return undefined;
 }
-
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -38,7 +38,12 @@ export class OpenAiBackend implements Backend {
 
   constructor(readonly options: OpenAiBackendOptions) {
     this.http = new HttpBackendClient({ name: 'openai', baseUrl: options.baseUrl, apiKey: options.apiKey, retries: options.retries });
-    this.info = { name: `openai:${options.model}@${options.baseUrl}`, vocabSize: options.vocabSize, maxContext: options.maxContext, ...roomForOneToken(options.maxContext) };
+    this.info = {
+      name: `openai:${options.model}@${options.baseUrl}`,
+      vocabSize: options.vocabSize,
+      maxContext: options.maxContext,
+      ...roomForOneToken(options.maxContext),
+    };
     this.textKeyIds = new TextKeyIds(options.retokenizer);
   }
 
@@ -143,7 +148,9 @@ class CompletionOutput {
     if (ids.length === 0) throw new AppError('INTERNAL', 'openai: the reply holds no generated tokens');
     const aligned = exact && this.tokenLogprobs.length >= ids.length;
     const logprobs = ids.map((_, i) => (aligned && typeof this.tokenLogprobs[i] === 'number' ? (this.tokenLogprobs[i] as number) : Number.NaN));
-    const top = ids.map((_, i) => (aligned && request.sampling.topLogprobs > 0 ? alternatives(this.topLogprobs[i], request.sampling.topLogprobs, retokenizer) : []));
+    const top = ids.map((_, i) =>
+      aligned && request.sampling.topLogprobs > 0 ? alternatives(this.topLogprobs[i], request.sampling.topLogprobs, retokenizer) : [],
+    );
     const finish: SpanFinish = this.finishReason === 'stop' ? 'stop' : 'length';
     return { ids, logprobs, top, cachedTokens: this.cachedTokens, backendMs, finish, text: this.text };
   }

@@ -77,7 +77,12 @@ function textIndex(tokenizer: TextTokenizer): Map<string, number | null> {
   return index;
 }
 
-export function openAiScores(reply: unknown, request: BackendScoreRequest, asked: number, textIds: TextKeyIds): { positions: PositionScores[]; exact: boolean } {
+export function openAiScores(
+  reply: unknown,
+  request: BackendScoreRequest,
+  asked: number,
+  textIds: TextKeyIds,
+): { positions: PositionScores[]; exact: boolean } {
   if (!isRecord(reply) || !Array.isArray(reply.choices)) throw new AppError('INTERNAL', 'openai: the reply is not a completion (no choices)');
   const choice = reply.choices.find((c) => isRecord(c) && (c.index ?? 0) === 0);
   if (!isRecord(choice)) throw new AppError('INTERNAL', 'openai: the reply has no choice 0');
@@ -90,7 +95,7 @@ export function openAiScores(reply: unknown, request: BackendScoreRequest, asked
   }
   throw new AppError(
     'UNIMPLEMENTED',
-    'openai: the server returned no prompt log-probabilities: neither choices[0].prompt_logprobs (vLLM\'s `prompt_logprobs`) nor an echoed prompt ' +
+    "openai: the server returned no prompt log-probabilities: neither choices[0].prompt_logprobs (vLLM's `prompt_logprobs`) nor an echoed prompt " +
       '(`echo: true` with `logprobs` and max_tokens 0) came back; use a vLLM or SGLang server, or the sglang backend',
   );
 }
@@ -120,7 +125,11 @@ function fromEcho(logprobs: Record<string, unknown>, ids: readonly number[], tex
   for (let j = 1; j < ids.length; j++) {
     const token = tokens[j];
     if (typeof token === 'string' && token.startsWith(TOKEN_ID_PREFIX) && tokenIdOf(token) !== ids[j]) {
-      throw new QuotingError('INTERNAL', `openai: the echoed prompt has ${token} at ${j}, the prompt has id ${ids[j]}`, `openai: the echoed prompt has another token than the prompt's at ${j}`);
+      throw new QuotingError(
+        'INTERNAL',
+        `openai: the echoed prompt has ${token} at ${j}, the prompt has id ${ids[j]}`,
+        `openai: the echoed prompt has another token than the prompt's at ${j}`,
+      );
     }
     const alternatives: TokenAlternative[] = [];
     const unnamed: number[] = [];
@@ -140,7 +149,8 @@ function fromEcho(logprobs: Record<string, unknown>, ids: readonly number[], tex
 function logprobOf(value: unknown): number {
   const logprob = isRecord(value) ? value.logprob : value;
   if (logprob === null) return -Infinity;
-  if (typeof logprob !== 'number') throw new QuotingError('INTERNAL', `openai: malformed log-probability ${JSON.stringify(value)}`, 'openai: malformed log-probability');
+  if (typeof logprob !== 'number')
+    throw new QuotingError('INTERNAL', `openai: malformed log-probability ${JSON.stringify(value)}`, 'openai: malformed log-probability');
   return logprob;
 }
 

@@ -66,7 +66,10 @@ export function assembleScores(
       if (own !== undefined) candidateLogprob = own;
       else {
         exact = false;
-        candidateLogprob = upperBound(serverTop.map((a) => a.logprob), at.unnamed ?? []);
+        candidateLogprob = upperBound(
+          serverTop.map((a) => a.logprob),
+          at.unnamed ?? [],
+        );
       }
     }
     return {

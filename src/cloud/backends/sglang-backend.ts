@@ -13,7 +13,17 @@
 import { roomForOneToken } from './remote-scores.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { SpanFinish, TokenAlternative } from '../../shared/contract/contract-vocabulary.ts';
-import type { Backend, BackendInfo, BackendPrefillRequest, BackendPrefillResult, BackendScoreRequest, BackendScoreResult, BackendSequence, BackendStepRequest, BackendStepResult } from './backend.ts';
+import type {
+  Backend,
+  BackendInfo,
+  BackendPrefillRequest,
+  BackendPrefillResult,
+  BackendScoreRequest,
+  BackendScoreResult,
+  BackendSequence,
+  BackendStepRequest,
+  BackendStepResult,
+} from './backend.ts';
 import { isRecord } from '../../shared/is-record.ts';
 import { HttpBackendClient } from './http-backend-client.ts';
 import { sglangScoreBody, sglangScores, throwIfAborted } from './sglang-score.ts';
@@ -124,7 +134,12 @@ export class SglangBackend implements Backend {
         for await (const chunk of this.http.events(response, signal)) output.add(chunk);
       } else {
         const reply = await this.http.json(response, signal);
-        if (!isRecord(reply)) throw new QuotingError('INTERNAL', `sglang: expected one reply object, got ${JSON.stringify(reply).slice(0, 100)}`, `sglang: expected one reply object, got ${reply === null ? 'null' : Array.isArray(reply) ? 'a list' : typeof reply}`);
+        if (!isRecord(reply))
+          throw new QuotingError(
+            'INTERNAL',
+            `sglang: expected one reply object, got ${JSON.stringify(reply).slice(0, 100)}`,
+            `sglang: expected one reply object, got ${reply === null ? 'null' : Array.isArray(reply) ? 'a list' : typeof reply}`,
+          );
         output.add(reply);
       }
       return output.result(request, performance.now() - start);
@@ -181,9 +196,16 @@ class SglangOutput {
       throw new AppError('INTERNAL', 'sglang: reply has neither output_ids, token_ids nor output_token_logprobs (was return_logprob ignored?)');
     }
     this.ids.add(ids, total);
-    if (tokenLogprobs) this.logprobs.add(tokenLogprobs.map((e) => e.logprob), total);
+    if (tokenLogprobs)
+      this.logprobs.add(
+        tokenLogprobs.map((e) => e.logprob),
+        total,
+      );
     if (Array.isArray(meta.output_top_logprobs)) {
-      this.top.add(meta.output_top_logprobs.map((alts) => (Array.isArray(alts) ? alts.map(logprobEntry).map(({ id, logprob }) => ({ id, logprob })) : [])), total);
+      this.top.add(
+        meta.output_top_logprobs.map((alts) => (Array.isArray(alts) ? alts.map(logprobEntry).map(({ id, logprob }) => ({ id, logprob })) : [])),
+        total,
+      );
     }
     if (typeof reply.text === 'string') this.addText(reply.text);
     if (typeof meta.cached_tokens === 'number') this.cachedTokens = meta.cached_tokens;
@@ -240,6 +262,7 @@ function logprobEntry(entry: unknown): { id: number; logprob: number } {
 
 function intArray(value: unknown): number[] | undefined {
   if (!Array.isArray(value)) return undefined;
-  if (!value.every((v) => Number.isInteger(v))) throw new QuotingError('INTERNAL', `sglang: token ids are not integers: ${JSON.stringify(value).slice(0, 100)}`, 'sglang: token ids are not integers');
+  if (!value.every((v) => Number.isInteger(v)))
+    throw new QuotingError('INTERNAL', `sglang: token ids are not integers: ${JSON.stringify(value).slice(0, 100)}`, 'sglang: token ids are not integers');
   return value as number[];
 }

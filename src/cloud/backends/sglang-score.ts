@@ -41,7 +41,12 @@ export function sglangScoreBody(request: BackendScoreRequest): { body: Record<st
 }
 
 export function sglangScores(reply: unknown, request: BackendScoreRequest, asked: number): { positions: PositionScores[]; exact: boolean } {
-  if (!isRecord(reply)) throw new QuotingError('INTERNAL', `sglang: expected one reply object, got ${JSON.stringify(reply).slice(0, 100)}`, `sglang: expected one reply object, got ${reply === null ? 'null' : Array.isArray(reply) ? 'a list' : typeof reply}`);
+  if (!isRecord(reply))
+    throw new QuotingError(
+      'INTERNAL',
+      `sglang: expected one reply object, got ${JSON.stringify(reply).slice(0, 100)}`,
+      `sglang: expected one reply object, got ${reply === null ? 'null' : Array.isArray(reply) ? 'a list' : typeof reply}`,
+    );
   const meta = isRecord(reply.meta_info) ? reply.meta_info : {};
   throwIfAborted(meta.finish_reason);
   const { ids, candidates } = request;
@@ -63,7 +68,11 @@ export function sglangScores(reply: unknown, request: BackendScoreRequest, asked
   for (let j = 1; j < ids.length; j++) {
     const next = triple(tokens[j]);
     if (next.id !== ids[j]) {
-      throw new QuotingError('INTERNAL', `sglang: input_token_logprobs[${j}] is for id ${next.id}, the input has ${ids[j]} there`, `sglang: input_token_logprobs[${j}] is for another id than the input's`);
+      throw new QuotingError(
+        'INTERNAL',
+        `sglang: input_token_logprobs[${j}] is for id ${next.id}, the input has ${ids[j]} there`,
+        `sglang: input_token_logprobs[${j}] is for another id than the input's`,
+      );
     }
     const asAsked = byId?.[j]?.find((a) => a.id === candidates![j - 1]);
     reported.push({ nextLogprob: next.logprob, alternatives: top?.[j] ?? [], ...(asAsked ? { candidateLogprob: asAsked.logprob } : {}) });
@@ -75,7 +84,11 @@ export function sglangScores(reply: unknown, request: BackendScoreRequest, asked
 export function throwIfAborted(finishReason: unknown): void {
   if (!isRecord(finishReason) || finishReason.type !== 'abort') return;
   const message = typeof finishReason.message === 'string' ? finishReason.message : 'request aborted by the server';
-  throw new QuotingError(/longer than|context length/i.test(message) ? 'OUT_OF_RANGE' : 'UNAVAILABLE', `sglang: ${message}`, `sglang: the server aborted the request (a message of ${message.length} characters)`);
+  throw new QuotingError(
+    /longer than|context length/i.test(message) ? 'OUT_OF_RANGE' : 'UNAVAILABLE',
+    `sglang: ${message}`,
+    `sglang: the server aborted the request (a message of ${message.length} characters)`,
+  );
 }
 
 /** `[logprob, token_id, text|null]` → `{ id, logprob }`; a null log-probability past entry 0 is orjson's -inf. */

@@ -42,14 +42,20 @@ function checkRequest(request: ScoreRequest__Output, ctx: ScoreContext): void {
   checkRequestId(request.requestId);
   if (ids.length < 2) invalid(`a sequence to score needs 2 ids or more (one position predicting the next), got ${ids.length}`);
   if (maxContext !== undefined && ids.length > maxContext) {
-    throw new AppError('OUT_OF_RANGE', `the sequence is ${ids.length} tokens, above the cloud model's window of ${maxContext}: score it in windows of at most ${maxContext}`);
+    throw new AppError(
+      'OUT_OF_RANGE',
+      `the sequence is ${ids.length} tokens, above the cloud model's window of ${maxContext}: score it in windows of at most ${maxContext}`,
+    );
   }
   if (candidateIds.length !== 0 && candidateIds.length !== ids.length - 1) {
     invalid(`candidate_ids must hold one id per position (${ids.length - 1}) or none, got ${candidateIds.length}`);
   }
   if (topK > MAX_SCORE_TOP_K) invalid(`top_k must be at most ${MAX_SCORE_TOP_K}, got ${topK}`);
   if (vocabSize === undefined) return;
-  for (const [what, list] of [['ids', ids], ['candidate_ids', candidateIds]] as const) {
+  for (const [what, list] of [
+    ['ids', ids],
+    ['candidate_ids', candidateIds],
+  ] as const) {
     const at = list.findIndex((id) => id >= vocabSize);
     if (at >= 0) invalid(`${what}[${at}] is ${list[at]}, outside the cloud model's vocabulary [0, ${vocabSize})`);
   }
@@ -77,7 +83,8 @@ export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreCon
       turn: () => ctx.admission.acquireBatch(deadline),
     });
   } catch (e) {
-    if (deadline.aborted && !signal.aborted) throw new AppError('DEADLINE_EXCEEDED', `the backend did not score ${request.ids.length} tokens within ${config.backendTimeoutMs} ms`);
+    if (deadline.aborted && !signal.aborted)
+      throw new AppError('DEADLINE_EXCEEDED', `the backend did not score ${request.ids.length} tokens within ${config.backendTimeoutMs} ms`);
     throw e;
   } finally {
     release();
@@ -85,7 +92,13 @@ export async function scoreSequence(request: ScoreRequest__Output, ctx: ScoreCon
   if (result.positions.length !== request.ids.length - 1) {
     throw new AppError('INTERNAL', `the backend scored ${result.positions.length} positions of ${request.ids.length - 1}`);
   }
-  log.debug('scored', { requestId: request.requestId, tokens: request.ids.length, topK: request.topK, exact: result.exact, ms: Math.round(performance.now() - started) });
+  log.debug('scored', {
+    requestId: request.requestId,
+    tokens: request.ids.length,
+    topK: request.topK,
+    exact: result.exact,
+    ms: Math.round(performance.now() - started),
+  });
   return {
     positions: result.positions,
     backend: backend.info.name,

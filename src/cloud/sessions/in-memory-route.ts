@@ -17,7 +17,13 @@
 import { Duplex, PassThrough } from 'node:stream';
 import { AppError } from '../../shared/errors.ts';
 import { toAppError } from '../../shared/grpc/errors.ts';
-import { CLOUD_ROUTER_SERVICE_NAME, type RouteRequest, type RouteRequest__Output, type RouteResponse, type RouteResponse__Output } from '../../shared/grpc/proto.ts';
+import {
+  CLOUD_ROUTER_SERVICE_NAME,
+  type RouteRequest,
+  type RouteRequest__Output,
+  type RouteResponse,
+  type RouteResponse__Output,
+} from '../../shared/grpc/proto.ts';
 import { assertWellFormed, strictService } from '../../shared/grpc/strict-decode.ts';
 import { StreamReader } from '../../shared/grpc/stream.ts';
 import { routeSession, type RequestSource, type ShimContext } from './route-session.ts';

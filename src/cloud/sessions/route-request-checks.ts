@@ -57,7 +57,12 @@ export function checkOpen(open: OpenSession__Output, model: ModelLimits): string
  * A step the shim can append to a context of `contextLength` tokens (a conditional step's overlap counted
  * once) and still generate after; returns the span to ask for and the step's sources.
  */
-export function checkStep(step: RouteStep__Output, contextLength: number, config: Readonly<ShimConfig>, model: ModelLimits): { maxTokens: number; sources: TokenSource[] } {
+export function checkStep(
+  step: RouteStep__Output,
+  contextLength: number,
+  config: Readonly<ShimConfig>,
+  model: ModelLimits,
+): { maxTokens: number; sources: TokenSource[] } {
   if (step.sources.length !== step.ids.length) {
     throw new AppError('INVALID_ARGUMENT', `a step has ${step.ids.length} ids but ${step.sources.length} sources`);
   }
@@ -73,7 +78,10 @@ export function checkStep(step: RouteStep__Output, contextLength: number, config
   // sends its whole history there), so a prompt token here is an edge that lost track of its context.
   const prompt = sources.indexOf('prompt');
   if (prompt >= 0) {
-    throw new AppError('INVALID_ARGUMENT', `sources[${prompt}] is TOKEN_SOURCE_PROMPT: a step carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids`);
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `sources[${prompt}] is TOKEN_SOURCE_PROMPT: a step carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids`,
+    );
   }
   return { maxTokens, sources };
 }

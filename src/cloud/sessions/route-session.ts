@@ -89,7 +89,15 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
         route = { ...opened, stepTimeoutMs: stepDeadline(read.open, config), signal: live, sequence: backend.openSequence(session.id) };
         log.debug('session opened', { session: session.id, requestId: session.requestId, routingKey: session.routingKey, context: session.ids.length });
         const tokenizer = ctx.tokenizerFingerprint ? { tokenizer: toWireFingerprint(ctx.tokenizerFingerprint) } : {};
-        yield { opened: { sessionId: session.id, backend: backend.info.name, vocabSize: backend.info.vocabSize ?? 0, maxContext: backend.info.maxContext ?? 0, ...tokenizer } };
+        yield {
+          opened: {
+            sessionId: session.id,
+            backend: backend.info.name,
+            vocabSize: backend.info.vocabSize ?? 0,
+            maxContext: backend.info.maxContext ?? 0,
+            ...tokenizer,
+          },
+        };
         // Before the next message is read: a step sent behind the prefill reuses what it computed.
         if (read.open.prefill) yield await prefillAhead(route, ctx);
       } else if (read.event === 'step') {
@@ -109,7 +117,11 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
   } catch (e) {
     // Any failure ends the stream, whatever its state.
     const error = live.aborted && !(e instanceof AppError) ? abortReason(live) : toAppError(e);
-    log[error.code === 'INTERNAL' ? 'error' : 'debug']('session failed', { session: session?.id, code: error.code, error: loggableMessage(error, config.logText) });
+    log[error.code === 'INTERNAL' ? 'error' : 'debug']('session failed', {
+      session: session?.id,
+      code: error.code,
+      error: loggableMessage(error, config.logText),
+    });
     yield endMessage(error, totals());
     throw error;
   } finally {
@@ -215,10 +227,19 @@ async function answerStep(step: RouteStep__Output, route: OpenRoute, ctx: ShimCo
 
 /** The result of a step with nothing generated: skipped (the context unchanged) or overloaded (its delta appended). */
 function unansweredResponse(session: RoutingSession, elapsedMs: number, load: AdmissionLoad, why: { skipped: true } | { overloaded: true }): RouteResponse {
-  return { step: { ids: [], text: '', logprobs: [], top: [], cachedTokens: 0, backendMs: 0, shimMs: elapsedMs, contextLength: session.ids.length, ...why, load } };
+  return {
+    step: { ids: [], text: '', logprobs: [], top: [], cachedTokens: 0, backendMs: 0, shimMs: elapsedMs, contextLength: session.ids.length, ...why, load },
+  };
 }
 
-function stepResponse(result: BackendStepResult, ctx: ShimContext, session: RoutingSession, before: number, elapsedMs: number, load: AdmissionLoad): RouteResponse {
+function stepResponse(
+  result: BackendStepResult,
+  ctx: ShimContext,
+  session: RoutingSession,
+  before: number,
+  elapsedMs: number,
+  load: AdmissionLoad,
+): RouteResponse {
   const text = result.text ?? (ctx.tokenizer ? spanText(ctx.tokenizer, session.ids.slice(Math.max(0, before - 8), before), result.ids) : '');
   return {
     step: {

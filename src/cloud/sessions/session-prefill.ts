@@ -39,11 +39,23 @@ export async function prefillAhead(route: PrefillRoute, ctx: { admission: StepAd
     }
     try {
       const result = await withDeadline(route.signal, Math.max(1, Math.round(route.stepTimeoutMs - slot.waitedMs)), (signal) =>
-        sequence.prefill!({ context: session.ids, requestId: `${session.id}-prefill`, ...(session.routingKey ? { routingKey: session.routingKey } : {}), signal }),
+        sequence.prefill!({
+          context: session.ids,
+          requestId: `${session.id}-prefill`,
+          ...(session.routingKey ? { routingKey: session.routingKey } : {}),
+          signal,
+        }),
       );
       // A prefill is not a step: its time stays out of the steps' moving average, which predicts a step's.
       const load = slot.release(false);
-      log.debug('prefill', { session: session.id, context: contextLength, cachedTokens: result.cachedTokens, prefilledTokens: result.prefilledTokens, backendMs: result.backendMs, shimMs: performance.now() - received });
+      log.debug('prefill', {
+        session: session.id,
+        context: contextLength,
+        cachedTokens: result.cachedTokens,
+        prefilledTokens: result.prefilledTokens,
+        backendMs: result.backendMs,
+        shimMs: performance.now() - received,
+      });
       return { prefilled: { contextLength, ...result, overloaded: false, load } };
     } catch (e) {
       slot.release(false);

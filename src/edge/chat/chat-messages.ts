@@ -37,7 +37,11 @@ export function readChatMessages(value: unknown): EdgeChatMessage[] {
     const role = typeof fields.role === 'string' ? CHAT_ROLES.get(fields.role) : undefined;
     if (role === undefined) invalid(`messages[${i}].role must be one of ${[...CHAT_ROLES.keys()].join(', ')}, got ${JSON.stringify(fields.role)}`);
     if (typeof fields.content !== 'string') invalid(`messages[${i}].content must be a string, got ${JSON.stringify(fields.content) ?? 'nothing'}`);
-    const privateTexts = readPrivateSpans(Object.hasOwn(fields, 'private_spans') ? fields.private_spans : undefined, fields.content, `messages[${i}].private_spans`);
+    const privateTexts = readPrivateSpans(
+      Object.hasOwn(fields, 'private_spans') ? fields.private_spans : undefined,
+      fields.content,
+      `messages[${i}].private_spans`,
+    );
     return { role, content: fields.content, ...(privateTexts.length > 0 ? { privateTexts } : {}) };
   });
 }

@@ -48,7 +48,12 @@ export class EdgeChat {
     try {
       const own = ChatTemplate.ofTokenizer(tokenizer);
       if (own) return new EdgeChat(own, tokenizer, special, '');
-      return new EdgeChat(undefined, tokenizer, special, `model ${options.modelName} has no chat template (no chat_template.jinja, no chat_template in its tokenizer_config.json; the edge's --chat-template can name one); send a prompt instead`);
+      return new EdgeChat(
+        undefined,
+        tokenizer,
+        special,
+        `model ${options.modelName} has no chat template (no chat_template.jinja, no chat_template in its tokenizer_config.json; the edge's --chat-template can name one); send a prompt instead`,
+      );
     } catch (e) {
       return new EdgeChat(undefined, tokenizer, special, `model ${options.modelName} has a chat template this edge cannot use: ${errorMessage(e)}`);
     }
@@ -71,7 +76,8 @@ export class EdgeChat {
    * a prompt the caller never saw, so they are refused.
    */
   start(runtime: Pick<EdgeRuntime, 'begin'>, messages: readonly EdgeChatMessage[], raw: RawGenerationRequest, id?: string): ReturnType<EdgeRuntime['begin']> {
-    if (raw.privateSpans != null) throw new AppError('INVALID_ARGUMENT', 'with messages, mark private spans in each message (messages[i].private_spans), not in the request');
+    if (raw.privateSpans != null)
+      throw new AppError('INVALID_ARGUMENT', 'with messages, mark private spans in each message (messages[i].private_spans), not in the request');
     const { text, ids } = this.prompt(messages.map(({ role, content }) => ({ role, content })));
     const privateTexts = messages.flatMap((m) => m.privateTexts ?? []);
     return runtime.begin({ ...raw, prompt: text, ...(privateTexts.length > 0 ? { privateTexts } : {}) }, id, ids);

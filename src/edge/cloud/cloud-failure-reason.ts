@@ -42,7 +42,8 @@ export function plainCloudReason(error: AppError): string {
   if (noConnection) return `cloud unreachable (${socketReason(noConnection[1]!.trim())})`;
   const resolution = /^Name resolution failed for target (?:dns:)?(.*)$/.exec(message);
   if (resolution) return `cloud unreachable (host name not found: ${resolution[1]})`;
-  if (/^(Connection dropped|Connection closed|Received RST_STREAM|read ECONNRESET|Call ended without)/.test(message)) return 'cloud connection lost during the step';
+  if (/^(Connection dropped|Connection closed|Received RST_STREAM|read ECONNRESET|Call ended without)/.test(message))
+    return 'cloud connection lost during the step';
   const tooLarge = /^Received message larger than max \((\d+) vs\.? (\d+)\)/.exec(message);
   if (tooLarge) return `cloud reply of ${tooLarge[1]} bytes is over this edge's message limit of ${tooLarge[2]}`;
   if (error.code === 'UNAUTHENTICATED') return `cloud refused the token (${message})`;

@@ -48,7 +48,16 @@ export class ShimContextCopy {
     this.verified = this.ids.length;
     this.samplingKey = JSON.stringify(sampling);
     return [
-      { open: { requestId, ...(routingKey ? { routingKey } : {}), sampling, contextIds: [...this.ids], contextSources: toWireSources(request.sources), stepTimeoutMs } },
+      {
+        open: {
+          requestId,
+          ...(routingKey ? { routingKey } : {}),
+          sampling,
+          contextIds: [...this.ids],
+          contextSources: toWireSources(request.sources),
+          stepTimeoutMs,
+        },
+      },
       { step: stepMessage(request, this.ids.length, [], []) },
     ];
   }

@@ -20,7 +20,14 @@ import { connectivityState, Metadata, status, type ChannelOptions } from '@grpc/
 import { AppError } from '../../shared/errors.ts';
 import { bearer } from '../../shared/grpc/auth.ts';
 import { appErrorCode, toAppError } from '../../shared/grpc/errors.ts';
-import { CLOUD_ROUTER_SERVICE_NAME, CloudRouterClient, HealthClient, type CloudRouterClientType, type HealthClientType, type SessionOpened__Output } from '../../shared/grpc/proto.ts';
+import {
+  CLOUD_ROUTER_SERVICE_NAME,
+  CloudRouterClient,
+  HealthClient,
+  type CloudRouterClientType,
+  type HealthClientType,
+  type SessionOpened__Output,
+} from '../../shared/grpc/proto.ts';
 import { clientTls, type ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import { fromWireFingerprint } from '../../shared/grpc/wire.ts';
 import type { TokenizerFingerprint } from '../../shared/text/tokenizer-fingerprint.ts';
@@ -167,7 +174,9 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     const stream = this.startStream();
     await new Promise<void>((resolve, reject) => {
       stream.on('data', () => {});
-      stream.on('status', (status: { code: number; details: string }) => (status.code === 0 ? resolve() : reject(new AppError(appErrorCode(status.code), status.details))));
+      stream.on('status', (status: { code: number; details: string }) =>
+        status.code === 0 ? resolve() : reject(new AppError(appErrorCode(status.code), status.details)),
+      );
       stream.on('error', () => {});
       stream.end();
     }).then(

@@ -34,7 +34,14 @@ import { withPlainReason } from './cloud-failure-reason.ts';
 import type { CloudGate, PassedMessages } from './cloud-gate.ts';
 import { checkSources, loadOf, ShimContextCopy, toReply } from './context-delta.ts';
 import { LiveRouteStream, PredecessorFailed, StreamEnded, type RouteStream, type SentStep } from './live-route-stream.ts';
-import { enterRouteStreamState, INITIAL_ROUTE_STREAM_STATE, isRefusal, mayResend, routeStreamTransition, type RouteStreamEvent } from './route-stream-states.ts';
+import {
+  enterRouteStreamState,
+  INITIAL_ROUTE_STREAM_STATE,
+  isRefusal,
+  mayResend,
+  routeStreamTransition,
+  type RouteStreamEvent,
+} from './route-stream-states.ts';
 
 import { CREDENTIAL_REFUSALS, TRANSPORT_FAILURES, type RouteStreamHost } from './route-stream-host.ts';
 
@@ -261,7 +268,8 @@ export class GrpcCloudConversation implements CloudConversation {
         const deadline = AbortSignal.timeout(this.host.closeTimeoutMs);
         // A step still in flight (a conditional step the generation no longer needs, usually skipped) reads
         // its own result first: the half-close must be the stream's only reader.
-        if (this.state.inFlight > 0) await Promise.race([this.lastReply.catch(() => {}), new Promise((resolve) => deadline.addEventListener('abort', resolve, { once: true }))]);
+        if (this.state.inFlight > 0)
+          await Promise.race([this.lastReply.catch(() => {}), new Promise((resolve) => deadline.addEventListener('abort', resolve, { once: true }))]);
         await live.halfClose(deadline);
       }
     } finally {

@@ -85,10 +85,19 @@ function nonEmptyText(value: unknown, name: string): string {
 
 function choicesOf(value: unknown, name: string): string[] {
   // Text (a page form's, a proto's): a JSON list, or one choice a line.
-  const list: unknown = typeof value !== 'string' ? value : value.trim().startsWith('[') ? JSON.parse(value) : value.split('\n').map((c) => c.trim()).filter((c) => c !== '');
+  const list: unknown =
+    typeof value !== 'string'
+      ? value
+      : value.trim().startsWith('[')
+        ? JSON.parse(value)
+        : value
+            .split('\n')
+            .map((c) => c.trim())
+            .filter((c) => c !== '');
   if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CHOICES) invalid(`${name} must be a list of 1 to ${MAX_CHOICES} strings`);
   list.forEach((c: unknown, i) => {
-    if (typeof c !== 'string' || c === '' || c.length > MAX_CHOICE_CHARS) invalid(`${name}[${i}] must be a non-empty string of at most ${MAX_CHOICE_CHARS} characters`);
+    if (typeof c !== 'string' || c === '' || c.length > MAX_CHOICE_CHARS)
+      invalid(`${name}[${i}] must be a non-empty string of at most ${MAX_CHOICE_CHARS} characters`);
   });
   return [...new Set(list as string[])];
 }

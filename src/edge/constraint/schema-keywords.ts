@@ -10,12 +10,51 @@
 import { isRecord } from '../../shared/is-record.ts';
 
 const ENFORCED = new Set([
-  'type', 'properties', 'required', 'additionalProperties', 'unevaluatedProperties', 'patternProperties', 'propertyNames',
-  'minProperties', 'maxProperties', 'items', 'prefixItems', 'unevaluatedItems', 'minItems', 'maxItems', 'enum', 'const',
-  'anyOf', 'oneOf', 'allOf', '$ref', '$defs', 'definitions', 'minLength', 'maxLength', 'pattern', 'format', 'minimum',
-  'maximum', 'exclusiveMinimum', 'exclusiveMaximum',
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'patternProperties',
+  'propertyNames',
+  'minProperties',
+  'maxProperties',
+  'items',
+  'prefixItems',
+  'unevaluatedItems',
+  'minItems',
+  'maxItems',
+  'enum',
+  'const',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  '$ref',
+  '$defs',
+  'definitions',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'format',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
 ]);
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', 'strict', 'name']);
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  '$schema',
+  '$id',
+  '$comment',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  'strict',
+  'name',
+]);
 /** Keywords whose value maps names to schemas, holds one schema, or lists schemas. */
 const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
 const ONE_SCHEMA = new Set(['additionalProperties', 'unevaluatedProperties', 'propertyNames', 'items', 'unevaluatedItems']);
@@ -27,13 +66,14 @@ export function unsupportedKeyword(schema: unknown, at = '$'): { keyword: string
   for (const [keyword, value] of Object.entries(schema)) {
     if (ANNOTATIONS.has(keyword)) continue;
     if (!ENFORCED.has(keyword)) return { keyword, at };
-    const inner: [unknown, string][] = SCHEMA_MAPS.has(keyword) && isRecord(value)
-      ? Object.entries(value).map(([name, s]) => [s, `${at}.${keyword}.${name}`])
-      : ONE_SCHEMA.has(keyword)
-        ? [[value, `${at}.${keyword}`]]
-        : SCHEMA_LISTS.has(keyword) && Array.isArray(value)
-          ? value.map((s, i) => [s, `${at}.${keyword}[${i}]`])
-          : [];
+    const inner: [unknown, string][] =
+      SCHEMA_MAPS.has(keyword) && isRecord(value)
+        ? Object.entries(value).map(([name, s]) => [s, `${at}.${keyword}.${name}`])
+        : ONE_SCHEMA.has(keyword)
+          ? [[value, `${at}.${keyword}`]]
+          : SCHEMA_LISTS.has(keyword) && Array.isArray(value)
+            ? value.map((s, i) => [s, `${at}.${keyword}[${i}]`])
+            : [];
     for (const [s, where] of inner) {
       const found = unsupportedKeyword(s, where);
       if (found) return found;

@@ -18,7 +18,13 @@ import type { RawGenerationRequest } from '../request/generation-request.ts';
 import { readGenerationRequest } from '../request/generation-request-fields.ts';
 import { readChatMessages } from '../chat/chat-messages.ts';
 import { EdgeChat } from '../chat/edge-chat.ts';
-import { EDGE_GENERATOR_SERVICE_NAME, type EdgeGeneratorHandlers, type GenerateEvent, type GenerateRequest__Output, type PrivateSpan__Output } from './edge-proto.ts';
+import {
+  EDGE_GENERATOR_SERVICE_NAME,
+  type EdgeGeneratorHandlers,
+  type GenerateEvent,
+  type GenerateRequest__Output,
+  type PrivateSpan__Output,
+} from './edge-proto.ts';
 
 export interface EdgeGrpcOptions {
   host: string;
@@ -139,7 +145,11 @@ export class EdgeGrpcServer {
     if (request.messages.length === 0) return this.runtime.begin(toRawRequest(request));
     if (request.prompt !== '') throw new AppError('INVALID_ARGUMENT', 'give either prompt or messages, not both');
     const messages = readChatMessages(
-      request.messages.map(({ role, content, privateSpans }) => ({ role, content, ...(privateSpans.length > 0 ? { private_spans: privateSpans.map(wireSpan) } : {}) })),
+      request.messages.map(({ role, content, privateSpans }) => ({
+        role,
+        content,
+        ...(privateSpans.length > 0 ? { private_spans: privateSpans.map(wireSpan) } : {}),
+      })),
     );
     return this.chat.start(this.runtime, messages, toRawRequest(request));
   }

@@ -98,7 +98,9 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
     const ready = options.ready?.() ?? true;
     // Open, for probes; the cloud state and the active count only with the token: they tell anyone on the LAN when the edge is used.
     const reason = runtime.cloudReason();
-    const details = hasAccessToken(c, options.accessToken) ? { cloud: runtime.cloudState(), ...(reason ? { cloud_reason: reason } : {}), active: runtime.activeCount } : {};
+    const details = hasAccessToken(c, options.accessToken)
+      ? { cloud: runtime.cloudState(), ...(reason ? { cloud_reason: reason } : {}), active: runtime.activeCount }
+      : {};
     return c.json({ ready, ...details }, ready ? 200 : 503);
   });
   // Open with a token set: the 401 page needs its style and icon.
@@ -118,7 +120,10 @@ export function createEdgeApp(runtime: EdgeRuntime, options: EdgeAppOptions): Ho
       onError: (c) =>
         // The chat refuses a message in its place among the turns, as it refuses any other (chat-routes.tsx); the body is never read, so the refusal cannot repeat the message.
         c.req.path === '/chat/turns'
-          ? c.html(<RefusedTurn message="" error={`the message is too long: the edge takes at most ${options.maxBodyBytes} bytes a message, settings included`} />, 413)
+          ? c.html(
+              <RefusedTurn message="" error={`the message is too long: the edge takes at most ${options.maxBodyBytes} bytes a message, settings included`} />,
+              413,
+            )
           : errorResponse(c, 'RESOURCE_EXHAUSTED', `request body is larger than ${options.maxBodyBytes} bytes`, 413),
     }),
   );

@@ -82,7 +82,10 @@ export class ChatStore {
     const chat = this.chats.get(chatId);
     if (chat?.turn?.runId !== runId) return;
     const { user, privateTexts } = chat.turn;
-    chat.messages.push({ role: 'user', content: user, ...(privateTexts.length > 0 ? { privateTexts: [...privateTexts] } : {}) }, { role: 'assistant', content: reply.trim() });
+    chat.messages.push(
+      { role: 'user', content: user, ...(privateTexts.length > 0 ? { privateTexts: [...privateTexts] } : {}) },
+      { role: 'assistant', content: reply.trim() },
+    );
     chat.turn = undefined;
   }
 

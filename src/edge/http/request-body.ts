@@ -74,7 +74,7 @@ export async function readJsonOrForm(c: Context): Promise<{ body: Record<string,
   if (!FORM_TYPE.test(type)) invalid(`send the request as JSON with Content-Type: application/json (or as a form), got ${type || 'no content type'}`);
   const text = await utf8Body(c, 'the form');
   if (/^\s*[[{]/.test(text)) {
-    invalid("the body is JSON but its Content-Type is application/x-www-form-urlencoded (what curl -d sends): send it with Content-Type: application/json");
+    invalid('the body is JSON but its Content-Type is application/x-www-form-urlencoded (what curl -d sends): send it with Content-Type: application/json');
   }
   return { body: formFields(text), encoding: 'form' };
 }

@@ -21,19 +21,26 @@ function freeRun(v: unknown): ViewFreeRun {
 }
 
 function heldOutReport(v: unknown): ViewHeldOutReport | undefined {
-  if (!isObject(v) || typeof v.verdict !== 'string' || typeof v.beats_top1 !== 'boolean' || !Array.isArray(v.teacher_forced) || !isObject(v.free_running)) return undefined;
+  if (!isObject(v) || typeof v.verdict !== 'string' || typeof v.beats_top1 !== 'boolean' || !Array.isArray(v.teacher_forced) || !isObject(v.free_running))
+    return undefined;
   const free = v.free_running;
   return {
     noun: typeof v.noun === 'string' ? v.noun : 'document',
     documents: num(v.documents),
     positions: num(v.positions),
-    teacherForced: v.teacher_forced.filter(isObject).map((row) => ({ share: num(row.share), router: num(row.router), top1: num(row.top1), entropy: num(row.entropy), random: num(row.random) })),
+    teacherForced: v.teacher_forced
+      .filter(isObject)
+      .map((row) => ({ share: num(row.share), router: num(row.router), top1: num(row.top1), entropy: num(row.entropy), random: num(row.random) })),
     freeRunning: {
       prompts: num(free.prompts),
       maxNewTokens: num(free.max_new_tokens),
-      atShare: (Array.isArray(free.at_share) ? free.at_share : [])
-        .filter(isObject)
-        .map((row) => ({ share: num(row.share), router: freeRun(row.router), top1: freeRun(row.top1), entropy: freeRun(row.entropy), random: freeRun(row.random) })),
+      atShare: (Array.isArray(free.at_share) ? free.at_share : []).filter(isObject).map((row) => ({
+        share: num(row.share),
+        router: freeRun(row.router),
+        top1: freeRun(row.top1),
+        entropy: freeRun(row.entropy),
+        random: freeRun(row.random),
+      })),
     },
     beatsTop1: v.beats_top1,
     verdict: v.verdict,

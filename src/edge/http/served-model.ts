@@ -10,6 +10,11 @@ import { OpenAIParamError } from './openai/openai-errors.ts';
 
 export function checkServedModel(requested: string, served: string): void {
   if (requested !== served) {
-    throw new OpenAIParamError('model', `the model ${JSON.stringify(requested)} does not exist on this edge; it serves ${served}`, 'NOT_FOUND', 'model_not_found');
+    throw new OpenAIParamError(
+      'model',
+      `the model ${JSON.stringify(requested)} does not exist on this edge; it serves ${served}`,
+      'NOT_FOUND',
+      'model_not_found',
+    );
   }
 }

@@ -11,7 +11,13 @@ import { readChatMessages } from '../chat/chat-messages.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import { readGenerationRequest, type RequestEncoding } from '../request/generation-request-fields.ts';
 
-export async function startFromBody(runtime: EdgeRuntime, chat: EdgeChat, body: Record<string, unknown>, encoding: RequestEncoding, id?: string): ReturnType<EdgeRuntime['begin']> {
+export async function startFromBody(
+  runtime: EdgeRuntime,
+  chat: EdgeChat,
+  body: Record<string, unknown>,
+  encoding: RequestEncoding,
+  id?: string,
+): ReturnType<EdgeRuntime['begin']> {
   if (!Object.hasOwn(body, 'messages')) return runtime.begin(readGenerationRequest(body, encoding), id);
   const { messages, ...fields } = body;
   if (encoding === 'form') throw new AppError('INVALID_ARGUMENT', 'messages are sent as JSON (Content-Type: application/json), not as a form field');

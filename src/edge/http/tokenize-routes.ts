@@ -78,7 +78,9 @@ export function tokenizeRoutes(runtime: EdgeRuntime, chat: EdgeChat, modelName: 
   function encodeConversation(body: Record<string, unknown>): number[] {
     for (const name of TEXT_OPTIONS) {
       if (Object.hasOwn(body, name) && body[name] !== false) {
-        invalid(`${name} is for text (content or prompt): a conversation is encoded as the chat endpoints encode it, its template's special tokens as their ids`);
+        invalid(
+          `${name} is for text (content or prompt): a conversation is encoded as the chat endpoints encode it, its template's special tokens as their ids`,
+        );
       }
     }
     const { text, ids } = chat.prompt(readChatMessages(body.messages));

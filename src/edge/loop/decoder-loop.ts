@@ -158,7 +158,15 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
 
       // Edge time of this step: the forward pass behind these logits, the router and sampling.
       const edgeMs = elapsed(stepStart) - outcome.cloudMs + state.pendingSlmMs + (kept?.replayMs ?? 0);
-      const decision: Decision = { chosen, source: outcome.source, score, slmMs: state.pendingSlmMs, routerMs, cloudMs: outcome.cloudMs, cloudError: outcome.cloudError };
+      const decision: Decision = {
+        chosen,
+        source: outcome.source,
+        score,
+        slmMs: state.pendingSlmMs,
+        routerMs,
+        cloudMs: outcome.cloudMs,
+        cloudError: outcome.cloudError,
+      };
       state.pendingSlmMs = 0;
       metrics.step(edgeMs, metrics.tokens === 0);
 

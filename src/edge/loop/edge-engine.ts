@@ -112,6 +112,7 @@ export function promptIdsOf(engine: Pick<EdgeEngine, 'edgeModel' | 'tokenizer'>,
 export function promptIdsThatFit(engine: Pick<EdgeEngine, 'edgeModel' | 'tokenizer'>, request: LoopRequest): number[] {
   const ids = promptIdsOf(engine, request);
   const window = engine.edgeModel.pack.maxPositions;
-  if (ids.length >= window) throw new AppError('INVALID_ARGUMENT', `prompt is ${ids.length} tokens; the edge model's context window is ${window} (including generated tokens)`);
+  if (ids.length >= window)
+    throw new AppError('INVALID_ARGUMENT', `prompt is ${ids.length} tokens; the edge model's context window is ${window} (including generated tokens)`);
   return ids;
 }

@@ -105,7 +105,13 @@ export class GenerationState {
   openConversation(): CloudConversation {
     const cloud = this.engine.cloud;
     if (!cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
-    const options = { requestId: this.requestId, routingKey: this.request.conversation, signal: this.signal, stepTimeoutMs: this.cut.waitMs, disclosure: this.disclosure };
+    const options = {
+      requestId: this.requestId,
+      routingKey: this.request.conversation,
+      signal: this.signal,
+      stepTimeoutMs: this.cut.waitMs,
+      disclosure: this.disclosure,
+    };
     return openConversation(cloud, options, this.privacy);
   }
 
@@ -203,7 +209,11 @@ export class GenerationState {
   }
 
   /** A routed step's request: up to `maxTokens` tokens after `context`, whose sources are `sources`. */
-  stepRequest(context: number[], sources: TokenSource[], at: { tokenIndex: number; maxTokens: number; score: number | null; hidden?: Float32Array }): CloudStepRequest {
+  stepRequest(
+    context: number[],
+    sources: TokenSource[],
+    at: { tokenIndex: number; maxTokens: number; score: number | null; hidden?: Float32Array },
+  ): CloudStepRequest {
     const { request, signal } = this;
     return {
       context,
@@ -263,7 +273,15 @@ export class GenerationState {
     this.text += finishReason === 'stop' ? '' : this.stopFilter.flush();
     const metrics = this.metrics.finish(this.cut.report(), this.disclosure.report());
     if (this.constraint) metrics.constraint = { ...this.constraint.counts };
-    return { type: 'done', finishReason, text: this.text, metrics, requestId: this.requestId, router: this.engine.router.info.name, cloudText: this.cloudText() };
+    return {
+      type: 'done',
+      finishReason,
+      text: this.text,
+      metrics,
+      requestId: this.requestId,
+      router: this.engine.router.info.name,
+      cloudText: this.cloudText(),
+    };
   }
 
   /** Leaves the edge cache (prompt and output) to the prompt cache, then releases it and the cloud conversation. */

@@ -55,7 +55,7 @@ export class EdgeMetrics {
   });
   readonly decodeBatchSize = new Histogram({
     name: 'edge_generation_batch_size',
-    help: "Finished generations by the mean rows of their edge decode steps (1: ran alone; more: batched with others, --max-batch)",
+    help: 'Finished generations by the mean rows of their edge decode steps (1: ran alone; more: batched with others, --max-batch)',
     buckets: [1, 1.5, 2, 3, 4, 6, 8, 12, 16],
     registers: [this.registry],
   });
@@ -90,7 +90,7 @@ export class EdgeMetrics {
   /** An info gauge, always 1: its labels say which onnxruntime execution providers run the edge model. */
   readonly executionProvider = new Gauge({
     name: 'edge_execution_provider_info',
-    help: "onnxruntime execution provider of the edge model (provider: the preferred one; providers: the list in order)",
+    help: 'onnxruntime execution provider of the edge model (provider: the preferred one; providers: the list in order)',
     labelNames: ['provider', 'providers'] as const,
     registers: [this.registry],
   });
@@ -115,7 +115,7 @@ export class EdgeMetrics {
   });
   readonly cloudHiddenStateBytes = new Counter({
     name: 'edge_cloud_hidden_state_bytes_total',
-    help: "Bytes of edge hidden states among the bytes sent to the cloud (0 unless --send-hidden-state)",
+    help: 'Bytes of edge hidden states among the bytes sent to the cloud (0 unless --send-hidden-state)',
     registers: [this.registry],
   });
   readonly privatePlaceholders = new Counter({
@@ -163,12 +163,28 @@ export class EdgeMetrics {
           this.set(value(status()));
         },
       });
-    gauge('edge_routing_cut', 'The cut on the router scores now in force (a position is routed when its score is below it); NaN before any budgeted decision', (s) => orNaN(s?.cut));
-    gauge('edge_routing_routed_share_recent', 'Share of recently decided positions that were routed to the cloud, all generations together', (s) => orNaN(s?.routedShareRecent));
+    gauge(
+      'edge_routing_cut',
+      'The cut on the router scores now in force (a position is routed when its score is below it); NaN before any budgeted decision',
+      (s) => orNaN(s?.cut),
+    );
+    gauge('edge_routing_routed_share_recent', 'Share of recently decided positions that were routed to the cloud, all generations together', (s) =>
+      orNaN(s?.routedShareRecent),
+    );
     gauge('edge_routing_wait_budget_ms', 'The wait budget per token (--route-wait-ms or the requests); NaN when none', (s) => orNaN(s?.waitBudgetMs));
-    gauge('edge_routing_expected_wait_ms', 'The wait a routed token is expected to cost now (round trip and cloud load), under a wait budget', (s) => orNaN(s?.expectedWaitMs));
-    gauge('edge_routing_tokens_per_minute_budget', 'Most cloud tokens the box spends per minute (--route-tokens-per-minute or the requests); NaN when none', (s) => orNaN(s?.tokensPerMinuteBudget));
-    gauge('edge_routing_cloud_tokens_last_minute', 'Cloud tokens the box spent over the last minute, all generations together', (s) => s?.tokensLastMinute ?? 0);
+    gauge('edge_routing_expected_wait_ms', 'The wait a routed token is expected to cost now (round trip and cloud load), under a wait budget', (s) =>
+      orNaN(s?.expectedWaitMs),
+    );
+    gauge(
+      'edge_routing_tokens_per_minute_budget',
+      'Most cloud tokens the box spends per minute (--route-tokens-per-minute or the requests); NaN when none',
+      (s) => orNaN(s?.tokensPerMinuteBudget),
+    );
+    gauge(
+      'edge_routing_cloud_tokens_last_minute',
+      'Cloud tokens the box spent over the last minute, all generations together',
+      (s) => s?.tokensLastMinute ?? 0,
+    );
     // A counter kept by the controller itself: each scrape reports its running total.
     new Counter({
       name: 'edge_routing_overloaded_steps_total',

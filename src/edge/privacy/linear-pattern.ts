@@ -38,7 +38,8 @@ export class LinearPattern {
       throw new Error(`does not compile under the linear-time engine (RE2; no backreferences or lookaround): ${errorMessage(e)}`);
     }
     const maxProgramSize = options.maxProgramSize ?? MAX_PROGRAM_SIZE;
-    if (re.programSize() > maxProgramSize) throw new Error(`compiles to a program of ${re.programSize()} steps, more than ${maxProgramSize}; matching time grows with it`);
+    if (re.programSize() > maxProgramSize)
+      throw new Error(`compiles to a program of ${re.programSize()} steps, more than ${maxProgramSize}; matching time grows with it`);
     if (re.matches('')) throw new Error('matches the empty string');
     return new LinearPattern(re);
   }

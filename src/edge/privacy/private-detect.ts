@@ -90,7 +90,8 @@ export class PrivateDetector {
    * knownKinds. Throws INVALID_ARGUMENT on an unknown kind or a text longer than MAX_DETECT_CHARS.
    */
   detect(text: string, extraKinds: readonly string[] = []): DetectedSpan[] {
-    for (const kind of extraKinds) if (!this.knownKinds.includes(kind)) throw invalid(`unknown private kind ${JSON.stringify(kind)}; known: ${this.knownKinds.join(', ')}`);
+    for (const kind of extraKinds)
+      if (!this.knownKinds.includes(kind)) throw invalid(`unknown private kind ${JSON.stringify(kind)}; known: ${this.knownKinds.join(', ')}`);
     // Fail closed: a text left partly unread could let an entity through.
     if (text.length > MAX_DETECT_CHARS) throw invalid(`text to check for private entities is ${text.length} characters; the limit is ${MAX_DETECT_CHARS}`);
     const found: DetectedSpan[] = [];
@@ -127,7 +128,8 @@ function compileOperatorPattern({ kind, pattern }: OperatorPattern): LinearPatte
   const flag = `--private-pattern ${kind}=${pattern}`;
   if (!KIND_NAME.test(kind)) throw invalid(`${flag}: the kind must be lowercase [a-z][a-z0-9_]{0,15}, got ${JSON.stringify(kind)}`);
   if (isBuiltIn(kind)) throw invalid(`${flag}: ${kind} is a built-in kind; give the pattern's kind another name`);
-  if (RESERVED_KINDS.includes(kind)) throw invalid(`${flag}: ${kind} is reserved (a word of --private-detect, or the kind of unnamed marked spans); give the pattern's kind another name`);
+  if (RESERVED_KINDS.includes(kind))
+    throw invalid(`${flag}: ${kind} is reserved (a word of --private-detect, or the kind of unnamed marked spans); give the pattern's kind another name`);
   try {
     return LinearPattern.compile(pattern);
   } catch (e) {
@@ -141,7 +143,9 @@ function compileOperatorPattern({ kind, pattern }: OperatorPattern): LinearPatte
  * checking and marking cost at most the text's length for each.
  */
 function withoutOverlaps(spans: readonly DetectedSpan[], kindOrder: readonly string[]): DetectedSpan[] {
-  const preferred = [...spans].sort((a, b) => b.end - b.start - (a.end - a.start) || a.start - b.start || kindOrder.indexOf(a.kind) - kindOrder.indexOf(b.kind));
+  const preferred = [...spans].sort(
+    (a, b) => b.end - b.start - (a.end - a.start) || a.start - b.start || kindOrder.indexOf(a.kind) - kindOrder.indexOf(b.kind),
+  );
   const taken = new Uint8Array(spans.reduce((end, span) => Math.max(end, span.end), 0));
   const kept: DetectedSpan[] = [];
   for (const span of preferred) {

@@ -33,9 +33,15 @@ export function privateValuesFor(request: PrivacyFields, detector: TextDetector 
   const unknown = extra.filter((kind) => !detector?.knownKinds.includes(kind));
   if (unknown.length > 0) {
     const known = detector?.knownKinds.join(', ') || 'none';
-    throw new AppError('INVALID_ARGUMENT', `private_detect names ${unknown.map((k) => JSON.stringify(k)).join(', ')}, which this edge does not detect (it knows: ${known})`);
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `private_detect names ${unknown.map((k) => JSON.stringify(k)).join(', ')}, which this edge does not detect (it knows: ${known})`,
+    );
   }
-  const detected: PrivateText[] = (detector?.detect(request.prompt, extra) ?? []).map(({ start, end, kind }) => ({ text: request.prompt.slice(start, end), kind }));
+  const detected: PrivateText[] = (detector?.detect(request.prompt, extra) ?? []).map(({ start, end, kind }) => ({
+    text: request.prompt.slice(start, end),
+    kind,
+  }));
   const texts = [...(request.privateTexts ?? []), ...detected];
   return texts.length === 0 ? undefined : PrivateValues.of(texts, request.prompt, match);
 }

@@ -37,9 +37,14 @@ function readSpan(raw: unknown, at: string): PrivateSpan {
     const fields = raw as Record<string, unknown>;
     const extra = Object.keys(fields).filter((k) => k !== 'start' && k !== 'end' && k !== 'kind');
     if (extra.length > 0) invalid(`${at} has an unknown field ${JSON.stringify(extra[0])}; a span is {start, end, kind}`);
-    ({ start, end, kind } = { start: Object.hasOwn(fields, 'start') ? fields.start : undefined, end: Object.hasOwn(fields, 'end') ? fields.end : undefined, kind: Object.hasOwn(fields, 'kind') ? fields.kind : undefined });
+    ({ start, end, kind } = {
+      start: Object.hasOwn(fields, 'start') ? fields.start : undefined,
+      end: Object.hasOwn(fields, 'end') ? fields.end : undefined,
+      kind: Object.hasOwn(fields, 'kind') ? fields.kind : undefined,
+    });
   } else invalid(`${at} must be [start, end], [start, end, kind] or {start, end, kind}, got ${JSON.stringify(raw)}`);
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) invalid(`${at}: start and end must be integers (code points), got ${JSON.stringify([start, end])}`);
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end))
+    invalid(`${at}: start and end must be integers (code points), got ${JSON.stringify([start, end])}`);
   if (kind !== undefined && kind !== null && kind !== '' && (typeof kind !== 'string' || !KIND_NAME.test(kind))) {
     invalid(`${at}: kind must be lowercase letters, digits and _ (at most 16, a letter first), got ${JSON.stringify(kind)}`);
   }
@@ -51,7 +56,11 @@ export function readPrivateSpans(raw: unknown, text: string, field: string): Pri
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw)) invalid(`${field} must be a list of [start, end] code-point ranges, got ${JSON.stringify(raw)}`);
   if (raw.length > MAX_PRIVATE_SPANS) invalid(`${field} has ${raw.length} spans; the limit is ${MAX_PRIVATE_SPANS}`);
-  return privateTextsOf(raw.map((span, i) => readSpan(span, `${field}[${i}]`)), text, field);
+  return privateTextsOf(
+    raw.map((span, i) => readSpan(span, `${field}[${i}]`)),
+    text,
+    field,
+  );
 }
 
 /** The texts under checked-shape `spans` of `text`: INVALID_ARGUMENT for a span outside it, empty, out of order or overlapping. */
@@ -60,8 +69,10 @@ export function privateTextsOf(spans: readonly PrivateSpan[], text: string, fiel
   let previousEnd = 0;
   return spans.map(({ start, end, kind }, i) => {
     const at = `${field}[${i}]`;
-    if (start < 0 || end > points.length || start >= end) invalid(`${at} = [${start}, ${end}) is not a non-empty range inside the text's ${points.length} code points`);
-    if (start < previousEnd) invalid(`${at} = [${start}, ${end}) overlaps or comes before the span before it (which ends at ${previousEnd}); give spans in order, without overlaps`);
+    if (start < 0 || end > points.length || start >= end)
+      invalid(`${at} = [${start}, ${end}) is not a non-empty range inside the text's ${points.length} code points`);
+    if (start < previousEnd)
+      invalid(`${at} = [${start}, ${end}) overlaps or comes before the span before it (which ends at ${previousEnd}); give spans in order, without overlaps`);
     previousEnd = end;
     const value = points.slice(start, end).join('');
     if (value.trim() === '') invalid(`${at} = [${start}, ${end}) holds only whitespace`);

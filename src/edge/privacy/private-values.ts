@@ -89,7 +89,8 @@ export class PrivateValues {
     for (const { text: raw, kind } of texts) {
       const text = raw.trim();
       if (text === '' || seen.has(text)) continue;
-      if (text.length > MAX_PRIVATE_VALUE_CHARS) throw new AppError('INVALID_ARGUMENT', `a private span is ${text.length} characters; the limit is ${MAX_PRIVATE_VALUE_CHARS}`);
+      if (text.length > MAX_PRIVATE_VALUE_CHARS)
+        throw new AppError('INVALID_ARGUMENT', `a private span is ${text.length} characters; the limit is ${MAX_PRIVATE_VALUE_CHARS}`);
       seen.add(text);
       const label = kind.toUpperCase();
       let n = counters.get(label) ?? 0;
@@ -102,7 +103,8 @@ export class PrivateValues {
       // A value of nothing but marks or spaces folds to nothing: matched as written.
       folded.set(value, foldString(text, foldCase) || text);
     }
-    if (list.length > MAX_PRIVATE_VALUES) throw new AppError('INVALID_ARGUMENT', `a request may hold at most ${MAX_PRIVATE_VALUES} distinct private values, got ${list.length}`);
+    if (list.length > MAX_PRIVATE_VALUES)
+      throw new AppError('INVALID_ARGUMENT', `a request may hold at most ${MAX_PRIVATE_VALUES} distinct private values, got ${list.length}`);
     const byLength = [...list].sort((a, b) => folded.get(b)!.length - folded.get(a)!.length);
     return new PrivateValues(list, byLength, new Map(list.map((v) => [v.placeholder, v])), folded, foldCase);
   }
@@ -149,7 +151,8 @@ export class PrivateValues {
   placeholders(text: string): Occurrence[] {
     const found: Occurrence[] = [];
     for (const value of this.list) {
-      for (let at = text.indexOf(value.placeholder); at >= 0; at = text.indexOf(value.placeholder, at + 1)) found.push({ start: at, end: at + value.placeholder.length, value });
+      for (let at = text.indexOf(value.placeholder); at >= 0; at = text.indexOf(value.placeholder, at + 1))
+        found.push({ start: at, end: at + value.placeholder.length, value });
     }
     return found.sort((a, b) => a.start - b.start);
   }

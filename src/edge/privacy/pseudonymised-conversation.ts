@@ -24,7 +24,15 @@
  */
 import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import { AppError } from '../../shared/errors.ts';
-import { skippedReply, withheldReply, type CloudClient, type CloudConversation, type CloudStepReply, type CloudStepRequest, type ConversationOptions } from '../cloud/cloud-client.ts';
+import {
+  skippedReply,
+  withheldReply,
+  type CloudClient,
+  type CloudConversation,
+  type CloudStepReply,
+  type CloudStepRequest,
+  type ConversationOptions,
+} from '../cloud/cloud-client.ts';
 import type { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
 import { CloudGate } from '../cloud/cloud-gate.ts';
 import { OutboundTextScan } from './outbound-scan.ts';
@@ -128,7 +136,14 @@ export class PseudonymisedConversation implements CloudConversation {
     let sincePlaceholder = 0;
     let complete = 0;
     for (let asked = 0; ; asked++, sincePlaceholder++) {
-      const reply = await inner.next({ ...request, context, sources, hiddenState: undefined, conditional: false, maxTokens: asked === 0 ? request.maxTokens : 1 });
+      const reply = await inner.next({
+        ...request,
+        context,
+        sources,
+        hiddenState: undefined,
+        conditional: false,
+        maxTokens: asked === 0 ? request.maxTokens : 1,
+      });
       if (reply.tokens.length === 0) {
         // Nothing computed (overloaded): after a placeholder's first tokens, what was written stands.
         if (written.length === 0) return reply;

@@ -115,7 +115,10 @@ export class Pseudonymiser {
         continue;
       }
       const placeholders: string[] = [];
-      const real = encodeContinuation(this.tokenizer, replacedText(texts, run, ranges, (r) => (placeholders.push(r.values[0]!.placeholder), r.values[0]!.text)));
+      const real = encodeContinuation(
+        this.tokenizer,
+        replacedText(texts, run, ranges, (r) => (placeholders.push(r.values[0]!.placeholder), r.values[0]!.text)),
+      );
       this.restorations.set(at + ids.length, { real, cloud: reply.slice(run.first, run.last + 1), placeholders });
       ids.push(...real);
     }

@@ -54,7 +54,6 @@ export const REQUEST_FIELD_NAMES: readonly string[] = [...FIELDS.keys(), ...CONS
  */
 export type RequestEncoding = 'typed' | 'form';
 
-
 function invalid(message: string): never {
   throw new AppError('INVALID_ARGUMENT', message);
 }

@@ -170,7 +170,8 @@ function budgetFields(raw: RawGenerationRequest, defaults: RouteBudget): RouteBu
   const budget: RouteBudget = {};
   if (source.routeShare != null) budget.routeShare = rangeField(source.routeShare, 'route_share', 0, 0, 1, true);
   const { maxTokensPerMinute, maxWaitMs } = ROUTE_BUDGET_BOUNDS;
-  if (source.routeTokensPerMinute != null) budget.routeTokensPerMinute = integerField(source.routeTokensPerMinute, 'route_tokens_per_minute', 0, 1, maxTokensPerMinute);
+  if (source.routeTokensPerMinute != null)
+    budget.routeTokensPerMinute = integerField(source.routeTokensPerMinute, 'route_tokens_per_minute', 0, 1, maxTokensPerMinute);
   if (source.routeWaitMs != null) budget.routeWaitMs = integerField(source.routeWaitMs, 'route_wait_ms', 0, 1, maxWaitMs);
   return budget;
 }

@@ -96,7 +96,14 @@ function wayOut(pack: ModelPack): string {
 }
 
 /** "router R was trained for edge model A (…), not B (…): their X, Y differ. …" */
-function trainedForAnother(routerDir: string, trainedFor: string, recorded: EdgeModelIdentity, pack: ModelPack, actual: EdgeModelIdentity, differs: string[]): AppError {
+function trainedForAnother(
+  routerDir: string,
+  trainedFor: string,
+  recorded: EdgeModelIdentity,
+  pack: ModelPack,
+  actual: EdgeModelIdentity,
+  differs: string[],
+): AppError {
   return new AppError(
     'INVALID_ARGUMENT',
     `router ${routerDir} was trained for edge model ${trainedFor} (${shown(recorded)}), not ${pack.dir} (${shown(actual)}): their ${differs.join(', ')} ${differs.length === 1 ? 'differs' : 'differ'}, so its scores mean nothing for this model. To run it, ${wayOut(pack)}`,
@@ -118,7 +125,11 @@ export function checkRouterTrainedFor(routerDir: string, pack: ModelPack): void 
     return;
   }
   const named = typeof meta.slm === 'string' ? meta.slm : undefined;
-  if (named === undefined) throw new AppError('INVALID_ARGUMENT', `router ${routerDir}: router.json names no edge model (no edge_model, no slm), so nothing shows it was trained for ${pack.dir}. To run it, ${wayOut(pack)}`);
+  if (named === undefined)
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `router ${routerDir}: router.json names no edge model (no edge_model, no slm), so nothing shows it was trained for ${pack.dir}. To run it, ${wayOut(pack)}`,
+    );
   const namedDir = resolve(routerDir, named);
   if (existsSync(join(namedDir, 'config.json')) && existsSync(join(namedDir, 'tokenizer.json'))) {
     const trainedOn = edgeModelIdentity(namedDir);

@@ -100,7 +100,10 @@ export class OnnxRouter implements Router {
       readsPreviousHidden(features) !== inputs.includes('previous_hidden_states')
     ) {
       await session.release();
-      throw new AppError('INVALID_ARGUMENT', `${root}: router.json's features (${features.join(', ')}) do not match router.onnx's inputs (${session.inputNames.join(', ')})`);
+      throw new AppError(
+        'INVALID_ARGUMENT',
+        `${root}: router.json's features (${features.join(', ')}) do not match router.onnx's inputs (${session.inputNames.join(', ')})`,
+      );
     }
     const sums = wantsExtra
       ? await LogitSums.create().catch(async (e) => {
@@ -110,7 +113,13 @@ export class OnnxRouter implements Router {
       : null;
     return new OnnxRouter(
       // The folder's name only: the name travels in every done event and /api/info, off the device.
-      { name: `onnx:${basename(root)}`, hiddenSize: meta.hidden_size, defaultThreshold: meta.default_threshold ?? DEFAULT_ROUTER_THRESHOLD, training: meta.training, features },
+      {
+        name: `onnx:${basename(root)}`,
+        hiddenSize: meta.hidden_size,
+        defaultThreshold: meta.default_threshold ?? DEFAULT_ROUTER_THRESHOLD,
+        training: meta.training,
+        features,
+      },
       session,
       features,
       sums,
@@ -127,7 +136,10 @@ export class OnnxRouter implements Router {
     const feeds: Record<string, OrtTensor> = { hidden_states: new ort.Tensor('float32', hidden, [1, hidden.length]) };
     if (readsPreviousHidden(this.features)) {
       if (previousHidden && previousHidden.length !== hidden.length) {
-        throw new AppError('FAILED_PRECONDITION', `${this.info.name}: the previous hidden state has ${previousHidden.length} values, the current one ${hidden.length}`);
+        throw new AppError(
+          'FAILED_PRECONDITION',
+          `${this.info.name}: the previous hidden state has ${previousHidden.length} values, the current one ${hidden.length}`,
+        );
       }
       feeds.previous_hidden_states = new ort.Tensor('float32', previousHidden ?? new Float32Array(hidden.length), [1, hidden.length]);
     }

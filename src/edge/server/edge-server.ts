@@ -80,7 +80,16 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     : undefined;
   const promptCache = config.promptCacheMb > 0 ? new PrefixCache(parts.edgeModel, { maxBytes: config.promptCacheMb * 2 ** 20 }) : undefined;
   const runtime = new EdgeRuntime(
-    { ...parts, cloud, promptCache, sendHiddenState: config.sendHiddenState, privateFoldCase: config.privateFoldCase, privateDetector: PrivateDetector.create(config.privateDetection.kinds, config.privateDetection.patterns), speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' }, cloudPrefill: { mode: config.cloudPrefill, turns: new RoutedTurns() } },
+    {
+      ...parts,
+      cloud,
+      promptCache,
+      sendHiddenState: config.sendHiddenState,
+      privateFoldCase: config.privateFoldCase,
+      privateDetector: PrivateDetector.create(config.privateDetection.kinds, config.privateDetection.patterns),
+      speculation: { byDefault: config.speculate === 'auto' ? 'auto' : config.speculate === 'on' },
+      cloudPrefill: { mode: config.cloudPrefill, turns: new RoutedTurns() },
+    },
     { maxPromptChars: 16_384, maxNewTokens: config.maxNewTokens, maxRouteSpan: 16, maxConcurrent: config.maxConcurrent, defaultBudget: routeBudgetOf(config) },
     log,
   );
@@ -101,16 +110,33 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   let grpcServer: EdgeGrpcServer | undefined;
   try {
     // Silent connections are closed after idleTimeout; running streams and progressing uploads are not (connection-limits.ts).
-    const fetch = guardConnections(app.fetch, { idleTimeoutS: config.idleTimeout, maxOpenRequests: config.maxOpenRequests, maxBodyBytes: MAX_BODY_BYTES, accessToken: config.accessToken });
+    const fetch = guardConnections(app.fetch, {
+      idleTimeoutS: config.idleTimeout,
+      maxOpenRequests: config.maxOpenRequests,
+      maxBodyBytes: MAX_BODY_BYTES,
+      accessToken: config.accessToken,
+    });
     try {
       http = Bun.serve({ hostname: config.host, port: config.port, fetch, idleTimeout: config.idleTimeout });
     } catch (e) {
       throw listenError(e, { what: "the edge's web page and HTTP API", host: config.host, port: config.port, flag: '--port', env: 'EDGE_PORT' });
     }
     if (config.grpcPort >= 0) {
-      grpcServer = new EdgeGrpcServer(runtime, { host: config.host, port: config.grpcPort, accessToken: config.accessToken, maxReceiveBytes: MAX_BODY_BYTES, chat });
+      grpcServer = new EdgeGrpcServer(runtime, {
+        host: config.host,
+        port: config.grpcPort,
+        accessToken: config.accessToken,
+        maxReceiveBytes: MAX_BODY_BYTES,
+        chat,
+      });
       await grpcServer.start().catch((e: unknown) => {
-        throw listenError(e, { what: "the edge's gRPC Generate service", host: config.host, port: config.grpcPort, flag: '--grpc-port', env: 'EDGE_GRPC_PORT' });
+        throw listenError(e, {
+          what: "the edge's gRPC Generate service",
+          host: config.host,
+          port: config.grpcPort,
+          flag: '--grpc-port',
+          env: 'EDGE_GRPC_PORT',
+        });
       });
     }
   } catch (e) {
@@ -128,15 +154,27 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
   void cloud
     ?.checkCredentials()
     .then((state) => {
-      if (state === 'refused') return log.warn('the cloud shim refused this edge\'s token: routed tokens fall back to the edge model until --cloud-token matches the shim\'s', { cloud: config.cloud });
+      if (state === 'refused')
+        return log.warn("the cloud shim refused this edge's token: routed tokens fall back to the edge model until --cloud-token matches the shim's", {
+          cloud: config.cloud,
+        });
       return cloud.checkVocabulary().then((checked) => {
-        if (checked === 'mismatch') log.warn(`the cloud shim serves another tokenizer: ${cloud.stateReason()}; routed tokens fall back to the edge model`, { cloud: config.cloud });
+        if (checked === 'mismatch')
+          log.warn(`the cloud shim serves another tokenizer: ${cloud.stateReason()}; routed tokens fall back to the edge model`, { cloud: config.cloud });
       });
     })
     .catch(() => {});
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
   const url = `http://${shownHost}:${server.port}/`;
-  log.info('edge ready', { url, grpcPort: grpcServer?.port, edgeModel: config.edgeModel, edgeModelFile: config.edgeModelFile, executionProviders: parts.edgeModel.executionProviders, router: parts.router.info.name, cloud: config.cloud ?? 'none' });
+  log.info('edge ready', {
+    url,
+    grpcPort: grpcServer?.port,
+    edgeModel: config.edgeModel,
+    edgeModelFile: config.edgeModelFile,
+    executionProviders: parts.edgeModel.executionProviders,
+    router: parts.router.info.name,
+    cloud: config.cloud ?? 'none',
+  });
 
   let stopping: Promise<void> | undefined;
   const stop = async () => {

@@ -98,7 +98,10 @@ function checkRouterFits(router: Router, dir: string | undefined, pack: ModelPac
   // First: a router trained for another model is the cause of any other misfit, and the message should say so.
   if (dir !== undefined) checkRouterTrainedFor(dir, pack);
   if (!hasHiddenStates) {
-    throw new AppError('INVALID_ARGUMENT', `router ${shown} reads the edge model's hidden states; ${pack.modelPath} has no hidden_states output (add it with: bun run models expose-hidden)`);
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `router ${shown} reads the edge model's hidden states; ${pack.modelPath} has no hidden_states output (add it with: bun run models expose-hidden)`,
+    );
   }
   if (hiddenSize !== pack.hiddenSize) {
     throw new AppError('INVALID_ARGUMENT', `router ${shown} expects hidden size ${hiddenSize}; ${pack.dir} has ${pack.hiddenSize}`);
@@ -127,6 +130,8 @@ function tokenVocabularyOf(dir: string): number | null {
   }
   const constant = fromBinary(ModelProtoSchema, bytes).graph?.initializer.find((t) => t.name === 'token_vocab_size');
   if (!constant) return null;
-  const value = constant.int64Data[0] ?? (constant.rawData.length >= 8 ? new DataView(constant.rawData.buffer, constant.rawData.byteOffset, 8).getBigInt64(0, true) : undefined);
+  const value =
+    constant.int64Data[0] ??
+    (constant.rawData.length >= 8 ? new DataView(constant.rawData.buffer, constant.rawData.byteOffset, 8).getBigInt64(0, true) : undefined);
   return value === undefined ? null : Number(value);
 }

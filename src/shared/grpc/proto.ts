@@ -72,4 +72,7 @@ export type * from './generated/tokenrouter/cloud/v1/ScoreResponse.ts';
 export type * from './generated/tokenrouter/cloud/v1/PositionScore.ts';
 export type * from './generated/tokenrouter/cloud/v1/DescribeRequest.ts';
 export type * from './generated/tokenrouter/cloud/v1/ShimDescription.ts';
-export type { TokenizerFingerprint as WireTokenizerFingerprint, TokenizerFingerprint__Output as WireTokenizerFingerprint__Output } from './generated/tokenrouter/cloud/v1/TokenizerFingerprint.ts';
+export type {
+  TokenizerFingerprint as WireTokenizerFingerprint,
+  TokenizerFingerprint__Output as WireTokenizerFingerprint__Output,
+} from './generated/tokenrouter/cloud/v1/TokenizerFingerprint.ts';

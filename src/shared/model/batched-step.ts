@@ -45,7 +45,8 @@ export async function runBatchedPass(model: LaidOutModel, rows: readonly BatchRo
     // Positions kept per row: every fed one, or the last num_logits_to_keep (hidden_states is cut alike where it is the head's input).
     const logitPositions = out.logits!.dims[1]!;
     const hiddenRows = out.hidden_states?.dims[1] ?? 0;
-    const hiddenRow = (b: number, back: number) => float32Rows(out.hidden_states!, ((b + 1) * hiddenRows - back) * hiddenSize, ((b + 1) * hiddenRows - back + 1) * hiddenSize);
+    const hiddenRow = (b: number, back: number) =>
+      float32Rows(out.hidden_states!, ((b + 1) * hiddenRows - back) * hiddenSize, ((b + 1) * hiddenRows - back + 1) * hiddenSize);
     const results = rows.map((row, b): AppendResult => {
       const hidden = out.hidden_states ? hiddenRow(b, 1) : new Float32Array(0);
       const previousHidden = out.hidden_states && counts[b]! >= 2 ? hiddenRow(b, 2) : undefined;

@@ -109,7 +109,9 @@ export function readDecoderIo(d: DecoderDeclarations): DecoderIo {
   const returned = (n: string) => [n.replace('past_key_values', 'present'), ...(fused ? [newKeyValuesName(n)] : [])].find((o) => outputs.has(o));
   const absent = pastNames.filter((n) => !inputs.has(n) || !returned(n));
   if (absent.length) {
-    refuse(`expected a KV cache of ${numLayers} layers (config.json num_hidden_layers); missing ${absent.slice(0, 4).join(', ')}${absent.length > 4 ? ', ...' : ''} or their present.* outputs`);
+    refuse(
+      `expected a KV cache of ${numLayers} layers (config.json num_hidden_layers); missing ${absent.slice(0, 4).join(', ')}${absent.length > 4 ? ', ...' : ''} or their present.* outputs`,
+    );
   }
   const cacheTypes = new Set([...pastNames.map((n) => floatType(inputs, n, 'input')), ...pastNames.map((n) => floatType(outputs, returned(n)!, 'output'))]);
   if (cacheTypes.size > 1) refuse('the KV cache mixes float32 and float16 tensors; the edge keeps one type between steps');

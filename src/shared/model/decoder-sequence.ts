@@ -66,7 +66,8 @@ export class DecoderSequence implements AppendableSequence, KvRow {
   checkAppend(tokens: readonly number[]): void {
     if (this.disposed) throw new AppError('FAILED_PRECONDITION', 'sequence already disposed');
     checkAppend(this.model.pack, this.ids.length, tokens);
-    if (tokens.length === 1 && this.lastHidden === undefined) throw new AppError('FAILED_PRECONDITION', 'a sequence restored short of its snapshot needs two or more tokens on its first append');
+    if (tokens.length === 1 && this.lastHidden === undefined)
+      throw new AppError('FAILED_PRECONDITION', 'a sequence restored short of its snapshot needs two or more tokens on its first append');
   }
 
   /**
@@ -101,7 +102,8 @@ export class DecoderSequence implements AppendableSequence, KvRow {
     // hidden_states holds every fed position, or the last two when it is the sliced LM head input.
     const hiddenRows = out.hidden_states?.dims[1] ?? 0;
     const hidden = out.hidden_states ? float32Rows(out.hidden_states, (hiddenRows - 1) * hiddenSize, hiddenRows * hiddenSize) : new Float32Array(0);
-    const previousHidden = out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (hiddenRows - 2) * hiddenSize, (hiddenRows - 1) * hiddenSize) : this.lastHidden!;
+    const previousHidden =
+      out.hidden_states && n >= 2 ? float32Rows(out.hidden_states, (hiddenRows - 2) * hiddenSize, (hiddenRows - 1) * hiddenSize) : this.lastHidden!;
     this.lastHidden = hidden;
     // Logits come for every fed position, or for the last ones kept (num_logits_to_keep).
     const rows = out.logits!.dims[1]!;
@@ -164,7 +166,8 @@ export class DecoderSequence implements AppendableSequence, KvRow {
     const oldest = this.saved[0];
     if (!oldest) throw new AppError('FAILED_PRECONDITION', 'the sequence has no checkpoint');
     const keep = new Set(Object.values(oldest.past));
-    for (const t of new Set([...Object.values(this.past), ...this.saved.slice(1).flatMap((c) => Object.values(c.past))])) if (!keep.has(t)) this.model.layout.drop(t);
+    for (const t of new Set([...Object.values(this.past), ...this.saved.slice(1).flatMap((c) => Object.values(c.past))]))
+      if (!keep.has(t)) this.model.layout.drop(t);
     this.saved = [];
     this.past = oldest.past;
     this.ids.length = oldest.length;

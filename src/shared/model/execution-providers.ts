@@ -29,7 +29,8 @@ const PROVIDER_NAME = /^[a-z][a-z0-9_]*$/;
 export function parseExecutionProviders(text: string, what = '--execution-provider'): string[] {
   const names = text.split(',').map((n) => n.trim().toLowerCase());
   for (const name of names) {
-    if (!PROVIDER_NAME.test(name)) throw new AppError('INVALID_ARGUMENT', `${what} takes onnxruntime provider names separated by commas (e.g. cuda,cpu), got ${JSON.stringify(text)}`);
+    if (!PROVIDER_NAME.test(name))
+      throw new AppError('INVALID_ARGUMENT', `${what} takes onnxruntime provider names separated by commas (e.g. cuda,cpu), got ${JSON.stringify(text)}`);
   }
   const repeated = names.find((n, i) => names.indexOf(n) !== i);
   if (repeated) throw new AppError('INVALID_ARGUMENT', `${what} names ${repeated} twice`);
@@ -107,7 +108,11 @@ export async function createSessionOn(
   } catch (e) {
     if (providers.length === 1 && providers[0] === 'cpu') throw e;
     if (providers.at(-1) !== 'cpu') {
-      throw new AppError('FAILED_PRECONDITION', `execution provider ${providers.join(',')} could not start: ${errorMessage(e)} (end the list with cpu to fall back to it)`, { cause: e });
+      throw new AppError(
+        'FAILED_PRECONDITION',
+        `execution provider ${providers.join(',')} could not start: ${errorMessage(e)} (end the list with cpu to fall back to it)`,
+        { cause: e },
+      );
     }
     log.warn('execution provider could not start; falling back to cpu', { providers, error: errorMessage(e) });
     return { session: await create(model, options, ['cpu']), executionProviders: ['cpu'] };

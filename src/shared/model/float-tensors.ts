@@ -37,12 +37,7 @@ export function feedable(tensor: OrtTensor): OrtTensor {
  * Integer ids, a mask or positions as `int32` or `int64`, whichever the input declares; `value(i)` computes
  * element i when given (a mask of ones, positions from an offset) so no intermediate array is built.
  */
-export function indexTensor(
-  type: IndexType,
-  values: ArrayLike<number>,
-  dims: readonly number[],
-  value: (i: number) => number = (i) => values[i]!,
-): OrtTensor {
+export function indexTensor(type: IndexType, values: ArrayLike<number>, dims: readonly number[], value: (i: number) => number = (i) => values[i]!): OrtTensor {
   const n = values.length;
   if (type === 'int32') {
     const data = new Int32Array(n);

@@ -83,7 +83,7 @@ export function writeNewPositions(buffer: OrtTensor, rows: OrtTensor, row: numbe
   const to = buffer.data as Float32Array;
   const capacity = buffer.dims[2]!;
   for (let h = 0; h < heads; h++) {
-    const start = ((row * heads + h) * n) * headDim;
+    const start = (row * heads + h) * n * headDim;
     to.set(from.subarray(start, start + n * headDim), ((intoRow * heads + h) * capacity + at) * headDim);
   }
 }

@@ -54,7 +54,15 @@ export class FusedLayout implements KvLayout {
     const { pack, io } = this.model;
     const current = cache[io.pastNames[0]!]?.dims[2] ?? 0;
     if (total <= current) return undefined;
-    const grown = growKvBuffers(cache, io.pastNames, pack.numKvHeads, this.model.cacheHeadDim, kvCapacity(total, current, pack.maxPositions), length, this.allocate);
+    const grown = growKvBuffers(
+      cache,
+      io.pastNames,
+      pack.numKvHeads,
+      this.model.cacheHeadDim,
+      kvCapacity(total, current, pack.maxPositions),
+      length,
+      this.allocate,
+    );
     this.model.stats.kvBytesCopied += length * this.model.kvBytesPerPosition;
     return grown;
   }
@@ -62,7 +70,15 @@ export class FusedLayout implements KvLayout {
   /** Copies in buffers of the capacity an append of `reserve` positions would have made. */
   restored(snapshot: KvSnapshot, length: number, reserve: number): KvCache {
     const { pack, io } = this.model;
-    return growKvBuffers(snapshot.kv, io.pastNames, pack.numKvHeads, this.model.cacheHeadDim, kvCapacity(Math.max(length, reserve), 0, pack.maxPositions), length, this.allocate);
+    return growKvBuffers(
+      snapshot.kv,
+      io.pastNames,
+      pack.numKvHeads,
+      this.model.cacheHeadDim,
+      kvCapacity(Math.max(length, reserve), 0, pack.maxPositions),
+      length,
+      this.allocate,
+    );
   }
 
   /** A buffer goes back to the model's pool. */
@@ -90,7 +106,13 @@ export class FusedLayout implements KvLayout {
     return { out };
   }
 
-  async runBatch<T>(rows: readonly KvRow[], shape: BatchShape, feeds: Record<string, OrtTensor>, kept: KeptBatch<KvRow> | undefined, collect: (out: Record<string, OrtTensor>) => T): Promise<T> {
+  async runBatch<T>(
+    rows: readonly KvRow[],
+    shape: BatchShape,
+    feeds: Record<string, OrtTensor>,
+    kept: KeptBatch<KvRow> | undefined,
+    collect: (out: Record<string, OrtTensor>) => T,
+  ): Promise<T> {
     const { io, hasHiddenStates, kvPool } = this.model;
     const { lengths, n, total } = shape;
     for (const row of rows) row.fit(row.length + n);
@@ -100,7 +122,11 @@ export class FusedLayout implements KvLayout {
     for (const b of reused?.copy ?? []) copyRowCache(reused!.buffers, b, rows[b]!);
     const buffers = reused?.buffers ?? this.gatherRightFree(rows, batchCapacity(total));
     Object.assign(feeds, buffers);
-    feeds.seqlens_k = new ort.Tensor('int32', Int32Array.from(lengths, (l) => l + n - 1), [rows.length]);
+    feeds.seqlens_k = new ort.Tensor(
+      'int32',
+      Int32Array.from(lengths, (l) => l + n - 1),
+      [rows.length],
+    );
     feeds.total_sequence_length = new ort.Tensor('int32', Int32Array.of(total), []);
     let out: Record<string, OrtTensor>;
     try {
@@ -135,7 +161,8 @@ export class FusedLayout implements KvLayout {
     const { numKvHeads: heads } = this.model.pack;
     const headDim = this.model.cacheHeadDim;
     const buffers: KvCache = {};
-    for (const name of this.model.io.pastNames) buffers[name] = new ort.Tensor('float32', this.model.kvPool.take(rows.length * heads * capacity * headDim), [rows.length, heads, capacity, headDim]);
+    for (const name of this.model.io.pastNames)
+      buffers[name] = new ort.Tensor('float32', this.model.kvPool.take(rows.length * heads * capacity * headDim), [rows.length, heads, capacity, headDim]);
     rows.forEach((row, b) => copyRowCache(buffers, b, row));
     return buffers;
   }
@@ -170,6 +197,7 @@ function copyRowCache(buffers: KvCache, b: number, row: KvRow): void {
     const own = row.cache[name]!;
     const from = own.data as Float32Array;
     const ownCapacity = own.dims[2]!;
-    for (let h = 0; h < heads; h++) data.set(from.subarray(h * ownCapacity * headDim, (h * ownCapacity + row.length) * headDim), (b * heads + h) * capacity * headDim);
+    for (let h = 0; h < heads; h++)
+      data.set(from.subarray(h * ownCapacity * headDim, (h * ownCapacity + row.length) * headDim), (b * heads + h) * capacity * headDim);
   }
 }

@@ -97,7 +97,13 @@ export interface KvLayout {
    * scattered back (or each row's new cache handed to `collect`, which records the results); the batch
    * buffers then go back to the pool, or stay in `kept` for the next pass.
    */
-  runBatch<T>(rows: readonly KvRow[], shape: BatchShape, feeds: Record<string, OrtTensor>, kept: KeptBatch<KvRow> | undefined, collect: (out: Record<string, OrtTensor>, present?: KvCache[]) => T): Promise<T>;
+  runBatch<T>(
+    rows: readonly KvRow[],
+    shape: BatchShape,
+    feeds: Record<string, OrtTensor>,
+    kept: KeptBatch<KvRow> | undefined,
+    collect: (out: Record<string, OrtTensor>, present?: KvCache[]) => T,
+  ): Promise<T>;
 }
 
 /**

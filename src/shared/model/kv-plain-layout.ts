@@ -34,7 +34,11 @@ function cacheData(tensor: OrtTensor): CacheData {
  * split out of `present.*`. Between passes the pool holds both, one pass's gathered buffers and the caches
  * the next pass replaces, so a pass needing more than the pool holds copies into fresh memory.
  */
-export function plainPassPoolBytes(model: Pick<KvModel, 'kvBytesPerPosition'>, lengths: readonly number[], counts: readonly number[] = lengths.map(() => 1)): number {
+export function plainPassPoolBytes(
+  model: Pick<KvModel, 'kvBytesPerPosition'>,
+  lengths: readonly number[],
+  counts: readonly number[] = lengths.map(() => 1),
+): number {
   const gathered = lengths.length * batchCapacity(Math.max(...lengths));
   const split = lengths.reduce((sum, length, b) => sum + batchCapacity(length + counts[b]!), 0);
   return model.kvBytesPerPosition * (gathered + split);
@@ -55,7 +59,9 @@ export class PlainLayout implements KvLayout {
   /** A row with fewer tokens than the longest needs a cache: its padded slots must see something (an empty row's would see only masked columns). */
   rowsRefusal(counts: readonly number[], lengths: readonly number[]): string | undefined {
     const n = Math.max(...counts);
-    return counts.some((count, b) => count < n && lengths[b] === 0) ? 'a batched pass feeds fewer tokens than the longest row only to sequences with a cache' : undefined;
+    return counts.some((count, b) => count < n && lengths[b] === 0)
+      ? 'a batched pass feeds fewer tokens than the longest row only to sequences with a cache'
+      : undefined;
   }
 
   emptyCache(): KvCache {
@@ -70,10 +76,12 @@ export class PlainLayout implements KvLayout {
 
   /** The snapshot's own memory when restored whole (a plain cache is only ever read), a compact copy otherwise. */
   restored(snapshot: KvSnapshot, length: number): KvCache {
-    return Object.fromEntries(this.model.io.pastNames.map((name) => {
-      const held = snapshot.kv[name]!;
-      return [name, held.dims[2] === length ? sharedKvTensor(held) : copyKvPositions(held, length)];
-    }));
+    return Object.fromEntries(
+      this.model.io.pastNames.map((name) => {
+        const held = snapshot.kv[name]!;
+        return [name, held.dims[2] === length ? sharedKvTensor(held) : copyKvPositions(held, length)];
+      }),
+    );
   }
 
   /** onnxruntime's own outputs go to the garbage collector; a cache a batched pass split into pooled memory goes back to the pool. */
@@ -82,14 +90,25 @@ export class PlainLayout implements KvLayout {
     tensor.dispose();
   }
 
-  async runAlone(cache: Readonly<KvCache>, _start: number, n: number, feeds: Record<string, OrtTensor>): Promise<{ out: Record<string, OrtTensor>; cache: KvCache }> {
+  async runAlone(
+    cache: Readonly<KvCache>,
+    _start: number,
+    n: number,
+    feeds: Record<string, OrtTensor>,
+  ): Promise<{ out: Record<string, OrtTensor>; cache: KvCache }> {
     const out = await this.model.forward({ ...cache, ...feeds }, n);
     const next: KvCache = {};
     for (const name of Object.keys(cache)) next[name] = feedable(out[name.replace('past_key_values', 'present')]!);
     return { out, cache: next };
   }
 
-  async runBatch<T>(rows: readonly KvRow[], shape: BatchShape, feeds: Record<string, OrtTensor>, _kept: unknown, collect: (out: Record<string, OrtTensor>, present: KvCache[]) => T): Promise<T> {
+  async runBatch<T>(
+    rows: readonly KvRow[],
+    shape: BatchShape,
+    feeds: Record<string, OrtTensor>,
+    _kept: unknown,
+    collect: (out: Record<string, OrtTensor>, present: KvCache[]) => T,
+  ): Promise<T> {
     const { io } = this.model;
     const { lengths, counts, n, longest, total } = shape;
     const batch = rows.length;
@@ -139,7 +158,8 @@ export class PlainLayout implements KvLayout {
       rows.forEach((row, b) => {
         const { length } = row;
         const from = cacheData(row.cache[name]!);
-        for (let h = 0; h < heads; h++) data.set(from.subarray(h * length * headDim, (h + 1) * length * headDim), ((b * heads + h) * longest + longest - length) * headDim);
+        for (let h = 0; h < heads; h++)
+          data.set(from.subarray(h * length * headDim, (h + 1) * length * headDim), ((b * heads + h) * longest + longest - length) * headDim);
       });
       feeds[name] = tensor;
     }

@@ -51,7 +51,9 @@ export const DEFAULT_MODEL_FILE = 'model.onnx';
 /** The `.onnx` files of a pack folder, for messages that say which variants exist. */
 export function modelFiles(dir: string): string[] {
   try {
-    return readdirSync(dir).filter((f) => f.endsWith('.onnx')).sort();
+    return readdirSync(dir)
+      .filter((f) => f.endsWith('.onnx'))
+      .sort();
   } catch {
     return [];
   }

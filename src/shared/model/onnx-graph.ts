@@ -50,7 +50,10 @@ export function valueInfo(name: string, elemType: DataType, dims?: readonly Dim[
       value: typeof d === 'number' ? { case: 'dimValue' as const, value: BigInt(d) } : { case: 'dimParam' as const, value: d },
     })),
   };
-  return create(ValueInfoProtoSchema, { name, type: create(TypeProtoSchema, { value: { case: 'tensorType', value: { elemType, ...(shape ? { shape } : {}) } } }) });
+  return create(ValueInfoProtoSchema, {
+    name,
+    type: create(TypeProtoSchema, { value: { case: 'tensorType', value: { elemType, ...(shape ? { shape } : {}) } } }),
+  });
 }
 
 /** Every node of `graph`, those of its subgraphs (an If's branches) included. */
@@ -151,8 +154,7 @@ export class GraphBuilder {
   ): string[] {
     const id = this.model.counter++;
     if (domain === CONTRIB_DOMAIN) this.model.usesContribOps = true;
-    const outNames =
-      typeof outputs === 'number' ? Array.from({ length: outputs }, (_, i) => `/${opType}_${id}/out${i}`) : [...outputs];
+    const outNames = typeof outputs === 'number' ? Array.from({ length: outputs }, (_, i) => `/${opType}_${id}/out${i}`) : [...outputs];
     // An empty name leaves an optional output out, as ONNX allows.
     for (const n of outNames) if (n !== '') this.claim(n);
     this.nodes.push(
@@ -168,12 +170,7 @@ export class GraphBuilder {
     return outNames;
   }
 
-  op(
-    opType: string,
-    inputs: readonly string[],
-    attributes: Record<string, AttributeValue | FloatAttr> = {},
-    outputs?: readonly string[],
-  ): string {
+  op(opType: string, inputs: readonly string[], attributes: Record<string, AttributeValue | FloatAttr> = {}, outputs?: readonly string[]): string {
     return this.ops(opType, inputs, attributes, outputs ?? 1)[0]!;
   }
 

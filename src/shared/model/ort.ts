@@ -29,7 +29,8 @@ async function setNativeEnv(name: string, value: string): Promise<void> {
     const rc = libc.symbols.setenv(cString(name), cString(value), 1);
     const seen = String(libc.symbols.getenv(cString(name)));
     // Refuse to load onnxruntime at all rather than run with its telemetry on.
-    if (rc !== 0 || seen !== value) throw new Error(`could not set ${name}=${value} for onnxruntime (setenv returned ${rc}); start the process with ${name}=${value}`);
+    if (rc !== 0 || seen !== value)
+      throw new Error(`could not set ${name}=${value} for onnxruntime (setenv returned ${rc}); start the process with ${name}=${value}`);
   } finally {
     libc.close();
   }

@@ -92,7 +92,9 @@ export class PrefixCache {
    */
   keep(sequence: AppendableSequence): boolean {
     if (this.options.maxBytes === 0 || sequence.length === 0) return false;
-    const holder = [...this.entries].find((entry) => entry.tokens.length >= sequence.length && sharedPrefixLength(entry.tokens, sequence.tokens) === sequence.length);
+    const holder = [...this.entries].find(
+      (entry) => entry.tokens.length >= sequence.length && sharedPrefixLength(entry.tokens, sequence.tokens) === sequence.length,
+    );
     if (holder) {
       this.touch(holder);
       return false;

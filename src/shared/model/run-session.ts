@@ -12,7 +12,11 @@ function describe(feeds: Record<string, OrtTensor>): string {
 }
 
 /** `fetches` names every output wanted: `null` lets onnxruntime allocate it, a tensor is written in place. */
-export async function runSession(session: InferenceSession, feeds: Record<string, OrtTensor>, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
+export async function runSession(
+  session: InferenceSession,
+  feeds: Record<string, OrtTensor>,
+  fetches?: Record<string, OrtTensor | null>,
+): Promise<Record<string, OrtTensor>> {
   const missing = session.inputNames.filter((n) => !(n in feeds));
   if (missing.length) throw new AppError('INTERNAL', `model inputs not fed: ${missing.join(', ')}`);
   try {

@@ -88,7 +88,10 @@ export function loadOptions<T extends object>(
   const flagOptions = Object.fromEntries([
     ['config', { type: 'string' as const }],
     ...specs.flatMap(([key, spec]) =>
-      namesOf(key, spec).map((name) => [kebab(name), { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const), multiple: spec.kind === 'list' }]),
+      namesOf(key, spec).map((name) => [
+        kebab(name),
+        { type: spec.kind === 'bool' ? ('boolean' as const) : ('string' as const), multiple: spec.kind === 'list' },
+      ]),
     ),
   ]);
   let flags: Record<string, string | boolean | string[] | undefined>;
@@ -123,12 +126,7 @@ function namesOf(key: string, spec: OptionSpec): string[] {
 }
 
 /** The `--help` text: every option with its flag, values, help and default. */
-export function optionsUsage<T extends object>(
-  options: Record<keyof T & string, OptionSpec>,
-  defaults: T,
-  envPrefix: string,
-  command: string,
-): string {
+export function optionsUsage<T extends object>(options: Record<keyof T & string, OptionSpec>, defaults: T, envPrefix: string, command: string): string {
   const lines = (Object.entries(options) as [string, OptionSpec][]).map(([key, spec]) => {
     const value =
       spec.kind === 'bool'

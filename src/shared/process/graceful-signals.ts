@@ -42,7 +42,12 @@ export interface StopRequest {
 }
 
 export function isStopRequest(message: unknown): message is StopRequest {
-  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'stop' && typeof (message as { signal?: unknown }).signal === 'string';
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    (message as { type?: unknown }).type === 'stop' &&
+    typeof (message as { signal?: unknown }).signal === 'string'
+  );
 }
 
 /** The process as this module uses it (tests pass a stand-in). */

@@ -25,12 +25,18 @@ export function listenError(e: unknown, target: ListenTarget): AppError {
   const raw = errorMessage(e);
   const code = (e as { code?: unknown } | null)?.code;
   if (code === 'EADDRINUSE' || /EADDRINUSE|address already in use|Is port \d+ in use/i.test(raw)) {
-    return new AppError('UNAVAILABLE', `port ${port} (${what}) is already in use: stop the process that holds it, or choose another port with ${flag} or ${env} (0 = any free port)`, {
-      cause: e,
-    });
+    return new AppError(
+      'UNAVAILABLE',
+      `port ${port} (${what}) is already in use: stop the process that holds it, or choose another port with ${flag} or ${env} (0 = any free port)`,
+      {
+        cause: e,
+      },
+    );
   }
   if (code === 'EACCES' || /EACCES|permission denied/i.test(raw)) {
-    return new AppError('UNAVAILABLE', `port ${port} (${what}) needs privileges this process does not have: choose a port above 1023 with ${flag} or ${env}`, { cause: e });
+    return new AppError('UNAVAILABLE', `port ${port} (${what}) needs privileges this process does not have: choose a port above 1023 with ${flag} or ${env}`, {
+      cause: e,
+    });
   }
   if (/EADDRNOTAVAIL|ENOTFOUND|EAI_/i.test(raw)) {
     return new AppError('UNAVAILABLE', `cannot listen on ${host}:${port} (${what}): ${host} is not an address of this machine`, { cause: e });

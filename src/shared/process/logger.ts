@@ -19,10 +19,12 @@ export interface Logger {
 
 export function createLogger(component: string, level: string, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
   const threshold = RANK[level as LogLevel] ?? RANK.info;
-  const emit = (lvl: Exclude<LogLevel, 'silent'>) => (msg: string, fields: Record<string, unknown> = {}) => {
-    if (RANK[lvl] < threshold) return;
-    write(`${JSON.stringify({ ts: new Date().toISOString(), level: lvl, component, msg, ...fields })}\n`);
-  };
+  const emit =
+    (lvl: Exclude<LogLevel, 'silent'>) =>
+    (msg: string, fields: Record<string, unknown> = {}) => {
+      if (RANK[lvl] < threshold) return;
+      write(`${JSON.stringify({ ts: new Date().toISOString(), level: lvl, component, msg, ...fields })}\n`);
+    };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 

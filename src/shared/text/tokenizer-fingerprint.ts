@@ -73,7 +73,9 @@ export function fingerprintOf(tokenizerJson: unknown, tokenizerConfig: unknown):
   };
   const ids = new Set<number>([...idOf.values()]);
   return {
-    sha256: createHash('sha256').update(TOKENIZER_PARTS.map((p) => parts[p]).join(':')).digest('hex'),
+    sha256: createHash('sha256')
+      .update(TOKENIZER_PARTS.map((p) => parts[p]).join(':'))
+      .digest('hex'),
     vocabularySize: ids.size,
     parts,
   };
@@ -135,7 +137,10 @@ export function differingParts(a: TokenizerFingerprint, b: TokenizerFingerprint)
  * describeTokenizerMismatch({ name: "the shim's tokenizer", fingerprint: shim }, { name: "the edge model's", fingerprint: edge });
  * // "the shim's tokenizer (vocabulary 151,665 ids, fingerprint ab12cd34ef56) is not the edge model's (512 ids, fingerprint 0a1b2c3d4e5f): they differ in vocabulary, model, ... (tokenizer.json, tokenizer_config.json)"
  */
-export function describeTokenizerMismatch(a: { name: string; fingerprint: TokenizerFingerprint }, b: { name: string; fingerprint: TokenizerFingerprint }): string {
+export function describeTokenizerMismatch(
+  a: { name: string; fingerprint: TokenizerFingerprint },
+  b: { name: string; fingerprint: TokenizerFingerprint },
+): string {
   const parts = differingParts(a.fingerprint, b.fingerprint);
   const files = [...new Set(parts.map((p) => PART_FILES[p]))];
   const shown = (f: TokenizerFingerprint) => `${f.vocabularySize.toLocaleString('en-US')} ids, fingerprint ${f.sha256.slice(0, 12)}`;

@@ -105,7 +105,10 @@ export function stepsByKey(accessLog: string): Map<string, string[]> {
 }
 
 /** The affinity figures of an access log: steps and generations that stayed on their first worker. */
-export function affinityOf(byKey: Map<string, string[]>, workers: readonly string[]): Pick<AffinityRow, 'steps' | 'generations' | 'steps_on_first_worker' | 'generations_on_one_worker' | 'steps_per_worker'> {
+export function affinityOf(
+  byKey: Map<string, string[]>,
+  workers: readonly string[],
+): Pick<AffinityRow, 'steps' | 'generations' | 'steps_on_first_worker' | 'generations_on_one_worker' | 'steps_per_worker'> {
   let steps = 0;
   let onFirst = 0;
   let onOne = 0;
@@ -220,7 +223,12 @@ export function parseAffinityFlags(args: string[]): { options: Omit<AffinityOpti
     workers: integerFlag(values, 'workers', 2, [2, 16])!,
     edges: integerFlag(values, 'edges', 32, [1, 256])!,
     durationS: integerFlag(values, 'duration', 10, [1, 300])!,
-    pace: { tokenMs: numberFlag(values, 'token-ms', 25, [0, 10_000])!, share: numberFlag(values, 'share', 0.1, [0.001, 1])!, span: 1, genTokens: integerFlag(values, 'gen-tokens', 128, [1, 256])! },
+    pace: {
+      tokenMs: numberFlag(values, 'token-ms', 25, [0, 10_000])!,
+      share: numberFlag(values, 'share', 0.1, [0.001, 1])!,
+      span: 1,
+      genTokens: integerFlag(values, 'gen-tokens', 128, [1, 256])!,
+    },
     serviceMs: numberFlag(values, 'service-ms', 2, [0, 10_000])!,
     seed: integerFlag(values, 'seed', 1, [0, 2 ** 31 - 1])!,
   };

@@ -54,7 +54,8 @@ export function roundStepCounts(steps: number, rounds: number): number[] {
 }
 
 export async function alternateRounds(ours: RoundSide, peer: RoundSide, o: AlternationOptions): Promise<Alternation> {
-  if (!(o.rounds >= 1 && o.steps >= o.rounds && o.warmup >= 0)) throw new AppError('INVALID_ARGUMENT', `alternating rounds need 1 ≤ rounds ≤ steps and warmup ≥ 0, got ${JSON.stringify(o)}`);
+  if (!(o.rounds >= 1 && o.steps >= o.rounds && o.warmup >= 0))
+    throw new AppError('INVALID_ARGUMENT', `alternating rounds need 1 ≤ rounds ≤ steps and warmup ≥ 0, got ${JSON.stringify(o)}`);
   const oursRounds: number[][] = [];
   const peerRounds: number[][] = [];
   // Sequential awaits: only one side decodes at a time, the other sits idle and loaded.

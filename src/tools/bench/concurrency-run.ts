@@ -46,7 +46,10 @@ export async function runConcurrentUsers(engine: EdgeEngine, o: ConcurrencyRound
   const runMsBefore = engine.edgeModel.stats.runMs;
   const start = performance.now();
   const users = Array.from({ length: o.users }, async (_, u) => {
-    const request = { ...parseGenerationRequest({ prompt: `user ${u}`, mode: 'small_only', maxNewTokens: o.newTokens, temperature: 0 }), promptIds: o.prompts[u]! };
+    const request = {
+      ...parseGenerationRequest({ prompt: `user ${u}`, mode: 'small_only', maxNewTokens: o.newTokens, temperature: 0 }),
+      promptIds: o.prompts[u]!,
+    };
     const stamps: number[] = [];
     const ids: number[] = [];
     let meanBatchSize = 0;

@@ -106,7 +106,9 @@ export async function benchConcurrencyOn(target: string, dir: string, s: Setting
         for (const batched of [false, true]) {
           engine.scheduler = batched ? scheduler : undefined;
           const round = await runConcurrentUsers(engine, { users, prompts, newTokens: s.newTokens });
-          s.log(`${target}: ${users} users ${batched ? 'batched' : 'alone  '}: ${round.tokensPerSecond.toFixed(1)} tokens/s, gap p50 ${round.gapP50Ms.toFixed(0)} ms`);
+          s.log(
+            `${target}: ${users} users ${batched ? 'batched' : 'alone  '}: ${round.tokensPerSecond.toFixed(1)} tokens/s, gap p50 ${round.gapP50Ms.toFixed(0)} ms`,
+          );
           pair.push(round);
         }
         // The worst agreement over the repeats.
@@ -134,7 +136,13 @@ export function repeatRatios(rounds: readonly { repeat: number; users: number; b
     group.ratios.push(r.tokensPerSecond / firsts.get(r.repeat)!);
     groups.set(key, group);
   }
-  return [...groups.values()].map(({ users, batched, ratios }) => ({ users, batched, median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) }));
+  return [...groups.values()].map(({ users, batched, ratios }) => ({
+    users,
+    batched,
+    median: median(ratios),
+    min: Math.min(...ratios),
+    max: Math.max(...ratios),
+  }));
 }
 
 /** The share of `alone`'s tokens that `batched` repeats before each user's first difference. */
@@ -150,7 +158,10 @@ function agreement(alone: readonly number[][], batched: readonly number[][]): nu
 }
 
 export function formatConcurrency(results: readonly ConcurrencyTargetResult[]): string {
-  const lines = ['| target | users | steps | tokens/s | × first row | in onnxruntime ms | gap p50 / p99 ms | TTFT p50 / max ms | rows per step | same tokens batched and alone |', '|---|---|---|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| target | users | steps | tokens/s | × first row | in onnxruntime ms | gap p50 / p99 ms | TTFT p50 / max ms | rows per step | same tokens batched and alone |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
   for (const r of results) {
     for (const x of r.rounds) {
       // Each repeat's first row runs each step alone with the fewest users (1 by default).
@@ -162,9 +173,16 @@ export function formatConcurrency(results: readonly ConcurrencyTargetResult[]): 
   }
   const repeats = Math.max(...results.flatMap((r) => r.rounds.map((x) => x.repeat + 1)));
   if (repeats > 1) {
-    lines.push('', `| target | users | steps | × first row of the same repeat, median (min–max) of ${repeats} | the same inside onnxruntime's run only (ceiling) |`, '|---|---|---|---|---|');
+    lines.push(
+      '',
+      `| target | users | steps | × first row of the same repeat, median (min–max) of ${repeats} | the same inside onnxruntime's run only (ceiling) |`,
+      '|---|---|---|---|---|',
+    );
     const range = (x: RepeatRatio) => `${x.median.toFixed(2)}× (${x.min.toFixed(2)}–${x.max.toFixed(2)})`;
-    for (const r of results) r.byRepeat.forEach((x, i) => lines.push(`| ${r.target} | ${x.users} | ${x.batched ? 'batched' : 'alone'} | ${range(x)} | ${range(r.byRepeatInsideRun[i]!)} |`));
+    for (const r of results)
+      r.byRepeat.forEach((x, i) =>
+        lines.push(`| ${r.target} | ${x.users} | ${x.batched ? 'batched' : 'alone'} | ${range(x)} | ${range(r.byRepeatInsideRun[i]!)} |`),
+      );
   }
   return lines.join('\n');
 }
@@ -235,7 +253,8 @@ export async function main(args: string[]): Promise<void> {
     // Both stay loaded; each user count runs ours (alone, batched), then llama.cpp's, before the next count.
     const llama = await startLlamaCppParallel({ preset: values.preset ?? 'qwen2.5-0.5b', dtype: t.dtype, threads: settings.threads, log });
     try {
-      const afterUsers = async (users: number, prompts: readonly (readonly number[])[]) => void peer.push(await llama.runUsers(users, prompts, settings.newTokens));
+      const afterUsers = async (users: number, prompts: readonly (readonly number[])[]) =>
+        void peer.push(await llama.runUsers(users, prompts, settings.newTokens));
       results.push(await benchConcurrencyOn(t.target, t.dir, { ...settings, afterUsers }));
     } finally {
       await llama.close();
@@ -243,11 +262,25 @@ export async function main(args: string[]): Promise<void> {
   }
   console.log(formatConcurrency(results));
   if (peer.length) console.log(formatPeerRounds(peer));
-  if (values.json) console.log(JSON.stringify({ threads: settings.threads, promptTokens: settings.promptTokens, newTokens: settings.newTokens, maxBatch: settings.maxBatch, repeats: settings.repeats, results, ...(peer.length ? { peer } : {}) }));
+  if (values.json)
+    console.log(
+      JSON.stringify({
+        threads: settings.threads,
+        promptTokens: settings.promptTokens,
+        newTokens: settings.newTokens,
+        maxBatch: settings.maxBatch,
+        repeats: settings.repeats,
+        results,
+        ...(peer.length ? { peer } : {}),
+      }),
+    );
 }
 
 function formatPeerRounds(rounds: readonly ParallelPeerRound[]): string {
   const lines = ['| peer | sequences | tokens/s | gap p50 / p99 ms | TTFT p50 / max ms |', '|---|---|---|---|---|'];
-  for (const r of rounds) lines.push(`| ${r.peer} | ${r.users} | ${r.tokensPerSecond.toFixed(1)} | ${r.gapP50Ms.toFixed(0)} / ${r.gapP99Ms.toFixed(0)} | ${r.ttftP50Ms.toFixed(0)} / ${r.ttftMaxMs.toFixed(0)} |`);
+  for (const r of rounds)
+    lines.push(
+      `| ${r.peer} | ${r.users} | ${r.tokensPerSecond.toFixed(1)} | ${r.gapP50Ms.toFixed(0)} / ${r.gapP99Ms.toFixed(0)} | ${r.ttftP50Ms.toFixed(0)} / ${r.ttftMaxMs.toFixed(0)} |`,
+    );
   return lines.join('\n');
 }

@@ -24,7 +24,8 @@ export function isCpuList(cpus: string): boolean {
 
 function taskset(args: string[]): void {
   const run = Bun.spawnSync(['taskset', ...args], { stdout: 'ignore', stderr: 'pipe' });
-  if (run.exitCode !== 0) throw new AppError('FAILED_PRECONDITION', `taskset ${args.join(' ')} failed: ${run.stderr.toString().trim() || `exit code ${run.exitCode}`}`);
+  if (run.exitCode !== 0)
+    throw new AppError('FAILED_PRECONDITION', `taskset ${args.join(' ')} failed: ${run.stderr.toString().trim() || `exit code ${run.exitCode}`}`);
 }
 
 /**

@@ -51,7 +51,14 @@ export async function decodeBreakdown(o: BreakdownOptions): Promise<BreakdownRow
   const ids = await promptIds(pack, o.promptTokens);
   const routerDir = mkdtempSync(join(tmpdir(), 'breakdown-router-'));
   try {
-    await writeRandomRouterPack(routerDir, { hiddenSize: pack.hiddenSize, vocabSize: pack.vocabSize, hiddenUnits: DEFAULT_HIDDEN_UNITS * DEFAULT_MEMBERS, seed: 1, edgeModel: o.dir, edgeModelDir: o.dir });
+    await writeRandomRouterPack(routerDir, {
+      hiddenSize: pack.hiddenSize,
+      vocabSize: pack.vocabSize,
+      hiddenUnits: DEFAULT_HIDDEN_UNITS * DEFAULT_MEMBERS,
+      seed: 1,
+      edgeModel: o.dir,
+      edgeModelDir: o.dir,
+    });
     const router = await OnnxRouter.load(routerDir);
     const rows: BreakdownRow[] = [];
     try {

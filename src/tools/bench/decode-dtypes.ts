@@ -50,7 +50,10 @@ export async function runDtypes(o: DtypeRunOptions): Promise<DtypeResult[]> {
   const results: DtypeResult[] = [];
   for (const [dtype, dir] of packs) {
     o.log(`${dtype}: ${dir} in a child process`);
-    const line = await runChild([join(import.meta.dir, 'cli.ts'), 'decode', '--pack', dir, '--bandwidth-gb-s', String(bandwidth), '--json', ...o.childArgs], o.log);
+    const line = await runChild(
+      [join(import.meta.dir, 'cli.ts'), 'decode', '--pack', dir, '--bandwidth-gb-s', String(bandwidth), '--json', ...o.childArgs],
+      o.log,
+    );
     results.push({ ...(JSON.parse(line) as Omit<DtypeResult, 'dtype'>), dtype } as DtypeResult);
   }
   return results;
@@ -62,11 +65,17 @@ function runChild(args: string[], log: (line: string) => void): Promise<string> 
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => d.split('\n').filter(Boolean).forEach((l) => log(`  ${l}`)));
+    child.stderr.setEncoding('utf8').on('data', (d: string) =>
+      d
+        .split('\n')
+        .filter(Boolean)
+        .forEach((l) => log(`  ${l}`)),
+    );
     child.on('error', reject);
     child.on('close', (code) => {
       const last = out.trim().split('\n').at(-1) ?? '';
-      if (code !== 0 || !last.startsWith('{')) reject(new AppError('INTERNAL', `decode benchmark child exited with ${code}: ${out.trim().split('\n').at(-1) ?? ''}`));
+      if (code !== 0 || !last.startsWith('{'))
+        reject(new AppError('INTERNAL', `decode benchmark child exited with ${code}: ${out.trim().split('\n').at(-1) ?? ''}`));
       else resolve(last);
     });
   });

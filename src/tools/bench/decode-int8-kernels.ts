@@ -64,7 +64,13 @@ async function timeInterleaved(forms: [string, () => ModelProto][], runs: number
     for (const [, build] of forms) {
       const model = build();
       weightBytes.push(model.graph!.initializer.reduce((a, t) => a + t.rawData.byteLength, 0));
-      sessions.push(await ort.InferenceSession.create(toBinary(ModelProtoSchema, model), { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' }));
+      sessions.push(
+        await ort.InferenceSession.create(toBinary(ModelProtoSchema, model), {
+          intraOpNumThreads: threads,
+          interOpNumThreads: 1,
+          graphOptimizationLevel: 'all',
+        }),
+      );
     }
     for (const session of sessions) await passes(session, x, WARMUP_PASSES);
     for (let done = 0; done < runs; done += PASSES_PER_TURN) {
@@ -114,13 +120,19 @@ export async function benchInt8Kernels(o: { pairs: number; runs: number; threads
 }
 
 export async function main(args: string[]): Promise<void> {
-  const { values, positionals } = parseFlags(args, { pairs: { type: 'string' }, runs: { type: 'string' }, threads: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parseFlags(args, {
+    pairs: { type: 'string' },
+    runs: { type: 'string' },
+    threads: { type: 'string' },
+    json: { type: 'boolean' },
+  });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const results = await benchInt8Kernels({
     pairs: integerFlag(values, 'pairs', 4)!,
     runs: integerFlag(values, 'runs', 40)!,
     threads: integerFlag(values, 'threads', availableParallelism())!,
   });
-  for (const r of results) console.log(`${r.form.padEnd(40)} ${r.msPerPass.toFixed(2).padStart(8)} ms/pass  ${(r.weightBytes / 2 ** 20).toFixed(1).padStart(7)} MiB of weights`);
+  for (const r of results)
+    console.log(`${r.form.padEnd(40)} ${r.msPerPass.toFixed(2).padStart(8)} ms/pass  ${(r.weightBytes / 2 ** 20).toFixed(1).padStart(7)} MiB of weights`);
   if (values.json) console.log(JSON.stringify({ results: results.map((r) => ({ form: r.form, ms_per_pass: r.msPerPass, weight_bytes: r.weightBytes })) }));
 }

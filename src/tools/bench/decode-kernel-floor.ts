@@ -80,7 +80,16 @@ export class WeightKernels {
       graphOptimizationLevel: 'all',
       extra: { session: { model_external_initializers_file_folder_path: dirname(modelPath) } },
     });
-    const feeds = Object.fromEntries(widths.map((k) => [`x${k}`, new ort.Tensor('float32', Float32Array.from({ length: k }, (_, i) => Math.sin(i) / 8), [1, k])]));
+    const feeds = Object.fromEntries(
+      widths.map((k) => [
+        `x${k}`,
+        new ort.Tensor(
+          'float32',
+          Float32Array.from({ length: k }, (_, i) => Math.sin(i) / 8),
+          [1, k],
+        ),
+      ]),
+    );
     return new WeightKernels(session, feeds, model.graph!.output[0]!.name, nodes);
   }
 

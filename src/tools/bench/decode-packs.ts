@@ -16,7 +16,8 @@ export const BENCH_DTYPES: readonly BenchDtype[] = ['fp32', ...QUANTIZED_DTYPES]
 export function parseDtypes(list: string): BenchDtype[] {
   const dtypes = list.split(',').map((d) => d.trim());
   for (const d of dtypes) {
-    if (!BENCH_DTYPES.includes(d as BenchDtype)) throw new AppError('INVALID_ARGUMENT', `--dtype: unknown ${JSON.stringify(d)} (known: ${BENCH_DTYPES.join(', ')})`);
+    if (!BENCH_DTYPES.includes(d as BenchDtype))
+      throw new AppError('INVALID_ARGUMENT', `--dtype: unknown ${JSON.stringify(d)} (known: ${BENCH_DTYPES.join(', ')})`);
   }
   if (new Set(dtypes).size !== dtypes.length) throw new AppError('INVALID_ARGUMENT', `--dtype lists a type twice: ${list}`);
   return dtypes as BenchDtype[];

@@ -67,7 +67,11 @@ export async function compareWithLlamaCpp(o: PeerComparisonOptions): Promise<{ r
     o.log(`${dtype}: ${packs.get(dtype)} and llama.cpp ${PEER_TYPES[dtype]}, each in its own process, ${o.rounds} rounds each`);
     // Each of our rounds ends with the weight products alone, so every round has its floor beside llama.cpp's step.
     const childOptions = { dir: packs.get(dtype)!, threads: o.threads, promptTokens: o.promptTokens, plannedSteps, bandwidthGbS: bandwidth, kernelFloor: true };
-    const ours = await LineProcess.start({ command: [process.execPath, DECODE_ROUND_CHILD, JSON.stringify(childOptions)], name: `our ${dtype} decode`, log: o.log });
+    const ours = await LineProcess.start({
+      command: [process.execPath, DECODE_ROUND_CHILD, JSON.stringify(childOptions)],
+      name: `our ${dtype} decode`,
+      log: o.log,
+    });
     try {
       const theirs = await startLlamaCppDecode({ gguf: ggufs.get(dtype)!, threads: o.threads, promptIds: ids, plannedSteps, log: o.log });
       try {
@@ -93,7 +97,13 @@ function compared(ours: DtypeResult, a: Alternation): ComparedResult {
     ratio_to_peer: a.roundRatios[i]!,
   }));
   const floors = rounds.flatMap((r) => (typeof r.kernel_floor_ms === 'number' ? [r.kernel_floor_ms / r.peer_ms_per_token] : []));
-  return { ...ours, ratio_to_peer: a.ratio, ratio_to_peer_by_round: a.ratioByRound, ...(floors.length ? { floor_to_peer_by_round: median(floors) } : {}), rounds };
+  return {
+    ...ours,
+    ratio_to_peer: a.ratio,
+    ratio_to_peer_by_round: a.ratioByRound,
+    ...(floors.length ? { floor_to_peer_by_round: median(floors) } : {}),
+    rounds,
+  };
 }
 
 function peerResult(dtype: BenchDtype, gguf: string, ready: { prefillMs: number; threads: number }, a: Alternation): PeerResult {
@@ -116,7 +126,8 @@ function peerResult(dtype: BenchDtype, gguf: string, ready: { prefillMs: number;
  * no graph on these kernels can match llama.cpp.
  */
 export function formatPeerComparison(results: readonly ComparedResult[], peer: readonly PeerResult[]): string {
-  const header = 'dtype  peer  ours ms/token  fastest  llama.cpp ms/token  fastest  llama.cpp prefill ms  ours/llama.cpp  by round: median (min–max)  kernel floor ms  floor/llama.cpp';
+  const header =
+    'dtype  peer  ours ms/token  fastest  llama.cpp ms/token  fastest  llama.cpp prefill ms  ours/llama.cpp  by round: median (min–max)  kernel floor ms  floor/llama.cpp';
   const rows = results.map((r, i) => {
     const p = peer[i]!;
     const byRound = r.ratio_to_peer_by_round;
@@ -135,6 +146,9 @@ export function formatPeerComparison(results: readonly ComparedResult[], peer: r
     ].join(' ');
   });
   const floor = (x: { kernel_floor_ms?: unknown }) => (typeof x.kernel_floor_ms === 'number' ? `/${x.kernel_floor_ms.toFixed(1)}` : '');
-  const perRound = results.map((r) => `${r.dtype} rounds, ours/llama.cpp${r.floor_to_peer_by_round === undefined ? '' : '/floor'} ms: ${r.rounds.map((x) => `${x.ms_per_token.toFixed(1)}/${x.peer_ms_per_token.toFixed(1)}${floor(x)}`).join('  ')}`);
+  const perRound = results.map(
+    (r) =>
+      `${r.dtype} rounds, ours/llama.cpp${r.floor_to_peer_by_round === undefined ? '' : '/floor'} ms: ${r.rounds.map((x) => `${x.ms_per_token.toFixed(1)}/${x.peer_ms_per_token.toFixed(1)}${floor(x)}`).join('  ')}`,
+  );
   return [header, ...rows, ...perRound].join('\n');
 }

@@ -125,6 +125,8 @@ export function formatDecodeProfile(s: DecodeProfileSummary, topOps = 16): strin
     `KV cache copied past → present: ${(p.kvCopyBytes / 2 ** 10).toFixed(1)} KiB per step` +
       (p.outputBytes === undefined ? '' : `; outputs copied out by onnxruntime-node: ${(p.outputBytes / 2 ** 10).toFixed(1)} KiB per step`),
     `${'op type'.padEnd(width)} nodes   ms/step   share of kernels`,
-    ...shown.map((o) => `${o.op.padEnd(width)} ${o.nodes.toFixed(0).padStart(5)} ${(o.us / 1000).toFixed(3).padStart(9)}   ${pct(p.kernelUs > 0 ? o.us / p.kernelUs : 0)}`),
+    ...shown.map(
+      (o) => `${o.op.padEnd(width)} ${o.nodes.toFixed(0).padStart(5)} ${(o.us / 1000).toFixed(3).padStart(9)}   ${pct(p.kernelUs > 0 ? o.us / p.kernelUs : 0)}`,
+    ),
   ].join('\n');
 }

@@ -56,7 +56,10 @@ export async function profileDecode(o: DecodeProfileOptions): Promise<DecodeProf
     if (!file) throw new AppError('INTERNAL', `onnxruntime wrote no profile into ${folder}`);
     const events = JSON.parse(readFileSync(join(folder, file), 'utf8')) as ProfileEvent[];
     // The profiled steps start after the prompt and the untimed step.
-    const summary = summarizeDecodeProfile(events, Array.from({ length: o.steps }, (_, i) => o.promptTokens + 1 + i));
+    const summary = summarizeDecodeProfile(
+      events,
+      Array.from({ length: o.steps }, (_, i) => o.promptTokens + 1 + i),
+    );
     return { ...summary, perStep: { ...summary.perStep, outputBytes } };
   } finally {
     rmSync(folder, { recursive: true, force: true });
@@ -104,6 +107,9 @@ export async function profileCommand(values: Record<string, string | boolean | u
   for (const [label, dir] of packs) {
     const summary = await profileDecode({ dir, promptTokens, steps, threads, log });
     console.log(formatDecodeProfile(summary));
-    if (values.json) console.log(JSON.stringify({ ...(label === 'pack' ? {} : { dtype: label }), pack: dir, threads, prompt_tokens: promptTokens, ...decodeProfileJson(summary) }));
+    if (values.json)
+      console.log(
+        JSON.stringify({ ...(label === 'pack' ? {} : { dtype: label }), pack: dir, threads, prompt_tokens: promptTokens, ...decodeProfileJson(summary) }),
+      );
   }
 }

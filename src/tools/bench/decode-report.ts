@@ -54,7 +54,9 @@ export function formatDecodeBench(r: DecodeBenchResult): string {
     `copy bandwidth (read + write, median of ${r.rounds.length} rounds): ${r.bandwidth.singleThread.toFixed(1)} GB/s on 1 thread, ${r.bandwidth.allThreads.toFixed(1)} GB/s on ${r.threads}; bound uses ${r.bandwidth.used.toFixed(1)} GB/s`,
     `rounds (ms/token, GB/s 1 thread, GB/s all): ${r.rounds.map((x) => `${x.msPerToken.toFixed(1)}/${x.singleThreadGbS.toFixed(1)}/${x.allThreadsGbS.toFixed(1)}`).join('  ')}`,
     `bound: ${r.boundMsPerToken.toFixed(2)} ms/token; measured reaches ${(100 * r.fractionOfBound).toFixed(0)}% of it`,
-    ...(r.kernelFloorMs === undefined ? [] : [`kernel floor (the weight products alone): ${r.kernelFloorMs.toFixed(2)} ms, ${(100 * (r.kernelFloorMs / r.msPerToken)).toFixed(0)}% of a step`]),
+    ...(r.kernelFloorMs === undefined
+      ? []
+      : [`kernel floor (the weight products alone): ${r.kernelFloorMs.toFixed(2)} ms, ${(100 * (r.kernelFloorMs / r.msPerToken)).toFixed(0)}% of a step`]),
   ].join('\n');
 }
 
@@ -80,6 +82,11 @@ export function decodeBenchJson(r: DecodeBenchResult): Record<string, unknown> {
     load_ms: r.loadMs,
     peak_rss_mb: r.peakRssMb,
     ...(r.kernelFloorMs === undefined ? {} : { kernel_floor_ms: r.kernelFloorMs }),
-    rounds: r.rounds.map((x) => ({ ms_per_token: x.msPerToken, single_thread_gb_s: x.singleThreadGbS, all_threads_gb_s: x.allThreadsGbS, ...(x.kernelFloorMs === undefined ? {} : { kernel_floor_ms: x.kernelFloorMs }) })),
+    rounds: r.rounds.map((x) => ({
+      ms_per_token: x.msPerToken,
+      single_thread_gb_s: x.singleThreadGbS,
+      all_threads_gb_s: x.allThreadsGbS,
+      ...(x.kernelFloorMs === undefined ? {} : { kernel_floor_ms: x.kernelFloorMs }),
+    })),
   };
 }

@@ -25,7 +25,8 @@ function say(message: Record<string, unknown>): void {
 
 function stepCount(request: { steps?: unknown }): number {
   const steps = request.steps;
-  if (typeof steps !== 'number' || !Number.isInteger(steps) || steps < 1) throw new AppError('INVALID_ARGUMENT', `"steps" must be a whole number ≥ 1, got ${JSON.stringify(steps)}`);
+  if (typeof steps !== 'number' || !Number.isInteger(steps) || steps < 1)
+    throw new AppError('INVALID_ARGUMENT', `"steps" must be a whole number ≥ 1, got ${JSON.stringify(steps)}`);
   return steps;
 }
 

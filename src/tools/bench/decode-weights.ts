@@ -41,7 +41,8 @@ export function weightTraffic(modelPath: string): WeightTraffic {
     const bytes = bytesOf(t);
     total += bytes;
     const u = uses.get(t.name) ?? [];
-    const isLookup = (x: { opType: string; slot: number }) => (x.opType === 'Gather' && x.slot === 0) || (x.opType === 'GroupQueryAttention' && (x.slot === 7 || x.slot === 8));
+    const isLookup = (x: { opType: string; slot: number }) =>
+      (x.opType === 'Gather' && x.slot === 0) || (x.opType === 'GroupQueryAttention' && (x.slot === 7 || x.slot === 8));
     if (u.length > 0 && t.dims.length >= 2 && u.every(isLookup)) {
       lookups.push(t.name);
       perToken += bytes / Number(t.dims[0]);

@@ -122,7 +122,11 @@ export async function main(args: string[]): Promise<void> {
     const log = (line: string) => console.error(line);
     const dtypes = parseDtypes(values.dtype);
     if (values.peer !== undefined) {
-      const counts = { promptTokens: integerFlag(values, 'prompt-tokens', 100, [1, 32768])!, steps: integerFlag(values, 'steps', 32, [1, 32768])!, warmup: integerFlag(values, 'warmup', 4, [0, 32768])! };
+      const counts = {
+        promptTokens: integerFlag(values, 'prompt-tokens', 100, [1, 32768])!,
+        steps: integerFlag(values, 'steps', 32, [1, 32768])!,
+        warmup: integerFlag(values, 'warmup', 4, [0, 32768])!,
+      };
       const rounds = integerFlag(values, 'rounds', 4, [1, counts.steps])!;
       const { results, peer } = await compareWithLlamaCpp({ preset, layout, dtypes, threads, copyBytes, ...counts, rounds, log });
       console.log(formatDtypeResults(results));

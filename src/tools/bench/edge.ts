@@ -151,13 +151,15 @@ export async function benchEdge(o: EdgeBenchOptions): Promise<EdgeBenchResult> {
   const { edgeModel, router, tokenizer } = parts;
   const pack = edgeModel.pack;
   try {
-
     // Reference run (also the warm-up): the greedy tokens the replay cloud will answer with, and their scores.
     o.log('reference run');
     const reference = await runLoop({ edgeModel, router, tokenizer }, 'small_only', 0, o.tokens);
     const ids = reference.events.map((e) => e.id);
     if (ids.length < 8) throw new AppError('FAILED_PRECONDITION', `the edge model stopped after ${ids.length} tokens; need at least 8 to measure`);
-    const threshold = thresholdFor(reference.events.map((e) => e.score!), ROUTED_SHARE);
+    const threshold = thresholdFor(
+      reference.events.map((e) => e.score!),
+      ROUTED_SHARE,
+    );
 
     // One decode step at a time, and one router call on each step's hidden state.
     o.log('decode steps and router calls');
@@ -251,7 +253,10 @@ export function formatEdgeBench(r: EdgeBenchResult): string {
     ['TBT, no routing (edge alone)', ms(r.tbt_ms_no_routing)],
     [`TBT, routing at τ=${r.threshold.toFixed(4)}`, `${ms(r.tbt_ms_routing)} (${(100 * r.routed_ratio).toFixed(1)}% routed, cloud time excluded)`],
     ['TBT ratio', r.tbt_ratio.toFixed(3)],
-    ['TBT, whole sequence recomputed per token', `${ms(r.tbt_ms_reprefill)} (the reference design's method; KV cache ${r.speedup_vs_reprefill.toFixed(1)}x faster)`],
+    [
+      'TBT, whole sequence recomputed per token',
+      `${ms(r.tbt_ms_reprefill)} (the reference design's method; KV cache ${r.speedup_vs_reprefill.toFixed(1)}x faster)`,
+    ],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');

@@ -66,7 +66,13 @@ async function sessionSlot(backend: EmbeddedBackend, corpus: Corpus, index: numb
     try {
       for (let produced = 0; produced < GEN_TOKENS && performance.now() < until; produced++) {
         for (let k = 0; k < edgeTokens && produced < GEN_TOKENS - 1; k++, produced++) context.push(corpus.ids[next++]!);
-        const result = await sequence.step({ context, maxTokens: 1, sampling: SAMPLING, requestId: `batching-${index}-${g}`, signal: new AbortController().signal });
+        const result = await sequence.step({
+          context,
+          maxTokens: 1,
+          sampling: SAMPLING,
+          requestId: `batching-${index}-${g}`,
+          signal: new AbortController().signal,
+        });
         context.push(...result.ids);
         steps++;
       }
@@ -99,7 +105,20 @@ async function measure(pack: string, corpus: Corpus, share: number, maxBatch: nu
     const passesPerStep = steps ? round((backend.model.stats.runs - runsBefore) / steps, 3) : 0;
     const onKeptBuffers = backend.scheduler?.stats.keptBuffersReused ?? 0;
     const runMsPerStep = steps ? round((backend.model.stats.runMs - runMsBefore) / steps, 4) : 0;
-    return { share, max_batch: maxBatch, append_tokens: appendTokens, sessions, steps, steps_per_s: round(steps / seconds, 1), passes_per_step: passesPerStep, pass_sizes: passSizes, passes_on_kept_buffers: onKeptBuffers, run_ms_per_step: runMsPerStep, x_alone: null, run_x_alone: null };
+    return {
+      share,
+      max_batch: maxBatch,
+      append_tokens: appendTokens,
+      sessions,
+      steps,
+      steps_per_s: round(steps / seconds, 1),
+      passes_per_step: passesPerStep,
+      pass_sizes: passSizes,
+      passes_on_kept_buffers: onKeptBuffers,
+      run_ms_per_step: runMsPerStep,
+      x_alone: null,
+      run_x_alone: null,
+    };
   } finally {
     await backend.close();
   }
@@ -117,13 +136,25 @@ export function compareWithAlone(rows: EmbeddedBatchingRow[]): void {
 
 function numberList(raw: unknown, name: string, fallback: number[], valid: (n: number) => boolean): number[] {
   if (raw === undefined) return fallback;
-  const list = String(raw).split(',').map((v) => Number(v.trim()));
-  if (list.some((n) => !Number.isFinite(n) || !valid(n))) throw new UsageError(`--${name}: ${JSON.stringify(raw)} is not a comma-separated list of valid values`);
+  const list = String(raw)
+    .split(',')
+    .map((v) => Number(v.trim()));
+  if (list.some((n) => !Number.isFinite(n) || !valid(n)))
+    throw new UsageError(`--${name}: ${JSON.stringify(raw)} is not a comma-separated list of valid values`);
   return list;
 }
 
 export async function main(args: string[]): Promise<void> {
-  const { values, positionals } = parseFlags(args, { pack: { type: 'string' }, sessions: { type: 'string' }, share: { type: 'string' }, 'max-batch': { type: 'string' }, 'append-tokens': { type: 'string' }, duration: { type: 'string' }, threads: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parseFlags(args, {
+    pack: { type: 'string' },
+    sessions: { type: 'string' },
+    share: { type: 'string' },
+    'max-batch': { type: 'string' },
+    'append-tokens': { type: 'string' },
+    duration: { type: 'string' },
+    threads: { type: 'string' },
+    json: { type: 'boolean' },
+  });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const sessions = integerFlag(values, 'sessions', 64, [1, 256])!;
   const durationS = integerFlag(values, 'duration', 5, [1, 300])!;
@@ -131,7 +162,12 @@ export async function main(args: string[]): Promise<void> {
   const threads = integerFlag(values, 'threads', 1, [0, 64])!;
   const shares = numberList(values.share, 'share', [0.1, 1], (n) => n > 0 && n <= 1);
   const maxBatches = numberList(values['max-batch'], 'max-batch', [1, 8], (n) => Number.isInteger(n) && n >= 1 && n <= 256);
-  const appendTokens = numberList(values['append-tokens'], 'append-tokens', [DEFAULT_SHIM_CONFIG.batchAppendTokens], (n) => Number.isInteger(n) && n >= 1 && n <= 1024);
+  const appendTokens = numberList(
+    values['append-tokens'],
+    'append-tokens',
+    [DEFAULT_SHIM_CONFIG.batchAppendTokens],
+    (n) => Number.isInteger(n) && n >= 1 && n <= 1024,
+  );
   const pack = values.pack === undefined ? DEMO.cloudPack : String(values.pack);
   if (values.pack === undefined) await buildDemoPacks();
   const corpus = await loadCorpus(pack);
@@ -139,15 +175,25 @@ export async function main(args: string[]): Promise<void> {
   for (const share of shares) {
     for (const maxBatch of maxBatches) {
       // Appends joining passes mean nothing without passes to join.
-      for (const tokens of maxBatch === 1 ? [1] : appendTokens) rows.push(await measure(pack, corpus, share, maxBatch, tokens, { sessions, durationS, threads }));
+      for (const tokens of maxBatch === 1 ? [1] : appendTokens)
+        rows.push(await measure(pack, corpus, share, maxBatch, tokens, { sessions, durationS, threads }));
     }
   }
   compareWithAlone(rows);
   const times = (x: number | null) => (x === null ? '-' : `${x}×`);
   const threadText = threads === 0 ? "onnxruntime's choice of threads" : threads === 1 ? 'one thread' : `${threads} threads`;
   console.log(`embedded backend alone (${pack}, ${threadText}), ${sessions} sessions for ${durationS} s per row`);
-  console.log('| routed share | max-batch | append-tokens | steps/s | × max-batch 1 | onnxruntime ms/step | × max-batch 1 inside onnxruntime (ceiling) | passes per step | batched passes by rows | on kept buffers |');
+  console.log(
+    '| routed share | max-batch | append-tokens | steps/s | × max-batch 1 | onnxruntime ms/step | × max-batch 1 inside onnxruntime (ceiling) | passes per step | batched passes by rows | on kept buffers |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.share} | ${r.max_batch} | ${r.append_tokens} | ${r.steps_per_s} | ${times(r.x_alone)} | ${r.run_ms_per_step} | ${times(r.run_x_alone)} | ${r.passes_per_step} | ${Object.entries(r.pass_sizes).map(([n, c]) => `${n}: ${c}`).join(', ') || '-'} | ${r.passes_on_kept_buffers} |`);
+  for (const r of rows)
+    console.log(
+      `| ${r.share} | ${r.max_batch} | ${r.append_tokens} | ${r.steps_per_s} | ${times(r.x_alone)} | ${r.run_ms_per_step} | ${times(r.run_x_alone)} | ${r.passes_per_step} | ${
+        Object.entries(r.pass_sizes)
+          .map(([n, c]) => `${n}: ${c}`)
+          .join(', ') || '-'
+      } | ${r.passes_on_kept_buffers} |`,
+    );
   if (values.json) console.log(JSON.stringify({ rows }));
 }

@@ -73,9 +73,26 @@ export function offeredStepsPerS(edges: number, pace: EdgePace): number | null {
 }
 
 /** A simulated edge's routed step: greedy, `pace.span` tokens at most, within the generation's length. */
-export function simulatedStep(context: number[], sources: TokenSource[], produced: number, pace: EdgePace, at: { score: number; cut: number }): CloudStepRequest {
+export function simulatedStep(
+  context: number[],
+  sources: TokenSource[],
+  produced: number,
+  pace: EdgePace,
+  at: { score: number; cut: number },
+): CloudStepRequest {
   const maxTokens = Math.min(pace.span, pace.genTokens - produced);
-  return { context, sources, tokenIndex: produced, maxTokens, temperature: 0, topP: 1, stopTokenIds: [], routerScore: at.score, threshold: at.cut, topLogprobs: 0 };
+  return {
+    context,
+    sources,
+    tokenIndex: produced,
+    maxTokens,
+    temperature: 0,
+    topP: 1,
+    stopTokenIds: [],
+    routerScore: at.score,
+    threshold: at.cut,
+    topLogprobs: 0,
+  };
 }
 
 export function sleepUntil(time: number): Promise<void> | undefined {

@@ -87,8 +87,19 @@ export async function runOverloadBench(o: OverloadOptions, log: (line: string) =
   if (o.loadCpus !== undefined) pinThisProcess(o.loadCpus);
   const corpus = await loadCorpus(DEMO.cloudPack);
   const pack = loadModelPack(DEMO.cloudPack);
-  const fakeOptions: SglangFakeOptions = { vocabSize: pack.vocabSize, maxContext: pack.maxPositions, serviceMs: o.serviceMs, prefillMsPerToken: 0.01, cacheTokens: 1 << 18, slots: o.slots };
-  const { child, ready } = await startIpcChild<SglangFakeReply>({ script: new URL('./sglang-service-fake.ts', import.meta.url).pathname, options: fakeOptions, name: 'the SGLang fake' });
+  const fakeOptions: SglangFakeOptions = {
+    vocabSize: pack.vocabSize,
+    maxContext: pack.maxPositions,
+    serviceMs: o.serviceMs,
+    prefillMsPerToken: 0.01,
+    cacheTokens: 1 << 18,
+    slots: o.slots,
+  };
+  const { child, ready } = await startIpcChild<SglangFakeReply>({
+    script: new URL('./sglang-service-fake.ts', import.meta.url).pathname,
+    options: fakeOptions,
+    name: 'the SGLang fake',
+  });
   const perEdge = offeredStepsPerS(1, o.pace);
   if (perEdge === null) throw new AppError('INVALID_ARGUMENT', '--overload needs an edge pace (--token-ms above 0)');
   try {
@@ -106,7 +117,9 @@ export async function runOverloadBench(o: OverloadOptions, log: (line: string) =
       const rows = [unloaded];
       for (const policy of [{ name: 'threshold' }, { name: 'wait-budget', waitMs }] as OverloadPolicy[]) {
         const row = await measureRow(address, corpus, o, policy, loadedEdges, 'overloaded', capacity, perEdge, unloaded.p99_wait_ms);
-        log(`overload: ${policy.name} (${loadedEdges} edges): p99 wait ${row.p99_wait_ms} ms, ${row.failed_generations} failed generations, share ${row.realized_share}`);
+        log(
+          `overload: ${policy.name} (${loadedEdges} edges): p99 wait ${row.p99_wait_ms} ms, ${row.failed_generations} failed generations, share ${row.realized_share}`,
+        );
         rows.push(row);
       }
       return { capacity_steps_per_s: capacity, rows };

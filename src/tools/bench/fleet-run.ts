@@ -133,8 +133,19 @@ export async function runFleetBench(o: FleetOptions): Promise<FleetRow[]> {
   const sessions = { maxSessions: 2 * maxEdges + 8, maxInflightSteps: 2 * maxEdges + 8, threads: ORT_THREADS, modelPack: DEMO.cloudPack };
   for (const backend of o.backends) {
     if (backend === 'fake') {
-      const fakeOptions: SglangFakeOptions = { vocabSize: pack.vocabSize, maxContext: pack.maxPositions, serviceMs: o.serviceMs, prefillMsPerToken: o.prefillMsPerToken, cacheTokens: CACHE_TOKENS, ...(o.slots === undefined ? {} : { slots: o.slots }) };
-      const { child, ready } = await startIpcChild<SglangFakeReply>({ script: new URL('./sglang-service-fake.ts', import.meta.url).pathname, options: fakeOptions, name: 'the SGLang fake' });
+      const fakeOptions: SglangFakeOptions = {
+        vocabSize: pack.vocabSize,
+        maxContext: pack.maxPositions,
+        serviceMs: o.serviceMs,
+        prefillMsPerToken: o.prefillMsPerToken,
+        cacheTokens: CACHE_TOKENS,
+        ...(o.slots === undefined ? {} : { slots: o.slots }),
+      };
+      const { child, ready } = await startIpcChild<SglangFakeReply>({
+        script: new URL('./sglang-service-fake.ts', import.meta.url).pathname,
+        options: fakeOptions,
+        name: 'the SGLang fake',
+      });
       try {
         o.log(`fake: SGLang service fake at ${ready.url} (decode step ${o.serviceMs} ms, prefill ${o.prefillMsPerToken} ms per uncached token)`);
         const config: Partial<ShimConfig> = { ...sessions, backend: 'sglang', backendUrl: ready.url };
@@ -153,7 +164,13 @@ export async function runFleetBench(o: FleetOptions): Promise<FleetRow[]> {
 }
 
 /** One setup: a shim, and one row per fleet size against it. */
-async function sweep(o: FleetOptions, corpus: Corpus, config: Partial<ShimConfig>, setup: Pick<FleetRow, 'backend' | 'max_batch'>, pace: EdgePace): Promise<FleetRow[]> {
+async function sweep(
+  o: FleetOptions,
+  corpus: Corpus,
+  config: Partial<ShimConfig>,
+  setup: Pick<FleetRow, 'backend' | 'max_batch'>,
+  pace: EdgePace,
+): Promise<FleetRow[]> {
   const { shim, address } = await ShimChild.start(config, { cpus: o.shimCpus });
   const clients: GrpcCloudClient[] = [];
   try {
@@ -177,7 +194,14 @@ async function sweep(o: FleetOptions, corpus: Corpus, config: Partial<ShimConfig
   }
 }
 
-async function measureRow(o: FleetOptions, corpus: Corpus, shim: ShimChild, clients: GrpcCloudClient[], setup: Pick<FleetRow, 'backend' | 'max_batch'>, pace: EdgePace): Promise<FleetRow> {
+async function measureRow(
+  o: FleetOptions,
+  corpus: Corpus,
+  shim: ShimChild,
+  clients: GrpcCloudClient[],
+  setup: Pick<FleetRow, 'backend' | 'max_batch'>,
+  pace: EdgePace,
+): Promise<FleetRow> {
   const idle = await shim.stats();
   // A short warm-up: connections open and every edge past its staggered start before counting.
   const warmUpMs = Math.min(1_000, o.durationS * 250);

@@ -57,7 +57,9 @@ function batchingFactors(rows: FleetRow[]): FleetResult['batching'] {
     .filter((r) => r.max_batch === largest && largest > 1)
     .flatMap((r) => {
       const alone = embedded.find((a) => a.max_batch === 1 && a.edges === r.edges);
-      return alone && alone.steps_per_s > 0 ? [{ edges: r.edges, max_batch: largest, factor: Math.round((r.steps_per_s / alone.steps_per_s) * 100) / 100 }] : [];
+      return alone && alone.steps_per_s > 0
+        ? [{ edges: r.edges, max_batch: largest, factor: Math.round((r.steps_per_s / alone.steps_per_s) * 100) / 100 }]
+        : [];
     });
 }
 
@@ -77,7 +79,9 @@ export function formatFleet(result: FleetResult): string {
     ),
     '',
     ...Object.entries(result.knee).map(([label, k]) =>
-      k.edges === null ? `knee (${label}): none up to ${Math.max(...s.edges)} edges (p99 added at the smallest: ${ms(k.base_p99_added_ms)} ms)` : `knee (${label}): ${k.edges} edges, p99 added ${ms(k.p99_added_ms!)} ms (${ms(k.base_p99_added_ms)} ms at the smallest)`,
+      k.edges === null
+        ? `knee (${label}): none up to ${Math.max(...s.edges)} edges (p99 added at the smallest: ${ms(k.base_p99_added_ms)} ms)`
+        : `knee (${label}): ${k.edges} edges, p99 added ${ms(k.p99_added_ms!)} ms (${ms(k.base_p99_added_ms)} ms at the smallest)`,
     ),
     ...result.batching.map((b) => `batching factor at ${b.edges} edges (max-batch ${b.max_batch} / 1): ${b.factor.toFixed(2)}×`),
   ];
@@ -88,19 +92,29 @@ export function formatFleet(result: FleetResult): string {
 /** Steps/s and p99 added against fleet size, one line per setup. */
 export function fleetPlotSvg(rows: FleetRow[]): Promise<string> {
   const labels = [...new Set(rows.map(setupLabel))];
-  const series = (y: (r: FleetRow) => number) => labels.map((name) => ({ name, points: rows.filter((r) => setupLabel(r) === name).map((r) => ({ x: r.edges, y: y(r) })) }));
+  const series = (y: (r: FleetRow) => number) =>
+    labels.map((name) => ({ name, points: rows.filter((r) => setupLabel(r) === name).map((r) => ({ x: r.edges, y: y(r) })) }));
   return lineChartsSvg([
     { title: 'Routed steps served per second by one shim', xTitle: 'edges (log)', yTitle: 'steps/s', series: series((r) => r.steps_per_s), logX: true },
-    { title: 'p99 latency the shim and the network add to a step', xTitle: 'edges (log)', yTitle: 'p99 added (ms)', series: series((r) => r.p99_added_ms), logX: true },
+    {
+      title: 'p99 latency the shim and the network add to a step',
+      xTitle: 'edges (log)',
+      yTitle: 'p99 added (ms)',
+      series: series((r) => r.p99_added_ms),
+      logX: true,
+    },
   ]);
 }
 
 function integerList(values: Record<string, unknown>, name: string, fallback: number[], range: [number, number]): number[] {
   const raw = values[name];
   if (raw === undefined) return fallback;
-  const list = String(raw).split(',').map((v) => v.trim());
+  const list = String(raw)
+    .split(',')
+    .map((v) => v.trim());
   const numbers = list.map(Number);
-  if (list.some((v) => !/^\d+$/.test(v)) || numbers.some((n) => n < range[0] || n > range[1])) throw new UsageError(`--${name}: whole numbers from ${range[0]} to ${range[1]}, comma-separated, got ${JSON.stringify(raw)}`);
+  if (list.some((v) => !/^\d+$/.test(v)) || numbers.some((n) => n < range[0] || n > range[1]))
+    throw new UsageError(`--${name}: whole numbers from ${range[0]} to ${range[1]}, comma-separated, got ${JSON.stringify(raw)}`);
   return [...new Set(numbers)].sort((a, b) => a - b);
 }
 
@@ -135,13 +149,19 @@ export function parseFleetFlags(args: string[]): { options: Omit<FleetOptions, '
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const backends = ((values.backend as string | undefined) ?? 'fake,embedded').split(',').map((b) => b.trim());
-  for (const b of backends) if (b !== 'fake' && b !== 'embedded') throw new UsageError(`--backend: fake and/or embedded, comma-separated, got ${JSON.stringify(values.backend)}`);
+  for (const b of backends)
+    if (b !== 'fake' && b !== 'embedded') throw new UsageError(`--backend: fake and/or embedded, comma-separated, got ${JSON.stringify(values.backend)}`);
   const share = numberFlag(values, 'share', 0.1, [0.001, 1])!;
   const options = {
     edges: integerList(values, 'edges', [1, 4, 16, 64, 128, 256], [1, 1024]),
     durationS: integerFlag(values, 'duration', 10, [1, 300])!,
     backends: [...new Set(backends)] as FleetBackend[],
-    pace: { tokenMs: numberFlag(values, 'token-ms', 25, [0, 10_000])!, share, span: integerFlag(values, 'span', 1, [1, 64])!, genTokens: integerFlag(values, 'gen-tokens', 128, [1, 256])! },
+    pace: {
+      tokenMs: numberFlag(values, 'token-ms', 25, [0, 10_000])!,
+      share,
+      span: integerFlag(values, 'span', 1, [1, 64])!,
+      genTokens: integerFlag(values, 'gen-tokens', 128, [1, 256])!,
+    },
     embeddedTokenMs: numberFlag(values, 'embedded-token-ms', 0, [0, 10_000])!,
     maxBatches: integerList(values, 'max-batch', [1, 8], [1, 256]),
     serviceMs: numberFlag(values, 'service-ms', 2, [0, 10_000])!,

@@ -49,9 +49,12 @@ export async function startIpcChild<Message extends { type: string }>(o: IpcChil
     const reply = await Promise.race([
       new Promise<Message | { type: 'failed'; message: string }>((resolve) => (onReady = resolve)),
       child.exited.then((code) => ({ type: 'failed' as const, message: `${o.name} exited with code ${code}` })),
-      new Promise<{ type: 'failed'; message: string }>((resolve) => (timer = setTimeout(() => resolve({ type: 'failed', message: `${o.name} did not start within ${timeoutMs} ms` }), timeoutMs))),
+      new Promise<{ type: 'failed'; message: string }>(
+        (resolve) => (timer = setTimeout(() => resolve({ type: 'failed', message: `${o.name} did not start within ${timeoutMs} ms` }), timeoutMs)),
+      ),
     ]);
-    if (reply.type !== 'ready') throw new AppError('UNAVAILABLE', reply.type === 'failed' && 'message' in reply ? String(reply.message) : `unexpected message from ${o.name}`);
+    if (reply.type !== 'ready')
+      throw new AppError('UNAVAILABLE', reply.type === 'failed' && 'message' in reply ? String(reply.message) : `unexpected message from ${o.name}`);
     onReady = undefined;
     return { child, ready: reply as Ready<Message> };
   } catch (e) {

@@ -128,16 +128,21 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
   const threads = integerFlag(values, 'threads', undefined, [1, 256]);
   const routeSpan = integerFlag(values, 'route-span', 1, [1, DEFAULT_LIMITS.maxRouteSpan])!;
   const routeWaitMs = values['route-wait-ms'] === undefined ? [] : parseWaitBudgets(values['route-wait-ms']);
-  if (values.cloud !== undefined && values['cloud-model'] !== undefined) throw new UsageError('--cloud (a running shim) and --cloud-model (the in-process shim) exclude each other');
+  if (values.cloud !== undefined && values['cloud-model'] !== undefined)
+    throw new UsageError('--cloud (a running shim) and --cloud-model (the in-process shim) exclude each other');
   if (values.cloud !== undefined) parseAddress(values.cloud);
   const cloudFlags = (['cloud-token', 'cloud-tls-ca', 'cloud-tls-cert', 'cloud-tls-key'] as const).filter((f) => values[f] !== undefined);
   if (cloudFlags.length && values.cloud === undefined) throw new UsageError(`--${cloudFlags[0]} is for a running shim: it needs --cloud HOST:PORT`);
-  if ((values['cloud-tls-cert'] === undefined) !== (values['cloud-tls-key'] === undefined)) throw new UsageError('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
+  if ((values['cloud-tls-cert'] === undefined) !== (values['cloud-tls-key'] === undefined))
+    throw new UsageError('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
   if ((values['edge-cpus'] === undefined) !== (values['shim-cpus'] === undefined)) throw new UsageError('--edge-cpus and --shim-cpus go together');
   if (values['shim-cpus'] !== undefined && values.cloud !== undefined) throw new UsageError('--shim-cpus starts a shim here: it excludes --cloud');
   const edgeCpus = values['edge-cpus'];
   const shimCpus = values['shim-cpus'];
-  for (const [flag, cpus] of [['--edge-cpus', edgeCpus], ['--shim-cpus', shimCpus]] as const) {
+  for (const [flag, cpus] of [
+    ['--edge-cpus', edgeCpus],
+    ['--shim-cpus', shimCpus],
+  ] as const) {
     if (cpus !== undefined && !isCpuList(cpus)) throw new UsageError(`${flag} must be a CPU list such as 1, 0,2 or 2-3, got ${JSON.stringify(cpus)}`);
   }
   const tlsFiles = { caFile: values['cloud-tls-ca'], certFile: values['cloud-tls-cert'], keyFile: values['cloud-tls-key'] };

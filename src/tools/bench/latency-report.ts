@@ -165,7 +165,9 @@ export function identicalOutputs(settings: Setting[], runs: PromptRun[][]): bool
   let compared = false;
   for (const [s, setting] of settings.entries()) {
     if (setting.mode !== 'joint' || (!setting.speculate && !setting.prefillAhead)) continue;
-    const t = settings.findIndex((x) => x.mode === 'joint' && x.threshold === setting.threshold && x.routeWaitMs === setting.routeWaitMs && !x.speculate && !x.prefillAhead);
+    const t = settings.findIndex(
+      (x) => x.mode === 'joint' && x.threshold === setting.threshold && x.routeWaitMs === setting.routeWaitMs && !x.speculate && !x.prefillAhead,
+    );
     if (t < 0) continue;
     compared = true;
     for (const [p, run] of runs[s]!.entries()) if (run.ids.join(',') !== runs[t]![p]!.ids.join(',')) return false;
@@ -173,7 +175,15 @@ export function identicalOutputs(settings: Setting[], runs: PromptRun[][]): bool
   return compared ? true : null;
 }
 
-export function label(s: { mode: Mode; threshold: number | null; speculate: boolean; routeWaitMs?: number | null; route_wait_ms?: number | null; prefillAhead?: boolean; prefill_ahead?: boolean }): string {
+export function label(s: {
+  mode: Mode;
+  threshold: number | null;
+  speculate: boolean;
+  routeWaitMs?: number | null;
+  route_wait_ms?: number | null;
+  prefillAhead?: boolean;
+  prefill_ahead?: boolean;
+}): string {
   const wait = s.routeWaitMs ?? s.route_wait_ms ?? null;
   const ahead = (s.prefillAhead ?? s.prefill_ahead) === true;
   return s.mode === 'joint' ? `joint τ=${s.threshold}${wait === null ? '' : ` wait≤${wait}`}${s.speculate ? ' spec' : ''}${ahead ? ' ahead' : ''}` : s.mode;

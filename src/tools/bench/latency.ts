@@ -29,7 +29,16 @@ import { buildChoicePrompt } from '../eval/multiple-choice.ts';
 import { buildDemoPacks } from '../models/demo.ts';
 import { pinThisProcess, startPinnedShim, type PinnedShim } from './cpu-pinning.ts';
 import { parseAddress, parseLatencyFlags, UNIFORM_ROUTER, type LatencyBenchOptions } from './latency-options.ts';
-import { formatLatencyTable, identicalOutputs, label, summarize, type CloudTally, type LatencyBenchResult, type PromptRun, type Setting } from './latency-report.ts';
+import {
+  formatLatencyTable,
+  identicalOutputs,
+  label,
+  summarize,
+  type CloudTally,
+  type LatencyBenchResult,
+  type PromptRun,
+  type Setting,
+} from './latency-report.ts';
 import { UniformShareRouter } from './uniform-share-router.ts';
 import { splitExtra } from './latency-floor.ts';
 
@@ -86,7 +95,16 @@ async function runOnce(engine: EdgeEngine, meter: CloudMeter, prompt: string, se
   // Thresholds outside joint mode are ignored by the loop; 0 / 1 say what the mode means.
   const threshold = setting.threshold ?? (setting.mode === 'llm_only' ? 1 : 0);
   const budget = setting.routeWaitMs === null ? {} : { routeWaitMs: setting.routeWaitMs };
-  const request = parseGenerationRequest({ prompt, mode: setting.mode, threshold, maxNewTokens, temperature: 0, speculate: setting.speculate, routeSpan, ...budget });
+  const request = parseGenerationRequest({
+    prompt,
+    mode: setting.mode,
+    threshold,
+    maxNewTokens,
+    temperature: 0,
+    speculate: setting.speculate,
+    routeSpan,
+    ...budget,
+  });
   meter.take();
   let done: DoneEvent | undefined;
   let cloudError: string | undefined;
@@ -117,7 +135,9 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
     { mode: 'small_only', threshold: null, speculate: false, routeWaitMs: null },
     ...o.thresholds.flatMap((threshold) =>
       o.speculate.flatMap((speculate) =>
-        (o.prefill ?? ['lazy']).flatMap((prefill) => waits.map((routeWaitMs) => ({ mode: 'joint' as const, threshold, speculate, routeWaitMs, prefillAhead: prefill === 'eager' }))),
+        (o.prefill ?? ['lazy']).flatMap((prefill) =>
+          waits.map((routeWaitMs) => ({ mode: 'joint' as const, threshold, speculate, routeWaitMs, prefillAhead: prefill === 'eager' })),
+        ),
       ),
     ),
     { mode: 'llm_only', threshold: null, speculate: false, routeWaitMs: null },
@@ -128,7 +148,11 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
   let proxy: DelayProxyThread | undefined;
   let grpc: GrpcCloudClient | undefined;
   if (o.edgeCpus) pinThisProcess(o.edgeCpus);
-  const parts = await loadEdgeEngine({ edgeModel: o.edgeModel, threads: o.threads, router: o.router === UNIFORM_ROUTER ? new UniformShareRouter(1) : o.router });
+  const parts = await loadEdgeEngine({
+    edgeModel: o.edgeModel,
+    threads: o.threads,
+    router: o.router === UNIFORM_ROUTER ? new UniformShareRouter(1) : o.router,
+  });
   try {
     let target: { host: string; port: number };
     if (o.cloud) target = parseAddress(o.cloud);
@@ -136,7 +160,9 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.cloudModel, threads: o.threads, log: o.log });
       target = parseAddress(pinnedShim.address);
     } else {
-      shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.cloudModel, threads: o.threads ?? 0, logLevel: 'silent' }), { log: silentLogger });
+      shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.cloudModel, threads: o.threads ?? 0, logLevel: 'silent' }), {
+        log: silentLogger,
+      });
       target = { host: '127.0.0.1', port: shim.port };
     }
     if (o.rttMs > 0) proxy = await startDelayProxyThread({ targetHost: target.host, targetPort: target.port, delayMs: o.rttMs / 2 });
@@ -159,7 +185,9 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
 
     // Each setting is its own edge box: a wait budget learns the round trip from its own steps only, from
     // nothing at the first prompt (a fresh box routes until it has measured a wait), across the prompts after.
-    const engines = settings.map((setting): EdgeEngine => ({ ...engine, routing: new BoxRouting(), cloudPrefill: { mode: setting.prefillAhead ? 'eager' : 'lazy' } }));
+    const engines = settings.map(
+      (setting): EdgeEngine => ({ ...engine, routing: new BoxRouting(), cloudPrefill: { mode: setting.prefillAhead ? 'eager' : 'lazy' } }),
+    );
     // Prompt by prompt, every setting in turn, so that drifts in machine load touch all rows alike.
     const runs: PromptRun[][] = settings.map(() => []);
     for (const [p, prompt] of prompts.entries()) {
@@ -183,7 +211,9 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
       dataset: o.dataset,
       slm: parts.edgeModel.pack.dir,
       router: parts.router.info.name,
-      cloud: o.cloud ?? (o.shimCpus ? `shim process on CPUs ${o.shimCpus} (edge on ${o.edgeCpus}), embedded ${o.cloudModel}` : `in-process shim, embedded ${o.cloudModel}`),
+      cloud:
+        o.cloud ??
+        (o.shimCpus ? `shim process on CPUs ${o.shimCpus} (edge on ${o.edgeCpus}), embedded ${o.cloudModel}` : `in-process shim, embedded ${o.cloudModel}`),
       route_span: o.routeSpan ?? 1,
       rows,
       identical_outputs: identicalOutputs(settings, runs),

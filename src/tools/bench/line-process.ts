@@ -78,7 +78,13 @@ export class LineProcess {
 
   private async reply(type: string): Promise<Reply> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new AppError('DEADLINE_EXCEEDED', `${this.name} did not answer "${type}" within ${this.timeoutMs} ms`)), this.timeoutMs)));
+    const timeout = new Promise<never>(
+      (_, reject) =>
+        (timer = setTimeout(
+          () => reject(new AppError('DEADLINE_EXCEEDED', `${this.name} did not answer "${type}" within ${this.timeoutMs} ms`)),
+          this.timeoutMs,
+        )),
+    );
     try {
       for (;;) {
         const next = await Promise.race([this.lines.next(), timeout]);

@@ -82,7 +82,15 @@ export function promptWindow(corpus: Corpus, index: number, session: number, aft
  * One edge stream: sessions of STEPS_PER_SESSION routed steps each until `deadline` or `maxSessions`.
  * Between steps the context grows by the shim's token and the next token of the text (the edge's).
  */
-export async function streamWorker(client: GrpcCloudClient, corpus: Corpus, index: number, deadline: number, maxSessions: number, steps: number, tally: Tally): Promise<void> {
+export async function streamWorker(
+  client: GrpcCloudClient,
+  corpus: Corpus,
+  index: number,
+  deadline: number,
+  maxSessions: number,
+  steps: number,
+  tally: Tally,
+): Promise<void> {
   for (let s = 0; s < maxSessions && performance.now() < deadline; s++) {
     const window = promptWindow(corpus, index, s, steps);
     const { context } = window;
@@ -92,7 +100,18 @@ export async function streamWorker(client: GrpcCloudClient, corpus: Corpus, inde
     try {
       for (let k = 0; k < steps; k++) {
         const started = performance.now();
-        const reply = await conversation.next({ context, sources, tokenIndex: k, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0.2, threshold: 0.5, topLogprobs: 0 });
+        const reply = await conversation.next({
+          context,
+          sources,
+          tokenIndex: k,
+          maxTokens: 1,
+          temperature: 0,
+          topP: 1,
+          stopTokenIds: [],
+          routerScore: 0.2,
+          threshold: 0.5,
+          topLogprobs: 0,
+        });
         tally.stepMs.push(performance.now() - started);
         if (reply.tokens.length !== 1) throw new AppError('INTERNAL', `a one-token step returned ${reply.tokens.length} tokens`);
         tally.completed++;
@@ -110,7 +129,15 @@ export async function streamWorker(client: GrpcCloudClient, corpus: Corpus, inde
 }
 
 /** One generation slot of the edge: joint generations back to back until `deadline` or `maxGenerations`. */
-export async function generationWorker(runtime: EdgeRuntime, corpus: Corpus, index: number, deadline: number, maxGenerations: number, maxNewTokens: number, tally: Tally): Promise<void> {
+export async function generationWorker(
+  runtime: EdgeRuntime,
+  corpus: Corpus,
+  index: number,
+  deadline: number,
+  maxGenerations: number,
+  maxNewTokens: number,
+  tally: Tally,
+): Promise<void> {
   for (let g = 0; g < maxGenerations && performance.now() < deadline; g++) {
     const prompt = corpus.prompts[(index * 17 + g) % corpus.prompts.length]!;
     try {

@@ -149,7 +149,9 @@ export async function runLoadBench(options: LoadOptions): Promise<LoadResult> {
     await runGenerations(durationS, 1, 8, warmUp);
     const start = await shim.stats();
     const loadStart = loadRssMb();
-    log(`shim RSS after warm-up: ${start.rssMb.toFixed(1)} MB, ${(start.prefixCacheBytes / MB).toFixed(1)} MB of it the prefix cache (load process ${loadStart.toFixed(1)} MB)`);
+    log(
+      `shim RSS after warm-up: ${start.rssMb.toFixed(1)} MB, ${(start.prefixCacheBytes / MB).toFixed(1)} MB of it the prefix cache (load process ${loadStart.toFixed(1)} MB)`,
+    );
 
     log(`phase 1: ${streams} edge streams for ${durationS} s`);
     const phase1Start = performance.now();
@@ -224,7 +226,10 @@ export function formatLoadBench(r: LoadResult): string {
     ['errors (streams + generations)', `${r.errors} (${r.stream_errors} + ${r.generation_errors})`],
     ['shim RSS after warm-up → after load', `${r.rss_start_mb.toFixed(1)} → ${r.rss_end_mb.toFixed(1)} MB`],
     ['  of it the prefix cache', `${r.prefix_cache_mb_start.toFixed(1)} → ${r.prefix_cache_mb_end.toFixed(1)} MB`],
-    ['  after load, net of the prefix cache', `${r.rss_end_net_of_cache_mb.toFixed(1)} MB, ${r.rss_net_growth.toFixed(2)}× the start (target ≤ ${RSS_NET_GROWTH_TARGET})`],
+    [
+      '  after load, net of the prefix cache',
+      `${r.rss_end_net_of_cache_mb.toFixed(1)} MB, ${r.rss_net_growth.toFixed(2)}× the start (target ≤ ${RSS_NET_GROWTH_TARGET})`,
+    ],
     ['load process RSS (edge, clients)', `${r.load_rss_start_mb.toFixed(1)} → ${r.load_rss_end_mb.toFixed(1)} MB`],
     ['shim at the end: sessions, tokens, streams', `${r.shim_sessions_end}, ${r.shim_context_tokens_end}, ${r.shim_streams_end}`],
   ];

@@ -141,4 +141,3 @@ export async function overloadEdge(client: GrpcCloudClient, corpus: Corpus, inde
     }
   }
 }
-

@@ -14,7 +14,13 @@ import { PrefixCache } from '../../shared/model/prefix-cache.ts';
 
 /** One generation from `ids`: its final metrics and the ids it generated. */
 export async function runIds(engine: EdgeEngine, ids: readonly number[], maxNewTokens: number): Promise<{ metrics: GenerationMetrics; output: number[] }> {
-  const request = { ...parseGenerationRequest({ prompt: '(token ids)', mode: 'small_only', maxNewTokens, temperature: 0 }, { maxPromptChars: 64, maxNewTokens, maxRouteSpan: 1 }), promptIds: ids };
+  const request = {
+    ...parseGenerationRequest(
+      { prompt: '(token ids)', mode: 'small_only', maxNewTokens, temperature: 0 },
+      { maxPromptChars: 64, maxNewTokens, maxRouteSpan: 1 },
+    ),
+    promptIds: ids,
+  };
   const output: number[] = [];
   for await (const event of generate(engine, request)) {
     if (event.type === 'token') output.push(event.id);
@@ -48,7 +54,11 @@ export function withFreshCache(engine: EdgeEngine, maxBytes: number): EdgeEngine
  * gave it (`answerTokens`, greedy) and the next `turnTokens` ids of the user's text. Run through
  * `engine`, whose cache then holds the earlier turns. Returns the last turn's prompt.
  */
-export async function chatToLastTurn(engine: EdgeEngine, userIds: readonly number[], o: { turns: number; turnTokens: number; answerTokens: number }): Promise<number[]> {
+export async function chatToLastTurn(
+  engine: EdgeEngine,
+  userIds: readonly number[],
+  o: { turns: number; turnTokens: number; answerTokens: number },
+): Promise<number[]> {
   let prompt: number[] = [];
   for (let turn = 0; turn < o.turns; turn++) {
     prompt = [...prompt, ...userIds.slice(turn * o.turnTokens, (turn + 1) * o.turnTokens)];

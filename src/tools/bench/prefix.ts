@@ -114,7 +114,9 @@ export async function benchPrefix(o: PrefixBenchOptions): Promise<PrefixBenchRes
       chatPrompt = await chatToLastTurn(chat, userIds, CHAT);
       chatWith.push(await firstTokenMs(chat, chatPrompt));
       chatWithout.push(await firstTokenMs(engine, chatPrompt));
-      o.log(`chat turn ${CHAT.turns} (${chatPrompt.length} tokens): ${chatWithout.at(-1)!.ttftMs.toFixed(1)} ms without the cache, ${chatWith.at(-1)!.ttftMs.toFixed(1)} ms with it`);
+      o.log(
+        `chat turn ${CHAT.turns} (${chatPrompt.length} tokens): ${chatWithout.at(-1)!.ttftMs.toFixed(1)} ms without the cache, ${chatWith.at(-1)!.ttftMs.toFixed(1)} ms with it`,
+      );
     }
     const mixedEngine = withFreshCache(engine, o.cacheBytes);
     const rss = await mixedRequests(mixedEngine, ids, o.mixed, seededRandom(7));
@@ -183,7 +185,8 @@ export async function main(args: string[]): Promise<void> {
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const log = (line: string) => console.error(line);
-  const { target, dir } = values.preset || values.pack ? await resolvePack({ preset: values.preset, pack: values.pack, log }) : { target: 'demo edge pack', dir: DEMO.edgePack };
+  const { target, dir } =
+    values.preset || values.pack ? await resolvePack({ preset: values.preset, pack: values.pack, log }) : { target: 'demo edge pack', dir: DEMO.edgePack };
   const r = await benchPrefix({
     target: `${target} (${dir})`,
     dir,

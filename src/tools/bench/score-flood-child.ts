@@ -54,7 +54,9 @@ async function flood(): Promise<void> {
   let flooding = true;
   const score = (ids: number[], requestId: string) =>
     new Promise<number>((resolve, reject) =>
-      client.Score({ ids, topK: options.topK, requestId }, { deadline: Date.now() + SCORE_DEADLINE_MS }, (error, reply) => (error ? reject(error) : resolve(reply!.positions.length))),
+      client.Score({ ids, topK: options.topK, requestId }, { deadline: Date.now() + SCORE_DEADLINE_MS }, (error, reply) =>
+        error ? reject(error) : resolve(reply!.positions.length),
+      ),
     );
   const caller = async (index: number) => {
     for (let call = 0; flooding; call++) {

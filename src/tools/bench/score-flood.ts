@@ -78,7 +78,12 @@ async function startFlood(options: FloodOptions): Promise<{ stop(): Promise<Floo
       child.send({ type: 'stop' });
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
-        return await Promise.race([stopped, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new AppError('DEADLINE_EXCEEDED', 'the Score flood did not stop within 150 s')), 150_000)))]);
+        return await Promise.race([
+          stopped,
+          new Promise<never>(
+            (_, reject) => (timer = setTimeout(() => reject(new AppError('DEADLINE_EXCEEDED', 'the Score flood did not stop within 150 s')), 150_000)),
+          ),
+        ]);
       } finally {
         clearTimeout(timer);
         await stopIpcChild(child);
@@ -144,7 +149,8 @@ export async function runFloodBench(o: FloodBenchOptions): Promise<FloodBenchRes
 }
 
 export function formatFloodBench(r: FloodBenchResult): string {
-  const row = (name: string, p: PhaseFigures) => `  ${name.padEnd(22)} ${String(p.steps).padStart(7)} steps   p50 ${p.p50_ms.toFixed(2).padStart(7)} ms   p99 ${p.p99_ms.toFixed(2).padStart(7)} ms   errors ${p.errors}`;
+  const row = (name: string, p: PhaseFigures) =>
+    `  ${name.padEnd(22)} ${String(p.steps).padStart(7)} steps   p50 ${p.p50_ms.toFixed(2).padStart(7)} ms   p99 ${p.p99_ms.toFixed(2).padStart(7)} ms   errors ${p.errors}`;
   const f = r.beside_flood;
   return [
     `routed steps of ${r.streams} edge streams through a shim (${r.pack}), ${r.rounds} × ${r.seconds} s each way`,

@@ -41,7 +41,13 @@ export interface ScoringBenchResult {
   targets: { ratio_at_most_2: boolean; one_call_per_window: boolean };
 }
 
-export async function runScoringBench(o: { documents: number; rounds: number; edgeModel: string; cloudModel: string; cloud?: string }): Promise<ScoringBenchResult> {
+export async function runScoringBench(o: {
+  documents: number;
+  rounds: number;
+  edgeModel: string;
+  cloudModel: string;
+  cloud?: string;
+}): Promise<ScoringBenchResult> {
   const edgePack = loadModelPack(o.edgeModel);
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
   const paragraphs = readTextCorpus(DEMO.tinyStories).paragraphs.slice(0, o.documents);
@@ -121,7 +127,11 @@ export async function main(args: string[]): Promise<void> {
   });
   console.log(`teacher forcing of ${result.documents} documents (${result.positions} positions), median of ${result.rounds} alternating rounds`);
   console.log(`  cloud in process        ${result.in_process_s.toFixed(3)} s`);
-  console.log(`  through ${result.shim}   ${result.through_shim_s.toFixed(3)} s   ${result.ratio.toFixed(2)}× (target ≤ 2: ${result.targets.ratio_at_most_2 ? 'met' : 'missed'})`);
-  console.log(`  Score calls per round   ${result.score_calls_per_round} for ${result.windows} windows (one per window: ${result.targets.one_call_per_window ? 'yes' : 'no'})`);
+  console.log(
+    `  through ${result.shim}   ${result.through_shim_s.toFixed(3)} s   ${result.ratio.toFixed(2)}× (target ≤ 2: ${result.targets.ratio_at_most_2 ? 'met' : 'missed'})`,
+  );
+  console.log(
+    `  Score calls per round   ${result.score_calls_per_round} for ${result.windows} windows (one per window: ${result.targets.one_call_per_window ? 'yes' : 'no'})`,
+  );
   if (values.json) console.log(JSON.stringify(result));
 }

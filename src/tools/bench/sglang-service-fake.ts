@@ -94,9 +94,13 @@ export function serveSglangFake(options: SglangFakeOptions): SglangFake {
     }
     const input = (body.input_ids ?? []) as number[];
     if (input.length === 0) return Response.json({ error: { message: 'input_ids cannot be empty.' } }, { status: 400 });
-    if (input.some((id) => id < 0 || id >= options.vocabSize)) return Response.json({ error: { message: `Token ids must be in [0, ${options.vocabSize}).` } }, { status: 400 });
+    if (input.some((id) => id < 0 || id >= options.vocabSize))
+      return Response.json({ error: { message: `Token ids must be in [0, ${options.vocabSize}).` } }, { status: 400 });
     if (input.length >= options.maxContext) {
-      return Response.json({ error: { message: `The input (${input.length} tokens) is longer than the model's context length (${options.maxContext} tokens).` } }, { status: 400 });
+      return Response.json(
+        { error: { message: `The input (${input.length} tokens) is longer than the model's context length (${options.maxContext} tokens).` } },
+        { status: 400 },
+      );
     }
     const sampling = (body.sampling_params ?? {}) as Record<string, unknown>;
     const maxNew = Number.isInteger(sampling.max_new_tokens) ? (sampling.max_new_tokens as number) : 128;
@@ -120,7 +124,10 @@ export function serveSglangFake(options: SglangFakeOptions): SglangFake {
       };
       if (body.return_logprob === true) {
         meta.output_token_logprobs = ids.slice(from).map((id) => [STEP_LOGPROB, id, null]);
-        if (topN > 0) meta.output_top_logprobs = ids.slice(from).map((id) => Array.from({ length: topN }, (_, k) => [STEP_LOGPROB - k, (id + k) % options.vocabSize, null]));
+        if (topN > 0)
+          meta.output_top_logprobs = ids
+            .slice(from)
+            .map((id) => Array.from({ length: topN }, (_, k) => [STEP_LOGPROB - k, (id + k) % options.vocabSize, null]));
       }
       return { output_ids: ids.slice(from), meta_info: meta };
     };

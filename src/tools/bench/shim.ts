@@ -115,7 +115,9 @@ export async function runShimBench(options: { pack: string; steps: number; reps:
   }
 
   // Round trips through the real gRPC stack on loopback.
-  const shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: options.pack, threads: options.threads, logLevel: 'silent' }), { log: silentLogger });
+  const shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: options.pack, threads: options.threads, logLevel: 'silent' }), {
+    log: silentLogger,
+  });
   const client = new GrpcCloudClient({ address: shim.address });
   const overhead: number[] = [];
   const internal: number[] = [];
@@ -129,7 +131,18 @@ export async function runShimBench(options: { pack: string; steps: number; reps:
       const context = corpus.slice(0, 40);
       const sources: TokenSource[] = context.map(() => 'prompt');
       for (let i = 0; i < perConversation && done < options.steps + 20; i++, done++) {
-        const request = { context, sources, tokenIndex: i, maxTokens: 1, temperature: 0, topP: 1, stopTokenIds: [], routerScore: 0.31, threshold: 0.5, topLogprobs: 0 };
+        const request = {
+          context,
+          sources,
+          tokenIndex: i,
+          maxTokens: 1,
+          temperature: 0,
+          topP: 1,
+          stopTokenIds: [],
+          routerScore: 0.31,
+          threshold: 0.5,
+          topLogprobs: 0,
+        };
         const started = performance.now();
         const reply = await conversation.next(request);
         const elapsed = performance.now() - started;
@@ -189,7 +202,10 @@ export function formatShimBench(r: ShimBenchResult): string {
     ['re-prefill of 400 tokens (no reuse)', `${r.reprefill_ms_ctx400.toFixed(3)} ms`, ''],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
-  return [`shim benchmark: ${r.pack}, ${r.steps} routed steps over loopback gRPC`, ...rows.map(([n, v, t]) => `  ${n.padEnd(width)}  ${v.padStart(10)}  ${t}`)].join('\n');
+  return [
+    `shim benchmark: ${r.pack}, ${r.steps} routed steps over loopback gRPC`,
+    ...rows.map(([n, v, t]) => `  ${n.padEnd(width)}  ${v.padStart(10)}  ${t}`),
+  ].join('\n');
 }
 
 export async function main(args: string[]): Promise<void> {

@@ -19,14 +19,22 @@ export function chatMarkdown(r: ChatEvalResult): string {
   );
   const replies = table(
     ['τ', 'routed', 'ended by the model', 'all requested words', 'requested words', 'mean tokens'],
-    r.replyPoints.map((p) => [p.threshold.toFixed(2), f3(p.routedShare), pct(p.endedByModel), pct(p.allWordsMentioned), pct(p.wordsMentioned), p.meanReplyTokens.toFixed(1)]),
+    r.replyPoints.map((p) => [
+      p.threshold.toFixed(2),
+      f3(p.routedShare),
+      pct(p.endedByModel),
+      pct(p.allWordsMentioned),
+      pct(p.wordsMentioned),
+      p.meanReplyTokens.toFixed(1),
+    ]),
   );
   const sections = [
     `Teacher forcing on the assistant's tokens of ${r.conversations} conversations (${r.positions} positions): next-token top-1 accuracy, edge alone ${f3(r.smallOnlyAccuracy)}, cloud alone ${f3(r.largeOnlyAccuracy)}.`,
     '',
     forced,
   ];
-  if (r.atShare.length) sections.push('', 'At fixed routed shares: recovered fraction of the edge→cloud accuracy gap (every method routes exactly as many positions):', '', shares);
+  if (r.atShare.length)
+    sections.push('', 'At fixed routed shares: recovered fraction of the edge→cloud accuracy gap (every method routes exactly as many positions):', '', shares);
   sections.push(
     '',
     `Free-running replies to the last user turn of ${r.replies} conversations (greedy, up to ${r.maxNewTokens} tokens): replies the model ended itself, and of the ${r.requestsNamingWords} requests that name a subject or words (${r.requestedWords} words), those whose reply mentions all of them and the words mentioned:`,

@@ -118,9 +118,12 @@ export async function evaluateChat(o: ChatEvalOptions): Promise<ChatEvalResult> 
   const documents = trainingDocuments({ kind: 'chat', path: o.path, sha256: '', conversations: [...o.conversations], skipped: [] }, edge, o.template);
   const all = o.conversations.map((_, i) => i);
   progress?.start('teacher forcing', all.length);
-  const forced = await teacherForceSequences({ edgeModel: edge.edgeModel, cloud: o.scorer, sequences: documents.sequences(all), onSequence: (done) => progress?.update(done) }).finally(() =>
-    progress?.stop(),
-  );
+  const forced = await teacherForceSequences({
+    edgeModel: edge.edgeModel,
+    cloud: o.scorer,
+    sequences: documents.sequences(all),
+    onSequence: (done) => progress?.update(done),
+  }).finally(() => progress?.stop());
   const n = forced.count;
   const { top1, entropy } = forcedBaselineScores(forced);
   const scores = o.routerPack ? await scoreWithRouterPack(o.routerPack, forced) : top1;

@@ -16,7 +16,15 @@ import type { ProgressReporter } from '../lab/progress.ts';
 import { ProbeRouter, RandomRouter, TopProbabilityRouter } from '../lab/baseline-routers.ts';
 import { ChatTemplate } from '../../shared/text/chat-template.ts';
 import { generateAll, type EvalEdge, type GenerationRun, type Prompt } from '../lab/generation-runs.ts';
-import { buildChoiceMessage, buildChoicePrompt, CHOICE_STOP, extractAnswer, extractChatAnswer, type Choice, type MultipleChoiceQuestion } from './multiple-choice.ts';
+import {
+  buildChoiceMessage,
+  buildChoicePrompt,
+  CHOICE_STOP,
+  extractAnswer,
+  extractChatAnswer,
+  type Choice,
+  type MultipleChoiceQuestion,
+} from './multiple-choice.ts';
 import { matchRoutedRatio, quantileThreshold } from '../lab/ratio-matching.ts';
 
 export interface ChoiceEvalOptions {

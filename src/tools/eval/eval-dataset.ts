@@ -35,7 +35,11 @@ function parseJsonLine(line: string): unknown {
  * tool does not know, rather than text to continue); anything else is plain text.
  */
 export function detectDatasetFormat(contents: string): DatasetFormat {
-  const first = contents.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  const first =
+    contents
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? '';
   const record = first.startsWith('{') ? parseJsonLine(first) : undefined;
   if (record === undefined || typeof record !== 'object' || record === null || Array.isArray(record)) return 'text';
   if ('messages' in record) return 'chat';

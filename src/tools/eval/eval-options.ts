@@ -160,7 +160,8 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     throw new UsageError(`--from-fraction must be in [0, 1), got ${JSON.stringify(values['from-fraction'])}`);
   }
   const split = values.split ?? 'auto';
-  if (!(TEXT_SPLITS as readonly string[]).includes(split)) throw new UsageError(`--split must be one of ${TEXT_SPLITS.join(', ')}, got ${JSON.stringify(split)}`);
+  if (!(TEXT_SPLITS as readonly string[]).includes(split))
+    throw new UsageError(`--split must be one of ${TEXT_SPLITS.join(', ')}, got ${JSON.stringify(split)}`);
   const shares = values.shares === undefined ? DEFAULT_SHARES : values.shares === 'none' ? [] : parseShares(values.shares);
   const routeShare = values['route-share'];
   const routeShares = routeShare === undefined ? DEFAULT_ROUTE_SHARES : routeShare === 'none' ? [] : parseShares(routeShare, '--route-share');
@@ -170,7 +171,9 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
   const privateEntities = integerFlag(values, 'private-entities', undefined, [1, MAX_ENTITIES]);
   if (privateEntities !== undefined) {
     // Flags of the sweep that this evaluation would silently ignore.
-    const unused = ['shares', 'route-share', 'dump', 'prefix-tokens', 'calibration-runs', 'out'].filter((flag) => values[flag as keyof typeof values] !== undefined);
+    const unused = ['shares', 'route-share', 'dump', 'prefix-tokens', 'calibration-runs', 'out'].filter(
+      (flag) => values[flag as keyof typeof values] !== undefined,
+    );
     if (unused.length) throw new UsageError(`--private-entities does not take ${unused.map((f) => `--${f}`).join(', ')}`);
   }
   return Object.freeze({
@@ -195,7 +198,9 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     calibrationRuns: integerFlag(values, 'calibration-runs', 8, [1, 64])!,
     tolerance: 0.005,
     seed: integerFlag(values, 'seed', 0, [0, 2 ** 32 - 1])!,
-    ...(privateEntities === undefined ? {} : { privateSpans: Object.freeze({ entities: privateEntities, thresholds: thresholds && Object.freeze(thresholds) }) }),
+    ...(privateEntities === undefined
+      ? {}
+      : { privateSpans: Object.freeze({ entities: privateEntities, thresholds: thresholds && Object.freeze(thresholds) }) }),
     out: values.out,
     name: values.name,
     json: values.json ?? false,

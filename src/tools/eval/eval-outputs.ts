@@ -32,7 +32,8 @@ export function checkEvalOutputs(o: Pick<EvalOptions, 'dump' | 'out' | 'name' | 
   } catch {
     return;
   }
-  if (!stats.isDirectory()) throw new AppError('ALREADY_EXISTS', `--out ${o.out} is ${kindOf(stats)}, not a folder: eval writes its plots into a folder; name another --out`);
+  if (!stats.isDirectory())
+    throw new AppError('ALREADY_EXISTS', `--out ${o.out} is ${kindOf(stats)}, not a folder: eval writes its plots into a folder; name another --out`);
   const prefix = `${plotPrefix(o)}-`;
   const existing = readdirSync(o.out).filter((f) => f.startsWith(prefix) && f.endsWith('.svg'));
   if (existing.length && !o.force) {

@@ -53,9 +53,31 @@ function lineChartSpec(chart: LineChart) {
     mark: { type: 'line' as const, point: true, strokeWidth: 1.5 },
     encoding: {
       x: { field: 'x', type: 'quantitative' as const, title: chart.xTitle, scale: chart.logX ? { type: 'log' as const } : { domain: [0, 1] } },
-      y: { field: 'y', type: 'quantitative' as const, title: chart.yTitle, scale: chart.unitY ? { domain: [0, 1] } : chart.logY ? { type: 'log' as const } : { zero: false } },
-      color: { field: 'series', type: 'nominal' as const, title: null, sort: chart.series.map((s) => s.name), legend: { orient: 'bottom' as const, columns: 1, labelLimit: 0 } },
-      strokeDash: { field: 'dashed', type: 'nominal' as const, legend: null, scale: { domain: ['no', 'yes'], range: [[1, 0], [5, 3]] } },
+      y: {
+        field: 'y',
+        type: 'quantitative' as const,
+        title: chart.yTitle,
+        scale: chart.unitY ? { domain: [0, 1] } : chart.logY ? { type: 'log' as const } : { zero: false },
+      },
+      color: {
+        field: 'series',
+        type: 'nominal' as const,
+        title: null,
+        sort: chart.series.map((s) => s.name),
+        legend: { orient: 'bottom' as const, columns: 1, labelLimit: 0 },
+      },
+      strokeDash: {
+        field: 'dashed',
+        type: 'nominal' as const,
+        legend: null,
+        scale: {
+          domain: ['no', 'yes'],
+          range: [
+            [1, 0],
+            [5, 3],
+          ],
+        },
+      },
       order: { field: 'x', type: 'quantitative' as const },
     },
   };

@@ -31,7 +31,6 @@ export interface EvalReport {
   result: EvalResult;
 }
 
-
 function textMarkdown(r: TextEvalResult): string {
   const tf = table(
     ['τ', 'routed', 'router', 'random', 'random (expected)', 'top-1 prob.', 'top-1 τ'],
@@ -71,7 +70,22 @@ function textMarkdown(r: TextEvalResult): string {
     r.atShare.map((row) => [pct(row.share), pct(row.router), pct(row.random), pct(row.top1), pct(row.entropy), pct(row.oracle)]),
   );
   const budgets = table(
-    ['budget', 'scope', 'realized', 'full windows', 'window min', 'window max', 'windows 50–199 min', 'max', 'guarded', 'budget recovered', 'τ', 'τ share', 'τ recovered', 'budget − τ (points)'],
+    [
+      'budget',
+      'scope',
+      'realized',
+      'full windows',
+      'window min',
+      'window max',
+      'windows 50–199 min',
+      'max',
+      'guarded',
+      'budget recovered',
+      'τ',
+      'τ share',
+      'τ recovered',
+      'budget − τ (points)',
+    ],
     r.shareBudget.map((b) => [
       pct(b.share),
       b.scope,
@@ -122,7 +136,12 @@ function textMarkdown(r: TextEvalResult): string {
     gen,
   ];
   if (r.atShare.length) {
-    sections.push('', 'Teacher forcing at fixed routed shares: recovered fraction of the edge→cloud accuracy gap (every method routes exactly as many positions):', '', shares);
+    sections.push(
+      '',
+      'Teacher forcing at fixed routed shares: recovered fraction of the edge→cloud accuracy gap (every method routes exactly as many positions):',
+      '',
+      shares,
+    );
   }
   if (r.shareBudget.length) {
     sections.push(
@@ -207,13 +226,13 @@ export function toJson(report: EvalReport): Record<string, unknown> {
     report.result.kind === 'private-spans'
       ? privateSpansJson(report.result)
       : report.result.kind === 'chat'
-      ? chatJson(report.result)
-      : report.result.kind === 'text'
-      ? (() => {
-          const { atShare, shareBudget, spans, settings, ...others } = rest as Omit<TextEvalResult, 'kind'>;
-          return { ...others, teacherForcing: { atShare, shareBudget, spans }, generation: { settings } };
-        })()
-      : rest;
+        ? chatJson(report.result)
+        : report.result.kind === 'text'
+          ? (() => {
+              const { atShare, shareBudget, spans, settings, ...others } = rest as Omit<TextEvalResult, 'kind'>;
+              return { ...others, teacherForcing: { atShare, shareBudget, spans }, generation: { settings } };
+            })()
+          : rest;
   return snakeKeys({
     dataset: report.dataset,
     format: report.format,

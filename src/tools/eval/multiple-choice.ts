@@ -41,7 +41,6 @@ export interface MultipleChoiceQuestion {
 /** The two JSONL layouts CommonsenseQA is distributed in. */
 export type ChoiceFormat = 'commonsenseqa-nested' | 'commonsenseqa-flat';
 
-
 /**
  * Which layout a parsed JSONL record has, or undefined for neither.
  * Nested (the original release): `{answerKey, id, question: {question_concept, choices: [{label, text}], stem}}`.

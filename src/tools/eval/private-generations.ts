@@ -122,7 +122,12 @@ function summary(o: GenerationOptions, generations: readonly PrivateGeneration[]
     streams: sum((g) => g.done.metrics.cloud.streams),
     msPerToken: perToken(sum((g) => g.done.metrics.totalMs)),
     cloudMsPerToken: perToken(sum((g) => g.done.metrics.cloudMs)),
-    msBetweenTokens: sum((g) => g.done.metrics.totalMs - g.done.metrics.ttftMs) / Math.max(1, sum((g) => Math.max(0, g.done.metrics.tokens - 1))),
+    msBetweenTokens:
+      sum((g) => g.done.metrics.totalMs - g.done.metrics.ttftMs) /
+      Math.max(
+        1,
+        sum((g) => Math.max(0, g.done.metrics.tokens - 1)),
+      ),
     pseudonymMsPerToken: perToken(sum((g) => g.done.metrics.cloud.pseudonymMs)),
     cloudPerplexity: perplexity,
     cloudTextsWithEntities: generations.filter((g) => g.story.entities.some((e) => g.done.cloudText.includes(e.text))).length,
@@ -142,7 +147,13 @@ export async function privateGenerations(o: GenerationOptions): Promise<{ runs: 
     o.progress?.update(i + 1);
   }
   const perplexity = async (generations: readonly PrivateGeneration[]) => {
-    const items: GeneratedItem[] = generations.map((g) => ({ promptIds: encodePrompt(o.edge, g.story.prompt), ids: g.ids, text: g.done.text, routed: g.done.metrics.routed, finishReason: g.done.finishReason }));
+    const items: GeneratedItem[] = generations.map((g) => ({
+      promptIds: encodePrompt(o.edge, g.story.prompt),
+      ids: g.ids,
+      text: g.done.text,
+      routed: g.done.metrics.routed,
+      finishReason: g.done.finishReason,
+    }));
     return (await cloudPerplexity(o.scorer, items)).perplexity;
   };
   const identicalOutputs = plain.filter((g, i) => g.ids.join() === pseudonymised[i]!.ids.join()).length;

@@ -96,7 +96,13 @@ export function storySeed(seed: number, index: number): number {
 }
 
 /** The held-out paragraphs with their entities, those that fit the shorter context window. */
-export function storiesWithEntities(edge: Pick<EvalEdge, 'edgeModel' | 'tokenizer'>, paragraphs: readonly string[], entities: number, seed: number, window: number) {
+export function storiesWithEntities(
+  edge: Pick<EvalEdge, 'edgeModel' | 'tokenizer'>,
+  paragraphs: readonly string[],
+  entities: number,
+  seed: number,
+  window: number,
+) {
   const stories: StoryWithEntities[] = [];
   let skipped = 0;
   for (const [i, paragraph] of paragraphs.entries()) {
@@ -147,7 +153,13 @@ export async function evaluatePrivateSpans(o: PrivateSpansOptions): Promise<Priv
   let forced: TeacherForced;
   try {
     progress?.start('teacher forcing', stories.length);
-    forced = await teacherForce({ edgeModel, cloud: o.scorer, tokenizer, paragraphs: stories.map((s) => s.text), onParagraph: (done) => progress?.update(done) });
+    forced = await teacherForce({
+      edgeModel,
+      cloud: o.scorer,
+      tokenizer,
+      paragraphs: stories.map((s) => s.text),
+      onParagraph: (done) => progress?.update(done),
+    });
   } finally {
     progress?.stop();
   }

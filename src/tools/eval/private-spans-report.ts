@@ -45,7 +45,10 @@ export function privateSpansMarkdown(r: PrivateSpansResult): string {
       '',
       `τ ${f2(threshold)}; ${plain.generation.identicalOutputs} of ${plain.generation.prompts} generations the same token for token with and without pseudonyms:`,
       '',
-      table(['', 'without pseudonyms', 'with pseudonyms'], ROWS.map(([label, value]) => [label, value(plain), value(pseudonymised)])),
+      table(
+        ['', 'without pseudonyms', 'with pseudonyms'],
+        ROWS.map(([label, value]) => [label, value(plain), value(pseudonymised)]),
+      ),
       '',
       `Time between tokens with pseudonyms: ${f3(ratio)}× without (target ≤ 1.05: ${ratio <= 1.05 ? 'met' : 'missed'}).`,
     );

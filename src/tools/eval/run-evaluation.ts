@@ -26,9 +26,7 @@ import { openToolCloud, type CloudSource } from '../lab/tool-cloud.ts';
 import { evaluatePrivateSpans } from './private-spans-eval.ts';
 import { evaluateText } from './text-eval.ts';
 
-const DEMO_PATHS = new Set<string>([
-  ...[DEMO, TRUNCATED_DEMO, CHAT_DEMO].flatMap((pair) => [pair.edgePack, pair.cloudPack, pair.routerPack]),
-]);
+const DEMO_PATHS = new Set<string>([...[DEMO, TRUNCATED_DEMO, CHAT_DEMO].flatMap((pair) => [pair.edgePack, pair.cloudPack, pair.routerPack])]);
 
 function loadPack(dir: string, file: string | undefined): ModelPack {
   if (!existsSync(dir) && DEMO_PATHS.has(resolve(dir))) {
@@ -48,9 +46,12 @@ function shown(path: string): string {
  * records its sha256), whose first `train_fraction` (or --from-fraction) the router has seen.
  */
 export function heldOutPart(o: Pick<EvalOptions, 'routerPack' | 'fromFraction' | 'dataset'>, sha256: string): { fraction: number; why: string } {
-  const training = o.routerPack && existsSync(join(o.routerPack, 'router.json'))
-    ? ((readJsonFile(join(o.routerPack, 'router.json')) as RouterJson).training as { text_sha256?: string; train_fraction?: number; text?: string } | undefined)
-    : undefined;
+  const training =
+    o.routerPack && existsSync(join(o.routerPack, 'router.json'))
+      ? ((readJsonFile(join(o.routerPack, 'router.json')) as RouterJson).training as
+          | { text_sha256?: string; train_fraction?: number; text?: string }
+          | undefined)
+      : undefined;
   if (training?.text_sha256 === sha256) {
     const fraction = o.fromFraction ?? training.train_fraction ?? 0.8;
     return { fraction, why: `the router's training text: the documents after the first ${+(fraction * 100).toFixed(2)}%` };
@@ -140,7 +141,8 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
       const part = heldOutPart(o, dataset.sha256);
       const { train, heldOut } = splitByParagraph(dataset.conversations, part.fraction);
       const conversations = heldOut.slice(0, o.limit ?? heldOut.length);
-      if (conversations.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.dataset}: no conversations after the first ${part.fraction} of ${dataset.conversations.length}`);
+      if (conversations.length === 0)
+        throw new AppError('INVALID_ARGUMENT', `${o.dataset}: no conversations after the first ${part.fraction} of ${dataset.conversations.length}`);
       const template = chatTemplateFor(dataset, tokenizer, edgePack.dir, o.chatTemplate);
       const selection = `conversations ${train.length + 1}–${train.length + conversations.length} of ${dataset.conversations.length} (${part.why})`;
       const result = await evaluateChat({

@@ -19,8 +19,28 @@ import { seededRandom } from '../../shared/seeded-random.ts';
 
 /** First names no story of the excerpt uses, none part of another (a value is found as a substring). */
 export const SYNTHETIC_NAMES = [
-  'Anouk', 'Bartek', 'Emeka', 'Farida', 'Gunnar', 'Hiroko', 'Ismay', 'Joaquim', 'Kwame', 'Leocadia', 'Lorcan', 'Marisol',
-  'Mireille', 'Nnamdi', 'Odile', 'Ravindra', 'Solveig', 'Tavita', 'Teodor', 'Wanjiru', 'Yusra', 'Zoltan',
+  'Anouk',
+  'Bartek',
+  'Emeka',
+  'Farida',
+  'Gunnar',
+  'Hiroko',
+  'Ismay',
+  'Joaquim',
+  'Kwame',
+  'Leocadia',
+  'Lorcan',
+  'Marisol',
+  'Mireille',
+  'Nnamdi',
+  'Odile',
+  'Ravindra',
+  'Solveig',
+  'Tavita',
+  'Teodor',
+  'Wanjiru',
+  'Yusra',
+  'Zoltan',
 ] as const;
 const SURNAMES = ['achebe', 'brandt', 'ferreira', 'haddad', 'kowalski', 'lindqvist', 'moreau', 'nakamura', 'okafor', 'petrov', 'tanaka'] as const;
 const DOMAINS = ['example.org', 'example.com', 'example.net'] as const;

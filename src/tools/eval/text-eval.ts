@@ -126,7 +126,13 @@ export async function evaluateText(o: TextEvalOptions): Promise<TextEvalResult> 
   let forced: TeacherForced;
   try {
     progress?.start('teacher forcing', o.paragraphs.length);
-    forced = await teacherForce({ edgeModel: edge.edgeModel, cloud: scorer, tokenizer: edge.tokenizer, paragraphs: o.paragraphs, onParagraph: (done) => progress?.update(done) });
+    forced = await teacherForce({
+      edgeModel: edge.edgeModel,
+      cloud: scorer,
+      tokenizer: edge.tokenizer,
+      paragraphs: o.paragraphs,
+      onParagraph: (done) => progress?.update(done),
+    });
   } finally {
     progress?.stop();
   }

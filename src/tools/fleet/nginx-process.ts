@@ -99,7 +99,8 @@ export class NginxProcess {
       if (this.child.exitCode !== null || this.child.signalCode !== null) {
         throw new AppError('UNAVAILABLE', `nginx exited (${this.child.exitCode ?? this.child.signalCode}) at start:\n${await this.errorLog()}`);
       }
-      if (performance.now() > until) throw new AppError('UNAVAILABLE', `nginx did not accept connections on ${this.address} within ${timeoutMs} ms:\n${await this.errorLog()}`);
+      if (performance.now() > until)
+        throw new AppError('UNAVAILABLE', `nginx did not accept connections on ${this.address} within ${timeoutMs} ms:\n${await this.errorLog()}`);
       await Bun.sleep(20);
     }
   }

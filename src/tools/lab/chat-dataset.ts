@@ -54,7 +54,8 @@ function toConversation(record: unknown, line: number, where: string): Conversat
   if (!Array.isArray(record.messages) || record.messages.length === 0) return bad('"messages" must be a non-empty array');
   const messages = record.messages.map((m: unknown, k): ChatMessage => {
     if (!isRecord(m)) return bad(`message ${k + 1} is not an object`);
-    if (typeof m.role !== 'string' || !ROLES.includes(m.role)) return bad(`message ${k + 1} has role ${JSON.stringify(m.role)}; expected one of ${ROLES.join(', ')}`);
+    if (typeof m.role !== 'string' || !ROLES.includes(m.role))
+      return bad(`message ${k + 1} has role ${JSON.stringify(m.role)}; expected one of ${ROLES.join(', ')}`);
     if (typeof m.content !== 'string') return bad(`message ${k + 1}'s content must be a string, got ${JSON.stringify(m.content)}`);
     return { role: m.role as ChatMessage['role'], content: m.content };
   });

@@ -100,9 +100,15 @@ function tokenOffsets(tokenizer: TextTokenizer, ids: readonly number[], text: st
 function locate(template: ChatTemplate, tokenizer: TextTokenizer, messages: readonly ChatMessage[]) {
   const { text, ids } = template.encode(messages, tokenizer, { addGenerationPrompt: false });
   const spans = contentSpans(template, messages, text);
-  if (!spans) return { problem: "the chat template rewrites message content (it trims it or splits out reasoning), so the assistant's tokens cannot be located" } as const;
+  if (!spans)
+    return {
+      problem: "the chat template rewrites message content (it trims it or splits out reasoning), so the assistant's tokens cannot be located",
+    } as const;
   const offsets = tokenOffsets(tokenizer, ids, text);
-  if (!offsets) return { problem: 'the tokenizer does not give the rendered conversation back from its ids (decoded one by one, allowing its prefix after special tokens)' } as const;
+  if (!offsets)
+    return {
+      problem: 'the tokenizer does not give the rendered conversation back from its ids (decoded one by one, allowing its prefix after special tokens)',
+    } as const;
   return { text, ids, spans, ...offsets } as const;
 }
 
@@ -120,7 +126,12 @@ export function assistantPositions(
 ): ChatSequence {
   let found = locate(template, tokenizer, messages);
   // A tokenizer that normalizes (Qwen's NFC) gives back the normalized text; the same ids come from normalized content.
-  if ('problem' in found) found = locate(template, tokenizer, messages.map((m) => ({ role: m.role, content: m.content.normalize('NFC') })));
+  if ('problem' in found)
+    found = locate(
+      template,
+      tokenizer,
+      messages.map((m) => ({ role: m.role, content: m.content.normalize('NFC') })),
+    );
   if ('problem' in found) throw new AppError('INVALID_ARGUMENT', `${where}: ${found.problem}`);
   const { text, ids, spans, starts, ends } = found;
   const target = new Uint8Array(ids.length);

@@ -97,7 +97,11 @@ export class ShimScorer implements CloudScorer {
     const client = new CloudRouterClient(options.address, secure.credentials, { ...secure.options, 'grpc.max_receive_message_length': 64 << 20 });
     try {
       const probe = await call(client, options, { ids: [0, 0], candidateIds: [], topK: 0, vocabLimit: 0, requestId: 'tool-probe' });
-      if (probe.maxContext < 2) throw new AppError('FAILED_PRECONDITION', `the shim at ${options.address} (${probe.backend}) does not say its context window; start it with --max-context`);
+      if (probe.maxContext < 2)
+        throw new AppError(
+          'FAILED_PRECONDITION',
+          `the shim at ${options.address} (${probe.backend}) does not say its context window; start it with --max-context`,
+        );
       return new ShimScorer(client, options, probe.backend, probe.maxContext, probe.vocabularySha256);
     } catch (e) {
       client.close();

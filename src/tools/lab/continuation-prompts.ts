@@ -8,7 +8,12 @@
 import type { EvalEdge } from './generation-runs.ts';
 
 /** Prompts for the continuations: the first `prefixTokens` tokens of paragraphs long enough to continue. */
-export function continuationPrompts(edge: Pick<EvalEdge, 'edgeModel' | 'tokenizer'>, paragraphs: readonly string[], count: number, prefixTokens: number): string[] {
+export function continuationPrompts(
+  edge: Pick<EvalEdge, 'edgeModel' | 'tokenizer'>,
+  paragraphs: readonly string[],
+  count: number,
+  prefixTokens: number,
+): string[] {
   const prompts: string[] = [];
   for (const text of paragraphs) {
     if (prompts.length >= count) break;

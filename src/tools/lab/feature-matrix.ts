@@ -7,7 +7,15 @@
  * @example
  * const x = routerInputs(forced, ['hidden', 'logit_stats']); // [count, hiddenSize + 3]
  */
-import { EXTRA_WIDTH, extraGroups, extraWidth, FEATURE_GROUPS, readsPreviousHidden, type ExtraGroup, type FeatureGroup } from '../../edge/routing/router-features.ts';
+import {
+  EXTRA_WIDTH,
+  extraGroups,
+  extraWidth,
+  FEATURE_GROUPS,
+  readsPreviousHidden,
+  type ExtraGroup,
+  type FeatureGroup,
+} from '../../edge/routing/router-features.ts';
 
 /** Every extra group, in `extraGroups` order: the layout `writeExtraFeatures` writes for this list. */
 export const ALL_EXTRA_GROUPS: readonly ExtraGroup[] = extraGroups(FEATURE_GROUPS);

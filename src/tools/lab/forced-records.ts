@@ -103,7 +103,10 @@ export class ForcedRecords {
     readonly cloud: CloudScorer,
   ) {
     if (!edgeModel.hasHiddenStates) {
-      throw new AppError('FAILED_PRECONDITION', `${edgeModel.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`);
+      throw new AppError(
+        'FAILED_PRECONDITION',
+        `${edgeModel.pack.dir}: the edge model has no hidden_states output (add it with: bun run models expose-hidden)`,
+      );
     }
   }
 
@@ -168,7 +171,13 @@ export class ForcedRecords {
           hidden: edge.hidden.slice(i * hiddenSize, (i + 1) * hiddenSize),
           previousHidden: i > 0 ? edge.hidden.slice((i - 1) * hiddenSize, i * hiddenSize) : new Float32Array(hiddenSize),
           // The position is the index within the window the model saw.
-          extra: writeExtraFeatures(new Float32Array(ALL_EXTRA_WIDTH), ALL_EXTRA_GROUPS, logitStats(edge.logits.subarray(i * edgeRow, i * edgeRow + shared)), context, i),
+          extra: writeExtraFeatures(
+            new Float32Array(ALL_EXTRA_WIDTH),
+            ALL_EXTRA_GROUPS,
+            logitStats(edge.logits.subarray(i * edgeRow, i * edgeRow + shared)),
+            context,
+            i,
+          ),
           edgeCorrect: edgeTop === next ? 1 : 0,
           cloudCorrect: topIds[0] === next ? 1 : 0,
           cloudProbOfEdgeTop1: Math.exp(candidateLogprob),

@@ -82,7 +82,14 @@ export function standardRouters(router: Router, seed: number) {
   };
 }
 
-function setting(method: GenerationMethod, tau: number, target: number | null, run: MeasuredRun, reference: MeasuredRun, calibrationRuns: number): GenerationSetting {
+function setting(
+  method: GenerationMethod,
+  tau: number,
+  target: number | null,
+  run: MeasuredRun,
+  reference: MeasuredRun,
+  calibrationRuns: number,
+): GenerationSetting {
   const figures = freeRunningFigures(
     run.items.map((i) => i.ids),
     reference.items.map((i) => i.ids),
@@ -116,7 +123,10 @@ export interface SettingsOptions {
 
 export async function generationSettings(o: SettingsOptions): Promise<GenerationSetting[]> {
   const reference = await o.runs.cloudOnly();
-  const settings: GenerationSetting[] = [setting('small_only', 0, null, await o.runs.edgeOnly(), reference, 1), setting('llm_only', 1, null, reference, reference, 1)];
+  const settings: GenerationSetting[] = [
+    setting('small_only', 0, null, await o.runs.edgeOnly(), reference, 1),
+    setting('llm_only', 1, null, reference, reference, 1),
+  ];
   for (const share of o.shares) {
     for (const method of ['router', 'random', 'top1', 'entropy'] as const) {
       o.onSetting?.(`${method} at ${share}`);

@@ -63,7 +63,12 @@ export class InProcessCloud implements CloudClient {
     const stepTimeoutMs = options.stepTimeoutMs ?? 10 * 60_000;
     this.backend = EmbeddedBackend.over(model, { maxLiveSequences: MAX_LIVE, tokenVocabSize: options.tokenVocabSize });
     // The shim's defaults, except what only a network shim serving many edges needs bounded.
-    const config = shimConfig({ maxSessions: MAX_LIVE, maxContextTokens: Number.MAX_SAFE_INTEGER, sessionIdleMs: stepTimeoutMs, backendTimeoutMs: stepTimeoutMs });
+    const config = shimConfig({
+      maxSessions: MAX_LIVE,
+      maxContextTokens: Number.MAX_SAFE_INTEGER,
+      sessionIdleMs: stepTimeoutMs,
+      backendTimeoutMs: stepTimeoutMs,
+    });
     this.store = new SessionStore({ maxSessions: config.maxSessions, maxContextTokens: config.maxContextTokens, idleMs: config.sessionIdleMs });
     // As many backend calls at once as there may be sessions: a step is never refused as overloaded here.
     const admission = new StepAdmission(MAX_LIVE);

@@ -42,8 +42,7 @@ export function detectSplit(text: string): ResolvedSplit {
 
 export function splitText(text: string, split: TextSplit = 'auto'): { split: ResolvedSplit; paragraphs: string[] } {
   const resolved = split === 'auto' ? detectSplit(text) : split;
-  const paragraphs =
-    resolved === 'endoftext' ? clean(text.split(END_OF_TEXT)) : resolved === 'blank-line' ? splitParagraphs(text) : clean(text.split('\n'));
+  const paragraphs = resolved === 'endoftext' ? clean(text.split(END_OF_TEXT)) : resolved === 'blank-line' ? splitParagraphs(text) : clean(text.split('\n'));
   return { split: resolved, paragraphs };
 }
 

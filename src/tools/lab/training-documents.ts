@@ -43,13 +43,23 @@ export function chatTemplateFor(corpus: TrainingCorpus, tokenizer: TextTokenizer
   return template;
 }
 
-export function trainingDocuments(corpus: TrainingCorpus, edge: { edgeModel: DecoderModel; tokenizer: TextTokenizer }, template: ChatTemplate | undefined): TrainingDocuments {
+export function trainingDocuments(
+  corpus: TrainingCorpus,
+  edge: { edgeModel: DecoderModel; tokenizer: TextTokenizer },
+  template: ChatTemplate | undefined,
+): TrainingDocuments {
   if (corpus.kind === 'text') {
     const paragraphs = corpus.paragraphs;
     return {
       // Encoded as generation encodes a prompt (BOS first where pack and tokenizer both have one).
       sequences: (indices) => indices.map((i) => ({ ids: encodePrompt(edge, paragraphs[i]!) })),
-      rolloutPrompts: (indices, prefixTokens) => continuationPrompts(edge, indices.map((i) => paragraphs[i]!), Infinity, prefixTokens),
+      rolloutPrompts: (indices, prefixTokens) =>
+        continuationPrompts(
+          edge,
+          indices.map((i) => paragraphs[i]!),
+          Infinity,
+          prefixTokens,
+        ),
     };
   }
   if (!template) throw new AppError('INTERNAL', 'a chat dataset needs its chat template');

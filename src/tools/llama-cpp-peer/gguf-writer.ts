@@ -84,40 +84,76 @@ class ByteSink {
     const at = this.room(n);
     return new DataView(this.buffer.buffer, at, n);
   }
-  u8(v: number) { this.at(1).setUint8(0, v); }
-  i8(v: number) { this.at(1).setInt8(0, v); }
-  u16(v: number) { this.at(2).setUint16(0, v, true); }
-  i16(v: number) { this.at(2).setInt16(0, v, true); }
-  u32(v: number) { this.at(4).setUint32(0, v, true); }
-  i32(v: number) { this.at(4).setInt32(0, v, true); }
-  f32(v: number) { this.at(4).setFloat32(0, v, true); }
-  f64(v: number) { this.at(8).setFloat64(0, v, true); }
-  u64(v: bigint | number) { this.at(8).setBigUint64(0, BigInt(v), true); }
-  i64(v: bigint) { this.at(8).setBigInt64(0, v, true); }
+  u8(v: number) {
+    this.at(1).setUint8(0, v);
+  }
+  i8(v: number) {
+    this.at(1).setInt8(0, v);
+  }
+  u16(v: number) {
+    this.at(2).setUint16(0, v, true);
+  }
+  i16(v: number) {
+    this.at(2).setInt16(0, v, true);
+  }
+  u32(v: number) {
+    this.at(4).setUint32(0, v, true);
+  }
+  i32(v: number) {
+    this.at(4).setInt32(0, v, true);
+  }
+  f32(v: number) {
+    this.at(4).setFloat32(0, v, true);
+  }
+  f64(v: number) {
+    this.at(8).setFloat64(0, v, true);
+  }
+  u64(v: bigint | number) {
+    this.at(8).setBigUint64(0, BigInt(v), true);
+  }
+  i64(v: bigint) {
+    this.at(8).setBigInt64(0, v, true);
+  }
   string(s: string) {
     const bytes = new TextEncoder().encode(s);
     this.u64(bytes.length);
     const at = this.room(bytes.length);
     this.buffer.set(bytes, at);
   }
-  pad(alignment: number) { this.room((alignment - (this.length % alignment)) % alignment); }
-  bytes(): Uint8Array { return this.buffer.subarray(0, this.length); }
+  pad(alignment: number) {
+    this.room((alignment - (this.length % alignment)) % alignment);
+  }
+  bytes(): Uint8Array {
+    return this.buffer.subarray(0, this.length);
+  }
 }
 
 function writeScalar(sink: ByteSink, type: ScalarType, v: number | bigint | boolean | string): void {
   switch (type) {
-    case 'uint8': return sink.u8(v as number);
-    case 'int8': return sink.i8(v as number);
-    case 'uint16': return sink.u16(v as number);
-    case 'int16': return sink.i16(v as number);
-    case 'uint32': return sink.u32(v as number);
-    case 'int32': return sink.i32(v as number);
-    case 'float32': return sink.f32(v as number);
-    case 'float64': return sink.f64(v as number);
-    case 'bool': return sink.u8(v ? 1 : 0);
-    case 'string': return sink.string(v as string);
-    case 'uint64': return sink.u64(v as bigint);
-    case 'int64': return sink.i64(v as bigint);
+    case 'uint8':
+      return sink.u8(v as number);
+    case 'int8':
+      return sink.i8(v as number);
+    case 'uint16':
+      return sink.u16(v as number);
+    case 'int16':
+      return sink.i16(v as number);
+    case 'uint32':
+      return sink.u32(v as number);
+    case 'int32':
+      return sink.i32(v as number);
+    case 'float32':
+      return sink.f32(v as number);
+    case 'float64':
+      return sink.f64(v as number);
+    case 'bool':
+      return sink.u8(v ? 1 : 0);
+    case 'string':
+      return sink.string(v as string);
+    case 'uint64':
+      return sink.u64(v as bigint);
+    case 'int64':
+      return sink.i64(v as bigint);
   }
 }
 

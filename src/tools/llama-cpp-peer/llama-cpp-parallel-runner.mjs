@@ -45,7 +45,8 @@ await runHelper(async () => {
   await answerLines(async (message) => {
     if (message.type !== 'users') throw new Error(`unknown request ${JSON.stringify(message.type)} (known: users)`);
     const { prompts, newTokens } = message;
-    if (!Array.isArray(prompts) || prompts.length === 0 || !prompts.every((p) => Array.isArray(p) && p.length > 0)) throw new Error('"prompts" must be a non-empty list of non-empty token id lists');
+    if (!Array.isArray(prompts) || prompts.length === 0 || !prompts.every((p) => Array.isArray(p) && p.length > 0))
+      throw new Error('"prompts" must be a non-empty list of non-empty token id lists');
     if (!(Number.isInteger(newTokens) && newTokens >= 1)) throw new Error(`"newTokens" must be a whole number ≥ 1, got ${JSON.stringify(newTokens)}`);
     return { type: 'users', ...(await runUsers(model, request.threads, prompts, newTokens)) };
   });

@@ -55,9 +55,18 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv, log: (line
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => d.split('\n').filter(Boolean).forEach((l) => log(`  ${l}`)));
-    child.on('error', (e) => reject(new AppError('FAILED_PRECONDITION', `could not start ${command} (the llama.cpp peer needs node and npm on PATH): ${e.message}`)));
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new AppError('INTERNAL', `${command} ${args[0]} exited with ${code}: ${out.trim().split('\n').at(-1) ?? ''}`))));
+    child.stderr.setEncoding('utf8').on('data', (d: string) =>
+      d
+        .split('\n')
+        .filter(Boolean)
+        .forEach((l) => log(`  ${l}`)),
+    );
+    child.on('error', (e) =>
+      reject(new AppError('FAILED_PRECONDITION', `could not start ${command} (the llama.cpp peer needs node and npm on PATH): ${e.message}`)),
+    );
+    child.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new AppError('INTERNAL', `${command} ${args[0]} exited with ${code}: ${out.trim().split('\n').at(-1) ?? ''}`)),
+    );
   });
 }
 
@@ -78,7 +87,8 @@ export function ensurePeerGgufs(preset: string, dtypes: BenchDtype[], log: (line
   const paths = new Map(dtypes.map((d) => [d, join(MODELS_DIR, 'bench', `${preset}-${PEER_TYPES[d].toLowerCase()}.gguf`)] as const));
   // A file is reused only while its sidecar records the same source and writer format.
   const source = (d: BenchDtype) => JSON.stringify({ tool: 'gguf', format: GGUF_FORMAT, preset, seed: 0, type: PEER_TYPES[d] });
-  const upToDate = (d: BenchDtype) => existsSync(paths.get(d)!) && existsSync(`${paths.get(d)}.source.json`) && readFileSync(`${paths.get(d)}.source.json`, 'utf8') === source(d);
+  const upToDate = (d: BenchDtype) =>
+    existsSync(paths.get(d)!) && existsSync(`${paths.get(d)}.source.json`) && readFileSync(`${paths.get(d)}.source.json`, 'utf8') === source(d);
   const missing = dtypes.filter((d) => !upToDate(d));
   if (missing.length) {
     mkdirSync(join(MODELS_DIR, 'bench'), { recursive: true });

@@ -30,7 +30,8 @@ await runHelper(async () => {
   say({ type: 'ready', prefillMs, threads: context.currentThreads ?? request.threads });
   await answerLines(async (message) => {
     const steps = message.steps;
-    if (message.type !== 'finish' && !(Number.isInteger(steps) && steps >= 1)) throw new Error(`"steps" must be a whole number ≥ 1, got ${JSON.stringify(steps)}`);
+    if (message.type !== 'finish' && !(Number.isInteger(steps) && steps >= 1))
+      throw new Error(`"steps" must be a whole number ≥ 1, got ${JSON.stringify(steps)}`);
     if (message.type === 'warmup') {
       for (let i = 0; i < steps; i++) await step();
       return { type: 'warmup' };

@@ -59,7 +59,9 @@ function renameInto(from: string, target: string): void {
     const appeared = code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR';
     throw new AppError(
       appeared ? 'ALREADY_EXISTS' : 'PERMISSION_DENIED',
-      appeared ? `--out ${target}: something else appeared there while it was being written; it is left as it is` : `--out ${target}: cannot move the output into place (${errorMessage(e)})`,
+      appeared
+        ? `--out ${target}: something else appeared there while it was being written; it is left as it is`
+        : `--out ${target}: cannot move the output into place (${errorMessage(e)})`,
     );
   }
 }
@@ -104,11 +106,7 @@ function replaceOurs(temp: string, target: string): void {
  * Runs `write(tempPath)` (a path inside a private folder), then moves the file and any companions it wrote beside it (e.g. an
  * external data file) next to `target`. Each may replace only a regular file, with `claim.force` (checkFileOutput).
  */
-export async function writeFileAtomically(
-  out: string,
-  claim: OutputClaim,
-  write: (tempPath: string) => Promise<string[]> | string[],
-): Promise<void> {
+export async function writeFileAtomically(out: string, claim: OutputClaim, write: (tempPath: string) => Promise<string[]> | string[]): Promise<void> {
   const target = resolve(out);
   checkFileOutput(target, claim);
   const tempDir = prepareSibling(target);

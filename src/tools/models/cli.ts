@@ -132,33 +132,77 @@ async function randomCommand(args: string[]): Promise<void> {
 
 async function exposeHiddenCommand(args: string[]): Promise<void> {
   const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, node: { type: 'string' }, force: { type: 'boolean' } });
-  const result = await exposeHiddenStates({ input: requireFlag(values, 'in'), output: requireFlag(values, 'out'), node: values.node, force: values.force === true });
+  const result = await exposeHiddenStates({
+    input: requireFlag(values, 'in'),
+    output: requireFlag(values, 'out'),
+    node: values.node,
+    force: values.force === true,
+  });
   console.log(formatExposeResult(result));
 }
 
 async function quantizeCommand(args: string[]): Promise<void> {
-  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, dtype: { type: 'string' }, 'block-size': { type: 'string' }, 'accuracy-level': { type: 'string' }, embedding: { type: 'boolean' }, force: { type: 'boolean' } });
+  const { values } = parseFlags(args, {
+    in: { type: 'string' },
+    out: { type: 'string' },
+    dtype: { type: 'string' },
+    'block-size': { type: 'string' },
+    'accuracy-level': { type: 'string' },
+    embedding: { type: 'boolean' },
+    force: { type: 'boolean' },
+  });
   const dtype = requireFlag(values, 'dtype');
   if (dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
   const out = requireFlag(values, 'out');
-  const r = await quantizePack({ input: requireFlag(values, 'in'), output: out, dtype: dtype as QuantizedDtype, blockSize: integerFlag(values, 'block-size', 32), accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]), embedding: values.embedding === true, force: values.force === true });
+  const r = await quantizePack({
+    input: requireFlag(values, 'in'),
+    output: out,
+    dtype: dtype as QuantizedDtype,
+    blockSize: integerFlag(values, 'block-size', 32),
+    accuracyLevel: integerFlag(values, 'accuracy-level', 4, [0, 4]),
+    embedding: values.embedding === true,
+    force: values.force === true,
+  });
   console.log(`wrote ${out}: ${r.quantized} MatMul(s) as ${dtype}, ${(r.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
 }
 
 async function optimizeCommand(args: string[]): Promise<void> {
-  const { values } = parseFlags(args, { in: { type: 'string' }, out: { type: 'string' }, layout: { type: 'string' }, 'decode-attention': { type: 'string' }, force: { type: 'boolean' } });
+  const { values } = parseFlags(args, {
+    in: { type: 'string' },
+    out: { type: 'string' },
+    layout: { type: 'string' },
+    'decode-attention': { type: 'string' },
+    force: { type: 'boolean' },
+  });
   const out = requireFlag(values, 'out');
   const layout = values.layout === undefined ? 'fused' : layoutFlag(values.layout);
-  const result = await optimizeHubExport({ input: requireFlag(values, 'in'), output: out, layout, decodeAttention: decodeAttentionFlag(values['decode-attention'], layout), force: values.force === true });
+  const result = await optimizeHubExport({
+    input: requireFlag(values, 'in'),
+    output: out,
+    layout,
+    decodeAttention: decodeAttentionFlag(values['decode-attention'], layout),
+    force: values.force === true,
+  });
   console.log(formatOptimizeResult(result, out));
 }
 
 async function prepareCommand(args: string[]): Promise<void> {
-  const { values, positionals } = parseFlags(args, { out: { type: 'string' }, dtype: { type: 'string' }, 'cloud-only': { type: 'boolean' }, force: { type: 'boolean' } });
+  const { values, positionals } = parseFlags(args, {
+    out: { type: 'string' },
+    dtype: { type: 'string' },
+    'cloud-only': { type: 'boolean' },
+    force: { type: 'boolean' },
+  });
   if (positionals.length !== 1) throw new UsageError('prepare takes exactly one hub folder');
   const dtype = values.dtype;
   if (dtype !== undefined && dtype !== 'q4' && dtype !== 'int8') throw new UsageError(`--dtype must be q4 or int8, got ${dtype}`);
-  const result = await preparePack({ input: positionals[0]!, output: requireFlag(values, 'out'), dtype, cloudOnly: values['cloud-only'] === true, force: values.force === true });
+  const result = await preparePack({
+    input: positionals[0]!,
+    output: requireFlag(values, 'out'),
+    dtype,
+    cloudOnly: values['cloud-only'] === true,
+    force: values.force === true,
+  });
   console.log(formatPrepareResult(result));
 }
 

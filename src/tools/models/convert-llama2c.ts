@@ -74,14 +74,23 @@ export async function convertLlama2c(options: ConvertLlama2cOptions): Promise<vo
       `${options.tokenizer}: ${tokenizer.vocabSize} tokens, but ${options.checkpoint} has a vocabulary of ${spec.vocabSize}`,
     );
   }
-  await writeDecoderPack(options.out, {
-    spec,
-    weights,
-    graph: { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout: options.layout ?? 'plain', decodeAttention: options.decodeAttention },
-    tokenizerJson: tokenizer.tokenizerJson,
-    tokenizerConfig: tokenizer.tokenizerConfig,
-    externalData: false,
-    chatTemplate,
-    source: llama2cSource(options),
-  }, { tool: 'models convert-llama2c', force: options.force });
+  await writeDecoderPack(
+    options.out,
+    {
+      spec,
+      weights,
+      graph: {
+        head: spec.tieEmbeddings ? 'gemm' : 'matmul',
+        hiddenStatesOutput: true,
+        layout: options.layout ?? 'plain',
+        decodeAttention: options.decodeAttention,
+      },
+      tokenizerJson: tokenizer.tokenizerJson,
+      tokenizerConfig: tokenizer.tokenizerConfig,
+      externalData: false,
+      chatTemplate,
+      source: llama2cSource(options),
+    },
+    { tool: 'models convert-llama2c', force: options.force },
+  );
 }

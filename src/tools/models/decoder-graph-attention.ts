@@ -36,7 +36,8 @@ export const DEFAULT_DECODE_ATTENTION: DecodeAttention = 'gqa';
 /** `--decode-attention`: gqa or matmul; the default when omitted. */
 export function parseDecodeAttention(value: string | undefined): DecodeAttention {
   if (value === undefined) return DEFAULT_DECODE_ATTENTION;
-  if (!(DECODE_ATTENTIONS as readonly string[]).includes(value)) throw new AppError('INVALID_ARGUMENT', `--decode-attention must be ${DECODE_ATTENTIONS.join(' or ')}, got ${value}`);
+  if (!(DECODE_ATTENTIONS as readonly string[]).includes(value))
+    throw new AppError('INVALID_ARGUMENT', `--decode-attention must be ${DECODE_ATTENTIONS.join(' or ')}, got ${value}`);
   return value as DecodeAttention;
 }
 
@@ -122,14 +123,21 @@ function decodeStepInputs(g: GraphBuilder, shape: AttentionShape, inputs: GraphI
   // cos and sin at each row's new position, both halves, for every head: [batch, heads, head_dim].
   const heads = h + 2 * kv;
   const headFactor = (f: (head: number) => number, name: string) =>
-    g.floats(`const.attn.${name}`, Float32Array.from({ length: heads * hd }, (_, i) => f(Math.floor(i / hd))), [heads, hd]);
+    g.floats(
+      `const.attn.${name}`,
+      Float32Array.from({ length: heads * hd }, (_, i) => f(Math.floor(i / hd))),
+      [heads, hd],
+    );
   const atPosition = (table: string, name: string) => {
     const rows = g.op('Gather', [table, cached]);
     return g.op('Unsqueeze', [g.op('Concat', [rows, rows], { axis: -1 }), g.ints(`const.attn.${name}_axis`, [1])]);
   };
   // q heads: rotated and scaled; k heads: rotated; v heads: cos 1, sin 0.
   const rotated = (head: number) => (head < h ? scale : head < h + kv ? 1 : 0);
-  const cos = g.op('Add', [g.op('Mul', [atPosition(inputs.cos, 'cos'), headFactor(rotated, 'cos_scale')]), headFactor((head) => (head < h + kv ? 0 : 1), 'cos_pass')]);
+  const cos = g.op('Add', [
+    g.op('Mul', [atPosition(inputs.cos, 'cos'), headFactor(rotated, 'cos_scale')]),
+    headFactor((head) => (head < h + kv ? 0 : 1), 'cos_pass'),
+  ]);
   const sin = g.op('Mul', [atPosition(inputs.sin, 'sin'), headFactor(rotated, 'sin_scale')]);
   const rotation = new Float32Array(hd * hd);
   for (let j = 0; j < half; j++) {
@@ -144,7 +152,10 @@ function decodeStepInputs(g: GraphBuilder, shape: AttentionShape, inputs: GraphI
   const one = g.ints('const.attn.one', [1], []);
   const visible = g.op('Less', [g.op('Range', [zero, g.op('Squeeze', [capacity]), one]), g.op('Unsqueeze', [cached, g.ints('const.attn.axis_1', [1])])]);
   const pastMask = g.op('Where', [visible, g.floats('const.attn.open', [0], []), g.floats('const.attn.minus_infinity', [-Infinity], [])]);
-  const newColumn = g.op('Expand', [g.floats('const.attn.open_column', [0], [1, 1]), g.op('Concat', [g.op('Shape', [inputs.inputIds], { start: 0, end: 1 }), g.ints('const.attn.one_column', [1])], { axis: 0 })]);
+  const newColumn = g.op('Expand', [
+    g.floats('const.attn.open_column', [0], [1, 1]),
+    g.op('Concat', [g.op('Shape', [inputs.inputIds], { start: 0, end: 1 }), g.ints('const.attn.one_column', [1])], { axis: 0 }),
+  ]);
   const mask = g.op('Unsqueeze', [g.op('Concat', [pastMask, newColumn], { axis: -1 }), g.ints('const.attn.mask_axes', [1, 2])]);
   return { shape, cos, sin, rotateHalf, mask, splitSizes: g.op('Concat', [capacity, g.ints('const.attn.one_split', [1])], { axis: 0 }) };
 }
@@ -155,7 +166,13 @@ function decodeStepInputs(g: GraphBuilder, shape: AttentionShape, inputs: GraphI
  * (rotated) and v, `[batch, kv_heads, 1, head_dim]`, which the caller writes into its buffers. With one new
  * position every reshape below moves no data.
  */
-export function decodeStepAttention(g: GraphBuilder, shared: DecodeStepInputs, qkv: string, past: { key: string; value: string }, name: string): { output: string; newKey: string; newValue: string } {
+export function decodeStepAttention(
+  g: GraphBuilder,
+  shared: DecodeStepInputs,
+  qkv: string,
+  past: { key: string; value: string },
+  name: string,
+): { output: string; newKey: string; newValue: string } {
   const { numHeads: h, numKvHeads: kv, headDim: hd } = shared.shape;
   const group = h / kv;
   const shape = (suffix: string, values: number[]) => g.ints(`${name}/${suffix}`, values);

@@ -69,7 +69,8 @@ function padHeadRows(w: Float32Array, cols: number, heads: number, headDim: numb
   if (padded === headDim) return w;
   const out = new Float32Array(heads * padded * cols);
   for (let h = 0; h < heads; h++) {
-    for (let c = 0; c < headDim; c++) out.set(w.subarray((h * headDim + c) * cols, (h * headDim + c + 1) * cols), (h * padded + paddedColumn(c, headDim, padded)) * cols);
+    for (let c = 0; c < headDim; c++)
+      out.set(w.subarray((h * headDim + c) * cols, (h * headDim + c + 1) * cols), (h * padded + paddedColumn(c, headDim, padded)) * cols);
   }
   return out;
 }
@@ -124,19 +125,32 @@ export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeight
   const scale = new FloatAttr(1 / Math.sqrt(hd));
   // Decode steps may attend with standard ops on the buffer in place (decoder-graph-attention.ts).
   const decodeAttention = options.decodeAttention ?? DEFAULT_DECODE_ATTENTION;
-  if (decodeAttention === 'matmul' && options.newKeyValuesOutputs === false) throw new AppError('INVALID_ARGUMENT', 'decode attention matmul returns the new positions only (new_key_values.*): it has no present.* to share');
+  if (decodeAttention === 'matmul' && options.newKeyValuesOutputs === false)
+    throw new AppError('INVALID_ARGUMENT', 'decode attention matmul returns the new positions only (new_key_values.*): it has no present.* to share');
   const attentionShape = { numHeads: h, numKvHeads: kv, headDim: hdp, scale: scale.value };
   const switched = decodeAttention === 'gqa' ? undefined : decodeStepSwitch(g, attentionShape, { inputIds, seqlensK, pastKey: past[0]!.key, cos, sin });
   const newPositions = options.newKeyValuesOutputs === false ? undefined : newPositionsIndex(g, kv, hdp, inputIds, seqlensK);
-  const [outputDims, newDims] = [['batch_size', 'sequence_length', h * hdp], ['batch_size', kv, 'sequence_length', hdp]];
+  const [outputDims, newDims] = [
+    ['batch_size', 'sequence_length', h * hdp],
+    ['batch_size', kv, 'sequence_length', hdp],
+  ];
   // SkipSimplifiedLayerNormalization(x, residual): [norm(x + residual), -, -, x + residual].
   const skipNorm = (x: string, residual: string, weight: string): [string, string] => {
-    const [normed, , , sum] = g.contribOps('SkipSimplifiedLayerNormalization', [x, residual, weight], { epsilon }, [`${weight}/normed`, '', '', `${weight}/residual`]);
+    const [normed, , , sum] = g.contribOps('SkipSimplifiedLayerNormalization', [x, residual, weight], { epsilon }, [
+      `${weight}/normed`,
+      '',
+      '',
+      `${weight}/residual`,
+    ]);
     return [normed!, sum!];
   };
 
   let residual = g.op('Gather', [embed, inputIds]);
-  let normed = g.op('SimplifiedLayerNormalization', [residual, g.floats('model.layers.0.input_layernorm.weight', weights.layers[0]!.attnNorm, [d])], { axis: -1, epsilon, stash_type: 1 });
+  let normed = g.op('SimplifiedLayerNormalization', [residual, g.floats('model.layers.0.input_layernorm.weight', weights.layers[0]!.attnNorm, [d])], {
+    axis: -1,
+    epsilon,
+    stash_type: 1,
+  });
   let pending: string | undefined;
   weights.layers.forEach((layer, i) => {
     const p = `model.layers.${i}`;
@@ -167,21 +181,26 @@ export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeight
     let attn: string;
     if (switched) {
       const newNames = (['key', 'value'] as const).map((kind) => `new_key_values.${i}.${kind}`);
-      [attn] = g.ops('If', [switched.isDecodeStep], {
-        then_branch: g.subgraph(`${p}.self_attn/decode_step`, (b) => {
-          const r = decodeStepAttention(b, switched.inputs, qkv, past[i]!, `${p}.self_attn`);
-          b.output(r.output, r.output, DataType.FLOAT, outputDims);
-          for (const value of [r.newKey, r.newValue]) b.output(value, value, DataType.FLOAT, newDims);
-        }),
-        else_branch: g.subgraph(`${p}.self_attn/gqa`, (b) => {
-          const [output, presentKey, presentValue] = gqa(b);
-          b.output(output, output, DataType.FLOAT, outputDims);
-          for (const present of [presentKey, presentValue]) {
-            const added = b.op('GatherElements', [present, newPositions!], { axis: 2 });
-            b.output(added, added, DataType.FLOAT, newDims);
-          }
-        }),
-      }, [`${p}.self_attn/output`, ...newNames]) as [string];
+      [attn] = g.ops(
+        'If',
+        [switched.isDecodeStep],
+        {
+          then_branch: g.subgraph(`${p}.self_attn/decode_step`, (b) => {
+            const r = decodeStepAttention(b, switched.inputs, qkv, past[i]!, `${p}.self_attn`);
+            b.output(r.output, r.output, DataType.FLOAT, outputDims);
+            for (const value of [r.newKey, r.newValue]) b.output(value, value, DataType.FLOAT, newDims);
+          }),
+          else_branch: g.subgraph(`${p}.self_attn/gqa`, (b) => {
+            const [output, presentKey, presentValue] = gqa(b);
+            b.output(output, output, DataType.FLOAT, outputDims);
+            for (const present of [presentKey, presentValue]) {
+              const added = b.op('GatherElements', [present, newPositions!], { axis: 2 });
+              b.output(added, added, DataType.FLOAT, newDims);
+            }
+          }),
+        },
+        [`${p}.self_attn/output`, ...newNames],
+      ) as [string];
       for (const name of newNames) g.output(name, name, DataType.FLOAT, newDims);
     } else {
       [attn] = gqa(g, [`${p}.self_attn/output`, `present.${i}.key`, `present.${i}.value`]);
@@ -190,7 +209,10 @@ export function buildFusedDecoderGraph(spec: DecoderSpec, weights: DecoderWeight
     const [ffnIn, sum] = skipNorm(attnOut, residual, g.floats(`${p}.post_attention_layernorm.weight`, layer.ffnNorm, [d]));
     residual = sum;
     // gate and up in one matrix product, split after it.
-    const gateUpWeight = concatColumns(d, [{ m: layer.wGate, cols: ffn }, { m: layer.wUp, cols: ffn }]);
+    const gateUpWeight = concatColumns(d, [
+      { m: layer.wGate, cols: ffn },
+      { m: layer.wUp, cols: ffn },
+    ]);
     const gateUp = g.op('MatMul', [ffnIn, g.floats(`${p}.mlp.gate_up_proj.weight`, gateUpWeight, [d, 2 * ffn])]);
     const [gate, up] = g.ops('Split', [gateUp], { axis: -1 }, 2);
     const act = g.op('Mul', [g.op('Mul', [gate!, g.op('Sigmoid', [gate!])]), up!]);

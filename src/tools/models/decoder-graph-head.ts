@@ -35,7 +35,15 @@ export function addLmHead(g: GraphBuilder, spec: DecoderSpec, weights: DecoderWe
 }
 
 /** Declares the outputs; the `present.*` values must already be named so. `cacheLength` names their axis 2, `cacheHeadDim` is their axis 3. */
-export function addDecoderOutputs(g: GraphBuilder, spec: DecoderSpec, logits: string, hidden: string, hiddenStatesOutput: boolean, cacheLength = 'total_sequence_length', cacheHeadDim = spec.headDim): void {
+export function addDecoderOutputs(
+  g: GraphBuilder,
+  spec: DecoderSpec,
+  logits: string,
+  hidden: string,
+  hiddenStatesOutput: boolean,
+  cacheLength = 'total_sequence_length',
+  cacheHeadDim = spec.headDim,
+): void {
   const { hiddenSize: d, numKvHeads: kv, vocabSize: vocab } = spec;
   const hd = cacheHeadDim;
   g.output(logits, 'logits', DataType.FLOAT, ['batch_size', 'sequence_length', vocab]);

@@ -66,16 +66,9 @@ export function buildDecoderGraph(spec: DecoderSpec, weights: DecoderWeights, op
   const one = g.ints('const.one', [1], []);
   const queryPositions = g.op('Range', [scalar(g.op('Sub', [totalLen, seqLen])), scalar(totalLen), one]);
   const keyPositions = g.op('Range', [zero, scalar(totalLen), one]);
-  const causal = g.op('LessOrEqual', [
-    g.op('Unsqueeze', [keyPositions, g.ints('const.axis_0', [0])]),
-    g.op('Unsqueeze', [queryPositions, axisOne]),
-  ]);
+  const causal = g.op('LessOrEqual', [g.op('Unsqueeze', [keyPositions, g.ints('const.axis_0', [0])]), g.op('Unsqueeze', [queryPositions, axisOne])]);
   const padding = g.op('Unsqueeze', [g.op('Cast', [attentionMask], { to: DataType.BOOL }), g.ints('const.axes_1_2', [1, 2])]);
-  const maskBias = g.op('Where', [
-    g.op('And', [causal, padding]),
-    g.floats('const.visible', [0], []),
-    g.floats('const.masked', [MASKED], []),
-  ]);
+  const maskBias = g.op('Where', [g.op('And', [causal, padding]), g.floats('const.visible', [0], []), g.floats('const.masked', [MASKED], [])]);
 
   const shapeHeads = g.ints('const.shape_heads', [0, 0, h, hd]);
   const shapeKvHeads = g.ints('const.shape_kv_heads', [0, 0, kv, hd]);
@@ -103,10 +96,7 @@ export function buildDecoderGraph(spec: DecoderSpec, weights: DecoderWeights, op
     const keys = g.op('Concat', [past[i]!.key, k], { axis: 2 }, [`present.${i}.key`]);
     const values = g.op('Concat', [past[i]!.value, v], { axis: 2 }, [`present.${i}.value`]);
 
-    const groupedScores = g.op('MatMul', [
-      g.op('Reshape', [g.op('Mul', [q, scale]), shapeGrouped]),
-      g.op('Transpose', [keys], { perm: [0, 1, 3, 2] }),
-    ]);
+    const groupedScores = g.op('MatMul', [g.op('Reshape', [g.op('Mul', [q, scale]), shapeGrouped]), g.op('Transpose', [keys], { perm: [0, 1, 3, 2] })]);
     const scores = g.op('Add', [g.op('Reshape', [groupedScores, shapeScores]), maskBias]);
     const probs = g.op('Softmax', [scores], { axis: -1 });
     const attn = g.op('Reshape', [g.op('MatMul', [g.op('Reshape', [probs, shapeGroupedScores]), values]), shapeAttn]);
@@ -125,4 +115,3 @@ export function buildDecoderGraph(spec: DecoderSpec, weights: DecoderWeights, op
   addDecoderOutputs(g, spec, logits, hidden, options.hiddenStatesOutput);
   return g.toModel({ model_type: spec.modelType });
 }
-

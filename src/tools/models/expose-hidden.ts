@@ -65,7 +65,10 @@ export function resolveExposePaths(input: string, output: string): { input: stri
     file = join(input, DEFAULT_MODEL_FILE);
     if (!existsSync(file)) {
       const found = modelFiles(input);
-      throw new AppError('NOT_FOUND', `${input}: no ${DEFAULT_MODEL_FILE} in this folder${found.length ? `; name one of ${found.join(', ')} as --in` : ' (not a model pack)'}`);
+      throw new AppError(
+        'NOT_FOUND',
+        `${input}: no ${DEFAULT_MODEL_FILE} in this folder${found.length ? `; name one of ${found.join(', ')} as --in` : ' (not a model pack)'}`,
+      );
     }
   }
   return { input: file, output: isFolder(output) ? join(output, basename(file)) : output };
@@ -181,7 +184,9 @@ function sameFile(a: string, b: string): boolean {
 export function formatExposeResult(r: ExposeHiddenResult, output: string = r.output): string {
   const shape = r.type?.dims ? ` ${formatDims(r.type.dims)}` : '';
   if (r.status === 'unchanged') {
-    return r.written ? `${HIDDEN_STATES} already present (from ${r.tensor}); copied unchanged to ${output}` : `${HIDDEN_STATES} already present (from ${r.tensor}); nothing written`;
+    return r.written
+      ? `${HIDDEN_STATES} already present (from ${r.tensor}); copied unchanged to ${output}`
+      : `${HIDDEN_STATES} already present (from ${r.tensor}); nothing written`;
   }
   const from = r.head ? `input of LM head ${r.head}` : 'named with --node';
   const data = r.placedDataFiles.length ? `; linked/copied ${r.placedDataFiles.join(', ')}` : '';

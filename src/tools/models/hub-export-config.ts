@@ -28,14 +28,20 @@ function modelType(config: Json, where: string): DecoderSpec['modelType'] {
   if (declared === 'llama' || declared === 'qwen2') return declared;
   const architecture = Array.isArray(config.architectures) ? config.architectures[0] : undefined;
   if (declared === undefined && typeof architecture === 'string' && ARCHITECTURES[architecture]) return ARCHITECTURES[architecture];
-  return refuse(where, `model_type ${JSON.stringify(declared ?? architecture ?? null)} is not one this tool rewrites (expected llama or qwen2: ${Object.keys(ARCHITECTURES).join(', ')})`);
+  return refuse(
+    where,
+    `model_type ${JSON.stringify(declared ?? architecture ?? null)} is not one this tool rewrites (expected llama or qwen2: ${Object.keys(ARCHITECTURES).join(', ')})`,
+  );
 }
 
 /** The rotary base, refusing any rotary scaling (llama3, yarn, dynamic, ...) the builder does not compute. */
 function ropeTheta(config: Json, where: string): number {
   const parameters = (config.rope_parameters ?? undefined) as Json | undefined;
   const scaling = (config.rope_scaling ?? undefined) as Json | undefined;
-  for (const [key, value] of [['rope_parameters', parameters], ['rope_scaling', scaling]] as const) {
+  for (const [key, value] of [
+    ['rope_parameters', parameters],
+    ['rope_scaling', scaling],
+  ] as const) {
     const ropeType = value?.rope_type ?? value?.type ?? 'default';
     if (ropeType !== 'default') refuse(where, `${key}.rope_type is ${JSON.stringify(ropeType)}: only the default rotary embedding is rewritten`);
   }
@@ -59,7 +65,8 @@ export function specFromHubConfig(config: Json, generation: Json, where: string)
   const activation = config.hidden_act ?? 'silu';
   if (activation !== 'silu') refuse(where, `hidden_act ${JSON.stringify(activation)}: the decoder graph computes SiLU (silu) only`);
   if (config.mlp_bias === true) refuse(where, 'mlp_bias is true: the decoder graph has no feed-forward biases');
-  if (type === 'llama' && config.attention_bias === true) refuse(where, 'attention_bias is true: Llama then has an o_proj bias too, which the decoder graph does not have');
+  if (type === 'llama' && config.attention_bias === true)
+    refuse(where, 'attention_bias is true: Llama then has an o_proj bias too, which the decoder graph does not have');
   if (config.use_sliding_window === true) refuse(where, 'use_sliding_window is true: the decoder graph attends to the whole context');
   const hiddenSize = int('hidden_size');
   const numHeads = int('num_attention_heads');

@@ -36,7 +36,17 @@ export interface HubExport {
   configPath: string;
 }
 
-const QUANTIZED_OPS = new Set(['MatMulNBits', 'MatMulInteger', 'DynamicQuantizeLinear', 'QuantizeLinear', 'DequantizeLinear', 'QLinearMatMul', 'GatherBlockQuantized', 'DynamicQuantizeMatMul', 'MatMulIntegerToFloat']);
+const QUANTIZED_OPS = new Set([
+  'MatMulNBits',
+  'MatMulInteger',
+  'DynamicQuantizeLinear',
+  'QuantizeLinear',
+  'DequantizeLinear',
+  'QLinearMatMul',
+  'GatherBlockQuantized',
+  'DynamicQuantizeMatMul',
+  'MatMulIntegerToFloat',
+]);
 const FUSED_OPS = new Set(['GroupQueryAttention', 'MultiHeadAttention', 'SkipSimplifiedLayerNormalization', 'SimplifiedLayerNormalization', 'RotaryEmbedding']);
 const LAYER_SCOPE = /\/model\/layers\.(\d+)\//;
 /** Relative tolerance on the rotary frequencies: float16 exports store them rounded to 11 bits. */
@@ -66,7 +76,10 @@ class ExportReader {
   private readonly consumers = new Map<string, NodeProto[]>();
   private readonly types = new Set<WeightType>();
 
-  constructor(private readonly modelPath: string, private readonly spec: DecoderSpec) {
+  constructor(
+    private readonly modelPath: string,
+    private readonly spec: DecoderSpec,
+  ) {
     const graph = readModel(modelPath).graph!;
     this.nodes = graph.node;
     this.constants = new ExportConstants(graph, modelPath);
@@ -98,7 +111,13 @@ class ExportReader {
 
   /** True when every layer has q, k and v biases, false when none has any; anything between is refused. */
   private qkvBias(layers: LayerWeights[]): boolean {
-    const found = layers.map((l) => (['q', 'k', 'v'] as const).filter((x) => l[`b${x}`]).map((x) => `${x}_proj`).join(', ') || 'none');
+    const found = layers.map(
+      (l) =>
+        (['q', 'k', 'v'] as const)
+          .filter((x) => l[`b${x}`])
+          .map((x) => `${x}_proj`)
+          .join(', ') || 'none',
+    );
     if (found.every((f) => f === 'none')) return false;
     if (found.every((f) => f === 'q_proj, k_proj, v_proj')) return true;
     return this.refuse(`q/k/v biases must be on all three projections of every layer, or on none; found ${found.map((f, i) => `layer ${i}: ${f}`).join('; ')}`);
@@ -121,12 +140,18 @@ class ExportReader {
       const m = LAYER_SCOPE.exec(node.name);
       if (m) found.add(Number(m[1]));
     }
-    if (found.size === 0) this.refuse('no decoder layers found: expected nodes named like /model/layers.0/self_attn/q_proj/MatMul (a Hugging Face Llama/Qwen2 export made by transformers\' exporter or optimum)');
+    if (found.size === 0)
+      this.refuse(
+        "no decoder layers found: expected nodes named like /model/layers.0/self_attn/q_proj/MatMul (a Hugging Face Llama/Qwen2 export made by transformers' exporter or optimum)",
+      );
     const expected = this.spec.numLayers;
     const missing = Array.from({ length: expected }, (_, i) => i).filter((i) => !found.has(i));
     const extra = [...found].filter((i) => i >= expected).sort((a, b) => a - b);
     const have = `the graph has layers ${[...found].sort((a, b) => a - b).join(', ')}`;
-    if (missing.length) this.refuse(`config.json has num_hidden_layers ${expected}, but ${missing.length > 1 ? `layers ${missing.join(', ')} are` : `layer ${missing[0]} is`} missing (${have})`);
+    if (missing.length)
+      this.refuse(
+        `config.json has num_hidden_layers ${expected}, but ${missing.length > 1 ? `layers ${missing.join(', ')} are` : `layer ${missing[0]} is`} missing (${have})`,
+      );
     if (extra.length) this.refuse(`config.json has num_hidden_layers ${expected}, but ${have}`);
   }
 
@@ -141,7 +166,9 @@ class ExportReader {
     if (!frequencies) this.refuse(`no rotary inverse frequencies found under rotary_emb (expected ${half} values for head_dim ${this.spec.headDim})`);
     const off = expected.findIndex((f, j) => Math.abs(frequencies.values[j]! - f) > FREQUENCY_TOLERANCE * f);
     if (off >= 0) {
-      this.refuse(`the rotary frequencies [${[...frequencies.values].map((f) => f.toPrecision(4)).join(', ')}] are not rope_theta ${this.spec.ropeTheta}'s for head_dim ${this.spec.headDim} ([${expected.map((f) => f.toPrecision(4)).join(', ')}])`);
+      this.refuse(
+        `the rotary frequencies [${[...frequencies.values].map((f) => f.toPrecision(4)).join(', ')}] are not rope_theta ${this.spec.ropeTheta}'s for head_dim ${this.spec.headDim} ([${expected.map((f) => f.toPrecision(4)).join(', ')}])`,
+      );
     }
     const halfSplit = scope.some((n) => n.opType === 'Concat' && n.input.length === 2 && n.input[0] === n.input[1]);
     if (!halfSplit) this.refuse('rotary layout not recognised: expected the half-split one (rotate_half: cos/sin of Concat(freqs, freqs) under rotary_emb)');
@@ -173,7 +200,9 @@ class ExportReader {
   private projection(scope: string, rows: number, cols: number, biasAllowed: boolean): { w: Float32Array; b?: Float32Array } {
     const matmul = this.single(scope, 'MatMul', `the ${scope.split('/').pop()} projection`);
     const w = this.weight(matmul, 1, [rows, cols], scope);
-    const add = (this.consumers.get(matmul.output[0]!) ?? []).find((n) => n.opType === 'Add' && n.input.some((x) => this.constants.dims(x)?.join() === String(cols)));
+    const add = (this.consumers.get(matmul.output[0]!) ?? []).find(
+      (n) => n.opType === 'Add' && n.input.some((x) => this.constants.dims(x)?.join() === String(cols)),
+    );
     if (!add) return { w };
     if (!biasAllowed) this.refuse(`${scope} has a bias (${add.name}), which the decoder graph does not have`);
     const b = this.constants.floats(add.input.find((x) => this.constants.dims(x)?.join() === String(cols))!)!;
@@ -184,7 +213,13 @@ class ExportReader {
   /** The one `[hidden]` weight an RMSNorm scope multiplies by. */
   private norm(scope: string): Float32Array {
     const d = this.spec.hiddenSize;
-    const weights = [...new Set(this.inScope(scope).filter((n) => n.opType === 'Mul').flatMap((n) => n.input))].filter((x) => this.constants.dims(x)?.join() === String(d));
+    const weights = [
+      ...new Set(
+        this.inScope(scope)
+          .filter((n) => n.opType === 'Mul')
+          .flatMap((n) => n.input),
+      ),
+    ].filter((x) => this.constants.dims(x)?.join() === String(d));
     if (weights.length !== 1) this.refuse(`expected one RMSNorm weight [${d}] under /${scope}/, found ${weights.length}`);
     const w = this.constants.floats(weights[0]!)!;
     this.types.add(w.type);
@@ -208,7 +243,9 @@ class ExportReader {
     const found = this.constants.dims(name);
     if (!found) this.refuse(`${node.name}: its weight ${name} is computed, not stored`);
     if (found.join() !== dims.join()) {
-      this.refuse(`${node.name}: weight ${name} is [${found.join(', ')}], expected [${dims.join(', ')}] for /${scope}/ from config.json (${this.shapeSummary()})`);
+      this.refuse(
+        `${node.name}: weight ${name} is [${found.join(', ')}], expected [${dims.join(', ')}] for /${scope}/ from config.json (${this.shapeSummary()})`,
+      );
     }
     const w = this.constants.floats(name)!;
     this.types.add(w.type);

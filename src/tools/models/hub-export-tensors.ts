@@ -33,7 +33,10 @@ export class ExportConstants {
   private readonly initializers = new Map<string, TensorProto>();
   private readonly producers = new Map<string, NodeProto>();
 
-  constructor(graph: GraphProto, private readonly modelPath: string) {
+  constructor(
+    graph: GraphProto,
+    private readonly modelPath: string,
+  ) {
     for (const t of graph.initializer) this.initializers.set(t.name, t);
     for (const node of graph.node) for (const out of node.output) if (out) this.producers.set(out, node);
   }
@@ -87,7 +90,8 @@ export class ExportConstants {
     if (t.dataType === DataType.FLOAT) return initializerFloats(t, this.modelPath);
     if (t.dataType === DataType.FLOAT16) return halfFloats(t, this.modelPath);
     const type = elemTypeName(t.dataType);
-    if (QUANTIZED_TYPES.has(t.dataType)) throw new AppError('INVALID_ARGUMENT', `${this.modelPath}: ${t.name} is ${type} (a quantized export); ${QUANTIZED_ADVICE}`);
+    if (QUANTIZED_TYPES.has(t.dataType))
+      throw new AppError('INVALID_ARGUMENT', `${this.modelPath}: ${t.name} is ${type} (a quantized export); ${QUANTIZED_ADVICE}`);
     throw new AppError('INVALID_ARGUMENT', `${this.modelPath}: ${t.name} is ${type}; float32 and float16 weights are read`);
   }
 }

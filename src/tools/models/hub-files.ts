@@ -52,7 +52,10 @@ export function checkHubFile(path: string, roots: readonly string[], maxBytes: n
     throw new AppError('NOT_FOUND', `${path}: cannot be resolved (${errorMessage(e)}); a link in a hub folder must lead to a file inside it`);
   }
   if (!roots.some((root) => inside(real, root))) {
-    throw new AppError('PERMISSION_DENIED', `${path} is a link to ${real}, outside the hub folder ${roots[0]}: prepare reads only files inside it; copy the file into the folder if it belongs to the model`);
+    throw new AppError(
+      'PERMISSION_DENIED',
+      `${path} is a link to ${real}, outside the hub folder ${roots[0]}: prepare reads only files inside it; copy the file into the folder if it belongs to the model`,
+    );
   }
   const stats = statSync(real);
   if (!stats.isFile()) throw new AppError('INVALID_ARGUMENT', `${path} is ${kindOf(lstatSync(real))}, not a regular file: prepare reads regular files only`);

@@ -46,18 +46,30 @@ const REQUIRED: Record<string, string> = {
 export async function readHubFolder(input: string, options: { needOnnx: boolean }): Promise<HubFolder> {
   const dir = resolve(input);
   if (!existsSync(dir)) throw new AppError('NOT_FOUND', `${input}: no such folder`);
-  if (!statSync(dir).isDirectory()) throw new AppError('INVALID_ARGUMENT', `${input} is a file: prepare takes the folder of a hub download (for one .onnx file, see models optimize and expose-hidden)`);
+  if (!statSync(dir).isDirectory())
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `${input} is a file: prepare takes the folder of a hub download (for one .onnx file, see models optimize and expose-hidden)`,
+    );
   const roots = hubRoots(dir);
   for (const f of new Set([...Object.keys(REQUIRED), ...HUB_METADATA_FILES])) if (present(join(dir, f))) checkHubFile(join(dir, f), roots, MAX_METADATA_BYTES);
-  const problems = Object.entries(REQUIRED).filter(([f]) => !existsSync(join(dir, f))).map(([f, from]) => `no ${f} in ${input}: ${from}`);
+  const problems = Object.entries(REQUIRED)
+    .filter(([f]) => !existsSync(join(dir, f)))
+    .map(([f, from]) => `no ${f} in ${input}: ${from}`);
   const { onnxDir, onnxFiles } = findOnnxFiles(dir, input);
   if (options.needOnnx && !onnxDir) {
-    problems.push(`no ONNX file in ${input} or ${join(input, ONNX_FOLDER)}: download the onnx/ folder of the model's hub repository (any of model.onnx with its model.onnx_data, model_fp16.onnx, model_q4.onnx, model_quantized.onnx), or pass --cloud-only for the shim's pack of an HTTP backend`);
+    problems.push(
+      `no ONNX file in ${input} or ${join(input, ONNX_FOLDER)}: download the onnx/ folder of the model's hub repository (any of model.onnx with its model.onnx_data, model_fp16.onnx, model_q4.onnx, model_quantized.onnx), or pass --cloud-only for the shim's pack of an HTTP backend`,
+    );
   }
   const onnxPaths = onnxDir ? onnxFilesWithData(onnxDir, onnxFiles) : [];
   for (const p of onnxPaths) checkHubFile(p, roots, p.endsWith('.onnx') ? MAX_ONNX_BYTES : Number.MAX_SAFE_INTEGER);
   const read = [...Object.keys(REQUIRED).map((f) => join(dir, f)), ...(options.needOnnx ? onnxFiles.map((f) => join(onnxDir!, f)) : [])];
-  problems.push(...read.filter((p) => existsSync(p) && statSync(p).isFile() && isLfsPointer(p)).map((p) => `${p} is a Git LFS pointer, not the file itself: fetch it (git lfs pull in the clone, or download the file from the hub)`));
+  problems.push(
+    ...read
+      .filter((p) => existsSync(p) && statSync(p).isFile() && isLfsPointer(p))
+      .map((p) => `${p} is a Git LFS pointer, not the file itself: fetch it (git lfs pull in the clone, or download the file from the hub)`),
+  );
   if (problems.length) throw new AppError('NOT_FOUND', problems.join('; '));
 
   const config = readJsonFile(join(dir, 'config.json')) as Record<string, unknown>;
@@ -68,7 +80,10 @@ export async function readHubFolder(input: string, options: { needOnnx: boolean 
   const vocabSize = config.vocab_size;
   // The edge cuts its vocabulary to the smaller of the two, so another model's tokenizer would run unnoticed.
   if (Number.isInteger(vocabSize) && tokenizer.vocabSize > (vocabSize as number)) {
-    throw new AppError('INVALID_ARGUMENT', `${join(input, 'tokenizer.json')} knows ${tokenizer.vocabSize} tokens, more than config.json's vocab_size ${vocabSize as number}: it is another model's tokenizer; ${FROM_HUB}`);
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `${join(input, 'tokenizer.json')} knows ${tokenizer.vocabSize} tokens, more than config.json's vocab_size ${vocabSize as number}: it is another model's tokenizer; ${FROM_HUB}`,
+    );
   }
   const metadata = HUB_METADATA_FILES.filter((f) => existsSync(join(dir, f)));
   return { dir, onnxDir, onnxFiles, config, metadata, tokenizer };

@@ -13,7 +13,8 @@ export function initializerFloats(t: TensorProto, modelPath: string): Float32Arr
   const count = t.dims.reduce((a, d) => a * Number(d), 1);
   if (t.dataLocation === TensorProto_DataLocation.EXTERNAL) return externalFloats(t, modelPath, count);
   if (t.rawData.byteLength) {
-    if (t.rawData.byteLength !== count * 4) throw new AppError('INVALID_ARGUMENT', `${modelPath}: ${t.name} holds ${t.rawData.byteLength} bytes for ${count} floats`);
+    if (t.rawData.byteLength !== count * 4)
+      throw new AppError('INVALID_ARGUMENT', `${modelPath}: ${t.name} holds ${t.rawData.byteLength} bytes for ${count} floats`);
     // A copy: raw_data may be a view into the file (Buffer.slice does not copy) at any alignment.
     return new Float32Array(new Uint8Array(t.rawData).buffer);
   }

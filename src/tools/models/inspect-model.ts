@@ -80,7 +80,14 @@ function edgeReading(path: string, inputs: readonly TensorDescription[], outputs
   // The layer count comes from the cache inputs themselves (at least one, so a model without a cache is refused by name).
   const layers = new Set(inputs.map((i) => /^past_key_values\.(\d+)\.key$/.exec(i.name)?.[1]).filter((l) => l !== undefined));
   try {
-    return { io: readDecoderIo({ where: path, numLayers: Math.max(1, layers.size), inputs: inputs.map((i) => ({ name: i.name, type: i.elemType })), outputs: outputs.map((o) => ({ name: o.name, type: o.elemType })) }) };
+    return {
+      io: readDecoderIo({
+        where: path,
+        numLayers: Math.max(1, layers.size),
+        inputs: inputs.map((i) => ({ name: i.name, type: i.elemType })),
+        outputs: outputs.map((o) => ({ name: o.name, type: o.elemType })),
+      }),
+    };
   } catch (e) {
     return { refused: errorMessage(e) };
   }
@@ -176,7 +183,12 @@ export function formatInspection(d: ModelDescription): string {
   if (!d.candidates.length) lines.push('    none');
   lines.push(d.headProblem ? `  not chosen automatically: ${d.headProblem} (use expose-hidden --node)` : '  * = the LM head input, what expose-hidden exposes');
   lines.push('', 'on the edge');
-  if ('io' in d.edge) lines.push(...formatDecoderIo(d.edge.io).split('\n').map((l) => `  ${l}`));
+  if ('io' in d.edge)
+    lines.push(
+      ...formatDecoderIo(d.edge.io)
+        .split('\n')
+        .map((l) => `  ${l}`),
+    );
   else lines.push(`  refused: ${d.edge.refused}`);
   return lines.join('\n');
 }

@@ -48,9 +48,15 @@ export function parseLlama2cHeader(bytes: Uint8Array, file: string): Llama2cHead
     throw new AppError('INVALID_ARGUMENT', `${file}: too short for a llama2.c header (${bytes.byteLength} bytes)`);
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, HEADER_BYTES);
-  const [dim, hiddenDim, nLayers, nHeads, nKvHeads, vocab, seqLen] = Array.from({ length: 7 }, (_, i) =>
-    view.getInt32(i * 4, true),
-  ) as [number, number, number, number, number, number, number];
+  const [dim, hiddenDim, nLayers, nHeads, nKvHeads, vocab, seqLen] = Array.from({ length: 7 }, (_, i) => view.getInt32(i * 4, true)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const header: Llama2cHeader = {
     dim,
     hiddenDim,

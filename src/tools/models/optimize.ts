@@ -50,7 +50,18 @@ export interface OptimizeResult {
 }
 
 /** What a hub folder may hold besides the model and config.json that a pack keeps as it is. */
-export const HUB_METADATA_FILES = ['generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'added_tokens.json', 'vocab.json', 'merges.txt', 'tokenizer.model', 'chat_template.jinja', 'chat_template.json'];
+export const HUB_METADATA_FILES = [
+  'generation_config.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'added_tokens.json',
+  'vocab.json',
+  'merges.txt',
+  'tokenizer.model',
+  'chat_template.jinja',
+  'chat_template.json',
+];
 /** Above this many bytes of weights a pack keeps them in `model.onnx_data` (protobuf's limit is 2 GB). */
 const EXTERNAL_DATA_ABOVE_BYTES = 256 * 1024 * 1024;
 
@@ -74,7 +85,12 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
   const packFolder = dirname(configPath);
   const copied = HUB_METADATA_FILES.filter((f) => existsSync(join(packFolder, f)));
   await writeFolderAtomically(options.output, { tool: 'models optimize', force: options.force }, (dir) => {
-    const graph = buildDecoderGraph(spec, weights, { head: spec.tieEmbeddings ? 'gemm' : 'matmul', hiddenStatesOutput: true, layout, decodeAttention: options.decodeAttention });
+    const graph = buildDecoderGraph(spec, weights, {
+      head: spec.tieEmbeddings ? 'gemm' : 'matmul',
+      hiddenStatesOutput: true,
+      layout,
+      decodeAttention: options.decodeAttention,
+    });
     writeModel(graph, join(dir, DEFAULT_MODEL_FILE), { externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES });
     // The export's own fields stay (chat settings, token ids, ...); what the rebuilt graph is, the builder says.
     const kept = { ...config };
@@ -85,7 +101,16 @@ export async function optimizeHubExport(options: OptimizeOptions): Promise<Optim
     if (!copied.includes('generation_config.json')) {
       writeFileSync(join(dir, 'generation_config.json'), json({ bos_token_id: spec.bosTokenId, eos_token_id: spec.eosTokenIds, do_sample: false }));
     }
-    writeFileSync(join(dir, PACK_SOURCE_FILE), json({ tool: 'optimize', model: resolve(modelPath), modelSha256: sha256File(modelPath), layout, ...decodeAttentionSource(layout, options.decodeAttention) }));
+    writeFileSync(
+      join(dir, PACK_SOURCE_FILE),
+      json({
+        tool: 'optimize',
+        model: resolve(modelPath),
+        modelSha256: sha256File(modelPath),
+        layout,
+        ...decodeAttentionSource(layout, options.decodeAttention),
+      }),
+    );
   });
   return { modelPath, spec, weightType, layout, copied };
 }
@@ -113,7 +138,8 @@ export function formatOptimizeResult(r: OptimizeResult, output: string): string 
   ];
   if (r.weightType === 'float16') lines.push('  float16 weights widened to float32 (the pack is fp32; `models quantize` makes q4/int8 from it)');
   if (r.copied.length) lines.push(`  copied ${r.copied.join(', ')}`);
-  if (!r.copied.includes('tokenizer.json')) lines.push('  no tokenizer.json in the hub folder: copy the model\'s tokenizer.json and tokenizer_config.json into the pack');
+  if (!r.copied.includes('tokenizer.json'))
+    lines.push("  no tokenizer.json in the hub folder: copy the model's tokenizer.json and tokenizer_config.json into the pack");
   return lines.join('\n');
 }
 

@@ -31,7 +31,10 @@ export type FolderOutputState = 'absent' | 'empty' | 'ours';
 
 /** Writes the marker into the (temporary) folder about to become the output. */
 export function writeOutputMarker(dir: string, tool: string): void {
-  writeFileSync(join(dir, OUTPUT_MARKER), `${JSON.stringify({ tool, note: 'written by this tool: its --force may replace this folder; a folder without this file is never replaced' }, null, 2)}\n`);
+  writeFileSync(
+    join(dir, OUTPUT_MARKER),
+    `${JSON.stringify({ tool, note: 'written by this tool: its --force may replace this folder; a folder without this file is never replaced' }, null, 2)}\n`,
+  );
 }
 
 /** The tool that wrote `dir`, or undefined when no marker says one of ours did. */
@@ -40,12 +43,12 @@ export function writerOf(dir: string): string | undefined {
   if (isRegularFile(marker)) {
     try {
       const tool = (JSON.parse(readFileSync(marker, 'utf8')) as { tool?: unknown }).tool;
-      return typeof tool === 'string' ? tool : 'this project\'s tools';
+      return typeof tool === 'string' ? tool : "this project's tools";
     } catch {
       return undefined;
     }
   }
-  return isRegularFile(join(dir, LEGACY_MARKER)) ? 'an earlier version of this project\'s tools' : undefined;
+  return isRegularFile(join(dir, LEGACY_MARKER)) ? "an earlier version of this project's tools" : undefined;
 }
 
 function isRegularFile(path: string): boolean {
@@ -84,12 +87,18 @@ export function checkFolderOutput(target: string, claim: OutputClaim): FolderOut
   const stats = lstatOrUndefined(target);
   if (!stats) return 'absent';
   if (!stats.isDirectory()) {
-    throw new AppError('ALREADY_EXISTS', `--out ${target} is ${kindOf(stats)}: ${claim.tool} writes a folder there and replaces only a folder this project's tools wrote, never ${kindOf(stats)}, even with --force; name another --out`);
+    throw new AppError(
+      'ALREADY_EXISTS',
+      `--out ${target} is ${kindOf(stats)}: ${claim.tool} writes a folder there and replaces only a folder this project's tools wrote, never ${kindOf(stats)}, even with --force; name another --out`,
+    );
   }
   if (readdirSync(target).length === 0) return 'empty';
   const writer = writerOf(target);
   if (writer === undefined) {
-    throw new AppError('ALREADY_EXISTS', `--out ${target} is a folder this project's tools did not write (no ${OUTPUT_MARKER} in it): ${claim.tool} never replaces it, even with --force; name a new or empty folder`);
+    throw new AppError(
+      'ALREADY_EXISTS',
+      `--out ${target} is a folder this project's tools did not write (no ${OUTPUT_MARKER} in it): ${claim.tool} never replaces it, even with --force; name a new or empty folder`,
+    );
   }
   if (!claim.force) throw new AppError('ALREADY_EXISTS', `--out ${target} already holds a folder written by ${writer}: pass --force to replace it`);
   return 'ours';
@@ -100,7 +109,10 @@ export function checkFileOutput(target: string, claim: OutputClaim): void {
   const stats = lstatOrUndefined(target);
   if (!stats) return;
   if (!stats.isFile()) {
-    throw new AppError('ALREADY_EXISTS', `${target} is ${kindOf(stats)}: ${claim.tool} writes a file there and replaces only a regular file, never ${kindOf(stats)}, even with --force; name another path`);
+    throw new AppError(
+      'ALREADY_EXISTS',
+      `${target} is ${kindOf(stats)}: ${claim.tool} writes a file there and replaces only a regular file, never ${kindOf(stats)}, even with --force; name another path`,
+    );
   }
   if (!claim.force) throw new AppError('ALREADY_EXISTS', `${target} already exists: pass --force to replace it`);
 }

@@ -10,9 +10,13 @@ export function formatPrepareResult(r: PrepareResult): string {
   const lines: string[] = [];
   if (r.layout === 'fused') {
     lines.push(formatOptimizeResult(r.optimized, r.output));
-    if (r.quantized) lines.push(`  quantized as ${r.quantized.dtype}: ${r.quantized.quantized} MatMul(s), ${(r.quantized.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
+    if (r.quantized)
+      lines.push(`  quantized as ${r.quantized.dtype}: ${r.quantized.quantized} MatMul(s), ${(r.quantized.weightBytes / 2 ** 20).toFixed(1)} MiB of weights`);
   } else if (r.layout === 'plain') {
-    lines.push(`wrote ${r.output} (plain layout: the hub's files as they come, hidden_states exposed in each)`, `  not rebuilt in the fused layout: ${r.whyNotFused}`);
+    lines.push(
+      `wrote ${r.output} (plain layout: the hub's files as they come, hidden_states exposed in each)`,
+      `  not rebuilt in the fused layout: ${r.whyNotFused}`,
+    );
     for (const e of r.exposed) lines.push(`  ${formatExposeResult(e, basename(e.output))}`);
   } else {
     lines.push(`wrote ${r.output} (the shim's pack for an HTTP backend: config and tokenizer files, no ONNX)`);

@@ -28,7 +28,12 @@ const intAttr = (name: string, value: number) => create(AttributeProtoSchema, { 
  * tied embedding, `quantized` keyed by the table's name) when the hidden size is a whole number of
  * blocks; returns how many were rewritten.
  */
-export function quantizeTiedEmbedding(graph: GraphProto, quantized: ReadonlyMap<string, NbitsWeight>, initializers: Map<string, TensorProto>, blockSize: number): number {
+export function quantizeTiedEmbedding(
+  graph: GraphProto,
+  quantized: ReadonlyMap<string, NbitsWeight>,
+  initializers: Map<string, TensorProto>,
+  blockSize: number,
+): number {
   let count = 0;
   graph.node = graph.node.flatMap((node) => {
     const q = node.opType === 'Gather' && (node.domain === '' || node.domain === 'ai.onnx') ? quantized.get(node.input[0] ?? '') : undefined;
@@ -38,8 +43,18 @@ export function quantizeTiedEmbedding(graph: GraphProto, quantized: ReadonlyMap<
     const [packed, scales] = q.tensors as [TensorProto, TensorProto];
     const blocks = q.k / blockSize;
     const prefix = `${node.name || node.output[0]}_Q4`;
-    const scalesShape = create(TensorProtoSchema, { name: `${prefix}/scales_shape`, dataType: DataType.INT64, dims: [3n], rawData: new Uint8Array(BigInt64Array.of(BigInt(q.n), BigInt(blocks), 1n).buffer) });
-    const rowShape = create(TensorProtoSchema, { name: `${prefix}/row_shape`, dataType: DataType.INT64, dims: [3n], rawData: new Uint8Array(BigInt64Array.of(0n, 0n, BigInt(q.k)).buffer) });
+    const scalesShape = create(TensorProtoSchema, {
+      name: `${prefix}/scales_shape`,
+      dataType: DataType.INT64,
+      dims: [3n],
+      rawData: new Uint8Array(BigInt64Array.of(BigInt(q.n), BigInt(blocks), 1n).buffer),
+    });
+    const rowShape = create(TensorProtoSchema, {
+      name: `${prefix}/row_shape`,
+      dataType: DataType.INT64,
+      dims: [3n],
+      rawData: new Uint8Array(BigInt64Array.of(0n, 0n, BigInt(q.k)).buffer),
+    });
     for (const t of [scalesShape, rowShape]) initializers.set(t.name, t);
     return [
       create(NodeProtoSchema, { opType: 'Reshape', name: `${prefix}/scales`, input: [scales.name, scalesShape.name], output: [`${prefix}/scales`] }),

@@ -41,6 +41,7 @@ export function quantizeColumns(weight: Float32Array, k: number, n: number, layo
 /** The `[K, N]` float32 weight the integer MatMul effectively multiplies by. */
 export function dequantizeColumns(q: QuantizedColumns, k: number, n: number): Float32Array {
   const out = new Float32Array(k * n);
-  for (let row = 0; row < k; row++) for (let col = 0; col < n; col++) out[row * n + col] = Math.fround((q.data[row * n + col]! - WEIGHT_ZERO_POINT) * q.scales[col]!);
+  for (let row = 0; row < k; row++)
+    for (let col = 0; col < n; col++) out[row * n + col] = Math.fround((q.data[row * n + col]! - WEIGHT_ZERO_POINT) * q.scales[col]!);
   return out;
 }

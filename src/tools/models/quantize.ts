@@ -20,7 +20,15 @@
 import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { create } from '@bufbuild/protobuf';
-import { AttributeProtoSchema, AttributeProto_AttributeType, NodeProtoSchema, TensorProtoSchema, type ModelProto, type NodeProto, type TensorProto } from 'onnx-buf';
+import {
+  AttributeProtoSchema,
+  AttributeProto_AttributeType,
+  NodeProtoSchema,
+  TensorProtoSchema,
+  type ModelProto,
+  type NodeProto,
+  type TensorProto,
+} from 'onnx-buf';
 import { AppError } from '../../shared/errors.ts';
 import { writeFolderAtomically } from './atomic-output.ts';
 import { intAttribute } from './graph-index.ts';
@@ -121,7 +129,8 @@ export function quantizeModel(model: ModelProto, modelPath: string, scheme: Quan
   for (const o of graph.output) used.add(o.name);
   graph.initializer = [...initializers.values()].filter((t) => used.has(t.name));
   graph.input = graph.input.filter((i) => !initializers.has(i.name) || used.has(i.name));
-  if (scheme.kind === 'nbits' && !model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push({ $typeName: 'onnx.OperatorSetIdProto', domain: MS_DOMAIN, version: 1n });
+  if (scheme.kind === 'nbits' && !model.opsetImport.some((o) => o.domain === MS_DOMAIN))
+    model.opsetImport.push({ $typeName: 'onnx.OperatorSetIdProto', domain: MS_DOMAIN, version: 1n });
   return count;
 }
 
@@ -144,8 +153,18 @@ function quantizeWeight(target: Target, modelPath: string, scheme: QuantizationS
       n,
       tensors: [
         create(TensorProtoSchema, { name: uniqueName(`${base}_quantized`, taken), dataType: DataType.UINT8, dims: [BigInt(k), BigInt(n)], rawData: q.data }),
-        create(TensorProtoSchema, { name: uniqueName(`${base}_scale`, taken), dataType: DataType.FLOAT, dims: [BigInt(n)], rawData: new Uint8Array(q.scales.buffer) }),
-        create(TensorProtoSchema, { name: uniqueName(`${base}_zero_point`, taken), dataType: DataType.UINT8, dims: [], rawData: Uint8Array.of(WEIGHT_ZERO_POINT) }),
+        create(TensorProtoSchema, {
+          name: uniqueName(`${base}_scale`, taken),
+          dataType: DataType.FLOAT,
+          dims: [BigInt(n)],
+          rawData: new Uint8Array(q.scales.buffer),
+        }),
+        create(TensorProtoSchema, {
+          name: uniqueName(`${base}_zero_point`, taken),
+          dataType: DataType.UINT8,
+          dims: [],
+          rawData: Uint8Array.of(WEIGHT_ZERO_POINT),
+        }),
       ],
     };
   }
@@ -155,8 +174,18 @@ function quantizeWeight(target: Target, modelPath: string, scheme: QuantizationS
     k,
     n,
     tensors: [
-      create(TensorProtoSchema, { name: uniqueName(`${base}_Q${bits}`, taken), dataType: DataType.UINT8, dims: [BigInt(n), BigInt(blocks.blocksPerColumn), BigInt((blockSize * bits) / 8)], rawData: blocks.packed }),
-      create(TensorProtoSchema, { name: uniqueName(`${base}_scales`, taken), dataType: DataType.FLOAT, dims: [BigInt(n), BigInt(blocks.blocksPerColumn)], rawData: new Uint8Array(blocks.scales.buffer) }),
+      create(TensorProtoSchema, {
+        name: uniqueName(`${base}_Q${bits}`, taken),
+        dataType: DataType.UINT8,
+        dims: [BigInt(n), BigInt(blocks.blocksPerColumn), BigInt((blockSize * bits) / 8)],
+        rawData: blocks.packed,
+      }),
+      create(TensorProtoSchema, {
+        name: uniqueName(`${base}_scales`, taken),
+        dataType: DataType.FLOAT,
+        dims: [BigInt(n), BigInt(blocks.blocksPerColumn)],
+        rawData: new Uint8Array(blocks.scales.buffer),
+      }),
     ],
   };
 }
@@ -169,7 +198,13 @@ function nbitsNode(node: NodeProto, q: QuantizedWeight, scheme: Extract<Quantiza
     name: `${node.name || node.output[0]}_Q${bits}`,
     input: [node.input[0]!, q.tensors[0]!.name, q.tensors[1]!.name],
     output: [node.output[0]!],
-    attribute: [intAttr('K', q.k), intAttr('N', q.n), intAttr('bits', bits), intAttr('block_size', blockSize), ...(accuracyLevel === undefined ? [] : [intAttr('accuracy_level', accuracyLevel)])],
+    attribute: [
+      intAttr('K', q.k),
+      intAttr('N', q.n),
+      intAttr('bits', bits),
+      intAttr('block_size', blockSize),
+      ...(accuracyLevel === undefined ? [] : [intAttr('accuracy_level', accuracyLevel)]),
+    ],
   });
 }
 
@@ -179,7 +214,13 @@ function integerNodes(node: NodeProto, q: QuantizedWeight, taken: Map<string, un
   const v = (what: string) => `${prefix}/${what}`;
   for (const what of ['x_q', 'x_scale', 'x_zero', 'acc', 'acc_f', 'scale']) taken.set(v(what), true);
   const make = (opType: string, input: string[], output: string[], attribute: ReturnType<typeof intAttr>[] = []) =>
-    create(NodeProtoSchema, { opType, name: `${prefix}/${output[0] === node.output[0] ? 'scaled' : output[0]!.slice(prefix.length + 1)}`, input, output, attribute });
+    create(NodeProtoSchema, {
+      opType,
+      name: `${prefix}/${output[0] === node.output[0] ? 'scaled' : output[0]!.slice(prefix.length + 1)}`,
+      input,
+      output,
+      attribute,
+    });
   return [
     make('DynamicQuantizeLinear', [node.input[0]!], [v('x_q'), v('x_scale'), v('x_zero')]),
     make('MatMulInteger', [v('x_q'), q.tensors[0]!.name, v('x_zero'), q.tensors[2]!.name], [v('acc')]),

@@ -40,18 +40,32 @@ export async function writeRandomPack(options: RandomPackOptions): Promise<void>
   if (!preset) {
     throw new AppError('INVALID_ARGUMENT', `unknown preset ${options.preset} (known: ${Object.keys(PRESETS).join(', ')})`);
   }
-  if (options.untiedHead && options.head === 'gemm') throw new AppError('INVALID_ARGUMENT', 'the gemm head is the tied embedding; an untied head is a matmul head');
+  if (options.untiedHead && options.head === 'gemm')
+    throw new AppError('INVALID_ARGUMENT', 'the gemm head is the tied embedding; an untied head is a matmul head');
   const spec = options.untiedHead ? { ...preset, tieEmbeddings: false } : preset;
   const { tokenizerJson, tokenizerConfig } = qwenTokenizerFiles();
-  await writeDecoderPack(options.out, {
-    spec,
-    weights: randomWeights(spec, options.seed),
-    graph: { head: options.head ?? (options.untiedHead ? 'matmul' : 'gemm'), hiddenStatesOutput: options.hiddenStatesOutput, layout: options.layout ?? 'plain', decodeAttention: options.decodeAttention, newKeyValuesOutputs: options.newKeyValuesOutputs },
-    tokenizerJson,
-    tokenizerConfig,
-    externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
-    source: { ...randomPackSource(options.preset, options.seed, options.layout, options.decodeAttention), ...(options.untiedHead ? { untiedHead: true } : {}) },
-  }, { tool: 'models random', force: options.force });
+  await writeDecoderPack(
+    options.out,
+    {
+      spec,
+      weights: randomWeights(spec, options.seed),
+      graph: {
+        head: options.head ?? (options.untiedHead ? 'matmul' : 'gemm'),
+        hiddenStatesOutput: options.hiddenStatesOutput,
+        layout: options.layout ?? 'plain',
+        decodeAttention: options.decodeAttention,
+        newKeyValuesOutputs: options.newKeyValuesOutputs,
+      },
+      tokenizerJson,
+      tokenizerConfig,
+      externalData: parameterCount(spec) * 4 > EXTERNAL_DATA_ABOVE_BYTES,
+      source: {
+        ...randomPackSource(options.preset, options.seed, options.layout, options.decodeAttention),
+        ...(options.untiedHead ? { untiedHead: true } : {}),
+      },
+    },
+    { tool: 'models random', force: options.force },
+  );
 }
 
 /**
@@ -86,7 +100,14 @@ export async function ensureBenchPack(preset: string, log: (line: string) => voi
  * when chosen): decode steps attend with standard ops (decoder-graph-attention.ts).
  */
 function randomPackSource(preset: string, seed: number, layout: DecoderLayout = 'plain', decodeAttention?: DecodeAttention): Record<string, unknown> {
-  return { tool: 'random', preset, seed, graph: layout === 'fused' ? 3 : 2, ...(layout === 'plain' ? {} : { layout }), ...decodeAttentionSource(layout, decodeAttention) };
+  return {
+    tool: 'random',
+    preset,
+    seed,
+    graph: layout === 'fused' ? 3 : 2,
+    ...(layout === 'plain' ? {} : { layout }),
+    ...decodeAttentionSource(layout, decodeAttention),
+  };
 }
 
 /** What writeRandomPack records for a bench pack (seed 0). */

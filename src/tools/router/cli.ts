@@ -173,7 +173,11 @@ async function evalCommand(args: string[]): Promise<void> {
     {
       router: requireFlag(values, 'router'),
       edgeModel: values['edge-model'],
-      ...(cloud === undefined ? { cloudModelFile: values['cloud-model-file'] } : 'shim' in cloud ? { cloud: cloud.shim } : { cloudModel: cloud.pack as string, cloudModelFile: cloud.file }),
+      ...(cloud === undefined
+        ? { cloudModelFile: values['cloud-model-file'] }
+        : 'shim' in cloud
+          ? { cloud: cloud.shim }
+          : { cloudModel: cloud.pack as string, cloudModelFile: cloud.file }),
       edgeModelFile: values['edge-model-file'],
       text: requireFlag(values, 'text'),
       ...(values['chat-template'] ? { chatTemplate: values['chat-template'] } : {}),

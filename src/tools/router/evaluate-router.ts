@@ -49,7 +49,10 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   const edgeModel = o.edgeModel ?? resolve(root, meta.slm);
   const cloudModel = o.cloudModel ?? (meta.llm ? resolve(root, meta.llm) : undefined);
   if (!cloudModel && !o.cloud) {
-    throw new AppError('INVALID_ARGUMENT', `${root}/router.json names no cloud model pack (its "llm" key; a router trained through a shim has none): pass --cloud-model PACK or --cloud HOST:PORT`);
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `${root}/router.json names no cloud model pack (its "llm" key; a router trained through a shim has none): pass --cloud-model PACK or --cloud HOST:PORT`,
+    );
   }
   const edgePack = loadModelPack(edgeModel, o.edgeModelFile);
   if (meta.hidden_size !== edgePack.hiddenSize) {
@@ -59,7 +62,10 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   checkRouterTrainedFor(root, edgePack);
   const corpus = readTrainingCorpus(o.text);
   const { count, noun } = documentCount(corpus);
-  const { heldOut } = splitByParagraph(Array.from({ length: count }, (_, i) => i), o.trainFraction);
+  const { heldOut } = splitByParagraph(
+    Array.from({ length: count }, (_, i) => i),
+    o.trainFraction,
+  );
   if (heldOut.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.text}: no ${noun}s after the first ${o.trainFraction}`);
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
   const template = chatTemplateFor(corpus, tokenizer, edgePack.dir, o.chatTemplate);

@@ -108,9 +108,12 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
   const { edge, scorer, settings, progress } = o;
   const read = o.heldOut.slice(0, settings.documents);
   progress?.start('report: teacher forcing', read.length);
-  const forced = await teacherForceSequences({ edgeModel: edge.edgeModel, cloud: scorer, sequences: o.documents.sequences(read), onSequence: (done) => progress?.update(done) }).finally(() =>
-    progress?.stop(),
-  );
+  const forced = await teacherForceSequences({
+    edgeModel: edge.edgeModel,
+    cloud: scorer,
+    sequences: o.documents.sequences(read),
+    onSequence: (done) => progress?.update(done),
+  }).finally(() => progress?.stop());
   const router = predict(o.weights, routerInputs(forced, o.features).features, forced.count, readsToken(o.features) ? forced.proposed : undefined);
   const baselines = forcedBaselineScores(forced);
   const forcedRows = atShare(forced, { router, ...baselines }, settings.shares, o.seed);
@@ -153,7 +156,13 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
     small_only_accuracy: forcedRows[0]?.small_only_accuracy ?? NaN,
     large_only_accuracy: forcedRows[0]?.large_only_accuracy ?? NaN,
     teacher_forced: forcedRows.map((r) => ({ share: r.share, router: r.router, top1: r.top1, entropy: r.entropy, random: r.random, oracle: r.oracle })),
-    free_running: { prompts: prompts.length, max_new_tokens: settings.maxNewTokens, small_only: only('small_only'), llm_only: only('llm_only'), at_share: atShares },
+    free_running: {
+      prompts: prompts.length,
+      max_new_tokens: settings.maxNewTokens,
+      small_only: only('small_only'),
+      llm_only: only('llm_only'),
+      at_share: atShares,
+    },
   };
   return { ...report, ...judged(report) };
 }
@@ -161,16 +170,23 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
 const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
 
 /** The verdict against top-1 (the router `--router builtin` serves), and against random for repetition. */
-export function judged(r: Pick<HeldOutReport, 'noun' | 'documents' | 'teacher_forced' | 'free_running'>): Pick<HeldOutReport, 'beats_top1' | 'repeats_more_than_random_at' | 'verdict'> {
+export function judged(
+  r: Pick<HeldOutReport, 'noun' | 'documents' | 'teacher_forced' | 'free_running'>,
+): Pick<HeldOutReport, 'beats_top1' | 'repeats_more_than_random_at' | 'verdict'> {
   const losses: string[] = [];
   for (const row of r.teacher_forced) {
-    if (!(row.router > row.top1)) losses.push(`teacher-forced at ${pct(row.share)} routed it recovers ${pct(row.router)} of the gap against top-1's ${pct(row.top1)}`);
+    if (!(row.router > row.top1))
+      losses.push(`teacher-forced at ${pct(row.share)} routed it recovers ${pct(row.router)} of the gap against top-1's ${pct(row.top1)}`);
   }
   for (const row of r.free_running.at_share) {
     if (!(Math.abs(row.router.routed_share - row.top1.routed_share) <= MATCHED_WITHIN)) {
-      losses.push(`free-running at ${pct(row.share)} the routed shares did not match (the router's runs ${pct(row.router.routed_share)}, top-1's ${pct(row.top1.routed_share)}), so it is not shown to win there`);
+      losses.push(
+        `free-running at ${pct(row.share)} the routed shares did not match (the router's runs ${pct(row.router.routed_share)}, top-1's ${pct(row.top1.routed_share)}), so it is not shown to win there`,
+      );
     } else if (!(row.router.ppl_cloud < row.top1.ppl_cloud)) {
-      losses.push(`free-running at ${pct(row.share)} the cloud's perplexity of its output is ${row.router.ppl_cloud.toFixed(2)} against top-1's ${row.top1.ppl_cloud.toFixed(2)}`);
+      losses.push(
+        `free-running at ${pct(row.share)} the cloud's perplexity of its output is ${row.router.ppl_cloud.toFixed(2)} against top-1's ${row.top1.ppl_cloud.toFixed(2)}`,
+      );
     }
   }
   const repeats = r.free_running.at_share.filter((row) => row.router.rep4 > row.random.rep4).map((row) => row.share);
@@ -181,7 +197,9 @@ export function judged(r: Pick<HeldOutReport, 'noun' | 'documents' | 'teacher_fo
     ? `The trained router beats the built-in top-1 router ${where}, ${measured}, at every share from ${pct(r.teacher_forced[0]!.share)} to ${pct(r.teacher_forced.at(-1)!.share)}.`
     : `The trained router does NOT beat the built-in top-1 router ${where}: ${losses.join('; ') || 'nothing was measured'}. ` +
       'Serve the built-in one with `--router builtin` (bun run start / bun run edge), or train on more text.';
-  const repetition = repeats.length ? ` Its free-running output repeats itself more than random routing's (rep4) at ${repeats.map(pct).join(', ')} routed.` : '';
+  const repetition = repeats.length
+    ? ` Its free-running output repeats itself more than random routing's (rep4) at ${repeats.map(pct).join(', ')} routed.`
+    : '';
   return { beats_top1: beats, repeats_more_than_random_at: repeats, verdict: verdict + repetition };
 }
 
@@ -203,7 +221,11 @@ export function formatHeldOutReport(r: HeldOutReport): string {
     lines.push(
       `free running (${f.prompts} prompts, ${f.max_new_tokens} tokens), the cloud's perplexity of the output (rep4) [routed share reached]:`,
       head.map((h, i) => cell(h, i ? 24 : 6)).join(''),
-      ...f.at_share.map((row) => [cell(pct(row.share), 6), ...REPORT_METHODS.map((m) => cell(`${f2(row[m].ppl_cloud)} (${f3(row[m].rep4)}) [${pct(row[m].routed_share)}]`, 24))].join('')),
+      ...f.at_share.map((row) =>
+        [cell(pct(row.share), 6), ...REPORT_METHODS.map((m) => cell(`${f2(row[m].ppl_cloud)} (${f3(row[m].rep4)}) [${pct(row[m].routed_share)}]`, 24))].join(
+          '',
+        ),
+      ),
       `edge alone ${f2(f.small_only.ppl_cloud)} (${f3(f.small_only.rep4)}); cloud alone ${f2(f.llm_only.ppl_cloud)} (${f3(f.llm_only.rep4)})`,
     );
   }

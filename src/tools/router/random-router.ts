@@ -42,16 +42,20 @@ export async function writeRandomRouterPack(out: string, o: RandomRouterOptions)
     ids: Int32Array.from({ length: rows }, (_, i) => i),
     vectors: Float32Array.from({ length: (rows + 1) * o.hiddenUnits }, () => normal() * 0.1),
   };
-  await writeRouterPack(out, {
-    weights,
-    meta: {
-      hidden_size: o.hiddenSize,
-      slm: o.edgeModel,
-      ...(o.edgeModelDir ? { edge_model: edgeModelIdentity(o.edgeModelDir) } : {}),
-      default_threshold: DEFAULT_ROUTER_THRESHOLD,
-      features: [...FEATURE_GROUPS],
-      training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed },
+  await writeRouterPack(
+    out,
+    {
+      weights,
+      meta: {
+        hidden_size: o.hiddenSize,
+        slm: o.edgeModel,
+        ...(o.edgeModelDir ? { edge_model: edgeModelIdentity(o.edgeModelDir) } : {}),
+        default_threshold: DEFAULT_ROUTER_THRESHOLD,
+        features: [...FEATURE_GROUPS],
+        training: { random_weights: true, hidden_units: o.hiddenUnits, seed: o.seed },
+      },
+      source: randomRouterSource(o),
     },
-    source: randomRouterSource(o),
-  }, { tool: 'random router', force: o.force });
+    { tool: 'random router', force: o.force },
+  );
 }

@@ -48,7 +48,12 @@ export function buildRouterGraph(weights: MlpWeights, hiddenSize: number, featur
   const capped = g.op('Min', [probability, g.floats('max_score', [MAX_SCORE], [])]);
   const score = g.op('Squeeze', [capped, g.ints('squeeze_axes', [1])]);
   g.output(score, 'score', DataType.FLOAT, ['batch']);
-  return g.toModel({ hidden_size: String(hiddenSize), previous_hidden: String(readsPreviousHidden(features)), extra_features: String(extraCols), hidden_units: String(hiddenUnits) });
+  return g.toModel({
+    hidden_size: String(hiddenSize),
+    previous_hidden: String(readsPreviousHidden(features)),
+    extra_features: String(extraCols),
+    hidden_units: String(hiddenUnits),
+  });
 }
 
 /** proposed_token [batch] → its row of the token vectors, [batch, hiddenUnits]. */

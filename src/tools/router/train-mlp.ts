@@ -5,7 +5,18 @@
  */
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { logLoss } from './classifier-metrics.ts';
-import { cloneWeights, hiddenLayer, initialWeights, outputLogit, predictStandardized, sigmoid, standardize, tokenRow, type MlpWeights, type TokenVectors } from './mlp.ts';
+import {
+  cloneWeights,
+  hiddenLayer,
+  initialWeights,
+  outputLogit,
+  predictStandardized,
+  sigmoid,
+  standardize,
+  tokenRow,
+  type MlpWeights,
+  type TokenVectors,
+} from './mlp.ts';
 
 export interface Dataset {
   /** `[rows, inputSize]` row-major. */
@@ -184,8 +195,10 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
     return w;
   };
   const weights = options.initial ? cloneWeights(options.initial) : fresh();
-  if (weights.inputSize !== n || weights.hiddenUnits !== h) throw new Error(`internal: initial weights are ${weights.inputSize}×${weights.hiddenUnits}, not ${n}×${h}`);
-  if (weights.tokens && (!train.proposed || !validation.proposed)) throw new Error('internal: a router with token vectors needs the proposed tokens of every row');
+  if (weights.inputSize !== n || weights.hiddenUnits !== h)
+    throw new Error(`internal: initial weights are ${weights.inputSize}×${weights.hiddenUnits}, not ${n}×${h}`);
+  if (weights.tokens && (!train.proposed || !validation.proposed))
+    throw new Error('internal: a router with token vectors needs the proposed tokens of every row');
   const x = standardize(weights, train.features, train.rows);
   const xVal = standardize(weights, validation.features, validation.rows);
   const rowOfToken = weights.tokens ? Int32Array.from(train.proposed!, (id) => tokenRow(weights.tokens!, id)) : undefined;
@@ -195,7 +208,10 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
   const grads = params.map((p) => new Float64Array(p.length));
   const [gw1, gb1, gw2, gb2, gTokens] = grads as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array | undefined];
   const gradients: Gradients = { gw1, gb1, gw2, gb2, gTokens };
-  const adam = new Adam(params.reduce((s, p) => s + p.length, 0), options.learningRate ?? DEFAULT_LEARNING_RATE);
+  const adam = new Adam(
+    params.reduce((s, p) => s + p.length, 0),
+    options.learningRate ?? DEFAULT_LEARNING_RATE,
+  );
   const random = seededRandom(options.seed ^ 0x9e3779b9);
   const order = Int32Array.from({ length: train.rows }, (_, i) => i);
   const z1 = new Float64Array(h);
@@ -203,7 +219,11 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
 
   const history: EpochReport[] = [];
   // A warm start is itself a candidate: a round whose epochs all do worse keeps it.
-  let best = { loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows, validation.proposed), validationTargets) : Infinity, epoch: 0, weights: cloneWeights(weights) };
+  let best = {
+    loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows, validation.proposed), validationTargets) : Infinity,
+    epoch: 0,
+    weights: cloneWeights(weights),
+  };
   for (let epoch = 1; epoch <= maxEpochs; epoch++) {
     shuffle(order, random);
     let lossSum = 0;

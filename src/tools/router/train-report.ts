@@ -60,12 +60,18 @@ export interface TrainRouterReport {
 export function routerMeta(
   o: TrainRouterOptions,
   report: TrainRouterReport,
-  packs: { edgeModelDir: string; cloudModelDir: string | undefined; cloud: string; hiddenSize: number; corpus: Pick<TextCorpus, 'path' | 'sha256'>; rolloutRule: RolloutLabelRule },
+  packs: {
+    edgeModelDir: string;
+    cloudModelDir: string | undefined;
+    cloud: string;
+    hiddenSize: number;
+    corpus: Pick<TextCorpus, 'path' | 'sha256'>;
+    rolloutRule: RolloutLabelRule;
+  },
 ): RouterJson {
   const { corpus, rolloutRule } = packs;
   const { defaultThreshold, rounds } = report;
   return {
-
     hidden_size: packs.hiddenSize,
     slm: relative(resolve(o.out), packs.edgeModelDir),
     // What the edge checks at start: this router on another edge model is refused.

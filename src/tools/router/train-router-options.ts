@@ -124,10 +124,12 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (!Number.isInteger(o.hiddenUnits) || o.hiddenUnits < 1 || o.hiddenUnits > 65_536) {
     bad(`--hidden-units must be an integer in [1, 65536], got ${o.hiddenUnits}`);
   }
-  if (o.members !== undefined && (!Number.isInteger(o.members) || o.members < 1 || o.members > 16)) bad(`--members must be an integer in [1, 16], got ${o.members}`);
+  if (o.members !== undefined && (!Number.isInteger(o.members) || o.members < 1 || o.members > 16))
+    bad(`--members must be an integer in [1, 16], got ${o.members}`);
   if (o.learningRate !== undefined && !(o.learningRate > 0 && o.learningRate <= 1)) bad(`--learning-rate must be in (0, 1], got ${o.learningRate}`);
   if (!LABEL_RULES.includes(o.labels)) bad(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(o.labels)}`);
-  if (o.rolloutLabels !== undefined && !ROLLOUT_LABEL_RULES.includes(o.rolloutLabels)) bad(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(o.rolloutLabels)}`);
+  if (o.rolloutLabels !== undefined && !ROLLOUT_LABEL_RULES.includes(o.rolloutLabels))
+    bad(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(o.rolloutLabels)}`);
   if (!o.features.includes('hidden') || o.features.some((f) => !FEATURE_GROUPS.includes(f))) {
     bad(`--features must be a comma-separated list of ${FEATURE_GROUPS.join(', ')} including hidden, got ${JSON.stringify(o.features.join(','))}`);
   }
@@ -135,12 +137,18 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (!Number.isInteger(o.rolloutPrompts) || o.rolloutPrompts < 1 || o.rolloutPrompts > 100_000) {
     bad(`--rollout-prompts must be an integer in [1, 100000], got ${o.rolloutPrompts}`);
   }
-  if (!Number.isInteger(o.rolloutTokens) || o.rolloutTokens < 1 || o.rolloutTokens > 4096) bad(`--rollout-tokens must be an integer in [1, 4096], got ${o.rolloutTokens}`);
+  if (!Number.isInteger(o.rolloutTokens) || o.rolloutTokens < 1 || o.rolloutTokens > 4096)
+    bad(`--rollout-tokens must be an integer in [1, 4096], got ${o.rolloutTokens}`);
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }
-  for (const [flag, value] of [['documents', o.report?.documents], ['prompts', o.report?.prompts], ['tokens', o.report?.maxNewTokens]] as const) {
-    if (value !== undefined && !(Number.isInteger(value) && value >= 0 && value <= 100_000)) bad(`--report-${flag} must be an integer in [0, 100000], got ${value}`);
+  for (const [flag, value] of [
+    ['documents', o.report?.documents],
+    ['prompts', o.report?.prompts],
+    ['tokens', o.report?.maxNewTokens],
+  ] as const) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 0 && value <= 100_000))
+      bad(`--report-${flag} must be an integer in [0, 100000], got ${value}`);
   }
   if ((o.cloudModel === undefined) === (o.cloud === undefined)) bad('give the cloud as --cloud-model PACK or as --cloud HOST:PORT (one of them)');
   for (const pack of [o.edgeModel, o.cloudModel]) {

@@ -40,7 +40,17 @@ import { heldOutReport } from './held-out-report.ts';
 import { checkFolderOutput } from '../models/output-ownership.ts';
 import { ROUTER_TRAIN_TOOL, writeRouterPack } from './router-pack.ts';
 import { routerSource } from './router-source.ts';
-import { DEFAULT_MEMBERS, DEFAULT_ROLLOUT_LABELS, DEFAULT_ROUTER_LEARNING_RATE, DEFAULT_THRESHOLD, ROLLOUT_PREFIX_TOKENS, ROLLOUT_SHARES, VALIDATION_FRACTION, validateTrainOptions, type TrainRouterOptions } from './train-router-options.ts';
+import {
+  DEFAULT_MEMBERS,
+  DEFAULT_ROLLOUT_LABELS,
+  DEFAULT_ROUTER_LEARNING_RATE,
+  DEFAULT_THRESHOLD,
+  ROLLOUT_PREFIX_TOKENS,
+  ROLLOUT_SHARES,
+  VALIDATION_FRACTION,
+  validateTrainOptions,
+  type TrainRouterOptions,
+} from './train-router-options.ts';
 import { routerMeta, type RoundReport, type TrainRouterReport } from './train-report.ts';
 import { trainMlp, type Dataset } from './train-mlp.ts';
 
@@ -92,7 +102,13 @@ function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]):
     targets.set(p.targets, at);
     at += p.labels.length;
   }
-  return { features: routerInputs(forced, features).features, labels, targets, rows: forced.count, ...(readsToken(features) ? { proposed: forced.proposed } : {}) };
+  return {
+    features: routerInputs(forced, features).features,
+    labels,
+    targets,
+    rows: forced.count,
+    ...(readsToken(features) ? { proposed: forced.proposed } : {}),
+  };
 }
 
 function scored(weights: MlpWeights, set: Dataset): { auc: number; accuracy: number; scores: Float32Array } {
@@ -113,7 +129,10 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const edgePack = loadModelPack(o.edgeModel, o.edgeModelFile);
   const documentsIn = documentCount(corpus);
   // Document indices: paragraphs of text, or a chat dataset's conversations (split by conversation).
-  const { train, heldOut } = splitByParagraph(Array.from({ length: documentsIn.count }, (_, i) => i), o.trainFraction);
+  const { train, heldOut } = splitByParagraph(
+    Array.from({ length: documentsIn.count }, (_, i) => i),
+    o.trainFraction,
+  );
   if (train.length < 2) {
     throw new AppError(
       'INVALID_ARGUMENT',
@@ -128,22 +147,37 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const template = chatTemplateFor(corpus, tokenizer, edgePack.dir, o.chatTemplate);
   const reportTemplate = reportCorpus === corpus ? template : chatTemplateFor(reportCorpus, tokenizer, edgePack.dir, o.chatTemplate);
   const edgeModel = await DecoderModel.load(edgePack);
-  const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: o.cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer).catch(async (e: unknown) => {
-    await edgeModel.release();
-    throw e;
-  });
+  const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: o.cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer).catch(
+    async (e: unknown) => {
+      await edgeModel.release();
+      throw e;
+    },
+  );
   try {
     const documents = trainingDocuments(corpus, { edgeModel, tokenizer }, template);
     let forced: TeacherForced;
     try {
       progress?.start('teacher forcing', train.length);
-      forced = await teacherForceSequences({ edgeModel, cloud: cloud.scorer, sequences: documents.sequences(train), onSequence: (done) => progress?.update(done) });
+      forced = await teacherForceSequences({
+        edgeModel,
+        cloud: cloud.scorer,
+        sequences: documents.sequences(train),
+        onSequence: (done) => progress?.update(done),
+      });
     } finally {
       progress?.stop();
     }
 
-    const trainParts: Labelled[] = [labelled(selectParagraphs(forced, (p) => !validation.has(p)), o.labels)];
-    const tfValidation = labelled(selectParagraphs(forced, (p) => validation.has(p)), o.labels);
+    const trainParts: Labelled[] = [
+      labelled(
+        selectParagraphs(forced, (p) => !validation.has(p)),
+        o.labels,
+      ),
+    ];
+    const tfValidation = labelled(
+      selectParagraphs(forced, (p) => validation.has(p)),
+      o.labels,
+    );
     const validationParts: Labelled[] = [tfValidation];
     const balance = labelBalance(labelsBy(o.labels, forced));
     if (trainParts[0]!.forced.count === 0 || tfValidation.forced.count === 0 || !(balance > 0 && balance < 1)) {
@@ -208,8 +242,14 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       throw new AppError('INVALID_ARGUMENT', `${o.text}: the validation ${documentsIn.noun}s have only one label class; give more text`);
     }
     rounds.push(figures(0, result, 0));
-    const trainPrompts = documents.rolloutPrompts(train.filter((p) => !validation.has(p)), ROLLOUT_PREFIX_TOKENS);
-    const validationPrompts = documents.rolloutPrompts(train.filter((p) => validation.has(p)), ROLLOUT_PREFIX_TOKENS);
+    const trainPrompts = documents.rolloutPrompts(
+      train.filter((p) => !validation.has(p)),
+      ROLLOUT_PREFIX_TOKENS,
+    );
+    const validationPrompts = documents.rolloutPrompts(
+      train.filter((p) => validation.has(p)),
+      ROLLOUT_PREFIX_TOKENS,
+    );
     const validationPerRound = Math.max(1, Math.ceil(o.rolloutPrompts * VALIDATION_FRACTION));
     for (let round = 1; round <= o.rounds && trainPrompts.length > 0; round++) {
       const router = new MlpRouter(result.weights, o.features);
@@ -221,7 +261,12 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         progress?.start(phase, prompts.length);
         try {
           return await collectTrajectories({
-            edgeModel, cloud, tokenizer, router, prompts, thresholds,
+            edgeModel,
+            cloud,
+            tokenizer,
+            router,
+            prompts,
+            thresholds,
             maxNewTokens: o.rolloutTokens,
             seed: o.seed + round * 100_003,
             onPrompt: (done) => progress?.update(done),
@@ -250,10 +295,27 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     }
 
     // Measured before writing, so router.json holds it: what the router is worth against --router builtin.
-    const reportOn = reportCorpus === corpus ? { documents, heldOut } : { documents: trainingDocuments(reportCorpus, { edgeModel, tokenizer }, reportTemplate), heldOut: [...Array(documentCount(reportCorpus).count).keys()] };
-    const held = o.report?.documents && reportOn.heldOut.length
-      ? await heldOutReport({ edge: { edgeModel, tokenizer, cloud: cloud.client }, scorer: cloud.scorer, ...reportOn, noun: documentCount(reportCorpus).noun, weights: result.weights, features: o.features, settings: o.report, seed: o.seed, progress })
-      : undefined;
+    const reportOn =
+      reportCorpus === corpus
+        ? { documents, heldOut }
+        : {
+            documents: trainingDocuments(reportCorpus, { edgeModel, tokenizer }, reportTemplate),
+            heldOut: [...Array(documentCount(reportCorpus).count).keys()],
+          };
+    const held =
+      o.report?.documents && reportOn.heldOut.length
+        ? await heldOutReport({
+            edge: { edgeModel, tokenizer, cloud: cloud.client },
+            scorer: cloud.scorer,
+            ...reportOn,
+            noun: documentCount(reportCorpus).noun,
+            weights: result.weights,
+            features: o.features,
+            settings: o.report,
+            seed: o.seed,
+            progress,
+          })
+        : undefined;
     const last = rounds[rounds.length - 1]!;
     const defaultThreshold =
       o.defaultThreshold ??
@@ -278,7 +340,14 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       ...(held ? { heldOut: held } : {}),
       seconds: 0,
     };
-    const meta = routerMeta(o, report, { edgeModelDir: edgePack.dir, cloudModelDir: cloud.pack?.dir, cloud: cloud.description, hiddenSize: forced.hiddenSize, corpus, rolloutRule });
+    const meta = routerMeta(o, report, {
+      edgeModelDir: edgePack.dir,
+      cloudModelDir: cloud.pack?.dir,
+      cloud: cloud.description,
+      hiddenSize: forced.hiddenSize,
+      corpus,
+      rolloutRule,
+    });
     await writeRouterPack(o.out, { weights: result.weights, meta, source }, claim);
     report.seconds = (performance.now() - started) / 1000;
     return report;

@@ -34,13 +34,18 @@ const STRUCTURED: Record<string, keyof RawConstraint> = {
 export const CONSTRAINT_FIELDS = ['response_format', 'structured_outputs', ...Object.keys(GUIDED)];
 
 function fromResponseFormat(value: unknown): { param: string; raw: RawConstraint } | undefined {
-  if (!isRecord(value) || typeof value.type !== 'string') throw new OpenAIParamError('response_format', `response_format must be an object with a type, got ${show(value)}`);
+  if (!isRecord(value) || typeof value.type !== 'string')
+    throw new OpenAIParamError('response_format', `response_format must be an object with a type, got ${show(value)}`);
   if (value.type === 'text') return undefined;
   if (value.type === 'json_object') return { param: 'response_format', raw: { jsonObject: true } };
-  if (value.type !== 'json_schema') throw new OpenAIParamError('response_format.type', `response_format.type must be text, json_object or json_schema, got ${show(value.type)}`);
+  if (value.type !== 'json_schema')
+    throw new OpenAIParamError('response_format.type', `response_format.type must be text, json_object or json_schema, got ${show(value.type)}`);
   const format = value.json_schema;
   if (!isRecord(format) || !isRecord(format.schema)) {
-    throw new OpenAIParamError('response_format.json_schema', 'response_format.json_schema must be an object with a schema (and optionally name, description, strict)');
+    throw new OpenAIParamError(
+      'response_format.json_schema',
+      'response_format.json_schema must be an object with a schema (and optionally name, description, strict)',
+    );
   }
   if (format.strict !== undefined && format.strict !== null && typeof format.strict !== 'boolean') {
     throw new OpenAIParamError('response_format.json_schema.strict', `response_format.json_schema.strict must be a boolean, got ${show(format.strict)}`);
@@ -54,7 +59,8 @@ function fromStructuredOutputs(value: unknown): { param: string; raw: RawConstra
   const raw: RawConstraint = {};
   for (const [key, v] of Object.entries(value)) {
     const target = STRUCTURED[key];
-    if (!target) throw new OpenAIParamError(`structured_outputs.${key}`, `structured_outputs.${key} is not supported; the keys are ${Object.keys(STRUCTURED).join(', ')}`);
+    if (!target)
+      throw new OpenAIParamError(`structured_outputs.${key}`, `structured_outputs.${key} is not supported; the keys are ${Object.keys(STRUCTURED).join(', ')}`);
     if (v !== null && v !== undefined) raw[target] = v;
   }
   return { param: 'structured_outputs', raw };

@@ -52,7 +52,25 @@ const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 const MAX_STOP = 4;
 
 const ROUTE_BUDGET_FIELDS = ['route_share', 'route_tokens_per_minute', 'route_wait_ms'];
-const COMMON = ['model', 'stream', 'stream_options', 'max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'user', 'prompt_cache_key', 'routing_mode', 'routing_threshold', 'route_span', ...ROUTE_BUDGET_FIELDS, 'private_detect', ...CONSTRAINT_FIELDS];
+const COMMON = [
+  'model',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'temperature',
+  'top_p',
+  'stop',
+  'seed',
+  'n',
+  'user',
+  'prompt_cache_key',
+  'routing_mode',
+  'routing_threshold',
+  'route_span',
+  ...ROUTE_BUDGET_FIELDS,
+  'private_detect',
+  ...CONSTRAINT_FIELDS,
+];
 const NEUTRAL = { presence_penalty: [0], frequency_penalty: [0] };
 
 export function parseCompletionRequest(body: Record<string, unknown>, limits: GenerationLimits): CompletionRequest {
@@ -125,7 +143,8 @@ function parseConversation(key: string | undefined): string | undefined {
 function parseStreamOptions(value: unknown, stream: boolean): boolean {
   if (value === undefined) return false;
   if (!stream) throw new OpenAIParamError('stream_options', 'stream_options is only allowed with stream: true');
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new OpenAIParamError('stream_options', `stream_options must be an object, got ${show(value)}`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new OpenAIParamError('stream_options', `stream_options must be an object, got ${show(value)}`);
   const options = new OpenAIFields(value as Record<string, unknown>, ['include_usage']);
   return options.boolean('include_usage') ?? false;
 }
@@ -144,7 +163,10 @@ function parsePrivateDetect(value: unknown): string[] | undefined {
 function promptSpans(value: unknown, prompt: string | number[]): PrivateText[] {
   if (value === undefined) return [];
   if (typeof prompt !== 'string') {
-    throw new OpenAIParamError('private_spans', 'private_spans mark stretches of a text prompt; a prompt of token ids has no text of yours to point into: send the text (private_detect still applies to ids)');
+    throw new OpenAIParamError(
+      'private_spans',
+      'private_spans mark stretches of a text prompt; a prompt of token ids has no text of yours to point into: send the text (private_detect still applies to ids)',
+    );
   }
   return spansOf(value, prompt, 'private_spans');
 }
@@ -199,7 +221,8 @@ function parseMessages(value: unknown): EdgeChatMessage[] {
     if (typeof message !== 'object' || message === null || Array.isArray(message)) throw new OpenAIParamError(at, `${at} must be an object`);
     const fields = message as Record<string, unknown>;
     for (const key of Object.keys(fields)) {
-      if (!['role', 'content', 'name', 'private_spans'].includes(key)) throw new OpenAIParamError(`${at}.${key}`, `unsupported parameter: ${at}.${key} is not supported by this edge (text messages only)`);
+      if (!['role', 'content', 'name', 'private_spans'].includes(key))
+        throw new OpenAIParamError(`${at}.${key}`, `unsupported parameter: ${at}.${key} is not supported by this edge (text messages only)`);
     }
     const role = typeof fields.role === 'string' ? CHAT_ROLES.get(fields.role) : undefined;
     if (role === undefined) {

@@ -90,7 +90,12 @@ export const CHAT: ResponseShape = {
   chunkObject: 'chat.completion.chunk',
   idPrefix: 'chatcmpl-',
   choice: (text, finish) => ({ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }),
-  chunkChoice: (text, finish) => ({ index: 0, delta: finish === null ? { content: text } : text ? { content: text } : {}, logprobs: null, finish_reason: finish }),
+  chunkChoice: (text, finish) => ({
+    index: 0,
+    delta: finish === null ? { content: text } : text ? { content: text } : {},
+    logprobs: null,
+    finish_reason: finish,
+  }),
   opening: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
 };
 

@@ -28,13 +28,30 @@ const SPELT_DOT = String.raw`(?: ?[\[(][Dd][Oo][Tt][\])] ?|\.)`;
 const SPELT_OUT = LinearPattern.compile(String.raw`${DOT_ATOM}${SPELT_AT}${LABEL}(?:${SPELT_DOT}${LABEL})+`);
 
 /** Names reserved for tests, documentation and private networks (RFC 2606, 6761, 6762; ICANN's .internal). */
-const PRIVATE_USE_DOMAINS = ['example', 'test', 'invalid', 'localhost', 'local', 'internal', 'lan', 'home', 'corp', 'intranet', 'private', 'localdomain', 'onion', 'alt'];
+const PRIVATE_USE_DOMAINS = [
+  'example',
+  'test',
+  'invalid',
+  'localhost',
+  'local',
+  'internal',
+  'lan',
+  'home',
+  'corp',
+  'intranet',
+  'private',
+  'localdomain',
+  'onion',
+  'alt',
+];
 const KNOWN_TOP_LEVEL = new Set([...tlds, ...PRIVATE_USE_DOMAINS]);
 /** Endings of file names that are no top-level domain: `icon@2x.png` names an image. */
 const FILE_EXTENSIONS = new Set(
-  ('png jpg jpeg gif svg webp bmp ico tif tiff heic heif avif pdf txt csv tsv json xml yaml yml toml ini cfg conf log html htm css scss ' +
+  (
+    'png jpg jpeg gif svg webp bmp ico tif tiff heic heif avif pdf txt csv tsv json xml yaml yml toml ini cfg conf log html htm css scss ' +
     'less js mjs cjs ts tsx jsx vue rb go kt swift cpp hpp php bat lock gz tgz tar rar exe dll dylib jar apk dmg iso img ' +
-    'bin dat db sqlite wav ogg flac webm mkv avi wmv ttf otf eot psd sketch docx doc xlsx xls pptx ppt odt rtf').split(' '),
+    'bin dat db sqlite wav ogg flac webm mkv avi wmv ttf otf eot psd sketch docx doc xlsx xls pptx ppt odt rtf'
+  ).split(' '),
 );
 
 export function findEmails(text: string): TextSpan[] {

@@ -16,7 +16,8 @@ import { LinearPattern, type TextSpan } from '../linear-pattern.ts';
 const IP = LinearPattern.compile(ipRegex().source, { maxProgramSize: Infinity });
 
 /** A word that names what follows as a version or a section, just before the number. */
-const NUMBERING_WORD = /(?:^|[^\p{L}])(?:version|ver|v|release|rel|build|revision|rev|firmware|fw|update|patch|sdk|api|driver|section|sec|chapter|ch|clause|paragraph|para|§)\.? ?$/iu;
+const NUMBERING_WORD =
+  /(?:^|[^\p{L}])(?:version|ver|v|release|rel|build|revision|rev|firmware|fw|update|patch|sdk|api|driver|section|sec|chapter|ch|clause|paragraph|para|§)\.? ?$/iu;
 
 export function findIps(text: string): TextSpan[] {
   return [...IP.spans(text)].filter(({ start, end }) => {

@@ -27,7 +27,8 @@ export function findPhones(text: string): TextSpan[] {
     for (const { number, startsAt, endsAt } of findNumbers(text, { defaultCountry: region, v2: true })) {
       const { mainEnd, end } = withoutCommaExtension(text, endsAt, number.ext);
       const written = text.slice(startsAt, mainEnd);
-      const asFormatted = (formatted: string) => writtenAs(written, number.ext === undefined ? formatted : formatted.slice(0, formatted.lastIndexOf(number.ext)));
+      const asFormatted = (formatted: string) =>
+        writtenAs(written, number.ext === undefined ? formatted : formatted.slice(0, formatted.lastIndexOf(number.ext)));
       if (!written.startsWith('+') && !asFormatted(number.formatNational()) && !asFormatted(number.formatInternational())) continue;
       found.set(`${startsAt}:${end}`, { start: startsAt, end });
     }

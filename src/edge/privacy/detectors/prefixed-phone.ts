@@ -51,7 +51,11 @@ function phoneAt(text: string, { start, end }: TextSpan): TextSpan | undefined {
   if (!international && /\d[ .\-/]$/.test(text.slice(Math.max(0, start - 2), start))) return undefined;
   const groups = digitGroups(text, start, end, international);
   for (let count = groups.length; count >= (international ? 1 : 2); count--) {
-    const dialled = groups.slice(0, count).filter((g) => !g.trunk).map((g) => g.digits).join('');
+    const dialled = groups
+      .slice(0, count)
+      .filter((g) => !g.trunk)
+      .map((g) => g.digits)
+      .join('');
     const number = international ? dialled : dialled.slice(2);
     if (!international && !dialled.startsWith('00')) return undefined;
     if (number.length < MIN_DIGITS) return undefined;

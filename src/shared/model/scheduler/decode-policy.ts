@@ -100,7 +100,11 @@ export function joinsDecodePass(tokens: number, cached: number, settings: Pick<S
 }
 
 /** The next pass, or a wait, or nothing to do: see the header. */
-export function decideNextPass<A extends QueuedAppend, P extends QueuedPrefill>(queue: SchedulerQueue<A, P>, now: number, settings: SchedulerSettings): Decision<A, P> {
+export function decideNextPass<A extends QueuedAppend, P extends QueuedPrefill>(
+  queue: SchedulerQueue<A, P>,
+  now: number,
+  settings: SchedulerSettings,
+): Decision<A, P> {
   const { steps, prefills } = queue;
   if (steps.length === 0 && prefills.length === 0) return { kind: 'idle' };
   if (steps.length > 0 && (queue.turn === 'decode' || prefills.length === 0)) {
@@ -145,7 +149,14 @@ function passesThatFit<A extends QueuedAppend>(rows: A[], settings: SchedulerSet
   for (const row of rows) {
     const last = passes.at(-1);
     const together = [...(last ?? []), row];
-    if (last && passBytes(together.map((s) => s.sequence.length), together.map((s) => s.tokens.length)) <= settings.poolBytes) last.push(row);
+    if (
+      last &&
+      passBytes(
+        together.map((s) => s.sequence.length),
+        together.map((s) => s.tokens.length),
+      ) <= settings.poolBytes
+    )
+      last.push(row);
     else passes.push([row]);
   }
   return passes;

@@ -21,7 +21,17 @@ import type { AppendResult } from '../decoder-types.ts';
 import { AppError, errorMessage } from '../../errors.ts';
 import { KeptBatch } from '../kept-batch.ts';
 import type { Logger } from '../../process/logger.ts';
-import { DEFAULT_GATHER_MS, DEFAULT_PREFILL_CHUNK, DEFAULT_QUIET_MS, DEFAULT_QUIET_PREFILL_CHUNK, decideNextPass, joinsDecodePass, type Decision, type SchedulerQueue, type SchedulerSettings } from './decode-policy.ts';
+import {
+  DEFAULT_GATHER_MS,
+  DEFAULT_PREFILL_CHUNK,
+  DEFAULT_QUIET_MS,
+  DEFAULT_QUIET_PREFILL_CHUNK,
+  decideNextPass,
+  joinsDecodePass,
+  type Decision,
+  type SchedulerQueue,
+  type SchedulerSettings,
+} from './decode-policy.ts';
 import { ScheduledSequence } from './scheduled-sequence.ts';
 
 export interface SchedulerOptions {
@@ -113,7 +123,8 @@ export class DecodeScheduler {
   static refusal(model: DecoderModel): string | undefined {
     // The op's name in the graph file (weights kept outside it are not read). Its one scale per tensor
     // would be shared by every row of a batch: a row's rounding would depend on its batch mates.
-    if (readFileSync(model.pack.modelPath).includes('DynamicQuantizeLinear')) return 'the export quantizes activations with one scale per tensor (DynamicQuantizeLinear), which would mix the rows of a batch';
+    if (readFileSync(model.pack.modelPath).includes('DynamicQuantizeLinear'))
+      return 'the export quantizes activations with one scale per tensor (DynamicQuantizeLinear), which would mix the rows of a batch';
     return model.layout.exportRefusal();
   }
 
@@ -122,7 +133,8 @@ export class DecodeScheduler {
     for (const [name, value] of Object.entries(options)) {
       if (name === 'now') continue;
       const least = name === 'gatherMs' || name === 'quietMs' ? 0 : 1;
-      if (value !== undefined && (!Number.isInteger(value) || value < least)) throw new AppError('INVALID_ARGUMENT', `batching.${name} must be a whole number ≥ ${least}, got ${value}`);
+      if (value !== undefined && (!Number.isInteger(value) || value < least))
+        throw new AppError('INVALID_ARGUMENT', `batching.${name} must be a whole number ≥ ${least}, got ${value}`);
     }
     if (options.maxBatch <= 1) return undefined;
     const refusal = DecodeScheduler.refusal(model);
@@ -182,7 +194,15 @@ export class DecodeScheduler {
     this.turnStartedAt = this.now();
     try {
       for (;;) {
-        const queue: SchedulerQueue<Waiting, Prefill> = { steps: this.steps, prefills: this.prefills, lastPass: this.lastPass, keptRows: this.kept.heldRows, turn: this.turn, turnStartedAt: this.turnStartedAt, lastDecodeAt: this.lastDecodeAt };
+        const queue: SchedulerQueue<Waiting, Prefill> = {
+          steps: this.steps,
+          prefills: this.prefills,
+          lastPass: this.lastPass,
+          keptRows: this.kept.heldRows,
+          turn: this.turn,
+          turnStartedAt: this.turnStartedAt,
+          lastDecodeAt: this.lastDecodeAt,
+        };
         const decision: Decision<Waiting, Prefill> = decideNextPass(queue, this.now(), this.settings);
         if (decision.kind === 'idle') return;
         if (decision.kind === 'wait') {
@@ -255,7 +275,10 @@ export class DecodeScheduler {
     this.stats.promptsTogether += jobs.length;
     try {
       for (const job of jobs) job.sequence.reserve(job.tokens.length);
-      const results = await runBatchedPass(this.model, jobs.map((j) => ({ sequence: j.sequence, tokens: j.tokens.slice(0, n) })));
+      const results = await runBatchedPass(
+        this.model,
+        jobs.map((j) => ({ sequence: j.sequence, tokens: j.tokens.slice(0, n) })),
+      );
       jobs.forEach((job, i) => {
         job.done = n;
         if (n < job.tokens.length) return;
