@@ -20,11 +20,15 @@
 const CLUSTER = /[\s\S][\p{M}\u200D\u1160-\u11FF\uD7B0-\uD7FF]*/uy;
 const DROPPED = /[\p{M}\p{Z}\p{Cf}\p{Cc}\s]/gu;
 const DIGIT = /\p{Nd}/gu;
-const NOT_PLAIN = /[^\x21-\x7e]/;
 
 /** The folded form of one cluster (may be empty). */
 export function foldCluster(cluster: string, foldCase: boolean): string {
-  if (cluster.length === 1 && !NOT_PLAIN.test(cluster)) return foldCase ? cluster.toLowerCase() : cluster;
+  if (cluster.length === 1) {
+    const code = cluster.charCodeAt(0);
+    // ASCII controls and space fold to nothing, the rest of ASCII to itself.
+    if (code <= 0x20 || code === 0x7f) return '';
+    if (code < 0x7f) return foldCase ? cluster.toLowerCase() : cluster;
+  }
   let folded = cluster.normalize('NFKD').replace(DROPPED, '').replace(DIGIT, asciiDigit);
   if (foldCase) folded = folded.toLowerCase().normalize('NFKD').replace(DROPPED, '');
   return folded;
@@ -42,6 +46,8 @@ export function foldString(text: string, foldCase: boolean): string {
 }
 
 function clusterAt(text: string, at: number): string {
+  // Most text is ASCII: a character below U+0300 followed by another is a cluster of its own, no regex needed.
+  if (text.charCodeAt(at) < 0x80 && !(text.charCodeAt(at + 1) >= 0x300)) return text[at]!;
   CLUSTER.lastIndex = at;
   return CLUSTER.exec(text)![0];
 }
@@ -76,7 +82,8 @@ export class FoldedText {
 
   /** Brings the folded text to `raw`; returns the first folded index that changed. */
   sync(raw: string): number {
-    let shared = 0;
+    // The text usually grows: then all of the old text is shared, found without a walk over it.
+    let shared = raw.startsWith(this.raw) ? this.raw.length : 0;
     const limit = Math.min(raw.length, this.raw.length);
     while (shared < limit && raw.charCodeAt(shared) === this.raw.charCodeAt(shared)) shared++;
     if (shared === raw.length && shared === this.raw.length) return this.text.length;
