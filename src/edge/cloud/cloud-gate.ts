@@ -36,11 +36,6 @@ export class CloudGate {
 
   private constructor(private readonly scan: OutboundScan | undefined) {}
 
-  /** Whether this gate checks anything (a generation with private values). */
-  get guards(): boolean {
-    return this.scan !== undefined;
-  }
-
   /**
    * `messages` as passed when nothing in them discloses a private value, with `contextAfter` the whole
    * context the shim holds once they are read; undefined when something would.

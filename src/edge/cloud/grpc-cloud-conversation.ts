@@ -115,12 +115,11 @@ export class GrpcCloudConversation implements CloudConversation {
       if (messages) stream = this.host.startStream();
     } catch {}
     if (!messages || !stream) return this.shim.reset();
-    this.disclosure?.sent(messages);
     this.disclosure?.holds(this.shim.context);
     this.enter('ahead');
     this.live = new LiveRouteStream(stream, (opened) => this.host.sessionOpened?.(opened), { ahead: true });
     // A write that fails shows on the first step, which then opens another stream.
-    this.live.send(messages, { reused: false }).written.catch(() => {});
+    this.written(this.live, messages, { reused: false }).written.catch(() => {});
   }
 
   async next(request: CloudStepRequest): Promise<CloudStepReply> {

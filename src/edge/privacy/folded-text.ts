@@ -15,6 +15,7 @@
  * folded.sync('Dr . José');  // folded.text === 'Dr.Jose'
  * folded.rawRange(3, 7);     // { start: 5, end: 9 }: 'José' as written
  */
+import { decimalDigitValue } from './decimal-digit.ts';
 
 /** A character and what extends it into one cluster: combining marks, ZWJ, Hangul vowel and final jamo. */
 const CLUSTER = /[\s\S][\p{M}\u200D\u1160-\u11FF\uD7B0-\uD7FF]*/uy;
@@ -52,16 +53,9 @@ function clusterAt(text: string, at: number): string {
   return CLUSTER.exec(text)![0];
 }
 
-/**
- * A decimal digit of any script as its ASCII digit. Unicode keeps each script's digits as ten consecutive
- * code points from zero, so the digit is the distance from the run's start, modulo ten where runs touch.
- */
+/** A decimal digit of any script as its ASCII digit. */
 function asciiDigit(digit: string): string {
-  const code = digit.codePointAt(0)!;
-  if (code <= 0x39) return digit;
-  let zero = code;
-  while (zero > 0 && /\p{Nd}/u.test(String.fromCodePoint(zero - 1))) zero--;
-  return String((code - zero) % 10);
+  return String(decimalDigitValue(digit.codePointAt(0)!));
 }
 
 /**

@@ -144,7 +144,7 @@ export class PrivateValues {
    */
   disclosedIn(folded: string, from = 0, complete = false): PrivateValue | undefined {
     const found = this.occurrences(folded, from)[0]?.value;
-    return found ?? (complete ? undefined : this.list.find((v) => endsWithProperPrefix(folded, this.folded.get(v)!)));
+    return found ?? (complete ? undefined : this.valueUnderWay(folded));
   }
 
   /** Every placeholder of this generation's in `text` (what the cloud wrote), left to right; placeholders never overlap. */
@@ -166,8 +166,12 @@ export class PrivateValues {
    * what is at the end cannot be sent yet (it would leave in clear if they do).
    */
   endsInsideValue(text: string | FoldedText): boolean {
-    const folded = this.foldedOf(text).text;
-    return this.list.some((v) => endsWithProperPrefix(folded, this.folded.get(v)!));
+    return this.valueUnderWay(this.foldedOf(text).text) !== undefined;
+  }
+
+  /** A value whose start, and not all of it, ends the folded text. */
+  private valueUnderWay(folded: string): PrivateValue | undefined {
+    return this.list.find((v) => endsWithProperPrefix(folded, this.folded.get(v)!));
   }
 
   /** Whether `text` ends with the start of a placeholder but not all of it: the cloud may be writing one. */

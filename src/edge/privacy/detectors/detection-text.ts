@@ -10,6 +10,7 @@
  * folded.text; // 'tel 020 7946'
  * folded.originalSpan({ start: 4, end: 12 }); // { start: 4, end: 12 }
  */
+import { decimalDigitValue } from '../decimal-digit.ts';
 import type { TextSpan } from '../linear-pattern.ts';
 
 export interface DetectionText {
@@ -31,7 +32,6 @@ const DECIMAL_DIGIT = /\p{Nd}/u;
 const DASHES = new Set([0x2010, 0x2011, 0x2012, 0x2013, 0x2212, 0xfe63]);
 const FULL_STOPS = new Set([0x3002, 0xff61, 0xfe52]);
 const SMALL_AT = 0xfe6b;
-const digitValues = new Map<number, number>();
 
 /** The folded text, or the text itself (and identity offsets) when there is nothing to fold. */
 export function foldForDetection(text: string): DetectionText {
@@ -80,20 +80,6 @@ function foldedCharacter(codePoint: number): string | undefined {
   const character = String.fromCodePoint(codePoint);
   if (SPACE.test(character)) return ' ';
   if (INVISIBLE.test(character)) return '';
-  if (DECIMAL_DIGIT.test(character)) return String(digitValue(codePoint));
+  if (DECIMAL_DIGIT.test(character)) return String(decimalDigitValue(codePoint));
   return undefined;
-}
-
-/**
- * A decimal digit's value. Unicode encodes every script's digits as a run of ten, 0 to 9 in order (a stability
- * policy), and where two runs touch each is still whole: the distance from the start of the run, modulo ten.
- */
-function digitValue(codePoint: number): number {
-  const known = digitValues.get(codePoint);
-  if (known !== undefined) return known;
-  let first = codePoint;
-  while (DECIMAL_DIGIT.test(String.fromCodePoint(first - 1))) first--;
-  const value = (codePoint - first) % 10;
-  digitValues.set(codePoint, value);
-  return value;
 }
