@@ -154,6 +154,19 @@ describe('stories260K tokenizer (converted, loaded from a pack folder) against l
 });
 
 describe('stream decoder', () => {
+  test('short decodes it repeats are remembered apart for with and without special tokens', () => {
+    const bos = llama.bosId!;
+    const word = llama.encode(' upon', { addBos: false });
+    const kept = llama.decode([bos, ...word], { skipSpecialTokens: false });
+    expect(kept).not.toBe(llama.decode([bos, ...word]));
+    // The second of each pair comes from the memory: the same text as the library's decode of the same ids.
+    for (const skipSpecialTokens of [true, false, true, false]) {
+      expect(llama.decode([bos, ...word], { skipSpecialTokens })).toBe(skipSpecialTokens ? llama.decode(word) : kept);
+    }
+    expect(() => llama.decode([llama.vocabSize])).toThrow(/not in the vocabulary/);
+    expect(() => llama.decode([llama.vocabSize])).toThrow(/not in the vocabulary/);
+  });
+
   test('holds back byte tokens until their character is complete', () => {
     const ids = llama.encode('ü 日本😀!', { addBos: true });
     expect(streamAll(llama, ids)).toEqual(['', '', '', 'ü', ' ', '', '', '日', '', '', '本', '', '', '', '😀', '!', '']);

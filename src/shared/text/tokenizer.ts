@@ -76,6 +76,10 @@ function vocabularyKindOf(decoder: unknown): VocabularyKind {
   return 'raw';
 }
 
+/** Decodes of at most this many ids are remembered (TextTokenizer.shortDecodes), and at most this many of them. */
+const SHORT_DECODE_IDS = 3;
+const SHORT_DECODE_ENTRIES = 1 << 16;
+
 export class TextTokenizer {
   /** One more than the highest id the tokenizer knows (added tokens included). */
   readonly vocabSize: number;
@@ -91,6 +95,12 @@ export class TextTokenizer {
   private readonly specialIds: ReadonlySet<number>;
   /** Every added token's text (special or not), longest first: the strings the library's splitter matches. */
   private readonly addedTexts: readonly string[];
+  /**
+   * Short decodes already done, by ids and whether special tokens were skipped: a stream decoder decodes the
+   * same one- and two-id windows over and over (every token's text, every private-value scan), and the
+   * library's decode pipeline costs far more than a lookup. Cleared when full.
+   */
+  private readonly shortDecodes = new Map<string, string>();
 
   private constructor(
     private readonly hf: Tokenizer,
@@ -217,13 +227,26 @@ export class TextTokenizer {
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
     if (ids.length === 0) return '';
+    const skipSpecialTokens = options.skipSpecialTokens ?? true;
+    if (ids.length > SHORT_DECODE_IDS) return this.decodeUncached(ids, skipSpecialTokens);
+    const key = `${skipSpecialTokens ? 's' : 'k'}${ids.join(',')}`;
+    let text = this.shortDecodes.get(key);
+    if (text === undefined) {
+      text = this.decodeUncached(ids, skipSpecialTokens);
+      if (this.shortDecodes.size >= SHORT_DECODE_ENTRIES) this.shortDecodes.clear();
+      this.shortDecodes.set(key, text);
+    }
+    return text;
+  }
+
+  private decodeUncached(ids: readonly number[], skipSpecialTokens: boolean): string {
     for (const id of ids) {
       if (!Number.isInteger(id) || this.hf.id_to_token(id) === undefined) {
         throw new AppError('INVALID_ARGUMENT', `token id ${id} is not in the vocabulary (${this.vocabSize} ids)`);
       }
     }
     return this.hf.decode(ids.slice(), {
-      skip_special_tokens: options.skipSpecialTokens ?? true,
+      skip_special_tokens: skipSpecialTokens,
       clean_up_tokenization_spaces: this.cleanUpSpaces,
     });
   }
