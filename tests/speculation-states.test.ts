@@ -40,7 +40,7 @@ describe('the speculation transition table', () => {
 
   for (const phase of SPECULATION_PHASES) {
     test(`from ${phase}`, () => {
-      const row = SPECULATION_EVENTS.map((event) => {
+      const row = SPECULATION_EVENTS.map((event): string => {
         const next = speculationTransition(phase, event);
         return isSpeculationRefusal(next) ? next.refused : next;
       });
