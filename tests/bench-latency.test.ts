@@ -268,7 +268,10 @@ test('bench latency: bad flags are usage errors', () => {
     [['--speculate', 'on,maybe'], 'error: --speculate must be off, on or off,on, got "on,maybe"'],
     [['--speculate', 'on,on'], 'error: --speculate must be off, on or off,on, got "on,on"'],
     [['--cloud', 'nowhere'], 'error: --cloud must be host:port, got nowhere'],
-    [['--cloud', 'h:1', '--cloud-model', 'x'], 'error: give the cloud either as --cloud-model PACK (in this process) or as --cloud HOST:PORT (a running shim), not both'],
+    [
+      ['--cloud', 'h:1', '--cloud-model', 'x'],
+      'error: give the cloud either as --cloud-model PACK (in this process) or as --cloud HOST:PORT (a running shim), not both',
+    ],
     [['--cloud-token', 't'], 'error: --cloud-token goes with --cloud HOST:PORT'],
     [['--cloud-model', 'x', '--cloud-model-file', 'y.onnx'], "error: --cloud-model-file: bench latency's shim runs its pack's model.onnx"],
     [['--cloud', 'h:1', '--cloud-tls-cert', 'c.pem'], 'error: mutual TLS needs both --cloud-tls-cert and --cloud-tls-key'],

@@ -55,7 +55,9 @@ describe('walking the machine', () => {
 
   test('a refusal is thrown as an AppError (INTERNAL) that names the event and the phase', () => {
     expect(() => enterSpeculationPhase('ahead', 'send')).toThrow(AppError);
-    expect(() => enterSpeculationPhase('ahead', 'send')).toThrow(expect.objectContaining({ code: 'INTERNAL', message: expect.stringContaining('(send while ahead)') }));
+    expect(() => enterSpeculationPhase('ahead', 'send')).toThrow(
+      expect.objectContaining({ code: 'INTERNAL', message: expect.stringContaining('(send while ahead)') }),
+    );
   });
 
   test('a right guess: the chain is kept, replayed, and speculation is idle again', () => {

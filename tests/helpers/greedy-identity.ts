@@ -59,7 +59,10 @@ export async function runGreedyIdentityCases(maxNewTokens = 24): Promise<GreedyI
   const cloud = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 60_000 });
   const edgeModel = await DecoderModel.load(loadModelPack(demo.edgePack));
   const router = await loadRouter(demo.routerPack);
-  const runtime = new EdgeRuntime({ edgeModel, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud }, { ...DEFAULT_LIMITS, maxConcurrent: 1 });
+  const runtime = new EdgeRuntime(
+    { edgeModel, router, tokenizer: await TextTokenizer.fromPack(demo.edgePack), cloud },
+    { ...DEFAULT_LIMITS, maxConcurrent: 1 },
+  );
   try {
     const runs: GreedyIdentityRun[] = [];
     for (const { name, fields, promptSuffix = '' } of GREEDY_IDENTITY_CASES) {

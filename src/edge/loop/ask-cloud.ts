@@ -49,7 +49,12 @@ export async function askCloud(state: GenerationState, speculation: Speculation,
   const { request, metrics } = state;
   const t = performance.now();
   const budget = Math.min(state.cut.maxTokens(request.routeSpan), state.room);
-  const stepRequest = state.stepRequest(state.context, state.sources, { tokenIndex: metrics.tokens, maxTokens: budget, score, hidden: state.edge.last?.hidden });
+  const stepRequest = state.stepRequest(state.context, state.sources, {
+    tokenIndex: metrics.tokens,
+    maxTokens: budget,
+    score,
+    hidden: state.edge.last?.hidden,
+  });
   // Without a cloud there is nothing to send, nor to decode ahead of.
   let reply = NO_CLOUD;
   if (state.cloud.available) {

@@ -30,7 +30,17 @@ export type SpeculationPhase = 'idle' | 'draining' | 'sent' | 'ahead' | 'replayi
 export type SpeculationEvent = 'replay' | 'replay-last' | 'send' | 'open' | 'settle' | 'keep' | 'keep-to-step' | 'discard' | 'discard-step';
 
 export const SPECULATION_PHASES: readonly SpeculationPhase[] = ['idle', 'draining', 'sent', 'ahead', 'replaying', 'replaying-to-step', 'resuming'];
-export const SPECULATION_EVENTS: readonly SpeculationEvent[] = ['replay', 'replay-last', 'send', 'open', 'settle', 'keep', 'keep-to-step', 'discard', 'discard-step'];
+export const SPECULATION_EVENTS: readonly SpeculationEvent[] = [
+  'replay',
+  'replay-last',
+  'send',
+  'open',
+  'settle',
+  'keep',
+  'keep-to-step',
+  'discard',
+  'discard-step',
+];
 export const INITIAL_SPECULATION_PHASE: SpeculationPhase = 'idle';
 
 /** A transition that does not happen: always speculation's own bug (INTERNAL), never the loop's or the cloud's. */
