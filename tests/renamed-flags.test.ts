@@ -61,7 +61,7 @@ test('eval and bench latency: --edge-model/--cloud-model and their old names --s
   expect(parseLatencyFlags(['--slm', 'e', '--llm', 'c']).options).toMatchObject({ edgeModel: 'e', cloudModel: 'c' });
   expect(parseLatencyFlags(['--edge-model', 'e', '--cloud-model', 'c']).options).toMatchObject({ edgeModel: 'e', cloudModel: 'c' });
   expect(() => parseLatencyFlags(['--cloud', 'h:1', '--llm', 'c'])).toThrow(
-    new UsageError('--cloud (a running shim) and --cloud-model (the in-process shim) exclude each other'),
+    new UsageError('give the cloud either as --cloud-model PACK (in this process) or as --cloud HOST:PORT (a running shim), not both'),
   );
   expect(() => parseEvalOptions(['--dataset', 'x.txt', '--slm', 'a', '--edge-model', 'b'])).toThrow(
     new UsageError('--edge-model and --slm (its old name) are both given'),

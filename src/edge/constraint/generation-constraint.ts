@@ -7,7 +7,7 @@
  *
  * @example
  * await prepareConstraint(engine, request);           // throws INVALID_ARGUMENT naming the cause
- * state.constraint = await openConstraint(engine, request);
+ * const matcher = await openConstraint(engine, request); // GenerationState.openConstraint holds it
  */
 import type { ModelPack } from '../../shared/model/model-pack.ts';
 import { AppError } from '../../shared/errors.ts';

@@ -2,7 +2,7 @@
  * Prefill ahead: in joint mode the generation's cloud conversation may open as soon as the request is
  * accepted, with the prompt, so that the shim prefills it while the edge prefills and decodes, instead of at
  * the first routed token, which would then wait for the cloud's prefill too. The conversation is the one the
- * loop's routed steps use (GenerationState.openConversation: privacy and the gate apply alike); the first
+ * loop's routed steps use (GenerationCloud.conversation: privacy and the gate apply alike); the first
  * routed step then sends only the tokens decoded since. Tokens are the same either way: the open carries
  * context and settings only, and the cloud's cache holds what a lazy open would have computed.
  *
@@ -85,7 +85,7 @@ export function prefillInputs(state: GenerationState): PrefillInputs {
 /** Opens the generation's conversation with its prompt when the setting says so; true when it did. */
 export function sendPromptAhead(state: GenerationState): boolean {
   if (!prefillsAhead(prefillInputs(state))) return false;
-  const conversation = (state.conversation ??= state.openConversation());
+  const conversation = state.cloud.conversation();
   if (!conversation.prefill) return false;
   conversation.prefill(state.stepRequest(state.context, state.sources, { tokenIndex: 0, maxTokens: 1, score: null }));
   return true;

@@ -1,23 +1,24 @@
 /**
  * One generation's state, and the small operations the loop's steps share: the context and its sources,
- * the edge model's sequence and last outputs, the router call, sampling, the text so far, the metrics.
- * The loop (decoder-loop.ts) and speculation (speculation-chains.ts) both work on it.
+ * the router call, the routing decision, the step requests, the emitted tokens and text, the metrics. Its
+ * edge model side is GenerationEdge (generation-edge.ts: the cache, the outputs being decided, the picks),
+ * its cloud side GenerationCloud (generation-cloud.ts: the conversation and what it disclosed). The loop
+ * (decoder-loop.ts) and speculation (speculation-chains.ts) work on all three through methods that say what
+ * happens; none of their fields is written from outside.
  */
 import { randomUUID } from 'node:crypto';
-import type { AppendableSequence, AppendResult } from '../../shared/model/decoder-model.ts';
-import { AppError } from '../../shared/errors.ts';
-import { sampleToken, type SamplingOptions } from '../../shared/model/sampling.ts';
+import type { AppendResult } from '../../shared/model/decoder-model.ts';
 import { CONSTRAINED_TOP_K, type TokenConstraint } from '../constraint/token-constraint.ts';
 import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import { BoxRouting } from '../routing/box-routing.ts';
-import type { CloudConversation, CloudStepRequest } from '../cloud/cloud-client.ts';
-import { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
-import { openConversation } from '../privacy/pseudonymised-conversation.ts';
-import { Pseudonymiser } from '../privacy/pseudonymiser.ts';
+import type { CloudStepRequest } from '../cloud/cloud-client.ts';
+import { openConstraint } from '../constraint/generation-constraint.ts';
+import { GenerationCloud } from './generation-cloud.ts';
+import { sendStep, type CloudReply } from './cloud-reply.ts';
 import { promptIdsThatFit, type EdgeEngine, type LoopRequest } from './edge-engine.ts';
 import type { DoneEvent, FinishReason, TokenEvent } from './generation-events.ts';
 import { MetricsRecorder } from './generation-metrics.ts';
-import { ReplayableRandom } from './replayable-random.ts';
+import { elapsed, GenerationEdge } from './generation-edge.ts';
 import { RoutingCut } from '../routing/routing-cut.ts';
 import { StopStringFilter } from './stop-strings.ts';
 import type { TokenStreamDecoder } from '../../shared/text/tokenizer.ts';
@@ -34,16 +35,12 @@ export interface Decision {
   cloudError?: string;
 }
 
-export function elapsed(since: number): number {
-  return performance.now() - since;
-}
-
 /**
  * Built once per request: checks the prompt fits the edge model's context and sets everything up.
  *
  * @example
  * const state = new GenerationState(engine, request, signal);
- * await state.startEdge();
+ * await state.prefillEdge();
  * const { score } = await state.score(state.last!, state.context);
  */
 export class GenerationState {
@@ -53,29 +50,21 @@ export class GenerationState {
   readonly eos: Set<number>;
   /** Ids the edge can both feed its model and turn into text: the bound a cloud reply must respect. */
   readonly vocabSize: number;
-  readonly context: number[];
-  readonly sources: TokenSource[];
+  private readonly ids: number[];
+  private readonly idSources: TokenSource[];
   readonly metrics: MetricsRecorder;
-  readonly random: ReplayableRandom;
   /** The box's routing state this generation spends from and measures into. */
   readonly routing: BoxRouting;
   /** Where this generation's routing is cut: τ, or what its budgets make of the box's state. */
   readonly cut: RoutingCut;
-  /** What this generation sends the cloud, counted as it goes (the `done` event's record of what left). */
-  readonly disclosure = new CloudDisclosure();
-  /** The generation's private values' translator, when it has any: the cloud then sees only their placeholders. */
-  readonly privacy: Pseudonymiser | undefined;
+  /** The generation's cloud conversation, what it disclosed, and its private values' translator. */
+  readonly cloud: GenerationCloud;
+  /** The edge model's side: its cache, its outputs at the position being decided, its picks. */
+  readonly edge: GenerationEdge;
   private readonly textDecoder: TokenStreamDecoder;
   private readonly stopFilter: StopStringFilter;
-  text = '';
-  conversation: CloudConversation | undefined;
-  sequence: AppendableSequence | undefined;
-  /** The edge model's outputs at the position being decided. */
-  last: AppendResult | undefined;
-  /** Edge model time not yet attributed to a token: the forward pass that produced the logits in use. */
-  pendingSlmMs = 0;
-  /** The request's grammar matcher, when it has a constraint (constraint/): every chosen token passes it. */
-  constraint: TokenConstraint | undefined;
+  private text = '';
+  private grammar: TokenConstraint | undefined;
 
   constructor(
     readonly engine: EdgeEngine,
@@ -89,36 +78,41 @@ export class GenerationState {
     this.maxPositions = edgeModel.pack.maxPositions;
     this.eos = new Set([...edgeModel.pack.eosTokenIds, ...tokenizer.eosIds]);
     this.vocabSize = Math.min(edgeModel.pack.vocabSize, tokenizer.vocabSize);
-    this.context = [...promptIds];
-    this.sources = promptIds.map(() => 'prompt');
+    this.ids = [...promptIds];
+    this.idSources = promptIds.map(() => 'prompt');
     this.metrics = new MetricsRecorder(promptIds.length);
-    this.random = new ReplayableRandom(request.seed);
+    this.edge = new GenerationEdge(engine, request, this.metrics);
     // The box's routing state, or one of this generation's own for an engine without a box (a tool's, a test's).
     this.routing = engine.routing ?? new BoxRouting();
     this.cut = RoutingCut.for(request, this.routing);
     this.textDecoder = tokenizer.createStreamDecoder({ context: promptIds });
     this.stopFilter = new StopStringFilter(request.stop);
-    this.privacy = request.privateValues ? new Pseudonymiser(tokenizer, request.privateValues) : undefined;
+    this.cloud = new GenerationCloud(engine, request, signal, this.requestId, this.cut.waitMs);
   }
 
-  /** The generation's cloud conversation, opened at its first routed step or ahead of it (cloud-prefill.ts); with private values, through the pseudonymiser. */
-  openConversation(): CloudConversation {
-    const cloud = this.engine.cloud;
-    if (!cloud) throw new AppError('UNAVAILABLE', 'no cloud is configured');
-    const options = {
-      requestId: this.requestId,
-      routingKey: this.request.conversation,
-      signal: this.signal,
-      stepTimeoutMs: this.cut.waitMs,
-      disclosure: this.disclosure,
-    };
-    return openConversation(cloud, options, this.privacy);
+  /** Every token id of the generation so far: prompt, then emitted tokens. */
+  get context(): readonly number[] {
+    return this.ids;
   }
 
-  /** What the cloud saw of this generation: the text of the context the shim held at the end (placeholders, not values). */
-  cloudText(): string {
-    const ids = this.disclosure.cloudContext;
-    return ids.length === 0 ? '' : this.engine.tokenizer.decode(ids);
+  /** The source of each id of `context`: the routing history. */
+  get sources(): readonly TokenSource[] {
+    return this.idSources;
+  }
+
+  /** The request's grammar matcher, when it has a constraint (constraint/): every chosen token passes it. */
+  get constraint(): TokenConstraint | undefined {
+    return this.grammar;
+  }
+
+  /** Opens the request's grammar matcher, when it has a constraint; before the first position is decided. */
+  async openConstraint(): Promise<void> {
+    this.grammar = await openConstraint(this.engine, this.request);
+  }
+
+  /** Sends a routed step on the generation's conversation (opened on first use); its reply comes as a value. */
+  sendStep(request: CloudStepRequest): Promise<CloudReply> {
+    return sendStep(() => this.cloud.conversation(), request, this.signal);
   }
 
   /** Why the generation ends before deciding the next position, if it does. */
@@ -135,36 +129,20 @@ export class GenerationState {
   }
 
   /**
-   * Prefill: a new edge sequence fed the context in one forward pass; with a prompt cache, the sequence
-   * starts from the longest cached prefix and only the rest is fed. The prompt's cache is then kept at
-   * once, so a concurrent request with the same head finds it while this one runs.
+   * Prefill: the edge's cache fed the context (edge.prefill, from the prompt cache where it can), while a
+   * wait budget's first round trip is measured.
    */
-  async startEdge(): Promise<void> {
-    const { promptCache, edgeModel, scheduler } = this.engine;
+  async prefillEdge(): Promise<void> {
     const t = performance.now();
     const measuring = this.cut.waitMs === undefined ? undefined : this.routing.measureFirst(this.engine.cloud);
-    const start = promptCache ? promptCache.newSequence(this.context) : { sequence: edgeModel.newSequence(), cachedTokens: 0 };
-    this.sequence = scheduler ? scheduler.sequence(start.sequence) : start.sequence;
-    this.metrics.cachedTokens = start.cachedTokens;
-    await this.feedEdge(this.context.slice(start.cachedTokens));
-    promptCache?.keep(this.sequence);
+    await this.edge.prefill(this.context);
     await measuring;
     this.metrics.prefillMs += elapsed(t);
   }
 
-  /** Appends `ids` to the edge's cache; their forward pass is the next token's edge time. */
-  async feedEdge(ids: number[]): Promise<void> {
-    const t = performance.now();
-    this.last = await this.sequence!.append(ids);
-    if (ids.length === 1) this.metrics.decodePass(this.last.batchSize);
-    const ms = elapsed(t);
-    this.metrics.slmMs += ms;
-    this.pendingSlmMs += ms;
-  }
-
   /** Advances the edge's cache past the emitted tokens, unless the generation ends here anyway. */
   async advanceEdge(accepted: number[]): Promise<void> {
-    if (this.sequence && this.context.length < this.maxPositions && this.metrics.tokens < this.request.maxNewTokens) await this.feedEdge(accepted);
+    if (this.edge.prefilled && this.context.length < this.maxPositions && this.metrics.tokens < this.request.maxNewTokens) await this.edge.feed(accepted);
   }
 
   /**
@@ -192,26 +170,10 @@ export class GenerationState {
     return routed;
   }
 
-  /** The edge's own token at a position: the request's sampling, drawing from the generation's random stream. */
-  pick(result: AppendResult): number {
-    return sampleToken(result.logits, this.sampling());
-  }
-
-  /** The request's sampling, drawing from the generation's random stream. */
-  sampling(): SamplingOptions {
-    const { temperature, topP } = this.request;
-    return { temperature, topP, random: this.random.next, vocabLimit: this.engine.tokenizer.vocabSize };
-  }
-
-  /** The edge's top-1 token at a position: what decoding ahead assumes the cloud will answer. */
-  guess(result: AppendResult): number {
-    return sampleToken(result.logits, { temperature: 0, topP: 1, random: this.random.next, vocabLimit: this.engine.tokenizer.vocabSize });
-  }
-
   /** A routed step's request: up to `maxTokens` tokens after `context`, whose sources are `sources`. */
   stepRequest(
-    context: number[],
-    sources: TokenSource[],
+    context: readonly number[],
+    sources: readonly TokenSource[],
     at: { tokenIndex: number; maxTokens: number; score: number | null; hidden?: Float32Array },
   ): CloudStepRequest {
     const { request, signal } = this;
@@ -228,7 +190,7 @@ export class GenerationState {
       threshold: request.threshold,
       hiddenState: this.engine.sendHiddenState ? at.hidden : undefined,
       // A constrained generation takes the cloud's most likely allowed token: it needs the cloud's top-k.
-      topLogprobs: this.constraint ? CONSTRAINED_TOP_K : 0,
+      topLogprobs: this.grammar ? CONSTRAINED_TOP_K : 0,
       room: this.room,
       signal,
     };
@@ -244,8 +206,8 @@ export class GenerationState {
     for (const [i, id] of chosen.entries()) {
       if (this.eos.has(id)) return { accepted, reason: 'eos' };
       accepted.push(id);
-      this.context.push(id);
-      this.sources.push(source);
+      this.ids.push(id);
+      this.idSources.push(source);
       this.metrics.token(source);
       this.routing.spend.emitted(1, source === 'llm' ? 1 : 0);
       // A span's later tokens had no decision of their own; a share budget counts them all the same.
@@ -271,8 +233,8 @@ export class GenerationState {
   finish(finishReason: FinishReason): DoneEvent {
     this.text += this.stopFilter.push(this.textDecoder.flush()).text;
     this.text += finishReason === 'stop' ? '' : this.stopFilter.flush();
-    const metrics = this.metrics.finish(this.cut.report(), this.disclosure.report());
-    if (this.constraint) metrics.constraint = { ...this.constraint.counts };
+    const metrics = this.metrics.finish(this.cut.report(), this.cloud.disclosure.report());
+    if (this.grammar) metrics.constraint = { ...this.grammar.counts };
     return {
       type: 'done',
       finishReason,
@@ -280,15 +242,14 @@ export class GenerationState {
       metrics,
       requestId: this.requestId,
       router: this.engine.router.info.name,
-      cloudText: this.cloudText(),
+      cloudText: this.cloud.cloudText(),
     };
   }
 
   /** Leaves the edge cache (prompt and output) to the prompt cache, then releases it and the cloud conversation. */
   async release(): Promise<void> {
-    if (this.sequence) this.engine.promptCache?.keep(this.sequence);
-    this.sequence?.dispose();
-    this.constraint?.dispose();
-    await this.conversation?.close().catch(() => {});
+    this.edge.release();
+    this.grammar?.dispose();
+    await this.cloud.close();
   }
 }

@@ -10,6 +10,8 @@ import { DEFAULT_LIMITS, ROUTE_BUDGET_BOUNDS } from '../../edge/request/generati
 import type { ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import { ASSETS_DIR, DEMO } from '../../shared/paths.ts';
 import { integerFlag, parseFlags, UsageError } from '../cli-support.ts';
+import { CLOUD_FLAGS, cloudSourceFlags } from '../cloud-flags.ts';
+import { shimTlsFiles } from '../lab/cloud-scorer.ts';
 import { parseThresholds } from '../eval/eval-options.ts';
 import { isCpuList } from './cpu-pinning.ts';
 import type { CloudPrefillMode } from '../../edge/loop/edge-engine.ts';
@@ -47,7 +49,7 @@ export interface LatencyBenchOptions {
   cloudModel: string;
   /** `host:port` of a running shim; when set, no shim is started here. */
   cloud?: string;
-  /** How to reach `cloud`, as the edge's --cloud-token and --cloud-tls-* flags say. */
+  /** How to reach `cloud`, as the tools' cloud flags say (cloud-flags.ts). */
   cloudToken?: string;
   cloudTls?: ClientTlsFiles;
   threads?: number;
@@ -95,8 +97,15 @@ export function parsePrefill(raw: string): CloudPrefillMode[] {
   return parts as CloudPrefillMode[];
 }
 
-/** The flags of `bench latency` as options (all but `log`); `usesDemo` when a demo pack fills a default. */
-export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchOptions, 'log'>; json: boolean; usesDemo: boolean } {
+/**
+ * The flags of `bench latency` as options (all but `log`); `usesDemo` when a demo pack fills a default. Its
+ * cloud comes from the tools' cloud flags (cloud-flags.ts): `--cloud-model` is the pack of the shim started
+ * here, `--cloud` a running shim's address.
+ */
+export function parseLatencyFlags(
+  args: string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): { options: Omit<LatencyBenchOptions, 'log'>; json: boolean; usesDemo: boolean } {
   const { values, positionals } = parseFlags(args, {
     prompts: { type: 'string' },
     'max-new-tokens': { type: 'string' },
@@ -110,12 +119,7 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
     dataset: { type: 'string' },
     'edge-model': { type: 'string' },
     router: { type: 'string' },
-    'cloud-model': { type: 'string' },
-    cloud: { type: 'string' },
-    'cloud-token': { type: 'string' },
-    'cloud-tls-ca': { type: 'string' },
-    'cloud-tls-cert': { type: 'string' },
-    'cloud-tls-key': { type: 'string' },
+    ...CLOUD_FLAGS,
     threads: { type: 'string' },
     'edge-cpus': { type: 'string' },
     'shim-cpus': { type: 'string' },
@@ -128,13 +132,10 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
   const threads = integerFlag(values, 'threads', undefined, [1, 256]);
   const routeSpan = integerFlag(values, 'route-span', 1, [1, DEFAULT_LIMITS.maxRouteSpan])!;
   const routeWaitMs = values['route-wait-ms'] === undefined ? [] : parseWaitBudgets(values['route-wait-ms']);
-  if (values.cloud !== undefined && values['cloud-model'] !== undefined)
-    throw new UsageError('--cloud (a running shim) and --cloud-model (the in-process shim) exclude each other');
-  if (values.cloud !== undefined) parseAddress(values.cloud);
-  const cloudFlags = (['cloud-token', 'cloud-tls-ca', 'cloud-tls-cert', 'cloud-tls-key'] as const).filter((f) => values[f] !== undefined);
-  if (cloudFlags.length && values.cloud === undefined) throw new UsageError(`--${cloudFlags[0]} is for a running shim: it needs --cloud HOST:PORT`);
-  if ((values['cloud-tls-cert'] === undefined) !== (values['cloud-tls-key'] === undefined))
-    throw new UsageError('mutual TLS needs both --cloud-tls-cert and --cloud-tls-key');
+  const source = cloudSourceFlags(values, env, DEMO.cloudPack);
+  if ('pack' in source && source.file !== undefined) throw new UsageError("--cloud-model-file: bench latency's shim runs its pack's model.onnx");
+  const shim = 'shim' in source ? source.shim : undefined;
+  if (shim) parseAddress(shim.address);
   if ((values['edge-cpus'] === undefined) !== (values['shim-cpus'] === undefined)) throw new UsageError('--edge-cpus and --shim-cpus go together');
   if (values['shim-cpus'] !== undefined && values.cloud !== undefined) throw new UsageError('--shim-cpus starts a shim here: it excludes --cloud');
   const edgeCpus = values['edge-cpus'];
@@ -145,7 +146,6 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
   ] as const) {
     if (cpus !== undefined && !isCpuList(cpus)) throw new UsageError(`${flag} must be a CPU list such as 1, 0,2 or 2-3, got ${JSON.stringify(cpus)}`);
   }
-  const tlsFiles = { caFile: values['cloud-tls-ca'], certFile: values['cloud-tls-cert'], keyFile: values['cloud-tls-key'] };
   const thresholds = values.thresholds === undefined ? DEFAULT_BENCH_THRESHOLDS : parseThresholds(values.thresholds);
   const speculate = parseSpeculate(values.speculate ?? 'off');
   const conditional = values['conditional-steps'] ?? 'on';
@@ -166,10 +166,10 @@ export function parseLatencyFlags(args: string[]): { options: Omit<LatencyBenchO
       conditionalSteps: conditional === 'on',
       edgeModel: values['edge-model'] ?? DEMO.edgePack,
       router: router === 'builtin' ? undefined : router,
-      cloudModel: values['cloud-model'] ?? DEMO.cloudPack,
-      cloud: values.cloud,
-      cloudToken: values['cloud-token'],
-      cloudTls: tlsFiles.caFile || tlsFiles.certFile ? tlsFiles : undefined,
+      cloudModel: 'shim' in source ? DEMO.cloudPack : typeof source.pack === 'string' ? source.pack : source.pack.dir,
+      cloud: shim?.address,
+      cloudToken: shim?.authToken,
+      cloudTls: shim ? shimTlsFiles(shim) : undefined,
       threads,
       edgeCpus,
       shimCpus,

@@ -28,7 +28,7 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
   --cloud-model PACK      cloud model pack, run in process (default models/stories260k) (old name: --llm)
   --cloud HOST:PORT       the cloud as deployed: a running shim, whatever its backend (SGLang, OpenAI-compatible,
                           embedded), instead of --cloud-model; with --cloud-token T (or EDGE_CLOUD_TOKEN) and
-                          --cloud-tls-ca PEM as the edge takes them
+                          --cloud-tls-ca PEM (--cloud-tls-cert, --cloud-tls-key: mutual TLS) as the edge takes them
   --edge-model-file F, --cloud-model-file F
                           the ONNX file of a pack to run, e.g. model_q4.onnx (default model.onnx)
                           (old names: --slm-file, --llm-file)

@@ -13,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { bearer } from '../../shared/grpc/auth.ts';
 import { toAppError } from '../../shared/grpc/errors.ts';
 import { CloudRouterClient, type CloudRouterClientType, type ScoreResponse__Output } from '../../shared/grpc/proto.ts';
-import { clientTls } from '../../shared/grpc/tls.ts';
+import { clientTls, type ClientTlsFiles } from '../../shared/grpc/tls.ts';
 import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError, errorMessage } from '../../shared/errors.ts';
 import { scoreOnModel, type PositionScores, type ScoreRowsOptions } from '../../shared/model/position-scores.ts';
@@ -67,8 +67,17 @@ export interface ShimScorerOptions {
   authToken?: string;
   /** CA (PEM) that signed the shim's certificate; turns TLS on. */
   tlsCa?: string;
+  /** This client's certificate and key (PEM), for a shim that asks for mutual TLS; both or neither. */
+  tlsCert?: string;
+  tlsKey?: string;
   /** Deadline of one call (a window of a document). Default 10 min: a busy GPU server queues tools last. */
   callTimeoutMs?: number;
+}
+
+/** The TLS files a tool reaches a shim with; undefined: plain text. */
+export function shimTlsFiles(options: ShimScorerOptions): ClientTlsFiles | undefined {
+  if (!options.tlsCa && !options.tlsCert) return undefined;
+  return { caFile: options.tlsCa, certFile: options.tlsCert, keyFile: options.tlsKey };
 }
 
 /** The shim's Score call. `connect` asks once with two ids, to learn the window and fail early and clearly. */
@@ -93,7 +102,7 @@ export class ShimScorer implements CloudScorer {
   }
 
   static async connect(options: ShimScorerOptions): Promise<ShimScorer> {
-    const secure = clientTls(options.address, options.tlsCa ? { caFile: options.tlsCa } : undefined);
+    const secure = clientTls(options.address, shimTlsFiles(options));
     const client = new CloudRouterClient(options.address, secure.credentials, { ...secure.options, 'grpc.max_receive_message_length': 64 << 20 });
     try {
       const probe = await call(client, options, { ids: [0, 0], candidateIds: [], topK: 0, vocabLimit: 0, requestId: 'tool-probe' });

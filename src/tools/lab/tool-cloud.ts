@@ -17,7 +17,7 @@ import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
 import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { vocabularySha256 } from '../../shared/text/vocabulary.ts';
-import { InProcessScorer, ShimScorer, type CloudScorer, type ShimScorerOptions } from './cloud-scorer.ts';
+import { InProcessScorer, ShimScorer, shimTlsFiles, type CloudScorer, type ShimScorerOptions } from './cloud-scorer.ts';
 import { InProcessCloud } from './in-process-cloud.ts';
 import { checkSameVocabulary } from './teacher-forcing.ts';
 
@@ -70,7 +70,7 @@ async function openShim(options: ShimScorerOptions, edgePack: ModelPack): Promis
   const client = new GrpcCloudClient({
     address: options.address,
     authToken: options.authToken,
-    tls: options.tlsCa ? { caFile: options.tlsCa } : undefined,
+    tls: shimTlsFiles(options),
     stepTimeoutMs: TOOL_STEP_TIMEOUT_MS,
     // A tool fails on the first failed step (generation-runs.ts); nothing to recover in the background.
     healthProbe: false,

@@ -63,7 +63,7 @@ const USAGE = `usage: bun run router <command> [flags]
   --cloud HOST:PORT uses a running shim for the cloud model instead of a pack in this process, whatever its
   backend (SGLang, an OpenAI-compatible server, embedded): teacher forcing through its Score call, on-policy
   rollouts through the real decoding loop routing to it; --cloud-token T (or EDGE_CLOUD_TOKEN) and
-  --cloud-tls-ca PEM as the edge takes them. The shim needs --model-pack (its tokenizer proves the pair shares one).
+  --cloud-tls-ca PEM (--cloud-tls-cert and --cloud-tls-key for mutual TLS) as the edge takes them. The shim needs --model-pack (its tokenizer proves the pair shares one).
 
   --edge-model, --cloud-model, --edge-model-file and --cloud-model-file were --slm, --llm, --slm-file and
   --llm-file (old names, still accepted)`;

@@ -9,59 +9,31 @@
  * every routed position exactly as without speculation.
  */
 import type { AppendResult } from '../../../shared/model/decoder-model.ts';
-import { isAbortError } from '../../../shared/errors.ts';
+import { AppError } from '../../../shared/errors.ts';
 import type { TokenSource } from '../../../shared/contract/contract-vocabulary.ts';
-import { refusesSteps, type CloudConversation, type CloudStepReply, type CloudStepRequest } from '../../cloud/cloud-client.ts';
+import { refusesSteps, type CloudStepRequest } from '../../cloud/cloud-client.ts';
+import type { CloudReply, StepSender } from '../cloud-reply.ts';
 import { decodeAhead, type SpeculativeStep } from './decode-ahead.ts';
 import { DEFAULT_SPECULATION_DEPTH, type SpeculationSettings } from '../edge-engine.ts';
-import { elapsed, type GenerationState } from '../generation-state.ts';
+import { elapsed } from '../generation-edge.ts';
+import type { GenerationState } from '../generation-state.ts';
 import type { RoutingCut } from '../../routing/routing-cut.ts';
+import type { Chain, HeldData, SpeculationHeld } from './speculation-held.ts';
 import { NO_SPECULATION, type KeptPosition, type Settled, type Speculation } from './speculation.ts';
 import { SpeculationPolicy } from './speculation-policy.ts';
-
-/**
- * A routed position whose step is in flight, and what the edge decoded past it from its guess. When a
- * position of the chain routed too, its conditional step went out at once: `behind` holds it, with the
- * chain's part after it. Each chain holds one checkpoint of the edge's cache, at its routed position.
- */
-interface Chain {
-  step: Promise<CloudStepReply>;
-  /** Token index of the routed position. */
-  tokenIndex: number;
-  guess: number;
-  from: AppendResult;
-  draws: number;
-  steps: SpeculativeStep[];
-  /** The context up to the end of the chain (shared with the chain behind, which continues it). */
-  ids: number[];
-  /** The sources of `ids` as the steps sent from inside the chain give them: its routed positions' tokens as `llm`. */
-  idSources: TokenSource[];
-  behind?: { index: number; chain: Chain };
-  replied: boolean;
-  /**
-   * The generation's cut as it will stand at the chain's end: a fork taken at the routed position, fed every
-   * position decoded ahead, so each is decided as the loop would decide it. The chain behind continues it.
-   */
-  cut: RoutingCut;
-}
+import { enterSpeculationPhase, INITIAL_SPECULATION_PHASE, type SpeculationEvent, type SpeculationPhase } from './speculation-states.ts';
 
 /**
  * The speculation of one generation (see speculation.ts for how the loop calls it). Every routed step
  * feeds `policy` its round trip and whether the edge's guess was right; with `auto` the policy decides at
- * each routed position whether a chain is opened there at all.
+ * each routed position whether a chain is opened there at all. Where it stands is one SpeculationHeld,
+ * changed only through the transition table (speculation-states.ts).
  *
  * @example
  * const speculation = new SpeculationChains(state, { depth: 8 }, new SpeculationPolicy(), false);
  */
 export class SpeculationChains implements Speculation {
-  /** Positions already decoded ahead and kept: replayed as the loop's decisions. */
-  private kept: SpeculativeStep[] = [];
-  /** The chain of the conditional step sent at the last kept position: that position's step is in flight. */
-  private pending: Chain | undefined;
-  /** A conditional step whose assumption failed: its (skipped) reply must be in before the next step is sent. */
-  private drain: Promise<void> | undefined;
-  /** The chain of the routed position being decided. */
-  private current: Chain | undefined;
+  private held: SpeculationHeld = { phase: INITIAL_SPECULATION_PHASE } as SpeculationHeld;
   private readonly depth: number;
 
   constructor(
@@ -73,69 +45,87 @@ export class SpeculationChains implements Speculation {
     this.depth = settings.depth ?? DEFAULT_SPECULATION_DEPTH;
   }
 
+  /** Where speculation stands (speculation-states.ts). */
+  get phase(): SpeculationPhase {
+    return this.held.phase;
+  }
+
   replayKept(): KeptPosition | undefined {
-    const step = this.kept.shift();
-    if (!step) return undefined;
-    const { metrics } = this.state;
+    const held = this.held;
+    if (held.phase !== 'replaying' && held.phase !== 'replaying-to-step') return undefined;
+    const step = held.kept.shift()!;
+    const more = held.kept.length > 0;
+    if (more) this.enter('replay', held.phase, held);
+    else if (held.phase === 'replaying') this.enter('replay-last', 'idle', {});
+    else this.enter('replay-last', 'resuming', { pending: held.pending });
+    // Its forward pass and pick were done while waiting: its outputs are the ones decided now.
+    const { metrics, edge } = this.state;
+    edge.decideKeptPosition(step.result, step.slmMs);
     const replayMs = step.routerMs + step.pickMs;
     metrics.savedMs += step.slmMs + replayMs;
     metrics.slmMs += step.slmMs;
-    return { step, replayMs, fed: this.kept.length > 0 };
+    return { step, replayMs, fed: more };
   }
 
-  async send(conversation: CloudConversation, request: CloudStepRequest): Promise<{ reply: Promise<CloudStepReply> }> {
-    const resumed = this.pending;
-    this.pending = undefined;
-    this.current = resumed;
-    if (!resumed) {
-      if (this.drain) await this.drain;
-      this.drain = undefined;
+  async send(request: CloudStepRequest, send: StepSender): Promise<{ reply: Promise<CloudReply> }> {
+    const held = this.held;
+    if (held.phase !== 'resuming') {
+      if (held.phase === 'draining') await held.drain;
+      this.enter('send', 'sent', {});
       const sentAt = performance.now();
-      const reply = conversation.next(request);
-      reply.then(
-        () => this.policy.observeRoundTrip(elapsed(sentAt)),
-        () => {},
-      );
+      const reply = send(request);
+      void reply.then((answer) => {
+        if (answer.kind !== 'failed' && answer.kind !== 'cancelled') this.policy.observeRoundTrip(elapsed(sentAt));
+      });
       return { reply };
     }
     // This position's conditional step went out while the previous one was in flight. Skipped or failed
     // (its predecessor failed, and the stream with it), it is sent again now as a plain step, once every
     // step sent behind it is answered: the cloud is asked here exactly as without speculation.
+    const resumed = held.pending;
+    this.enter('send', 'ahead', { chain: resumed });
     const resend = async () => {
-      await resumed.behind?.chain.step.catch(() => {});
-      return conversation.next(request);
+      await resumed.behind?.chain.step;
+      return send(request);
     };
-    const reply = resumed.step.then(
-      (answer) => (answer.skipped ? resend() : answer),
-      (e: unknown) => {
-        if (this.state.signal?.aborted || isAbortError(e)) throw e;
-        return resend();
-      },
-    );
+    const reply = resumed.step.then((answer) => (answer.kind === 'skipped' || answer.kind === 'failed' ? resend() : answer));
     return { reply };
   }
 
-  async decodeAhead(reply: Promise<CloudStepReply>): Promise<void> {
+  async decodeAhead(reply: Promise<CloudReply>): Promise<void> {
     const { state } = this;
     const ahead = Math.min(this.depth, state.room - 1);
     if (ahead <= 0 || refusesSteps(state.engine.cloud?.state())) return;
-    if (!this.current) {
+    let held = this.held;
+    if (held.phase === 'sent') {
       if (this.auto && !this.pays()) return;
-      this.current = this.open(reply, state.last!, state.metrics.tokens, [...state.context], [...state.sources], state.cut.fork());
+      const chain = this.open(reply, state.edge.last!, state.metrics.tokens, [...state.context], [...state.sources], state.cut.fork());
+      this.enter('open', 'ahead', { chain });
+      held = this.held;
     }
-    await this.extend(this.current, ahead);
+    if (held.phase === 'ahead') await this.extend(held.chain, ahead);
   }
 
   settle(chosen: number[] | undefined): Settled | undefined {
-    const chain = this.current;
-    this.current = undefined;
+    const held = this.held;
+    const chain = held.phase === 'ahead' ? held.chain : undefined;
     // Without a chain nothing was fed since the routed position: `last` is still its outputs.
-    const guess = chain?.guess ?? this.state.guess(this.state.last!);
+    const guess = chain?.guess ?? this.state.edge.guess(this.state.edge.last!);
     if (chosen) this.policy.observeGuess(chosen.length === 1 && chosen[0] === guess);
-    if (!chain) return undefined;
+    if (!chain) {
+      this.enter('settle', 'idle', {});
+      return undefined;
+    }
     // A failed step falls back to the edge's own pick: with greedy decoding that is the guess itself.
     if (!chosen && this.state.request.temperature === 0) chosen = [chain.guess];
-    return { chosen, ...this.resolve(chain, chosen) };
+    return { chosen, fed: this.resolve(chain, chosen) };
+  }
+
+  /** The one way the phase changes: `event` must lead to `phase` in the table, which holds `data`. */
+  private enter<P extends SpeculationPhase>(event: SpeculationEvent, phase: P, data: HeldData<P>): void {
+    const next = enterSpeculationPhase(this.held.phase, event);
+    if (next !== phase) throw new AppError('INTERNAL', `speculation: ${event} leads to ${next}, not ${phase}`);
+    this.held = { ...data, phase } as SpeculationHeld;
   }
 
   /** `auto` at a routed position: the policy's decision from the figures so far, recorded in the metrics. */
@@ -149,32 +139,27 @@ export class SpeculationChains implements Speculation {
     return speculate;
   }
 
-  /** Starts a chain from the edge's top-1 guess at the routed position whose step is `step`; the cache can return here. */
-  private open(step: Promise<CloudStepReply>, from: AppendResult, tokenIndex: number, ids: number[], idSources: TokenSource[], cut: RoutingCut): Chain {
-    const { random, sequence } = this.state;
-    const guess = this.state.guess(from);
-    const chain: Chain = { step, tokenIndex, guess, from, draws: random.draws, steps: [], ids, idSources, replied: false, cut };
-    // Handled here so a failure during speculation is not an unhandled rejection; the loop awaits `step` itself.
-    step.then(
-      () => (chain.replied = true),
-      () => (chain.replied = true),
-    );
-    sequence!.checkpoint();
+  /** Starts a chain from the edge's top-1 guess at the routed position whose step is `step`; the edge can return here. */
+  private open(step: Promise<CloudReply>, from: AppendResult, tokenIndex: number, ids: number[], idSources: TokenSource[], cut: RoutingCut): Chain {
+    const { edge } = this.state;
+    const guess = edge.guess(from);
+    const draws = edge.markAhead();
+    const chain: Chain = { step, tokenIndex, guess, from, draws, steps: [], ids, idSources, replied: false, cut };
+    void step.then(() => (chain.replied = true));
     return chain;
   }
-
   /**
    * Sends the step of a routed position inside `chain` (the last of its steps) as a conditional step, and
    * returns the guess to decode on from; undefined when it may not (or the guess ends the text).
    */
   private branch(chain: Chain, at: SpeculativeStep): number | undefined {
     const { state } = this;
-    if (this.settings.conditionalSteps === false || chain.behind || chain.replied || !state.conversation) return undefined;
+    if (this.settings.conditionalSteps === false || chain.behind || chain.replied || !state.cloud.isOpen) return undefined;
     if (refusesSteps(state.engine.cloud?.state())) return undefined;
     const index = chain.steps.length - 1;
     const tokenIndex = chain.tokenIndex + 1 + index;
     const request = state.stepRequest([...chain.ids], [...chain.idSources], { tokenIndex, maxTokens: 1, score: at.score ?? 0, hidden: at.result.hidden });
-    const step = state.conversation.next({ ...request, conditional: true });
+    const step = state.sendStep({ ...request, conditional: true });
     state.metrics.conditionalSteps++;
     const behind = this.open(step, at.result, tokenIndex, chain.ids, chain.idSources, chain.cut);
     chain.behind = { index, chain: behind };
@@ -199,13 +184,11 @@ export class SpeculationChains implements Speculation {
       ahead,
       {
         feed: async (token) => {
-          const t = performance.now();
-          const result = await state.sequence!.append([token]);
-          state.metrics.decodePass(result.batchSize);
+          const fed = await state.edge.feedAhead(token);
           chain.ids.push(token);
           chain.idSources.push(guessing ? 'llm' : 'slm');
           guessing = false;
-          return { result, ms: elapsed(t) };
+          return fed;
         },
         score: (result) => state.score(result, chain.ids),
         routes: (score) => {
@@ -213,7 +196,7 @@ export class SpeculationChains implements Speculation {
           chain.cut.record(score, decision.routed, decision);
           return decision.routed;
         },
-        pick: (result) => state.pick(result),
+        pick: (result) => state.edge.pick(result),
         isEos: (token) => state.eos.has(token),
         replied: () => chain.replied,
         branch: (step) => {
@@ -227,40 +210,37 @@ export class SpeculationChains implements Speculation {
   }
 
   /**
-   * Keeps the chain's steps when the step's tokens are exactly the guess; otherwise returns the cache to
-   * the routed position and rewinds the random stream. `fed` when the chosen token is already in the cache;
-   * `last`, after a rollback, the outputs the loop continues from (the routed position's).
-   * A kept chain with a conditional step behind it is kept up to that step's position, where the loop takes
-   * the step in flight (`pending`) instead of sending one.
+   * Keeps the chain's steps when the step's tokens are exactly the guess; otherwise returns the edge to the
+   * routed position (its cache, the random stream, the outputs the loop continues from). True when the
+   * chosen token is already in the cache. A kept chain with a conditional step behind it is kept up to that
+   * step's position, where the loop takes the step in flight instead of sending one.
    */
-  private resolve(chain: Chain, chosen: number[] | undefined): Pick<Settled, 'fed' | 'last'> {
-    const { state } = this;
-    const { metrics, sequence } = state;
+  private resolve(chain: Chain, chosen: number[] | undefined): boolean {
+    const { metrics, edge } = this.state;
     const { steps, behind } = chain;
     if (steps.length > 0) metrics.speculated++;
     if (steps.length > 0 && chosen?.length === 1 && chosen[0] === chain.guess) {
       metrics.speculationHits++;
-      sequence!.commit();
-      this.kept = behind ? steps.slice(0, behind.index + 1) : steps;
-      if (behind) {
-        behind.chain.steps = steps.slice(behind.index + 1);
-        this.pending = behind.chain;
+      edge.keepAhead();
+      if (!behind) {
+        this.enter('keep', 'replaying', { kept: steps });
+        return true;
       }
-      return { fed: true };
+      behind.chain.steps = steps.slice(behind.index + 1);
+      this.enter('keep-to-step', 'replaying-to-step', { kept: steps.slice(0, behind.index + 1), pending: behind.chain });
+      return true;
     }
-    sequence!.rollback();
-    state.random.rewind(chain.draws);
+    edge.returnTo(chain.from, chain.draws);
     metrics.wastedSteps += steps.length;
     for (const step of steps) metrics.wastedMs += step.slmMs + step.routerMs + step.pickMs;
-    if (behind) {
-      // Its assumed token was wrong: the cloud skips it. Its reply comes before any later step's.
-      metrics.conditionalSkipped++;
-      this.drain = behind.chain.step.then(
-        () => {},
-        () => {},
-      );
+    if (!behind) {
+      this.enter('discard', 'idle', {});
+      return false;
     }
-    return { fed: false, last: chain.from };
+    // Its assumed token was wrong: the cloud skips it. Its reply comes before any later step's.
+    metrics.conditionalSkipped++;
+    this.enter('discard-step', 'draining', { drain: behind.chain.step.then(() => {}) });
+    return false;
   }
 }
 

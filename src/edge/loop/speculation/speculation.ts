@@ -6,8 +6,8 @@
  * real one is SpeculationChains (speculation-chains.ts, with its conditional steps, and `speculationFor`,
  * which picks); `NO_SPECULATION` is what a request that does not speculate gets.
  */
-import type { CloudConversation, CloudStepReply, CloudStepRequest } from '../../cloud/cloud-client.ts';
-import type { AppendResult } from '../../../shared/model/decoder-model.ts';
+import type { CloudStepRequest } from '../../cloud/cloud-client.ts';
+import type { CloudReply, StepSender } from '../cloud-reply.ts';
 import type { SpeculativeStep } from './decode-ahead.ts';
 
 /** A position the edge decoded ahead and kept: its forward pass, router score and pick are done. */
@@ -25,25 +25,26 @@ export interface Settled {
   chosen: number[] | undefined;
   /** The chosen token is already in the edge's cache (the chain decoded ahead from it was kept). */
   fed: boolean;
-  /** After a rollback: the routed position's outputs, which the loop continues from (its `last`). */
-  last?: AppendResult;
 }
 
 export interface Speculation {
-  /** Start of a step: the next kept position, which the loop makes the one being decided (`state.last`), or undefined. */
+  /** Start of a step: the next kept position, made the one being decided (the edge's `last`), or undefined. */
   replayKept(): KeptPosition | undefined;
-  /** A routed position: sends its step, or takes the one already in flight for it (a conditional step). */
-  send(conversation: CloudConversation, request: CloudStepRequest): Promise<{ reply: Promise<CloudStepReply> }>;
+  /** A routed position: sends its step with `send`, or takes the one already in flight for it (a conditional step). */
+  send(request: CloudStepRequest, send: StepSender): Promise<{ reply: Promise<CloudReply> }>;
   /** While `reply` is on the network: decodes ahead (rejects only when the edge model fails). */
-  decodeAhead(reply: Promise<CloudStepReply>): Promise<void>;
-  /** Once the reply (or its failure) is in: keeps or throws away what was decoded ahead; undefined if nothing was. */
+  decodeAhead(reply: Promise<CloudReply>): Promise<void>;
+  /**
+   * Once the reply is in: keeps or throws away what was decoded ahead (the edge then back at the routed
+   * position); undefined if nothing was. `chosen`: the reply's tokens, undefined when it gave none.
+   */
   settle(chosen: number[] | undefined): Settled | undefined;
 }
 
 /** Sends each routed step when the loop reaches it and decodes nothing ahead. */
 export const NO_SPECULATION: Speculation = {
   replayKept: () => undefined,
-  send: async (conversation, request) => ({ reply: conversation.next(request) }),
+  send: async (request, send) => ({ reply: send(request) }),
   decodeAhead: async () => {},
   settle: () => undefined,
 };
