@@ -68,6 +68,29 @@ export class TokenConstraint {
     return true;
   }
 
+  /** Whether a token is allowed at the current position: what `pick` masks, for reporting the edge's alternatives. */
+  async allowedNow(): Promise<(id: number) => boolean> {
+    const mask = await this.mask();
+    return (id) => isAllowed(mask, id);
+  }
+
+  /**
+   * The alternatives of a routed step's tokens as the grammar lets them through, position by position, for
+   * reporting: the matcher walks the tokens and is rolled back, so `acceptCloud` then sees it as it was.
+   */
+  async allowedAlternatives(ids: readonly number[], alternatives: readonly (readonly TokenAlternative[])[], vocabSize: number): Promise<TokenAlternative[][]> {
+    const allowed: TokenAlternative[][] = [];
+    let walked = 0;
+    for (const [i, id] of ids.entries()) {
+      const mask = await this.matcher.getNextTokenBitmask();
+      allowed.push((alternatives[i] ?? []).filter((a) => Number.isInteger(a.id) && a.id >= 0 && a.id < vocabSize && isAllowed(mask, a.id)));
+      if (!Number.isInteger(id) || id < 0 || id >= vocabSize || this.matcher.isTerminated() || !this.matcher.acceptToken(id)) break;
+      walked++;
+    }
+    if (walked > 0) this.matcher.rollBack(walked);
+    return allowed;
+  }
+
   /** Whether an end token is allowed here: the grammar may end at this point. */
   async mayEnd(): Promise<boolean> {
     const mask = await this.mask();
@@ -147,4 +170,8 @@ export class TokenConstraint {
   dispose(): void {
     this.matcher.dispose();
   }
+}
+
+function isAllowed(mask: Int32Array, id: number): boolean {
+  return ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
 }

@@ -14,6 +14,7 @@ import { elapsed } from './generation-edge.ts';
 import type { TokenEvent } from './generation-events.ts';
 import type { GenerationState } from './generation-state.ts';
 import type { Speculation } from './speculation/speculation.ts';
+import { cloudLogprobs, type TokenLogprob } from './token-logprobs.ts';
 
 /** What asking the cloud at a routed position gave. */
 export interface CloudOutcome {
@@ -27,6 +28,8 @@ export interface CloudOutcome {
    */
   fed?: boolean;
   cancelled?: boolean;
+  /** The cloud's figures for `chosen`, when the request asked for log-probabilities and the cloud chose them. */
+  logprobs?: TokenLogprob[];
 }
 
 /** What a reply gives the position, and what the routing cut learns from it (nothing, for a step never sent). */
@@ -63,13 +66,23 @@ export async function askCloud(state: GenerationState, speculation: Speculation,
     await speculation.decodeAhead(sent.reply);
     reply = await sent.reply;
   }
+  // Read before the grammar takes the tokens in: the alternatives it allows at each of them.
+  const allowed =
+    request.logprobs !== undefined && reply.kind === 'served' && state.constraint
+      ? await state.constraint.allowedAlternatives(reply.tokens, reply.topAlternatives, state.vocabSize)
+      : undefined;
   const taken = takeReply(state, reply, budget);
   if (taken.cancelled) return { source: taken.source, cloudMs: 0, cancelled: true };
   const cloudMs = elapsed(t);
   metrics.cloudMs += cloudMs;
   if (taken.observed) state.cut.observeStep({ waitMs: cloudMs, ...taken.observed });
   const settled = state.cloud.available ? speculation.settle(taken.chosen) : undefined;
-  return { chosen: settled ? settled.chosen : taken.chosen, source: taken.source, cloudMs, cloudError: taken.cloudError, fed: settled?.fed };
+  const chosen = settled ? settled.chosen : taken.chosen;
+  const logprobs =
+    request.logprobs !== undefined && chosen && taken.source === 'llm' && reply.kind === 'served'
+      ? cloudLogprobs(chosen, reply, request.logprobs, state.vocabSize, allowed)
+      : undefined;
+  return { chosen, source: taken.source, cloudMs, cloudError: taken.cloudError, fed: settled?.fed, ...(logprobs ? { logprobs } : {}) };
 }
 
 function takeReply(state: GenerationState, reply: CloudReply, budget: number): TakenReply {

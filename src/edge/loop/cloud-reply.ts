@@ -21,6 +21,8 @@ export type CloudReply =
   | {
       kind: 'served';
       tokens: number[];
+      /** The cloud's log-probability of each of its tokens (NaN where it has none: a private value put back). */
+      logprobs: number[];
       topAlternatives: TokenAlternative[][];
       /** The tokens may run past the step's span, up to the room (a private value put back: privacy/). */
       pastSpan: boolean;
@@ -44,7 +46,14 @@ export function replyOf(answer: CloudStepReply | undefined): CloudReply {
   if (answer?.skipped) return { kind: 'skipped', ...load };
   if (answer?.overloaded) return { kind: 'overloaded', ...load };
   if (answer?.withheld) return { kind: 'withheld' };
-  return { kind: 'served', tokens: answer?.tokens ?? [], topAlternatives: answer?.topAlternatives ?? [], pastSpan: answer?.pastSpan === true, ...load };
+  return {
+    kind: 'served',
+    tokens: answer?.tokens ?? [],
+    logprobs: answer?.logprobs ?? [],
+    topAlternatives: answer?.topAlternatives ?? [],
+    pastSpan: answer?.pastSpan === true,
+    ...load,
+  };
 }
 
 /** A step that did not come back: cancelled with the generation, or failed with its reason. */

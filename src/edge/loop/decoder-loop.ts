@@ -19,6 +19,7 @@ import { GenerationState, type Decision } from './generation-state.ts';
 import type { KeptPosition } from './speculation/speculation.ts';
 import { speculationFor } from './speculation/speculation-chains.ts';
 import { rememberTurn, sendPromptAhead } from './cloud-prefill.ts';
+import { edgeLogprob, type TokenLogprob } from './token-logprobs.ts';
 
 export { encodePrompt, promptIdsOf, promptIdsThatFit, type EdgeEngine, type LoopRequest, type SpeculationSettings } from './edge-engine.ts';
 export type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from './generation-events.ts';
@@ -35,13 +36,21 @@ async function scorePosition(state: GenerationState, kept: KeptPosition | undefi
   return { score, routerMs };
 }
 
-/** The edge's own token at a position no cloud token was chosen for: a kept position's pick was drawn while decoding ahead. */
-async function pickLocally(state: GenerationState, kept: KeptPosition | undefined): Promise<number[]> {
-  if (kept?.step.token !== undefined) return [kept.step.token];
+/**
+ * The edge's own token at a position no cloud token was chosen for: a kept position's pick was drawn while
+ * decoding ahead. With its figures when the request asked for log-probabilities.
+ */
+async function pickLocally(state: GenerationState, kept: KeptPosition | undefined): Promise<{ chosen: number[]; logprobs?: TokenLogprob[] }> {
   if (!state.edge.prefilled) await state.prefillEdge(); // llm_only with the cloud down: the edge takes over
-  const { edge, constraint } = state;
-  if (constraint) return [await constraint.pick(edge.last!.logits, edge.sampling())];
-  return [edge.pick(edge.last!)];
+  const { edge, constraint, request } = state;
+  // Taken before the pick, which moves the grammar on: what it allows here.
+  const allowed = request.logprobs !== undefined && constraint ? await constraint.allowedNow() : undefined;
+  let id: number;
+  if (kept?.step.token !== undefined) id = kept.step.token;
+  else if (constraint) id = await constraint.pick(edge.last!.logits, edge.sampling());
+  else id = edge.pick(edge.last!);
+  if (request.logprobs === undefined) return { chosen: [id] };
+  return { chosen: [id], logprobs: [edgeLogprob(edge.last!.logits, id, request.logprobs, state.vocabSize, allowed)] };
 }
 
 /** Runs one generation; always ends with a `done` event unless it throws (bad request, edge model failure). */
@@ -70,12 +79,12 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
       if (outcome.cancelled) return yield state.finish('cancelled');
       // A kept position's token is in the cache when a later kept position followed it, unless a settled speculation says otherwise.
       const fed = outcome.fed ?? kept?.fed ?? false;
-      const chosen = outcome.chosen ?? (await pickLocally(state, kept));
+      const { chosen, logprobs } = outcome.chosen ? { chosen: outcome.chosen, logprobs: outcome.logprobs } : await pickLocally(state, kept);
 
       // Edge time of this step: the forward pass behind these logits, the router and sampling.
       const slmMs = state.edge.takeSlmMs();
       const edgeMs = elapsed(stepStart) - outcome.cloudMs + slmMs + (kept?.replayMs ?? 0);
-      const decision: Decision = { chosen, source: outcome.source, score, slmMs, routerMs, cloudMs: outcome.cloudMs, cloudError: outcome.cloudError };
+      const decision: Decision = { chosen, source: outcome.source, score, slmMs, routerMs, cloudMs: outcome.cloudMs, cloudError: outcome.cloudError, logprobs };
       metrics.step(edgeMs, metrics.tokens === 0);
 
       const { accepted, reason } = yield* state.emit(decision);

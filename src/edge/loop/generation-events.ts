@@ -2,7 +2,7 @@
  * What one generation yields: a `token` event per emitted token and one final `done` event. Entry points
  * (HTTP, gRPC, OpenAI) serialize these; the loop knows nothing of them.
  */
-import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
+import type { TokenAlternative, TokenSource } from '../../shared/contract/contract-vocabulary.ts';
 import type { GenerationMetrics } from './generation-metrics.ts';
 
 export interface TokenEvent {
@@ -18,6 +18,12 @@ export interface TokenEvent {
   timings: { slmMs: number; routerMs: number; cloudMs: number };
   /** Why the cloud could not serve a routed token (source `fallback`). */
   cloudError?: string;
+  /**
+   * The token's log-probability under the model that chose it, and the most likely alternatives there
+   * (token-logprobs.ts): present only when the request asked for `logprobs`.
+   */
+  logprob?: number | null;
+  topLogprobs?: TokenAlternative[];
 }
 
 export type FinishReason = 'eos' | 'stop' | 'length' | 'context' | 'cancelled';

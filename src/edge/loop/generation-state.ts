@@ -22,6 +22,7 @@ import { elapsed, GenerationEdge } from './generation-edge.ts';
 import { RoutingCut } from '../routing/routing-cut.ts';
 import { StopStringFilter } from './stop-strings.ts';
 import type { TokenStreamDecoder } from '../../shared/text/tokenizer.ts';
+import type { TokenLogprob } from './token-logprobs.ts';
 
 /** What the loop decided at one position, before its tokens are emitted. */
 export interface Decision {
@@ -33,6 +34,8 @@ export interface Decision {
   routerMs: number;
   cloudMs: number;
   cloudError?: string;
+  /** Each chosen token's log-probability and alternatives, when the request asked for them. */
+  logprobs?: TokenLogprob[];
 }
 
 /**
@@ -190,7 +193,8 @@ export class GenerationState {
       threshold: request.threshold,
       hiddenState: this.engine.sendHiddenState ? at.hidden : undefined,
       // A constrained generation takes the cloud's most likely allowed token: it needs the cloud's top-k.
-      topLogprobs: this.grammar ? CONSTRAINED_TOP_K : 0,
+      // So does a request that asks for the alternatives of each token.
+      topLogprobs: Math.max(this.grammar ? CONSTRAINED_TOP_K : 0, request.logprobs ?? 0),
       room: this.room,
       signal,
     };
@@ -201,7 +205,7 @@ export class GenerationState {
    * context. Returns the tokens emitted and why the generation ends here, if it does.
    */
   *emit(decision: Decision): Generator<TokenEvent, { accepted: number[]; reason?: FinishReason }> {
-    const { chosen, source, score, slmMs, routerMs, cloudMs, cloudError } = decision;
+    const { chosen, source, score, slmMs, routerMs, cloudMs, cloudError, logprobs } = decision;
     const accepted: number[] = [];
     for (const [i, id] of chosen.entries()) {
       if (this.eos.has(id)) return { accepted, reason: 'eos' };
@@ -223,6 +227,7 @@ export class GenerationState {
         score: i === 0 ? score : null,
         timings: i === 0 ? { slmMs, routerMs, cloudMs } : { slmMs: 0, routerMs: 0, cloudMs: 0 },
         ...(cloudError ? { cloudError } : {}),
+        ...(logprobs ? { logprob: logprobs[i]?.logprob ?? null, topLogprobs: logprobs[i]?.top ?? [] } : {}),
       };
       if (piece.stopped) return { accepted, reason: 'stop' };
     }

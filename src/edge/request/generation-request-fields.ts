@@ -44,6 +44,7 @@ const FIELDS = new Map<string, { key: keyof RawGenerationRequest; kind: 'text' |
   ['conversation', { key: 'conversation', kind: 'text' }],
   ['private_spans', { key: 'privateSpans', kind: 'spans' }],
   ['private_detect', { key: 'privateDetect', kind: 'texts' }],
+  ['logprobs', { key: 'logprobs', kind: 'number' }],
 ]);
 
 export const REQUEST_FIELD_NAMES: readonly string[] = [...FIELDS.keys(), ...CONSTRAINT_FIELDS.keys()];

@@ -56,7 +56,15 @@ export interface GenerationRequest {
   privateDetect?: string[];
   /** What the output must follow (a JSON schema, a grammar, a regex, a choice): held on every token (constraint/). */
   constraint?: ConstraintSpec;
+  /**
+   * Report each token's log-probability and this many most likely alternatives (0 to MAX_TOP_LOGPROBS), from
+   * the model that chose it (loop/token-logprobs.ts). Present only when asked.
+   */
+  logprobs?: number;
 }
+
+/** Most alternatives a request may ask for at each token: what OpenAI's `top_logprobs` allows. */
+export const MAX_TOP_LOGPROBS = 20;
 
 /** The routing budgets of a request or of the edge's settings (the defaults of requests that name neither τ nor a budget). */
 export type RouteBudget = Pick<GenerationRequest, 'routeShare' | 'routeTokensPerMinute' | 'routeWaitMs'>;
@@ -225,5 +233,6 @@ export function parseGenerationRequest(
     ...budgetFields(raw, defaultBudget),
     ...privateFields(raw, prompt),
     ...constraintField(raw.constraint),
+    ...(raw.logprobs == null ? {} : { logprobs: integerField(raw.logprobs, 'logprobs', 0, 0, MAX_TOP_LOGPROBS) }),
   };
 }
