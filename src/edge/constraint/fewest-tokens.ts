@@ -7,6 +7,7 @@
  * @example
  * fewestTokens('{"name": "', false, tokenizer); // { text: '{"name": "', needed: 4 }
  */
+import { byteLevelAlphabet, tokenByteString, utf8ByteString } from '../../shared/text/token-bytes.ts';
 import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 
 /** A vocabulary's tokens as byte strings (one character per byte), in a set and sorted, with the longest's length. */
@@ -18,44 +19,14 @@ interface ByteVocabulary {
 
 const vocabularies = new WeakMap<TextTokenizer, ByteVocabulary>();
 
-/** GPT-2's byte-level alphabet: the character each byte is written as, read backwards. */
-function byteLevelDecoder(): Map<string, number> {
-  const printable = (b: number) => (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-  const map = new Map<string, number>();
-  let extra = 0;
-  for (let b = 0; b < 256; b++) map.set(String.fromCodePoint(printable(b) ? b : 256 + extra++), b);
-  return map;
-}
-
-function utf8Bytes(text: string): string {
-  return String.fromCharCode(...new TextEncoder().encode(text));
-}
-
-function tokenBytes(token: string, kind: TextTokenizer['vocabularyKind'], byteLevel: Map<string, number>): string | undefined {
-  if (kind === 'byte_level') {
-    let out = '';
-    for (const c of token) {
-      const b = byteLevel.get(c);
-      if (b === undefined) return undefined;
-      out += String.fromCharCode(b);
-    }
-    return out;
-  }
-  if (kind === 'byte_fallback') {
-    const byte = /^<0x([0-9A-Fa-f]{2})>$/.exec(token);
-    return byte ? String.fromCharCode(parseInt(byte[1]!, 16)) : utf8Bytes(token.replaceAll('\u2581', ' '));
-  }
-  return utf8Bytes(token);
-}
-
 function byteVocabulary(tokenizer: TextTokenizer): ByteVocabulary {
   const known = vocabularies.get(tokenizer);
   if (known) return known;
-  const byteLevel = byteLevelDecoder();
+  const byteLevel = byteLevelAlphabet();
   const tokens = new Set<string>();
   tokenizer.encodedVocabulary().forEach((token, id) => {
     if (token === '' || tokenizer.isSpecialId(id)) return;
-    const bytes = tokenBytes(token, tokenizer.vocabularyKind, byteLevel);
+    const bytes = tokenByteString(token, tokenizer.vocabularyKind, byteLevel);
     if (bytes) tokens.add(bytes);
   });
   const sorted = [...tokens].sort();
@@ -83,7 +54,7 @@ function extendedBySome(text: string, sorted: readonly string[]): boolean {
 export function fewestTokens(text: string, endsAfter: boolean, tokenizer: TextTokenizer): { text: string; needed: number } {
   if (text === '') return { text, needed: endsAfter ? 0 : 1 };
   const { tokens, sorted, longest } = byteVocabulary(tokenizer);
-  const bytes = utf8Bytes(text);
+  const bytes = utf8ByteString(text);
   const n = bytes.length;
   const best = new Array<number>(n + 1).fill(Infinity);
   best[0] = 0;
