@@ -140,10 +140,11 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
       await state.startEdge();
     }
     while (true) {
+      // The step's edge time includes the grammar's next-token mask, computed here.
+      const stepStart = performance.now();
       // A grammar that can take nothing but an end token has ended the output.
       const end = (await state.constraint?.finished()) ? 'eos' : state.endBeforeStep();
       if (end) return yield state.finish(end);
-      const stepStart = performance.now();
       const kept = speculation.replayKept();
       // A kept position's forward pass and pick were done while waiting: its outputs are the ones decided now.
       if (kept) [state.last, state.pendingSlmMs] = [kept.step.result, kept.step.slmMs];
