@@ -16,8 +16,7 @@ import type { CompiledGrammar, GrammarCompiler, TokenizerInfo } from '@mlc-ai/we
 import { AppError } from '../../shared/errors.ts';
 import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import type { ConstraintSpec } from './constraint-spec.ts';
-import { jsonSchemaGrammar } from './json-grammar.ts';
-import { loadXGrammar, refusalOf, type XGrammar } from './xgrammar-module.ts';
+import { loadXGrammar, refusalOf } from './xgrammar-module.ts';
 
 /**
  * The most one compile may take. A compile runs to its end on the edge's one thread (WebAssembly cannot be
@@ -34,7 +33,7 @@ export function choiceGrammar(choices: readonly string[]): string {
 }
 
 export class ConstraintCompiler {
-  private ready: Promise<{ compiler: GrammarCompiler; info: TokenizerInfo; xg: XGrammar }> | undefined;
+  private ready: Promise<{ compiler: GrammarCompiler; info: TokenizerInfo }> | undefined;
   private readonly cache = new Map<string, CompiledGrammar | AppError>();
 
   constructor(
@@ -44,7 +43,7 @@ export class ConstraintCompiler {
     readonly stopIds: readonly number[],
   ) {}
 
-  private start(): Promise<{ compiler: GrammarCompiler; info: TokenizerInfo; xg: XGrammar }> {
+  private start(): Promise<{ compiler: GrammarCompiler; info: TokenizerInfo }> {
     this.ready ??= (async () => {
       const xg = await loadXGrammar();
       const { tokenizer } = this;
@@ -56,7 +55,7 @@ export class ConstraintCompiler {
         Math.max(this.logitsSize, tokenizer.vocabSize),
         [...this.stopIds],
       );
-      return { compiler: await xg.GrammarCompiler.createGrammarCompiler(info, true), info, xg };
+      return { compiler: await xg.GrammarCompiler.createGrammarCompiler(info, true), info };
     })();
     return this.ready;
   }
@@ -77,11 +76,11 @@ export class ConstraintCompiler {
       if (hit instanceof AppError) throw hit;
       return hit;
     }
-    const { compiler, xg } = await this.start();
+    const { compiler } = await this.start();
     const t = performance.now();
     let entry: CompiledGrammar | AppError;
     try {
-      entry = await refusalOf(spec.kind, () => compileWith(compiler, xg, spec));
+      entry = await refusalOf(spec.kind, () => compileWith(compiler, spec));
       const ms = performance.now() - t;
       if (ms > COMPILE_LIMIT_MS) {
         entry.dispose();
@@ -111,13 +110,13 @@ function keyOf(spec: ConstraintSpec): string {
   return `${spec.kind}\u0000${spec.text}`;
 }
 
-async function compileWith(compiler: GrammarCompiler, xg: XGrammar, spec: ConstraintSpec): Promise<CompiledGrammar> {
+function compileWith(compiler: GrammarCompiler, spec: ConstraintSpec): Promise<CompiledGrammar> {
   switch (spec.kind) {
     case 'json_schema':
-      return compiler.compileGrammar(await jsonSchemaGrammar(xg, spec.text, true));
+      return compiler.compileJSONSchema(spec.text, false, -1);
     case 'json_object':
       // Not strict: any object, with whatever properties the model writes.
-      return compiler.compileGrammar(await jsonSchemaGrammar(xg, '{"type": "object"}', false));
+      return compiler.compileJSONSchema('{"type": "object"}', false, -1, undefined, false);
     case 'grammar':
       return compiler.compileGrammar(spec.text);
     case 'regex':

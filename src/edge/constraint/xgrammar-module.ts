@@ -13,7 +13,7 @@
  */
 import { AppError, errorMessage } from '../../shared/errors.ts';
 
-export type XGrammar = typeof import('@mlc-ai/web-xgrammar');
+type XGrammar = typeof import('@mlc-ai/web-xgrammar');
 
 let loading: Promise<XGrammar> | undefined;
 /** Lines the module printed while a call runs inside `refusalOf`; undefined outside one (they go to stderr). */
