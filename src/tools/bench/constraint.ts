@@ -37,7 +37,7 @@ import { resolvePack } from './decode-target.ts';
 
 export const USAGE = `bench constraint [--preset qwen2.5-0.5b | --pack DIR] [--tokens 8] [--rounds 6] [--threads N] [--json]
       what a JSON schema costs the edge: time between tokens with a ${SCHEMA_PROPERTIES}-property schema and without
-      (greedy small_only generations of --tokens tokens, alternating rounds in one process), the constraint's own
+      (greedy small_only generations of --tokens tokens, one of each stepped in turn, in --rounds rounds), its own
       work per token, and the first token of a request whose schema is new (compile included) beside one without;
       a preset is built once under models/bench/`;
 
@@ -54,6 +54,9 @@ export interface ConstraintBenchOptions {
   log: (line: string) => void;
 }
 
+/** Every request's token limit: the runs stop at --tokens themselves, and a schema's forced start must fit in it. */
+const REQUEST_TOKENS = 256;
+
 /** How long the box rests before each first-token request: onnxruntime's threads have stopped spinning by then. */
 const IDLE_MS = 300;
 
@@ -61,9 +64,9 @@ const IDLE_MS = 300;
 const TARGETS = { tbt_ratio: 1.05, first_token_extra_ms: 100 };
 
 /** Request to first token: the request made ready (a new schema compiled), its prompt prefilled, its first token picked. */
-async function firstTokenMs(engine: EdgeEngine, tokens: number, schema: Record<string, unknown> | undefined): Promise<number> {
+async function firstTokenMs(engine: EdgeEngine, schema: Record<string, unknown> | undefined): Promise<number> {
   const t = performance.now();
-  const generation = await open(engine, tokens, schema);
+  const generation = await open(engine, schema);
   try {
     await nextToken(generation);
     return performance.now() - t;
@@ -73,15 +76,15 @@ async function firstTokenMs(engine: EdgeEngine, tokens: number, schema: Record<s
 }
 
 /** A schema made ready as an entry point makes it: compiled (unless cached) and checked against the token limit. */
-async function compileMs(engine: EdgeEngine, schema: Record<string, unknown>, tokens: number): Promise<number> {
+async function compileMs(engine: EdgeEngine, schema: Record<string, unknown>): Promise<number> {
   const t = performance.now();
-  await prepareConstraint(engine, { constraint: parseGenerationRequest({ prompt: PROMPT, constraint: { jsonSchema: schema } }).constraint, maxNewTokens: tokens });
+  await prepareConstraint(engine, { constraint: parseGenerationRequest({ prompt: PROMPT, constraint: { jsonSchema: schema } }).constraint, maxNewTokens: REQUEST_TOKENS });
   return performance.now() - t;
 }
 
-/** A generation of `tokens` tokens, with the schema or without, made ready as an entry point does, not started. */
-async function open(engine: EdgeEngine, tokens: number, schema: Record<string, unknown> | undefined): Promise<AsyncGenerator<GenerationEvent>> {
-  const request = parseGenerationRequest({ prompt: PROMPT, mode: 'small_only', maxNewTokens: tokens, ...(schema ? { constraint: { jsonSchema: schema } } : {}) });
+/** A generation with the schema or without, made ready as an entry point does, not started. */
+async function open(engine: EdgeEngine, schema: Record<string, unknown> | undefined): Promise<AsyncGenerator<GenerationEvent>> {
+  const request = parseGenerationRequest({ prompt: PROMPT, mode: 'small_only', maxNewTokens: REQUEST_TOKENS, ...(schema ? { constraint: { jsonSchema: schema } } : {}) });
   await prepareConstraint(engine, request);
   return generate(engine, request);
 }
@@ -91,15 +94,15 @@ async function nextToken(generation: AsyncGenerator<GenerationEvent>): Promise<{
   const t = performance.now();
   for (;;) {
     const { value, done } = await generation.next();
-    if (done || value.type === 'done') throw new AppError('FAILED_PRECONDITION', 'a generation ended before its tokens: raise --tokens or shorten the runs');
+    if (done || value.type === 'done') throw new AppError('FAILED_PRECONDITION', 'a generation ended before its --tokens: lower --tokens');
     if (value.type === 'token') return { ms: performance.now() - t, id: value.id };
   }
 }
 
 /** One round: both generations opened, then stepped in turn; each side's times of its tokens after the first. */
 async function pairedRound(engine: EdgeEngine, tokens: number, schema: Record<string, unknown>, schemaFirst: boolean) {
-  const free = await open(engine, tokens, undefined);
-  const held = await open(engine, tokens, schema);
+  const free = await open(engine, undefined);
+  const held = await open(engine, schema);
   const times = { free: [] as number[], held: [] as number[], heldIds: [] as number[] };
   try {
     for (let i = 0; i < tokens; i++) {
@@ -119,7 +122,7 @@ async function pairedRound(engine: EdgeEngine, tokens: number, schema: Record<st
 
 /** The constraint's own work along `ids`, mean per token (what it adds to the time between tokens): each step's mask, applied to logits that make `ids[i]` the pick. */
 async function maskMsPerToken(engine: EdgeEngine, schema: Record<string, unknown>, ids: readonly number[]): Promise<number> {
-  const request = parseGenerationRequest({ prompt: PROMPT, mode: 'small_only', maxNewTokens: ids.length, constraint: { jsonSchema: schema } });
+  const request = parseGenerationRequest({ prompt: PROMPT, mode: 'small_only', maxNewTokens: REQUEST_TOKENS, constraint: { jsonSchema: schema } });
   const compiled = await compilerFor(engine).compile(request.constraint!);
   const constraint = await TokenConstraint.open(compiled, stopIdsOf(engine));
   const logits = new Float32Array(engine.edgeModel.pack.vocabSize);
@@ -148,7 +151,7 @@ export async function benchConstraint(o: ConstraintBenchOptions): Promise<Constr
   try {
     o.log("the box's first constrained request: the tokenizer prepared, a schema compiled");
     const schema = benchSchema(SCHEMA_PROPERTIES, 'tbt');
-    const firstConstraintMs = await compileMs(engine, schema, o.tokens);
+    const firstConstraintMs = await compileMs(engine, schema);
 
     o.log('warm-up: one round');
     const warm = await pairedRound(engine, o.tokens, schema, false);
@@ -160,7 +163,7 @@ export async function benchConstraint(o: ConstraintBenchOptions): Promise<Constr
       const round = await pairedRound(engine, o.tokens, schema, r % 2 === 1);
       free.push(round.free);
       held.push(round.held);
-      compileAfterDecode.push(await compileMs(engine, benchSchema(SCHEMA_PROPERTIES, `d${r}`), o.tokens));
+      compileAfterDecode.push(await compileMs(engine, benchSchema(SCHEMA_PROPERTIES, `d${r}`)));
     }
     await Bun.sleep(IDLE_MS);
     const maskMs = await maskMsPerToken(engine, schema, warm.heldIds);
@@ -174,7 +177,7 @@ export async function benchConstraint(o: ConstraintBenchOptions): Promise<Constr
       // Schemas the box has not seen: their property names carry the round.
       const compiled = benchSchema(SCHEMA_PROPERTIES, `c${r}`);
       await Bun.sleep(IDLE_MS);
-      compile.push(await compileMs(engine, compiled, o.tokens));
+      compile.push(await compileMs(engine, compiled));
       const sides: [number[], Record<string, unknown> | undefined][] = [
         [firstFree, undefined],
         [firstNew, benchSchema(SCHEMA_PROPERTIES, `n${r}`)],
@@ -182,7 +185,7 @@ export async function benchConstraint(o: ConstraintBenchOptions): Promise<Constr
       ];
       for (const [times, s] of r % 2 === 0 ? sides : sides.reverse()) {
         await Bun.sleep(IDLE_MS);
-        times.push(await firstTokenMs(engine, o.tokens, s));
+        times.push(await firstTokenMs(engine, s));
       }
     }
 
@@ -234,7 +237,7 @@ export async function main(args: string[]): Promise<void> {
   const result = await benchConstraint({
     preset: values.preset,
     pack: values.pack,
-    tokens: integerFlag(values, 'tokens', 8, [3, 1024])!,
+    tokens: integerFlag(values, 'tokens', 8, [3, REQUEST_TOKENS])!,
     rounds: integerFlag(values, 'rounds', 6, [1, 100])!,
     threads: integerFlag(values, 'threads', undefined, [1, 256]),
     log: (line) => console.error(line),
