@@ -32,7 +32,15 @@ test('a run on a tiny Qwen-vocabulary pack: every figure, the ratios from their 
   expect(r.tbt_ratio_from_mask).toBeCloseTo(1 + r.mask_ms_per_token / r.tbt_ms_free, 12);
   expect(r.tbt_ratio_by_round.min).toBeLessThanOrEqual(r.tbt_ratio_by_round.median);
   expect(r.tbt_ratio_by_round.median).toBeLessThanOrEqual(r.tbt_ratio_by_round.max);
-  for (const ms of [r.tbt_ms_free, r.tbt_ms_schema, r.mask_ms_per_token, r.compile_ms, r.compile_ms_after_decode, r.first_constraint_ms, r.first_token_ms_free]) {
+  for (const ms of [
+    r.tbt_ms_free,
+    r.tbt_ms_schema,
+    r.mask_ms_per_token,
+    r.compile_ms,
+    r.compile_ms_after_decode,
+    r.first_constraint_ms,
+    r.first_token_ms_free,
+  ]) {
     expect(ms).toBeGreaterThan(0);
   }
   expect(r.targets).toEqual({ tbt_ratio: 1.05, first_token_extra_ms: 100 });

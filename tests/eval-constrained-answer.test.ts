@@ -57,7 +57,17 @@ interface Report {
 }
 
 async function constrainedRun(extra: string[]): Promise<Report> {
-  const { stdout, stderr, code } = await evalCli(['--dataset', file, '--thresholds', '0,0.7,1', '--calibration-runs', '1', '--constrain-answer', '--json', ...extra]);
+  const { stdout, stderr, code } = await evalCli([
+    '--dataset',
+    file,
+    '--thresholds',
+    '0,0.7,1',
+    '--calibration-runs',
+    '1',
+    '--constrain-answer',
+    '--json',
+    ...extra,
+  ]);
   expect(stderr).not.toContain('error');
   expect(code).toBe(0);
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Report;

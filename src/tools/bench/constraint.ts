@@ -41,9 +41,7 @@ export const USAGE = `bench constraint [--preset qwen2.5-0.5b | --pack DIR] [--t
       work per token, and the first token of a request whose schema is new (compile included) beside one without;
       a preset is built once under models/bench/`;
 
-const PROMPT =
-  'The little robot walked along the quiet beach at sunrise, counting shells and listening to the waves. ' +
-  'Write what it found as a record:';
+const PROMPT = 'The little robot walked along the quiet beach at sunrise, counting shells and listening to the waves. ' + 'Write what it found as a record:';
 
 export interface ConstraintBenchOptions {
   preset?: string;
@@ -78,13 +76,21 @@ async function firstTokenMs(engine: EdgeEngine, schema: Record<string, unknown> 
 /** A schema made ready as an entry point makes it: compiled (unless cached) and checked against the token limit. */
 async function compileMs(engine: EdgeEngine, schema: Record<string, unknown>): Promise<number> {
   const t = performance.now();
-  await prepareConstraint(engine, { constraint: parseGenerationRequest({ prompt: PROMPT, constraint: { jsonSchema: schema } }).constraint, maxNewTokens: REQUEST_TOKENS });
+  await prepareConstraint(engine, {
+    constraint: parseGenerationRequest({ prompt: PROMPT, constraint: { jsonSchema: schema } }).constraint,
+    maxNewTokens: REQUEST_TOKENS,
+  });
   return performance.now() - t;
 }
 
 /** A generation with the schema or without, made ready as an entry point does, not started. */
 async function open(engine: EdgeEngine, schema: Record<string, unknown> | undefined): Promise<AsyncGenerator<GenerationEvent>> {
-  const request = parseGenerationRequest({ prompt: PROMPT, mode: 'small_only', maxNewTokens: REQUEST_TOKENS, ...(schema ? { constraint: { jsonSchema: schema } } : {}) });
+  const request = parseGenerationRequest({
+    prompt: PROMPT,
+    mode: 'small_only',
+    maxNewTokens: REQUEST_TOKENS,
+    ...(schema ? { constraint: { jsonSchema: schema } } : {}),
+  });
   await prepareConstraint(engine, request);
   return generate(engine, request);
 }
