@@ -22,6 +22,7 @@ import {
 import { hasDataFile, readDataFile, type DataFile } from './results/data-file.ts';
 import { chatEvalSection, routerEvalSection } from './results/chat-sections.ts';
 import { choiceEvalSection, textEvalSection } from './results/eval-sections.ts';
+import { constrainedChoiceSection, constraintBenchSection } from './results/constraint-sections.ts';
 import { privateSpansSection } from './results/privacy-sections.ts';
 import { routerTrainSection } from './results/router-train-section.ts';
 import { latencyFloorSection } from './results/latency-floor-section.ts';
@@ -109,6 +110,13 @@ const PAIRS: PairSection[] = [
         render: (f) => choiceEvalSection(f, { plots: 'demo-commonsenseqa' }),
         command: `bun run eval --dataset ${COMMONSENSEQA} --calibration-runs 3 --out docs/plots --name demo-commonsenseqa --force --json`,
         required: true,
+      },
+      {
+        title: 'CommonsenseQA with the answer held to the letters',
+        file: 'demo-eval-commonsenseqa-letter',
+        render: constrainedChoiceSection,
+        command: `bun run eval --dataset ${COMMONSENSEQA} --constrain-answer --calibration-runs 3 --json`,
+        required: false,
       },
       {
         title: 'What private spans cost',
@@ -238,6 +246,13 @@ const PAIRS: PairSection[] = [
         file: 'qwen2.5-0.5b-bench-edge',
         render: edgeBenchSection,
         command: 'bun run bench edge --preset qwen2.5-0.5b --json',
+        required: false,
+      },
+      {
+        title: 'What a JSON schema costs the edge',
+        file: 'qwen2.5-0.5b-bench-constraint',
+        render: constraintBenchSection,
+        command: 'bun run bench constraint --preset qwen2.5-0.5b --json',
         required: false,
       },
       {

@@ -160,6 +160,24 @@ test('small_only over gRPC equals small_only through the runtime directly', asyn
   expect(viaGrpc.events.filter((e) => e.token).map((e) => e.token!.id)).toEqual(ids);
 });
 
+test("a constraint over gRPC: Done's metrics carry its counts, as the loop reports them; none without one", async () => {
+  // Every token routed, and choices the story model would never write: the cloud's tokens are replaced.
+  const request = { prompt: 'Once upon a time', mode: 'llm_only', maxNewTokens: 8, choice: ['Zq', 'Xv'] };
+  const { events, error } = await collect(request);
+  expect(error).toBeUndefined();
+  const done = events.at(-1)!.done!;
+  expect(['Zq', 'Xv']).toContain(done.text);
+  const counts = done.metrics!.constraint!;
+  expect(counts.cloudTokensReplaced).toBeGreaterThan(0);
+  expect(counts.cloudTokensReplaced).toBeGreaterThanOrEqual(counts.constrainedFallbacks);
+  const direct = edge.runtime.start({ ...request, constraint: { choice: request.choice } });
+  let metrics: Record<string, unknown> | undefined;
+  for await (const e of direct.events()) if (e.type === 'done') metrics = e.metrics as unknown as Record<string, unknown>;
+  expect(counts).toEqual(metrics!.constraint as typeof counts);
+  const free = await collect({ prompt: 'Once upon a time', mode: 'llm_only', maxNewTokens: 2 });
+  expect(free.events.at(-1)!.done!.metrics!.constraint).toBeNull();
+});
+
 describe('errors are gRPC statuses with messages', () => {
   const cases: [GenerateRequest, grpc.status, RegExp][] = [
     [{ prompt: '' }, grpc.status.INVALID_ARGUMENT, /prompt must not be empty/],

@@ -127,7 +127,7 @@ describe('the evaluation through a chat template', () => {
       expect(contexts).toContainEqual([...prompts[0]!.ids]);
       expect(contexts).toContainEqual([...prompts[1]!.ids]);
       // One token each ("B"), then <|im_end|> ended the turn: 8 were allowed and no stop string was set.
-      expect(result.points).toEqual([{ threshold: 1, routedRatio: 1, quality: 0.5, noAnswerRate: 0, tokens: 2 }]);
+      expect(result.points).toEqual([{ threshold: 1, routedRatio: 1, quality: 0.5, noAnswerRate: 0, tokens: 2, routed: 2, answers: ['B', 'B'] }]);
       expect(result.examples.map((e) => [e.output, e.extracted, e.answerKey])).toEqual([
         ['B', 'B', program.answerKey],
         ['B', 'B', promotion.answerKey],

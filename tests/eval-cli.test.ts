@@ -176,7 +176,7 @@ describe('bun run eval', () => {
     expect(json.questions).toBe(2);
     expect(json.chance_accuracy).toBeCloseTo(0.2, 12);
     expect(json.points.map((p: { routed_ratio: number }) => p.routed_ratio)).toEqual([0, 1]);
-    expect(Object.keys(json.points[0]).sort()).toEqual(['no_answer_rate', 'quality', 'routed_ratio', 'threshold', 'tokens']);
+    expect(Object.keys(json.points[0]).sort()).toEqual(['answers', 'no_answer_rate', 'quality', 'routed', 'routed_ratio', 'threshold', 'tokens']);
   });
 
   test('bad flags are usage errors (exit 2)', async () => {

@@ -100,18 +100,15 @@ export class TokenConstraint {
   /** The edge's token from `logits` with every forbidden token masked out, drawn as `options` say; taken into the grammar. */
   async pick(logits: Float32Array, options: SamplingOptions): Promise<number> {
     const mask = await this.mask();
-    const masked = new Float32Array(logits);
-    for (let word = 0; word < mask.length; word++) {
-      const bits = mask[word]!;
-      if (bits === -1) continue;
-      const end = Math.min(masked.length, word * 32 + 32);
-      for (let i = word * 32; i < end; i++) if (((bits >>> (i & 31)) & 1) === 0) masked[i] = -Infinity;
+    const limit = Math.min(options.vocabLimit ?? logits.length, logits.length);
+    // Greedy reads the allowed logits in place; sampling draws from a copy with the forbidden ones at -Infinity.
+    let id = -1;
+    if (options.temperature === 0) id = bestAllowed(logits, mask, limit);
+    else {
+      const masked = maskedCopy(logits, mask, limit);
+      if (masked) id = sampleToken(masked, options);
     }
-    const limit = options.vocabLimit ?? masked.length;
-    let allowed = false;
-    for (let i = 0; i < limit && !allowed; i++) allowed = masked[i] !== -Infinity;
-    if (!allowed) throw new AppError('INTERNAL', 'the grammar allows no token of the edge vocabulary here');
-    const id = sampleToken(masked, options);
+    if (id < 0) throw new AppError('INTERNAL', 'the grammar allows no token of the edge vocabulary here');
     this.accept(id);
     return id;
   }
@@ -174,4 +171,49 @@ export class TokenConstraint {
 
 function isAllowed(mask: Int32Array, id: number): boolean {
   return ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
+}
+
+/**
+ * The allowed id of the highest logit below `limit` (the lowest id of equals, as argmax), or -1 when none is
+ * allowed: one pass over the mask's words, a forbidden word skipped whole, an allowed one read straight through.
+ */
+function bestAllowed(logits: Float32Array, mask: Int32Array, limit: number): number {
+  let best = -1;
+  let bestValue = -Infinity;
+  const words = Math.min(mask.length, Math.ceil(limit / 32));
+  for (let word = 0; word < words; word++) {
+    let bits = mask[word]!;
+    if (bits === 0) continue;
+    const base = word * 32;
+    if (bits === -1 && base + 32 <= limit) {
+      for (let i = base; i < base + 32; i++) {
+        if (best < 0 || logits[i]! > bestValue) [best, bestValue] = [i, logits[i]!];
+      }
+      continue;
+    }
+    while (bits !== 0) {
+      const i = base + 31 - Math.clz32(bits & -bits);
+      if (i >= limit) break;
+      if (best < 0 || logits[i]! > bestValue) [best, bestValue] = [i, logits[i]!];
+      bits &= bits - 1;
+    }
+  }
+  return best;
+}
+
+/** `logits` with every forbidden id at -Infinity (ids from `limit` on cut), or undefined when none is allowed. */
+function maskedCopy(logits: Float32Array, mask: Int32Array, limit: number): Float32Array | undefined {
+  const masked = logits.slice(0, limit);
+  let allowed = false;
+  for (let word = 0; word * 32 < limit; word++) {
+    const bits = mask[word] ?? 0;
+    const end = Math.min(limit, word * 32 + 32);
+    if (bits === -1) allowed = true;
+    else if (bits === 0) masked.fill(-Infinity, word * 32, end);
+    else {
+      for (let i = word * 32; i < end; i++) if (((bits >>> (i & 31)) & 1) === 0) masked[i] = -Infinity;
+      allowed ||= masked.subarray(word * 32, end).some((v) => v !== -Infinity);
+    }
+  }
+  return allowed ? masked : undefined;
 }

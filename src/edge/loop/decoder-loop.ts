@@ -66,10 +66,11 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
       await state.prefillEdge();
     }
     while (true) {
+      // The step's edge time includes the grammar's next-token mask, computed here.
+      const stepStart = performance.now();
       // A grammar that can take nothing but an end token has ended the output.
       const end = (await state.constraint?.finished()) ? 'eos' : state.endBeforeStep();
       if (end) return yield state.finish(end);
-      const stepStart = performance.now();
       // A kept position's forward pass and pick were done while waiting: replaying makes it the one decided now.
       const kept = speculation.replayKept();
       const { score, routerMs } = await scorePosition(state, kept);

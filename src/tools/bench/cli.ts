@@ -23,6 +23,7 @@ const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   'embedded-batching': () => import('./embedded-batching.ts'),
   scoring: () => import('./scoring.ts'),
   'score-flood': () => import('./score-flood.ts'),
+  constraint: () => import('./constraint.ts'),
 };
 
 /** A target as a subcommand: `--help` after it prints that target's own usage. */

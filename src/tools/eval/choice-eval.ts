@@ -9,8 +9,14 @@
  * its own too). The baselines answer the same prompts with a random router at p = the router's routed
  * share, and with the edge model's top-1 probability at the threshold whose runs route the share
  * closest to it.
+ *
+ * With `constrainAnswer` (--constrain-answer) each answer is held to one of the question's labels by a
+ * `choice` constraint (constraint/), on the edge's tokens and the routed ones alike: the exact-match setting,
+ * where the output is the letter and nothing else (after "Answer:" the letter with its leading space, as the
+ * line is written). Accuracy is then exact match, and no output can be "no answer".
  */
 import { chatTemplateOption } from '../../edge/chat/edge-chat.ts';
+import type { RawConstraint } from '../../edge/constraint/constraint-spec.ts';
 import type { Router } from '../../edge/routing/router.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { ProbeRouter, RandomRouter, TopProbabilityRouter } from '../lab/baseline-routers.ts';
@@ -39,6 +45,8 @@ export interface ChoiceEvalOptions {
   progress?: ProgressReporter;
   /** The edge's --chat-template (a Jinja file, or `chatml`); the pack's own template when absent. */
   chatTemplate?: string;
+  /** Hold each answer to the question's labels (see the module comment). */
+  constrainAnswer?: boolean;
 }
 
 export interface ChoicePoint {
@@ -50,6 +58,11 @@ export interface ChoicePoint {
   /** Share of questions whose output names no choice. */
   noAnswerRate: number;
   tokens: number;
+  /** Tokens the cloud chose: `routedRatio` is routed / tokens. */
+  routed: number;
+  /** With --constrain-answer: routed letters the constraint replaced by an allowed one of the cloud's top-k, and fallbacks to the edge's. */
+  cloudTokensReplaced?: number;
+  constrainedFallbacks?: number;
 }
 
 export interface ChoiceBaselinePoint extends ChoicePoint {
@@ -77,7 +90,12 @@ export interface ChoiceEvalResult {
   /** Expected accuracy of guessing uniformly among each question's choices. */
   chanceAccuracy: number;
   maxNewTokens: number;
-  points: ChoicePoint[];
+  /** How answers were held: `choice` (one of the labels, exactly; --constrain-answer), or `none` (free text, read out). */
+  answerConstraint: 'choice' | 'none';
+  /** Each question's right label, in order: with a router point's `answers`, its accuracy is recomputed. */
+  answerKeys: string[];
+  /** The router's points, each with the label it read from every question's output (null: no answer). */
+  points: (ChoicePoint & { answers: (string | null)[] })[];
   baselines: { random: ChoiceBaselinePoint[]; top1: ChoiceBaselinePoint[] };
   /** The first few outputs at the lowest and highest threshold, to show what the model writes. */
   examples: ChoiceExample[];
@@ -96,22 +114,29 @@ function score(run: GenerationRun, questions: readonly MultipleChoiceQuestion[],
 
 const EXAMPLES = 3;
 
+/** An output held to the labels is one of them, exactly (its leading space aside). */
+const exactLabel: Extract = (output, choices) => choices.find((c) => c.label === output.trim())?.label ?? null;
+
 /** How each question is asked and its answer read (see the module comment). */
 export function choicePrompts(
   edge: Pick<EvalEdge, 'tokenizer'>,
   questions: readonly MultipleChoiceQuestion[],
   chatTemplate?: string,
-): { format: ChoicePromptFormat; prompts: Prompt[]; stop: string[]; extract: Extract } {
+  constrainAnswer = false,
+): { format: ChoicePromptFormat; prompts: Prompt[]; stop: string[]; extract: Extract; constraints?: RawConstraint[] } {
   const template = chatTemplate === undefined ? ChatTemplate.ofTokenizer(edge.tokenizer) : chatTemplateOption(edge.tokenizer, chatTemplate);
-  if (!template) return { format: 'plain', prompts: questions.map(buildChoicePrompt), stop: CHOICE_STOP, extract: extractAnswer };
+  // The plain prompt's answer line reads "Answer: B": the label follows a space there; a chat reply starts with it.
+  const held = (space: string) =>
+    constrainAnswer ? { extract: exactLabel, constraints: questions.map((q) => ({ choice: q.choices.map((c) => `${space}${c.label}`) })) } : undefined;
+  if (!template) return { format: 'plain', prompts: questions.map(buildChoicePrompt), stop: CHOICE_STOP, extract: extractAnswer, ...held(' ') };
   const prompts = questions.map((q) => template.encode([{ role: 'user', content: buildChoiceMessage(q) }], edge.tokenizer, { addGenerationPrompt: true }));
-  return { format: 'chat-template', prompts, stop: [], extract: extractChatAnswer };
+  return { format: 'chat-template', prompts, stop: [], extract: extractChatAnswer, ...held('') };
 }
 
 export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalResult> {
   const { edge, questions, progress } = o;
-  const { format, prompts, stop, extract } = choicePrompts(edge, questions, o.chatTemplate);
-  const settings = { maxNewTokens: o.maxNewTokens, stop };
+  const { format, prompts, stop, extract, constraints } = choicePrompts(edge, questions, o.chatTemplate, o.constrainAnswer);
+  const settings = { maxNewTokens: o.maxNewTokens, stop, ...(constraints ? { constraints } : {}) };
   const measured = new Map<string, Promise<ScoredRun>>();
   const runWith = (key: string, router: () => Router, threshold: number) => {
     const id = `${key}@${threshold}`;
@@ -128,9 +153,11 @@ export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalR
     quality: r.accuracy,
     noAnswerRate: r.noAnswerRate,
     tokens: r.tokens,
+    routed: r.routed,
+    ...(r.constraint ? { cloudTokensReplaced: r.constraint.cloudTokensReplaced, constrainedFallbacks: r.constraint.constrainedFallbacks } : {}),
   });
 
-  const points: ChoicePoint[] = [];
+  const points: ChoiceEvalResult['points'] = [];
   const random: ChoiceBaselinePoint[] = [];
   const top1: ChoiceBaselinePoint[] = [];
   const examples: ChoiceExample[] = [];
@@ -141,7 +168,7 @@ export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalR
       progress?.update(i, `τ=${threshold} router`);
       const probe = new ProbeRouter(o.router);
       const run = score(await generateAll(edge, probe, prompts, { ...settings, threshold }), questions, extract);
-      points.push(point(threshold, run));
+      points.push({ ...point(threshold, run), answers: run.answers });
       if (ends.has(threshold)) {
         for (const [q, item] of run.items.slice(0, EXAMPLES).entries()) {
           examples.push({ threshold, id: questions[q]!.id, output: item.text, extracted: run.answers[q]!, answerKey: questions[q]!.answerKey });
@@ -174,6 +201,8 @@ export async function evaluateChoices(o: ChoiceEvalOptions): Promise<ChoiceEvalR
     questions: questions.length,
     chanceAccuracy: chance,
     maxNewTokens: o.maxNewTokens,
+    answerConstraint: constraints ? 'choice' : 'none',
+    answerKeys: questions.map((q) => q.answerKey),
     points,
     baselines: { random, top1 },
     examples,

@@ -36,6 +36,9 @@ export const EVAL_USAGE = `usage: bun run eval --dataset FILE [flags]
                           model's top-1 probability
   --chat-template F       CommonsenseQA through this chat template (a Jinja file, or chatml; the edge's
                           --chat-template) instead of the edge pack's own
+  --constrain-answer      CommonsenseQA: hold each answer to the question's labels with a choice constraint, on
+                          the edge's and the cloud's tokens (the exact-match setting; accuracy is exact match;
+                          default: free text, the answer read out of it)
   --thresholds LIST       comma-separated thresholds in [0, 1] (default 0,0.1,...,1)
   --limit N               use the first N questions / held-out paragraphs (default all)
   --split MODE            text: auto (default; printed), endoftext (<|endoftext|> between documents),
@@ -71,6 +74,8 @@ export interface EvalOptions {
   cloud?: ShimScorerOptions;
   /** The questions' chat template when not the edge pack's own (the edge's --chat-template). */
   chatTemplate?: string;
+  /** --constrain-answer: CommonsenseQA answered with one of the labels, held by a constraint (choice-eval.ts). */
+  constrainAnswer: boolean;
   /** The packs' ONNX files (a hub folder holds several variants); `model.onnx` when omitted. */
   edgeModelFile?: string;
   cloudModelFile?: string;
@@ -135,6 +140,7 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     'edge-model-file': { type: 'string' },
     router: { type: 'string' },
     'chat-template': { type: 'string' },
+    'constrain-answer': { type: 'boolean' },
     thresholds: { type: 'string' },
     limit: { type: 'string' },
     'from-fraction': { type: 'string' },
@@ -182,6 +188,7 @@ export function parseEvalOptions(args: string[], env: Readonly<Record<string, st
     cloudModel: values['cloud-model'] ?? DEMO.cloudPack,
     ...('shim' in cloud ? { cloud: cloud.shim } : {}),
     ...(values['chat-template'] ? { chatTemplate: values['chat-template'] } : {}),
+    constrainAnswer: values['constrain-answer'] ?? false,
     ...(values['edge-model-file'] ? { edgeModelFile: values['edge-model-file'] } : {}),
     ...(values['cloud-model-file'] ? { cloudModelFile: values['cloud-model-file'] } : {}),
     routerPack: router === 'builtin' ? undefined : router,

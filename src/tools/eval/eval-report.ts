@@ -171,6 +171,7 @@ function textMarkdown(r: TextEvalResult): string {
 }
 
 function choiceMarkdown(r: ChoiceEvalResult): string {
+  const held = r.answerConstraint === 'choice';
   const rows = r.points.map((p, i) => {
     const rand = r.baselines.random[i]!;
     const top = r.baselines.top1[i]!;
@@ -179,6 +180,7 @@ function choiceMarkdown(r: ChoiceEvalResult): string {
       f3(p.routedRatio),
       f3(p.quality),
       f3(p.noAnswerRate),
+      ...(held ? [`${p.cloudTokensReplaced ?? 0} / ${p.constrainedFallbacks ?? 0}`] : []),
       f3(rand.routedRatio),
       f3(rand.quality),
       f3(rand.noAnswerRate),
@@ -188,13 +190,29 @@ function choiceMarkdown(r: ChoiceEvalResult): string {
       f3(top.noAnswerRate),
     ];
   });
+  const heldLine = held
+    ? ' Each answer is held to the labels by a choice constraint (exact match); "replaced / fallbacks" counts routed letters the constraint replaced by one of the cloud\'s top-k, and those where none was allowed.'
+    : '';
   return [
     r.promptFormat === 'chat-template'
-      ? `${r.questions} questions, each a user message through the edge pack's chat template; chance accuracy ${f3(r.chanceAccuracy)}; up to ${r.maxNewTokens} new tokens per answer (greedy, ending with the assistant's turn; the answer is the reply's first letter).`
-      : `${r.questions} questions; chance accuracy ${f3(r.chanceAccuracy)}; up to ${r.maxNewTokens} new tokens per answer (greedy, ending at a newline).`,
+      ? `${r.questions} questions, each a user message through the edge pack's chat template; chance accuracy ${f3(r.chanceAccuracy)}; up to ${r.maxNewTokens} new tokens per answer (greedy, ending with the assistant's turn; the answer is the reply's first letter).${heldLine}`
+      : `${r.questions} questions; chance accuracy ${f3(r.chanceAccuracy)}; up to ${r.maxNewTokens} new tokens per answer (greedy, ending at a newline).${heldLine}`,
     '',
     table(
-      ['τ', 'routed', 'accuracy', 'no answer', 'random routed', 'random acc.', 'random no ans.', 'top-1 τ', 'top-1 routed', 'top-1 acc.', 'top-1 no ans.'],
+      [
+        'τ',
+        'routed',
+        'accuracy',
+        'no answer',
+        ...(held ? ['replaced / fallbacks'] : []),
+        'random routed',
+        'random acc.',
+        'random no ans.',
+        'top-1 τ',
+        'top-1 routed',
+        'top-1 acc.',
+        'top-1 no ans.',
+      ],
       rows,
     ),
   ].join('\n');

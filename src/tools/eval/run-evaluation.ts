@@ -68,6 +68,9 @@ export function heldOutPart(o: Pick<EvalOptions, 'routerPack' | 'fromFraction' |
 
 export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter, log: (line: string) => void = () => {}): Promise<EvalReport> {
   const dataset = readEvalDataset(o.dataset, o.split);
+  if (o.constrainAnswer && dataset.kind !== 'multiple-choice') {
+    throw new AppError('INVALID_ARGUMENT', `--constrain-answer applies to CommonsenseQA; ${o.dataset} is ${dataset.format}`);
+  }
   if (o.routerPack && !existsSync(o.routerPack) && DEMO_PATHS.has(resolve(o.routerPack))) {
     throw new AppError('NOT_FOUND', `${o.routerPack} does not exist: build the demo packs first with \`bun run models demo\``);
   }
@@ -173,6 +176,7 @@ export async function runEvaluation(o: EvalOptions, progress?: ProgressReporter,
       tolerance: o.tolerance,
       progress,
       ...(o.chatTemplate ? { chatTemplate: o.chatTemplate } : {}),
+      constrainAnswer: o.constrainAnswer,
     });
     return { ...common, selection: `questions 1–${questions.length} of ${dataset.questions.length}`, result };
   } finally {

@@ -8,6 +8,9 @@
  * console.log(run.routed / run.tokens, (await cloudPerplexity(cloudModel, run.items)).perplexity);
  */
 import type { CloudClient } from '../../edge/cloud/cloud-client.ts';
+import type { RawConstraint } from '../../edge/constraint/constraint-spec.ts';
+import { prepareConstraint } from '../../edge/constraint/generation-constraint.ts';
+import type { ConstraintCounts } from '../../edge/constraint/token-constraint.ts';
 import { encodePrompt, generate, type LoopRequest, type TokenEvent } from '../../edge/loop/decoder-loop.ts';
 import type { FinishReason } from '../../edge/loop/generation-events.ts';
 import { DEFAULT_LIMITS, parseGenerationRequest, type GenerationLimits } from '../../edge/request/generation-request.ts';
@@ -41,6 +44,8 @@ export interface GenerationRun {
   routed: number;
   /** Routed tokens / generated tokens over all prompts (0 when nothing was generated). */
   routedRatio: number;
+  /** What the prompts' constraints changed, summed over them (absent when no prompt had one). */
+  constraint?: ConstraintCounts;
 }
 
 export interface GenerationSettings {
@@ -50,6 +55,8 @@ export interface GenerationSettings {
   /** 0 (the default) decodes greedily; above 0 samples, with `seed` plus the prompt's index as the seed. */
   temperature?: number;
   seed?: number;
+  /** Per prompt, by index: the constraint its output is held to (the request's `constraint` fields); none where absent. */
+  constraints?: readonly (RawConstraint | undefined)[];
 }
 
 /**
@@ -76,6 +83,7 @@ export async function generateAll(
   const items: GeneratedItem[] = [];
   let tokens = 0;
   let routed = 0;
+  let constraint: ConstraintCounts | undefined;
   for (const [index, prompt] of prompts.entries()) {
     const parsed = parseGenerationRequest(
       {
@@ -86,10 +94,13 @@ export async function generateAll(
         temperature: settings.temperature ?? 0,
         ...(settings.temperature ? { seed: (settings.seed ?? 0) + index } : {}),
         stop: settings.stop ?? [],
+        ...(settings.constraints?.[index] ? { constraint: settings.constraints[index] } : {}),
       },
       typeof prompt === 'string' ? DEFAULT_LIMITS : ID_PROMPT_LIMITS,
     );
     const request: LoopRequest = typeof prompt === 'string' ? parsed : { ...parsed, promptIds: prompt.ids };
+    // As an entry point does: a constraint that cannot be compiled or met is refused before generating.
+    await prepareConstraint({ edgeModel: edge.edgeModel, tokenizer: edge.tokenizer }, request);
     const events: TokenEvent[] = [];
     let text = '';
     let finishReason: FinishReason = 'length';
@@ -104,6 +115,7 @@ export async function generateAll(
         }
         text = event.text;
         finishReason = event.finishReason;
+        if (event.metrics.constraint) constraint = addCounts(constraint, event.metrics.constraint);
       }
     }
     const ids = events.map((e) => e.id);
@@ -112,7 +124,15 @@ export async function generateAll(
     tokens += ids.length;
     routed += itemRouted;
   }
-  return { items, tokens, routed, routedRatio: tokens ? routed / tokens : 0 };
+  return { items, tokens, routed, routedRatio: tokens ? routed / tokens : 0, ...(constraint ? { constraint } : {}) };
+}
+
+function addCounts(sum: ConstraintCounts | undefined, counts: ConstraintCounts): ConstraintCounts {
+  return {
+    cloudTokensReplaced: (sum?.cloudTokensReplaced ?? 0) + counts.cloudTokensReplaced,
+    constrainedFallbacks: (sum?.constrainedFallbacks ?? 0) + counts.constrainedFallbacks,
+    spanTokensDropped: (sum?.spanTokensDropped ?? 0) + counts.spanTokensDropped,
+  };
 }
 
 export interface Perplexity {

@@ -3,6 +3,7 @@ import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { ChatMessage as _tokenrouter_edge_v1_ChatMessage, ChatMessage__Output as _tokenrouter_edge_v1_ChatMessage__Output } from './tokenrouter/edge/v1/ChatMessage';
 import type { CloudDisclosure as _tokenrouter_edge_v1_CloudDisclosure, CloudDisclosure__Output as _tokenrouter_edge_v1_CloudDisclosure__Output } from './tokenrouter/edge/v1/CloudDisclosure';
+import type { ConstraintCounts as _tokenrouter_edge_v1_ConstraintCounts, ConstraintCounts__Output as _tokenrouter_edge_v1_ConstraintCounts__Output } from './tokenrouter/edge/v1/ConstraintCounts';
 import type { Done as _tokenrouter_edge_v1_Done, Done__Output as _tokenrouter_edge_v1_Done__Output } from './tokenrouter/edge/v1/Done';
 import type { EdgeGeneratorClient as _tokenrouter_edge_v1_EdgeGeneratorClient, EdgeGeneratorDefinition as _tokenrouter_edge_v1_EdgeGeneratorDefinition } from './tokenrouter/edge/v1/EdgeGenerator';
 import type { Error as _tokenrouter_edge_v1_Error, Error__Output as _tokenrouter_edge_v1_Error__Output } from './tokenrouter/edge/v1/Error';
@@ -24,6 +25,7 @@ export interface ProtoGrpcType {
       v1: {
         ChatMessage: MessageTypeDefinition<_tokenrouter_edge_v1_ChatMessage, _tokenrouter_edge_v1_ChatMessage__Output>
         CloudDisclosure: MessageTypeDefinition<_tokenrouter_edge_v1_CloudDisclosure, _tokenrouter_edge_v1_CloudDisclosure__Output>
+        ConstraintCounts: MessageTypeDefinition<_tokenrouter_edge_v1_ConstraintCounts, _tokenrouter_edge_v1_ConstraintCounts__Output>
         Done: MessageTypeDefinition<_tokenrouter_edge_v1_Done, _tokenrouter_edge_v1_Done__Output>
         EdgeGenerator: SubtypeConstructor<typeof grpc.Client, _tokenrouter_edge_v1_EdgeGeneratorClient> & { service: _tokenrouter_edge_v1_EdgeGeneratorDefinition }
         Error: MessageTypeDefinition<_tokenrouter_edge_v1_Error, _tokenrouter_edge_v1_Error__Output>

@@ -2,6 +2,7 @@
 
 import type { RoutingBudget as _tokenrouter_edge_v1_RoutingBudget, RoutingBudget__Output as _tokenrouter_edge_v1_RoutingBudget__Output } from '../../../tokenrouter/edge/v1/RoutingBudget';
 import type { CloudDisclosure as _tokenrouter_edge_v1_CloudDisclosure, CloudDisclosure__Output as _tokenrouter_edge_v1_CloudDisclosure__Output } from '../../../tokenrouter/edge/v1/CloudDisclosure';
+import type { ConstraintCounts as _tokenrouter_edge_v1_ConstraintCounts, ConstraintCounts__Output as _tokenrouter_edge_v1_ConstraintCounts__Output } from '../../../tokenrouter/edge/v1/ConstraintCounts';
 
 export interface Metrics {
   'promptTokens'?: (number);
@@ -53,6 +54,10 @@ export interface Metrics {
    * What left the box for the cloud during this generation.
    */
   'cloud'?: (_tokenrouter_edge_v1_CloudDisclosure | null);
+  /**
+   * What the request's constraint (json_schema, grammar, regex, choice) changed; absent without one.
+   */
+  'constraint'?: (_tokenrouter_edge_v1_ConstraintCounts | null);
 }
 
 export interface Metrics__Output {
@@ -105,4 +110,8 @@ export interface Metrics__Output {
    * What left the box for the cloud during this generation.
    */
   'cloud': (_tokenrouter_edge_v1_CloudDisclosure__Output | null);
+  /**
+   * What the request's constraint (json_schema, grammar, regex, choice) changed; absent without one.
+   */
+  'constraint': (_tokenrouter_edge_v1_ConstraintCounts__Output | null);
 }
