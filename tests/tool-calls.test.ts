@@ -210,7 +210,8 @@ test('auto: a cloud that opens a call gets a valid one, its arguments written un
     const localModel = (await local.models.list()).data[0]!.id;
     let routed = 0;
     for (let i = 0; i < 4; i++) {
-      const params = { ...request(400 + i, 'auto', LEGS[0]!), model: localModel, routing_mode: 'llm_only' } as ChatCompletionCreateParamsNonStreaming;
+      // One call: with parallel calls, free text may follow it, which a random model runs to the token limit.
+      const params = { ...request(400 + i, 'auto', LEGS[0]!), model: localModel, routing_mode: 'llm_only', parallel_tool_calls: false } as ChatCompletionCreateParamsNonStreaming;
       const whole = await local.chat.completions.create(params);
       const { message, finish_reason } = whole.choices[0]!;
       expect(finish_reason).toBe('tool_calls');

@@ -4,7 +4,7 @@
  * function is one tag whose begin is the call's opening up to its arguments (`<tool_call>\n{"name":
  * "get_weather", "arguments": `), whose content is the function's parameter schema, and whose end closes
  * the call (`}\n</tool_call>`). `required` and a named function allow nothing but calls (one, or several
- * with the template's separator between them when parallel calls are allowed); `auto` allows free text,
+ * with the template's separator between them when parallel calls are allowed and the template writes one); `auto` allows free text,
  * and a call the model opens must be a valid one to its end; `none` holds nothing.
  *
  * @example
@@ -62,11 +62,8 @@ export function toolCallTag(tools: readonly FunctionTool[], choice: ToolChoice, 
     end: callClosing(format),
   }));
   const many = { at_least_one: choice !== 'auto', stop_after_first: !parallel };
-  return {
-    type: 'structural_tag',
-    format:
-      choice === 'auto'
-        ? { type: 'triggered_tags', triggers: [format.trigger], tags, ...many }
-        : { type: 'tags_with_separator', tags, separator: format.separator, ...many },
-  };
+  if (choice === 'auto') return { type: 'structural_tag', format: { type: 'triggered_tags', triggers: [format.trigger], tags, ...many } };
+  // xgrammar needs a separator between tags: a template that writes calls back to back gets one call.
+  if (format.separator === '') return { type: 'structural_tag', format: tags.length === 1 ? tags[0] : { type: 'or', elements: tags } };
+  return { type: 'structural_tag', format: { type: 'tags_with_separator', tags, separator: format.separator, ...many } };
 }
