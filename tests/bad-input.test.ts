@@ -778,7 +778,13 @@ describe('edge OpenAI API (/v1)', () => {
       ],
       [
         'tools: a call whose arguments are not JSON',
-        () => tooled({ messages: [{ role: 'user', content: 'x' }, { ...CALLED, tool_calls: [{ id: 'c', type: 'function', function: { name: 'add', arguments: '{a' } }] }] }),
+        () =>
+          tooled({
+            messages: [
+              { role: 'user', content: 'x' },
+              { ...CALLED, tool_calls: [{ id: 'c', type: 'function', function: { name: 'add', arguments: '{a' } }] },
+            ],
+          }),
         400,
         'messages[1].tool_calls[0].function.arguments must be the JSON text of an object, got "{a"',
         'messages[1].tool_calls[0].function.arguments',
@@ -799,7 +805,13 @@ describe('edge OpenAI API (/v1)', () => {
         'tools[0].function.name must be 1 to 64 letters, digits, underscores or dashes, got "add numbers"',
         'tools[0].function.name',
       ],
-      ['tools: a name given twice', () => tooled({ tools: [ADD, ADD] }), 400, 'tools[1].function.name: a second function named "add"', 'tools[1].function.name'],
+      [
+        'tools: a name given twice',
+        () => tooled({ tools: [ADD, ADD] }),
+        400,
+        'tools[1].function.name: a second function named "add"',
+        'tools[1].function.name',
+      ],
       [
         'tools: parameters of a string',
         () => tooled({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'string' } } }] }),
@@ -809,7 +821,10 @@ describe('edge OpenAI API (/v1)', () => {
       ],
       [
         'tools: parameters with a keyword not enforced',
-        () => tooled({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'array', uniqueItems: true } } } } }] }),
+        () =>
+          tooled({
+            tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'array', uniqueItems: true } } } } }],
+          }),
         400,
         'tools[0].function.parameters uses "uniqueItems" (at $.properties.a), which constrained decoding does not enforce; remove it',
         'tools[0].function.parameters',
@@ -829,7 +844,13 @@ describe('edge OpenAI API (/v1)', () => {
         'tool_choice.function.name',
       ],
       ['tools: tool_choice of an unknown kind', () => tooled({ tool_choice: 'always' }), 400, 'tool_choice must be none, auto, required or', 'tool_choice'],
-      ['tools: tool_choice without tools', () => chatOn(toolsApp, { tool_choice: 'auto' }), 400, 'tool_choice is only allowed when tools are given', 'tool_choice'],
+      [
+        'tools: tool_choice without tools',
+        () => chatOn(toolsApp, { tool_choice: 'auto' }),
+        400,
+        'tool_choice is only allowed when tools are given',
+        'tool_choice',
+      ],
       [
         'tools: with a response_format',
         () => tooled({ tool_choice: 'required', response_format: { type: 'json_object' } }),

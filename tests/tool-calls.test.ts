@@ -156,7 +156,8 @@ test(
       const problems = (message.tool_calls ?? []).flatMap((c) => callProblems(c as ChatCompletionMessageFunctionToolCall, named));
       if (whole.choices[0]!.finish_reason !== 'tool_calls' || !message.tool_calls?.length || message.content !== null || problems.length > 0)
         invalid.push(`${where} (${whole.choices[0]!.finish_reason}): ${problems.join('; ')} ${JSON.stringify(message)}`);
-      if (!params.parallel_tool_calls && (message.tool_calls?.length ?? 0) > 1) invalid.push(`${where}: ${message.tool_calls!.length} calls without parallel calls`);
+      if (!params.parallel_tool_calls && (message.tool_calls?.length ?? 0) > 1)
+        invalid.push(`${where}: ${message.tool_calls!.length} calls without parallel calls`);
       routed[leg.name]! += (whole.usage as unknown as { routed_tokens: number }).routed_tokens;
       calls += message.tool_calls?.length ?? 0;
       // The same seed streamed: the same calls, piece by piece.
@@ -211,7 +212,12 @@ test('auto: a cloud that opens a call gets a valid one, its arguments written un
     let routed = 0;
     for (let i = 0; i < 4; i++) {
       // One call: with parallel calls, free text may follow it, which a random model runs to the token limit.
-      const params = { ...request(400 + i, 'auto', LEGS[0]!), model: localModel, routing_mode: 'llm_only', parallel_tool_calls: false } as ChatCompletionCreateParamsNonStreaming;
+      const params = {
+        ...request(400 + i, 'auto', LEGS[0]!),
+        model: localModel,
+        routing_mode: 'llm_only',
+        parallel_tool_calls: false,
+      } as ChatCompletionCreateParamsNonStreaming;
       const whole = await local.chat.completions.create(params);
       const { message, finish_reason } = whole.choices[0]!;
       expect(finish_reason).toBe('tool_calls');

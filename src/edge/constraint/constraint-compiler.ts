@@ -85,7 +85,10 @@ export class ConstraintCompiler {
       const ms = performance.now() - t;
       if (ms > COMPILE_LIMIT_MS) {
         entry.dispose();
-        entry = new AppError('INVALID_ARGUMENT', `${spec.name ?? spec.kind} took ${Math.round(ms)} ms to compile, above the limit of ${COMPILE_LIMIT_MS} ms: simplify it`);
+        entry = new AppError(
+          'INVALID_ARGUMENT',
+          `${spec.name ?? spec.kind} took ${Math.round(ms)} ms to compile, above the limit of ${COMPILE_LIMIT_MS} ms: simplify it`,
+        );
       }
     } catch (e) {
       if (!(e instanceof AppError)) throw e;

@@ -52,7 +52,12 @@ export function callClosing(format: ToolCallFormat): string {
 }
 
 /** The structural tag that holds the reply to `choice` among `tools`; undefined for `none` (nothing is held). */
-export function toolCallTag(tools: readonly FunctionTool[], choice: ToolChoice, format: ToolCallFormat, parallel: boolean): Record<string, unknown> | undefined {
+export function toolCallTag(
+  tools: readonly FunctionTool[],
+  choice: ToolChoice,
+  format: ToolCallFormat,
+  parallel: boolean,
+): Record<string, unknown> | undefined {
   if (choice === 'none') return undefined;
   const callable = typeof choice === 'object' ? tools.filter((t) => t.name === choice.name) : tools;
   const tags = callable.map((tool) => ({

@@ -116,11 +116,7 @@ export class ChatTemplate {
    * markers in the contents' place (a content rendered twice gives two spans); undefined when the template
    * rewrites content, so that the markers do not give `text` back.
    */
-  locateMessages(
-    messages: readonly ChatMessage[],
-    text: string,
-    options: RenderOptions = {},
-  ): (TextSpan & { message: number })[] | undefined {
+  locateMessages(messages: readonly ChatMessage[], text: string, options: RenderOptions = {}): (TextSpan & { message: number })[] | undefined {
     const marked = this.render(
       messages.map((m, i) => ({ ...m, content: marker(i) })),
       options,

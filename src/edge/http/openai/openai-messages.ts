@@ -78,7 +78,8 @@ function parseToolCalls(value: unknown, at: string): ChatToolCall[] | undefined 
     } catch {
       args = undefined;
     }
-    if (!isRecord(args)) throw new OpenAIParamError(`${here}.function.arguments`, `${here}.function.arguments must be the JSON text of an object, got ${show(text)}`);
+    if (!isRecord(args))
+      throw new OpenAIParamError(`${here}.function.arguments`, `${here}.function.arguments must be the JSON text of an object, got ${show(text)}`);
     return { id: call.id, name, arguments: args };
   });
 }

@@ -57,14 +57,19 @@ function readTool(tool: unknown, at: string): FunctionTool {
   if (fn.strict !== undefined && fn.strict !== null && typeof fn.strict !== 'boolean') {
     throw new OpenAIParamError(`${at}.function.strict`, `${at}.function.strict must be a boolean`);
   }
-  return { name: fn.name, ...(typeof fn.description === 'string' ? { description: fn.description } : {}), parameters: readParameters(fn.parameters, `${at}.function.parameters`) };
+  return {
+    name: fn.name,
+    ...(typeof fn.description === 'string' ? { description: fn.description } : {}),
+    parameters: readParameters(fn.parameters, `${at}.function.parameters`),
+  };
 }
 
 /** The arguments' schema: an object's (none given is a function without arguments). The calls are held to it, so it must be one xgrammar enforces. */
 function readParameters(value: unknown, at: string): Record<string, unknown> {
   if (value === undefined || value === null) return { type: 'object', properties: {} };
   if (!isRecord(value)) throw new OpenAIParamError(at, `${at} must be a JSON schema object, got ${show(value).slice(0, 80)}`);
-  if (value.type !== undefined && value.type !== 'object') throw new OpenAIParamError(at, `${at} must describe an object (type "object"), got type ${show(value.type)}`);
+  if (value.type !== undefined && value.type !== 'object')
+    throw new OpenAIParamError(at, `${at} must describe an object (type "object"), got type ${show(value.type)}`);
   const unsupported = unsupportedKeyword(value);
   if (unsupported) {
     throw new OpenAIParamError(at, `${at} uses "${unsupported.keyword}" (at ${unsupported.at}), which constrained decoding does not enforce; remove it`);
@@ -76,11 +81,17 @@ function readChoice(value: unknown, tools: readonly FunctionTool[]): ToolChoice 
   if (value === undefined) return 'auto';
   if (value === 'none' || value === 'auto' || value === 'required') return value;
   if (!isRecord(value) || value.type !== 'function' || !isRecord(value.function) || typeof value.function.name !== 'string') {
-    throw new OpenAIParamError('tool_choice', `tool_choice must be none, auto, required or {type: "function", function: {name}}, got ${show(value).slice(0, 80)}`);
+    throw new OpenAIParamError(
+      'tool_choice',
+      `tool_choice must be none, auto, required or {type: "function", function: {name}}, got ${show(value).slice(0, 80)}`,
+    );
   }
   const { name } = value.function;
   if (!tools.some((t) => t.name === name)) {
-    throw new OpenAIParamError('tool_choice.function.name', `tool_choice names the function ${show(name)}, which is not among tools (${tools.map((t) => t.name).join(', ')})`);
+    throw new OpenAIParamError(
+      'tool_choice.function.name',
+      `tool_choice names the function ${show(name)}, which is not among tools (${tools.map((t) => t.name).join(', ')})`,
+    );
   }
   return { name };
 }
