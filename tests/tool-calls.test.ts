@@ -33,7 +33,7 @@ import { startTestShim } from './helpers/cloud-fixture.ts';
 import { schemaProblems } from './helpers/schema-check.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'tool-calls-'));
-const CASES = Number(process.env.TOOL_CASES ?? 24);
+const CASES = Number(process.env.TOOL_CASES ?? 12);
 
 const WEATHER = {
   type: 'object',
@@ -100,10 +100,11 @@ function request(i: number, choice: ChatCompletionCreateParamsNonStreaming['tool
     messages: [{ role: 'user' as const, content: `Question ${i}: what is the weather, or 2 + 3?` }],
     tools: TOOLS,
     tool_choice: choice,
-    parallel_tool_calls: i % 2 === 0,
+    // Parallel calls on every fourth: a random model chains calls for as long as it draws the separator, so those get more room.
+    parallel_tool_calls: i % 4 === 0,
     temperature: 1,
     seed: 2000 + i,
-    max_tokens: 160,
+    max_tokens: i % 4 === 0 ? 480 : 160,
     ...leg.fields,
   } as ChatCompletionCreateParamsNonStreaming;
 }
@@ -171,7 +172,7 @@ test(
     expect(routed.joint!).toBeGreaterThan(0);
     expect(routed.small_only).toBe(0);
   },
-  Math.max(300_000, CASES * 8_000),
+  Math.max(300_000, CASES * 30_000),
 );
 
 test('auto: text comes back as content; none: no call and no tools in the prompt', async () => {

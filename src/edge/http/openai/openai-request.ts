@@ -9,7 +9,9 @@
  * Privacy is a vendor extension too: `private_spans` of a text prompt (completions) or of each message's
  * content (chat), and `private_detect` (privacy/private-spans.ts has the span forms). Spans of a message whose
  * content is a list of text parts count code points of the parts' texts joined with newlines, the text the
- * edge reads; a prompt of token ids takes no spans (there is no text of the caller's to point into).
+ * edge reads; a prompt of token ids takes no spans (there is no text of the caller's to point into). Chat takes
+ * OpenAI's function calling too: `tools`, `tool_choice` and `parallel_tool_calls` (openai-tools.ts) and the
+ * messages' `tool_calls` and `tool_call_id` (openai-messages.ts).
  *
  * @example
  * const request = parseCompletionRequest({ model: 'stories260k-3l', prompt: 'Once', max_tokens: 8 }, runtime.limits);
