@@ -17,6 +17,10 @@ import { interceptSteps, type CloudClient } from '../src/edge/cloud/cloud-client
 import { EdgeGrpcServer } from '../src/edge/grpc/edge-grpc-server.ts';
 import { EDGE_GENERATOR_SERVICE_NAME, edgeGeneratorService, type GenerateEvent__Output, type GenerateRequest } from '../src/edge/grpc/edge-proto.ts';
 import { createEdgeApp } from '../src/edge/http/app.tsx';
+import { EdgeChat } from '../src/edge/chat/edge-chat.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MAX_SERVICE_NAME_CHARS } from '../src/shared/grpc/health.ts';
 import {
   CLOUD_ROUTER_SERVICE_NAME,
@@ -31,6 +35,12 @@ import {
 } from '../src/shared/grpc/proto.ts';
 import { startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { startTestEdge, type TestEdge } from './helpers/edge-runtime.ts';
+
+/** Tools as JSON lines, then the turns; an assistant's calls as Qwen's template writes them (short: the demo model's context is 512 tokens). */
+const TOOLS_TEMPLATE =
+  '{% if tools %}{% for t in tools %}{{ t | tojson }}\n{% endfor %}{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}' +
+  '{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>\n{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}\n</tool_call>{% endfor %}{% endif %}' +
+  '\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}';
 
 /** As in src/edge/main.ts. */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -463,10 +473,21 @@ describe('edge HTTP API and page', () => {
 
 describe('edge OpenAI API (/v1)', () => {
   let app: Hono;
+  /** The same edge with a short template that renders tools and writes calls as Qwen's does, and with ChatML, which renders no tools. */
+  let toolsApp: Hono;
+  let chatmlApp: Hono;
+  const templateDir = mkdtempSync(join(tmpdir(), 'bad-input-template-'));
 
   beforeAll(() => {
     app = createEdgeApp(edge.runtime, { maxBodyBytes: MAX_BODY_BYTES });
+    const toolsTemplate = join(templateDir, 'tools.jinja');
+    writeFileSync(toolsTemplate, TOOLS_TEMPLATE);
+    const { tokenizer } = edge.runtime.engine;
+    toolsApp = createEdgeApp(edge.runtime, { maxBodyBytes: MAX_BODY_BYTES, chat: EdgeChat.load(tokenizer, { template: toolsTemplate, modelName: MODEL }) });
+    chatmlApp = createEdgeApp(edge.runtime, { maxBodyBytes: MAX_BODY_BYTES, chat: EdgeChat.load(tokenizer, { template: 'chatml', modelName: MODEL }) });
   });
+
+  afterAll(() => rmSync(templateDir, { recursive: true, force: true }));
 
   const MODEL = 'stories260k-distilled-1l';
   const post = (path: string, body: unknown) =>
@@ -477,6 +498,15 @@ describe('edge OpenAI API (/v1)', () => {
     });
   const completion = (fields: Record<string, unknown>) => post('completions', { model: MODEL, prompt: 'x', ...fields });
   const chat = (fields: Record<string, unknown>) => post('chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'x' }], ...fields });
+  const chatOn = (target: Hono, fields: Record<string, unknown>) =>
+    target.request('/v1/chat/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 8, ...fields }),
+      headers: { 'content-type': 'application/json' },
+    });
+  const ADD = { type: 'function', function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] } } };
+  const CALLED = { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a": 1}' } }] };
+  const tooled = (fields: Record<string, unknown>) => chatOn(toolsApp, { tools: [ADD], ...fields });
   const invalidUtf8 = new Uint8Array([...new TextEncoder().encode(`{"model":"${MODEL}","prompt":"a`), 0xff, 0xfe, ...new TextEncoder().encode('b"}')]);
 
   /** One refusal as observed: status, and the OpenAI error's message and param (which names the field at fault). */
@@ -618,7 +648,7 @@ describe('edge OpenAI API (/v1)', () => {
         `chat: the role ${role} (Object.prototype's)`,
         () => chat({ messages: [{ role, content: 'x' }] }),
         400,
-        `messages[0].role must be one of system, developer, user, assistant, got ${JSON.stringify(role)}`,
+        `messages[0].role must be one of system, developer, user, assistant, tool, got ${JSON.stringify(role)}`,
         'messages[0].role',
       ]),
       // A top-level key named like an object property once answered 500 (issue 45, item 2); an own key, it is refused by name.
@@ -726,12 +756,124 @@ describe('edge OpenAI API (/v1)', () => {
       ['a JSON array', () => post('completions', '["x"]'), 400, 'request body must be a JSON object', null],
       ['chat: no messages', () => chat({ messages: [] }), 400, 'messages must be a non-empty list', 'messages'],
       [
-        'chat: a tool message',
-        () => chat({ messages: [{ role: 'tool', content: 'x' }] }),
+        'chat: an unknown role',
+        () => chat({ messages: [{ role: 'function', content: 'x' }] }),
         400,
-        'messages[0].role must be one of system, developer, user, assistant, got "tool"',
+        'messages[0].role must be one of system, developer, user, assistant, tool, got "function"',
         'messages[0].role',
       ],
+      [
+        'tools: a tool message without tool_call_id',
+        () => tooled({ messages: [{ role: 'user', content: 'x' }, CALLED, { role: 'tool', content: '2' }] }),
+        400,
+        'messages[2].tool_call_id is required on a tool message: the id of the call it answers',
+        'messages[2].tool_call_id',
+      ],
+      [
+        'tools: a tool message answering no call',
+        () => tooled({ messages: [{ role: 'user', content: 'x' }, CALLED, { role: 'tool', tool_call_id: 'call_9', content: '2' }] }),
+        400,
+        'messages[2].tool_call_id "call_9" answers no tool call of an earlier assistant message',
+        'messages[2].tool_call_id',
+      ],
+      [
+        'tools: a call whose arguments are not JSON',
+        () =>
+          tooled({
+            messages: [
+              { role: 'user', content: 'x' },
+              { ...CALLED, tool_calls: [{ id: 'c', type: 'function', function: { name: 'add', arguments: '{a' } }] },
+            ],
+          }),
+        400,
+        'messages[1].tool_calls[0].function.arguments must be the JSON text of an object, got "{a"',
+        'messages[1].tool_calls[0].function.arguments',
+      ],
+      ['tools: not a list', () => tooled({ tools: { type: 'function' } }), 400, 'tools must be a list of 1 to 128 function tools', 'tools'],
+      ['tools: an empty list', () => tooled({ tools: [] }), 400, 'tools must be a list of 1 to 128 function tools, got []', 'tools'],
+      [
+        'tools: not a function tool',
+        () => tooled({ tools: [{ type: 'web_search' }] }),
+        400,
+        'tools[0] must be {type: "function", function: {name, description, parameters}}',
+        'tools[0]',
+      ],
+      [
+        'tools: a bad function name',
+        () => tooled({ tools: [{ type: 'function', function: { name: 'add numbers' } }] }),
+        400,
+        'tools[0].function.name must be 1 to 64 letters, digits, underscores or dashes, got "add numbers"',
+        'tools[0].function.name',
+      ],
+      [
+        'tools: a name given twice',
+        () => tooled({ tools: [ADD, ADD] }),
+        400,
+        'tools[1].function.name: a second function named "add"',
+        'tools[1].function.name',
+      ],
+      [
+        'tools: parameters of a string',
+        () => tooled({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'string' } } }] }),
+        400,
+        'tools[0].function.parameters must describe an object (type "object"), got type "string"',
+        'tools[0].function.parameters',
+      ],
+      [
+        'tools: parameters with a keyword not enforced',
+        () =>
+          tooled({
+            tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'array', uniqueItems: true } } } } }],
+          }),
+        400,
+        'tools[0].function.parameters uses "uniqueItems" (at $.properties.a), which constrained decoding does not enforce; remove it',
+        'tools[0].function.parameters',
+      ],
+      [
+        'tools: parameters xgrammar refuses',
+        () => tooled({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'strung' } } } } }] }),
+        400,
+        'tools was refused by the grammar compiler: Unsupported type "strung"',
+        null,
+      ],
+      [
+        'tools: tool_choice names an unknown function',
+        () => tooled({ tool_choice: { type: 'function', function: { name: 'sub' } } }),
+        400,
+        'tool_choice names the function "sub", which is not among tools (add)',
+        'tool_choice.function.name',
+      ],
+      ['tools: tool_choice of an unknown kind', () => tooled({ tool_choice: 'always' }), 400, 'tool_choice must be none, auto, required or', 'tool_choice'],
+      [
+        'tools: tool_choice without tools',
+        () => chatOn(toolsApp, { tool_choice: 'auto' }),
+        400,
+        'tool_choice is only allowed when tools are given',
+        'tool_choice',
+      ],
+      [
+        'tools: with a response_format',
+        () => tooled({ tool_choice: 'required', response_format: { type: 'json_object' } }),
+        400,
+        'tools hold the reply to function calls; give a response_format or other constraint only with tool_choice none',
+        null,
+      ],
+      [
+        'tools: a call that cannot fit max_tokens',
+        () => tooled({ tool_choice: 'required', max_tokens: 2 }),
+        400,
+        'the tools cannot be satisfied within 2 tokens',
+        null,
+      ],
+      ['tools: a template that does not render them', () => chatOn(chatmlApp, { tools: [ADD] }), 400, "this model's chat template does not render tools", null],
+      [
+        'tools: a call in the history on a template that does not render them',
+        () => chatOn(chatmlApp, { messages: [{ role: 'user', content: 'x' }, CALLED, { role: 'tool', tool_call_id: 'call_1', content: '2' }] }),
+        400,
+        "this model's chat template does not render tools",
+        null,
+      ],
+      ['tools: a model without a chat template', () => chat({ tools: [ADD] }), 400, `model ${MODEL} has no chat template`, 'messages'],
       [
         'chat: an image part',
         () => chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }),
@@ -740,10 +882,17 @@ describe('edge OpenAI API (/v1)', () => {
         'messages[0].content[0]',
       ],
       [
-        'chat: tool calls',
+        'chat: tool calls on a user message',
+        () => chat({ messages: [{ role: 'user', content: 'x', tool_calls: [] }] }),
+        400,
+        'unsupported parameter: messages[0].tool_calls is not supported by this edge on a user message',
+        'messages[0].tool_calls',
+      ],
+      [
+        'chat: an empty list of tool calls',
         () => chat({ messages: [{ role: 'assistant', content: 'x', tool_calls: [] }] }),
         400,
-        'unsupported parameter: messages[0].tool_calls',
+        'messages[0].tool_calls must be a non-empty list of calls',
         'messages[0].tool_calls',
       ],
       [

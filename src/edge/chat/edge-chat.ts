@@ -15,6 +15,15 @@ import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import type { EdgeRuntime } from '../edge-runtime.ts';
 import type { RawGenerationRequest } from '../request/generation-request.ts';
 import type { EdgeChatMessage } from './chat-messages.ts';
+import { toolCallTag, type FunctionTool, type ToolCallFormat, type ToolChoice } from '../constraint/tool-call-tags.ts';
+import { toolCallFormat } from './tool-call-format.ts';
+
+/** A chat request's functions (OpenAI's `tools`, `tool_choice`, `parallel_tool_calls`). */
+export interface ChatTools {
+  tools: FunctionTool[];
+  choice: ToolChoice;
+  parallel: boolean;
+}
 
 /**
  * ChatML as Qwen2.5-Instruct writes it, without its default system prompt: for `--chat-template chatml`,
@@ -33,6 +42,9 @@ export interface EdgeChatOptions {
 }
 
 export class EdgeChat {
+  /** The template's call format, read once at the first chat that needs it (or why it has none). */
+  private callFormat: ToolCallFormat | string | undefined;
+
   private constructor(
     readonly template: ChatTemplate | undefined,
     private readonly tokenizer: TextTokenizer,
@@ -63,24 +75,54 @@ export class EdgeChat {
     return this.template !== undefined;
   }
 
-  /** The prompt for `messages`, ending with the assistant's turn: INVALID_ARGUMENT naming the problem otherwise. */
-  prompt(messages: readonly ChatMessage[]): { text: string; ids: number[] } {
+  /** The prompt for `messages` (and the functions the model may call), ending with the assistant's turn: INVALID_ARGUMENT naming the problem otherwise. */
+  prompt(messages: readonly ChatMessage[], tools?: readonly FunctionTool[]): { text: string; ids: number[] } {
     if (!this.template) throw new AppError('INVALID_ARGUMENT', this.problem);
     if (messages.length === 0) throw new AppError('INVALID_ARGUMENT', 'messages must hold at least one message');
-    return this.template.encode(messages, this.tokenizer, { specialTokensInMessages: this.specialTokens });
+    const rendered = tools?.map((t) => ({ type: 'function', function: t }));
+    return this.template.encode(messages, this.tokenizer, { specialTokensInMessages: this.specialTokens, ...(rendered ? { tools: rendered } : {}) });
+  }
+
+  /** How the template writes a function call (tool-call-format.ts); INVALID_ARGUMENT saying why when it has no way. */
+  toolCallFormat(): ToolCallFormat {
+    if (!this.template) throw new AppError('INVALID_ARGUMENT', this.problem);
+    this.callFormat ??= toolCallFormat(this.template);
+    if (typeof this.callFormat === 'string') throw new AppError('INVALID_ARGUMENT', this.callFormat);
+    return this.callFormat;
   }
 
   /**
    * A generation of the conversation's next assistant turn: from the template's ids, its text as the prompt.
    * The messages' private texts are the generation's; `private_spans` of the whole request would point into
-   * a prompt the caller never saw, so they are refused.
+   * a prompt the caller never saw, so they are refused. With tools (and a choice other than `none`, which
+   * renders none), the template renders them and the reply is held to calls of them as the choice says
+   * (constraint/tool-call-tags.ts); a conversation with earlier calls needs a template that writes them.
    */
-  start(runtime: Pick<EdgeRuntime, 'begin'>, messages: readonly EdgeChatMessage[], raw: RawGenerationRequest, id?: string): ReturnType<EdgeRuntime['begin']> {
+  start(
+    runtime: Pick<EdgeRuntime, 'begin'>,
+    messages: readonly EdgeChatMessage[],
+    raw: RawGenerationRequest,
+    id?: string,
+    tools?: ChatTools,
+  ): ReturnType<EdgeRuntime['begin']> {
     if (raw.privateSpans != null)
       throw new AppError('INVALID_ARGUMENT', 'with messages, mark private spans in each message (messages[i].private_spans), not in the request');
-    const { text, ids } = this.prompt(messages.map(({ role, content }) => ({ role, content })));
+    const calling = tools !== undefined && tools.choice !== 'none';
+    const format = calling || messages.some((m) => m.role === 'tool' || m.toolCalls) ? this.toolCallFormat() : undefined;
+    if (calling && raw.constraint !== undefined) {
+      throw new AppError('INVALID_ARGUMENT', 'tools hold the reply to function calls; give a response_format or other constraint only with tool_choice none');
+    }
+    const { text, ids } = this.prompt(
+      messages.map(({ privateTexts: _, ...message }) => message),
+      calling ? tools.tools : undefined,
+    );
     const privateTexts = messages.flatMap((m) => m.privateTexts ?? []);
-    return runtime.begin({ ...raw, prompt: text, ...(privateTexts.length > 0 ? { privateTexts } : {}) }, id, ids);
+    const tag = calling && format ? toolCallTag(tools.tools, tools.choice, format, tools.parallel) : undefined;
+    return runtime.begin(
+      { ...raw, prompt: text, ...(privateTexts.length > 0 ? { privateTexts } : {}), ...(tag ? { constraint: { toolCalls: tag } } : {}) },
+      id,
+      ids,
+    );
   }
 }
 

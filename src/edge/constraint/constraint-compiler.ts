@@ -4,8 +4,8 @@
  * that failed to compile (or compiled too slowly) costs nothing the next time. The tokenizer's
  * preprocessed vocabulary is built at the first constrained request, not at start.
  *
- * JSON is compiled compact (`{"a": 1, "b": [2]}`, no free whitespace): a model that may write any amount of
- * whitespace between tokens can spend its whole token budget on it.
+ * JSON is compiled compact (`{"a": 1, "b": [2]}`, no free whitespace), a structural tag's too: a model that
+ * may write any amount of whitespace between tokens can spend its whole token budget on it.
  *
  * @example
  * const compiler = new ConstraintCompiler(tokenizer, edgeModel.pack.vocabSize, [...eosIds]);
@@ -16,6 +16,7 @@ import type { CompiledGrammar, GrammarCompiler, TokenizerInfo } from '@mlc-ai/we
 import { AppError } from '../../shared/errors.ts';
 import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import type { ConstraintSpec } from './constraint-spec.ts';
+import { compactStructuralTag } from './compact-structural-tag.ts';
 import { loadXGrammar, refusalOf } from './xgrammar-module.ts';
 
 /**
@@ -80,11 +81,14 @@ export class ConstraintCompiler {
     const t = performance.now();
     let entry: CompiledGrammar | AppError;
     try {
-      entry = await refusalOf(spec.kind, () => compileWith(compiler, spec));
+      entry = await refusalOf(spec.name ?? spec.kind, () => compileWith(compiler, spec));
       const ms = performance.now() - t;
       if (ms > COMPILE_LIMIT_MS) {
         entry.dispose();
-        entry = new AppError('INVALID_ARGUMENT', `${spec.kind} took ${Math.round(ms)} ms to compile, above the limit of ${COMPILE_LIMIT_MS} ms: simplify it`);
+        entry = new AppError(
+          'INVALID_ARGUMENT',
+          `${spec.name ?? spec.kind} took ${Math.round(ms)} ms to compile, above the limit of ${COMPILE_LIMIT_MS} ms: simplify it`,
+        );
       }
     } catch (e) {
       if (!(e instanceof AppError)) throw e;
@@ -107,10 +111,10 @@ export class ConstraintCompiler {
 }
 
 function keyOf(spec: ConstraintSpec): string {
-  return `${spec.kind}\u0000${spec.text}`;
+  return `${spec.kind}\u0000${spec.name ?? ''}\u0000${spec.text}`;
 }
 
-function compileWith(compiler: GrammarCompiler, spec: ConstraintSpec): Promise<CompiledGrammar> {
+async function compileWith(compiler: GrammarCompiler, spec: ConstraintSpec): Promise<CompiledGrammar> {
   switch (spec.kind) {
     case 'json_schema':
       return compiler.compileJSONSchema(spec.text, false, -1);
@@ -124,6 +128,6 @@ function compileWith(compiler: GrammarCompiler, spec: ConstraintSpec): Promise<C
     case 'choice':
       return compiler.compileGrammar(choiceGrammar(spec.choices ?? []));
     case 'structural_tag':
-      return compiler.compileStructuralTag(spec.text);
+      return compiler.compileStructuralTag(await compactStructuralTag(spec.text));
   }
 }

@@ -21,6 +21,8 @@ export interface ConstraintSpec {
   text: string;
   /** `choice` only: the strings, one of which the output is. */
   choices?: string[];
+  /** How messages name it where its kind would not say (`tools`: a chat's function calls, a structural tag). */
+  name?: string;
 }
 
 /**
@@ -40,6 +42,8 @@ export interface RawConstraint {
   regex?: unknown;
   choice?: unknown;
   structuralTag?: unknown;
+  /** A chat's tools as a structural tag (constraint/tool-call-tags.ts builds it). */
+  toolCalls?: unknown;
 }
 
 /** The documented names, for messages (JSON API and gRPC; the OpenAI adapter names its own). */
@@ -50,6 +54,7 @@ const NAMES: Record<keyof RawConstraint, string> = {
   regex: 'regex',
   choice: 'choice',
   structuralTag: 'structural_tag',
+  toolCalls: 'tools',
 };
 
 function invalid(message: string): never {
@@ -132,5 +137,7 @@ export function readConstraint(raw: RawConstraint): ConstraintSpec | undefined {
     }
     case 'structuralTag':
       return { kind: 'structural_tag', text: typeof value === 'string' ? nonEmptyText(value, name) : bounded(JSON.stringify(value), name) };
+    case 'toolCalls':
+      return { kind: 'structural_tag', text: bounded(JSON.stringify(value), name), name };
   }
 }

@@ -64,7 +64,7 @@ export async function prepareConstraint(engine: ConstraintEngine, request: Const
     if (needed > request.maxNewTokens) {
       throw new AppError(
         'INVALID_ARGUMENT',
-        `the ${request.constraint.kind} cannot be satisfied within ${request.maxNewTokens} tokens: ${request.constraint.choices ? 'its shortest choice to write,' : 'every output starts with'} ${JSON.stringify(text)}, takes at least ${needed}; raise the token limit`,
+        `the ${request.constraint.name ?? request.constraint.kind} cannot be satisfied within ${request.maxNewTokens} tokens: ${request.constraint.choices ? 'its shortest choice to write,' : 'every output starts with'} ${JSON.stringify(text)}, takes at least ${needed}; raise the token limit`,
       );
     }
   } finally {

@@ -15,8 +15,25 @@ import { AppError, errorMessage } from '../errors.ts';
 import type { TextSpan, TextTokenizer } from './tokenizer.ts';
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
+  role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
+  /** An assistant turn's function calls, which the template writes its own way (OpenAI's `tool_calls`). */
+  toolCalls?: readonly ChatToolCall[];
+  /** A tool turn: the call it answers. */
+  toolCallId?: string;
+}
+
+export interface ChatToolCall {
+  id: string;
+  name: string;
+  /** The arguments as JSON (an object), not its text: templates write them with `tojson`. */
+  arguments: unknown;
+}
+
+/** What a render is given besides the messages: the functions a model may call (OpenAI's `tools`, as it sends them). */
+export interface RenderOptions {
+  addGenerationPrompt?: boolean;
+  tools?: readonly unknown[];
 }
 
 /**
@@ -70,7 +87,7 @@ export class ChatTemplate {
   encode(
     messages: readonly ChatMessage[],
     tokenizer: TextTokenizer,
-    options: { addGenerationPrompt?: boolean; specialTokensInMessages?: SpecialTokensInMessages } = {},
+    options: RenderOptions & { specialTokensInMessages?: SpecialTokensInMessages } = {},
   ): { text: string; ids: number[] } {
     const text = this.render(messages, options);
     const guarded = (options.specialTokensInMessages ?? 'text') === 'text' && messages.some((m) => tokenizer.hasAddedTokenText(m.content));
@@ -83,7 +100,7 @@ export class ChatTemplate {
    * place. A template that rewrites content (trims it, splits out reasoning) does not give `text` back
    * from the markers; then nobody can say which special-token text the user wrote, and it is refused.
    */
-  private messageSpans(messages: readonly ChatMessage[], text: string, options: { addGenerationPrompt?: boolean }): TextSpan[] {
+  private messageSpans(messages: readonly ChatMessage[], text: string, options: RenderOptions): TextSpan[] {
     const spans = this.locateMessages(messages, text, options);
     if (!spans) {
       throw new AppError(
@@ -99,13 +116,9 @@ export class ChatTemplate {
    * markers in the contents' place (a content rendered twice gives two spans); undefined when the template
    * rewrites content, so that the markers do not give `text` back.
    */
-  locateMessages(
-    messages: readonly ChatMessage[],
-    text: string,
-    options: { addGenerationPrompt?: boolean } = {},
-  ): (TextSpan & { message: number })[] | undefined {
+  locateMessages(messages: readonly ChatMessage[], text: string, options: RenderOptions = {}): (TextSpan & { message: number })[] | undefined {
     const marked = this.render(
-      messages.map((m, i) => ({ role: m.role, content: marker(i) })),
+      messages.map((m, i) => ({ ...m, content: marker(i) })),
       options,
     );
     const spans: (TextSpan & { message: number })[] = [];
@@ -127,19 +140,31 @@ export class ChatTemplate {
    * The prompt text for `messages`. With `addGenerationPrompt` (the default) it ends with the header of
    * the assistant's turn, so the model's next tokens are its reply.
    */
-  render(messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): string {
+  render(messages: readonly ChatMessage[], options: RenderOptions = {}): string {
     try {
       return this.template.render({
-        messages: messages.map((m) => ({ role: m.role, content: m.content })),
+        messages: messages.map(templateMessage),
         add_generation_prompt: options.addGenerationPrompt ?? true,
         bos_token: this.tokens.bosToken ?? '',
         eos_token: this.tokens.eosToken ?? '',
-        // transformers passes these too; a template that checks for tools must find none.
-        tools: null,
+        // transformers passes these too; a template that checks for tools must find none unless some are given.
+        tools: options.tools && options.tools.length > 0 ? [...options.tools] : null,
         documents: null,
       });
     } catch (e) {
       throw new AppError('INVALID_ARGUMENT', `the model's chat template refused these messages: ${errorMessage(e)}`, { cause: e });
     }
   }
+}
+
+/** A message as transformers hands it to a template: OpenAI's field names, a call's arguments as an object. */
+function templateMessage(m: ChatMessage): Record<string, unknown> {
+  return {
+    role: m.role,
+    content: m.content,
+    ...(m.toolCalls && m.toolCalls.length > 0
+      ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
+      : {}),
+    ...(m.toolCallId === undefined ? {} : { tool_call_id: m.toolCallId }),
+  };
 }

@@ -9,7 +9,9 @@
  * Privacy is a vendor extension too: `private_spans` of a text prompt (completions) or of each message's
  * content (chat), and `private_detect` (privacy/private-spans.ts has the span forms). Spans of a message whose
  * content is a list of text parts count code points of the parts' texts joined with newlines, the text the
- * edge reads; a prompt of token ids takes no spans (there is no text of the caller's to point into).
+ * edge reads; a prompt of token ids takes no spans (there is no text of the caller's to point into). Chat takes
+ * OpenAI's function calling too: `tools`, `tool_choice` and `parallel_tool_calls` (openai-tools.ts) and the
+ * messages' `tool_calls` and `tool_call_id` (openai-messages.ts).
  *
  * @example
  * const request = parseCompletionRequest({ model: 'stories260k-3l', prompt: 'Once', max_tokens: 8 }, runtime.limits);
@@ -21,10 +23,11 @@ import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRe
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';
 import { CONSTRAINT_FIELDS, readOpenAIConstraint } from './openai-constraint.ts';
-import { CHAT_ROLES, type EdgeChatMessage } from '../../chat/chat-messages.ts';
-import { readPrivateSpans } from '../../privacy/private-spans.ts';
+import type { EdgeChatMessage } from '../../chat/chat-messages.ts';
 import type { PrivateText } from '../../privacy/private-values.ts';
-import { isAppError } from '../../../shared/errors.ts';
+import { parseMessages, spansOf } from './openai-messages.ts';
+import { readOpenAITools, TOOL_FIELDS } from './openai-tools.ts';
+import type { ChatTools } from '../../chat/edge-chat.ts';
 
 /** What both endpoints share once parsed. */
 export interface OpenAIRequest {
@@ -44,6 +47,8 @@ export interface CompletionRequest extends OpenAIRequest {
 export interface ChatRequest extends OpenAIRequest {
   /** With each message's private texts (`messages[i].private_spans`). */
   messages: EdgeChatMessage[];
+  /** `tools`, `tool_choice` and `parallel_tool_calls` (openai-tools.ts). */
+  tools?: ChatTools;
 }
 
 /** OpenAI's default for /v1/completions; chat completions run to the edge's limit (or the context's end). */
@@ -86,11 +91,12 @@ export function parseChatRequest(body: Record<string, unknown>, limits: Generati
   if (Object.hasOwn(body, 'private_spans') && body.private_spans !== null) {
     throw new OpenAIParamError('private_spans', 'on chat completions, mark private spans in each message (messages[i].private_spans), not in the request');
   }
-  const fields = new OpenAIFields(body, [...COMMON, 'messages', 'max_completion_tokens'], { ...NEUTRAL, logprobs: [false] });
+  const fields = new OpenAIFields(body, [...COMMON, 'messages', 'max_completion_tokens', ...TOOL_FIELDS], { ...NEUTRAL, logprobs: [false] });
   // max_completion_tokens is the newer name of max_tokens; it wins when both are given, as in OpenAI's API.
   const maxTokens = fields.integer('max_completion_tokens', 1, limits.maxNewTokens) ?? fields.integer('max_tokens', 1, limits.maxNewTokens);
   const common = parseCommon(fields, limits, maxTokens ?? limits.maxNewTokens);
-  return { ...common, messages: parseMessages(fields.get('messages')) };
+  const tools = readOpenAITools(fields);
+  return { ...common, messages: parseMessages(fields.get('messages')), ...(tools ? { tools } : {}) };
 }
 
 function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewTokens: number): OpenAIRequest {
@@ -171,16 +177,6 @@ function promptSpans(value: unknown, prompt: string | number[]): PrivateText[] {
   return spansOf(value, prompt, 'private_spans');
 }
 
-/** `readPrivateSpans` with its refusal as an OpenAI error naming `param`. */
-function spansOf(value: unknown, text: string, param: string): PrivateText[] {
-  try {
-    return readPrivateSpans(value, text, param);
-  } catch (e) {
-    if (isAppError(e)) throw new OpenAIParamError(param, e.message, e.code);
-    throw e;
-  }
-}
-
 function parseStop(value: unknown): string[] {
   if (value === undefined) return [];
   const list = typeof value === 'string' ? [value] : value;
@@ -210,40 +206,4 @@ function parseOnePrompt(value: unknown): string | number[] {
   }
   if (Array.isArray(value) && value.length > 0 && value.every((id) => Number.isInteger(id) && id >= 0)) return value as number[];
   throw new OpenAIParamError('prompt', 'prompt must be a string or a non-empty list of token ids (non-negative integers), or a list of one of them');
-}
-
-/** Text-only chat messages with their `private_spans`; `developer` is OpenAI's newer name for `system`. */
-function parseMessages(value: unknown): EdgeChatMessage[] {
-  if (value === undefined) throw new OpenAIParamError('messages', 'messages is required');
-  if (!Array.isArray(value) || value.length === 0) throw new OpenAIParamError('messages', 'messages must be a non-empty list');
-  return value.map((message: unknown, i) => {
-    const at = `messages[${i}]`;
-    if (typeof message !== 'object' || message === null || Array.isArray(message)) throw new OpenAIParamError(at, `${at} must be an object`);
-    const fields = message as Record<string, unknown>;
-    for (const key of Object.keys(fields)) {
-      if (!['role', 'content', 'name', 'private_spans'].includes(key))
-        throw new OpenAIParamError(`${at}.${key}`, `unsupported parameter: ${at}.${key} is not supported by this edge (text messages only)`);
-    }
-    const role = typeof fields.role === 'string' ? CHAT_ROLES.get(fields.role) : undefined;
-    if (role === undefined) {
-      throw new OpenAIParamError(`${at}.role`, `${at}.role must be one of ${[...CHAT_ROLES.keys()].join(', ')}, got ${show(fields.role)}`);
-    }
-    const content = messageText(fields.content, `${at}.content`);
-    const privateTexts = spansOf(Object.hasOwn(fields, 'private_spans') ? fields.private_spans : undefined, content, `${at}.private_spans`);
-    return { role, content, ...(privateTexts.length > 0 ? { privateTexts } : {}) };
-  });
-}
-
-/** A message's content: a string, or a list of text parts (joined with newlines, as vLLM does). */
-function messageText(content: unknown, at: string): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) throw new OpenAIParamError(at, `${at} must be a string or a list of text parts, got ${show(content)}`);
-  return content
-    .map((part: unknown, j) => {
-      const p = part as { type?: unknown; text?: unknown } | null;
-      if (p?.type !== 'text') throw new OpenAIParamError(`${at}[${j}]`, `${at}[${j}]: only text parts are supported, got type ${show(p?.type)}`);
-      if (typeof p.text !== 'string') throw new OpenAIParamError(`${at}[${j}].text`, `${at}[${j}].text must be a string`);
-      return p.text;
-    })
-    .join('\n');
 }

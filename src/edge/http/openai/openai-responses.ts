@@ -65,13 +65,14 @@ export interface RoutingExtension {
 
 type OpenAIFinish = 'stop' | 'length';
 
-/** How one endpoint spells its objects and choices. */
+/** How one endpoint spells its objects and choices (a chat with tools reads calls out of the text: openai-tool-calls.ts). */
 export interface ResponseShape {
   object: string;
   chunkObject: string;
   idPrefix: string;
   choice(text: string, finish: OpenAIFinish): Record<string, unknown>;
-  chunkChoice(text: string, finish: OpenAIFinish | null): Record<string, unknown>;
+  /** The chunks' choices for text that arrived (none while it is held back), and with `finish`, the last. */
+  chunkChoices(text: string, finish: OpenAIFinish | null): Record<string, unknown>[];
   /** Chunks' choices before the first token (chat announces the assistant's role). */
   opening: Record<string, unknown>[];
 }
@@ -81,7 +82,7 @@ export const COMPLETION: ResponseShape = {
   chunkObject: 'text_completion',
   idPrefix: 'cmpl-',
   choice: (text, finish) => ({ index: 0, text, logprobs: null, finish_reason: finish }),
-  chunkChoice: (text, finish) => ({ index: 0, text, logprobs: null, finish_reason: finish }),
+  chunkChoices: (text, finish) => [{ index: 0, text, logprobs: null, finish_reason: finish }],
   opening: [],
 };
 
@@ -90,12 +91,14 @@ export const CHAT: ResponseShape = {
   chunkObject: 'chat.completion.chunk',
   idPrefix: 'chatcmpl-',
   choice: (text, finish) => ({ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }),
-  chunkChoice: (text, finish) => ({
-    index: 0,
-    delta: finish === null ? { content: text } : text ? { content: text } : {},
-    logprobs: null,
-    finish_reason: finish,
-  }),
+  chunkChoices: (text, finish) => [
+    {
+      index: 0,
+      delta: finish === null ? { content: text } : text ? { content: text } : {},
+      logprobs: null,
+      finish_reason: finish,
+    },
+  ],
   opening: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
 };
 
@@ -163,11 +166,16 @@ export async function* streamChunks(
   for await (const event of events) {
     if (event.type === 'token') {
       sent += event.text;
-      yield chunk([{ ...shape.chunkChoice(event.text, null), routing: routing(event) }]);
+      // Every token has its chunk, for its routing: one with an empty delta where its text is held back.
+      const [first = { index: 0, delta: {}, logprobs: null, finish_reason: null }, ...more] = shape.chunkChoices(event.text, null);
+      yield chunk([{ ...first, routing: routing(event) }]);
+      for (const choice of more) yield chunk([choice]);
       continue;
     }
     // The final text can only have grown: a flushed partial character, or text held back for a stop string that never came.
-    yield chunk([{ ...shape.chunkChoice(event.text.slice(sent.length), finishReason(event.finishReason)), cloud_text: event.cloudText }]);
+    const choices = shape.chunkChoices(event.text.slice(sent.length), finishReason(event.finishReason));
+    for (const choice of choices.slice(0, -1)) yield chunk([choice]);
+    yield chunk([{ ...choices.at(-1)!, cloud_text: event.cloudText }]);
     if (includeUsage) yield chunk([], { usage: usage(event.metrics) });
   }
 }

@@ -24,6 +24,7 @@ import { checkServedModel } from '../served-model.ts';
 import { bodyTooLarge, OpenAIParamError, openAIError } from './openai-errors.ts';
 import { parseChatRequest, parseCompletionRequest, type OpenAIRequest } from './openai-request.ts';
 import { CHAT, COMPLETION, streamChunks, wholeResponse, type ResponseShape } from './openai-responses.ts';
+import { chatWithTools } from './openai-tool-calls.ts';
 
 export interface OpenAIRoutesOptions {
   /** When set, the API key every request must carry. */
@@ -82,7 +83,10 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
     checkModel(request.model);
     if (!chat.available) throw new OpenAIParamError('messages', `${chat.problem} (to /v1/completions)`);
     // The template's special tokens (<|im_start|>, BOS...) become their ids; a message's stay text unless configured.
-    return respond(c, CHAT, request, await chat.start(runtime, request.messages, request.raw));
+    const run = await chat.start(runtime, request.messages, request.raw, undefined, request.tools);
+    // With tools the model may call (the template's format was read by start), the reply's calls are read out of its text.
+    const calling = request.tools !== undefined && request.tools.choice !== 'none';
+    return respond(c, calling ? chatWithTools(chat.toolCallFormat()) : CHAT, request, run);
   });
 
   api.all('*', (c) => {
