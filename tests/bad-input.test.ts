@@ -680,13 +680,7 @@ describe('edge OpenAI API (/v1)', () => {
       }),
       ['n 2', () => completion({ n: 2 }), 400, 'n must be 1: this edge generates one choice per request, got 2', 'n'],
       ['unsupported parameter', () => completion({ suffix: '!' }), 400, 'unsupported parameter: suffix is not supported by this edge', 'suffix'],
-      [
-        'logprobs asked for',
-        () => completion({ logprobs: 5 }),
-        400,
-        'unsupported parameter: logprobs (only 0, its default) is not supported by this edge',
-        'logprobs',
-      ],
+      ['logprobs past the most alternatives', () => completion({ logprobs: 21 }), 400, 'logprobs must be an integer in [0, 20], got 21', 'logprobs'],
       [
         'response_format of an unknown type',
         () => completion({ response_format: { type: 'xml' } }),

@@ -19,7 +19,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { CONVERSATION_MAX_CHARS, routingKeyProblem } from '../../../shared/contract/routing-key.ts';
-import { MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../request/generation-request.ts';
+import { MAX_TOP_LOGPROBS, MODES, ROUTE_BUDGET_BOUNDS, type GenerationLimits, type RawGenerationRequest } from '../../request/generation-request.ts';
 import { OpenAIParamError } from './openai-errors.ts';
 import { OpenAIFields, show } from './openai-fields.ts';
 import { CONSTRAINT_FIELDS, readOpenAIConstraint } from './openai-constraint.ts';
@@ -35,6 +35,8 @@ export interface OpenAIRequest {
   stream: boolean;
   /** `stream_options.include_usage`: a last chunk with the usage and no choices. */
   includeUsage: boolean;
+  /** The reply carries the tokens' log-probabilities (`raw.logprobs` says how many alternatives). */
+  logprobs: boolean;
   /** The edge's request, less its prompt (the endpoint supplies that). */
   raw: RawGenerationRequest;
 }
@@ -79,11 +81,18 @@ const COMMON = [
 const NEUTRAL = { presence_penalty: [0], frequency_penalty: [0] };
 
 export function parseCompletionRequest(body: Record<string, unknown>, limits: GenerationLimits): CompletionRequest {
-  const fields = new OpenAIFields(body, [...COMMON, 'prompt', 'private_spans'], { ...NEUTRAL, echo: [false], best_of: [1], logprobs: [0] });
+  const fields = new OpenAIFields(body, [...COMMON, 'prompt', 'private_spans', 'logprobs'], { ...NEUTRAL, echo: [false], best_of: [1] });
   const common = parseCommon(fields, limits, fields.integer('max_tokens', 1, limits.maxNewTokens) ?? COMPLETIONS_DEFAULT_MAX_TOKENS);
   const prompt = parsePrompt(fields.get('prompt'));
   const privateTexts = promptSpans(fields.get('private_spans'), prompt);
-  return { ...common, raw: { ...common.raw, ...(privateTexts.length > 0 ? { privateTexts } : {}) }, prompt };
+  // The legacy API's `logprobs` is the number of alternatives (0: the chosen token's figure only).
+  const logprobs = fields.integer('logprobs', 0, MAX_TOP_LOGPROBS);
+  return {
+    ...common,
+    logprobs: logprobs !== undefined,
+    raw: { ...common.raw, ...(privateTexts.length > 0 ? { privateTexts } : {}), ...(logprobs === undefined ? {} : { logprobs }) },
+    prompt,
+  };
 }
 
 export function parseChatRequest(body: Record<string, unknown>, limits: GenerationLimits): ChatRequest {
@@ -91,15 +100,25 @@ export function parseChatRequest(body: Record<string, unknown>, limits: Generati
   if (Object.hasOwn(body, 'private_spans') && body.private_spans !== null) {
     throw new OpenAIParamError('private_spans', 'on chat completions, mark private spans in each message (messages[i].private_spans), not in the request');
   }
-  const fields = new OpenAIFields(body, [...COMMON, 'messages', 'max_completion_tokens', ...TOOL_FIELDS], { ...NEUTRAL, logprobs: [false] });
+  const fields = new OpenAIFields(body, [...COMMON, 'messages', 'max_completion_tokens', 'logprobs', 'top_logprobs', ...TOOL_FIELDS], NEUTRAL);
   // max_completion_tokens is the newer name of max_tokens; it wins when both are given, as in OpenAI's API.
   const maxTokens = fields.integer('max_completion_tokens', 1, limits.maxNewTokens) ?? fields.integer('max_tokens', 1, limits.maxNewTokens);
   const common = parseCommon(fields, limits, maxTokens ?? limits.maxNewTokens);
   const tools = readOpenAITools(fields);
-  return { ...common, messages: parseMessages(fields.get('messages')), ...(tools ? { tools } : {}) };
+  // Chat's `logprobs` is a switch and `top_logprobs` the number of alternatives, which needs the switch on.
+  const logprobs = fields.boolean('logprobs') ?? false;
+  const top = fields.integer('top_logprobs', 0, MAX_TOP_LOGPROBS);
+  if (top !== undefined && !logprobs) throw new OpenAIParamError('top_logprobs', 'top_logprobs needs logprobs: true');
+  return {
+    ...common,
+    logprobs,
+    raw: { ...common.raw, ...(logprobs ? { logprobs: top ?? 0 } : {}) },
+    messages: parseMessages(fields.get('messages')),
+    ...(tools ? { tools } : {}),
+  };
 }
 
-function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewTokens: number): OpenAIRequest {
+function parseCommon(fields: OpenAIFields, limits: GenerationLimits, maxNewTokens: number): Omit<OpenAIRequest, 'logprobs'> {
   const model = fields.string('model');
   if (model === undefined) throw new OpenAIParamError('model', 'model is required (GET /v1/models lists it)');
   const n = fields.get('n');

@@ -18,6 +18,7 @@
 import type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from '../../loop/decoder-loop.ts';
 import type { GenerationMetrics } from '../../loop/generation-metrics.ts';
 import { snakeCaseKeys } from '../snake-case-json.ts';
+import { chatLogprobs, completionLogprobs, type TokenTexts } from './openai-logprobs.ts';
 
 export interface ResponseMeta {
   id: string;
@@ -75,6 +76,8 @@ export interface ResponseShape {
   chunkChoices(text: string, finish: OpenAIFinish | null): Record<string, unknown>[];
   /** Chunks' choices before the first token (chat announces the assistant's role). */
   opening: Record<string, unknown>[];
+  /** The choice's `logprobs` for `events`, whose text starts at `offset` in the choice's text. */
+  logprobs(events: readonly TokenEvent[], texts: TokenTexts, offset: number): Record<string, unknown>;
 }
 
 export const COMPLETION: ResponseShape = {
@@ -84,6 +87,7 @@ export const COMPLETION: ResponseShape = {
   choice: (text, finish) => ({ index: 0, text, logprobs: null, finish_reason: finish }),
   chunkChoices: (text, finish) => [{ index: 0, text, logprobs: null, finish_reason: finish }],
   opening: [],
+  logprobs: completionLogprobs,
 };
 
 export const CHAT: ResponseShape = {
@@ -100,6 +104,7 @@ export const CHAT: ResponseShape = {
     },
   ],
   opening: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+  logprobs: (events, texts) => chatLogprobs(events, texts),
 };
 
 /**
@@ -129,17 +134,27 @@ function routing(event: TokenEvent): RoutingExtension {
   return { token_id: event.id, source: event.source, score: event.score, ...(event.cloudError ? { cloud_error: event.cloudError } : {}) };
 }
 
-/** The whole response, once the generation is done. */
-export async function wholeResponse(shape: ResponseShape, meta: ResponseMeta, events: AsyncIterable<GenerationEvent>): Promise<Record<string, unknown>> {
+/** The whole response, once the generation is done; with every token's log-probabilities when `texts` is given (the request asked). */
+export async function wholeResponse(
+  shape: ResponseShape,
+  meta: ResponseMeta,
+  events: AsyncIterable<GenerationEvent>,
+  texts?: TokenTexts,
+): Promise<Record<string, unknown>> {
   let done: DoneEvent | undefined;
-  for await (const event of events) if (event.type === 'done') done = event;
+  const tokens: TokenEvent[] = [];
+  for await (const event of events) {
+    if (event.type === 'done') done = event;
+    else if (texts) tokens.push(event);
+  }
   if (!done) throw new Error('the generation ended without a final event');
+  const choice = shape.choice(done.text, finishReason(done.finishReason));
   return {
     id: meta.id,
     object: shape.object,
     created: meta.created,
     model: meta.model,
-    choices: [{ ...shape.choice(done.text, finishReason(done.finishReason)), cloud_text: done.cloudText }],
+    choices: [{ ...choice, ...(texts ? { logprobs: shape.logprobs(tokens, texts, 0) } : {}), cloud_text: done.cloudText }],
     usage: usage(done.metrics),
   };
 }
@@ -150,6 +165,7 @@ export async function* streamChunks(
   meta: ResponseMeta,
   events: AsyncIterable<GenerationEvent>,
   includeUsage: boolean,
+  texts?: TokenTexts,
 ): AsyncGenerator<Record<string, unknown>> {
   // With include_usage every chunk carries `usage: null` and only the last one the figures, as OpenAI does.
   const chunk = (choices: Record<string, unknown>[], extra: Record<string, unknown> = {}) => ({
@@ -165,10 +181,11 @@ export async function* streamChunks(
   let sent = '';
   for await (const event of events) {
     if (event.type === 'token') {
-      sent += event.text;
-      // Every token has its chunk, for its routing: one with an empty delta where its text is held back.
+      // Every token has its chunk, for its routing and log-probabilities: one with an empty delta where its text is held back.
       const [first = { index: 0, delta: {}, logprobs: null, finish_reason: null }, ...more] = shape.chunkChoices(event.text, null);
-      yield chunk([{ ...first, routing: routing(event) }]);
+      const logprobs = texts ? { logprobs: shape.logprobs([event], texts, sent.length) } : {};
+      sent += event.text;
+      yield chunk([{ ...first, ...logprobs, routing: routing(event) }]);
       for (const choice of more) yield chunk([choice]);
       continue;
     }
