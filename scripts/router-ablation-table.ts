@@ -1,0 +1,105 @@
+/**
+ * The ablation table of docs/router-training.md, rendered from recorded `router train --json` runs
+ * (docs/results/router-ablation-*.jsonl, each saved by `bun run results:record`): per pair and variant, the
+ * held-out report's teacher-forced gap recovered at 30% routed and its free-running figures at 10/20/30%
+ * routed against top-1 and random. `--write` puts the table in the page between its markers, `--check`
+ * fails when the page differs (tests/router-ablation-table.test.ts checks it too). No figure in the page
+ * is typed by hand.
+ *
+ * @example
+ * ```sh
+ * bun run results:record router-ablation-d3l-defaults -- bun run router train ... --json
+ * bun scripts/router-ablation-table.ts --write
+ * ```
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
+import { f2, f3, table } from './results/markdown.ts';
+
+export const ABLATION_PAGE = 'docs/router-training.md';
+export const ABLATION_PREFIX = 'router-ablation-';
+const BEGIN = '<!-- ablation: bun scripts/router-ablation-table.ts --write -->';
+const END = '<!-- /ablation -->';
+
+/** The flags a run was given beyond the pair's, as the table's "variant" (from the saved command). */
+export function variantOf(command: string): string {
+  const flags = command.match(/--(labels|rollout-labels|features|rounds|members|rollout-prompts|epochs|learning-rate) \S+/g) ?? [];
+  return flags.length ? flags.map((f) => `\`${f}\``).join(' ') : 'defaults';
+}
+
+/** The pair, from the saved command's packs (and the report text, for the chat pair). */
+export function pairOf(command: string): string {
+  const edge = command.match(/--edge-model \S*?([^/\s]+)(?=\s)/)?.[1] ?? '?';
+  const cloud = command.match(/--cloud-model \S*?([^/\s]+)(?=\s)/)?.[1] ?? '?';
+  return `${edge} → ${cloud}`;
+}
+
+const pct0 = (x: number) => `${(x * 100).toFixed(0)}%`;
+
+function row(file: DataFile): string[] {
+  const r = file.data.obj('training').obj('held_out_report');
+  const at30 = r.list('teacher_forced').at(-1)!;
+  const free = r.obj('free_running').list('at_share');
+  const ppl = (row: Fields) => {
+    const router = row.obj('router').num('ppl_cloud');
+    const top1 = row.obj('top1').num('ppl_cloud');
+    return `${f2(router)} / ${f2(top1)}${router < top1 ? ' ✓' : ''}`;
+  };
+  const rep = (row: Fields) => {
+    const router = row.obj('router').num('rep4');
+    const random = row.obj('random').num('rep4');
+    return `${f3(router)} / ${f3(random)}${router <= random ? ' ✓' : ''}`;
+  };
+  return [
+    pairOf(file.provenance.command),
+    variantOf(file.provenance.command),
+    `${pct0(at30.num('router'))} / ${pct0(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
+    ...free.map(ppl),
+    free.map(rep).join('; '),
+    r.bool('beats_top1') ? 'yes' : 'no',
+    `${Math.round(file.data.num('seconds'))}`,
+  ];
+}
+
+/** The table from every recorded ablation run in `dir`, ordered by pair, then by file name. */
+export function ablationMarkdown(dir = 'docs/results'): string {
+  const files = readdirSync(dir)
+    .filter((f) => f.startsWith(ABLATION_PREFIX) && f.endsWith('.jsonl'))
+    .sort()
+    .map((f) => readDataFile(dir, f.slice(0, -'.jsonl'.length)));
+  const rows = files.map(row).sort((a, b) => a[0]!.localeCompare(b[0]!));
+  return table(
+    [
+      'pair',
+      'variant',
+      'TF gap at 30%: trained / top-1',
+      'ppl 10%: trained / top-1',
+      'ppl 20%',
+      'ppl 30%',
+      'rep4 10/20/30%: trained / random',
+      'beats top-1',
+      'seconds',
+    ],
+    rows,
+  );
+}
+
+/** The page with the table between its markers. */
+export function pageWithAblation(page: string, markdown: string): string {
+  const begin = page.indexOf(BEGIN);
+  const end = page.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`${ABLATION_PAGE} has no section between ${BEGIN} and ${END}`);
+  return `${page.slice(0, begin + BEGIN.length)}\n${markdown}\n${page.slice(end)}`;
+}
+
+if (import.meta.main) {
+  const page = readFileSync(ABLATION_PAGE, 'utf8');
+  const next = pageWithAblation(page, ablationMarkdown());
+  if (process.argv.includes('--check')) {
+    if (next !== page) {
+      console.error(`${ABLATION_PAGE}: the ablation table is not what the recorded runs render: run bun scripts/router-ablation-table.ts --write`);
+      process.exit(1);
+    }
+  } else if (process.argv.includes('--write')) writeFileSync(ABLATION_PAGE, next);
+  else console.log(ablationMarkdown());
+}
