@@ -29,10 +29,10 @@
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
-export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
-export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll'];
+export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll'];
 /** Rules for rollouts: those that need no true next token. */
 export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
@@ -47,6 +47,7 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   'cloud-gain': 'cloud-gain (soft): target (1 - g) / 2 with g = p_cloud(cloud top-1) - p_cloud(edge top-1)',
   'mixed-gain': 'mixed-gain (soft): the mean of the gain and cloud-gain targets',
   'cloud-nll': 'cloud-nll (soft): target 1 / (2 (1 + g)) with g = ln p_cloud(cloud top-1) - ln p_cloud(edge top-1)',
+  'mixed-nll': 'mixed-nll (soft): the mean of the gain and cloud-nll targets',
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -122,17 +123,25 @@ export function mixedGainTargets(forced: Pick<TeacherForced, 'count' | 'edgeCorr
   return text.map((t, i) => (t + cloud[i]!) / 2);
 }
 
+/** The mean of the text's gain targets and the cloud's NLL-gain targets (human text only). */
+export function mixedNllTargets(forced: Pick<TeacherForced, 'count' | 'edgeCorrect' | 'cloudCorrect' | 'cloudProbOfEdgeTop1' | 'cloudTopProb'>): Float32Array {
+  const text = textGainTargets(forced);
+  const cloud = cloudNllTargets(forced);
+  return text.map((t, i) => (t + cloud[i]!) / 2);
+}
+
 /**
  * A rule's labels: `labels` are binary (what AUC and accuracy are measured against), `targets` what the
  * cross-entropy is trained towards (the labels themselves for the hard rules). The soft rules' binary
- * labels are those of the hard rule with the same reference: CITER's for `gain` and `mixed-gain`,
+ * labels are those of the hard rule with the same reference: CITER's for `gain`, `mixed-gain` and `mixed-nll`,
  * divergence's for `cloud-gain` and `cloud-nll`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
  */
 export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
-  const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' ? citerLabels(forced) : divergenceLabels(forced);
+  const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' || rule === 'mixed-nll' ? citerLabels(forced) : divergenceLabels(forced);
   if (rule === 'gain') return { labels, targets: textGainTargets(forced) };
   if (rule === 'cloud-gain') return { labels, targets: cloudGainTargets(forced) };
   if (rule === 'cloud-nll') return { labels, targets: cloudNllTargets(forced) };
+  if (rule === 'mixed-nll') return { labels, targets: mixedNllTargets(forced) };
   if (rule === 'mixed-gain') return { labels, targets: mixedGainTargets(forced) };
   return { labels, targets: Float32Array.from(labels) };
 }
