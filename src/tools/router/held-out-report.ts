@@ -21,7 +21,9 @@ import { readsToken } from '../../edge/routing/router-features.ts';
 import { forcedBaselineScores } from '../lab/baseline-routers.ts';
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import { routerInputs } from '../lab/feature-matrix.ts';
-import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
+import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting, type MeasuredRun } from '../lab/generation-settings.ts';
+import { freeRunningFigures } from '../lab/free-running-metrics.ts';
+import { matchRoutedRatio } from '../lab/ratio-matching.ts';
 import type { EvalEdge } from '../lab/generation-runs.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { atShare } from '../lab/share-table.ts';
@@ -104,6 +106,29 @@ function freeRun(s: GenerationSetting): FreeRun {
   return { tau: s.tau, routed_share: s.routed_share, ppl_cloud: s.ppl_cloud, rep4: s.rep4, stuck: s.stuck };
 }
 
+function measuredFreeRun(tau: number, run: MeasuredRun): FreeRun {
+  const figures = freeRunningFigures(run.items.map((i) => i.ids));
+  return { tau, routed_share: run.routedRatio, ppl_cloud: run.perplexity, rep4: figures.rep4, stuck: figures.stuck };
+}
+
+/**
+ * The router's run at the share top-1's own runs reached. Each search stops within SHARE_TOLERANCE of the
+ * nominal share or after its last run, so the two can end a point or two apart, and routing more lowers
+ * perplexity by itself: the verdict compares the router with top-1 at the same routed share, so where they
+ * ended further apart than SHARE_TOLERANCE the router's threshold is searched again, towards top-1's share
+ * (its runs so far are cached), and the closer of the two runs is kept.
+ */
+async function pairedWithTop1(runs: GenerationRuns, router: FreeRun, top1: FreeRun, calibrationRuns: number): Promise<FreeRun> {
+  if (Math.abs(router.routed_share - top1.routed_share) <= SHARE_TOLERANCE) return router;
+  const matched = await matchRoutedRatio((t) => runs.run('router', t), top1.routed_share, {
+    guess: router.tau,
+    maxRuns: calibrationRuns,
+    tolerance: SHARE_TOLERANCE / 2,
+  });
+  const again = measuredFreeRun(matched.threshold, matched.result);
+  return Math.abs(again.routed_share - top1.routed_share) < Math.abs(router.routed_share - top1.routed_share) ? again : router;
+}
+
 export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutReport> {
   const { edge, scorer, settings, progress } = o;
   const read = o.heldOut.slice(0, settings.documents);
@@ -120,8 +145,9 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
 
   const prompts = settings.prompts > 0 ? o.documents.rolloutPrompts(o.heldOut, REPORT_PREFIX_TOKENS).slice(0, settings.prompts) : [];
   let generated: GenerationSetting[] = [];
+  let runs: GenerationRuns | undefined;
   if (prompts.length > 0) {
-    const runs = new GenerationRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
+    runs = new GenerationRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
     progress?.start('report: free running', 2 + settings.shares.length * REPORT_METHODS.length);
     let done = 0;
     try {
@@ -143,12 +169,13 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
     const { tau: _, ...rest } = s ? freeRun(s) : { tau: 0, routed_share: NaN, ppl_cloud: NaN, rep4: NaN, stuck: NaN };
     return rest;
   };
-  const atShares = prompts.length
-    ? settings.shares.map((share) => {
-        const of = (method: ReportMethod) => freeRun(generated.find((g) => g.method === method && g.target_share === share)!);
-        return { share, router: of('router'), top1: of('top1'), entropy: of('entropy'), random: of('random') };
-      })
-    : [];
+  const atShares: HeldOutReport['free_running']['at_share'] = [];
+  for (const share of runs ? settings.shares : []) {
+    const of = (method: ReportMethod) => freeRun(generated.find((g) => g.method === method && g.target_share === share)!);
+    const top1 = of('top1');
+    const router = await pairedWithTop1(runs!, of('router'), top1, settings.calibrationRuns);
+    atShares.push({ share, router, top1, entropy: of('entropy'), random: of('random') });
+  }
   const report: Omit<HeldOutReport, 'beats_top1' | 'repeats_more_than_random_at' | 'verdict'> = {
     noun: o.noun,
     documents: read.length,

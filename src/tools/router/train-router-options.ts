@@ -54,7 +54,7 @@ export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
  * docs/router-training.md.
  */
 export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
-export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'divergence';
+export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'cloud-nll';
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   // The MLP trainer's larger step and half the epochs: CI's time, and the figures of the demo thresholds.
