@@ -64,6 +64,8 @@ export const DEMO_ROUTER_TRAINING = {
   members: 1,
   // CITER's: the demo routers' thresholds (the page's τ, paths.ts) were measured on scores that estimate P(keep).
   labels: 'citer',
+  // Divergence on the rollouts, as the demo routers were trained before cloud-nll became the default.
+  rolloutLabels: 'divergence',
   features: FEATURE_GROUPS,
   rounds: 2,
   rolloutPrompts: 48,
