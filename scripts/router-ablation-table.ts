@@ -15,16 +15,26 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
 import { f2, f3, table } from './results/markdown.ts';
+import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
+import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
 export const ABLATION_PREFIX = 'router-ablation-';
 const BEGIN = '<!-- ablation: bun scripts/router-ablation-table.ts --write -->';
 const END = '<!-- /ablation -->';
 
-/** The flags a run was given beyond the pair's, as the table's "variant" (from the saved command). */
-export function variantOf(command: string): string {
-  const flags = command.match(/--(labels|rollout-labels|features|rounds|members|rollout-prompts|epochs|learning-rate) \S+/g) ?? [];
-  return flags.length ? flags.map((f) => `\`${f}\``).join(' ') : 'defaults';
+/** What a run was trained with, from its router.json: the two label rules, and what differs from the full recipe. */
+export function variantOf(data: Fields): string {
+  const training = data.obj('training');
+  const features = data.strList('features');
+  const parts = [`text: ${training.str('label_rule')}`, `rollouts: ${training.str('on_policy_label_rule')}`];
+  const missing = FEATURE_GROUPS.filter((g) => !features.includes(g));
+  if (missing.length) parts.push(`without ${missing.join(', ')}`);
+  const rounds = training.list('rounds').length - 1;
+  if (rounds !== DEFAULT_ROUNDS) parts.push(`${rounds} rounds`);
+  const members = training.num('members');
+  if (members !== DEFAULT_MEMBERS) parts.push(`${members} member${members === 1 ? '' : 's'}`);
+  return parts.join('; ');
 }
 
 /** The pair, from the saved command's packs (and the report text, for the chat pair). */
@@ -52,7 +62,7 @@ function row(file: DataFile): string[] {
   };
   return [
     pairOf(file.provenance.command),
-    variantOf(file.provenance.command),
+    variantOf(file.data),
     `${pct0(at30.num('router'))} / ${pct0(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
     ...free.map(ppl),
     free.map(rep).join('; '),

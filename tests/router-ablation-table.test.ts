@@ -5,18 +5,26 @@
 import { expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { ABLATION_PAGE, ablationMarkdown, pageWithAblation, pairOf, variantOf } from '../scripts/router-ablation-table.ts';
+import { Fields } from '../scripts/results/data-file.ts';
+import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
 
 test('docs/router-training.md shows the table the recorded runs render (bun scripts/router-ablation-table.ts --write)', () => {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
   expect(pageWithAblation(page, ablationMarkdown())).toBe(page);
 });
 
-test("a run's pair and variant come from its saved command", () => {
-  const command =
-    'bun run router train --edge-model models/stories260k-3l --cloud-model models/stories260k --text x.txt --out /tmp/r --rollout-labels divergence --features hidden,logit_stats --json';
+test("a run's pair comes from its saved command, its variant from its router.json", () => {
+  const command = 'bun run router train --edge-model models/stories260k-3l --cloud-model models/stories260k --text x.txt --out /tmp/r --json';
   expect(pairOf(command)).toBe('stories260k-3l → stories260k');
-  expect(variantOf(command)).toBe('`--rollout-labels divergence` `--features hidden,logit_stats`');
-  expect(variantOf('bun run router train --edge-model a --cloud-model b --text t --out o --json')).toBe('defaults');
+  const meta = (features: string[], rounds: number, members: number) =>
+    new Fields('x', {
+      features,
+      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: Array.from({ length: rounds + 1 }, () => ({})), members },
+    });
+  expect(variantOf(meta([...FEATURE_GROUPS], 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll');
+  expect(variantOf(meta(['hidden', 'logit_stats'], 0, 1))).toBe(
+    'text: mixed-gain; rollouts: cloud-nll; without previous_hidden, repetition, position, token; 0 rounds; 1 member',
+  );
 });
 
 test('a page without the markers is refused', () => {
