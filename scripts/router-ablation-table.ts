@@ -94,17 +94,45 @@ export function ablationMarkdown(dir = 'docs/results'): string {
   );
 }
 
-/** The page with the table between its markers. */
-export function pageWithAblation(page: string, markdown: string): string {
-  const begin = page.indexOf(BEGIN);
-  const end = page.indexOf(END);
-  if (begin < 0 || end < begin) throw new Error(`${ABLATION_PAGE} has no section between ${BEGIN} and ${END}`);
-  return `${page.slice(0, begin + BEGIN.length)}\n${markdown}\n${page.slice(end)}`;
+export const GAIN_PREFIX = 'router-on-policy-gain-';
+const GAIN_BEGIN = '<!-- on-policy gain: bun scripts/router-ablation-table.ts --write -->';
+const GAIN_END = '<!-- /on-policy gain -->';
+
+/** The diagnostic's tables (scripts/router-on-policy-gain.ts): share of the best immediate NLL gain each scorer routes. */
+export function onPolicyGainMarkdown(dir = 'docs/results'): string {
+  const files = readdirSync(dir)
+    .filter((f) => f.startsWith(GAIN_PREFIX) && f.endsWith('.jsonl'))
+    .sort()
+    .map((f) => readDataFile(dir, f.slice(0, -'.jsonl'.length)));
+  return files
+    .map((file) => {
+      const shares = file.data.numList('shares');
+      const rows = file.data.list('rows').map((r) => [r.str('name'), ...r.numList('captured').map(pct0)]);
+      return [
+        `${pairOf(file.provenance.command)}, ${file.data.num('positions')} positions (data: [results/${file.name}.jsonl](results/${file.name}.jsonl)):`,
+        '',
+        table(['scorer', ...shares.map((x) => `${pct0(x)} routed`)], rows),
+      ].join('\n');
+    })
+    .join('\n\n');
+}
+
+function between(page: string, begin: string, end: string, markdown: string): string {
+  const at = page.indexOf(begin);
+  const to = page.indexOf(end);
+  if (at < 0 || to < at) throw new Error(`${ABLATION_PAGE} has no section between ${begin} and ${end}`);
+  return `${page.slice(0, at + begin.length)}\n${markdown}\n${page.slice(to)}`;
+}
+
+/** The page with the ablation table, and the on-policy gain tables where it has their markers. */
+export function pageWithAblation(page: string, markdown: string, gain?: string): string {
+  const next = between(page, BEGIN, END, markdown);
+  return gain === undefined ? next : between(next, GAIN_BEGIN, GAIN_END, gain);
 }
 
 if (import.meta.main) {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
-  const next = pageWithAblation(page, ablationMarkdown());
+  const next = pageWithAblation(page, ablationMarkdown(), onPolicyGainMarkdown());
   if (process.argv.includes('--check')) {
     if (next !== page) {
       console.error(`${ABLATION_PAGE}: the ablation table is not what the recorded runs render: run bun scripts/router-ablation-table.ts --write`);

@@ -12,6 +12,8 @@
  *   --text ../shared/assets/datasets/tinystories/tinystories_excerpt_197k.txt --router /tmp/r1 --router /tmp/r2
  * ```
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { DecoderModel } from '../src/shared/model/decoder-model.ts';
@@ -63,7 +65,11 @@ const gain = Float64Array.from({ length: forced.count }, (_, i) =>
   Math.max(0, Math.log(Math.max(forced.cloudTopProb[i]!, NLL_FLOOR)) - Math.log(Math.max(forced.cloudProbOfEdgeTop1[i]!, NLL_FLOOR))),
 );
 const scorers: Record<string, ArrayLike<number>> = { ...forcedBaselineScores(forced) };
-for (const dir of values.router!) scorers[dir] = await scoreWithRouterPack(dir, forced);
+for (const dir of values.router!) {
+  // Named by what it was trained with: the folders are scratch ones.
+  const training = (JSON.parse(readFileSync(join(dir, 'router.json'), 'utf8')) as { training: { label_rule: string; on_policy_label_rule: string } }).training;
+  scorers[`router (text: ${training.label_rule}; rollouts: ${training.on_policy_label_rule})`] = await scoreWithRouterPack(dir, forced);
+}
 const shares = [0.1, 0.2, 0.3];
 const best = (k: number) => [...gain].sort((a, b) => b - a).slice(0, k).reduce((s, g) => s + g, 0);
 const rows = Object.entries(scorers).map(([name, scores]) => ({
@@ -79,7 +85,7 @@ const rows = Object.entries(scorers).map(([name, scores]) => ({
 if (values.json) console.log(JSON.stringify({ positions: forced.count, shares, rows }));
 else {
   console.log(`${forced.count} on-policy positions; share of the best possible immediate NLL gain at ${shares.join(' / ')} routed`);
-  for (const r of rows) console.log(`${r.name.padEnd(40)} ${r.captured.map((c) => (c * 100).toFixed(1).padStart(6)).join(' ')}`);
+  for (const r of rows) console.log(`${r.name.padEnd(60)} ${r.captured.map((c) => (c * 100).toFixed(1).padStart(6)).join(' ')}`);
 }
 await cloud.close();
 await edgeModel.release();

@@ -4,13 +4,13 @@
  */
 import { expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { ABLATION_PAGE, ablationMarkdown, pageWithAblation, pairOf, variantOf } from '../scripts/router-ablation-table.ts';
+import { ABLATION_PAGE, ablationMarkdown, onPolicyGainMarkdown, pageWithAblation, pairOf, variantOf } from '../scripts/router-ablation-table.ts';
 import { Fields } from '../scripts/results/data-file.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
 
 test('docs/router-training.md shows the table the recorded runs render (bun scripts/router-ablation-table.ts --write)', () => {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
-  expect(pageWithAblation(page, ablationMarkdown())).toBe(page);
+  expect(pageWithAblation(page, ablationMarkdown(), onPolicyGainMarkdown())).toBe(page);
 });
 
 test("a run's pair comes from its saved command, its variant from its router.json", () => {
