@@ -2,7 +2,8 @@
  * The ablation table of docs/router-training.md, rendered from recorded `router train --json` runs
  * (docs/results/router-ablation-*.jsonl, each saved by `bun run results:record`): per pair and variant, the
  * held-out report's teacher-forced gap recovered at 30% routed and its free-running figures at 10/20/30%
- * routed against top-1 and random. `--write` puts the table in the page between its markers, `--check`
+ * routed against top-1 (with the shares each run reached: a lower perplexity is a win only where they are
+ * within the verdict's MATCHED_WITHIN) and random. `--write` puts the table in the page between its markers, `--check`
  * fails when the page differs (tests/router-ablation-table.test.ts checks it too). No figure in the page
  * is typed by hand.
  *
@@ -16,6 +17,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
 import { f2, f3, table } from './results/markdown.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
+import { MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
@@ -45,6 +47,7 @@ export function pairOf(command: string): string {
 }
 
 const pct0 = (x: number) => `${(x * 100).toFixed(0)}%`;
+const pct1 = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 function row(file: DataFile): string[] {
   const r = file.data.obj('training').obj('held_out_report');
@@ -53,7 +56,10 @@ function row(file: DataFile): string[] {
   const ppl = (row: Fields) => {
     const router = row.obj('router').num('ppl_cloud');
     const top1 = row.obj('top1').num('ppl_cloud');
-    return `${f2(router)} / ${f2(top1)}${router < top1 ? ' ✓' : ''}`;
+    const shares = [row.obj('router').num('routed_share'), row.obj('top1').num('routed_share')] as const;
+    // The verdict's rule: a lower perplexity counts only where the two routed about the same share.
+    const won = router < top1 && Math.abs(shares[0] - shares[1]) <= MATCHED_WITHIN;
+    return `${f2(router)} / ${f2(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${won ? ' ✓' : ''}`;
   };
   const rep = (row: Fields) => {
     const router = row.obj('router').num('rep4');
@@ -63,7 +69,7 @@ function row(file: DataFile): string[] {
   return [
     pairOf(file.provenance.command),
     variantOf(file.data),
-    `${pct0(at30.num('router'))} / ${pct0(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
+    `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
     ...free.map(ppl),
     free.map(rep).join('; '),
     r.bool('beats_top1') ? 'yes' : 'no',
@@ -83,7 +89,7 @@ export function ablationMarkdown(dir = 'docs/results'): string {
       'pair',
       'variant',
       'TF gap at 30%: trained / top-1',
-      'ppl 10%: trained / top-1',
+      'ppl 10%: trained / top-1 [routed]',
       'ppl 20%',
       'ppl 30%',
       'rep4 10/20/30%: trained / random',
