@@ -22,6 +22,8 @@ import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-route
 
 export const ABLATION_PAGE = 'docs/router-training.md';
 export const ABLATION_PREFIX = 'router-ablation-';
+/** Recorded before the ablation runs and kept under its own name (docs/results.md renders it too): the demo pair with the earlier defaults. */
+const EARLIER_RUNS = ['router-train-demo'];
 const BEGIN = '<!-- ablation: bun scripts/router-ablation-table.ts --write -->';
 const END = '<!-- /ablation -->';
 
@@ -73,16 +75,16 @@ function row(file: DataFile): string[] {
     ...free.map(ppl),
     free.map(rep).join('; '),
     r.bool('beats_top1') ? 'yes' : 'no',
-    `${Math.round(file.data.num('seconds'))}`,
+    `[${file.name.replace(ABLATION_PREFIX, '')}](results/${file.name}.jsonl)`,
   ];
 }
 
 /** The table from every recorded ablation run in `dir`, ordered by pair, then by file name. */
 export function ablationMarkdown(dir = 'docs/results'): string {
-  const files = readdirSync(dir)
+  const names = readdirSync(dir)
     .filter((f) => f.startsWith(ABLATION_PREFIX) && f.endsWith('.jsonl'))
-    .sort()
-    .map((f) => readDataFile(dir, f.slice(0, -'.jsonl'.length)));
+    .map((f) => f.slice(0, -'.jsonl'.length));
+  const files = [...EARLIER_RUNS, ...names.sort()].map((name) => readDataFile(dir, name));
   const rows = files.map(row).sort((a, b) => a[0]!.localeCompare(b[0]!));
   return table(
     [
@@ -94,7 +96,7 @@ export function ablationMarkdown(dir = 'docs/results'): string {
       'ppl 30%',
       'rep4 10/20/30%: trained / random',
       'beats top-1',
-      'seconds',
+      'data',
     ],
     rows,
   );
