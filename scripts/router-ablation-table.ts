@@ -22,8 +22,6 @@ import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-route
 
 export const ABLATION_PAGE = 'docs/router-training.md';
 export const ABLATION_PREFIX = 'router-ablation-';
-/** Recorded before the ablation runs and kept under its own name (docs/results.md renders it too): the demo pair with the earlier defaults. */
-const EARLIER_RUNS = ['router-train-demo'];
 const BEGIN = '<!-- ablation: bun scripts/router-ablation-table.ts --write -->';
 const END = '<!-- /ablation -->';
 
@@ -84,7 +82,7 @@ export function ablationMarkdown(dir = 'docs/results'): string {
   const names = readdirSync(dir)
     .filter((f) => f.startsWith(ABLATION_PREFIX) && f.endsWith('.jsonl'))
     .map((f) => f.slice(0, -'.jsonl'.length));
-  const files = [...EARLIER_RUNS, ...names.sort()].map((name) => readDataFile(dir, name));
+  const files = names.sort().map((name) => readDataFile(dir, name));
   const rows = files.map(row).sort((a, b) => a[0]!.localeCompare(b[0]!));
   return table(
     [
