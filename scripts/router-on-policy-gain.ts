@@ -48,9 +48,7 @@ const edgeModel = await DecoderModel.load(edgePack);
 const cloud = await openToolCloud({ pack: values['cloud-model']! }, edgePack, tokenizer);
 const corpus = readTrainingCorpus(values['report-text'] ?? values.text!);
 const count = documentCount(corpus).count;
-const heldOut = values['report-text']
-  ? [...Array(count).keys()]
-  : splitByParagraph([...Array(count).keys()], Number(values['train-fraction'])).heldOut;
+const heldOut = values['report-text'] ? [...Array(count).keys()] : splitByParagraph([...Array(count).keys()], Number(values['train-fraction'])).heldOut;
 const documents = trainingDocuments(corpus, { edgeModel, tokenizer }, chatTemplateFor(corpus, tokenizer, edgePack.dir));
 // Past the report's first 16 prompts, so that this does not read what the report generates from.
 const prompts = documents.rolloutPrompts(heldOut, 16).slice(16, 16 + Number(values.prompts));
@@ -71,7 +69,11 @@ for (const dir of values.router!) {
   scorers[`router (text: ${training.label_rule}; rollouts: ${training.on_policy_label_rule})`] = await scoreWithRouterPack(dir, forced);
 }
 const shares = [0.1, 0.2, 0.3];
-const best = (k: number) => [...gain].sort((a, b) => b - a).slice(0, k).reduce((s, g) => s + g, 0);
+const best = (k: number) =>
+  [...gain]
+    .sort((a, b) => b - a)
+    .slice(0, k)
+    .reduce((s, g) => s + g, 0);
 const rows = Object.entries(scorers).map(([name, scores]) => ({
   name,
   captured: shares.map((share) => {

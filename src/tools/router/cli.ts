@@ -157,7 +157,9 @@ async function trainCommand(args: string[]): Promise<void> {
   if (values.json) {
     // CPU seconds beside the wall clock: on a shared machine the second says how long a run took to compute.
     const cpu = process.cpuUsage();
-    console.log(JSON.stringify({ ...(readJsonFile(join(report.out, 'router.json')) as object), seconds: report.seconds, cpu_seconds: (cpu.user + cpu.system) / 1e6 }));
+    console.log(
+      JSON.stringify({ ...(readJsonFile(join(report.out, 'router.json')) as object), seconds: report.seconds, cpu_seconds: (cpu.user + cpu.system) / 1e6 }),
+    );
   }
 }
 
