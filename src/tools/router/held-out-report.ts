@@ -23,7 +23,6 @@ import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import { routerInputs } from '../lab/feature-matrix.ts';
 import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting, type MeasuredRun } from '../lab/generation-settings.ts';
 import { freeRunningFigures } from '../lab/free-running-metrics.ts';
-import { matchRoutedRatio } from '../lab/ratio-matching.ts';
 import type { EvalEdge } from '../lab/generation-runs.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { atShare } from '../lab/share-table.ts';
@@ -111,22 +110,43 @@ function measuredFreeRun(tau: number, run: MeasuredRun): FreeRun {
   return { tau, routed_share: run.routedRatio, ppl_cloud: run.perplexity, rep4: figures.rep4, stuck: figures.stuck };
 }
 
+/** Generation runs that keep every threshold the trained router was run at, for the search below. */
+class RouterRuns extends GenerationRuns {
+  readonly routerThresholds = new Set<number>();
+
+  override run(method: Parameters<GenerationRuns['run']>[0], threshold: number): Promise<MeasuredRun> {
+    if (method === 'router') this.routerThresholds.add(threshold);
+    return super.run(method, threshold);
+  }
+}
+
 /**
  * The router's run at the share top-1's own runs reached. Each search stops within SHARE_TOLERANCE of the
- * nominal share or after its last run, so the two can end a point or two apart, and routing more lowers
- * perplexity by itself: the verdict compares the router with top-1 at the same routed share, so where they
- * ended further apart than SHARE_TOLERANCE the router's threshold is searched again, towards top-1's share
- * (its runs so far are cached), and the closer of the two runs is kept.
+ * nominal share or after its last run, so the two can end points apart, and routing more lowers perplexity
+ * by itself: the verdict compares the router with top-1 at the same routed share. So where they ended
+ * further apart than SHARE_TOLERANCE, the router's threshold is searched again towards top-1's share: each
+ * step interpolates between the closest runs already made on either side of it (every run so far, cached,
+ * not a fresh bisection of [0, 1], since along generated text the share jumps with τ), and the run closest
+ * to top-1's share is the one reported.
  */
-async function pairedWithTop1(runs: GenerationRuns, router: FreeRun, top1: FreeRun, calibrationRuns: number): Promise<FreeRun> {
-  if (Math.abs(router.routed_share - top1.routed_share) <= SHARE_TOLERANCE) return router;
-  const matched = await matchRoutedRatio((t) => runs.run('router', t), top1.routed_share, {
-    guess: router.tau,
-    maxRuns: calibrationRuns,
-    tolerance: SHARE_TOLERANCE / 2,
-  });
-  const again = measuredFreeRun(matched.threshold, matched.result);
-  return Math.abs(again.routed_share - top1.routed_share) < Math.abs(router.routed_share - top1.routed_share) ? again : router;
+async function pairedWithTop1(runs: RouterRuns, router: FreeRun, top1: FreeRun, calibrationRuns: number): Promise<FreeRun> {
+  const target = top1.routed_share;
+  if (Math.abs(router.routed_share - target) <= SHARE_TOLERANCE) return router;
+  const known = async () => Promise.all([...runs.routerThresholds].map(async (tau) => ({ tau, run: await runs.run('router', tau) })));
+  for (let step = 0; step < calibrationRuns; step++) {
+    const seen = await known();
+    if (seen.some((k) => Math.abs(k.run.routedRatio - target) <= SHARE_TOLERANCE / 2)) break;
+    const below = seen.filter((k) => k.run.routedRatio < target).sort((x, y) => y.tau - x.tau)[0] ?? { tau: 0, run: { routedRatio: 0 } };
+    const above = seen.filter((k) => k.run.routedRatio > target && k.tau > below.tau).sort((x, y) => x.tau - y.tau)[0] ?? { tau: 1, run: { routedRatio: 1 } };
+    const span = above.run.routedRatio - below.run.routedRatio;
+    let tau = below.tau + ((target - below.run.routedRatio) / (span > 0 ? span : 1)) * (above.tau - below.tau);
+    if (runs.routerThresholds.has(tau)) tau = (below.tau + above.tau) / 2;
+    if (runs.routerThresholds.has(tau) || !(tau > 0 && tau < 1)) break;
+    await runs.run('router', tau);
+  }
+  const closest = (await known()).sort((x, y) => Math.abs(x.run.routedRatio - target) - Math.abs(y.run.routedRatio - target))[0];
+  if (!closest || !(Math.abs(closest.run.routedRatio - target) < Math.abs(router.routed_share - target))) return router;
+  return measuredFreeRun(closest.tau, closest.run);
 }
 
 export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutReport> {
@@ -145,9 +165,9 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
 
   const prompts = settings.prompts > 0 ? o.documents.rolloutPrompts(o.heldOut, REPORT_PREFIX_TOKENS).slice(0, settings.prompts) : [];
   let generated: GenerationSetting[] = [];
-  let runs: GenerationRuns | undefined;
+  let runs: RouterRuns | undefined;
   if (prompts.length > 0) {
-    runs = new GenerationRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
+    runs = new RouterRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
     progress?.start('report: free running', 2 + settings.shares.length * REPORT_METHODS.length);
     let done = 0;
     try {
