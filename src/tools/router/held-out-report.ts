@@ -21,8 +21,10 @@ import { readsToken } from '../../edge/routing/router-features.ts';
 import { forcedBaselineScores } from '../lab/baseline-routers.ts';
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import { routerInputs } from '../lab/feature-matrix.ts';
-import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting, type MeasuredRun } from '../lab/generation-settings.ts';
-import { freeRunningFigures } from '../lab/free-running-metrics.ts';
+import { generationSettings, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
+import { pairedWithTop1, RouterRuns, SHARE_TOLERANCE, type FreeRun } from './paired-share.ts';
+
+export type { FreeRun };
 import type { EvalEdge } from '../lab/generation-runs.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { atShare } from '../lab/share-table.ts';
@@ -48,19 +50,8 @@ export interface ReportSettings {
 export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 16, maxNewTokens: 48, calibrationRuns: 6, shares: [0.1, 0.2, 0.3] });
 /** Free-running shares further apart than this (router against top-1) are not compared: more routing alone lowers perplexity. */
 export const MATCHED_WITHIN = 0.03;
-/** Routed-share difference that ends a threshold search early: a few tokens of a report's generations. */
-const SHARE_TOLERANCE = 0.01;
 /** Tokens of a paragraph a free-running prompt keeps (the on-policy rollouts' prompts). */
 export const REPORT_PREFIX_TOKENS = 16;
-
-/** One router's free-running run at a share. */
-export interface FreeRun {
-  tau: number;
-  routed_share: number;
-  ppl_cloud: number;
-  rep4: number;
-  stuck: number;
-}
 
 export const REPORT_METHODS = ['router', 'top1', 'entropy', 'random'] as const;
 export type ReportMethod = (typeof REPORT_METHODS)[number];
@@ -103,50 +94,6 @@ export interface HeldOutReportOptions {
 
 function freeRun(s: GenerationSetting): FreeRun {
   return { tau: s.tau, routed_share: s.routed_share, ppl_cloud: s.ppl_cloud, rep4: s.rep4, stuck: s.stuck };
-}
-
-function measuredFreeRun(tau: number, run: MeasuredRun): FreeRun {
-  const figures = freeRunningFigures(run.items.map((i) => i.ids));
-  return { tau, routed_share: run.routedRatio, ppl_cloud: run.perplexity, rep4: figures.rep4, stuck: figures.stuck };
-}
-
-/** Generation runs that keep every threshold the trained router was run at, for the search below. */
-class RouterRuns extends GenerationRuns {
-  readonly routerThresholds = new Set<number>();
-
-  override run(method: Parameters<GenerationRuns['run']>[0], threshold: number): Promise<MeasuredRun> {
-    if (method === 'router') this.routerThresholds.add(threshold);
-    return super.run(method, threshold);
-  }
-}
-
-/**
- * The router's run at the share top-1's own runs reached. Each search stops within SHARE_TOLERANCE of the
- * nominal share or after its last run, so the two can end points apart, and routing more lowers perplexity
- * by itself: the verdict compares the router with top-1 at the same routed share. So where they ended
- * further apart than SHARE_TOLERANCE, the router's threshold is searched again towards top-1's share: each
- * step interpolates between the closest runs already made on either side of it (every run so far, cached,
- * not a fresh bisection of [0, 1], since along generated text the share jumps with τ), and the run closest
- * to top-1's share is the one reported.
- */
-async function pairedWithTop1(runs: RouterRuns, router: FreeRun, top1: FreeRun, calibrationRuns: number): Promise<FreeRun> {
-  const target = top1.routed_share;
-  if (Math.abs(router.routed_share - target) <= SHARE_TOLERANCE) return router;
-  const known = async () => Promise.all([...runs.routerThresholds].map(async (tau) => ({ tau, run: await runs.run('router', tau) })));
-  for (let step = 0; step < calibrationRuns; step++) {
-    const seen = await known();
-    if (seen.some((k) => Math.abs(k.run.routedRatio - target) <= SHARE_TOLERANCE / 2)) break;
-    const below = seen.filter((k) => k.run.routedRatio < target).sort((x, y) => y.tau - x.tau)[0] ?? { tau: 0, run: { routedRatio: 0 } };
-    const above = seen.filter((k) => k.run.routedRatio > target && k.tau > below.tau).sort((x, y) => x.tau - y.tau)[0] ?? { tau: 1, run: { routedRatio: 1 } };
-    const span = above.run.routedRatio - below.run.routedRatio;
-    let tau = below.tau + ((target - below.run.routedRatio) / (span > 0 ? span : 1)) * (above.tau - below.tau);
-    if (runs.routerThresholds.has(tau)) tau = (below.tau + above.tau) / 2;
-    if (runs.routerThresholds.has(tau) || !(tau > 0 && tau < 1)) break;
-    await runs.run('router', tau);
-  }
-  const closest = (await known()).sort((x, y) => Math.abs(x.run.routedRatio - target) - Math.abs(y.run.routedRatio - target))[0];
-  if (!closest || !(Math.abs(closest.run.routedRatio - target) < Math.abs(router.routed_share - target))) return router;
-  return measuredFreeRun(closest.tau, closest.run);
 }
 
 export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutReport> {
