@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { logLoss } from '../src/tools/router/classifier-metrics.ts';
-import { gainTarget, labelsFor, cloudGainTargets, mixedGainTargets, textGainTargets } from '../src/tools/router/labels.ts';
+import { gainTarget, labelsFor, cloudGainTargets, cloudNllTargets, mixedGainTargets, nllGainTarget, textGainTargets } from '../src/tools/router/labels.ts';
 import { predict } from '../src/tools/router/mlp.ts';
 import type { TeacherForced } from '../src/tools/lab/forced-records.ts';
 import { trainMlp } from '../src/tools/router/train-mlp.ts';
@@ -46,6 +46,30 @@ describe('gain labels', () => {
     expect([...mixedGainTargets(forced)]).toEqual([...mixed.targets]);
     const divergence = labelsFor('divergence', forced);
     expect([...divergence.targets]).toEqual([...divergence.labels]);
+  });
+});
+
+describe('cloud-nll labels', () => {
+  test('the target is 1 / (2 (1 + g)) for the NLL the route takes off: 0.5 where the tokens agree', () => {
+    expect(nllGainTarget(0.5, 0.5)).toBe(0.5);
+    expect(nllGainTarget(0.7, 0.7)).toBe(0.5);
+    // g = ln(0.9 / 0.1) = ln 9
+    expect(nllGainTarget(0.1, 0.9)).toBeCloseTo(1 / (2 * (1 + Math.log(9))), 12);
+    // A token 10,000 times less likely than the cloud's is further from keep than one 100 times less likely.
+    expect(nllGainTarget(1e-6, 0.01)).toBeCloseTo(1 / (2 * (1 + Math.log(1e4))), 12);
+    expect(nllGainTarget(1e-6, 0.01)).toBeLessThan(nllGainTarget(1e-4, 0.01));
+    // A float32 zero is floored, not infinite.
+    expect(nllGainTarget(0, 1)).toBeCloseTo(1 / (2 * (1 + Math.log(1e30))), 12);
+  });
+
+  test("rollout records: divergence's binary labels, NLL-gain targets", () => {
+    const nll = labelsFor('cloud-nll', forced);
+    expect([...nll.labels]).toEqual([1, 0, 0, 1]);
+    expect([...nll.targets]).toEqual([...cloudNllTargets(forced)]);
+    expect(nll.targets[0]).toBe(0.5);
+    expect(nll.targets[1]).toBeCloseTo(1 / (2 * (1 + Math.log(9))), 6);
+    expect(nll.targets[2]).toBeCloseTo(1 / (2 * (1 + Math.log(3))), 6);
+    expect(nll.targets[3]).toBe(0.5);
   });
 });
 

@@ -21,7 +21,10 @@ import { readsToken } from '../../edge/routing/router-features.ts';
 import { forcedBaselineScores } from '../lab/baseline-routers.ts';
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import { routerInputs } from '../lab/feature-matrix.ts';
-import { generationSettings, GenerationRuns, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
+import { generationSettings, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
+import { pairedWithTop1, RouterRuns, SHARE_TOLERANCE, type FreeRun } from './paired-share.ts';
+
+export type { FreeRun };
 import type { EvalEdge } from '../lab/generation-runs.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import { atShare } from '../lab/share-table.ts';
@@ -47,19 +50,8 @@ export interface ReportSettings {
 export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 16, maxNewTokens: 48, calibrationRuns: 6, shares: [0.1, 0.2, 0.3] });
 /** Free-running shares further apart than this (router against top-1) are not compared: more routing alone lowers perplexity. */
 export const MATCHED_WITHIN = 0.03;
-/** Routed-share difference that ends a threshold search early: a few tokens of a report's generations. */
-const SHARE_TOLERANCE = 0.01;
 /** Tokens of a paragraph a free-running prompt keeps (the on-policy rollouts' prompts). */
 export const REPORT_PREFIX_TOKENS = 16;
-
-/** One router's free-running run at a share. */
-export interface FreeRun {
-  tau: number;
-  routed_share: number;
-  ppl_cloud: number;
-  rep4: number;
-  stuck: number;
-}
 
 export const REPORT_METHODS = ['router', 'top1', 'entropy', 'random'] as const;
 export type ReportMethod = (typeof REPORT_METHODS)[number];
@@ -120,8 +112,9 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
 
   const prompts = settings.prompts > 0 ? o.documents.rolloutPrompts(o.heldOut, REPORT_PREFIX_TOKENS).slice(0, settings.prompts) : [];
   let generated: GenerationSetting[] = [];
+  let runs: RouterRuns | undefined;
   if (prompts.length > 0) {
-    const runs = new GenerationRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
+    runs = new RouterRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
     progress?.start('report: free running', 2 + settings.shares.length * REPORT_METHODS.length);
     let done = 0;
     try {
@@ -143,12 +136,13 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
     const { tau: _, ...rest } = s ? freeRun(s) : { tau: 0, routed_share: NaN, ppl_cloud: NaN, rep4: NaN, stuck: NaN };
     return rest;
   };
-  const atShares = prompts.length
-    ? settings.shares.map((share) => {
-        const of = (method: ReportMethod) => freeRun(generated.find((g) => g.method === method && g.target_share === share)!);
-        return { share, router: of('router'), top1: of('top1'), entropy: of('entropy'), random: of('random') };
-      })
-    : [];
+  const atShares: HeldOutReport['free_running']['at_share'] = [];
+  for (const share of runs ? settings.shares : []) {
+    const of = (method: ReportMethod) => freeRun(generated.find((g) => g.method === method && g.target_share === share)!);
+    const top1 = of('top1');
+    const router = await pairedWithTop1(runs!, of('router'), top1, settings.calibrationRuns);
+    atShares.push({ share, router, top1, entropy: of('entropy'), random: of('random') });
+  }
   const report: Omit<HeldOutReport, 'beats_top1' | 'repeats_more_than_random_at' | 'verdict'> = {
     noun: o.noun,
     documents: read.length,

@@ -29,12 +29,12 @@
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
-export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
-export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain'];
+export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll'];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain'] as const;
+export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
@@ -46,6 +46,8 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   gain: 'gain (soft): target (1 - g) / 2 with g = [cloud top-1 correct] - [edge top-1 correct]',
   'cloud-gain': 'cloud-gain (soft): target (1 - g) / 2 with g = p_cloud(cloud top-1) - p_cloud(edge top-1)',
   'mixed-gain': 'mixed-gain (soft): the mean of the gain and cloud-gain targets',
+  'cloud-nll': 'cloud-nll (soft): target 1 / (2 (1 + g)) with g = ln p_cloud(cloud top-1) - ln p_cloud(edge top-1)',
+  'mixed-nll': 'mixed-nll (soft): the mean of the gain and cloud-nll targets',
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -63,6 +65,23 @@ export function divergenceLabel(cloudProbOfEdgeTop1: number, cloudTopProb: numbe
 export function gainTarget(cloudProbOfEdgeTop1: number, cloudTopProb: number): number {
   return (1 - (cloudTopProb - cloudProbOfEdgeTop1)) / 2;
 }
+
+/**
+ * 1 / (2 (1 + g)) for g = ln p_cloud(cloud top-1) − ln p_cloud(edge top-1) ≥ 0: what routing the position
+ * takes off the cloud's negative log-likelihood of the output (the free-running perplexity's own terms).
+ * 0.5 where the two agree (routing changes nothing, as in the gain rules' scale, so the two kinds of
+ * records mix), towards 0 as the edge's token gets less likely; unlike a probability
+ * difference it still tells a token the cloud finds 100 times less likely from one it finds 10,000 times
+ * less likely, which is where a free-running text's perplexity comes from. Probabilities are floored at
+ * NLL_FLOOR so that a float32 zero stays finite.
+ */
+export function nllGainTarget(cloudProbOfEdgeTop1: number, cloudTopProb: number): number {
+  const gain = Math.max(0, Math.log(Math.max(cloudTopProb, NLL_FLOOR)) - Math.log(Math.max(cloudProbOfEdgeTop1, NLL_FLOOR)));
+  return 1 / (2 * (1 + gain));
+}
+
+/** Smallest probability the NLL gain reads (a float32 probability can underflow to 0). */
+export const NLL_FLOOR = 1e-30;
 
 export function citerLabels(forced: Pick<TeacherForced, 'count' | 'edgeCorrect' | 'cloudCorrect'>): Uint8Array {
   const labels = new Uint8Array(forced.count);
@@ -90,6 +109,13 @@ export function cloudGainTargets(forced: Pick<TeacherForced, 'count' | 'cloudPro
   return targets;
 }
 
+/** NLL-gain targets against the cloud's distribution (text or rollouts alike). */
+export function cloudNllTargets(forced: Pick<TeacherForced, 'count' | 'cloudProbOfEdgeTop1' | 'cloudTopProb'>): Float32Array {
+  const targets = new Float32Array(forced.count);
+  for (let i = 0; i < forced.count; i++) targets[i] = nllGainTarget(forced.cloudProbOfEdgeTop1[i]!, forced.cloudTopProb[i]!);
+  return targets;
+}
+
 /** The mean of the text's and the cloud's gain targets (human text only: it needs the true next token). */
 export function mixedGainTargets(forced: Pick<TeacherForced, 'count' | 'edgeCorrect' | 'cloudCorrect' | 'cloudProbOfEdgeTop1' | 'cloudTopProb'>): Float32Array {
   const text = textGainTargets(forced);
@@ -97,16 +123,25 @@ export function mixedGainTargets(forced: Pick<TeacherForced, 'count' | 'edgeCorr
   return text.map((t, i) => (t + cloud[i]!) / 2);
 }
 
+/** The mean of the text's gain targets and the cloud's NLL-gain targets (human text only). */
+export function mixedNllTargets(forced: Pick<TeacherForced, 'count' | 'edgeCorrect' | 'cloudCorrect' | 'cloudProbOfEdgeTop1' | 'cloudTopProb'>): Float32Array {
+  const text = textGainTargets(forced);
+  const cloud = cloudNllTargets(forced);
+  return text.map((t, i) => (t + cloud[i]!) / 2);
+}
+
 /**
  * A rule's labels: `labels` are binary (what AUC and accuracy are measured against), `targets` what the
  * cross-entropy is trained towards (the labels themselves for the hard rules). The soft rules' binary
- * labels are those of the hard rule with the same reference: CITER's for `gain` and `mixed-gain`,
- * divergence's for `cloud-gain`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
+ * labels are those of the hard rule with the same reference: CITER's for `gain`, `mixed-gain` and `mixed-nll`,
+ * divergence's for `cloud-gain` and `cloud-nll`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
  */
 export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
-  const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' ? citerLabels(forced) : divergenceLabels(forced);
+  const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' || rule === 'mixed-nll' ? citerLabels(forced) : divergenceLabels(forced);
   if (rule === 'gain') return { labels, targets: textGainTargets(forced) };
   if (rule === 'cloud-gain') return { labels, targets: cloudGainTargets(forced) };
+  if (rule === 'cloud-nll') return { labels, targets: cloudNllTargets(forced) };
+  if (rule === 'mixed-nll') return { labels, targets: mixedNllTargets(forced) };
   if (rule === 'mixed-gain') return { labels, targets: mixedGainTargets(forced) };
   return { labels, targets: Float32Array.from(labels) };
 }

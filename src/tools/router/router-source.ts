@@ -44,8 +44,9 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     // Only when given, so routers trained with the default keep the source they were recorded with.
     ...(o.defaultThreshold === undefined ? {} : { defaultThreshold: o.defaultThreshold }),
     labels: o.labels,
-    // Only when not the default, so routers trained before the option keep the source they were recorded with.
-    ...((o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS) === DEFAULT_ROLLOUT_LABELS ? {} : { rolloutLabels: o.rolloutLabels }),
+    // Only when not divergence (the rule before the option, and the default until cloud-nll), so routers
+    // trained with it, the demo routers among them, keep the source they were recorded with.
+    ...((o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS) === 'divergence' ? {} : { rolloutLabels: o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS }),
     features: o.features,
     rounds: o.rounds,
     rolloutPrompts: o.rolloutPrompts,

@@ -50,11 +50,12 @@ export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
 /**
  * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
  * and in the cloud's expectation; above CITER's on the truncated pair),
- * divergence on the rollouts (which have no text, and where it is what breaks loops); measured in
- * docs/router-training.md.
+ * cloud-nll on the rollouts (which have no text: what a route takes off the cloud's NLL of the output, the
+ * free-running perplexity's own terms, where divergence's all-or-nothing label did not carry the
+ * free-running win over to other pairs); measured in docs/router-training.md's ablation.
  */
 export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
-export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'divergence';
+export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'cloud-nll';
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   // The MLP trainer's larger step and half the epochs: CI's time, and the figures of the demo thresholds.
@@ -64,6 +65,8 @@ export const DEMO_ROUTER_TRAINING = {
   members: 1,
   // CITER's: the demo routers' thresholds (the page's τ, paths.ts) were measured on scores that estimate P(keep).
   labels: 'citer',
+  // Divergence on the rollouts, as the demo routers were trained before cloud-nll became the default.
+  rolloutLabels: 'divergence',
   features: FEATURE_GROUPS,
   rounds: 2,
   rolloutPrompts: 48,
@@ -99,7 +102,7 @@ export interface TrainRouterOptions {
   defaultThreshold?: number;
   /** Label rule of the teacher-forced text (labels.ts). */
   labels: LabelRule;
-  /** Label rule of the on-policy records, which have no true text (divergence when not given, or cloud-gain). */
+  /** Label rule of the on-policy records, which have no true text (DEFAULT_ROLLOUT_LABELS when not given). */
   rolloutLabels?: RolloutLabelRule;
   /** Feature groups the router reads, `hidden` included. */
   features: readonly FeatureGroup[];

@@ -1,0 +1,149 @@
+/**
+ * The ablation table of docs/router-training.md, rendered from recorded `router train --json` runs
+ * (docs/results/router-ablation-*.jsonl, each saved by `bun run results:record`): per pair and variant, the
+ * held-out report's teacher-forced gap recovered at 30% routed and its free-running figures at 10/20/30%
+ * routed against top-1 (with the shares each run reached: a lower perplexity is a win only where they are
+ * within the verdict's MATCHED_WITHIN) and random. `--write` puts the table in the page between its markers, `--check`
+ * fails when the page differs (tests/router-ablation-table.test.ts checks it too). No figure in the page
+ * is typed by hand.
+ *
+ * @example
+ * ```sh
+ * bun run results:record router-ablation-d3l-defaults -- bun run router train ... --json
+ * bun scripts/router-ablation-table.ts --write
+ * ```
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
+import { f2, f3, table } from './results/markdown.ts';
+import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
+import { MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
+import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
+
+export const ABLATION_PAGE = 'docs/router-training.md';
+export const ABLATION_PREFIX = 'router-ablation-';
+const BEGIN = '<!-- ablation: bun scripts/router-ablation-table.ts --write -->';
+const END = '<!-- /ablation -->';
+
+/** What a run was trained with, from its router.json: the two label rules, and what differs from the full recipe. */
+export function variantOf(data: Fields): string {
+  const training = data.obj('training');
+  const features = data.strList('features');
+  const parts = [`text: ${training.str('label_rule')}`, `rollouts: ${training.str('on_policy_label_rule')}`];
+  const missing = FEATURE_GROUPS.filter((g) => !features.includes(g));
+  if (missing.length) parts.push(`without ${missing.join(', ')}`);
+  const rounds = training.list('rounds').length - 1;
+  if (rounds !== DEFAULT_ROUNDS) parts.push(`${rounds} rounds`);
+  const members = training.num('members');
+  if (members !== DEFAULT_MEMBERS) parts.push(`${members} member${members === 1 ? '' : 's'}`);
+  return parts.join('; ');
+}
+
+/** The pair, from the saved command's packs (and the report text, for the chat pair). */
+export function pairOf(command: string): string {
+  const edge = command.match(/--edge-model \S*?([^/\s]+)(?=\s)/)?.[1] ?? '?';
+  const cloud = command.match(/--cloud-model \S*?([^/\s]+)(?=\s)/)?.[1] ?? '?';
+  return `${edge} → ${cloud}`;
+}
+
+const pct0 = (x: number) => `${(x * 100).toFixed(0)}%`;
+const pct1 = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+function row(file: DataFile): string[] {
+  const r = file.data.obj('training').obj('held_out_report');
+  const at30 = r.list('teacher_forced').at(-1)!;
+  const free = r.obj('free_running').list('at_share');
+  const ppl = (row: Fields) => {
+    const router = row.obj('router').num('ppl_cloud');
+    const top1 = row.obj('top1').num('ppl_cloud');
+    const shares = [row.obj('router').num('routed_share'), row.obj('top1').num('routed_share')] as const;
+    // The verdict's rule: a lower perplexity counts only where the two routed about the same share.
+    const won = router < top1 && Math.abs(shares[0] - shares[1]) <= MATCHED_WITHIN;
+    return `${f2(router)} / ${f2(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${won ? ' ✓' : ''}`;
+  };
+  const rep = (row: Fields) => {
+    const router = row.obj('router').num('rep4');
+    const random = row.obj('random').num('rep4');
+    return `${f3(router)} / ${f3(random)}${router <= random ? ' ✓' : ''}`;
+  };
+  return [
+    pairOf(file.provenance.command),
+    variantOf(file.data),
+    `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
+    ...free.map(ppl),
+    free.map(rep).join('; '),
+    r.bool('beats_top1') ? 'yes' : 'no',
+    `[${file.name.replace(ABLATION_PREFIX, '')}](results/${file.name}.jsonl)`,
+  ];
+}
+
+/** The table from every recorded ablation run in `dir`, ordered by pair, then by file name. */
+export function ablationMarkdown(dir = 'docs/results'): string {
+  const names = readdirSync(dir)
+    .filter((f) => f.startsWith(ABLATION_PREFIX) && f.endsWith('.jsonl'))
+    .map((f) => f.slice(0, -'.jsonl'.length));
+  const files = names.sort().map((name) => readDataFile(dir, name));
+  const rows = files.map(row).sort((a, b) => a[0]!.localeCompare(b[0]!));
+  return table(
+    [
+      'pair',
+      'variant',
+      'TF gap at 30%: trained / top-1',
+      'ppl 10%: trained / top-1 [routed]',
+      'ppl 20%',
+      'ppl 30%',
+      'rep4 10/20/30%: trained / random',
+      'beats top-1',
+      'data',
+    ],
+    rows,
+  );
+}
+
+export const GAIN_PREFIX = 'router-on-policy-gain-';
+const GAIN_BEGIN = '<!-- on-policy gain: bun scripts/router-ablation-table.ts --write -->';
+const GAIN_END = '<!-- /on-policy gain -->';
+
+/** The diagnostic's tables (scripts/router-on-policy-gain.ts): share of the best immediate NLL gain each scorer routes. */
+export function onPolicyGainMarkdown(dir = 'docs/results'): string {
+  const files = readdirSync(dir)
+    .filter((f) => f.startsWith(GAIN_PREFIX) && f.endsWith('.jsonl'))
+    .sort()
+    .map((f) => readDataFile(dir, f.slice(0, -'.jsonl'.length)));
+  return files
+    .map((file) => {
+      const shares = file.data.numList('shares');
+      const rows = file.data.list('rows').map((r) => [r.str('name'), ...r.numList('captured').map(pct0)]);
+      return [
+        `${pairOf(file.provenance.command)}, ${file.data.num('positions')} positions (data: [results/${file.name}.jsonl](results/${file.name}.jsonl)):`,
+        '',
+        table(['scorer', ...shares.map((x) => `${pct0(x)} routed`)], rows),
+      ].join('\n');
+    })
+    .join('\n\n');
+}
+
+function between(page: string, begin: string, end: string, markdown: string): string {
+  const at = page.indexOf(begin);
+  const to = page.indexOf(end);
+  if (at < 0 || to < at) throw new Error(`${ABLATION_PAGE} has no section between ${begin} and ${end}`);
+  return `${page.slice(0, at + begin.length)}\n${markdown}\n${page.slice(to)}`;
+}
+
+/** The page with the ablation table, and the on-policy gain tables where it has their markers. */
+export function pageWithAblation(page: string, markdown: string, gain?: string): string {
+  const next = between(page, BEGIN, END, markdown);
+  return gain === undefined ? next : between(next, GAIN_BEGIN, GAIN_END, gain);
+}
+
+if (import.meta.main) {
+  const page = readFileSync(ABLATION_PAGE, 'utf8');
+  const next = pageWithAblation(page, ablationMarkdown(), onPolicyGainMarkdown());
+  if (process.argv.includes('--check')) {
+    if (next !== page) {
+      console.error(`${ABLATION_PAGE}: the ablation table is not what the recorded runs render: run bun scripts/router-ablation-table.ts --write`);
+      process.exit(1);
+    }
+  } else if (process.argv.includes('--write')) writeFileSync(ABLATION_PAGE, next);
+  else console.log(ablationMarkdown());
+}
