@@ -37,6 +37,9 @@ interface Run {
   last: number;
 }
 
+/** What a run of token texts needs to be cut and replaced: the text and the characters each token wrote. */
+type TextRanges = Pick<TokenTexts, 'text' | 'rangeOf'>;
+
 /** Tokens the cloud wrote around a placeholder and the value's tokens the edge put in their place. */
 interface Restoration {
   real: number[];
@@ -56,13 +59,36 @@ export class Pseudonymiser {
    * KV cache), whatever the spelling.
    */
   private readonly restorations = new Map<number, Restoration>();
+  /**
+   * The cloud's context and the tokens it wrote after it, decoded as they grow: every reply is read from here,
+   * so a step decodes only its new tokens (the cloud context of one step extends the last one's).
+   */
+  private readonly cloudTexts: TokenTexts;
 
   constructor(
     readonly tokenizer: TextTokenizer,
     readonly values: PrivateValues,
   ) {
     this.texts = new TokenTexts(tokenizer);
+    this.cloudTexts = new TokenTexts(tokenizer);
     this.folded = new FoldedText(values.foldCase);
+  }
+
+  /** The text `reply` writes after `cloudContext`, and the characters each of its tokens wrote, from `cloudTexts`. */
+  private replyTexts(cloudContext: readonly number[], reply: readonly number[]): TextRanges & { endsInsideCharacter: boolean } {
+    const all = this.cloudTexts;
+    all.update(cloudContext.concat(reply));
+    const n = cloudContext.length;
+    // A character the context began and the reply completed is the reply's.
+    const base = reply.length > 0 ? all.rangeOf(n).start : all.text.length;
+    return {
+      text: all.text.slice(base),
+      endsInsideCharacter: all.endsInsideCharacter,
+      rangeOf: (i) => {
+        const { start, end } = all.rangeOf(n + i);
+        return { start: start - base, end: end - base };
+      },
+    };
   }
 
   /** The cloud's version of the edge's context. */
@@ -103,8 +129,7 @@ export class Pseudonymiser {
    * this generation's placeholders, whose tokens are then spelled again with the value in its place.
    */
   fromCloud(cloudContext: readonly number[], reply: readonly number[], at: number): { ids: number[]; restored: boolean; text: string } {
-    const texts = new TokenTexts(this.tokenizer, cloudContext);
-    texts.update(reply);
+    const texts = this.replyTexts(cloudContext, reply);
     const found = this.values.placeholders(texts.text);
     if (found.length === 0) return { ids: [...reply], restored: false, text: texts.text };
     const ranges: PrivateRange[] = found.map((o) => ({ start: o.start, end: o.end, values: [o.value] }));
@@ -152,8 +177,7 @@ export class Pseudonymiser {
    * character), and how many whole placeholders it wrote.
    */
   placeholdersIn(cloudContext: readonly number[], reply: readonly number[]): { inside: boolean; complete: number } {
-    const texts = new TokenTexts(this.tokenizer, cloudContext);
-    texts.update(reply);
+    const texts = this.replyTexts(cloudContext, reply);
     return { inside: texts.endsInsideCharacter || this.values.endsInsidePlaceholder(texts.text), complete: this.values.placeholders(texts.text).length };
   }
 
@@ -175,7 +199,7 @@ export class Pseudonymiser {
  * The context cut into runs: a token outside every range is its own run (`first` -1, `last` its index); a
  * run of tokens that each write a character inside some range is one run.
  */
-function runsOf(texts: TokenTexts, length: number, ranges: readonly PrivateRange[]): Run[] {
+function runsOf(texts: TextRanges, length: number, ranges: readonly PrivateRange[]): Run[] {
   const runs: Run[] = [];
   let r = 0;
   let open: Run | undefined;
@@ -194,7 +218,7 @@ function runsOf(texts: TokenTexts, length: number, ranges: readonly PrivateRange
 }
 
 /** The text a run writes, with each range inside it written as `by` says. */
-function replacedText(texts: TokenTexts, run: Run, ranges: readonly PrivateRange[], by: (r: PrivateRange) => string): string {
+function replacedText(texts: TextRanges, run: Run, ranges: readonly PrivateRange[], by: (r: PrivateRange) => string): string {
   const from = texts.rangeOf(run.first).start;
   const to = texts.rangeOf(run.last).end;
   let text = '';
