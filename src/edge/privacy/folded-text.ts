@@ -107,6 +107,18 @@ export class FoldedText {
     return foldedFrom;
   }
 
+  /** The folded index where the raw text from `raw` on begins: the first cluster that starts there or later. */
+  foldedAt(raw: number): number {
+    let lo = 0;
+    let hi = this.clusterRaw.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.clusterRaw[mid]! < raw) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < this.clusterFolded.length ? this.clusterFolded[lo]! : this.text.length;
+  }
+
   /** The raw characters folded units `[start, end)` came from. */
   rawRange(start: number, end: number): { start: number; end: number } {
     return { start: this.rawStarts[start]!, end: this.rawEnds[end - 1]! };

@@ -122,12 +122,12 @@ export class PrivateValues {
    * The characters of `text` that belong to some value, as merged ranges: where two values overlap
    * ("Ann Lee" and "Lee Park" in "Ann Lee Park") the whole stretch is private, not just the first. A value
    * is found in any spelling that folds like it (folded-text.ts), and so is a start of it that the text
-   * turned away from (begunLength).
+   * turned away from (begunLength). From folded index `from` on: those that start there or later.
    */
-  privateRanges(text: string | FoldedText): PrivateRange[] {
+  privateRanges(text: string | FoldedText, from = 0): PrivateRange[] {
     const folded = this.foldedOf(text);
     const ranges: PrivateRange[] = [];
-    for (const o of this.occurrences(folded.text, 0)) {
+    for (const o of this.occurrences(folded.text, from)) {
       const { start, end } = folded.rawRange(o.start, o.end);
       const last = ranges[ranges.length - 1];
       if (last && start <= last.end) {

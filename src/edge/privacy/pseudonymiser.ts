@@ -20,6 +20,7 @@ import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { encodeContinuation } from './encode-continuation.ts';
 import { FoldedText } from './folded-text.ts';
 import type { PrivateRange, PrivateValues } from './private-values.ts';
+import { SettledCloudContext } from './settled-cloud-context.ts';
 import { TokenTexts } from './token-texts.ts';
 
 export interface CloudContext {
@@ -30,6 +31,12 @@ export interface CloudContext {
   /** The placeholders it holds. */
   placeholders: Set<string>;
 }
+
+/**
+ * Folded characters at the end that more text may still change (a mark joining the last character), on top of the
+ * longest value, before text counts as final.
+ */
+const FOLDING_MARGIN = 2;
 
 /** Runs of token indices `[first, last]` and what they write. */
 interface Run {
@@ -51,6 +58,8 @@ export class Pseudonymiser {
   private readonly texts: TokenTexts;
   /** The context's text folded as values are matched (kept as the context grows). */
   private readonly folded: FoldedText;
+  /** The cloud context of the context's first tokens, final: only what follows is translated at each call. */
+  private readonly settled = new SettledCloudContext();
   /** Spellings of run texts, which repeat step after step as the context grows. */
   private readonly spellings = new Map<string, number[]>();
   /**
@@ -91,37 +100,59 @@ export class Pseudonymiser {
     };
   }
 
-  /** The cloud's version of the edge's context. */
+  /** The cloud's version of the edge's context: what is settled from earlier calls, and the rest translated now. */
   toCloud(ids: readonly number[], sources: readonly TokenSource[]): CloudContext {
-    const { texts, values } = this;
-    texts.update(ids);
-    this.folded.sync(texts.text);
-    const ranges = values.privateRanges(this.folded);
-    const placeholders = new Set<string>();
-    const out: CloudContext = { ids: [], sources: [], withheld: texts.endsInsideCharacter || values.endsInsideValue(this.folded), placeholders };
-    const runs = runsOf(texts, ids.length, ranges);
+    const { texts, values, folded, settled } = this;
+    const kept = texts.update(ids);
+    if (!settled.holds(kept, sources)) settled.clear();
+    folded.sync(texts.text);
+    // Values that reach the unsettled text start at most the longest value before it.
+    let ranges = values.privateRanges(folded, Math.max(0, folded.foldedAt(settled.rawEnd) - values.longestFolded));
+    if (ranges.some((r) => r.start < settled.rawEnd && r.end > settled.rawEnd)) {
+      // A value across the settled end: what settled it no longer holds, so nothing is taken as settled.
+      settled.clear();
+      ranges = values.privateRanges(folded);
+    }
+    const placeholders = new Set(settled.placeholders);
+    const withheld = texts.endsInsideCharacter || values.endsInsideValue(folded);
+    const tail = { ids: [] as number[], sources: [] as TokenSource[] };
+    // Text before this raw offset is final: a value found later starts after it, one found now ends before it.
+    const stable = folded.text.length - values.longestFolded - FOLDING_MARGIN;
+    const rawLimit = stable <= 0 ? 0 : folded.rawRange(stable, stable + 1).start;
+    let settling = true;
+    const head = { ids: settled.ids.length, sources: settled.sources.length };
+    const runs = runsOf(texts, settled.tokens, ids.length, ranges);
     for (let r = 0; r < runs.length; r++) {
       const run = runs[r]!;
       const start = run.first < 0 ? run.last : run.first;
+      const from = tail.ids.length;
+      const used = new Set<string>();
       const restored = this.restoredAt(start, ids, runs, r);
       if (restored) {
-        out.ids.push(...restored.entry.cloud);
-        for (const _ of restored.entry.cloud) out.sources.push(sources[start]!);
-        for (const p of restored.entry.placeholders) placeholders.add(p);
+        tail.ids.push(...restored.entry.cloud);
+        for (const _ of restored.entry.cloud) tail.sources.push(sources[start]!);
+        for (const p of restored.entry.placeholders) used.add(p);
         r = restored.lastRun;
-        continue;
+      } else if (run.first < 0) {
+        tail.ids.push(ids[run.last]!);
+        tail.sources.push(sources[run.last]!);
+      } else {
+        const spelled = this.spell(this.replaced(run, ranges, (r) => r.values.map((v) => v.placeholder).join(''), used));
+        tail.ids.push(...spelled);
+        for (const _ of spelled) tail.sources.push(sources[run.first]!);
       }
-      if (run.first < 0) {
-        out.ids.push(ids[run.last]!);
-        out.sources.push(sources[run.last]!);
-        continue;
-      }
-      const text = this.replaced(run, ranges, (r) => r.values.map((v) => v.placeholder).join(''), placeholders);
-      const spelled = this.spell(text);
-      out.ids.push(...spelled);
-      for (const _ of spelled) out.sources.push(sources[run.first]!);
+      for (const p of used) placeholders.add(p);
+      const last = runs[r]!.last;
+      const end = texts.rangeOf(last).end;
+      settling &&= end <= rawLimit;
+      if (settling) settled.add(last + 1, end, tail.ids.slice(from), tail.sources.slice(from), used, sources);
     }
-    return out;
+    return {
+      ids: settled.ids.slice(0, head.ids).concat(tail.ids),
+      sources: settled.sources.slice(0, head.sources).concat(tail.sources),
+      withheld,
+      placeholders,
+    };
   }
 
   /**
@@ -134,7 +165,7 @@ export class Pseudonymiser {
     if (found.length === 0) return { ids: [...reply], restored: false, text: texts.text };
     const ranges: PrivateRange[] = found.map((o) => ({ start: o.start, end: o.end, values: [o.value] }));
     const ids: number[] = [];
-    for (const run of runsOf(texts, reply.length, ranges)) {
+    for (const run of runsOf(texts, 0, reply.length, ranges)) {
       if (run.first < 0) {
         ids.push(reply[run.last]!);
         continue;
@@ -199,11 +230,11 @@ export class Pseudonymiser {
  * The context cut into runs: a token outside every range is its own run (`first` -1, `last` its index); a
  * run of tokens that each write a character inside some range is one run.
  */
-function runsOf(texts: TextRanges, length: number, ranges: readonly PrivateRange[]): Run[] {
+function runsOf(texts: TextRanges, first: number, length: number, ranges: readonly PrivateRange[]): Run[] {
   const runs: Run[] = [];
   let r = 0;
   let open: Run | undefined;
-  for (let i = 0; i < length; i++) {
+  for (let i = first; i < length; i++) {
     const { start, end } = texts.rangeOf(i);
     while (r < ranges.length && ranges[r]!.end <= start) r++;
     const inside = end > start && r < ranges.length && ranges[r]!.start < end;

@@ -52,13 +52,19 @@ export class TokenTexts {
     return { start: this.starts[i]!, end: this.ends[i]! };
   }
 
-  /** Brings the text to `ids`: decodes what was added, after cutting back to what both share. */
-  update(ids: readonly number[]): void {
+  /**
+   * Brings the text to `ids`: decodes what was added, after cutting back to what both share. Returns how many
+   * tokens were kept as they were (their text and ranges unchanged).
+   */
+  update(ids: readonly number[]): number {
     let shared = 0;
     const limit = Math.min(ids.length, this.ids.length);
     while (shared < limit && ids[shared] === this.ids[shared]) shared++;
     if (shared < this.ids.length) this.cutBack(shared);
+    // Tokens waiting for the rest of their character get their range once it comes.
+    const kept = this.pending > 0 ? this.pendingFrom : this.ids.length;
     for (let i = this.ids.length; i < ids.length; i++) this.push(ids[i]!);
+    return kept;
   }
 
   private push(id: number): void {
