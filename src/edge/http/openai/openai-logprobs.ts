@@ -7,9 +7,9 @@
  * place of the cloud's placeholder) has log-probability null.
  *
  * @example
- * const tokens = new TokenTexts(tokenizer);
- * chatLogprobs(events, tokens);            // { content: [{ token: ' Once', logprob: -0.3, bytes: [...], top_logprobs: [...] }], refusal: null }
- * completionLogprobs(events, tokens, 0);   // { tokens: [' Once'], token_logprobs: [-0.3], top_logprobs: [{ ' Once': -0.3 }], text_offset: [0] }
+ * const names = new TokenNames(tokenizer);
+ * chatLogprobs(events, names);             // { content: [{ token: ' Once', logprob: -0.3, bytes: [...], top_logprobs: [...] }], refusal: null }
+ * completionLogprobs(events, names, 0);   // { tokens: [' Once'], token_logprobs: [-0.3], top_logprobs: [{ ' Once': -0.3 }], text_offset: [0] }
  */
 import type { TokenAlternative } from '../../../shared/contract/contract-vocabulary.ts';
 import { TokenBytes } from '../../../shared/text/token-bytes.ts';
@@ -18,8 +18,8 @@ import type { TokenEvent } from '../../loop/decoder-loop.ts';
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** A vocabulary's tokens as OpenAI names them: text and bytes. */
-export class TokenTexts {
+/** A vocabulary's tokens as OpenAI names them: text and bytes (not privacy/token-names.ts, which follows a context's text). */
+export class TokenNames {
   private readonly bytes: TokenBytes;
 
   constructor(tokenizer: TextTokenizer) {
@@ -38,25 +38,25 @@ export class TokenTexts {
   }
 }
 
-function alternatives(top: readonly TokenAlternative[] | undefined, texts: TokenTexts) {
-  return (top ?? []).map((a) => ({ ...texts.of(a.id), logprob: a.logprob }));
+function alternatives(top: readonly TokenAlternative[] | undefined, names: TokenNames) {
+  return (top ?? []).map((a) => ({ ...names.of(a.id), logprob: a.logprob }));
 }
 
-export function chatLogprobs(events: readonly TokenEvent[], texts: TokenTexts): Record<string, unknown> {
+export function chatLogprobs(events: readonly TokenEvent[], names: TokenNames): Record<string, unknown> {
   const content = events.map((e) => {
-    const { token, bytes } = texts.of(e.id);
+    const { token, bytes } = names.of(e.id);
     return {
       token,
       logprob: e.logprob ?? null,
       bytes,
-      top_logprobs: alternatives(e.topLogprobs, texts).map(({ token, logprob, bytes }) => ({ token, logprob, bytes })),
+      top_logprobs: alternatives(e.topLogprobs, names).map(({ token, logprob, bytes }) => ({ token, logprob, bytes })),
     };
   });
   return { content, refusal: null };
 }
 
 /** `offset`: where the first event's text starts in the completion's text. */
-export function completionLogprobs(events: readonly TokenEvent[], texts: TokenTexts, offset: number): Record<string, unknown> {
+export function completionLogprobs(events: readonly TokenEvent[], names: TokenNames, offset: number): Record<string, unknown> {
   const textOffset: number[] = [];
   let at = offset;
   for (const e of events) {
@@ -64,9 +64,9 @@ export function completionLogprobs(events: readonly TokenEvent[], texts: TokenTe
     at += e.text.length;
   }
   return {
-    tokens: events.map((e) => texts.of(e.id).token),
+    tokens: events.map((e) => names.of(e.id).token),
     token_logprobs: events.map((e) => e.logprob ?? null),
-    top_logprobs: events.map((e) => Object.fromEntries(alternatives(e.topLogprobs, texts).map((a) => [a.token, a.logprob]))),
+    top_logprobs: events.map((e) => Object.fromEntries(alternatives(e.topLogprobs, names).map((a) => [a.token, a.logprob]))),
     text_offset: textOffset,
   };
 }

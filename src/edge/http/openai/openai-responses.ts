@@ -18,7 +18,7 @@
 import type { DoneEvent, FinishReason, GenerationEvent, TokenEvent } from '../../loop/decoder-loop.ts';
 import type { GenerationMetrics } from '../../loop/generation-metrics.ts';
 import { snakeCaseKeys } from '../snake-case-json.ts';
-import { chatLogprobs, completionLogprobs, type TokenTexts } from './openai-logprobs.ts';
+import { chatLogprobs, completionLogprobs, type TokenNames } from './openai-logprobs.ts';
 
 export interface ResponseMeta {
   id: string;
@@ -77,7 +77,7 @@ export interface ResponseShape {
   /** Chunks' choices before the first token (chat announces the assistant's role). */
   opening: Record<string, unknown>[];
   /** The choice's `logprobs` for `events`, whose text starts at `offset` in the choice's text. */
-  logprobs(events: readonly TokenEvent[], texts: TokenTexts, offset: number): Record<string, unknown>;
+  logprobs(events: readonly TokenEvent[], names: TokenNames, offset: number): Record<string, unknown>;
 }
 
 export const COMPLETION: ResponseShape = {
@@ -104,7 +104,7 @@ export const CHAT: ResponseShape = {
     },
   ],
   opening: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
-  logprobs: (events, texts) => chatLogprobs(events, texts),
+  logprobs: (events, names) => chatLogprobs(events, names),
 };
 
 /**
@@ -134,18 +134,18 @@ function routing(event: TokenEvent): RoutingExtension {
   return { token_id: event.id, source: event.source, score: event.score, ...(event.cloudError ? { cloud_error: event.cloudError } : {}) };
 }
 
-/** The whole response, once the generation is done; with every token's log-probabilities when `texts` is given (the request asked). */
+/** The whole response, once the generation is done; with every token's log-probabilities when `names` is given (the request asked). */
 export async function wholeResponse(
   shape: ResponseShape,
   meta: ResponseMeta,
   events: AsyncIterable<GenerationEvent>,
-  texts?: TokenTexts,
+  names?: TokenNames,
 ): Promise<Record<string, unknown>> {
   let done: DoneEvent | undefined;
   const tokens: TokenEvent[] = [];
   for await (const event of events) {
     if (event.type === 'done') done = event;
-    else if (texts) tokens.push(event);
+    else if (names) tokens.push(event);
   }
   if (!done) throw new Error('the generation ended without a final event');
   const choice = shape.choice(done.text, finishReason(done.finishReason));
@@ -154,7 +154,7 @@ export async function wholeResponse(
     object: shape.object,
     created: meta.created,
     model: meta.model,
-    choices: [{ ...choice, ...(texts ? { logprobs: shape.logprobs(tokens, texts, 0) } : {}), cloud_text: done.cloudText }],
+    choices: [{ ...choice, ...(names ? { logprobs: shape.logprobs(tokens, names, 0) } : {}), cloud_text: done.cloudText }],
     usage: usage(done.metrics),
   };
 }
@@ -165,7 +165,7 @@ export async function* streamChunks(
   meta: ResponseMeta,
   events: AsyncIterable<GenerationEvent>,
   includeUsage: boolean,
-  texts?: TokenTexts,
+  names?: TokenNames,
 ): AsyncGenerator<Record<string, unknown>> {
   // With include_usage every chunk carries `usage: null` and only the last one the figures, as OpenAI does.
   const chunk = (choices: Record<string, unknown>[], extra: Record<string, unknown> = {}) => ({
@@ -183,7 +183,7 @@ export async function* streamChunks(
     if (event.type === 'token') {
       // Every token has its chunk, for its routing and log-probabilities: one with an empty delta where its text is held back.
       const [first = { index: 0, delta: {}, logprobs: null, finish_reason: null }, ...more] = shape.chunkChoices(event.text, null);
-      const logprobs = texts ? { logprobs: shape.logprobs([event], texts, sent.length) } : {};
+      const logprobs = names ? { logprobs: shape.logprobs([event], names, sent.length) } : {};
       sent += event.text;
       yield chunk([{ ...first, ...logprobs, routing: routing(event) }]);
       for (const choice of more) yield chunk([choice]);

@@ -24,7 +24,7 @@ import { checkServedModel } from '../served-model.ts';
 import { bodyTooLarge, OpenAIParamError, openAIError } from './openai-errors.ts';
 import { parseChatRequest, parseCompletionRequest, type OpenAIRequest } from './openai-request.ts';
 import { CHAT, COMPLETION, streamChunks, wholeResponse, type ResponseShape } from './openai-responses.ts';
-import { TokenTexts } from './openai-logprobs.ts';
+import { TokenNames } from './openai-logprobs.ts';
 import { chatWithTools } from './openai-tool-calls.ts';
 
 export interface OpenAIRoutesOptions {
@@ -65,8 +65,8 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
 
   const checkModel = (requested: string) => checkServedModel(requested, modelId);
   // Read from the vocabulary once, when a request first asks for log-probabilities.
-  let texts: TokenTexts | undefined;
-  const tokenTexts = () => (texts ??= new TokenTexts(tokenizer));
+  let vocabularyNames: TokenNames | undefined;
+  const tokenNames = () => (vocabularyNames ??= new TokenNames(tokenizer));
 
   api.post('/completions', async (c) => {
     const request = parseCompletionRequest(await readJsonObject(c), runtime.limits);
@@ -99,11 +99,11 @@ export function createOpenAIRoutes(runtime: EdgeRuntime, options: OpenAIRoutesOp
 
   function respond(c: Context, shape: ResponseShape, request: OpenAIRequest, run: Run) {
     const meta = { id: `${shape.idPrefix}${run.id.replaceAll('-', '')}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    const texts = request.logprobs ? tokenTexts() : undefined;
-    if (!request.stream) return wholeResponse(shape, meta, run.events(c.req.raw.signal), texts).then((body) => c.json(body));
+    const names = request.logprobs ? tokenNames() : undefined;
+    if (!request.stream) return wholeResponse(shape, meta, run.events(c.req.raw.signal), names).then((body) => c.json(body));
     return streamSSE(c, async (stream) => {
       try {
-        for await (const chunk of streamChunks(shape, meta, run.events(abortOn(stream)), request.includeUsage, texts)) {
+        for await (const chunk of streamChunks(shape, meta, run.events(abortOn(stream)), request.includeUsage, names)) {
           await stream.writeSSE({ data: JSON.stringify(chunk) });
         }
       } catch (e) {
