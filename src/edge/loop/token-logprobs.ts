@@ -11,7 +11,7 @@
  * cloudLogprobs([id], reply, 5, vocabSize); // the reply's own figures for the tokens it chose
  */
 import type { TokenAlternative } from '../../shared/contract/contract-vocabulary.ts';
-import { logSumExp } from '../../shared/model/logits.ts';
+import { logSumExp, topK } from '../../shared/model/logits.ts';
 
 export interface TokenLogprob {
   /** The chosen token's natural-log probability under the model that chose it; null where no model chose it. */
@@ -26,30 +26,14 @@ export type AllowedToken = (id: number) => boolean;
 /** The edge model's figures for `id` drawn from `logits`: ids past `vocabSize` (a padded model's rows) are no tokens. */
 export function edgeLogprob(logits: Float32Array, id: number, topN: number, vocabSize: number, allowed?: AllowedToken): TokenLogprob {
   const logZ = logSumExp(logits);
-  const top: TokenAlternative[] = [];
-  if (topN > 0) {
-    const limit = Math.min(vocabSize, logits.length);
-    // One pass keeping the topN largest allowed entries in order: topN is at most 20.
-    for (let i = 0; i < limit; i++) {
-      const value = logits[i]!;
-      if (top.length === topN && value <= top[topN - 1]!.logprob) continue;
-      if (value === -Infinity || (allowed && !allowed(i))) continue;
-      let at = top.length === topN ? topN - 1 : top.length;
-      if (top.length < topN) top.push({ id: i, logprob: value });
-      while (at > 0 && top[at - 1]!.logprob < value) {
-        top[at] = top[at - 1]!;
-        at--;
-      }
-      top[at] = { id: i, logprob: value };
-    }
-  }
-  return { logprob: logits[id]! - logZ, top: top.map((t) => ({ id: t.id, logprob: t.logprob - logZ })) };
+  const top = topK(logits.subarray(0, Math.min(vocabSize, logits.length)), topN, (i, value) => value !== -Infinity && (!allowed || allowed(i)));
+  return { logprob: logits[id]! - logZ, top: top.map((t) => ({ id: t.id, logprob: t.value - logZ })) };
 }
 
 /**
  * The cloud's figures for the tokens `chosen` at a routed step: the reply's own for the tokens it wrote, and
- * for a token the constraint took from the reply's top-k instead, that alternative's. `alternativesAt(i)`
- * gives the step's alternatives at position i as the constraint lets them through.
+ * for a token the constraint took from the reply's top-k instead, that alternative's. `allowedAlternatives[i]`
+ * are the step's alternatives at position i as the constraint lets them through.
  */
 export function cloudLogprobs(
   chosen: readonly number[],

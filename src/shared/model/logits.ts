@@ -30,19 +30,18 @@ export function logSoftmax(logits: ArrayLike<number>): Float64Array {
   return out;
 }
 
-/** The `k` largest entries as `{ id, value }`, largest first. */
-export function topK(values: ArrayLike<number>, k: number): { id: number; value: number }[] {
+/** The `k` largest entries as `{ id, value }`, largest first; only those `keep` accepts, when given. */
+export function topK(values: ArrayLike<number>, k: number, keep?: (id: number, value: number) => boolean): { id: number; value: number }[] {
   if (k <= 0) return [];
   const top: { id: number; value: number }[] = [];
   for (let i = 0; i < values.length; i++) {
     const v = values[i]!;
-    if (top.length < k) {
-      top.push({ id: i, value: v });
-      top.sort((a, b) => b.value - a.value);
-    } else if (v > top[k - 1]!.value) {
-      top[k - 1] = { id: i, value: v };
-      top.sort((a, b) => b.value - a.value);
-    }
+    // `keep` is asked only of an entry that would enter the top.
+    if (top.length === k && !(v > top[k - 1]!.value)) continue;
+    if (keep && !keep(i, v)) continue;
+    if (top.length === k) top[k - 1] = { id: i, value: v };
+    else top.push({ id: i, value: v });
+    top.sort((a, b) => b.value - a.value);
   }
   return top;
 }
