@@ -30,7 +30,11 @@ async function run(raw: RawGenerationRequest): Promise<{ tokens: TokenEvent[]; d
   };
 }
 
-/** Each token's figures against `model`'s own scores of the whole sequence at that position. */
+/**
+ * Each token's figures against `model`'s own scores of the whole sequence at that position. The two come from
+ * different onnxruntime shapes (one row a step, teacher forcing's chunks), whose kernels differ in the last bits
+ * from one CPU to another: figures agree to 1e-3.
+ */
 async function expectFiguresOf(model: DecoderModel, promptIds: number[], tokens: readonly TokenEvent[], which: (t: TokenEvent) => boolean, topN: number) {
   const ids = [...promptIds, ...tokens.map((t) => t.id)];
   const scores = await scoreOnModel(model, ids, { topK: topN });
@@ -38,9 +42,9 @@ async function expectFiguresOf(model: DecoderModel, promptIds: number[], tokens:
   for (const [i, token] of tokens.entries()) {
     if (!which(token)) continue;
     const at = scores[promptIds.length - 1 + i]!;
-    expect(token.logprob!).toBeCloseTo(at.nextLogprob, 4);
+    expect(token.logprob!).toBeCloseTo(at.nextLogprob, 3);
     expect(token.topLogprobs!.map((a) => a.id)).toEqual(at.topIds);
-    token.topLogprobs!.forEach((a, k) => expect(a.logprob).toBeCloseTo(at.topLogprobs[k]!, 4));
+    token.topLogprobs!.forEach((a, k) => expect(a.logprob).toBeCloseTo(at.topLogprobs[k]!, 3));
     checked++;
   }
   return checked;
@@ -77,7 +81,7 @@ describe('log-probabilities of the emitted tokens', () => {
     const scores = await scoreOnModel(pair.edge, [...promptIds, ...tokens.map((t) => t.id)]);
     tokens.forEach((t, i) => {
       expect(t.topLogprobs).toEqual([]);
-      expect(t.logprob!).toBeCloseTo(scores[promptIds.length - 1 + i]!.nextLogprob, 4);
+      expect(t.logprob!).toBeCloseTo(scores[promptIds.length - 1 + i]!.nextLogprob, 3);
     });
   });
 
