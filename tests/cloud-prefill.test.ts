@@ -81,6 +81,30 @@ describe('through a real shim', () => {
     }
   });
 
+  test('a first step sent after the shim said `opened` and `prefilled` goes out on the stream opened ahead, whose cache holds the prompt', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const shim = await startTestShim({}, { log: createLogger('shim', 'debug', (line) => lines.push(JSON.parse(line))) });
+    const client = new GrpcCloudClient({ address: shim.address });
+    try {
+      const edge = new EdgeContext([1, 403, 261, 376]);
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'late-step' });
+      conversation.prefill!(edge.step());
+      // An edge model slower than the cloud's prefill: both of the shim's messages are in before the first step.
+      while (!lines.some((l) => l.msg === 'prefill')) await Bun.sleep(5);
+      await Bun.sleep(50);
+      edge.push([263, 353], 'slm');
+      const reply = await conversation.next(edge.step());
+      await conversation.close();
+      expect(reply.tokens).toEqual(await greedyReference(pair.cloudModel, edge.ids, 1));
+      expect(lines.filter((l) => l.msg === 'session opened')).toHaveLength(1);
+      const step = lines.find((l) => l.msg === 'step')!;
+      expect([step.delta, step.cachedTokens]).toEqual([2, 4]);
+    } finally {
+      await client.close();
+      await shim.shutdown();
+    }
+  });
+
   test('a generation that never routes closes the session it opened ahead; what left says so', async () => {
     const lines: Record<string, unknown>[] = [];
     const shim = await startTestShim({}, { log: createLogger('shim', 'debug', (line) => lines.push(JSON.parse(line))) });

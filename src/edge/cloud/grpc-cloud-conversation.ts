@@ -191,7 +191,7 @@ export class GrpcCloudConversation implements CloudConversation {
    */
   private send(request: CloudStepRequest): SentStep | undefined {
     // A stream that ended between steps or whose context diverged from the edge's is replaced.
-    if (this.live && (this.live.endedBetweenSteps || !this.shim.matches(request.context))) this.dropStream();
+    if (this.live && (this.live.endedBetweenSteps() || !this.shim.matches(request.context))) this.dropStream();
     if (this.live) {
       const passed = this.passed([this.shim.step(request)], request.context);
       return passed && this.written(this.live, passed, { reused: true });

@@ -56,9 +56,12 @@ export class LiveRouteStream {
 
   /**
    * The shim ended it between steps (idle expiry, shutdown: between steps it sends nothing but its final
-   * message), so it cannot carry another.
+   * message), so it cannot carry another. What it says on its own first, `opened` and a stream opened ahead's
+   * `prefilled`, is read here, or a stream opened ahead would pass for ended once those had arrived, and its
+   * first step would go out on a new stream and compute the prompt again.
    */
-  get endedBetweenSteps(): boolean {
+  endedBetweenSteps(): boolean {
+    for (let notice; (notice = this.reader.takeIf(isNotice)); ) this.readNotice(notice);
     return this.reader.finished || this.reader.buffered > 0;
   }
 
@@ -81,20 +84,25 @@ export class LiveRouteStream {
       while (true) {
         const next = await this.reader.next(wait);
         if (next.done) throw new AppError('UNAVAILABLE', 'the cloud ended the stream without answering the step');
-        const { opened, prefilled, step, end } = next.value;
-        if (opened) {
-          this.sessionId = opened.sessionId;
-          this.onOpened?.(opened);
-        } else if (prefilled) {
-          this.prefilled = prefilled;
-          this.awaitingPrefill = false;
-        } else if (step) {
+        const { step, end } = next.value;
+        if (isNotice(next.value)) this.readNotice(next.value);
+        else if (step) {
           this.answered++;
           return step;
         } else if (end) throw new StreamEnded(end, sent);
       }
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  private readNotice({ opened, prefilled }: RouteResponse__Output): void {
+    if (opened) {
+      this.sessionId = opened.sessionId;
+      this.onOpened?.(opened);
+    } else if (prefilled) {
+      this.prefilled = prefilled;
+      this.awaitingPrefill = false;
     }
   }
 
@@ -107,6 +115,11 @@ export class LiveRouteStream {
       this.stream.cancel();
     }
   }
+}
+
+/** What the shim says on its own, not as a step's answer or the stream's end: `opened`, `prefilled`. */
+function isNotice(message: RouteResponse__Output): boolean {
+  return Boolean(message.opened || message.prefilled);
 }
 
 /** The shim's final message arrived instead of a step's result. */

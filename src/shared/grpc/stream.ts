@@ -79,14 +79,7 @@ export class StreamReader<T> {
 
   /** The next message, `done` at a clean end; rejects with the stream's error or the signal's reason. */
   next(signal?: AbortSignal): Promise<IteratorResult<T>> {
-    if (this.queue.length > 0) {
-      const value = this.queue.shift()!;
-      if (this.paused && this.queue.length < this.highWaterMark / 2) {
-        this.paused = false;
-        this.stream.resume();
-      }
-      return Promise.resolve({ value, done: false });
-    }
+    if (this.queue.length > 0) return Promise.resolve({ value: this.shift(), done: false });
     if (this.failure) return Promise.reject(this.failure);
     if (this.ended) return Promise.resolve({ value: undefined, done: true });
     if (signal?.aborted) return Promise.reject(abortReason(signal));
@@ -108,6 +101,20 @@ export class StreamReader<T> {
         },
       };
     });
+  }
+
+  /** The next message if it has arrived and `wanted` says so, without waiting; undefined otherwise (it stays queued). */
+  takeIf(wanted: (message: T) => boolean): T | undefined {
+    return this.queue.length > 0 && wanted(this.queue[0]!) ? this.shift() : undefined;
+  }
+
+  private shift(): T {
+    const value = this.queue.shift()!;
+    if (this.paused && this.queue.length < this.highWaterMark / 2) {
+      this.paused = false;
+      this.stream.resume();
+    }
+    return value;
   }
 }
 

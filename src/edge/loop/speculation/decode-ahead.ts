@@ -56,6 +56,7 @@ export async function decodeAhead(guess: number, maxSteps: number, hooks: Specul
     const { result, ms } = await hooks.feed(token);
     const step: SpeculativeStep = { result, slmMs: ms, routerMs: 0, pickMs: 0 };
     steps.push(step);
+    await networkTurn();
     if (hooks.replied()) break;
     const scored = await hooks.score(result);
     step.score = scored.score;
@@ -74,4 +75,13 @@ export async function decodeAhead(guess: number, maxSteps: number, hooks: Specul
     if (hooks.isEos(token)) break;
   }
   return steps;
+}
+
+/**
+ * One turn of the event loop, in which it reads what the network brought. onnxruntime-node runs a forward
+ * pass on the JavaScript thread, so a reply that came in during one is read only when the loop turns; the
+ * next pass, started before that, would keep it waiting for one pass more.
+ */
+function networkTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
