@@ -264,6 +264,16 @@ const PAIRS: PairSection[] = [
           '--shim-cpus 1 --threads 1 --prompts 4 --max-new-tokens 64 --thresholds 0.15,0.4 --speculate off,on --json',
         required: false,
       },
+      ...[24, 128].map((tokens) => ({
+        title: `The latency floor at ${tokens} new tokens, with and without the prompt sent ahead`,
+        file: `qwen2.5-0.5b-bench-latency-floor-${tokens}`,
+        render: latencyFloorSection,
+        command:
+          `bun run bench latency --prompts 3 --max-new-tokens ${tokens} --rtt-ms 170 --router uniform --thresholds 0.1 --speculate off,on ` +
+          '--cloud-prefill lazy,eager --edge-model models/bench/qwen2.5-0.5b --cloud-model models/bench/qwen2.5-0.5b --edge-cpus 0 --shim-cpus 1 ' +
+          '--threads 1 --json',
+        required: false,
+      })),
     ],
   },
 ];

@@ -1,7 +1,8 @@
-import { beforeAll, expect, test } from 'bun:test';
+import { beforeAll, describe, expect, test } from 'bun:test';
 import { errorMessage } from '../src/shared/errors.ts';
 import { DEMO } from '../src/shared/paths.ts';
 import { runLatencyBench } from '../src/tools/bench/latency.ts';
+import { latencyFloor, splitExtra, type FloorRun } from '../src/tools/bench/latency-floor.ts';
 import { DEFAULT_DATASET, type LatencyBenchOptions } from '../src/tools/bench/latency-options.ts';
 import type { LatencyBenchResult, LatencyRow } from '../src/tools/bench/latency-report.ts';
 import { makeTestCertificates } from './helpers/cloud-certs.ts';
@@ -49,6 +50,7 @@ const KEYS: (keyof LatencyRow)[] = [
   'decode_step_ms',
   'extra_ms',
   'prefill_critical_ms',
+  'held_ms',
   'tail_ms',
   'redecode_ms',
 ];
@@ -94,6 +96,7 @@ function checkRows(result: LatencyBenchResult, thresholds: number[], speculate =
     expect(row.extra_ms).toBeCloseTo(row.overall_ms - rows[0]!.overall_ms, 6);
     expect(row.prefill_critical_ms + row.tail_ms + row.redecode_ms).toBeCloseTo(row.extra_ms, 6);
     expect(row.prefill_critical_ms).toBeGreaterThanOrEqual(0);
+    expect(row.held_ms).toBeGreaterThanOrEqual(0);
     expect(row.redecode_ms).toBeCloseTo(row.wasted_ms, 6);
     expect(row.first_wait_ms === null).toBe(row.routed_count === 0 && row.fallback_total === 0);
     if (row.first_wait_ms !== null && !row.speculate) expect(row.first_wait_ms).toBeGreaterThanOrEqual(rtt);
@@ -291,4 +294,24 @@ test('bench latency: bad flags are usage errors', () => {
     expect(r.stderr).toStartWith(message);
     expect(r.stderr).toContain('usage: bun run bench');
   }
+});
+
+describe('the floor', () => {
+  test('cloud prefill is the first step beyond a decode step; held, its wait beyond the round trip and the shim', () => {
+    // Decode step: the median of the later steps' backend times, 110 ms.
+    const runs: FloorRun[] = [
+      { firstRoutedWaitMs: 500, stepBackendMs: [200, 100, 120], stepCloudMs: [210, 104, 123], wastedMs: 30 },
+      { firstRoutedWaitMs: 300, stepBackendMs: [100, 110], stepCloudMs: [105, 112], wastedMs: 0 },
+      { firstRoutedWaitMs: null, stepBackendMs: [], stepCloudMs: [], wastedMs: 0 },
+    ];
+    const floor = latencyFloor(runs, 170);
+    expect(floor.decode_step_ms).toBe(110);
+    expect(floor.first_wait_ms).toBe(400);
+    expect(floor.prefill_critical_ms).toBeCloseTo((210 - 110 + 0) / 3, 9);
+    expect(floor.held_ms).toBeCloseTo((500 - 170 - 210 + (300 - 170 - 105)) / 3, 9);
+    expect(floor.redecode_ms).toBe(10);
+    const row = { ...floor, overall_ms: 1500 };
+    splitExtra(row, 1000);
+    expect([row.extra_ms, row.tail_ms]).toEqual([500, 500 - floor.prefill_critical_ms - 10]);
+  });
 });

@@ -24,6 +24,7 @@ export function latencyFloorSection(file: DataFile): string {
       f1(row.num('overall_ms')),
       f2(row.num('overall_ratio')),
       orDash(row.numOrNull('first_wait_ms'), f1),
+      orDash(row.numOrNull('first_wait_ms') === null ? null : row.num('held_ms'), f1),
       f1(row.num('extra_ms')),
       f1(row.num('prefill_critical_ms')),
       f1(row.num('tail_ms')),
@@ -36,9 +37,10 @@ export function latencyFloorSection(file: DataFile): string {
     '',
     `Edge model \`${shortName(d.str('slm'))}\`, router \`${shortName(d.str('router'))}\`, cloud \`${shortName(d.str('cloud'))}\`, ` +
       `${d.num('rtt_ms')} ms of round trip added; ${d.num('prompts')} prompts, up to ${d.num('max_new_tokens')} new tokens, greedy; ` +
-      "means per prompt. Extra is the overall time over small_only's; of it, cloud prefill is the first routed token's wait beyond one " +
-      'round trip and one cloud decode step, re-decode the speculative steps thrown away, and the tail the rest: round trips the edge ' +
-      'could not hide.' +
+      "means per prompt. Extra is the overall time over small_only's; of it, cloud prefill is the shim's time on the first routed step " +
+      'beyond one cloud decode step, re-decode the speculative steps thrown away, and the tail the rest: round trips the edge could not ' +
+      "hide. Held is the first routed token's wait beyond one round trip and the shim's time on its step: behind an edge forward pass " +
+      'in flight, or at the shim behind the prefill sent ahead (src/tools/bench/latency-floor.ts).' +
       (identical === null
         ? ''
         : identical
@@ -52,6 +54,7 @@ export function latencyFloorSection(file: DataFile): string {
         'overall (ms)',
         'overall / small_only',
         'first routed wait (ms)',
+        'of it held (ms)',
         'extra (ms)',
         'cloud prefill (ms)',
         'tail (ms)',

@@ -84,6 +84,8 @@ export interface CloudTally {
   backendMs: number;
   /** Each call's backend time, in order. */
   stepBackendMs: number[];
+  /** Each call's time at the shim, its backend's included (the reply's backend_ms + shim_ms), in order. */
+  stepCloudMs: number[];
 }
 
 /** One routing setting of the table. */
@@ -128,7 +130,12 @@ export function summarize(setting: Setting, runs: PromptRun[], rttMs: number): L
     route_wait_ms: setting.routeWaitMs,
     prefill_ahead: setting.prefillAhead === true,
     ...latencyFloor(
-      runs.map((r) => ({ firstRoutedWaitMs: r.firstRoutedWaitMs, stepBackendMs: r.cloud.stepBackendMs, wastedMs: r.metrics.wastedMs })),
+      runs.map((r) => ({
+        firstRoutedWaitMs: r.firstRoutedWaitMs,
+        stepBackendMs: r.cloud.stepBackendMs,
+        stepCloudMs: r.cloud.stepCloudMs,
+        wastedMs: r.metrics.wastedMs,
+      })),
       rttMs,
     ),
     tokens: m((r) => r.metrics.tokens),
@@ -210,7 +217,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     'hit rate',
     'wasted steps',
     'conditional steps',
-    'first routed wait (ms)',
+    'first routed wait / of it held (ms)',
     'extra over small_only (ms)',
     'of it: cloud prefill / tail / re-decode (ms)',
   ];
@@ -232,7 +239,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
     row.hit_rate === null ? '–' : row.hit_rate.toFixed(2),
     row.wasted_steps.toFixed(1),
     row.conditional_steps.toFixed(1),
-    row.first_wait_ms === null ? '–' : ms(row.first_wait_ms),
+    row.first_wait_ms === null ? '–' : `${ms(row.first_wait_ms)} / ${ms(row.held_ms)}`,
     ms(row.extra_ms),
     `${ms(row.prefill_critical_ms)} / ${ms(row.tail_ms)} / ${ms(row.redecode_ms)}`,
   ]);

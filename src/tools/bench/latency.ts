@@ -69,7 +69,7 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
 /** Counts the steps of the current generation and their backend time on their way through `client`. */
 class CloudMeter {
   readonly client: CloudClient;
-  private tally: CloudTally = { calls: 0, backendMs: 0, stepBackendMs: [] };
+  private tally: CloudTally = { calls: 0, backendMs: 0, stepBackendMs: [], stepCloudMs: [] };
 
   constructor(inner: CloudClient) {
     this.client = interceptSteps(inner, async (request, next) => {
@@ -79,6 +79,7 @@ class CloudMeter {
       this.tally.calls++;
       this.tally.backendMs += reply.backendMs;
       this.tally.stepBackendMs.push(reply.backendMs);
+      this.tally.stepCloudMs.push(reply.backendMs + reply.shimMs);
       return reply;
     });
   }
@@ -86,7 +87,7 @@ class CloudMeter {
   /** The counts since the last call, and a fresh start. */
   take(): CloudTally {
     const t = this.tally;
-    this.tally = { calls: 0, backendMs: 0, stepBackendMs: [] };
+    this.tally = { calls: 0, backendMs: 0, stepBackendMs: [], stepCloudMs: [] };
     return t;
   }
 }
