@@ -48,7 +48,8 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
                 [--edge-cpus LIST --shim-cpus LIST]
                 [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
       the reference paper's Table 1: small_only, joint at each τ (default 0.6,0.7,0.8,0.9) and llm_only
-      over real gRPC to a cloud shim through a loopback proxy adding --rtt-ms (default 170; 0 = direct);
+      over real gRPC to a cloud shim through a loopback proxy adding --rtt-ms (default 170; 0 = direct); the
+      shim it starts keeps no prefix cache, since every row generates from the same prompts;
       default: 5 CommonsenseQA prompts, up to 100 greedy tokens, the demo pair (about 4 minutes);
       --router uniform: route a share τ of positions spread at random (uniform-share-router.ts), for packs
       whose router routes whole prompts alike (random weights);
@@ -157,13 +158,18 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
   try {
     let target: { host: string; port: number };
     if (o.cloud) target = parseAddress(o.cloud);
+    // Every row generates from the same prompts: a prefix cache would let a row's first step find the prompt that
+    // an earlier row's session computed, and a lazy open would look as cheap as one sent ahead.
     else if (o.shimCpus) {
-      pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.cloudModel, threads: o.threads, log: o.log });
+      pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.cloudModel, threads: o.threads, prefixCacheMb: 0, log: o.log });
       target = parseAddress(pinnedShim.address);
     } else {
-      shim = await startShim(shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.cloudModel, threads: o.threads ?? 0, logLevel: 'silent' }), {
-        log: silentLogger,
-      });
+      shim = await startShim(
+        shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.cloudModel, threads: o.threads ?? 0, prefixCacheMb: 0, logLevel: 'silent' }),
+        {
+          log: silentLogger,
+        },
+      );
       target = { host: '127.0.0.1', port: shim.port };
     }
     if (o.rttMs > 0) proxy = await startDelayProxyThread({ targetHost: target.host, targetPort: target.port, delayMs: o.rttMs / 2 });
