@@ -25,6 +25,7 @@ export function latencyFloorSection(file: DataFile): string {
       f2(row.num('overall_ratio')),
       orDash(row.numOrNull('first_wait_ms'), f1),
       orDash(row.numOrNull('first_wait_ms') === null ? null : row.num('held_ms'), f1),
+      orDash(row.numOrNull('decode_step_ms'), f1),
       f1(row.num('extra_ms')),
       f1(row.num('prefill_critical_ms')),
       f1(row.num('tail_ms')),
@@ -40,7 +41,8 @@ export function latencyFloorSection(file: DataFile): string {
       "means per prompt. Extra is the overall time over small_only's; of it, cloud prefill is the shim's time on the first routed step " +
       'beyond one cloud decode step, re-decode the speculative steps thrown away, and the tail the rest: round trips the edge could not ' +
       "hide. Held is the first routed token's wait beyond one round trip and the shim's time on its step: behind an edge forward pass " +
-      'in flight, or at the shim behind the prefill sent ahead (src/tools/bench/latency-floor.ts).' +
+      'in flight, or at the shim behind the prefill sent ahead (src/tools/bench/latency-floor.ts). A cloud decode step is the median ' +
+      "backend time of each generation's steps after its first (each with the tokens the edge decoded since the step before)." +
       (identical === null
         ? ''
         : identical
@@ -55,6 +57,7 @@ export function latencyFloorSection(file: DataFile): string {
         'overall / small_only',
         'first routed wait (ms)',
         'of it held (ms)',
+        'cloud decode step (ms)',
         'extra (ms)',
         'cloud prefill (ms)',
         'tail (ms)',
