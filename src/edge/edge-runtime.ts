@@ -17,6 +17,7 @@ import { logGeneration } from './metrics/generation-log.ts';
 import { PrivateDetector } from './privacy/private-detect.ts';
 import { privateValuesFor, tokenizerFoldsCase } from './privacy/private-request.ts';
 import { parseGenerationRequest, type GenerationLimits, type RawGenerationRequest, type RouteBudget } from './request/generation-request.ts';
+import { isVocabularyId } from '../shared/model/vocabulary-id.ts';
 
 /**
  * What the runtime admits: the request limits, the generations at once, and the edge's routing budgets
@@ -186,7 +187,7 @@ export class EdgeRuntime {
     const vocabSize = Math.min(this.engine.edgeModel.pack.vocabSize, this.engine.tokenizer.vocabSize);
     if (ids.length === 0) throw new AppError('INVALID_ARGUMENT', 'prompt must hold at least one token id');
     ids.forEach((id, i) => {
-      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+      if (!isVocabularyId(id, vocabSize)) {
         throw new AppError('INVALID_ARGUMENT', `prompt holds token id ${id} (index ${i}), outside the vocabulary [0, ${vocabSize})`);
       }
     });

@@ -16,6 +16,7 @@ import type { TokenAlternative } from '../../shared/contract/contract-vocabulary
 import { AppError } from '../../shared/errors.ts';
 import { sampleToken, type SamplingOptions } from '../../shared/model/sampling.ts';
 import { loadXGrammar } from './xgrammar-module.ts';
+import { isVocabularyId } from '../../shared/model/vocabulary-id.ts';
 
 /** How many alternatives a constrained generation asks the cloud for at each routed token. */
 export const CONSTRAINED_TOP_K = 20;
@@ -83,8 +84,8 @@ export class TokenConstraint {
     let walked = 0;
     for (const [i, id] of ids.entries()) {
       const mask = await this.matcher.getNextTokenBitmask();
-      allowed.push((alternatives[i] ?? []).filter((a) => Number.isInteger(a.id) && a.id >= 0 && a.id < vocabSize && isAllowed(mask, a.id)));
-      if (!Number.isInteger(id) || id < 0 || id >= vocabSize || this.matcher.isTerminated() || !this.matcher.acceptToken(id)) break;
+      allowed.push((alternatives[i] ?? []).filter((a) => isVocabularyId(a.id, vocabSize) && isAllowed(mask, a.id)));
+      if (!isVocabularyId(id, vocabSize) || this.matcher.isTerminated() || !this.matcher.acceptToken(id)) break;
       walked++;
     }
     if (walked > 0) this.matcher.rollBack(walked);
@@ -131,7 +132,7 @@ export class TokenConstraint {
     }
     this.counts.spanTokensDropped += Math.max(0, ids.length - 1);
     // A padded model's top-k may name rows past the tokenizer's ids: those are no tokens.
-    const ranked = (alternatives[0] ?? []).filter((a) => Number.isInteger(a.id) && a.id >= 0 && a.id < vocabSize).sort((a, b) => b.logprob - a.logprob);
+    const ranked = (alternatives[0] ?? []).filter((a) => isVocabularyId(a.id, vocabSize)).sort((a, b) => b.logprob - a.logprob);
     for (const { id } of ranked) {
       if (id !== ids[0] && this.tryAccept(id)) {
         this.counts.cloudTokensReplaced++;

@@ -1,4 +1,5 @@
 /** The check a routed step's served tokens pass before the loop uses them. */
+import { isVocabularyId } from '../../shared/model/vocabulary-id.ts';
 
 /**
  * The ids of a served reply, checked before the edge uses them: between 1 and `maxTokens` of them, each an
@@ -14,7 +15,7 @@ export function checkCloudReply(tokens: unknown, maxTokens: number, vocabSize: n
   if (!Array.isArray(tokens) || tokens.length === 0) return { problem: 'the cloud returned no tokens' };
   if (tokens.length > maxTokens) return { problem: `the cloud returned ${tokens.length} tokens for a step of at most ${maxTokens}` };
   for (const id of tokens) {
-    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+    if (!isVocabularyId(id, vocabSize)) {
       return { problem: `the cloud returned token id ${String(id)}, outside the edge vocabulary [0, ${vocabSize})` };
     }
   }

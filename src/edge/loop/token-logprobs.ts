@@ -12,6 +12,7 @@
  */
 import type { TokenAlternative } from '../../shared/contract/contract-vocabulary.ts';
 import { logSumExp, topK } from '../../shared/model/logits.ts';
+import { isVocabularyId } from '../../shared/model/vocabulary-id.ts';
 
 export interface TokenLogprob {
   /** The chosen token's natural-log probability under the model that chose it; null where no model chose it. */
@@ -48,9 +49,7 @@ export function cloudLogprobs(
     // NaN: a value's token put back by the privacy layer, or a figure the cloud did not give.
     const logprob = own === undefined || Number.isNaN(own) ? null : own;
     // A padded model's top-k may name rows past the tokenizer's ids: those are no tokens.
-    const top = alternatives
-      .filter((a) => Number.isInteger(a.id) && a.id >= 0 && a.id < vocabSize && Number.isFinite(a.logprob))
-      .sort((a, b) => b.logprob - a.logprob);
+    const top = alternatives.filter((a) => isVocabularyId(a.id, vocabSize) && Number.isFinite(a.logprob)).sort((a, b) => b.logprob - a.logprob);
     return { logprob, top: top.slice(0, topN) };
   });
 }
