@@ -17,7 +17,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
 import { f2, f3, table } from './results/markdown.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
-import { MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
+import { DEFAULT_REPORT, MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
@@ -66,9 +66,11 @@ function row(file: DataFile): string[] {
     const random = row.obj('random').num('rep4');
     return `${f3(router)} / ${f3(random)}${router <= random ? ' ✓' : ''}`;
   };
+  // Runs whose report read another number of free-running prompts than today's default say so.
+  const prompts = r.obj('free_running').num('prompts');
   return [
     pairOf(file.provenance.command),
-    variantOf(file.data),
+    variantOf(file.data) + (prompts === DEFAULT_REPORT.prompts ? '' : `; report on ${prompts} prompts`),
     `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
     ...free.map(ppl),
     free.map(rep).join('; '),
