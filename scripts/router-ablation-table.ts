@@ -59,7 +59,9 @@ function row(file: DataFile): string[] {
     const shares = [row.obj('router').num('routed_share'), row.obj('top1').num('routed_share')] as const;
     // The verdict's rule: a lower perplexity counts only where the two routed about the same share.
     const won = router < top1 && Math.abs(shares[0] - shares[1]) <= MATCHED_WITHIN;
-    return `${f2(router)} / ${f2(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${won ? ' ✓' : ''}`;
+    // Two decimals, or three where two would show a win or a loss as a tie (the verdict reads the unrounded figures).
+    const f = f2(router) === f2(top1) ? f3 : f2;
+    return `${f(router)} / ${f(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${won ? ' ✓' : ''}`;
   };
   const rep = (row: Fields) => {
     const router = row.obj('router').num('rep4');

@@ -145,9 +145,10 @@ export function loopBreaks(forced: Pick<TeacherForced, 'count' | 'repeatsFourGra
 }
 
 /** `cloud-nll`'s targets and divergence's labels, both 0 (route) at the loop breaks. */
-export function loopNllLabels(
-  forced: Pick<TeacherForced, 'count' | 'cloudProbOfEdgeTop1' | 'cloudTopProb' | 'repeatsFourGram' | 'proposed' | 'cloudTop'>,
-): { labels: Uint8Array; targets: Float32Array } {
+export function loopNllLabels(forced: Pick<TeacherForced, 'count' | 'cloudProbOfEdgeTop1' | 'cloudTopProb' | 'repeatsFourGram' | 'proposed' | 'cloudTop'>): {
+  labels: Uint8Array;
+  targets: Float32Array;
+} {
   const labels = divergenceLabels(forced);
   const targets = cloudNllTargets(forced);
   loopBreaks(forced).forEach((loop, i) => {
