@@ -1,6 +1,7 @@
 /**
- * Router labels: 1 = keep the edge token, 0 = route it. Five rules for human text, two of them (the
- * ones that need no true next token) for the system's own trajectories.
+ * Router labels: 1 = keep the edge token, 0 = route it. Eight rules for human text, four of them (the
+ * ones that need no true next token: ROLLOUT_LABEL_RULES) for the system's own trajectories; `loop-nll`,
+ * their default, is below with `loopBreaks`.
  *
  * CITER's shortcut (no rollouts), against the true next token of human text:
  * - the edge model's top-1 is the true next token → 1 (the edge is right; routing only costs time);
