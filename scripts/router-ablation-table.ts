@@ -17,7 +17,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
 import { f2, f3, table } from './results/markdown.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
-import { MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
+import { DEFAULT_REPORT, MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
@@ -59,16 +59,20 @@ function row(file: DataFile): string[] {
     const shares = [row.obj('router').num('routed_share'), row.obj('top1').num('routed_share')] as const;
     // The verdict's rule: a lower perplexity counts only where the two routed about the same share.
     const won = router < top1 && Math.abs(shares[0] - shares[1]) <= MATCHED_WITHIN;
-    return `${f2(router)} / ${f2(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${won ? ' ✓' : ''}`;
+    // Two decimals, or three where two would show a win or a loss as a tie (the verdict reads the unrounded figures).
+    const f = f2(router) === f2(top1) ? f3 : f2;
+    return `${f(router)} / ${f(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${won ? ' ✓' : ''}`;
   };
   const rep = (row: Fields) => {
     const router = row.obj('router').num('rep4');
     const random = row.obj('random').num('rep4');
     return `${f3(router)} / ${f3(random)}${router <= random ? ' ✓' : ''}`;
   };
+  // Runs whose report read another number of free-running prompts than today's default say so.
+  const prompts = r.obj('free_running').num('prompts');
   return [
     pairOf(file.provenance.command),
-    variantOf(file.data),
+    variantOf(file.data) + (prompts === DEFAULT_REPORT.prompts ? '' : `; report on ${prompts} prompts`),
     `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
     ...free.map(ppl),
     free.map(rep).join('; '),

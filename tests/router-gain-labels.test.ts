@@ -1,8 +1,17 @@
 import { describe, expect, test } from 'bun:test';
 import { logLoss } from '../src/tools/router/classifier-metrics.ts';
-import { gainTarget, labelsFor, cloudGainTargets, cloudNllTargets, mixedGainTargets, nllGainTarget, textGainTargets } from '../src/tools/router/labels.ts';
+import {
+  gainTarget,
+  labelsFor,
+  cloudGainTargets,
+  cloudNllTargets,
+  loopBreaks,
+  mixedGainTargets,
+  nllGainTarget,
+  textGainTargets,
+} from '../src/tools/router/labels.ts';
 import { predict } from '../src/tools/router/mlp.ts';
-import type { TeacherForced } from '../src/tools/lab/forced-records.ts';
+import { LOOP_WINDOW, repeatsFourGramAt, type TeacherForced } from '../src/tools/lab/forced-records.ts';
 import { trainMlp } from '../src/tools/router/train-mlp.ts';
 import { softRuleThreshold } from '../src/tools/router/train-router.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
@@ -70,6 +79,48 @@ describe('cloud-nll labels', () => {
     expect(nll.targets[1]).toBeCloseTo(1 / (2 * (1 + Math.log(9))), 6);
     expect(nll.targets[2]).toBeCloseTo(1 / (2 * (1 + Math.log(3))), 6);
     expect(nll.targets[3]).toBe(0.5);
+  });
+});
+
+describe('loop-nll labels', () => {
+  // A rollout: prompt 1 2, then 3 4 5 3 4 5 3 4 written by the edge and 9 by a route; records from the prompt's last position (1) on.
+  const ids = [1, 2, 3, 4, 5, 3, 4, 5, 3, 4, 9];
+  // What the edge proposed after each position 1..9 (at 9 the route wrote the cloud's 9 instead), and the cloud's top-1 there.
+  const proposed = [3, 4, 5, 3, 4, 5, 3, 4, 5];
+  const cloudTop = [3, 4, 9, 3, 4, 5, 3, 9, 9];
+  const flags = proposed.map((next, k) => (repeatsFourGramAt(ids, k + 1, next) ? 1 : 0));
+
+  test('the edge completes a 4-gram seen earlier in the trajectory: the loop takes one more step', () => {
+    // 3 4 5 3 first repeats at position 7, then 4 5 3 4 and 5 3 4 5.
+    expect(flags).toEqual([0, 0, 0, 0, 0, 0, 1, 1, 1]);
+    // The prompt counts: 1 2 3 4 proposed again after a later 1 2 3.
+    expect(repeatsFourGramAt([1, 2, 3, 4, 9, 1, 2, 3], 7, 4)).toBe(true);
+    expect(repeatsFourGramAt([1, 2, 3, 4, 9, 1, 2, 3], 7, 5)).toBe(false);
+    // Only the last LOOP_WINDOW ids are read.
+    const far = [1, 2, 3, 4, ...Array.from({ length: LOOP_WINDOW }, (_, i) => 100 + i), 1, 2, 3];
+    expect(repeatsFourGramAt(far, far.length - 1, 4)).toBe(false);
+  });
+
+  test("loop steps where the cloud would write another token are routed (target 0); elsewhere cloud-nll's targets", () => {
+    const agree = 0.6;
+    // Where the two top-1s differ the cloud finds the edge's 3 times less likely than its own.
+    const records = {
+      count: 9,
+      proposed: Int32Array.from(proposed),
+      cloudTop: Int32Array.from(cloudTop),
+      repeatsFourGram: Uint8Array.from(flags),
+      cloudTopProb: Float32Array.from(proposed, () => agree),
+      cloudProbOfEdgeTop1: Float32Array.from(proposed, (p, k) => (p === cloudTop[k] ? agree : 0.2)),
+    } as unknown as TeacherForced;
+    // Position 7 loops but the cloud agrees (a route changes nothing); at 8 and 9 it loops and the cloud differs.
+    expect([...loopBreaks(records)]).toEqual([0, 0, 0, 0, 0, 0, 0, 1, 1]);
+    const loop = labelsFor('loop-nll', records);
+    const nll = 1 / (2 * (1 + Math.log(3)));
+    const rounded = (values: Iterable<number>) => [...values].map((t) => Math.round(t * 1e6) / 1e6);
+    expect(rounded(loop.targets)).toEqual(rounded([0.5, 0.5, nll, 0.5, 0.5, 0.5, 0.5, 0, 0]));
+    expect([...loop.labels]).toEqual([1, 1, 0, 1, 1, 1, 1, 0, 0]);
+    // The same records under cloud-nll: the loop steps keep its soft target.
+    expect(labelsFor('cloud-nll', records).targets[8]).toBeCloseTo(nll, 6);
   });
 });
 

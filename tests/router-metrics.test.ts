@@ -89,6 +89,8 @@ describe('labels and routing', () => {
       cloudProbOfEdgeTop1: Float32Array.of(0.5, 0.25, 0.75),
       cloudTopProb: Float32Array.of(0.5, 0.5, 0.75),
       proposed: Int32Array.of(3, 4, 5),
+      cloudTop: Int32Array.of(3, 6, 5),
+      repeatsFourGram: Uint8Array.of(0, 1, 0),
       nextId: Int32Array.of(7, 8, 9),
       paragraph: Int32Array.of(0, 1, 1),
       windowed: 0,
@@ -100,6 +102,8 @@ describe('labels and routing', () => {
     expect([...second.edgeCorrect]).toEqual([0, 1]);
     expect([...second.cloudProbOfEdgeTop1]).toEqual([0.25, 0.75]);
     expect([...second.nextId]).toEqual([8, 9]);
+    expect([...second.cloudTop]).toEqual([6, 5]);
+    expect([...second.repeatsFourGram]).toEqual([1, 0]);
   });
 });
 

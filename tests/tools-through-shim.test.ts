@@ -78,6 +78,10 @@ describe('teacher forcing through the Score call', () => {
     expect(Array.from(remote.cloudCorrect)).toEqual(Array.from(local.cloudCorrect));
     expect(Array.from(remote.proposed)).toEqual(Array.from(local.proposed));
     expect(Array.from(remote.nextId)).toEqual(Array.from(local.nextId));
+    // loop-nll's inputs: the cloud's top-1 and whether the edge's would repeat a 4-gram (some do in a long story).
+    expect(Array.from(remote.cloudTop)).toEqual(Array.from(local.cloudTop));
+    expect(Array.from(remote.repeatsFourGram)).toEqual(Array.from(local.repeatsFourGram));
+    expect(local.repeatsFourGram.some((flag) => flag === 1)).toBe(true);
     let worst = 0;
     for (let i = 0; i < local.count; i++) {
       worst = Math.max(

@@ -130,7 +130,7 @@ export function logitStats(logits: ArrayLike<number>): LogitStats {
 }
 
 /** Whether the n-gram ending with `next` after the last n−1 ids of `recent` occurred earlier in `recent`. */
-function seenBefore(recent: readonly number[], next: number, n: number): boolean {
+export function completesSeenNgram(recent: readonly number[], next: number, n: number): boolean {
   const end = recent.length;
   if (end < n - 1) return false;
   // Candidate starts s: recent[s..s+n-2] equals the last n−1 ids and recent[s+n-1] equals next.
@@ -156,8 +156,8 @@ export function repetitionFeatures(context: readonly number[], next: number): [n
   const distinct = tail.length < 2 ? 1 : new Set(tail).size / tail.length;
   return [
     last === next ? 1 : 0,
-    seenBefore(recent, next, 2) ? 1 : 0,
-    seenBefore(recent, next, 3) ? 1 : 0,
+    completesSeenNgram(recent, next, 2) ? 1 : 0,
+    completesSeenNgram(recent, next, 3) ? 1 : 0,
     n >= 2 && recent[n - 1] === recent[n - 2] ? 1 : 0,
     distinct,
   ];

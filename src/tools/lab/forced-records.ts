@@ -13,8 +13,16 @@ import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { argmax } from '../../shared/model/logits.ts';
 import type { CloudScorer } from './cloud-scorer.ts';
-import { logitStats, REPETITION_WINDOW, writeExtraFeatures } from '../../edge/routing/router-features.ts';
+import { completesSeenNgram, logitStats, REPETITION_WINDOW, writeExtraFeatures } from '../../edge/routing/router-features.ts';
 import { ALL_EXTRA_GROUPS, ALL_EXTRA_WIDTH } from './feature-matrix.ts';
+
+/** How far back `repeatsFourGram` looks: a whole rollout (prompt and generated tokens), at a bounded cost on long text. */
+export const LOOP_WINDOW = 256;
+
+/** Whether proposing `next` after `ids[0..position]` completes a 4-gram seen earlier (in the last LOOP_WINDOW ids). */
+export function repeatsFourGramAt(ids: readonly number[], position: number, next: number): boolean {
+  return completesSeenNgram(ids.slice(Math.max(0, position + 1 - LOOP_WINDOW), position + 1), next, 4);
+}
 
 export interface TeacherForced {
   hiddenSize: number;
@@ -34,6 +42,10 @@ export interface TeacherForced {
   cloudTopProb: Float32Array;
   /** The edge's top-1 at each position: the token it proposes (the router's `token` input). */
   proposed: Int32Array;
+  /** The cloud's top-1 at each position: what a route there would write. */
+  cloudTop: Int32Array;
+  /** 1 where the edge's top-1 completes a 4-gram seen earlier in the sequence (its last LOOP_WINDOW ids): a loop's next step. */
+  repeatsFourGram: Uint8Array;
   /** The true next token of each position. */
   nextId: Int32Array;
   /** Index (into the given paragraphs) of the paragraph each record comes from. */
@@ -64,6 +76,8 @@ interface ForcedRow {
   cloudProbOfEdgeTop1: number;
   cloudTopProb: number;
   proposed: number;
+  cloudTop: number;
+  repeatsFourGram: number;
   nextId: number;
 }
 
@@ -94,6 +108,8 @@ export class ForcedRecords {
   private readonly cloudProbOfEdgeTop1: number[] = [];
   private readonly cloudTopProb: number[] = [];
   private readonly proposed: number[] = [];
+  private readonly cloudTop: number[] = [];
+  private readonly repeatsFourGram: number[] = [];
   private readonly nextId: number[] = [];
   private readonly paragraph: number[] = [];
   windowed = 0;
@@ -183,6 +199,8 @@ export class ForcedRecords {
           cloudProbOfEdgeTop1: Math.exp(candidateLogprob),
           cloudTopProb: Math.exp(topLogprobs[0]!),
           proposed: edgeTop,
+          cloudTop: topIds[0]!,
+          repeatsFourGram: repeatsFourGramAt(ids, position, edgeTop) ? 1 : 0,
           nextId: next,
         });
       }
@@ -202,6 +220,8 @@ export class ForcedRecords {
       this.cloudProbOfEdgeTop1.push(row.cloudProbOfEdgeTop1);
       this.cloudTopProb.push(row.cloudTopProb);
       this.proposed.push(row.proposed);
+      this.cloudTop.push(row.cloudTop);
+      this.repeatsFourGram.push(row.repeatsFourGram);
       this.nextId.push(row.nextId);
       this.paragraph.push(paragraph);
     }
@@ -227,6 +247,8 @@ export class ForcedRecords {
       cloudProbOfEdgeTop1: Float32Array.from(this.cloudProbOfEdgeTop1),
       cloudTopProb: Float32Array.from(this.cloudTopProb),
       proposed: Int32Array.from(this.proposed),
+      cloudTop: Int32Array.from(this.cloudTop),
+      repeatsFourGram: Uint8Array.from(this.repeatsFourGram),
       nextId: Int32Array.from(this.nextId),
       paragraph: Int32Array.from(this.paragraph),
       windowed: this.windowed,

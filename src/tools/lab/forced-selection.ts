@@ -31,6 +31,8 @@ export function selectRows(forced: TeacherForced, rows: readonly number[]): Teac
     cloudProbOfEdgeTop1: Float32Array.from(rows, (r) => forced.cloudProbOfEdgeTop1[r]!),
     cloudTopProb: Float32Array.from(rows, (r) => forced.cloudTopProb[r]!),
     proposed: Int32Array.from(rows, (r) => forced.proposed[r]!),
+    cloudTop: Int32Array.from(rows, (r) => forced.cloudTop[r]!),
+    repeatsFourGram: Uint8Array.from(rows, (r) => forced.repeatsFourGram[r]!),
     nextId: Int32Array.from(rows, (r) => forced.nextId[r]!),
     paragraph: Int32Array.from(rows, (r) => forced.paragraph[r]!),
     windowed: forced.windowed,
@@ -61,6 +63,8 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     cloudProbOfEdgeTop1: new Float32Array(count),
     cloudTopProb: new Float32Array(count),
     proposed: new Int32Array(count),
+    cloudTop: new Int32Array(count),
+    repeatsFourGram: new Uint8Array(count),
     nextId: new Int32Array(count),
     paragraph: new Int32Array(count),
     windowed: parts.reduce((s, p) => s + p.windowed, 0),
@@ -75,6 +79,8 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     out.cloudProbOfEdgeTop1.set(p.cloudProbOfEdgeTop1, at);
     out.cloudTopProb.set(p.cloudTopProb, at);
     out.proposed.set(p.proposed, at);
+    out.cloudTop.set(p.cloudTop, at);
+    out.repeatsFourGram.set(p.repeatsFourGram, at);
     out.nextId.set(p.nextId, at);
     out.paragraph.set(p.paragraph, at);
     at += p.count;

@@ -1,6 +1,7 @@
 /**
- * Router labels: 1 = keep the edge token, 0 = route it. Five rules for human text, two of them (the
- * ones that need no true next token) for the system's own trajectories.
+ * Router labels: 1 = keep the edge token, 0 = route it. Eight rules for human text, four of them (the
+ * ones that need no true next token: ROLLOUT_LABEL_RULES) for the system's own trajectories; `loop-nll`,
+ * their default, is below with `loopBreaks`.
  *
  * CITER's shortcut (no rollouts), against the true next token of human text:
  * - the edge model's top-1 is the true next token → 1 (the edge is right; routing only costs time);
@@ -29,12 +30,12 @@
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
-export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
-export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll'];
+export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll'];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll'] as const;
+export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
@@ -48,6 +49,7 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   'mixed-gain': 'mixed-gain (soft): the mean of the gain and cloud-gain targets',
   'cloud-nll': 'cloud-nll (soft): target 1 / (2 (1 + g)) with g = ln p_cloud(cloud top-1) - ln p_cloud(edge top-1)',
   'mixed-nll': 'mixed-nll (soft): the mean of the gain and cloud-nll targets',
+  'loop-nll': "loop-nll (soft): cloud-nll's target, but 0 (route) where the edge top-1 completes a 4-gram seen earlier and the cloud top-1 differs",
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -131,12 +133,41 @@ export function mixedNllTargets(forced: Pick<TeacherForced, 'count' | 'edgeCorre
 }
 
 /**
+ * Positions where the edge's top-1 would take a loop one step further (it completes a 4-gram seen earlier in
+ * the sequence) and a route would write something else (the cloud's top-1 differs): `loop-nll` routes them.
+ * cloud-nll weighs such a step only by how much less likely the cloud finds it than its own token, which
+ * can be little once a loop is under way; what the free-running rep4 counts is the loop itself. Random
+ * routing breaks loops by chance, which is why its output can repeat itself less than a router's.
+ */
+export function loopBreaks(forced: Pick<TeacherForced, 'count' | 'repeatsFourGram' | 'proposed' | 'cloudTop'>): Uint8Array {
+  const breaks = new Uint8Array(forced.count);
+  for (let i = 0; i < forced.count; i++) breaks[i] = forced.repeatsFourGram[i] === 1 && forced.proposed[i] !== forced.cloudTop[i] ? 1 : 0;
+  return breaks;
+}
+
+/** `cloud-nll`'s targets and divergence's labels, both 0 (route) at the loop breaks. */
+export function loopNllLabels(forced: Pick<TeacherForced, 'count' | 'cloudProbOfEdgeTop1' | 'cloudTopProb' | 'repeatsFourGram' | 'proposed' | 'cloudTop'>): {
+  labels: Uint8Array;
+  targets: Float32Array;
+} {
+  const labels = divergenceLabels(forced);
+  const targets = cloudNllTargets(forced);
+  loopBreaks(forced).forEach((loop, i) => {
+    if (loop === 0) return;
+    labels[i] = 0;
+    targets[i] = 0;
+  });
+  return { labels, targets };
+}
+
+/**
  * A rule's labels: `labels` are binary (what AUC and accuracy are measured against), `targets` what the
  * cross-entropy is trained towards (the labels themselves for the hard rules). The soft rules' binary
  * labels are those of the hard rule with the same reference: CITER's for `gain`, `mixed-gain` and `mixed-nll`,
- * divergence's for `cloud-gain` and `cloud-nll`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
+ * divergence's for `cloud-gain`, `cloud-nll` and `loop-nll`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
  */
 export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
+  if (rule === 'loop-nll') return loopNllLabels(forced);
   const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' || rule === 'mixed-nll' ? citerLabels(forced) : divergenceLabels(forced);
   if (rule === 'gain') return { labels, targets: textGainTargets(forced) };
   if (rule === 'cloud-gain') return { labels, targets: cloudGainTargets(forced) };
