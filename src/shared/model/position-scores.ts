@@ -11,6 +11,7 @@
  */
 import type { DecoderModel } from './decoder-model.ts';
 import { logSoftmax, topK as largest } from './logits.ts';
+import { eventLoopTurn } from '../process/event-loop-turn.ts';
 
 export interface PositionScores {
   nextLogprob: number;
@@ -64,8 +65,6 @@ const SCORED_VALUES_PER_YIELD = 1 << 16;
 /** Waits for leave to run one chunk, its pass and its rows (the shim's step admission); resolves to its release. */
 export type ScoreTurn = () => Promise<() => void>;
 
-const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /**
  * `model` over `ids` on a cache of its own (dropped after), SCORE_CHUNK_TOKENS at a time, scored as
  * `scoreRows` does. Each chunk waits for `turn` when given; between groups of rows, the event loop runs
@@ -84,7 +83,7 @@ export async function scoreOnModel(model: DecoderModel, ids: readonly number[], 
       try {
         const logits = (await sequence.append(ids.slice(from, to), { allPositions: true })).allLogits!;
         for (let row = from; row < to; row += rowsPerYield) {
-          await nextMacrotask();
+          await eventLoopTurn();
           const end = Math.min(row + rowsPerYield, to);
           const rows = logits.subarray((row - from) * vocabSize, (end - from) * vocabSize);
           positions.push(...scoreRows(rows, vocabSize, ids.slice(row, end + 1), { ...options, candidates: options.candidates?.slice(row, end) }));

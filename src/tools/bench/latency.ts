@@ -67,6 +67,13 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
       lists, e.g. 0 and 1), so that the cloud model does not compute on the edge's cores;
       --edge-model and --cloud-model were --slm and --llm (old names, still accepted)`;
 
+/**
+ * The shim this bench starts keeps no prefix cache. Every row generates from the same prompts: with one, a row's
+ * first step would find the prompt an earlier row's session computed, and a lazy open would look as cheap as one
+ * sent ahead.
+ */
+const SHIM_PREFIX_CACHE_MB = 0;
+
 /** Counts the steps of the current generation and their backend time on their way through `client`. */
 class CloudMeter {
   readonly client: CloudClient;
@@ -158,14 +165,12 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
   try {
     let target: { host: string; port: number };
     if (o.cloud) target = parseAddress(o.cloud);
-    // Every row generates from the same prompts: a prefix cache would let a row's first step find the prompt that
-    // an earlier row's session computed, and a lazy open would look as cheap as one sent ahead.
     else if (o.shimCpus) {
-      pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.cloudModel, threads: o.threads, prefixCacheMb: 0, log: o.log });
+      pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.cloudModel, threads: o.threads, prefixCacheMb: SHIM_PREFIX_CACHE_MB, log: o.log });
       target = parseAddress(pinnedShim.address);
     } else {
       shim = await startShim(
-        shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.cloudModel, threads: o.threads ?? 0, prefixCacheMb: 0, logLevel: 'silent' }),
+        shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.cloudModel, threads: o.threads ?? 0, prefixCacheMb: SHIM_PREFIX_CACHE_MB, logLevel: 'silent' }),
         {
           log: silentLogger,
         },

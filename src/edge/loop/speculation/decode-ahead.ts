@@ -6,6 +6,7 @@
  * routes may be sent at once as a conditional step (`branch`), the edge going on from its guess there too.
  */
 import type { AppendResult } from '../../../shared/model/decoder-model.ts';
+import { eventLoopTurn } from '../../../shared/process/event-loop-turn.ts';
 
 /** One speculative position after the routed one: what the edge computed there, before knowing the reply. */
 export interface SpeculativeStep {
@@ -56,7 +57,8 @@ export async function decodeAhead(guess: number, maxSteps: number, hooks: Specul
     const { result, ms } = await hooks.feed(token);
     const step: SpeculativeStep = { result, slmMs: ms, routerMs: 0, pickMs: 0 };
     steps.push(step);
-    await networkTurn();
+    // The reply may have come in during that pass: read it before starting another (event-loop-turn.ts).
+    await eventLoopTurn();
     if (hooks.replied()) break;
     const scored = await hooks.score(result);
     step.score = scored.score;
@@ -75,13 +77,4 @@ export async function decodeAhead(guess: number, maxSteps: number, hooks: Specul
     if (hooks.isEos(token)) break;
   }
   return steps;
-}
-
-/**
- * One turn of the event loop, in which it reads what the network brought. onnxruntime-node runs a forward
- * pass on the JavaScript thread, so a reply that came in during one is read only when the loop turns; the
- * next pass, started before that, would keep it waiting for one pass more.
- */
-function networkTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }
