@@ -1140,6 +1140,7 @@ describe('cloud shim Route', () => {
   const wire = (request: RouteRequest) => serializeRouteRequest(request);
   const open = (contextIds: number[], requestId = 'bad-input') => wire({ open: { requestId, sampling: { temperature: 0 }, contextIds } });
   const step = (fields: NonNullable<RouteRequest['step']>) => wire({ step: { offset: 1, threshold: 0.5, ...fields } });
+  const extend = (fields: NonNullable<RouteRequest['extend']>) => wire({ extend: fields });
 
   /** A Route stream carrying `messages` as raw bytes; half-closes after them unless `keepOpen`. */
   function route(messages: Buffer[], keepOpen = false) {
@@ -1209,6 +1210,43 @@ describe('cloud shim Route', () => {
         'the step holds token id 99999 (index 0), outside the vocabulary [0, 512)',
       ],
       ['unknown session (a step with no open)', [step({})], 'FAILED_PRECONDITION', 'the first message of a stream must be `open`'],
+      [
+        'an extend with no open',
+        [extend({ offset: 0, ids: [403], sources: ['TOKEN_SOURCE_SLM'] })],
+        'FAILED_PRECONDITION',
+        'the first message of a stream must be `open`',
+      ],
+      ['an empty extend', [open([1]), extend({ offset: 1 })], 'INVALID_ARGUMENT', 'an extend needs at least one token id'],
+      [
+        'an extend with fewer sources than ids',
+        [open([1]), extend({ offset: 1, ids: [403, 261], sources: ['TOKEN_SOURCE_SLM'] })],
+        'INVALID_ARGUMENT',
+        'an extend has 2 ids but 1 sources',
+      ],
+      [
+        'token ids outside the vocabulary: extend',
+        [open([1]), extend({ offset: 1, ids: [512], sources: ['TOKEN_SOURCE_SLM'] })],
+        'INVALID_ARGUMENT',
+        'the extend holds token id 512 (index 0), outside the vocabulary [0, 512)',
+      ],
+      [
+        'an extend with a prompt token',
+        [open([1]), extend({ offset: 1, ids: [403], sources: ['TOKEN_SOURCE_PROMPT'] })],
+        'INVALID_ARGUMENT',
+        'sources[0] is TOKEN_SOURCE_PROMPT: a step or extend carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids',
+      ],
+      [
+        'an extend past the window',
+        [open(new Array(500).fill(1)), extend({ offset: 500, ids: new Array(12).fill(403), sources: new Array(12).fill('TOKEN_SOURCE_SLM') })],
+        'OUT_OF_RANGE',
+        "context of 512 tokens fills the model's window of 512: no position is left to generate",
+      ],
+      [
+        'an extend with a gap',
+        [open([1]), extend({ offset: 3, ids: [403], sources: ['TOKEN_SOURCE_SLM'] })],
+        'FAILED_PRECONDITION',
+        'gap in context ids: the step or extend starts at offset 3, the session holds 1 tokens',
+      ],
       [
         'routing key with a line break',
         [wire({ open: { requestId: 'r', routingKey: 'chat\r\nX-Evil: 1', contextIds: [1] } })],

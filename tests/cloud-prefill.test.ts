@@ -48,10 +48,19 @@ async function run(engine: EdgeEngine, raw: RawGenerationRequest) {
 const promptLength = () => pair.tokenizer.encode(PROMPT, { addBos: true }).length;
 
 describe('through a real shim', () => {
-  test('eager: the prompt goes out before the first routed step, which carries only the tokens decoded since and finds the prompt cached', async () => {
+  test('eager: the prompt goes out before the first routed step, the decided tokens follow as extends, and the step finds them all cached', async () => {
     const lines: Record<string, unknown>[] = [];
     const shim = await startTestShim({}, { log: createLogger('shim', 'debug', (line) => lines.push(JSON.parse(line))) });
-    const client = new GrpcCloudClient({ address: shim.address });
+    const grpc = new GrpcCloudClient({ address: shim.address });
+    // The first step waits until the shim has computed the extends before it: what an edge slower than its
+    // cloud sees, made certain here (a step already waiting behind an extend computes it itself).
+    const computed = (length: number) => lines.some((l) => l.msg === 'extend' && l.context === length);
+    let first = true;
+    const client = interceptSteps(grpc, async (request, next) => {
+      for (let waited = 0; first && !computed(request.context.length) && waited < 5_000; waited += 5) await Bun.sleep(5);
+      first = false;
+      return next(request);
+    });
     try {
       // τ where the first tokens stay on the edge and later ones route (the demo edge model's top-1 probability).
       const request = { mode: 'joint', threshold: 0.45, maxNewTokens: 24 } as const;
@@ -59,7 +68,7 @@ describe('through a real shim', () => {
       const firstRouted = eager.tokens.findIndex((t) => t.source === 'llm');
       expect(firstRouted).toBeGreaterThan(0);
       const eagerLines = lines.splice(0);
-      const lazy = await run(engineOn(client, 'lazy'), request);
+      const lazy = await run(engineOn(grpc, 'lazy'), request);
       expect(eager.ids).toEqual(lazy.ids);
       expect(lazy.tokens.map((t) => t.source)).toEqual(eager.tokens.map((t) => t.source));
 
@@ -68,15 +77,18 @@ describe('through a real shim', () => {
       const prefill = eagerLines.find((l) => l.msg === 'prefill')!;
       expect([prefill.context, prefill.cachedTokens, prefill.prefilledTokens]).toEqual([promptLength(), 0, promptLength()]);
       const [first] = eagerLines.filter((l) => l.msg === 'step');
-      // Only the tokens the edge decoded before it, and the prompt already in the cloud's KV cache.
-      expect([first!.tokenIndex, first!.delta, first!.cachedTokens]).toEqual([firstRouted, firstRouted, promptLength()]);
+      // No new token in the step: the ones decided before it went as extends, and are in the cloud's KV cache.
+      expect([first!.tokenIndex, first!.delta, first!.cachedTokens]).toEqual([firstRouted, 0, promptLength() + firstRouted]);
       const [lazyFirst] = lines.filter((l) => l.msg === 'step');
       expect([lazyFirst!.delta, lazyFirst!.cachedTokens]).toEqual([0, 0]);
-      // What left counts the open: the prompt once, then each step's new ids, on one stream.
+      // What left counts the open and the extends: the prompt once, then every token the edge decided before the
+      // last (after it, the answer ended), on one stream.
       expect(eager.done.metrics.cloud.streams).toBe(1);
-      expect(eager.done.metrics.cloud.tokensSent).toBe(lazy.done.metrics.cloud.tokensSent);
+      const decided = eager.tokens.slice(0, -1).filter((t) => t.source !== 'llm').length;
+      expect(eager.done.metrics.cloud.tokensSent).toBe(promptLength() + decided);
+      expect(eager.done.cloudText).toBe(pair.tokenizer.decode([...pair.tokenizer.encode(PROMPT, { addBos: true }), ...eager.ids.slice(0, -1)]));
     } finally {
-      await client.close();
+      await grpc.close();
       await shim.shutdown();
     }
   });
@@ -105,6 +117,50 @@ describe('through a real shim', () => {
     }
   });
 
+  test('extends: each computed when nothing waits behind it; several sent at once with the step right behind: the replies are the greedy reference whatever was computed ahead', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const shim = await startTestShim({}, { log: createLogger('shim', 'debug', (line) => lines.push(JSON.parse(line))) });
+    const client = new GrpcCloudClient({ address: shim.address });
+    const until = async (seen: () => boolean) => {
+      for (let waited = 0; !seen() && waited < 5_000; waited += 5) await Bun.sleep(5);
+      expect(seen()).toBe(true);
+    };
+    try {
+      const edge = new EdgeContext([1, 403, 261, 376]);
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'extends' });
+      conversation.prefill!(edge.step());
+      for (const id of [263, 353]) {
+        edge.push([id], 'slm');
+        conversation.extend!(edge.step());
+        await until(() => lines.some((l) => l.msg === 'extend' && l.context === edge.ids.length));
+      }
+      const reply = await conversation.next(edge.step());
+      expect(reply.tokens).toEqual(await greedyReference(pair.cloudModel, edge.ids, 1));
+      // Nothing new in the step, and nothing left for it to compute.
+      const step = lines.find((l) => l.msg === 'step')!;
+      expect([step.delta, step.cachedTokens]).toEqual([0, 6]);
+      expect(lines.filter((l) => l.msg === 'extend').map((l) => [l.context, l.cachedTokens, l.prefilledTokens])).toEqual([
+        [5, 4, 1],
+        [6, 5, 1],
+      ]);
+
+      // Three extends and the step written back to back: whichever the shim computed, the step's reply is the same.
+      edge.push(reply.tokens, 'llm');
+      for (const id of [264, 278, 301]) {
+        edge.push([id], 'slm');
+        conversation.extend!(edge.step());
+      }
+      edge.push([290], 'slm');
+      const after = await conversation.next(edge.step());
+      expect(after.tokens).toEqual(await greedyReference(pair.cloudModel, edge.ids, 1));
+      expect(lines.filter((l) => l.msg === 'session opened')).toHaveLength(1);
+      await conversation.close();
+    } finally {
+      await client.close();
+      await shim.shutdown();
+    }
+  });
+
   test('a generation that never routes closes the session it opened ahead; what left says so', async () => {
     const lines: Record<string, unknown>[] = [];
     const shim = await startTestShim({}, { log: createLogger('shim', 'debug', (line) => lines.push(JSON.parse(line))) });
@@ -113,10 +169,12 @@ describe('through a real shim', () => {
       const { tokens, done } = await run(engineOn(client, 'eager'), { mode: 'joint', threshold: 0, maxNewTokens: 8 });
       expect(tokens.every((t) => t.source === 'slm')).toBe(true);
       expect(done.metrics.cloud.streams).toBe(1);
-      expect(done.metrics.cloud.tokensSent).toBe(promptLength());
-      expect(done.cloudText).toBe(pair.tokenizer.decode(pair.tokenizer.encode(PROMPT, { addBos: true })));
+      // The prompt, then every token the edge decided but the last, as extends: the cloud's cache kept up.
+      const sent = promptLength() + tokens.length - 1;
+      expect(done.metrics.cloud.tokensSent).toBe(sent);
+      expect(done.cloudText).toBe(pair.tokenizer.decode([...pair.tokenizer.encode(PROMPT, { addBos: true }), ...tokens.slice(0, -1).map((t) => t.id)]));
       expect(shim.store.count).toBe(0);
-      expect(lines.filter((l) => l.msg === 'session closed').map((l) => [l.steps, l.contextTokens])).toEqual([[0, promptLength()]]);
+      expect(lines.filter((l) => l.msg === 'session closed').map((l) => [l.steps, l.contextTokens])).toEqual([[0, sent]]);
       // The same generation opened lazily sends nothing.
       const lazy = await run(engineOn(client, 'lazy'), { mode: 'joint', threshold: 0, maxNewTokens: 8 });
       expect(lazy.done.metrics.cloud.streams).toBe(0);

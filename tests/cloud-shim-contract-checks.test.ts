@@ -61,7 +61,7 @@ describe('sources inside a step', () => {
     const { responses, status } = await rawStream([open(), { step: { offset: 1, ids: [403, 407], sources: [...sources] } }]);
     expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(status.details).toBe(
-      'sources[1] is TOKEN_SOURCE_PROMPT: a step carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids',
+      'sources[1] is TOKEN_SOURCE_PROMPT: a step or extend carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids',
     );
     expect(responses.map((r) => r.message)).toEqual(['opened', 'end']);
     await waitFor(() => shim.store.count === 0, 2_000, 'session freed');

@@ -222,4 +222,45 @@ describe('the gate', () => {
       await model.release();
     }
   });
+  test('an extend between steps meets the gate too: what would disclose a value is not sent, and the next step meets it again', async () => {
+    const model = await DecoderModel.load(loadModelPack(cloudPack));
+    const cloud = new InProcessCloud(model, { record: false });
+    try {
+      const disclosure = new CloudDisclosure();
+      const conversation = cloud.openConversation({ requestId: 'gate-extend', disclosure, gate: scanOf(demo, values([['Zenobia', 'name']])) });
+      const step = (context: number[]): CloudStepRequest => ({
+        context,
+        sources: [...sources(4), ...context.slice(4).map((): TokenSource => 'slm')],
+        tokenIndex: 0,
+        maxTokens: 1,
+        temperature: 0,
+        topP: 1,
+        stopTokenIds: [2],
+        routerScore: 0.1,
+        threshold: 0.5,
+        topLogprobs: 0,
+      });
+      const prompt = demo.encode('Once upon a time', { addBos: true }).slice(0, 4);
+      const first = await conversation.next(step(prompt));
+      const held = [...prompt, ...first.tokens];
+      // A clean extend leaves: the shim's context grows by it (the cloud's own token was never sent).
+      const clean = [...held, ...demo.encode(' there was', { addBos: false })];
+      conversation.extend!(step(clean));
+      const sent = clean.length - first.tokens.length;
+      expect(disclosure.report().tokensSent).toBe(sent);
+      expect(disclosure.cloudContext).toEqual(clean);
+      // As if the pseudonymiser had let the name through: not sent, not counted as held.
+      const named = [...clean, ...demo.encode(' Zenobia', { addBos: false })];
+      conversation.extend!(step(named));
+      expect(disclosure.report().tokensSent).toBe(sent);
+      expect(disclosure.cloudContext).toEqual(clean);
+      // The step after it carries the same ids, and the gate stops it as well.
+      expect(await conversation.next(step(named))).toMatchObject({ withheld: true, tokens: [] });
+      expect(disclosure.report().tokensSent).toBe(sent);
+      await conversation.close();
+    } finally {
+      await cloud.close();
+      await model.release();
+    }
+  });
 });

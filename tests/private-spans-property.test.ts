@@ -1,7 +1,8 @@
 /**
  * The privacy proof (issue #49): over thousands of seeded prompts with private values (marked, or found by
  * the detector the request asks for), in joint and
- * llm_only mode with route spans, speculation (conditional steps included) and sampling, no private
+ * llm_only mode with route spans, speculation (conditional steps included), the prompt and decided tokens
+ * sent ahead (a quarter of the cases) and sampling, no private
  * value's text reaches the cloud: not in any context the edge's conversation sends, not in any request the
  * shim's SGLang backend receives (input ids and every other field), not in the shim's logs at debug level.
  * The user still reads the values: no placeholder of the generation's is left in the text. And a
@@ -9,7 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { ShimServer } from '../src/cloud/shim-server.ts';
-import { interceptSteps, type CloudClient } from '../src/edge/cloud/cloud-client.ts';
+import { interceptSteps, type CloudClient, type CloudStepRequest } from '../src/edge/cloud/cloud-client.ts';
+import type { CloudPrefillMode } from '../src/edge/loop/edge-engine.ts';
 import { GrpcCloudClient } from '../src/edge/cloud/grpc-cloud-client.ts';
 import { generate, type DoneEvent, type LoopRequest } from '../src/edge/loop/decoder-loop.ts';
 import { PrivateDetector } from '../src/edge/privacy/private-detect.ts';
@@ -37,6 +39,8 @@ let shim: ShimServer;
 let client: GrpcCloudClient;
 const shimLog: string[] = [];
 let stories: string[];
+/** Extends the loop asked the conversation underneath to send, over all cases. */
+let extendsAsked = 0;
 
 beforeAll(async () => {
   const demo = await ensureDemoPacks();
@@ -57,18 +61,44 @@ afterAll(async () => {
   await cloudModel.release();
 });
 
-/** Runs one case; every context the conversation underneath is asked to send is kept in `sent`. */
+/**
+ * Runs one case; every context the conversation underneath is asked to send (a step's, and with the prompt
+ * sent ahead, the open's and each extend's) is kept in `sent`.
+ */
 async function run(
   c: PrivateCase,
   cloud: CloudClient,
   privateValues: PrivateValues | undefined,
   sent: number[][],
+  cloudPrefill: CloudPrefillMode = 'lazy',
 ): Promise<{ done: DoneEvent; ids: number[] }> {
-  const recording = interceptSteps(cloud, (request, next) => {
+  const steps = interceptSteps(cloud, (request, next) => {
     sent.push([...request.context]);
     return next(request);
   });
-  const engine = { edgeModel: edge, router: new TopProbabilityScorer(), tokenizer, cloud: recording, speculation: { depth: 4 } };
+  const record = (send: ((request: CloudStepRequest) => void) | undefined, count: () => void) =>
+    send &&
+    ((request: CloudStepRequest) => {
+      sent.push([...request.context]);
+      count();
+      send(request);
+    });
+  const recording: CloudClient = {
+    ...steps,
+    openConversation(options) {
+      const conversation = steps.openConversation(options);
+      const prefill = record(conversation.prefill, () => {});
+      return { ...conversation, prefill, extend: record(conversation.extend, () => extendsAsked++) };
+    },
+  };
+  const engine = {
+    edgeModel: edge,
+    router: new TopProbabilityScorer(),
+    tokenizer,
+    cloud: recording,
+    speculation: { depth: 4 },
+    cloudPrefill: { mode: cloudPrefill },
+  };
   const request: LoopRequest = parseGenerationRequest({ prompt: c.prompt, ...c.settings });
   if (privateValues) request.privateValues = privateValues;
   const ids: number[] = [];
@@ -96,7 +126,8 @@ describe('no private value reaches the cloud', () => {
       const sent: number[][] = [];
       const requestsBefore = sglang.requests.length;
       const logBefore = shimLog.length;
-      const { done } = await run(c, client, values, sent);
+      // Every fourth case sends its prompt ahead, and the tokens the edge decides after it as extends.
+      const { done } = await run(c, client, values, sent, seed % 4 === 0 ? 'eager' : 'lazy');
       routed += done.metrics.routed;
       placeholders += done.metrics.cloud.placeholders;
       withheld += done.metrics.cloud.withheldSteps;
@@ -116,6 +147,7 @@ describe('no private value reaches the cloud', () => {
     expect(placeholders).toBeGreaterThan(CASES);
     expect(withheld).toBeGreaterThan(0);
     expect(sglang.requests.length).toBeGreaterThan(CASES);
+    expect(extendsAsked).toBeGreaterThan(CASES / 4);
   }, 900_000);
 
   test('the checks see a leak when there is one: the same cases without the pseudonymiser send the values', async () => {

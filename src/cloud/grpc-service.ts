@@ -117,6 +117,7 @@ async function serveRoute(call: RouteCall, ctx: ShimContext, streams: ActiveStre
       if (!message.done) assertWellFormed(message.value);
       return message;
     },
+    waiting: () => reader.buffered,
   };
   let cancelled = false;
   call.on('cancelled', () => {

@@ -81,6 +81,7 @@ export function openInMemoryRoute(ctx: ShimContext, shutdown: AbortSignal): InMe
       if (!message.done) assertWellFormed(message.value);
       return message;
     },
+    waiting: () => reader.buffered,
   };
   void serve(routeSession(source, ctx, AbortSignal.any([controller.signal, shutdown])), stream, () => cancelled);
   return stream;

@@ -9,7 +9,7 @@
  */
 import { AppError } from '../../shared/errors.ts';
 import type { TokenSource } from '../../shared/contract/contract-vocabulary.ts';
-import type { OpenSession__Output, RouteStep__Output, Sampling__Output } from '../../shared/grpc/proto.ts';
+import type { ContextExtend__Output, OpenSession__Output, RouteStep__Output, Sampling__Output } from '../../shared/grpc/proto.ts';
 import { fromWireSources } from '../../shared/grpc/wire.ts';
 import type { BackendInfo, SamplingSettings } from '../backends/backend.ts';
 import type { ShimConfig } from '../config.ts';
@@ -73,17 +73,39 @@ export function checkStep(
   if (maxTokens > config.maxSpanTokens) throw new AppError('INVALID_ARGUMENT', `max_tokens ${maxTokens} is above this shim's limit of ${config.maxSpanTokens}`);
   checkIds(step.ids, model.vocabSize, 'edge', 'the step holds');
   checkRoomToGenerate((step.conditional ? Math.min(step.offset, contextLength) : contextLength) + step.ids.length, model.maxContext);
-  const sources = fromWireSources(step.sources, 'sources');
-  // A step appends what was generated since the last one; the prompt came with `open` (a reopened session
-  // sends its whole history there), so a prompt token here is an edge that lost track of its context.
+  const sources = generatedSources(step.sources);
+  return { maxTokens, sources };
+}
+
+/**
+ * An `extend` the shim can append to a context of `contextLength` tokens and still generate after; returns
+ * its sources. An empty one is an edge that lost track of what it sent.
+ */
+export function checkExtend(extend: ContextExtend__Output, contextLength: number, model: ModelLimits): TokenSource[] {
+  if (extend.ids.length === 0) throw new AppError('INVALID_ARGUMENT', 'an extend needs at least one token id');
+  if (extend.sources.length !== extend.ids.length) {
+    throw new AppError('INVALID_ARGUMENT', `an extend has ${extend.ids.length} ids but ${extend.sources.length} sources`);
+  }
+  checkIds(extend.ids, model.vocabSize, 'edge', 'the extend holds');
+  checkRoomToGenerate(contextLength + extend.ids.length, model.maxContext);
+  return generatedSources(extend.sources);
+}
+
+/**
+ * A delta's sources (a step's, an extend's). A delta appends what was generated since the last one; the
+ * prompt came with `open` (a reopened session sends its whole history there), so a prompt token here is an
+ * edge that lost track of its context.
+ */
+function generatedSources(wire: RouteStep__Output['sources']): TokenSource[] {
+  const sources = fromWireSources(wire, 'sources');
   const prompt = sources.indexOf('prompt');
   if (prompt >= 0) {
     throw new AppError(
       'INVALID_ARGUMENT',
-      `sources[${prompt}] is TOKEN_SOURCE_PROMPT: a step carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids`,
+      `sources[${prompt}] is TOKEN_SOURCE_PROMPT: a step or extend carries generated tokens only (slm, llm, fallback); prompt tokens belong in open.context_ids`,
     );
   }
-  return { maxTokens, sources };
+  return sources;
 }
 
 export function validateSampling(sampling: Sampling__Output | null, config: Readonly<ShimConfig>, vocabSize: number | undefined): SamplingSettings {

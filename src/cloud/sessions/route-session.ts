@@ -6,7 +6,8 @@
  * a step that would miss its deadline waiting for the backend is answered `overloaded` instead), and yields
  * the responses: `opened` (then `prefilled` when `open` asked for a prefill ahead: session-prefill.ts), one
  * `step` per step (each with the shim's load), and always a final `end` (code 0, or the error's status code,
- * after which the error is rethrown for the transport).
+ * after which the error is rethrown for the transport). An `extend` is taken in and answers nothing
+ * (session-prefill.ts too).
  */
 import { AppError } from '../../shared/errors.ts';
 import { grpcCode, toAppError } from '../../shared/grpc/errors.ts';
@@ -24,7 +25,7 @@ import { SessionExpiredError, type RoutingSession, type SessionStore } from './s
 import { spanText } from '../backends/span-text.ts';
 import { loggableMessage } from '../quoting-error.ts';
 import { withDeadline } from '../backends/backend-deadline.ts';
-import { prefillAhead } from './session-prefill.ts';
+import { extendAhead, prefillAhead } from './session-prefill.ts';
 import type { AdmissionLoad, StepAdmission } from '../admission/step-admission.ts';
 
 export interface ShimContext {
@@ -44,6 +45,8 @@ export interface ShimContext {
 
 export interface RequestSource {
   next(signal: AbortSignal): Promise<IteratorResult<RouteRequest__Output>>;
+  /** Messages received and not read yet: an extend is computed only when nothing waits behind it. */
+  waiting(): number;
 }
 
 interface Totals {
@@ -110,6 +113,8 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
           open.session.busy = false;
           store.touch(open.session);
         }
+      } else if (read.event === 'extend') {
+        await extendAhead(route!, { ...ctx, backendInfo: backend.info }, read.extend, requests.waiting());
       }
     }
     if (session) log.debug('session closed', { session: session.id, ...totals() });

@@ -96,7 +96,10 @@ export class SessionStore {
     session.skippedLast = false;
     if (offset !== session.ids.length) {
       const kind = offset > session.ids.length ? 'gap' : 'overlap';
-      throw new AppError('FAILED_PRECONDITION', `${kind} in context ids: the step starts at offset ${offset}, the session holds ${session.ids.length} tokens`);
+      throw new AppError(
+        'FAILED_PRECONDITION',
+        `${kind} in context ids: the step or extend starts at offset ${offset}, the session holds ${session.ids.length} tokens`,
+      );
     }
     if (ids.length === 0) return;
     this.reserve(ids.length);

@@ -121,6 +121,13 @@ export interface CloudConversation {
    * nothing, and the first step opens its stream as it would have. Absent: the conversation cannot.
    */
   prefill?(request: CloudStepRequest): void;
+  /**
+   * Sends what `request.context` adds to what the conversation sent, between steps, for the cloud to compute
+   * before the next one (proto `extend`); the next `next` then sends only what was added since. Best-effort
+   * and not awaited, like `prefill`: without a stream, with a step in flight, or where the gate stops it,
+   * nothing is sent and the next step carries it. Absent: the conversation cannot.
+   */
+  extend?(request: CloudStepRequest): void;
   /** Ends the conversation (its session on the cloud side) and frees it; safe to call twice. */
   close(): Promise<void>;
 }
@@ -207,6 +214,7 @@ export function interceptSteps(
         },
         // Not a step: an open sent ahead goes to `conversation` as it is.
         ...(conversation.prefill ? { prefill: (request: CloudStepRequest) => conversation.prefill!(request) } : {}),
+        ...(conversation.extend ? { extend: (request: CloudStepRequest) => conversation.extend!(request) } : {}),
         close: () => conversation.close(),
       };
     },

@@ -17,7 +17,7 @@ import { serializeRouteRequest } from '../../shared/grpc/proto.ts';
 const FLOAT_BYTES = 4;
 
 export interface DisclosureReport {
-  /** Token ids sent: each stream's whole context at its opening, then each step's new ids. */
+  /** Token ids sent: each stream's whole context at its opening, then each step's and extend's new ids. */
   tokensSent: number;
   /** Serialized bytes of every message sent (the protobuf messages; gRPC and HTTP/2 framing not counted). */
   bytesSent: number;
@@ -63,6 +63,8 @@ export class CloudDisclosure {
         this.tokens += message.step.ids?.length ?? 0;
         this.hiddenBytes += (message.step.slmHiddenState?.length ?? 0) * FLOAT_BYTES;
       }
+      // Sent between steps: the ids the next step would otherwise have carried.
+      if (message.extend) this.tokens += message.extend.ids?.length ?? 0;
     }
   }
 

@@ -82,6 +82,25 @@ export class ShimContextCopy {
   }
 
   /**
+   * The extend (proto `extend`) that sends what the shim lacks of `request.context` (which `matches` the
+   * copy), or undefined when it lacks nothing; the copy takes it in (`forget` takes it back, unsent).
+   */
+  extend(request: CloudStepRequest): RouteRequest | undefined {
+    const from = this.ids.length;
+    const ids = request.context.slice(from);
+    if (ids.length === 0) return undefined;
+    this.ids.push(...ids);
+    this.verified = this.ids.length;
+    return { extend: { offset: from, ids, sources: toWireSources(request.sources.slice(from)) } };
+  }
+
+  /** Takes back what was never sent: the copy ends at `length` again. */
+  forget(length: number): void {
+    this.ids.length = Math.min(this.ids.length, length);
+    this.verified = Math.min(this.verified, this.ids.length);
+  }
+
+  /**
    * A conditional step, sent while the step before it is in flight: from the end of what was sent (where
    * that step's reply goes) to the end of `request.context`. The copy takes its ids in only when it is
    * answered (`answeredConditional`). FAILED_PRECONDITION when the context does not extend what was sent.

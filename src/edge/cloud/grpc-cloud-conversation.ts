@@ -2,7 +2,8 @@
  * One CloudConversation over Route streams: the edge's side of one generation's talk with the shim. The
  * stream opens at the first `next` with the whole context, or before it with `prefill` (the shim prefills
  * the context ahead; a shim that ends that stream before its `prefilled` never read the step sent behind, which
- * goes again on a new stream), and carries one step at a time after that (the messages are context-delta.ts's). A stream that broke, expired or disagrees with the edge's
+ * goes again on a new stream), and carries one step at a time after that, with the tokens the edge decided
+ * sent ahead between steps when the loop extends (the messages are context-delta.ts's). A stream that broke, expired or disagrees with the edge's
  * context is dropped and the next step opens another with the whole context. One rule resends a step: the
  * shim ended the reused stream before looking at it (idle expiry, shutdown); any other failure answers the
  * step. A conditional step is a step with an assumption: it goes out behind the step in flight on the same
@@ -120,6 +121,28 @@ export class GrpcCloudConversation implements CloudConversation {
     this.live = new LiveRouteStream(stream, (opened) => this.host.sessionOpened?.(opened), { ahead: true });
     // A write that fails shows on the first step, which then opens another stream.
     this.written(this.live, messages, { reused: false }).written.catch(() => {});
+  }
+
+  /**
+   * Sends the tokens the edge decided since the last message on the stream (CloudConversation.extend), for
+   * the shim to compute before the next step. Only on a stream with no step in flight (a step's reply moves
+   * the shim's context on; the next step carries what was decided meanwhile) and through the gate like any
+   * message: what the gate stops is not sent, and the next step meets the gate again.
+   */
+  extend(request: CloudStepRequest): void {
+    const live = this.live;
+    if (!live || this.state.inFlight > 0 || this.signal?.aborted) return;
+    // A stream the shim ended, or whose context is not the edge's: the next step replaces it.
+    if (live.endedBetweenSteps() || !this.shim.matches(request.context)) return;
+    checkSources(request);
+    const from = this.shim.length;
+    const message = this.shim.extend(request);
+    if (!message) return;
+    const passed = this.gate.pass([message], request.context);
+    if (!passed) return this.shim.forget(from);
+    this.disclosure?.holds(this.shim.context);
+    // A write that fails shows on the next step, which then opens another stream.
+    this.written(live, passed, { reused: true }).written.catch(() => {});
   }
 
   async next(request: CloudStepRequest): Promise<CloudStepReply> {

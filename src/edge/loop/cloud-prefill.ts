@@ -2,8 +2,9 @@
  * Prefill ahead: in joint mode the generation's cloud conversation may open as soon as the request is
  * accepted, with the prompt, so that the shim prefills it while the edge prefills and decodes, instead of at
  * the first routed token, which would then wait for the cloud's prefill too. The conversation is the one the
- * loop's routed steps use (GenerationCloud.conversation: privacy and the gate apply alike); the first
- * routed step then sends only the tokens decoded since. Tokens are the same either way: the open carries
+ * loop's routed steps use (GenerationCloud.conversation: privacy and the gate apply alike). The tokens the
+ * edge decides then follow between steps as it decides them (`sendDecidedAhead`, proto `extend`), so that
+ * the first routed step sends only its own and finds the rest computed. Tokens are the same either way: the open carries
  * context and settings only, and the cloud's cache holds what a lazy open would have computed.
  *
  * The edge's --cloud-prefill says when: `lazy` at the first routed token (as before), `eager` always in joint
@@ -85,10 +86,18 @@ export function prefillInputs(state: GenerationState): PrefillInputs {
 /** Opens the generation's conversation with its prompt when the setting says so; true when it did. */
 export function sendPromptAhead(state: GenerationState): boolean {
   if (!prefillsAhead(prefillInputs(state))) return false;
-  const conversation = state.cloud.conversation();
-  if (!conversation.prefill) return false;
-  conversation.prefill(state.stepRequest(state.context, state.sources, { tokenIndex: 0, maxTokens: 1, score: null }));
-  return true;
+  return state.cloud.sendAhead(state.stepRequest(state.context, state.sources, { tokenIndex: 0, maxTokens: 1, score: null }));
+}
+
+/**
+ * Sends the tokens the edge decided ahead of the next routed step, when the prompt went ahead
+ * (GenerationCloud.extendAhead): called once they are in the context, before the edge's forward pass over
+ * them, so that the shim computes them while the edge does.
+ */
+export function sendDecidedAhead(state: GenerationState): void {
+  // Nothing goes ahead of a step that will not come: the answer ends here.
+  if (state.request.mode !== 'joint' || state.endBeforeStep() !== undefined) return;
+  state.cloud.extendAhead(state.stepRequest(state.context, state.sources, { tokenIndex: state.metrics.tokens, maxTokens: 1, score: null }));
 }
 
 /** Records whether this turn of a named conversation routed, for `auto` on its next turn. */

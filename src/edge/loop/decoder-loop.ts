@@ -18,7 +18,7 @@ import { elapsed } from './generation-edge.ts';
 import { GenerationState, type Decision } from './generation-state.ts';
 import type { KeptPosition } from './speculation/speculation.ts';
 import { speculationFor } from './speculation/speculation-chains.ts';
-import { rememberTurn, sendPromptAhead } from './cloud-prefill.ts';
+import { rememberTurn, sendDecidedAhead, sendPromptAhead } from './cloud-prefill.ts';
 import { edgeLogprob, type TokenLogprob } from './token-logprobs.ts';
 
 export { encodePrompt, promptIdsOf, promptIdsThatFit, type EdgeEngine, type LoopRequest, type SpeculationSettings } from './edge-engine.ts';
@@ -90,6 +90,8 @@ export async function* generate(engine: EdgeEngine, request: LoopRequest, signal
 
       const { accepted, reason } = yield* state.emit(decision);
       if (reason) return yield state.finish(reason);
+      // Before the edge's pass over them: the shim computes them meanwhile (cloud-prefill.ts).
+      sendDecidedAhead(state);
       if (!fed) await state.advanceEdge(accepted);
     }
   } finally {

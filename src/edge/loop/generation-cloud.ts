@@ -9,7 +9,7 @@
  * await cloud.close();
  */
 import { AppError } from '../../shared/errors.ts';
-import type { CloudConversation } from '../cloud/cloud-client.ts';
+import type { CloudConversation, CloudStepRequest } from '../cloud/cloud-client.ts';
 import { CloudDisclosure } from '../cloud/cloud-disclosure.ts';
 import { openConversation } from '../privacy/pseudonymised-conversation.ts';
 import { Pseudonymiser } from '../privacy/pseudonymiser.ts';
@@ -21,6 +21,8 @@ export class GenerationCloud {
   /** The generation's private values' translator, when it has any: the cloud then sees only their placeholders. */
   readonly privacy: Pseudonymiser | undefined;
   private opened: CloudConversation | undefined;
+  /** The prompt went ahead (cloud-prefill.ts): the tokens the edge decides follow it between steps. */
+  private ahead = false;
 
   constructor(
     private readonly engine: EdgeEngine,
@@ -47,6 +49,24 @@ export class GenerationCloud {
     };
     this.opened = openConversation(cloud, options, this.privacy);
     return this.opened;
+  }
+
+  /** Opens the conversation with `request.context` ahead of any step (CloudConversation.prefill); false when it cannot. */
+  sendAhead(request: CloudStepRequest): boolean {
+    const conversation = this.conversation();
+    if (!conversation.prefill) return false;
+    conversation.prefill(request);
+    this.ahead = true;
+    return true;
+  }
+
+  /**
+   * After the prompt went ahead, sends what the edge decided since (CloudConversation.extend), so that the
+   * shim computes it before the next routed step instead of during it. Without a prompt sent ahead nothing is
+   * sent between steps: --cloud-prefill lazy keeps the conversation as it was.
+   */
+  extendAhead(request: CloudStepRequest): void {
+    if (this.ahead) this.opened?.extend?.(request);
   }
 
   /** Whether the edge has a cloud at all: without one a routed position is the edge's, with nothing sent. */

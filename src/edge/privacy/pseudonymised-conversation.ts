@@ -90,6 +90,22 @@ export class PseudonymisedConversation implements CloudConversation {
     this.inner.prefill?.({ ...request, context: cloud.ids, sources: cloud.sources, hiddenState: undefined });
   }
 
+  /**
+   * Sends the tokens decided since the last message, pseudonymised (CloudConversation.extend), when the
+   * conversation underneath holds what they extend. A context that ends where a value may be under way is not
+   * sent; the next step meets the same rule.
+   */
+  extend(request: CloudStepRequest): void {
+    if (this.closed || !this.inner?.extend) return;
+    const translating = performance.now();
+    const cloud = this.pseudonymiser.toCloud(request.context, request.sources);
+    this.spent(translating);
+    if (cloud.withheld || !startsWith(cloud.ids, this.cloudHolds)) return;
+    for (const p of cloud.placeholders) this.disclosure?.placeholders.add(p);
+    this.cloudHolds = cloud.ids;
+    this.inner.extend({ ...request, context: cloud.ids, sources: cloud.sources, hiddenState: undefined });
+  }
+
   /** Closes the conversation underneath, which settles a step still in flight (its deadline bounds the wait). */
   async close(): Promise<void> {
     this.closed = true;

@@ -53,6 +53,7 @@ export function serializeRouteResponse(response: RouteResponse): Buffer {
 export type * from './generated/tokenrouter/cloud/v1/RouteRequest.ts';
 export type * from './generated/tokenrouter/cloud/v1/RouteResponse.ts';
 export type * from './generated/tokenrouter/cloud/v1/RouteStep.ts';
+export type * from './generated/tokenrouter/cloud/v1/ContextExtend.ts';
 export type * from './generated/tokenrouter/cloud/v1/OpenSession.ts';
 export type * from './generated/tokenrouter/cloud/v1/Sampling.ts';
 export type * from './generated/tokenrouter/cloud/v1/StepResult.ts';

@@ -105,6 +105,7 @@ export class InProcessCloud implements CloudClient {
         return reply;
       },
       prefill: (request: CloudStepRequest) => conversation.prefill(request),
+      extend: (request: CloudStepRequest) => conversation.extend(request),
       close: async () => {
         if (!closed) this.openConversations--;
         closed = true;

@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { CloudRouterClient as _tokenrouter_cloud_v1_CloudRouterClient, CloudRouterDefinition as _tokenrouter_cloud_v1_CloudRouterDefinition } from './tokenrouter/cloud/v1/CloudRouter';
+import type { ContextExtend as _tokenrouter_cloud_v1_ContextExtend, ContextExtend__Output as _tokenrouter_cloud_v1_ContextExtend__Output } from './tokenrouter/cloud/v1/ContextExtend';
 import type { DescribeRequest as _tokenrouter_cloud_v1_DescribeRequest, DescribeRequest__Output as _tokenrouter_cloud_v1_DescribeRequest__Output } from './tokenrouter/cloud/v1/DescribeRequest';
 import type { OpenSession as _tokenrouter_cloud_v1_OpenSession, OpenSession__Output as _tokenrouter_cloud_v1_OpenSession__Output } from './tokenrouter/cloud/v1/OpenSession';
 import type { PositionScore as _tokenrouter_cloud_v1_PositionScore, PositionScore__Output as _tokenrouter_cloud_v1_PositionScore__Output } from './tokenrouter/cloud/v1/PositionScore';
@@ -30,6 +31,7 @@ export interface ProtoGrpcType {
     cloud: {
       v1: {
         CloudRouter: SubtypeConstructor<typeof grpc.Client, _tokenrouter_cloud_v1_CloudRouterClient> & { service: _tokenrouter_cloud_v1_CloudRouterDefinition }
+        ContextExtend: MessageTypeDefinition<_tokenrouter_cloud_v1_ContextExtend, _tokenrouter_cloud_v1_ContextExtend__Output>
         DescribeRequest: MessageTypeDefinition<_tokenrouter_cloud_v1_DescribeRequest, _tokenrouter_cloud_v1_DescribeRequest__Output>
         FinishReason: EnumTypeDefinition
         OpenSession: MessageTypeDefinition<_tokenrouter_cloud_v1_OpenSession, _tokenrouter_cloud_v1_OpenSession__Output>
