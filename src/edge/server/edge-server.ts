@@ -62,6 +62,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     threads: config.threads,
     maxBatch: config.maxBatch,
     executionProviders: parseExecutionProviders(config.executionProvider),
+    thread: config.modelThread,
     log,
     router: config.router,
     signal,
