@@ -2,12 +2,18 @@
  * A decoder's session on a worker thread (worker-session.ts, session-worker.ts, decoder-session.ts), on real
  * onnxruntime sessions: the same outputs bit for bit as on the main thread, alone and batched; the main
  * thread's event loop turning while a pass runs; failures that reject (never hang); provider fallback
- * warnings reaching the caller; and the fused export that writes its cache in place staying on the main thread.
+ * warnings reaching the caller; the fused export that writes its cache in place staying on the main thread; and
+ * the edge's and the shim's --model-thread.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { createBackend } from '../src/cloud/backends/create-backend.ts';
+import { EmbeddedBackend } from '../src/cloud/backends/embedded-backend.ts';
+import { shimConfig } from '../src/cloud/config.ts';
+import { parseEdgeConfig } from '../src/edge/config.ts';
+import { startEdge } from '../src/edge/server/edge-server.ts';
 import { AppError } from '../src/shared/errors.ts';
 import { DecoderModel, type AppendResult, type AppendableSequence } from '../src/shared/model/decoder-model.ts';
 import { loadModelPack, type ModelPack } from '../src/shared/model/model-pack.ts';
@@ -210,6 +216,41 @@ describe('the fused layout', () => {
       sequence.dispose();
     } finally {
       await model.release();
+    }
+  });
+});
+
+describe('--model-thread', () => {
+  test('the edge runs its model on a worker by default and answers a completion; main when asked', async () => {
+    for (const [flags, thread] of [[[], 'worker'], [['--model-thread', 'main'], 'main']] as const) {
+      const { lines, log } = capturingLogger();
+      const config = parseEdgeConfig(['--host', '127.0.0.1', '--port', '0', '--grpc-port', 'off', '--cloud', 'none', ...flags], {});
+      const edge = await startEdge(config, { log });
+      try {
+        expect(lines.find((l) => l.msg === 'edge ready')?.modelThread).toBe(thread);
+        const response = await fetch(new URL('/v1/completions', edge.url), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: basename(config.edgeModel), prompt: 'Once upon a time', max_tokens: 6, temperature: 0 }),
+        });
+        expect(response.status).toBe(200);
+        const body = (await response.json()) as { choices: { text: string }[]; usage: { completion_tokens: number } };
+        expect(body.usage.completion_tokens).toBeGreaterThan(0);
+      } finally {
+        await edge.stop();
+      }
+    }
+  });
+
+  test("the shim's embedded backend: worker by default, main when asked", async () => {
+    for (const thread of ['worker', 'main'] as const) {
+      const backend = await createBackend(shimConfig({ modelThread: thread }), undefined);
+      try {
+        expect(backend).toBeInstanceOf(EmbeddedBackend);
+        expect((backend as EmbeddedBackend).model.thread).toBe(thread);
+      } finally {
+        await backend.close();
+      }
     }
   });
 });
