@@ -99,7 +99,8 @@ export class EmbeddedBackend implements Backend {
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
     const { threads, executionProviders, thread, log, maxBatch, appendTokens } = options;
-    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, thread, log });
+    const pack = loadModelPack(options.modelPack, options.modelFile);
+    const model = await DecoderModel.load(pack, { threads: threads || undefined, executionProviders, thread, log });
     try {
       const scheduler = maxBatch ? DecodeScheduler.over(model, { maxBatch, appendTokens }, log) : undefined;
       return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes, scheduler);

@@ -15,7 +15,7 @@
  * const out = await runSession(session, feeds);
  * await session.release(); // releases the session and ends the worker
  */
-import { AppError } from '../errors.ts';
+import { AppError, errorMessage } from '../errors.ts';
 import { silentLogger, type Logger } from '../process/logger.ts';
 import type { ModelSession, SessionFetches } from './model-session.ts';
 import type { OrtTensor, SessionOptions, ValueMetadata } from './ort.ts';
@@ -47,10 +47,8 @@ export async function openSessionOnWorker(
 }
 
 export class WorkerSession implements ModelSession {
-  inputNames: readonly string[] = [];
-  outputNames: readonly string[] = [];
-  inputMetadata: readonly ValueMetadata[] = [];
-  outputMetadata: readonly ValueMetadata[] = [];
+  /** What the worker's session declares; empty until it is loaded. */
+  private declared: LoadedSession = { inputNames: [], outputNames: [], inputMetadata: [], outputMetadata: [], executionProviders: [] };
   private readonly pending = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
   private nextId = 0;
   /** Why the worker cannot answer any more; set once. */
@@ -85,8 +83,21 @@ export class WorkerSession implements ModelSession {
   async load(model: string, options: SessionOptions, providers: readonly string[]): Promise<LoadedSession> {
     const reply = await this.request((id) => ({ kind: 'load', id, model, options, providers }));
     if (reply.kind !== 'loaded') throw unexpected(reply);
-    ({ inputNames: this.inputNames, outputNames: this.outputNames, inputMetadata: this.inputMetadata, outputMetadata: this.outputMetadata } = reply);
+    this.declared = reply;
     return reply;
+  }
+
+  get inputNames(): readonly string[] {
+    return this.declared.inputNames;
+  }
+  get outputNames(): readonly string[] {
+    return this.declared.outputNames;
+  }
+  get inputMetadata(): readonly ValueMetadata[] {
+    return this.declared.inputMetadata;
+  }
+  get outputMetadata(): readonly ValueMetadata[] {
+    return this.declared.outputMetadata;
   }
 
   /**
@@ -137,15 +148,27 @@ export class WorkerSession implements ModelSession {
     const id = this.nextId++;
     const reply = new Promise<Reply>((resolve, reject) => this.pending.set(id, { resolve, reject }));
     if (this.pending.size === 1) this.worker.ref();
-    this.worker.postMessage(request(id));
+    try {
+      this.worker.postMessage(request(id));
+    } catch (e) {
+      // Not sent (a value that cannot be cloned): nothing will answer it.
+      this.forget(id);
+      throw new AppError('INTERNAL', `could not send to the model session's worker thread: ${errorMessage(e)}`, { cause: e });
+    }
     return reply;
   }
 
-  private settle(reply: Reply): void {
-    const waiting = this.pending.get(reply.id);
-    if (!waiting) return;
-    this.pending.delete(reply.id);
+  /** The waiting call of `id`, no longer pending; the worker keeps the process alive only while one is. */
+  private forget(id: number) {
+    const waiting = this.pending.get(id);
+    this.pending.delete(id);
     if (this.pending.size === 0) this.worker.unref();
+    return waiting;
+  }
+
+  private settle(reply: Reply): void {
+    const waiting = this.forget(reply.id);
+    if (!waiting) return;
     if (reply.kind === 'failed') waiting.reject(reply.code ? new AppError(reply.code, reply.message) : new Error(reply.message));
     else waiting.resolve(reply);
   }
