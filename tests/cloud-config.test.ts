@@ -59,6 +59,8 @@ describe('shim config', () => {
       [['--max-inflight-steps=-1'], {}, /--max-inflight-steps: maxInflightSteps must be an integer ≥ 0/],
       [['--max-inflight-steps', 'many'], {}, /--max-inflight-steps: maxInflightSteps must be an integer/],
       [['--batch-append-tokens', '0'], {}, /--batch-append-tokens: batchAppendTokens must be an integer ≥ 1/],
+      [['--model-thread', 'gpu'], {}, /--model-thread: modelThread must be one of worker, main/],
+      [[], { SHIM_MODEL_THREAD: 'both' }, /SHIM_MODEL_THREAD: modelThread must be one of worker, main/],
       [[], { SHIM_MAX_INFLIGHT_STEPS: '2.5' }, /SHIM_MAX_INFLIGHT_STEPS: maxInflightSteps must be an integer/],
       [[], { SHIM_CONFIG: join(dir, 'missing.json') }, /config file .*missing.json/],
     ];
@@ -88,6 +90,9 @@ describe('shim config', () => {
     expect(SHIM_USAGE).toContain('--backend-url');
     expect(SHIM_USAGE).toContain('SHIM_<NAME>');
     expect(SHIM_USAGE).toContain('--max-live-sequences');
+    expect(SHIM_USAGE).toContain('--model-thread worker|main');
+    expect(DEFAULT_SHIM_CONFIG.modelThread).toBe('worker');
+    expect(parseShimConfig(['--model-thread', 'main'], {}).modelThread).toBe('main');
   });
 
   test('usage names the default --model-pack, the one an embedded shim starts with', () => {

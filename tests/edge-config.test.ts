@@ -72,6 +72,15 @@ test('--speculate auto|on|off (EDGE_SPECULATE): auto by default, anything else r
   expect(() => parseEdgeConfig(['--speculate', 'true'], {})).toThrow('--speculate');
 });
 
+test('--model-thread worker|main (EDGE_MODEL_THREAD): worker by default, anything else refused', () => {
+  expect(DEFAULT_EDGE_CONFIG.modelThread).toBe('worker');
+  expect(parseEdgeConfig(['--model-thread', 'main'], {}).modelThread).toBe('main');
+  expect(parseEdgeConfig([], { EDGE_MODEL_THREAD: 'main' }).modelThread).toBe('main');
+  expect(() => parseEdgeConfig([], { EDGE_MODEL_THREAD: 'Worker' })).toThrow(/EDGE_MODEL_THREAD/);
+  expect(EDGE_USAGE).toContain('--model-thread worker|main');
+  expect(() => parseEdgeConfig(['--model-thread', 'gpu'], {})).toThrow(/--model-thread: modelThread must be one of worker, main/);
+});
+
 test('--route-share, --route-tokens-per-minute, --route-wait-ms: unset by default, from every source, checked', () => {
   expect([DEFAULT_EDGE_CONFIG.routeShare, DEFAULT_EDGE_CONFIG.routeTokensPerMinute, DEFAULT_EDGE_CONFIG.routeWaitMs]).toEqual([
     undefined,

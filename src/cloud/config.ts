@@ -14,6 +14,7 @@ import { relative } from 'node:path';
 import { loadOptions, optionsUsage, type OptionSpec } from '../shared/process/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
 import { parseExecutionProviders } from '../shared/model/execution-providers.ts';
+import { MODEL_THREADS, type ModelThread } from '../shared/model/model-session.ts';
 import { DEMO, PROJECT_ROOT } from '../shared/paths.ts';
 
 export type BackendKind = 'embedded' | 'sglang' | 'openai';
@@ -30,6 +31,8 @@ export interface ShimConfig {
   threads: number;
   /** onnxruntime execution providers of the embedded backend, in order of preference, e.g. `cuda,cpu`. */
   executionProvider: string;
+  /** Where the embedded model's forward passes run: a worker thread of their own, or the JavaScript thread (blocked while they run). */
+  modelThread: ModelThread;
   /** KV caches the embedded backend keeps; the least recently used session beyond it is re-prefilled later. */
   maxLiveSequences: number;
   /** Megabytes of KV the embedded backend keeps from ended sessions for new ones whose context starts alike; 0 = off. */
@@ -105,6 +108,11 @@ const OPTIONS: Record<keyof ShimConfig, OptionSpec> = {
     kind: 'string',
     help: 'onnxruntime execution providers of the embedded backend in order of preference, e.g. cuda,cpu (ending in cpu = fall back to it)',
   },
+  modelThread: {
+    kind: 'enum',
+    values: MODEL_THREADS,
+    help: "where the embedded model's forward passes run: worker (a thread of their own, so the shim serves its gRPC calls during a pass; a fused-layout pack without new_key_values.* stays on main) or main (the JavaScript thread, blocked while a pass runs)",
+  },
   maxLiveSequences: { kind: 'int', min: 1, help: 'KV caches the embedded backend keeps' },
   prefixCacheMb: {
     kind: 'int',
@@ -157,6 +165,8 @@ export const DEFAULT_SHIM_CONFIG: Readonly<ShimConfig> = Object.freeze({
   modelFile: 'model.onnx',
   threads: 0,
   executionProvider: 'cpu',
+  // Worker: new sessions, cancellations and health checks are not held behind a running pass.
+  modelThread: 'worker',
   maxLiveSequences: 32,
   // A cloud host has memory to spare next to its model; 512 MB is half a GB of reuse at any model size.
   prefixCacheMb: 512,

@@ -9,6 +9,7 @@
 import { loadOptions, optionsUsage, type OptionSpec } from '../shared/process/config-loader.ts';
 import { AppError } from '../shared/errors.ts';
 import { parseExecutionProviders } from '../shared/model/execution-providers.ts';
+import { MODEL_THREADS, type ModelThread } from '../shared/model/model-session.ts';
 import { SPECIAL_TOKENS_IN_MESSAGES, type SpecialTokensInMessages } from '../shared/text/chat-template.ts';
 import { DEMO } from '../shared/paths.ts';
 import { parsePrivateDetection, type OperatorPattern } from './privacy/private-detect.ts';
@@ -81,6 +82,8 @@ export interface EdgeConfig {
   threads: number;
   /** onnxruntime execution providers for the edge model, in order of preference, e.g. `cuda,cpu`. */
   executionProvider: string;
+  /** Where the edge model's forward passes run: a worker thread of their own, or the JavaScript thread (blocked while they run). */
+  modelThread: ModelThread;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /**
    * Private entities looked for in prompts, to be pseudonymised before anything goes to the cloud: the kinds
@@ -186,6 +189,11 @@ const OPTIONS: Record<keyof EdgeOptions, OptionSpec> = {
     kind: 'string',
     help: 'onnxruntime execution providers for the edge model in order of preference, e.g. coreml,cpu or cuda,cpu (ending in cpu = fall back to it)',
   },
+  modelThread: {
+    kind: 'enum',
+    values: MODEL_THREADS,
+    help: "where the edge model's forward passes run: worker (a thread of their own, so cloud replies and HTTP/gRPC requests are served during a pass; a fused-layout pack without new_key_values.* stays on main) or main (the JavaScript thread, blocked while a pass runs)",
+  },
   logLevel: { kind: 'enum', values: ['debug', 'info', 'warn', 'error'], help: 'log verbosity' },
   privateDetect: {
     kind: 'string',
@@ -244,6 +252,8 @@ export const DEFAULT_EDGE_CONFIG: Readonly<EdgeConfig> = Object.freeze({
   promptCacheMb: 256,
   threads: 0,
   executionProvider: 'cpu',
+  // Worker: a pass of a Qwen2.5-0.5B-sized model would otherwise hold every reply and request until it ends.
+  modelThread: 'worker',
   logLevel: 'info',
   // None: finding entities in text is the operator's choice, and what it finds is theirs to decide.
   privateDetection: Object.freeze({ kinds: Object.freeze([]), patterns: Object.freeze([]) }),

@@ -18,6 +18,7 @@ export async function createBackend(config: Readonly<ShimConfig>, tokenizer: Tex
       modelFile: config.modelFile,
       threads: config.threads,
       executionProviders: parseExecutionProviders(config.executionProvider),
+      thread: config.modelThread,
       log,
       maxLiveSequences: config.maxLiveSequences,
       prefixCacheBytes: config.prefixCacheMb * 2 ** 20,

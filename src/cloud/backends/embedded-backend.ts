@@ -17,7 +17,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { basename } from 'node:path';
-import { DecoderModel, type AppendableSequence } from '../../shared/model/decoder-model.ts';
+import { DecoderModel, type AppendableSequence, type DecoderLoadOptions } from '../../shared/model/decoder-model.ts';
 import { PrefixCache } from '../../shared/model/prefix-cache.ts';
 import { DecodeScheduler } from '../../shared/model/scheduler/decode-scheduler.ts';
 import { AppError } from '../../shared/errors.ts';
@@ -54,6 +54,8 @@ export interface EmbeddedBackendOptions {
   appendTokens?: number;
   /** onnxruntime execution providers in order of preference; `['cpu']` when omitted. */
   executionProviders?: readonly string[];
+  /** Where the forward passes run (DecoderLoadOptions.thread); the main thread when omitted. */
+  thread?: DecoderLoadOptions['thread'];
   /** Where a provider fallback is reported. */
   log?: Logger;
   maxLiveSequences: number;
@@ -96,8 +98,9 @@ export class EmbeddedBackend implements Backend {
   }
 
   static async load(options: EmbeddedBackendOptions): Promise<EmbeddedBackend> {
-    const { threads, executionProviders, log, maxBatch, appendTokens } = options;
-    const model = await DecoderModel.load(loadModelPack(options.modelPack, options.modelFile), { threads: threads || undefined, executionProviders, log });
+    const { threads, executionProviders, thread, log, maxBatch, appendTokens } = options;
+    const pack = loadModelPack(options.modelPack, options.modelFile);
+    const model = await DecoderModel.load(pack, { threads: threads || undefined, executionProviders, thread, log });
     try {
       const scheduler = maxBatch ? DecodeScheduler.over(model, { maxBatch, appendTokens }, log) : undefined;
       return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes, scheduler);
@@ -113,7 +116,7 @@ export class EmbeddedBackend implements Backend {
    */
   static over(
     model: DecoderModel,
-    options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'log' | 'maxBatch' | 'appendTokens'>,
+    options: Omit<EmbeddedBackendOptions, 'modelPack' | 'threads' | 'executionProviders' | 'thread' | 'log' | 'maxBatch' | 'appendTokens'>,
   ): EmbeddedBackend {
     return new EmbeddedBackend(model, options.maxLiveSequences, options.tokenVocabSize, options.prefixCacheBytes);
   }

@@ -62,6 +62,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     threads: config.threads,
     maxBatch: config.maxBatch,
     executionProviders: parseExecutionProviders(config.executionProvider),
+    thread: config.modelThread,
     log,
     router: config.router,
     signal,
@@ -172,6 +173,7 @@ export async function startEdge(config: EdgeConfig, options: EdgeStartOptions = 
     edgeModel: config.edgeModel,
     edgeModelFile: config.edgeModelFile,
     executionProviders: parts.edgeModel.executionProviders,
+    modelThread: parts.edgeModel.thread,
     router: parts.router.info.name,
     cloud: config.cloud ?? 'none',
   });

@@ -23,6 +23,7 @@ import { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/process/logger.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
+import type { ModelThread } from '../../shared/model/model-session.ts';
 import { DecodeScheduler } from '../../shared/model/scheduler/decode-scheduler.ts';
 import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { loadRouter, type Router } from '../routing/router.ts';
@@ -38,6 +39,8 @@ export interface EdgeEngineSources {
   threads?: number;
   /** onnxruntime's execution providers for the edge model, in order of preference; `cpu` when omitted. */
   executionProviders?: readonly string[];
+  /** Where the edge model's forward passes run (DecoderLoadOptions.thread); the main thread when omitted. */
+  thread?: ModelThread;
   /** Where a provider's start-up fallback is reported. */
   log?: Logger;
   /**
@@ -72,7 +75,8 @@ export async function loadEdgeEngine(sources: EdgeEngineSources): Promise<Loaded
     signal?.throwIfAborted();
     const pack = typeof sources.edgeModel === 'string' ? loadModelPack(sources.edgeModel, sources.edgeModelFile) : sources.edgeModel;
     const tokenizer = await TextTokenizer.fromPack(pack.dir);
-    edgeModel = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders: sources.executionProviders, log: sources.log });
+    const { executionProviders, thread, log } = sources;
+    edgeModel = await DecoderModel.load(pack, { threads: sources.threads || undefined, executionProviders, thread, log });
     const scheduler = sources.maxBatch ? DecodeScheduler.over(edgeModel, { maxBatch: sources.maxBatch }, sources.log) : undefined;
     router = typeof given === 'object' ? given : await loadRouter(given);
     checkRouterFits(router, typeof given === 'string' ? given : undefined, pack, edgeModel.hasHiddenStates);

@@ -10,12 +10,13 @@
  * const { logits, hidden } = await seq.append([1]);
  * seq.dispose(); await model.release();
  */
-import { type DecoderIo, readDecoderIo } from './decoder-io.ts';
+import type { DecoderIo } from './decoder-io.ts';
+import { openDecoderSession } from './decoder-session.ts';
 import { DecoderSequence } from './decoder-sequence.ts';
 import type { DecoderLoadOptions, DecoderStats } from './decoder-types.ts';
-import { createSessionOn } from './execution-providers.ts';
 import type { ModelPack } from './model-pack.ts';
-import type { InferenceSession, OrtTensor } from './ort.ts';
+import type { ModelSession, ModelThread } from './model-session.ts';
+import type { OrtTensor } from './ort.ts';
 import { KvBufferPool } from './kv-buffer-pool.ts';
 import { FusedLayout } from './kv-fused-layout.ts';
 import type { Fetches, KvLayout, LaidOutModel } from './kv-layout.ts';
@@ -57,11 +58,13 @@ export class DecoderModel implements LaidOutModel {
 
   private constructor(
     readonly pack: ModelPack,
-    private readonly session: InferenceSession,
+    private readonly session: ModelSession,
     /** Element types and optional inputs, as the export declares them. */
     readonly io: DecoderIo,
     /** The execution providers the session runs on, in order of preference (after any fallback). */
     readonly executionProviders: readonly string[],
+    /** Where the forward passes run (decoder-session.ts: a worker was asked for, but the export writes in place). */
+    readonly thread: ModelThread,
     kvPoolBytes: number | undefined,
   ) {
     this.hasHiddenStates = io.hidden !== undefined;
@@ -72,15 +75,9 @@ export class DecoderModel implements LaidOutModel {
   }
 
   static async load(pack: ModelPack, options: DecoderLoadOptions = {}): Promise<DecoderModel> {
-    const sessionOptions = {
-      graphOptimizationLevel: 'all',
-      ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
-      ...(options.profileFilePrefix ? { enableProfiling: true, profileFilePrefix: options.profileFilePrefix } : {}),
-    } as const;
-    const { session, executionProviders } = await createSessionOn(pack.modelPath, sessionOptions, options.executionProviders ?? ['cpu'], options.log);
+    const { session, io, executionProviders, thread } = await openDecoderSession(pack, options);
     try {
-      const io = readDecoderIo({ where: pack.modelPath, numLayers: pack.numLayers, inputs: session.inputMetadata, outputs: session.outputMetadata });
-      return new DecoderModel(pack, session, io, executionProviders, options.kvPoolBytes);
+      return new DecoderModel(pack, session, io, executionProviders, thread, options.kvPoolBytes);
     } catch (e) {
       await session.release();
       throw e;
@@ -106,7 +103,8 @@ export class DecoderModel implements LaidOutModel {
     this.stats.runs++;
     this.stats.tokensFed += tokens;
     // onnxruntime-node runs a session inside a setImmediate callback, after the runs already queued. Immediates
-    // fire in order, so one queued right before it marks when this run starts; its wait is not its cost.
+    // fire in order, so one queued right before it marks when this run starts; its wait is not its cost. (On a
+    // worker thread the run starts when the worker reads it, about then too: passes run one at a time.)
     let start = performance.now();
     setImmediate(() => {
       start = performance.now();

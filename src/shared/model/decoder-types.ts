@@ -4,14 +4,21 @@
  */
 import type { KvSnapshot } from './kv-snapshot.ts';
 import type { Logger } from '../process/logger.ts';
+import type { ModelThread } from './model-session.ts';
 
 export interface DecoderLoadOptions {
   /** Threads for one session run; onnxruntime picks when omitted. */
   threads?: number;
   /** onnxruntime execution providers in order of preference (see execution-providers.ts); `['cpu']` when omitted. */
   executionProviders?: readonly string[];
-  /** Where a provider fallback is reported. */
+  /** Where a provider fallback is reported, and a worker thread refused (decoder-session.ts). */
   log?: Logger;
+  /**
+   * Where the forward passes run: `main`, on the JavaScript thread, which they block while they compute; or
+   * `worker`, a worker thread of the model's own (worker-session.ts), so that timers, sockets and requests
+   * are served meanwhile, at the cost of copying the feeds across. `main` when omitted.
+   */
+  thread?: ModelThread;
   /**
    * Turns on onnxruntime's profiler: every run's kernels are timed and written, when `endProfiling` is
    * called, to a JSON file whose name starts with this prefix (onnxruntime appends the date and time).

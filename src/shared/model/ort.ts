@@ -43,3 +43,4 @@ export const ort = ortModule.default ?? ortModule;
 export type OrtTensor = import('onnxruntime-node').Tensor;
 export type InferenceSession = import('onnxruntime-node').InferenceSession;
 export type SessionOptions = import('onnxruntime-node').InferenceSession.SessionOptions;
+export type ValueMetadata = import('onnxruntime-node').InferenceSession.ValueMetadata;
