@@ -10,7 +10,6 @@
 import type { CloudLoad } from '../cloud/cloud-client.ts';
 import { checkCloudReply } from './cloud-reply-check.ts';
 import { unhandledReply, type CloudReply } from './cloud-reply.ts';
-import { elapsed } from './generation-edge.ts';
 import type { TokenEvent } from './generation-events.ts';
 import type { GenerationState } from './generation-state.ts';
 import type { Speculation } from './speculation/speculation.ts';
@@ -60,11 +59,15 @@ export async function askCloud(state: GenerationState, speculation: Speculation,
   });
   // Without a cloud there is nothing to send, nor to decode ahead of.
   let reply = NO_CLOUD;
+  let repliedAt = t;
   if (state.cloud.available) {
     const sent = await speculation.send(stepRequest, (r) => state.sendStep(r));
     // Rejects only when the edge model fails while decoding ahead: that ends the generation.
-    await speculation.decodeAhead(sent.reply);
-    reply = await sent.reply;
+    const ahead = speculation.decodeAhead(sent.reply);
+    reply = await replyWhileDecodingAhead(sent.reply, ahead);
+    repliedAt = performance.now();
+    // The speculative pass still running is edge work, kept when the guess was right: settling needs it.
+    await ahead;
   }
   // Read before the grammar takes the tokens in: the alternatives it allows at each of them.
   const allowed =
@@ -73,7 +76,7 @@ export async function askCloud(state: GenerationState, speculation: Speculation,
       : undefined;
   const taken = takeReply(state, reply, budget);
   if (taken.cancelled) return { source: taken.source, cloudMs: 0, cancelled: true };
-  const cloudMs = elapsed(t);
+  const cloudMs = repliedAt - t;
   metrics.cloudMs += cloudMs;
   if (taken.observed) state.cut.observeStep({ waitMs: cloudMs, ...taken.observed });
   const settled = state.cloud.available ? speculation.settle(taken.chosen) : undefined;
@@ -83,6 +86,15 @@ export async function askCloud(state: GenerationState, speculation: Speculation,
       ? cloudLogprobs(chosen, reply, request.logprobs, state.vocabSize, allowed)
       : undefined;
   return { chosen, source: taken.source, cloudMs, cloudError: taken.cloudError, fed: settled?.fed, ...(logprobs ? { logprobs } : {}) };
+}
+
+/**
+ * The reply as soon as it is read, while decoding ahead may still be in a pass; a failure of decoding ahead
+ * (the edge model's) first. With the model on a worker thread (--model-thread) a reply is read during a
+ * pass, so the routed token's wait ends then, not when the pass does.
+ */
+export function replyWhileDecodingAhead(reply: Promise<CloudReply>, ahead: Promise<void>): Promise<CloudReply> {
+  return Promise.race([reply, ahead.then(() => reply)]);
 }
 
 function takeReply(state: GenerationState, reply: CloudReply, budget: number): TakenReply {

@@ -46,6 +46,8 @@ export async function startPinnedShim(o: {
   cpus: string;
   modelPack: string;
   threads?: number;
+  /** The shim's --model-thread; its own default when absent. */
+  modelThread?: string;
   /** The shim's --prefix-cache-mb; its own default when absent. */
   prefixCacheMb?: number;
   log: (line: string) => void;
@@ -53,6 +55,7 @@ export async function startPinnedShim(o: {
   const command = ['taskset', '--cpu-list', o.cpus, 'bun', join(PROJECT_ROOT, 'src/cloud/main.ts'), '--host', '127.0.0.1', '--port', '0'];
   command.push('--model-pack', o.modelPack, '--threads', String(o.threads ?? 0), '--log-level', 'error');
   if (o.prefixCacheMb !== undefined) command.push('--prefix-cache-mb', String(o.prefixCacheMb));
+  if (o.modelThread !== undefined) command.push('--model-thread', o.modelThread);
   const child = new SupervisedChild({ name: `cloud shim (CPUs ${o.cpus})`, command, env: process.env }, o.log);
   const address = await Promise.race([
     child.firstReady,

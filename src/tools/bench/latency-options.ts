@@ -15,6 +15,9 @@ import { shimTlsFiles } from '../lab/cloud-scorer.ts';
 import { parseThresholds } from '../eval/eval-options.ts';
 import { isCpuList } from './cpu-pinning.ts';
 import type { CloudPrefillMode } from '../../edge/loop/edge-engine.ts';
+import { MODEL_THREADS, type ModelThread } from '../../shared/model/model-session.ts';
+
+const isModelThread = (text: string): text is ModelThread => (MODEL_THREADS as readonly string[]).includes(text);
 
 export const DEFAULT_DATASET = join(ASSETS_DIR, 'datasets', 'commonsenseqa', 'commonsenseqa_200_samples.jsonl');
 /**
@@ -53,6 +56,8 @@ export interface LatencyBenchOptions {
   cloudToken?: string;
   cloudTls?: ClientTlsFiles;
   threads?: number;
+  /** Where the edge's and the shim's forward passes run (--model-thread, as the edge and the shim take it); worker by default. */
+  modelThread?: ModelThread;
   /** CPUs (taskset list) for this process, the edge; set together with `shimCpus`. */
   edgeCpus?: string;
   /** CPUs for the shim, then started as a separate process rather than in this one. */
@@ -121,6 +126,7 @@ export function parseLatencyFlags(
     router: { type: 'string' },
     ...CLOUD_FLAGS,
     threads: { type: 'string' },
+    'model-thread': { type: 'string' },
     'edge-cpus': { type: 'string' },
     'shim-cpus': { type: 'string' },
     json: { type: 'boolean' },
@@ -150,6 +156,8 @@ export function parseLatencyFlags(
   const speculate = parseSpeculate(values.speculate ?? 'off');
   const conditional = values['conditional-steps'] ?? 'on';
   if (conditional !== 'on' && conditional !== 'off') throw new UsageError(`--conditional-steps must be on or off, got ${JSON.stringify(conditional)}`);
+  const modelThread = values['model-thread'] ?? 'worker';
+  if (!isModelThread(modelThread)) throw new UsageError(`--model-thread must be one of ${MODEL_THREADS.join(', ')}, got ${JSON.stringify(modelThread)}`);
   const router = values.router ?? DEMO.routerPack;
   const usesDemo = values['edge-model'] === undefined || (values['cloud-model'] === undefined && values.cloud === undefined) || values.router === undefined;
   return {
@@ -171,6 +179,7 @@ export function parseLatencyFlags(
       cloudToken: shim?.authToken,
       cloudTls: shim ? shimTlsFiles(shim) : undefined,
       threads,
+      modelThread,
       edgeCpus,
       shimCpus,
     },

@@ -69,6 +69,8 @@ export interface LatencyBenchResult {
   max_new_tokens: number;
   /** Tokens each routed step asks the cloud for. */
   route_span: number;
+  /** Where the edge's and the shim's forward passes ran (--model-thread); absent from recordings made before the flag. */
+  model_thread?: string;
   dataset: string;
   slm: string;
   router: string;
@@ -245,7 +247,7 @@ export function formatLatencyTable(r: LatencyBenchResult): string {
   ]);
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [
-    `${r.prompts} prompts from ${r.dataset}, up to ${r.max_new_tokens} new tokens (greedy), RTT ${r.rtt_ms} ms injected${r.route_span > 1 ? `, route span ${r.route_span}` : ''}; edge ${r.slm}, router ${r.router}, cloud: ${r.cloud}. Means per prompt; predicted = cloud calls × RTT + backend compute; wait = each token's cloud wait over all prompts (0 when not routed).`,
+    `${r.prompts} prompts from ${r.dataset}, up to ${r.max_new_tokens} new tokens (greedy), RTT ${r.rtt_ms} ms injected${r.route_span > 1 ? `, route span ${r.route_span}` : ''}; edge ${r.slm}, router ${r.router}, cloud: ${r.cloud}${r.model_thread ? `, forward passes on the ${r.model_thread} thread` : ''}. Means per prompt; predicted = cloud calls × RTT + backend compute; wait = each token's cloud wait over all prompts (0 when not routed).`,
     '',
     line(header),
     line(header.map((_, i) => (i === 0 ? '---' : '---:'))),

@@ -44,7 +44,8 @@ import { splitExtra } from './latency-floor.ts';
 
 export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms MS] [--thresholds LIST] [--route-wait-ms LIST] [--route-span N]
                 [--speculate off,on] [--cloud-prefill lazy,eager] [--conditional-steps on|off] [--dataset FILE]
-                [--edge-model PACK] [--router DIR|builtin|uniform] [--cloud-model PACK | --cloud HOST:PORT] [--threads T] [--json]
+                [--edge-model PACK] [--router DIR|builtin|uniform] [--cloud-model PACK | --cloud HOST:PORT] [--threads T]
+                [--model-thread worker|main] [--json]
                 [--edge-cpus LIST --shim-cpus LIST]
                 [--cloud-token T] [--cloud-tls-ca PEM] [--cloud-tls-cert PEM --cloud-tls-key PEM]
       the reference paper's Table 1: small_only, joint at each τ (default 0.6,0.7,0.8,0.9) and llm_only
@@ -63,6 +64,8 @@ export const USAGE = `bench latency [--prompts N] [--max-new-tokens N] [--rtt-ms
       --conditional-steps off: a speculative position that routes waits for the first reply instead of being
       sent at once as a conditional step (default on);
       a --cloud shim is dialed as the edge would (bearer token, TLS or mutual TLS with the --cloud-* flags);
+      --model-thread: where the edge's and the shim's forward passes run, as the edge and the shim take it
+      (default worker);
       --edge-cpus/--shim-cpus: the edge on these CPUs and the shim as a separate process on those (taskset
       lists, e.g. 0 and 1), so that the cloud model does not compute on the edge's cores;
       --edge-model and --cloud-model were --slm and --llm (old names, still accepted)`;
@@ -156,21 +159,38 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
   let pinnedShim: PinnedShim | undefined;
   let proxy: DelayProxyThread | undefined;
   let grpc: GrpcCloudClient | undefined;
+  const modelThread = o.modelThread ?? 'worker';
   if (o.edgeCpus) pinThisProcess(o.edgeCpus);
   const parts = await loadEdgeEngine({
     edgeModel: o.edgeModel,
     threads: o.threads,
+    thread: modelThread,
     router: o.router === UNIFORM_ROUTER ? new UniformShareRouter(1) : o.router,
   });
   try {
     let target: { host: string; port: number };
     if (o.cloud) target = parseAddress(o.cloud);
     else if (o.shimCpus) {
-      pinnedShim = await startPinnedShim({ cpus: o.shimCpus, modelPack: o.cloudModel, threads: o.threads, prefixCacheMb: SHIM_PREFIX_CACHE_MB, log: o.log });
+      pinnedShim = await startPinnedShim({
+        cpus: o.shimCpus,
+        modelPack: o.cloudModel,
+        threads: o.threads,
+        modelThread,
+        prefixCacheMb: SHIM_PREFIX_CACHE_MB,
+        log: o.log,
+      });
       target = parseAddress(pinnedShim.address);
     } else {
       shim = await startShim(
-        shimConfig({ host: '127.0.0.1', port: 0, modelPack: o.cloudModel, threads: o.threads ?? 0, prefixCacheMb: SHIM_PREFIX_CACHE_MB, logLevel: 'silent' }),
+        shimConfig({
+          host: '127.0.0.1',
+          port: 0,
+          modelPack: o.cloudModel,
+          threads: o.threads ?? 0,
+          modelThread,
+          prefixCacheMb: SHIM_PREFIX_CACHE_MB,
+          logLevel: 'silent',
+        }),
         {
           log: silentLogger,
         },
@@ -227,6 +247,7 @@ export async function runLatencyBench(o: LatencyBenchOptions): Promise<LatencyBe
         o.cloud ??
         (o.shimCpus ? `shim process on CPUs ${o.shimCpus} (edge on ${o.edgeCpus}), embedded ${o.cloudModel}` : `in-process shim, embedded ${o.cloudModel}`),
       route_span: o.routeSpan ?? 1,
+      model_thread: modelThread,
       rows,
       identical_outputs: identicalOutputs(settings, runs),
     };
