@@ -125,6 +125,25 @@ describe('step admission', () => {
     expect(clock.timers).toHaveLength(0);
   });
 
+  test('work nobody waits for (an extend) takes only a slot free now: never one a step waits for, and no refusal counted', async () => {
+    const clock = new ManualClock();
+    const admission = new StepAdmission(1, clock);
+    const ahead = admission.tryAcquire(never)!;
+    expect(ahead.waitedMs).toBe(0);
+    expect(admission.tryAcquire(never)).toBeUndefined();
+    const step = admission.acquire(10_000, never);
+    ahead.release(false);
+    const stepSlot = slotOf(await step);
+    // A step is waiting or running: nothing ahead of it.
+    expect(admission.tryAcquire(never)).toBeUndefined();
+    stepSlot.release(true);
+    const aborted = new AbortController();
+    aborted.abort();
+    expect(admission.tryAcquire(aborted.signal)).toBeUndefined();
+    expect(admission.tryAcquire(never)).toBeDefined();
+    expect(admission.overloaded).toBe(0);
+  });
+
   test('a waiting step whose session ends leaves the queue with the reason; N must be a positive integer', async () => {
     const clock = new ManualClock();
     const admission = new StepAdmission(1, clock);

@@ -49,6 +49,13 @@ export class Fields {
     return typeof value === 'string' ? value : this.fail(path, 'a string');
   }
 
+  /** A string, or null where the command wrote none (a field added after older recordings). */
+  strOrNull(key: string): string | null {
+    const { value, path } = this.child(key);
+    if (value === null || value === undefined) return null;
+    return typeof value === 'string' ? value : this.fail(path, 'a string or nothing');
+  }
+
   bool(key: string): boolean {
     const { value, path } = this.child(key);
     return typeof value === 'boolean' ? value : this.fail(path, 'true or false');

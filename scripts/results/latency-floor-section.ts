@@ -12,6 +12,12 @@
 import type { DataFile } from './data-file.ts';
 import { f1, f2, orDash, pct, provenance, shortName, table } from './markdown.ts';
 
+/** Where the forward passes ran, for a recording that says (those before --model-thread ran them on the main thread). */
+function modelThread(d: DataFile['data']): string {
+  const thread = d.strOrNull('model_thread');
+  return thread ? `, forward passes on the ${thread} thread` : ', forward passes on the JavaScript thread';
+}
+
 export function latencyFloorSection(file: DataFile): string {
   const d = file.data;
   const rows = d.list('rows').map((row) => {
@@ -37,11 +43,12 @@ export function latencyFloorSection(file: DataFile): string {
     provenance(file),
     '',
     `Edge model \`${shortName(d.str('slm'))}\`, router \`${shortName(d.str('router'))}\`, cloud \`${shortName(d.str('cloud'))}\`, ` +
-      `${d.num('rtt_ms')} ms of round trip added; ${d.num('prompts')} prompts, up to ${d.num('max_new_tokens')} new tokens, greedy; ` +
+      `${d.num('rtt_ms')} ms of round trip added${modelThread(d)}; ${d.num('prompts')} prompts, up to ${d.num('max_new_tokens')} new tokens, greedy; ` +
       "means per prompt. Extra is the overall time over small_only's; of it, cloud prefill is the shim's time on the first routed step " +
       'beyond one cloud decode step, re-decode the speculative steps thrown away, and the tail the rest: round trips the edge could not ' +
       "hide. Held is the first routed token's wait beyond one round trip and the shim's time on its step: behind an edge forward pass " +
-      'in flight, or at the shim behind the prefill sent ahead (src/tools/bench/latency-floor.ts). A cloud decode step is the median ' +
+      'in flight (with the model on the JavaScript thread), or at the shim behind the prefill or an extend sent ahead ' +
+      '(src/tools/bench/latency-floor.ts). With the prompt sent ahead, the tokens the edge decides follow as extends. A cloud decode step is the median ' +
       "backend time of each generation's steps after its first (each with the tokens the edge decoded since the step before)." +
       (identical === null
         ? ''

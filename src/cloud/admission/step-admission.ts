@@ -163,6 +163,15 @@ export class StepAdmission {
     });
   }
 
+  /**
+   * A slot only if one is free now and no step waits for one; undefined otherwise, which is no refusal:
+   * work nobody waits for (an extend computed ahead) never queues in front of a step.
+   */
+  tryAcquire(signal: AbortSignal): AdmissionSlot | undefined {
+    if (signal.aborted || this.freeSlots() === 0 || this.queue.length > 0) return undefined;
+    return this.take(this.clock.now());
+  }
+
   private refuse(): 'overloaded' {
     this.overloaded++;
     return 'overloaded';

@@ -9,8 +9,8 @@
  *   context like a step's delta; they are computed only when no other message waits on the stream (a step
  *   behind them computes them anyway, and extends behind them are computed together), and nothing is
  *   answered, so a computation that fails or finds no slot is dropped: the next step computes what is missing.
- * Both take a backend slot like a step and stay under the step deadline. A backend that keeps nothing
- * between requests (no `prefill`) computes nothing.
+ * Both take a backend slot like a step (an extend only a free one: it never queues in front of steps) and
+ * stay under the step deadline. A backend that keeps nothing between requests (no `prefill`) computes nothing.
  *
  * @example
  * if (open.prefill) yield await prefillAhead(route, ctx); // { prefilled: { contextLength, cachedTokens, ... } }
@@ -78,7 +78,7 @@ export async function extendAhead(
   ctx.store.append(session, extend.offset, extend.ids, sources);
   if (waiting > 0) return;
   try {
-    const computed = await computeContext(route, ctx, `extend-${session.ids.length}`);
+    const computed = await computeContext(route, ctx, `extend-${session.ids.length}`, { wait: false });
     if (computed.kind === 'computed') ctx.log.debug('extend', { session: session.id, context: session.ids.length, ...computed.result });
   } catch (e) {
     // Nobody waits for an extend's answer: the stream's end would fail the next step for nothing it did.
@@ -87,14 +87,17 @@ export async function extendAhead(
   }
 }
 
-/** Computes the session's context into the backend's cache under a slot and the step deadline. */
-async function computeContext(route: PrefillRoute, ctx: PrefillContext, what: string): Promise<Computed> {
+/**
+ * Computes the session's context into the backend's cache under a slot and the step deadline. `wait: false`:
+ * only when a slot is free now (an extend never queues in front of steps, and is no refusal when it cannot).
+ */
+async function computeContext(route: PrefillRoute, ctx: PrefillContext, what: string, { wait = true } = {}): Promise<Computed> {
   const { session, sequence } = route;
   const { admission, store } = ctx;
   if (!sequence.prefill) return { kind: 'no-cache' };
   session.busy = true;
   try {
-    const slot = await admission.acquire(route.stepTimeoutMs, route.signal);
+    const slot = wait ? await admission.acquire(route.stepTimeoutMs, route.signal) : (admission.tryAcquire(route.signal) ?? 'overloaded');
     if (slot === 'overloaded') return { kind: 'overloaded' };
     try {
       const result = await withDeadline(route.signal, Math.max(1, Math.round(route.stepTimeoutMs - slot.waitedMs)), (signal) =>

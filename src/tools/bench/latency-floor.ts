@@ -5,9 +5,9 @@
  *   (the median backend time of the steps after each generation's first): the prompt's prefill when the
  *   conversation opens at that token, what is left of it when the prompt went ahead.
  * - Held: the first routed token's wait beyond one round trip and the shim's time on its step. The reply
- *   waited at one end or the other: on the edge, behind a forward pass in flight (onnxruntime-node runs a pass
- *   on the JavaScript thread, so a reply that arrives during a speculative pass is read when it ends); at the
- *   shim, behind the prefill sent ahead, if that was still running when the step came.
+ *   waited at one end or the other: on the edge, behind a forward pass in flight when the model runs on the
+ *   JavaScript thread (`--model-thread main`: a reply that arrives during a speculative pass is read when it
+ *   ends); at the shim, behind the prefill or an extend sent ahead, if that was still running when the step came.
  * - Re-decode: the edge's speculative steps thrown away after a wrong guess.
  * - The tail: the rest of the extra time, the round trips the edge could not hide behind its own decoding
  *   (above all the last routed token's, which the answer cannot end before).
