@@ -274,6 +274,16 @@ const PAIRS: PairSection[] = [
           '--threads 1 --json',
         required: false,
       })),
+      {
+        title: 'The latency floor at 24 new tokens with the forward passes on the JavaScript thread (`--model-thread main`), for comparison',
+        file: 'qwen2.5-0.5b-bench-latency-floor-24-main-thread',
+        render: latencyFloorSection,
+        command:
+          'bun run bench latency --prompts 3 --max-new-tokens 24 --rtt-ms 170 --router uniform --thresholds 0.1 --speculate off,on ' +
+          '--cloud-prefill lazy,eager --edge-model models/bench/qwen2.5-0.5b --cloud-model models/bench/qwen2.5-0.5b --edge-cpus 0 --shim-cpus 1 ' +
+          '--threads 1 --model-thread main --json',
+        required: false,
+      },
     ],
   },
 ];

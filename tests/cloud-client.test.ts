@@ -120,6 +120,11 @@ describe('what the client sends', () => {
     expect(bytes.length).toBe(30);
   });
 
+  test('a one-token extend is 10-14 bytes on the wire, as the contract says', () => {
+    const extend = (offset: number, id: number) => serializeRouteRequest({ extend: { offset, ids: [id], sources: ['TOKEN_SOURCE_SLM'] } }).length;
+    expect([extend(5, 7), extend(300, 400), extend(32_767, 151_643)]).toEqual([10, 12, 14]);
+  });
+
   test('a step that gets no answer fails at its deadline, and that one miss opens the circuit', async () => {
     rec.answer = null;
     const client = new GrpcCloudClient({ address: `127.0.0.1:${rec.port}`, stepTimeoutMs: 150, backoff: { initialMs: 60_000, failureThreshold: 3 } });

@@ -49,7 +49,9 @@ export function latencyFloorSection(file: DataFile): string {
       "hide. Held is the first routed token's wait beyond one round trip and the shim's time on its step: behind an edge forward pass " +
       'in flight (with the model on the JavaScript thread), or at the shim behind the prefill or an extend sent ahead ' +
       '(src/tools/bench/latency-floor.ts). With the prompt sent ahead, the tokens the edge decides follow as extends. A cloud decode step is the median ' +
-      "backend time of each generation's steps after its first (each with the tokens the edge decoded since the step before)." +
+      "backend time of each generation's steps after its first (each with the tokens the edge decoded since the step before); " +
+      'with the prompt sent ahead those tokens were computed as extends, so a step is the sampling alone, and one decode step of the ' +
+      "cloud model is llm_only's (one token per step)." +
       (identical === null
         ? ''
         : identical

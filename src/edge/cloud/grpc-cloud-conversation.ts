@@ -132,8 +132,9 @@ export class GrpcCloudConversation implements CloudConversation {
   extend(request: CloudStepRequest): void {
     const live = this.live;
     if (!live || this.state.inFlight > 0 || this.signal?.aborted) return;
-    // A stream the shim ended, or whose context is not the edge's: the next step replaces it.
-    if (live.endedBetweenSteps() || !this.shim.matches(request.context)) return;
+    // A stream the shim ended, or whose context is not the edge's: the next step replaces it. What the shim said
+    // on its own (`opened`, `prefilled`) is left for the next step to read: a tokenizer it refuses fails a step.
+    if (live.reader.finished || !this.shim.matches(request.context)) return;
     checkSources(request);
     const from = this.shim.length;
     const message = this.shim.extend(request);
