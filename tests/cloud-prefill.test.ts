@@ -253,6 +253,49 @@ describe('HTTP backends', () => {
     }
   });
 
+  test('SGLang: an extend is a /generate with no new tokens on the longer context; one the backend fails leaves the stream up and the step computes it', async () => {
+    const fake = new FakeSglang(pair.cloudModel, pair.tokenizer);
+    const lines: Record<string, unknown>[] = [];
+    const shim = await startTestShim(
+      { backend: 'sglang', backendUrl: fake.url, modelPack: pair.cloudModel.pack.dir },
+      { log: createLogger('shim', 'debug', (line) => lines.push(JSON.parse(line))) },
+    );
+    const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 5_000 });
+    const until = async (seen: () => boolean) => {
+      for (let waited = 0; !seen() && waited < 5_000; waited += 5) await Bun.sleep(5);
+      expect(seen()).toBe(true);
+    };
+    try {
+      const edge = new EdgeContext([1, 403, 261]);
+      const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'extend-sglang' });
+      conversation.prefill!(edge.step());
+      edge.push([376], 'slm');
+      conversation.extend!(edge.step());
+      await until(() => lines.some((l) => l.msg === 'extend'));
+      // The backend fails the next extend's /generate: nothing is answered for it, and the stream goes on.
+      fake.options.httpError = { status: 500, body: { error: { message: 'out of memory' } } };
+      edge.push([263], 'slm');
+      conversation.extend!(edge.step());
+      await until(() => lines.some((l) => l.msg === 'extend not computed'));
+      fake.options.httpError = undefined;
+      const reply = await conversation.next(edge.step());
+      await conversation.close();
+      expect(reply.tokens).toEqual(await greedyReference(pair.cloudModel, edge.ids, 1));
+      const requests = fake.requests as { input_ids: number[]; sampling_params: { max_new_tokens: number } }[];
+      expect(requests.map((r) => [r.input_ids.length, r.sampling_params.max_new_tokens])).toEqual([
+        [3, 0],
+        [4, 0],
+        [5, 0],
+        [5, 1],
+      ]);
+      expect(lines.filter((l) => l.msg === 'session opened')).toHaveLength(1);
+    } finally {
+      await client.close();
+      await shim.shutdown();
+      await fake.stop();
+    }
+  });
+
   test('OpenAI-compatible: nothing to prefill, nothing sent ahead; the step is served as without', async () => {
     const fake = new FakeOpenAi(pair.cloudModel, pair.tokenizer);
     try {

@@ -14,8 +14,7 @@ import { f1, f2, orDash, pct, provenance, shortName, table } from './markdown.ts
 
 /** Where the forward passes ran, for a recording that says (those before --model-thread ran them on the main thread). */
 function modelThread(d: DataFile['data']): string {
-  const thread = d.strOrNull('model_thread');
-  return thread ? `, forward passes on the ${thread} thread` : ', forward passes on the JavaScript thread';
+  return d.strOrNull('model_thread') === 'worker' ? ', forward passes on a worker thread' : ', forward passes on the JavaScript thread';
 }
 
 export function latencyFloorSection(file: DataFile): string {
