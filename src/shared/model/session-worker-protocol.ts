@@ -11,6 +11,7 @@
 import type { ErrorCode } from '../errors.ts';
 import type { LogLevel } from '../process/logger.ts';
 import { ort, type OrtTensor, type SessionOptions, type ValueMetadata } from './ort.ts';
+import { feedable } from './float-tensors.ts';
 
 export interface WireTensor {
   type: OrtTensor['type'];
@@ -63,8 +64,13 @@ export function wireBuffers(wire: WireTensors): ArrayBuffer[] {
   return [...buffers];
 }
 
+/**
+ * The tensors rebuilt on this thread. A float16 tensor is made feedable (float-tensors.ts): onnxruntime-common
+ * turns the `Uint16Array` bits that crossed into a `Float16Array`, whose contents Bun's N-API cannot hand to
+ * onnxruntime, so a float16 cache fed back on the worker would read as empty.
+ */
 export function tensorsFromWire(wire: WireTensors): Record<string, OrtTensor> {
   const tensors: Record<string, OrtTensor> = {};
-  for (const [name, { type, dims, data }] of Object.entries(wire)) tensors[name] = new ort.Tensor(type, data, dims);
+  for (const [name, { type, dims, data }] of Object.entries(wire)) tensors[name] = feedable(new ort.Tensor(type, data, dims));
   return tensors;
 }
