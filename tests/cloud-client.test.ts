@@ -459,6 +459,25 @@ describe('circuit breaker (injected clock)', () => {
     expect(refusal(b)).toBe('admitted');
   });
 
+  test('steps on the wire together when the shim fails count once; a step sent after a failure counts again; a missed deadline opens at once', () => {
+    const { b } = breaker({ failureThreshold: 3 });
+    // Four steps in flight when the shim dies: one incident.
+    const together = [b.mark(), b.mark(), b.mark(), b.mark()];
+    for (const since of together) b.failure('error', since);
+    expect([b.state, b.consecutiveFailures]).toEqual(['closed', 1]);
+    // Sent after it came back: independent attempts, in a row.
+    b.failure('error', b.mark());
+    expect([b.state, b.consecutiveFailures]).toEqual(['closed', 2]);
+    b.failure('error', b.mark());
+    expect([b.state, b.consecutiveFailures]).toEqual(['open', 3]);
+    // A step in flight that misses its deadline opens the circuit whenever it began.
+    const fresh = breaker({ failureThreshold: 3 }).b;
+    const early = fresh.mark();
+    fresh.failure('error', fresh.mark());
+    fresh.failure('deadline', early);
+    expect(fresh.state).toBe('open');
+  });
+
   test('the default threshold is 3', () => {
     const { b } = breaker();
     b.failure();

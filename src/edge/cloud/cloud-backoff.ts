@@ -11,6 +11,9 @@
  * a shim restart; a shim that is slow past the deadline costs a whole deadline of stalled output per
  * attempt, and a user watching the page would rather see the edge's own tokens than wait that long again.
  *
+ * A failure counts only when the attempt began after the last counted one came back (`mark`): steps in flight
+ * together when a shim dies are one incident, not several failures in a row.
+ *
  * Whoever `check` lets through as the probe must report `success`, `failure` or `abandon` (an attempt
  * that ended without saying anything about the cloud, e.g. cancelled), or the circuit stays half-open.
  * A refusal (`CircuitOpenError`) is not a failure and must not be reported as one: it would push the
@@ -57,6 +60,8 @@ export class CloudBackoff {
   private retryAt = 0;
   private probing = false;
   private lastFailureAt = 0;
+  /** Failures counted since the breaker was made (never reset): what `mark` reads. */
+  private counted = 0;
 
   constructor(
     readonly options: BackoffOptions,
@@ -106,7 +111,19 @@ export class CloudBackoff {
     this.probing = true;
   }
 
-  failure(kind: FailureKind = 'error'): void {
+  /**
+   * A mark of the failures counted so far, taken when an attempt starts. Failures in a row are evidence only
+   * from attempts made after the last one came back: steps that were all on the wire when a shim died fail
+   * together, one incident, and counting each would open the circuit on every balancer that loses a worker.
+   */
+  mark(): number {
+    return this.counted;
+  }
+
+  /** `since`: the attempt's `mark()`; a plain failure is not counted when another was counted since it began. */
+  failure(kind: FailureKind = 'error', since?: number): void {
+    if (kind === 'error' && since !== undefined && this.counted > since) return;
+    this.counted++;
     this.failures++;
     this.lastFailureAt = this.now();
     const state = this.state;

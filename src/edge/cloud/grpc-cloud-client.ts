@@ -208,6 +208,11 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
     throw mismatch;
   }
 
+  /** @internal the breaker's mark, taken when a step starts (CloudBackoff.mark). */
+  failureMark(): number {
+    return this.backoff.mark();
+  }
+
   /** @internal a step was answered: the breaker closes, and the credentials are evidently good. */
   stepSucceeded(): void {
     this.credentialsRefused = false;
@@ -215,10 +220,10 @@ export class GrpcCloudClient implements CloudClient, RouteStreamHost {
   }
 
   /** @internal a step failed or was abandoned: the breaker counts it, and the probe follows its new schedule. */
-  stepFailed(failure: StepFailure): void {
+  stepFailed(failure: StepFailure, since?: number): void {
     if (failure === 'refused') this.credentialsRefused = true;
     if (failure === 'abandoned' || failure === 'refused') this.backoff.abandon();
-    else this.backoff.failure(failure);
+    else this.backoff.failure(failure, since);
     if (this.options.healthProbe !== false) this.probe.schedule();
   }
 

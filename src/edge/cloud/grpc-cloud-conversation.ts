@@ -167,6 +167,7 @@ export class GrpcCloudConversation implements CloudConversation {
     // step's reply moves the copy on.
     if (signal?.aborted) throw abortReason(signal);
     checkSources(request);
+    const since = this.host.failureMark?.();
     const assumes = pipelined ? { predecessor: this.lastReply, message: this.shim.conditionalStep(request) } : undefined;
     try {
       try {
@@ -180,7 +181,7 @@ export class GrpcCloudConversation implements CloudConversation {
     } catch (e) {
       // The step it assumed failed and said so to the breaker already; this one only follows it.
       if (e instanceof PredecessorFailed) throw e;
-      throw this.failed(e, signal);
+      throw this.failed(e, signal, since);
     }
   }
 
@@ -265,7 +266,7 @@ export class GrpcCloudConversation implements CloudConversation {
   }
 
   /** Reports a failed step to the host's breaker; returns the error to throw, in plain words. */
-  private failed(e: unknown, signal: AbortSignal | undefined): AppError {
+  private failed(e: unknown, signal: AbortSignal | undefined, since: number | undefined): AppError {
     const error = signal?.aborted ? abortReason(signal) : toAppError(e);
     // A refusal by the breaker tried nothing, so it says nothing about the cloud; an attempt that was
     // cancelled or refused as a bad request says nothing either, but may have been the half-open probe.
@@ -275,7 +276,7 @@ export class GrpcCloudConversation implements CloudConversation {
     const budgetMissed = error.code === 'DEADLINE_EXCEEDED' && this.stepTimeoutMs < this.host.stepTimeoutMs;
     if (!signal?.aborted && CREDENTIAL_REFUSALS.has(error.code)) this.host.stepFailed('refused');
     else if (signal?.aborted || budgetMissed || !TRANSPORT_FAILURES.has(error.code)) this.host.stepFailed('abandoned');
-    else this.host.stepFailed(error.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'error');
+    else this.host.stepFailed(error.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'error', since);
     return withPlainReason(error);
   }
 

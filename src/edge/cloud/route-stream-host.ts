@@ -25,7 +25,10 @@ export interface RouteStreamHost {
   /** Checks the shim's `opened` before any result on its stream is read; throws to refuse the stream (a tokenizer not the edge model's). */
   sessionOpened?(opened: SessionOpened__Output): void;
   stepSucceeded(): void;
-  stepFailed(failure: StepFailure): void;
+  /** `since`: `failureMark()` when the step started (CloudBackoff.mark): failures of steps in flight together count once. */
+  stepFailed(failure: StepFailure, since?: number): void;
+  /** The breaker's mark of counted failures (CloudBackoff.mark); absent where nothing is counted. */
+  failureMark?(): number;
   /** The conversation closed. */
   forget(conversation: CloudConversation): void;
 }
