@@ -17,7 +17,7 @@ import type { CloudPrefillMode } from '../src/edge/loop/edge-engine.ts';
 import { parseGenerationRequest, type RawGenerationRequest } from '../src/edge/request/generation-request.ts';
 import { TopProbabilityScorer } from '../src/edge/routing/router.ts';
 import { createLogger } from '../src/shared/process/logger.ts';
-import { EdgeContext, greedyReference, startTestShim } from './helpers/cloud-fixture.ts';
+import { EdgeContext, greedyReference, startTestShim, waitFor } from './helpers/cloud-fixture.ts';
 import { FakeOpenAi } from './helpers/cloud-fake-openai.ts';
 import { FakeSglang } from './helpers/cloud-fake-sglang.ts';
 import { loadDemoPairModels, type DemoPairModels } from './helpers/demo-pair-models.ts';
@@ -121,10 +121,6 @@ describe('through a real shim', () => {
     const lines: Record<string, unknown>[] = [];
     const shim = await startTestShim({}, { log: createLogger('shim', 'debug', (line) => lines.push(JSON.parse(line))) });
     const client = new GrpcCloudClient({ address: shim.address });
-    const until = async (seen: () => boolean) => {
-      for (let waited = 0; !seen() && waited < 5_000; waited += 5) await Bun.sleep(5);
-      expect(seen()).toBe(true);
-    };
     try {
       const edge = new EdgeContext([1, 403, 261, 376]);
       const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'extends' });
@@ -132,7 +128,7 @@ describe('through a real shim', () => {
       for (const id of [263, 353]) {
         edge.push([id], 'slm');
         conversation.extend!(edge.step());
-        await until(() => lines.some((l) => l.msg === 'extend' && l.context === edge.ids.length));
+        await waitFor(() => lines.some((l) => l.msg === 'extend' && l.context === edge.ids.length), 5_000, 'the shim to compute the extend');
       }
       const reply = await conversation.next(edge.step());
       expect(reply.tokens).toEqual(await greedyReference(pair.cloudModel, edge.ids, 1));
@@ -261,22 +257,18 @@ describe('HTTP backends', () => {
       { log: createLogger('shim', 'debug', (line) => lines.push(JSON.parse(line))) },
     );
     const client = new GrpcCloudClient({ address: shim.address, stepTimeoutMs: 5_000 });
-    const until = async (seen: () => boolean) => {
-      for (let waited = 0; !seen() && waited < 5_000; waited += 5) await Bun.sleep(5);
-      expect(seen()).toBe(true);
-    };
     try {
       const edge = new EdgeContext([1, 403, 261]);
       const conversation = client.openConversation({ gate: CloudGate.OPEN, requestId: 'extend-sglang' });
       conversation.prefill!(edge.step());
       edge.push([376], 'slm');
       conversation.extend!(edge.step());
-      await until(() => lines.some((l) => l.msg === 'extend'));
+      await waitFor(() => lines.some((l) => l.msg === 'extend'), 5_000, 'the shim to compute the extend');
       // The backend fails the next extend's /generate: nothing is answered for it, and the stream goes on.
       fake.options.httpError = { status: 500, body: { error: { message: 'out of memory' } } };
       edge.push([263], 'slm');
       conversation.extend!(edge.step());
-      await until(() => lines.some((l) => l.msg === 'extend not computed'));
+      await waitFor(() => lines.some((l) => l.msg === 'extend not computed'), 5_000, 'the failed extend to be logged');
       fake.options.httpError = undefined;
       const reply = await conversation.next(edge.step());
       await conversation.close();

@@ -114,7 +114,7 @@ export async function* routeSession(requests: RequestSource, ctx: ShimContext, s
           store.touch(open.session);
         }
       } else if (read.event === 'extend') {
-        await extendAhead(route!, { ...ctx, backendInfo: backend.info }, read.extend, requests.waiting());
+        await extendAhead(route!, ctx, read.extend, requests.waiting());
       }
     }
     if (session) log.debug('session closed', { session: session.id, ...totals() });

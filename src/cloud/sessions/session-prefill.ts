@@ -19,7 +19,7 @@
 import type { ContextExtend__Output, RouteResponse } from '../../shared/grpc/proto.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/process/logger.ts';
-import type { BackendInfo, BackendPrefillResult, BackendSequence } from '../backends/backend.ts';
+import type { Backend, BackendPrefillResult, BackendSequence } from '../backends/backend.ts';
 import { withDeadline } from '../backends/backend-deadline.ts';
 import type { RoutingSession, SessionStore } from './session-store.ts';
 import type { AdmissionLoad, StepAdmission } from '../admission/step-admission.ts';
@@ -69,12 +69,12 @@ export async function prefillAhead(route: PrefillRoute, ctx: PrefillContext): Pr
  */
 export async function extendAhead(
   route: PrefillRoute,
-  ctx: PrefillContext & { backendInfo: BackendInfo },
+  ctx: PrefillContext & { backend: Pick<Backend, 'info'> },
   extend: ContextExtend__Output,
   waiting: number,
 ): Promise<void> {
   const { session } = route;
-  const sources = checkExtend(extend, session.ids.length, ctx.backendInfo);
+  const sources = checkExtend(extend, session.ids.length, ctx.backend.info);
   ctx.store.append(session, extend.offset, extend.ids, sources);
   if (waiting > 0) return;
   try {

@@ -73,12 +73,8 @@ export class ShimContextCopy {
 
   /** The step that sends what the shim lacks of `request.context` (which `matches` the copy); the copy takes it in. */
   step(request: CloudStepRequest): RouteRequest {
-    const from = this.ids.length;
-    const ids = request.context.slice(from);
-    const message: RouteRequest = { step: { ...stepMessage(request, from, ids, toWireSources(request.sources.slice(from))), ...this.samplingChange(request) } };
-    this.ids.push(...ids);
-    this.verified = this.ids.length;
-    return message;
+    const { from, ids, sources } = this.takeRest(request);
+    return { step: { ...stepMessage(request, from, ids, sources), ...this.samplingChange(request) } };
   }
 
   /**
@@ -86,12 +82,18 @@ export class ShimContextCopy {
    * copy), or undefined when it lacks nothing; the copy takes it in (`forget` takes it back, unsent).
    */
   extend(request: CloudStepRequest): RouteRequest | undefined {
+    if (request.context.length === this.ids.length) return undefined;
+    const { from, ids, sources } = this.takeRest(request);
+    return { extend: { offset: from, ids, sources } };
+  }
+
+  /** What `request.context` holds past the copy (which it `matches`), taken into the copy: a step's or an extend's delta. */
+  private takeRest(request: CloudStepRequest): { from: number; ids: number[]; sources: ReturnType<typeof toWireSources> } {
     const from = this.ids.length;
     const ids = request.context.slice(from);
-    if (ids.length === 0) return undefined;
     this.ids.push(...ids);
     this.verified = this.ids.length;
-    return { extend: { offset: from, ids, sources: toWireSources(request.sources.slice(from)) } };
+    return { from, ids, sources: toWireSources(request.sources.slice(from)) };
   }
 
   /** Takes back what was never sent: the copy ends at `length` again. */

@@ -95,9 +95,9 @@ export function sendPromptAhead(state: GenerationState): boolean {
  * them, so that the shim computes them while the edge does.
  */
 export function sendDecidedAhead(state: GenerationState): void {
-  // Nothing goes ahead of a step that will not come: the answer ends here.
-  if (state.request.mode !== 'joint' || state.endBeforeStep() !== undefined) return;
-  state.cloud.extendAhead(state.stepRequest(state.context, state.sources, { tokenIndex: state.metrics.tokens, maxTokens: 1, score: null }));
+  // Nothing goes ahead of a step that will not come: the answer ends here. (A prompt sent ahead means joint mode.)
+  if (state.endBeforeStep() !== undefined) return;
+  state.cloud.extendAhead(() => state.stepRequest(state.context, state.sources, { tokenIndex: state.metrics.tokens, maxTokens: 1, score: null }));
 }
 
 /** Records whether this turn of a named conversation routed, for `auto` on its next turn. */

@@ -63,10 +63,10 @@ export class GenerationCloud {
   /**
    * After the prompt went ahead, sends what the edge decided since (CloudConversation.extend), so that the
    * shim computes it before the next routed step instead of during it. Without a prompt sent ahead nothing is
-   * sent between steps: --cloud-prefill lazy keeps the conversation as it was.
+   * sent between steps, and `request` is not even built: --cloud-prefill lazy keeps the conversation as it was.
    */
-  extendAhead(request: CloudStepRequest): void {
-    if (this.ahead) this.opened?.extend?.(request);
+  extendAhead(request: () => CloudStepRequest): void {
+    if (this.ahead) this.opened?.extend?.(request());
   }
 
   /** Whether the edge has a cloud at all: without one a routed position is the edge's, with nothing sent. */

@@ -80,9 +80,7 @@ export class PseudonymisedConversation implements CloudConversation {
    */
   prefill(request: CloudStepRequest): void {
     if (this.closed || this.inner) return;
-    const translating = performance.now();
-    const cloud = this.pseudonymiser.toCloud(request.context, request.sources);
-    this.spent(translating);
+    const cloud = this.toCloud(request);
     if (cloud.withheld) return;
     for (const p of cloud.placeholders) this.disclosure?.placeholders.add(p);
     this.inner = this.open();
@@ -97,9 +95,7 @@ export class PseudonymisedConversation implements CloudConversation {
    */
   extend(request: CloudStepRequest): void {
     if (this.closed || !this.inner?.extend) return;
-    const translating = performance.now();
-    const cloud = this.pseudonymiser.toCloud(request.context, request.sources);
-    this.spent(translating);
+    const cloud = this.toCloud(request);
     if (cloud.withheld || !startsWith(cloud.ids, this.cloudHolds)) return;
     for (const p of cloud.placeholders) this.disclosure?.placeholders.add(p);
     this.cloudHolds = cloud.ids;
@@ -110,6 +106,14 @@ export class PseudonymisedConversation implements CloudConversation {
   async close(): Promise<void> {
     this.closed = true;
     await this.inner?.close();
+  }
+
+  /** The request's context as the cloud may read it (pseudonymiser.toCloud), its time counted. */
+  private toCloud(request: CloudStepRequest): ReturnType<Pseudonymiser['toCloud']> {
+    const translating = performance.now();
+    const cloud = this.pseudonymiser.toCloud(request.context, request.sources);
+    this.spent(translating);
+    return cloud;
   }
 
   /** Counts the time since `since` in the generation's record of what privacy costs. */
@@ -128,9 +132,7 @@ export class PseudonymisedConversation implements CloudConversation {
   private async step(request: CloudStepRequest): Promise<CloudStepReply> {
     this.answered = undefined;
     if (this.closed) throw new AppError('FAILED_PRECONDITION', 'the cloud conversation is closed');
-    let translating = performance.now();
-    const cloud = this.pseudonymiser.toCloud(request.context, request.sources);
-    this.spent(translating);
+    const cloud = this.toCloud(request);
     if (cloud.withheld) {
       if (this.disclosure) this.disclosure.withheldSteps++;
       return withheldReply();
@@ -171,16 +173,16 @@ export class PseudonymisedConversation implements CloudConversation {
       sources = [...sources, ...reply.tokens.map((): TokenSource => 'llm')];
       this.cloudHolds = context;
       const stopped = reply.tokens.some((id) => request.stopTokenIds.includes(id));
-      translating = performance.now();
+      const translating = performance.now();
       const reached = this.pseudonymiser.placeholdersIn(cloud.ids, written);
       this.spent(translating);
       if (reached.complete > complete) [complete, sincePlaceholder] = [reached.complete, 0];
       if (stopped || !reached.inside || sincePlaceholder + 1 >= MAX_PLACEHOLDER_TOKENS || written.length >= room + MAX_PLACEHOLDER_TOKENS) break;
     }
     this.disclosure?.holds(context);
-    translating = performance.now();
+    const restoring = performance.now();
     const { ids, restored, text } = this.pseudonymiser.fromCloud(cloud.ids, written, request.context.length);
-    this.spent(translating);
+    this.spent(restoring);
     // A restored value goes whole where the generation has room: cut short, the edge model would have to finish it.
     // Tokens read past the span to see whether a placeholder came ("[" that starts none) are kept too: the shim
     // holds them, and dropping them would make the next step disagree with it and open a new stream.
