@@ -6,6 +6,7 @@ import {
   cloudGainTargets,
   cloudNllTargets,
   loopBreaks,
+  loopEntries,
   mixedGainTargets,
   nllGainTarget,
   textGainTargets,
@@ -121,6 +122,38 @@ describe('loop-nll labels', () => {
     expect([...loop.labels]).toEqual([1, 1, 0, 1, 1, 1, 1, 0, 0]);
     // The same records under cloud-nll: the loop steps keep its soft target.
     expect(labelsFor('cloud-nll', records).targets[8]).toBeCloseTo(nll, 6);
+  });
+});
+
+describe('loop-guard-nll labels', () => {
+  // A trajectory looping on 7 8 9: after its 7th id the edge would write 8 (the loop's next step); after its 8th it
+  // proposes 5 where the cloud would write 9, completing 9 7 8 9 seen before: a route there would take the loop on.
+  const ids = [7, 8, 9, 7, 8, 9, 7, 8];
+  const positions = [6, 6, 7];
+  const proposed = [8, 8, 5];
+  const cloudTop = [8, 5, 9];
+  const records = {
+    count: 3,
+    proposed: Int32Array.from(proposed),
+    cloudTop: Int32Array.from(cloudTop),
+    repeatsFourGram: Uint8Array.from(positions, (p, k) => (repeatsFourGramAt(ids, p, proposed[k]!) ? 1 : 0)),
+    cloudRepeatsFourGram: Uint8Array.from(positions, (p, k) => (repeatsFourGramAt(ids, p, cloudTop[k]!) ? 1 : 0)),
+    cloudTopProb: Float32Array.of(0.6, 0.6, 0.6),
+    cloudProbOfEdgeTop1: Float32Array.of(0.6, 0.2, 0.2),
+  } as unknown as TeacherForced;
+
+  test('where a route would take a loop one step further and the edge would not, the position is kept (target 1); loop breaks still route', () => {
+    expect([...records.repeatsFourGram]).toEqual([1, 1, 0]);
+    expect([...records.cloudRepeatsFourGram]).toEqual([1, 0, 1]);
+    expect([...loopEntries(records)]).toEqual([0, 0, 1]);
+    const guard = labelsFor('loop-guard-nll', records);
+    // Both loop and agree: nothing to change (0.5); the edge loops and the cloud breaks it: route (0).
+    expect([...guard.targets]).toEqual([0.5, 0, 1]);
+    expect([...guard.labels]).toEqual([1, 0, 1]);
+    // loop-nll routes the entry by cloud-nll's rule (a 3 to 1 preference).
+    const loop = labelsFor('loop-nll', records);
+    expect(loop.targets[2]).toBeCloseTo(1 / (2 * (1 + Math.log(3))), 6);
+    expect(loop.labels[2]).toBe(0);
   });
 });
 

@@ -91,6 +91,7 @@ describe('labels and routing', () => {
       proposed: Int32Array.of(3, 4, 5),
       cloudTop: Int32Array.of(3, 6, 5),
       repeatsFourGram: Uint8Array.of(0, 1, 0),
+      cloudRepeatsFourGram: Uint8Array.of(1, 0, 1),
       nextId: Int32Array.of(7, 8, 9),
       paragraph: Int32Array.of(0, 1, 1),
       windowed: 0,
@@ -104,6 +105,7 @@ describe('labels and routing', () => {
     expect([...second.nextId]).toEqual([8, 9]);
     expect([...second.cloudTop]).toEqual([6, 5]);
     expect([...second.repeatsFourGram]).toEqual([1, 0]);
+    expect([...second.cloudRepeatsFourGram]).toEqual([0, 1]);
   });
 });
 

@@ -46,6 +46,8 @@ export interface TeacherForced {
   cloudTop: Int32Array;
   /** 1 where the edge's top-1 completes a 4-gram seen earlier in the sequence (its last LOOP_WINDOW ids): a loop's next step. */
   repeatsFourGram: Uint8Array;
+  /** 1 where the cloud's top-1 completes a 4-gram seen earlier: a route there would take a loop one step further. */
+  cloudRepeatsFourGram: Uint8Array;
   /** The true next token of each position. */
   nextId: Int32Array;
   /** Index (into the given paragraphs) of the paragraph each record comes from. */
@@ -78,6 +80,7 @@ interface ForcedRow {
   proposed: number;
   cloudTop: number;
   repeatsFourGram: number;
+  cloudRepeatsFourGram: number;
   nextId: number;
 }
 
@@ -110,6 +113,7 @@ export class ForcedRecords {
   private readonly proposed: number[] = [];
   private readonly cloudTop: number[] = [];
   private readonly repeatsFourGram: number[] = [];
+  private readonly cloudRepeatsFourGram: number[] = [];
   private readonly nextId: number[] = [];
   private readonly paragraph: number[] = [];
   windowed = 0;
@@ -201,6 +205,7 @@ export class ForcedRecords {
           proposed: edgeTop,
           cloudTop: topIds[0]!,
           repeatsFourGram: repeatsFourGramAt(ids, position, edgeTop) ? 1 : 0,
+          cloudRepeatsFourGram: repeatsFourGramAt(ids, position, topIds[0]!) ? 1 : 0,
           nextId: next,
         });
       }
@@ -222,6 +227,7 @@ export class ForcedRecords {
       this.proposed.push(row.proposed);
       this.cloudTop.push(row.cloudTop);
       this.repeatsFourGram.push(row.repeatsFourGram);
+      this.cloudRepeatsFourGram.push(row.cloudRepeatsFourGram);
       this.nextId.push(row.nextId);
       this.paragraph.push(paragraph);
     }
@@ -249,6 +255,7 @@ export class ForcedRecords {
       proposed: Int32Array.from(this.proposed),
       cloudTop: Int32Array.from(this.cloudTop),
       repeatsFourGram: Uint8Array.from(this.repeatsFourGram),
+      cloudRepeatsFourGram: Uint8Array.from(this.cloudRepeatsFourGram),
       nextId: Int32Array.from(this.nextId),
       paragraph: Int32Array.from(this.paragraph),
       windowed: this.windowed,

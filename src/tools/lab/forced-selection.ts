@@ -33,6 +33,7 @@ export function selectRows(forced: TeacherForced, rows: readonly number[]): Teac
     proposed: Int32Array.from(rows, (r) => forced.proposed[r]!),
     cloudTop: Int32Array.from(rows, (r) => forced.cloudTop[r]!),
     repeatsFourGram: Uint8Array.from(rows, (r) => forced.repeatsFourGram[r]!),
+    cloudRepeatsFourGram: Uint8Array.from(rows, (r) => forced.cloudRepeatsFourGram[r]!),
     nextId: Int32Array.from(rows, (r) => forced.nextId[r]!),
     paragraph: Int32Array.from(rows, (r) => forced.paragraph[r]!),
     windowed: forced.windowed,
@@ -65,6 +66,7 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     proposed: new Int32Array(count),
     cloudTop: new Int32Array(count),
     repeatsFourGram: new Uint8Array(count),
+    cloudRepeatsFourGram: new Uint8Array(count),
     nextId: new Int32Array(count),
     paragraph: new Int32Array(count),
     windowed: parts.reduce((s, p) => s + p.windowed, 0),
@@ -81,6 +83,7 @@ export function concatForced(parts: readonly TeacherForced[]): TeacherForced {
     out.proposed.set(p.proposed, at);
     out.cloudTop.set(p.cloudTop, at);
     out.repeatsFourGram.set(p.repeatsFourGram, at);
+    out.cloudRepeatsFourGram.set(p.cloudRepeatsFourGram, at);
     out.nextId.set(p.nextId, at);
     out.paragraph.set(p.paragraph, at);
     at += p.count;

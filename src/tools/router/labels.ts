@@ -30,12 +30,12 @@
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
-export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
-export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll'];
+export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll'];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll'] as const;
+export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll', 'loop-guard-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
@@ -50,6 +50,8 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   'cloud-nll': 'cloud-nll (soft): target 1 / (2 (1 + g)) with g = ln p_cloud(cloud top-1) - ln p_cloud(edge top-1)',
   'mixed-nll': 'mixed-nll (soft): the mean of the gain and cloud-nll targets',
   'loop-nll': "loop-nll (soft): cloud-nll's target, but 0 (route) where the edge top-1 completes a 4-gram seen earlier and the cloud top-1 differs",
+  'loop-guard-nll':
+    "loop-guard-nll (soft): loop-nll's target, and 1 (keep) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -145,11 +147,10 @@ export function loopBreaks(forced: Pick<TeacherForced, 'count' | 'repeatsFourGra
   return breaks;
 }
 
+type LoopRecords = Pick<TeacherForced, 'count' | 'cloudProbOfEdgeTop1' | 'cloudTopProb' | 'repeatsFourGram' | 'cloudRepeatsFourGram' | 'proposed' | 'cloudTop'>;
+
 /** `cloud-nll`'s targets and divergence's labels, both 0 (route) at the loop breaks. */
-export function loopNllLabels(forced: Pick<TeacherForced, 'count' | 'cloudProbOfEdgeTop1' | 'cloudTopProb' | 'repeatsFourGram' | 'proposed' | 'cloudTop'>): {
-  labels: Uint8Array;
-  targets: Float32Array;
-} {
+export function loopNllLabels(forced: Omit<LoopRecords, 'cloudRepeatsFourGram'>): { labels: Uint8Array; targets: Float32Array } {
   const labels = divergenceLabels(forced);
   const targets = cloudNllTargets(forced);
   loopBreaks(forced).forEach((loop, i) => {
@@ -161,13 +162,38 @@ export function loopNllLabels(forced: Pick<TeacherForced, 'count' | 'cloudProbOf
 }
 
 /**
+ * Positions where a route would take a loop one step further and the edge's own token would not (the cloud's
+ * top-1 completes a 4-gram seen earlier, the edge's does not): `loop-guard-nll` keeps them. Routing the most
+ * likely tokens writes the text the cloud finds most likely, which repeats itself (greedy decoding's
+ * degeneration): on a pair whose cloud loops as readily as its edge, a route can lead into a loop as often as
+ * out of one.
+ */
+export function loopEntries(forced: Pick<TeacherForced, 'count' | 'repeatsFourGram' | 'cloudRepeatsFourGram'>): Uint8Array {
+  const entries = new Uint8Array(forced.count);
+  for (let i = 0; i < forced.count; i++) entries[i] = forced.cloudRepeatsFourGram[i] === 1 && forced.repeatsFourGram[i] === 0 ? 1 : 0;
+  return entries;
+}
+
+/** `loop-nll`'s targets and labels, both 1 (keep) at the loop entries. */
+export function loopGuardNllLabels(forced: LoopRecords): { labels: Uint8Array; targets: Float32Array } {
+  const { labels, targets } = loopNllLabels(forced);
+  loopEntries(forced).forEach((entry, i) => {
+    if (entry === 0) return;
+    labels[i] = 1;
+    targets[i] = 1;
+  });
+  return { labels, targets };
+}
+
+/**
  * A rule's labels: `labels` are binary (what AUC and accuracy are measured against), `targets` what the
  * cross-entropy is trained towards (the labels themselves for the hard rules). The soft rules' binary
  * labels are those of the hard rule with the same reference: CITER's for `gain`, `mixed-gain` and `mixed-nll`,
- * divergence's for `cloud-gain`, `cloud-nll` and `loop-nll`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
+ * divergence's for `cloud-gain`, `cloud-nll`, `loop-nll` and `loop-guard-nll`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
  */
 export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
   if (rule === 'loop-nll') return loopNllLabels(forced);
+  if (rule === 'loop-guard-nll') return loopGuardNllLabels(forced);
   const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' || rule === 'mixed-nll' ? citerLabels(forced) : divergenceLabels(forced);
   if (rule === 'gain') return { labels, targets: textGainTargets(forced) };
   if (rule === 'cloud-gain') return { labels, targets: cloudGainTargets(forced) };
