@@ -125,7 +125,7 @@ describe('loop-nll labels', () => {
   });
 });
 
-describe('loop-guard-nll labels', () => {
+describe('loop-guard-nll and loop-neutral-nll labels', () => {
   // A trajectory looping on 7 8 9: after its 7th id the edge would write 8 (the loop's next step); after its 8th it
   // proposes 5 where the cloud would write 9, completing 9 7 8 9 seen before: a route there would take the loop on.
   const ids = [7, 8, 9, 7, 8, 9, 7, 8];
@@ -150,6 +150,10 @@ describe('loop-guard-nll labels', () => {
     // Both loop and agree: nothing to change (0.5); the edge loops and the cloud breaks it: route (0).
     expect([...guard.targets]).toEqual([0.5, 0, 1]);
     expect([...guard.labels]).toEqual([1, 0, 1]);
+    // loop-neutral-nll counts a route into the loop as gaining nothing.
+    const neutral = labelsFor('loop-neutral-nll', records);
+    expect([...neutral.targets]).toEqual([0.5, 0, 0.5]);
+    expect([...neutral.labels]).toEqual([1, 0, 1]);
     // loop-nll routes the entry by cloud-nll's rule (a 3 to 1 preference).
     const loop = labelsFor('loop-nll', records);
     expect(loop.targets[2]).toBeCloseTo(1 / (2 * (1 + Math.log(3))), 6);

@@ -30,12 +30,12 @@
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
-export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll', 'loop-neutral-nll'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
-export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll'];
+export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll', 'loop-neutral-nll'];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll', 'loop-guard-nll'] as const;
+export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll', 'loop-guard-nll', 'loop-neutral-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
@@ -52,6 +52,8 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   'loop-nll': "loop-nll (soft): cloud-nll's target, but 0 (route) where the edge top-1 completes a 4-gram seen earlier and the cloud top-1 differs",
   'loop-guard-nll':
     "loop-guard-nll (soft): loop-nll's target, and 1 (keep) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
+  'loop-neutral-nll':
+    "loop-neutral-nll (soft): loop-nll's target, and 0.5 (no gain) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -174,13 +176,17 @@ export function loopEntries(forced: Pick<TeacherForced, 'count' | 'repeatsFourGr
   return entries;
 }
 
-/** `loop-nll`'s targets and labels, both 1 (keep) at the loop entries. */
-export function loopGuardNllLabels(forced: LoopRecords): { labels: Uint8Array; targets: Float32Array } {
+/**
+ * `loop-nll`'s targets and labels, with "keep" at the loop entries: `loop-guard-nll` keeps them outright (target
+ * 1), `loop-neutral-nll` counts a route there as gaining nothing (0.5, as where the two top-1s agree): what it
+ * takes off the cloud's NLL it pays back in repetition.
+ */
+export function loopGuardNllLabels(forced: LoopRecords, entryTarget: 1 | 0.5): { labels: Uint8Array; targets: Float32Array } {
   const { labels, targets } = loopNllLabels(forced);
   loopEntries(forced).forEach((entry, i) => {
     if (entry === 0) return;
     labels[i] = 1;
-    targets[i] = 1;
+    targets[i] = entryTarget;
   });
   return { labels, targets };
 }
@@ -189,11 +195,12 @@ export function loopGuardNllLabels(forced: LoopRecords): { labels: Uint8Array; t
  * A rule's labels: `labels` are binary (what AUC and accuracy are measured against), `targets` what the
  * cross-entropy is trained towards (the labels themselves for the hard rules). The soft rules' binary
  * labels are those of the hard rule with the same reference: CITER's for `gain`, `mixed-gain` and `mixed-nll`,
- * divergence's for `cloud-gain`, `cloud-nll`, `loop-nll` and `loop-guard-nll`. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
+ * divergence's for `cloud-gain`, `cloud-nll` and the `loop-…-nll` rules. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
  */
 export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
   if (rule === 'loop-nll') return loopNllLabels(forced);
-  if (rule === 'loop-guard-nll') return loopGuardNllLabels(forced);
+  if (rule === 'loop-guard-nll') return loopGuardNllLabels(forced, 1);
+  if (rule === 'loop-neutral-nll') return loopGuardNllLabels(forced, 0.5);
   const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' || rule === 'mixed-nll' ? citerLabels(forced) : divergenceLabels(forced);
   if (rule === 'gain') return { labels, targets: textGainTargets(forced) };
   if (rule === 'cloud-gain') return { labels, targets: cloudGainTargets(forced) };
