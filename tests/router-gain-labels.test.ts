@@ -150,7 +150,8 @@ describe('loop-guard-nll and loop-neutral-nll labels', () => {
     // Both loop and agree: nothing to change (0.5); the edge loops and the cloud breaks it: route (0).
     expect([...guard.targets]).toEqual([0.5, 0, 1]);
     expect([...guard.labels]).toEqual([1, 0, 1]);
-    // loop-neutral-nll counts a route into the loop as gaining nothing.
+    // loop-averse-nll counts a route into the loop as a loss, loop-neutral-nll as gaining nothing.
+    expect([...labelsFor('loop-averse-nll', records).targets]).toEqual([0.5, 0, 0.75]);
     const neutral = labelsFor('loop-neutral-nll', records);
     expect([...neutral.targets]).toEqual([0.5, 0, 0.5]);
     expect([...neutral.labels]).toEqual([1, 0, 1]);

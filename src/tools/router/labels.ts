@@ -30,12 +30,12 @@
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
-export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll', 'loop-neutral-nll'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
-export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll', 'loop-neutral-nll'];
+export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll', 'loop-guard-nll', 'loop-neutral-nll'] as const;
+export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
@@ -52,6 +52,8 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   'loop-nll': "loop-nll (soft): cloud-nll's target, but 0 (route) where the edge top-1 completes a 4-gram seen earlier and the cloud top-1 differs",
   'loop-guard-nll':
     "loop-guard-nll (soft): loop-nll's target, and 1 (keep) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
+  'loop-averse-nll':
+    "loop-averse-nll (soft): loop-nll's target, and 0.75 (a loss) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
   'loop-neutral-nll':
     "loop-neutral-nll (soft): loop-nll's target, and 0.5 (no gain) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
 };
@@ -178,10 +180,10 @@ export function loopEntries(forced: Pick<TeacherForced, 'count' | 'repeatsFourGr
 
 /**
  * `loop-nll`'s targets and labels, with "keep" at the loop entries: `loop-guard-nll` keeps them outright (target
- * 1), `loop-neutral-nll` counts a route there as gaining nothing (0.5, as where the two top-1s agree): what it
- * takes off the cloud's NLL it pays back in repetition.
+ * 1), `loop-averse-nll` counts a route there as a loss (0.75), `loop-neutral-nll` as gaining nothing (0.5, as
+ * where the two top-1s agree): what a route into a loop takes off the cloud's NLL it pays back in repetition.
  */
-export function loopGuardNllLabels(forced: LoopRecords, entryTarget: 1 | 0.5): { labels: Uint8Array; targets: Float32Array } {
+export function loopGuardNllLabels(forced: LoopRecords, entryTarget: 1 | 0.75 | 0.5): { labels: Uint8Array; targets: Float32Array } {
   const { labels, targets } = loopNllLabels(forced);
   loopEntries(forced).forEach((entry, i) => {
     if (entry === 0) return;
@@ -200,6 +202,7 @@ export function loopGuardNllLabels(forced: LoopRecords, entryTarget: 1 | 0.5): {
 export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
   if (rule === 'loop-nll') return loopNllLabels(forced);
   if (rule === 'loop-guard-nll') return loopGuardNllLabels(forced, 1);
+  if (rule === 'loop-averse-nll') return loopGuardNllLabels(forced, 0.75);
   if (rule === 'loop-neutral-nll') return loopGuardNllLabels(forced, 0.5);
   const labels = rule === 'citer' || rule === 'gain' || rule === 'mixed-gain' || rule === 'mixed-nll' ? citerLabels(forced) : divergenceLabels(forced);
   if (rule === 'gain') return { labels, targets: textGainTargets(forced) };
