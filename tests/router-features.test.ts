@@ -1,7 +1,8 @@
 /** The router's extra features, the loop measures, the fixed-share table and the text splits: exact values on hand-made inputs. */
 import { describe, expect, test } from 'bun:test';
 import { extraFeatures, extraWidth, logitStats, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/routing/router-features.ts';
-import { commonPrefix, freeRunningFigures, isStuck, rep4 } from '../src/tools/lab/free-running-metrics.ts';
+import { commonPrefix, freeRunningFigures, isStuck, rep4, repeatEnds } from '../src/tools/lab/free-running-metrics.ts';
+import { cloudPerplexity } from '../src/tools/lab/generation-runs.ts';
 import { atShare } from '../src/tools/lab/share-table.ts';
 import { pickExtraColumns, routerInputs } from '../src/tools/lab/feature-matrix.ts';
 import { divergenceLabel, divergenceLabels } from '../src/tools/router/labels.ts';
@@ -114,6 +115,35 @@ describe('loops in generated text', () => {
     expect(rep4([5, 6, 7, 8, 5, 6, 7, 8])).toEqual({ repeated: 1, total: 5 });
     expect(rep4([1, 1, 1, 1, 1, 1])).toEqual({ repeated: 2, total: 3 });
     expect(rep4([1, 2, 3])).toEqual({ repeated: 0, total: 0 });
+    // The ids it counts: the last of each repeated 4-gram.
+    expect([...repeatEnds([5, 6, 7, 8, 5, 6, 7, 8])]).toEqual([0, 0, 0, 0, 0, 0, 0, 1]);
+    expect([...repeatEnds([1, 1, 1, 1, 1, 1])]).toEqual([0, 0, 0, 0, 1, 1]);
+  });
+
+  test("the cloud's perplexity outside repeats leaves out the ids that end a repeated 4-gram, and only those", async () => {
+    // A scorer whose log-probability of the id at j is -ids[j] / 10: each token's NLL is known exactly.
+    const scorer = {
+      description: 'exact',
+      maxContext: 64,
+      vocabSize: 16,
+      exact: true,
+      calls: 0,
+      score: async (ids: readonly number[]) =>
+        ids.map((_, i) => ({ nextLogprob: i + 1 < ids.length ? -ids[i + 1]! / 10 : 0, candidateLogprob: 0, topIds: [], topLogprobs: [] })),
+    };
+    const item = { promptIds: [1, 9], ids: [5, 6, 7, 8, 5, 6, 7, 8, 3], text: '', routed: 0, finishReason: 'length' as const };
+    const p = await cloudPerplexity(scorer, [item]);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length / 10;
+    expect(p.tokens).toBe(9);
+    expect(p.perplexity).toBeCloseTo(Math.exp(mean([5, 6, 7, 8, 5, 6, 7, 8, 3])), 12);
+    // Only the second 8 ends a repeated 4-gram (5 6 7 8); the second 5, 6 and 7 do not.
+    expect(p.freshTokens).toBe(8);
+    expect(p.freshPerplexity).toBeCloseTo(Math.exp(mean([5, 6, 7, 8, 5, 6, 7, 3])), 12);
+    // A window shorter than prompt and output: the ids it holds are still matched to the right positions.
+    const short = await cloudPerplexity({ ...scorer, maxContext: 6 }, [item]);
+    expect(short.tokens).toBe(5);
+    expect(short.freshTokens).toBe(4);
+    expect(short.freshPerplexity).toBeCloseTo(Math.exp(mean([5, 6, 7, 3])), 12);
   });
 
   test('stuck: the last 16 ids use at most 2 distinct ids', () => {

@@ -113,7 +113,7 @@ test('a router that does not beat top-1 says so plainly and names --router built
 });
 
 test('the verdict: beats top-1 only where it does at every share under both, and repetition against random is said apart', () => {
-  const free = (ppl: number, rep4: number) => ({ tau: 0.5, routed_share: 0.2, ppl_cloud: ppl, rep4, stuck: 0 });
+  const free = (ppl: number, rep4: number) => ({ tau: 0.5, routed_share: 0.2, ppl_cloud: ppl, ppl_cloud_fresh: ppl, rep4, stuck: 0 });
   const base: Pick<HeldOutReport, 'noun' | 'documents' | 'teacher_forced' | 'free_running'> = {
     noun: 'conversation',
     documents: 5,

@@ -13,18 +13,21 @@ import { RECENT_SPAN } from '../../edge/routing/router-features.ts';
 export const STUCK_SPAN = RECENT_SPAN;
 export const STUCK_DISTINCT = 2;
 
-/** 4-grams of `ids` that equal an earlier 4-gram of `ids`, and all 4-grams. */
-export function rep4(ids: readonly number[]): { repeated: number; total: number } {
+/** 1 at each id that ends a 4-gram equal to an earlier 4-gram of `ids`: the ids rep4 counts. */
+export function repeatEnds(ids: readonly number[]): Uint8Array {
+  const ends = new Uint8Array(ids.length);
   const seen = new Set<string>();
-  let repeated = 0;
-  let total = 0;
   for (let i = 0; i + 4 <= ids.length; i++) {
     const key = `${ids[i]},${ids[i + 1]},${ids[i + 2]},${ids[i + 3]}`;
-    if (seen.has(key)) repeated++;
+    if (seen.has(key)) ends[i + 3] = 1;
     else seen.add(key);
-    total++;
   }
-  return { repeated, total };
+  return ends;
+}
+
+/** 4-grams of `ids` that equal an earlier 4-gram of `ids`, and all 4-grams. */
+export function rep4(ids: readonly number[]): { repeated: number; total: number } {
+  return { repeated: repeatEnds(ids).reduce((s, e) => s + e, 0), total: Math.max(0, ids.length - 3) };
 }
 
 /** Whether the last STUCK_SPAN ids use at most STUCK_DISTINCT ids (an output shorter than that is not). */

@@ -18,6 +18,7 @@ import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { CloudScorer } from './cloud-scorer.ts';
+import { repeatEnds } from './free-running-metrics.ts';
 import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 
 /** The edge model, its tokenizer, and the cloud the loop routes to. */
@@ -139,12 +140,20 @@ export interface Perplexity {
   /** exp(mean negative log-likelihood per generated token); NaN when nothing was generated. */
   perplexity: number;
   tokens: number;
+  /**
+   * The same over the generated tokens that do not end a repeated 4-gram (rep4's): a loop's tokens are the
+   * ones the cloud finds most likely, so text that repeats itself more gets a lower perplexity for it.
+   */
+  freshPerplexity: number;
+  freshTokens: number;
 }
 
 /** The cloud model's perplexity of the generated ids, each given its prompt and the ids before it. */
 export async function cloudPerplexity(scorer: CloudScorer, items: readonly GeneratedItem[]): Promise<Perplexity> {
   let nll = 0;
   let tokens = 0;
+  let freshNll = 0;
+  let freshTokens = 0;
   for (const item of items) {
     if (item.ids.length === 0) continue;
     const all = [...item.promptIds, ...item.ids];
@@ -152,11 +161,21 @@ export async function cloudPerplexity(scorer: CloudScorer, items: readonly Gener
     const window = all.slice(Math.max(0, all.length - scorer.maxContext));
     const positions = await scorer.score(window);
     const promptInWindow = item.promptIds.length - (all.length - window.length);
+    const repeats = repeatEnds(item.ids);
     for (let j = Math.max(1, promptInWindow); j < window.length; j++) {
       // Position j - 1 predicts the id at j.
-      nll -= positions[j - 1]!.nextLogprob;
+      const tokenNll = -positions[j - 1]!.nextLogprob;
+      nll += tokenNll;
       tokens++;
+      if (repeats[j - promptInWindow] === 1) continue;
+      freshNll += tokenNll;
+      freshTokens++;
     }
   }
-  return { perplexity: tokens ? Math.exp(nll / tokens) : NaN, tokens };
+  return {
+    perplexity: tokens ? Math.exp(nll / tokens) : NaN,
+    tokens,
+    freshPerplexity: freshTokens ? Math.exp(freshNll / freshTokens) : NaN,
+    freshTokens,
+  };
 }

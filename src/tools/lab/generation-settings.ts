@@ -21,7 +21,7 @@ export type GenerationMethod = (typeof GENERATION_METHODS)[number];
 /** Example outputs kept per setting. */
 export const EXAMPLES_PER_SETTING = 3;
 
-export type MeasuredRun = GenerationRun & { perplexity: number };
+export type MeasuredRun = GenerationRun & { perplexity: number; freshPerplexity: number };
 
 export interface GenerationSetting {
   method: GenerationMethod;
@@ -33,6 +33,8 @@ export interface GenerationSetting {
   stuck: number;
   outputs: number;
   ppl_cloud: number;
+  /** The cloud's perplexity of the tokens that do not end a repeated 4-gram (cloudPerplexity's freshPerplexity). */
+  ppl_cloud_fresh: number;
   lcp_llm_only: number;
   calibration_runs: number;
   examples: string[];
@@ -56,7 +58,8 @@ export class GenerationRuns {
     if (!run) {
       run = (async () => {
         const generated = await generateAll(this.edge, this.routers[method](), this.prompts, { threshold, maxNewTokens: this.maxNewTokens });
-        return { ...generated, perplexity: (await cloudPerplexity(this.scorer, generated.items)).perplexity };
+        const { perplexity, freshPerplexity } = await cloudPerplexity(this.scorer, generated.items);
+        return { ...generated, perplexity, freshPerplexity };
       })();
       this.cache.set(key, run);
     }
@@ -103,6 +106,7 @@ function setting(
     stuck: figures.stuck,
     outputs: figures.outputs,
     ppl_cloud: run.perplexity,
+    ppl_cloud_fresh: run.freshPerplexity,
     lcp_llm_only: figures.lcp!,
     calibration_runs: calibrationRuns,
     examples: run.items.slice(0, EXAMPLES_PER_SETTING).map((i) => i.text),

@@ -97,7 +97,7 @@ export interface HeldOutReportOptions {
 }
 
 function freeRun(s: GenerationSetting): FreeRun {
-  return { tau: s.tau, routed_share: s.routed_share, ppl_cloud: s.ppl_cloud, rep4: s.rep4, stuck: s.stuck };
+  return { tau: s.tau, routed_share: s.routed_share, ppl_cloud: s.ppl_cloud, ppl_cloud_fresh: s.ppl_cloud_fresh, rep4: s.rep4, stuck: s.stuck };
 }
 
 export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutReport> {
@@ -137,7 +137,7 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
   }
   const only = (method: 'small_only' | 'llm_only') => {
     const s = generated.find((g) => g.method === method);
-    const { tau: _, ...rest } = s ? freeRun(s) : { tau: 0, routed_share: NaN, ppl_cloud: NaN, rep4: NaN, stuck: NaN };
+    const { tau: _, ...rest } = s ? freeRun(s) : { tau: 0, routed_share: NaN, ppl_cloud: NaN, ppl_cloud_fresh: NaN, rep4: NaN, stuck: NaN };
     return rest;
   };
   const atShares: HeldOutReport['free_running']['at_share'] = [];
@@ -225,6 +225,8 @@ export function formatHeldOutReport(r: HeldOutReport): string {
         ),
       ),
       `edge alone ${f2(f.small_only.ppl_cloud)} (${f3(f.small_only.rep4)}); cloud alone ${f2(f.llm_only.ppl_cloud)} (${f3(f.llm_only.rep4)})`,
+      "the cloud's perplexity of the tokens outside repeated 4-grams (repeating text scores lower for it):",
+      ...f.at_share.map((row) => [cell(pct(row.share), 6), ...REPORT_METHODS.map((m) => cell(f2(row[m].ppl_cloud_fresh), 24))].join('')),
     );
   }
   lines.push(r.verdict);

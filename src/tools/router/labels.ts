@@ -30,10 +30,32 @@
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
-export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'] as const;
+export const LABEL_RULES = [
+  'divergence',
+  'citer',
+  'gain',
+  'cloud-gain',
+  'mixed-gain',
+  'cloud-nll',
+  'mixed-nll',
+  'loop-nll',
+  'loop-guard-nll',
+  'loop-averse-nll',
+  'loop-neutral-nll',
+] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
-export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', 'loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'];
+export const SOFT_LABEL_RULES: readonly LabelRule[] = [
+  'gain',
+  'cloud-gain',
+  'mixed-gain',
+  'cloud-nll',
+  'mixed-nll',
+  'loop-nll',
+  'loop-guard-nll',
+  'loop-averse-nll',
+  'loop-neutral-nll',
+];
 /** Rules for rollouts: those that need no true next token. */
 export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
@@ -50,8 +72,7 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
   'cloud-nll': 'cloud-nll (soft): target 1 / (2 (1 + g)) with g = ln p_cloud(cloud top-1) - ln p_cloud(edge top-1)',
   'mixed-nll': 'mixed-nll (soft): the mean of the gain and cloud-nll targets',
   'loop-nll': "loop-nll (soft): cloud-nll's target, but 0 (route) where the edge top-1 completes a 4-gram seen earlier and the cloud top-1 differs",
-  'loop-guard-nll':
-    "loop-guard-nll (soft): loop-nll's target, and 1 (keep) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
+  'loop-guard-nll': "loop-guard-nll (soft): loop-nll's target, and 1 (keep) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
   'loop-averse-nll':
     "loop-averse-nll (soft): loop-nll's target, and 0.75 (a loss) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
   'loop-neutral-nll':

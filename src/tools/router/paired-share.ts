@@ -17,13 +17,15 @@ export interface FreeRun {
   tau: number;
   routed_share: number;
   ppl_cloud: number;
+  /** The cloud's perplexity of the tokens outside repeated 4-grams (a repeating output's perplexity is lower for it). */
+  ppl_cloud_fresh: number;
   rep4: number;
   stuck: number;
 }
 
 export function measuredFreeRun(tau: number, run: MeasuredRun): FreeRun {
   const figures = freeRunningFigures(run.items.map((i) => i.ids));
-  return { tau, routed_share: run.routedRatio, ppl_cloud: run.perplexity, rep4: figures.rep4, stuck: figures.stuck };
+  return { tau, routed_share: run.routedRatio, ppl_cloud: run.perplexity, ppl_cloud_fresh: run.freshPerplexity, rep4: figures.rep4, stuck: figures.stuck };
 }
 
 /**
