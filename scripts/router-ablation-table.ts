@@ -3,7 +3,8 @@
  * (docs/results/router-ablation-*.jsonl, each saved by `bun run results:record`): per pair and variant, the
  * held-out report's teacher-forced gap recovered at 30% routed and its free-running figures at 10/20/30%
  * routed against top-1 (with the shares each run reached: a lower perplexity is a win only where they are
- * within the verdict's MATCHED_WITHIN) and random. `--write` puts the table in the page between its markers, `--check`
+ * within the verdict's MATCHED_WITHIN) and random, and the cloud's perplexity of the tokens outside repeated
+ * 4-grams where the run recorded it. `--write` puts the table in the page between its markers, `--check`
  * fails when the page differs (tests/router-ablation-table.test.ts checks it too). No figure in the page
  * is typed by hand.
  *
@@ -68,6 +69,12 @@ function row(file: DataFile): string[] {
     const random = row.obj('random').num('rep4');
     return `${f3(router)} / ${f3(random)}${router <= random ? ' ✓' : ''}`;
   };
+  // Recorded since the report has it: a repeating output's perplexity is lower for its repeats alone.
+  const fresh = (row: Fields) => {
+    if (!row.obj('router').has('ppl_cloud_fresh')) return null;
+    return `${f2(row.obj('router').num('ppl_cloud_fresh'))} / ${f2(row.obj('top1').num('ppl_cloud_fresh'))}`;
+  };
+  const freshCells = free.map(fresh);
   // Runs whose report read another number of free-running prompts than today's default say so.
   const prompts = r.obj('free_running').num('prompts');
   return [
@@ -76,6 +83,7 @@ function row(file: DataFile): string[] {
     `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
     ...free.map(ppl),
     free.map(rep).join('; '),
+    freshCells.every((c) => c !== null) ? freshCells.join('; ') : '–',
     r.bool('beats_top1') ? 'yes' : 'no',
     `[${file.name.replace(ABLATION_PREFIX, '')}](results/${file.name}.jsonl)`,
   ];
@@ -97,6 +105,7 @@ export function ablationMarkdown(dir = 'docs/results'): string {
       'ppl 20%',
       'ppl 30%',
       'rep4 10/20/30%: trained / random',
+      'ppl outside repeats 10/20/30%: trained / top-1',
       'beats top-1',
       'data',
     ],

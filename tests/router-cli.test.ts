@@ -133,8 +133,14 @@ describe('router train with bad input: one-line error, nothing written', () => {
 test('router train: --labels, --rollout-labels, --features and --rounds are checked (usage errors, exit 2)', () => {
   const base = ['train', '--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', DEMO.tinyStories, '--out', out];
   const cases: [string[], RegExp][] = [
-    [['--labels', 'oracle'], /--labels must be one of divergence, citer, gain, cloud-gain, mixed-gain, cloud-nll, mixed-nll, loop-nll, got "oracle"/],
-    [['--rollout-labels', 'citer'], /--rollout-labels must be one of divergence, cloud-gain, cloud-nll, loop-nll, got "citer"/],
+    [
+      ['--labels', 'oracle'],
+      /--labels must be one of divergence, citer, gain, cloud-gain, mixed-gain, cloud-nll, mixed-nll, loop-nll, loop-guard-nll, loop-averse-nll, loop-neutral-nll, got "oracle"/,
+    ],
+    [
+      ['--rollout-labels', 'citer'],
+      /--rollout-labels must be one of divergence, cloud-gain, cloud-nll, loop-nll, loop-guard-nll, loop-averse-nll, loop-neutral-nll, got "citer"/,
+    ],
     [
       ['--features', 'logit_stats'],
       /--features must be a comma-separated list of hidden, previous_hidden, logit_stats, repetition, position, token including hidden, got "logit_stats"/,
@@ -243,7 +249,7 @@ test('router train on a short text writes a loadable pack; router eval reads it 
     train_fraction: 0.8,
     max_epochs: 2,
     label_rule: 'mixed-gain',
-    on_policy_label_rule: 'loop-nll',
+    on_policy_label_rule: 'loop-averse-nll',
     rollout_prompts: 4,
     rollout_tokens: 8,
   });

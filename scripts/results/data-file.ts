@@ -37,6 +37,11 @@ export class Fields {
     return typeof value === 'number' && Number.isFinite(value) ? value : this.fail(path, 'a number');
   }
 
+  /** Whether the key is there at all: a figure older recordings do not have. */
+  has(key: string): boolean {
+    return this.child(key).value !== undefined;
+  }
+
   /** A number, or null where the command writes null for "not applicable". */
   numOrNull(key: string): number | null {
     const { value, path } = this.child(key);
