@@ -57,13 +57,22 @@ export const SOFT_LABEL_RULES: readonly LabelRule[] = [
   'loop-neutral-nll',
 ];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', 'loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'] as const;
+export const ROLLOUT_LABEL_RULES = [
+  'divergence',
+  'cloud-gain',
+  'cloud-nll',
+  'loop-nll',
+  'loop-guard-nll',
+  'loop-averse-nll',
+  'loop-neutral-nll',
+  'horizon-nll',
+] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
 export const DIVERGENCE_RATIO = 0.5;
 
-export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
+export const LABEL_RULE_TEXT: Record<LabelRule | RolloutLabelRule, string> = {
   citer: 'citer-shortcut: 1 (keep) if the edge top-1 is correct or both are wrong; 0 (route) if only the cloud top-1 is correct',
   divergence: `divergence: 0 (route) if p_cloud(edge top-1) < ${DIVERGENCE_RATIO} * p_cloud(cloud top-1), else 1 (keep)`,
   gain: 'gain (soft): target (1 - g) / 2 with g = [cloud top-1 correct] - [edge top-1 correct]',
@@ -77,6 +86,8 @@ export const LABEL_RULE_TEXT: Record<LabelRule, string> = {
     "loop-averse-nll (soft): loop-nll's target, and 0.75 (a loss) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
   'loop-neutral-nll':
     "loop-neutral-nll (soft): loop-nll's target, and 0.5 (no gain) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
+  'horizon-nll':
+    "horizon-nll (soft, rollouts): loop-averse-nll's, with g the cloud's NLL of the edge's top-1 and the edge's greedy tokens after it less that of the cloud's top-1 and the edge's after it",
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -215,12 +226,34 @@ export function loopGuardNllLabels(forced: LoopRecords, entryTarget: 1 | 0.75 | 
 }
 
 /**
+ * cloud-nll's target extended to gains of either sign: 1 / (2 (1 + g)) for a route that gains, and the mirror
+ * image, towards 1 (keep), for one that loses.
+ */
+export function horizonTarget(gain: number): number {
+  return gain >= 0 ? 1 / (2 * (1 + gain)) : 1 - 1 / (2 * (1 - gain));
+}
+
+/** `loop-averse-nll`'s labels and loop targets; elsewhere the target of the gain over the horizon (horizon-gain.ts). */
+export function horizonNllLabels(forced: LoopRecords, gains: Float32Array): { labels: Uint8Array; targets: Float32Array } {
+  if (gains.length !== forced.count) throw new Error(`internal: ${gains.length} horizon gains for ${forced.count} records`);
+  const { labels, targets } = loopGuardNllLabels(forced, 0.75);
+  const breaks = loopBreaks(forced);
+  const entries = loopEntries(forced);
+  for (let i = 0; i < forced.count; i++) if (breaks[i] === 0 && entries[i] === 0) targets[i] = horizonTarget(gains[i]!);
+  return { labels, targets };
+}
+
+/**
  * A rule's labels: `labels` are binary (what AUC and accuracy are measured against), `targets` what the
  * cross-entropy is trained towards (the labels themselves for the hard rules). The soft rules' binary
  * labels are those of the hard rule with the same reference: CITER's for `gain`, `mixed-gain` and `mixed-nll`,
  * divergence's for `cloud-gain`, `cloud-nll` and the `loop-…-nll` rules. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
  */
-export function labelsFor(rule: LabelRule, forced: TeacherForced): { labels: Uint8Array; targets: Float32Array } {
+export function labelsFor(rule: LabelRule | RolloutLabelRule, forced: TeacherForced, horizon?: Float32Array): { labels: Uint8Array; targets: Float32Array } {
+  if (rule === 'horizon-nll') {
+    if (!horizon) throw new Error("internal: horizon-nll labels need the rollouts' horizon gains");
+    return horizonNllLabels(forced, horizon);
+  }
   if (rule === 'loop-nll') return loopNllLabels(forced);
   if (rule === 'loop-guard-nll') return loopGuardNllLabels(forced, 1);
   if (rule === 'loop-averse-nll') return loopGuardNllLabels(forced, 0.75);

@@ -16,6 +16,7 @@ import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { freeRunningFigures, type FreeRunningFigures } from '../lab/free-running-metrics.ts';
 import { generateAll, type Prompt } from '../lab/generation-runs.ts';
 import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';
+import { horizonGains } from './horizon-gain.ts';
 
 export interface RolloutOptions {
   edgeModel: DecoderModel;
@@ -28,6 +29,8 @@ export interface RolloutOptions {
   thresholds: readonly number[];
   maxNewTokens: number;
   seed: number;
+  /** Greedy edge tokens after each choice for the gain over a horizon (horizon-gain.ts); none when absent. */
+  horizon?: number;
   onPrompt?: (done: number, total: number) => void;
 }
 
@@ -38,6 +41,8 @@ export interface Rollouts {
   routedRatio: number;
   /** Loops among the greedy trajectories: what the round's router left to fix. */
   greedy: FreeRunningFigures;
+  /** Per record, the gain of a route over the horizon, when `horizon` was given. */
+  horizonGain?: Float32Array;
 }
 
 export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> {
@@ -47,6 +52,7 @@ export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> 
   let tokens = 0;
   let routed = 0;
   let trajectories = 0;
+  const horizon: Float32Array[] = [];
   for (const [i, prompt] of o.prompts.entries()) {
     const threshold = o.thresholds[i % o.thresholds.length]!;
     for (const temperature of [0, 1]) {
@@ -57,9 +63,24 @@ export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> 
       routed += run.routed;
       trajectories++;
       // Records start at the prompt's last position: the first step the router decided.
-      await records.addSequence([...item.promptIds, ...item.ids], i, { first: item.promptIds.length - 1 });
+      const ids = [...item.promptIds, ...item.ids];
+      const first = item.promptIds.length - 1;
+      const reading = await records.read(ids, { first });
+      records.add(reading, i);
+      if (o.horizon !== undefined)
+        horizon.push(await horizonGains({ edgeModel: o.edgeModel, scorer: o.cloud.scorer, ids, first, choices: reading.rows, tokens: o.horizon }));
     }
     o.onPrompt?.(i + 1, o.prompts.length);
   }
-  return { forced: records.build(), trajectories, tokens, routedRatio: tokens ? routed / tokens : 0, greedy: freeRunningFigures(greedyIds) };
+  const forced = records.build();
+  const rollouts: Rollouts = { forced, trajectories, tokens, routedRatio: tokens ? routed / tokens : 0, greedy: freeRunningFigures(greedyIds) };
+  if (o.horizon !== undefined) {
+    rollouts.horizonGain = new Float32Array(forced.count);
+    let at = 0;
+    for (const gains of horizon) {
+      rollouts.horizonGain.set(gains, at);
+      at += gains.length;
+    }
+  }
+  return rollouts;
 }

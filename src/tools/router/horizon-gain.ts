@@ -1,0 +1,84 @@
+/**
+ * What routing a position of a rollout changes past the next token. `cloud-nll` weighs a route by what it
+ * takes off the cloud's NLL of the routed token alone; but the edge writes what follows from whichever token
+ * was chosen, and a route at a position where the edge is unsure steers what it writes next. So at each
+ * position where the two top-1s differ, the edge writes HORIZON_TOKENS greedy tokens after each choice, and
+ * the gain is the cloud's NLL of the kept branch (the edge's token and what follows it) less that of the
+ * routed one (the cloud's token and what follows it). With no tokens after the choice it is cloud-nll's gain.
+ *
+ * @example
+ * const gains = await horizonGains({ edgeModel, scorer, ids, first, choices, tokens: HORIZON_TOKENS });
+ */
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
+import { argmax } from '../../shared/model/logits.ts';
+import type { CloudScorer } from '../lab/cloud-scorer.ts';
+
+/** Greedy edge tokens written after each choice before the two branches are compared. */
+export const HORIZON_TOKENS = 4;
+
+export interface HorizonOptions {
+  edgeModel: DecoderModel;
+  scorer: CloudScorer;
+  /** The trajectory: its prompt and generated ids. */
+  ids: readonly number[];
+  /** The position of the first choice: choices[j] is made after ids[0..first + j]. */
+  first: number;
+  /** At each position, the edge's top-1 and the cloud's (what a route would write). */
+  choices: readonly { proposed: number; cloudTop: number }[];
+  tokens: number;
+}
+
+/** The cloud's NLL of `branch` written after `prefix` (its last window's worth). */
+async function branchNll(scorer: CloudScorer, prefix: readonly number[], branch: readonly number[]): Promise<number> {
+  const all = [...prefix, ...branch];
+  const window = all.slice(Math.max(0, all.length - scorer.maxContext));
+  const positions = await scorer.score(window);
+  let nll = 0;
+  for (let j = window.length - branch.length; j < window.length; j++) nll -= positions[j - 1]!.nextLogprob;
+  return nll;
+}
+
+/**
+ * NLL(kept branch) − NLL(routed branch) at each choice: positive where the route leaves the cloud likelier
+ * text over the horizon, negative where it leaves it less likely; 0 where the two top-1s are the same token.
+ */
+export async function horizonGains(o: HorizonOptions): Promise<Float32Array> {
+  const gains = new Float32Array(o.choices.length);
+  const differs = o.choices.some((c) => c.proposed !== c.cloudTop);
+  if (!differs) return gains;
+  // Top-1 over the ids both models have (exports pad their vocabularies differently), as ForcedRecords takes it.
+  const shared = Math.min(o.edgeModel.pack.vocabSize, o.scorer.vocabSize ?? o.edgeModel.pack.vocabSize);
+  const sequence = o.edgeModel.newSequence();
+  try {
+    await sequence.append(o.ids.slice(0, o.first + 1));
+    for (const [j, choice] of o.choices.entries()) {
+      const position = o.first + j;
+      if (j > 0) await sequence.append([o.ids[position]!]);
+      if (choice.proposed === choice.cloudTop) continue;
+      // A branch that would not fit the edge's window is cut to what fits (at least the choice itself).
+      const room = Math.max(0, Math.min(o.tokens, o.edgeModel.pack.maxPositions - (position + 2)));
+      const branch = async (token: number) => {
+        sequence.checkpoint();
+        try {
+          const written = [token];
+          let out = await sequence.append([token]);
+          while (written.length <= room) {
+            const next = argmax(out.logits.subarray(0, shared));
+            written.push(next);
+            if (written.length <= room) out = await sequence.append([next]);
+          }
+          return written;
+        } finally {
+          sequence.rollback();
+        }
+      };
+      const prefix = o.ids.slice(0, position + 1);
+      const kept = await branch(choice.proposed);
+      const routed = await branch(choice.cloudTop);
+      gains[j] = (await branchNll(o.scorer, prefix, kept)) - (await branchNll(o.scorer, prefix, routed));
+    }
+  } finally {
+    sequence.dispose();
+  }
+  return gains;
+}

@@ -1,0 +1,114 @@
+/**
+ * The gain of a route over a horizon (horizon-gain.ts) on the demo pair's real packs: checked against the same
+ * branches written and scored from scratch, one fresh sequence each, and, with no tokens after the choice,
+ * against cloud-nll's gain from teacher forcing.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { DecoderModel } from '../src/shared/model/decoder-model.ts';
+import { argmax } from '../src/shared/model/logits.ts';
+import { loadModelPack } from '../src/shared/model/model-pack.ts';
+import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
+import { InProcessScorer } from '../src/tools/lab/cloud-scorer.ts';
+import { ForcedRecords } from '../src/tools/lab/forced-records.ts';
+import { horizonGains } from '../src/tools/router/horizon-gain.ts';
+import { horizonTarget, labelsFor, nllGainTarget } from '../src/tools/router/labels.ts';
+import { ensureDemoPacks } from './helpers/demo-packs.ts';
+
+let edgeModel: DecoderModel;
+let cloudModel: DecoderModel;
+let ids: number[];
+const first = 5;
+
+beforeAll(async () => {
+  const demo = await ensureDemoPacks();
+  edgeModel = await DecoderModel.load(loadModelPack(demo.edgePack));
+  cloudModel = await DecoderModel.load(loadModelPack(demo.cloudPack));
+  const tokenizer = await TextTokenizer.fromPack(demo.edgePack);
+  ids = [1, ...tokenizer.encode('Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog.')];
+});
+
+afterAll(async () => {
+  await edgeModel.release();
+  await cloudModel.release();
+});
+
+/** The reference: the branch written by a fresh sequence, then the cloud's NLL of it after the prefix. */
+async function branchFromScratch(prefix: number[], token: number, tokens: number): Promise<number> {
+  const sequence = edgeModel.newSequence();
+  const written = [token];
+  try {
+    let out = await sequence.append([...prefix, token]);
+    while (written.length <= tokens) {
+      written.push(argmax(out.logits));
+      out = await sequence.append([written.at(-1)!]);
+    }
+  } finally {
+    sequence.dispose();
+  }
+  const cloud = cloudModel.newSequence();
+  try {
+    const all = await cloud.append([...prefix, ...written], { allPositions: true });
+    const vocab = cloudModel.pack.vocabSize;
+    let nll = 0;
+    for (let j = prefix.length; j < prefix.length + written.length; j++) {
+      const row = all.allLogits!.subarray((j - 1) * vocab, j * vocab);
+      const max = Math.max(...row);
+      const logSum = max + Math.log(row.reduce((s, x) => s + Math.exp(x - max), 0));
+      nll -= row[written[j - prefix.length]!]! - logSum;
+    }
+    return nll;
+  } finally {
+    cloud.dispose();
+  }
+}
+
+describe('the gain of a route over a horizon', () => {
+  test('each choice where the two top-1s differ: NLL of the kept branch less the routed one, as written from scratch', async () => {
+    const records = new ForcedRecords(edgeModel, new InProcessScorer(cloudModel));
+    const reading = await records.read(ids, { first });
+    const gains = await horizonGains({ edgeModel, scorer: new InProcessScorer(cloudModel), ids, first, choices: reading.rows, tokens: 3 });
+    expect(gains.length).toBe(ids.length - 1 - first);
+    const differing = reading.rows.flatMap((row, j) => (row.proposed !== row.cloudTop ? [j] : []));
+    // The demo pair disagrees somewhere in a sentence this long, and agrees somewhere too.
+    expect(differing.length).toBeGreaterThan(0);
+    expect(differing.length).toBeLessThan(reading.rows.length);
+    for (const [j, row] of reading.rows.entries()) {
+      if (row.proposed === row.cloudTop) {
+        expect(gains[j]).toBe(0);
+        continue;
+      }
+      const prefix = ids.slice(0, first + j + 1);
+      const reference = (await branchFromScratch(prefix, row.proposed, 3)) - (await branchFromScratch(prefix, row.cloudTop, 3));
+      expect(gains[j]).toBeCloseTo(reference, 3);
+    }
+  });
+
+  test("with no tokens after the choice it is cloud-nll's gain: ln p_cloud(cloud top-1) − ln p_cloud(edge top-1)", async () => {
+    const scorer = new InProcessScorer(cloudModel);
+    const reading = await new ForcedRecords(edgeModel, scorer).read(ids, { first });
+    const gains = await horizonGains({ edgeModel, scorer, ids, first, choices: reading.rows, tokens: 0 });
+    for (const [j, row] of reading.rows.entries()) expect(gains[j]).toBeCloseTo(Math.log(row.cloudTopProb) - Math.log(row.cloudProbOfEdgeTop1), 3);
+  });
+});
+
+test("horizon-nll's targets: cloud-nll's for a gain, its mirror towards keep for a loss, the loop rules on top", () => {
+  expect(horizonTarget(0)).toBe(0.5);
+  expect(horizonTarget(Math.log(3))).toBeCloseTo(nllGainTarget(0.2, 0.6), 6);
+  expect(horizonTarget(-1)).toBe(0.75);
+  expect(horizonTarget(-1e9)).toBeCloseTo(1, 6);
+  // Two records: a plain disagreement whose route loses over the horizon, and a loop entry whose route gains.
+  const records = {
+    count: 2,
+    proposed: Int32Array.of(5, 5),
+    cloudTop: Int32Array.of(6, 6),
+    repeatsFourGram: Uint8Array.of(0, 0),
+    cloudRepeatsFourGram: Uint8Array.of(0, 1),
+    cloudTopProb: Float32Array.of(0.6, 0.6),
+    cloudProbOfEdgeTop1: Float32Array.of(0.2, 0.2),
+  } as unknown as Parameters<typeof labelsFor>[1];
+  const { targets, labels } = labelsFor('horizon-nll', records, Float32Array.of(-1, 2));
+  expect([...targets]).toEqual([0.75, 0.75]);
+  // Divergence's binary label (a 3 to 1 preference: route), and keep at the loop entry.
+  expect([...labels]).toEqual([0, 1]);
+  expect(() => labelsFor('horizon-nll', records)).toThrow('horizon gains');
+});
