@@ -30,7 +30,7 @@ const USAGE = `usage: bun run router <command> [flags]
   train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--force] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
-        [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
+        [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64] [--report-documents 64] [--report-prompts 32] [--report-tokens 48] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
@@ -40,7 +40,8 @@ const USAGE = `usage: bun run router <command> [flags]
       negative log-likelihood of the output; loop-nll: cloud-nll's, and route where the edge's token would repeat a
       4-gram already in the sequence while the cloud's top-1 differs; loop-guard-nll / loop-averse-nll / loop-neutral-nll:
       loop-nll's, and a target of 1 / 0.75 / 0.5 (keep, a loss, no gain) where the cloud's top-1 would repeat one and
-      the edge's would not;
+      the edge's would not; horizon-nll (rollouts only): loop-averse-nll's, with the gain measured over the routed
+      token and the edge's next 4 greedy tokens after it;
       mixed-gain, the default for the text: the mean of gain's and cloud-gain's, and the default
       threshold then routes as many validation positions as CITER's labels do) and train the MLP router; then --rounds
       on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those

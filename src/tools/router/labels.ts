@@ -30,43 +30,14 @@
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
 
-export const LABEL_RULES = [
-  'divergence',
-  'citer',
-  'gain',
-  'cloud-gain',
-  'mixed-gain',
-  'cloud-nll',
-  'mixed-nll',
-  'loop-nll',
-  'loop-guard-nll',
-  'loop-averse-nll',
-  'loop-neutral-nll',
-] as const;
+/** cloud-nll's targets with the loop rules (Loops and Loop entries in docs/router-training.md). */
+const LOOP_RULES = ['loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'] as const;
+export const LABEL_RULES = ['divergence', 'citer', 'gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', ...LOOP_RULES] as const;
 export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
-export const SOFT_LABEL_RULES: readonly LabelRule[] = [
-  'gain',
-  'cloud-gain',
-  'mixed-gain',
-  'cloud-nll',
-  'mixed-nll',
-  'loop-nll',
-  'loop-guard-nll',
-  'loop-averse-nll',
-  'loop-neutral-nll',
-];
+export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', ...LOOP_RULES];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = [
-  'divergence',
-  'cloud-gain',
-  'cloud-nll',
-  'loop-nll',
-  'loop-guard-nll',
-  'loop-averse-nll',
-  'loop-neutral-nll',
-  'horizon-nll',
-] as const;
+export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', ...LOOP_RULES, 'horizon-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
