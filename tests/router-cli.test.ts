@@ -139,7 +139,7 @@ test('router train: --labels, --rollout-labels, --features and --rounds are chec
     ],
     [
       ['--rollout-labels', 'citer'],
-      /--rollout-labels must be one of divergence, cloud-gain, cloud-nll, loop-nll, loop-guard-nll, loop-averse-nll, loop-neutral-nll, horizon-nll, got "citer"/,
+      /--rollout-labels must be one of divergence, cloud-gain, cloud-nll, loop-nll, loop-guard-nll, loop-averse-nll, loop-neutral-nll, horizon-nll, horizon-loop-nll, got "citer"/,
     ],
     [
       ['--features', 'logit_stats'],

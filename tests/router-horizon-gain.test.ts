@@ -9,7 +9,7 @@ import { argmax } from '../src/shared/model/logits.ts';
 import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { InProcessScorer } from '../src/tools/lab/cloud-scorer.ts';
-import { ForcedRecords } from '../src/tools/lab/forced-records.ts';
+import { ForcedRecords, repeatsFourGramAt } from '../src/tools/lab/forced-records.ts';
 import { horizonGains } from '../src/tools/router/horizon-gain.ts';
 import { horizonTarget, labelsFor, nllGainTarget } from '../src/tools/router/labels.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
@@ -32,8 +32,8 @@ afterAll(async () => {
   await cloudModel.release();
 });
 
-/** The reference: the branch written by a fresh sequence, then the cloud's NLL of it after the prefix. */
-async function branchFromScratch(prefix: number[], token: number, tokens: number): Promise<number> {
+/** The reference: the branch written by a fresh sequence, the cloud's NLL of it after the prefix, and its loop steps. */
+async function branchFromScratch(prefix: number[], token: number, tokens: number): Promise<{ nll: number; repeats: number }> {
   const sequence = edgeModel.newSequence();
   const written = [token];
   try {
@@ -56,7 +56,9 @@ async function branchFromScratch(prefix: number[], token: number, tokens: number
       const logSum = max + Math.log(row.reduce((s, x) => s + Math.exp(x - max), 0));
       nll -= row[written[j - prefix.length]!]! - logSum;
     }
-    return nll;
+    const trajectory = [...prefix, ...written];
+    const repeats = written.filter((id, k) => repeatsFourGramAt(trajectory, prefix.length + k - 1, id)).length;
+    return { nll, repeats };
   } finally {
     cloud.dispose();
   }
@@ -66,7 +68,14 @@ describe('the gain of a route over a horizon', () => {
   test('each choice where the two top-1s differ: NLL of the kept branch less the routed one, as written from scratch', async () => {
     const records = new ForcedRecords(edgeModel, new InProcessScorer(cloudModel));
     const reading = await records.read(ids, { first });
-    const gains = await horizonGains({ edgeModel, scorer: new InProcessScorer(cloudModel), ids, first, choices: reading.rows, tokens: 3 });
+    const { gains, keptRepeats, routedRepeats } = await horizonGains({
+      edgeModel,
+      scorer: new InProcessScorer(cloudModel),
+      ids,
+      first,
+      choices: reading.rows,
+      tokens: 3,
+    });
     expect(gains.length).toBe(ids.length - 1 - first);
     const differing = reading.rows.flatMap((row, j) => (row.proposed !== row.cloudTop ? [j] : []));
     // The demo pair disagrees somewhere in a sentence this long, and agrees somewhere too.
@@ -78,15 +87,17 @@ describe('the gain of a route over a horizon', () => {
         continue;
       }
       const prefix = ids.slice(0, first + j + 1);
-      const reference = (await branchFromScratch(prefix, row.proposed, 3)) - (await branchFromScratch(prefix, row.cloudTop, 3));
-      expect(gains[j]).toBeCloseTo(reference, 3);
+      const kept = await branchFromScratch(prefix, row.proposed, 3);
+      const routed = await branchFromScratch(prefix, row.cloudTop, 3);
+      expect(gains[j]).toBeCloseTo(kept.nll - routed.nll, 3);
+      expect([keptRepeats[j], routedRepeats[j]]).toEqual([kept.repeats, routed.repeats]);
     }
   });
 
   test("with no tokens after the choice it is cloud-nll's gain: ln p_cloud(cloud top-1) − ln p_cloud(edge top-1)", async () => {
     const scorer = new InProcessScorer(cloudModel);
     const reading = await new ForcedRecords(edgeModel, scorer).read(ids, { first });
-    const gains = await horizonGains({ edgeModel, scorer, ids, first, choices: reading.rows, tokens: 0 });
+    const { gains } = await horizonGains({ edgeModel, scorer, ids, first, choices: reading.rows, tokens: 0 });
     for (const [j, row] of reading.rows.entries()) expect(gains[j]).toBeCloseTo(Math.log(row.cloudTopProb) - Math.log(row.cloudProbOfEdgeTop1), 3);
   });
 });
@@ -106,9 +117,28 @@ test("horizon-nll's targets: cloud-nll's for a gain, its mirror towards keep for
     cloudTopProb: Float32Array.of(0.6, 0.6),
     cloudProbOfEdgeTop1: Float32Array.of(0.2, 0.2),
   } as unknown as Parameters<typeof labelsFor>[1];
-  const { targets, labels } = labelsFor('horizon-nll', records, Float32Array.of(-1, 2));
+  const horizon = { gains: Float32Array.of(-1, 2), keptRepeats: Uint8Array.of(0, 0), routedRepeats: Uint8Array.of(0, 0) };
+  const { targets, labels } = labelsFor('horizon-nll', records, horizon);
   expect([...targets]).toEqual([0.75, 0.75]);
   // Divergence's binary label (a 3 to 1 preference: route), and keep at the loop entry.
   expect([...labels]).toEqual([0, 1]);
   expect(() => labelsFor('horizon-nll', records)).toThrow('horizon gains');
+});
+
+test('horizon-loop-nll: a routed branch that takes loops further than the kept one is a loss (0.75), one that takes them less far is routed', () => {
+  const records = {
+    count: 3,
+    proposed: Int32Array.of(5, 5, 5),
+    cloudTop: Int32Array.of(6, 6, 6),
+    repeatsFourGram: Uint8Array.of(0, 0, 0),
+    cloudRepeatsFourGram: Uint8Array.of(0, 0, 0),
+    cloudTopProb: Float32Array.of(0.6, 0.6, 0.6),
+    cloudProbOfEdgeTop1: Float32Array.of(0.5, 0.2, 0.2),
+  } as unknown as Parameters<typeof labelsFor>[1];
+  const horizon = { gains: Float32Array.of(0.5, 2, -1), keptRepeats: Uint8Array.of(1, 0, 3), routedRepeats: Uint8Array.of(1, 2, 0) };
+  const { targets, labels } = labelsFor('horizon-loop-nll', records, horizon);
+  // As many loop steps either way: the gain's target; more after the route: keep; fewer: route.
+  expect([...targets]).toEqual([Math.fround(horizonTarget(0.5)), 0.75, 0]);
+  expect(Math.abs(targets[0]! - 1 / 3)).toBeLessThan(1e-6);
+  expect([...labels]).toEqual([1, 1, 0]);
 });

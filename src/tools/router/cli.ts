@@ -7,6 +7,7 @@ import { progressFor } from '../lab/progress.ts';
 import { DEFAULT_THRESHOLDS, formatRoutingCurve } from './routing-curve.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-features.ts';
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
+import { HORIZON_TOKENS } from './horizon-gain.ts';
 import {
   DEFAULT_FEATURES,
   DEFAULT_HIDDEN_UNITS,
@@ -30,8 +31,8 @@ const USAGE = `usage: bun run router <command> [flags]
   train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--force] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
-        [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--report-documents 64] [--report-prompts 32] [--report-tokens 48] [--report-text FILE] [--json]
+        [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token] [--rounds 3]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--report-documents 64] [--report-prompts 32] [--report-tokens 48] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -41,7 +42,8 @@ const USAGE = `usage: bun run router <command> [flags]
       4-gram already in the sequence while the cloud's top-1 differs; loop-guard-nll / loop-averse-nll / loop-neutral-nll:
       loop-nll's, and a target of 1 / 0.75 / 0.5 (keep, a loss, no gain) where the cloud's top-1 would repeat one and
       the edge's would not; horizon-nll (rollouts only): loop-averse-nll's, with the gain measured over the routed
-      token and the edge's next 4 greedy tokens after it;
+      token and the edge's next --horizon-tokens greedy tokens after it; horizon-loop-nll: horizon-nll's gain, and
+      the loop rules over both branches (keep where the routed one repeats more 4-grams, route where it repeats fewer);
       mixed-gain, the default for the text: the mean of gain's and cloud-gain's, and the default
       threshold then routes as many validation positions as CITER's labels do) and train the MLP router; then --rounds
       on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those
@@ -118,6 +120,7 @@ async function trainCommand(args: string[]): Promise<void> {
     rounds: { type: 'string' },
     'rollout-prompts': { type: 'string' },
     'rollout-tokens': { type: 'string' },
+    'horizon-tokens': { type: 'string' },
     force: { type: 'boolean' },
     'report-documents': { type: 'string' },
     'report-prompts': { type: 'string' },
@@ -146,6 +149,7 @@ async function trainCommand(args: string[]): Promise<void> {
       rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
       rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,
       rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
+      horizonTokens: integerFlag(values, 'horizon-tokens', HORIZON_TOKENS, [0, 64])!,
       force: values.force === true,
       report: {
         ...DEFAULT_REPORT,

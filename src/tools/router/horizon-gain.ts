@@ -7,11 +7,12 @@
  * routed one (the cloud's token and what follows it). With no tokens after the choice it is cloud-nll's gain.
  *
  * @example
- * const gains = await horizonGains({ edgeModel, scorer, ids, first, choices, tokens: HORIZON_TOKENS });
+ * const { gains } = await horizonGains({ edgeModel, scorer, ids, first, choices, tokens: HORIZON_TOKENS });
  */
 import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { argmax } from '../../shared/model/logits.ts';
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
+import { repeatsFourGramAt } from '../lab/forced-records.ts';
 
 /** Greedy edge tokens written after each choice before the two branches are compared. */
 export const HORIZON_TOKENS = 4;
@@ -38,14 +39,45 @@ async function branchNll(scorer: CloudScorer, prefix: readonly number[], branch:
   return nll;
 }
 
-/**
- * NLL(kept branch) − NLL(routed branch) at each choice: positive where the route leaves the cloud likelier
- * text over the horizon, negative where it leaves it less likely; 0 where the two top-1s are the same token.
- */
-export async function horizonGains(o: HorizonOptions): Promise<Float32Array> {
-  const gains = new Float32Array(o.choices.length);
+/** Per choice: what a route gains over the horizon, and how many ids of each branch take a loop one step further. */
+export interface HorizonReading {
+  /**
+   * NLL(kept branch) − NLL(routed branch): positive where the route leaves the cloud likelier text over the
+   * horizon, negative where it leaves it less likely; 0 where the two top-1s are the same token.
+   */
+  gains: Float32Array;
+  /** Ids of the kept (routed) branch that complete a 4-gram seen earlier in the trajectory or the branch. */
+  keptRepeats: Uint8Array;
+  routedRepeats: Uint8Array;
+}
+
+/** Ids of `branch` that complete a 4-gram already in `prefix` and the branch before them. */
+function repeatsIn(prefix: readonly number[], branch: readonly number[]): number {
+  const all = [...prefix, ...branch];
+  let repeats = 0;
+  for (let k = 0; k < branch.length; k++) if (repeatsFourGramAt(all, prefix.length + k - 1, branch[k]!)) repeats++;
+  return repeats;
+}
+
+/** The horizon readings of a list of sequences' choices, one after the other. */
+export function concatHorizon(parts: readonly HorizonReading[]): HorizonReading {
+  const count = parts.reduce((s, p) => s + p.gains.length, 0);
+  const out: HorizonReading = { gains: new Float32Array(count), keptRepeats: new Uint8Array(count), routedRepeats: new Uint8Array(count) };
+  let at = 0;
+  for (const p of parts) {
+    out.gains.set(p.gains, at);
+    out.keptRepeats.set(p.keptRepeats, at);
+    out.routedRepeats.set(p.routedRepeats, at);
+    at += p.gains.length;
+  }
+  return out;
+}
+
+export async function horizonGains(o: HorizonOptions): Promise<HorizonReading> {
+  const count = o.choices.length;
+  const reading: HorizonReading = { gains: new Float32Array(count), keptRepeats: new Uint8Array(count), routedRepeats: new Uint8Array(count) };
   const differs = o.choices.some((c) => c.proposed !== c.cloudTop);
-  if (!differs) return gains;
+  if (!differs) return reading;
   // Top-1 over the ids both models have (exports pad their vocabularies differently), as ForcedRecords takes it.
   const shared = Math.min(o.edgeModel.pack.vocabSize, o.scorer.vocabSize ?? o.edgeModel.pack.vocabSize);
   const sequence = o.edgeModel.newSequence();
@@ -75,10 +107,12 @@ export async function horizonGains(o: HorizonOptions): Promise<Float32Array> {
       const prefix = o.ids.slice(0, position + 1);
       const kept = await branch(choice.proposed);
       const routed = await branch(choice.cloudTop);
-      gains[j] = (await branchNll(o.scorer, prefix, kept)) - (await branchNll(o.scorer, prefix, routed));
+      reading.gains[j] = (await branchNll(o.scorer, prefix, kept)) - (await branchNll(o.scorer, prefix, routed));
+      reading.keptRepeats[j] = repeatsIn(prefix, kept);
+      reading.routedRepeats[j] = repeatsIn(prefix, routed);
     }
   } finally {
     sequence.dispose();
   }
-  return gains;
+  return reading;
 }

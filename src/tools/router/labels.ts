@@ -29,6 +29,7 @@
  * gainTarget(0.05, 0.6);      // 0.225: routing is expected to gain 0.55 in agreement with the cloud
  */
 import type { TeacherForced } from '../lab/forced-records.ts';
+import type { HorizonReading } from './horizon-gain.ts';
 
 /** cloud-nll's targets with the loop rules (Loops and Loop entries in docs/router-training.md). */
 const LOOP_RULES = ['loop-nll', 'loop-guard-nll', 'loop-averse-nll', 'loop-neutral-nll'] as const;
@@ -37,8 +38,13 @@ export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
 export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', ...LOOP_RULES];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', ...LOOP_RULES, 'horizon-nll'] as const;
+export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', ...LOOP_RULES, 'horizon-nll', 'horizon-loop-nll'] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
+
+/** Rules whose labels read what a route changes past the next token (horizon-gain.ts). */
+export function readsHorizon(rule: LabelRule | RolloutLabelRule): boolean {
+  return rule === 'horizon-nll' || rule === 'horizon-loop-nll';
+}
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
 export const DIVERGENCE_RATIO = 0.5;
@@ -59,6 +65,8 @@ export const LABEL_RULE_TEXT: Record<LabelRule | RolloutLabelRule, string> = {
     "loop-neutral-nll (soft): loop-nll's target, and 0.5 (no gain) where the cloud top-1 completes a 4-gram seen earlier and the edge top-1 does not",
   'horizon-nll':
     "horizon-nll (soft, rollouts): loop-averse-nll's, with g the cloud's NLL of the edge's top-1 and the edge's greedy tokens after it less that of the cloud's top-1 and the edge's after it",
+  'horizon-loop-nll':
+    "horizon-loop-nll (soft, rollouts): horizon-nll's g, and 0.75 (keep) where the routed branch repeats more 4-grams than the kept one, 0 (route) where it repeats fewer",
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -205,12 +213,29 @@ export function horizonTarget(gain: number): number {
 }
 
 /** `loop-averse-nll`'s labels and loop targets; elsewhere the target of the gain over the horizon (horizon-gain.ts). */
-export function horizonNllLabels(forced: LoopRecords, gains: Float32Array): { labels: Uint8Array; targets: Float32Array } {
-  if (gains.length !== forced.count) throw new Error(`internal: ${gains.length} horizon gains for ${forced.count} records`);
+export function horizonNllLabels(forced: LoopRecords, { gains }: HorizonReading): { labels: Uint8Array; targets: Float32Array } {
   const { labels, targets } = loopGuardNllLabels(forced, 0.75);
   const breaks = loopBreaks(forced);
   const entries = loopEntries(forced);
   for (let i = 0; i < forced.count; i++) if (breaks[i] === 0 && entries[i] === 0) targets[i] = horizonTarget(gains[i]!);
+  return { labels, targets };
+}
+
+/**
+ * The loop rules over the horizon: where the routed branch (the cloud's token and the edge's after it) takes
+ * loops further more often than the kept one, the route counts as a loss (0.75, keep), as `loop-averse-nll`
+ * counts a route into a loop; where less often, it is routed (0), as `loop-nll` routes a loop's next step.
+ * Elsewhere the target of the gain over the horizon.
+ */
+export function horizonLoopNllLabels(forced: LoopRecords, horizon: HorizonReading): { labels: Uint8Array; targets: Float32Array } {
+  const labels = divergenceLabels(forced);
+  const targets = Float32Array.from(horizon.gains, horizonTarget);
+  for (let i = 0; i < forced.count; i++) {
+    const kept = horizon.keptRepeats[i]!;
+    const routed = horizon.routedRepeats[i]!;
+    if (routed > kept) [labels[i], targets[i]] = [1, 0.75];
+    else if (kept > routed) [labels[i], targets[i]] = [0, 0];
+  }
   return { labels, targets };
 }
 
@@ -220,10 +245,10 @@ export function horizonNllLabels(forced: LoopRecords, gains: Float32Array): { la
  * labels are those of the hard rule with the same reference: CITER's for `gain`, `mixed-gain` and `mixed-nll`,
  * divergence's for `cloud-gain`, `cloud-nll` and the `loop-…-nll` rules. Rollouts have no text, so only the ROLLOUT_LABEL_RULES apply to them.
  */
-export function labelsFor(rule: LabelRule | RolloutLabelRule, forced: TeacherForced, horizon?: Float32Array): { labels: Uint8Array; targets: Float32Array } {
-  if (rule === 'horizon-nll') {
-    if (!horizon) throw new Error("internal: horizon-nll labels need the rollouts' horizon gains");
-    return horizonNllLabels(forced, horizon);
+export function labelsFor(rule: LabelRule | RolloutLabelRule, forced: TeacherForced, horizon?: HorizonReading): { labels: Uint8Array; targets: Float32Array } {
+  if (readsHorizon(rule)) {
+    if (!horizon || horizon.gains.length !== forced.count) throw new Error(`internal: ${rule} labels need the horizon gains of every record`);
+    return rule === 'horizon-nll' ? horizonNllLabels(forced, horizon) : horizonLoopNllLabels(forced, horizon);
   }
   if (rule === 'loop-nll') return loopNllLabels(forced);
   if (rule === 'loop-guard-nll') return loopGuardNllLabels(forced, 1);

@@ -16,7 +16,7 @@ import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { freeRunningFigures, type FreeRunningFigures } from '../lab/free-running-metrics.ts';
 import { generateAll, type Prompt } from '../lab/generation-runs.ts';
 import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';
-import { horizonGains } from './horizon-gain.ts';
+import { concatHorizon, horizonGains, type HorizonReading } from './horizon-gain.ts';
 
 export interface RolloutOptions {
   edgeModel: DecoderModel;
@@ -41,8 +41,8 @@ export interface Rollouts {
   routedRatio: number;
   /** Loops among the greedy trajectories: what the round's router left to fix. */
   greedy: FreeRunningFigures;
-  /** Per record, the gain of a route over the horizon, when `horizon` was given. */
-  horizonGain?: Float32Array;
+  /** Per record, what a route changes over the horizon, when `horizon` was given. */
+  horizon?: HorizonReading;
 }
 
 export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> {
@@ -52,7 +52,7 @@ export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> 
   let tokens = 0;
   let routed = 0;
   let trajectories = 0;
-  const horizon: Float32Array[] = [];
+  const horizon: HorizonReading[] = [];
   for (const [i, prompt] of o.prompts.entries()) {
     const threshold = o.thresholds[i % o.thresholds.length]!;
     for (const temperature of [0, 1]) {
@@ -74,13 +74,6 @@ export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> 
   }
   const forced = records.build();
   const rollouts: Rollouts = { forced, trajectories, tokens, routedRatio: tokens ? routed / tokens : 0, greedy: freeRunningFigures(greedyIds) };
-  if (o.horizon !== undefined) {
-    rollouts.horizonGain = new Float32Array(forced.count);
-    let at = 0;
-    for (const gains of horizon) {
-      rollouts.horizonGain.set(gains, at);
-      at += gains.length;
-    }
-  }
+  if (o.horizon !== undefined) rollouts.horizon = concatHorizon(horizon);
   return rollouts;
 }

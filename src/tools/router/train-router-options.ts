@@ -114,6 +114,8 @@ export interface TrainRouterOptions {
   /** Training prompts generated from per round (each greedily and sampled). */
   rolloutPrompts: number;
   rolloutTokens: number;
+  /** Greedy edge tokens after a choice for the horizon-nll labels (HORIZON_TOKENS when not given). */
+  horizonTokens?: number;
   /** `--force`: replace a router pack this project's tools wrote at `out` (output-ownership.ts). */
   force?: boolean;
   /** The held-out report after training (held-out-report.ts; the CLI's DEFAULT_REPORT); absent = none. */
@@ -145,6 +147,8 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   }
   if (!Number.isInteger(o.rolloutTokens) || o.rolloutTokens < 1 || o.rolloutTokens > 4096)
     bad(`--rollout-tokens must be an integer in [1, 4096], got ${o.rolloutTokens}`);
+  if (o.horizonTokens !== undefined && (!Number.isInteger(o.horizonTokens) || o.horizonTokens < 0 || o.horizonTokens > 64))
+    bad(`--horizon-tokens must be an integer in [0, 64], got ${o.horizonTokens}`);
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }

@@ -32,8 +32,8 @@ import { splitByParagraph } from '../lab/text-corpus.ts';
 import { documentCount, readTrainingCorpus } from '../lab/training-corpus.ts';
 import { chatTemplateFor, trainingDocuments } from '../lab/training-documents.ts';
 import { accuracyAt, auc, labelBalance } from './classifier-metrics.ts';
-import { labelsBy, labelsFor, SOFT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
-import { HORIZON_TOKENS } from './horizon-gain.ts';
+import { labelsBy, labelsFor, readsHorizon, SOFT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
+import { HORIZON_TOKENS, type HorizonReading } from './horizon-gain.ts';
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
@@ -89,7 +89,7 @@ interface FitResult {
 /** Records with their rule's binary labels and training targets (labels.ts says how each rule treats rollouts). */
 type Labelled = { forced: TeacherForced; labels: Uint8Array; targets: Float32Array };
 
-function labelled(forced: TeacherForced, rule: LabelRule | RolloutLabelRule, horizon?: Float32Array): Labelled {
+function labelled(forced: TeacherForced, rule: LabelRule | RolloutLabelRule, horizon?: HorizonReading): Labelled {
   return { forced, ...labelsFor(rule, forced, horizon) };
 }
 
@@ -270,7 +270,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
             thresholds,
             maxNewTokens: o.rolloutTokens,
             seed: o.seed + round * 100_003,
-            horizon: rolloutRule === 'horizon-nll' ? HORIZON_TOKENS : undefined,
+            horizon: readsHorizon(rolloutRule) ? (o.horizonTokens ?? HORIZON_TOKENS) : undefined,
             onPrompt: (done) => progress?.update(done),
           });
         } finally {
@@ -278,10 +278,10 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         }
       };
       const rollout = await rolloutOf(take(trainPrompts, o.rolloutPrompts), `rollouts (round ${round})`);
-      trainParts.push(labelled(rollout.forced, rolloutRule, rollout.horizonGain));
+      trainParts.push(labelled(rollout.forced, rolloutRule, rollout.horizon));
       if (validationPrompts.length > 0) {
         const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
-        validationParts.push(labelled(held.forced, rolloutRule, held.horizonGain));
+        validationParts.push(labelled(held.forced, rolloutRule, held.horizon));
       }
       result = fit(round, result.members);
       rounds.push(
