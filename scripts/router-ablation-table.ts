@@ -20,6 +20,7 @@ import { f2, f3, table } from './results/markdown.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
 import { DEFAULT_REPORT, MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
 import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
+import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
 export const ABLATION_PREFIX = 'router-ablation-';
@@ -31,6 +32,7 @@ export function variantOf(data: Fields): string {
   const training = data.obj('training');
   const features = data.strList('features');
   const parts = [`text: ${training.str('label_rule')}`, `rollouts: ${training.str('on_policy_label_rule')}`];
+  if (training.has('horizon_tokens') && training.num('horizon_tokens') !== HORIZON_TOKENS) parts.push(`horizon ${training.num('horizon_tokens')} tokens`);
   const missing = FEATURE_GROUPS.filter((g) => !features.includes(g));
   if (missing.length) parts.push(`without ${missing.join(', ')}`);
   const rounds = training.list('rounds').length - 1;
