@@ -92,6 +92,18 @@ describe('the gain of a route over a horizon', () => {
       expect(gains[j]).toBeCloseTo(kept.nll - routed.nll, 3);
       expect([keptRepeats[j], routedRepeats[j]]).toEqual([kept.repeats, routed.repeats]);
     }
+    // A cloud behind a shim is read by Score calls over the whole prefix instead of a cache kept here: the same gains.
+    const inProcess = new InProcessScorer(cloudModel);
+    const remoteLike = {
+      description: 'remote',
+      maxContext: inProcess.maxContext,
+      vocabSize: inProcess.vocabSize,
+      exact: true,
+      calls: 0,
+      score: inProcess.score.bind(inProcess),
+    };
+    const scored = await horizonGains({ edgeModel, scorer: remoteLike, ids, first, choices: reading.rows, tokens: 3 });
+    for (const j of differing) expect(scored.gains[j]).toBeCloseTo(gains[j]!, 3);
   });
 
   test("with no tokens after the choice it is cloud-nll's gain: ln p_cloud(cloud top-1) − ln p_cloud(edge top-1)", async () => {

@@ -10,8 +10,9 @@
  * const { gains } = await horizonGains({ edgeModel, scorer, ids, first, choices, tokens: HORIZON_TOKENS });
  */
 import type { DecoderModel } from '../../shared/model/decoder-model.ts';
-import { argmax } from '../../shared/model/logits.ts';
-import type { CloudScorer } from '../lab/cloud-scorer.ts';
+import type { DecoderSequence } from '../../shared/model/decoder-sequence.ts';
+import { argmax, logSumExp } from '../../shared/model/logits.ts';
+import { InProcessScorer, type CloudScorer } from '../lab/cloud-scorer.ts';
 import { repeatsFourGramAt } from '../lab/forced-records.ts';
 
 /** Greedy edge tokens written after each choice before the two branches are compared. */
@@ -29,14 +30,64 @@ export interface HorizonOptions {
   tokens: number;
 }
 
-/** The cloud's NLL of `branch` written after `prefix` (its last window's worth). */
-async function branchNll(scorer: CloudScorer, prefix: readonly number[], branch: readonly number[]): Promise<number> {
+/** The cloud's NLL of `branch` written after `prefix` (its last window's worth): one Score call. */
+async function scoredNll(scorer: CloudScorer, prefix: readonly number[], branch: readonly number[]): Promise<number> {
   const all = [...prefix, ...branch];
   const window = all.slice(Math.max(0, all.length - scorer.maxContext));
   const positions = await scorer.score(window);
   let nll = 0;
   for (let j = window.length - branch.length; j < window.length; j++) nll -= positions[j - 1]!.nextLogprob;
   return nll;
+}
+
+/**
+ * The cloud's NLL of branches after a prefix that grows one id at a time. A Score call reads the whole prefix
+ * again for each branch, and that was most of the horizon's cost; a cloud model in this process keeps the
+ * prefix in its cache instead and reads only the branch (each branch from a checkpoint, then rolled back).
+ */
+class BranchScorer {
+  private sequence: DecoderSequence | undefined;
+  /** The cloud's logits after the prefix: its prediction of a branch's first id. */
+  private last: Float32Array | undefined;
+  private readonly prefix: number[] = [];
+
+  constructor(private readonly scorer: CloudScorer) {}
+
+  async extend(ids: readonly number[]): Promise<void> {
+    this.prefix.push(...ids);
+    const model = this.model;
+    // Past the window the prefix is scored by its last window's worth, as scoredNll reads it.
+    if (!model || this.prefix.length >= model.pack.maxPositions) return this.dispose();
+    this.sequence ??= model.newSequence();
+    this.last = (await this.sequence.append(ids)).logits;
+  }
+
+  async nll(branch: readonly number[]): Promise<number> {
+    const { sequence, last } = this;
+    if (!sequence || !last || sequence.length + branch.length > this.model!.pack.maxPositions) return scoredNll(this.scorer, this.prefix, branch);
+    // Branch id k is predicted by the prefix's last logits (k = 0) or by the branch's id k - 1.
+    sequence.checkpoint();
+    try {
+      const out = branch.length > 1 ? await sequence.append(branch.slice(0, -1), { allPositions: true }) : undefined;
+      const vocab = last.length;
+      const row = (k: number) => (k === 0 ? last : out!.allLogits!.subarray((k - 1) * vocab, k * vocab));
+      let nll = 0;
+      for (let k = 0; k < branch.length; k++) nll += logSumExp(row(k)) - row(k)[branch[k]!]!;
+      return nll;
+    } finally {
+      sequence.rollback();
+    }
+  }
+
+  private get model() {
+    return this.scorer instanceof InProcessScorer ? this.scorer.model : undefined;
+  }
+
+  dispose(): void {
+    this.sequence?.dispose();
+    this.sequence = undefined;
+    this.last = undefined;
+  }
 }
 
 /** Per choice: what a route gains over the horizon, and how many ids of each branch take a loop one step further. */
@@ -81,11 +132,16 @@ export async function horizonGains(o: HorizonOptions): Promise<HorizonReading> {
   // Top-1 over the ids both models have (exports pad their vocabularies differently), as ForcedRecords takes it.
   const shared = Math.min(o.edgeModel.pack.vocabSize, o.scorer.vocabSize ?? o.edgeModel.pack.vocabSize);
   const sequence = o.edgeModel.newSequence();
+  const cloud = new BranchScorer(o.scorer);
   try {
     await sequence.append(o.ids.slice(0, o.first + 1));
+    await cloud.extend(o.ids.slice(0, o.first + 1));
     for (const [j, choice] of o.choices.entries()) {
       const position = o.first + j;
-      if (j > 0) await sequence.append([o.ids[position]!]);
+      if (j > 0) {
+        await sequence.append([o.ids[position]!]);
+        await cloud.extend([o.ids[position]!]);
+      }
       if (choice.proposed === choice.cloudTop) continue;
       // A branch that would not fit the edge's window is cut to what fits (at least the choice itself).
       const room = Math.max(0, Math.min(o.tokens, o.edgeModel.pack.maxPositions - (position + 2)));
@@ -107,12 +163,13 @@ export async function horizonGains(o: HorizonOptions): Promise<HorizonReading> {
       const prefix = o.ids.slice(0, position + 1);
       const kept = await branch(choice.proposed);
       const routed = await branch(choice.cloudTop);
-      reading.gains[j] = (await branchNll(o.scorer, prefix, kept)) - (await branchNll(o.scorer, prefix, routed));
+      reading.gains[j] = (await cloud.nll(kept)) - (await cloud.nll(routed));
       reading.keptRepeats[j] = repeatsIn(prefix, kept);
       reading.routedRepeats[j] = repeatsIn(prefix, routed);
     }
   } finally {
     sequence.dispose();
+    cloud.dispose();
   }
   return reading;
 }
