@@ -249,7 +249,7 @@ test('router train on a short text writes a loadable pack; router eval reads it 
     train_fraction: 0.8,
     max_epochs: 2,
     label_rule: 'mixed-gain',
-    on_policy_label_rule: 'loop-averse-nll',
+    on_policy_label_rule: 'horizon-nll',
     rollout_prompts: 4,
     rollout_tokens: 8,
   });

@@ -47,7 +47,7 @@ const USAGE = `usage: bun run router <command> [flags]
       mixed-gain, the default for the text: the mean of gain's and cloud-gain's, and the default
       threshold then routes as many validation positions as CITER's labels do) and train the MLP router; then --rounds
       on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those
-      trajectories against the cloud (--rollout-labels, loop-averse-nll by default), add them to the data and
+      trajectories against the cloud (--rollout-labels, horizon-nll by default), add them to the data and
       retrain (--rounds 0: teacher forcing only); --members MLPs of --hidden-units each, with seeds seed,
       seed+1, …, are trained side by side and their logits averaged (one wider MLP in router.onnx);
       --edge-model-file / --cloud-model-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx);

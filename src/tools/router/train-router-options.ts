@@ -50,15 +50,14 @@ export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
 /**
  * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
  * and in the cloud's expectation; above CITER's on the truncated pair),
- * loop-averse-nll on the rollouts (which have no text: what a route takes off the cloud's NLL of the output,
- * the free-running perplexity's own terms, where divergence's all-or-nothing label did not carry the
- * free-running win over to other pairs; a route at each step where the edge would take a loop further, where
- * cloud-nll alone left the router's output repeating itself more than random routing's; and a loss where a
- * route would enter a loop the edge would not, where loop-nll's output on the distilled 3-layer pair still
- * repeated itself more than random routing's); measured in docs/router-training.md's ablation.
+ * horizon-nll on the rollouts (which have no text: what a route takes off the cloud's NLL of the output, the
+ * free-running perplexity's own terms, measured over the routed token and the edge's next HORIZON_TOKENS
+ * after it, where the routed token alone lost to top-1 at 10% routed on two pairs; with the loop rules of
+ * loop-averse-nll, where cloud-nll alone left the router's output repeating itself more than random
+ * routing's); measured in docs/router-training.md's ablation.
  */
 export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
-export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'loop-averse-nll';
+export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'horizon-nll';
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   // The MLP trainer's larger step and half the epochs: CI's time, and the figures of the demo thresholds.
