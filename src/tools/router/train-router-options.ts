@@ -52,9 +52,9 @@ export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
  * and in the cloud's expectation; above CITER's on the truncated pair),
  * horizon-nll on the rollouts (which have no text: what a route takes off the cloud's NLL of the output, the
  * free-running perplexity's own terms, measured over the routed token and the edge's next HORIZON_TOKENS
- * after it, where the routed token alone lost to top-1 at 10% routed on two pairs; with the loop rules of
- * loop-averse-nll, where cloud-nll alone left the router's output repeating itself more than random
- * routing's); measured in docs/router-training.md's ablation.
+ * after it, since what a route steers after it is what top-1 routing gains from; with the loop rules of
+ * loop-averse-nll, since the cloud's likeliest text repeats itself); measured, with why each rule was chosen,
+ * in docs/router-training.md's ablation.
  */
 export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
 export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'horizon-nll';
