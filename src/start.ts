@@ -41,6 +41,8 @@ import { wantsHelp } from './tools/cli-support.ts';
 const FORCE_AFTER_MS = 20_000;
 /** The request that forces the end (the same count as the children's, see graceful-signals.ts). */
 const FORCE_AT = 3;
+/** How long a builder ended by SIGINT or SIGTERM waits for the launcher's copy of the signal before it is a failure. */
+const SIGNAL_GRACE_MS = 1000;
 /** Copies of one signal: `bun run` forwards the terminal's Ctrl-C within milliseconds of the terminal's own. */
 const SAME_REQUEST_MS = 200;
 
@@ -161,6 +163,9 @@ async function main(): Promise<number> {
     running.builder = builder;
     const code = await builder.exited;
     running.builder = undefined;
+    // A signal to the process group can end the builder before the launcher's own handler has run: wait for it.
+    const signalled = builder.signalCode !== null || code === 128 + 2 || code === 128 + 15;
+    if (signals === 0 && code !== 0 && signalled) await Promise.race([stopped, Bun.sleep(SIGNAL_GRACE_MS)]);
     if (signals === 0 && code !== 0) throw new AppError('INTERNAL', `building the demo packs failed (exit code ${code})`);
   }
   if (signals > 0) {
