@@ -96,6 +96,11 @@ describe('router train with bad input: one-line error, nothing written', () => {
       () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--hidden-units', '0'],
       /--hidden-units must be an integer in \[1, 65536\], got 0/,
     ],
+    [
+      'a horizon length with a rollout rule that reads none',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--rollout-labels', 'cloud-nll', '--horizon-tokens', '8'],
+      /--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels cloud-nll/,
+    ],
   ];
   for (const [name, args, message] of cases) {
     test(name, () => {

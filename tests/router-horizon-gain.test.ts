@@ -1,7 +1,7 @@
 /**
  * The gain of a route over a horizon (horizon-gain.ts) on the demo pair's real packs: checked against the same
  * branches written and scored from scratch, one fresh sequence each, and, with no tokens after the choice,
- * against cloud-nll's gain from teacher forcing.
+ * against cloud-nll's gain from teacher forcing. Branches end at a stop id, as generation does.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { DecoderModel } from '../src/shared/model/decoder-model.ts';
@@ -18,6 +18,8 @@ let edgeModel: DecoderModel;
 let cloudModel: DecoderModel;
 let ids: number[];
 const first = 5;
+/** The demo pair's end tokens never come up inside this sentence: branches run their full length. */
+const noStops: ReadonlySet<number> = new Set();
 
 beforeAll(async () => {
   const demo = await ensureDemoPacks();
@@ -32,13 +34,13 @@ afterAll(async () => {
   await cloudModel.release();
 });
 
-/** The reference: the branch written by a fresh sequence, the cloud's NLL of it after the prefix, and its loop steps. */
-async function branchFromScratch(prefix: number[], token: number, tokens: number): Promise<{ nll: number; repeats: number }> {
+/** The reference: the branch written by a fresh sequence up to a stop id, the cloud's NLL of it after the prefix, and its loop steps. */
+async function branchFromScratch(prefix: number[], token: number, tokens: number, stopIds: ReadonlySet<number>) {
   const sequence = edgeModel.newSequence();
   const written = [token];
   try {
     let out = await sequence.append([...prefix, token]);
-    while (written.length <= tokens) {
+    while (written.length <= tokens && !stopIds.has(written.at(-1)!)) {
       written.push(argmax(out.logits));
       out = await sequence.append([written.at(-1)!]);
     }
@@ -58,7 +60,7 @@ async function branchFromScratch(prefix: number[], token: number, tokens: number
     }
     const trajectory = [...prefix, ...written];
     const repeats = written.filter((id, k) => repeatsFourGramAt(trajectory, prefix.length + k - 1, id)).length;
-    return { nll, repeats };
+    return { nll, repeats, length: written.length, written };
   } finally {
     cloud.dispose();
   }
@@ -75,6 +77,7 @@ describe('the gain of a route over a horizon', () => {
       first,
       choices: reading.rows,
       tokens: 3,
+      stopIds: noStops,
     });
     expect(gains.length).toBe(ids.length - 1 - first);
     const differing = reading.rows.flatMap((row, j) => (row.proposed !== row.cloudTop ? [j] : []));
@@ -87,8 +90,8 @@ describe('the gain of a route over a horizon', () => {
         continue;
       }
       const prefix = ids.slice(0, first + j + 1);
-      const kept = await branchFromScratch(prefix, row.proposed, 3);
-      const routed = await branchFromScratch(prefix, row.cloudTop, 3);
+      const kept = await branchFromScratch(prefix, row.proposed, 3, noStops);
+      const routed = await branchFromScratch(prefix, row.cloudTop, 3, noStops);
       expect(gains[j]).toBeCloseTo(kept.nll - routed.nll, 3);
       expect([keptRepeats[j], routedRepeats[j]]).toEqual([kept.repeats, routed.repeats]);
     }
@@ -102,15 +105,47 @@ describe('the gain of a route over a horizon', () => {
       calls: 0,
       score: inProcess.score.bind(inProcess),
     };
-    const scored = await horizonGains({ edgeModel, scorer: remoteLike, ids, first, choices: reading.rows, tokens: 3 });
+    const scored = await horizonGains({ edgeModel, scorer: remoteLike, ids, first, choices: reading.rows, tokens: 3, stopIds: noStops });
     for (const j of differing) expect(scored.gains[j]).toBeCloseTo(gains[j]!, 3);
   });
 
   test("with no tokens after the choice it is cloud-nll's gain: ln p_cloud(cloud top-1) − ln p_cloud(edge top-1)", async () => {
     const scorer = new InProcessScorer(cloudModel);
     const reading = await new ForcedRecords(edgeModel, scorer).read(ids, { first });
-    const { gains } = await horizonGains({ edgeModel, scorer, ids, first, choices: reading.rows, tokens: 0 });
+    const { gains } = await horizonGains({ edgeModel, scorer, ids, first, choices: reading.rows, tokens: 0, stopIds: noStops });
     for (const [j, row] of reading.rows.entries()) expect(gains[j]).toBeCloseTo(Math.log(row.cloudTopProb) - Math.log(row.cloudProbOfEdgeTop1), 3);
+  });
+
+  test('a branch ends at a stop id; branches of different lengths are compared per token, scaled to the longer', async () => {
+    const scorer = new InProcessScorer(cloudModel);
+    const reading = await new ForcedRecords(edgeModel, scorer).read(ids, { first });
+    // A stand-in for an end of turn: the second id of a kept branch that its routed branch never writes.
+    const differing = reading.rows.flatMap((row, j) => (row.proposed !== row.cloudTop ? [j] : []));
+    let stop: number | undefined;
+    for (const j of differing) {
+      const prefix = ids.slice(0, first + j + 1);
+      const kept = await branchFromScratch(prefix, reading.rows[j]!.proposed, 4, noStops);
+      const routed = await branchFromScratch(prefix, reading.rows[j]!.cloudTop, 4, noStops);
+      if (!routed.written.includes(kept.written[1]!)) {
+        stop = kept.written[1]!;
+        break;
+      }
+    }
+    expect(stop).toBeDefined();
+    const stopIds = new Set([stop!]);
+    const { gains } = await horizonGains({ edgeModel, scorer, ids, first, choices: reading.rows, tokens: 4, stopIds });
+    let cut = 0;
+    for (const [j, row] of reading.rows.entries()) {
+      if (row.proposed === row.cloudTop) continue;
+      const prefix = ids.slice(0, first + j + 1);
+      const kept = await branchFromScratch(prefix, row.proposed, 4, stopIds);
+      const routed = await branchFromScratch(prefix, row.cloudTop, 4, stopIds);
+      if (kept.length !== routed.length) cut++;
+      const length = Math.max(kept.length, routed.length);
+      expect(gains[j]).toBeCloseTo(length * (kept.nll / kept.length - routed.nll / routed.length), 3);
+    }
+    // The stand-in did end some branch sooner than the other: the per-token comparison was exercised.
+    expect(cut).toBeGreaterThan(0);
   });
 });
 

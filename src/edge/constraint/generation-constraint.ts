@@ -16,6 +16,7 @@ import type { ConstraintSpec } from './constraint-spec.ts';
 import { ConstraintCompiler } from './constraint-compiler.ts';
 import { fewestTokens } from './fewest-tokens.ts';
 import { TokenConstraint } from './token-constraint.ts';
+import { generationStopIds } from '../../shared/model/stop-ids.ts';
 
 /** What the constraint needs of an engine: its model's logits width and end tokens, and its tokenizer. */
 export interface ConstraintEngine {
@@ -33,7 +34,7 @@ const compilers = new WeakMap<TextTokenizer, ConstraintCompiler>();
 
 /** The end tokens a generation stops at (the loop's set): the pack's and the tokenizer's. */
 export function stopIdsOf(engine: ConstraintEngine): number[] {
-  return [...new Set([...engine.edgeModel.pack.eosTokenIds, ...engine.tokenizer.eosIds])];
+  return generationStopIds(engine.edgeModel.pack, engine.tokenizer);
 }
 
 /** The engine's compiler, one per tokenizer so every generation of a box shares its cache. */

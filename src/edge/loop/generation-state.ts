@@ -23,6 +23,7 @@ import { RoutingCut } from '../routing/routing-cut.ts';
 import { StopStringFilter } from './stop-strings.ts';
 import type { TokenStreamDecoder } from '../../shared/text/tokenizer.ts';
 import type { TokenLogprob } from './token-logprobs.ts';
+import { generationStopIds } from '../../shared/model/stop-ids.ts';
 
 /** What the loop decided at one position, before its tokens are emitted. */
 export interface Decision {
@@ -79,7 +80,7 @@ export class GenerationState {
     const { edgeModel, tokenizer } = engine;
     const promptIds = promptIdsThatFit(engine, request);
     this.maxPositions = edgeModel.pack.maxPositions;
-    this.eos = new Set([...edgeModel.pack.eosTokenIds, ...tokenizer.eosIds]);
+    this.eos = new Set(generationStopIds(edgeModel.pack, tokenizer));
     this.vocabSize = Math.min(edgeModel.pack.vocabSize, tokenizer.vocabSize);
     this.ids = [...promptIds];
     this.idSources = promptIds.map(() => 'prompt');

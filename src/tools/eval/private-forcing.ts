@@ -25,6 +25,7 @@ import type { TeacherForced } from '../lab/forced-records.ts';
 import type { EvalEdge } from '../lab/generation-runs.ts';
 import type { ProgressReporter } from '../lab/progress.ts';
 import type { StoryWithEntities } from './synthetic-entities.ts';
+import { generationStopIds } from '../../shared/model/stop-ids.ts';
 
 /** Teacher forcing of one run: what the router sent, what the privacy kept home, and the accuracy that came of it. */
 export interface ForcedPrivacyRun {
@@ -59,7 +60,7 @@ export interface ForcingOptions {
 export async function forceThroughCloud(o: ForcingOptions): Promise<ForcedPrivacyRun> {
   const { edge, forced, scores } = o;
   const { tokenizer, edgeModel } = edge;
-  const stopTokenIds = [...new Set([...edgeModel.pack.eosTokenIds, ...tokenizer.eosIds])];
+  const stopTokenIds = generationStopIds(edgeModel.pack, tokenizer);
   let record = 0;
   let edgeRight = 0;
   let cloudRight = 0;

@@ -21,6 +21,7 @@ import { continuationPrompts } from './continuation-prompts.ts';
 import type { ForcedSequence } from './forced-records.ts';
 import type { Prompt } from './generation-runs.ts';
 import type { TrainingCorpus } from './training-corpus.ts';
+import { generationStopIds } from '../../shared/model/stop-ids.ts';
 
 export interface TrainingDocuments {
   /** The sequences of documents `indices`, in that order. */
@@ -65,7 +66,7 @@ export function trainingDocuments(
   if (!template) throw new AppError('INTERNAL', 'a chat dataset needs its chat template');
   const { tokenizer } = edge;
   // What generation stops at (as the decoding loop stops): the end of an assistant's turn.
-  const stopIds = new Set([...edge.edgeModel.pack.eosTokenIds, ...tokenizer.eosIds]);
+  const stopIds = new Set(generationStopIds(edge.edgeModel.pack, tokenizer));
   const conversations = corpus.conversations;
   return {
     sequences: (indices) =>

@@ -149,7 +149,8 @@ async function trainCommand(args: string[]): Promise<void> {
       rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
       rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,
       rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
-      horizonTokens: integerFlag(values, 'horizon-tokens', HORIZON_TOKENS, [0, 64])!,
+      // Absent stays absent: a horizon length given with a rollout rule that reads none is an error, not ignored.
+      ...(values['horizon-tokens'] === undefined ? {} : { horizonTokens: integerFlag(values, 'horizon-tokens', HORIZON_TOKENS, [0, 64])! }),
       force: values.force === true,
       report: {
         ...DEFAULT_REPORT,

@@ -5,9 +5,12 @@
  * position where the two top-1s differ, the edge writes HORIZON_TOKENS greedy tokens after each choice, and
  * the gain is the cloud's NLL of the kept branch (the edge's token and what follows it) less that of the
  * routed one (the cloud's token and what follows it). With no tokens after the choice it is cloud-nll's gain.
+ * A branch ends at a stop id, as generation does (a chat reply's end of turn): what the edge would write after
+ * it is never shown. Two branches of different lengths are compared by their NLL per token, scaled to the
+ * longer one's length (equal lengths: the plain difference), so that ending sooner is not a gain by itself.
  *
  * @example
- * const { gains } = await horizonGains({ edgeModel, scorer, ids, first, choices, tokens: HORIZON_TOKENS });
+ * const { gains } = await horizonGains({ edgeModel, scorer, ids, first, choices, tokens: HORIZON_TOKENS, stopIds });
  */
 import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import type { DecoderSequence } from '../../shared/model/decoder-sequence.ts';
@@ -28,6 +31,8 @@ export interface HorizonOptions {
   /** At each position, the edge's top-1 and the cloud's (what a route would write). */
   choices: readonly { proposed: number; cloudTop: number }[];
   tokens: number;
+  /** The ids generation ends at (stop-ids.ts): a branch ends with the first it writes. */
+  stopIds: ReadonlySet<number>;
 }
 
 /** The cloud's NLL of `branch` written after `prefix` (its last window's worth): one Score call. */
@@ -149,10 +154,12 @@ export async function horizonGains(o: HorizonOptions): Promise<HorizonReading> {
         sequence.checkpoint();
         try {
           const written = [token];
+          if (o.stopIds.has(token)) return written;
           let out = await sequence.append([token]);
           while (written.length <= room) {
             const next = argmax(out.logits.subarray(0, shared));
             written.push(next);
+            if (o.stopIds.has(next)) break;
             if (written.length <= room) out = await sequence.append([next]);
           }
           return written;
@@ -163,7 +170,8 @@ export async function horizonGains(o: HorizonOptions): Promise<HorizonReading> {
       const prefix = o.ids.slice(0, position + 1);
       const kept = await branch(choice.proposed);
       const routed = await branch(choice.cloudTop);
-      reading.gains[j] = (await cloud.nll(kept)) - (await cloud.nll(routed));
+      const length = Math.max(kept.length, routed.length);
+      reading.gains[j] = length * ((await cloud.nll(kept)) / kept.length - (await cloud.nll(routed)) / routed.length);
       reading.keptRepeats[j] = repeatsIn(prefix, kept);
       reading.routedRepeats[j] = repeatsIn(prefix, routed);
     }

@@ -16,6 +16,7 @@ import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { freeRunningFigures, type FreeRunningFigures } from '../lab/free-running-metrics.ts';
 import { generateAll, type Prompt } from '../lab/generation-runs.ts';
 import { ForcedRecords, type TeacherForced } from '../lab/forced-records.ts';
+import { generationStopIds } from '../../shared/model/stop-ids.ts';
 import { concatHorizon, horizonGains, type HorizonReading } from './horizon-gain.ts';
 
 export interface RolloutOptions {
@@ -53,6 +54,7 @@ export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> 
   let routed = 0;
   let trajectories = 0;
   const horizon: HorizonReading[] = [];
+  const stopIds = new Set(generationStopIds(o.edgeModel.pack, o.tokenizer));
   for (const [i, prompt] of o.prompts.entries()) {
     const threshold = o.thresholds[i % o.thresholds.length]!;
     for (const temperature of [0, 1]) {
@@ -68,7 +70,7 @@ export async function collectTrajectories(o: RolloutOptions): Promise<Rollouts> 
       const reading = await records.read(ids, { first });
       records.add(reading, i);
       if (o.horizon !== undefined)
-        horizon.push(await horizonGains({ edgeModel: o.edgeModel, scorer: o.cloud.scorer, ids, first, choices: reading.rows, tokens: o.horizon }));
+        horizon.push(await horizonGains({ edgeModel: o.edgeModel, scorer: o.cloud.scorer, ids, first, choices: reading.rows, tokens: o.horizon, stopIds }));
     }
     o.onPrompt?.(i + 1, o.prompts.length);
   }

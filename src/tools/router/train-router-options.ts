@@ -9,7 +9,7 @@ import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
 import { resolve } from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-features.ts';
-import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
+import { LABEL_RULES, readsHorizon, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { DEFAULT_LEARNING_RATE } from './train-mlp.ts';
 import { DEFAULT_ROUTER_THRESHOLD } from '../../shared/contract/router-threshold.ts';
 import type { ReportSettings } from './held-out-report.ts';
@@ -148,6 +148,9 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
     bad(`--rollout-tokens must be an integer in [1, 4096], got ${o.rolloutTokens}`);
   if (o.horizonTokens !== undefined && (!Number.isInteger(o.horizonTokens) || o.horizonTokens < 0 || o.horizonTokens > 64))
     bad(`--horizon-tokens must be an integer in [0, 64], got ${o.horizonTokens}`);
+  const rolloutRule = o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS;
+  if (o.horizonTokens !== undefined && !readsHorizon(rolloutRule))
+    bad(`--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels ${rolloutRule}`);
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }
