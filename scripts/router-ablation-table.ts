@@ -17,9 +17,8 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
 import { f2, f3, table } from './results/markdown.ts';
-import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
 import { DEFAULT_REPORT, MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
-import { DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
+import { DEFAULT_FEATURES, DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
 import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
@@ -27,14 +26,16 @@ export const ABLATION_PREFIX = 'router-ablation-';
 const BEGIN = '<!-- ablation: bun scripts/router-ablation-table.ts --write -->';
 const END = '<!-- /ablation -->';
 
-/** What a run was trained with, from its router.json: the two label rules, and what differs from the full recipe. */
+/** What a run was trained with, from its router.json: the two label rules, and what differs from today's defaults. */
 export function variantOf(data: Fields): string {
   const training = data.obj('training');
   const features = data.strList('features');
   const parts = [`text: ${training.str('label_rule')}`, `rollouts: ${training.str('on_policy_label_rule')}`];
   if (training.has('horizon_tokens') && training.num('horizon_tokens') !== HORIZON_TOKENS) parts.push(`horizon ${training.num('horizon_tokens')} tokens`);
-  const missing = FEATURE_GROUPS.filter((g) => !features.includes(g));
+  const missing = DEFAULT_FEATURES.filter((g) => !features.includes(g));
   if (missing.length) parts.push(`without ${missing.join(', ')}`);
+  const added = features.filter((g) => !(DEFAULT_FEATURES as readonly string[]).includes(g));
+  if (added.length) parts.push(`with ${added.join(', ')}`);
   const rounds = training.list('rounds').length - 1;
   if (rounds !== DEFAULT_ROUNDS) parts.push(`${rounds} rounds`);
   const members = training.num('members');

@@ -148,7 +148,7 @@ test('router train: --labels, --rollout-labels, --features and --rounds are chec
     ],
     [
       ['--features', 'logit_stats'],
-      /--features must be a comma-separated list of hidden, previous_hidden, logit_stats, repetition, position, token including hidden, got "logit_stats"/,
+      /--features must be a comma-separated list of hidden, previous_hidden, logit_stats, repetition, position, token, loop including hidden, got "logit_stats"/,
     ],
     [['--rounds', '11'], /--rounds must be in \[0, 10\], got 11/],
     [['--rollout-tokens', '0'], /--rollout-tokens must be in \[1, 4096\], got 0/],

@@ -11,7 +11,7 @@ import { OnnxRouter, type RouterJson } from '../src/edge/routing/router.ts';
 import { readJsonFile } from '../src/shared/model/model-pack.ts';
 import { seededRandom } from '../src/shared/seeded-random.ts';
 import { scoreWithRouterPack } from '../src/tools/router/batch-scorer.ts';
-import { ALL_EXTRA_WIDTH, inputWidth, routerInputs } from '../src/tools/lab/feature-matrix.ts';
+import { ALL_EXTRA_WIDTH, inputWidth, offsetOf, routerInputs } from '../src/tools/lab/feature-matrix.ts';
 import { initialWeights, predict } from '../src/tools/router/mlp.ts';
 import { MlpRouter } from '../src/tools/router/mlp-router.ts';
 import { writeRouterPack } from '../src/tools/router/router-pack.ts';
@@ -42,7 +42,7 @@ describe('teacher forcing records the previous hidden state and the position', (
       const first = r === 0 || forced.paragraph[r] !== forced.paragraph[r - 1];
       index = first ? 0 : index + 1;
       expect(row(forced.previousHidden, r)).toEqual(first ? new Array(h).fill(0) : row(forced.hidden, r - 1));
-      expect(forced.extra[r * ALL_EXTRA_WIDTH + ALL_EXTRA_WIDTH - 1]).toBe(Math.fround(positionFeature(index)));
+      expect(forced.extra[r * ALL_EXTRA_WIDTH + offsetOf('position')]).toBe(Math.fround(positionFeature(index)));
     }
     // Every position with a next token is a record: BOS + tokens, less the last.
     const lengths = PARAGRAPHS.map((p) => encodePrompt({ edgeModel: pair.edge, tokenizer: pair.tokenizer }, p).length - 1);

@@ -1,6 +1,6 @@
 /** The router's extra features, the loop measures, the fixed-share table and the text splits: exact values on hand-made inputs. */
 import { describe, expect, test } from 'bun:test';
-import { extraFeatures, extraWidth, logitStats, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/routing/router-features.ts';
+import { extraFeatures, extraWidth, logitStats, loopFeatures, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/routing/router-features.ts';
 import { commonPrefix, freeRunningFigures, isStuck, rep4, repeatEnds } from '../src/tools/lab/free-running-metrics.ts';
 import { cloudPerplexity } from '../src/tools/lab/generation-runs.ts';
 import { atShare } from '../src/tools/lab/share-table.ts';
@@ -60,6 +60,24 @@ describe('repetition features', () => {
     expect([...both.slice(3)]).toEqual([1, 1, 0, 1, 0.5]);
   });
 
+  test("loop: the proposed token completes a 4-gram seen before; the share of the last 16 ids that each completed one", () => {
+    // (1, 2, 3, 4) then (1, 2, 3): proposing 4 completes the 4-gram; no id so far completed one.
+    expect(loopFeatures([1, 2, 3, 4, 1, 2, 3], 4)).toEqual([1, 0]);
+    // A trigram seen before is not enough.
+    expect(loopFeatures([9, 2, 3, 4, 1, 2, 3], 4)).toEqual([0, 0]);
+    // "5 6 7 8" three times: the second copy's last id and every id of the third complete a seen 4-gram (6 of 12).
+    const loop = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7, 8];
+    expect(loopFeatures(loop, 5)).toEqual([1, 5 / 12]);
+    // 20 fresh ids, then the loop: the share is over the last 16 only (5 of them repeat).
+    expect(loopFeatures([...Array.from({ length: 20 }, (_, i) => 100 + i), ...loop], 9)).toEqual([0, 5 / 16]);
+    expect(loopFeatures([], 4)).toEqual([0, 0]);
+    // The group's two values come after the position's, in the fixed group order.
+    const logits = Float32Array.of(0, Math.log(3));
+    expect(extraWidth(['hidden', 'loop'])).toBe(2);
+    // Ids 6 and 7 end a repeat of (1, 2, 3, 1) and (2, 3, 1, 2); the proposed id 1 makes (3, 1, 2, 1), not seen.
+    expect([...extraFeatures(['loop', 'hidden', 'position'], logits, [1, 2, 3, 1, 2, 3, 1, 2])]).toEqual([Math.fround(Math.log(8)), 0, 2 / 8]);
+  });
+
   test('position: log(1 + index), the index being the context length − 1; the hidden states are not extra features', () => {
     const logits = Float32Array.of(0, Math.log(3));
     expect(positionFeature(0)).toBe(0);
@@ -79,22 +97,23 @@ describe('repetition features', () => {
     expect(parseFeatureGroups(['token', 'hidden', 'logit_stats'], 'r.json')).toEqual(['hidden', 'logit_stats', 'token']);
     expect(parseFeatureGroups(['position', 'previous_hidden', 'hidden'], 'r.json')).toEqual(['hidden', 'previous_hidden', 'position']);
     expect(() => parseFeatureGroups(['hidden', 'colour'], 'r.json')).toThrow(
-      'r.json: features must be a non-empty list of hidden, previous_hidden, logit_stats, repetition, position, token, got ["hidden","colour"]',
+      'r.json: features must be a non-empty list of hidden, previous_hidden, logit_stats, repetition, position, token, loop, got ["hidden","colour"]',
     );
     expect(() => parseFeatureGroups(['logit_stats'], 'r.json')).toThrow('r.json: features must include hidden');
   });
 
   test('feature matrices: the previous hidden state, then the picked columns, after the hidden state', () => {
-    const extra = Float32Array.from({ length: 18 }, (_, i) => i); // two rows of 9: logit_stats, repetition, position
-    expect([...pickExtraColumns(extra, 2, ['hidden', 'repetition'])]).toEqual([3, 4, 5, 6, 7, 12, 13, 14, 15, 16]);
-    expect([...pickExtraColumns(extra, 2, ['hidden', 'position'])]).toEqual([8, 17]);
+    const extra = Float32Array.from({ length: 22 }, (_, i) => i); // two rows of 11: logit_stats, repetition, position, loop
+    expect([...pickExtraColumns(extra, 2, ['hidden', 'repetition'])]).toEqual([3, 4, 5, 6, 7, 14, 15, 16, 17, 18]);
+    expect([...pickExtraColumns(extra, 2, ['hidden', 'position'])]).toEqual([8, 19]);
+    expect([...pickExtraColumns(extra, 2, ['hidden', 'loop', 'position'])]).toEqual([8, 9, 10, 19, 20, 21]);
     const x = routerInputs({ count: 2, hiddenSize: 1, hidden: Float32Array.of(-1, -2), extra }, ['hidden', 'logit_stats']);
     expect(x.width).toBe(4);
-    expect([...x.features]).toEqual([-1, 0, 1, 2, -2, 9, 10, 11]);
+    expect([...x.features]).toEqual([-1, 0, 1, 2, -2, 11, 12, 13]);
     const rows = { count: 2, hiddenSize: 2, hidden: Float32Array.of(-1, -2, -3, -4), previousHidden: Float32Array.of(0, 0, -1, -2), extra };
     const y = routerInputs(rows, ['hidden', 'previous_hidden', 'position']);
     expect(y.width).toBe(5);
-    expect([...y.features]).toEqual([-1, -2, 0, 0, 8, -3, -4, -1, -2, 17]);
+    expect([...y.features]).toEqual([-1, -2, 0, 0, 8, -3, -4, -1, -2, 19]);
     expect(() => routerInputs({ ...rows, previousHidden: undefined }, ['hidden', 'previous_hidden'])).toThrow('needs previous hidden states');
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Router inputs as matrices, for training and batch scoring: teacher forcing computes every extra
- * feature group once (`ALL_EXTRA_GROUPS`, 9 columns per position) and the previous position's hidden
+ * feature group once (`ALL_EXTRA_GROUPS`, 11 columns per position) and the previous position's hidden
  * state; a router's own groups are picked from that and appended to the hidden state, in the order the
  * ONNX graph concatenates them (hidden, previous hidden, extra features).
  *
@@ -22,7 +22,7 @@ export const ALL_EXTRA_GROUPS: readonly ExtraGroup[] = extraGroups(FEATURE_GROUP
 export const ALL_EXTRA_WIDTH = ALL_EXTRA_GROUPS.reduce((s, g) => s + EXTRA_WIDTH[g], 0);
 
 /** Column offset of each group within the all-groups layout. */
-function offsetOf(group: ExtraGroup): number {
+export function offsetOf(group: ExtraGroup): number {
   let offset = 0;
   for (const g of ALL_EXTRA_GROUPS) {
     if (g === group) return offset;

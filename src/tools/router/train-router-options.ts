@@ -69,7 +69,8 @@ export const DEMO_ROUTER_TRAINING = {
   labels: 'citer',
   // Divergence on the rollouts, as the demo routers were trained before cloud-nll became the default.
   rolloutLabels: 'divergence',
-  features: FEATURE_GROUPS,
+  // The groups before `loop`: the demo thresholds were measured on routers that read these.
+  features: ['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position', 'token'],
   rounds: 2,
   rolloutPrompts: 48,
   rolloutTokens: 48,
