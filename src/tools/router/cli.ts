@@ -12,6 +12,7 @@ import {
   DEFAULT_FEATURES,
   DEFAULT_HIDDEN_UNITS,
   DEFAULT_LABELS,
+  DEFAULT_LOOP_COST,
   DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROLLOUT_PROMPTS,
   DEFAULT_ROLLOUT_TOKENS,
@@ -32,7 +33,7 @@ const USAGE = `usage: bun run router <command> [flags]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
         [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--report-documents 64] [--report-prompts 32] [--report-tokens 48] [--report-text FILE] [--json]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost 0] [--report-documents 64] [--report-prompts 32] [--report-tokens 48] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -42,7 +43,8 @@ const USAGE = `usage: bun run router <command> [flags]
       4-gram already in the sequence while the cloud's top-1 differs; loop-guard-nll / loop-averse-nll / loop-neutral-nll:
       loop-nll's, and a target of 1 / 0.75 / 0.5 (keep, a loss, no gain) where the cloud's top-1 would repeat one and
       the edge's would not; horizon-nll (rollouts only): loop-averse-nll's, with the gain measured over the routed
-      token and the edge's next --horizon-tokens greedy tokens after it; horizon-loop-nll: horizon-nll's gain, and
+      token and the edge's next --horizon-tokens greedy tokens after it, each loop step in a branch costing --loop-cost
+      nats; horizon-loop-nll: horizon-nll's gain, and
       the loop rules over both branches (keep where the routed one repeats more 4-grams, route where it repeats fewer);
       mixed-gain, the default for the text: the mean of gain's and cloud-gain's, and the default
       threshold then routes as many validation positions as CITER's labels do) and train the MLP router; then --rounds
@@ -121,6 +123,7 @@ async function trainCommand(args: string[]): Promise<void> {
     'rollout-prompts': { type: 'string' },
     'rollout-tokens': { type: 'string' },
     'horizon-tokens': { type: 'string' },
+    'loop-cost': { type: 'string' },
     force: { type: 'boolean' },
     'report-documents': { type: 'string' },
     'report-prompts': { type: 'string' },
@@ -151,6 +154,7 @@ async function trainCommand(args: string[]): Promise<void> {
       rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
       // Absent stays absent: a horizon length given with a rollout rule that reads none is an error, not ignored.
       ...(values['horizon-tokens'] === undefined ? {} : { horizonTokens: integerFlag(values, 'horizon-tokens', HORIZON_TOKENS, [0, 64])! }),
+      ...(values['loop-cost'] === undefined ? {} : { loopCost: numberFlag(values, 'loop-cost', DEFAULT_LOOP_COST)! }),
       force: values.force === true,
       report: {
         ...DEFAULT_REPORT,

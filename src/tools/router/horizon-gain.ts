@@ -115,6 +115,17 @@ function repeatsIn(prefix: readonly number[], branch: readonly number[]): number
   return repeats;
 }
 
+/**
+ * The reading with each loop step charged `cost` nats: g + cost · (kept repeats − routed repeats). The ids that
+ * take a loop a step further are the ones the cloud finds likeliest, so its NLL counts them as gains; the
+ * free-running rep4 counts them as the loop they are. 0 leaves the reading as it is.
+ */
+export function chargeLoopSteps(reading: HorizonReading, cost: number): HorizonReading {
+  if (cost === 0) return reading;
+  const gains = reading.gains.map((g, j) => g + cost * (reading.keptRepeats[j]! - reading.routedRepeats[j]!));
+  return { ...reading, gains };
+}
+
 /** The horizon readings of a list of sequences' choices, one after the other. */
 export function concatHorizon(parts: readonly HorizonReading[]): HorizonReading {
   const count = parts.reduce((s, p) => s + p.gains.length, 0);

@@ -58,6 +58,8 @@ export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
  */
 export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
 export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'horizon-nll';
+/** What horizon-nll charges a loop step in a branch, in nats (--loop-cost). */
+export const DEFAULT_LOOP_COST = 0;
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   // The MLP trainer's larger step and half the epochs: CI's time, and the figures of the demo thresholds.
@@ -116,6 +118,8 @@ export interface TrainRouterOptions {
   rolloutTokens: number;
   /** Greedy edge tokens after a choice for the horizon-nll labels (HORIZON_TOKENS when not given). */
   horizonTokens?: number;
+  /** Nats each loop step in a horizon branch costs (horizon-gain.ts chargeLoopSteps; DEFAULT_LOOP_COST when not given). */
+  loopCost?: number;
   /** `--force`: replace a router pack this project's tools wrote at `out` (output-ownership.ts). */
   force?: boolean;
   /** The held-out report after training (held-out-report.ts; the CLI's DEFAULT_REPORT); absent = none. */
@@ -152,6 +156,8 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   const rolloutRule = o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS;
   if (o.horizonTokens !== undefined && !readsHorizon(rolloutRule))
     bad(`--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels ${rolloutRule}`);
+  if (o.loopCost !== undefined && !(o.loopCost >= 0 && o.loopCost <= 100)) bad(`--loop-cost must be in [0, 100] nats, got ${o.loopCost}`);
+  if (o.loopCost !== undefined && rolloutRule !== 'horizon-nll') bad(`--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels ${rolloutRule}`);
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }

@@ -33,7 +33,7 @@ import { documentCount, readTrainingCorpus } from '../lab/training-corpus.ts';
 import { chatTemplateFor, trainingDocuments } from '../lab/training-documents.ts';
 import { accuracyAt, auc, labelBalance } from './classifier-metrics.ts';
 import { labelsBy, labelsFor, readsHorizon, SOFT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
-import { HORIZON_TOKENS, type HorizonReading } from './horizon-gain.ts';
+import { chargeLoopSteps, HORIZON_TOKENS, type HorizonReading } from './horizon-gain.ts';
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
@@ -42,6 +42,7 @@ import { checkFolderOutput } from '../models/output-ownership.ts';
 import { ROUTER_TRAIN_TOOL, writeRouterPack } from './router-pack.ts';
 import { routerSource } from './router-source.ts';
 import {
+  DEFAULT_LOOP_COST,
   DEFAULT_MEMBERS,
   DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROUTER_LEARNING_RATE,
@@ -252,6 +253,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       ROLLOUT_PREFIX_TOKENS,
     );
     const validationPerRound = Math.max(1, Math.ceil(o.rolloutPrompts * VALIDATION_FRACTION));
+    const loopCost = rolloutRule === 'horizon-nll' ? (o.loopCost ?? DEFAULT_LOOP_COST) : 0;
+    const charged = (reading: HorizonReading | undefined) => reading && chargeLoopSteps(reading, loopCost);
     for (let round = 1; round <= o.rounds && trainPrompts.length > 0; round++) {
       const router = new MlpRouter(result.weights, o.features);
       const validationScores = scored(result.weights, tfValidationSet).scores;
@@ -278,10 +281,10 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         }
       };
       const rollout = await rolloutOf(take(trainPrompts, o.rolloutPrompts), `rollouts (round ${round})`);
-      trainParts.push(labelled(rollout.forced, rolloutRule, rollout.horizon));
+      trainParts.push(labelled(rollout.forced, rolloutRule, charged(rollout.horizon)));
       if (validationPrompts.length > 0) {
         const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
-        validationParts.push(labelled(held.forced, rolloutRule, held.horizon));
+        validationParts.push(labelled(held.forced, rolloutRule, charged(held.horizon)));
       }
       result = fit(round, result.members);
       rounds.push(
