@@ -101,6 +101,16 @@ describe('router train with bad input: one-line error, nothing written', () => {
       () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--rollout-labels', 'cloud-nll', '--horizon-tokens', '8'],
       /--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels cloud-nll/,
     ],
+    [
+      'a loop cost with a rollout rule that charges none',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--rollout-labels', 'horizon-loop-nll', '--loop-cost', '1'],
+      /--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels horizon-loop-nll/,
+    ],
+    [
+      'a negative loop cost',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--loop-cost=-1'],
+      /--loop-cost must be in \[0, 100\] nats, got -1/,
+    ],
   ];
   for (const [name, args, message] of cases) {
     test(name, () => {

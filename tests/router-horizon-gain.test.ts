@@ -10,7 +10,7 @@ import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { InProcessScorer } from '../src/tools/lab/cloud-scorer.ts';
 import { ForcedRecords, repeatsFourGramAt } from '../src/tools/lab/forced-records.ts';
-import { horizonGains } from '../src/tools/router/horizon-gain.ts';
+import { chargeLoopSteps, horizonGains } from '../src/tools/router/horizon-gain.ts';
 import { horizonTarget, labelsFor, nllGainTarget } from '../src/tools/router/labels.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
@@ -188,4 +188,14 @@ test('horizon-loop-nll: a routed branch that takes loops further than the kept o
   expect([...targets]).toEqual([Math.fround(horizonTarget(0.5)), 0.75, 0]);
   expect(Math.abs(targets[0]! - 1 / 3)).toBeLessThan(1e-6);
   expect([...labels]).toEqual([1, 1, 0]);
+});
+
+test('--loop-cost charges each loop step of a branch: g + cost · (kept repeats − routed repeats)', () => {
+  const reading = { gains: Float32Array.of(0.5, 2, -1), keptRepeats: Uint8Array.of(1, 0, 3), routedRepeats: Uint8Array.of(1, 2, 0) };
+  const charged = chargeLoopSteps(reading, 0.75);
+  expect([...charged.gains]).toEqual([0.5, 0.5, 1.25]);
+  // The repeats stay as read, and so does the reading itself; a cost of 0 changes nothing.
+  expect(charged.routedRepeats).toBe(reading.routedRepeats);
+  expect([...reading.gains]).toEqual([0.5, 2, -1]);
+  expect(chargeLoopSteps(reading, 0)).toBe(reading);
 });
