@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import { ABLATION_PAGE, ablationMarkdown, onPolicyGainMarkdown, pageWithAblation, pairOf, variantOf } from '../scripts/router-ablation-table.ts';
 import { Fields } from '../scripts/results/data-file.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
+import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
+import { DEFAULT_LOOP_COST } from '../src/tools/router/train-router-options.ts';
 
 test('docs/router-training.md shows the table the recorded runs render (bun scripts/router-ablation-table.ts --write)', () => {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
@@ -22,8 +24,15 @@ test("a run's pair comes from its saved command, its variant from its router.jso
       training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: Array.from({ length: rounds + 1 }, () => ({})), members },
     });
   expect(variantOf(meta([...FEATURE_GROUPS], 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll');
+  const horizon = (loopCost: number, horizonTokens: number) =>
+    new Fields('x', {
+      features: [...FEATURE_GROUPS],
+      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, loop_cost: loopCost, horizon_tokens: horizonTokens },
+    });
+  expect(variantOf(horizon(DEFAULT_LOOP_COST, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  expect(variantOf(horizon(DEFAULT_LOOP_COST + 0.5, 8))).toBe(`text: mixed-gain; rollouts: horizon-nll; horizon 8 tokens; loop cost ${DEFAULT_LOOP_COST + 0.5}`);
   expect(variantOf(meta(['hidden', 'logit_stats'], 0, 1))).toBe(
-    'text: mixed-gain; rollouts: cloud-nll; without previous_hidden, repetition, position, token; 0 rounds; 1 member',
+    'text: mixed-gain; rollouts: cloud-nll; without previous_hidden, repetition, position, token, loop; 0 rounds; 1 member',
   );
 });
 
