@@ -1,6 +1,6 @@
 /** The router's extra features, the loop measures, the fixed-share table and the text splits: exact values on hand-made inputs. */
 import { describe, expect, test } from 'bun:test';
-import { extraFeatures, extraWidth, logitStats, loopFeature, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/routing/router-features.ts';
+import { extraFeatures, extraWidth, logitStats, loopFeatures, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/routing/router-features.ts';
 import { commonPrefix, freeRunningFigures, isStuck, rep4, repeatEnds } from '../src/tools/lab/free-running-metrics.ts';
 import { cloudPerplexity } from '../src/tools/lab/generation-runs.ts';
 import { atShare } from '../src/tools/lab/share-table.ts';
@@ -60,21 +60,22 @@ describe('repetition features', () => {
     expect([...both.slice(3)]).toEqual([1, 1, 0, 1, 0.5]);
   });
 
-  test('loop: whether the proposed token completes a 4-gram seen before, in the last 64 ids', () => {
-    // (1, 2, 3, 4) then (1, 2, 3): proposing 4 completes the 4-gram.
-    expect(loopFeature([1, 2, 3, 4, 1, 2, 3], 4)).toBe(1);
+  test("loop: the proposed token completes a 4-gram seen before; the share of the last 16 ids that each completed one", () => {
+    // (1, 2, 3, 4) then (1, 2, 3): proposing 4 completes the 4-gram; no id so far completed one.
+    expect(loopFeatures([1, 2, 3, 4, 1, 2, 3], 4)).toEqual([1, 0]);
     // A trigram seen before is not enough.
-    expect(loopFeature([9, 2, 3, 4, 1, 2, 3], 4)).toBe(0);
-    expect(loopFeature([], 4)).toBe(0);
-    // (7, 8, 9, 4) opens the context; with 58 fresh ids and (7, 8, 9) after it, its 7 has left the 64-id window.
-    const fresh = Array.from({ length: 58 }, (_, i) => 100 + i);
-    expect(loopFeature([7, 8, 9, 4, ...fresh, 7, 8, 9], 4)).toBe(0);
-    expect(loopFeature([7, 8, 9, 4, ...fresh.slice(1), 7, 8, 9], 4)).toBe(1); // 64 ids: still inside
-    // The group's value comes after the position's, in the fixed group order (the logits' top-1 is id 1).
+    expect(loopFeatures([9, 2, 3, 4, 1, 2, 3], 4)).toEqual([0, 0]);
+    // "5 6 7 8" three times: the second copy's last id and every id of the third complete a seen 4-gram (6 of 12).
+    const loop = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7, 8];
+    expect(loopFeatures(loop, 5)).toEqual([1, 5 / 12]);
+    // 20 fresh ids, then the loop: the share is over the last 16 only (5 of them repeat).
+    expect(loopFeatures([...Array.from({ length: 20 }, (_, i) => 100 + i), ...loop], 9)).toEqual([0, 5 / 16]);
+    expect(loopFeatures([], 4)).toEqual([0, 0]);
+    // The group's two values come after the position's, in the fixed group order.
     const logits = Float32Array.of(0, Math.log(3));
-    expect(extraWidth(['hidden', 'loop'])).toBe(1);
-    expect([...extraFeatures(['loop', 'hidden', 'position'], logits, [1, 2, 3, 1, 2, 3])]).toEqual([Math.fround(Math.log(6)), 1]);
-    expect([...extraFeatures(['loop', 'hidden'], logits, [1, 2, 3, 1, 2, 3, 1, 2])]).toEqual([0]);
+    expect(extraWidth(['hidden', 'loop'])).toBe(2);
+    // Ids 6 and 7 end a repeat of (1, 2, 3, 1) and (2, 3, 1, 2); the proposed id 1 makes (3, 1, 2, 1), not seen.
+    expect([...extraFeatures(['loop', 'hidden', 'position'], logits, [1, 2, 3, 1, 2, 3, 1, 2])]).toEqual([Math.fround(Math.log(8)), 0, 2 / 8]);
   });
 
   test('position: log(1 + index), the index being the context length − 1; the hidden states are not extra features', () => {
@@ -102,17 +103,17 @@ describe('repetition features', () => {
   });
 
   test('feature matrices: the previous hidden state, then the picked columns, after the hidden state', () => {
-    const extra = Float32Array.from({ length: 20 }, (_, i) => i); // two rows of 10: logit_stats, repetition, position, loop
-    expect([...pickExtraColumns(extra, 2, ['hidden', 'repetition'])]).toEqual([3, 4, 5, 6, 7, 13, 14, 15, 16, 17]);
-    expect([...pickExtraColumns(extra, 2, ['hidden', 'position'])]).toEqual([8, 18]);
-    expect([...pickExtraColumns(extra, 2, ['hidden', 'loop', 'position'])]).toEqual([8, 9, 18, 19]);
+    const extra = Float32Array.from({ length: 22 }, (_, i) => i); // two rows of 11: logit_stats, repetition, position, loop
+    expect([...pickExtraColumns(extra, 2, ['hidden', 'repetition'])]).toEqual([3, 4, 5, 6, 7, 14, 15, 16, 17, 18]);
+    expect([...pickExtraColumns(extra, 2, ['hidden', 'position'])]).toEqual([8, 19]);
+    expect([...pickExtraColumns(extra, 2, ['hidden', 'loop', 'position'])]).toEqual([8, 9, 10, 19, 20, 21]);
     const x = routerInputs({ count: 2, hiddenSize: 1, hidden: Float32Array.of(-1, -2), extra }, ['hidden', 'logit_stats']);
     expect(x.width).toBe(4);
-    expect([...x.features]).toEqual([-1, 0, 1, 2, -2, 10, 11, 12]);
+    expect([...x.features]).toEqual([-1, 0, 1, 2, -2, 11, 12, 13]);
     const rows = { count: 2, hiddenSize: 2, hidden: Float32Array.of(-1, -2, -3, -4), previousHidden: Float32Array.of(0, 0, -1, -2), extra };
     const y = routerInputs(rows, ['hidden', 'previous_hidden', 'position']);
     expect(y.width).toBe(5);
-    expect([...y.features]).toEqual([-1, -2, 0, 0, 8, -3, -4, -1, -2, 18]);
+    expect([...y.features]).toEqual([-1, -2, 0, 0, 8, -3, -4, -1, -2, 19]);
     expect(() => routerInputs({ ...rows, previousHidden: undefined }, ['hidden', 'previous_hidden'])).toThrow('needs previous hidden states');
   });
 });

@@ -16,8 +16,9 @@
  * - `position`: log(1 + the position's index in the sequence). The first tokens of a text are the
  *   hardest to guess, for both models, and their hidden states do not say how little context there is.
  * - `loop`: whether the proposed token completes a 4-gram seen earlier in the window (a loop's next step:
- *   what rep4 counts, and where the loop labels route). The repetition group stops at trigrams, which
- *   ordinary text completes often.
+ *   what rep4 counts, and where the loop labels route), and the share of the last RECENT_SPAN ids that
+ *   each completed a 4-gram seen before them (a loop under way). The repetition group stops at trigrams,
+ *   which ordinary text completes often.
  * - `token`: the proposed token itself (the edge's top-1 id). router.onnx takes it as a third input,
  *   `proposed_token`, and adds that token's learned vector to its first layer: some tokens are wrong far
  *   more often than the edge's confidence in them says, and a one-hot input over the vocabulary would
@@ -33,7 +34,7 @@ export const FEATURE_GROUPS = ['hidden', 'previous_hidden', 'logit_stats', 'repe
 export type FeatureGroup = (typeof FEATURE_GROUPS)[number];
 
 /** Widths of the groups computed here (the hidden state's width is the model's). */
-export const EXTRA_WIDTH = { logit_stats: 3, repetition: 5, position: 1, loop: 1 } as const;
+export const EXTRA_WIDTH = { logit_stats: 3, repetition: 5, position: 1, loop: 2 } as const;
 /** How far back the repetition features look: enough for loops, constant cost however long the context. */
 export const REPETITION_WINDOW = 64;
 /** The span whose distinct-id share is a feature, and the evaluation's `stuck` window. */
@@ -166,9 +167,16 @@ export function repetitionFeatures(context: readonly number[], next: number): [n
   ];
 }
 
-/** The loop value for proposing `next` after `context` (its last REPETITION_WINDOW ids): 1 if it completes a 4-gram seen earlier. */
-export function loopFeature(context: readonly number[], next: number): number {
-  return completesSeenNgram(context.slice(Math.max(0, context.length - REPETITION_WINDOW)), next, 4) ? 1 : 0;
+/**
+ * The two loop values for proposing `next` after `context` (its last REPETITION_WINDOW ids): completes a
+ * 4-gram seen earlier; the share of the last RECENT_SPAN ids that each completed a 4-gram seen before them.
+ */
+export function loopFeatures(context: readonly number[], next: number): [number, number] {
+  const recent = context.slice(Math.max(0, context.length - REPETITION_WINDOW));
+  const span = Math.min(RECENT_SPAN, recent.length);
+  let repeats = 0;
+  for (let k = recent.length - span; k < recent.length; k++) if (completesSeenNgram(recent.slice(0, k), recent[k]!, 4)) repeats++;
+  return [completesSeenNgram(recent, next, 4) ? 1 : 0, span === 0 ? 0 : repeats / span];
 }
 
 /**
@@ -193,7 +201,7 @@ export function writeExtraFeatures(
     } else if (group === 'repetition') {
       out.set(repetitionFeatures(context, stats.argmax), k);
     } else if (group === 'loop') {
-      out[k] = loopFeature(context, stats.argmax);
+      out.set(loopFeatures(context, stats.argmax), k);
     } else {
       out[k] = positionFeature(position);
     }

@@ -1,6 +1,6 @@
 /**
  * Router inputs as matrices, for training and batch scoring: teacher forcing computes every extra
- * feature group once (`ALL_EXTRA_GROUPS`, 10 columns per position) and the previous position's hidden
+ * feature group once (`ALL_EXTRA_GROUPS`, 11 columns per position) and the previous position's hidden
  * state; a router's own groups are picked from that and appended to the hidden state, in the order the
  * ONNX graph concatenates them (hidden, previous hidden, extra features).
  *
