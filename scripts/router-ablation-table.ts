@@ -18,7 +18,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
 import { f2, f3, table } from './results/markdown.ts';
 import { DEFAULT_REPORT, MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
-import { DEFAULT_FEATURES, DEFAULT_LOOP_COST, DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
+import { defaultFeatures, DEFAULT_LOOP_COST, DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
 import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
@@ -33,7 +33,7 @@ export function variantOf(data: Fields): string {
   const parts = [`text: ${training.str('label_rule')}`, `rollouts: ${training.str('on_policy_label_rule')}`];
   if (training.has('horizon_tokens') && training.num('horizon_tokens') !== HORIZON_TOKENS) parts.push(`horizon ${training.num('horizon_tokens')} tokens`);
   if (training.has('loop_cost') && training.num('loop_cost') !== DEFAULT_LOOP_COST) parts.push(`loop cost ${training.num('loop_cost')}`);
-  const missing = DEFAULT_FEATURES.filter((g) => !features.includes(g));
+  const missing = defaultFeatures(training.has('text_format') ? 'chat' : 'text').filter((g) => !features.includes(g));
   if (missing.length) parts.push(`without ${missing.join(', ')}`);
   const rounds = training.list('rounds').length - 1;
   if (rounds !== DEFAULT_ROUNDS) parts.push(`${rounds} rounds`);

@@ -9,7 +9,6 @@ import { FEATURE_GROUPS, type FeatureGroup } from '../../edge/routing/router-fea
 import { LABEL_RULES, ROLLOUT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
 import { HORIZON_TOKENS } from './horizon-gain.ts';
 import {
-  DEFAULT_FEATURES,
   DEFAULT_HIDDEN_UNITS,
   DEFAULT_LABELS,
   DEFAULT_LOOP_COST,
@@ -93,8 +92,9 @@ function rolloutLabelRuleFlag(raw: string | undefined): RolloutLabelRule {
   return raw as RolloutLabelRule;
 }
 
-function featuresFlag(raw: string | undefined): FeatureGroup[] {
-  if (raw === undefined) return [...DEFAULT_FEATURES];
+/** The groups given, or undefined: the trainer picks the defaults for the dataset's kind (defaultFeatures). */
+function featuresFlag(raw: string | undefined): FeatureGroup[] | undefined {
+  if (raw === undefined) return undefined;
   const groups = raw.split(',').map((g) => g.trim());
   if (groups.some((g) => !(FEATURE_GROUPS as readonly string[]).includes(g)) || !groups.includes('hidden')) {
     throw new UsageError(`--features must be a comma-separated list of ${FEATURE_GROUPS.join(', ')} including hidden, got ${JSON.stringify(raw)}`);

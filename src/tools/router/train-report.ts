@@ -80,7 +80,7 @@ export function routerMeta(
     // A router trained through a shim names no pack: `router eval` then needs --cloud-model or --cloud.
     ...(packs.cloudModelDir === undefined ? {} : { llm: relative(resolve(o.out), packs.cloudModelDir) }),
     default_threshold: defaultThreshold,
-    features: [...o.features],
+    features: [...report.features],
     training: {
       // The shim it was trained through (the pack, when in process, is `llm` above).
       ...(packs.cloudModelDir === undefined ? { cloud: packs.cloud } : {}),

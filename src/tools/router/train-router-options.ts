@@ -46,7 +46,15 @@ export const DEFAULT_EPOCHS = 60;
 export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
-export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
+/**
+ * The groups a router reads when `--features` is not given: every group for text; for a chat dataset every
+ * group but `loop`. The loop group looks at the last 64 ids, the conversation included, and a reply echoes
+ * the conversation (its names, its phrases) where a story repeating itself is in a loop: on the chat pair a
+ * router reading it lost to top-1 at 10% and 20% routed (docs/router-training.md).
+ */
+export function defaultFeatures(kind: 'text' | 'chat'): readonly FeatureGroup[] {
+  return kind === 'text' ? FEATURE_GROUPS : FEATURE_GROUPS.filter((g) => g !== 'loop');
+}
 /**
  * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
  * and in the cloud's expectation; above CITER's on the truncated pair),
@@ -59,7 +67,7 @@ export const DEFAULT_FEATURES: readonly FeatureGroup[] = FEATURE_GROUPS;
 export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
 export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'horizon-nll';
 /** What horizon-nll charges a loop step in a branch, in nats (--loop-cost). */
-export const DEFAULT_LOOP_COST = 0;
+export const DEFAULT_LOOP_COST = 0.25;
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   // The MLP trainer's larger step and half the epochs: CI's time, and the figures of the demo thresholds.
@@ -110,7 +118,8 @@ export interface TrainRouterOptions {
   /** Label rule of the on-policy records, which have no true text (DEFAULT_ROLLOUT_LABELS when not given). */
   rolloutLabels?: RolloutLabelRule;
   /** Feature groups the router reads, `hidden` included. */
-  features: readonly FeatureGroup[];
+  /** The groups the router reads; defaultFeatures(the dataset's kind) when not given. */
+  features?: readonly FeatureGroup[];
   /** On-policy rounds after the teacher-forced fit (0 = teacher forcing only, the first trainer's way). */
   rounds: number;
   /** Training prompts generated from per round (each greedily and sampled). */
@@ -142,7 +151,7 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (!LABEL_RULES.includes(o.labels)) bad(`--labels must be one of ${LABEL_RULES.join(', ')}, got ${JSON.stringify(o.labels)}`);
   if (o.rolloutLabels !== undefined && !ROLLOUT_LABEL_RULES.includes(o.rolloutLabels))
     bad(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(o.rolloutLabels)}`);
-  if (!o.features.includes('hidden') || o.features.some((f) => !FEATURE_GROUPS.includes(f))) {
+  if (o.features && (!o.features.includes('hidden') || o.features.some((f) => !FEATURE_GROUPS.includes(f)))) {
     bad(`--features must be a comma-separated list of ${FEATURE_GROUPS.join(', ')} including hidden, got ${JSON.stringify(o.features.join(','))}`);
   }
   if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 10) bad(`--rounds must be an integer in [0, 10], got ${o.rounds}`);

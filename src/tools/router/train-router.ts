@@ -47,6 +47,7 @@ import {
   DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROUTER_LEARNING_RATE,
   DEFAULT_THRESHOLD,
+  defaultFeatures,
   ROLLOUT_PREFIX_TOKENS,
   ROLLOUT_SHARES,
   VALIDATION_FRACTION,
@@ -128,6 +129,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const corpus = readTrainingCorpus(o.text);
   // A report on another file reads all of it (e.g. a held-back set no model of the pair was trained on).
   const reportCorpus = o.report?.text ? readTrainingCorpus(o.report.text) : corpus;
+  const features = o.features ?? defaultFeatures(corpus.kind);
   const edgePack = loadModelPack(o.edgeModel, o.edgeModelFile);
   const documentsIn = documentCount(corpus);
   // Document indices: paragraphs of text, or a chat dataset's conversations (split by conversation).
@@ -185,12 +187,12 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     if (trainParts[0]!.forced.count === 0 || tfValidation.forced.count === 0 || !(balance > 0 && balance < 1)) {
       throw new AppError('INVALID_ARGUMENT', `${o.text}: too little text to train on (${forced.count} positions, share labelled keep ${balance})`);
     }
-    const inputSize = inputWidth(forced.hiddenSize, o.features);
+    const inputSize = inputWidth(forced.hiddenSize, features);
     const members = o.members ?? DEFAULT_MEMBERS;
     /** Each member continues from its own weights of the previous round; the router is their merge (mlp.ts). */
     const fit = (round: number, initial?: readonly MlpWeights[]): FitResult => {
-      const trainSet = dataset(trainParts, o.features);
-      const validationSet = dataset(validationParts, o.features);
+      const trainSet = dataset(trainParts, features);
+      const validationSet = dataset(validationParts, features);
       const results = Array.from({ length: members }, (_, k) => {
         const label = round === 0 ? 'training' : `training (round ${round})`;
         progress?.start(members > 1 ? `${label}, member ${k + 1}/${members}` : label, o.maxEpochs);
@@ -203,7 +205,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
             maxEpochs: o.maxEpochs,
             learningRate: o.learningRate ?? DEFAULT_ROUTER_LEARNING_RATE,
             initial: initial?.[k],
-            ...(readsToken(o.features) ? { tokenVocabSize: edgePack.vocabSize } : {}),
+            ...(readsToken(features) ? { tokenVocabSize: edgePack.vocabSize } : {}),
             onEpoch: (e) => progress?.update(e.epoch, `val loss ${e.validationLoss.toFixed(4)}`),
           });
         } finally {
@@ -217,7 +219,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         bestEpoch: Math.max(...results.map((r) => r.bestEpoch)),
       };
     };
-    const tfValidationSet = dataset([tfValidation], o.features);
+    const tfValidationSet = dataset([tfValidation], features);
     const rounds: RoundReport[] = [];
     const figures = (round: number, result: FitResult, added: number, rollout?: RoundReport['rollout']): RoundReport => {
       const tf = scored(result.weights, tfValidationSet);
@@ -232,7 +234,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         bestEpoch: result.bestEpoch,
       };
       if (validationParts.length > 1) {
-        const onPolicy = scored(result.weights, dataset(validationParts.slice(1), o.features));
+        const onPolicy = scored(result.weights, dataset(validationParts.slice(1), features));
         report.onPolicyValAuc = onPolicy.auc;
         report.onPolicyValAccuracy = onPolicy.accuracy;
       }
@@ -256,7 +258,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     const loopCost = rolloutRule === 'horizon-nll' ? (o.loopCost ?? DEFAULT_LOOP_COST) : 0;
     const charged = (reading: HorizonReading | undefined) => reading && chargeLoopSteps(reading, loopCost);
     for (let round = 1; round <= o.rounds && trainPrompts.length > 0; round++) {
-      const router = new MlpRouter(result.weights, o.features);
+      const router = new MlpRouter(result.weights, features);
       const validationScores = scored(result.weights, tfValidationSet).scores;
       const thresholds = ROLLOUT_SHARES.map((share) => quantileThreshold(Array.from(validationScores), share));
       // Each round reads the next prompts (wrapping around), so the rounds see different stories.
@@ -315,7 +317,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
             ...reportOn,
             noun: documentCount(reportCorpus).noun,
             weights: result.weights,
-            features: o.features,
+            features: features,
             settings: o.report,
             seed: o.seed,
             progress,
@@ -340,7 +342,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       bestEpoch: last.bestEpoch,
       defaultThreshold,
       labels: o.labels,
-      features: o.features,
+      features: features,
       rounds,
       ...(held ? { heldOut: held } : {}),
       seconds: 0,
