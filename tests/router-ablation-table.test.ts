@@ -30,6 +30,15 @@ test("a run's pair comes from its saved command, its variant from its router.jso
       training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, loop_cost: loopCost, horizon_tokens: horizonTokens },
     });
   expect(variantOf(horizon(DEFAULT_LOOP_COST, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  // A chat dataset's defaults leave the loop group out: a chat router without it is no variant.
+  const chat = (features: string[]) =>
+    new Fields('x', {
+      features,
+      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: [{}, {}, {}, {}], members: 3, text_format: 'chat' },
+    });
+  expect(variantOf(chat(FEATURE_GROUPS.filter((g) => g !== 'loop')))).toBe('text: mixed-gain; rollouts: cloud-nll');
+  expect(variantOf(chat(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position']))).toBe('text: mixed-gain; rollouts: cloud-nll; without token');
+  expect(variantOf(meta(FEATURE_GROUPS.filter((g) => g !== 'loop'), 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll; without loop');
   expect(variantOf(horizon(DEFAULT_LOOP_COST + 0.5, 8))).toBe(`text: mixed-gain; rollouts: horizon-nll; horizon 8 tokens; loop cost ${DEFAULT_LOOP_COST + 0.5}`);
   expect(variantOf(meta(['hidden', 'logit_stats'], 0, 1))).toBe(
     'text: mixed-gain; rollouts: cloud-nll; without previous_hidden, repetition, position, token, loop; 0 rounds; 1 member',

@@ -175,7 +175,8 @@ describe('a chat dataset', () => {
 
   test('trains a router (split by conversation, on-policy rollouts from user turns) that the edge loads; router eval reads the same JSONL', async () => {
     const out = join(work, 'router');
-    const report = await trainRouter(training({ out }));
+    // No features given: a chat dataset's defaults, every group but loop (a reply echoes the conversation).
+    const report = await trainRouter(training({ out, features: undefined }));
     const trainCount = kept.slice(0, 10).reduce((s, m) => s + assistantTokenIndices(rendered(m)).length, 0);
     expect(report.paragraphs).toEqual({ train: 9, validation: 1, heldOut: 3 });
     expect(report.chat).toEqual({ skippedLines: [SKIPPED_LINE] });
@@ -186,6 +187,7 @@ describe('a chat dataset', () => {
     const meta = JSON.parse(readFileSync(join(out, 'router.json'), 'utf8'));
     expect(meta.training.text_format).toBe('chat');
     expect(meta.training.skipped_conversation_lines).toEqual([SKIPPED_LINE]);
+    expect(meta.features).toEqual(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position', 'token']);
 
     const engine = await loadEdgeEngine({ edgeModel: loadModelPack(edgePack), router: out });
     try {
