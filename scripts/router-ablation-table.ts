@@ -32,7 +32,9 @@ export function variantOf(data: Fields): string {
   const features = data.strList('features');
   const parts = [`text: ${training.str('label_rule')}`, `rollouts: ${training.str('on_policy_label_rule')}`];
   if (training.has('horizon_tokens') && training.num('horizon_tokens') !== HORIZON_TOKENS) parts.push(`horizon ${training.num('horizon_tokens')} tokens`);
-  if (training.has('loop_cost') && training.num('loop_cost') !== DEFAULT_LOOP_COST) parts.push(`loop cost ${training.num('loop_cost')}`);
+  // horizon-nll charged no loop step before --loop-cost existed (router.json without loop_cost).
+  const loopCost = training.has('loop_cost') ? training.num('loop_cost') : 0;
+  if (training.str('on_policy_label_rule') === 'horizon-nll' && loopCost !== DEFAULT_LOOP_COST) parts.push(`loop cost ${loopCost}`);
   const missing = defaultFeatures(training.has('text_format') ? 'chat' : 'text').filter((g) => !features.includes(g));
   if (missing.length) parts.push(`without ${missing.join(', ')}`);
   const rounds = training.list('rounds').length - 1;
