@@ -24,12 +24,21 @@ test("a run's pair comes from its saved command, its variant from its router.jso
       training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: Array.from({ length: rounds + 1 }, () => ({})), members },
     });
   expect(variantOf(meta([...FEATURE_GROUPS], 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll');
-  const horizon = (loopCost: number, horizonTokens: number) =>
+  const horizon = (loopCost: number | undefined, horizonTokens: number) =>
     new Fields('x', {
       features: [...FEATURE_GROUPS],
-      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, loop_cost: loopCost, horizon_tokens: horizonTokens },
+      training: {
+        label_rule: 'mixed-gain',
+        on_policy_label_rule: 'horizon-nll',
+        rounds: [{}, {}, {}, {}],
+        members: 3,
+        horizon_tokens: horizonTokens,
+        ...(loopCost === undefined ? {} : { loop_cost: loopCost }),
+      },
     });
   expect(variantOf(horizon(DEFAULT_LOOP_COST, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  // Recorded before --loop-cost: no loop step was charged.
+  expect(variantOf(horizon(undefined, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0');
   // A chat dataset's defaults leave the loop group out: a chat router without it is no variant.
   const chat = (features: string[]) =>
     new Fields('x', {
