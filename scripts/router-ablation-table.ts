@@ -35,8 +35,11 @@ export function variantOf(data: Fields): string {
   // horizon-nll charged no loop step before --loop-cost existed (router.json without loop_cost).
   const loopCost = training.has('loop_cost') ? training.num('loop_cost') : 0;
   if (training.str('on_policy_label_rule') === 'horizon-nll' && loopCost !== DEFAULT_LOOP_COST) parts.push(`loop cost ${loopCost}`);
-  const missing = defaultFeatures(training.has('text_format') ? 'chat' : 'text').filter((g) => !features.includes(g));
+  const defaults: readonly string[] = defaultFeatures(training.has('text_format') ? 'chat' : 'text');
+  const missing = defaults.filter((g) => !features.includes(g));
   if (missing.length) parts.push(`without ${missing.join(', ')}`);
+  const added = features.filter((g) => !defaults.includes(g));
+  if (added.length) parts.push(`with ${added.join(', ')}`);
   const rounds = training.list('rounds').length - 1;
   if (rounds !== DEFAULT_ROUNDS) parts.push(`${rounds} rounds`);
   const members = training.num('members');

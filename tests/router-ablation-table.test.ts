@@ -47,6 +47,7 @@ test("a run's pair comes from its saved command, its variant from its router.jso
     });
   expect(variantOf(chat(FEATURE_GROUPS.filter((g) => g !== 'loop')))).toBe('text: mixed-gain; rollouts: cloud-nll');
   expect(variantOf(chat(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position']))).toBe('text: mixed-gain; rollouts: cloud-nll; without token');
+  expect(variantOf(chat([...FEATURE_GROUPS]))).toBe('text: mixed-gain; rollouts: cloud-nll; with loop');
   expect(variantOf(meta(FEATURE_GROUPS.filter((g) => g !== 'loop'), 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll; without loop');
   expect(variantOf(horizon(DEFAULT_LOOP_COST + 0.5, 8))).toBe(`text: mixed-gain; rollouts: horizon-nll; horizon 8 tokens; loop cost ${DEFAULT_LOOP_COST + 0.5}`);
   expect(variantOf(meta(['hidden', 'logit_stats'], 0, 1))).toBe(
