@@ -8,7 +8,7 @@ import { ABLATION_PAGE, ablationMarkdown, onPolicyGainMarkdown, pageWithAblation
 import { Fields } from '../scripts/results/data-file.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
 import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
-import { DEFAULT_LOOP_COST } from '../src/tools/router/train-router-options.ts';
+import { TEXT_LOOP_COST } from '../src/tools/router/train-router-options.ts';
 
 test('docs/router-training.md shows the table the recorded runs render (bun scripts/router-ablation-table.ts --write)', () => {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
@@ -36,7 +36,7 @@ test("a run's pair comes from its saved command, its variant from its router.jso
         ...(loopCost === undefined ? {} : { loop_cost: loopCost }),
       },
     });
-  expect(variantOf(horizon(DEFAULT_LOOP_COST, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  expect(variantOf(horizon(TEXT_LOOP_COST, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll');
   // Recorded before --loop-cost: no loop step was charged.
   expect(variantOf(horizon(undefined, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0');
   // A chat dataset's defaults leave the loop group out: a chat router without it is no variant.
@@ -48,8 +48,16 @@ test("a run's pair comes from its saved command, its variant from its router.jso
   expect(variantOf(chat(FEATURE_GROUPS.filter((g) => g !== 'loop')))).toBe('text: mixed-gain; rollouts: cloud-nll');
   expect(variantOf(chat(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position']))).toBe('text: mixed-gain; rollouts: cloud-nll; without token');
   expect(variantOf(chat([...FEATURE_GROUPS]))).toBe('text: mixed-gain; rollouts: cloud-nll; with loop');
+  // Nor is a chat router that charges loop steps nothing; one that charges text's cost is.
+  const chatHorizon = (loopCost: number) =>
+    new Fields('x', {
+      features: FEATURE_GROUPS.filter((g) => g !== 'loop'),
+      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, text_format: 'chat', loop_cost: loopCost },
+    });
+  expect(variantOf(chatHorizon(0))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  expect(variantOf(chatHorizon(TEXT_LOOP_COST))).toBe(`text: mixed-gain; rollouts: horizon-nll; loop cost ${TEXT_LOOP_COST}`);
   expect(variantOf(meta(FEATURE_GROUPS.filter((g) => g !== 'loop'), 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll; without loop');
-  expect(variantOf(horizon(DEFAULT_LOOP_COST + 0.5, 8))).toBe(`text: mixed-gain; rollouts: horizon-nll; horizon 8 tokens; loop cost ${DEFAULT_LOOP_COST + 0.5}`);
+  expect(variantOf(horizon(TEXT_LOOP_COST + 0.5, 8))).toBe(`text: mixed-gain; rollouts: horizon-nll; horizon 8 tokens; loop cost ${TEXT_LOOP_COST + 0.5}`);
   expect(variantOf(meta(['hidden', 'logit_stats'], 0, 1))).toBe(
     'text: mixed-gain; rollouts: cloud-nll; without previous_hidden, repetition, position, token, loop; 0 rounds; 1 member',
   );

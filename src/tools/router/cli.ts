@@ -11,7 +11,6 @@ import { HORIZON_TOKENS } from './horizon-gain.ts';
 import {
   DEFAULT_HIDDEN_UNITS,
   DEFAULT_LABELS,
-  DEFAULT_LOOP_COST,
   DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROLLOUT_PROMPTS,
   DEFAULT_ROLLOUT_TOKENS,
@@ -32,7 +31,7 @@ const USAGE = `usage: bun run router <command> [flags]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
         [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost 0.25] [--report-documents 64] [--report-prompts 32] [--report-tokens 48] [--report-text FILE] [--json]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost 0.25, 0 for chat] [--report-documents 64] [--report-prompts 32] [--report-tokens 48] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -154,7 +153,7 @@ async function trainCommand(args: string[]): Promise<void> {
       rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
       // Absent stays absent: a horizon length given with a rollout rule that reads none is an error, not ignored.
       ...(values['horizon-tokens'] === undefined ? {} : { horizonTokens: integerFlag(values, 'horizon-tokens', HORIZON_TOKENS, [0, 64])! }),
-      ...(values['loop-cost'] === undefined ? {} : { loopCost: numberFlag(values, 'loop-cost', DEFAULT_LOOP_COST)! }),
+      ...(values['loop-cost'] === undefined ? {} : { loopCost: numberFlag(values, 'loop-cost')! }),
       force: values.force === true,
       report: {
         ...DEFAULT_REPORT,

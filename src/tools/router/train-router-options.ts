@@ -47,14 +47,21 @@ export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
 /**
- * The groups a router reads when `--features` is not given: every group for text; for a chat dataset every
- * group but `loop`. The loop group looks at the last 64 ids, the conversation included, and a reply echoes
- * the conversation (its names, its phrases) where a story repeating itself is in a loop: on the chat pair a
- * router reading it lost to top-1 at 10% and 20% routed (docs/router-training.md).
+ * Defaults that depend on the dataset's kind. The loop measures (the `loop` group, horizon-nll's loop cost)
+ * count a 4-gram seen anywhere in the context, the conversation included; a chat reply echoes the
+ * conversation (its names, its phrases) where a story that repeats itself is in a loop, and on the chat pair
+ * a router trained with either lost to top-1 at 10% routed (docs/router-training.md). So a chat dataset's
+ * router reads every group but `loop`, and charges no loop step; text gets both.
  */
 export function defaultFeatures(kind: 'text' | 'chat'): readonly FeatureGroup[] {
   return kind === 'text' ? FEATURE_GROUPS : FEATURE_GROUPS.filter((g) => g !== 'loop');
 }
+
+/** What horizon-nll charges a loop step in a branch, in nats, when `--loop-cost` is not given (see defaultFeatures). */
+export function defaultLoopCost(kind: 'text' | 'chat'): number {
+  return kind === 'text' ? TEXT_LOOP_COST : 0;
+}
+export const TEXT_LOOP_COST = 0.25;
 /**
  * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
  * and in the cloud's expectation; above CITER's on the truncated pair),
@@ -66,8 +73,6 @@ export function defaultFeatures(kind: 'text' | 'chat'): readonly FeatureGroup[] 
  */
 export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
 export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'horizon-nll';
-/** What horizon-nll charges a loop step in a branch, in nats (--loop-cost). */
-export const DEFAULT_LOOP_COST = 0.25;
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   // The MLP trainer's larger step and half the epochs: CI's time, and the figures of the demo thresholds.
@@ -127,7 +132,7 @@ export interface TrainRouterOptions {
   rolloutTokens: number;
   /** Greedy edge tokens after a choice for the horizon-nll labels (HORIZON_TOKENS when not given). */
   horizonTokens?: number;
-  /** Nats each loop step in a horizon branch costs (horizon-gain.ts chargeLoopSteps; DEFAULT_LOOP_COST when not given). */
+  /** Nats each loop step in a horizon branch costs (horizon-gain.ts chargeLoopSteps; defaultLoopCost(the dataset's kind) when not given). */
   loopCost?: number;
   /** `--force`: replace a router pack this project's tools wrote at `out` (output-ownership.ts). */
   force?: boolean;

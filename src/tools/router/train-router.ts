@@ -42,7 +42,7 @@ import { checkFolderOutput } from '../models/output-ownership.ts';
 import { ROUTER_TRAIN_TOOL, writeRouterPack } from './router-pack.ts';
 import { routerSource } from './router-source.ts';
 import {
-  DEFAULT_LOOP_COST,
+  defaultLoopCost,
   DEFAULT_MEMBERS,
   DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROUTER_LEARNING_RATE,
@@ -255,7 +255,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       ROLLOUT_PREFIX_TOKENS,
     );
     const validationPerRound = Math.max(1, Math.ceil(o.rolloutPrompts * VALIDATION_FRACTION));
-    const loopCost = rolloutRule === 'horizon-nll' ? (o.loopCost ?? DEFAULT_LOOP_COST) : 0;
+    const loopCost = rolloutRule === 'horizon-nll' ? (o.loopCost ?? defaultLoopCost(corpus.kind)) : 0;
     const charged = (reading: HorizonReading | undefined) => reading && chargeLoopSteps(reading, loopCost);
     for (let round = 1; round <= o.rounds && trainPrompts.length > 0; round++) {
       const router = new MlpRouter(result.weights, features);
