@@ -52,11 +52,26 @@ test("a run's pair comes from its saved command, its variant from its router.jso
   const chatHorizon = (loopCost: number) =>
     new Fields('x', {
       features: FEATURE_GROUPS.filter((g) => g !== 'loop'),
-      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, text_format: 'chat', loop_cost: loopCost },
+      training: {
+        label_rule: 'mixed-gain',
+        on_policy_label_rule: 'horizon-nll',
+        rounds: [{}, {}, {}, {}],
+        members: 3,
+        text_format: 'chat',
+        loop_cost: loopCost,
+      },
     });
   expect(variantOf(chatHorizon(0))).toBe('text: mixed-gain; rollouts: horizon-nll');
   expect(variantOf(chatHorizon(TEXT_LOOP_COST))).toBe(`text: mixed-gain; rollouts: horizon-nll; loop cost ${TEXT_LOOP_COST}`);
-  expect(variantOf(meta(FEATURE_GROUPS.filter((g) => g !== 'loop'), 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll; without loop');
+  expect(
+    variantOf(
+      meta(
+        FEATURE_GROUPS.filter((g) => g !== 'loop'),
+        3,
+        3,
+      ),
+    ),
+  ).toBe('text: mixed-gain; rollouts: cloud-nll; without loop');
   expect(variantOf(horizon(TEXT_LOOP_COST + 0.5, 8))).toBe(`text: mixed-gain; rollouts: horizon-nll; horizon 8 tokens; loop cost ${TEXT_LOOP_COST + 0.5}`);
   expect(variantOf(meta(['hidden', 'logit_stats'], 0, 1))).toBe(
     'text: mixed-gain; rollouts: cloud-nll; without previous_hidden, repetition, position, token, loop; 0 rounds; 1 member',

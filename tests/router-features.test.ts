@@ -1,6 +1,14 @@
 /** The router's extra features, the loop measures, the fixed-share table and the text splits: exact values on hand-made inputs. */
 import { describe, expect, test } from 'bun:test';
-import { extraFeatures, extraWidth, logitStats, loopFeatures, parseFeatureGroups, positionFeature, repetitionFeatures } from '../src/edge/routing/router-features.ts';
+import {
+  extraFeatures,
+  extraWidth,
+  logitStats,
+  loopFeatures,
+  parseFeatureGroups,
+  positionFeature,
+  repetitionFeatures,
+} from '../src/edge/routing/router-features.ts';
 import { commonPrefix, freeRunningFigures, isStuck, rep4, repeatEnds } from '../src/tools/lab/free-running-metrics.ts';
 import { cloudPerplexity } from '../src/tools/lab/generation-runs.ts';
 import { atShare } from '../src/tools/lab/share-table.ts';
@@ -60,7 +68,7 @@ describe('repetition features', () => {
     expect([...both.slice(3)]).toEqual([1, 1, 0, 1, 0.5]);
   });
 
-  test("loop: the proposed token completes a 4-gram seen before; the share of the last 16 ids that each completed one", () => {
+  test('loop: the proposed token completes a 4-gram seen before; the share of the last 16 ids that each completed one', () => {
     // (1, 2, 3, 4) then (1, 2, 3): proposing 4 completes the 4-gram; no id so far completed one.
     expect(loopFeatures([1, 2, 3, 4, 1, 2, 3], 4)).toEqual([1, 0]);
     // A trigram seen before is not enough.

@@ -171,7 +171,8 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   if (o.horizonTokens !== undefined && !readsHorizon(rolloutRule))
     bad(`--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels ${rolloutRule}`);
   if (o.loopCost !== undefined && !(o.loopCost >= 0 && o.loopCost <= 100)) bad(`--loop-cost must be in [0, 100] nats, got ${o.loopCost}`);
-  if (o.loopCost !== undefined && rolloutRule !== 'horizon-nll') bad(`--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels ${rolloutRule}`);
+  if (o.loopCost !== undefined && rolloutRule !== 'horizon-nll')
+    bad(`--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels ${rolloutRule}`);
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }
