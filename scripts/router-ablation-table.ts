@@ -43,6 +43,8 @@ export function variantOf(data: Fields): string {
   if (added.length) parts.push(`with ${added.join(', ')}`);
   const rounds = training.list('rounds').length - 1;
   if (rounds !== DEFAULT_ROUNDS) parts.push(`${rounds} rounds`);
+  const seed = training.has('seed') ? training.num('seed') : 0;
+  if (seed !== 0) parts.push(`seed ${seed}`);
   const members = training.num('members');
   if (members !== DEFAULT_MEMBERS) parts.push(`${members} member${members === 1 ? '' : 's'}`);
   return parts.join('; ');

@@ -37,6 +37,11 @@ test("a run's pair comes from its saved command, its variant from its router.jso
       },
     });
   expect(variantOf(horizon(TEXT_LOOP_COST, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  const seeded = new Fields('x', {
+    features: [...FEATURE_GROUPS],
+    training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, loop_cost: TEXT_LOOP_COST, seed: 1 },
+  });
+  expect(variantOf(seeded)).toBe('text: mixed-gain; rollouts: horizon-nll; seed 1');
   // Recorded before --loop-cost: no loop step was charged.
   expect(variantOf(horizon(undefined, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0');
   // A chat dataset's defaults leave the loop group out: a chat router without it is no variant.
