@@ -46,6 +46,8 @@ export const DEFAULT_EPOCHS = 60;
 export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
+/** horizon-nll's loop cost for text, in nats per loop step (defaultLoopCost). */
+export const TEXT_LOOP_COST = 0.25;
 /**
  * Defaults that depend on the dataset's kind. The loop measures (the `loop` group, horizon-nll's loop cost)
  * count a 4-gram seen anywhere in the context, the conversation included; a chat reply echoes the
@@ -61,7 +63,6 @@ export function defaultFeatures(kind: 'text' | 'chat'): readonly FeatureGroup[] 
 export function defaultLoopCost(kind: 'text' | 'chat'): number {
   return kind === 'text' ? TEXT_LOOP_COST : 0;
 }
-export const TEXT_LOOP_COST = 0.25;
 /**
  * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
  * and in the cloud's expectation; above CITER's on the truncated pair),
@@ -122,8 +123,7 @@ export interface TrainRouterOptions {
   labels: LabelRule;
   /** Label rule of the on-policy records, which have no true text (DEFAULT_ROLLOUT_LABELS when not given). */
   rolloutLabels?: RolloutLabelRule;
-  /** Feature groups the router reads, `hidden` included. */
-  /** The groups the router reads; defaultFeatures(the dataset's kind) when not given. */
+  /** The groups the router reads, `hidden` included; defaultFeatures(the dataset's kind) when not given. */
   features?: readonly FeatureGroup[];
   /** On-policy rounds after the teacher-forced fit (0 = teacher forcing only, the first trainer's way). */
   rounds: number;
