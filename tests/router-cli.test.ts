@@ -265,6 +265,8 @@ test('router train on a short text writes a loadable pack; router eval reads it 
     max_epochs: 2,
     label_rule: 'mixed-gain',
     on_policy_label_rule: 'horizon-nll',
+    // Text: horizon-nll charges each loop step in a branch its default cost.
+    loop_cost: 0.25,
     rollout_prompts: 4,
     rollout_tokens: 8,
   });

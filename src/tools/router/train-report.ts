@@ -13,7 +13,7 @@ import type { TextCorpus } from '../lab/text-corpus.ts';
 import { formatHeldOutReport, type HeldOutReport } from './held-out-report.ts';
 import { HORIZON_TOKENS } from './horizon-gain.ts';
 import { readsHorizon, LABEL_RULE_TEXT, type LabelRule, type RolloutLabelRule } from './labels.ts';
-import { defaultLoopCost, DEFAULT_MEMBERS, DEFAULT_ROUTER_LEARNING_RATE, VALIDATION_FRACTION, type TrainRouterOptions } from './train-router-options.ts';
+import { DEFAULT_MEMBERS, DEFAULT_ROUTER_LEARNING_RATE, VALIDATION_FRACTION, type TrainRouterOptions } from './train-router-options.ts';
 
 /** One round's figures: round 0 is the teacher-forced fit, later rounds add on-policy records. */
 export interface RoundReport {
@@ -51,6 +51,8 @@ export interface TrainRouterReport {
   defaultThreshold: number;
   labels: LabelRule;
   features: readonly FeatureGroup[];
+  /** What horizon-nll charged each loop step in a branch, in nats (absent under another rollout rule). */
+  loopCost?: number;
   rounds: RoundReport[];
   /** The trained router against the baselines on held-out documents, when measured. */
   heldOut?: HeldOutReport;
@@ -113,7 +115,7 @@ export function routerMeta(
       rollout_tokens: o.rolloutTokens,
       // Only where the rollouts' labels read a horizon, so other routers keep the router.json they had.
       ...(readsHorizon(rolloutRule) ? { horizon_tokens: o.horizonTokens ?? HORIZON_TOKENS } : {}),
-      ...(rolloutRule === 'horizon-nll' ? { loop_cost: o.loopCost ?? defaultLoopCost(report.chat ? 'chat' : 'text') } : {}),
+      ...(report.loopCost === undefined ? {} : { loop_cost: report.loopCost }),
       // What the page's about box and a user deciding between this router and --router builtin read.
       ...(report.heldOut ? { held_out_report: report.heldOut } : {}),
     },
