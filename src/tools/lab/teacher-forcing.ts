@@ -11,7 +11,8 @@
  * const keep = citerLabels(forced); // 1 = keep the edge token, 0 = route
  */
 import { encodePrompt } from '../../edge/loop/decoder-loop.ts';
-import { DecoderModel } from '../../shared/model/decoder-model.ts';
+import type { DecoderModel } from '../../shared/model/decoder-model.ts';
+import { loadLabModel } from './lab-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
 import { vocabularyText } from '../../shared/text/vocabulary.ts';
@@ -98,9 +99,9 @@ export async function teacherForcePacks(
   const cloudPack = typeof llmSource === 'string' ? loadModelPack(llmSource) : llmSource;
   checkSameVocabulary(edgePack, cloudPack);
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
-  const edgeModel = await DecoderModel.load(edgePack);
+  const edgeModel = await loadLabModel(edgePack);
   try {
-    const cloudModel = await DecoderModel.load(cloudPack);
+    const cloudModel = await loadLabModel(cloudPack);
     try {
       return await teacherForce({ edgeModel, cloud: new InProcessScorer(cloudModel), tokenizer, paragraphs, onParagraph });
     } finally {

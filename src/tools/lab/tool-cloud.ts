@@ -12,7 +12,7 @@
  */
 import type { CloudClient } from '../../edge/cloud/cloud-client.ts';
 import { GrpcCloudClient } from '../../edge/cloud/grpc-cloud-client.ts';
-import { DecoderModel } from '../../shared/model/decoder-model.ts';
+import { loadLabModel } from './lab-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
 import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
@@ -45,7 +45,7 @@ export async function openToolCloud(source: CloudSource, edgePack: ModelPack, to
   if ('shim' in source) return openShim(source.shim, edgePack);
   const pack = typeof source.pack === 'string' ? loadModelPack(source.pack, source.file) : source.pack;
   checkSameVocabulary(edgePack, pack);
-  const model = await DecoderModel.load(pack);
+  const model = await loadLabModel(pack);
   const client = new InProcessCloud(model, { record: false, tokenVocabSize: tokenizer.vocabSize, tokenizer });
   return {
     description: pack.dir,

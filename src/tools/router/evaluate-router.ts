@@ -16,7 +16,7 @@ import type { TeacherForced } from '../lab/forced-records.ts';
 import { teacherForceSequences } from '../lab/teacher-forcing.ts';
 import { openToolCloud } from '../lab/tool-cloud.ts';
 import type { ShimScorerOptions } from '../lab/cloud-scorer.ts';
-import { DecoderModel } from '../../shared/model/decoder-model.ts';
+import { loadLabModel } from '../lab/lab-model.ts';
 import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { splitByParagraph } from '../lab/text-corpus.ts';
 import { documentCount, readTrainingCorpus } from '../lab/training-corpus.ts';
@@ -69,7 +69,7 @@ export async function evaluateRouter(o: EvaluateRouterOptions, progress?: Progre
   if (heldOut.length === 0) throw new AppError('INVALID_ARGUMENT', `${o.text}: no ${noun}s after the first ${o.trainFraction}`);
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
   const template = chatTemplateFor(corpus, tokenizer, edgePack.dir, o.chatTemplate);
-  const edge = await DecoderModel.load(edgePack);
+  const edge = await loadLabModel(edgePack);
   let forced: TeacherForced;
   try {
     const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer);

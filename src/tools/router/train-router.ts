@@ -18,7 +18,7 @@ import { loadModelPack } from '../../shared/model/model-pack.ts';
 import { AppError } from '../../shared/errors.ts';
 import { seededRandom } from '../../shared/seeded-random.ts';
 import { readsToken, type FeatureGroup } from '../../edge/routing/router-features.ts';
-import { DecoderModel } from '../../shared/model/decoder-model.ts';
+import { loadLabModel } from '../lab/lab-model.ts';
 import { TextTokenizer } from '../../shared/text/tokenizer.ts';
 import { inputWidth, routerInputs } from '../lab/feature-matrix.ts';
 import type { TeacherForced } from '../lab/forced-records.ts';
@@ -150,7 +150,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
   const template = chatTemplateFor(corpus, tokenizer, edgePack.dir, o.chatTemplate);
   const reportTemplate = reportCorpus === corpus ? template : chatTemplateFor(reportCorpus, tokenizer, edgePack.dir, o.chatTemplate);
-  const edgeModel = await DecoderModel.load(edgePack);
+  const edgeModel = await loadLabModel(edgePack);
   const cloud = await openToolCloud(o.cloud ? { shim: o.cloud } : { pack: o.cloudModel!, file: o.cloudModelFile }, edgePack, tokenizer).catch(
     async (e: unknown) => {
       await edgeModel.release();
