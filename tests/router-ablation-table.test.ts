@@ -8,7 +8,7 @@ import { ABLATION_PAGE, ablationMarkdown, onPolicyGainMarkdown, pageWithAblation
 import { Fields } from '../scripts/results/data-file.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
 import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
-import { TEXT_LOOP_COST } from '../src/tools/router/train-router-options.ts';
+import { TEXT_LOOP_COST_SHARE } from '../src/tools/router/train-router-options.ts';
 
 test('docs/router-training.md shows the table the recorded runs render (bun scripts/router-ablation-table.ts --write)', () => {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
@@ -24,7 +24,7 @@ test("a run's pair comes from its saved command, its variant from its router.jso
       training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: Array.from({ length: rounds + 1 }, () => ({})), members },
     });
   expect(variantOf(meta([...FEATURE_GROUPS], 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll');
-  const horizon = (loopCost: number | undefined, horizonTokens: number) =>
+  const horizon = (loopCost: number | undefined, horizonTokens: number, share?: number) =>
     new Fields('x', {
       features: [...FEATURE_GROUPS],
       training: {
@@ -34,12 +34,25 @@ test("a run's pair comes from its saved command, its variant from its router.jso
         members: 3,
         horizon_tokens: horizonTokens,
         ...(loopCost === undefined ? {} : { loop_cost: loopCost }),
+        ...(share === undefined ? {} : { loop_cost_share: share }),
       },
     });
-  expect(variantOf(horizon(TEXT_LOOP_COST, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  // The default: whatever the nats, worked out from text's share of the median gain.
+  expect(variantOf(horizon(0.37, HORIZON_TOKENS, TEXT_LOOP_COST_SHARE))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  expect(variantOf(horizon(0.5, HORIZON_TOKENS, 0.3))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0.3 of the median gain');
+  // A cost given in nats (--loop-cost) is a variant, whatever its value.
+  expect(variantOf(horizon(0.25, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0.25');
   const seeded = new Fields('x', {
     features: [...FEATURE_GROUPS],
-    training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, loop_cost: TEXT_LOOP_COST, seed: 1 },
+    training: {
+      label_rule: 'mixed-gain',
+      on_policy_label_rule: 'horizon-nll',
+      rounds: [{}, {}, {}, {}],
+      members: 3,
+      loop_cost: 0.4,
+      loop_cost_share: TEXT_LOOP_COST_SHARE,
+      seed: 1,
+    },
   });
   expect(variantOf(seeded)).toBe('text: mixed-gain; rollouts: horizon-nll; seed 1');
   // Recorded before --loop-cost: no loop step was charged.
@@ -54,7 +67,7 @@ test("a run's pair comes from its saved command, its variant from its router.jso
   expect(variantOf(chat(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position']))).toBe('text: mixed-gain; rollouts: cloud-nll; without token');
   expect(variantOf(chat([...FEATURE_GROUPS]))).toBe('text: mixed-gain; rollouts: cloud-nll; with loop');
   // Nor is a chat router that charges loop steps nothing; one that charges text's cost is.
-  const chatHorizon = (loopCost: number) =>
+  const chatHorizon = (loopCost: number, share?: number) =>
     new Fields('x', {
       features: FEATURE_GROUPS.filter((g) => g !== 'loop'),
       training: {
@@ -64,10 +77,15 @@ test("a run's pair comes from its saved command, its variant from its router.jso
         members: 3,
         text_format: 'chat',
         loop_cost: loopCost,
+        ...(share === undefined ? {} : { loop_cost_share: share }),
       },
     });
   expect(variantOf(chatHorizon(0))).toBe('text: mixed-gain; rollouts: horizon-nll');
-  expect(variantOf(chatHorizon(TEXT_LOOP_COST))).toBe(`text: mixed-gain; rollouts: horizon-nll; loop cost ${TEXT_LOOP_COST}`);
+  expect(variantOf(chatHorizon(0, 0))).toBe('text: mixed-gain; rollouts: horizon-nll');
+  expect(variantOf(chatHorizon(0.25))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0.25');
+  expect(variantOf(chatHorizon(0.4, TEXT_LOOP_COST_SHARE))).toBe(
+    `text: mixed-gain; rollouts: horizon-nll; loop cost ${TEXT_LOOP_COST_SHARE} of the median gain`,
+  );
   expect(
     variantOf(
       meta(
@@ -77,7 +95,7 @@ test("a run's pair comes from its saved command, its variant from its router.jso
       ),
     ),
   ).toBe('text: mixed-gain; rollouts: cloud-nll; without loop');
-  expect(variantOf(horizon(TEXT_LOOP_COST + 0.5, 8))).toBe(`text: mixed-gain; rollouts: horizon-nll; horizon 8 tokens; loop cost ${TEXT_LOOP_COST + 0.5}`);
+  expect(variantOf(horizon(0.75, 8))).toBe('text: mixed-gain; rollouts: horizon-nll; horizon 8 tokens; loop cost 0.75');
   expect(variantOf(meta(['hidden', 'logit_stats'], 0, 1))).toBe(
     'text: mixed-gain; rollouts: cloud-nll; without previous_hidden, repetition, position, token, loop; 0 rounds; 1 member',
   );

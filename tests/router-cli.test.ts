@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEMO } from '../src/shared/paths.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
+import { TEXT_LOOP_COST_SHARE } from '../src/tools/router/train-router-options.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'router-cli-'));
 const out = join(work, 'router');
@@ -265,11 +266,14 @@ test('router train on a short text writes a loadable pack; router eval reads it 
     max_epochs: 2,
     label_rule: 'mixed-gain',
     on_policy_label_rule: 'horizon-nll',
-    // Text: horizon-nll charges each loop step in a branch its default cost.
-    loop_cost: 0.25,
+    // Text: horizon-nll charges each loop step in a branch its default share of the median route gain.
+    loop_cost_share: TEXT_LOOP_COST_SHARE,
     rollout_prompts: 4,
     rollout_tokens: 8,
   });
+  // In nats: the share of a median gain the first round's rollouts measured, where the top-1s differed.
+  expect(meta.training.loop_cost).toBeGreaterThan(0);
+  expect(meta.training.loop_cost).toBeLessThan(TEXT_LOOP_COST_SHARE * 100);
   // A soft rule's default threshold is measured on the validation scores (softRuleThreshold), in thousandths.
   expect(meta.default_threshold).toBeGreaterThan(0);
   expect(meta.default_threshold).toBeLessThan(1);

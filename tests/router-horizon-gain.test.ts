@@ -10,7 +10,7 @@ import { loadModelPack } from '../src/shared/model/model-pack.ts';
 import { TextTokenizer } from '../src/shared/text/tokenizer.ts';
 import { InProcessScorer } from '../src/tools/lab/cloud-scorer.ts';
 import { ForcedRecords, repeatsFourGramAt } from '../src/tools/lab/forced-records.ts';
-import { chargeLoopSteps, horizonGains } from '../src/tools/router/horizon-gain.ts';
+import { chargeLoopSteps, horizonGains, medianRouteGain } from '../src/tools/router/horizon-gain.ts';
 import { horizonTarget, labelsFor, nllGainTarget } from '../src/tools/router/labels.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
 
@@ -198,4 +198,17 @@ test('--loop-cost charges each loop step of a branch: g + cost · (kept repeats 
   expect(charged.routedRepeats).toBe(reading.routedRepeats);
   expect([...reading.gains]).toEqual([0.5, 2, -1]);
   expect(chargeLoopSteps(reading, 0)).toBe(reading);
+});
+
+test("the default loop cost's scale is the median |g| where the top-1s differed (g 0 elsewhere)", () => {
+  const reading = (gains: number[]) => ({
+    gains: Float32Array.from(gains),
+    keptRepeats: new Uint8Array(gains.length),
+    routedRepeats: new Uint8Array(gains.length),
+  });
+  // Sizes 0.5, 1, 3 (a loss counts by its size); the zeros are positions where the two agreed.
+  expect(medianRouteGain(reading([0, 3, 0, -1, 0.5, 0]))).toBe(1);
+  // An even count: halfway between the middle two.
+  expect(medianRouteGain(reading([2, -4, 0]))).toBe(3);
+  expect(medianRouteGain(reading([0, 0]))).toBe(0);
 });

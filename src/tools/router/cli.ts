@@ -18,6 +18,7 @@ import {
   DEFAULT_ROUTER_LEARNING_RATE,
   DEFAULT_MEMBERS,
   DEFAULT_ROUNDS,
+  TEXT_LOOP_COST_SHARE,
 } from './train-router-options.ts';
 import { DEFAULT_REPORT } from './held-out-report.ts';
 import { formatTrainReport } from './train-report.ts';
@@ -31,7 +32,7 @@ const USAGE = `usage: bun run router <command> [flags]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
         [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop (all but loop for chat)] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost 0.25, 0 for chat] [--report-documents 64] [--report-prompts 32] [--report-tokens 48] [--report-text FILE] [--json]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost NATS (default ${TEXT_LOOP_COST_SHARE} of the median route gain, 0 for chat)] [--report-documents 64] [--report-prompts 64] [--report-tokens 48] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -42,7 +43,8 @@ const USAGE = `usage: bun run router <command> [flags]
       loop-nll's, and a target of 1 / 0.75 / 0.5 (keep, a loss, no gain) where the cloud's top-1 would repeat one and
       the edge's would not; horizon-nll (rollouts only): loop-averse-nll's, with the gain measured over the routed
       token and the edge's next --horizon-tokens greedy tokens after it, each loop step in a branch costing --loop-cost
-      nats; horizon-loop-nll: horizon-nll's gain, and
+      nats (by default ${TEXT_LOOP_COST_SHARE} of the median size of the gain where the first round's two top-1s differed: the
+      pair's own scale); horizon-loop-nll: horizon-nll's gain, and
       the loop rules over both branches (keep where the routed one repeats more 4-grams, route where it repeats fewer);
       mixed-gain, the default for the text: the mean of gain's and cloud-gain's, and the default
       threshold then routes as many validation positions as CITER's labels do) and train the MLP router; then --rounds

@@ -48,10 +48,12 @@ export interface ReportSettings {
 }
 
 /**
- * 32 free-running prompts: with 16, greedy outputs from routers that route the same share were too often the
- * same text (the chat pair's short replies), so a verdict could rest on a handful of tokens.
+ * 64 free-running prompts. With 16, greedy outputs from routers that route the same share were too often the
+ * same text (the chat pair's short replies), so a verdict could rest on a handful of tokens. With 32, rep4
+ * rests on the few outputs that fall into a loop: one of them moves it by hundredths, as much as a router
+ * trained with another seed did, and the repetition verdict changed with the seed.
  */
-export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 32, maxNewTokens: 48, calibrationRuns: 6, shares: [0.1, 0.2, 0.3] });
+export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 64, maxNewTokens: 48, calibrationRuns: 6, shares: [0.1, 0.2, 0.3] });
 /** Free-running shares further apart than this (router against top-1) are not compared: more routing alone lowers perplexity. */
 export const MATCHED_WITHIN = 0.03;
 /** Tokens of a paragraph a free-running prompt keeps (the on-policy rollouts' prompts). */

@@ -17,6 +17,7 @@ import type { DecoderSequence } from '../../shared/model/decoder-sequence.ts';
 import { argmax, logSumExp } from '../../shared/model/logits.ts';
 import { InProcessScorer, type CloudScorer } from '../lab/cloud-scorer.ts';
 import { repeatsFourGramAt } from '../lab/forced-records.ts';
+import { median } from '../../shared/statistics.ts';
 
 /** Greedy edge tokens written after each choice before the two branches are compared. */
 export const HORIZON_TOKENS = 4;
@@ -124,6 +125,15 @@ export function chargeLoopSteps(reading: HorizonReading, cost: number): HorizonR
   if (cost === 0) return reading;
   const gains = reading.gains.map((g, j) => g + cost * (reading.keptRepeats[j]! - reading.routedRepeats[j]!));
   return { ...reading, gains };
+}
+
+/**
+ * The median size of what a route gains or loses over the horizon, |g|, where the two top-1s differ (elsewhere
+ * g is 0 by definition): the scale of a pair's gains, which the default loop cost is a share of. 0 where they
+ * never differ.
+ */
+export function medianRouteGain({ gains }: HorizonReading): number {
+  return median(Array.from(gains, Math.abs).filter((g) => g > 0));
 }
 
 /** The horizon readings of a list of sequences' choices, one after the other. */

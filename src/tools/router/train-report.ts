@@ -53,6 +53,8 @@ export interface TrainRouterReport {
   features: readonly FeatureGroup[];
   /** What horizon-nll charged each loop step in a branch, in nats (absent under another rollout rule). */
   loopCost?: number;
+  /** The share of the median route gain it was worked out from, when `--loop-cost` was not given. */
+  loopCostShare?: number;
   rounds: RoundReport[];
   /** The trained router against the baselines on held-out documents, when measured. */
   heldOut?: HeldOutReport;
@@ -116,6 +118,7 @@ export function routerMeta(
       // Only where the rollouts' labels read a horizon, so other routers keep the router.json they had.
       ...(readsHorizon(rolloutRule) ? { horizon_tokens: o.horizonTokens ?? HORIZON_TOKENS } : {}),
       ...(report.loopCost === undefined ? {} : { loop_cost: report.loopCost }),
+      ...(report.loopCostShare === undefined ? {} : { loop_cost_share: report.loopCostShare }),
       // What the page's about box and a user deciding between this router and --router builtin read.
       ...(report.heldOut ? { held_out_report: report.heldOut } : {}),
     },

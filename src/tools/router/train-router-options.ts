@@ -46,8 +46,14 @@ export const DEFAULT_EPOCHS = 60;
 export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
-/** horizon-nll's loop cost for text, in nats per loop step (defaultLoopCost). */
-export const TEXT_LOOP_COST = 0.25;
+/**
+ * horizon-nll's loop cost for text when `--loop-cost` is not given: this share of the median gain of a route
+ * over the horizon (medianRouteGain), per loop step. A gain is in the pair's own nats: the median was about
+ * 1.7 nats on the distilled 3-layer pair, whose models differ little, and about 3 on the demo pair. A cost
+ * fixed in nats weighed loops twice as heavily against the gains on the first as on the second, and too
+ * lightly on the second (docs/router-training.md).
+ */
+export const TEXT_LOOP_COST_SHARE = 0.15;
 /**
  * Defaults that depend on the dataset's kind. The loop measures (the `loop` group, horizon-nll's loop cost)
  * count a 4-gram seen anywhere in the context, the conversation included; a chat reply echoes the
@@ -59,9 +65,9 @@ export function defaultFeatures(kind: 'text' | 'chat'): readonly FeatureGroup[] 
   return kind === 'text' ? FEATURE_GROUPS : FEATURE_GROUPS.filter((g) => g !== 'loop');
 }
 
-/** What horizon-nll charges a loop step in a branch, in nats, when `--loop-cost` is not given (see defaultFeatures). */
-export function defaultLoopCost(kind: 'text' | 'chat'): number {
-  return kind === 'text' ? TEXT_LOOP_COST : 0;
+/** What horizon-nll charges a loop step in a branch, as a share of the median route gain, when `--loop-cost` is not given (see defaultFeatures). */
+export function loopCostShare(kind: 'text' | 'chat'): number {
+  return kind === 'text' ? TEXT_LOOP_COST_SHARE : 0;
 }
 /**
  * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
@@ -132,7 +138,7 @@ export interface TrainRouterOptions {
   rolloutTokens: number;
   /** Greedy edge tokens after a choice for the horizon-nll labels (HORIZON_TOKENS when not given). */
   horizonTokens?: number;
-  /** Nats each loop step in a horizon branch costs (horizon-gain.ts chargeLoopSteps; defaultLoopCost(the dataset's kind) when not given). */
+  /** Nats each loop step in a horizon branch costs (horizon-gain.ts chargeLoopSteps); when not given, loopCostShare(the dataset's kind) of the first round's median route gain. */
   loopCost?: number;
   /** `--force`: replace a router pack this project's tools wrote at `out` (output-ownership.ts). */
   force?: boolean;

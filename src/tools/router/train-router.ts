@@ -33,7 +33,7 @@ import { documentCount, readTrainingCorpus } from '../lab/training-corpus.ts';
 import { chatTemplateFor, trainingDocuments } from '../lab/training-documents.ts';
 import { accuracyAt, auc, labelBalance } from './classifier-metrics.ts';
 import { labelsBy, labelsFor, readsHorizon, SOFT_LABEL_RULES, type LabelRule, type RolloutLabelRule } from './labels.ts';
-import { chargeLoopSteps, HORIZON_TOKENS, type HorizonReading } from './horizon-gain.ts';
+import { chargeLoopSteps, HORIZON_TOKENS, medianRouteGain, type HorizonReading } from './horizon-gain.ts';
 import { mergeMembers, type MlpWeights, predict } from './mlp.ts';
 import { MlpRouter } from './mlp-router.ts';
 import { collectTrajectories } from './on-policy.ts';
@@ -42,7 +42,7 @@ import { checkFolderOutput } from '../models/output-ownership.ts';
 import { ROUTER_TRAIN_TOOL, writeRouterPack } from './router-pack.ts';
 import { routerSource } from './router-source.ts';
 import {
-  defaultLoopCost,
+  loopCostShare,
   DEFAULT_MEMBERS,
   DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROUTER_LEARNING_RATE,
@@ -255,8 +255,13 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       ROLLOUT_PREFIX_TOKENS,
     );
     const validationPerRound = Math.max(1, Math.ceil(o.rolloutPrompts * VALIDATION_FRACTION));
-    const loopCost = rolloutRule === 'horizon-nll' ? (o.loopCost ?? defaultLoopCost(corpus.kind)) : 0;
-    const charged = (reading: HorizonReading | undefined) => reading && chargeLoopSteps(reading, loopCost);
+    // Fixed by the first rollouts' readings when not given, then the same for every round and validation.
+    let loopCost = rolloutRule === 'horizon-nll' ? o.loopCost : 0;
+    const charged = (reading: HorizonReading | undefined) => {
+      if (!reading) return undefined;
+      loopCost ??= loopCostShare(corpus.kind) * medianRouteGain(reading);
+      return chargeLoopSteps(reading, loopCost);
+    };
     for (let round = 1; round <= o.rounds && trainPrompts.length > 0; round++) {
       const router = new MlpRouter(result.weights, features);
       const validationScores = scored(result.weights, tfValidationSet).scores;
@@ -343,7 +348,8 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       defaultThreshold,
       labels: o.labels,
       features,
-      ...(rolloutRule === 'horizon-nll' ? { loopCost } : {}),
+      // No rollouts, no loop step charged.
+      ...(rolloutRule === 'horizon-nll' ? { loopCost: loopCost ?? 0, ...(o.loopCost === undefined ? { loopCostShare: loopCostShare(corpus.kind) } : {}) } : {}),
       rounds,
       ...(held ? { heldOut: held } : {}),
       seconds: 0,
