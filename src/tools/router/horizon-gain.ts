@@ -128,9 +128,9 @@ export function chargeLoopSteps(reading: HorizonReading, cost: number): HorizonR
 }
 
 /**
- * The median size of what a route gains or loses over the horizon, |g|, where the two top-1s differ (elsewhere
- * g is 0 by definition): the scale of a pair's gains, which the default loop cost is a share of. 0 where they
- * never differ.
+ * The middle size of what a route gains or loses over the horizon, |g|, over the choices where the two top-1s
+ * differ (g is nothing elsewhere, by definition): the scale of a pair's gains, which the default loop cost is a
+ * share of. Zero when they never differ.
  */
 export function medianRouteGain({ gains }: HorizonReading): number {
   return median(Array.from(gains, Math.abs).filter((g) => g > 0));

@@ -48,10 +48,9 @@ export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
 /**
  * horizon-nll's loop cost for text when `--loop-cost` is not given: this share of the median gain of a route
- * over the horizon (medianRouteGain), per loop step. A gain is in the pair's own nats: the median was about
- * 1.7 nats on the distilled 3-layer pair, whose models differ little, and about 3 on the demo pair. A cost
- * fixed in nats weighed loops twice as heavily against the gains on the first as on the second, and too
- * lightly on the second (docs/router-training.md).
+ * over the horizon (medianRouteGain), per loop step. A gain is in the pair's own nats, small where the two
+ * models differ little and large where they differ a lot, so a cost fixed in nats weighs loops heavily
+ * against the gains on one pair and lightly on another (docs/router-training.md, each run's loop_cost).
  */
 export const TEXT_LOOP_COST_SHARE = 0.15;
 /**
