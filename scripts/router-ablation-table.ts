@@ -18,7 +18,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
 import { f2, f3, table } from './results/markdown.ts';
 import { DEFAULT_REPORT, MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
-import { defaultFeatures, defaultLoopCost, DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
+import { defaultFeatures, loopCostShare, DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
 import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
@@ -32,10 +32,14 @@ export function variantOf(data: Fields): string {
   const features = data.strList('features');
   const parts = [`text: ${training.str('label_rule')}`, `rollouts: ${training.str('on_policy_label_rule')}`];
   if (training.has('horizon_tokens') && training.num('horizon_tokens') !== HORIZON_TOKENS) parts.push(`horizon ${training.num('horizon_tokens')} tokens`);
-  // horizon-nll charged no loop step before --loop-cost existed (router.json without loop_cost).
+  // horizon-nll charged no loop step before --loop-cost existed (router.json without loop_cost), and a fixed
+  // cost in nats before the default became a share of the median route gain (loop_cost_share).
   const kind = training.has('text_format') ? 'chat' : 'text';
   const loopCost = training.has('loop_cost') ? training.num('loop_cost') : 0;
-  if (training.str('on_policy_label_rule') === 'horizon-nll' && loopCost !== defaultLoopCost(kind)) parts.push(`loop cost ${loopCost}`);
+  const share = training.has('loop_cost_share') ? training.num('loop_cost_share') : undefined;
+  const defaultCost = share === undefined ? loopCost === 0 && loopCostShare(kind) === 0 : share === loopCostShare(kind);
+  if (training.str('on_policy_label_rule') === 'horizon-nll' && !defaultCost)
+    parts.push(share === undefined ? `loop cost ${loopCost}` : `loop cost ${share} of the median gain`);
   const defaults: readonly string[] = defaultFeatures(kind);
   const missing = defaults.filter((g) => !features.includes(g));
   if (missing.length) parts.push(`without ${missing.join(', ')}`);
