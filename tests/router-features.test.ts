@@ -189,7 +189,18 @@ describe('loops in generated text', () => {
         [3, 3],
       ],
     );
-    expect(f).toEqual({ rep4: (1 + 12) / (5 + 13), stuck: 1, outputs: 2, lcp: 2 });
+    expect(f).toEqual({ rep4: (1 + 12) / (5 + 13), stuck: 1, outputs: 2, distinct: 2, lcp: 2 });
+  });
+
+  test('distinct outputs: the same ids from two prompts count once', () => {
+    expect(freeRunningFigures([[1, 2, 3], [1, 2, 3], [1, 2], []]).distinct).toBe(3);
+    // [1, 23] and [12, 3] differ: ids are compared as ids, not as joined digits.
+    expect(
+      freeRunningFigures([
+        [1, 23],
+        [12, 3],
+      ]).distinct,
+    ).toBe(2);
   });
 });
 

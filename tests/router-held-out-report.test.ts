@@ -77,6 +77,7 @@ test('the report is printed after training: teacher-forced gap and free-running 
   expect(run.stdout).toMatch(/ share +router +top-1 +entropy +random +oracle\n +10%/);
   expect(run.stdout).toContain("free running (3 prompts, 8 tokens), the cloud's perplexity of the output (rep4) [routed share reached]:");
   expect(run.stdout).toMatch(/edge alone \d+\.\d\d \(\d\.\d{3}\); cloud alone \d+\.\d\d/);
+  expect(run.stdout).toMatch(/distinct outputs, of 3:\n +10%( +[123]){4}\n/);
   expect(run.stderr).toMatch(/report: teacher forcing: 0\/8/);
 });
 
@@ -96,6 +97,8 @@ test('router.json stores the report, and --json ends the output with it', () => 
       expect(row[method].ppl_cloud).toBeGreaterThan(1);
       expect(row[method].routed_share).toBeGreaterThanOrEqual(0);
       expect(row[method].rep4).toBeGreaterThanOrEqual(0);
+      expect(row[method].distinct_outputs).toBeGreaterThanOrEqual(1);
+      expect(row[method].distinct_outputs).toBeLessThanOrEqual(3);
     }
   }
   const last = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
@@ -113,7 +116,15 @@ test('a router that does not beat top-1 says so plainly and names --router built
 });
 
 test('the verdict: beats top-1 only where it does at every share under both, and repetition against random is said apart', () => {
-  const free = (ppl: number, rep4: number) => ({ tau: 0.5, routed_share: 0.2, ppl_cloud: ppl, ppl_cloud_fresh: ppl, rep4, stuck: 0 });
+  const free = (ppl: number, rep4: number, distinct = 2) => ({
+    tau: 0.5,
+    routed_share: 0.2,
+    ppl_cloud: ppl,
+    ppl_cloud_fresh: ppl,
+    rep4,
+    stuck: 0,
+    distinct_outputs: distinct,
+  });
   const base: Pick<HeldOutReport, 'noun' | 'documents' | 'teacher_forced' | 'free_running'> = {
     noun: 'conversation',
     documents: 5,
@@ -152,6 +163,24 @@ test('the verdict: beats top-1 only where it does at every share under both, and
       at_share: [base.free_running.at_share[0]!, { ...base.free_running.at_share[1]!, top1: { ...free(2.6, 0.1), routed_share: 0.3 } }],
     },
   };
+  // Four prompts, one text from the router at 30% (top-1's two are not under half): the verdict says what it rests on.
+  const samey = {
+    ...base,
+    free_running: {
+      ...base.free_running,
+      prompts: 4,
+      at_share: [base.free_running.at_share[0]!, { ...base.free_running.at_share[1]!, router: free(2.5, 0.1, 1) }],
+    },
+  };
+  expect(judged(samey).beats_top1).toBe(true);
+  expect(judged(samey).verdict).toEndWith(
+    ' The free-running comparison rests on few texts: at 30% the router wrote 1 distinct outputs and top-1 2, from 4 prompts; other prompts or another seed can turn it.',
+  );
+  // A report written before outputs were counted has no distinct_outputs: no such sentence.
+  const { distinct_outputs: _, ...uncounted } = free(2.5, 0.1, 1);
+  expect(
+    judged({ ...base, free_running: { ...base.free_running, at_share: [{ ...base.free_running.at_share[0]!, router: uncounted }] } }).verdict,
+  ).not.toContain('few texts');
   expect(judged(unmatched).beats_top1).toBe(false);
   expect(judged(unmatched).verdict).toContain(
     "free-running at 30% the routed shares did not match (the router's runs 20%, top-1's 30%), so it is not shown to win there",

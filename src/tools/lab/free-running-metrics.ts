@@ -48,6 +48,8 @@ export interface FreeRunningFigures {
   /** Outputs stuck in a loop, out of `outputs`. */
   stuck: number;
   outputs: number;
+  /** Outputs that differ from each other: a model that writes the same text whatever the prompt gives few. */
+  distinct: number;
   /** Mean common prefix (tokens) with the reference outputs of the same prompts, when given. */
   lcp?: number;
 }
@@ -62,7 +64,8 @@ export function freeRunningFigures(outputs: readonly (readonly number[])[], refe
     total += r.total;
     if (isStuck(ids)) stuck++;
   }
-  const figures: FreeRunningFigures = { rep4: total ? repeated / total : NaN, stuck, outputs: outputs.length };
+  const distinct = new Set(outputs.map((ids) => ids.join(','))).size;
+  const figures: FreeRunningFigures = { rep4: total ? repeated / total : NaN, stuck, outputs: outputs.length, distinct };
   if (reference) {
     if (reference.length !== outputs.length) throw new Error(`internal: ${outputs.length} outputs against ${reference.length} references`);
     figures.lcp = outputs.length ? outputs.reduce((s, ids, i) => s + commonPrefix(ids, reference[i]!), 0) / outputs.length : NaN;

@@ -32,6 +32,8 @@ export interface GenerationSetting {
   rep4: number;
   stuck: number;
   outputs: number;
+  /** Outputs that differ from each other (freeRunningFigures' distinct). */
+  distinct_outputs: number;
   ppl_cloud: number;
   /** The cloud's perplexity of the tokens that do not end a repeated 4-gram (cloudPerplexity's freshPerplexity). */
   ppl_cloud_fresh: number;
@@ -105,6 +107,7 @@ function setting(
     rep4: figures.rep4,
     stuck: figures.stuck,
     outputs: figures.outputs,
+    distinct_outputs: figures.distinct,
     ppl_cloud: run.perplexity,
     ppl_cloud_fresh: run.freshPerplexity,
     lcp_llm_only: figures.lcp!,

@@ -56,6 +56,11 @@ export interface ReportSettings {
 export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 64, maxNewTokens: 48, calibrationRuns: 6, shares: [0.1, 0.2, 0.3] });
 /** Free-running shares further apart than this (router against top-1) are not compared: more routing alone lowers perplexity. */
 export const MATCHED_WITHIN = 0.03;
+/**
+ * Fewer distinct outputs than this share of the prompts, by the router or by top-1 at a share: the comparison
+ * rests on few texts (a small model can write the same story whatever it is asked), and the verdict says so.
+ */
+export const FEW_DISTINCT_OUTPUTS = 0.5;
 /** Tokens of a paragraph a free-running prompt keeps (the on-policy rollouts' prompts). */
 export const REPORT_PREFIX_TOKENS = 16;
 
@@ -99,7 +104,15 @@ export interface HeldOutReportOptions {
 }
 
 function freeRun(s: GenerationSetting): FreeRun {
-  return { tau: s.tau, routed_share: s.routed_share, ppl_cloud: s.ppl_cloud, ppl_cloud_fresh: s.ppl_cloud_fresh, rep4: s.rep4, stuck: s.stuck };
+  return {
+    tau: s.tau,
+    routed_share: s.routed_share,
+    ppl_cloud: s.ppl_cloud,
+    ppl_cloud_fresh: s.ppl_cloud_fresh,
+    rep4: s.rep4,
+    stuck: s.stuck,
+    distinct_outputs: s.distinct_outputs,
+  };
 }
 
 export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutReport> {
@@ -139,7 +152,9 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
   }
   const only = (method: 'small_only' | 'llm_only') => {
     const s = generated.find((g) => g.method === method);
-    const { tau: _, ...rest } = s ? freeRun(s) : { tau: 0, routed_share: NaN, ppl_cloud: NaN, ppl_cloud_fresh: NaN, rep4: NaN, stuck: NaN };
+    const { tau: _, ...rest } = s
+      ? freeRun(s)
+      : { tau: 0, routed_share: NaN, ppl_cloud: NaN, ppl_cloud_fresh: NaN, rep4: NaN, stuck: NaN, distinct_outputs: 0 };
     return rest;
   };
   const atShares: HeldOutReport['free_running']['at_share'] = [];
@@ -200,7 +215,16 @@ export function judged(
   const repetition = repeats.length
     ? ` Its free-running output repeats itself more than random routing's (rep4) at ${repeats.map(pct).join(', ')} routed.`
     : '';
-  return { beats_top1: beats, repeats_more_than_random_at: repeats, verdict: verdict + repetition };
+  const prompts = r.free_running.prompts;
+  const fewTexts = r.free_running.at_share.filter((row) =>
+    [row.router, row.top1].some((run) => run.distinct_outputs !== undefined && run.distinct_outputs < prompts * FEW_DISTINCT_OUTPUTS),
+  );
+  const few = fewTexts.length
+    ? ` The free-running comparison rests on few texts: ${fewTexts
+        .map((row) => `at ${pct(row.share)} the router wrote ${row.router.distinct_outputs} distinct outputs and top-1 ${row.top1.distinct_outputs}`)
+        .join('; ')}, from ${prompts} prompts; other prompts or another seed can turn it.`
+    : '';
+  return { beats_top1: beats, repeats_more_than_random_at: repeats, verdict: verdict + repetition + few };
 }
 
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
@@ -229,6 +253,8 @@ export function formatHeldOutReport(r: HeldOutReport): string {
       `edge alone ${f2(f.small_only.ppl_cloud)} (${f3(f.small_only.rep4)}); cloud alone ${f2(f.llm_only.ppl_cloud)} (${f3(f.llm_only.rep4)})`,
       "the cloud's perplexity of the tokens outside repeated 4-grams (repeating text scores lower for it):",
       ...f.at_share.map((row) => [cell(pct(row.share), 6), ...REPORT_METHODS.map((m) => cell(f2(row[m].ppl_cloud_fresh), 24))].join('')),
+      `distinct outputs, of ${f.prompts}:`,
+      ...f.at_share.map((row) => [cell(pct(row.share), 6), ...REPORT_METHODS.map((m) => cell(String(row[m].distinct_outputs ?? '–'), 24))].join('')),
     );
   }
   lines.push(r.verdict);

@@ -21,11 +21,21 @@ export interface FreeRun {
   ppl_cloud_fresh: number;
   rep4: number;
   stuck: number;
+  /** Outputs that differ from each other, of the report's prompts (absent in reports written before it was counted). */
+  distinct_outputs?: number;
 }
 
 export function measuredFreeRun(tau: number, run: MeasuredRun): FreeRun {
   const figures = freeRunningFigures(run.items.map((i) => i.ids));
-  return { tau, routed_share: run.routedRatio, ppl_cloud: run.perplexity, ppl_cloud_fresh: run.freshPerplexity, rep4: figures.rep4, stuck: figures.stuck };
+  return {
+    tau,
+    routed_share: run.routedRatio,
+    ppl_cloud: run.perplexity,
+    ppl_cloud_fresh: run.freshPerplexity,
+    rep4: figures.rep4,
+    stuck: figures.stuck,
+    distinct_outputs: figures.distinct,
+  };
 }
 
 /**
