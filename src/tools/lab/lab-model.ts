@@ -16,7 +16,7 @@ import type { ModelPack } from '../../shared/model/model-pack.ts';
 /**
  * Multiply-adds per token below which a pass runs on one thread. stories260K's pair (about 0.3 million) is
  * well under it; a 64-wide model with Qwen2's 151,936-token vocabulary (about 10 million, nearly all of it
- * the logits' product) is well over, and runs faster on two threads than on one.
+ * the logits' product) is well over: a product that size is worth splitting across cores.
  */
 export const ONE_THREAD_BELOW_MULTIPLY_ADDS = 2_000_000;
 
