@@ -4,13 +4,18 @@ import {
   extraFeatures,
   extraWidth,
   logitStats,
+  completesSeenNgram,
   loopFeatures,
+  RECENT_SPAN,
+  repeatEnds,
+  REPETITION_WINDOW,
   parseFeatureGroups,
   positionFeature,
   repetitionFeatures,
 } from '../src/edge/routing/router-features.ts';
-import { commonPrefix, freeRunningFigures, isStuck, rep4, repeatEnds } from '../src/tools/lab/free-running-metrics.ts';
+import { commonPrefix, freeRunningFigures, isStuck, rep4 } from '../src/tools/lab/free-running-metrics.ts';
 import { cloudPerplexity } from '../src/tools/lab/generation-runs.ts';
+import { seededRandom } from '../src/shared/seeded-random.ts';
 import { atShare } from '../src/tools/lab/share-table.ts';
 import { pickExtraColumns, routerInputs } from '../src/tools/lab/feature-matrix.ts';
 import { divergenceLabel, divergenceLabels } from '../src/tools/router/labels.ts';
@@ -79,6 +84,16 @@ describe('repetition features', () => {
     // 20 fresh ids, then the loop: the share is over the last 16 only (5 of them repeat).
     expect(loopFeatures([...Array.from({ length: 20 }, (_, i) => 100 + i), ...loop], 9)).toEqual([0, 5 / 16]);
     expect(loopFeatures([], 4)).toEqual([0, 0]);
+    // The share is that of repeatEnds: each of the last ids, checked against the window's ids before it alone.
+    const random = seededRandom(7);
+    for (let trial = 0; trial < 200; trial++) {
+      const context = Array.from({ length: Math.floor(random() * 90) }, () => Math.floor(random() * 3));
+      const recent = context.slice(Math.max(0, context.length - REPETITION_WINDOW));
+      const span = Math.min(RECENT_SPAN, recent.length);
+      let repeats = 0;
+      for (let k = recent.length - span; k < recent.length; k++) if (completesSeenNgram(recent.slice(0, k), recent[k]!, 4)) repeats++;
+      expect(loopFeatures(context, 1)[1]).toBe(span === 0 ? 0 : repeats / span);
+    }
     // The group's two values come after the position's, in the fixed group order.
     const logits = Float32Array.of(0, Math.log(3));
     expect(extraWidth(['hidden', 'loop'])).toBe(2);

@@ -168,14 +168,30 @@ export function repetitionFeatures(context: readonly number[], next: number): [n
 }
 
 /**
+ * 1 at each id that ends a 4-gram equal to an earlier 4-gram of `ids`: the ids the evaluation's rep4 counts
+ * (free-running-metrics.ts), and the loop group's share of a loop under way.
+ */
+export function repeatEnds(ids: readonly number[]): Uint8Array {
+  const ends = new Uint8Array(ids.length);
+  const seen = new Set<string>();
+  for (let i = 0; i + 4 <= ids.length; i++) {
+    const key = `${ids[i]},${ids[i + 1]},${ids[i + 2]},${ids[i + 3]}`;
+    if (seen.has(key)) ends[i + 3] = 1;
+    else seen.add(key);
+  }
+  return ends;
+}
+
+/**
  * The two loop values for proposing `next` after `context` (its last REPETITION_WINDOW ids): completes a
  * 4-gram seen earlier; the share of the last RECENT_SPAN ids that each completed a 4-gram seen before them.
  */
 export function loopFeatures(context: readonly number[], next: number): [number, number] {
   const recent = context.slice(Math.max(0, context.length - REPETITION_WINDOW));
   const span = Math.min(RECENT_SPAN, recent.length);
-  let repeats = 0;
-  for (let k = recent.length - span; k < recent.length; k++) if (completesSeenNgram(recent.slice(0, k), recent[k]!, 4)) repeats++;
+  const repeats = repeatEnds(recent)
+    .subarray(recent.length - span)
+    .reduce((s, e) => s + e, 0);
   return [completesSeenNgram(recent, next, 4) ? 1 : 0, span === 0 ? 0 : repeats / span];
 }
 

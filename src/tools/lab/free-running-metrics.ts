@@ -7,23 +7,11 @@
  * isStuck([...Array(16).fill(9)]); // true
  * commonPrefix([1, 2, 3], [1, 2, 4]); // 2
  */
-import { RECENT_SPAN } from '../../edge/routing/router-features.ts';
+import { RECENT_SPAN, repeatEnds } from '../../edge/routing/router-features.ts';
 
 /** Outputs whose last STUCK_SPAN ids use at most STUCK_DISTINCT distinct ids are stuck in a loop. */
 export const STUCK_SPAN = RECENT_SPAN;
 export const STUCK_DISTINCT = 2;
-
-/** 1 at each id that ends a 4-gram equal to an earlier 4-gram of `ids`: the ids rep4 counts. */
-export function repeatEnds(ids: readonly number[]): Uint8Array {
-  const ends = new Uint8Array(ids.length);
-  const seen = new Set<string>();
-  for (let i = 0; i + 4 <= ids.length; i++) {
-    const key = `${ids[i]},${ids[i + 1]},${ids[i + 2]},${ids[i + 3]}`;
-    if (seen.has(key)) ends[i + 3] = 1;
-    else seen.add(key);
-  }
-  return ends;
-}
 
 /** 4-grams of `ids` that equal an earlier 4-gram of `ids`, and all 4-grams. */
 export function rep4(ids: readonly number[]): { repeated: number; total: number } {

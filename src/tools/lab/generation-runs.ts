@@ -18,7 +18,7 @@ import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { AppError } from '../../shared/errors.ts';
 import type { CloudScorer } from './cloud-scorer.ts';
-import { repeatEnds } from './free-running-metrics.ts';
+import { repeatEnds } from '../../edge/routing/router-features.ts';
 import type { TextTokenizer } from '../../shared/text/tokenizer.ts';
 
 /** The edge model, its tokenizer, and the cloud the loop routes to. */
