@@ -24,36 +24,24 @@ test("a run's pair comes from its saved command, its variant from its router.jso
       training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: Array.from({ length: rounds + 1 }, () => ({})), members },
     });
   expect(variantOf(meta([...FEATURE_GROUPS], 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll');
-  const horizon = (loopCost: number | undefined, horizonTokens: number, share?: number) =>
+  /** A horizon-nll run's router.json: three rounds, three members, and what `training` adds. */
+  const horizonRun = (training: Record<string, unknown>, features: string[] = [...FEATURE_GROUPS]) =>
     new Fields('x', {
-      features: [...FEATURE_GROUPS],
-      training: {
-        label_rule: 'mixed-gain',
-        on_policy_label_rule: 'horizon-nll',
-        rounds: [{}, {}, {}, {}],
-        members: 3,
-        horizon_tokens: horizonTokens,
-        ...(loopCost === undefined ? {} : { loop_cost: loopCost }),
-        ...(share === undefined ? {} : { loop_cost_share: share }),
-      },
+      features,
+      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, ...training },
+    });
+  const horizon = (loopCost: number | undefined, horizonTokens: number, share?: number) =>
+    horizonRun({
+      horizon_tokens: horizonTokens,
+      ...(loopCost === undefined ? {} : { loop_cost: loopCost }),
+      ...(share === undefined ? {} : { loop_cost_share: share }),
     });
   // The default: whatever the nats, worked out from text's share of the median gain.
   expect(variantOf(horizon(0.37, HORIZON_TOKENS, TEXT_LOOP_COST_SHARE))).toBe('text: mixed-gain; rollouts: horizon-nll');
   expect(variantOf(horizon(0.5, HORIZON_TOKENS, 0.3))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0.3 of the median gain');
   // A cost given in nats (--loop-cost) is a variant, whatever its value.
   expect(variantOf(horizon(0.25, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0.25');
-  const seeded = new Fields('x', {
-    features: [...FEATURE_GROUPS],
-    training: {
-      label_rule: 'mixed-gain',
-      on_policy_label_rule: 'horizon-nll',
-      rounds: [{}, {}, {}, {}],
-      members: 3,
-      loop_cost: 0.4,
-      loop_cost_share: TEXT_LOOP_COST_SHARE,
-      seed: 1,
-    },
-  });
+  const seeded = horizonRun({ loop_cost: 0.4, loop_cost_share: TEXT_LOOP_COST_SHARE, seed: 1 });
   expect(variantOf(seeded)).toBe('text: mixed-gain; rollouts: horizon-nll; seed 1');
   // Recorded before --loop-cost: no loop step was charged.
   expect(variantOf(horizon(undefined, HORIZON_TOKENS))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0');
@@ -68,18 +56,10 @@ test("a run's pair comes from its saved command, its variant from its router.jso
   expect(variantOf(chat([...FEATURE_GROUPS]))).toBe('text: mixed-gain; rollouts: cloud-nll; with loop');
   // Nor is a chat router that charges loop steps nothing; one that charges text's cost is.
   const chatHorizon = (loopCost: number, share?: number) =>
-    new Fields('x', {
-      features: FEATURE_GROUPS.filter((g) => g !== 'loop'),
-      training: {
-        label_rule: 'mixed-gain',
-        on_policy_label_rule: 'horizon-nll',
-        rounds: [{}, {}, {}, {}],
-        members: 3,
-        text_format: 'chat',
-        loop_cost: loopCost,
-        ...(share === undefined ? {} : { loop_cost_share: share }),
-      },
-    });
+    horizonRun(
+      { text_format: 'chat', loop_cost: loopCost, ...(share === undefined ? {} : { loop_cost_share: share }) },
+      FEATURE_GROUPS.filter((g) => g !== 'loop'),
+    );
   expect(variantOf(chatHorizon(0))).toBe('text: mixed-gain; rollouts: horizon-nll');
   expect(variantOf(chatHorizon(0, 0))).toBe('text: mixed-gain; rollouts: horizon-nll');
   expect(variantOf(chatHorizon(0.25))).toBe('text: mixed-gain; rollouts: horizon-nll; loop cost 0.25');
