@@ -112,6 +112,11 @@ describe('router train with bad input: one-line error, nothing written', () => {
       () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--loop-cost=-1'],
       /--loop-cost must be in \[0, 100\] nats, got -1/,
     ],
+    [
+      "a report temperature above the API's 5",
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--report-temperature', '7'],
+      /--report-temperature must be in \[0, 5\], got 7/,
+    ],
   ];
   for (const [name, args, message] of cases) {
     test(name, () => {

@@ -75,7 +75,10 @@ test('the report is printed after training: teacher-forced gap and free-running 
   expect(run.stdout).toContain('held-out report: 8 paragraphs, ');
   expect(run.stdout).toContain('teacher forcing, share of the edge→cloud gap recovered:');
   expect(run.stdout).toMatch(/ share +router +top-1 +entropy +random +oracle\n +10%/);
-  expect(run.stdout).toContain("free running (3 prompts, 8 tokens), the cloud's perplexity of the output (rep4) [routed share reached]:");
+  expect(run.stdout).toContain(
+    "free running (3 prompts, 8 tokens, sampled at temperature 1, one seed per prompt for every router), the cloud's perplexity of the output (rep4) [routed share reached]:",
+  );
+  expect(run.stdout).toMatch(/the loop check, greedy: rep4 \[routed share\] .+\n +10% +\d\.\d{3} \[\d+%\] +\d\.\d{3} \[\d+%\]\n/);
   expect(run.stdout).toMatch(/edge alone \d+\.\d\d \(\d\.\d{3}\); cloud alone \d+\.\d\d/);
   expect(run.stdout).toMatch(/distinct outputs, of 3:\n +10%( +[123]){4}\n/);
   expect(run.stderr).toMatch(/report: teacher forcing: 0\/8/);
@@ -84,7 +87,7 @@ test('the report is printed after training: teacher-forced gap and free-running 
 test('router.json stores the report, and --json ends the output with it', () => {
   const meta = JSON.parse(readFileSync(join(weak, 'router.json'), 'utf8'));
   const report = meta.training.held_out_report as HeldOutReport;
-  expect(report).toMatchObject({ noun: 'paragraph', documents: 8, free_running: { prompts: 3, max_new_tokens: 8 } });
+  expect(report).toMatchObject({ noun: 'paragraph', documents: 8, free_running: { prompts: 3, max_new_tokens: 8, temperature: 1 } });
   expect(report.positions).toBeGreaterThan(100);
   expect(report.teacher_forced.map((r) => r.share)).toEqual(SHARES);
   for (const row of report.teacher_forced) {
@@ -100,6 +103,14 @@ test('router.json stores the report, and --json ends the output with it', () => 
       expect(row[method].distinct_outputs).toBeGreaterThanOrEqual(1);
       expect(row[method].distinct_outputs).toBeLessThanOrEqual(3);
     }
+  }
+  // The loop check: the router greedy at each share's sampled threshold, random routing at the share that reached.
+  const loops = report.free_running.greedy_loop_check!;
+  expect(loops.map((r) => r.share)).toEqual(SHARES);
+  for (const [i, row] of loops.entries()) {
+    expect(row.router.tau).toBe(report.free_running.at_share[i]!.router.tau);
+    expect(row.random.tau).toBe(row.router.routed_share);
+    for (const r of [row.router, row.random]) expect(r.rep4).toBeGreaterThanOrEqual(0);
   }
   const last = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
   expect(last.training.held_out_report).toEqual(JSON.parse(JSON.stringify(report)));
@@ -181,6 +192,18 @@ test('the verdict: beats top-1 only where it does at every share under both, and
   expect(
     judged({ ...base, free_running: { ...base.free_running, at_share: [{ ...base.free_running.at_share[0]!, router: uncounted }] } }).verdict,
   ).not.toContain('few texts');
+  // A sampled report reads loops from its greedy check: there the router repeats more at 30%, not at 10%.
+  const loopRow = (share: number, router: number, random: number) => ({
+    share,
+    router: { tau: 0.5, routed_share: share, rep4: router, stuck: 0 },
+    random: { tau: share, routed_share: share, rep4: random, stuck: 0 },
+  });
+  const checked = {
+    ...worse,
+    free_running: { ...worse.free_running, temperature: 1, greedy_loop_check: [loopRow(0.1, 0.05, 0.1), loopRow(0.3, 0.2, 0.1)] },
+  };
+  expect(judged(checked).repeats_more_than_random_at).toEqual([0.3]);
+  expect(judged(checked).verdict).toEndWith(" Its greedy output repeats itself more than random routing's (rep4) at 30% routed.");
   expect(judged(unmatched).beats_top1).toBe(false);
   expect(judged(unmatched).verdict).toContain(
     "free-running at 30% the routed shares did not match (the router's runs 20%, top-1's 30%), so it is not shown to win there",
@@ -198,7 +221,8 @@ test("the page's about box shows the router, its report and the verdict", async 
       '<p class="about-verdict about-loses" data-testid="router-verdict">The trained router does NOT beat the built-in top-1 router on 8 held-out paragraphs',
     );
     expect(box).toContain('Teacher forcing on 8 held-out paragraphs');
-    expect(box).toContain('Free running from 3 held-out prompts (8 tokens)');
+    expect(box).toContain('Free running from 3 held-out prompts (8 tokens, sampled at temperature 1)');
+    expect(box).toMatch(/Loops, decoding greedily \(rep4, trained against random at the same share\): 10%: \d\.\d{3} \/ \d\.\d{3} \[\d+%\]; 20%/);
     expect(box.match(/<th scope="row">(10|20|30)%<\/th>/g)).toHaveLength(6);
   } finally {
     await edge.release();

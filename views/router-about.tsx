@@ -50,7 +50,8 @@ function Report(props: { report: ViewHeldOutReport }) {
       {r.freeRunning.atShare.length ? (
         <table class="about-table">
           <caption>
-            Free running from {r.freeRunning.prompts} held-out prompts ({r.freeRunning.maxNewTokens} tokens): the cloud's perplexity of the output (lower is
+            Free running from {r.freeRunning.prompts} held-out prompts ({r.freeRunning.maxNewTokens} tokens,{' '}
+            {r.freeRunning.temperature ? `sampled at temperature ${r.freeRunning.temperature}` : 'greedy'}): the cloud's perplexity of the output (lower is
             better), at matched routed shares
           </caption>
           <thead>
@@ -72,6 +73,14 @@ function Report(props: { report: ViewHeldOutReport }) {
             ))}
           </tbody>
         </table>
+      ) : null}
+      {r.freeRunning.greedyLoopCheck.length ? (
+        <p class="about-loops" data-testid="router-loop-check">
+          Loops, decoding greedily (rep4, trained against random at the same share):{' '}
+          {r.freeRunning.greedyLoopCheck
+            .map((row) => `${pct(row.share)}: ${row.router.rep4.toFixed(3)} / ${row.random.rep4.toFixed(3)} [${pct(row.router.routedShare)}]`)
+            .join('; ')}
+        </p>
       ) : null}
     </>
   );

@@ -128,7 +128,11 @@ export interface ViewHeldOutReport {
   freeRunning: {
     prompts: number;
     maxNewTokens: number;
+    /** 0: greedy. */
+    temperature: number;
     atShare: { share: number; router: ViewFreeRun; top1: ViewFreeRun; entropy: ViewFreeRun; random: ViewFreeRun }[];
+    /** Sampled reports: greedy runs of the trained router and of random routing at its share, for loops. */
+    greedyLoopCheck: { share: number; router: ViewFreeRun; random: ViewFreeRun }[];
   };
   beatsTop1: boolean;
   verdict: string;

@@ -34,6 +34,11 @@ function heldOutReport(v: unknown): ViewHeldOutReport | undefined {
     freeRunning: {
       prompts: num(free.prompts),
       maxNewTokens: num(free.max_new_tokens),
+      // A report written before sampling has no temperature: it was greedy.
+      temperature: typeof free.temperature === 'number' ? free.temperature : 0,
+      greedyLoopCheck: (Array.isArray(free.greedy_loop_check) ? free.greedy_loop_check : [])
+        .filter(isObject)
+        .map((row) => ({ share: num(row.share), router: freeRun(row.router), random: freeRun(row.random) })),
       atShare: (Array.isArray(free.at_share) ? free.at_share : []).filter(isObject).map((row) => ({
         share: num(row.share),
         router: freeRun(row.router),

@@ -13,7 +13,7 @@ import type { Router } from '../../edge/routing/router.ts';
 import type { DecoderModel } from '../../shared/model/decoder-model.ts';
 import { EntropyRouter, RandomRouter, TopProbabilityRouter } from './baseline-routers.ts';
 import { freeRunningFigures } from './free-running-metrics.ts';
-import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun, type Prompt } from './generation-runs.ts';
+import { cloudPerplexity, generateAll, type EvalEdge, type GenerationRun, type GenerationSettings, type Prompt } from './generation-runs.ts';
 import { matchRoutedRatio, quantileThreshold } from './ratio-matching.ts';
 
 export const GENERATION_METHODS = ['small_only', 'llm_only', 'router', 'random', 'top1', 'entropy'] as const;
@@ -52,6 +52,7 @@ export class GenerationRuns {
     private readonly prompts: readonly Prompt[],
     private readonly maxNewTokens: number,
     private readonly routers: Record<Exclude<GenerationMethod, 'small_only' | 'llm_only'>, () => Router>,
+    private readonly sampling: Pick<GenerationSettings, 'temperature' | 'seed'> = {},
   ) {}
 
   run(method: Exclude<GenerationMethod, 'small_only' | 'llm_only'>, threshold: number): Promise<MeasuredRun> {
@@ -59,7 +60,7 @@ export class GenerationRuns {
     let run = this.cache.get(key);
     if (!run) {
       run = (async () => {
-        const generated = await generateAll(this.edge, this.routers[method](), this.prompts, { threshold, maxNewTokens: this.maxNewTokens });
+        const generated = await generateAll(this.edge, this.routers[method](), this.prompts, { threshold, maxNewTokens: this.maxNewTokens, ...this.sampling });
         const { perplexity, freshPerplexity } = await cloudPerplexity(this.scorer, generated.items);
         return { ...generated, perplexity, freshPerplexity };
       })();

@@ -6,9 +6,11 @@
  *
  * 1. Teacher forcing: at each share every method routes exactly as many positions, and the figure is the
  *    recovered fraction of the edge→cloud accuracy gap (lab/share-table.ts, as `bun run eval` reports it).
- * 2. Free running: from held-out prompts the decoding loop generates greedily with each router at the
- *    threshold whose own runs route the share (lab/generation-settings.ts); the cloud's perplexity of the
- *    output says how good the text is, rep4 how much it repeats itself.
+ * 2. Free running: from held-out prompts the decoding loop samples (or, at temperature 0, decodes greedily)
+ *    with each router at the threshold whose own runs route the share (lab/generation-settings.ts); the
+ *    cloud's perplexity of the output says how good the text is. Sampled runs share one seed per prompt
+ *    across routers, and how much a router's output repeats itself is read from greedy runs
+ *    (greedy-loop-check.ts), where a small model's loops show.
  *
  * The verdict is plain: the router beats top-1 only where it does at every share under both.
  *
@@ -23,6 +25,8 @@ import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import { routerInputs } from '../lab/feature-matrix.ts';
 import { generationSettings, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
 import { pairedWithTop1, RouterRuns, SHARE_TOLERANCE, type FreeRun } from './paired-share.ts';
+import { greedyLoopCheck, type LoopCheckRow } from './greedy-loop-check.ts';
+import { GenerationRuns } from '../lab/generation-settings.ts';
 
 export type { FreeRun };
 import type { EvalEdge } from '../lab/generation-runs.ts';
@@ -43,17 +47,30 @@ export interface ReportSettings {
   /** Most runs spent matching a router's routed share along generations. */
   calibrationRuns: number;
   shares: readonly number[];
+  /** Free-running sampling temperature; 0 decodes greedily (and then those runs' rep4 is the loop check). */
+  temperature: number;
   /** A file to report on, held out as a whole (text or chat); the training text's held-out part when absent. */
   text?: string;
 }
 
 /**
- * 64 free-running prompts. With 16, greedy outputs from routers that route the same share were too often the
- * same text (the chat pair's short replies), so a verdict could rest on a handful of tokens. With 32, rep4
- * rests on the few outputs that fall into a loop: one of them moves it by hundredths, as much as a router
- * trained with another seed did, and the repetition verdict changed with the seed.
+ * 128 free-running prompts, sampled at temperature 1 (the OpenAI API's default), with one seed per prompt
+ * shared by every router. Greedy, a small model writes nearly the same text whatever it is asked (64 chat
+ * prompts gave the edge alone 4 distinct replies), and the cloud's perplexity rewards the loops greedy text
+ * falls into, so a greedy verdict compared a few texts and their loops. Sampled, every prompt is a text of
+ * its own, and the cloud's perplexity of the output measures how close the routed system's distribution
+ * is to the cloud's; the samples' spread needs more prompts than greedy text did (docs/router-training.md).
  */
-export const DEFAULT_REPORT: ReportSettings = Object.freeze({ documents: 64, prompts: 64, maxNewTokens: 48, calibrationRuns: 6, shares: [0.1, 0.2, 0.3] });
+export const DEFAULT_REPORT: ReportSettings = Object.freeze({
+  documents: 64,
+  prompts: 128,
+  maxNewTokens: 48,
+  calibrationRuns: 6,
+  shares: [0.1, 0.2, 0.3],
+  temperature: 1,
+});
+/** Prompt i is sampled with seed REPORT_SAMPLING_SEED + i by every router: not the training seed, so the baselines' runs do not depend on it. */
+export const REPORT_SAMPLING_SEED = 0;
 /** Free-running shares further apart than this (router against top-1) are not compared: more routing alone lowers perplexity. */
 export const MATCHED_WITHIN = 0.03;
 /**
@@ -78,9 +95,13 @@ export interface HeldOutReport {
   free_running: {
     prompts: number;
     max_new_tokens: number;
+    /** 0: greedy (and absent in reports written before sampling). */
+    temperature?: number;
     small_only: Omit<FreeRun, 'tau'>;
     llm_only: Omit<FreeRun, 'tau'>;
     at_share: ({ share: number } & Record<ReportMethod, FreeRun>)[];
+    /** Sampled reports only: greedy runs of the router at each share's threshold and of random routing at their share. */
+    greedy_loop_check?: LoopCheckRow[];
   };
   /** At every share: lower cloud perplexity free-running, and more of the gap under teacher forcing. */
   beats_top1: boolean;
@@ -133,7 +154,8 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
   let generated: GenerationSetting[] = [];
   let runs: RouterRuns | undefined;
   if (prompts.length > 0) {
-    runs = new RouterRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
+    const sampling = settings.temperature > 0 ? { temperature: settings.temperature, seed: REPORT_SAMPLING_SEED } : {};
+    runs = new RouterRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed), sampling);
     progress?.start('report: free running', 2 + settings.shares.length * REPORT_METHODS.length);
     let done = 0;
     try {
@@ -164,6 +186,19 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
     const router = await pairedWithTop1(runs!, of('router'), top1, settings.calibrationRuns);
     atShares.push({ share, router, top1, entropy: of('entropy'), random: of('random') });
   }
+  let loopCheck: LoopCheckRow[] | undefined;
+  if (runs && settings.temperature > 0) {
+    progress?.start('report: greedy loop check', atShares.length);
+    try {
+      const greedy = new GenerationRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
+      loopCheck = await greedyLoopCheck(
+        greedy,
+        atShares.map((row) => ({ share: row.share, tau: row.router.tau })),
+      );
+    } finally {
+      progress?.stop();
+    }
+  }
   const report: Omit<HeldOutReport, 'beats_top1' | 'repeats_more_than_random_at' | 'verdict'> = {
     noun: o.noun,
     documents: read.length,
@@ -174,9 +209,11 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
     free_running: {
       prompts: prompts.length,
       max_new_tokens: settings.maxNewTokens,
+      temperature: settings.temperature,
       small_only: only('small_only'),
       llm_only: only('llm_only'),
       at_share: atShares,
+      ...(loopCheck ? { greedy_loop_check: loopCheck } : {}),
     },
   };
   return { ...report, ...judged(report) };
@@ -204,7 +241,8 @@ export function judged(
       );
     }
   }
-  const repeats = r.free_running.at_share.filter((row) => row.router.rep4 > row.random.rep4).map((row) => row.share);
+  const loops = r.free_running.greedy_loop_check;
+  const repeats = (loops ?? r.free_running.at_share).filter((row) => row.router.rep4 > row.random.rep4).map((row) => row.share);
   const where = `on ${r.documents} held-out ${r.noun}s`;
   const measured = r.free_running.at_share.length ? 'under teacher forcing and free-running' : 'under teacher forcing (free-running not measured)';
   const beats = losses.length === 0 && r.teacher_forced.length > 0;
@@ -213,7 +251,7 @@ export function judged(
     : `The trained router does NOT beat the built-in top-1 router ${where}: ${losses.join('; ') || 'nothing was measured'}. ` +
       'Serve the built-in one with `--router builtin` (bun run start / bun run edge), or train on more text.';
   const repetition = repeats.length
-    ? ` Its free-running output repeats itself more than random routing's (rep4) at ${repeats.map(pct).join(', ')} routed.`
+    ? ` Its ${loops ? 'greedy' : 'free-running'} output repeats itself more than random routing's (rep4) at ${repeats.map(pct).join(', ')} routed.`
     : '';
   const prompts = r.free_running.prompts;
   const fewTexts = r.free_running.at_share.filter((row) =>
@@ -225,6 +263,11 @@ export function judged(
         .join('; ')}, from ${prompts} prompts; other prompts or another seed can turn it.`
     : '';
   return { beats_top1: beats, repeats_more_than_random_at: repeats, verdict: verdict + repetition + few };
+}
+
+/** How a report's free-running runs decoded; a report written before sampling has no temperature and was greedy. */
+export function decoding(temperature: number | undefined): string {
+  return temperature ? `sampled at temperature ${temperature}, one seed per prompt for every router` : 'greedy';
 }
 
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
@@ -243,7 +286,7 @@ export function formatHeldOutReport(r: HeldOutReport): string {
   const f = r.free_running;
   if (f.at_share.length) {
     lines.push(
-      `free running (${f.prompts} prompts, ${f.max_new_tokens} tokens), the cloud's perplexity of the output (rep4) [routed share reached]:`,
+      `free running (${f.prompts} prompts, ${f.max_new_tokens} tokens, ${decoding(f.temperature)}), the cloud's perplexity of the output (rep4) [routed share reached]:`,
       head.map((h, i) => cell(h, i ? 24 : 6)).join(''),
       ...f.at_share.map((row) =>
         [cell(pct(row.share), 6), ...REPORT_METHODS.map((m) => cell(`${f2(row[m].ppl_cloud)} (${f3(row[m].rep4)}) [${pct(row[m].routed_share)}]`, 24))].join(
@@ -256,6 +299,14 @@ export function formatHeldOutReport(r: HeldOutReport): string {
       `distinct outputs, of ${f.prompts}:`,
       ...f.at_share.map((row) => [cell(pct(row.share), 6), ...REPORT_METHODS.map((m) => cell(String(row[m].distinct_outputs ?? '–'), 24))].join('')),
     );
+    if (f.greedy_loop_check) {
+      lines.push(
+        'the loop check, greedy: rep4 [routed share] of the router at each threshold above, and of random routing at its share:',
+        ...f.greedy_loop_check.map((row) =>
+          [cell(pct(row.share), 6), ...[row.router, row.random].map((run) => cell(`${f3(run.rep4)} [${pct(run.routed_share)}]`, 24))].join(''),
+        ),
+      );
+    }
   }
   lines.push(r.verdict);
   return lines.join('\n');

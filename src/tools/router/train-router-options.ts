@@ -189,6 +189,8 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
     if (value !== undefined && !(Number.isInteger(value) && value >= 0 && value <= 100_000))
       bad(`--report-${flag} must be an integer in [0, 100000], got ${value}`);
   }
+  const temperature = o.report?.temperature;
+  if (temperature !== undefined && !(temperature >= 0 && temperature <= 5)) bad(`--report-temperature must be in [0, 5], got ${temperature}`);
   if ((o.cloudModel === undefined) === (o.cloud === undefined)) bad('give the cloud as --cloud-model PACK or as --cloud HOST:PORT (one of them)');
   for (const pack of [o.edgeModel, o.cloudModel]) {
     if (pack !== undefined && resolve(pack) === resolve(o.out)) bad(`--out ${o.out} would replace the model pack ${pack}`);
