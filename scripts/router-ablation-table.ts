@@ -61,6 +61,18 @@ export function pairOf(command: string): string {
   return `${edge} → ${cloud}`;
 }
 
+/**
+ * How the run's report generated, where it differs from today's default: greedy (every report before
+ * sampling, whose router.json has no temperature), or from another number of prompts.
+ */
+export function reportOf(free: Fields): string {
+  const temperature = free.has('temperature') ? free.num('temperature') : 0;
+  const prompts = free.num('prompts');
+  const how = temperature === DEFAULT_REPORT.temperature ? '' : temperature === 0 ? 'greedy ' : `temperature ${temperature} `;
+  const count = prompts === DEFAULT_REPORT.prompts ? '' : ` on ${prompts} prompts`;
+  return how || count ? `; ${how}report${count}` : '';
+}
+
 const pct0 = (x: number) => `${(x * 100).toFixed(0)}%`;
 const pct1 = (x: number) => `${(x * 100).toFixed(1)}%`;
 
@@ -78,25 +90,25 @@ function row(file: DataFile): string[] {
     const f = f2(router) === f2(top1) ? f3 : f2;
     return `${f(router)} / ${f(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${won ? ' ✓' : ''}`;
   };
+  // Repetition as the verdict reads it: a sampled report's greedy loop check, a greedy report's own runs.
   const rep = (row: Fields) => {
     const router = row.obj('router').num('rep4');
     const random = row.obj('random').num('rep4');
     return `${f3(router)} / ${f3(random)}${router <= random ? ' ✓' : ''}`;
   };
+  const loopRows = r.obj('free_running').has('greedy_loop_check') ? r.obj('free_running').list('greedy_loop_check') : free;
   // Recorded since the report has it: a repeating output's perplexity is lower for its repeats alone.
   const fresh = (row: Fields) => {
     if (!row.obj('router').has('ppl_cloud_fresh')) return null;
     return `${f2(row.obj('router').num('ppl_cloud_fresh'))} / ${f2(row.obj('top1').num('ppl_cloud_fresh'))}`;
   };
   const freshCells = free.map(fresh);
-  // Runs whose report read another number of free-running prompts than today's default say so.
-  const prompts = r.obj('free_running').num('prompts');
   return [
     pairOf(file.provenance.command),
-    variantOf(file.data) + (prompts === DEFAULT_REPORT.prompts ? '' : `; report on ${prompts} prompts`),
+    variantOf(file.data) + reportOf(r.obj('free_running')),
     `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
     ...free.map(ppl),
-    free.map(rep).join('; '),
+    loopRows.map(rep).join('; '),
     freshCells.every((c) => c !== null) ? freshCells.join('; ') : '–',
     r.bool('beats_top1') ? 'yes' : 'no',
     `[${file.name.replace(ABLATION_PREFIX, '')}](results/${file.name}.jsonl)`,
@@ -118,12 +130,55 @@ export function ablationMarkdown(dir = 'docs/results'): string {
       'ppl 10%: trained / top-1 [routed]',
       'ppl 20%',
       'ppl 30%',
-      'rep4 10/20/30%: trained / random',
+      'rep4 greedy 10/20/30%: trained / random',
       'ppl outside repeats 10/20/30%: trained / top-1',
       'beats top-1',
       'data',
     ],
     rows,
+  );
+}
+
+const STANDING_BEGIN = '<!-- standing: bun scripts/router-ablation-table.ts --write -->';
+const STANDING_END = '<!-- /standing -->';
+/** The runs trained as `router train` trains without label, feature or cost flags, per seed. */
+const STANDING_RUN = /^router-ablation-(.+)-defaults(?:-seed-(\d+))?$/;
+
+/**
+ * Where today's defaults stand, one line per pair and seed (the `defaults` and `defaults-seed-N` runs): each
+ * target of the issue, ✓ where met, ✗ where not, as the ablation table reads them.
+ */
+export function standingMarkdown(dir = 'docs/results'): string {
+  const files = readdirSync(dir)
+    .map((f) => f.slice(0, -'.jsonl'.length))
+    .filter((name) => STANDING_RUN.test(name))
+    .map((name) => readDataFile(dir, name));
+  const mark = (ok: boolean) => (ok ? ' ✓' : ' ✗');
+  const rows = files.map((file) => {
+    const r = file.data.obj('training').obj('held_out_report');
+    const free = r.obj('free_running');
+    const at = free.list('at_share');
+    const loops = free.has('greedy_loop_check') ? free.list('greedy_loop_check') : at;
+    const ppl = at.map((row) => {
+      const [router, top1] = [row.obj('router'), row.obj('top1')];
+      const won = router.num('ppl_cloud') < top1.num('ppl_cloud') && Math.abs(router.num('routed_share') - top1.num('routed_share')) <= MATCHED_WITHIN;
+      return `${f2(router.num('ppl_cloud'))} / ${f2(top1.num('ppl_cloud'))}${mark(won)}`;
+    });
+    const rep4 = loops.map(
+      (row) =>
+        `${f3(row.obj('router').num('rep4'))} / ${f3(row.obj('random').num('rep4'))}${mark(row.obj('router').num('rep4') <= row.obj('random').num('rep4'))}`,
+    );
+    const tf = r.list('teacher_forced').at(-1)!.num('router');
+    return {
+      pair: pairOf(file.provenance.command),
+      seed: Number(file.name.match(STANDING_RUN)![2] ?? 0),
+      cells: [ppl.join('; '), rep4.join('; '), `${pct1(tf)}${mark(tf >= 0.6)}`, `[${file.name.replace(ABLATION_PREFIX, '')}](results/${file.name}.jsonl)`],
+    };
+  });
+  rows.sort((a, b) => a.pair.localeCompare(b.pair) || a.seed - b.seed);
+  return table(
+    ['pair', 'seed', 'ppl 10 / 20 / 30%: trained / top-1', 'rep4 greedy 10 / 20 / 30%: trained / random', 'TF gap at 30%', 'data'],
+    rows.map((row) => [row.pair, String(row.seed), ...row.cells]),
   );
 }
 
@@ -157,15 +212,16 @@ function between(page: string, begin: string, end: string, markdown: string): st
   return `${page.slice(0, at + begin.length)}\n${markdown}\n${page.slice(to)}`;
 }
 
-/** The page with the ablation table, and the on-policy gain tables where it has their markers. */
-export function pageWithAblation(page: string, markdown: string, gain?: string): string {
+/** The page with the ablation table, and the on-policy gain and standing tables where given. */
+export function pageWithAblation(page: string, markdown: string, gain?: string, standing?: string): string {
   const next = between(page, BEGIN, END, markdown);
-  return gain === undefined ? next : between(next, GAIN_BEGIN, GAIN_END, gain);
+  const withGain = gain === undefined ? next : between(next, GAIN_BEGIN, GAIN_END, gain);
+  return standing === undefined ? withGain : between(withGain, STANDING_BEGIN, STANDING_END, standing);
 }
 
 if (import.meta.main) {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
-  const next = pageWithAblation(page, ablationMarkdown(), onPolicyGainMarkdown());
+  const next = pageWithAblation(page, ablationMarkdown(), onPolicyGainMarkdown(), standingMarkdown());
   if (process.argv.includes('--check')) {
     if (next !== page) {
       console.error(`${ABLATION_PAGE}: the ablation table is not what the recorded runs render: run bun scripts/router-ablation-table.ts --write`);

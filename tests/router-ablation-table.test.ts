@@ -4,7 +4,17 @@
  */
 import { expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { ABLATION_PAGE, ablationMarkdown, onPolicyGainMarkdown, pageWithAblation, pairOf, variantOf } from '../scripts/router-ablation-table.ts';
+import {
+  ABLATION_PAGE,
+  ablationMarkdown,
+  onPolicyGainMarkdown,
+  pageWithAblation,
+  pairOf,
+  reportOf,
+  standingMarkdown,
+  variantOf,
+} from '../scripts/router-ablation-table.ts';
+import { DEFAULT_REPORT } from '../src/tools/router/held-out-report.ts';
 import { Fields } from '../scripts/results/data-file.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
 import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
@@ -12,7 +22,7 @@ import { TEXT_LOOP_COST_SHARE } from '../src/tools/router/train-router-options.t
 
 test('docs/router-training.md shows the table the recorded runs render (bun scripts/router-ablation-table.ts --write)', () => {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
-  expect(pageWithAblation(page, ablationMarkdown(), onPolicyGainMarkdown())).toBe(page);
+  expect(pageWithAblation(page, ablationMarkdown(), onPolicyGainMarkdown(), standingMarkdown())).toBe(page);
 });
 
 test("a run's pair comes from its saved command, its variant from its router.json", () => {
@@ -79,6 +89,16 @@ test("a run's pair comes from its saved command, its variant from its router.jso
   expect(variantOf(meta(['hidden', 'logit_stats'], 0, 1))).toBe(
     'text: mixed-gain; rollouts: cloud-nll; without previous_hidden, repetition, position, token, loop; 0 rounds; 1 member',
   );
+});
+
+test("a run's report is named where it generated otherwise than today's default: greedy, or from another number of prompts", () => {
+  const free = (fields: Record<string, unknown>) => new Fields('run.jsonl', fields, 'free_running');
+  expect(reportOf(free({ prompts: DEFAULT_REPORT.prompts, temperature: DEFAULT_REPORT.temperature }))).toBe('');
+  expect(reportOf(free({ prompts: 64, temperature: DEFAULT_REPORT.temperature }))).toBe('; report on 64 prompts');
+  // Reports written before sampling have no temperature: they were greedy.
+  expect(reportOf(free({ prompts: 32 }))).toBe('; greedy report on 32 prompts');
+  expect(reportOf(free({ prompts: DEFAULT_REPORT.prompts, temperature: 0 }))).toBe('; greedy report');
+  expect(reportOf(free({ prompts: DEFAULT_REPORT.prompts, temperature: 0.7 }))).toBe('; temperature 0.7 report');
 });
 
 test('a page without the markers is refused', () => {

@@ -8,6 +8,12 @@ import { f2, f3, pct, provenance, table } from './markdown.ts';
 
 const METHODS = ['router', 'top1', 'entropy', 'random'] as const;
 
+/** A report written before sampling has no temperature: it decoded greedily. */
+function decodingOf(free: Fields): string {
+  const temperature = free.has('temperature') ? free.num('temperature') : 0;
+  return temperature ? `sampled at temperature ${temperature} (one seed per prompt, the same for every router)` : 'greedy';
+}
+
 export function routerTrainSection(file: DataFile): string {
   const training = file.data.obj('training');
   const r = training.obj('held_out_report');
@@ -25,7 +31,7 @@ export function routerTrainSection(file: DataFile): string {
       r.list('teacher_forced').map((row) => [pct(row.num('share')), ...METHODS.map((m) => pct(row.num(m))), pct(row.num('oracle'))]),
     ),
     '',
-    `Free running from ${free.num('prompts')} held-out prompts, ${free.num('max_new_tokens')} tokens each: the cloud's perplexity of the output (rep4), ` +
+    `Free running from ${free.num('prompts')} held-out prompts, ${free.num('max_new_tokens')} tokens each, ${decodingOf(free)}: the cloud's perplexity of the output (rep4), ` +
       `at matched routed shares; the edge alone ${f2(free.obj('small_only').num('ppl_cloud'))} (${f3(free.obj('small_only').num('rep4'))}), ` +
       `the cloud alone ${f2(free.obj('llm_only').num('ppl_cloud'))} (${f3(free.obj('llm_only').num('rep4'))}):`,
     '',
@@ -33,6 +39,22 @@ export function routerTrainSection(file: DataFile): string {
       ['routed', 'trained', 'top-1', 'entropy', 'random'],
       free.list('at_share').map((row) => [pct(row.num('share')), ...freeRow(row)]),
     ),
+    ...(free.has('greedy_loop_check')
+      ? [
+          '',
+          'The loop check, decoding greedily: rep4 of the trained router, its threshold searched for each share, and of random routing at the share it reached:',
+          '',
+          table(
+            ['routed', 'trained', 'random'],
+            free
+              .list('greedy_loop_check')
+              .map((row) => [
+                pct(row.num('share')),
+                ...(['router', 'random'] as const).map((m) => `${f3(row.obj(m).num('rep4'))} [${pct(row.obj(m).num('routed_share'))}]`),
+              ]),
+          ),
+        ]
+      : []),
     '',
     `**Verdict:** ${r.str('verdict')}`,
   ].join('\n');
