@@ -55,7 +55,8 @@ import {
   type TrainRouterOptions,
 } from './train-router-options.ts';
 import { routerMeta, type RoundReport, type TrainRouterReport } from './train-report.ts';
-import { trainMlp, type Dataset } from './train-mlp.ts';
+import type { Dataset } from './train-mlp.ts';
+import { trainMembers } from './member-training.ts';
 
 /**
  * The default threshold of a router trained on a soft rule: the score below which it routes as many of the
@@ -190,28 +191,28 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     const inputSize = inputWidth(forced.hiddenSize, features);
     const members = o.members ?? DEFAULT_MEMBERS;
     /** Each member continues from its own weights of the previous round; the router is their merge (mlp.ts). */
-    const fit = (round: number, initial?: readonly MlpWeights[]): FitResult => {
+    const fit = async (round: number, initial?: readonly MlpWeights[]): Promise<FitResult> => {
       const trainSet = dataset(trainParts, features);
       const validationSet = dataset(validationParts, features);
-      const results = Array.from({ length: members }, (_, k) => {
-        const label = round === 0 ? 'training' : `training (round ${round})`;
-        progress?.start(members > 1 ? `${label}, member ${k + 1}/${members}` : label, o.maxEpochs);
-        try {
-          return trainMlp(trainSet, validationSet, {
-            inputSize,
-            hiddenUnits: o.hiddenUnits,
-            // Member 0 keeps the seed itself, so one member trains exactly what a single MLP did.
-            seed: o.seed + k,
-            maxEpochs: o.maxEpochs,
-            learningRate: o.learningRate ?? DEFAULT_ROUTER_LEARNING_RATE,
-            initial: initial?.[k],
-            ...(readsToken(features) ? { tokenVocabSize: edgePack.vocabSize } : {}),
-            onEpoch: (e) => progress?.update(e.epoch, `val loss ${e.validationLoss.toFixed(4)}`),
-          });
-        } finally {
-          progress?.stop();
-        }
-      });
+      const label = round === 0 ? 'training' : `training (round ${round})`;
+      // Early stopping ends most members before maxEpochs: the bar counts epochs run, over all members.
+      progress?.start(members > 1 ? `${label}, ${members} members` : label, members * o.maxEpochs);
+      let epochs = 0;
+      const results = await trainMembers(
+        trainSet,
+        validationSet,
+        Array.from({ length: members }, (_, k) => ({
+          inputSize,
+          hiddenUnits: o.hiddenUnits,
+          // Member 0 keeps the seed itself, so one member trains exactly what a single MLP did.
+          seed: o.seed + k,
+          maxEpochs: o.maxEpochs,
+          learningRate: o.learningRate ?? DEFAULT_ROUTER_LEARNING_RATE,
+          initial: initial?.[k],
+          ...(readsToken(features) ? { tokenVocabSize: edgePack.vocabSize } : {}),
+        })),
+        (k, e) => progress?.update(++epochs, `member ${k + 1} val loss ${e.validationLoss.toFixed(4)}`),
+      ).finally(() => progress?.stop());
       return {
         members: results.map((r) => r.weights),
         weights: mergeMembers(results.map((r) => r.weights)),
@@ -241,7 +242,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       return report;
     };
 
-    let result = fit(0);
+    let result = await fit(0);
     if (!Number.isFinite(scored(result.weights, tfValidationSet).auc)) {
       throw new AppError('INVALID_ARGUMENT', `${o.text}: the validation ${documentsIn.noun}s have only one label class; give more text`);
     }
@@ -293,7 +294,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
         validationParts.push(labelled(held.forced, rolloutRule, charged(held.horizon)));
       }
-      result = fit(round, result.members);
+      result = await fit(round, result.members);
       rounds.push(
         figures(round, result, rollout.forced.count, {
           trajectories: rollout.trajectories,
