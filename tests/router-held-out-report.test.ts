@@ -185,7 +185,7 @@ test('the verdict: beats top-1 only where it does at every share under both, and
   };
   expect(judged(samey).beats_top1).toBe(true);
   expect(judged(samey).verdict).toEndWith(
-    ' The free-running comparison rests on few texts: at 30% the router wrote 1 distinct outputs and top-1 2, from 4 prompts; other prompts or another seed can turn it.',
+    ' The free-running comparison rests on few texts: at 30% the router wrote 1 distinct output and top-1 2, from 4 prompts; other prompts or another seed can turn it.',
   );
   // A report written before outputs were counted has no distinct_outputs: no such sentence.
   const { distinct_outputs: _, ...uncounted } = free(2.5, 0.1, 1);

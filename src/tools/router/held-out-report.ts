@@ -220,6 +220,7 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+const outputs = (n: number) => `${n} distinct output${n === 1 ? '' : 's'}`;
 
 /** The verdict against top-1 (the router `--router builtin` serves), and against random for repetition. */
 export function judged(
@@ -259,7 +260,7 @@ export function judged(
   );
   const few = fewTexts.length
     ? ` The free-running comparison rests on few texts: ${fewTexts
-        .map((row) => `at ${pct(row.share)} the router wrote ${row.router.distinct_outputs} distinct outputs and top-1 ${row.top1.distinct_outputs}`)
+        .map((row) => `at ${pct(row.share)} the router wrote ${outputs(row.router.distinct_outputs!)} and top-1 ${row.top1.distinct_outputs}`)
         .join('; ')}, from ${prompts} prompts; other prompts or another seed can turn it.`
     : '';
   return { beats_top1: beats, repeats_more_than_random_at: repeats, verdict: verdict + repetition + few };
