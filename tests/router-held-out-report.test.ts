@@ -104,11 +104,11 @@ test('router.json stores the report, and --json ends the output with it', () => 
       expect(row[method].distinct_outputs).toBeLessThanOrEqual(3);
     }
   }
-  // The loop check: the router greedy at each share's sampled threshold, random routing at the share that reached.
+  // The loop check: the router greedy, its threshold searched for each share; random routing at the share that reached.
   const loops = report.free_running.greedy_loop_check!;
   expect(loops.map((r) => r.share)).toEqual(SHARES);
-  for (const [i, row] of loops.entries()) {
-    expect(row.router.tau).toBe(report.free_running.at_share[i]!.router.tau);
+  for (const row of loops) {
+    expect(row.router.tau).toBeGreaterThan(0);
     expect(row.random.tau).toBe(row.router.routed_share);
     for (const r of [row.router, row.random]) expect(r.rep4).toBeGreaterThanOrEqual(0);
   }

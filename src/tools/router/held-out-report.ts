@@ -9,8 +9,8 @@
  * 2. Free running: from held-out prompts the decoding loop samples (or, at temperature 0, decodes greedily)
  *    with each router at the threshold whose own runs route the share (lab/generation-settings.ts); the
  *    cloud's perplexity of the output says how good the text is. Sampled runs share one seed per prompt
- *    across routers, and how much a router's output repeats itself is read from greedy runs
- *    (greedy-loop-check.ts), where a small model's loops show.
+ *    across routers, and how much a router's output repeats itself is read from greedy runs at the same
+ *    shares (greedy-loop-check.ts), where a small model's loops show.
  *
  * The verdict is plain: the router beats top-1 only where it does at every share under both.
  *
@@ -100,7 +100,7 @@ export interface HeldOutReport {
     small_only: Omit<FreeRun, 'tau'>;
     llm_only: Omit<FreeRun, 'tau'>;
     at_share: ({ share: number } & Record<ReportMethod, FreeRun>)[];
-    /** Sampled reports only: greedy runs of the router at each share's threshold and of random routing at their share. */
+    /** Sampled reports only: greedy runs of the router at each share (its threshold searched again) and of random routing at their share. */
     greedy_loop_check?: LoopCheckRow[];
   };
   /** At every share: lower cloud perplexity free-running, and more of the gap under teacher forcing. */
@@ -194,6 +194,7 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
       loopCheck = await greedyLoopCheck(
         greedy,
         atShares.map((row) => ({ share: row.share, tau: row.router.tau })),
+        { maxRuns: settings.calibrationRuns, tolerance: SHARE_TOLERANCE },
       );
     } finally {
       progress?.stop();
@@ -302,7 +303,7 @@ export function formatHeldOutReport(r: HeldOutReport): string {
     );
     if (f.greedy_loop_check) {
       lines.push(
-        'the loop check, greedy: rep4 [routed share] of the router at each threshold above, and of random routing at its share:',
+        'the loop check, greedy: rep4 [routed share] of the router, its threshold searched for each share, and of random routing at its share:',
         ...f.greedy_loop_check.map((row) =>
           [cell(pct(row.share), 6), ...[row.router, row.random].map((run) => cell(`${f3(run.rep4)} [${pct(run.routed_share)}]`, 24))].join(''),
         ),
