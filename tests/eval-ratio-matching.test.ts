@@ -40,6 +40,28 @@ describe('matching the routed share by threshold search', () => {
     expect(calls[0]).toBe(0.9);
   });
 
+  test('a close first guess stays close: the next threshold is interpolated between the runs on either side', async () => {
+    const calls: number[] = [];
+    const linear = async (t: number) => {
+      calls.push(t);
+      return { routedRatio: t };
+    };
+    const m = await matchRoutedRatio(linear, 0.3, { guess: 0.28, maxRuns: 6, tolerance: 0.001 });
+    // Bisection would have tried 0.64 next; between (0.28, 0.28) and (1, 1) the share 0.3 lies at 0.3.
+    expect(calls).toHaveLength(2);
+    expect(calls[1]).toBeCloseTo(0.3, 12);
+    expect(m.threshold).toBeCloseTo(0.3, 12);
+    // A curved share does not pin the search to one end (Illinois): t² from 0.9 to 0.25 in a handful of runs.
+    let curved = 0;
+    const square = async (t: number) => {
+      curved++;
+      return { routedRatio: t * t };
+    };
+    const c = await matchRoutedRatio(square, 0.25, { guess: 0.9, maxRuns: 50, tolerance: 1e-6 });
+    expect(Math.abs(c.result.routedRatio - 0.25)).toBeLessThanOrEqual(1e-6);
+    expect(curved).toBeLessThanOrEqual(10);
+  });
+
   test('returns the closest run seen when the budget ends first; the ends need one run', async () => {
     const steps = async (t: number) => ({ routedRatio: t < 0.5 ? 0 : 1 });
     const m = await matchRoutedRatio(steps, 0.3, { guess: 0.4, maxRuns: 3, tolerance: 0 });

@@ -58,7 +58,16 @@ export interface GenerationSettings {
   seed?: number;
   /** Per prompt, by index: the constraint its output is held to (the request's `constraint` fields); none where absent. */
   constraints?: readonly (RawConstraint | undefined)[];
+  /**
+   * Prompts generated at once (default 1). Each prompt's output depends on nothing but its own prompt, seed
+   * and router, so any number of lanes gives the same items; a router that draws from a stream of its own
+   * (the random baseline) must then be given per prompt (RouterFor).
+   */
+  lanes?: number;
 }
+
+/** The router every prompt uses, or one per prompt (by index), for routers whose decisions draw from a stream of their own. */
+export type RouterFor = Router | ((prompt: number) => Router);
 
 /**
  * Text to continue, encoded as the loop encodes a prompt; or a chat prompt its template rendered and
@@ -73,59 +82,94 @@ export function promptIdsOf(edge: Pick<EvalEdge, 'edgeModel' | 'tokenizer'>, pro
 /** A chat prompt is as long as its conversation: the edge model's window bounds it, not the HTTP API's length limit. */
 const ID_PROMPT_LIMITS: GenerationLimits = { ...DEFAULT_LIMITS, maxPromptChars: Number.POSITIVE_INFINITY };
 
-/** Generates a continuation of every prompt at one threshold with `router`. */
+/**
+ * Generates a continuation of every prompt at one threshold with `router`, `settings.lanes` prompts at a
+ * time: the loop spends much of a step waiting for onnxruntime's thread, and another prompt's step fills it.
+ */
 export async function generateAll(
   edge: EvalEdge,
-  router: Router,
+  router: RouterFor,
   prompts: readonly Prompt[],
   settings: GenerationSettings,
   signal?: AbortSignal,
 ): Promise<GenerationRun> {
-  const items: GeneratedItem[] = [];
+  const outcomes: { item: GeneratedItem; constraint?: ConstraintCounts }[] = new Array(prompts.length);
+  // The first failure stops every lane (the others end at their next step, cancelled), and it is the one thrown.
+  const stop = new AbortController();
+  const stopWith = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+  let failure: { error: unknown } | undefined;
+  let next = 0;
+  const lane = async () => {
+    try {
+      while (next < prompts.length && !stopWith.aborted) {
+        const index = next++;
+        outcomes[index] = await generateOne(edge, typeof router === 'function' ? router(index) : router, prompts[index]!, index, settings, stopWith);
+      }
+    } catch (error) {
+      failure ??= { error };
+      stop.abort();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.lanes ?? 1, prompts.length)) }, lane));
+  if (failure) throw failure.error;
+  if (stopWith.aborted) throw new AppError('CANCELLED', 'evaluation cancelled');
   let tokens = 0;
   let routed = 0;
   let constraint: ConstraintCounts | undefined;
-  for (const [index, prompt] of prompts.entries()) {
-    const parsed = parseGenerationRequest(
-      {
-        prompt: typeof prompt === 'string' ? prompt : prompt.text,
-        mode: 'joint',
-        threshold: settings.threshold,
-        maxNewTokens: settings.maxNewTokens,
-        temperature: settings.temperature ?? 0,
-        ...(settings.temperature ? { seed: (settings.seed ?? 0) + index } : {}),
-        stop: settings.stop ?? [],
-        ...(settings.constraints?.[index] ? { constraint: settings.constraints[index] } : {}),
-      },
-      typeof prompt === 'string' ? DEFAULT_LIMITS : ID_PROMPT_LIMITS,
-    );
-    const request: LoopRequest = typeof prompt === 'string' ? parsed : { ...parsed, promptIds: prompt.ids };
-    // As an entry point does: a constraint that cannot be compiled or met is refused before generating.
-    await prepareConstraint({ edgeModel: edge.edgeModel, tokenizer: edge.tokenizer }, request);
-    const events: TokenEvent[] = [];
-    let text = '';
-    let finishReason: FinishReason = 'length';
-    for await (const event of generate({ edgeModel: edge.edgeModel, router, tokenizer: edge.tokenizer, cloud: edge.cloud }, request, signal)) {
-      if (event.type === 'token') events.push(event);
-      else {
-        if (event.finishReason === 'cancelled') throw new AppError('CANCELLED', 'evaluation cancelled');
-        // A tool must not quietly turn routed tokens into edge tokens: the figures would describe another system.
-        if (event.metrics.fallback > 0) {
-          const reason = events.find((e) => e.source === 'fallback')?.cloudError ?? 'no reason given';
-          throw new AppError('UNAVAILABLE', `the cloud failed to serve a routed token (${reason})`);
-        }
-        text = event.text;
-        finishReason = event.finishReason;
-        if (event.metrics.constraint) constraint = addCounts(constraint, event.metrics.constraint);
-      }
-    }
-    const ids = events.map((e) => e.id);
-    const itemRouted = events.filter((e) => e.source === 'llm').length;
-    items.push({ promptIds: promptIdsOf(edge, prompt), ids, text, routed: itemRouted, finishReason });
-    tokens += ids.length;
-    routed += itemRouted;
+  for (const outcome of outcomes) {
+    tokens += outcome.item.ids.length;
+    routed += outcome.item.routed;
+    if (outcome.constraint) constraint = addCounts(constraint, outcome.constraint);
   }
+  const items = outcomes.map((o) => o.item);
   return { items, tokens, routed, routedRatio: tokens ? routed / tokens : 0, ...(constraint ? { constraint } : {}) };
+}
+
+async function generateOne(
+  edge: EvalEdge,
+  router: Router,
+  prompt: Prompt,
+  index: number,
+  settings: GenerationSettings,
+  signal: AbortSignal,
+): Promise<{ item: GeneratedItem; constraint?: ConstraintCounts }> {
+  const parsed = parseGenerationRequest(
+    {
+      prompt: typeof prompt === 'string' ? prompt : prompt.text,
+      mode: 'joint',
+      threshold: settings.threshold,
+      maxNewTokens: settings.maxNewTokens,
+      temperature: settings.temperature ?? 0,
+      ...(settings.temperature ? { seed: (settings.seed ?? 0) + index } : {}),
+      stop: settings.stop ?? [],
+      ...(settings.constraints?.[index] ? { constraint: settings.constraints[index] } : {}),
+    },
+    typeof prompt === 'string' ? DEFAULT_LIMITS : ID_PROMPT_LIMITS,
+  );
+  const request: LoopRequest = typeof prompt === 'string' ? parsed : { ...parsed, promptIds: prompt.ids };
+  // As an entry point does: a constraint that cannot be compiled or met is refused before generating.
+  await prepareConstraint({ edgeModel: edge.edgeModel, tokenizer: edge.tokenizer }, request);
+  const events: TokenEvent[] = [];
+  let text = '';
+  let finishReason: FinishReason = 'length';
+  let constraint: ConstraintCounts | undefined;
+  for await (const event of generate({ edgeModel: edge.edgeModel, router, tokenizer: edge.tokenizer, cloud: edge.cloud }, request, signal)) {
+    if (event.type === 'token') events.push(event);
+    else {
+      if (event.finishReason === 'cancelled') throw new AppError('CANCELLED', 'evaluation cancelled');
+      // A tool must not quietly turn routed tokens into edge tokens: the figures would describe another system.
+      if (event.metrics.fallback > 0) {
+        const reason = events.find((e) => e.source === 'fallback')?.cloudError ?? 'no reason given';
+        throw new AppError('UNAVAILABLE', `the cloud failed to serve a routed token (${reason})`);
+      }
+      text = event.text;
+      finishReason = event.finishReason;
+      if (event.metrics.constraint) constraint = event.metrics.constraint;
+    }
+  }
+  const ids = events.map((e) => e.id);
+  const routed = events.filter((e) => e.source === 'llm').length;
+  return { item: { promptIds: promptIdsOf(edge, prompt), ids, text, routed, finishReason }, ...(constraint ? { constraint } : {}) };
 }
 
 function addCounts(sum: ConstraintCounts | undefined, counts: ConstraintCounts): ConstraintCounts {

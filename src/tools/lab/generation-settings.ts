@@ -42,6 +42,12 @@ export interface GenerationSetting {
   examples: string[];
 }
 
+/**
+ * Prompts a run generates at once (generateAll's lanes): one prompt at a time leaves the cores idle while
+ * each step waits for onnxruntime's thread and back. The outputs are the same for any number.
+ */
+export const GENERATION_LANES = 4;
+
 /** Generation runs by method and threshold, each made once however often it is asked for. */
 export class GenerationRuns {
   private readonly cache = new Map<string, Promise<MeasuredRun>>();
@@ -51,7 +57,8 @@ export class GenerationRuns {
     private readonly scorer: CloudScorer,
     private readonly prompts: readonly Prompt[],
     private readonly maxNewTokens: number,
-    private readonly routers: Record<Exclude<GenerationMethod, 'small_only' | 'llm_only'>, () => Router>,
+    /** Each method's router for prompt i (a fresh random stream per prompt, so that lanes do not change it). */
+    private readonly routers: Record<Exclude<GenerationMethod, 'small_only' | 'llm_only'>, (prompt: number) => Router>,
     private readonly sampling: Pick<GenerationSettings, 'temperature' | 'seed'> = {},
   ) {}
 
@@ -60,7 +67,12 @@ export class GenerationRuns {
     let run = this.cache.get(key);
     if (!run) {
       run = (async () => {
-        const generated = await generateAll(this.edge, this.routers[method](), this.prompts, { threshold, maxNewTokens: this.maxNewTokens, ...this.sampling });
+        const generated = await generateAll(this.edge, this.routers[method], this.prompts, {
+          threshold,
+          maxNewTokens: this.maxNewTokens,
+          lanes: GENERATION_LANES,
+          ...this.sampling,
+        });
         const { perplexity, freshPerplexity } = await cloudPerplexity(this.scorer, generated.items);
         return { ...generated, perplexity, freshPerplexity };
       })();
@@ -82,7 +94,7 @@ export class GenerationRuns {
 export function standardRouters(router: Router, seed: number) {
   return {
     router: () => router,
-    random: () => new RandomRouter(seed),
+    random: (prompt: number) => new RandomRouter(seed + prompt),
     top1: () => new TopProbabilityRouter(),
     entropy: () => new EntropyRouter(),
   };

@@ -1,8 +1,8 @@
 /**
  * Baselines at an equal routed ratio. Over fixed positions (teacher forcing) the match is exact: route
  * the same number of positions, chosen at random or by lowest top-1 probability. Along generated text
- * the positions depend on what was routed, so a baseline's threshold is searched for (bisection from a
- * first guess) until its own runs route the share closest to the target. The evaluation matches its
+ * the positions depend on what was routed, so a baseline's threshold is searched for (from a first guess,
+ * interpolating between the runs on either side) until its own runs route the share closest to the target. The evaluation matches its
  * baselines with these; router training sets its rollout and default thresholds by `quantileThreshold`.
  *
  * @example
@@ -51,8 +51,10 @@ export interface Calibrated<R> {
 
 /**
  * Searches the threshold in [0, 1] whose run routes the share closest to `target`, assuming the share
- * grows with the threshold (0 at τ = 0 and 1 at τ = 1 for scores in [0, 1)). Stops within `tolerance`
- * or after `maxRuns` runs; returns the closest run seen.
+ * grows with the threshold (0 at τ = 0 and 1 at τ = 1 for scores in [0, 1)). Each next threshold is
+ * interpolated between the closest runs on either side of the target (regula falsi, Illinois variant):
+ * halving the bracket threw a close first guess far away, and every run is a whole generation. Stops
+ * within `tolerance` or after `maxRuns` runs; returns the closest run seen.
  */
 export async function matchRoutedRatio<R extends { routedRatio: number }>(
   run: (threshold: number) => Promise<R>,
@@ -61,19 +63,31 @@ export async function matchRoutedRatio<R extends { routedRatio: number }>(
 ): Promise<Calibrated<R>> {
   if (target <= 0) return { threshold: 0, result: await run(0), runs: 1 };
   if (target >= 1) return { threshold: 1, result: await run(1), runs: 1 };
-  let lo = 0;
-  let hi = 1;
+  // The bracket's ends, each with its share's distance to the target (f < 0 routed too little, f > 0 too much).
+  let lo = { tau: 0, f: -target };
+  let hi = { tau: 1, f: 1 - target };
+  let retained: 'lo' | 'hi' | undefined;
   let threshold = options.guess > 0 && options.guess < 1 ? options.guess : 0.5;
   let best: { threshold: number; result: R } | undefined;
   let runs = 0;
   while (runs < Math.max(1, options.maxRuns)) {
     const result = await run(threshold);
     runs++;
-    if (!best || Math.abs(result.routedRatio - target) < Math.abs(best.result.routedRatio - target)) best = { threshold, result };
-    if (Math.abs(result.routedRatio - target) <= options.tolerance) break;
-    if (result.routedRatio < target) lo = threshold;
-    else hi = threshold;
-    threshold = (lo + hi) / 2;
+    const f = result.routedRatio - target;
+    if (!best || Math.abs(f) < Math.abs(best.result.routedRatio - target)) best = { threshold, result };
+    if (Math.abs(f) <= options.tolerance) break;
+    // Illinois: an end kept twice in a row counts half, so that a curved share cannot pin the search to it.
+    if (f < 0) {
+      lo = { tau: threshold, f };
+      if (retained === 'hi') hi.f /= 2;
+      retained = 'hi';
+    } else {
+      hi = { tau: threshold, f };
+      if (retained === 'lo') lo.f /= 2;
+      retained = 'lo';
+    }
+    const interpolated = (lo.tau * hi.f - hi.tau * lo.f) / (hi.f - lo.f);
+    threshold = interpolated > lo.tau && interpolated < hi.tau ? interpolated : (lo.tau + hi.tau) / 2;
   }
   return { ...best!, runs };
 }

@@ -23,10 +23,9 @@ import { readsToken } from '../../edge/routing/router-features.ts';
 import { forcedBaselineScores } from '../lab/baseline-routers.ts';
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import { routerInputs } from '../lab/feature-matrix.ts';
-import { generationSettings, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
+import { GenerationRuns, generationSettings, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
 import { pairedWithTop1, RouterRuns, SHARE_TOLERANCE, type FreeRun } from './paired-share.ts';
 import { greedyLoopCheck, type LoopCheckRow } from './greedy-loop-check.ts';
-import { GenerationRuns } from '../lab/generation-settings.ts';
 
 export type { FreeRun };
 import type { EvalEdge } from '../lab/generation-runs.ts';
@@ -55,9 +54,8 @@ export interface ReportSettings {
 
 /**
  * 128 free-running prompts, sampled at temperature 1 (the OpenAI API's default), with one seed per prompt
- * shared by every router. Greedy, a small model writes nearly the same text whatever it is asked (64 chat
- * prompts gave the edge alone 4 distinct replies), and the cloud's perplexity rewards the loops greedy text
- * falls into, so a greedy verdict compared a few texts and their loops. Sampled, every prompt is a text of
+ * shared by every router. Greedy, a small model writes nearly the same text whatever it is asked, and the
+ * cloud's perplexity rewards the loops greedy text falls into, so a greedy verdict compared a few texts and their loops. Sampled, every prompt is a text of
  * its own, and the cloud's perplexity of the output measures how close the routed system's distribution
  * is to the cloud's; the samples' spread needs more prompts than greedy text did (docs/router-training.md).
  */
@@ -153,9 +151,10 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
   const prompts = settings.prompts > 0 ? o.documents.rolloutPrompts(o.heldOut, REPORT_PREFIX_TOKENS).slice(0, settings.prompts) : [];
   let generated: GenerationSetting[] = [];
   let runs: RouterRuns | undefined;
+  const routers = standardRouters(new MlpRouter(o.weights, o.features), o.seed);
   if (prompts.length > 0) {
     const sampling = settings.temperature > 0 ? { temperature: settings.temperature, seed: REPORT_SAMPLING_SEED } : {};
-    runs = new RouterRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed), sampling);
+    runs = new RouterRuns(edge, scorer, prompts, settings.maxNewTokens, routers, sampling);
     progress?.start('report: free running', 2 + settings.shares.length * REPORT_METHODS.length);
     let done = 0;
     try {
@@ -190,9 +189,8 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
   if (runs && settings.temperature > 0) {
     progress?.start('report: greedy loop check', atShares.length);
     try {
-      const greedy = new GenerationRuns(edge, scorer, prompts, settings.maxNewTokens, standardRouters(new MlpRouter(o.weights, o.features), o.seed));
       loopCheck = await greedyLoopCheck(
-        greedy,
+        new GenerationRuns(edge, scorer, prompts, settings.maxNewTokens, routers),
         atShares.map((row) => ({ share: row.share, tau: row.router.tau })),
         { maxRuns: settings.calibrationRuns, tolerance: SHARE_TOLERANCE },
       );
