@@ -169,10 +169,12 @@ export function standingMarkdown(dir = 'docs/results'): string {
         `${f3(row.obj('router').num('rep4'))} / ${f3(row.obj('random').num('rep4'))}${mark(row.obj('router').num('rep4') <= row.obj('random').num('rep4'))}`,
     );
     const tf = r.list('teacher_forced').at(-1)!.num('router');
+    // One decimal would show a miss by a hundredth of a point as 60.0%, the target itself.
+    const tfCell = pct1(tf) === '60.0%' && tf < 0.6 ? `${(tf * 100).toFixed(2)}%` : pct1(tf);
     return {
       pair: pairOf(file.provenance.command),
       seed: Number(file.name.match(STANDING_RUN)![2] ?? 0),
-      cells: [ppl.join('; '), rep4.join('; '), `${pct1(tf)}${mark(tf >= 0.6)}`, `[${file.name.replace(ABLATION_PREFIX, '')}](results/${file.name}.jsonl)`],
+      cells: [ppl.join('; '), rep4.join('; '), `${tfCell}${mark(tf >= 0.6)}`, `[${file.name.replace(ABLATION_PREFIX, '')}](results/${file.name}.jsonl)`],
     };
   });
   rows.sort((a, b) => a.pair.localeCompare(b.pair) || a.seed - b.seed);
