@@ -3,7 +3,9 @@
  * (scripts/router-ablation-table.ts), and the renderer reads a run's pair and variant from its command.
  */
 import { expect, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   ABLATION_PAGE,
   ablationMarkdown,
@@ -99,6 +101,46 @@ test("a run's report is named where it generated otherwise than today's default:
   expect(reportOf(free({ prompts: 32 }))).toBe('; greedy report on 32 prompts');
   expect(reportOf(free({ prompts: DEFAULT_REPORT.prompts, temperature: 0 }))).toBe('; greedy report');
   expect(reportOf(free({ prompts: DEFAULT_REPORT.prompts, temperature: 0.7 }))).toBe('; temperature 0.7 report');
+});
+
+test("where the defaults stand: one line per pair and seed, each target marked as the report's figures meet it or not", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'standing-'));
+  try {
+    const run = (routerPpl: number, routerRep4: number, tf: number) => ({
+      training: {
+        held_out_report: {
+          teacher_forced: [{ share: 0.3, router: tf, top1: 0.2 }],
+          free_running: {
+            at_share: [0.1, 0.3].map((share) => ({
+              share,
+              router: { ppl_cloud: routerPpl, routed_share: share },
+              top1: { ppl_cloud: 2.5, routed_share: share + 0.01 },
+            })),
+            greedy_loop_check: [0.1, 0.3].map((share) => ({ share, router: { rep4: routerRep4 }, random: { rep4: 0.1 } })),
+          },
+        },
+      },
+    });
+    const write = (name: string, data: unknown) =>
+      writeFileSync(
+        join(dir, `${name}.jsonl`),
+        `${JSON.stringify({ command: 'bun run router train --edge-model models/a --cloud-model models/b --json', date: '2026-11-29T00:00:00Z', machine: { cpu: 'x', cores: 2, load_average_start: [1], load_average_end: [1] } })}\n${JSON.stringify(data)}\n`,
+      );
+    write('router-ablation-ab-defaults-seed-1', run(2.6, 0.12, 0.59994));
+    write('router-ablation-ab-defaults', run(2.4, 0.05, 0.61));
+    write('router-ablation-ab-loop-cost-1', run(9, 9, 0));
+    const lines = standingMarkdown(dir).split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[2]).toBe(
+      '| a → b | 0 | 2.40 / 2.50 ✓; 2.40 / 2.50 ✓ | 0.050 / 0.100 ✓; 0.050 / 0.100 ✓ | 61.0% ✓ | [ab-defaults](results/router-ablation-ab-defaults.jsonl) |',
+    );
+    // A miss by a hundredth of a point is not shown as the target itself.
+    expect(lines[3]).toBe(
+      '| a → b | 1 | 2.60 / 2.50 ✗; 2.60 / 2.50 ✗ | 0.120 / 0.100 ✗; 0.120 / 0.100 ✗ | 59.99% ✗ | [ab-defaults-seed-1](results/router-ablation-ab-defaults-seed-1.jsonl) |',
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('a page without the markers is refused', () => {
