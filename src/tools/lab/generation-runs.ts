@@ -84,7 +84,7 @@ const ID_PROMPT_LIMITS: GenerationLimits = { ...DEFAULT_LIMITS, maxPromptChars: 
 
 /**
  * Generates a continuation of every prompt at one threshold with `router`, `settings.lanes` prompts at a
- * time: the loop spends much of a step waiting for onnxruntime's thread, and another prompt's step fills it.
+ * time: while one prompt's step waits for onnxruntime's thread, another prompt's JS work can run.
  */
 export async function generateAll(
   edge: EvalEdge,

@@ -43,8 +43,8 @@ export interface GenerationSetting {
 }
 
 /**
- * Prompts a run generates at once (generateAll's lanes): one prompt at a time leaves the cores idle while
- * each step waits for onnxruntime's thread and back. The outputs are the same for any number.
+ * Prompts a run generates at once (generateAll's lanes): one prompt at a time leaves a core idle for part
+ * of each step, while it waits for onnxruntime's thread and back. The outputs are the same for any number.
  */
 export const GENERATION_LANES = 4;
 
