@@ -73,6 +73,19 @@ export function reportOf(free: Fields): string {
   return how || count ? `; ${how}report${count}` : '';
 }
 
+/** The verdict's rule: a lower perplexity than top-1 counts only where the two routed about the same share. */
+function pplWon(row: Fields): boolean {
+  const [router, top1] = [row.obj('router'), row.obj('top1')];
+  return router.num('ppl_cloud') < top1.num('ppl_cloud') && Math.abs(router.num('routed_share') - top1.num('routed_share')) <= MATCHED_WITHIN;
+}
+
+/** Repetition as the verdict reads it: a sampled report's greedy loop check, a greedy report's own runs. */
+function loopRowsOf(free: Fields): Fields[] {
+  return free.has('greedy_loop_check') ? free.list('greedy_loop_check') : free.list('at_share');
+}
+
+const repeatsNoMore = (row: Fields) => row.obj('router').num('rep4') <= row.obj('random').num('rep4');
+
 const pct0 = (x: number) => `${(x * 100).toFixed(0)}%`;
 const pct1 = (x: number) => `${(x * 100).toFixed(1)}%`;
 
@@ -84,19 +97,11 @@ function row(file: DataFile): string[] {
     const router = row.obj('router').num('ppl_cloud');
     const top1 = row.obj('top1').num('ppl_cloud');
     const shares = [row.obj('router').num('routed_share'), row.obj('top1').num('routed_share')] as const;
-    // The verdict's rule: a lower perplexity counts only where the two routed about the same share.
-    const won = router < top1 && Math.abs(shares[0] - shares[1]) <= MATCHED_WITHIN;
     // Two decimals, or three where two would show a win or a loss as a tie (the verdict reads the unrounded figures).
     const f = f2(router) === f2(top1) ? f3 : f2;
-    return `${f(router)} / ${f(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${won ? ' ✓' : ''}`;
+    return `${f(router)} / ${f(top1)} [${pct0(shares[0])} / ${pct0(shares[1])}]${pplWon(row) ? ' ✓' : ''}`;
   };
-  // Repetition as the verdict reads it: a sampled report's greedy loop check, a greedy report's own runs.
-  const rep = (row: Fields) => {
-    const router = row.obj('router').num('rep4');
-    const random = row.obj('random').num('rep4');
-    return `${f3(router)} / ${f3(random)}${router <= random ? ' ✓' : ''}`;
-  };
-  const loopRows = r.obj('free_running').has('greedy_loop_check') ? r.obj('free_running').list('greedy_loop_check') : free;
+  const rep = (row: Fields) => `${f3(row.obj('router').num('rep4'))} / ${f3(row.obj('random').num('rep4'))}${repeatsNoMore(row) ? ' ✓' : ''}`;
   // Recorded since the report has it: a repeating output's perplexity is lower for its repeats alone.
   const fresh = (row: Fields) => {
     if (!row.obj('router').has('ppl_cloud_fresh')) return null;
@@ -108,7 +113,7 @@ function row(file: DataFile): string[] {
     variantOf(file.data) + reportOf(r.obj('free_running')),
     `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
     ...free.map(ppl),
-    loopRows.map(rep).join('; '),
+    loopRowsOf(r.obj('free_running')).map(rep).join('; '),
     freshCells.every((c) => c !== null) ? freshCells.join('; ') : '–',
     r.bool('beats_top1') ? 'yes' : 'no',
     `[${file.name.replace(ABLATION_PREFIX, '')}](results/${file.name}.jsonl)`,
@@ -157,17 +162,8 @@ export function standingMarkdown(dir = 'docs/results'): string {
   const rows = files.map((file) => {
     const r = file.data.obj('training').obj('held_out_report');
     const free = r.obj('free_running');
-    const at = free.list('at_share');
-    const loops = free.has('greedy_loop_check') ? free.list('greedy_loop_check') : at;
-    const ppl = at.map((row) => {
-      const [router, top1] = [row.obj('router'), row.obj('top1')];
-      const won = router.num('ppl_cloud') < top1.num('ppl_cloud') && Math.abs(router.num('routed_share') - top1.num('routed_share')) <= MATCHED_WITHIN;
-      return `${f2(router.num('ppl_cloud'))} / ${f2(top1.num('ppl_cloud'))}${mark(won)}`;
-    });
-    const rep4 = loops.map(
-      (row) =>
-        `${f3(row.obj('router').num('rep4'))} / ${f3(row.obj('random').num('rep4'))}${mark(row.obj('router').num('rep4') <= row.obj('random').num('rep4'))}`,
-    );
+    const ppl = free.list('at_share').map((row) => `${f2(row.obj('router').num('ppl_cloud'))} / ${f2(row.obj('top1').num('ppl_cloud'))}${mark(pplWon(row))}`);
+    const rep4 = loopRowsOf(free).map((row) => `${f3(row.obj('router').num('rep4'))} / ${f3(row.obj('random').num('rep4'))}${mark(repeatsNoMore(row))}`);
     const tf = r.list('teacher_forced').at(-1)!.num('router');
     // One decimal would show a miss by a hundredth of a point as 60.0%, the target itself.
     const tfCell = pct1(tf) === '60.0%' && tf < 0.6 ? `${(tf * 100).toFixed(2)}%` : pct1(tf);

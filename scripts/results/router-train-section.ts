@@ -5,14 +5,9 @@
  */
 import type { DataFile, Fields } from './data-file.ts';
 import { f2, f3, pct, provenance, table } from './markdown.ts';
+import { decoding } from '../../src/tools/router/held-out-report.ts';
 
 const METHODS = ['router', 'top1', 'entropy', 'random'] as const;
-
-/** A report written before sampling has no temperature: it decoded greedily. */
-function decodingOf(free: Fields): string {
-  const temperature = free.has('temperature') ? free.num('temperature') : 0;
-  return temperature ? `sampled at temperature ${temperature} (one seed per prompt, the same for every router)` : 'greedy';
-}
 
 export function routerTrainSection(file: DataFile): string {
   const training = file.data.obj('training');
@@ -31,7 +26,7 @@ export function routerTrainSection(file: DataFile): string {
       r.list('teacher_forced').map((row) => [pct(row.num('share')), ...METHODS.map((m) => pct(row.num(m))), pct(row.num('oracle'))]),
     ),
     '',
-    `Free running from ${free.num('prompts')} held-out prompts, ${free.num('max_new_tokens')} tokens each, ${decodingOf(free)}: the cloud's perplexity of the output (rep4), ` +
+    `Free running from ${free.num('prompts')} held-out prompts, ${free.num('max_new_tokens')} tokens each, ${decoding(free.has('temperature') ? free.num('temperature') : undefined)}: the cloud's perplexity of the output (rep4), ` +
       `at matched routed shares; the edge alone ${f2(free.obj('small_only').num('ppl_cloud'))} (${f3(free.obj('small_only').num('rep4'))}), ` +
       `the cloud alone ${f2(free.obj('llm_only').num('ppl_cloud'))} (${f3(free.obj('llm_only').num('rep4'))}):`,
     '',

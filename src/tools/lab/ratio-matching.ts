@@ -2,8 +2,9 @@
  * Baselines at an equal routed ratio. Over fixed positions (teacher forcing) the match is exact: route
  * the same number of positions, chosen at random or by lowest top-1 probability. Along generated text
  * the positions depend on what was routed, so a baseline's threshold is searched for (from a first guess,
- * interpolating between the runs on either side) until its own runs route the share closest to the target. The evaluation matches its
- * baselines with these; router training sets its rollout and default thresholds by `quantileThreshold`.
+ * interpolating between the runs on either side) until its own runs route the share closest to the target.
+ * The evaluation matches its baselines with these; router training sets its rollout and default thresholds
+ * by `quantileThreshold`.
  *
  * @example
  * const threshold = quantileThreshold(scores, 0.3); // about 30% of `scores` fall below it
