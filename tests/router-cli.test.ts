@@ -113,6 +113,11 @@ describe('router train with bad input: one-line error, nothing written', () => {
       /--loop-cost must be in \[0, 100\] nats, got -1/,
     ],
     [
+      'a negative count of loop-check prompts',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--report-loop-prompts=-1'],
+      /--report-loop-prompts must be an integer in \[0, 100000\], got -1/,
+    ],
+    [
       "a report temperature above the API's 5",
       () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--report-temperature', '7'],
       /--report-temperature must be in \[0, 5\], got 7/,

@@ -62,6 +62,8 @@ beforeAll(async () => {
     '8',
     '--report-prompts',
     '3',
+    '--report-loop-prompts',
+    '5',
     '--report-tokens',
     '8',
     '--json',
@@ -78,7 +80,9 @@ test('the report is printed after training: teacher-forced gap and free-running 
   expect(run.stdout).toContain(
     "free running (3 prompts, 8 tokens, sampled at temperature 1, one seed per prompt for every router), the cloud's perplexity of the output (rep4) [routed share reached]:",
   );
-  expect(run.stdout).toMatch(/the loop check, greedy: rep4 \[routed share\] .+\n +10% +\d\.\d{3} \[\d+%\] +\d\.\d{3} \[\d+%\]\n/);
+  expect(run.stdout).toMatch(
+    /the loop check, greedy on 5 prompts: rep4 \[routed share\] .+ at its share \(2 streams pooled\):\n +10% +\d\.\d{3} \[\d+%\] +\d\.\d{3} \[\d+%\]\n/,
+  );
   expect(run.stdout).toMatch(/edge alone \d+\.\d\d \(\d\.\d{3}\); cloud alone \d+\.\d\d/);
   expect(run.stdout).toMatch(/distinct outputs, of 3:\n +10%( +[123]){4}\n/);
   expect(run.stderr).toMatch(/report: teacher forcing: 0\/8/);
@@ -104,11 +108,14 @@ test('router.json stores the report, and --json ends the output with it', () => 
       expect(row[method].distinct_outputs).toBeLessThanOrEqual(3);
     }
   }
-  // The loop check: the router greedy, its threshold searched for each share; random routing at the share that reached.
+  // The loop check: the router greedy on more prompts than the sampled runs (--report-loop-prompts), its
+  // threshold searched for each share; random routing at the share that reached, two streams pooled.
   const loops = report.free_running.greedy_loop_check!;
   expect(loops.map((r) => r.share)).toEqual(SHARES);
   for (const row of loops) {
     expect(row.router.tau).toBeGreaterThan(0);
+    expect(row.router.outputs).toBe(5);
+    expect(row.random.outputs).toBe(10);
     expect(row.random.tau).toBe(row.router.routed_share);
     for (const r of [row.router, row.random]) expect(r.rep4).toBeGreaterThanOrEqual(0);
   }
@@ -222,7 +229,7 @@ test("the page's about box shows the router, its report and the verdict", async 
     );
     expect(box).toContain('Teacher forcing on 8 held-out paragraphs');
     expect(box).toContain('Free running from 3 held-out prompts (8 tokens, sampled at temperature 1)');
-    expect(box).toMatch(/Loops, decoding greedily \(rep4, trained against random at the same share\): 10%: \d\.\d{3} \/ \d\.\d{3} \[\d+%\]; 20%/);
+    expect(box).toMatch(/Loops, decoding greedily on 5 prompts \(rep4, trained against random at the same share\): 10%: \d\.\d{3} \/ \d\.\d{3} \[\d+%\]; 20%/);
     expect(box.match(/<th scope="row">(10|20|30)%<\/th>/g)).toHaveLength(6);
   } finally {
     await edge.release();

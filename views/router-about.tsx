@@ -76,7 +76,8 @@ function Report(props: { report: ViewHeldOutReport }) {
       ) : null}
       {r.freeRunning.greedyLoopCheck.length ? (
         <p class="about-loops" data-testid="router-loop-check">
-          Loops, decoding greedily (rep4, trained against random at the same share):{' '}
+          Loops, decoding greedily{r.freeRunning.greedyLoopPrompts ? ` on ${r.freeRunning.greedyLoopPrompts} prompts` : ''} (rep4, trained against random at the
+          same share):{' '}
           {r.freeRunning.greedyLoopCheck
             .map((row) => `${pct(row.share)}: ${row.router.rep4.toFixed(3)} / ${row.random.rep4.toFixed(3)} [${pct(row.router.routedShare)}]`)
             .join('; ')}

@@ -133,6 +133,8 @@ export interface ViewHeldOutReport {
     atShare: { share: number; router: ViewFreeRun; top1: ViewFreeRun; entropy: ViewFreeRun; random: ViewFreeRun }[];
     /** Sampled reports: greedy runs of the trained router and of random routing at its share, for loops. */
     greedyLoopCheck: { share: number; router: ViewFreeRun; random: ViewFreeRun }[];
+    /** The loop check's prompts (0: a report before they were recorded). */
+    greedyLoopPrompts: number;
   };
   beatsTop1: boolean;
   verdict: string;

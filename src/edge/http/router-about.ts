@@ -24,6 +24,7 @@ function heldOutReport(v: unknown): ViewHeldOutReport | undefined {
   if (!isObject(v) || typeof v.verdict !== 'string' || typeof v.beats_top1 !== 'boolean' || !Array.isArray(v.teacher_forced) || !isObject(v.free_running))
     return undefined;
   const free = v.free_running;
+  const loopRows = (Array.isArray(free.greedy_loop_check) ? free.greedy_loop_check : []).filter(isObject);
   return {
     noun: typeof v.noun === 'string' ? v.noun : 'document',
     documents: num(v.documents),
@@ -36,9 +37,8 @@ function heldOutReport(v: unknown): ViewHeldOutReport | undefined {
       maxNewTokens: num(free.max_new_tokens),
       // A report written before sampling has no temperature: it was greedy.
       temperature: typeof free.temperature === 'number' ? free.temperature : 0,
-      greedyLoopCheck: (Array.isArray(free.greedy_loop_check) ? free.greedy_loop_check : [])
-        .filter(isObject)
-        .map((row) => ({ share: num(row.share), router: freeRun(row.router), random: freeRun(row.random) })),
+      greedyLoopCheck: loopRows.map((row) => ({ share: num(row.share), router: freeRun(row.router), random: freeRun(row.random) })),
+      greedyLoopPrompts: loopRows[0] && isObject(loopRows[0].router) && typeof loopRows[0].router.outputs === 'number' ? loopRows[0].router.outputs : 0,
       atShare: (Array.isArray(free.at_share) ? free.at_share : []).filter(isObject).map((row) => ({
         share: num(row.share),
         router: freeRun(row.router),

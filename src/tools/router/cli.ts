@@ -32,7 +32,7 @@ const USAGE = `usage: bun run router <command> [flags]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
         [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop (all but loop for chat)] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost NATS (default ${TEXT_LOOP_COST_SHARE} of the median route gain, 0 for chat)] [--report-documents 64] [--report-prompts 128] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost NATS (default ${TEXT_LOOP_COST_SHARE} of the median route gain, 0 for chat)] [--report-documents 256] [--report-prompts 128] [--report-loop-prompts 256] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -62,7 +62,8 @@ const USAGE = `usage: bun run router <command> [flags]
       and free-running from --report-prompts prompts (--report-tokens each, sampled at --report-temperature with one
       seed per prompt for every router; 0: greedy) the cloud's perplexity of the output and its rep4 at matched
       shares, for the trained router, the edge's top-1 probability (the built-in router, --router builtin), its
-      entropy and random routing, and greedy runs of the router and of random routing for loops (rep4);
+      entropy and random routing; when sampled, greedy runs of the router and of random routing (two streams
+      pooled) from the first --report-loop-prompts prompts check for loops (rep4; 0: no check);
       --report-documents 0: no report, --report-prompts 0:
       teacher forcing only; --report-text FILE reports on that file (text or chat, held out as a whole) instead;
       --json ends the output with one line of JSON: the report, the training time and the training's figures
@@ -129,6 +130,7 @@ async function trainCommand(args: string[]): Promise<void> {
     'loop-cost': { type: 'string' },
     force: { type: 'boolean' },
     'report-documents': { type: 'string' },
+    'report-loop-prompts': { type: 'string' },
     'report-prompts': { type: 'string' },
     'report-tokens': { type: 'string' },
     'report-text': { type: 'string' },
@@ -164,6 +166,7 @@ async function trainCommand(args: string[]): Promise<void> {
         ...DEFAULT_REPORT,
         documents: integerFlag(values, 'report-documents', DEFAULT_REPORT.documents, [0, 100_000])!,
         prompts: integerFlag(values, 'report-prompts', DEFAULT_REPORT.prompts, [0, 100_000])!,
+        loopPrompts: integerFlag(values, 'report-loop-prompts', DEFAULT_REPORT.loopPrompts)!,
         maxNewTokens: integerFlag(values, 'report-tokens', DEFAULT_REPORT.maxNewTokens, [1, 4096])!,
         temperature: numberFlag(values, 'report-temperature', DEFAULT_REPORT.temperature)!,
         ...(values['report-text'] ? { text: values['report-text'] } : {}),

@@ -6,21 +6,33 @@
  * the sampled runs' threshold: greedy text is surer of itself, and the same τ routes less of it), against
  * random routing at the share that run reached.
  *
+ * rep4 rests on the few outputs that fall into a loop, so the check reads more prompts than the sampled
+ * runs (greedy runs are not scored by the cloud, and cost only their generation), and pools random routing
+ * over LOOP_CHECK_RANDOM_STREAMS streams: one stream's rep4 moves by as much as the margins it is compared
+ * with (docs/router-training.md).
+ *
  * @example
- * const rows = await greedyLoopCheck(new GenerationRuns(edge, scorer, prompts, 48, routers), [{ share: 0.1, tau: 0.42 }], { maxRuns: 6, tolerance: 0.01 });
+ * const rows = await greedyLoopCheck({ edge, prompts, maxNewTokens: 48, router, random: (stream, prompt) => new RandomRouter(stream * 100_000 + prompt) }, [{ share: 0.1, tau: 0.42 }], { maxRuns: 6, tolerance: 0.01 });
  * rows[0].router.rep4 > rows[0].random.rep4; // the router repeats itself more than random routing there
  */
+import type { Router } from '../../edge/routing/router.ts';
 import { freeRunningFigures } from '../lab/free-running-metrics.ts';
-import type { GenerationRuns, MeasuredRun } from '../lab/generation-settings.ts';
+import { generateAll, type EvalEdge, type GenerationRun, type Prompt } from '../lab/generation-runs.ts';
+import { GENERATION_LANES } from '../lab/generation-settings.ts';
 import { matchRoutedRatio } from '../lab/ratio-matching.ts';
 
-/** One greedy run of the check. */
+/** Random routing's streams the check pools (each a router per prompt, seeded apart). */
+export const LOOP_CHECK_RANDOM_STREAMS = 2;
+
+/** One greedy run of the check (random routing's: its streams pooled). */
 export interface LoopRun {
   tau: number;
   routed_share: number;
   rep4: number;
   /** Outputs that end in a loop (free-running-metrics' stuck). */
   stuck: number;
+  /** Outputs the figures pool: the prompts, times the streams for random routing (absent from older reports). */
+  outputs?: number;
 }
 
 export interface LoopCheckRow {
@@ -29,24 +41,47 @@ export interface LoopCheckRow {
   random: LoopRun;
 }
 
-function loopRun(tau: number, run: MeasuredRun): LoopRun {
-  const figures = freeRunningFigures(run.items.map((i) => i.ids));
-  return { tau, routed_share: run.routedRatio, rep4: figures.rep4, stuck: figures.stuck };
+export interface LoopCheckInputs {
+  edge: EvalEdge;
+  prompts: readonly Prompt[];
+  maxNewTokens: number;
+  router: Router;
+  /** Random routing's router for a prompt in a stream: a stream of its own per (stream, prompt). */
+  random: (stream: number, prompt: number) => Router;
 }
 
-/** `greedy` must decode greedily (GenerationRuns without sampling); `search` bounds each share's threshold search. */
+function loopRun(tau: number, runs: readonly GenerationRun[]): LoopRun {
+  const outputs = runs.flatMap((run) => run.items.map((i) => i.ids));
+  const figures = freeRunningFigures(outputs);
+  const tokens = runs.reduce((s, run) => s + run.tokens, 0);
+  const routed = runs.reduce((s, run) => s + run.routed, 0);
+  return { tau, routed_share: tokens ? routed / tokens : 0, rep4: figures.rep4, stuck: figures.stuck, outputs: outputs.length };
+}
+
+/**
+ * Each share's threshold search starts from its sampled τ moved by what the share before needed (greedy
+ * text routes less at one τ by about the same amount at every share), so most shares take one run.
+ */
 export async function greedyLoopCheck(
-  greedy: GenerationRuns,
+  o: LoopCheckInputs,
   thresholds: readonly { share: number; tau: number }[],
   search: { maxRuns: number; tolerance: number },
 ): Promise<LoopCheckRow[]> {
+  const greedy = (router: Router | ((prompt: number) => Router), tau: number) =>
+    generateAll(o.edge, router, o.prompts, { threshold: tau, maxNewTokens: o.maxNewTokens, lanes: GENERATION_LANES });
   const rows: LoopCheckRow[] = [];
+  let shift = 0;
   for (const { share, tau } of thresholds) {
-    const matched = await matchRoutedRatio((t) => greedy.run('router', t), share, { guess: tau, ...search });
-    const router = loopRun(matched.threshold, matched.result);
+    const guess = Math.min(Math.max(tau + shift, 0), 1);
+    const matched = await matchRoutedRatio((t) => greedy(o.router, t), share, { guess, ...search });
+    shift = matched.threshold - tau;
+    const router = loopRun(matched.threshold, [matched.result]);
     // The random router routes each token with probability τ: at τ = the share the router's run reached.
-    const random = loopRun(router.routed_share, await greedy.run('random', router.routed_share));
-    rows.push({ share, router, random });
+    const streams: GenerationRun[] = [];
+    for (let stream = 0; stream < LOOP_CHECK_RANDOM_STREAMS; stream++) {
+      streams.push(await greedy((prompt) => o.random(stream, prompt), router.routed_share));
+    }
+    rows.push({ share, router, random: loopRun(router.routed_share, streams) });
   }
   return rows;
 }

@@ -23,7 +23,7 @@ import { readsToken } from '../../edge/routing/router-features.ts';
 import { forcedBaselineScores } from '../lab/baseline-routers.ts';
 import type { CloudScorer } from '../lab/cloud-scorer.ts';
 import { routerInputs } from '../lab/feature-matrix.ts';
-import { GenerationRuns, generationSettings, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
+import { generationSettings, standardRouters, type GenerationSetting } from '../lab/generation-settings.ts';
 import { pairedWithTop1, RouterRuns, SHARE_TOLERANCE, type FreeRun } from './paired-share.ts';
 import { greedyLoopCheck, type LoopCheckRow } from './greedy-loop-check.ts';
 
@@ -42,6 +42,8 @@ export interface ReportSettings {
   documents: number;
   /** Free-running prompts (the first tokens of held-out paragraphs, or held-out user turns); 0 = teacher forcing only. */
   prompts: number;
+  /** Prompts of the greedy loop check (sampled reports only; 0 = none): the first of the same list, as many as there are up to this. */
+  loopPrompts: number;
   maxNewTokens: number;
   /** Most runs spent matching a router's routed share along generations. */
   calibrationRuns: number;
@@ -58,10 +60,13 @@ export interface ReportSettings {
  * cloud's perplexity rewards the loops greedy text falls into, so a greedy verdict compared a few texts and their loops. Sampled, every prompt is a text of
  * its own, and the cloud's perplexity of the output measures how close the routed system's distribution
  * is to the cloud's; the samples' spread needs more prompts than greedy text did (docs/router-training.md).
+ * Teacher forcing and the greedy loop check read up to 256 held-out documents and prompts: the one takes
+ * seconds, the other is not scored, and both figures moved by more than their margins on fewer.
  */
 export const DEFAULT_REPORT: ReportSettings = Object.freeze({
-  documents: 64,
+  documents: 256,
   prompts: 128,
+  loopPrompts: 256,
   maxNewTokens: 48,
   calibrationRuns: 6,
   shares: [0.1, 0.2, 0.3],
@@ -69,6 +74,8 @@ export const DEFAULT_REPORT: ReportSettings = Object.freeze({
 });
 /** Prompt i is sampled with seed REPORT_SAMPLING_SEED + i by every router: not the training seed, so the baselines' runs do not depend on it. */
 export const REPORT_SAMPLING_SEED = 0;
+/** The loop check's random stream s for prompt i is random routing's stream for prompt s · stride + i: apart from every prompt's. */
+const LOOP_STREAM_STRIDE = 100_000;
 /** Free-running shares further apart than this (router against top-1) are not compared: more routing alone lowers perplexity. */
 export const MATCHED_WITHIN = 0.03;
 /**
@@ -148,7 +155,8 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
   const baselines = forcedBaselineScores(forced);
   const forcedRows = atShare(forced, { router, ...baselines }, settings.shares, o.seed);
 
-  const prompts = settings.prompts > 0 ? o.documents.rolloutPrompts(o.heldOut, REPORT_PREFIX_TOKENS).slice(0, settings.prompts) : [];
+  const heldOutPrompts = settings.prompts > 0 ? o.documents.rolloutPrompts(o.heldOut, REPORT_PREFIX_TOKENS) : [];
+  const prompts = heldOutPrompts.slice(0, settings.prompts);
   let generated: GenerationSetting[] = [];
   let runs: RouterRuns | undefined;
   const routers = standardRouters(new MlpRouter(o.weights, o.features), o.seed);
@@ -186,11 +194,17 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
     atShares.push({ share, router, top1, entropy: of('entropy'), random: of('random') });
   }
   let loopCheck: LoopCheckRow[] | undefined;
-  if (runs && settings.temperature > 0) {
+  if (runs && settings.temperature > 0 && settings.loopPrompts > 0) {
     progress?.start('report: greedy loop check', atShares.length);
     try {
       loopCheck = await greedyLoopCheck(
-        new GenerationRuns(edge, scorer, prompts, settings.maxNewTokens, routers),
+        {
+          edge,
+          prompts: heldOutPrompts.slice(0, settings.loopPrompts),
+          maxNewTokens: settings.maxNewTokens,
+          router: routers.router(),
+          random: (stream, prompt) => routers.random(stream * LOOP_STREAM_STRIDE + prompt),
+        },
         atShares.map((row) => ({ share: row.share, tau: row.router.tau })),
         { maxRuns: settings.calibrationRuns, tolerance: SHARE_TOLERANCE },
       );
@@ -274,6 +288,19 @@ const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
 const cell = (s: string, width = 16) => s.padStart(width);
 
+/** " on N prompts" where the rows record their outputs (reports before the field have none). */
+export function loopPromptsOf(rows: readonly LoopCheckRow[]): string {
+  const n = rows[0]?.router.outputs;
+  return n ? ` on ${n} prompts` : '';
+}
+
+/** " (N streams pooled)" where random routing's outputs are several streams of the prompts. */
+export function randomStreamsOf(rows: readonly LoopCheckRow[]): string {
+  const row = rows[0];
+  const streams = row?.router.outputs && row.random.outputs ? row.random.outputs / row.router.outputs : 1;
+  return streams > 1 ? ` (${streams} streams pooled)` : '';
+}
+
 /** The report as the terminal shows it after training. */
 export function formatHeldOutReport(r: HeldOutReport): string {
   const head = ['share', ...REPORT_METHODS.map((m) => (m === 'top1' ? 'top-1' : m))];
@@ -301,7 +328,7 @@ export function formatHeldOutReport(r: HeldOutReport): string {
     );
     if (f.greedy_loop_check) {
       lines.push(
-        'the loop check, greedy: rep4 [routed share] of the router, its threshold searched for each share, and of random routing at its share:',
+        `the loop check, greedy${loopPromptsOf(f.greedy_loop_check)}: rep4 [routed share] of the router, its threshold searched for each share, and of random routing at its share${randomStreamsOf(f.greedy_loop_check)}:`,
         ...f.greedy_loop_check.map((row) =>
           [cell(pct(row.share), 6), ...[row.router, row.random].map((run) => cell(`${f3(run.rep4)} [${pct(run.routed_share)}]`, 24))].join(''),
         ),

@@ -184,6 +184,7 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   for (const [flag, value] of [
     ['documents', o.report?.documents],
     ['prompts', o.report?.prompts],
+    ['loop-prompts', o.report?.loopPrompts],
     ['tokens', o.report?.maxNewTokens],
   ] as const) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 0 && value <= 100_000))
