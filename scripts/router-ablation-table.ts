@@ -70,7 +70,10 @@ export function reportOf(free: Fields): string {
   const prompts = free.num('prompts');
   const how = temperature === DEFAULT_REPORT.temperature ? '' : temperature === 0 ? 'greedy ' : `temperature ${temperature} `;
   const count = prompts === DEFAULT_REPORT.prompts ? '' : ` on ${prompts} prompts`;
-  return how || count ? `; ${how}report${count}` : '';
+  // A loop check from before it had prompts of its own: the sampled runs' prompts, one random stream.
+  const loops = free.has('greedy_loop_check') ? free.list('greedy_loop_check') : [];
+  const check = loops[0] && !loops[0].obj('router').has('outputs') ? `; loop check on ${prompts} prompts, one random stream` : '';
+  return (how || count ? `; ${how}report${count}` : '') + check;
 }
 
 /** The verdict's rule: a lower perplexity than top-1 counts only where the two routed about the same share. */
@@ -111,7 +114,7 @@ function row(file: DataFile): string[] {
   return [
     pairOf(file.provenance.command),
     variantOf(file.data) + reportOf(r.obj('free_running')),
-    `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))}${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
+    `${pct1(at30.num('router'))} / ${pct1(at30.num('top1'))} (${r.num('documents')})${at30.num('router') >= 0.6 ? ' ✓' : ''}`,
     ...free.map(ppl),
     loopRowsOf(r.obj('free_running')).map(rep).join('; '),
     freshCells.every((c) => c !== null) ? freshCells.join('; ') : '–',
@@ -131,7 +134,7 @@ export function ablationMarkdown(dir = 'docs/results'): string {
     [
       'pair',
       'variant',
-      'TF gap at 30%: trained / top-1',
+      'TF gap at 30%: trained / top-1 (documents)',
       'ppl 10%: trained / top-1 [routed]',
       'ppl 20%',
       'ppl 30%',

@@ -101,6 +101,11 @@ test("a run's report is named where it generated otherwise than today's default:
   expect(reportOf(free({ prompts: 32 }))).toBe('; greedy report on 32 prompts');
   expect(reportOf(free({ prompts: DEFAULT_REPORT.prompts, temperature: 0 }))).toBe('; greedy report');
   expect(reportOf(free({ prompts: DEFAULT_REPORT.prompts, temperature: 0.7 }))).toBe('; temperature 0.7 report');
+  // A loop check that does not count its outputs read the sampled runs' prompts with one random stream.
+  const loopRow = (outputs?: number) => ({ share: 0.1, router: { rep4: 0.1, ...(outputs ? { outputs } : {}) }, random: { rep4: 0.1 } });
+  const sampled = { prompts: DEFAULT_REPORT.prompts, temperature: DEFAULT_REPORT.temperature };
+  expect(reportOf(free({ ...sampled, greedy_loop_check: [loopRow()] }))).toBe(`; loop check on ${DEFAULT_REPORT.prompts} prompts, one random stream`);
+  expect(reportOf(free({ ...sampled, greedy_loop_check: [loopRow(241)] }))).toBe('');
 });
 
 test("where the defaults stand: one line per pair and seed, each target marked as the report's figures meet it or not", () => {

@@ -81,7 +81,7 @@ test('the report is printed after training: teacher-forced gap and free-running 
     "free running (3 prompts, 8 tokens, sampled at temperature 1, one seed per prompt for every router), the cloud's perplexity of the output (rep4) [routed share reached]:",
   );
   expect(run.stdout).toMatch(
-    /the loop check, greedy on 5 prompts: rep4 \[routed share\] .+ at its share \(2 streams pooled\):\n +10% +\d\.\d{3} \[\d+%\] +\d\.\d{3} \[\d+%\]\n/,
+    /the loop check, greedy on 5 prompts: rep4 \[routed share\] .+ at its share \(2 streams pooled\); of the router's loop steps, those both models' top-1 would take:\n +10% +\d\.\d{3} \[\d+%\] +\d\.\d{3} \[\d+%\] +(none|\d+% of \d+)\n/,
   );
   expect(run.stdout).toMatch(/edge alone \d+\.\d\d \(\d\.\d{3}\); cloud alone \d+\.\d\d/);
   expect(run.stdout).toMatch(/distinct outputs, of 3:\n +10%( +[123]){4}\n/);
@@ -116,6 +116,11 @@ test('router.json stores the report, and --json ends the output with it', () => 
     expect(row.router.tau).toBeGreaterThan(0);
     expect(row.router.outputs).toBe(5);
     expect(row.random.outputs).toBe(10);
+    // Why it loops: its loop steps are rep4's (none exactly where rep4 is 0), some of them both models'.
+    expect(Number.isInteger(row.router.loop_steps)).toBe(true);
+    expect(row.router.loop_steps! > 0).toBe(row.router.rep4 > 0);
+    expect(row.router.shared_loop_steps).toBeGreaterThanOrEqual(0);
+    expect(row.router.shared_loop_steps).toBeLessThanOrEqual(row.router.loop_steps!);
     expect(row.random.tau).toBe(row.router.routed_share);
     for (const r of [row.router, row.random]) expect(r.rep4).toBeGreaterThanOrEqual(0);
   }

@@ -11,11 +11,19 @@
  * over LOOP_CHECK_RANDOM_STREAMS streams: one stream's rep4 moves by as much as the margins it is compared
  * with (docs/router-training.md).
  *
+ * For the router's runs it also reads why they loop: both models are forced along each output, and of the
+ * loop steps (the ids rep4 counts) it counts those where the edge's top-1 and the cloud's top-1 would both
+ * have taken the step. There, keeping or routing the token made no difference: the loop was the pair's,
+ * and only where the text went before it began could have kept it out.
+ *
  * @example
  * const rows = await greedyLoopCheck({ edge, prompts, maxNewTokens: 48, router, random: (stream, prompt) => new RandomRouter(stream * 100_000 + prompt) }, [{ share: 0.1, tau: 0.42 }], { maxRuns: 6, tolerance: 0.01 });
  * rows[0].router.rep4 > rows[0].random.rep4; // the router repeats itself more than random routing there
  */
 import type { Router } from '../../edge/routing/router.ts';
+import { completesSeenNgram, repeatEnds } from '../../edge/routing/router-features.ts';
+import type { CloudScorer } from '../lab/cloud-scorer.ts';
+import { ForcedRecords } from '../lab/forced-records.ts';
 import { freeRunningFigures } from '../lab/free-running-metrics.ts';
 import { generateAll, type EvalEdge, type GenerationRun, type Prompt } from '../lab/generation-runs.ts';
 import { GENERATION_LANES } from '../lab/generation-settings.ts';
@@ -33,6 +41,9 @@ export interface LoopRun {
   stuck: number;
   /** Outputs the figures pool: the prompts, times the streams for random routing (absent from older reports). */
   outputs?: number;
+  /** The router's runs: ids that end a repeated 4-gram (rep4's), and of them those both models' top-1 would end. */
+  loop_steps?: number;
+  shared_loop_steps?: number;
 }
 
 export interface LoopCheckRow {
@@ -43,6 +54,8 @@ export interface LoopCheckRow {
 
 export interface LoopCheckInputs {
   edge: EvalEdge;
+  /** Forces the router's outputs for the cloud's top-1 at each step. */
+  scorer: CloudScorer;
   prompts: readonly Prompt[];
   maxNewTokens: number;
   router: Router;
@@ -59,8 +72,45 @@ function loopRun(tau: number, runs: readonly GenerationRun[]): LoopRun {
 }
 
 /**
- * Each share's threshold search starts from its sampled τ moved by what the share before needed (greedy
- * text routes less at one τ by about the same amount at every share), so most shares take one run.
+ * Of `generated`'s loop steps (the ids ending a 4-gram seen earlier in it, as rep4 counts them), those where
+ * both `edgeTop[t]` and `cloudTop[t]`, each model's top-1 for id t, would have ended a seen 4-gram too.
+ */
+export function sharedLoopSteps(generated: readonly number[], edgeTop: readonly number[], cloudTop: readonly number[]): { steps: number; shared: number } {
+  const ends = repeatEnds(generated);
+  let steps = 0;
+  let shared = 0;
+  for (let t = 0; t < generated.length; t++) {
+    if (!ends[t]) continue;
+    steps++;
+    const before = generated.slice(0, t);
+    if (completesSeenNgram(before, edgeTop[t]!, 4) && completesSeenNgram(before, cloudTop[t]!, 4)) shared++;
+  }
+  return { steps, shared };
+}
+
+/** Both models forced along each output of `run`: each generated id's two top-1s. */
+async function loopAnatomy(o: LoopCheckInputs, run: GenerationRun): Promise<{ loop_steps: number; shared_loop_steps: number }> {
+  const records = new ForcedRecords(o.edge.edgeModel, o.scorer);
+  let steps = 0;
+  let shared = 0;
+  for (const item of run.items) {
+    if (item.ids.length === 0) continue;
+    // From the prompt's last position on: one row per generated id, the one that predicts it.
+    const { rows } = await records.read([...item.promptIds, ...item.ids], { first: item.promptIds.length - 1 });
+    const counted = sharedLoopSteps(
+      item.ids,
+      rows.map((r) => r.proposed),
+      rows.map((r) => r.cloudTop),
+    );
+    steps += counted.steps;
+    shared += counted.shared;
+  }
+  return { loop_steps: steps, shared_loop_steps: shared };
+}
+
+/**
+ * Each share's threshold search starts from its sampled τ moved by what the share before needed: greedy
+ * text routes less at one τ by about the same amount at every share.
  */
 export async function greedyLoopCheck(
   o: LoopCheckInputs,
@@ -75,7 +125,7 @@ export async function greedyLoopCheck(
     const guess = Math.min(Math.max(tau + shift, 0), 1);
     const matched = await matchRoutedRatio((t) => greedy(o.router, t), share, { guess, ...search });
     shift = matched.threshold - tau;
-    const router = loopRun(matched.threshold, [matched.result]);
+    const router = { ...loopRun(matched.threshold, [matched.result]), ...(await loopAnatomy(o, matched.result)) };
     // The random router routes each token with probability τ: at τ = the share the router's run reached.
     const streams: GenerationRun[] = [];
     for (let stream = 0; stream < LOOP_CHECK_RANDOM_STREAMS; stream++) {

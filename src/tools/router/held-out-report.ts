@@ -200,6 +200,7 @@ export async function heldOutReport(o: HeldOutReportOptions): Promise<HeldOutRep
       loopCheck = await greedyLoopCheck(
         {
           edge,
+          scorer,
           prompts: heldOutPrompts.slice(0, settings.loopPrompts),
           maxNewTokens: settings.maxNewTokens,
           router: routers.router(),
@@ -301,6 +302,12 @@ export function randomStreamsOf(rows: readonly LoopCheckRow[]): string {
   return streams > 1 ? ` (${streams} streams pooled)` : '';
 }
 
+/** "95% of 1555": the router's loop steps that either model would have taken (greedy-loop-check.ts). */
+export function sharedSteps(run: LoopCheckRow['router']): string {
+  if (run.loop_steps === undefined || run.shared_loop_steps === undefined) return '–';
+  return run.loop_steps ? `${pct(run.shared_loop_steps / run.loop_steps)} of ${run.loop_steps}` : 'none';
+}
+
 /** The report as the terminal shows it after training. */
 export function formatHeldOutReport(r: HeldOutReport): string {
   const head = ['share', ...REPORT_METHODS.map((m) => (m === 'top1' ? 'top-1' : m))];
@@ -326,11 +333,17 @@ export function formatHeldOutReport(r: HeldOutReport): string {
       `distinct outputs, of ${f.prompts}:`,
       ...f.at_share.map((row) => [cell(pct(row.share), 6), ...REPORT_METHODS.map((m) => cell(String(row[m].distinct_outputs ?? '–'), 24))].join('')),
     );
-    if (f.greedy_loop_check) {
+    const loops = f.greedy_loop_check;
+    if (loops) {
+      const anatomy = loops.some((row) => row.router.loop_steps !== undefined);
       lines.push(
-        `the loop check, greedy${loopPromptsOf(f.greedy_loop_check)}: rep4 [routed share] of the router, its threshold searched for each share, and of random routing at its share${randomStreamsOf(f.greedy_loop_check)}:`,
-        ...f.greedy_loop_check.map((row) =>
-          [cell(pct(row.share), 6), ...[row.router, row.random].map((run) => cell(`${f3(run.rep4)} [${pct(run.routed_share)}]`, 24))].join(''),
+        `the loop check, greedy${loopPromptsOf(loops)}: rep4 [routed share] of the router, its threshold searched for each share, and of random routing at its share${randomStreamsOf(loops)}${anatomy ? "; of the router's loop steps, those both models' top-1 would take" : ''}:`,
+        ...loops.map((row) =>
+          [
+            cell(pct(row.share), 6),
+            ...[row.router, row.random].map((run) => cell(`${f3(run.rep4)} [${pct(run.routed_share)}]`, 24)),
+            ...(anatomy ? [cell(sharedSteps(row.router), 24)] : []),
+          ].join(''),
         ),
       );
     }
