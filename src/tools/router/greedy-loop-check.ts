@@ -108,10 +108,6 @@ async function loopAnatomy(o: LoopCheckInputs, run: GenerationRun): Promise<{ lo
   return { loop_steps: steps, shared_loop_steps: shared };
 }
 
-/**
- * Each share's threshold search starts from its sampled τ moved by what the share before needed: greedy
- * text routes less at one τ by about the same amount at every share.
- */
 export async function greedyLoopCheck(
   o: LoopCheckInputs,
   thresholds: readonly { share: number; tau: number }[],
@@ -120,11 +116,8 @@ export async function greedyLoopCheck(
   const greedy = (router: Router | ((prompt: number) => Router), tau: number) =>
     generateAll(o.edge, router, o.prompts, { threshold: tau, maxNewTokens: o.maxNewTokens, lanes: GENERATION_LANES });
   const rows: LoopCheckRow[] = [];
-  let shift = 0;
   for (const { share, tau } of thresholds) {
-    const guess = Math.min(Math.max(tau + shift, 0), 1);
-    const matched = await matchRoutedRatio((t) => greedy(o.router, t), share, { guess, ...search });
-    shift = matched.threshold - tau;
+    const matched = await matchRoutedRatio((t) => greedy(o.router, t), share, { guess: tau, ...search });
     const router = { ...loopRun(matched.threshold, [matched.result]), ...(await loopAnatomy(o, matched.result)) };
     // The random router routes each token with probability τ: at τ = the share the router's run reached.
     const streams: GenerationRun[] = [];
