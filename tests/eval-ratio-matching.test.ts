@@ -62,6 +62,28 @@ describe('matching the routed share by threshold search', () => {
     expect(curved).toBeLessThanOrEqual(10);
   });
 
+  test("a run already made below the target (the share before's) is the bracket's lower end from the start", async () => {
+    const search = async (below?: { threshold: number; routedRatio: number }) => {
+      const calls: number[] = [];
+      const square = async (t: number) => {
+        calls.push(t);
+        return { routedRatio: t * t };
+      };
+      const m = await matchRoutedRatio(square, 0.25, { guess: 0.9, maxRuns: 50, tolerance: 1e-4, ...(below ? { below } : {}) });
+      expect(Math.abs(m.result.routedRatio - 0.25)).toBeLessThanOrEqual(1e-4);
+      return calls;
+    };
+    const from0 = await search();
+    const from04 = await search({ threshold: 0.4, routedRatio: 0.16 });
+    // Between (0.4, 0.16) and (0.9, 0.81) the second run is at 0.4 + 0.5 · 0.09 / 0.65; from 0 it is at 0.9 · 0.25 / 0.81.
+    expect(from04[1]).toBeCloseTo(0.4 + (0.5 * 0.09) / 0.65, 12);
+    expect(from0[1]).toBeCloseTo((0.9 * 0.25) / 0.81, 12);
+    expect(Math.min(...from04)).toBeGreaterThan(0.4);
+    expect(from04.length).toBeLessThan(from0.length);
+    // A run at or above the target is no lower end: the search is the one from 0.
+    expect(await search({ threshold: 0.6, routedRatio: 0.36 })).toEqual(from0);
+  });
+
   test('returns the closest run seen when the budget ends first; the ends need one run', async () => {
     const steps = async (t: number) => ({ routedRatio: t < 0.5 ? 0 : 1 });
     const m = await matchRoutedRatio(steps, 0.3, { guess: 0.4, maxRuns: 3, tolerance: 0 });

@@ -5,7 +5,8 @@
  */
 import type { DataFile, Fields } from './data-file.ts';
 import { f2, f3, pct, provenance, table } from './markdown.ts';
-import { decoding } from '../../src/tools/router/held-out-report.ts';
+import { decoding, loopPromptsOf, randomStreamsOf, sharedSteps } from '../../src/tools/router/held-out-report.ts';
+import type { LoopCheckRow, LoopRun } from '../../src/tools/router/greedy-loop-check.ts';
 
 const METHODS = ['router', 'top1', 'entropy', 'random'] as const;
 
@@ -34,23 +35,44 @@ export function routerTrainSection(file: DataFile): string {
       ['routed', 'trained', 'top-1', 'entropy', 'random'],
       free.list('at_share').map((row) => [pct(row.num('share')), ...freeRow(row)]),
     ),
-    ...(free.has('greedy_loop_check')
-      ? [
-          '',
-          'The loop check, decoding greedily: rep4 of the trained router, its threshold searched for each share, and of random routing at the share it reached:',
-          '',
-          table(
-            ['routed', 'trained', 'random'],
-            free
-              .list('greedy_loop_check')
-              .map((row) => [
-                pct(row.num('share')),
-                ...(['router', 'random'] as const).map((m) => `${f3(row.obj(m).num('rep4'))} [${pct(row.obj(m).num('routed_share'))}]`),
-              ]),
-          ),
-        ]
-      : []),
+    ...(free.has('greedy_loop_check') ? ['', ...loopCheck(free.list('greedy_loop_check'))] : []),
     '',
     `**Verdict:** ${r.str('verdict')}`,
   ].join('\n');
+}
+
+/** A loop check's rows as the report wrote them (the optional counts only where it recorded them). */
+function loopRow(row: Fields): LoopCheckRow {
+  const run = (key: 'router' | 'random'): LoopRun => {
+    const r = row.obj(key);
+    const count = (name: string) => (r.has(name) ? { [name]: r.num(name) } : {});
+    return {
+      tau: r.num('tau'),
+      routed_share: r.num('routed_share'),
+      rep4: r.num('rep4'),
+      stuck: r.num('stuck'),
+      ...count('outputs'),
+      ...count('loop_steps'),
+      ...count('shared_loop_steps'),
+    };
+  };
+  return { share: row.num('share'), router: run('router'), random: run('random') };
+}
+
+function loopCheck(fields: Fields[]): string[] {
+  const rows = fields.map(loopRow);
+  const anatomy = rows.some((row) => row.router.loop_steps !== undefined);
+  return [
+    `The loop check, decoding greedily${loopPromptsOf(rows)}: rep4 of the trained router, its threshold searched for each share, and of random routing at the share it reached${randomStreamsOf(rows)}` +
+      (anatomy ? "; and of the trained router's loop steps (the ids rep4 counts), those both models' top-1 would have taken:" : ':'),
+    '',
+    table(
+      ['routed', 'trained', 'random', ...(anatomy ? ['loop steps both models take'] : [])],
+      rows.map((row) => [
+        pct(row.share),
+        ...[row.router, row.random].map((run) => `${f3(run.rep4)} [${pct(run.routed_share)}]`),
+        ...(anatomy ? [sharedSteps(row.router)] : []),
+      ]),
+    ),
+  ];
 }

@@ -60,15 +60,17 @@ export interface Calibrated<R> {
 export async function matchRoutedRatio<R extends { routedRatio: number }>(
   run: (threshold: number) => Promise<R>,
   target: number,
-  options: { guess: number; maxRuns: number; tolerance: number },
+  options: { guess: number; maxRuns: number; tolerance: number; below?: { threshold: number; routedRatio: number } },
 ): Promise<Calibrated<R>> {
   if (target <= 0) return { threshold: 0, result: await run(0), runs: 1 };
   if (target >= 1) return { threshold: 1, result: await run(1), runs: 1 };
   // The bracket's ends, each with its share's distance to the target (f < 0 routed too little, f > 0 too much).
-  let lo = { tau: 0, f: -target };
+  // A run already made below the target (`below`: the share before's) is the lower end from the start.
+  const below = options.below && options.below.routedRatio < target ? options.below : undefined;
+  let lo = below ? { tau: below.threshold, f: below.routedRatio - target } : { tau: 0, f: -target };
   let hi = { tau: 1, f: 1 - target };
   let retained: 'lo' | 'hi' | undefined;
-  let threshold = options.guess > 0 && options.guess < 1 ? options.guess : 0.5;
+  let threshold = options.guess > lo.tau && options.guess < 1 ? options.guess : (lo.tau + 1) / 2;
   let best: { threshold: number; result: R } | undefined;
   let runs = 0;
   while (runs < Math.max(1, options.maxRuns)) {

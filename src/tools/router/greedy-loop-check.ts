@@ -116,8 +116,14 @@ export async function greedyLoopCheck(
   const greedy = (router: Router | ((prompt: number) => Router), tau: number) =>
     generateAll(o.edge, router, o.prompts, { threshold: tau, maxNewTokens: o.maxNewTokens, lanes: GENERATION_LANES });
   const rows: LoopCheckRow[] = [];
+  let before: { threshold: number; routedRatio: number } | undefined;
   for (const { share, tau } of thresholds) {
-    const matched = await matchRoutedRatio((t) => greedy(o.router, t), share, { guess: tau, ...search });
+    // From the sampled τ moved by what the share before needed (greedy text routes less at one τ, by about
+    // as much at each share), with that share's run as the bracket's lower end: a greedy share can jump
+    // (the chat pair's replies are alike), and an end already known keeps the search from wandering.
+    const guess = before ? tau + (before.threshold - thresholds[rows.length - 1]!.tau) : tau;
+    const matched = await matchRoutedRatio((t) => greedy(o.router, t), share, { guess, ...search, ...(before ? { below: before } : {}) });
+    before = { threshold: matched.threshold, routedRatio: matched.result.routedRatio };
     const router = { ...loopRun(matched.threshold, [matched.result]), ...(await loopAnatomy(o, matched.result)) };
     // The random router routes each token with probability τ: at τ = the share the router's run reached.
     const streams: GenerationRun[] = [];
