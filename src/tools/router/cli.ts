@@ -32,7 +32,7 @@ const USAGE = `usage: bun run router <command> [flags]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
         [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop (all but loop for chat)] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost NATS (default ${TEXT_LOOP_COST_SHARE} of the median route gain, 0 for chat)] [--report-documents 256] [--report-prompts 128] [--report-loop-prompts 256] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost NATS (default ${TEXT_LOOP_COST_SHARE} of the median route gain, 0 for chat)] [--report-documents 256] [--report-prompts 128] [--report-loop-prompts 192] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than

@@ -126,10 +126,10 @@ export async function greedyLoopCheck(
     before = { threshold: matched.threshold, routedRatio: matched.result.routedRatio };
     const router = { ...loopRun(matched.threshold, [matched.result]), ...(await loopAnatomy(o, matched.result)) };
     // The random router routes each token with probability τ: at τ = the share the router's run reached.
-    const streams: GenerationRun[] = [];
-    for (let stream = 0; stream < LOOP_CHECK_RANDOM_STREAMS; stream++) {
-      streams.push(await greedy((prompt) => o.random(stream, prompt), router.routed_share));
-    }
+    // The streams side by side: more prompts in flight, the same outputs.
+    const streams = await Promise.all(
+      Array.from({ length: LOOP_CHECK_RANDOM_STREAMS }, (_, stream) => greedy((prompt) => o.random(stream, prompt), router.routed_share)),
+    );
     rows.push({ share, router, random: loopRun(router.routed_share, streams) });
   }
   return rows;

@@ -60,13 +60,13 @@ export interface ReportSettings {
  * cloud's perplexity rewards the loops greedy text falls into, so a greedy verdict compared a few texts and their loops. Sampled, every prompt is a text of
  * its own, and the cloud's perplexity of the output measures how close the routed system's distribution
  * is to the cloud's; the samples' spread needs more prompts than greedy text did (docs/router-training.md).
- * Teacher forcing and the greedy loop check read up to 256 held-out documents and prompts: the one takes
- * seconds, the other is not scored, and both figures moved by more than their margins on fewer.
+ * Teacher forcing reads up to 256 held-out documents and the greedy loop check up to 192 prompts: the one
+ * takes seconds, the other is not scored, and both figures moved by more than their margins on fewer.
  */
 export const DEFAULT_REPORT: ReportSettings = Object.freeze({
   documents: 256,
   prompts: 128,
-  loopPrompts: 256,
+  loopPrompts: 192,
   maxNewTokens: 48,
   calibrationRuns: 6,
   shares: [0.1, 0.2, 0.3],
