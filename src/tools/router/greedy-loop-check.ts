@@ -17,7 +17,7 @@
  * and only where the text went before it began could have kept it out.
  *
  * @example
- * const rows = await greedyLoopCheck({ edge, prompts, maxNewTokens: 48, router, random: (stream, prompt) => new RandomRouter(stream * 100_000 + prompt) }, [{ share: 0.1, tau: 0.42 }], { maxRuns: 6, tolerance: 0.01 });
+ * const rows = await greedyLoopCheck({ edge, scorer, prompts, maxNewTokens: 48, router, random: (stream, prompt) => new RandomRouter(stream * 100_000 + prompt) }, [{ share: 0.1, tau: 0.42 }], { maxRuns: 6, tolerance: 0.01 });
  * rows[0].router.rep4 > rows[0].random.rep4; // the router repeats itself more than random routing there
  */
 import type { Router } from '../../edge/routing/router.ts';
@@ -116,14 +116,15 @@ export async function greedyLoopCheck(
   const greedy = (router: Router | ((prompt: number) => Router), tau: number) =>
     generateAll(o.edge, router, o.prompts, { threshold: tau, maxNewTokens: o.maxNewTokens, lanes: GENERATION_LANES });
   const rows: LoopCheckRow[] = [];
-  let before: { threshold: number; routedRatio: number } | undefined;
+  // The share before's greedy run, and how far its threshold moved from that share's sampled τ.
+  let before: { threshold: number; routedRatio: number; shift: number } | undefined;
   for (const { share, tau } of thresholds) {
     // From the sampled τ moved by what the share before needed (greedy text routes less at one τ, by about
     // as much at each share), with that share's run as the bracket's lower end: a greedy share can jump
     // (the chat pair's replies are alike), and an end already known keeps the search from wandering.
-    const guess = before ? tau + (before.threshold - thresholds[rows.length - 1]!.tau) : tau;
+    const guess = tau + (before?.shift ?? 0);
     const matched = await matchRoutedRatio((t) => greedy(o.router, t), share, { guess, ...search, ...(before ? { below: before } : {}) });
-    before = { threshold: matched.threshold, routedRatio: matched.result.routedRatio };
+    before = { threshold: matched.threshold, routedRatio: matched.result.routedRatio, shift: matched.threshold - tau };
     const router = { ...loopRun(matched.threshold, [matched.result]), ...(await loopAnatomy(o, matched.result)) };
     // The random router routes each token with probability τ: at τ = the share the router's run reached.
     // The streams side by side: more prompts in flight, the same outputs.
