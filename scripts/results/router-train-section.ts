@@ -5,7 +5,7 @@
  */
 import type { DataFile, Fields } from './data-file.ts';
 import { f2, f3, pct, provenance, table } from './markdown.ts';
-import { decoding, loopPromptsOf, randomStreamsOf, sharedSteps } from '../../src/tools/router/held-out-report.ts';
+import { countsLoopSteps, decoding, loopCheckCaption, sharedSteps } from '../../src/tools/router/held-out-report.ts';
 import type { LoopCheckRow, LoopRun } from '../../src/tools/router/greedy-loop-check.ts';
 
 const METHODS = ['router', 'top1', 'entropy', 'random'] as const;
@@ -61,10 +61,9 @@ function loopRow(row: Fields): LoopCheckRow {
 
 function loopCheck(fields: Fields[]): string[] {
   const rows = fields.map(loopRow);
-  const anatomy = rows.some((row) => row.router.loop_steps !== undefined);
+  const anatomy = countsLoopSteps(rows);
   return [
-    `The loop check, decoding greedily${loopPromptsOf(rows)}: rep4 of the trained router, its threshold searched for each share, and of random routing at the share it reached${randomStreamsOf(rows)}` +
-      (anatomy ? "; and of the trained router's loop steps (the ids rep4 counts), those both models' top-1 would have taken:" : ':'),
+    `The loop check, ${loopCheckCaption(rows)}:`,
     '',
     table(
       ['routed', 'trained', 'random', ...(anatomy ? ['loop steps both models take'] : [])],

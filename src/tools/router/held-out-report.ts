@@ -289,17 +289,23 @@ const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
 const cell = (s: string, width = 16) => s.padStart(width);
 
-/** " on N prompts" where the rows record their outputs (reports before the field have none). */
-export function loopPromptsOf(rows: readonly LoopCheckRow[]): string {
-  const n = rows[0]?.router.outputs;
-  return n ? ` on ${n} prompts` : '';
+/** Whether a loop check's rows count the router's loop steps (reports before the field do not). */
+export function countsLoopSteps(rows: readonly LoopCheckRow[]): boolean {
+  return rows.some((row) => row.router.loop_steps !== undefined);
 }
 
-/** " (N streams pooled)" where random routing's outputs are several streams of the prompts. */
-export function randomStreamsOf(rows: readonly LoopCheckRow[]): string {
-  const row = rows[0];
-  const streams = row?.router.outputs && row.random.outputs ? row.random.outputs / row.router.outputs : 1;
-  return streams > 1 ? ` (${streams} streams pooled)` : '';
+/**
+ * What a loop check's columns are, for the terminal and results.md alike: the prompts and random routing's
+ * streams where the rows record their outputs (reports before the field have none), the loop steps where counted.
+ */
+export function loopCheckCaption(rows: readonly LoopCheckRow[]): string {
+  const prompts = rows[0]?.router.outputs;
+  const streams = prompts && rows[0]!.random.outputs ? rows[0]!.random.outputs / prompts : 1;
+  return (
+    `greedy${prompts ? ` on ${prompts} prompts` : ''}: rep4 [routed share] of the router, its threshold searched for each share, ` +
+    `and of random routing at its share${streams > 1 ? ` (${streams} streams pooled)` : ''}` +
+    (countsLoopSteps(rows) ? "; of the router's loop steps, those both models' top-1 would take" : '')
+  );
 }
 
 /** "95% of 1555": the router's loop steps that either model would have taken (greedy-loop-check.ts). */
@@ -335,9 +341,9 @@ export function formatHeldOutReport(r: HeldOutReport): string {
     );
     const loops = f.greedy_loop_check;
     if (loops) {
-      const anatomy = loops.some((row) => row.router.loop_steps !== undefined);
+      const anatomy = countsLoopSteps(loops);
       lines.push(
-        `the loop check, greedy${loopPromptsOf(loops)}: rep4 [routed share] of the router, its threshold searched for each share, and of random routing at its share${randomStreamsOf(loops)}${anatomy ? "; of the router's loop steps, those both models' top-1 would take" : ''}:`,
+        `the loop check, ${loopCheckCaption(loops)}:`,
         ...loops.map((row) =>
           [
             cell(pct(row.share), 6),
