@@ -188,7 +188,7 @@ describe('a chat dataset', () => {
     expect(meta.training.text_format).toBe('chat');
     expect(meta.training.skipped_conversation_lines).toEqual([SKIPPED_LINE]);
     expect(meta.features).toEqual(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position', 'token']);
-    // And horizon-nll, the default rollout rule, charges a chat reply's loop steps nothing.
+    // And horizon-nll, a chat dataset's default rollout rule, charges a reply's loop steps nothing.
     expect(meta.training).toMatchObject({ on_policy_label_rule: 'horizon-nll', loop_cost: 0, loop_cost_share: 0 });
 
     const engine = await loadEdgeEngine({ edgeModel: loadModelPack(edgePack), router: out });

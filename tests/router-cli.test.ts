@@ -108,6 +108,11 @@ describe('router train with bad input: one-line error, nothing written', () => {
       /--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels horizon-loop-nll/,
     ],
     [
+      'a loop cost on text, whose default rollout rule charges none',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--loop-cost', '1'],
+      /--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels horizon-loop-nll \(the default for this dataset; give --rollout-labels to choose another\)/,
+    ],
+    [
       'a negative loop cost',
       () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--loop-cost=-1'],
       /--loop-cost must be in \[0, 100\] nats, got -1/,
@@ -275,15 +280,12 @@ test('router train on a short text writes a loadable pack; router eval reads it 
     train_fraction: 0.8,
     max_epochs: 2,
     label_rule: 'mixed-gain',
-    on_policy_label_rule: 'horizon-nll',
-    // Text: horizon-nll charges each loop step in a branch its default share of the median route gain.
-    loop_cost_share: TEXT_LOOP_COST_SHARE,
+    // Text's default rollout rule: the loops over both branches decide, no loop step is charged.
+    on_policy_label_rule: 'horizon-loop-nll',
     rollout_prompts: 4,
     rollout_tokens: 8,
   });
-  // In nats: the share of a median gain the first round's rollouts measured, where the top-1s differed.
-  expect(meta.training.loop_cost).toBeGreaterThan(0);
-  expect(meta.training.loop_cost).toBeLessThan(TEXT_LOOP_COST_SHARE * 100);
+  expect(meta.training.loop_cost).toBeUndefined();
   // A soft rule's default threshold is measured on the validation scores (softRuleThreshold), in thousandths.
   expect(meta.default_threshold).toBeGreaterThan(0);
   expect(meta.default_threshold).toBeLessThan(1);
@@ -301,4 +303,42 @@ test('router train on a short text writes a loadable pack; router eval reads it 
   expect(curve.points).toHaveLength(11);
   expect(curve.points[0].routedRatio).toBe(0);
   expect(curve.points[10].routedRatio).toBe(1);
+}, 30_000);
+
+test('router train --rollout-labels horizon-nll on text charges each loop step its default share of the median route gain', () => {
+  const text = join(work, 'short-horizon.txt');
+  writeFileSync(
+    text,
+    readFileSync(DEMO.tinyStories, 'utf8')
+      .split(/\n\s*\n/)
+      .slice(0, 40)
+      .join('\n\n'),
+  );
+  const out = join(work, 'horizon-nll-router');
+  const r = router(
+    'train',
+    ...['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', out, '--rollout-labels', 'horizon-nll'],
+    ...[
+      '--epochs',
+      '2',
+      '--hidden-units',
+      '8',
+      '--rounds',
+      '1',
+      '--rollout-prompts',
+      '4',
+      '--rollout-tokens',
+      '8',
+      '--features',
+      'hidden',
+      '--report-documents',
+      '0',
+    ],
+  );
+  expect(r.code).toBe(0);
+  const meta = JSON.parse(readFileSync(join(out, 'router.json'), 'utf8'));
+  expect(meta.training).toMatchObject({ on_policy_label_rule: 'horizon-nll', loop_cost_share: TEXT_LOOP_COST_SHARE });
+  // In nats: the share of a median gain the first round's rollouts measured, where the top-1s differed.
+  expect(meta.training.loop_cost).toBeGreaterThan(0);
+  expect(meta.training.loop_cost).toBeLessThan(TEXT_LOOP_COST_SHARE * 100);
 }, 30_000);

@@ -11,7 +11,6 @@ import { HORIZON_TOKENS } from './horizon-gain.ts';
 import {
   DEFAULT_HIDDEN_UNITS,
   DEFAULT_LABELS,
-  DEFAULT_ROLLOUT_LABELS,
   DEFAULT_ROLLOUT_PROMPTS,
   DEFAULT_ROLLOUT_TOKENS,
   DEFAULT_EPOCHS,
@@ -31,8 +30,8 @@ const USAGE = `usage: bun run router <command> [flags]
   train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--force] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
-        [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop (all but loop for chat)] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost NATS (default ${TEXT_LOOP_COST_SHARE} of the median route gain, 0 for chat)] [--report-documents 256] [--report-prompts 128] [--report-loop-prompts 192] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
+        [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll (horizon-loop-nll for text, horizon-nll for chat)] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop (all but loop for chat)] [--rounds 3]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost NATS (horizon-nll: default ${TEXT_LOOP_COST_SHARE} of the median route gain for text, 0 for chat)] [--report-documents 256] [--report-prompts 128] [--report-loop-prompts 192] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -49,7 +48,7 @@ const USAGE = `usage: bun run router <command> [flags]
       mixed-gain, the default for the text: the mean of gain's and cloud-gain's, and the default
       threshold then routes as many validation positions as CITER's labels do) and train the MLP router; then --rounds
       on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those
-      trajectories against the cloud (--rollout-labels, horizon-nll by default), add them to the data and
+      trajectories against the cloud (--rollout-labels: horizon-loop-nll for text, horizon-nll for chat, by default), add them to the data and
       retrain (--rounds 0: teacher forcing only); --members MLPs of --hidden-units each, with seeds seed,
       seed+1, …, are trained side by side and their logits averaged (one wider MLP in router.onnx);
       --edge-model-file / --cloud-model-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx);
@@ -88,8 +87,7 @@ function labelRuleFlag(raw: string | undefined): LabelRule {
   return raw as LabelRule;
 }
 
-function rolloutLabelRuleFlag(raw: string | undefined): RolloutLabelRule {
-  if (raw === undefined) return DEFAULT_ROLLOUT_LABELS;
+function rolloutLabelRuleFlag(raw: string): RolloutLabelRule {
   if (!(ROLLOUT_LABEL_RULES as readonly string[]).includes(raw)) {
     throw new UsageError(`--rollout-labels must be one of ${ROLLOUT_LABEL_RULES.join(', ')}, got ${JSON.stringify(raw)}`);
   }
@@ -153,7 +151,8 @@ async function trainCommand(args: string[]): Promise<void> {
       members: integerFlag(values, 'members', DEFAULT_MEMBERS, [1, 16])!,
       learningRate: numberFlag(values, 'learning-rate', DEFAULT_ROUTER_LEARNING_RATE)!,
       labels: labelRuleFlag(values.labels),
-      rolloutLabels: rolloutLabelRuleFlag(values['rollout-labels']),
+      // Absent stays absent: the trainer picks the default for the dataset's kind (defaultRolloutLabels).
+      ...(values['rollout-labels'] === undefined ? {} : { rolloutLabels: rolloutLabelRuleFlag(values['rollout-labels']) }),
       features: featuresFlag(values.features),
       rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
       rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
 import { readTextCorpus } from '../lab/text-corpus.ts';
-import { DEFAULT_MEMBERS, DEFAULT_ROLLOUT_LABELS, DEFAULT_ROUTER_LEARNING_RATE, TRAINER_VERSION, type TrainRouterOptions } from './train-router-options.ts';
+import { DEFAULT_MEMBERS, DEFAULT_ROUTER_LEARNING_RATE, TRAINER_VERSION, type TrainRouterOptions } from './train-router-options.ts';
 
 async function fileSha256(path: string): Promise<string> {
   const hash = createHash('sha256');
@@ -45,8 +45,9 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     ...(o.defaultThreshold === undefined ? {} : { defaultThreshold: o.defaultThreshold }),
     labels: o.labels,
     // Only when not divergence (the rule before the option, and the default until cloud-nll), so routers
-    // trained with it, the demo routers among them, keep the source they were recorded with.
-    ...((o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS) === 'divergence' ? {} : { rolloutLabels: o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS }),
+    // trained with it, the demo routers among them, keep the source they were recorded with. trainRouter
+    // passes the rule in force (its default depends on the dataset's kind).
+    ...(o.rolloutLabels === undefined || o.rolloutLabels === 'divergence' ? {} : { rolloutLabels: o.rolloutLabels }),
     features: o.features,
     rounds: o.rounds,
     rolloutPrompts: o.rolloutPrompts,

@@ -47,18 +47,19 @@ export const DEFAULT_ROUNDS = 3;
 export const DEFAULT_ROLLOUT_PROMPTS = 64;
 export const DEFAULT_ROLLOUT_TOKENS = 64;
 /**
- * horizon-nll's loop cost for text when `--loop-cost` is not given: this share of the median gain of a route
+ * horizon-nll's loop cost for text when `--loop-cost` is not given (text's default rule is horizon-loop-nll,
+ * which charges none: defaultRolloutLabels): this share of the median gain of a route
  * over the horizon (medianRouteGain), per loop step. A gain is in the pair's own nats, small where the two
  * models differ little and large where they differ a lot, so a cost fixed in nats weighs loops heavily
  * against the gains on one pair and lightly on another (docs/router-training.md, each run's loop_cost).
  */
 export const TEXT_LOOP_COST_SHARE = 0.15;
 /**
- * Defaults that depend on the dataset's kind. The loop measures (the `loop` group, horizon-nll's loop cost)
- * count a 4-gram seen anywhere in the context, the conversation included; a chat reply echoes the
+ * Defaults that depend on the dataset's kind. The loop measures (the `loop` group, horizon-nll's loop cost,
+ * horizon-loop-nll's loop rules) count a 4-gram seen anywhere in the context, the conversation included; a chat reply echoes the
  * conversation (its names, its phrases) where a story that repeats itself is in a loop, and on the chat pair
  * a router trained with either lost to top-1 at 10% routed (docs/router-training.md). So a chat dataset's
- * router reads every group but `loop`, and charges no loop step; text gets both.
+ * router reads every group but `loop`, and charges no loop step; text gets both (defaultRolloutLabels).
  */
 export function defaultFeatures(kind: 'text' | 'chat'): readonly FeatureGroup[] {
   return kind === 'text' ? FEATURE_GROUPS : FEATURE_GROUPS.filter((g) => g !== 'loop');
@@ -69,16 +70,25 @@ export function loopCostShare(kind: 'text' | 'chat'): number {
   return kind === 'text' ? TEXT_LOOP_COST_SHARE : 0;
 }
 /**
- * Label rules when not given: mixed-gain on the teacher-forced text (what routing gains against the text
- * and in the cloud's expectation; above CITER's on the truncated pair),
- * horizon-nll on the rollouts (which have no text: what a route takes off the cloud's NLL of the output, the
- * free-running perplexity's own terms, measured over the routed token and the edge's next HORIZON_TOKENS
- * after it, since what a route steers after it is what top-1 routing gains from; with the loop rules of
- * loop-averse-nll, since the cloud's likeliest text repeats itself); measured, with why each rule was chosen,
- * in docs/router-training.md's ablation.
+ * The label rule of the teacher-forced text when not given: mixed-gain (what routing gains against the text
+ * and in the cloud's expectation; above CITER's on the truncated pair), measured, with why each rule was
+ * chosen, in docs/router-training.md's ablation.
  */
 export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
-export const DEFAULT_ROLLOUT_LABELS: RolloutLabelRule = 'horizon-nll';
+/**
+ * The rollouts' label rule when not given (they have no text), by the dataset's kind. Both weigh a route by
+ * what it takes off the cloud's NLL of the output, the free-running perplexity's own terms, over the routed
+ * token and the edge's next HORIZON_TOKENS after it, since what a route steers after it is what top-1
+ * routing gains from. Text: horizon-loop-nll, which also reads the loops over both branches (a route that
+ * leads into more repeated 4-grams is a loss, one that leads into fewer a gain): with horizon-nll's loop rules
+ * at the next token alone, the distilled 3-layer pair's greedy output repeated itself more than random
+ * routing's at 30% routed, its loops begun before the step that closes them. Chat: horizon-nll, without a
+ * loop cost, since a reply echoes the conversation where a story that repeats itself is in a loop
+ * (defaultFeatures). Measured in docs/router-training.md.
+ */
+export function defaultRolloutLabels(kind: 'text' | 'chat'): RolloutLabelRule {
+  return kind === 'text' ? 'horizon-loop-nll' : 'horizon-nll';
+}
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
   // The MLP trainer's larger step and half the epochs: CI's time, and the figures of the demo thresholds.
@@ -126,7 +136,7 @@ export interface TrainRouterOptions {
   defaultThreshold?: number;
   /** Label rule of the teacher-forced text (labels.ts). */
   labels: LabelRule;
-  /** Label rule of the on-policy records, which have no true text (DEFAULT_ROLLOUT_LABELS when not given). */
+  /** Label rule of the on-policy records, which have no true text (defaultRolloutLabels(the dataset's kind) when not given). */
   rolloutLabels?: RolloutLabelRule;
   /** The groups the router reads, `hidden` included; defaultFeatures(the dataset's kind) when not given. */
   features?: readonly FeatureGroup[];
@@ -135,9 +145,9 @@ export interface TrainRouterOptions {
   /** Training prompts generated from per round (each greedily and sampled). */
   rolloutPrompts: number;
   rolloutTokens: number;
-  /** Greedy edge tokens after a choice for the horizon-nll labels (HORIZON_TOKENS when not given). */
+  /** Greedy edge tokens after a choice for the horizon labels (HORIZON_TOKENS when not given). */
   horizonTokens?: number;
-  /** Nats each loop step in a horizon branch costs (horizon-gain.ts chargeLoopSteps); when not given, loopCostShare(the dataset's kind) of the first round's median route gain. */
+  /** Nats each loop step in a horizon-nll branch costs (horizon-gain.ts chargeLoopSteps); when not given, loopCostShare(the dataset's kind) of the first round's median route gain. */
   loopCost?: number;
   /** `--force`: replace a router pack this project's tools wrote at `out` (output-ownership.ts). */
   force?: boolean;
@@ -172,12 +182,9 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
     bad(`--rollout-tokens must be an integer in [1, 4096], got ${o.rolloutTokens}`);
   if (o.horizonTokens !== undefined && (!Number.isInteger(o.horizonTokens) || o.horizonTokens < 0 || o.horizonTokens > 64))
     bad(`--horizon-tokens must be an integer in [0, 64], got ${o.horizonTokens}`);
-  const rolloutRule = o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS;
-  if (o.horizonTokens !== undefined && !readsHorizon(rolloutRule))
-    bad(`--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels ${rolloutRule}`);
   if (o.loopCost !== undefined && !(o.loopCost >= 0 && o.loopCost <= 100)) bad(`--loop-cost must be in [0, 100] nats, got ${o.loopCost}`);
-  if (o.loopCost !== undefined && rolloutRule !== 'horizon-nll')
-    bad(`--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels ${rolloutRule}`);
+  // Without --rollout-labels the rule is the dataset's kind's, checked once the dataset is read.
+  if (o.rolloutLabels !== undefined) validateRolloutRule(o, o.rolloutLabels);
   if (o.defaultThreshold !== undefined && !(o.defaultThreshold >= 0 && o.defaultThreshold <= 1)) {
     bad(`default threshold must be in [0, 1], got ${o.defaultThreshold}`);
   }
@@ -196,4 +203,19 @@ export function validateTrainOptions(o: TrainRouterOptions): void {
   for (const pack of [o.edgeModel, o.cloudModel]) {
     if (pack !== undefined && resolve(pack) === resolve(o.out)) bad(`--out ${o.out} would replace the model pack ${pack}`);
   }
+}
+
+/**
+ * The flags that only some rollout rules read, against the rule in force: given, or the dataset's kind's
+ * default (defaultRolloutLabels), which is known once the dataset is read, still before anything is trained.
+ */
+export function validateRolloutRule(o: Pick<TrainRouterOptions, 'horizonTokens' | 'loopCost' | 'rolloutLabels'>, rule: RolloutLabelRule): void {
+  const given = o.rolloutLabels === undefined ? ` (the default for this dataset; give --rollout-labels to choose another)` : '';
+  if (o.horizonTokens !== undefined && !readsHorizon(rule))
+    throw new AppError(
+      'INVALID_ARGUMENT',
+      `--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels ${rule}${given}`,
+    );
+  if (o.loopCost !== undefined && rule !== 'horizon-nll')
+    throw new AppError('INVALID_ARGUMENT', `--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels ${rule}${given}`);
 }

@@ -44,13 +44,14 @@ import { routerSource } from './router-source.ts';
 import {
   loopCostShare,
   DEFAULT_MEMBERS,
-  DEFAULT_ROLLOUT_LABELS,
+  defaultRolloutLabels,
   DEFAULT_ROUTER_LEARNING_RATE,
   DEFAULT_THRESHOLD,
   defaultFeatures,
   ROLLOUT_PREFIX_TOKENS,
   ROLLOUT_SHARES,
   VALIDATION_FRACTION,
+  validateRolloutRule,
   validateTrainOptions,
   type TrainRouterOptions,
 } from './train-router-options.ts';
@@ -144,8 +145,9 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
       `${o.text}: ${documentsIn.count} ${documentsIn.noun}(s); training needs at least 2 in its first ${o.trainFraction}${corpus.kind === 'text' ? ' (blank-line separated)' : ''}`,
     );
   }
-  const source = await routerSource(o);
-  const rolloutRule = o.rolloutLabels ?? DEFAULT_ROLLOUT_LABELS;
+  const rolloutRule = o.rolloutLabels ?? defaultRolloutLabels(corpus.kind);
+  validateRolloutRule(o, rolloutRule);
+  const source = await routerSource({ ...o, rolloutLabels: rolloutRule });
   const validation = validationParagraphs(train.length, o.seed);
 
   const tokenizer = await TextTokenizer.fromPack(edgePack.dir);
