@@ -18,7 +18,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readDataFile, type DataFile, type Fields } from './results/data-file.ts';
 import { f2, f3, table } from './results/markdown.ts';
 import { DEFAULT_REPORT, MATCHED_WITHIN } from '../src/tools/router/held-out-report.ts';
-import { defaultFeatures, loopCostShare, DEFAULT_MEMBERS, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
+import { defaultFeatures, loopCostShare, DEFAULT_MEMBERS, DEFAULT_ROLLOUT_WEIGHT, DEFAULT_ROUNDS } from '../src/tools/router/train-router-options.ts';
 import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
 
 export const ABLATION_PAGE = 'docs/router-training.md';
@@ -47,6 +47,9 @@ export function variantOf(data: Fields): string {
   if (added.length) parts.push(`with ${added.join(', ')}`);
   const rounds = training.list('rounds').length - 1;
   if (rounds !== DEFAULT_ROUNDS) parts.push(`${rounds} rounds`);
+  // Rollouts weighed 1 before --rollout-weight existed (router.json without rollout_weight).
+  const rolloutWeight = training.has('rollout_weight') ? training.num('rollout_weight') : 1;
+  if (rounds > 0 && rolloutWeight !== DEFAULT_ROLLOUT_WEIGHT) parts.push(`rollout weight ${rolloutWeight}`);
   const seed = training.has('seed') ? training.num('seed') : 0;
   if (seed !== 0) parts.push(`seed ${seed}`);
   const members = training.num('members');

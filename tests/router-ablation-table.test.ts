@@ -20,7 +20,7 @@ import { DEFAULT_REPORT } from '../src/tools/router/held-out-report.ts';
 import { Fields } from '../scripts/results/data-file.ts';
 import { FEATURE_GROUPS } from '../src/edge/routing/router-features.ts';
 import { HORIZON_TOKENS } from '../src/tools/router/horizon-gain.ts';
-import { TEXT_LOOP_COST_SHARE } from '../src/tools/router/train-router-options.ts';
+import { DEFAULT_ROLLOUT_WEIGHT, TEXT_LOOP_COST_SHARE } from '../src/tools/router/train-router-options.ts';
 
 test('docs/router-training.md shows the table the recorded runs render (bun scripts/router-ablation-table.ts --write)', () => {
   const page = readFileSync(ABLATION_PAGE, 'utf8');
@@ -33,14 +33,35 @@ test("a run's pair comes from its saved command, its variant from its router.jso
   const meta = (features: string[], rounds: number, members: number) =>
     new Fields('x', {
       features,
-      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: Array.from({ length: rounds + 1 }, () => ({})), members },
+      training: {
+        label_rule: 'mixed-gain',
+        on_policy_label_rule: 'cloud-nll',
+        rounds: Array.from({ length: rounds + 1 }, () => ({})),
+        members,
+        rollout_weight: DEFAULT_ROLLOUT_WEIGHT,
+      },
     });
   expect(variantOf(meta([...FEATURE_GROUPS], 3, 3))).toBe('text: mixed-gain; rollouts: cloud-nll');
+  // Recorded before --rollout-weight: the rollouts weighed 1; without rounds there were none to weigh.
+  const unweighted = (rounds: number) =>
+    new Fields('x', {
+      features: [...FEATURE_GROUPS],
+      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: Array.from({ length: rounds + 1 }, () => ({})), members: 3 },
+    });
+  expect(variantOf(unweighted(3))).toBe('text: mixed-gain; rollouts: cloud-nll; rollout weight 1');
+  expect(variantOf(unweighted(0))).toBe('text: mixed-gain; rollouts: cloud-nll; 0 rounds');
   /** A horizon-nll run's router.json: three rounds, three members, and what `training` adds. */
   const horizonRun = (training: Record<string, unknown>, features: string[] = [...FEATURE_GROUPS]) =>
     new Fields('x', {
       features,
-      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'horizon-nll', rounds: [{}, {}, {}, {}], members: 3, ...training },
+      training: {
+        label_rule: 'mixed-gain',
+        on_policy_label_rule: 'horizon-nll',
+        rounds: [{}, {}, {}, {}],
+        members: 3,
+        rollout_weight: DEFAULT_ROLLOUT_WEIGHT,
+        ...training,
+      },
     });
   const horizon = (loopCost: number | undefined, horizonTokens: number, share?: number) =>
     horizonRun({
@@ -61,7 +82,14 @@ test("a run's pair comes from its saved command, its variant from its router.jso
   const chat = (features: string[]) =>
     new Fields('x', {
       features,
-      training: { label_rule: 'mixed-gain', on_policy_label_rule: 'cloud-nll', rounds: [{}, {}, {}, {}], members: 3, text_format: 'chat' },
+      training: {
+        label_rule: 'mixed-gain',
+        on_policy_label_rule: 'cloud-nll',
+        rounds: [{}, {}, {}, {}],
+        members: 3,
+        rollout_weight: DEFAULT_ROLLOUT_WEIGHT,
+        text_format: 'chat',
+      },
     });
   expect(variantOf(chat(FEATURE_GROUPS.filter((g) => g !== 'loop')))).toBe('text: mixed-gain; rollouts: cloud-nll');
   expect(variantOf(chat(['hidden', 'previous_hidden', 'logit_stats', 'repetition', 'position']))).toBe('text: mixed-gain; rollouts: cloud-nll; without token');

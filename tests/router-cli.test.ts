@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEMO } from '../src/shared/paths.ts';
 import { ensureDemoPacks } from './helpers/demo-packs.ts';
-import { TEXT_LOOP_COST_SHARE } from '../src/tools/router/train-router-options.ts';
+import { DEFAULT_ROLLOUT_WEIGHT, TEXT_LOOP_COST_SHARE } from '../src/tools/router/train-router-options.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'router-cli-'));
 const out = join(work, 'router');
@@ -111,6 +111,11 @@ describe('router train with bad input: one-line error, nothing written', () => {
       'a loop cost on text, whose default rollout rule charges none',
       () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--loop-cost', '1'],
       /--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels horizon-loop-nll \(the default for this dataset; give --rollout-labels to choose another\)/,
+    ],
+    [
+      'a rollout weight of 0',
+      () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--rollout-weight', '0'],
+      /--rollout-weight must be in \(0, 1\], got 0/,
     ],
     [
       'a negative loop cost',
@@ -284,6 +289,7 @@ test('router train on a short text writes a loadable pack; router eval reads it 
     on_policy_label_rule: 'horizon-loop-nll',
     rollout_prompts: 4,
     rollout_tokens: 8,
+    rollout_weight: DEFAULT_ROLLOUT_WEIGHT,
   });
   expect(meta.training.loop_cost).toBeUndefined();
   // A soft rule's default threshold is measured on the validation scores (softRuleThreshold), in thousandths.

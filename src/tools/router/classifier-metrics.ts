@@ -43,13 +43,19 @@ export function labelBalance(labels: ArrayLike<number>): number {
   return labels.length ? ones / labels.length : NaN;
 }
 
-/** Mean binary cross-entropy of probabilities against labels or soft targets in [0, 1] (clamped away from 0 and 1). */
-export function logLoss(probabilities: ArrayLike<number>, labels: ArrayLike<number>): number {
+/**
+ * Mean binary cross-entropy of probabilities against labels or soft targets in [0, 1] (clamped away from 0 and
+ * 1); with `weights`, each row's term weighted and the sum divided by the weights' sum.
+ */
+export function logLoss(probabilities: ArrayLike<number>, labels: ArrayLike<number>, weights?: ArrayLike<number>): number {
   let sum = 0;
+  let total = 0;
   for (let i = 0; i < probabilities.length; i++) {
     const p = Math.min(1 - 1e-7, Math.max(1e-7, probabilities[i]!));
     const y = labels[i]!;
-    sum -= y * Math.log(p) + (1 - y) * Math.log(1 - p);
+    const w = weights ? weights[i]! : 1;
+    sum -= w * (y * Math.log(p) + (1 - y) * Math.log(1 - p));
+    total += w;
   }
-  return probabilities.length ? sum / probabilities.length : NaN;
+  return total > 0 ? sum / total : NaN;
 }

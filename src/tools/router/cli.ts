@@ -13,6 +13,7 @@ import {
   DEFAULT_LABELS,
   DEFAULT_ROLLOUT_PROMPTS,
   DEFAULT_ROLLOUT_TOKENS,
+  DEFAULT_ROLLOUT_WEIGHT,
   DEFAULT_EPOCHS,
   DEFAULT_ROUTER_LEARNING_RATE,
   DEFAULT_MEMBERS,
@@ -31,7 +32,7 @@ const USAGE = `usage: bun run router <command> [flags]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
         [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll (horizon-loop-nll for text, horizon-nll for chat)] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop (all but loop for chat)] [--rounds 3]
-        [--rollout-prompts 64] [--rollout-tokens 64] [--horizon-tokens 4] [--loop-cost NATS (horizon-nll: default ${TEXT_LOOP_COST_SHARE} of the median route gain for text, 0 for chat)] [--report-documents 256] [--report-prompts 128] [--report-loop-prompts 192] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
+        [--rollout-prompts 64] [--rollout-tokens 64] [--rollout-weight ${DEFAULT_ROLLOUT_WEIGHT}] [--horizon-tokens 4] [--loop-cost NATS (horizon-nll: default ${TEXT_LOOP_COST_SHARE} of the median route gain for text, 0 for chat)] [--report-documents 256] [--report-prompts 128] [--report-loop-prompts 192] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
       cloud's top-1 is the true token; divergence: route where the cloud finds the edge's token less than
@@ -49,7 +50,8 @@ const USAGE = `usage: bun run router <command> [flags]
       threshold then routes as many validation positions as CITER's labels do) and train the MLP router; then --rounds
       on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those
       trajectories against the cloud (--rollout-labels: horizon-loop-nll for text, horizon-nll for chat, by default), add them to the data and
-      retrain (--rounds 0: teacher forcing only); --members MLPs of --hidden-units each, with seeds seed,
+      retrain (--rounds 0: teacher forcing only), each on-policy record weighing --rollout-weight against a
+      teacher-forced one's 1; --members MLPs of --hidden-units each, with seeds seed,
       seed+1, …, are trained side by side and their logits averaged (one wider MLP in router.onnx);
       --edge-model-file / --cloud-model-file name the ONNX file of a pack (model.onnx by default; e.g. model_q4.onnx);
       a chat dataset (JSONL, one {"messages": [{"role", "content"}, ...]} per line) is rendered through the edge
@@ -124,6 +126,7 @@ async function trainCommand(args: string[]): Promise<void> {
     rounds: { type: 'string' },
     'rollout-prompts': { type: 'string' },
     'rollout-tokens': { type: 'string' },
+    'rollout-weight': { type: 'string' },
     'horizon-tokens': { type: 'string' },
     'loop-cost': { type: 'string' },
     force: { type: 'boolean' },
@@ -157,6 +160,7 @@ async function trainCommand(args: string[]): Promise<void> {
       rounds: integerFlag(values, 'rounds', DEFAULT_ROUNDS, [0, 10])!,
       rolloutPrompts: integerFlag(values, 'rollout-prompts', DEFAULT_ROLLOUT_PROMPTS, [1, 100_000])!,
       rolloutTokens: integerFlag(values, 'rollout-tokens', DEFAULT_ROLLOUT_TOKENS, [1, 4096])!,
+      rolloutWeight: numberFlag(values, 'rollout-weight', DEFAULT_ROLLOUT_WEIGHT)!,
       // Absent stays absent: a horizon length given with a rollout rule that reads none is an error, not ignored.
       ...(values['horizon-tokens'] === undefined ? {} : { horizonTokens: integerFlag(values, 'horizon-tokens', HORIZON_TOKENS, [0, 64])! }),
       ...(values['loop-cost'] === undefined ? {} : { loopCost: numberFlag(values, 'loop-cost')! }),

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { loadModelPack, type ModelPack } from '../../shared/model/model-pack.ts';
 import { readTextCorpus } from '../lab/text-corpus.ts';
-import { DEFAULT_MEMBERS, DEFAULT_ROUTER_LEARNING_RATE, TRAINER_VERSION, type TrainRouterOptions } from './train-router-options.ts';
+import { DEFAULT_MEMBERS, DEFAULT_ROLLOUT_WEIGHT, DEFAULT_ROUTER_LEARNING_RATE, TRAINER_VERSION, type TrainRouterOptions } from './train-router-options.ts';
 
 async function fileSha256(path: string): Promise<string> {
   const hash = createHash('sha256');
@@ -52,5 +52,8 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     rounds: o.rounds,
     rolloutPrompts: o.rolloutPrompts,
     rolloutTokens: o.rolloutTokens,
+    // Only when not 1 (the weight before the option), so routers trained with it, the demo routers among
+    // them, keep the source they were recorded with.
+    ...((o.rolloutWeight ?? DEFAULT_ROLLOUT_WEIGHT) === 1 ? {} : { rolloutWeight: o.rolloutWeight ?? DEFAULT_ROLLOUT_WEIGHT }),
   };
 }

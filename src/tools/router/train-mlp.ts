@@ -28,6 +28,8 @@ export interface Dataset {
   rows: number;
   /** The edge's proposed token (top-1) of each row: the `token` group's input. */
   proposed?: Int32Array;
+  /** Each row's weight in the loss, training and validation alike (1 each when absent): `--rollout-weight`. */
+  weights?: Float32Array;
 }
 
 /** Adam's step size when none is given. */
@@ -187,10 +189,15 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
   const targets = train.targets ?? train.labels;
   const validationTargets = validation.targets ?? validation.labels;
   let ones = 0;
-  for (let r = 0; r < train.rows; r++) ones += targets[r]!;
+  let rowWeights = 0;
+  for (let r = 0; r < train.rows; r++) {
+    const w = train.weights ? train.weights[r]! : 1;
+    ones += w * targets[r]!;
+    rowWeights += w;
+  }
 
   const fresh = (): MlpWeights => {
-    const w: MlpWeights = { ...initialWeights(n, h, options.seed, ones / train.rows), ...featureStats(train.features, train.rows, n) };
+    const w: MlpWeights = { ...initialWeights(n, h, options.seed, ones / rowWeights), ...featureStats(train.features, train.rows, n) };
     if (options.tokenVocabSize !== undefined) w.tokens = freshTokenVectors(train.proposed!, options.tokenVocabSize, h);
     return w;
   };
@@ -220,7 +227,7 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
   const history: EpochReport[] = [];
   // A warm start is itself a candidate: a round whose epochs all do worse keeps it.
   let best = {
-    loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows, validation.proposed), validationTargets) : Infinity,
+    loss: options.initial ? logLoss(predictStandardized(weights, xVal, validation.rows, validation.proposed), validationTargets, validation.weights) : Infinity,
     epoch: 0,
     weights: cloneWeights(weights),
   };
@@ -238,16 +245,17 @@ export function trainMlp(train: Dataset, validation: Dataset, options: TrainMlpO
         hiddenLayer(weights, row, z1, tokenAt);
         const p = sigmoid(outputLogit(weights, z1));
         const y = targets[r]!;
-        lossSum -= y * Math.log(Math.max(p, 1e-12)) + (1 - y) * Math.log(Math.max(1 - p, 1e-12));
-        addRowGradients(weights, row, z1, p - y, tokenAt, gradients, dz1);
+        const w = train.weights ? train.weights[r]! : 1;
+        lossSum -= w * (y * Math.log(Math.max(p, 1e-12)) + (1 - y) * Math.log(Math.max(1 - p, 1e-12)));
+        addRowGradients(weights, row, z1, w * (p - y), tokenAt, gradients, dz1);
       }
       const scale = 1 / (end - start);
       for (const g of grads) for (let i = 0; i < g.length; i++) g[i] *= scale;
       adam.step(params, grads);
     }
     weights.b2 = b2[0]!;
-    const validationLoss = logLoss(predictStandardized(weights, xVal, validation.rows, validation.proposed), validationTargets);
-    const report = { epoch, trainLoss: lossSum / train.rows, validationLoss };
+    const validationLoss = logLoss(predictStandardized(weights, xVal, validation.rows, validation.proposed), validationTargets, validation.weights);
+    const report = { epoch, trainLoss: lossSum / rowWeights, validationLoss };
     history.push(report);
     options.onEpoch?.(report);
     if (validationLoss < best.loss) best = { loss: validationLoss, epoch, weights: cloneWeights(weights) };

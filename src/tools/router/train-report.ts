@@ -13,7 +13,7 @@ import type { TextCorpus } from '../lab/text-corpus.ts';
 import { formatHeldOutReport, type HeldOutReport } from './held-out-report.ts';
 import { HORIZON_TOKENS } from './horizon-gain.ts';
 import { readsHorizon, LABEL_RULE_TEXT, type LabelRule, type RolloutLabelRule } from './labels.ts';
-import { DEFAULT_MEMBERS, DEFAULT_ROUTER_LEARNING_RATE, VALIDATION_FRACTION, type TrainRouterOptions } from './train-router-options.ts';
+import { DEFAULT_MEMBERS, DEFAULT_ROLLOUT_WEIGHT, DEFAULT_ROUTER_LEARNING_RATE, VALIDATION_FRACTION, type TrainRouterOptions } from './train-router-options.ts';
 
 /** One round's figures: round 0 is the teacher-forced fit, later rounds add on-policy records. */
 export interface RoundReport {
@@ -115,6 +115,8 @@ export function routerMeta(
       rounds: rounds.map(roundJson),
       rollout_prompts: o.rolloutPrompts,
       rollout_tokens: o.rolloutTokens,
+      // Only where there were rollouts to weigh (routers from before the weight weighed theirs 1).
+      ...(o.rounds > 0 ? { rollout_weight: o.rolloutWeight ?? DEFAULT_ROLLOUT_WEIGHT } : {}),
       // Only where the rollouts' labels read a horizon, so other routers keep the router.json they had.
       ...(readsHorizon(rolloutRule) ? { horizon_tokens: o.horizonTokens ?? HORIZON_TOKENS } : {}),
       ...(report.loopCost === undefined ? {} : { loop_cost: report.loopCost }),

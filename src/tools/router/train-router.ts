@@ -44,6 +44,7 @@ import { routerSource } from './router-source.ts';
 import {
   loopCostShare,
   DEFAULT_MEMBERS,
+  DEFAULT_ROLLOUT_WEIGHT,
   defaultRolloutLabels,
   DEFAULT_ROUTER_LEARNING_RATE,
   DEFAULT_THRESHOLD,
@@ -90,21 +91,26 @@ interface FitResult {
   bestEpoch: number;
 }
 
-/** Records with their rule's binary labels and training targets (labels.ts says how each rule treats rollouts). */
-type Labelled = { forced: TeacherForced; labels: Uint8Array; targets: Float32Array };
+/**
+ * Records with their rule's binary labels and training targets (labels.ts says how each rule treats
+ * rollouts), and their weight in the loss (the rollouts': --rollout-weight).
+ */
+type Labelled = { forced: TeacherForced; labels: Uint8Array; targets: Float32Array; weight: number };
 
-function labelled(forced: TeacherForced, rule: LabelRule | RolloutLabelRule, horizon?: HorizonReading): Labelled {
-  return { forced, ...labelsFor(rule, forced, horizon) };
+function labelled(forced: TeacherForced, rule: LabelRule | RolloutLabelRule, horizon?: HorizonReading, weight = 1): Labelled {
+  return { forced, ...labelsFor(rule, forced, horizon), weight };
 }
 
 function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]): Dataset {
   const forced = concatForced(parts.map((p) => p.forced));
   const labels = new Uint8Array(forced.count);
   const targets = new Float32Array(forced.count);
+  const weights = new Float32Array(forced.count);
   let at = 0;
   for (const p of parts) {
     labels.set(p.labels, at);
     targets.set(p.targets, at);
+    weights.fill(p.weight, at, at + p.labels.length);
     at += p.labels.length;
   }
   return {
@@ -112,6 +118,8 @@ function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]):
     labels,
     targets,
     rows: forced.count,
+    // Absent where every row weighs 1: the unweighted arithmetic, to the bit.
+    ...(parts.every((p) => p.weight === 1) ? {} : { weights }),
     ...(readsToken(features) ? { proposed: forced.proposed } : {}),
   };
 }
@@ -146,6 +154,7 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
     );
   }
   const rolloutRule = o.rolloutLabels ?? defaultRolloutLabels(corpus.kind);
+  const rolloutWeight = o.rolloutWeight ?? DEFAULT_ROLLOUT_WEIGHT;
   validateRolloutRule(o, rolloutRule);
   const source = await routerSource({ ...o, rolloutLabels: rolloutRule });
   const validation = validationParagraphs(train.length, o.seed);
@@ -291,10 +300,10 @@ export async function trainRouter(o: TrainRouterOptions, progress?: ProgressRepo
         }
       };
       const rollout = await rolloutOf(take(trainPrompts, o.rolloutPrompts), `rollouts (round ${round})`);
-      trainParts.push(labelled(rollout.forced, rolloutRule, charged(rollout.horizon)));
+      trainParts.push(labelled(rollout.forced, rolloutRule, charged(rollout.horizon), rolloutWeight));
       if (validationPrompts.length > 0) {
         const held = await rolloutOf(take(validationPrompts, validationPerRound), `validation rollouts (round ${round})`);
-        validationParts.push(labelled(held.forced, rolloutRule, charged(held.horizon)));
+        validationParts.push(labelled(held.forced, rolloutRule, charged(held.horizon), rolloutWeight));
       }
       result = await fit(round, result.members);
       rounds.push(
