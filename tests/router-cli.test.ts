@@ -100,7 +100,7 @@ describe('router train with bad input: one-line error, nothing written', () => {
     [
       'a horizon length with a rollout rule that reads none',
       () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--rollout-labels', 'cloud-nll', '--horizon-tokens', '8'],
-      /--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels cloud-nll/,
+      /--horizon-tokens applies to --rollout-labels horizon-nll, horizon-loop-nll and horizon-loop-guard-nll only, got --rollout-labels cloud-nll/,
     ],
     [
       'a loop cost with a rollout rule that charges none',
@@ -110,7 +110,7 @@ describe('router train with bad input: one-line error, nothing written', () => {
     [
       'a loop cost on text, whose default rollout rule charges none',
       () => ['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text(), '--loop-cost', '1'],
-      /--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels horizon-loop-nll \(the default for this dataset; give --rollout-labels to choose another\)/,
+      /--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels horizon-loop-guard-nll \(the default for this dataset; give --rollout-labels to choose another\)/,
     ],
     [
       'a rollout weight of 0',
@@ -175,7 +175,7 @@ test('router train: --labels, --rollout-labels, --features and --rounds are chec
     ],
     [
       ['--rollout-labels', 'citer'],
-      /--rollout-labels must be one of divergence, cloud-gain, cloud-nll, loop-nll, loop-guard-nll, loop-averse-nll, loop-neutral-nll, horizon-nll, horizon-loop-nll, got "citer"/,
+      /--rollout-labels must be one of divergence, cloud-gain, cloud-nll, loop-nll, loop-guard-nll, loop-averse-nll, loop-neutral-nll, horizon-nll, horizon-loop-nll, horizon-loop-guard-nll, got "citer"/,
     ],
     [
       ['--features', 'logit_stats'],
@@ -286,7 +286,7 @@ test('router train on a short text writes a loadable pack; router eval reads it 
     max_epochs: 2,
     label_rule: 'mixed-gain',
     // Text's default rollout rule: the loops over both branches decide, no loop step is charged.
-    on_policy_label_rule: 'horizon-loop-nll',
+    on_policy_label_rule: 'horizon-loop-guard-nll',
     rollout_prompts: 4,
     rollout_tokens: 8,
     rollout_weight: DEFAULT_ROLLOUT_WEIGHT,

@@ -188,6 +188,10 @@ test('horizon-loop-nll: a routed branch that takes loops further than the kept o
   expect([...targets]).toEqual([Math.fround(horizonTarget(0.5)), 0.75, 0]);
   expect(Math.abs(targets[0]! - 1 / 3)).toBeLessThan(1e-6);
   expect([...labels]).toEqual([1, 1, 0]);
+  // horizon-loop-guard-nll: the same, but a route into more loop steps is kept outright.
+  const guarded = labelsFor('horizon-loop-guard-nll', records, horizon);
+  expect([...guarded.targets]).toEqual([Math.fround(horizonTarget(0.5)), 1, 0]);
+  expect([...guarded.labels]).toEqual([1, 1, 0]);
 });
 
 test('--loop-cost charges each loop step of a branch: g + cost · (kept repeats − routed repeats)', () => {

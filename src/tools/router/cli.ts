@@ -31,7 +31,7 @@ const USAGE = `usage: bun run router <command> [flags]
   train --edge-model PACK (--cloud-model PACK | --cloud HOST:PORT) --text FILE --out DIR [--force] [--edge-model-file F] [--cloud-model-file F] [--train-fraction 0.8] [--seed 0] [--epochs 60] [--hidden-units 64]
         [--members 3] [--learning-rate 0.0003]
         [--labels citer|divergence|gain|cloud-gain|mixed-gain|cloud-nll|mixed-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll]
-        [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll (horizon-loop-nll for text, horizon-nll for chat)] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop (all but loop for chat)] [--rounds 3]
+        [--rollout-labels divergence|cloud-gain|cloud-nll|loop-nll|loop-guard-nll|loop-averse-nll|loop-neutral-nll|horizon-nll|horizon-loop-nll|horizon-loop-guard-nll (horizon-loop-guard-nll for text, horizon-nll for chat)] [--features hidden,previous_hidden,logit_stats,repetition,position,token,loop (all but loop for chat)] [--rounds 3]
         [--rollout-prompts 64] [--rollout-tokens 64] [--rollout-weight ${DEFAULT_ROLLOUT_WEIGHT}] [--horizon-tokens 4] [--loop-cost NATS (horizon-nll: default ${TEXT_LOOP_COST_SHARE} of the median route gain for text, 0 for chat)] [--report-documents 256] [--report-prompts 128] [--report-loop-prompts 192] [--report-tokens 48] [--report-temperature 1] [--report-text FILE] [--json]
       teacher-force both packs over the first train-fraction of the text's paragraphs (blank-line
       separated), label each position (1 = keep the edge token, 0 = route; citer: route where only the
@@ -45,11 +45,12 @@ const USAGE = `usage: bun run router <command> [flags]
       token and the edge's next --horizon-tokens greedy tokens after it, each loop step in a branch costing --loop-cost
       nats (by default ${TEXT_LOOP_COST_SHARE} of the median size of the gain where the first round's two top-1s differed: the
       pair's own scale); horizon-loop-nll: horizon-nll's gain, and
-      the loop rules over both branches (keep where the routed one repeats more 4-grams, route where it repeats fewer);
+      the loop rules over both branches (a loss, 0.75, where the routed one repeats more 4-grams, route where it
+      repeats fewer); horizon-loop-guard-nll: the same, keeping outright (1) where the routed one repeats more;
       mixed-gain, the default for the text: the mean of gain's and cloud-gain's, and the default
       threshold then routes as many validation positions as CITER's labels do) and train the MLP router; then --rounds
       on-policy rounds: generate from rollout-prompts training openings (greedy and sampled) with the current router, label those
-      trajectories against the cloud (--rollout-labels: horizon-loop-nll for text, horizon-nll for chat, by default), add them to the data and
+      trajectories against the cloud (--rollout-labels: horizon-loop-guard-nll for text, horizon-nll for chat, by default), add them to the data and
       retrain (--rounds 0: teacher forcing only), each on-policy record weighing --rollout-weight against a
       teacher-forced one's 1; --members MLPs of --hidden-units each, with seeds seed,
       seed+1, …, are trained side by side and their logits averaged (one wider MLP in router.onnx);

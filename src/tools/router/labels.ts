@@ -38,12 +38,20 @@ export type LabelRule = (typeof LABEL_RULES)[number];
 /** Rules whose targets are soft: their score estimates (1 − E[gain]) / 2, not P(keep). */
 export const SOFT_LABEL_RULES: readonly LabelRule[] = ['gain', 'cloud-gain', 'mixed-gain', 'cloud-nll', 'mixed-nll', ...LOOP_RULES];
 /** Rules for rollouts: those that need no true next token. */
-export const ROLLOUT_LABEL_RULES = ['divergence', 'cloud-gain', 'cloud-nll', ...LOOP_RULES, 'horizon-nll', 'horizon-loop-nll'] as const;
+export const ROLLOUT_LABEL_RULES = [
+  'divergence',
+  'cloud-gain',
+  'cloud-nll',
+  ...LOOP_RULES,
+  'horizon-nll',
+  'horizon-loop-nll',
+  'horizon-loop-guard-nll',
+] as const;
 export type RolloutLabelRule = (typeof ROLLOUT_LABEL_RULES)[number];
 
 /** Rules whose labels read what a route changes past the next token (horizon-gain.ts). */
 export function readsHorizon(rule: LabelRule | RolloutLabelRule): boolean {
-  return rule === 'horizon-nll' || rule === 'horizon-loop-nll';
+  return rule === 'horizon-nll' || rule === 'horizon-loop-nll' || rule === 'horizon-loop-guard-nll';
 }
 
 /** Route when p_cloud(edge top-1) < DIVERGENCE_RATIO · p_cloud(cloud top-1). */
@@ -67,6 +75,8 @@ export const LABEL_RULE_TEXT: Record<LabelRule | RolloutLabelRule, string> = {
     "horizon-nll (soft, rollouts): loop-averse-nll's, with g the cloud's NLL of the edge's top-1 and the edge's greedy tokens after it less that of the cloud's top-1 and the edge's after it",
   'horizon-loop-nll':
     "horizon-loop-nll (soft, rollouts): horizon-nll's g, and 0.75 (keep) where the routed branch repeats more 4-grams than the kept one, 0 (route) where it repeats fewer",
+  'horizon-loop-guard-nll':
+    "horizon-loop-guard-nll (soft, rollouts): horizon-nll's g, and 1 (keep) where the routed branch repeats more 4-grams than the kept one, 0 (route) where it repeats fewer",
 };
 
 /** The CITER rule's text, as router.json has recorded it since the first trainer. */
@@ -223,17 +233,18 @@ export function horizonNllLabels(forced: LoopRecords, { gains }: HorizonReading)
 
 /**
  * The loop rules over the horizon: where the routed branch (the cloud's token and the edge's after it) takes
- * loops further more often than the kept one, the route counts as a loss (0.75, keep), as `loop-averse-nll`
- * counts a route into a loop; where less often, it is routed (0), as `loop-nll` routes a loop's next step.
+ * loops further more often than the kept one, the route is kept: `horizon-loop-nll` counts it as a loss (0.75),
+ * as `loop-averse-nll` counts a route into a loop, `horizon-loop-guard-nll` keeps it outright (1), as
+ * `loop-guard-nll` does; where less often, it is routed (0), as `loop-nll` routes a loop's next step.
  * Elsewhere the target of the gain over the horizon.
  */
-export function horizonLoopNllLabels(forced: LoopRecords, horizon: HorizonReading): { labels: Uint8Array; targets: Float32Array } {
+export function horizonLoopNllLabels(forced: LoopRecords, horizon: HorizonReading, keepTarget: 0.75 | 1): { labels: Uint8Array; targets: Float32Array } {
   const labels = divergenceLabels(forced);
   const targets = Float32Array.from(horizon.gains, horizonTarget);
   for (let i = 0; i < forced.count; i++) {
     const kept = horizon.keptRepeats[i]!;
     const routed = horizon.routedRepeats[i]!;
-    if (routed > kept) [labels[i], targets[i]] = [1, 0.75];
+    if (routed > kept) [labels[i], targets[i]] = [1, keepTarget];
     else if (kept > routed) [labels[i], targets[i]] = [0, 0];
   }
   return { labels, targets };
@@ -248,7 +259,8 @@ export function horizonLoopNllLabels(forced: LoopRecords, horizon: HorizonReadin
 export function labelsFor(rule: LabelRule | RolloutLabelRule, forced: TeacherForced, horizon?: HorizonReading): { labels: Uint8Array; targets: Float32Array } {
   if (readsHorizon(rule)) {
     if (!horizon || horizon.gains.length !== forced.count) throw new Error(`internal: ${rule} labels need the horizon gains of every record`);
-    return rule === 'horizon-nll' ? horizonNllLabels(forced, horizon) : horizonLoopNllLabels(forced, horizon);
+    if (rule === 'horizon-nll') return horizonNllLabels(forced, horizon);
+    return horizonLoopNllLabels(forced, horizon, rule === 'horizon-loop-guard-nll' ? 1 : 0.75);
   }
   if (rule === 'loop-nll') return loopNllLabels(forced);
   if (rule === 'loop-guard-nll') return loopGuardNllLabels(forced, 1);

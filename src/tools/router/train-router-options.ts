@@ -51,12 +51,12 @@ export const DEFAULT_ROLLOUT_TOKENS = 64;
  * teacher-forced one (training and early stopping alike). The rollouts teach what free running needs (where a
  * route steers the text, the loops), but their labels read the cloud over a horizon where the text's read the
  * true next token, and each round's records pulled the teacher-forced fit away: on the truncated 3-layer pair
- * the validation AUC fell round by round and the gap recovered at 30% with it (60.4% with no rounds, 59.5% after
- * three; docs/router-training.md). At half weight the rounds still move the router, and the text's fit holds.
+ * the validation AUC fell round by round, and the share of the gap recovered with it (docs/router-training.md).
+ * At half weight the rounds still move the router, and the text's fit holds.
  */
 export const DEFAULT_ROLLOUT_WEIGHT = 0.5;
 /**
- * horizon-nll's loop cost for text when `--loop-cost` is not given (text's default rule is horizon-loop-nll,
+ * horizon-nll's loop cost for text when `--loop-cost` is not given (text's default rule is horizon-loop-guard-nll,
  * which charges none: defaultRolloutLabels): this share of the median gain of a route
  * over the horizon (medianRouteGain), per loop step. A gain is in the pair's own nats, small where the two
  * models differ little and large where they differ a lot, so a cost fixed in nats weighs loops heavily
@@ -65,7 +65,7 @@ export const DEFAULT_ROLLOUT_WEIGHT = 0.5;
 export const TEXT_LOOP_COST_SHARE = 0.15;
 /**
  * Defaults that depend on the dataset's kind. The loop measures (the `loop` group, horizon-nll's loop cost,
- * horizon-loop-nll's loop rules) count a 4-gram seen anywhere in the context, the conversation included; a chat reply echoes the
+ * horizon-loop-guard-nll's loop rules) count a 4-gram seen anywhere in the context, the conversation included; a chat reply echoes the
  * conversation (its names, its phrases) where a story that repeats itself is in a loop, and on the chat pair
  * a router trained with either lost to top-1 at 10% routed (docs/router-training.md). So a chat dataset's
  * router reads every group but `loop`, and charges no loop step; text gets both (defaultRolloutLabels).
@@ -88,15 +88,15 @@ export const DEFAULT_LABELS: LabelRule = 'mixed-gain';
  * The rollouts' label rule when not given (they have no text), by the dataset's kind. Both weigh a route by
  * what it takes off the cloud's NLL of the output, the free-running perplexity's own terms, over the routed
  * token and the edge's next HORIZON_TOKENS after it, since what a route steers after it is what top-1
- * routing gains from. Text: horizon-loop-nll, which also reads the loops over both branches (a route that
- * leads into more repeated 4-grams is a loss, one that leads into fewer a gain): with horizon-nll's loop rules
- * at the next token alone, the distilled 3-layer pair's greedy output repeated itself more than random
+ * routing gains from. Text: horizon-loop-guard-nll, which also reads the loops over both branches (a route
+ * that leads into more repeated 4-grams is kept, one that leads into fewer is routed): with horizon-nll's loop
+ * rules at the next token alone, the distilled 3-layer pair's greedy output repeated itself more than random
  * routing's at 30% routed, its loops begun before the step that closes them. Chat: horizon-nll, without a
  * loop cost, since a reply echoes the conversation where a story that repeats itself is in a loop
  * (defaultFeatures). Measured in docs/router-training.md.
  */
 export function defaultRolloutLabels(kind: 'text' | 'chat'): RolloutLabelRule {
-  return kind === 'text' ? 'horizon-loop-nll' : 'horizon-nll';
+  return kind === 'text' ? 'horizon-loop-guard-nll' : 'horizon-nll';
 }
 /** What `models demo` trains the demo router with (CI trains it before every test run). */
 export const DEMO_ROUTER_TRAINING = {
@@ -228,7 +228,7 @@ export function validateRolloutRule(o: Pick<TrainRouterOptions, 'horizonTokens' 
   if (o.horizonTokens !== undefined && !readsHorizon(rule))
     throw new AppError(
       'INVALID_ARGUMENT',
-      `--horizon-tokens applies to --rollout-labels horizon-nll and horizon-loop-nll only, got --rollout-labels ${rule}${given}`,
+      `--horizon-tokens applies to --rollout-labels horizon-nll, horizon-loop-nll and horizon-loop-guard-nll only, got --rollout-labels ${rule}${given}`,
     );
   if (o.loopCost !== undefined && rule !== 'horizon-nll')
     throw new AppError('INVALID_ARGUMENT', `--loop-cost applies to --rollout-labels horizon-nll only, got --rollout-labels ${rule}${given}`);
