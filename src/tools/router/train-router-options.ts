@@ -67,7 +67,7 @@ export const TEXT_LOOP_COST_SHARE = 0.15;
  * Defaults that depend on the dataset's kind. The loop measures (the `loop` group, horizon-nll's loop cost,
  * horizon-loop-guard-nll's loop rules) count a 4-gram seen anywhere in the context, the conversation included; a chat reply echoes the
  * conversation (its names, its phrases) where a story that repeats itself is in a loop, and on the chat pair
- * a router trained with either lost to top-1 at 10% routed (docs/router-training.md). So a chat dataset's
+ * a router trained with the group or the cost lost to top-1 at 10% routed (docs/router-training.md). So a chat dataset's
  * router reads every group but `loop`, and charges no loop step; text gets both (defaultRolloutLabels).
  */
 export function defaultFeatures(kind: 'text' | 'chat'): readonly FeatureGroup[] {
