@@ -7,6 +7,19 @@ import { ensureDemoPacks } from './helpers/demo-packs.ts';
 import { DEFAULT_ROLLOUT_WEIGHT, TEXT_LOOP_COST_SHARE } from '../src/tools/router/train-router-options.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'router-cli-'));
+
+/** A text file of the TinyStories excerpt's first `paragraphs` stories, in the test's folder. */
+function firstStories(name: string, paragraphs: number): string {
+  const path = join(work, name);
+  writeFileSync(
+    path,
+    readFileSync(DEMO.tinyStories, 'utf8')
+      .split(/\n\s*\n/)
+      .slice(0, paragraphs)
+      .join('\n\n'),
+  );
+  return path;
+}
 const out = join(work, 'router');
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -193,14 +206,7 @@ test('router train: --labels, --rollout-labels, --features and --rounds are chec
 });
 
 test('router train --labels citer --rounds 0 is the first trainer: CITER labels, teacher forcing only', () => {
-  const text = join(work, 'citer.txt');
-  writeFileSync(
-    text,
-    readFileSync(DEMO.tinyStories, 'utf8')
-      .split(/\n\s*\n/)
-      .slice(0, 30)
-      .join('\n\n'),
-  );
+  const text = firstStories('citer.txt', 30);
   const dir = join(work, 'citer-router');
   const r = router(
     'train',
@@ -234,14 +240,7 @@ test('router train --labels citer --rounds 0 is the first trainer: CITER labels,
 }, 30_000);
 
 test('router train on a short text writes a loadable pack; router eval reads it back', () => {
-  const text = join(work, 'short.txt');
-  writeFileSync(
-    text,
-    readFileSync(DEMO.tinyStories, 'utf8')
-      .split(/\n\s*\n/)
-      .slice(0, 40)
-      .join('\n\n'),
-  );
+  const text = firstStories('short.txt', 40);
   const small = join(work, 'small-router');
   const r = router(
     'train',
@@ -312,34 +311,13 @@ test('router train on a short text writes a loadable pack; router eval reads it 
 }, 30_000);
 
 test('router train --rollout-labels horizon-nll on text charges each loop step its default share of the median route gain', () => {
-  const text = join(work, 'short-horizon.txt');
-  writeFileSync(
-    text,
-    readFileSync(DEMO.tinyStories, 'utf8')
-      .split(/\n\s*\n/)
-      .slice(0, 40)
-      .join('\n\n'),
-  );
+  const text = firstStories('short-horizon.txt', 40);
   const out = join(work, 'horizon-nll-router');
   const r = router(
     'train',
     ...['--edge-model', DEMO.edgePack, '--cloud-model', DEMO.cloudPack, '--text', text, '--out', out, '--rollout-labels', 'horizon-nll'],
-    ...[
-      '--epochs',
-      '2',
-      '--hidden-units',
-      '8',
-      '--rounds',
-      '1',
-      '--rollout-prompts',
-      '4',
-      '--rollout-tokens',
-      '8',
-      '--features',
-      'hidden',
-      '--report-documents',
-      '0',
-    ],
+    // One small round, as fast as training goes.
+    ...'--epochs 2 --hidden-units 8 --rounds 1 --rollout-prompts 4 --rollout-tokens 8 --features hidden --report-documents 0'.split(' '),
   );
   expect(r.code).toBe(0);
   const meta = JSON.parse(readFileSync(join(out, 'router.json'), 'utf8'));
