@@ -26,6 +26,7 @@ async function packSha256(pack: ModelPack): Promise<string> {
 
 /** Everything the trained pack depends on; `models demo` retrains when it differs from pack-source.json. */
 export async function routerSource(o: TrainRouterOptions): Promise<Record<string, unknown>> {
+  const rolloutWeight = o.rolloutWeight ?? DEFAULT_ROLLOUT_WEIGHT;
   return {
     tool: 'router-train',
     trainerVersion: TRAINER_VERSION,
@@ -54,6 +55,6 @@ export async function routerSource(o: TrainRouterOptions): Promise<Record<string
     rolloutTokens: o.rolloutTokens,
     // Only when not 1 (the weight before the option), so routers trained with it, the demo routers among
     // them, keep the source they were recorded with.
-    ...((o.rolloutWeight ?? DEFAULT_ROLLOUT_WEIGHT) === 1 ? {} : { rolloutWeight: o.rolloutWeight ?? DEFAULT_ROLLOUT_WEIGHT }),
+    ...(rolloutWeight === 1 ? {} : { rolloutWeight }),
   };
 }

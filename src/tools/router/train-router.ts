@@ -105,12 +105,13 @@ function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]):
   const forced = concatForced(parts.map((p) => p.forced));
   const labels = new Uint8Array(forced.count);
   const targets = new Float32Array(forced.count);
-  const weights = new Float32Array(forced.count);
+  // None where every row weighs 1: the unweighted arithmetic, to the bit.
+  const weights = parts.some((p) => p.weight !== 1) ? new Float32Array(forced.count) : undefined;
   let at = 0;
   for (const p of parts) {
     labels.set(p.labels, at);
     targets.set(p.targets, at);
-    weights.fill(p.weight, at, at + p.labels.length);
+    weights?.fill(p.weight, at, at + p.labels.length);
     at += p.labels.length;
   }
   return {
@@ -118,8 +119,7 @@ function dataset(parts: readonly Labelled[], features: readonly FeatureGroup[]):
     labels,
     targets,
     rows: forced.count,
-    // Absent where every row weighs 1: the unweighted arithmetic, to the bit.
-    ...(parts.every((p) => p.weight === 1) ? {} : { weights }),
+    ...(weights ? { weights } : {}),
     ...(readsToken(features) ? { proposed: forced.proposed } : {}),
   };
 }
